@@ -1,0 +1,242 @@
+"""Protocol headers (core spec 2.2) and frames (2.3), parsed incrementally.
+
+:class:`FrameParser` takes bytes in any chunking (byte by byte too) and hands out protocol
+headers and frames as soon as they are whole. It checks a frame's size against the maximum
+from the first four bytes, before buffering its body, and compacts its buffer only when the
+consumed part is at least half of it, so the copying stays linear in the input.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import Any
+
+import attrs
+
+from . import _decode, _encode
+from ._errors import DecodeError, EncodeError, FramingError, UnsupportedProtocolError
+from ._performatives import Performative, SaslFrameBody, Transfer
+
+__all__ = [
+    "AMQP_HEADER",
+    "HEARTBEAT",
+    "MIN_MAX_FRAME_SIZE",
+    "SASL_HEADER",
+    "TLS_HEADER",
+    "Frame",
+    "FrameParser",
+    "FrameType",
+    "ProtocolHeader",
+    "ProtocolId",
+    "encode_frame",
+]
+
+#: The smallest max-frame-size a peer may set, and the limit before open (core spec 2.4.1).
+MIN_MAX_FRAME_SIZE = 512
+
+_unpack_size_doff_type_ch = struct.Struct(">IBBH").unpack_from
+_pack_frame_header = struct.Struct(">IBBH").pack
+
+
+class ProtocolId(enum.IntEnum):
+    """The protocol id byte of an AMQP 1.0 protocol header (core spec 2.2, 5.1)."""
+
+    AMQP = 0
+    TLS = 2
+    SASL = 3
+
+
+class FrameType(enum.IntEnum):
+    """Frame type codes (core spec 2.3.1, 5.3.1)."""
+
+    AMQP = 0x00
+    SASL = 0x01
+
+
+_OTHER_VERSIONS = {
+    b"AMQP\x00\x00\x09\x01": "AMQP 0-9-1",
+    b"AMQP\x01\x01\x00\x0a": "AMQP 0-10",
+    b"AMQP\x01\x01\x00\x09": "AMQP 0-9",
+    b"AMQP\x01\x01\x08\x00": "AMQP 0-8",
+    b"AMQP\x01\x01\x09\x01": "AMQP 0-9-1",
+}
+
+
+@attrs.frozen
+class ProtocolHeader:
+    """An AMQP 1.0 protocol header: ``AMQP``, a protocol id, and version 1.0.0 (core spec
+    2.2)."""
+
+    protocol_id: ProtocolId
+
+    def to_bytes(self) -> bytes:
+        return b"AMQP" + bytes((int(self.protocol_id), 1, 0, 0))
+
+    @classmethod
+    def parse(cls, data: bytes | bytearray | memoryview) -> ProtocolHeader:
+        """Read 8 header bytes. Anything but AMQP 1.0.0 with id 0, 2 or 3 raises
+        :class:`~amqp_sansio.UnsupportedProtocolError` naming what the peer tried."""
+        raw = bytes(data)
+        if len(raw) != 8:
+            raise ValueError("a protocol header is exactly 8 bytes")
+        if raw[:4] == b"AMQP" and raw[5:] == b"\x01\x00\x00" and raw[4] in (0, 2, 3):
+            return cls(ProtocolId(raw[4]))
+        if raw in _OTHER_VERSIONS:
+            name = _OTHER_VERSIONS[raw]
+        elif raw[:4] == b"AMQP":
+            name = f"AMQP protocol id {raw[4]} version {raw[5]}.{raw[6]}.{raw[7]}"
+        elif raw[:4] in (b"GET ", b"POST", b"HEAD", b"PUT ", b"HTTP"):
+            name = "HTTP"
+        elif raw[0] == 0x16:
+            name = "a TLS handshake without the AMQP TLS header"
+        else:
+            name = "not AMQP"
+        raise UnsupportedProtocolError(
+            f"the peer sent the protocol header {raw!r} ({name}); we speak AMQP 1.0.0",
+            header=raw, version_name=name)
+
+
+#: The three AMQP 1.0 protocol headers (core spec 2.2, 5.2.1, 5.3.1).
+AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
+TLS_HEADER = b"AMQP\x02\x01\x00\x00"
+SASL_HEADER = b"AMQP\x03\x01\x00\x00"
+#: An empty AMQP frame on channel 0: the heartbeat of core spec 2.4.5.
+HEARTBEAT = b"\x00\x00\x00\x08\x02\x00\x00\x00"
+
+
+@attrs.frozen
+class Frame:
+    """One frame (core spec 2.3). ``body`` is the decoded performative (or SASL body), or
+    ``None`` for an empty frame (a heartbeat); ``payload`` is what follows the performative
+    (a transfer's message bytes)."""
+
+    type: FrameType
+    channel: int
+    body: Any
+    payload: bytes = b""
+
+    @property
+    def is_heartbeat(self) -> bool:
+        return self.body is None
+
+
+def encode_frame(body: Any, *, channel: int = 0, payload: bytes | bytearray | memoryview = b"",
+                 frame_type: FrameType = FrameType.AMQP,
+                 max_frame_size: int | None = None) -> bytes:
+    """The bytes of one frame: an 8-byte header (data offset 2), the encoded body, the
+    payload. ``body=None`` makes an empty frame. Raises :class:`~amqp_sansio.EncodeError`
+    when the frame would exceed ``max_frame_size``."""
+    out = bytearray(8)
+    if body is not None:
+        _encode.encode_into(body, out)
+    out += payload
+    size = len(out)
+    if max_frame_size is not None and size > max_frame_size:
+        raise EncodeError(f"frame of {size} bytes exceeds max-frame-size {max_frame_size}")
+    if not 0 <= channel <= 0xFFFF:
+        raise EncodeError(f"channel {channel} is out of range")
+    out[0:8] = _pack_frame_header(size, 2, int(frame_type), channel)
+    return bytes(out)
+
+
+class FrameParser:
+    """Incremental parser for the byte stream of one connection.
+
+    Feed bytes with :meth:`feed`; take a protocol header with :meth:`next_protocol_header`
+    and frames with :meth:`next_frame` (each returns ``None`` until enough bytes are there).
+    :attr:`max_frame_size` may be raised once the peer's open is known; until then it is the
+    spec's 512. ``max_depth`` bounds nesting inside performatives.
+    """
+
+    def __init__(self, *, max_frame_size: int = MIN_MAX_FRAME_SIZE,
+                 max_depth: int = _decode.DEFAULT_MAX_DEPTH) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self.max_frame_size = max_frame_size
+        self.max_depth = max_depth
+
+    @property
+    def buffered(self) -> int:
+        """How many bytes are held but not yet parsed."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes received from the peer."""
+        if self._pos and self._pos * 2 >= len(self._buf):
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+
+    def take_remaining(self) -> bytes:
+        """Hand over the unparsed bytes (for the next layer, e.g. after the TLS header)."""
+        rest = bytes(self._buf[self._pos :])
+        self._buf.clear()
+        self._pos = 0
+        return rest
+
+    def next_protocol_header(self) -> ProtocolHeader | None:
+        """The next 8 bytes as a protocol header, or None if fewer are buffered. Raises
+        :class:`~amqp_sansio.UnsupportedProtocolError` for any other protocol or version (as
+        soon as the bytes seen already rule out AMQP 1.0)."""
+        buf, pos = self._buf, self._pos
+        have = len(buf) - pos
+        if have < 8:
+            if have and not AMQP_HEADER.startswith(bytes(buf[pos : pos + min(have, 4)])):
+                # Not even "AMQP": no need to wait for eight bytes to know.
+                raw = bytes(buf[pos : pos + have]).ljust(8, b"\x00")
+                ProtocolHeader.parse(raw)
+            return None
+        header = ProtocolHeader.parse(buf[pos : pos + 8])
+        self._pos = pos + 8
+        return header
+
+    def next_frame(self) -> Frame | None:
+        """The next whole frame, or None if it is not all here yet.
+
+        Raises :class:`~amqp_sansio.FramingError` for a size below 8 or above
+        :attr:`max_frame_size`, a data offset below 2 or beyond the frame, or an unknown frame
+        type; :class:`~amqp_sansio.DecodeError` for a body that is not a performative (or
+        SASL body) of the frame's type.
+        """
+        buf, pos = self._buf, self._pos
+        have = len(buf) - pos
+        if have < 4:
+            return None
+        size = int.from_bytes(buf[pos : pos + 4], "big")
+        if size < 8:
+            raise FramingError(f"frame size {size} is below the minimum of 8", offset=pos)
+        if size > self.max_frame_size:
+            raise FramingError(
+                f"frame size {size} exceeds max-frame-size {self.max_frame_size}", offset=pos)
+        if have < 8:
+            return None
+        _, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
+        if doff < 2:
+            raise FramingError(f"data offset {doff} is below the minimum of 2", offset=pos)
+        if doff * 4 > size:
+            raise FramingError(f"data offset {doff * 4} bytes lies beyond the frame", offset=pos)
+        if ftype not in (0, 1):
+            raise FramingError(f"unknown frame type {ftype:#04x}", offset=pos)
+        if have < size:
+            return None
+        body = bytes(buf[pos + doff * 4 : pos + size])
+        self._pos = pos + size
+        frame_type = FrameType(ftype)
+        if not body:
+            return Frame(frame_type, channel, None)
+        try:
+            performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
+        except _decode.DECODE_FAILURES as exc:
+            raise _decode.as_decode_error(exc, 0) from None
+        if frame_type is FrameType.AMQP:
+            if not isinstance(performative, Performative):
+                raise DecodeError(f"an AMQP frame holds a performative, not {performative!r:.60}")
+            if end != len(body) and type(performative) is not Transfer:
+                raise DecodeError(f"{type(performative).__name__} frame has trailing bytes")
+        else:
+            if not isinstance(performative, SaslFrameBody):
+                raise DecodeError(f"a SASL frame holds a SASL body, not {performative!r:.60}")
+            if end != len(body):
+                raise DecodeError("SASL frame has trailing bytes")
+        return Frame(frame_type, channel, performative, body[end:])

@@ -1,0 +1,290 @@
+"""The AMQP message (core spec 3.2): sections in a fixed order, encoded and decoded whole.
+
+A message is a sequence of described sections::
+
+    header? delivery-annotations? message-annotations? properties? application-properties?
+    body footer?
+
+where the body is one amqp-value, or one or more data sections, or one or more amqp-sequence
+sections. The *bare message* is properties, application-properties and the body; the rest
+annotates it in transit.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Union
+
+import attrs
+
+from . import _decode, _encode
+from ._errors import DecodeError, EncodeError
+from ._messaging import (
+    AmqpSequence,
+    AmqpValue,
+    Data,
+    Header,
+    Properties,
+)
+from ._types import Symbol, ULong
+
+__all__ = ["Body", "Message"]
+
+#: What :attr:`Message.body` holds.
+Body = Union[Data, AmqpValue, AmqpSequence, tuple[Data, ...], tuple[AmqpSequence, ...], None]
+
+
+def _to_body(value: Any) -> Body:
+    """Body converter: ``bytes`` become a data section; a section or a tuple/list of data or
+    amqp-sequence sections is kept; any other value becomes an amqp-value section."""
+    if value is None or type(value) in (Data, AmqpValue, AmqpSequence):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return Data(bytes(value))
+    if isinstance(value, list | tuple) and value and (
+        all(type(v) is Data for v in value) or all(type(v) is AmqpSequence for v in value)
+    ):
+        # One section is held as itself, so that equal messages compare equal.
+        return value[0] if len(value) == 1 else tuple(value)
+    if isinstance(value, list | tuple) and any(type(v) in (Data, AmqpSequence) for v in value):
+        raise TypeError("a body holds data sections or amqp-sequence sections, not a mix")
+    return AmqpValue(value)
+
+
+_SECTION_NAMES = {
+    0x70: "header", 0x71: "delivery-annotations", 0x72: "message-annotations",
+    0x73: "properties", 0x74: "application-properties", 0x75: "data",
+    0x76: "amqp-sequence", 0x77: "amqp-value", 0x78: "footer",
+}
+_SYMBOLIC = {f"amqp:{name}:{kind}": code for code, name, kind in (
+    (0x70, "header", "list"), (0x71, "delivery-annotations", "map"),
+    (0x72, "message-annotations", "map"), (0x73, "properties", "list"),
+    (0x74, "application-properties", "map"), (0x75, "data", "binary"),
+    (0x76, "amqp-sequence", "list"), (0x77, "amqp-value", "*"), (0x78, "footer", "map"),
+)}
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """An AMQP message (core spec 3.2).
+
+    The annotation maps are plain dicts whose ``str`` keys are sent as symbols;
+    ``application_properties`` has string keys. ``body`` holds the body section(s); pass
+    ``bytes`` for one data section, or any other value for an amqp-value section.
+    """
+
+    header: Header | None = None
+    delivery_annotations: dict[Any, Any] | None = None
+    message_annotations: dict[Any, Any] | None = None
+    properties: Properties | None = None
+    application_properties: dict[str, Any] | None = None
+    body: Body = attrs.field(default=None, converter=_to_body)
+    footer: dict[Any, Any] | None = None
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        """The annotated message: every section present, in the spec's order."""
+        out = bytearray()
+        try:
+            self._encode_into(out, bare=False)
+        except EncodeError:
+            raise
+        except (struct.error, OverflowError, ValueError, TypeError, UnicodeEncodeError,
+                RecursionError) as exc:
+            raise EncodeError(f"cannot encode the message: {exc}") from None
+        return bytes(out)
+
+    def encode_bare(self) -> bytes:
+        """The bare message only: properties, application-properties and body (3.2)."""
+        out = bytearray()
+        try:
+            self._encode_into(out, bare=True)
+        except EncodeError:
+            raise
+        except (struct.error, OverflowError, ValueError, TypeError, UnicodeEncodeError,
+                RecursionError) as exc:
+            raise EncodeError(f"cannot encode the message: {exc}") from None
+        return bytes(out)
+
+    def bare(self) -> Message:
+        """A copy holding only the bare message's sections."""
+        return Message(properties=self.properties,
+                       application_properties=self.application_properties, body=self.body)
+
+    def _encode_into(self, out: bytearray, *, bare: bool) -> None:
+        enc = _encode.encode_into
+        if not bare:
+            if self.header is not None:
+                enc(self.header, out)
+            if self.delivery_annotations is not None:
+                out += b"\x00\x53\x71"
+                _encode.enc_symbol_keyed_map(self.delivery_annotations, out)
+            if self.message_annotations is not None:
+                out += b"\x00\x53\x72"
+                _encode.enc_symbol_keyed_map(self.message_annotations, out)
+        if self.properties is not None:
+            enc(self.properties, out)
+        ap = self.application_properties
+        if ap is not None:
+            for key in ap:
+                if type(key) is not str:
+                    raise EncodeError(f"application-properties keys are strings, got {key!r}")
+            out += b"\x00\x53\x74"
+            _encode.enc_map(ap, out)
+        body = self.body
+        if type(body) is tuple:
+            for section in body:
+                enc(section, out)
+        elif body is not None:
+            enc(body, out)
+        if not bare and self.footer is not None:
+            out += b"\x00\x53\x78"
+            _encode.enc_symbol_keyed_map(self.footer, out)
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview, *,
+               max_depth: int = _decode.DEFAULT_MAX_DEPTH) -> Message:
+        """Decode a whole message (bare or annotated). Sections out of order or repeated, a
+        body that mixes section kinds, or anything that is not a section, raise
+        :class:`~amqp_sansio.DecodeError`."""
+        buf = _decode._as_bytes(data)
+        try:
+            return _decode_message(buf, max_depth)
+        except _decode.DECODE_FAILURES as exc:
+            raise _decode.as_decode_error(exc, 0) from None
+
+
+_new = object.__new__
+_SET = {name: getattr(Message, name).__set__ for name in (
+    "header", "delivery_annotations", "message_annotations", "properties",
+    "application_properties", "body", "footer")}
+_set_header = _SET["header"]
+_set_da = _SET["delivery_annotations"]
+_set_ma = _SET["message_annotations"]
+_set_props = _SET["properties"]
+_set_ap = _SET["application_properties"]
+_set_body = _SET["body"]
+_set_footer = _SET["footer"]
+
+
+def _annotations(buf: bytes, pos: int, depth: int, what: str) -> tuple[Any, int]:
+    c = buf[pos]
+    value, end = _decode.DECODERS[c](buf, pos + 1, depth)
+    if value is None:
+        return None, end
+    if type(value) is not dict:
+        raise DecodeError(f"{what} must be a map", offset=pos)
+    for key in value:
+        if type(key) is not Symbol and type(key) is not ULong:
+            raise DecodeError(f"{what} keys must be symbols or ulongs, got {key!r:.40}",
+                              offset=pos)
+    return value, end
+
+
+def _decode_message(buf: bytes, depth: int) -> Message:
+    L = len(buf)
+    if L == 0:
+        raise DecodeError("a message has at least one section", offset=0)
+    table = _decode.DECODERS
+    described = _decode.DESCRIBED
+    header = da = ma = props = ap = footer = None
+    body: Any = None
+    data_sections: list[Data] | None = None
+    seq_sections: list[AmqpSequence] | None = None
+    last = 0
+    pos = 0
+    if depth <= 0:
+        raise _decode.too_deep(0)
+    depth -= 1  # the section's descriptor counts as one level, as in the generic decoder
+    while pos < L:
+        start = pos
+        if buf[pos] != 0x00:
+            raise DecodeError("a message section must be a described value", offset=pos)
+        c = buf[pos + 1]
+        if c == 0x53:
+            code = buf[pos + 2]
+            pos += 3
+        else:
+            descriptor, pos = table[c](buf, pos + 2, depth)
+            if type(descriptor) is ULong:
+                code = int(descriptor)
+            elif type(descriptor) is Symbol and descriptor in _SYMBOLIC:
+                code = _SYMBOLIC[descriptor]
+            else:
+                code = -1
+        if code not in _SECTION_NAMES:
+            raise DecodeError(f"not a message section (descriptor {code:#x})", offset=start)
+        if code < last or (code == last and code not in (0x75, 0x76)):
+            raise DecodeError(
+                f"{_SECTION_NAMES[code]} section out of order or repeated", offset=start)
+        if 0x75 <= code <= 0x77 and last != code and 0x75 <= last <= 0x77:
+            raise DecodeError("a body holds one kind of section only", offset=start)
+        last = code
+        if code == 0x75:
+            c = buf[pos]
+            if c == 0xA0:
+                end = pos + 2 + buf[pos + 1]
+                value = buf[pos + 2 : end]
+            elif c == 0xB0:
+                end = pos + 5 + _decode.unpack_I(buf, pos + 1)[0]
+                value = buf[pos + 5 : end]
+            else:
+                raise DecodeError("a data section holds binary", offset=pos)
+            if end > L:
+                raise _decode.truncated(pos)
+            pos = end
+            section = _new(Data)
+            _DATA_SET(section, value)
+            if data_sections is None:
+                data_sections = [section]
+            else:
+                data_sections.append(section)
+        elif code == 0x73:
+            props, pos = described[0x73](buf, pos, depth)
+        elif code == 0x74:
+            c = buf[pos]
+            ap, pos = table[c](buf, pos + 1, depth)
+            if ap is not None:
+                if type(ap) is not dict:
+                    raise DecodeError("application-properties must be a map", offset=start)
+                for key in ap:
+                    if type(key) is not str:
+                        raise DecodeError(
+                            f"application-properties keys must be strings, got {key!r:.40}",
+                            offset=start)
+        elif code == 0x70:
+            header, pos = described[0x70](buf, pos, depth)
+        elif code == 0x77:
+            body, pos = described[0x77](buf, pos, depth)
+        elif code == 0x76:
+            section, pos = described[0x76](buf, pos, depth)
+            if seq_sections is None:
+                seq_sections = [section]
+            else:
+                seq_sections.append(section)
+        elif code == 0x72:
+            ma, pos = _annotations(buf, pos, depth, "message-annotations")
+        elif code == 0x71:
+            da, pos = _annotations(buf, pos, depth, "delivery-annotations")
+        else:  # 0x78
+            footer, pos = _annotations(buf, pos, depth, "footer")
+    if data_sections is not None:
+        body = data_sections[0] if len(data_sections) == 1 else tuple(data_sections)
+    elif seq_sections is not None:
+        body = seq_sections[0] if len(seq_sections) == 1 else tuple(seq_sections)
+    m = _new(Message)
+    _set_header(m, header)
+    _set_da(m, da)
+    _set_ma(m, ma)
+    _set_props(m, props)
+    _set_ap(m, ap)
+    _set_body(m, body)
+    _set_footer(m, footer)
+    return m
+
+
+_DATA_SET = Data.value.__set__  # type: ignore[attr-defined]
+

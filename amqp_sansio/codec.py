@@ -1,0 +1,57 @@
+"""The AMQP 1.0 type system and its encodings (core spec part 1), as one public module.
+
+``encode(value) -> bytes`` and ``decode(data) -> value`` handle one whole value;
+``decode_from(data, offset)`` is the incremental form. See the codec page of the docs for the
+Python type mapping, the wrapper types, the limits and the errors.
+"""
+
+from ._decode import DEFAULT_MAX_DEPTH, decode, decode_from
+from ._encode import encode, encode_into
+from ._errors import DecodeError, EncodeError, InvalidFieldError
+from ._types import (
+    AMQPType,
+    Array,
+    Byte,
+    Char,
+    Decimal32,
+    Decimal64,
+    Decimal128,
+    Described,
+    Float,
+    Int,
+    Short,
+    Symbol,
+    Timestamp,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
+)
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "AMQPType",
+    "Array",
+    "Byte",
+    "Char",
+    "DecodeError",
+    "Decimal32",
+    "Decimal64",
+    "Decimal128",
+    "Described",
+    "EncodeError",
+    "Float",
+    "Int",
+    "InvalidFieldError",
+    "Short",
+    "Symbol",
+    "Timestamp",
+    "UByte",
+    "UInt",
+    "ULong",
+    "UShort",
+    "decode",
+    "decode_from",
+    "encode",
+    "encode_into",
+]
