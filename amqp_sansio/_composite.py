@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -139,7 +139,7 @@ def _check_one(cls_name: str, name: str, spec: FieldSpec, value: Any) -> None:
         ok = isinstance(value, bool)
     elif kind in _RANGES:
         ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok and not 0 <= value <= _RANGES[kind]:  # type: ignore[index]
+        if ok and not 0 <= value <= _RANGES[kind]:
             raise ValueError(f"{where}: {value} is out of range for {kind}")
     elif kind == "timestamp":
         ok = isinstance(value, int) and not isinstance(value, bool)
@@ -289,10 +289,7 @@ def _mandatory(cls_name: str, field: str, pos: int) -> InvalidFieldError:
 def _check_decoded(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: int) -> Any:
     """The slow path for a field decoded generically: check its type, normalise it."""
     if spec.multiple:
-        if type(v) is Array:
-            items = v.items
-        else:
-            items = (v,)
+        items = v.items if type(v) is Array else (v,)
         return tuple(_check_decoded_one(cls_name, field, spec, x, pos) for x in items)
     return _check_decoded_one(cls_name, field, spec, v, pos)
 
@@ -309,7 +306,7 @@ def _check_decoded_one(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: 
         if type(v) is not _DECODED_TYPES[kind]:
             raise _type_error(cls_name, field, kind, v, pos)
         if kind in ("ubyte", "ushort", "uint", "ulong"):
-            v = int(v)  # fields hold plain ints; the field's type says how they are sent
+            v = int(cast(int, v))  # fields hold plain ints; the field's type says how they are sent
         if spec.enum is not None:
             return _enum_value(cls_name, field, spec.enum, v, pos)
         return v
@@ -408,6 +405,8 @@ def _gen_decoder(cls: type, specs: tuple[tuple[str, FieldSpec], ...],
                 else f"v = default{i}; pos += 1")
         body = ["c = buf[pos]", "if c == 0x40:", "    " + null]
         inline = _INLINE_DECODE.get(kind) if isinstance(kind, str) and not spec.multiple else None
+        if kind == "*" and spec.requires in ("address", "message-id"):
+            inline = _INLINE_DECODE["string"]  # by far their most common encoding
         if spec.enum is not None:
             ns[f"to_enum{i}"] = _enum_converter(name, fname, spec.enum)
         for code, stmt in inline or ():
@@ -517,7 +516,7 @@ def composite(code: int, name: str, *, provides: Iterable[str] = ()) -> Callable
     (``(domain << 32) | id``) and symbolic descriptor ``name`` (core spec 1.4, 1.5)."""
 
     def wrap(cls: type[T]) -> type[T]:
-        fields = attrs.fields(cls)  # type: ignore[misc]
+        fields = attrs.fields(cls)  # type: ignore[arg-type]
         specs = tuple((f.name, f.metadata["amqp"]) for f in fields)
         defaults = [None if f.default is attrs.NOTHING else f.default for f in fields]
         cls.DESCRIPTOR_CODE = code  # type: ignore[attr-defined]
@@ -532,6 +531,15 @@ def composite(code: int, name: str, *, provides: Iterable[str] = ()) -> Callable
     return wrap
 
 
+_RESTRICTED_ENCODERS: dict[str, _encode.Encoder] = {
+    "binary": _encode.enc_binary,
+    "list": _encode.enc_list,
+    "map": _encode.enc_map,
+    "annotations": _encode.enc_symbol_keyed_map,
+    "*": _encode.encode_into,
+}
+
+
 def restricted(code: int, name: str, kind: str, *, provides: Iterable[str] = ()) -> Callable[
     [type[T]], type[T]
 ]:
@@ -544,13 +552,7 @@ def restricted(code: int, name: str, kind: str, *, provides: Iterable[str] = ())
         cls.DESCRIPTOR_NAME = name  # type: ignore[attr-defined]
         for archetype in provides:
             _providers(archetype).add(cls)
-        value_encoder = {
-            "binary": _encode.enc_binary,
-            "list": _encode.enc_list,
-            "map": _encode.enc_map,
-            "annotations": _encode.enc_symbol_keyed_map,
-            "*": _encode.encode_into,
-        }[kind]
+        value_encoder = _RESTRICTED_ENCODERS[kind]
         spec = FieldSpec(kind)
         setter = cls.value.__set__  # type: ignore[attr-defined]
         new = object.__new__

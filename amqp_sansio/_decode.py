@@ -247,7 +247,7 @@ def _list_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[
     if depth <= 0:
         raise too_deep(pos)
     depth -= 1
-    out = []
+    out: list[Any] = []
     append = out.append
     table = DECODERS
     for _ in range(count):
@@ -281,17 +281,25 @@ def _map_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[A
     depth -= 1
     out: dict[Any, Any] = {}
     table = DECODERS
-    for i in range(count >> 1):
+    L = len(buf)
+    for _ in range(count >> 1):
         at = pos
-        k, pos = table[buf[pos]](buf, pos + 1, depth)
+        c = buf[pos]
+        if c == 0xA1:  # str8 keys are by far the most common: read them inline
+            e = pos + 2 + buf[pos + 1]
+            if e > L:
+                raise truncated(pos)
+            k: Any = buf[pos + 2 : e].decode("utf-8")
+            pos = e
+        else:
+            k, pos = table[c](buf, pos + 1, depth)
         v, pos = table[buf[pos]](buf, pos + 1, depth)
         try:
             out[k] = v
         except TypeError:
-            k = _hashable_key(k, at)
-            out[k] = v
-        if len(out) != i + 1:
-            raise DecodeError(f"map key {k!r:.40} appears twice", offset=at)
+            out[_hashable_key(k, at)] = v
+    if len(out) != count >> 1:
+        raise DecodeError("a map key appears twice", offset=end)
     if pos != end:
         raise DecodeError("map contents do not fill its declared size", offset=pos)
     return out, pos
@@ -359,7 +367,7 @@ def _array_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple
     if element_type is None:
         raise DecodeError(f"invalid array element constructor {code:#04x}", offset=pos - 1)
     f = DECODERS[code]
-    items = []
+    items: list[Any] = []
     append = items.append
     for _ in range(count):
         v, pos = f(buf, pos, depth)

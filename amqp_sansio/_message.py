@@ -13,7 +13,7 @@ annotates it in transit.
 from __future__ import annotations
 
 import struct
-from typing import Any, Union
+from typing import Any
 
 import attrs
 
@@ -31,7 +31,7 @@ from ._types import Symbol, ULong
 __all__ = ["Body", "Message"]
 
 #: What :attr:`Message.body` holds.
-Body = Union[Data, AmqpValue, AmqpSequence, tuple[Data, ...], tuple[AmqpSequence, ...], None]
+Body = Data | AmqpValue | AmqpSequence | tuple[Data, ...] | tuple[AmqpSequence, ...] | None
 
 
 def _to_body(value: Any) -> Body:

@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 
 from ._composite import Composite, amqp, composite, restricted, to_bytes, to_tuple
-from ._types import Symbol
 from ._performatives import Error
+from ._types import Symbol
 
 __all__ = [
     "Accepted",
@@ -123,7 +123,7 @@ class ApplicationProperties:
 class Data:
     """A data section: opaque binary application data (core spec 3.2.6)."""
 
-    value: bytes = attrs.field(converter=to_bytes)  # type: ignore[misc]
+    value: bytes = attrs.field(converter=to_bytes)
 
 
 @restricted(0x76, "amqp:amqp-sequence:list", "list", provides=("section",))
@@ -196,7 +196,6 @@ class Modified(Composite):
 # -- terminus (3.5) ---------------------------------------------------------------------------
 
 
-_multi = {"multiple": True}
 
 
 @composite(0x28, "amqp:source:list", provides=("source",))
@@ -218,9 +217,9 @@ class Source(Composite):
     filter: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
     default_outcome: Any = attrs.field(default=None, metadata=amqp("*", requires="outcome"))
     outcomes: tuple[Symbol, ...] | None = attrs.field(default=None, converter=to_tuple,
-                                                      metadata=amqp("symbol", **_multi))
+                                                      metadata=amqp("symbol", multiple=True))
     capabilities: tuple[Symbol, ...] | None = attrs.field(default=None, converter=to_tuple,
-                                                          metadata=amqp("symbol", **_multi))
+                                                          metadata=amqp("symbol", multiple=True))
 
 
 @composite(0x29, "amqp:target:list", provides=("target",))
@@ -239,7 +238,7 @@ class Target(Composite):
     dynamic_node_properties: dict[Any, Any] | None = attrs.field(default=None,
                                                                  metadata=amqp("fields"))
     capabilities: tuple[Symbol, ...] | None = attrs.field(default=None, converter=to_tuple,
-                                                          metadata=amqp("symbol", **_multi))
+                                                          metadata=amqp("symbol", multiple=True))
 
 
 @composite(0x2B, "amqp:delete-on-close:list", provides=("lifetime-policy",))

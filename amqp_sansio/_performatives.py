@@ -98,7 +98,6 @@ class SaslFrameBody(Composite):
     __slots__ = ()
 
 
-_caps = {"multiple": True}
 
 
 @composite(0x10, "amqp:open:list", provides=("frame",))
@@ -112,13 +111,13 @@ class Open(Performative):
     channel_max: int = attrs.field(default=0xFFFF, metadata=amqp("ushort"))
     idle_time_out: int | None = attrs.field(default=None, metadata=amqp("uint"))
     outgoing_locales: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     incoming_locales: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     offered_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     desired_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     properties: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
@@ -133,9 +132,9 @@ class Begin(Performative):
     outgoing_window: int = attrs.field(metadata=amqp("uint", mandatory=True))
     handle_max: int = attrs.field(default=_UINT_MAX, metadata=amqp("uint"))
     offered_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     desired_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     properties: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
@@ -158,9 +157,9 @@ class Attach(Performative):
     initial_delivery_count: int | None = attrs.field(default=None, metadata=amqp("uint"))
     max_message_size: int | None = attrs.field(default=None, metadata=amqp("ulong"))
     offered_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     desired_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", **_caps))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
     properties: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 

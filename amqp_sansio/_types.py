@@ -153,7 +153,8 @@ class Timestamp(_BoundedInt):
             value = value.replace(tzinfo=_dt.timezone.utc)
         delta = value - _EPOCH
         ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-        return cls(ms)
+        result: Timestamp = cls(ms)
+        return result
 
     def to_datetime(self) -> _dt.datetime:
         """This timestamp as an aware UTC datetime (raises OverflowError outside years 1-9999)."""
@@ -242,7 +243,7 @@ class _DecimalBID:
 
     def __eq__(self, other: object) -> bool:
         if type(other) is type(self):
-            return self.bits == other.bits  # type: ignore[attr-defined, no-any-return]
+            return self.bits == other.bits
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -1,0 +1,233 @@
+"""Protocol headers and frames (core spec 2.2, 2.3), through public bytes: whole, byte by
+byte and in random chunks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import amqp_sansio as a
+
+
+def _frames() -> list[bytes]:
+    return [
+        a.encode_frame(a.Open(container_id="c1", max_frame_size=65536, hostname="h")),
+        a.encode_frame(a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
+                       channel=3),
+        a.HEARTBEAT,
+        a.encode_frame(a.Transfer(handle=0, delivery_id=7, delivery_tag=b"t", more=False),
+                       channel=3, payload=a.Message(body=b"x" * 300).encode()),
+        a.encode_frame(a.Close(error=a.Error(condition="amqp:internal-error",
+                                             description="bye"))),
+    ]
+
+
+def _parse_all(parser: a.FrameParser) -> list[a.Frame]:
+    out = []
+    while (frame := parser.next_frame()) is not None:
+        out.append(frame)
+    return out
+
+
+def _expected() -> list[a.Frame]:
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(b"".join(_frames()))
+    return _parse_all(parser)
+
+
+def test_frames_parse_whole() -> None:
+    frames = _expected()
+    assert [type(f.body).__name__ for f in frames] == [
+        "Open", "Begin", "NoneType", "Transfer", "Close"]
+    assert frames[1].channel == 3
+    assert frames[2].is_heartbeat
+    assert a.Message.decode(frames[3].payload).body == a.Data(b"x" * 300)
+    assert frames[4].body.error.description == "bye"
+    assert all(f.type is a.FrameType.AMQP for f in frames)
+
+
+def test_frames_parse_byte_by_byte() -> None:
+    parser = a.FrameParser(max_frame_size=65536)
+    got = []
+    for b in b"".join(_frames()):
+        parser.feed(bytes([b]))
+        got += _parse_all(parser)
+    assert got == _expected()
+    assert parser.buffered == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_frames_parse_in_random_chunks(rnd: random.Random) -> None:
+    data = a.AMQP_HEADER + b"".join(_frames())
+    parser = a.FrameParser(max_frame_size=65536)
+    got: list[object] = []
+    header_seen = False
+    i = 0
+    while i < len(data):
+        n = rnd.randint(1, 64)
+        parser.feed(data[i : i + n])
+        i += n
+        if not header_seen:
+            header = parser.next_protocol_header()
+            if header is None:
+                continue
+            assert header == a.ProtocolHeader(a.ProtocolId.AMQP)
+            header_seen = True
+        got += _parse_all(parser)
+    assert got == _expected()
+
+
+def test_buffer_stays_bounded_when_fed_byte_by_byte() -> None:
+    """Compaction keeps the buffer near one frame: no quadratic growth or copying."""
+    frame = a.encode_frame(a.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3))
+    parser = a.FrameParser()
+    largest = 0
+    for _ in range(500):
+        for b in frame:
+            parser.feed(bytes([b]))
+            largest = max(largest, parser.buffered)
+            parser.next_frame()
+    assert largest <= len(frame)
+    assert parser.buffered == 0
+
+
+@pytest.mark.parametrize("header, pid", [
+    (a.AMQP_HEADER, a.ProtocolId.AMQP),
+    (a.TLS_HEADER, a.ProtocolId.TLS),
+    (a.SASL_HEADER, a.ProtocolId.SASL),
+])
+def test_protocol_headers(header: bytes, pid: a.ProtocolId) -> None:
+    assert a.ProtocolHeader.parse(header).protocol_id is pid
+    assert a.ProtocolHeader(pid).to_bytes() == header
+    parser = a.FrameParser()
+    for b in header[:-1]:
+        parser.feed(bytes([b]))
+        assert parser.next_protocol_header() is None
+    parser.feed(header[-1:])
+    assert parser.next_protocol_header() == a.ProtocolHeader(pid)
+
+
+@pytest.mark.parametrize("header, name", [
+    (b"AMQP\x00\x00\x09\x01", "AMQP 0-9-1"),
+    (b"AMQP\x01\x01\x00\x0a", "AMQP 0-10"),
+    (b"AMQP\x01\x01\x00\x09", "AMQP 0-9"),
+    (b"AMQP\x00\x02\x00\x00", "AMQP protocol id 0 version 2.0.0"),
+    (b"AMQP\x04\x01\x00\x00", "AMQP protocol id 4 version 1.0.0"),
+    (b"GET / HTTP/1.1", "HTTP"),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01", "a TLS handshake without the AMQP TLS header"),
+])
+def test_other_protocols_are_named(header: bytes, name: str) -> None:
+    parser = a.FrameParser()
+    parser.feed(header)
+    with pytest.raises(a.UnsupportedProtocolError) as info:
+        parser.next_protocol_header()
+    assert info.value.version_name == name
+    assert info.value.condition == "amqp:connection:framing-error"
+    assert isinstance(info.value, a.RemoteProtocolError)
+
+
+def test_non_amqp_is_refused_before_eight_bytes() -> None:
+    parser = a.FrameParser()
+    parser.feed(b"GE")
+    with pytest.raises(a.UnsupportedProtocolError):
+        parser.next_protocol_header()
+
+
+def test_size_checked_from_the_header_before_the_body_is_buffered() -> None:
+    parser = a.FrameParser(max_frame_size=4096)
+    parser.feed(b"\x7f\xff\xff\xff")  # claims a 2 GiB frame; nothing else has arrived
+    with pytest.raises(a.FramingError, match="exceeds max-frame-size"):
+        parser.next_frame()
+
+
+def test_default_limit_before_open_is_512() -> None:
+    parser = a.FrameParser()
+    assert parser.max_frame_size == a.MIN_MAX_FRAME_SIZE == 512
+    parser.feed((513).to_bytes(4, "big"))
+    with pytest.raises(a.FramingError):
+        parser.next_frame()
+
+
+@pytest.mark.parametrize("raw, match", [
+    (b"\x00\x00\x00\x07\x02\x00\x00\x00", "below the minimum of 8"),
+    (b"\x00\x00\x00\x08\x01\x00\x00\x00", "data offset 1"),
+    (b"\x00\x00\x00\x08\x03\x00\x00\x00", "beyond the frame"),
+    (b"\x00\x00\x00\x08\x02\x07\x00\x00", "unknown frame type"),
+])
+def test_bad_frame_headers(raw: bytes, match: str) -> None:
+    parser = a.FrameParser()
+    parser.feed(raw)
+    with pytest.raises(a.FramingError, match=match) as info:
+        parser.next_frame()
+    assert info.value.condition == "amqp:connection:framing-error"
+
+
+def test_extended_header_is_skipped() -> None:
+    body = a.encode(a.End())
+    raw = (12 + len(body)).to_bytes(4, "big") + b"\x03\x00\x00\x05" + b"EXTN" + body
+    parser = a.FrameParser()
+    parser.feed(raw)
+    frame = parser.next_frame()
+    assert frame == a.Frame(a.FrameType.AMQP, 5, a.End())
+
+
+def test_sasl_frames() -> None:
+    mechs = a.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"])
+    raw = a.encode_frame(mechs, frame_type=a.FrameType.SASL)
+    parser = a.FrameParser()
+    parser.feed(a.SASL_HEADER + raw)
+    assert parser.next_protocol_header() == a.ProtocolHeader(a.ProtocolId.SASL)
+    frame = parser.next_frame()
+    assert frame is not None and frame.type is a.FrameType.SASL
+    assert frame.body.sasl_server_mechanisms == ("PLAIN", "ANONYMOUS")
+
+
+def test_sasl_body_in_amqp_frame_and_the_reverse_are_decode_errors() -> None:
+    wrong = [
+        a.encode_frame(a.SaslOutcome(code=a.SaslCode.OK)),
+        a.encode_frame(a.End(), frame_type=a.FrameType.SASL),
+        a.encode_frame(None, payload=a.encode("not a performative")),
+    ]
+    for raw in wrong:
+        parser = a.FrameParser()
+        parser.feed(raw)
+        with pytest.raises(a.DecodeError):
+            parser.next_frame()
+
+
+def test_payload_only_after_transfer() -> None:
+    parser = a.FrameParser()
+    parser.feed(a.encode_frame(a.End(), payload=b"junk"))
+    with pytest.raises(a.DecodeError, match="trailing"):
+        parser.next_frame()
+
+
+def test_malformed_performative_is_a_decode_error() -> None:
+    good = a.encode_frame(a.Attach(name="l", handle=1, role=a.Role.RECEIVER))
+    for cut in range(9, len(good)):
+        raw = bytearray(good[:cut])
+        raw[0:4] = cut.to_bytes(4, "big")
+        parser = a.FrameParser()
+        parser.feed(bytes(raw))
+        with pytest.raises(a.DecodeError):
+            parser.next_frame()
+
+
+def test_take_remaining_hands_over_leftover_bytes() -> None:
+    parser = a.FrameParser()
+    parser.feed(a.TLS_HEADER + b"\x16\x03\x01rest")
+    assert parser.next_protocol_header() == a.ProtocolHeader(a.ProtocolId.TLS)
+    assert parser.take_remaining() == b"\x16\x03\x01rest"
+    assert parser.buffered == 0
+
+
+def test_encode_frame_limits() -> None:
+    with pytest.raises(a.EncodeError):
+        a.encode_frame(a.End(), max_frame_size=8)
+    with pytest.raises(a.EncodeError):
+        a.encode_frame(a.End(), channel=70000)
+    assert a.encode_frame(None) == a.HEARTBEAT
