@@ -40,8 +40,12 @@ def typical_message() -> amqp.Message:
     return amqp.Message(
         header=amqp.Header(durable=True, priority=4),
         properties=amqp.Properties(
-            message_id=_MESSAGE_ID, to=_TO, subject=_SUBJECT,
-            content_type=amqp.Symbol(_CONTENT_TYPE), correlation_id=_CORRELATION_ID),
+            message_id=_MESSAGE_ID,
+            to=_TO,
+            subject=_SUBJECT,
+            content_type=amqp.Symbol(_CONTENT_TYPE),
+            correlation_id=_CORRELATION_ID,
+        ),
         application_properties=dict(_APP_PROPS),
         body=_BODY,
     )
@@ -53,9 +57,17 @@ def _proton_message() -> Any:
     props = dict(_APP_PROPS)
     props["created"] = proton.timestamp(int(_APP_PROPS["created"]))
     return proton.Message(
-        durable=True, priority=4, id=_MESSAGE_ID, address=_TO, subject=_SUBJECT,
-        content_type=_CONTENT_TYPE, correlation_id=_CORRELATION_ID, properties=props,
-        body=_BODY, inferred=True)
+        durable=True,
+        priority=4,
+        id=_MESSAGE_ID,
+        address=_TO,
+        subject=_SUBJECT,
+        content_type=_CONTENT_TYPE,
+        correlation_id=_CORRELATION_ID,
+        properties=props,
+        body=_BODY,
+        inferred=True,
+    )
 
 
 def _rate(fn: Callable[[], object], seconds: float) -> float:
@@ -82,8 +94,9 @@ def _rate(fn: Callable[[], object], seconds: float) -> float:
     return done / (now - start)
 
 
-def _compare(ours: Callable[[], object], theirs: Callable[[], object] | None,
-             seconds: float, rounds: int = 5) -> dict[str, Any]:
+def _compare(
+    ours: Callable[[], object], theirs: Callable[[], object] | None, seconds: float, rounds: int = 5
+) -> dict[str, Any]:
     per_round = seconds / rounds
     our_rates: list[float] = []
     their_rates: list[float] = []
@@ -141,6 +154,8 @@ def format_table(title: str, results: Result) -> str:
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
         lines.append(f"{name:10}{r['ours']:>14,.0f}{proton:>14}{ratio:>10}  {r['unit']}")
     if any(r["proton"] is None for r in results.values()):
-        lines.append("python-qpid-proton is not installed: no comparison "
-                     "(pip install 'amqp-sansio[test]' or python-qpid-proton)")
+        lines.append(
+            "python-qpid-proton is not installed: no comparison "
+            "(pip install 'amqp-sansio[test]' or python-qpid-proton)"
+        )
     return "\n".join(lines)

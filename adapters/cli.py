@@ -16,17 +16,25 @@ from . import bench
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="amqp-sansio", description="AMQP 1.0, sans I/O: tools and benchmarks.")
+        prog="amqp-sansio", description="AMQP 1.0, sans I/O: tools and benchmarks."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
-        "codec", help="encode and decode one typical message (header, properties, "
-                      "five application properties, a 256-byte data body)")
-    codec.add_argument("--json", action="store_true",
-                       help="print one JSON object with an entry per measurement")
-    codec.add_argument("--seconds", type=float, default=1.0,
-                       help="time spent per measurement and implementation (default 1.0)")
+        "codec",
+        help="encode and decode one typical message (header, properties, "
+        "five application properties, a 256-byte data body)",
+    )
+    codec.add_argument(
+        "--json", action="store_true", help="print one JSON object with an entry per measurement"
+    )
+    codec.add_argument(
+        "--seconds",
+        type=float,
+        default=1.0,
+        help="time spent per measurement and implementation (default 1.0)",
+    )
     return parser
 
 

@@ -157,8 +157,12 @@ def _check_one(cls_name: str, name: str, spec: FieldSpec, value: Any) -> None:
         ok = isinstance(value, dict)
         if ok:
             for key in value:
-                if not (isinstance(key, str) or (kind == "annotations" and isinstance(key, int)
-                                                 and not isinstance(key, bool))):
+                if not (
+                    isinstance(key, str)
+                    or (
+                        kind == "annotations" and isinstance(key, int) and not isinstance(key, bool)
+                    )
+                ):
                     raise TypeError(f"{where}: key {key!r} must be a symbol")
     elif kind == "map":
         ok = isinstance(value, dict)
@@ -225,28 +229,46 @@ _INLINE_DECODE = {
     ],
     "timestamp": [(0x83, "v = new_int(Timestamp, unpack_q(buf, pos + 1)[0]); pos += 9")],
     "string": [
-        (0xA1, "e = pos + 2 + buf[pos + 1]\n"
-               "if e > L: raise truncated(pos)\n"
-               "v = buf[pos + 2:e].decode('utf-8'); pos = e"),
-        (0xB1, "e = pos + 5 + unpack_I(buf, pos + 1)[0]\n"
-               "if e > L: raise truncated(pos)\n"
-               "v = buf[pos + 5:e].decode('utf-8'); pos = e"),
+        (
+            0xA1,
+            "e = pos + 2 + buf[pos + 1]\n"
+            "if e > L: raise truncated(pos)\n"
+            "v = buf[pos + 2:e].decode('utf-8'); pos = e",
+        ),
+        (
+            0xB1,
+            "e = pos + 5 + unpack_I(buf, pos + 1)[0]\n"
+            "if e > L: raise truncated(pos)\n"
+            "v = buf[pos + 5:e].decode('utf-8'); pos = e",
+        ),
     ],
     "symbol": [
-        (0xA3, "e = pos + 2 + buf[pos + 1]\n"
-               "if e > L: raise truncated(pos)\n"
-               "v = new_str(Symbol, buf[pos + 2:e].decode('ascii')); pos = e"),
-        (0xB3, "e = pos + 5 + unpack_I(buf, pos + 1)[0]\n"
-               "if e > L: raise truncated(pos)\n"
-               "v = new_str(Symbol, buf[pos + 5:e].decode('ascii')); pos = e"),
+        (
+            0xA3,
+            "e = pos + 2 + buf[pos + 1]\n"
+            "if e > L: raise truncated(pos)\n"
+            "v = new_str(Symbol, buf[pos + 2:e].decode('ascii')); pos = e",
+        ),
+        (
+            0xB3,
+            "e = pos + 5 + unpack_I(buf, pos + 1)[0]\n"
+            "if e > L: raise truncated(pos)\n"
+            "v = new_str(Symbol, buf[pos + 5:e].decode('ascii')); pos = e",
+        ),
     ],
     "binary": [
-        (0xA0, "e = pos + 2 + buf[pos + 1]\n"
-               "if e > L: raise truncated(pos)\n"
-               "v = buf[pos + 2:e]; pos = e"),
-        (0xB0, "e = pos + 5 + unpack_I(buf, pos + 1)[0]\n"
-               "if e > L: raise truncated(pos)\n"
-               "v = buf[pos + 5:e]; pos = e"),
+        (
+            0xA0,
+            "e = pos + 2 + buf[pos + 1]\n"
+            "if e > L: raise truncated(pos)\n"
+            "v = buf[pos + 2:e]; pos = e",
+        ),
+        (
+            0xB0,
+            "e = pos + 5 + unpack_I(buf, pos + 1)[0]\n"
+            "if e > L: raise truncated(pos)\n"
+            "v = buf[pos + 5:e]; pos = e",
+        ),
     ],
 }
 
@@ -273,13 +295,15 @@ def _indent(code: str, n: int) -> str:
 
 
 def _type_error(cls_name: str, field: str, want: str, got: Any, pos: int) -> DecodeError:
-    return DecodeError(f"{cls_name}.{field} must be {want}, got {type(got).__name__} "
-                       f"{got!r:.60}", offset=pos)
+    return DecodeError(
+        f"{cls_name}.{field} must be {want}, got {type(got).__name__} {got!r:.60}", offset=pos
+    )
 
 
 def _bad_constructor(cls_name: str, field: str, want: str, code: int, pos: int) -> DecodeError:
-    return DecodeError(f"{cls_name}.{field} must be {want}, got format code {code:#04x}",
-                       offset=pos)
+    return DecodeError(
+        f"{cls_name}.{field} must be {want}, got format code {code:#04x}", offset=pos
+    )
 
 
 def _mandatory(cls_name: str, field: str, pos: int) -> InvalidFieldError:
@@ -295,8 +319,15 @@ def _check_decoded(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: int)
 
 
 _DECODED_TYPES: dict[str, type] = {
-    "boolean": bool, "ubyte": UByte, "ushort": UShort, "uint": UInt, "ulong": ULong,
-    "timestamp": Timestamp, "string": str, "symbol": Symbol, "binary": bytes,
+    "boolean": bool,
+    "ubyte": UByte,
+    "ushort": UShort,
+    "uint": UInt,
+    "ulong": ULong,
+    "timestamp": Timestamp,
+    "string": str,
+    "symbol": Symbol,
+    "binary": bytes,
 }
 
 
@@ -320,8 +351,7 @@ def _check_decoded_one(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: 
         elif kind == "annotations":
             for key in v:
                 if type(key) is not Symbol and type(key) is not ULong:
-                    raise _type_error(cls_name, field, "a map with symbol or ulong keys", key,
-                                      pos)
+                    raise _type_error(cls_name, field, "a map with symbol or ulong keys", key, pos)
         return v
     if kind == "list":
         if type(v) is not list:
@@ -341,37 +371,52 @@ def _enum_value(cls_name: str, field: str, enum_cls: type[enum.Enum], v: Any, po
     try:
         return enum_cls(v)
     except ValueError:
-        raise InvalidFieldError(f"{cls_name}.{field}: {v!r} is not a valid {enum_cls.__name__}",
-                                offset=pos) from None
+        raise InvalidFieldError(
+            f"{cls_name}.{field}: {v!r} is not a valid {enum_cls.__name__}", offset=pos
+        ) from None
 
 
-def _enum_converter(cls_name: str, field: str,
-                    enum_cls: type[enum.Enum]) -> Callable[[Any, int], Any]:
+def _enum_converter(
+    cls_name: str, field: str, enum_cls: type[enum.Enum]
+) -> Callable[[Any, int], Any]:
     members = {m.value: m for m in enum_cls}
 
     def to_enum(v: Any, pos: int) -> Any:
         m = members.get(v)
         if m is None:
-            raise InvalidFieldError(f"{cls_name}.{field}: {v!r} is not a valid "
-                                    f"{enum_cls.__name__}", offset=pos)
+            raise InvalidFieldError(
+                f"{cls_name}.{field}: {v!r} is not a valid {enum_cls.__name__}", offset=pos
+            )
         return m
 
     return to_enum
 
 
-def _gen_decoder(cls: type, specs: tuple[tuple[str, FieldSpec], ...],
-                 defaults: list[Any]) -> _decode.Decoder:
+def _gen_decoder(
+    cls: type, specs: tuple[tuple[str, FieldSpec], ...], defaults: list[Any]
+) -> _decode.Decoder:
     name = cls.__name__
     n = len(specs)
     ns: dict[str, Any] = {
-        "cls": cls, "new": object.__new__, "DecodeError": DecodeError,
-        "truncated": _decode.truncated, "too_deep": _decode.too_deep,
-        "unpack_I": _decode.unpack_I, "unpack_II": _decode.unpack_II,
-        "unpack_H": _decode.unpack_H, "unpack_Q": _decode.unpack_Q,
-        "unpack_q": _decode.unpack_q, "new_int": int.__new__, "new_str": str.__new__,
+        "cls": cls,
+        "new": object.__new__,
+        "DecodeError": DecodeError,
+        "truncated": _decode.truncated,
+        "too_deep": _decode.too_deep,
+        "unpack_I": _decode.unpack_I,
+        "unpack_II": _decode.unpack_II,
+        "unpack_H": _decode.unpack_H,
+        "unpack_Q": _decode.unpack_Q,
+        "unpack_q": _decode.unpack_q,
+        "new_int": int.__new__,
+        "new_str": str.__new__,
         "Timestamp": Timestamp,
-        "Symbol": Symbol, "D": _decode.DECODERS, "_boolean": _decode.DECODERS[0x56],
-        "check": _check_decoded, "bad": _bad_constructor, "mandatory": _mandatory,
+        "Symbol": Symbol,
+        "D": _decode.DECODERS,
+        "_boolean": _decode.DECODERS[0x56],
+        "check": _check_decoded,
+        "bad": _bad_constructor,
+        "mandatory": _mandatory,
     }
     lines = [
         "def decode_composite(buf, pos, depth):",
@@ -401,8 +446,11 @@ def _gen_decoder(cls: type, specs: tuple[tuple[str, FieldSpec], ...],
         ns[f"spec{i}"] = spec
         ns[f"default{i}"] = defaults[i]
         kind = spec.kind
-        null = (f"raise mandatory('{name}', '{fname}', pos)" if spec.mandatory
-                else f"v = default{i}; pos += 1")
+        null = (
+            f"raise mandatory('{name}', '{fname}', pos)"
+            if spec.mandatory
+            else f"v = default{i}; pos += 1"
+        )
         body = ["c = buf[pos]", "if c == 0x40:", "    " + null]
         inline = _INLINE_DECODE.get(kind) if isinstance(kind, str) and not spec.multiple else None
         if kind == "*" and spec.requires in ("address", "message-id"):
@@ -435,18 +483,30 @@ def _gen_decoder(cls: type, specs: tuple[tuple[str, FieldSpec], ...],
     return ns["decode_composite"]  # type: ignore[no-any-return]
 
 
-def _gen_encoder(cls: type, specs: tuple[tuple[str, FieldSpec], ...], defaults: list[Any],
-                 code: int) -> _encode.Encoder:
+def _gen_encoder(
+    cls: type, specs: tuple[tuple[str, FieldSpec], ...], defaults: list[Any], code: int
+) -> _encode.Encoder:
     name = cls.__name__
     ns: dict[str, Any] = {
-        "TRUE": b"\x41", "FALSE": b"\x42", "SMALLUINT": _encode._SMALLUINT,
-        "pack_H": _encode._pack_H, "pack_I": _encode._pack_I, "enc_ulong": _encode.enc_ulong,
-        "enc_timestamp": _encode.enc_timestamp, "enc_string": _encode.enc_string,
-        "enc_symbol": _encode.enc_symbol, "enc_binary": _encode.enc_binary,
-        "enc_map": _encode.enc_map, "enc_list": _encode.enc_list,
-        "enc_symbol_keyed_map": _encode.enc_symbol_keyed_map, "encode_into": _encode.encode_into,
-        "encode_multiple": _encode_multiple, "encode_message_id": _encode_message_id,
-        "EncodeError": EncodeError, "pack_BBB": _encode._pack_BBB, "pack_BII": _encode._pack_BII,
+        "TRUE": b"\x41",
+        "FALSE": b"\x42",
+        "SMALLUINT": _encode._SMALLUINT,
+        "pack_H": _encode._pack_H,
+        "pack_I": _encode._pack_I,
+        "enc_ulong": _encode.enc_ulong,
+        "enc_timestamp": _encode.enc_timestamp,
+        "enc_string": _encode.enc_string,
+        "enc_symbol": _encode.enc_symbol,
+        "enc_binary": _encode.enc_binary,
+        "enc_map": _encode.enc_map,
+        "enc_list": _encode.enc_list,
+        "enc_symbol_keyed_map": _encode.enc_symbol_keyed_map,
+        "encode_into": _encode.encode_into,
+        "encode_multiple": _encode_multiple,
+        "encode_message_id": _encode_message_id,
+        "EncodeError": EncodeError,
+        "pack_BBB": _encode._pack_BBB,
+        "pack_BII": _encode._pack_BII,
         "HEAD": bytes((0x00, 0x53, code)) if code < 256 else b"\x00\x80" + code.to_bytes(8, "big"),
     }
     lines = ["def encode_composite(v, out):", "    body = bytearray()", "    keep = 0; n = 0"]
@@ -510,8 +570,9 @@ def _encode_message_id(x: Any, out: bytearray) -> None:
         _encode.encode_into(x, out)
 
 
-def composite(code: int, name: str, *, provides: Iterable[str] = ()) -> Callable[[type[T]],
-                                                                                   type[T]]:
+def composite(
+    code: int, name: str, *, provides: Iterable[str] = ()
+) -> Callable[[type[T]], type[T]]:
     """Class decorator: make an attrs class a composite AMQP type with descriptor ``code``
     (``(domain << 32) | id``) and symbolic descriptor ``name`` (core spec 1.4, 1.5)."""
 
@@ -540,9 +601,9 @@ _RESTRICTED_ENCODERS: dict[str, _encode.Encoder] = {
 }
 
 
-def restricted(code: int, name: str, kind: str, *, provides: Iterable[str] = ()) -> Callable[
-    [type[T]], type[T]
-]:
+def restricted(
+    code: int, name: str, kind: str, *, provides: Iterable[str] = ()
+) -> Callable[[type[T]], type[T]]:
     """Class decorator for a described restricted type with one ``value`` field (the message
     sections of core spec 3.2: data, amqp-sequence, amqp-value, the annotation maps)."""
 
@@ -577,4 +638,3 @@ def restricted(code: int, name: str, kind: str, *, provides: Iterable[str] = ())
         return cls
 
     return wrap
-

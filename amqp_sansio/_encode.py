@@ -326,7 +326,9 @@ def _ascii(v: str) -> bytes:
 
 
 def _compound_elements(
-    small: int, wide: int, encode_one: Callable[[Any, bytearray], None],
+    small: int,
+    wide: int,
+    encode_one: Callable[[Any, bytearray], None],
     count_of: Callable[[Any], int],
 ) -> Callable[[list[Any]], tuple[int, bytes]]:
     """Lists and maps inside an array: each element is size + count + body, all one width."""
@@ -377,9 +379,9 @@ def _array_elements(items: list[Any]) -> tuple[int, bytes]:
     return 0xF0, b"".join([_pack_I(len(b) + 4) + _pack_I(c) + b for c, b in bodies])
 
 
-def _checked(pack: Callable[[Any], bytes], check: Callable[[Any], bool], why: str) -> Callable[
-    [Any], bytes
-]:
+def _checked(
+    pack: Callable[[Any], bytes], check: Callable[[Any], bool], why: str
+) -> Callable[[Any], bytes]:
     def f(x: Any) -> bytes:
         if not check(x):
             raise _fail(x, why)
@@ -394,20 +396,27 @@ def _is_int(x: Any) -> bool:
 
 _ARRAY_ELEMENTS: dict[AMQPType, Callable[[list[Any]], tuple[int, bytes]]] = {
     AMQPType.BOOLEAN: _arr_fixed(
-        0x56, _checked(lambda x: b"\x01" if x else b"\x00", lambda x: isinstance(x, bool),
-                       "expected a bool")),
+        0x56,
+        _checked(
+            lambda x: b"\x01" if x else b"\x00", lambda x: isinstance(x, bool), "expected a bool"
+        ),
+    ),
     AMQPType.UBYTE: _arr_fixed(0x50, _checked(lambda x: bytes((x,)), _is_int, "expected int")),
     AMQPType.USHORT: _arr_fixed(0x60, _checked(_pack_H, _is_int, "expected int")),
-    AMQPType.UINT: _arr_small_or_wide(0x52, 0x70, 0, 255,
-                                      _checked(_pack_I, _is_int, "expected int")),
-    AMQPType.ULONG: _arr_small_or_wide(0x53, 0x80, 0, 255,
-                                       _checked(_pack_Q, _is_int, "expected int")),
+    AMQPType.UINT: _arr_small_or_wide(
+        0x52, 0x70, 0, 255, _checked(_pack_I, _is_int, "expected int")
+    ),
+    AMQPType.ULONG: _arr_small_or_wide(
+        0x53, 0x80, 0, 255, _checked(_pack_Q, _is_int, "expected int")
+    ),
     AMQPType.BYTE: _arr_fixed(0x51, _checked(_pack_b, _is_int, "expected int")),
     AMQPType.SHORT: _arr_fixed(0x61, _checked(_pack_h, _is_int, "expected int")),
-    AMQPType.INT: _arr_small_or_wide(0x54, 0x71, -128, 127,
-                                     _checked(_pack_i, _is_int, "expected int")),
-    AMQPType.LONG: _arr_small_or_wide(0x55, 0x81, -128, 127,
-                                      _checked(_pack_q, _is_int, "expected int")),
+    AMQPType.INT: _arr_small_or_wide(
+        0x54, 0x71, -128, 127, _checked(_pack_i, _is_int, "expected int")
+    ),
+    AMQPType.LONG: _arr_small_or_wide(
+        0x55, 0x81, -128, 127, _checked(_pack_q, _is_int, "expected int")
+    ),
     AMQPType.FLOAT: _arr_fixed(0x72, _pack_f),
     AMQPType.DOUBLE: _arr_fixed(0x82, _pack_d),
     AMQPType.DECIMAL32: _arr_fixed(0x74, lambda x: x.to_bytes()),

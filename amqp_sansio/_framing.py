@@ -94,7 +94,9 @@ class ProtocolHeader:
             name = "not AMQP"
         raise UnsupportedProtocolError(
             f"the peer sent the protocol header {raw!r} ({name}); we speak AMQP 1.0.0",
-            header=raw, version_name=name)
+            header=raw,
+            version_name=name,
+        )
 
 
 #: The three AMQP 1.0 protocol headers (core spec 2.2, 5.2.1, 5.3.1).
@@ -121,9 +123,14 @@ class Frame:
         return self.body is None
 
 
-def encode_frame(body: Any, *, channel: int = 0, payload: bytes | bytearray | memoryview = b"",
-                 frame_type: FrameType = FrameType.AMQP,
-                 max_frame_size: int | None = None) -> bytes:
+def encode_frame(
+    body: Any,
+    *,
+    channel: int = 0,
+    payload: bytes | bytearray | memoryview = b"",
+    frame_type: FrameType = FrameType.AMQP,
+    max_frame_size: int | None = None,
+) -> bytes:
     """The bytes of one frame: an 8-byte header (data offset 2), the encoded body, the
     payload. ``body=None`` makes an empty frame. Raises :class:`~amqp_sansio.EncodeError`
     when the frame would exceed ``max_frame_size``."""
@@ -149,8 +156,12 @@ class FrameParser:
     spec's 512. ``max_depth`` bounds nesting inside performatives.
     """
 
-    def __init__(self, *, max_frame_size: int = MIN_MAX_FRAME_SIZE,
-                 max_depth: int = _decode.DEFAULT_MAX_DEPTH) -> None:
+    def __init__(
+        self,
+        *,
+        max_frame_size: int = MIN_MAX_FRAME_SIZE,
+        max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+    ) -> None:
         self._buf = bytearray()
         self._pos = 0
         self.max_frame_size = max_frame_size
@@ -208,7 +219,8 @@ class FrameParser:
             raise FramingError(f"frame size {size} is below the minimum of 8", offset=pos)
         if size > self.max_frame_size:
             raise FramingError(
-                f"frame size {size} exceeds max-frame-size {self.max_frame_size}", offset=pos)
+                f"frame size {size} exceeds max-frame-size {self.max_frame_size}", offset=pos
+            )
         if have < 8:
             return None
         _, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)

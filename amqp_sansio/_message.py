@@ -41,8 +41,10 @@ def _to_body(value: Any) -> Body:
         return value  # type: ignore[no-any-return]
     if isinstance(value, bytes | bytearray | memoryview):
         return Data(bytes(value))
-    if isinstance(value, list | tuple) and value and (
-        all(type(v) is Data for v in value) or all(type(v) is AmqpSequence for v in value)
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and (all(type(v) is Data for v in value) or all(type(v) is AmqpSequence for v in value))
     ):
         # One section is held as itself, so that equal messages compare equal.
         return value[0] if len(value) == 1 else tuple(value)
@@ -52,16 +54,30 @@ def _to_body(value: Any) -> Body:
 
 
 _SECTION_NAMES = {
-    0x70: "header", 0x71: "delivery-annotations", 0x72: "message-annotations",
-    0x73: "properties", 0x74: "application-properties", 0x75: "data",
-    0x76: "amqp-sequence", 0x77: "amqp-value", 0x78: "footer",
+    0x70: "header",
+    0x71: "delivery-annotations",
+    0x72: "message-annotations",
+    0x73: "properties",
+    0x74: "application-properties",
+    0x75: "data",
+    0x76: "amqp-sequence",
+    0x77: "amqp-value",
+    0x78: "footer",
 }
-_SYMBOLIC = {f"amqp:{name}:{kind}": code for code, name, kind in (
-    (0x70, "header", "list"), (0x71, "delivery-annotations", "map"),
-    (0x72, "message-annotations", "map"), (0x73, "properties", "list"),
-    (0x74, "application-properties", "map"), (0x75, "data", "binary"),
-    (0x76, "amqp-sequence", "list"), (0x77, "amqp-value", "*"), (0x78, "footer", "map"),
-)}
+_SYMBOLIC = {
+    f"amqp:{name}:{kind}": code
+    for code, name, kind in (
+        (0x70, "header", "list"),
+        (0x71, "delivery-annotations", "map"),
+        (0x72, "message-annotations", "map"),
+        (0x73, "properties", "list"),
+        (0x74, "application-properties", "map"),
+        (0x75, "data", "binary"),
+        (0x76, "amqp-sequence", "list"),
+        (0x77, "amqp-value", "*"),
+        (0x78, "footer", "map"),
+    )
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -90,8 +106,14 @@ class Message:
             self._encode_into(out, bare=False)
         except EncodeError:
             raise
-        except (struct.error, OverflowError, ValueError, TypeError, UnicodeEncodeError,
-                RecursionError) as exc:
+        except (
+            struct.error,
+            OverflowError,
+            ValueError,
+            TypeError,
+            UnicodeEncodeError,
+            RecursionError,
+        ) as exc:
             raise EncodeError(f"cannot encode the message: {exc}") from None
         return bytes(out)
 
@@ -102,15 +124,24 @@ class Message:
             self._encode_into(out, bare=True)
         except EncodeError:
             raise
-        except (struct.error, OverflowError, ValueError, TypeError, UnicodeEncodeError,
-                RecursionError) as exc:
+        except (
+            struct.error,
+            OverflowError,
+            ValueError,
+            TypeError,
+            UnicodeEncodeError,
+            RecursionError,
+        ) as exc:
             raise EncodeError(f"cannot encode the message: {exc}") from None
         return bytes(out)
 
     def bare(self) -> Message:
         """A copy holding only the bare message's sections."""
-        return Message(properties=self.properties,
-                       application_properties=self.application_properties, body=self.body)
+        return Message(
+            properties=self.properties,
+            application_properties=self.application_properties,
+            body=self.body,
+        )
 
     def _encode_into(self, out: bytearray, *, bare: bool) -> None:
         enc = _encode.encode_into
@@ -145,8 +176,9 @@ class Message:
     # -- decoding ---------------------------------------------------------------------------
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview, *,
-               max_depth: int = _decode.DEFAULT_MAX_DEPTH) -> Message:
+    def decode(
+        cls, data: bytes | bytearray | memoryview, *, max_depth: int = _decode.DEFAULT_MAX_DEPTH
+    ) -> Message:
         """Decode a whole message (bare or annotated). Sections out of order or repeated, a
         body that mixes section kinds, or anything that is not a section, raise
         :class:`~amqp_sansio.DecodeError`."""
@@ -158,9 +190,18 @@ class Message:
 
 
 _new = object.__new__
-_SET = {name: getattr(Message, name).__set__ for name in (
-    "header", "delivery_annotations", "message_annotations", "properties",
-    "application_properties", "body", "footer")}
+_SET = {
+    name: getattr(Message, name).__set__
+    for name in (
+        "header",
+        "delivery_annotations",
+        "message_annotations",
+        "properties",
+        "application_properties",
+        "body",
+        "footer",
+    )
+}
 _set_header = _SET["header"]
 _set_da = _SET["delivery_annotations"]
 _set_ma = _SET["message_annotations"]
@@ -179,8 +220,7 @@ def _annotations(buf: bytes, pos: int, depth: int, what: str) -> tuple[Any, int]
         raise DecodeError(f"{what} must be a map", offset=pos)
     for key in value:
         if type(key) is not Symbol and type(key) is not ULong:
-            raise DecodeError(f"{what} keys must be symbols or ulongs, got {key!r:.40}",
-                              offset=pos)
+            raise DecodeError(f"{what} keys must be symbols or ulongs, got {key!r:.40}", offset=pos)
     return value, end
 
 
@@ -219,7 +259,8 @@ def _decode_message(buf: bytes, depth: int) -> Message:
             raise DecodeError(f"not a message section (descriptor {code:#x})", offset=start)
         if code < last or (code == last and code not in (0x75, 0x76)):
             raise DecodeError(
-                f"{_SECTION_NAMES[code]} section out of order or repeated", offset=start)
+                f"{_SECTION_NAMES[code]} section out of order or repeated", offset=start
+            )
         if 0x75 <= code <= 0x77 and last != code and 0x75 <= last <= 0x77:
             raise DecodeError("a body holds one kind of section only", offset=start)
         last = code
@@ -254,7 +295,8 @@ def _decode_message(buf: bytes, depth: int) -> Message:
                     if type(key) is not str:
                         raise DecodeError(
                             f"application-properties keys must be strings, got {key!r:.40}",
-                            offset=start)
+                            offset=start,
+                        )
         elif code == 0x70:
             header, pos = described[0x70](buf, pos, depth)
         elif code == 0x77:
@@ -287,4 +329,3 @@ def _decode_message(buf: bytes, depth: int) -> Message:
 
 
 _DATA_SET = Data.value.__set__  # type: ignore[attr-defined]
-

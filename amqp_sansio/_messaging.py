@@ -95,8 +95,7 @@ class Properties(Composite):
     plain ``int`` is sent as a ulong (3.2.11)."""
 
     message_id: Any = attrs.field(default=None, metadata=amqp("*", requires="message-id"))
-    user_id: bytes | None = attrs.field(default=None, converter=to_bytes,
-                                        metadata=amqp("binary"))
+    user_id: bytes | None = attrs.field(default=None, converter=to_bytes, metadata=amqp("binary"))
     to: str | None = attrs.field(default=None, metadata=amqp("*", requires="address"))
     subject: str | None = attrs.field(default=None, metadata=amqp("string"))
     reply_to: str | None = attrs.field(default=None, metadata=amqp("*", requires="address"))
@@ -189,13 +188,10 @@ class Modified(Composite):
 
     delivery_failed: bool | None = attrs.field(default=None, metadata=amqp("boolean"))
     undeliverable_here: bool | None = attrs.field(default=None, metadata=amqp("boolean"))
-    message_annotations: dict[Any, Any] | None = attrs.field(default=None,
-                                                             metadata=amqp("fields"))
+    message_annotations: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
 # -- terminus (3.5) ---------------------------------------------------------------------------
-
-
 
 
 @composite(0x28, "amqp:source:list", provides=("source",))
@@ -205,21 +201,25 @@ class Source(Composite):
 
     address: str | None = attrs.field(default=None, metadata=amqp("*", requires="address"))
     durable: TerminusDurability = attrs.field(
-        default=TerminusDurability.NONE, metadata=amqp("uint", enum=TerminusDurability))
+        default=TerminusDurability.NONE, metadata=amqp("uint", enum=TerminusDurability)
+    )
     expiry_policy: TerminusExpiryPolicy = attrs.field(
-        default=TerminusExpiryPolicy.SESSION_END,
-        metadata=amqp("symbol", enum=TerminusExpiryPolicy))
+        default=TerminusExpiryPolicy.SESSION_END, metadata=amqp("symbol", enum=TerminusExpiryPolicy)
+    )
     timeout: int = attrs.field(default=0, metadata=amqp("uint"))
     dynamic: bool = attrs.field(default=False, metadata=amqp("boolean"))
-    dynamic_node_properties: dict[Any, Any] | None = attrs.field(default=None,
-                                                                 metadata=amqp("fields"))
+    dynamic_node_properties: dict[Any, Any] | None = attrs.field(
+        default=None, metadata=amqp("fields")
+    )
     distribution_mode: str | None = attrs.field(default=None, metadata=amqp("symbol"))
     filter: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
     default_outcome: Any = attrs.field(default=None, metadata=amqp("*", requires="outcome"))
-    outcomes: tuple[Symbol, ...] | None = attrs.field(default=None, converter=to_tuple,
-                                                      metadata=amqp("symbol", multiple=True))
-    capabilities: tuple[Symbol, ...] | None = attrs.field(default=None, converter=to_tuple,
-                                                          metadata=amqp("symbol", multiple=True))
+    outcomes: tuple[Symbol, ...] | None = attrs.field(
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
+    capabilities: tuple[Symbol, ...] | None = attrs.field(
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
 
 
 @composite(0x29, "amqp:target:list", provides=("target",))
@@ -229,16 +229,19 @@ class Target(Composite):
 
     address: str | None = attrs.field(default=None, metadata=amqp("*", requires="address"))
     durable: TerminusDurability = attrs.field(
-        default=TerminusDurability.NONE, metadata=amqp("uint", enum=TerminusDurability))
+        default=TerminusDurability.NONE, metadata=amqp("uint", enum=TerminusDurability)
+    )
     expiry_policy: TerminusExpiryPolicy = attrs.field(
-        default=TerminusExpiryPolicy.SESSION_END,
-        metadata=amqp("symbol", enum=TerminusExpiryPolicy))
+        default=TerminusExpiryPolicy.SESSION_END, metadata=amqp("symbol", enum=TerminusExpiryPolicy)
+    )
     timeout: int = attrs.field(default=0, metadata=amqp("uint"))
     dynamic: bool = attrs.field(default=False, metadata=amqp("boolean"))
-    dynamic_node_properties: dict[Any, Any] | None = attrs.field(default=None,
-                                                                 metadata=amqp("fields"))
-    capabilities: tuple[Symbol, ...] | None = attrs.field(default=None, converter=to_tuple,
-                                                          metadata=amqp("symbol", multiple=True))
+    dynamic_node_properties: dict[Any, Any] | None = attrs.field(
+        default=None, metadata=amqp("fields")
+    )
+    capabilities: tuple[Symbol, ...] | None = attrs.field(
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
 
 
 @composite(0x2B, "amqp:delete-on-close:list", provides=("lifetime-policy",))

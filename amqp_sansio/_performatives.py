@@ -80,8 +80,9 @@ class SaslCode(enum.IntEnum):
 class Error(Composite):
     """Details of an error (core spec 2.8.14): a condition symbol, a description, info."""
 
-    condition: str = attrs.field(metadata=amqp("symbol", mandatory=True,
-                                               requires="error-condition"))
+    condition: str = attrs.field(
+        metadata=amqp("symbol", mandatory=True, requires="error-condition")
+    )
     description: str | None = attrs.field(default=None, metadata=amqp("string"))
     info: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
@@ -98,8 +99,6 @@ class SaslFrameBody(Composite):
     __slots__ = ()
 
 
-
-
 @composite(0x10, "amqp:open:list", provides=("frame",))
 @attrs.frozen(kw_only=True)
 class Open(Performative):
@@ -111,13 +110,17 @@ class Open(Performative):
     channel_max: int = attrs.field(default=0xFFFF, metadata=amqp("ushort"))
     idle_time_out: int | None = attrs.field(default=None, metadata=amqp("uint"))
     outgoing_locales: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     incoming_locales: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     offered_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     desired_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     properties: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
@@ -132,9 +135,11 @@ class Begin(Performative):
     outgoing_window: int = attrs.field(metadata=amqp("uint", mandatory=True))
     handle_max: int = attrs.field(default=_UINT_MAX, metadata=amqp("uint"))
     offered_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     desired_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     properties: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
@@ -147,9 +152,11 @@ class Attach(Performative):
     handle: int = attrs.field(metadata=amqp("uint", mandatory=True))
     role: Role = attrs.field(metadata=amqp("boolean", mandatory=True, enum=Role))
     snd_settle_mode: SenderSettleMode = attrs.field(
-        default=SenderSettleMode.MIXED, metadata=amqp("ubyte", enum=SenderSettleMode))
+        default=SenderSettleMode.MIXED, metadata=amqp("ubyte", enum=SenderSettleMode)
+    )
     rcv_settle_mode: ReceiverSettleMode = attrs.field(
-        default=ReceiverSettleMode.FIRST, metadata=amqp("ubyte", enum=ReceiverSettleMode))
+        default=ReceiverSettleMode.FIRST, metadata=amqp("ubyte", enum=ReceiverSettleMode)
+    )
     source: Any = attrs.field(default=None, metadata=amqp("*", requires="source"))
     target: Any = attrs.field(default=None, metadata=amqp("*", requires="target"))
     unsettled: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("map"))
@@ -157,9 +164,11 @@ class Attach(Performative):
     initial_delivery_count: int | None = attrs.field(default=None, metadata=amqp("uint"))
     max_message_size: int | None = attrs.field(default=None, metadata=amqp("ulong"))
     offered_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     desired_capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True))
+        default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
+    )
     properties: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
@@ -189,13 +198,15 @@ class Transfer(Performative):
 
     handle: int = attrs.field(metadata=amqp("uint", mandatory=True))
     delivery_id: int | None = attrs.field(default=None, metadata=amqp("uint"))
-    delivery_tag: bytes | None = attrs.field(default=None, converter=to_bytes,
-                                             metadata=amqp("binary"))
+    delivery_tag: bytes | None = attrs.field(
+        default=None, converter=to_bytes, metadata=amqp("binary")
+    )
     message_format: int | None = attrs.field(default=None, metadata=amqp("uint"))
     settled: bool | None = attrs.field(default=None, metadata=amqp("boolean"))
     more: bool = attrs.field(default=False, metadata=amqp("boolean"))
     rcv_settle_mode: ReceiverSettleMode | None = attrs.field(
-        default=None, metadata=amqp("ubyte", enum=ReceiverSettleMode))
+        default=None, metadata=amqp("ubyte", enum=ReceiverSettleMode)
+    )
     state: Any = attrs.field(default=None, metadata=amqp("*", requires="delivery-state"))
     resume: bool = attrs.field(default=False, metadata=amqp("boolean"))
     aborted: bool = attrs.field(default=False, metadata=amqp("boolean"))
@@ -247,7 +258,8 @@ class SaslMechanisms(SaslFrameBody):
     """The server's supported SASL mechanisms (core spec 5.3.3.1)."""
 
     sasl_server_mechanisms: tuple[Symbol, ...] = attrs.field(
-        converter=to_tuple, metadata=amqp("symbol", mandatory=True, multiple=True))
+        converter=to_tuple, metadata=amqp("symbol", mandatory=True, multiple=True)
+    )
 
 
 @composite(0x41, "amqp:sasl-init:list", provides=("sasl-frame",))
@@ -257,8 +269,9 @@ class SaslInit(SaslFrameBody):
     ``initial_response`` is a credential: it is never shown in the repr."""
 
     mechanism: str = attrs.field(metadata=amqp("symbol", mandatory=True))
-    initial_response: bytes | None = attrs.field(default=None, converter=to_bytes, repr=False,
-                                                 metadata=amqp("binary"))
+    initial_response: bytes | None = attrs.field(
+        default=None, converter=to_bytes, repr=False, metadata=amqp("binary")
+    )
     hostname: str | None = attrs.field(default=None, metadata=amqp("string"))
 
 
@@ -267,8 +280,9 @@ class SaslInit(SaslFrameBody):
 class SaslChallenge(SaslFrameBody):
     """Security challenge data (core spec 5.3.3.3)."""
 
-    challenge: bytes = attrs.field(converter=to_bytes, repr=False,
-                                   metadata=amqp("binary", mandatory=True))
+    challenge: bytes = attrs.field(
+        converter=to_bytes, repr=False, metadata=amqp("binary", mandatory=True)
+    )
 
 
 @composite(0x43, "amqp:sasl-response:list", provides=("sasl-frame",))
@@ -276,8 +290,9 @@ class SaslChallenge(SaslFrameBody):
 class SaslResponse(SaslFrameBody):
     """Security response data (core spec 5.3.3.4); never shown in the repr."""
 
-    response: bytes = attrs.field(converter=to_bytes, repr=False,
-                                  metadata=amqp("binary", mandatory=True))
+    response: bytes = attrs.field(
+        converter=to_bytes, repr=False, metadata=amqp("binary", mandatory=True)
+    )
 
 
 @composite(0x44, "amqp:sasl-outcome:list", provides=("sasl-frame",))
@@ -286,5 +301,6 @@ class SaslOutcome(SaslFrameBody):
     """The result of the SASL exchange (core spec 5.3.3.5)."""
 
     code: SaslCode = attrs.field(metadata=amqp("ubyte", mandatory=True, enum=SaslCode))
-    additional_data: bytes | None = attrs.field(default=None, converter=to_bytes, repr=False,
-                                                metadata=amqp("binary"))
+    additional_data: bytes | None = attrs.field(
+        default=None, converter=to_bytes, repr=False, metadata=amqp("binary")
+    )

@@ -35,8 +35,10 @@ class Coordinator(Composite):
     """The target of a link to a transaction coordinator (core spec 4.5.1)."""
 
     capabilities: tuple[Symbol, ...] | None = attrs.field(
-        default=None, converter=to_tuple,
-        metadata=amqp("symbol", multiple=True, requires="txn-capability"))
+        default=None,
+        converter=to_tuple,
+        metadata=amqp("symbol", multiple=True, requires="txn-capability"),
+    )
 
 
 @composite(0x31, "amqp:declare:list")

@@ -271,8 +271,15 @@ class _DecimalBID:
         top5 = (bits >> (width - 6)) & 0x1F
         if top5 == 0x1F:
             signalling = (bits >> (width - 7)) & 1
-            return _decimal.Decimal("-sNaN" if sign and signalling else
-                                    "sNaN" if signalling else "-NaN" if sign else "NaN")
+            return _decimal.Decimal(
+                "-sNaN"
+                if sign and signalling
+                else "sNaN"
+                if signalling
+                else "-NaN"
+                if sign
+                else "NaN"
+            )
         if top5 == 0x1E:
             return _decimal.Decimal("-Infinity" if sign else "Infinity")
         if (bits >> (width - 3)) & 0x3 == 0x3:
@@ -322,8 +329,9 @@ class _DecimalBID:
         if coefficient < (1 << tbits):
             return cls(top | (biased << tbits) | coefficient)
         tbits = width - 3 - ebits
-        return cls(top | (0x3 << (width - 3)) | (biased << tbits)
-                   | (coefficient & ((1 << tbits) - 1)))
+        return cls(
+            top | (0x3 << (width - 3)) | (biased << tbits) | (coefficient & ((1 << tbits) - 1))
+        )
 
 
 class Decimal32(_DecimalBID):

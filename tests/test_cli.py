@@ -12,8 +12,12 @@ from amqp_sansio.adapters import bench, cli
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "amqp_sansio.adapters.cli", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "amqp_sansio.adapters.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_bench_codec_json_shape() -> None:
@@ -44,8 +48,9 @@ def test_bench_table_output() -> None:
 
 
 def test_table_without_proton_says_so() -> None:
-    text = bench.format_table("t", {"encode": {"ours": 1.0, "proton": None, "ratio": None,
-                                               "unit": "ops/s"}})
+    text = bench.format_table(
+        "t", {"encode": {"ours": 1.0, "proton": None, "ratio": None, "unit": "ops/s"}}
+    )
     assert "n/a" in text and "not installed" in text
 
 

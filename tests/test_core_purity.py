@@ -20,9 +20,13 @@ def _imports(path: pathlib.Path) -> set[str]:
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module.split(".")[0])
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id == "__import__" and node.args
-              and isinstance(node.args[0], ast.Constant)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "__import__"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             names.add(str(node.args[0].value).split(".")[0])
     return names
 
@@ -31,7 +35,8 @@ def test_core_modules_import_no_io() -> None:
     modules = sorted(CORE.glob("*.py"))
     assert len(modules) >= 10
     offenders = {
-        str(p.relative_to(CORE)): sorted(_imports(p) & FORBIDDEN) for p in modules
+        str(p.relative_to(CORE)): sorted(_imports(p) & FORBIDDEN)
+        for p in modules
         if _imports(p) & FORBIDDEN
     }
     assert offenders == {}

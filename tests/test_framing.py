@@ -15,13 +15,16 @@ import amqp_sansio as a
 def _frames() -> list[bytes]:
     return [
         a.encode_frame(a.Open(container_id="c1", max_frame_size=65536, hostname="h")),
-        a.encode_frame(a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
-                       channel=3),
+        a.encode_frame(
+            a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100), channel=3
+        ),
         a.HEARTBEAT,
-        a.encode_frame(a.Transfer(handle=0, delivery_id=7, delivery_tag=b"t", more=False),
-                       channel=3, payload=a.Message(body=b"x" * 300).encode()),
-        a.encode_frame(a.Close(error=a.Error(condition="amqp:internal-error",
-                                             description="bye"))),
+        a.encode_frame(
+            a.Transfer(handle=0, delivery_id=7, delivery_tag=b"t", more=False),
+            channel=3,
+            payload=a.Message(body=b"x" * 300).encode(),
+        ),
+        a.encode_frame(a.Close(error=a.Error(condition="amqp:internal-error", description="bye"))),
     ]
 
 
@@ -41,7 +44,12 @@ def _expected() -> list[a.Frame]:
 def test_frames_parse_whole() -> None:
     frames = _expected()
     assert [type(f.body).__name__ for f in frames] == [
-        "Open", "Begin", "NoneType", "Transfer", "Close"]
+        "Open",
+        "Begin",
+        "NoneType",
+        "Transfer",
+        "Close",
+    ]
     assert frames[1].channel == 3
     assert frames[2].is_heartbeat
     assert a.Message.decode(frames[3].payload).body == a.Data(b"x" * 300)
@@ -95,11 +103,14 @@ def test_buffer_stays_bounded_when_fed_byte_by_byte() -> None:
     assert parser.buffered == 0
 
 
-@pytest.mark.parametrize("header, pid", [
-    (a.AMQP_HEADER, a.ProtocolId.AMQP),
-    (a.TLS_HEADER, a.ProtocolId.TLS),
-    (a.SASL_HEADER, a.ProtocolId.SASL),
-])
+@pytest.mark.parametrize(
+    "header, pid",
+    [
+        (a.AMQP_HEADER, a.ProtocolId.AMQP),
+        (a.TLS_HEADER, a.ProtocolId.TLS),
+        (a.SASL_HEADER, a.ProtocolId.SASL),
+    ],
+)
 def test_protocol_headers(header: bytes, pid: a.ProtocolId) -> None:
     assert a.ProtocolHeader.parse(header).protocol_id is pid
     assert a.ProtocolHeader(pid).to_bytes() == header
@@ -111,15 +122,18 @@ def test_protocol_headers(header: bytes, pid: a.ProtocolId) -> None:
     assert parser.next_protocol_header() == a.ProtocolHeader(pid)
 
 
-@pytest.mark.parametrize("header, name", [
-    (b"AMQP\x00\x00\x09\x01", "AMQP 0-9-1"),
-    (b"AMQP\x01\x01\x00\x0a", "AMQP 0-10"),
-    (b"AMQP\x01\x01\x00\x09", "AMQP 0-9"),
-    (b"AMQP\x00\x02\x00\x00", "AMQP protocol id 0 version 2.0.0"),
-    (b"AMQP\x04\x01\x00\x00", "AMQP protocol id 4 version 1.0.0"),
-    (b"GET / HTTP/1.1", "HTTP"),
-    (b"\x16\x03\x01\x02\x00\x01\x00\x01", "a TLS handshake without the AMQP TLS header"),
-])
+@pytest.mark.parametrize(
+    "header, name",
+    [
+        (b"AMQP\x00\x00\x09\x01", "AMQP 0-9-1"),
+        (b"AMQP\x01\x01\x00\x0a", "AMQP 0-10"),
+        (b"AMQP\x01\x01\x00\x09", "AMQP 0-9"),
+        (b"AMQP\x00\x02\x00\x00", "AMQP protocol id 0 version 2.0.0"),
+        (b"AMQP\x04\x01\x00\x00", "AMQP protocol id 4 version 1.0.0"),
+        (b"GET / HTTP/1.1", "HTTP"),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01", "a TLS handshake without the AMQP TLS header"),
+    ],
+)
 def test_other_protocols_are_named(header: bytes, name: str) -> None:
     parser = a.FrameParser()
     parser.feed(header)
@@ -152,12 +166,15 @@ def test_default_limit_before_open_is_512() -> None:
         parser.next_frame()
 
 
-@pytest.mark.parametrize("raw, match", [
-    (b"\x00\x00\x00\x07\x02\x00\x00\x00", "below the minimum of 8"),
-    (b"\x00\x00\x00\x08\x01\x00\x00\x00", "data offset 1"),
-    (b"\x00\x00\x00\x08\x03\x00\x00\x00", "beyond the frame"),
-    (b"\x00\x00\x00\x08\x02\x07\x00\x00", "unknown frame type"),
-])
+@pytest.mark.parametrize(
+    "raw, match",
+    [
+        (b"\x00\x00\x00\x07\x02\x00\x00\x00", "below the minimum of 8"),
+        (b"\x00\x00\x00\x08\x01\x00\x00\x00", "data offset 1"),
+        (b"\x00\x00\x00\x08\x03\x00\x00\x00", "beyond the frame"),
+        (b"\x00\x00\x00\x08\x02\x07\x00\x00", "unknown frame type"),
+    ],
+)
 def test_bad_frame_headers(raw: bytes, match: str) -> None:
     parser = a.FrameParser()
     parser.feed(raw)

@@ -13,16 +13,29 @@ CHECK = "import amqp_sansio.adapters.cli, amqp_sansio, sys; print(amqp_sansio.ad
 
 
 def test_import_from_another_directory(tmp_path: pathlib.Path) -> None:
-    result = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert build.returncode == 0, build.stdout + build.stderr
     (wheel,) = (tmp_path / "dist").glob("amqp_sansio-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -35,7 +48,11 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
     result = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
-         + CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); " + CHECK],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert str(target) in result.stdout
