@@ -170,6 +170,11 @@ def _check_one(cls_name: str, name: str, spec: FieldSpec, value: Any) -> None:
         ok = isinstance(value, list | tuple)
     elif kind == "*":
         ok = spec.requires is None or _requires_ok(spec.requires, value)
+        if not ok and spec.requires == "message-id" and type(value) is int:
+            # A plain int message-id is sent as a ulong (core spec 3.2.11).
+            if not 0 <= value <= _RANGES["ulong"]:
+                raise ValueError(f"{where}: a message-id integer must be a ulong, got {value}")
+            ok = True
     else:
         ok = isinstance(value, kind)  # type: ignore[arg-type]
     if not ok:
@@ -621,7 +626,10 @@ def restricted(
 
         def encode_restricted(v: Any, out: bytearray) -> None:
             out += head
-            value_encoder(v.value, out)
+            if v.value is None and kind in ("map", "annotations"):
+                out.append(0x40)  # a null map, as decode_restricted keeps it
+            else:
+                value_encoder(v.value, out)
 
         def decode_restricted(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
             value, pos = table[buf[pos]](buf, pos + 1, depth)

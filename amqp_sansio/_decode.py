@@ -294,7 +294,24 @@ def _map_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[A
             pos = e
         else:
             k, pos = table[c](buf, pos + 1, depth)
-        v, pos = table[buf[pos]](buf, pos + 1, depth)
+        c = buf[pos]
+        if c == 0xA1:  # and values are mostly short strings, booleans and small longs
+            e = pos + 2 + buf[pos + 1]
+            if e > L:
+                raise truncated(pos)
+            v: Any = buf[pos + 2 : e].decode("utf-8")
+            pos = e
+        elif c == 0x41:
+            v = True
+            pos += 1
+        elif c == 0x42:
+            v = False
+            pos += 1
+        elif c == 0x55:
+            v = unpack_b(buf, pos + 1)[0]
+            pos += 2
+        else:
+            v, pos = table[c](buf, pos + 1, depth)
         try:
             out[k] = v
         except TypeError:

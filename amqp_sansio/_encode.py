@@ -458,7 +458,7 @@ def _array_body(v: Array) -> bytes:
 def _enc_array(v: Array, out: bytearray) -> None:
     body = _array_body(v)
     count = len(v.items)
-    if v.type is AMQPType.NULL and count > len(body) + 1:
+    if v.type is AMQPType.NULL and count > len(body):
         # The decoder refuses arrays that claim more zero-width elements than they have
         # bytes (it would otherwise allocate without bound); never write one.
         raise _fail(v, "an array of null may hold at most as many items as it has bytes")

@@ -248,3 +248,18 @@ def test_encode_frame_limits() -> None:
     with pytest.raises(a.EncodeError):
         a.encode_frame(a.End(), channel=70000)
     assert a.encode_frame(None) == a.HEARTBEAT
+
+
+def test_protocol_header_parse_takes_exactly_eight_bytes() -> None:
+    with pytest.raises(ValueError):
+        a.ProtocolHeader.parse(b"AMQP")
+
+
+def test_sasl_frame_with_trailing_bytes_is_a_decode_error() -> None:
+    raw = a.encode_frame(
+        a.SaslOutcome(code=a.SaslCode.AUTH), frame_type=a.FrameType.SASL, payload=b"?"
+    )
+    parser = a.FrameParser()
+    parser.feed(raw)
+    with pytest.raises(a.DecodeError, match="trailing"):
+        parser.next_frame()
