@@ -82,21 +82,25 @@ class ProtocolHeader:
             raise ValueError("a protocol header is exactly 8 bytes")
         if raw[:4] == b"AMQP" and raw[5:] == b"\x01\x00\x00" and raw[4] in (0, 2, 3):
             return cls(ProtocolId(raw[4]))
-        if raw in _OTHER_VERSIONS:
-            name = _OTHER_VERSIONS[raw]
-        elif raw[:4] == b"AMQP":
-            name = f"AMQP protocol id {raw[4]} version {raw[5]}.{raw[6]}.{raw[7]}"
-        elif raw[:4] in (b"GET ", b"POST", b"HEAD", b"PUT ", b"HTTP"):
-            name = "HTTP"
-        elif raw[0] == 0x16:
-            name = "a TLS handshake without the AMQP TLS header"
-        else:
-            name = "not AMQP"
+        name = _name_of(raw)
         raise UnsupportedProtocolError(
             f"the peer sent the protocol header {raw!r} ({name}); we speak AMQP 1.0.0",
             header=raw,
             version_name=name,
         )
+
+
+def _name_of(raw: bytes) -> str:
+    """A readable name for a header that is not AMQP 1.0 (8 bytes, zero-padded if short)."""
+    if raw in _OTHER_VERSIONS:
+        return _OTHER_VERSIONS[raw]
+    if raw[:4] == b"AMQP":
+        return f"AMQP protocol id {raw[4]} version {raw[5]}.{raw[6]}.{raw[7]}"
+    if raw[:4] in (b"GET ", b"POST", b"HEAD", b"PUT ", b"HTTP"):
+        return "HTTP"
+    if raw[0] == 0x16:
+        return "a TLS handshake without the AMQP TLS header"
+    return "not AMQP"
 
 
 #: The three AMQP 1.0 protocol headers (core spec 2.2, 5.2.1, 5.3.1).
@@ -164,6 +168,7 @@ class FrameParser:
     ) -> None:
         self._buf = bytearray()
         self._pos = 0
+        self._base = 0  # stream offset of self._buf[0], for error offsets
         self.max_frame_size = max_frame_size
         self.max_depth = max_depth
 
@@ -176,12 +181,14 @@ class FrameParser:
         """Append bytes received from the peer."""
         if self._pos and self._pos * 2 >= len(self._buf):
             del self._buf[: self._pos]
+            self._base += self._pos
             self._pos = 0
         self._buf += data
 
     def take_remaining(self) -> bytes:
         """Hand over the unparsed bytes (for the next layer, e.g. after the TLS header)."""
         rest = bytes(self._buf[self._pos :])
+        self._base += len(self._buf)
         self._buf.clear()
         self._pos = 0
         return rest
@@ -193,10 +200,15 @@ class FrameParser:
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 8:
-            if have and not AMQP_HEADER.startswith(bytes(buf[pos : pos + min(have, 4)])):
+            seen = bytes(buf[pos : pos + min(have, 4)])
+            if have and not AMQP_HEADER.startswith(seen):
                 # Not even "AMQP": no need to wait for eight bytes to know.
-                raw = bytes(buf[pos : pos + have]).ljust(8, b"\x00")
-                ProtocolHeader.parse(raw)
+                name = _name_of(seen.ljust(8, b"\x00"))
+                raise UnsupportedProtocolError(
+                    f"the peer sent {seen!r} ({name}); we speak AMQP 1.0.0",
+                    header=seen,
+                    version_name=name,
+                )
             return None
         header = ProtocolHeader.parse(buf[pos : pos + 8])
         self._pos = pos + 8
@@ -216,20 +228,27 @@ class FrameParser:
             return None
         size = int.from_bytes(buf[pos : pos + 4], "big")
         if size < 8:
-            raise FramingError(f"frame size {size} is below the minimum of 8", offset=pos)
+            raise FramingError(
+                f"frame size {size} is below the minimum of 8", offset=self._base + pos
+            )
         if size > self.max_frame_size:
             raise FramingError(
-                f"frame size {size} exceeds max-frame-size {self.max_frame_size}", offset=pos
+                f"frame size {size} exceeds max-frame-size {self.max_frame_size}",
+                offset=self._base + pos,
             )
         if have < 8:
             return None
         _, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
         if doff < 2:
-            raise FramingError(f"data offset {doff} is below the minimum of 2", offset=pos)
+            raise FramingError(
+                f"data offset {doff} is below the minimum of 2", offset=self._base + pos
+            )
         if doff * 4 > size:
-            raise FramingError(f"data offset {doff * 4} bytes lies beyond the frame", offset=pos)
+            raise FramingError(
+                f"data offset {doff * 4} bytes lies beyond the frame", offset=self._base + pos
+            )
         if ftype not in (0, 1):
-            raise FramingError(f"unknown frame type {ftype:#04x}", offset=pos)
+            raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
         if have < size:
             return None
         body = bytes(buf[pos + doff * 4 : pos + size])

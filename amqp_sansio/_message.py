@@ -101,27 +101,16 @@ class Message:
 
     def encode(self) -> bytes:
         """The annotated message: every section present, in the spec's order."""
-        out = bytearray()
-        try:
-            self._encode_into(out, bare=False)
-        except EncodeError:
-            raise
-        except (
-            struct.error,
-            OverflowError,
-            ValueError,
-            TypeError,
-            UnicodeEncodeError,
-            RecursionError,
-        ) as exc:
-            raise EncodeError(f"cannot encode the message: {exc}") from None
-        return bytes(out)
+        return self._encoded(bare=False)
 
     def encode_bare(self) -> bytes:
         """The bare message only: properties, application-properties and body (3.2)."""
+        return self._encoded(bare=True)
+
+    def _encoded(self, *, bare: bool) -> bytes:
         out = bytearray()
         try:
-            self._encode_into(out, bare=True)
+            self._encode_into(out, bare=bare)
         except EncodeError:
             raise
         except (
@@ -133,6 +122,9 @@ class Message:
             RecursionError,
         ) as exc:
             raise EncodeError(f"cannot encode the message: {exc}") from None
+        if not out:
+            # Zero sections would be zero bytes, which is no message at all (3.2).
+            raise EncodeError("a message has at least one section; this one has none")
         return bytes(out)
 
     def bare(self) -> Message:
@@ -215,7 +207,7 @@ def _annotations(buf: bytes, pos: int, depth: int, what: str) -> tuple[Any, int]
     c = buf[pos]
     value, end = _decode.DECODERS[c](buf, pos + 1, depth)
     if value is None:
-        return None, end
+        return {}, end  # a null map has no entries; it re-encodes as an empty map
     if type(value) is not dict:
         raise DecodeError(f"{what} must be a map", offset=pos)
     for key in value:
@@ -288,7 +280,9 @@ def _decode_message(buf: bytes, depth: int) -> Message:
         elif code == 0x74:
             c = buf[pos]
             ap, pos = table[c](buf, pos + 1, depth)
-            if ap is not None:
+            if ap is None:
+                ap = {}  # a null map has no entries; it re-encodes as an empty map
+            else:
                 if type(ap) is not dict:
                     raise DecodeError("application-properties must be a map", offset=start)
                 for key in ap:

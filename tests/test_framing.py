@@ -147,8 +147,31 @@ def test_other_protocols_are_named(header: bytes, name: str) -> None:
 def test_non_amqp_is_refused_before_eight_bytes() -> None:
     parser = a.FrameParser()
     parser.feed(b"GE")
-    with pytest.raises(a.UnsupportedProtocolError):
+    with pytest.raises(a.UnsupportedProtocolError) as info:
         parser.next_protocol_header()
+    assert info.value.header == b"GE"  # what the peer sent, not padded
+
+
+def test_framing_error_offsets_are_stream_offsets() -> None:
+    good = a.encode_frame(a.End())
+    data = a.AMQP_HEADER + good * 3 + b"\x00\x00\x00\x08\x01\x00\x00\x00"
+    for chunk in (1, 3, 7, len(data)):
+        parser = a.FrameParser()
+        header = None
+        offset = None
+        for i in range(0, len(data), chunk):
+            parser.feed(data[i : i + chunk])
+            if header is None:
+                header = parser.next_protocol_header()
+                if header is None:
+                    continue
+            try:
+                while parser.next_frame() is not None:
+                    pass
+            except a.FramingError as exc:
+                offset = exc.offset
+                break
+        assert offset == 8 + 3 * len(good), chunk
 
 
 def test_size_checked_from_the_header_before_the_body_is_buffered() -> None:

@@ -150,10 +150,20 @@ def test_symbolic_and_long_descriptors_are_accepted() -> None:
     assert a.Message.decode(wide).body == a.Data(b"d")
 
 
-def test_null_annotation_and_property_maps_are_kept_as_none() -> None:
-    raw = _section(0x72, None) + _section(0x74, None) + DATA
+def test_null_annotation_and_property_maps_read_as_empty() -> None:
+    raw = _section(0x71, None) + _section(0x72, None) + _section(0x74, None) + FOOTER[:3] + b"@"
     m = a.Message.decode(raw)
-    assert m.message_annotations is None and m.application_properties is None
+    assert m.delivery_annotations == m.message_annotations == m.application_properties == {}
+    assert m.footer == {}
+    # The sections are still there when the message is sent on.
+    assert a.Message.decode(m.encode()) == m
+
+
+def test_a_message_with_no_section_does_not_encode() -> None:
+    with pytest.raises(a.EncodeError, match="at least one section"):
+        a.Message().encode()
+    with pytest.raises(a.EncodeError, match="at least one section"):
+        a.Message(header=a.Header()).encode_bare()
 
 
 def test_message_without_body_decodes() -> None:
