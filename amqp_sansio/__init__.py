@@ -4,7 +4,7 @@ The core consumes bytes and produces values, frames and events; it never opens a
 reads a clock or starts a thread. The adapters in :mod:`amqp_sansio.adapters` do the I/O.
 """
 
-from ._decode import DEFAULT_MAX_DEPTH, decode, decode_from
+from ._decode import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_from
 from ._encode import encode, encode_into
 from ._errors import (
     AMQPError,
@@ -110,6 +110,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AMQP_HEADER",
     "DEFAULT_MAX_DEPTH",
+    "MAX_ZERO_WIDTH_ELEMENTS",
     "HEARTBEAT",
     "MIN_MAX_FRAME_SIZE",
     "SASL_HEADER",

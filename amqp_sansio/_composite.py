@@ -72,14 +72,15 @@ def amqp(
 
 
 def to_tuple(value: Iterable[Any] | str | None) -> tuple[Any, ...] | None:
-    """Converter for ``multiple`` fields: one value or an iterable of values, kept as a tuple."""
+    """Converter for ``multiple`` fields: one value or an iterable of values, kept as a tuple.
+    No values at all is held as ``None``: core spec 1.4 makes an empty array and null the
+    same."""
     if value is None:
         return None
     if isinstance(value, str | bytes):
         return (value,)
-    if isinstance(value, Array):
-        return tuple(value.items)
-    return tuple(value)
+    items = tuple(value.items) if isinstance(value, Array) else tuple(value)
+    return items or None
 
 
 def to_bytes(value: bytes | bytearray | memoryview | None) -> bytes | None:
@@ -192,6 +193,9 @@ def _validate(cls: type, self: Any) -> None:
         if spec.multiple:
             if not isinstance(value, tuple):
                 raise TypeError(f"{cls.__name__}.{name}: expected a tuple of values")
+            if spec.mandatory and not value:
+                # Core spec 1.4: a mandatory multiple field holds at least one value.
+                raise TypeError(f"{cls.__name__}.{name} is mandatory: give at least one value")
             for item in value:
                 _check_one(cls.__name__, name, spec, item)
         else:
@@ -319,6 +323,12 @@ def _check_decoded(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: int)
     """The slow path for a field decoded generically: check its type, normalise it."""
     if spec.multiple:
         items = v.items if type(v) is Array else (v,)
+        if not items:
+            # Core spec 1.4: an empty array is as absent as null, which a mandatory field
+            # may not be.
+            if spec.mandatory:
+                raise _mandatory(cls_name, field, pos)
+            return None
         return tuple(_check_decoded_one(cls_name, field, spec, x, pos) for x in items)
     return _check_decoded_one(cls_name, field, spec, v, pos)
 

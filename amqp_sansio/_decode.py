@@ -390,12 +390,18 @@ _ELEMENT_TYPES: dict[int, AMQPType] = {
 }
 
 
+#: Element constructors that take no bytes per element (null, true, false, uint0, ulong0,
+#: list0), and how many such elements one array may hold.
+_ZERO_WIDTH = frozenset((0x40, 0x41, 0x42, 0x43, 0x44, 0x45))
+MAX_ZERO_WIDTH_ELEMENTS = 2
+
+
 def _array_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[Any, int]:
     if end > len(buf):
         raise truncated(pos)
-    if count > end - pos:
-        # Each element of a zero-width type (null, true, uint0, ...) takes no bytes at all;
-        # bounding the count by the size keeps the allocation linear in the input.
+    if count > end - pos + MAX_ZERO_WIDTH_ELEMENTS:
+        # Fail fast, before reading the descriptor. Past this, each element appended either
+        # consumes at least a byte or is one of the few zero-width ones checked below.
         raise DecodeError("array count larger than its size allows", offset=pos)
     if depth <= 0:
         raise too_deep(pos)
@@ -410,6 +416,14 @@ def _array_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple
     element_type = _ELEMENT_TYPES.get(code)
     if element_type is None:
         raise DecodeError(f"invalid array element constructor {code:#04x}", offset=pos - 1)
+    if count > MAX_ZERO_WIDTH_ELEMENTS and code in _ZERO_WIDTH:
+        # These elements take no bytes at all, so no size can bound their number: without
+        # a fixed limit a few bytes could claim billions of them.
+        raise DecodeError(
+            f"an array of zero-width elements ({code:#04x}) holds at most "
+            f"{MAX_ZERO_WIDTH_ELEMENTS}, not {count}",
+            offset=pos - 1,
+        )
     f = DECODERS[code]
     items: list[Any] = []
     append = items.append
@@ -550,6 +564,8 @@ def decode_from(
     where the payload starts.
     """
     buf = _as_bytes(data)
+    if offset < 0:
+        raise ValueError(f"offset must not be negative, got {offset}")
     if offset >= len(buf):
         raise truncated(offset)
     try:

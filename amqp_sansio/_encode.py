@@ -8,11 +8,13 @@ Composite types (performatives, sections, outcomes) register their own encoders 
 
 from __future__ import annotations
 
+import reprlib
 import struct
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ._decode import MAX_ZERO_WIDTH_ELEMENTS
 from ._errors import EncodeError
 from ._types import (
     AMQPType,
@@ -67,8 +69,19 @@ _FALSE = b"\x42"
 _NULL = b"\x40"
 
 
+# Error messages show a bounded repr: a huge or very deep value must not make the error
+# itself slow or raise RecursionError.
+_short = reprlib.Repr()
+_short.maxlevel = 3
+_short.maxstring = _short.maxother = 80
+
+
 def _fail(value: Any, why: str) -> EncodeError:
-    return EncodeError(f"cannot encode {type(value).__name__} {value!r:.80}: {why}")
+    try:
+        shown = _short.repr(value)
+    except RecursionError:
+        shown = "(too deeply nested to show)"
+    return EncodeError(f"cannot encode {type(value).__name__} {shown:.80}: {why}")
 
 
 # -- scalar encoders: each appends the constructor and the value --------------------------
@@ -390,6 +403,10 @@ def _checked(
     return f
 
 
+def _decimal_bytes(cls: type[Decimal32 | Decimal64 | Decimal128]) -> Callable[[Any], bytes]:
+    return _checked(lambda x: x.to_bytes(), lambda x: type(x) is cls, f"expected {cls.__name__}")
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -419,10 +436,13 @@ _ARRAY_ELEMENTS: dict[AMQPType, Callable[[list[Any]], tuple[int, bytes]]] = {
     ),
     AMQPType.FLOAT: _arr_fixed(0x72, _pack_f),
     AMQPType.DOUBLE: _arr_fixed(0x82, _pack_d),
-    AMQPType.DECIMAL32: _arr_fixed(0x74, lambda x: x.to_bytes()),
-    AMQPType.DECIMAL64: _arr_fixed(0x84, lambda x: x.to_bytes()),
-    AMQPType.DECIMAL128: _arr_fixed(0x94, lambda x: x.to_bytes()),
-    AMQPType.CHAR: _arr_fixed(0x73, lambda x: _pack_I(ord(x))),
+    # A decimal of another width would write the wrong number of bytes: check the type.
+    AMQPType.DECIMAL32: _arr_fixed(0x74, _decimal_bytes(Decimal32)),
+    AMQPType.DECIMAL64: _arr_fixed(0x84, _decimal_bytes(Decimal64)),
+    AMQPType.DECIMAL128: _arr_fixed(0x94, _decimal_bytes(Decimal128)),
+    AMQPType.CHAR: _arr_fixed(
+        0x73, _checked(lambda x: _pack_I(ord(x)), lambda x: isinstance(x, str), "expected str")
+    ),
     AMQPType.TIMESTAMP: _arr_fixed(0x83, _checked(_pack_q, _is_int, "expected int")),
     AMQPType.UUID: _arr_fixed(0x98, lambda x: x.bytes),
     AMQPType.BINARY: _arr_variable(0xA0, 0xB0, bytes),
@@ -445,7 +465,12 @@ def _array_body(v: Array) -> bytes:
     if v.type is AMQPType.NULL:
         if any(x is not None for x in items):
             raise _fail(v, "an array of null holds only None")
-        return prefix + b"\x40"
+        if len(items) > MAX_ZERO_WIDTH_ELEMENTS:
+            # Null elements take no bytes, so the decoder bounds their number (see
+            # MAX_ZERO_WIDTH_ELEMENTS); never write an array it would refuse.
+            raise _fail(v, f"an array of null holds at most {MAX_ZERO_WIDTH_ELEMENTS} items")
+        body = prefix + b"\x40"
+        return body
     try:
         code, elements = _ARRAY_ELEMENTS[v.type](items)
     except (struct.error, TypeError, AttributeError, OverflowError, ValueError) as exc:
@@ -458,10 +483,6 @@ def _array_body(v: Array) -> bytes:
 def _enc_array(v: Array, out: bytearray) -> None:
     body = _array_body(v)
     count = len(v.items)
-    if v.type is AMQPType.NULL and count > len(body):
-        # The decoder refuses arrays that claim more zero-width elements than they have
-        # bytes (it would otherwise allocate without bound); never write one.
-        raise _fail(v, "an array of null may hold at most as many items as it has bytes")
     n = len(body)
     if n < 255 and count < 256:
         out += _pack_BBB(0xE0, n + 1, count)

@@ -239,6 +239,7 @@ def _decode_message(buf: bytes, depth: int) -> Message:
         if c == 0x53:
             code = buf[pos + 2]
             pos += 3
+            descriptor: Any = code
         else:
             descriptor, pos = table[c](buf, pos + 2, depth)
             if type(descriptor) is ULong:
@@ -248,7 +249,8 @@ def _decode_message(buf: bytes, depth: int) -> Message:
             else:
                 code = -1
         if code not in _SECTION_NAMES:
-            raise DecodeError(f"not a message section (descriptor {code:#x})", offset=start)
+            shown = f"{descriptor:#x}" if type(descriptor) in (int, ULong) else repr(descriptor)
+            raise DecodeError(f"not a message section (descriptor {shown:.60})", offset=start)
         if code < last or (code == last and code not in (0x75, 0x76)):
             raise DecodeError(
                 f"{_SECTION_NAMES[code]} section out of order or repeated", offset=start

@@ -59,6 +59,18 @@ class TerminusExpiryPolicy(str, enum.Enum):
 # -- sections (3.2) -------------------------------------------------------------------------
 
 
+def _section_bytes(value: bytes | bytearray | memoryview) -> bytes:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError(f"a data section holds bytes, not {type(value).__name__}")
+    return bytes(value)
+
+
+def _section_list(value: list[Any] | tuple[Any, ...]) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"an amqp-sequence section holds a list, not {type(value).__name__}")
+    return list(value)
+
+
 @composite(0x70, "amqp:header:list", provides=("section",))
 @attrs.frozen(kw_only=True)
 class Header(Composite):
@@ -122,15 +134,16 @@ class ApplicationProperties:
 class Data:
     """A data section: opaque binary application data (core spec 3.2.6)."""
 
-    value: bytes = attrs.field(converter=to_bytes)
+    value: bytes = attrs.field(converter=_section_bytes)
 
 
 @restricted(0x76, "amqp:amqp-sequence:list", "list", provides=("section",))
 @attrs.frozen
 class AmqpSequence:
-    """An amqp-sequence section: a list of AMQP values (core spec 3.2.7)."""
+    """An amqp-sequence section: a list of AMQP values (core spec 3.2.7). Any sequence given
+    is held as a list, as it decodes."""
 
-    value: list[Any]
+    value: list[Any] = attrs.field(converter=_section_list)
 
 
 @restricted(0x77, "amqp:amqp-value:*", "*", provides=("section",))

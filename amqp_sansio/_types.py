@@ -75,7 +75,9 @@ class _BoundedInt(int):
     __slots__ = ()
 
     def __new__(cls, value: int = 0) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool):
+            raise TypeError(f"{cls.__name__} takes an integer, not a bool")
+        if not isinstance(value, int):
             try:
                 value = operator.index(value)
             except TypeError:

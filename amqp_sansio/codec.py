@@ -5,7 +5,7 @@
 Python type mapping, the wrapper types, the limits and the errors.
 """
 
-from ._decode import DEFAULT_MAX_DEPTH, decode, decode_from
+from ._decode import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_from
 from ._encode import encode, encode_into
 from ._errors import DecodeError, EncodeError, InvalidFieldError
 from ._types import (
@@ -30,6 +30,7 @@ from ._types import (
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "MAX_ZERO_WIDTH_ELEMENTS",
     "AMQPType",
     "Array",
     "Byte",

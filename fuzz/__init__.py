@@ -1,0 +1,1 @@
+"""Fuzzing for amqp-sansio: targets, seed corpus and runners (see fuzz/README.md)."""

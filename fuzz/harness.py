@@ -1,0 +1,1258 @@
+"""Fuzz targets for amqp-sansio, a seed corpus, and a pure-Python mutation fuzzer.
+
+Three targets take arbitrary bytes:
+
+``decode``
+    :func:`amqp_sansio.decode`.
+``frames``
+    a :class:`amqp_sansio.FrameParser` fed the bytes whole and then in chunks, taking protocol
+    headers and frames until it returns ``None``.
+``message``
+    :meth:`amqp_sansio.Message.decode`.
+
+The invariant: a target returns normally, or raises an error that blames the remote side
+(:class:`~amqp_sansio.DecodeError`, :class:`~amqp_sansio.FramingError`,
+:class:`~amqp_sansio.UnsupportedProtocolError`). Any other exception is a failure. When the
+bytes decode, the result must encode, the encoding must decode, and encoding that again must
+give the same bytes (the canonical form is stable). For frames, feeding the bytes in chunks
+must give the same headers, frames and error as feeding them whole.
+
+:func:`run` is a bounded mutation fuzzer over :func:`seed_corpus` that needs nothing beyond
+the standard library; ``fuzz/atheris_main.py`` runs the same targets under atheris. Run this
+file for a command line: ``python -m fuzz.harness --help`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import hashlib
+import random
+import re
+import sys
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import amqp_sansio as amqp
+from amqp_sansio import (
+    AMQPType,
+    Array,
+    DecodeError,
+    Described,
+    EncodeError,
+    FrameParser,
+    FrameType,
+    FramingError,
+    Message,
+    Symbol,
+    UnsupportedProtocolError,
+)
+
+__all__ = [
+    "FRAME_MAX",
+    "KNOWN_ISSUES",
+    "MAX_INPUT",
+    "REGRESSIONS",
+    "TARGETS",
+    "REMOTE_ERRORS",
+    "SLOW_SECONDS",
+    "Finding",
+    "FuzzStats",
+    "InvariantViolation",
+    "KnownIssue",
+    "check",
+    "classify",
+    "execute",
+    "fuzz_decode",
+    "fuzz_frames",
+    "fuzz_message",
+    "minimize",
+    "mutate",
+    "regression_cases",
+    "run",
+    "seed_corpus",
+    "write_seed_corpus",
+]
+
+#: The errors that blame the bytes (the remote side); every other exception is a failure.
+REMOTE_ERRORS: tuple[type[Exception], ...] = (DecodeError, FramingError, UnsupportedProtocolError)
+
+#: The max-frame-size the frames target gives its parser.
+FRAME_MAX = 8192
+#: Mutated inputs are cut to this many bytes.
+MAX_INPUT = 4096
+#: A single execution slower than this (seconds) is reported as a failure.
+SLOW_SECONDS = 2.0
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+
+
+class InvariantViolation(AssertionError):
+    """A target broke the invariant without raising anything unexpected itself.
+
+    ``stage`` says which check failed, ``value`` is what was decoded (when anything was) and
+    ``encoded`` the bytes of the first re-encoding (when there were any).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        stage: str,
+        message: str,
+        *,
+        value: Any = None,
+        encoded: bytes | None = None,
+    ) -> None:
+        super().__init__(f"[{target}/{stage}] {message}")
+        self.target = target
+        self.stage = stage
+        self.value = value
+        self.encoded = encoded
+
+
+# ---------------------------------------------------------------------------------------------
+# targets
+# ---------------------------------------------------------------------------------------------
+
+
+def _label_error(exc: BaseException) -> str:
+    """A coarse label for an error: its class and its message with the details blanked."""
+    text = getattr(exc, "description", None) or str(exc)
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|0x[0-9a-fA-F]+|\d+", "#", text)
+    return f"{type(exc).__name__}:{text[:60]}"
+
+
+def _shape(value: Any) -> str:
+    t = type(value)
+    if t is Array:
+        return f"Array[{value.type.value}{'+d' if value.descriptor is not None else ''}]"
+    if t is Described:
+        return f"Described[{type(value.descriptor).__name__}]"
+    return t.__name__
+
+
+def _roundtrip(
+    target: str, value: Any, enc: Callable[[Any], bytes], dec: Callable[[bytes], Any]
+) -> None:
+    """encode(value) succeeds, decodes back, and re-encodes to the same bytes."""
+    try:
+        first = enc(value)
+    except Exception as exc:
+        raise InvariantViolation(
+            target, "encode", f"decoded value does not encode: {exc!r}", value=value
+        ) from exc
+    try:
+        again = dec(first)
+    except Exception as exc:
+        raise InvariantViolation(
+            target,
+            "redecode",
+            f"encoding {first[:64]!r} of a decoded value does not decode: {exc!r}",
+            value=value,
+            encoded=first,
+        ) from exc
+    try:
+        second = enc(again)
+    except Exception as exc:
+        raise InvariantViolation(
+            target,
+            "reencode",
+            f"re-decoded value does not encode: {exc!r}",
+            value=again,
+            encoded=first,
+        ) from exc
+    if second != first:
+        raise InvariantViolation(
+            target,
+            "unstable",
+            f"canonical form is not stable: {first[:64]!r} then {second[:64]!r}",
+            value=value,
+            encoded=first,
+        )
+
+
+def fuzz_decode(data: bytes) -> str:
+    """Target ``decode``: returns an outcome label; raises on a broken invariant."""
+    try:
+        value = amqp.decode(data)
+    except REMOTE_ERRORS as exc:
+        return _label_error(exc)
+    _roundtrip("decode", value, amqp.encode, amqp.decode)
+    return "ok:" + _shape(value)
+
+
+def _message_encode(m: Message) -> bytes:
+    return m.encode()
+
+
+def fuzz_message(data: bytes) -> str:
+    """Target ``message``: :meth:`Message.decode`, then the full and bare round trips."""
+    try:
+        message = Message.decode(data)
+    except REMOTE_ERRORS as exc:
+        return _label_error(exc)
+    _roundtrip("message", message, _message_encode, Message.decode)
+    has_bare = (message.properties, message.application_properties, message.body) != (
+        None,
+        None,
+        None,
+    )
+    try:
+        bare = message.encode_bare()
+    except EncodeError:
+        if has_bare:
+            raise
+        bare = b""  # a message of annotations only has no bare message, and says so
+    except Exception as exc:
+        raise InvariantViolation(
+            "message", "bare-encode", f"bare message does not encode: {exc!r}", value=message
+        ) from exc
+    if bare:
+        try:
+            bare_message = Message.decode(bare)
+        except Exception as exc:
+            raise InvariantViolation(
+                "message",
+                "bare-decode",
+                f"bare message {bare[:64]!r} does not decode: {exc!r}",
+                value=message,
+                encoded=bare,
+            ) from exc
+        _roundtrip("message", bare_message, Message.encode_bare, Message.decode)
+    present = [f.name for f in attrs.fields(Message) if getattr(message, f.name) is not None]
+    return "ok:" + ",".join(present) + ":" + _shape(message.body)
+
+
+# -- frames -----------------------------------------------------------------------------------
+
+Event = tuple[Any, ...]
+
+
+@dataclasses.dataclass
+class _StreamResult:
+    events: list[Event]
+    frames: list[amqp.Frame]
+    error: BaseException | None
+
+    def comparable(self) -> tuple[Any, ...]:
+        err: tuple[str, str] | None = None
+        if self.error is not None:
+            # The header an UnsupportedProtocolError reports depends on how many bytes had
+            # arrived (it is decided early), and error offsets are positions in the parser's
+            # buffer; compare what does not depend on the chunking.
+            detail = (
+                ""
+                if isinstance(self.error, UnsupportedProtocolError)
+                else str(getattr(self.error, "description", self.error))
+            )
+            err = (type(self.error).__name__, detail)
+        return tuple(self.events), err
+
+
+_HEADER_LEADS = frozenset(b"AGHP\x16")
+
+
+def _wants_header(view: bytes | bytearray, at_start: bool) -> bool:
+    """Whether the driver asks for a protocol header next rather than a frame.
+
+    At the start of the stream, input whose first byte could begin a protocol header (``A``
+    of AMQP, but also HTTP verbs and a TLS handshake, which the parser names) is taken as
+    beginning with one, as a server expects; no valid frame starts with those bytes, whose
+    size would be hundreds of megabytes. Later, a header may follow frames (SASL then AMQP) and
+    is recognised by its ``AMQP`` prefix (a frame that large is never valid anyway).
+    """
+    if not view:
+        return False
+    if at_start:
+        return view[0] in _HEADER_LEADS
+    head = bytes(view[:4])
+    return b"AMQP".startswith(head)
+
+
+def _parse_stream(data: bytes, sizes: Iterable[int], max_frame_size: int) -> _StreamResult:
+    parser = FrameParser(max_frame_size=max_frame_size)
+    events: list[Event] = []
+    frames: list[amqp.Frame] = []
+    fed = 0
+    chunks = iter(sizes)
+    try:
+        while True:
+            while True:
+                consumed = fed - parser.buffered
+                view = data[consumed:fed]
+                if _wants_header(view if consumed else data[:fed], consumed == 0):
+                    header = parser.next_protocol_header()
+                    if header is None:
+                        break
+                    events.append(("header", consumed, int(header.protocol_id)))
+                else:
+                    frame = parser.next_frame()
+                    if frame is None:
+                        break
+                    frames.append(frame)
+                    events.append(
+                        (
+                            "frame",
+                            consumed,
+                            fed - parser.buffered,
+                            int(frame.type),
+                            frame.channel,
+                            repr(frame.body),
+                            frame.payload,
+                        )
+                    )
+            if fed >= len(data):
+                break
+            step = max(1, next(chunks, len(data)))
+            parser.feed(data[fed : fed + step])
+            fed = min(len(data), fed + step)
+    except REMOTE_ERRORS as exc:
+        return _StreamResult(events, frames, exc)
+    return _StreamResult(events, frames, None)
+
+
+def _chunk_sizes(data: bytes) -> list[int]:
+    """Chunk sizes derived from the data itself, so that every run is reproducible."""
+    rng = random.Random(zlib.crc32(data))
+    style = rng.randrange(4)
+    if style == 0:
+        return [1] * len(data)
+    top = (3, 9, 64, max(1, len(data) // 2))[rng.randrange(4)]
+    return [rng.randint(1, top) for _ in range(len(data) + 1)]
+
+
+def _frame_bytes(frame: amqp.Frame) -> bytes:
+    return amqp.encode_frame(
+        frame.body, channel=frame.channel, payload=frame.payload, frame_type=frame.type
+    )
+
+
+def _frame_roundtrip(frame: amqp.Frame) -> None:
+    try:
+        first = _frame_bytes(frame)
+    except Exception as exc:
+        raise InvariantViolation(
+            "frames", "frame-encode", f"parsed frame does not encode: {exc!r}", value=frame
+        ) from exc
+    parser = FrameParser(max_frame_size=0xFFFFFFFF)
+    parser.feed(first)
+    try:
+        again = parser.next_frame()
+    except Exception as exc:
+        raise InvariantViolation(
+            "frames",
+            "frame-reparse",
+            f"re-encoded frame {first[:64]!r} does not parse: {exc!r}",
+            value=frame,
+            encoded=first,
+        ) from exc
+    if again is None or parser.buffered:
+        raise InvariantViolation(
+            "frames",
+            "frame-reparse",
+            f"re-encoded frame {first[:64]!r} is not exactly one frame",
+            value=frame,
+            encoded=first,
+        )
+    second = _frame_bytes(again)
+    if second != first:
+        raise InvariantViolation(
+            "frames",
+            "frame-unstable",
+            f"frame canonical form is not stable: {first[:64]!r} then {second[:64]!r}",
+            value=frame,
+            encoded=first,
+        )
+
+
+def fuzz_frames(
+    data: bytes, *, max_frame_size: int = FRAME_MAX, chunks: Sequence[int] | None = None
+) -> str:
+    """Target ``frames``: parse whole, parse in chunks, compare, and round-trip each frame."""
+    whole = _parse_stream(data, [len(data)], max_frame_size)
+    chunked = _parse_stream(data, _chunk_sizes(data) if chunks is None else chunks, max_frame_size)
+    if whole.comparable() != chunked.comparable():
+        raise InvariantViolation(
+            "frames",
+            "chunking",
+            "feeding in chunks changed the result:\n"
+            f"  whole:   {whole.comparable()!r:.400}\n  chunked: {chunked.comparable()!r:.400}",
+            value=whole.frames,
+        )
+    for frame in whole.frames:
+        _frame_roundtrip(frame)
+    kinds = ",".join(type(f.body).__name__ for f in whole.frames[:4])
+    if whole.error is not None:
+        return f"{_label_error(whole.error)}|{kinds}"
+    return f"ok:{kinds}"
+
+
+TARGETS: dict[str, Callable[[bytes], str]] = {
+    "decode": fuzz_decode,
+    "frames": fuzz_frames,
+    "message": fuzz_message,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# findings and known issues
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Finding:
+    """An input that made a target fail: broke the invariant, raised something unexpected, or
+    ran too long."""
+
+    target: str
+    data: bytes
+    error: BaseException
+    issue: str | None = None  # the id of the KnownIssue it matches, if any
+
+    @property
+    def stage(self) -> str:
+        return getattr(self.error, "stage", "crash")
+
+    @property
+    def signature(self) -> str:
+        cause = self.error.__cause__ or self.error
+        return f"{self.target}/{self.stage}/{_label_error(cause)}"
+
+    def describe(self) -> str:
+        return (
+            f"{self.signature}\n  input ({len(self.data)} bytes): {self.data.hex()}\n"
+            f"  error: {self.error!r:.600}"
+        )
+
+
+def _walk(value: Any, depth: int = 0) -> Iterator[Any]:
+    yield value
+    if depth > 300:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(k, depth + 1)
+            yield from _walk(v, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _walk(v, depth + 1)
+    elif attrs.has(type(value)):
+        for f in attrs.fields(type(value)):
+            yield from _walk(getattr(value, f.name), depth + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownIssue:
+    """A core bug already reported. Findings that match it are counted, not failed, so that a
+    fuzz pass still fails on anything new; its regression inputs are expected to fail until
+    the bug is fixed (then the strict xfail in tests/test_fuzz_pass.py says so)."""
+
+    id: str
+    summary: str
+    matches: Callable[[Finding], bool]
+    regressions: tuple[str, ...] = ()
+
+
+#: None open: the two this harness found first (an array of nulls that decoded but could not
+#: be re-encoded, and a message of null sections that encoded to nothing) are fixed, and their
+#: inputs stay in fuzz/regressions/ as ordinary regression cases.
+KNOWN_ISSUES: tuple[KnownIssue, ...] = ()
+
+
+def classify(finding: Finding) -> Finding:
+    for issue in KNOWN_ISSUES:
+        try:
+            if issue.matches(finding):
+                finding.issue = issue.id
+                break
+        except Exception:  # a matcher must never hide a finding
+            continue
+    return finding
+
+
+def execute(target: str, data: bytes) -> tuple[str, Finding | None]:
+    """Run one target on one input: its outcome label and, if it failed, the finding."""
+    try:
+        return TARGETS[target](data), None
+    except Exception as exc:
+        return f"FAIL:{type(exc).__name__}", classify(Finding(target, data, exc))
+
+
+def check(target: str, data: bytes, *, allow_known: bool = True) -> Finding | None:
+    """Run one input; raise on a new failure, return a finding that matches a known issue."""
+    _, finding = execute(target, data)
+    if finding is None:
+        return None
+    if finding.issue is not None and allow_known:
+        return finding
+    raise AssertionError(finding.describe()) from finding.error
+
+
+def regression_cases() -> list[tuple[str, str, bytes]]:
+    """``(target, name, data)`` for every file under fuzz/regressions/<target>/."""
+    cases = []
+    for target in TARGETS:
+        folder = REGRESSIONS / target
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                if path.is_file() and not path.name.startswith("."):
+                    cases.append((target, f"{target}/{path.name}", path.read_bytes()))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# seed corpus
+# ---------------------------------------------------------------------------------------------
+
+
+def _values() -> list[Any]:
+    """Varied values covering every type, both widths of each encoding, and nesting."""
+    from amqp_sansio import (
+        Byte,
+        Char,
+        Decimal32,
+        Decimal64,
+        Decimal128,
+        Float,
+        Int,
+        Short,
+        Timestamp,
+        UByte,
+        UInt,
+        ULong,
+        UShort,
+    )
+
+    u = uuid.UUID("12345678-9abc-def0-1234-56789abcdef0")
+    nested: Any = "leaf"
+    for i in range(12):
+        nested = [nested, {Symbol(f"k{i}"): i}] if i % 2 else {f"n{i}": nested}
+    # fmt: off
+    values: list[Any] = [
+        None, True, False,
+        UByte(0), UByte(255), UShort(0), UShort(0xBEEF), UInt(0), UInt(7), UInt(0x12345678),
+        ULong(0), ULong(200), ULong(0xFFFFFFFFFFFFFFFF), Byte(-128), Byte(5), Short(-300),
+        Int(0), Int(-5), Int(-(2**31)), Int(70000), 0, -1, 127, 128, 2**40, -(2**63),
+        Float(1.5), Float(float("inf")), Float(-0.0), 3.25, float("nan"), -0.0, 1e300,
+        Decimal32.from_decimal("1.25"), Decimal32(0x7C000000), Decimal64.from_decimal("-7E-3"),
+        Decimal128.from_decimal("12345678901234567890.5"), Decimal128(0),
+        Char("x"), Char("\u00e9"), Char("\U0001f600"), Timestamp(1_700_000_000_000),
+        Timestamp(-1), u, b"", b"\x00\xff\x40", bytes(range(256)) + b"!",
+        "", "h\u00e9llo w\u00f6rld \u2603", "x" * 300, Symbol(""), Symbol("amqp:x"),
+        Symbol("s" * 260),
+        [], [None], [1, "a", None, True, UInt(3)], list(range(100)), [[[[]]]],
+        {}, {Symbol("k"): 1, "s": [1, 2], UInt(1): None}, {1: None, (1, 2): "tuple key"},
+        {"big": "y" * 300}, {None: None, False: b"", 2.5: u},
+        nested,
+        Described(Symbol("com.example:thing"), [1, 2]),
+        Described(ULong(0x1234_5678_9ABC), "x"),
+        Described(ULong(0x77), 1),  # an amqp-value section
+        Described(Described(Symbol("d"), 1), None),
+        Array(AMQPType.NULL, [None]),
+        Array(AMQPType.BOOLEAN, [True, False, True]),
+        Array(AMQPType.UBYTE, [0, 255]), Array(AMQPType.USHORT, [1, 0xFFFF]),
+        Array(AMQPType.UINT, [1, 2]), Array(AMQPType.UINT, [1, 2**31]),
+        Array(AMQPType.ULONG, [0, 1]), Array(AMQPType.ULONG, [2**63]),
+        Array(AMQPType.BYTE, [-1, 1]), Array(AMQPType.SHORT, [-2, 2]),
+        Array(AMQPType.INT, [1, -1]), Array(AMQPType.INT, [2**30]),
+        Array(AMQPType.LONG, [5]), Array(AMQPType.LONG, [2**62, -(2**62)]),
+        Array(AMQPType.FLOAT, [Float(0.5)]), Array(AMQPType.DOUBLE, [0.25, -1e10]),
+        Array(AMQPType.DECIMAL32, [Decimal32(1)]), Array(AMQPType.DECIMAL64, [Decimal64(1)]),
+        Array(AMQPType.DECIMAL128, [Decimal128(1)]), Array(AMQPType.CHAR, [Char("a")]),
+        Array(AMQPType.TIMESTAMP, [0, 1]), Array(AMQPType.UUID, [u, u]),
+        Array(AMQPType.BINARY, [b"a", b""]), Array(AMQPType.BINARY, [b"z" * 300]),
+        Array(AMQPType.STRING, ["a", "\u00e9"]), Array(AMQPType.SYMBOL, ["a", "bb"]),
+        Array(AMQPType.SYMBOL, ["q" * 256]), Array(AMQPType.UINT, []),
+        Array(AMQPType.LIST, [[1], [], ["x", None]]), Array(AMQPType.MAP, [{"a": 1}, {}]),
+        Array(AMQPType.ARRAY, [Array(AMQPType.INT, [1, 2]), Array(AMQPType.INT, [3])]),
+        Array(AMQPType.ARRAY, [Array(AMQPType.SYMBOL, ["a"]), Array(AMQPType.SYMBOL, [])]),
+        Array(AMQPType.SYMBOL, ["x"], descriptor=Symbol("example:tags")),
+        Array(AMQPType.LIST, [[], [1]], descriptor=ULong(0x24)),
+        Array(AMQPType.STRING, ["x"] * 300),
+    ]
+    # fmt: on
+    return values + _composites()
+
+
+def _composites() -> list[Any]:
+    a = amqp
+    err = a.Error(
+        condition=Symbol("amqp:internal-error"), description="boom", info={Symbol("why"): "because"}
+    )
+    source = a.Source(
+        address="queue",
+        durable=a.TerminusDurability.UNSETTLED_STATE,
+        expiry_policy=a.TerminusExpiryPolicy.NEVER,
+        timeout=30,
+        dynamic=True,
+        dynamic_node_properties={Symbol("lifetime-policy"): a.DeleteOnClose()},
+        distribution_mode=Symbol("move"),
+        filter={Symbol("f"): Described(Symbol("apache.org:selector-filter:string"), "a > 1")},
+        default_outcome=a.Released(),
+        outcomes=[Symbol("amqp:accepted:list")],
+        capabilities=[Symbol("queue")],
+    )
+    target = a.Target(address="topic", capabilities=["topic"], dynamic=False, timeout=5)
+    return [
+        a.Open(container_id="c1"),
+        a.Open(
+            container_id="container",
+            hostname="example.com",
+            max_frame_size=65536,
+            channel_max=7,
+            idle_time_out=30000,
+            outgoing_locales=["en-US"],
+            offered_capabilities=["ANONYMOUS-RELAY", "x"],
+            desired_capabilities="y",
+            properties={Symbol("product"): "amqp-sansio"},
+        ),
+        a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
+        a.Begin(
+            remote_channel=3,
+            next_outgoing_id=2**32 - 1,
+            incoming_window=0,
+            outgoing_window=1,
+            handle_max=10,
+            properties={Symbol("k"): [1]},
+        ),
+        a.Attach(
+            name="link",
+            handle=0,
+            role=a.Role.RECEIVER,
+            source=source,
+            target=target,
+            unsettled={b"tag": a.Accepted()},
+            incomplete_unsettled=True,
+            initial_delivery_count=1,
+            max_message_size=2**40,
+            snd_settle_mode=a.SenderSettleMode.SETTLED,
+            rcv_settle_mode=a.ReceiverSettleMode.SECOND,
+        ),
+        a.Attach(
+            name="coord",
+            handle=1,
+            role=a.Role.SENDER,
+            source=a.Source(),
+            target=a.Coordinator(capabilities=[a.TxnCapability.LOCAL_TRANSACTIONS]),
+        ),
+        a.Flow(
+            incoming_window=10,
+            next_outgoing_id=1,
+            outgoing_window=10,
+            handle=0,
+            delivery_count=5,
+            link_credit=100,
+            available=0,
+            drain=True,
+            echo=True,
+            properties={Symbol("p"): None},
+        ),
+        a.Flow(next_incoming_id=4, incoming_window=0, next_outgoing_id=0, outgoing_window=0),
+        a.Transfer(
+            handle=0,
+            delivery_id=0,
+            delivery_tag=b"\x00\x01",
+            message_format=0,
+            settled=False,
+            more=True,
+            rcv_settle_mode=a.ReceiverSettleMode.FIRST,
+            state=a.Received(section_number=1, section_offset=10),
+            resume=True,
+            aborted=False,
+            batchable=True,
+        ),
+        a.Transfer(handle=7, state=a.TransactionalState(txn_id=b"tx", outcome=a.Accepted())),
+        a.Disposition(
+            role=a.Role.RECEIVER, first=0, last=10, settled=True, state=a.Accepted(), batchable=True
+        ),
+        a.Disposition(role=a.Role.SENDER, first=3, state=a.Rejected(error=err)),
+        a.Disposition(
+            role=a.Role.RECEIVER,
+            first=3,
+            state=a.Modified(
+                delivery_failed=True,
+                undeliverable_here=False,
+                message_annotations={Symbol("x-opt"): 1},
+            ),
+        ),
+        a.Detach(handle=0, closed=True, error=err),
+        a.End(),
+        a.End(error=err),
+        a.Close(),
+        a.Close(error=a.Error(condition="amqp:connection:forced")),
+        a.Declare(),
+        a.Declare(global_id=b"gid"),
+        a.Declared(txn_id=b"\x01"),
+        a.Discharge(txn_id=b"\x01", fail=True),
+        a.DeleteOnNoLinks(),
+        a.DeleteOnNoMessages(),
+        a.DeleteOnNoLinksOrMessages(),
+        a.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
+        a.SaslInit(mechanism="PLAIN", initial_response=b"\x00user\x00pass", hostname="h"),
+        a.SaslChallenge(challenge=b"c"),
+        a.SaslResponse(response=b"r"),
+        a.SaslOutcome(code=a.SaslCode.AUTH, additional_data=b"no"),
+        a.Header(durable=True, priority=9, ttl=1000, first_acquirer=True, delivery_count=2),
+        a.Properties(
+            message_id=a.ULong(2**40),
+            user_id=b"u",
+            to="q",
+            subject="s",
+            reply_to="r",
+            correlation_id=uuid.UUID(int=1),
+            content_type="text/plain",
+            content_encoding="gzip",
+            absolute_expiry_time=10**12,
+            creation_time=0,
+            group_id="g",
+            group_sequence=3,
+            reply_to_group_id="rg",
+        ),
+        a.DeliveryAnnotations({Symbol("x-opt-d"): 1, 5: "ulong key"}),
+        a.MessageAnnotations({"x-opt-partition": "p"}),
+        a.ApplicationProperties({"color": "red", "n": 3}),
+        a.Data(b"payload"),
+        a.AmqpSequence([1, 2, 3]),
+        a.AmqpValue({"k": "v"}),
+        a.Footer({Symbol("sig"): b"\x00" * 8}),
+    ]
+
+
+def _raw_value_seeds() -> list[bytes]:
+    """Hand-made encodings the encoder never writes: wide forms of small values, symbolic and
+    8-byte descriptors, zero-width array elements, a nesting ladder."""
+    h = bytes.fromhex
+    seeds = [
+        h("7000000001"),
+        h("800000000000000001"),
+        h("71ffffffff"),
+        h("810000000000000005"),
+        h("5601"),
+        h("5600"),
+        h("b100000003616263"),
+        h("b30000000178"),
+        h("b00000000100"),
+        h("d0000000050000000140"),
+        h("d1000000070000000240a100"),
+        h("f000000007000000025401 02"),
+        h("e00201 40"),
+        h("e00201 41"),
+        h("e00201 42"),
+        h("e00201 43"),
+        h("e00201 44"),
+        h("e00201 45"),
+        h("e00503 005301 40"),
+        h("e0060300a1017840"),
+        h("e00908 00a30461626364 41"),
+        h("00800000000000000077 a10178"),
+        h("00a30f616d71703a616d71702d76616c7565 45"),
+        h("00a30e616d71703a6f70656e3a6c697374 c00401a10163"),
+        h("005310 d00000000700000001a10163"),
+        h("0053 10 45"),
+        h("0053 24 45"),
+        h("005377 40"),
+        h("005375 a00101"),
+        h("c00100"),
+        h("e0 0c 05 00 80 0000000000000001 40"),  # described nulls, long descriptor
+        b"\xc0\x03\x01" * 20 + b"\x45",  # a ladder of nested lists (lengths wrong on purpose)
+        b"\x00\x53\x77" * 10 + b"\x40",
+        h("c1 05 02 a3 01 6b 45"),
+        h("c1 09 04 a1 01 6b 40 a3 01 6b 40"),
+        h("94" + "00" * 16),
+        h("98" + "11" * 16),
+        h("73 0010ffff"),
+        h("73 0000d800"),
+        h("a1 02 c3 28"),
+        h("a3 01 80"),
+        h("72 7f800001"),
+        h("82 7ff0000000000001"),
+    ]
+    # Nest lists as deep as the default limit allows, then one more.
+    for depth in (amqp.DEFAULT_MAX_DEPTH, amqp.DEFAULT_MAX_DEPTH + 1):
+        v: Any = []
+        for _ in range(depth - 1):
+            v = [v]
+        seeds.append(amqp.encode(v))
+    return seeds
+
+
+def _messages() -> list[Message]:
+    a = amqp
+    props = a.Properties(
+        message_id="id-1",
+        to="queue",
+        content_type="application/json",
+        creation_time=1_700_000_000_000,
+        correlation_id=amqp.ULong(9),
+    )
+    return [
+        Message(body=b"hello"),
+        Message(body="a string value"),
+        Message(body=None, properties=props),
+        Message(body={"k": [1, 2.5, None]}, application_properties={"a": 1, "b": "x"}),
+        Message(
+            header=a.Header(durable=True, ttl=5000),
+            delivery_annotations={Symbol("x-opt-lock"): uuid.UUID(int=7)},
+            message_annotations={"x-opt-enqueued-time": a.Timestamp(1), 17: "ulong key"},
+            properties=props,
+            application_properties={"n": a.UInt(3)},
+            body=[a.Data(b"one"), a.Data(b"two"), a.Data(b"")],
+            footer={Symbol("hash"): b"\x01\x02"},
+        ),
+        Message(body=[a.AmqpSequence([1, 2]), a.AmqpSequence(["x"])]),
+        Message(body=a.AmqpSequence([])),
+        Message(body=a.AmqpValue(None)),
+        Message(header=a.Header(), body=b"z" * 400),
+        Message(
+            properties=a.Properties(message_id=uuid.UUID(int=2), user_id=b"me"),
+            body=a.Array(AMQPType.INT, [1, 2, 3]),
+        ),
+    ]
+
+
+def _raw_message_seeds() -> list[bytes]:
+    h = bytes.fromhex
+    return [
+        h("0053 70 45") + h("0053 77 40"),
+        # symbolic descriptors for properties and data
+        h("00a314") + b"amqp:properties:list" + h("45") + h("005375a000"),
+        h("00a310") + b"amqp:data:binary" + h("a00178"),
+        h("005372c1 0502 a3016b 40") + h("005375 b000000001 61"),
+        h("005374 c1 0502 a1016b 41") + h("005376 c00201 40") + h("005376 45"),
+        h("005377 a10178") + h("005378 c10100"),
+        h("005373 c00201 40") + h("005373 45"),  # repeated properties
+        h("005375 a00100") + h("005377 40"),  # mixed body
+    ]
+
+
+def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
+    a = amqp
+    f = a.encode_frame
+    open_ = f(a.Open(container_id="client", max_frame_size=65536, idle_time_out=1000))
+    begin = f(a.Begin(next_outgoing_id=0, incoming_window=2048, outgoing_window=2048), channel=1)
+    attach = f(
+        a.Attach(
+            name="sender",
+            handle=0,
+            role=a.Role.SENDER,
+            source=a.Source(address="s"),
+            target=a.Target(address="q"),
+            initial_delivery_count=0,
+        ),
+        channel=1,
+    )
+    flow = f(
+        a.Flow(
+            incoming_window=2048,
+            next_outgoing_id=0,
+            outgoing_window=2048,
+            handle=0,
+            delivery_count=0,
+            link_credit=10,
+        ),
+        channel=1,
+    )
+    transfers = [
+        f(
+            a.Transfer(handle=0, delivery_id=i, delivery_tag=bytes([i]), message_format=0),
+            channel=1,
+            payload=m,
+        )
+        for i, m in enumerate(messages[:6])
+    ]
+    disposition = f(
+        a.Disposition(role=a.Role.RECEIVER, first=0, last=5, settled=True, state=a.Accepted()),
+        channel=1,
+    )
+    detach = f(a.Detach(handle=0, closed=True), channel=1)
+    end = f(a.End(), channel=1)
+    close = f(a.Close(error=a.Error(condition="amqp:connection:forced", description="bye")))
+    sasl = [
+        f(
+            a.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
+            frame_type=FrameType.SASL,
+        ),
+        f(a.SaslInit(mechanism="PLAIN", initial_response=b"\x00u\x00p"), frame_type=FrameType.SASL),
+        f(a.SaslChallenge(challenge=b"?"), frame_type=FrameType.SASL),
+        f(a.SaslResponse(response=b"!"), frame_type=FrameType.SASL),
+        f(a.SaslOutcome(code=a.SaslCode.OK), frame_type=FrameType.SASL),
+    ]
+    # A frame with an extended header (data offset 3): four ignored bytes before the body.
+    extended = bytearray(f(a.End()))
+    extended[4] = 3
+    extended[8:8] = b"\xde\xad\xbe\xef"
+    extended[0:4] = len(extended).to_bytes(4, "big")
+    session = begin + attach + flow + b"".join(transfers) + disposition + detach + end
+    return [
+        a.AMQP_HEADER + open_ + session + a.HEARTBEAT + close,
+        a.SASL_HEADER + b"".join(sasl) + a.AMQP_HEADER + open_ + a.HEARTBEAT,
+        a.TLS_HEADER,
+        a.AMQP_HEADER + bytes(extended) + a.HEARTBEAT * 3,
+        open_ + begin + transfers[0],
+        a.HEARTBEAT,
+        b"".join(transfers),
+        b"AMQP\x00\x00\x09\x01",
+        b"AMQP\x01\x01\x00\x0a",
+        b"GET / HTTP/1.1\r\n",
+        b"\x16\x03\x01\x00\xa5\x01\x00\x00",
+        a.AMQP_HEADER + b"\x00\x00\x00\x09\x02\x00\x00\x00\x40",  # a null where a body goes
+        a.AMQP_HEADER + f(a.Accepted()),  # not a performative
+    ]
+
+
+def seed_corpus() -> dict[str, list[bytes]]:
+    """Valid (and a few nearly valid) inputs for each target, so mutation starts from good
+    bytes. Deterministic."""
+    values = [amqp.encode(v) for v in _values()] + _raw_value_seeds()
+    messages = [m.encode() for m in _messages()] + _raw_message_seeds()
+    frames = _frames_seeds(messages)
+    corpus = {
+        "decode": values + messages[:4],
+        "message": messages + [amqp.encode(amqp.AmqpValue(v)) for v in _values()[:40]],
+        "frames": frames,
+    }
+    return {k: list(dict.fromkeys(v)) for k, v in corpus.items()}
+
+
+_TOKEN_HEX = (
+    "0053 005370 005373 005375 005377 005310 005314 005324 00a3 a000 a100 a300 c00100"
+    " c10100 e00100 e0020140 d000000004 d100000004 f000000004 b000000000 ffffffff"
+    " 7fffffff 00000008 0000000802000000 0000020002000000 414d5150 414d515000010000"
+    " 5601 5602 7000000001 8000000000000000ff 73ffffffff 72ffc00000"
+)
+
+
+def _tokens(corpus: dict[str, list[bytes]]) -> list[bytes]:
+    """Snippets to insert: constructors with plausible bodies, described headers, sizes."""
+    tokens = [bytes((c,)) for c in b"\x00\x40\x41\x42\x43\x44\x45"]
+    tokens += [bytes.fromhex(x) for x in _TOKEN_HEX.split()]
+    for entries in corpus.values():
+        for e in entries:
+            if len(e) <= 24:
+                tokens.append(e)
+    return list(dict.fromkeys(tokens))
+
+
+def write_seed_corpus(directory: str | Path) -> dict[str, int]:
+    """Write the seed corpus as files (one per input) under ``directory/<target>/``."""
+    counts = {}
+    for target, entries in seed_corpus().items():
+        folder = Path(directory) / target
+        folder.mkdir(parents=True, exist_ok=True)
+        for data in entries:
+            name = "seed-" + hashlib.sha1(data).hexdigest()[:16]
+            (folder / name).write_bytes(data)
+        counts[target] = len(entries)
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------
+# mutation
+# ---------------------------------------------------------------------------------------------
+
+_FORMAT_CODES = bytes.fromhex(
+    "00 40 41 42 43 44 45 50 51 52 53 54 55 56 60 61 70 71 72 73 74 80 81 82 83 84 94 98"
+    " a0 a1 a3 b0 b1 b3 c0 c1 d0 d1 e0 f0 01 57 ff"
+)
+_INTERESTING8 = bytes.fromhex("00 01 02 03 04 07 08 10 20 3f 40 7f 80 81 fe ff")
+_INTERESTING32 = (0, 1, 2, 3, 4, 7, 8, 9, 0xFF, 0x100, 0x1FF, 0x200, 0x7FFF, 0x8000, 0xFFFF)
+_INTERESTING32 += (0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF)
+
+
+def mutate(
+    data: bytes,
+    rng: random.Random,
+    pool: Sequence[bytes] = (),
+    tokens: Sequence[bytes] = (),
+    max_len: int = MAX_INPUT,
+) -> bytes:
+    """One to four stacked random edits of ``data`` (AFL-style havoc, AMQP-flavoured)."""
+    buf = bytearray(data)
+    for _ in range(1 + min(3, int(rng.expovariate(1.0)))):
+        n = len(buf)
+        op = rng.randrange(16)
+        at = rng.randrange(n) if n else 0
+        if n == 0 and (op < 9 or op == 15):
+            op = 9
+        if op == 0:  # flip a bit
+            buf[at] ^= 1 << rng.randrange(8)
+        elif op == 1:  # any byte
+            buf[at] = rng.randrange(256)
+        elif op == 2:  # an interesting byte (sizes, counts)
+            buf[at] = rng.choice(_INTERESTING8)
+        elif op == 3:  # a format code
+            buf[at] = rng.choice(_FORMAT_CODES)
+        elif op == 4:  # an interesting 32-bit size or count, big-endian
+            value = rng.choice((*_INTERESTING32, n, n - at, max(0, n - at - 4)))
+            buf[at : at + 4] = (value & 0xFFFFFFFF).to_bytes(4, "big")
+        elif op == 5:  # nudge a byte that may be a length
+            buf[at] = (buf[at] + rng.choice((-4, -2, -1, 1, 2, 4))) & 0xFF
+        elif op == 6:  # delete a range
+            end = min(n, at + 1 + int(rng.expovariate(0.25)))
+            del buf[at:end]
+        elif op == 7:  # duplicate a range elsewhere
+            end = min(n, at + 1 + rng.randrange(16))
+            buf[rng.randrange(n + 1) : 0] = buf[at:end]
+        elif op == 8:  # truncate
+            del buf[at:]
+        elif op == 9:  # insert random bytes
+            buf[at:at] = bytes(rng.randrange(256) for _ in range(1 + rng.randrange(8)))
+        elif op == 10 and tokens:  # insert a token
+            buf[at:at] = rng.choice(tokens)
+        elif op == 11 and tokens:  # overwrite with a token
+            t = rng.choice(tokens)
+            buf[at : at + len(t)] = t
+        elif op == 12 and pool:  # splice: our head, another input's tail
+            other = rng.choice(pool)
+            cut = rng.randrange(len(other) + 1)
+            buf[at:] = other[cut:]
+        elif op == 13 and pool:  # insert a piece of another input
+            other = rng.choice(pool)
+            if other:
+                s = rng.randrange(len(other))
+                buf[at:at] = other[s : s + 1 + rng.randrange(32)]
+        elif op == 14:  # the same byte repeated (runs of 0x40, 0xff, ...)
+            buf[at:at] = bytes((rng.choice(_INTERESTING8),)) * (1 + rng.randrange(64))
+        else:  # set a size byte to what is left after it
+            buf[at] = min(255, max(0, n - at - 1 - rng.randrange(3)))
+    return bytes(buf[:max_len])
+
+
+# ---------------------------------------------------------------------------------------------
+# the bounded runner
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class FuzzStats:
+    """What a :func:`run` did."""
+
+    seed: int
+    iterations: int = 0
+    elapsed: float = 0.0
+    executions: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    accepted: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    rejected: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    labels: dict[str, set[str]] = dataclasses.field(default_factory=dict)
+    corpus_sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+    failures: list[Finding] = dataclasses.field(default_factory=list)
+    known: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    known_examples: dict[str, Finding] = dataclasses.field(default_factory=dict)
+    slowest: tuple[float, str, bytes] = (0.0, "", b"")
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self) -> str:
+        lines = [
+            f"seed {self.seed}: {self.iterations} iterations in {self.elapsed:.1f}s, "
+            f"slowest input {self.slowest[0] * 1000:.1f} ms ({self.slowest[1]})"
+        ]
+        for t in sorted(self.executions):
+            lines.append(
+                f"  {t:8} {self.executions[t]:7} runs, {self.accepted[t]:6} decoded, "
+                f"{self.rejected[t]:6} rejected, {len(self.labels.get(t, ()))} "
+                f"distinct outcomes, corpus {self.corpus_sizes.get(t, 0)}"
+            )
+        for issue, count in sorted(self.known.items()):
+            lines.append(
+                f"  known issue {issue}: {count} inputs, e.g. "
+                f"{self.known_examples[issue].data.hex()}"
+            )
+        lines.append(
+            f"  NEW FAILURES: {len(self.failures)}" if self.failures else "  no new failures"
+        )
+        lines += ["  " + f.describe().replace("\n", "\n  ") for f in self.failures[:10]]
+        return "\n".join(lines)
+
+
+def run(
+    iterations: int,
+    seed: int,
+    *,
+    targets: Iterable[str] | None = None,
+    time_limit: float | None = None,
+    corpus: dict[str, list[bytes]] | None = None,
+    max_len: int = MAX_INPUT,
+    max_pool: int = 3000,
+) -> FuzzStats:
+    """Mutation-fuzz the targets for ``iterations`` inputs (round robin over the targets).
+
+    Deterministic for a given ``seed`` unless ``time_limit`` (seconds) stops it early.
+    Inputs that give an outcome not seen before (a new error message, a new decoded type)
+    join the pool that later inputs are mutated from: a cheap stand-in for coverage.
+    Failures are collected, one per signature, not raised; those matching a
+    :data:`KNOWN_ISSUES` entry are only counted.
+    """
+    names = list(targets or TARGETS)
+    rng = random.Random(seed)
+    seeds = corpus if corpus is not None else seed_corpus()
+    tokens = _tokens(seeds)
+    pools = {t: list(seeds.get(t, ())) or [b""] for t in names}
+    # Every target also mutates the others' seeds now and then (a frame payload is a message,
+    # a message section is a value).
+    everything = [x for t in names for x in pools[t]]
+    stats = FuzzStats(seed=seed, labels={t: set() for t in names})
+    seen_signatures: set[str] = set()
+    start = time.perf_counter()
+    for i in range(iterations):
+        if time_limit is not None and i % 64 == 0 and time.perf_counter() - start > time_limit:
+            break
+        target = names[i % len(names)]
+        pool = pools[target]
+        parent = rng.choice(pool) if rng.random() < 0.9 else rng.choice(everything)
+        data = mutate(parent, rng, pool, tokens, max_len)
+        t0 = time.perf_counter()
+        label, finding = execute(target, data)
+        took = time.perf_counter() - t0
+        stats.iterations += 1
+        stats.executions[target] += 1
+        if took > stats.slowest[0]:
+            stats.slowest = (took, target, data)
+        if took > SLOW_SECONDS and finding is None:
+            finding = Finding(target, data, TimeoutError(f"one input took {took:.2f}s"))
+        if finding is not None:
+            if finding.issue is not None:
+                stats.known[finding.issue] += 1
+                stats.known_examples.setdefault(finding.issue, finding)
+            elif finding.signature not in seen_signatures:
+                seen_signatures.add(finding.signature)
+                stats.failures.append(finding)
+            continue
+        if label.startswith("ok"):
+            stats.accepted[target] += 1
+        else:
+            stats.rejected[target] += 1
+        labels = stats.labels[target]
+        if label not in labels or (label.startswith("ok") and rng.random() < 0.05):
+            labels.add(label)
+            if len(pool) < max_pool:
+                pool.append(data)
+            else:
+                pool[rng.randrange(len(seeds.get(target, ())) or 1, max_pool)] = data
+    stats.elapsed = time.perf_counter() - start
+    stats.corpus_sizes = {t: len(p) for t, p in pools.items()}
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------
+# triage helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def minimize(target: str, data: bytes, *, budget: int = 20000) -> bytes:
+    """Shrink a failing input while it still fails with the same signature."""
+    _, first = execute(target, data)
+    if first is None:
+        raise ValueError("the input does not fail")
+    want = first.signature
+
+    def fails(candidate: bytes) -> bool:
+        _, f = execute(target, candidate)
+        return f is not None and f.signature == want
+
+    best = data
+    tries = 0
+    chunk = max(1, len(best) // 2)
+    while chunk >= 1 and tries < budget:
+        i = 0
+        progressed = False
+        while i < len(best) and tries < budget:
+            candidate = best[:i] + best[i + chunk :]
+            tries += 1
+            if candidate and fails(candidate):
+                best = candidate
+                progressed = True
+            else:
+                i += chunk
+        if not progressed:
+            chunk //= 2
+    for i in range(len(best)):  # simplify the bytes that are left
+        for b in (0x00, 0x40):
+            if best[i] != b and tries < budget:
+                candidate = best[:i] + bytes((b,)) + best[i + 1 :]
+                tries += 1
+                if fails(candidate):
+                    best = candidate
+                    break
+    return best
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m fuzz.harness",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="pure-Python mutation fuzzing")
+    p_run.add_argument("--iterations", type=int, default=100_000)
+    p_run.add_argument("--seed", type=int, default=None, help="default: random")
+    p_run.add_argument("--time-limit", type=float, default=None, help="seconds")
+    p_run.add_argument("--targets", default=",".join(TARGETS))
+    p_run.add_argument(
+        "--save",
+        default="fuzz/corpus/crashes",
+        help="directory for failing inputs (default: %(default)s)",
+    )
+    p_run.add_argument(
+        "--include-known", action="store_true", help="save inputs that match known issues too"
+    )
+    p_seeds = sub.add_parser("seeds", help="write the seed corpus to a directory")
+    p_seeds.add_argument("--out", default="fuzz/corpus")
+    p_replay = sub.add_parser("replay", help="run one target on input files")
+    p_replay.add_argument("--target", required=True, choices=sorted(TARGETS))
+    p_replay.add_argument("files", nargs="+")
+    p_min = sub.add_parser("minimize", help="shrink a failing input")
+    p_min.add_argument("--target", required=True, choices=sorted(TARGETS))
+    p_min.add_argument("file")
+    p_min.add_argument("--out", default=None, help="default: FILE.min")
+    args = parser.parse_args(argv)
+
+    if args.command == "seeds":
+        counts = write_seed_corpus(args.out)
+        print(", ".join(f"{t}: {n}" for t, n in counts.items()), "seeds written to", args.out)
+        return 0
+    if args.command == "replay":
+        status = 0
+        for name in args.files:
+            label, finding = execute(args.target, Path(name).read_bytes())
+            if finding is None:
+                print(f"{name}: ok ({label})")
+            else:
+                status = 1
+                known = f" [known issue {finding.issue}]" if finding.issue else ""
+                print(f"{name}: FAIL{known}\n  {finding.describe()}")
+        return status
+    if args.command == "minimize":
+        small = minimize(args.target, Path(args.file).read_bytes())
+        out = args.out or args.file + ".min"
+        Path(out).write_bytes(small)
+        print(f"{len(small)} bytes: {small.hex()} -> {out}")
+        return 0
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    stats = run(args.iterations, seed, targets=args.targets.split(","), time_limit=args.time_limit)
+    print(stats.summary())
+    found = list(stats.failures)
+    if args.include_known:
+        found += list(stats.known_examples.values())
+    if found:
+        folder = Path(args.save)
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in found:
+            path = folder / f"{f.target}-{hashlib.sha1(f.data).hexdigest()[:16]}.bin"
+            path.write_bytes(f.data)
+            print("saved", path)
+    return 1 if stats.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
