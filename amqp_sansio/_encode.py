@@ -77,10 +77,7 @@ _short.maxstring = _short.maxother = 80
 
 
 def _fail(value: Any, why: str) -> EncodeError:
-    try:
-        shown = _short.repr(value)
-    except RecursionError:
-        shown = "(too deeply nested to show)"
+    shown = _short.repr(value)  # bounded in depth and length, so it cannot recurse far
     return EncodeError(f"cannot encode {type(value).__name__} {shown:.80}: {why}")
 
 
@@ -349,9 +346,10 @@ def _compound_elements(
     def encode_elements(items: list[Any]) -> tuple[int, bytes]:
         bodies = []
         for x in items:
+            count = count_of(x)  # checks the element's type before encoding it
             scratch = bytearray()
             encode_one(x, scratch)
-            bodies.append((count_of(x), _strip_compound_header(scratch)))
+            bodies.append((count, _strip_compound_header(scratch)))
         if all(len(b) < 255 and c < 256 for c, b in bodies):
             return small, b"".join([bytes((len(b) + 1, c)) + b for c, b in bodies])
         return wide, b"".join([_pack_I(len(b) + 4) + _pack_I(c) + b for c, b in bodies])
@@ -522,29 +520,12 @@ _ENCODERS: dict[type, Encoder] = {
     Array: _enc_array,
 }
 
-# Subclasses of these (an IntEnum, a str subclass) encode as the base type.
-_BASES: tuple[tuple[type, Encoder], ...] = (
-    (bool, _enc_bool),
-    (int, _enc_long),
-    (float, _enc_double),
-    (str, enc_string),
-    (bytes, enc_binary),
-    (bytearray, enc_binary),
-    (uuid.UUID, _enc_uuid),
-    (list, enc_list),
-    (tuple, enc_list),
-    (dict, enc_map),
-)
-
 
 def _lookup(value: Any) -> Encoder:
-    t = type(value)
-    for klass in t.__mro__[1:]:
+    # A subclass (an IntEnum, a str subclass, ...) encodes as its nearest known base.
+    for klass in type(value).__mro__[1:]:
         f = _ENCODERS.get(klass)
         if f is not None:
-            return f
-    for base, f in _BASES:
-        if isinstance(value, base):
             return f
     raise _fail(value, "no AMQP type for this Python type (see the codec docs for wrappers)")
 
