@@ -1,0 +1,1587 @@
+"""The protocol engine: connection, session, link and delivery (core spec part 2, 3.4).
+
+One :class:`Connection` per AMQP connection, in the client or the server role. It takes
+bytes with :meth:`Connection.receive_data` and returns events; it queues the bytes to send,
+which :meth:`Connection.data_to_send` hands over; it never reads a clock: the caller passes
+``now`` (seconds, any monotonic origin) and asks :meth:`Connection.next_deadline` when to call
+:meth:`Connection.handle_timer`.
+
+The rule for errors: a command that is illegal in the current state, or has bad arguments,
+raises :class:`~amqp_sansio.LocalProtocolError` at once and sends nothing. A peer that breaks
+the protocol makes the engine send the close, end or detach with the spec's condition, and
+report a :class:`~amqp_sansio.ProtocolError` event.
+
+The engine answers by itself where the spec leaves no choice: the protocol header, a peer's
+close, end or detach (with its own), flow echo, heartbeats, and session windows (transfers
+wait in the engine while the peer's incoming window is full; our incoming window is topped
+up as transfers arrive). It leaves to the application what is a decision: accepting or
+refusing a peer's open, begin and attach, granting link credit, settling deliveries.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from . import _decode
+from ._encode import encode_into
+from ._errors import DecodeError, FramingError, LocalProtocolError, UnsupportedProtocolError
+from ._events import (
+    ConnectionClosed,
+    ConnectionEnded,
+    ConnectionOpened,
+    CreditChanged,
+    DeliveryAborted,
+    DeliveryReceived,
+    DeliveryUpdated,
+    DrainCompleted,
+    Event,
+    IdleTimedOut,
+    LinkAttached,
+    LinkDetached,
+    ProtocolError,
+    SessionBegun,
+    SessionEnded,
+    UnsupportedProtocol,
+)
+from ._framing import AMQP_HEADER, HEARTBEAT, MIN_MAX_FRAME_SIZE, FrameParser, FrameType
+from ._messaging import Source, Target
+from ._performatives import (
+    Attach,
+    Begin,
+    Close,
+    Detach,
+    Disposition,
+    End,
+    Error,
+    Flow,
+    Open,
+    ReceiverSettleMode,
+    Role,
+    SenderSettleMode,
+    Transfer,
+)
+from ._serial import serial_add, serial_diff, serial_le
+from ._states import (
+    CONNECTION_TRANSITIONS,
+    LINK_TRANSITIONS,
+    SESSION_TRANSITIONS,
+    ConnectionInput,
+    ConnectionState,
+    LinkInput,
+    LinkState,
+    SessionInput,
+    SessionState,
+)
+from ._types import Symbol
+
+__all__ = ["Connection", "Delivery", "Link", "Receiver", "Sender", "Session"]
+
+_UINT_MAX = 0xFFFFFFFF
+_CI = ConnectionInput
+_SI = SessionInput
+_LI = LinkInput
+
+
+class _PeerError(Exception):
+    """Raised inside frame handling when the peer broke the protocol."""
+
+    def __init__(
+        self, condition: str, description: str, scope: str = "connection", target: Any = None
+    ) -> None:
+        super().__init__(description)
+        self.error = Error(condition=Symbol(condition), description=description)
+        self.scope = scope
+        self.target = target
+
+
+def _frame(channel: int, body: Any, payload: bytes | memoryview = b"") -> bytearray:
+    out = bytearray(8)
+    encode_into(body, out)
+    out += payload
+    out[0:4] = len(out).to_bytes(4, "big")
+    out[4] = 2
+    out[5] = 0
+    out[6:8] = channel.to_bytes(2, "big")
+    return out
+
+
+class Delivery:
+    """One delivery on a link (core spec 2.6.12): its tag and id, and the state and
+    settlement of each end. ``local_state`` is what we last said, ``remote_state`` what the
+    peer last said."""
+
+    __slots__ = (
+        "_chunks",
+        "_settle_on_remote",
+        "aborted",
+        "complete",
+        "id",
+        "link",
+        "local_state",
+        "message_format",
+        "remote_settled",
+        "remote_state",
+        "settled",
+        "size",
+        "tag",
+    )
+
+    def __init__(self, link: Link, tag: bytes, delivery_id: int, message_format: int) -> None:
+        self.link = link
+        self.tag = tag
+        self.id = delivery_id
+        self.message_format = message_format
+        self.settled = False
+        self.remote_settled = False
+        self.local_state: Any = None
+        self.remote_state: Any = None
+        self.aborted = False
+        self.complete = False
+        self.size = 0
+        self._chunks: list[bytes] = []
+        self._settle_on_remote: Any = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<Delivery id={self.id} tag={self.tag!r} settled={self.settled} "
+            f"remote_settled={self.remote_settled} state={self.remote_state!r}>"
+        )
+
+
+class Link:
+    """A link endpoint (core spec 2.6). Made by :meth:`Session.attach_sender` and
+    :meth:`Session.attach_receiver`, or by the peer's attach (:class:`LinkAttached`)."""
+
+    role: Role
+
+    def __init__(
+        self,
+        session: Session,
+        name: str,
+        *,
+        source: Any,
+        target: Any,
+        snd_settle_mode: SenderSettleMode,
+        rcv_settle_mode: ReceiverSettleMode,
+        properties: dict[Any, Any] | None,
+        offered_capabilities: Any,
+        desired_capabilities: Any,
+        max_message_size: int | None,
+    ) -> None:
+        self.session = session
+        self.name = name
+        self.source = source
+        self.target = target
+        self.snd_settle_mode = snd_settle_mode
+        self.rcv_settle_mode = rcv_settle_mode
+        self.properties = properties
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.max_message_size = max_message_size
+        self.state = LinkState.DETACHED
+        self.handle: int | None = None
+        self.remote_handle: int | None = None
+        self.remote: Attach | None = None
+        self.delivery_count = 0
+        self.link_credit = 0
+        self.available = 0
+        self.drain = False
+        self._initial_delivery_count = 0
+        self._current: Delivery | None = None
+        self.unsettled: dict[bytes, Delivery] = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} {self.state.value} credit={self.link_credit}>"
+
+    @property
+    def remote_max_message_size(self) -> int | None:
+        return None if self.remote is None else self.remote.max_message_size
+
+    def _move(self, what: LinkInput) -> None:
+        new = LINK_TRANSITIONS.get((self.state, what))
+        if new is None:
+            raise LocalProtocolError(f"cannot {what.value} a link in state {self.state.value}")
+        self.state = new
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def attach(self, *, source: Any = None, target: Any = None) -> None:
+        """Send our attach: for a link we started, the first step; for a link the peer
+        started (:class:`LinkAttached`), accepting it. A terminus not given is the peer's."""
+        if source is not None:
+            self.source = source
+        if target is not None:
+            self.target = target
+        if self.remote is not None and self.state is LinkState.ATTACH_RCVD:
+            if self.source is None and source is None:
+                self.source = self.remote.source
+            if self.target is None and target is None:
+                self.target = self.remote.target
+        self._send_attach()
+
+    def refuse(self, error: Error | None = None) -> None:
+        """Refuse a link the peer started (core spec 2.6.3): attach without our terminus,
+        then detach (closed) with ``error``."""
+        if self.state is not LinkState.ATTACH_RCVD:
+            raise LocalProtocolError("only a link the peer started can be refused")
+        if self.role is Role.SENDER:
+            self.source = None
+            self.target = self.remote.target if self.remote else None
+        else:
+            self.target = None
+            self.source = self.remote.source if self.remote else None
+        self._send_attach()
+        self.detach(
+            error=error or Error(condition=Symbol("amqp:not-found"), description="no such node")
+        )
+
+    def detach(self, *, error: Error | None = None, closed: bool = True) -> None:
+        """Detach the link; ``closed=True`` (the default) closes it for good (core spec
+        2.6.6). The peer answers with its own detach (:class:`LinkDetached`)."""
+        self._move(_LI.S_DETACH)
+        assert self.handle is not None
+        self.session._send(Detach(handle=self.handle, closed=closed, error=error))
+        self.session._release_handle(self)
+
+    def _send_attach(self) -> None:
+        self.session._check_can_send()
+        self._move(_LI.S_ATTACH)
+        self.session._assign_handle(self)
+        assert self.handle is not None
+        initial = self.delivery_count if self.role is Role.SENDER else None
+        self.session._send(
+            Attach(
+                name=self.name,
+                handle=self.handle,
+                role=self.role,
+                snd_settle_mode=self.snd_settle_mode,
+                rcv_settle_mode=self.rcv_settle_mode,
+                source=self.source,
+                target=self.target,
+                initial_delivery_count=initial,
+                max_message_size=self.max_message_size,
+                properties=self.properties,
+                offered_capabilities=self.offered_capabilities,
+                desired_capabilities=self.desired_capabilities,
+            )
+        )
+
+    def _check_attached(self) -> None:
+        if self.state is not LinkState.ATTACHED:
+            raise LocalProtocolError(f"the link is {self.state.value}, not ATTACHED")
+
+    def _send_flow(self, *, echo: bool = False) -> None:
+        s = self.session
+        assert self.handle is not None
+        s._send(
+            s._flow(
+                handle=self.handle,
+                delivery_count=self.delivery_count,
+                link_credit=self.link_credit,
+                available=self.available,
+                drain=self.drain,
+                echo=echo,
+            )
+        )
+
+    def update(self, delivery: Delivery, state: Any) -> None:
+        """Tell the peer a new, unsettled state of ``delivery`` (core spec 2.7.6)."""
+        self._own(delivery)
+        if delivery.settled:
+            raise LocalProtocolError("the delivery is already settled")
+        delivery.local_state = state
+        self.session._queue_disposition(self.role, delivery.id, False, state)
+
+    def settle(self, delivery: Delivery, state: Any = None) -> None:
+        """Settle ``delivery``, with a final state (an outcome) if given. On a receiver in
+        rcv-settle-mode second the state is sent first and settlement waits for the sender's
+        (core spec 2.8.3)."""
+        self._own(delivery)
+        if delivery.settled:
+            raise LocalProtocolError("the delivery is already settled")
+        if state is not None:
+            delivery.local_state = state
+        if (
+            self.role is Role.RECEIVER
+            and self.rcv_settle_mode is ReceiverSettleMode.SECOND
+            and not delivery.remote_settled
+        ):
+            delivery._settle_on_remote = True
+            self.session._queue_disposition(self.role, delivery.id, False, delivery.local_state)
+            return
+        self._forget(delivery)
+        if not delivery.remote_settled:
+            self.session._queue_disposition(self.role, delivery.id, True, delivery.local_state)
+
+    def _own(self, delivery: Delivery) -> None:
+        if delivery.link is not self:
+            raise LocalProtocolError("that delivery belongs to another link")
+
+    def _forget(self, delivery: Delivery) -> None:
+        delivery.settled = True
+        self._untrack(delivery)
+
+    def _untrack(self, delivery: Delivery) -> None:
+        self.unsettled.pop(delivery.tag, None)
+        self.session._deliveries(self.role).pop(delivery.id, None)
+
+
+class Sender(Link):
+    """The sending end of a link."""
+
+    role = Role.SENDER
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tags = itertools.count()
+
+    def send(
+        self,
+        data: bytes | bytearray | memoryview,
+        *,
+        tag: bytes | None = None,
+        settled: bool | None = None,
+        message_format: int = 0,
+        more: bool = False,
+        delivery: Delivery | None = None,
+        state: Any = None,
+    ) -> Delivery:
+        """Send a message (an encoded :class:`~amqp_sansio.Message`), or a chunk of one.
+
+        A new delivery takes one unit of link credit (:class:`LocalProtocolError` if there is
+        none). ``more=True`` leaves the delivery open: continue it by passing it back as
+        ``delivery``. Frames are split at the peer's max-frame-size. ``settled`` defaults
+        from the link's snd-settle-mode (settled only in mode ``SETTLED``).
+        """
+        self._check_attached()
+        if delivery is None:
+            if self._current is not None:
+                raise LocalProtocolError("finish (or abort) the current delivery first")
+            if self.link_credit <= 0:
+                raise LocalProtocolError("no link credit: wait for CreditChanged")
+            if settled is None:
+                settled = self.snd_settle_mode is SenderSettleMode.SETTLED
+            elif settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
+                raise LocalProtocolError("the link's snd-settle-mode is unsettled")
+            elif not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
+                raise LocalProtocolError("the link's snd-settle-mode is settled")
+            if tag is None:
+                tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
+            elif tag in self.unsettled:
+                raise LocalProtocolError(f"delivery tag {tag!r} is already in use")
+            s = self.session
+            delivery = Delivery(self, tag, s._next_delivery_id, message_format)
+            s._next_delivery_id = serial_add(s._next_delivery_id, 1)
+            delivery.settled = settled
+            delivery.local_state = state
+            self.delivery_count = serial_add(self.delivery_count, 1)
+            self.link_credit -= 1
+            if self.available:
+                self.available -= 1
+            if not settled:
+                self.unsettled[tag] = delivery
+                s._out_deliveries[delivery.id] = delivery
+            first = True
+        else:
+            if delivery is not self._current:
+                raise LocalProtocolError("that delivery is not the one being sent")
+            first = False
+        size = delivery.size + len(data)
+        limit = self.remote_max_message_size
+        if limit and size > limit:
+            raise LocalProtocolError(
+                f"message of {size} bytes exceeds the peer's max-message-size {limit}"
+            )
+        delivery.size = size
+        self._current = delivery if more else None
+        if not more:
+            delivery.complete = True
+        self.session._send_transfer(self, delivery, memoryview(data), first, more)
+        return delivery
+
+    def abort(self, delivery: Delivery) -> None:
+        """Abort a delivery that is still being sent (core spec 2.6.14)."""
+        if delivery is not self._current:
+            raise LocalProtocolError("only the delivery being sent can be aborted")
+        assert self.handle is not None
+        self._current = None
+        delivery.aborted = True
+        self._forget(delivery)
+        s = self.session
+        assert s.channel is not None
+        s._queue_transfer(
+            _frame(
+                s.channel,
+                Transfer(handle=self.handle, delivery_id=delivery.id, aborted=True, settled=True),
+            )
+        )
+
+    def drained(self) -> None:
+        """Say we have nothing more to send: if the receiver asked to drain, use up the
+        remaining credit and report the new flow state (core spec 2.6.7)."""
+        self._check_attached()
+        if self.drain and self.link_credit > 0:
+            self.delivery_count = serial_add(self.delivery_count, self.link_credit)
+            self.link_credit = 0
+            self._send_flow()
+
+    def set_available(self, available: int) -> None:
+        """Tell the receiver how many messages we could send (core spec 2.6.7)."""
+        self._check_attached()
+        self.available = available
+        self._send_flow()
+
+
+class Receiver(Link):
+    """The receiving end of a link."""
+
+    role = Role.RECEIVER
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+    def flow(self, credit: int, *, drain: bool = False) -> None:
+        """Set the link credit to ``credit`` (how many more deliveries the sender may start
+        from now) and the drain flag, and send the flow state (core spec 2.6.7)."""
+        self._check_attached()
+        if not 0 <= credit <= _UINT_MAX:
+            raise LocalProtocolError(f"credit {credit} is out of range")
+        self.link_credit = credit
+        self.drain = drain
+        self._send_flow()
+
+    def add_credit(self, credit: int) -> None:
+        """Let the sender start ``credit`` more deliveries."""
+        self.flow(self.link_credit + credit, drain=self.drain)
+
+    def drain_credit(self) -> None:
+        """Ask the sender to use up or give back the credit it has (:class:`DrainCompleted`
+        follows)."""
+        self.flow(self.link_credit, drain=True)
+
+
+class Session:
+    """A session endpoint (core spec 2.5). Made by :meth:`Connection.begin`, or by the
+    peer's begin (:class:`SessionBegun`)."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        *,
+        incoming_window: int,
+        outgoing_window: int,
+        handle_max: int,
+        properties: dict[Any, Any] | None,
+        offered_capabilities: Any,
+        desired_capabilities: Any,
+    ) -> None:
+        self.connection = conn
+        self.state = SessionState.UNMAPPED
+        self.channel: int | None = None
+        self.remote_channel: int | None = None
+        self.remote: Begin | None = None
+        self.handle_max = handle_max
+        self.properties = properties
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self._max_incoming_window = incoming_window
+        self.incoming_window = incoming_window
+        self.outgoing_window = outgoing_window
+        self.next_outgoing_id = 0
+        self._initial_outgoing_id = 0
+        self.next_incoming_id: int | None = None
+        self.remote_incoming_window = 0
+        self.remote_outgoing_window = 0
+        self._next_delivery_id = 0
+        self._links_out: dict[int, Link] = {}
+        self._links_in: dict[int, Link] = {}
+        self._links_by_name: dict[tuple[str, Role], Link] = {}
+        self._out_deliveries: dict[int, Delivery] = {}
+        self._in_deliveries: dict[int, Delivery] = {}
+        self._blocked: deque[bytearray] = deque()
+        self._dispositions: list[tuple[Role, int, bool, Any]] = []
+
+    def __repr__(self) -> str:
+        return f"<Session channel={self.channel} {self.state.value}>"
+
+    @property
+    def links(self) -> list[Link]:
+        return list(self._links_by_name.values())
+
+    def _move(self, what: SessionInput) -> None:
+        new = SESSION_TRANSITIONS.get((self.state, what))
+        if new is None:
+            raise LocalProtocolError(f"cannot {what.value} a session in state {self.state.value}")
+        self.state = new
+
+    def _check_can_send(self) -> None:
+        if self.state not in (SessionState.BEGIN_SENT, SessionState.MAPPED, SessionState.END_RCVD):
+            raise LocalProtocolError(f"the session is {self.state.value}")
+        self.connection._check_can_send()
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """Send our begin: for a session we started, done by :meth:`Connection.begin`; for
+        one the peer started (:class:`SessionBegun`), accepting it."""
+        conn = self.connection
+        conn._check_can_send()
+        self._move(_SI.S_BEGIN)
+        conn._assign_channel(self)
+        assert self.channel is not None
+        conn._send_frame(
+            self.channel,
+            Begin(
+                remote_channel=self.remote_channel,
+                next_outgoing_id=self.next_outgoing_id,
+                incoming_window=self.incoming_window,
+                outgoing_window=self.outgoing_window,
+                handle_max=self.handle_max,
+                offered_capabilities=self.offered_capabilities,
+                desired_capabilities=self.desired_capabilities,
+                properties=self.properties,
+            ),
+        )
+
+    def end(self, error: Error | None = None) -> None:
+        """End the session (core spec 2.5.2); with an error, incoming frames are discarded
+        until the peer's end (DISCARDING). Ending a session the peer began but we never
+        answered sends our begin first, as refusing one must."""
+        if self.state is SessionState.BEGIN_RCVD:
+            self.begin()
+        self.connection._check_can_send()
+        self._move(_SI.S_END_ERROR if error is not None else _SI.S_END)
+        self._send(End(error=error))
+        self.connection._release_channel(self)
+
+    def attach_sender(
+        self,
+        name: str,
+        *,
+        source: Any = None,
+        target: Any = None,
+        snd_settle_mode: SenderSettleMode = SenderSettleMode.MIXED,
+        rcv_settle_mode: ReceiverSettleMode = ReceiverSettleMode.FIRST,
+        properties: dict[Any, Any] | None = None,
+        offered_capabilities: Any = None,
+        desired_capabilities: Any = None,
+        max_message_size: int | None = None,
+        initial_delivery_count: int = 0,
+    ) -> Sender:
+        """Start a sending link to ``target`` (a :class:`~amqp_sansio.Target`, or an address
+        string)."""
+        link = Sender(
+            self,
+            name,
+            source=_terminus(source, Source) or Source(),
+            target=_terminus(target, Target),
+            snd_settle_mode=snd_settle_mode,
+            rcv_settle_mode=rcv_settle_mode,
+            properties=properties,
+            offered_capabilities=offered_capabilities,
+            desired_capabilities=desired_capabilities,
+            max_message_size=max_message_size,
+        )
+        link.delivery_count = link._initial_delivery_count = initial_delivery_count & _UINT_MAX
+        self._add_link(link)
+        link.attach()
+        return link
+
+    def attach_receiver(
+        self,
+        name: str,
+        *,
+        source: Any = None,
+        target: Any = None,
+        snd_settle_mode: SenderSettleMode = SenderSettleMode.MIXED,
+        rcv_settle_mode: ReceiverSettleMode = ReceiverSettleMode.FIRST,
+        properties: dict[Any, Any] | None = None,
+        offered_capabilities: Any = None,
+        desired_capabilities: Any = None,
+        max_message_size: int | None = None,
+    ) -> Receiver:
+        """Start a receiving link from ``source`` (a :class:`~amqp_sansio.Source`, or an
+        address string)."""
+        link = Receiver(
+            self,
+            name,
+            source=_terminus(source, Source),
+            target=_terminus(target, Target) or Target(),
+            snd_settle_mode=snd_settle_mode,
+            rcv_settle_mode=rcv_settle_mode,
+            properties=properties,
+            offered_capabilities=offered_capabilities,
+            desired_capabilities=desired_capabilities,
+            max_message_size=max_message_size,
+        )
+        self._add_link(link)
+        link.attach()
+        return link
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _add_link(self, link: Link) -> None:
+        key = (link.name, link.role)
+        old = self._links_by_name.get(key)
+        if old is not None and old.state is not LinkState.DETACHED:
+            raise LocalProtocolError(
+                f"a {link.role.name.lower()} link named {link.name!r} is already attached"
+            )
+        self._links_by_name[key] = link
+
+    def _assign_handle(self, link: Link) -> None:
+        limit = self.handle_max
+        if self.remote is not None:
+            limit = min(limit, self.remote.handle_max)
+        for handle in range(len(self._links_out) + 1):
+            if handle not in self._links_out:
+                break
+        if handle > limit:
+            raise LocalProtocolError(f"no free link handle (handle-max {limit})")
+        link.handle = handle
+        self._links_out[handle] = link
+
+    def _release_handle(self, link: Link) -> None:
+        if link.handle is not None:
+            self._links_out.pop(link.handle, None)
+        if link.state is LinkState.DETACHED:
+            self._drop_link(link)
+
+    def _drop_link(self, link: Link) -> None:
+        if link.remote_handle is not None:
+            self._links_in.pop(link.remote_handle, None)
+        for delivery in link.unsettled.values():
+            self._deliveries(link.role).pop(delivery.id, None)
+
+    def _deliveries(self, role: Role) -> dict[int, Delivery]:
+        return self._out_deliveries if role is Role.SENDER else self._in_deliveries
+
+    def _send(self, body: Any) -> None:
+        if self._dispositions:
+            self._flush_dispositions()  # what was settled before goes out before this frame
+        assert self.channel is not None
+        self.connection._send_frame(self.channel, body)
+
+    def _flow(self, **link_fields: Any) -> Flow:
+        return Flow(
+            next_incoming_id=self.next_incoming_id,
+            incoming_window=self.incoming_window,
+            next_outgoing_id=self.next_outgoing_id,
+            outgoing_window=self.outgoing_window,
+            **link_fields,
+        )
+
+    def _send_transfer(
+        self, link: Sender, delivery: Delivery, data: memoryview, first: bool, more: bool
+    ) -> None:
+        assert self.channel is not None and link.handle is not None
+        conn = self.connection
+        if first:
+            head = Transfer(
+                handle=link.handle,
+                delivery_id=delivery.id,
+                delivery_tag=delivery.tag,
+                message_format=delivery.message_format,
+                settled=delivery.settled,
+                more=True,
+                state=delivery.local_state,
+            )
+        else:
+            head = Transfer(handle=link.handle, more=True)
+        last = Transfer(
+            handle=link.handle,
+            delivery_id=delivery.id if first else None,
+            delivery_tag=delivery.tag if first else None,
+            message_format=delivery.message_format if first else None,
+            settled=delivery.settled if first else None,
+            more=more,
+            state=delivery.local_state if first else None,
+        )
+        room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
+        offset = 0
+        total = len(data)
+        while True:
+            rest = total - offset
+            final = rest <= room
+            body = last if final else head
+            chunk = data[offset:] if final else data[offset : offset + room]
+            self._queue_transfer(_frame(self.channel, body, chunk))
+            if final:
+                break
+            offset += room
+            if first:
+                first = False
+                head = Transfer(handle=link.handle, more=True)
+                last = Transfer(handle=link.handle, more=more)
+                room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
+
+    def _queue_transfer(self, frame: bytearray) -> None:
+        if self._blocked or self.remote_incoming_window <= 0:
+            self._blocked.append(frame)
+            return
+        self._emit_transfer(frame)
+
+    def _emit_transfer(self, frame: bytearray) -> None:
+        self.next_outgoing_id = serial_add(self.next_outgoing_id, 1)
+        self.remote_incoming_window -= 1
+        self.connection._send_raw(frame)
+
+    def _unblock(self) -> None:
+        blocked = self._blocked
+        while blocked and self.remote_incoming_window > 0:
+            self._emit_transfer(blocked.popleft())
+
+    def _queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
+        self._check_can_send()
+        self._dispositions.append((role, delivery_id, settled, state))
+        self.connection._pending_sessions.add(self)
+
+    def _flush_dispositions(self) -> None:
+        """Send queued dispositions, contiguous ids with the same outcome as one range."""
+        pending = self._dispositions
+        if not pending or self.channel is None:
+            pending.clear()
+            return
+        self._dispositions = []
+        send = self.connection._send_frame
+        channel = self.channel
+        role, first, settled, state = pending[0]
+        last = first
+        for r, did, s, st in pending[1:]:
+            if r is role and s == settled and st == state and did == serial_add(last, 1):
+                last = did
+                continue
+            send(
+                channel,
+                Disposition(
+                    role=role,
+                    first=first,
+                    last=None if last == first else last,
+                    settled=settled,
+                    state=state,
+                ),
+            )
+            role, first, settled, state = r, did, s, st
+            last = did
+        send(
+            channel,
+            Disposition(
+                role=role,
+                first=first,
+                last=None if last == first else last,
+                settled=settled,
+                state=state,
+            ),
+        )
+
+    # -- incoming frames ------------------------------------------------------------------------
+
+    def _on_frame(self, body: Any, payload: bytes) -> None:
+        if self.state is SessionState.DISCARDING and type(body) is not End:
+            return
+        handler = _SESSION_HANDLERS.get(type(body))
+        if handler is None:
+            raise _PeerError("amqp:not-allowed", f"unexpected {type(body).__name__} on a session")
+        handler(self, body, payload)
+
+    def _on_end(self, end: End, payload: bytes) -> None:
+        conn = self.connection
+        new = SESSION_TRANSITIONS.get((self.state, _SI.R_END))
+        if new is None:
+            raise _PeerError("amqp:illegal-state", f"end in session state {self.state.value}")
+        self.state = new
+        if self.remote_channel is not None:
+            conn._remote_channels.pop(self.remote_channel, None)
+        conn._events.append(SessionEnded(session=self, error=end.error))
+        if self.state is SessionState.END_RCVD:
+            # Answer with our end, as the spec's session diagram requires.
+            self._move(_SI.S_END)
+            self._send(End())
+            conn._release_channel(self)
+
+    def _on_attach(self, attach: Attach, payload: bytes) -> None:
+        self._check_mapped()
+        handle = attach.handle
+        if handle > self.handle_max:
+            raise _PeerError(
+                "amqp:resource-limit-exceeded",
+                f"handle {handle} exceeds handle-max {self.handle_max}",
+                scope="session",
+                target=self,
+            )
+        if handle in self._links_in:
+            raise _PeerError(
+                "amqp:session:handle-in-use",
+                f"handle {handle} is in use",
+                scope="session",
+                target=self,
+            )
+        our_role = Role.SENDER if attach.role is Role.RECEIVER else Role.RECEIVER
+        link = self._links_by_name.get((attach.name, our_role))
+        if link is None or link.state is LinkState.DETACHED:
+            cls = Sender if our_role is Role.SENDER else Receiver
+            link = cls(
+                self,
+                attach.name,
+                source=None,
+                target=None,
+                snd_settle_mode=attach.snd_settle_mode,
+                rcv_settle_mode=attach.rcv_settle_mode,
+                properties=None,
+                offered_capabilities=None,
+                desired_capabilities=None,
+                max_message_size=None,
+            )
+            self._links_by_name[(attach.name, our_role)] = link
+        new = LINK_TRANSITIONS.get((link.state, _LI.R_ATTACH))
+        if new is None:
+            raise _PeerError(
+                "amqp:illegal-state",
+                f"attach of link {attach.name!r} in state {link.state.value}",
+                scope="session",
+                target=self,
+            )
+        link.state = new
+        link.remote = attach
+        link.remote_handle = handle
+        self._links_in[handle] = link
+        if our_role is Role.RECEIVER:
+            link.snd_settle_mode = attach.snd_settle_mode  # the sender's to choose
+            if attach.initial_delivery_count is None:
+                raise _PeerError(
+                    "amqp:invalid-field",
+                    "a sender's attach must carry initial-delivery-count",
+                    scope="session",
+                    target=self,
+                )
+            link.delivery_count = attach.initial_delivery_count
+        else:
+            link.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
+        self.connection._events.append(LinkAttached(link=link, remote=attach))
+
+    def _check_mapped(self) -> None:
+        if self.state not in (SessionState.MAPPED, SessionState.END_SENT):
+            raise _PeerError(
+                "amqp:illegal-state",
+                f"frame in session state {self.state.value}",
+                scope="session",
+                target=self,
+            )
+
+    def _link_in(self, handle: int | None) -> Link:
+        link = self._links_in.get(handle) if handle is not None else None
+        if link is None:
+            raise _PeerError(
+                "amqp:session:unattached-handle",
+                f"no link on handle {handle}",
+                scope="session",
+                target=self,
+            )
+        return link
+
+    def _on_detach(self, detach: Detach, payload: bytes) -> None:
+        self._check_mapped()
+        link = self._link_in(detach.handle)
+        new = LINK_TRANSITIONS.get((link.state, _LI.R_DETACH))
+        if new is None:
+            raise _PeerError(
+                "amqp:illegal-state",
+                f"detach in link state {link.state.value}",
+                scope="session",
+                target=self,
+            )
+        link.state = new
+        self._links_in.pop(detach.handle, None)
+        link.remote_handle = None
+        self.connection._events.append(
+            LinkDetached(link=link, error=detach.error, closed=detach.closed)
+        )
+        if link.state is LinkState.DETACH_RCVD:
+            link.detach(closed=detach.closed)  # answer with ours (2.6.6)
+        else:
+            self._drop_link(link)
+
+    def _on_flow(self, flow: Flow, payload: bytes) -> None:
+        self._check_mapped()
+        self.next_incoming_id = flow.next_outgoing_id
+        self.remote_outgoing_window = flow.outgoing_window
+        base = (
+            flow.next_incoming_id
+            if flow.next_incoming_id is not None
+            else self._initial_outgoing_id
+        )
+        self.remote_incoming_window = serial_diff(
+            serial_add(base, flow.incoming_window), self.next_outgoing_id
+        )
+        self._unblock()
+        events = self.connection._events
+        if flow.handle is not None:
+            link = self._link_in(flow.handle)
+            if link.role is Role.SENDER:
+                rcv_count = (
+                    flow.delivery_count
+                    if flow.delivery_count is not None
+                    else link._initial_delivery_count
+                )
+                credit = flow.link_credit if flow.link_credit is not None else 0
+                link.link_credit = serial_diff(serial_add(rcv_count, credit), link.delivery_count)
+                link.drain = flow.drain
+                events.append(
+                    CreditChanged(
+                        link=link,
+                        credit=link.link_credit,
+                        available=link.available,
+                        drain=link.drain,
+                    )
+                )
+            else:
+                if flow.delivery_count is not None:
+                    limit = serial_add(link.delivery_count, link.link_credit)
+                    link.delivery_count = flow.delivery_count
+                    link.link_credit = max(0, serial_diff(limit, flow.delivery_count))
+                link.available = flow.available or 0
+                events.append(
+                    CreditChanged(
+                        link=link,
+                        credit=link.link_credit,
+                        available=link.available,
+                        drain=link.drain,
+                    )
+                )
+                if link.drain and link.link_credit == 0:
+                    link.drain = False
+                    events.append(DrainCompleted(link=link))
+            if flow.echo and link.state is LinkState.ATTACHED:
+                link._send_flow()
+        elif flow.echo and self.state is SessionState.MAPPED:
+            self._send(self._flow())
+
+    def _on_transfer(self, transfer: Transfer, payload: bytes) -> None:
+        self._check_mapped()
+        link = self._link_in(transfer.handle)
+        if link.role is not Role.RECEIVER:
+            raise _PeerError(
+                "amqp:not-allowed", "transfer on a link where we send", scope="session", target=self
+            )
+        if self.incoming_window <= 0:
+            raise _PeerError(
+                "amqp:session:window-violation",
+                "transfer beyond our incoming window",
+                scope="session",
+                target=self,
+            )
+        assert isinstance(link, Receiver)
+        self.incoming_window -= 1
+        self.next_incoming_id = serial_add(self.next_incoming_id or 0, 1)
+        if self.remote_outgoing_window > 0:
+            self.remote_outgoing_window -= 1
+        events = self.connection._events
+        delivery = link._current
+        if delivery is None:
+            if transfer.delivery_id is None or transfer.delivery_tag is None:
+                raise _PeerError(
+                    "amqp:invalid-field",
+                    "the first transfer of a delivery needs its id and tag",
+                    scope="session",
+                    target=self,
+                )
+            if link.link_credit <= 0:
+                raise _PeerError(
+                    "amqp:link:transfer-limit-exceeded",
+                    "transfer without link credit",
+                    scope="link",
+                    target=link,
+                )
+            delivery = Delivery(
+                link, transfer.delivery_tag, transfer.delivery_id, transfer.message_format or 0
+            )
+            link.delivery_count = serial_add(link.delivery_count, 1)
+            link.link_credit -= 1
+            if link.available:
+                link.available -= 1
+            if not transfer.settled:
+                link.unsettled[delivery.tag] = delivery
+                self._in_deliveries[delivery.id] = delivery
+            link._current = delivery
+        elif transfer.delivery_id is not None and transfer.delivery_id != delivery.id:
+            raise _PeerError(
+                "amqp:not-allowed",
+                "deliveries on one link must not interleave",
+                scope="session",
+                target=self,
+            )
+        if transfer.settled:
+            delivery.remote_settled = True
+        if transfer.state is not None:
+            delivery.remote_state = transfer.state
+        if transfer.aborted:
+            link._current = None
+            delivery.aborted = True
+            delivery._chunks = []
+            link._forget(delivery)
+            events.append(DeliveryAborted(link=link, delivery=delivery))
+            self._replenish()
+            return
+        delivery.size += len(payload)
+        limit = link.max_message_size
+        if limit and delivery.size > limit:
+            raise _PeerError(
+                "amqp:link:message-size-exceeded",
+                f"delivery of more than {limit} bytes",
+                scope="link",
+                target=link,
+            )
+        if payload:
+            delivery._chunks.append(payload)
+        if not transfer.more:
+            link._current = None
+            delivery.complete = True
+            chunks = delivery._chunks
+            delivery._chunks = []
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            if delivery.remote_settled:
+                link._untrack(delivery)  # the sender has forgotten it: so do we
+            events.append(DeliveryReceived(link=link, delivery=delivery, data=data, complete=True))
+        self._replenish()
+
+    def _replenish(self) -> None:
+        """Top our incoming window back up once half of it is used."""
+        if (
+            self.incoming_window * 2 < self._max_incoming_window
+            and self.state is SessionState.MAPPED
+        ):
+            self.incoming_window = self._max_incoming_window
+            self._send(self._flow())
+
+    def _on_disposition(self, disp: Disposition, payload: bytes) -> None:
+        self._check_mapped()
+        # The disposition's role is the sender of the frame: a receiver settles ours.
+        ours = self._out_deliveries if disp.role is Role.RECEIVER else self._in_deliveries
+        first = disp.first
+        last = disp.last if disp.last is not None else first
+        span = serial_diff(last, first)
+        if span < 0:
+            raise _PeerError(
+                "amqp:invalid-field",
+                "disposition with last before first",
+                scope="session",
+                target=self,
+            )
+        if span < len(ours):
+            ids: Iterable[int] = (serial_add(first, i) for i in range(span + 1))
+        else:
+            ids = [i for i in ours if serial_le(first, i) and serial_le(i, last)]
+        events = self.connection._events
+        for did in list(ids):
+            delivery = ours.get(did)
+            if delivery is None:
+                continue
+            delivery.remote_state = disp.state
+            link = delivery.link
+            if disp.settled:
+                delivery.remote_settled = True
+                if delivery._settle_on_remote:
+                    link._forget(delivery)
+                    self._queue_disposition(link.role, delivery.id, True, delivery.local_state)
+            events.append(
+                DeliveryUpdated(
+                    link=link, delivery=delivery, state=disp.state, settled=disp.settled
+                )
+            )
+
+    def _on_begin(self, begin: Begin, payload: bytes) -> None:
+        raise _PeerError("amqp:illegal-state", "begin on a channel already in use")
+
+
+_SESSION_HANDLERS: dict[type, Any] = {
+    Transfer: Session._on_transfer,
+    Disposition: Session._on_disposition,
+    Flow: Session._on_flow,
+    Attach: Session._on_attach,
+    Detach: Session._on_detach,
+    End: Session._on_end,
+    Begin: Session._on_begin,
+}
+
+
+def _encode_performative(body: Any) -> bytearray:
+    out = bytearray()
+    encode_into(body, out)
+    return out
+
+
+def _terminus(value: Any, cls: type) -> Any:
+    if value is None or isinstance(value, Source | Target):
+        return value
+    if isinstance(value, str):
+        return cls(address=value)
+    return value
+
+
+class Connection:
+    """One AMQP connection endpoint, client or server (core spec 2.4).
+
+    ``idle_timeout`` (seconds) is our own threshold: we advertise half of it, as the spec
+    recommends, and close the connection with ``amqp:resource-limit-exceeded`` when nothing
+    has arrived for that long. ``max_frame_size`` is the largest frame we accept.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: bool = True,
+        container_id: str = "amqp-sansio",
+        hostname: str | None = None,
+        max_frame_size: int = 65536,
+        channel_max: int = 65535,
+        idle_timeout: float | None = None,
+        offered_capabilities: Any = None,
+        desired_capabilities: Any = None,
+        properties: dict[Any, Any] | None = None,
+        max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+    ) -> None:
+        if max_frame_size < MIN_MAX_FRAME_SIZE:
+            raise LocalProtocolError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
+        self.client = client
+        self.container_id = container_id
+        self.hostname = hostname
+        self.max_frame_size = max_frame_size
+        self.channel_max = channel_max
+        self.idle_timeout = idle_timeout
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self.state = ConnectionState.START
+        self.remote: Open | None = None
+        self._parser = FrameParser(max_frame_size=max_frame_size, max_depth=max_depth)
+        self._out: list[bytes | bytearray] = []
+        self._events: list[Event] = []
+        self._header_received = False
+        self._peer_max_frame_size = MIN_MAX_FRAME_SIZE
+        self._peer_channel_max = 0
+        self._peer_idle_timeout: float | None = None
+        self._now: float | None = None
+        self._last_received: float | None = None
+        self._last_sent: float | None = None
+        self._broken = False
+        self._local_channels: dict[int, Session] = {}
+        self._remote_channels: dict[int, Session] = {}
+        self._pending_sessions: set[Session] = set()
+
+    def __repr__(self) -> str:
+        role = "client" if self.client else "server"
+        return f"<Connection {role} {self.state.value}>"
+
+    # -- I/O surface -------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
+        """Take bytes from the peer; return what happened. Empty ``data`` means the peer
+        closed the transport."""
+        self._tick(now)
+        if self.state is ConnectionState.END or self._broken:
+            return self._take_events()
+        if not data:
+            self._end()
+            return self._take_events()
+        self._parser.feed(data)
+        try:
+            self._parse()
+        except UnsupportedProtocolError as exc:
+            self._bad_header(exc.header, exc.version_name)
+        except FramingError as exc:
+            self._fatal("amqp:connection:framing-error", exc.description)
+        except DecodeError as exc:
+            self._fatal(exc.condition, exc.description)
+        except _PeerError as exc:
+            self._peer_error(exc)
+        return self._take_events()
+
+    def data_to_send(self) -> bytes:
+        """The bytes to write to the peer now (they are handed over once)."""
+        if self._pending_sessions:
+            for session in self._pending_sessions:
+                session._flush_dispositions()
+            self._pending_sessions.clear()
+        out = self._out
+        if not out:
+            return b""
+        self._out = []
+        return b"".join(out)
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`handle_timer` must next be called (same clock as ``now``), or None."""
+        if self.state is ConnectionState.END or self._broken:
+            return None
+        deadlines = []
+        if self.idle_timeout and self._last_received is not None and self.state in _RECEIVING:
+            deadlines.append(self._last_received + self.idle_timeout)
+        if self._peer_idle_timeout and self._last_sent is not None and self.state in _SENDING:
+            deadlines.append(self._last_sent + self._peer_idle_timeout / 2)
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now: float) -> list[Event]:
+        """Act on what is due at ``now``: close an idle connection, send a heartbeat."""
+        self._tick(now)
+        if self.state is ConnectionState.END or self._broken:
+            return self._take_events()
+        if (
+            self.idle_timeout
+            and self._last_received is not None
+            and self.state in _RECEIVING
+            and now >= self._last_received + self.idle_timeout
+        ):
+            self._events.append(IdleTimedOut())
+            if self.state in _SENDING:
+                self._close(
+                    Error(
+                        condition=Symbol("amqp:resource-limit-exceeded"),
+                        description="idle time-out expired",
+                    )
+                )
+            self._end()
+        elif (
+            self._peer_idle_timeout
+            and self._last_sent is not None
+            and self.state in _SENDING
+            and now >= self._last_sent + self._peer_idle_timeout / 2
+        ):
+            self._send_raw(HEARTBEAT)
+        return self._take_events()
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def open(self, *, now: float | None = None) -> None:
+        """Send the protocol header (if not yet sent) and our open. A client calls it first
+        (the frames after it are pipelined); a server calls it to accept the peer's open.
+        ``now`` starts the clock for the idle time-out if nothing has yet."""
+        if now is not None:
+            self._tick(now)
+        if self.state is ConnectionState.START:
+            self._send_header()
+        self._move(_CI.S_OPEN)
+        idle = None if not self.idle_timeout else int(self.idle_timeout * 500)
+        self._send_frame(
+            0,
+            Open(
+                container_id=self.container_id,
+                hostname=self.hostname,
+                max_frame_size=self.max_frame_size,
+                channel_max=self.channel_max,
+                idle_time_out=idle,
+                offered_capabilities=self.offered_capabilities,
+                desired_capabilities=self.desired_capabilities,
+                properties=self.properties,
+            ),
+        )
+
+    def close(self, error: Error | None = None) -> None:
+        """Close the connection, with an error if there is one (core spec 2.4.3). In the
+        server role, answering a peer's open with a close (with an error) refuses it: our open
+        goes first, as the spec requires."""
+        if self.state is ConnectionState.START:
+            self._end()  # nothing was said: nothing to close
+            return
+        if self.state in _OPEN_FIRST:
+            self.open()
+        self._close(error)
+
+    def begin(
+        self,
+        *,
+        incoming_window: int = 2048,
+        outgoing_window: int = _UINT_MAX,
+        handle_max: int = _UINT_MAX,
+        properties: dict[Any, Any] | None = None,
+        offered_capabilities: Any = None,
+        desired_capabilities: Any = None,
+    ) -> Session:
+        """Begin a session (core spec 2.5.1) and return it."""
+        session = Session(
+            self,
+            incoming_window=incoming_window,
+            outgoing_window=outgoing_window,
+            handle_max=handle_max,
+            properties=properties,
+            offered_capabilities=offered_capabilities,
+            desired_capabilities=desired_capabilities,
+        )
+        session.begin()
+        return session
+
+    @property
+    def sessions(self) -> list[Session]:
+        return list(set(self._local_channels.values()) | set(self._remote_channels.values()))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _tick(self, now: float) -> None:
+        self._now = now
+        if self._last_received is None:
+            self._last_received = now
+        if self._last_sent is None and self._out:
+            self._last_sent = now
+
+    def _take_events(self) -> list[Event]:
+        events = self._events
+        self._events = []
+        return events
+
+    def _move(self, what: ConnectionInput) -> None:
+        new = CONNECTION_TRANSITIONS.get((self.state, what))
+        if new is None:
+            raise LocalProtocolError(f"cannot {what.value} in connection state {self.state.value}")
+        self.state = new
+        if new is ConnectionState.END:
+            self._events.append(ConnectionEnded())
+
+    def _check_can_send(self) -> None:
+        if self.state not in _SENDING:
+            raise LocalProtocolError(f"nothing may be sent in connection state {self.state.value}")
+
+    def _send_header(self) -> None:
+        self._move(_CI.S_HDR)
+        self._send_raw(AMQP_HEADER)
+
+    def _send_raw(self, data: bytes | bytearray) -> None:
+        self._out.append(data)
+        self._last_sent = self._now
+
+    def _send_frame(self, channel: int, body: Any) -> None:
+        frame = _frame(channel, body)
+        if len(frame) > self._peer_max_frame_size:
+            raise LocalProtocolError(
+                f"{type(body).__name__} frame of {len(frame)} bytes "
+                f"exceeds the peer's max-frame-size "
+                f"{self._peer_max_frame_size}"
+            )
+        self._send_raw(frame)
+
+    def _close(self, error: Error | None) -> None:
+        what = _CI.S_CLOSE_ERROR if error is not None else _CI.S_CLOSE
+        if (self.state, what) not in CONNECTION_TRANSITIONS:
+            raise LocalProtocolError(f"cannot close in connection state {self.state.value}")
+        for session in self._pending_sessions:
+            session._flush_dispositions()  # settlements made before the close go first
+        self._pending_sessions.clear()
+        self._move(what)
+        self._send_frame(0, Close(error=error))
+
+    def _end(self) -> None:
+        if self.state is not ConnectionState.END:
+            self.state = ConnectionState.END
+            self._events.append(ConnectionEnded())
+
+    def _assign_channel(self, session: Session) -> None:
+        limit = min(self.channel_max, self._peer_channel_max)
+        for channel in range(len(self._local_channels) + 1):
+            if channel not in self._local_channels:
+                break
+        if channel > limit:
+            raise LocalProtocolError(f"no free channel (channel-max {limit})")
+        session.channel = channel
+        self._local_channels[channel] = session
+
+    def _release_channel(self, session: Session) -> None:
+        if session.channel is not None:
+            self._local_channels.pop(session.channel, None)
+        session.channel = None
+        session._blocked.clear()
+        session._dispositions.clear()
+        for link in session._links_by_name.values():
+            link.state = LinkState.DETACHED  # a session's end detaches its links (2.5.2)
+            link.handle = link.remote_handle = None
+
+    def _parse(self) -> None:
+        parser = self._parser
+        while True:
+            if not self._header_received:
+                header = parser.next_protocol_header()
+                if header is None:
+                    return
+                if header.protocol_id != 0:
+                    self._bad_header(
+                        header.to_bytes(),
+                        f"AMQP 1.0 with protocol id {int(header.protocol_id)} "
+                        f"({header.protocol_id.name}), where we expect AMQP",
+                    )
+                    return
+                self._header_received = True
+                self._move(_CI.R_HDR)
+                if self.state is ConnectionState.HDR_RCVD:
+                    self._send_header()
+                continue
+            frame = parser.next_frame()
+            if frame is None:
+                return
+            self._last_received = self._now
+            if frame.type is not FrameType.AMQP:
+                raise _PeerError(
+                    "amqp:connection:framing-error", "a SASL frame after the AMQP header"
+                )
+            body = frame.body
+            if body is None:
+                continue  # heartbeat
+            if (
+                self.state in (ConnectionState.DISCARDING, ConnectionState.CLOSE_SENT)
+                and type(body) is not Close
+            ):
+                continue
+            handler = _CONNECTION_HANDLERS.get(type(body))
+            if handler is not None:
+                handler(self, frame.channel, body)
+                if self.state is ConnectionState.END:
+                    return
+                continue
+            self._on_session_frame(frame.channel, body, frame.payload)
+
+    def _on_open(self, channel: int, open_: Open) -> None:
+        new = CONNECTION_TRANSITIONS.get((self.state, _CI.R_OPEN))
+        if new is None:
+            raise _PeerError("amqp:illegal-state", f"open in connection state {self.state.value}")
+        if channel != 0:
+            raise _PeerError("amqp:connection:framing-error", "open on a channel other than 0")
+        if open_.max_frame_size < MIN_MAX_FRAME_SIZE:
+            raise _PeerError(
+                "amqp:invalid-field",
+                f"max-frame-size {open_.max_frame_size} is "
+                f"below the minimum of {MIN_MAX_FRAME_SIZE}",
+            )
+        self.state = new
+        self.remote = open_
+        self._peer_max_frame_size = open_.max_frame_size
+        self._peer_channel_max = open_.channel_max
+        self._peer_idle_timeout = open_.idle_time_out / 1000 if open_.idle_time_out else None
+        self._events.append(ConnectionOpened(remote=open_))
+
+    def _on_close(self, channel: int, close: Close) -> None:
+        new = CONNECTION_TRANSITIONS.get((self.state, _CI.R_CLOSE))
+        if new is None:
+            # A close before the open, or a second close: end all the same.
+            self._events.append(ConnectionClosed(error=close.error))
+            self._end()
+            return
+        self.state = new
+        self._events.append(ConnectionClosed(error=close.error))
+        if new is ConnectionState.CLOSE_RCVD:
+            self._close(None)  # answer with ours; that ends the connection
+        elif new is ConnectionState.END:
+            self._events.append(ConnectionEnded())
+
+    def _on_session_frame(self, channel: int, body: Any, payload: bytes) -> None:
+        if self.state not in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
+            raise _PeerError("amqp:illegal-state", f"{type(body).__name__} before open")
+        if type(body) is Begin and channel not in self._remote_channels:
+            self._on_begin(channel, body)
+            return
+        session = self._remote_channels.get(channel)
+        if session is None:
+            raise _PeerError(
+                "amqp:not-allowed",
+                f"{type(body).__name__} on channel {channel}, where no session has begun",
+            )
+        try:
+            session._on_frame(body, payload)
+        except _PeerError as exc:
+            if exc.scope == "connection":
+                raise
+            self._peer_error(exc)
+
+    def _on_begin(self, channel: int, begin: Begin) -> None:
+        if channel > self.channel_max:
+            raise _PeerError(
+                "amqp:connection:framing-error",
+                f"channel {channel} exceeds channel-max {self.channel_max}",
+            )
+        if begin.remote_channel is None:
+            session = Session(
+                self,
+                incoming_window=2048,
+                outgoing_window=_UINT_MAX,
+                handle_max=_UINT_MAX,
+                properties=None,
+                offered_capabilities=None,
+                desired_capabilities=None,
+            )
+            session.state = SessionState.BEGIN_RCVD
+        else:
+            found = self._local_channels.get(begin.remote_channel)
+            if found is None or found.state is not SessionState.BEGIN_SENT:
+                raise _PeerError(
+                    "amqp:not-allowed",
+                    f"begin answers channel {begin.remote_channel}, where we began no session",
+                )
+            session = found
+            session.state = SessionState.MAPPED
+        session.remote = begin
+        session.remote_channel = channel
+        session.next_incoming_id = begin.next_outgoing_id
+        session.remote_outgoing_window = begin.outgoing_window
+        session.remote_incoming_window = serial_diff(
+            serial_add(session._initial_outgoing_id, begin.incoming_window),
+            session.next_outgoing_id,
+        )
+        self._remote_channels[channel] = session
+        self._events.append(SessionBegun(session=session, remote=begin))
+        session._unblock()
+
+    def _peer_error(self, exc: _PeerError) -> None:
+        """Answer a peer's violation at the right level (core spec 2.4.3, 2.5.4, 2.6.5)."""
+        self._events.append(ProtocolError(error=exc.error, scope=exc.scope))
+        if exc.scope == "link" and isinstance(exc.target, Link):
+            link = exc.target
+            if link.state is LinkState.ATTACHED:
+                link._current = None
+                link.detach(error=exc.error)
+                return
+        if exc.scope in ("link", "session"):
+            session = exc.target.session if isinstance(exc.target, Link) else exc.target
+            if isinstance(session, Session) and session.state is SessionState.MAPPED:
+                session.end(exc.error)
+                return
+        self._fatal(str(exc.error.condition), exc.error.description or "", reported=True)
+
+    def _fatal(self, condition: str, description: str, *, reported: bool = False) -> None:
+        error = Error(condition=Symbol(condition), description=description)
+        if not reported:
+            self._events.append(ProtocolError(error=error, scope="connection"))
+        if self.state in _OPEN_FIRST:
+            self.open()  # a close may only follow our open (2.4.7)
+        if (self.state, _CI.S_CLOSE_ERROR) in CONNECTION_TRANSITIONS:
+            self._close(error)
+        self._broken = True  # the stream cannot be trusted: stop reading it
+        self._end()
+
+    def _bad_header(self, header: bytes, name: str) -> None:
+        if self.state is ConnectionState.START:
+            self._send_header()
+        self._events.append(UnsupportedProtocol(header=header, version_name=name))
+        self._broken = True
+        self._end()
+
+
+_CONNECTION_HANDLERS: dict[type, Any] = {
+    Open: Connection._on_open,
+    Close: Connection._on_close,
+}
+
+#: States where our close must wait for our open; where frames other than open may be sent
+#: (2.4.7, Figure 2.24); where frames may still arrive.
+_OPEN_FIRST = frozenset(
+    {
+        ConnectionState.HDR_SENT,
+        ConnectionState.HDR_EXCH,
+        ConnectionState.OPEN_RCVD,
+    }
+)
+_SENDING = frozenset(
+    {
+        ConnectionState.OPEN_PIPE,
+        ConnectionState.OPEN_SENT,
+        ConnectionState.OPENED,
+        ConnectionState.CLOSE_RCVD,
+    }
+)
+_RECEIVING = frozenset(set(ConnectionState) - {ConnectionState.END, ConnectionState.CLOSE_RCVD})

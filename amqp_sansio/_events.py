@@ -1,0 +1,176 @@
+"""What the engine reports to the application: one frozen class per happening.
+
+The events are named for what the application sees, not for the frame that caused it.
+Events that concern a session, link or delivery carry the engine's handle object for it
+(:class:`~amqp_sansio.Session`, :class:`~amqp_sansio.Link`, :class:`~amqp_sansio.Delivery`),
+through which the application answers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._performatives import Attach, Begin, Error, Open
+
+if TYPE_CHECKING:
+    from ._connection import Delivery, Link, Session
+
+__all__ = [
+    "ConnectionClosed",
+    "ConnectionEnded",
+    "ConnectionOpened",
+    "CreditChanged",
+    "DeliveryAborted",
+    "DeliveryReceived",
+    "DeliveryUpdated",
+    "DrainCompleted",
+    "Event",
+    "IdleTimedOut",
+    "LinkAttached",
+    "LinkDetached",
+    "ProtocolError",
+    "SessionBegun",
+    "SessionEnded",
+    "UnsupportedProtocol",
+]
+
+
+class Event:
+    """Base class of every event."""
+
+    __slots__ = ()
+
+
+@attrs.frozen(kw_only=True)
+class UnsupportedProtocol(Event):
+    """The peer sent a protocol header we do not speak (core spec 2.2). We answered with our
+    own header and the connection has ended. ``version_name`` says what the peer tried, e.g.
+    ``"AMQP 0-9-1"``."""
+
+    header: bytes
+    version_name: str
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionOpened(Event):
+    """The peer's open arrived (core spec 2.4.1). In the server role, answer with
+    :meth:`Connection.open` (accept) or :meth:`Connection.close` with an error (refuse)."""
+
+    remote: Open
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionClosed(Event):
+    """The peer's close arrived, with its error if it gave one (core spec 2.4.3)."""
+
+    error: Error | None
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionEnded(Event):
+    """Nothing more may be sent or received: both closes were exchanged, or the protocol
+    headers did not match (state END). The transport can be closed."""
+
+
+@attrs.frozen(kw_only=True)
+class ProtocolError(Event):
+    """The peer broke the protocol. The engine has already sent the close, end or detach
+    carrying ``error`` (with the spec's condition); ``scope`` is ``"connection"``,
+    ``"session"`` or ``"link"``."""
+
+    error: Error
+    scope: str
+
+
+@attrs.frozen(kw_only=True)
+class IdleTimedOut(Event):
+    """No frame arrived within our idle time-out (core spec 2.4.5). The engine has sent a
+    close with ``amqp:resource-limit-exceeded``."""
+
+
+@attrs.frozen(kw_only=True)
+class SessionBegun(Event):
+    """The peer's begin arrived (core spec 2.5.1). If the peer started the session, answer
+    with :meth:`Session.begin` (accept) or :meth:`Session.end` with an error (refuse)."""
+
+    session: Session
+    remote: Begin
+
+
+@attrs.frozen(kw_only=True)
+class SessionEnded(Event):
+    """The peer's end arrived, with its error if it gave one (core spec 2.5.2)."""
+
+    session: Session
+    error: Error | None
+
+
+@attrs.frozen(kw_only=True)
+class LinkAttached(Event):
+    """The peer's attach arrived (core spec 2.6.3). If the peer started the link, answer with
+    :meth:`Link.attach` (accept) or :meth:`Link.refuse` (attach without a terminus, then
+    detach with an error)."""
+
+    link: Link
+    remote: Attach
+
+
+@attrs.frozen(kw_only=True)
+class LinkDetached(Event):
+    """The peer's detach arrived (core spec 2.6.6); ``closed`` says whether it closed the link
+    for good or only detached it."""
+
+    link: Link
+    error: Error | None
+    closed: bool
+
+
+@attrs.frozen(kw_only=True)
+class CreditChanged(Event):
+    """The peer's flow state for a link changed (core spec 2.6.7). For a sender: how much
+    it may send now (``credit``) and whether the receiver asks it to ``drain``. For a
+    receiver: what the sender says it has ``available``."""
+
+    link: Link
+    credit: int
+    available: int
+    drain: bool
+
+
+@attrs.frozen(kw_only=True)
+class DrainCompleted(Event):
+    """A receiver's drain is done: the sender used up or gave back all the credit (2.6.7)."""
+
+    link: Link
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryReceived(Event):
+    """Message data arrived on a receiving link (core spec 2.6.12). ``data`` is the whole
+    message, or, on a link that streams, the bytes of this chunk; ``complete`` is false while
+    more of the delivery is to come."""
+
+    link: Link
+    delivery: Delivery
+    data: bytes
+    complete: bool
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryAborted(Event):
+    """The sender aborted a delivery part-way (core spec 2.6.14); its data is discarded."""
+
+    link: Link
+    delivery: Delivery
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryUpdated(Event):
+    """The peer changed a delivery's state or settled it (a disposition, core spec 2.7.6)."""
+
+    link: Link
+    delivery: Delivery
+    state: Any
+    settled: bool

@@ -1,0 +1,172 @@
+"""The connection, session and link state machines as data (core spec 2.4.6, 2.5.5, 2.6).
+
+Each machine is a dict from ``(state, input)`` to the next state, taken from the spec's
+state diagrams. A pair that is not in a table is not allowed: for a local input that is a
+:class:`~amqp_sansio.LocalProtocolError`, for a remote one a protocol error the engine
+answers with close, end or detach. The docs draw their state diagrams from these tables.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "CONNECTION_TRANSITIONS",
+    "LINK_TRANSITIONS",
+    "SESSION_TRANSITIONS",
+    "ConnectionInput",
+    "ConnectionState",
+    "LinkInput",
+    "LinkState",
+    "SessionInput",
+    "SessionState",
+]
+
+
+class ConnectionState(enum.Enum):
+    """Connection states (core spec 2.4.6)."""
+
+    START = "START"
+    HDR_RCVD = "HDR_RCVD"
+    HDR_SENT = "HDR_SENT"
+    HDR_EXCH = "HDR_EXCH"
+    OPEN_PIPE = "OPEN_PIPE"
+    OC_PIPE = "OC_PIPE"
+    OPEN_RCVD = "OPEN_RCVD"
+    OPEN_SENT = "OPEN_SENT"
+    CLOSE_PIPE = "CLOSE_PIPE"
+    OPENED = "OPENED"
+    CLOSE_RCVD = "CLOSE_RCVD"
+    CLOSE_SENT = "CLOSE_SENT"
+    DISCARDING = "DISCARDING"
+    END = "END"
+
+
+class ConnectionInput(enum.Enum):
+    """What moves a connection: a header, open or close sent (S) or received (R)."""
+
+    S_HDR = "S:HDR"
+    R_HDR = "R:HDR"
+    R_BAD_HDR = "R:HDR[!=S:HDR]"
+    S_OPEN = "S:OPEN"
+    R_OPEN = "R:OPEN"
+    S_CLOSE = "S:CLOSE"
+    S_CLOSE_ERROR = "S:CLOSE(error)"
+    R_CLOSE = "R:CLOSE"
+
+
+_C = ConnectionState
+_CI = ConnectionInput
+
+#: Figure 2.23 of the core spec. ``S:CLOSE(error)`` leads to DISCARDING where a plain close
+#: leads to CLOSE_SENT (2.4.6: DISCARDING is CLOSE_SENT triggered by an error).
+CONNECTION_TRANSITIONS: dict[tuple[ConnectionState, ConnectionInput], ConnectionState] = {
+    (_C.START, _CI.S_HDR): _C.HDR_SENT,
+    (_C.START, _CI.R_HDR): _C.HDR_RCVD,
+    (_C.START, _CI.R_BAD_HDR): _C.END,
+    (_C.HDR_RCVD, _CI.S_HDR): _C.HDR_EXCH,
+    (_C.HDR_SENT, _CI.R_HDR): _C.HDR_EXCH,
+    (_C.HDR_SENT, _CI.R_BAD_HDR): _C.END,
+    (_C.HDR_SENT, _CI.S_OPEN): _C.OPEN_PIPE,
+    (_C.HDR_EXCH, _CI.S_OPEN): _C.OPEN_SENT,
+    (_C.HDR_EXCH, _CI.R_OPEN): _C.OPEN_RCVD,
+    (_C.OPEN_PIPE, _CI.R_HDR): _C.OPEN_SENT,
+    (_C.OPEN_PIPE, _CI.R_BAD_HDR): _C.END,
+    (_C.OPEN_PIPE, _CI.S_CLOSE): _C.OC_PIPE,
+    (_C.OPEN_PIPE, _CI.S_CLOSE_ERROR): _C.OC_PIPE,
+    (_C.OC_PIPE, _CI.R_HDR): _C.CLOSE_PIPE,
+    (_C.OC_PIPE, _CI.R_BAD_HDR): _C.END,
+    (_C.OPEN_RCVD, _CI.S_OPEN): _C.OPENED,
+    (_C.OPEN_SENT, _CI.R_OPEN): _C.OPENED,
+    (_C.OPEN_SENT, _CI.S_CLOSE): _C.CLOSE_PIPE,
+    (_C.OPEN_SENT, _CI.S_CLOSE_ERROR): _C.CLOSE_PIPE,
+    (_C.CLOSE_PIPE, _CI.R_OPEN): _C.CLOSE_SENT,
+    (_C.OPENED, _CI.S_CLOSE): _C.CLOSE_SENT,
+    (_C.OPENED, _CI.S_CLOSE_ERROR): _C.DISCARDING,
+    (_C.OPENED, _CI.R_CLOSE): _C.CLOSE_RCVD,
+    (_C.CLOSE_RCVD, _CI.S_CLOSE): _C.END,
+    (_C.CLOSE_RCVD, _CI.S_CLOSE_ERROR): _C.END,
+    (_C.CLOSE_SENT, _CI.R_CLOSE): _C.END,
+    (_C.DISCARDING, _CI.R_CLOSE): _C.END,
+}
+
+
+class SessionState(enum.Enum):
+    """Session states (core spec 2.5.5)."""
+
+    UNMAPPED = "UNMAPPED"
+    BEGIN_SENT = "BEGIN_SENT"
+    BEGIN_RCVD = "BEGIN_RCVD"
+    MAPPED = "MAPPED"
+    END_SENT = "END_SENT"
+    END_RCVD = "END_RCVD"
+    DISCARDING = "DISCARDING"
+
+
+class SessionInput(enum.Enum):
+    """What moves a session: begin or end sent (S) or received (R)."""
+
+    S_BEGIN = "S:BEGIN"
+    R_BEGIN = "R:BEGIN"
+    S_END = "S:END"
+    S_END_ERROR = "S:END(error)"
+    R_END = "R:END"
+
+
+_S = SessionState
+_SI = SessionInput
+
+#: Figure 2.30 of the core spec.
+SESSION_TRANSITIONS: dict[tuple[SessionState, SessionInput], SessionState] = {
+    (_S.UNMAPPED, _SI.S_BEGIN): _S.BEGIN_SENT,
+    (_S.UNMAPPED, _SI.R_BEGIN): _S.BEGIN_RCVD,
+    (_S.BEGIN_SENT, _SI.R_BEGIN): _S.MAPPED,
+    (_S.BEGIN_RCVD, _SI.S_BEGIN): _S.MAPPED,
+    (_S.MAPPED, _SI.S_END): _S.END_SENT,
+    (_S.MAPPED, _SI.S_END_ERROR): _S.DISCARDING,
+    (_S.MAPPED, _SI.R_END): _S.END_RCVD,
+    (_S.END_SENT, _SI.R_END): _S.UNMAPPED,
+    (_S.DISCARDING, _SI.R_END): _S.UNMAPPED,
+    (_S.END_RCVD, _SI.S_END): _S.UNMAPPED,
+    (_S.END_RCVD, _SI.S_END_ERROR): _S.UNMAPPED,
+}
+
+
+class LinkState(enum.Enum):
+    """Link endpoint states (core spec 2.6.2-2.6.6): which of the output handle (ours, sent
+    in our attach) and input handle (the peer's) are assigned."""
+
+    DETACHED = "DETACHED"
+    ATTACH_SENT = "ATTACH_SENT"
+    ATTACH_RCVD = "ATTACH_RCVD"
+    ATTACHED = "ATTACHED"
+    DETACH_SENT = "DETACH_SENT"
+    DETACH_RCVD = "DETACH_RCVD"
+
+
+class LinkInput(enum.Enum):
+    """What moves a link: attach or detach sent (S) or received (R)."""
+
+    S_ATTACH = "S:ATTACH"
+    R_ATTACH = "R:ATTACH"
+    S_DETACH = "S:DETACH"
+    R_DETACH = "R:DETACH"
+
+
+_L = LinkState
+_LI = LinkInput
+
+#: Attach and detach each assign or release one handle (2.6.2); a peer may refuse a link by
+#: answering an attach with an attach and an immediate detach (2.6.3).
+LINK_TRANSITIONS: dict[tuple[LinkState, LinkInput], LinkState] = {
+    (_L.DETACHED, _LI.S_ATTACH): _L.ATTACH_SENT,
+    (_L.DETACHED, _LI.R_ATTACH): _L.ATTACH_RCVD,
+    (_L.ATTACH_SENT, _LI.R_ATTACH): _L.ATTACHED,
+    (_L.ATTACH_SENT, _LI.S_DETACH): _L.DETACH_SENT,
+    (_L.ATTACH_RCVD, _LI.S_ATTACH): _L.ATTACHED,
+    (_L.ATTACHED, _LI.S_DETACH): _L.DETACH_SENT,
+    (_L.ATTACHED, _LI.R_DETACH): _L.DETACH_RCVD,
+    (_L.DETACH_SENT, _LI.R_DETACH): _L.DETACHED,
+    (_L.DETACH_SENT, _LI.R_ATTACH): _L.DETACH_SENT,
+    (_L.DETACH_RCVD, _LI.S_DETACH): _L.DETACHED,
+}
