@@ -442,6 +442,10 @@ class Receiver(Link):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        #: When true, each transfer's bytes are reported as they arrive
+        #: (``DeliveryReceived(complete=False)`` until the last); otherwise a delivery is
+        #: reported once, whole.
+        self.streaming = False
 
     def flow(self, credit: int, *, drain: bool = False) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
@@ -796,7 +800,7 @@ class Session:
         if self.remote_channel is not None:
             conn._remote_channels.pop(self.remote_channel, None)
         conn._events.append(SessionEnded(session=self, error=end.error))
-        if self.state is SessionState.END_RCVD:
+        if self.state is SessionState.END_RCVD and conn.state in _SENDING:
             # Answer with our end, as the spec's session diagram requires.
             self._move(_SI.S_END)
             self._send(End())
@@ -863,7 +867,9 @@ class Session:
         self.connection._events.append(LinkAttached(link=link, remote=attach))
 
     def _check_mapped(self) -> None:
-        if self.state not in (SessionState.MAPPED, SessionState.END_SENT):
+        # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach), MAPPED and
+        # END_SENT.
+        if self.state not in (SessionState.BEGIN_RCVD, SessionState.MAPPED, SessionState.END_SENT):
             raise _PeerError(
                 "amqp:illegal-state",
                 f"frame in session state {self.state.value}",
@@ -899,7 +905,7 @@ class Session:
         self.connection._events.append(
             LinkDetached(link=link, error=detach.error, closed=detach.closed)
         )
-        if link.state is LinkState.DETACH_RCVD:
+        if link.state is LinkState.DETACH_RCVD and self.connection.state in _SENDING:
             link.detach(closed=detach.closed)  # answer with ours (2.6.6)
         else:
             self._drop_link(link)
@@ -1034,17 +1040,32 @@ class Session:
                 scope="link",
                 target=link,
             )
-        if payload:
-            delivery._chunks.append(payload)
-        if not transfer.more:
-            link._current = None
-            delivery.complete = True
-            chunks = delivery._chunks
-            delivery._chunks = []
-            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            if delivery.remote_settled:
-                link._untrack(delivery)  # the sender has forgotten it: so do we
-            events.append(DeliveryReceived(link=link, delivery=delivery, data=data, complete=True))
+        if link.streaming:
+            # Each transfer's bytes go to the application as they come.
+            if not transfer.more:
+                link._current = None
+                delivery.complete = True
+                if delivery.remote_settled:
+                    link._untrack(delivery)
+            events.append(
+                DeliveryReceived(
+                    link=link, delivery=delivery, data=payload, complete=not transfer.more
+                )
+            )
+        else:
+            if payload:
+                delivery._chunks.append(payload)
+            if not transfer.more:
+                link._current = None
+                delivery.complete = True
+                chunks = delivery._chunks
+                delivery._chunks = []
+                data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                if delivery.remote_settled:
+                    link._untrack(delivery)  # the sender has forgotten it: so do we
+                events.append(
+                    DeliveryReceived(link=link, delivery=delivery, data=data, complete=True)
+                )
         self._replenish()
 
     def _replenish(self) -> None:
@@ -1084,8 +1105,9 @@ class Session:
             if disp.settled:
                 delivery.remote_settled = True
                 if delivery._settle_on_remote:
+                    # rcv-settle-mode second: we waited for the sender to settle; it has
+                    # forgotten the delivery, so we settle without telling it (2.6.12).
                     link._forget(delivery)
-                    self._queue_disposition(link.role, delivery.id, True, delivery.local_state)
             events.append(
                 DeliveryUpdated(
                     link=link, delivery=delivery, state=disp.state, settled=disp.settled
@@ -1457,6 +1479,10 @@ class Connection:
         self._events.append(ConnectionOpened(remote=open_))
 
     def _on_close(self, channel: int, close: Close) -> None:
+        if self.state is ConnectionState.OPEN_RCVD:
+            # The peer opened and closed in one go (its OC_PIPE): it waits for our open
+            # and close to reach its END (2.4.7).
+            self.open()
         new = CONNECTION_TRANSITIONS.get((self.state, _CI.R_CLOSE))
         if new is None:
             # A close before the open, or a second close: end all the same.
@@ -1471,7 +1497,7 @@ class Connection:
             self._events.append(ConnectionEnded())
 
     def _on_session_frame(self, channel: int, body: Any, payload: bytes) -> None:
-        if self.state not in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
+        if self.state not in _PEER_OPENED:
             raise _PeerError("amqp:illegal-state", f"{type(body).__name__} before open")
         if type(body) is Begin and channel not in self._remote_channels:
             self._on_begin(channel, body)
@@ -1580,6 +1606,15 @@ _SENDING = frozenset(
     {
         ConnectionState.OPEN_PIPE,
         ConnectionState.OPEN_SENT,
+        ConnectionState.OPENED,
+        ConnectionState.CLOSE_RCVD,
+    }
+)
+#: States in which the peer has opened, so session frames may arrive: in OPEN_RCVD a client's
+#: pipelined frames come before we answer its open (2.4.2).
+_PEER_OPENED = frozenset(
+    {
+        ConnectionState.OPEN_RCVD,
         ConnectionState.OPENED,
         ConnectionState.CLOSE_RCVD,
     }

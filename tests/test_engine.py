@@ -49,3 +49,705 @@ def test_large_message_is_split_at_the_peer_max_frame_size_and_reassembled() -> 
     assert of(s, a.DeliveryReceived)[0].data == big
     frames = [d for way, d in p.wire if way == "c>s"]
     assert all(len(chunk) > 0 for chunk in frames)
+
+
+# -- connection (2.2, 2.4) -------------------------------------------------------------------
+
+
+def test_pipelined_open_begin_attach_before_the_server_answers() -> None:
+    p = Pair()
+    p.client.open(now=0)
+    assert p.client.state is S.OPEN_PIPE
+    session = p.client.begin()  # pipelined on channel 0: allowed before the peer's open
+    session.attach_sender("early", target="q")
+    _, s = p.pump()
+    assert [type(e) for e in s] == [a.ConnectionOpened, a.SessionBegun, a.LinkAttached]
+    assert p.client.state is S.OPEN_SENT
+    with pytest.raises(a.LocalProtocolError):
+        s[1].session.begin()  # nothing may be sent before our open
+    p.server.open()
+    s[1].session.begin()
+    s[2].link.attach()
+    c, _ = p.pump()
+    assert [type(e) for e in c] == [a.ConnectionOpened, a.SessionBegun, a.LinkAttached]
+    assert s[2].link.state is a.LinkState.ATTACHED
+
+
+def test_open_then_close_pipelined_oc_pipe() -> None:
+    p = Pair()
+    p.client.open(now=0)
+    p.client.close()
+    assert p.client.state is S.OC_PIPE
+    out = p.client.data_to_send()
+    assert out.startswith(a.AMQP_HEADER)
+    events = p.server.receive_data(out, 0)
+    # The server answers the pipelined open and close with its own open and close.
+    assert [type(e) for e in events] == [a.ConnectionOpened, a.ConnectionClosed, a.ConnectionEnded]
+    reply = p.server.data_to_send()
+    p.client.receive_data(reply[:8], 0)
+    assert p.client.state is S.CLOSE_PIPE
+    c = p.client.receive_data(reply[8:], 0)
+    assert [type(e) for e in c] == [a.ConnectionOpened, a.ConnectionClosed, a.ConnectionEnded]
+    assert p.client.state is S.END and p.server.state is S.END
+
+
+def test_close_during_open_sent_goes_through_close_pipe() -> None:
+    p = Pair()
+    p.client.open(now=0)
+    p.pump()
+    assert p.client.state is S.OPEN_SENT
+    p.client.close()
+    assert p.client.state is S.CLOSE_PIPE
+    p.server.open()
+    p.pump()
+    assert p.client.state is S.END and p.server.state is S.END
+
+
+def test_simultaneous_close() -> None:
+    p = Pair()
+    p.open()
+    p.client.close()
+    p.server.close(a.Error(condition="amqp:internal-error", description="going away"))
+    c, s = p.pump()
+    assert of(c, a.ConnectionClosed)[0].error.description == "going away"
+    assert of(s, a.ConnectionClosed)[0].error is None
+    assert p.client.state is S.END and p.server.state is S.END
+
+
+def test_server_refuses_an_open_with_open_then_close() -> None:
+    p = Pair()
+    p.client.open(now=0)
+    p.pump()
+    assert p.server.state is S.OPEN_RCVD
+    p.server.close(a.Error(condition="amqp:unauthorized-access"))
+    c, _ = p.pump()
+    assert [type(e) for e in c] == [a.ConnectionOpened, a.ConnectionClosed, a.ConnectionEnded]
+    assert of(c, a.ConnectionClosed)[0].error.condition == "amqp:unauthorized-access"
+
+
+def test_close_with_error_discards_until_the_peer_closes() -> None:
+    p = Pair()
+    p.open()
+    cs, _ = p.session()
+    p.server.close(a.Error(condition="amqp:internal-error"))
+    assert p.server.state is S.DISCARDING
+    cs.end()  # crosses the server's close: the server discards it
+    c, s = p.pump()
+    assert not of(s, a.SessionEnded)
+    assert p.server.state is S.END and p.client.state is S.END
+
+
+def test_commands_illegal_in_the_state_raise_and_send_nothing() -> None:
+    p = Pair()
+    with pytest.raises(a.LocalProtocolError):
+        p.client.begin()
+    assert p.client.data_to_send() == b""
+    p.open()
+    with pytest.raises(a.LocalProtocolError):
+        p.client.open()
+    p.client.close()
+    with pytest.raises(a.LocalProtocolError):
+        p.client.begin()
+    with pytest.raises(a.LocalProtocolError):
+        p.client.close()
+
+
+def test_close_before_anything_was_said_just_ends() -> None:
+    conn = a.Connection()
+    conn.close()
+    assert conn.state is S.END and conn.data_to_send() == b""
+
+
+@pytest.mark.parametrize(
+    "header, name",
+    [
+        (b"AMQP\x00\x00\x09\x01", "AMQP 0-9-1"),
+        (b"AMQP\x01\x01\x00\x0a", "AMQP 0-10"),
+    ],
+)
+def test_another_protocol_version_gets_our_header_and_the_end(header: bytes, name: str) -> None:
+    server = a.Connection(client=False)
+    events = server.receive_data(header, 0)
+    (bad,) = of(events, a.UnsupportedProtocol)
+    assert bad.version_name == name and bad.header == header
+    assert of(events, a.ConnectionEnded)
+    assert server.data_to_send() == a.AMQP_HEADER
+    assert server.state is S.END
+    assert server.receive_data(b"more", 1) == []
+
+
+def test_a_sasl_header_where_amqp_is_expected_is_refused() -> None:
+    server = a.Connection(client=False)
+    events = server.receive_data(a.SASL_HEADER, 0)
+    assert "SASL" in of(events, a.UnsupportedProtocol)[0].version_name
+    assert server.data_to_send() == a.AMQP_HEADER
+
+
+def test_the_client_learns_the_server_speaks_another_version() -> None:
+    client = a.Connection()
+    client.open(now=0)
+    client.data_to_send()
+    events = client.receive_data(b"AMQP\x00\x00\x09\x01", 0)
+    assert of(events, a.UnsupportedProtocol) and client.state is S.END
+    assert client.data_to_send() == b""  # our header went out already
+
+
+def test_transport_closed_by_the_peer_ends_the_connection() -> None:
+    p = Pair()
+    p.open()
+    events = p.client.receive_data(b"", 0)
+    assert of(events, a.ConnectionEnded) and p.client.state is S.END
+
+
+def test_max_frame_size_below_512_is_refused_both_ways() -> None:
+    with pytest.raises(a.LocalProtocolError):
+        a.Connection(max_frame_size=511)
+    server = a.Connection(client=False)
+    raw = a.AMQP_HEADER + a.encode_frame(a.Open(container_id="x", max_frame_size=100))
+    events = server.receive_data(raw, 0)
+    assert of(events, a.ProtocolError)[0].error.condition == "amqp:invalid-field"
+
+
+def test_frames_larger_than_our_max_are_a_framing_error() -> None:
+    p = Pair(server={"max_frame_size": 512})
+    p.open()
+    events = p.server.receive_data(b"\x00\x00\x10\x00\x02\x00\x00\x00", 0)
+    (err,) = of(events, a.ProtocolError)
+    assert err.error.condition == "amqp:connection:framing-error"
+    assert p.server.state is S.END
+    c, _ = p.pump()
+    assert of(c, a.ConnectionClosed)[0].error.condition == "amqp:connection:framing-error"
+
+
+@pytest.mark.parametrize(
+    "body, condition",
+    [
+        (b"\x00\x53\x10\xc0\x01\x00", "amqp:invalid-field"),  # an open without container-id
+        (b"\x00\x53\x11\xc0\x02\x01\xff", "amqp:decode-error"),  # unknown format code
+        (b"\x00\x53\x12\xc0\x02\x01\xa1", "amqp:decode-error"),  # truncated
+    ],
+)
+def test_malformed_performatives_close_with_the_decode_condition(
+    body: bytes, condition: str
+) -> None:
+    p = Pair()
+    p.open()
+    events = p.server.receive_data(a.encode_frame(None, payload=body), 0)
+    assert of(events, a.ProtocolError)[0].error.condition == condition
+    c, _ = p.pump()
+    assert of(c, a.ConnectionClosed)[0].error.condition == condition
+
+
+# -- time (2.4.5) ---------------------------------------------------------------------------
+
+
+def test_heartbeats_keep_an_idle_connection_open_for_three_time_outs() -> None:
+    p = Pair(client={"idle_timeout": 2.0}, server={"idle_timeout": 2.0})
+    p.open()
+    assert p.client.remote.idle_time_out == 1000  # half the threshold is advertised
+    for _ in range(30):
+        deadline = min(p.client.next_deadline(), p.server.next_deadline())
+        assert deadline > p.now
+        p.advance(deadline - p.now)
+    assert p.now >= 6.0
+    assert p.client.state is S.OPENED and p.server.state is S.OPENED
+    assert a.HEARTBEAT in [d for _, d in p.wire]
+
+
+def test_a_silent_peer_is_detected_by_our_time_out() -> None:
+    p = Pair(client={"idle_timeout": 2.0})
+    p.open()
+    p.now += 2.0
+    events = p.client.handle_timer(p.now)
+    assert of(events, a.IdleTimedOut) and of(events, a.ConnectionEnded)
+    _, s = p.pump()
+    assert of(s, a.ConnectionClosed)[0].error.condition == "amqp:resource-limit-exceeded"
+    assert p.client.next_deadline() is None
+
+
+def test_no_deadline_without_time_outs() -> None:
+    p = Pair()
+    p.open()
+    assert p.client.next_deadline() is None and p.server.next_deadline() is None
+    assert p.client.handle_timer(100.0) == []
+
+
+# -- sessions (2.5) -------------------------------------------------------------------------
+
+SS = a.SessionState
+
+
+def _opened(**kw: object) -> Pair:
+    p = Pair(**kw)  # type: ignore[arg-type]
+    p.open()
+    return p
+
+
+def test_session_begin_and_end_both_ways() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    assert cs.state is SS.MAPPED and ss.state is SS.MAPPED
+    assert cs.channel == 0 and ss.remote_channel == 0
+    ss.end()
+    assert ss.state is SS.END_SENT
+    c, s = p.pump()
+    assert of(c, a.SessionEnded)[0].error is None and of(s, a.SessionEnded)
+    assert cs.state is SS.UNMAPPED and ss.state is SS.UNMAPPED
+
+
+def test_channels_are_the_lowest_free_and_reused() -> None:
+    p = _opened()
+    sessions = [p.session()[0] for _ in range(3)]
+    assert [s.channel for s in sessions] == [0, 1, 2]
+    sessions[1].end()
+    p.pump()
+    again, _ = p.session()
+    assert again.channel == 1
+
+
+def test_channel_max_limits_sessions() -> None:
+    p = _opened(server={"channel_max": 1})
+    p.session()
+    p.session()
+    with pytest.raises(a.LocalProtocolError, match="no free channel"):
+        p.client.begin()
+
+
+def test_simultaneous_end() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    cs.end()
+    ss.end()
+    c, s = p.pump()
+    assert cs.state is SS.UNMAPPED and ss.state is SS.UNMAPPED
+    assert of(c, a.SessionEnded) and of(s, a.SessionEnded)
+
+
+def test_refusing_a_session_begins_then_ends_with_the_error() -> None:
+    p = _opened()
+    cs = p.client.begin()
+    _, s = p.pump()
+    of(s, a.SessionBegun)[0].session.end(a.Error(condition="amqp:resource-limit-exceeded"))
+    c, _ = p.pump()
+    assert of(c, a.SessionBegun) and of(c, a.SessionEnded)[0].error.condition == (
+        "amqp:resource-limit-exceeded"
+    )
+    assert cs.state is SS.UNMAPPED
+
+
+def test_end_with_error_discards_until_the_peer_ends() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(10)
+    p.pump()
+    ss.end(a.Error(condition="amqp:internal-error"))
+    assert ss.state is SS.DISCARDING
+    snd.send(b"in flight")  # crosses the end: discarded
+    c, s = p.pump()
+    assert not of(s, a.DeliveryReceived)
+    assert ss.state is SS.UNMAPPED and cs.state is SS.UNMAPPED
+
+
+def test_frames_on_a_channel_without_a_session_close_the_connection() -> None:
+    p = _opened()
+    events = p.server.receive_data(a.encode_frame(a.End(), channel=5), 0)
+    assert of(events, a.ProtocolError)[0].error.condition == "amqp:not-allowed"
+
+
+def test_a_begin_answering_no_session_of_ours_is_refused() -> None:
+    p = _opened()
+    frame = a.encode_frame(
+        a.Begin(remote_channel=9, next_outgoing_id=0, incoming_window=1, outgoing_window=1)
+    )
+    events = p.client.receive_data(frame, 0)
+    assert of(events, a.ProtocolError)[0].error.condition == "amqp:not-allowed"
+
+
+def test_session_window_is_respected_and_topped_up() -> None:
+    p = _opened()
+    cs = p.client.begin()
+    _, s = p.pump()
+    remote = of(s, a.SessionBegun)[0].session
+    remote.incoming_window = remote._max_incoming_window = 4  # a small window, for the test
+    remote.begin()
+    p.pump()
+    snd, rcv = p.link(cs)
+    rcv.flow(100)
+    p.pump()
+    assert cs.remote_incoming_window == 4
+    for i in range(20):
+        snd.send(b"m%d" % i)
+    _, s = p.pump()
+    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"m%d" % i for i in range(20)]
+    assert rcv.session.incoming_window >= 2
+
+
+def test_a_transfer_beyond_our_window_is_a_window_violation() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(100)
+    p.pump()
+    ss.incoming_window = 0  # we said no more; the peer ignores it
+    cs.remote_incoming_window = 10
+    snd.send(b"x")
+    c, s = p.pump()
+    assert of(s, a.ProtocolError)[0].error.condition == "amqp:session:window-violation"
+    assert of(c, a.SessionEnded)[0].error.condition == "amqp:session:window-violation"
+
+
+def test_serial_numbers_wrap() -> None:
+    assert a.serial_add(0xFFFFFFFF, 1) == 0
+    assert a.serial_diff(0, 0xFFFFFFFF) == 1
+    assert a.serial_lt(0xFFFFFFF0, 5) and not a.serial_lt(5, 0xFFFFFFF0)
+    assert a.serial_le(7, 7)
+
+
+def test_ids_and_delivery_counts_survive_wrap_around() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    cs.next_outgoing_id = cs._initial_outgoing_id = 0xFFFFFFFE
+    cs._next_delivery_id = 0xFFFFFFFE
+    snd = cs.attach_sender("w", target="q", initial_delivery_count=0xFFFFFFFD)
+    _, s = p.pump()
+    rcv = of(s, a.LinkAttached)[0].link
+    rcv.attach()
+    rcv.flow(10)
+    p.pump()
+    for i in range(6):
+        snd.send(b"%d" % i)
+    _, s = p.pump()
+    got = of(s, a.DeliveryReceived)
+    assert [e.data for e in got] == [b"%d" % i for i in range(6)]
+    assert [e.delivery.id for e in got] == [0xFFFFFFFE, 0xFFFFFFFF, 0, 1, 2, 3]
+    assert snd.delivery_count == 3 and snd.link_credit == 4
+    for e in got:
+        rcv.settle(e.delivery, a.Accepted())
+    c, _ = p.pump()
+    assert len(of(c, a.DeliveryUpdated)) == 6
+
+
+# -- links (2.6) ----------------------------------------------------------------------------
+
+
+def test_refused_link_is_attached_without_terminus_then_detached() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd = cs.attach_sender("l", target="nowhere")
+    _, s = p.pump()
+    of(s, a.LinkAttached)[0].link.refuse(a.Error(condition="amqp:not-found"))
+    c, _ = p.pump()
+    (att,) = of(c, a.LinkAttached)
+    assert att.remote.target is None
+    (det,) = of(c, a.LinkDetached)
+    assert det.error.condition == "amqp:not-found" and det.closed
+    assert snd.state is a.LinkState.DETACHED
+
+
+def test_link_detach_and_close_both_ways() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.detach(closed=False)
+    c, _ = p.pump()
+    assert of(c, a.LinkDetached)[0].closed is False
+    assert snd.state is a.LinkState.DETACHED and rcv.state is a.LinkState.DETACHED
+    snd2, rcv2 = p.link(cs, name="again")
+    snd2.detach()
+    _, s = p.pump()
+    assert of(s, a.LinkDetached)[0].closed
+
+
+def test_link_names_are_unique_per_direction() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    p.link(cs, name="n")
+    with pytest.raises(a.LocalProtocolError, match="already attached"):
+        cs.attach_sender("n", target="q")
+    cs.attach_receiver("n", source="q")  # the other direction may share the name
+
+
+def test_handle_in_use_and_unattached_handle() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    p.link(cs)
+    dup = a.encode_frame(
+        a.Attach(name="other", handle=0, role=a.Role.SENDER, initial_delivery_count=0)
+    )
+    events = p.server.receive_data(dup, 0)
+    assert of(events, a.ProtocolError)[0].error.condition == "amqp:session:handle-in-use"
+    p2 = _opened()
+    p2.session()
+    flow = a.encode_frame(
+        a.Flow(incoming_window=1, next_outgoing_id=0, outgoing_window=1, handle=7)
+    )
+    events = p2.server.receive_data(flow, 0)
+    assert of(events, a.ProtocolError)[0].error.condition == "amqp:session:unattached-handle"
+
+
+def test_handle_max_limits_links() -> None:
+    p = _opened()
+    cs = p.client.begin(handle_max=1)
+    _, s = p.pump()
+    of(s, a.SessionBegun)[0].session.begin()
+    p.pump()
+    cs.attach_sender("a", target="q")
+    cs.attach_sender("b", target="q")
+    with pytest.raises(a.LocalProtocolError, match="handle"):
+        cs.attach_sender("c", target="q")
+
+
+def test_sending_needs_credit() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    with pytest.raises(a.LocalProtocolError, match="credit"):
+        snd.send(b"x")
+    assert p.client.data_to_send() == b""
+
+
+def test_a_transfer_without_credit_detaches_with_transfer_limit_exceeded() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    snd.link_credit = 1  # a sender that ignores the receiver's flow
+    snd.send(b"x")
+    c, s = p.pump()
+    assert of(s, a.ProtocolError)[0].error.condition == "amqp:link:transfer-limit-exceeded"
+    assert of(c, a.LinkDetached)[0].error.condition == "amqp:link:transfer-limit-exceeded"
+
+
+def test_max_message_size_is_enforced_both_ways() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, client_sends=False, max_message_size=1000)
+    snd, rcv = rcv, snd  # the server sends, the client receives with a limit
+    rcv.flow(5)
+    p.pump()
+    with pytest.raises(a.LocalProtocolError, match="max-message-size"):
+        snd.send(b"x" * 1001)
+    snd.max_message_size = None
+    snd.remote = None  # a sender that ignores the limit
+    snd.send(b"x" * 1001)
+    c, s = p.pump()
+    assert of(c, a.ProtocolError)[0].error.condition == "amqp:link:message-size-exceeded"
+    assert of(s, a.LinkDetached)[0].error.condition == "amqp:link:message-size-exceeded"
+
+
+def test_drain_uses_up_credit_and_completes() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(10)
+    p.pump()
+    snd.send(b"one")
+    rcv.drain_credit()
+    c, s = p.pump()
+    assert of(c, a.CreditChanged)[-1].drain
+    snd.drained()
+    _, s = p.pump()
+    assert of(s, a.DrainCompleted) and rcv.link_credit == 0
+    assert snd.link_credit == 0 and snd.delivery_count == 10
+
+
+def test_available_and_echo() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    snd, rcv = p.link(cs)
+    snd.set_available(42)
+    _, s = p.pump()
+    assert of(s, a.CreditChanged)[-1].available == 42
+    flow = a.Flow(
+        next_incoming_id=0,
+        incoming_window=100,
+        next_outgoing_id=0,
+        outgoing_window=100,
+        handle=rcv.handle,
+        delivery_count=0,
+        link_credit=3,
+        echo=True,
+    )
+    frame = a.encode_frame(flow, channel=ss.channel)
+    p.client.receive_data(frame, 0)
+    reply = a.FrameParser(max_frame_size=65536)
+    reply.feed(p.client.data_to_send())
+    echoed = reply.next_frame()
+    assert isinstance(echoed.body, a.Flow) and echoed.body.link_credit == 3
+
+
+# -- deliveries (2.6.12-2.6.14, 3.4) ---------------------------------------------------------
+
+
+def _link_pair(**kw: object) -> tuple[Pair, a.Sender, a.Receiver]:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, **kw)  # type: ignore[arg-type]
+    rcv.flow(1000)  # type: ignore[attr-defined]
+    p.pump()
+    return p, snd, rcv  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        a.Accepted(),
+        a.Rejected(error=a.Error(condition="amqp:invalid-field", description="bad")),
+        a.Released(),
+        a.Modified(
+            delivery_failed=True,
+            undeliverable_here=True,
+            message_annotations={"x-opt-reason": "retry"},
+        ),
+    ],
+)
+def test_every_outcome_reaches_the_sender(outcome: object) -> None:
+    p, snd, rcv = _link_pair()
+    d = snd.send(b"x")
+    _, s = p.pump()
+    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, outcome)
+    c, _ = p.pump()
+    (upd,) = of(c, a.DeliveryUpdated)
+    assert upd.delivery is d and upd.state == outcome and upd.settled
+    assert d.remote_state == outcome
+    snd.settle(d)  # the receiver settled first: nothing more to send
+    assert p.client.data_to_send() == b""
+    assert not snd.unsettled
+
+
+def test_non_terminal_state_then_settlement() -> None:
+    p, snd, rcv = _link_pair()
+    d = snd.send(b"x" * 10)
+    _, s = p.pump()
+    rd = of(s, a.DeliveryReceived)[0].delivery
+    rcv.update(rd, a.Received(section_number=0, section_offset=5))
+    c, _ = p.pump()
+    (upd,) = of(c, a.DeliveryUpdated)
+    assert upd.state == a.Received(section_number=0, section_offset=5) and not upd.settled
+    snd.settle(d, a.Accepted())
+    _, s = p.pump()
+    (upd,) = of(s, a.DeliveryUpdated)
+    assert upd.settled and upd.state == a.Accepted()
+    rcv.settle(rd)
+    assert p.server.data_to_send() == b""  # the sender settled first
+
+
+def test_contiguous_settlements_are_coalesced_into_one_disposition() -> None:
+    p, snd, rcv = _link_pair()
+    for i in range(50):
+        snd.send(b"%d" % i)
+    _, s = p.pump()
+    for e in of(s, a.DeliveryReceived):
+        rcv.settle(e.delivery, a.Accepted())
+    out = p.server.data_to_send()
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(out)
+    frames = []
+    while (f := parser.next_frame()) is not None:
+        frames.append(f.body)
+    assert frames == [
+        a.Disposition(role=a.Role.RECEIVER, first=0, last=49, settled=True, state=a.Accepted())
+    ]
+    p.client.receive_data(out, 0)
+    assert not snd.unsettled or all(d.remote_settled for d in snd.unsettled.values())
+
+
+def test_different_outcomes_split_the_ranges() -> None:
+    p, snd, rcv = _link_pair()
+    for i in range(4):
+        snd.send(b"%d" % i)
+    _, s = p.pump()
+    got = of(s, a.DeliveryReceived)
+    for e, outcome in zip(got, [a.Accepted(), a.Accepted(), a.Released(), a.Accepted()]):
+        rcv.settle(e.delivery, outcome)
+    c, _ = p.pump()
+    assert [type(e.state) for e in of(c, a.DeliveryUpdated)] == [
+        a.Accepted,
+        a.Accepted,
+        a.Released,
+        a.Accepted,
+    ]
+
+
+def test_pre_settled_deliveries() -> None:
+    p, snd, rcv = _link_pair(snd_settle_mode=a.SenderSettleMode.SETTLED)
+    d = snd.send(b"fire and forget")
+    assert d.settled and not snd.unsettled
+    _, s = p.pump()
+    (got,) = of(s, a.DeliveryReceived)
+    assert got.delivery.remote_settled and not rcv.unsettled
+    rcv.settle(got.delivery, a.Accepted())
+    assert p.server.data_to_send() == b""
+    with pytest.raises(a.LocalProtocolError):
+        snd.send(b"x", settled=False)
+
+
+def test_settle_modes_are_checked() -> None:
+    p, snd, _ = _link_pair(snd_settle_mode=a.SenderSettleMode.UNSETTLED)
+    with pytest.raises(a.LocalProtocolError):
+        snd.send(b"x", settled=True)
+    d = snd.send(b"x")
+    snd.settle(d)
+    with pytest.raises(a.LocalProtocolError):
+        snd.settle(d)
+    with pytest.raises(a.LocalProtocolError):
+        snd.update(d, a.Accepted())
+
+
+def test_receiver_settle_mode_second_settles_after_the_sender() -> None:
+    p, snd, rcv = _link_pair(rcv_settle_mode=a.ReceiverSettleMode.SECOND)
+    assert rcv.rcv_settle_mode is a.ReceiverSettleMode.SECOND
+    d = snd.send(b"exactly once")
+    _, s = p.pump()
+    rd = of(s, a.DeliveryReceived)[0].delivery
+    rcv.settle(rd, a.Accepted())
+    assert not rd.settled  # first the state goes out, unsettled
+    c, _ = p.pump()
+    (upd,) = of(c, a.DeliveryUpdated)
+    assert upd.state == a.Accepted() and not upd.settled
+    snd.settle(d)
+    _, s = p.pump()
+    assert of(s, a.DeliveryUpdated)[0].settled
+    assert rd.settled and not rcv.unsettled  # ... and the receiver settles once the sender has
+    assert p.server.data_to_send() == b""  # without a word: the sender has forgotten it
+
+
+def test_streaming_send_and_streaming_receive() -> None:
+    p, snd, rcv = _link_pair()
+    rcv.streaming = True
+    d = snd.send(b"part one, ", more=True)
+    with pytest.raises(a.LocalProtocolError):
+        snd.send(b"another delivery")  # one delivery at a time on a link
+    snd.send(b"part two, ", delivery=d, more=True)
+    snd.send(b"end", delivery=d)
+    _, s = p.pump()
+    got = of(s, a.DeliveryReceived)
+    assert [e.data for e in got] == [b"part one, ", b"part two, ", b"end"]
+    assert [e.complete for e in got] == [False, False, True]
+    assert len({id(e.delivery) for e in got}) == 1
+
+
+def test_abort_discards_a_partial_delivery() -> None:
+    p, snd, rcv = _link_pair()
+    d = snd.send(b"half", more=True)
+    snd.abort(d)
+    snd.send(b"next")
+    _, s = p.pump()
+    assert of(s, a.DeliveryAborted)[0].delivery.aborted
+    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"next"]
+    with pytest.raises(a.LocalProtocolError):
+        snd.abort(d)
+
+
+def test_delivery_tags_are_unique_among_unsettled() -> None:
+    p, snd, _ = _link_pair()
+    snd.send(b"x", tag=b"t")
+    with pytest.raises(a.LocalProtocolError, match="already in use"):
+        snd.send(b"y", tag=b"t")
+
+
+def test_deliveries_belong_to_their_link() -> None:
+    p, snd, rcv = _link_pair()
+    d = snd.send(b"x")
+    with pytest.raises(a.LocalProtocolError):
+        rcv.settle(d)
