@@ -132,7 +132,7 @@ def test_close_with_error_discards_until_the_peer_closes() -> None:
     p.server.close(a.Error(condition="amqp:internal-error"))
     assert p.server.state is S.DISCARDING
     cs.end()  # crosses the server's close: the server discards it
-    c, s = p.pump()
+    _c, s = p.pump()
     assert not of(s, a.SessionEnded)
     assert p.server.state is S.END and p.client.state is S.END
 
@@ -344,7 +344,7 @@ def test_end_with_error_discards_until_the_peer_ends() -> None:
     ss.end(a.Error(condition="amqp:internal-error"))
     assert ss.state is SS.DISCARDING
     snd.send(b"in flight")  # crosses the end: discarded
-    c, s = p.pump()
+    _c, s = p.pump()
     assert not of(s, a.DeliveryReceived)
     assert ss.state is SS.UNMAPPED and cs.state is SS.UNMAPPED
 
@@ -406,7 +406,7 @@ def test_serial_numbers_wrap() -> None:
 
 def test_ids_and_delivery_counts_survive_wrap_around() -> None:
     p = _opened()
-    cs, ss = p.session()
+    cs, _ss = p.session()
     cs.next_outgoing_id = cs._initial_outgoing_id = 0xFFFFFFFE
     cs._next_delivery_id = 0xFFFFFFFE
     snd = cs.attach_sender("w", target="q", initial_delivery_count=0xFFFFFFFD)
@@ -453,7 +453,7 @@ def test_link_detach_and_close_both_ways() -> None:
     c, _ = p.pump()
     assert of(c, a.LinkDetached)[0].closed is False
     assert snd.state is a.LinkState.DETACHED and rcv.state is a.LinkState.DETACHED
-    snd2, rcv2 = p.link(cs, name="again")
+    snd2, _rcv2 = p.link(cs, name="again")
     snd2.detach()
     _, s = p.pump()
     assert of(s, a.LinkDetached)[0].closed
@@ -501,7 +501,7 @@ def test_handle_max_limits_links() -> None:
 def test_sending_needs_credit() -> None:
     p = _opened()
     cs, _ = p.session()
-    snd, rcv = p.link(cs)
+    snd, _rcv = p.link(cs)
     with pytest.raises(a.LocalProtocolError, match="credit"):
         snd.send(b"x")
     assert p.client.data_to_send() == b""
@@ -510,7 +510,7 @@ def test_sending_needs_credit() -> None:
 def test_a_transfer_without_credit_detaches_with_transfer_limit_exceeded() -> None:
     p = _opened()
     cs, _ = p.session()
-    snd, rcv = p.link(cs)
+    snd, _rcv = p.link(cs)
     snd.link_credit = 1  # a sender that ignores the receiver's flow
     snd.send(b"x")
     c, s = p.pump()
@@ -658,7 +658,9 @@ def test_different_outcomes_split_the_ranges() -> None:
         snd.send(b"%d" % i)
     _, s = p.pump()
     got = of(s, a.DeliveryReceived)
-    for e, outcome in zip(got, [a.Accepted(), a.Accepted(), a.Released(), a.Accepted()]):
+    for e, outcome in zip(
+        got, [a.Accepted(), a.Accepted(), a.Released(), a.Accepted()], strict=True
+    ):
         rcv.settle(e.delivery, outcome)
     c, _ = p.pump()
     assert [type(e.state) for e in of(c, a.DeliveryUpdated)] == [
@@ -683,7 +685,7 @@ def test_pre_settled_deliveries() -> None:
 
 
 def test_settle_modes_are_checked() -> None:
-    p, snd, _ = _link_pair(snd_settle_mode=a.SenderSettleMode.UNSETTLED)
+    _p, snd, _ = _link_pair(snd_settle_mode=a.SenderSettleMode.UNSETTLED)
     with pytest.raises(a.LocalProtocolError):
         snd.send(b"x", settled=True)
     d = snd.send(b"x")
@@ -728,7 +730,7 @@ def test_streaming_send_and_streaming_receive() -> None:
 
 
 def test_abort_discards_a_partial_delivery() -> None:
-    p, snd, rcv = _link_pair()
+    p, snd, _rcv = _link_pair()
     d = snd.send(b"half", more=True)
     snd.abort(d)
     snd.send(b"next")
@@ -740,14 +742,14 @@ def test_abort_discards_a_partial_delivery() -> None:
 
 
 def test_delivery_tags_are_unique_among_unsettled() -> None:
-    p, snd, _ = _link_pair()
+    _p, snd, _ = _link_pair()
     snd.send(b"x", tag=b"t")
     with pytest.raises(a.LocalProtocolError, match="already in use"):
         snd.send(b"y", tag=b"t")
 
 
 def test_deliveries_belong_to_their_link() -> None:
-    p, snd, rcv = _link_pair()
+    _p, snd, rcv = _link_pair()
     d = snd.send(b"x")
     with pytest.raises(a.LocalProtocolError):
         rcv.settle(d)
