@@ -14,6 +14,8 @@ from typing import Any
 
 # autodoc imports the package from this checkout, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Our own small extension: state diagrams drawn from the engine's transition tables.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 import amqp_sansio
 
@@ -27,6 +29,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.doctest",
     "sphinx.ext.napoleon",
+    "amqp_states",
 ]
 
 root_doc = "index"

@@ -1,0 +1,55 @@
+"""Sphinx directive ``.. amqp-transitions:: connection|session|link``: draws a state
+machine's transition table, straight from the engine's own tables, so the docs cannot drift
+from the code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+
+import amqp_sansio as amqp
+
+_MACHINES: dict[str, tuple[Any, Any, Any]] = {
+    "connection": (amqp.ConnectionState, amqp.ConnectionInput, amqp.CONNECTION_TRANSITIONS),
+    "session": (amqp.SessionState, amqp.SessionInput, amqp.SESSION_TRANSITIONS),
+    "link": (amqp.LinkState, amqp.LinkInput, amqp.LINK_TRANSITIONS),
+}
+
+
+def _row(cells: list[str], header: bool = False) -> nodes.row:
+    row = nodes.row()
+    for text in cells:
+        entry = nodes.entry()
+        entry += nodes.paragraph(text=text)
+        row += entry
+    return row
+
+
+class Transitions(Directive):
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        states, inputs, table = _MACHINES[self.arguments[0]]
+        used = [i for i in inputs if any(k[1] is i for k in table)]
+        tgroup = nodes.tgroup(cols=len(used) + 1)
+        for _ in range(len(used) + 1):
+            tgroup += nodes.colspec(colwidth=12)
+        head = nodes.thead()
+        head += _row(["state \\ input", *[i.value for i in used]])
+        tgroup += head
+        body = nodes.tbody()
+        for state in states:
+            cells = [state.value]
+            cells += [table[(state, i)].value if (state, i) in table else "" for i in used]
+            body += _row(cells)
+        tgroup += body
+        table_node = nodes.table()
+        table_node += tgroup
+        return [table_node]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.add_directive("amqp-transitions", Transitions)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
