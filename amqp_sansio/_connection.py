@@ -115,6 +115,7 @@ class Delivery:
 
     __slots__ = (
         "_chunks",
+        "_ignore",
         "_settle_on_remote",
         "aborted",
         "complete",
@@ -124,6 +125,7 @@ class Delivery:
         "message_format",
         "remote_settled",
         "remote_state",
+        "resumed",
         "settled",
         "size",
         "tag",
@@ -143,6 +145,9 @@ class Delivery:
         self.size = 0
         self._chunks: list[bytes] = []
         self._settle_on_remote: Any = None
+        #: True when this delivery was sent again after its link was resumed (2.6.13).
+        self.resumed = False
+        self._ignore = False
 
     def __repr__(self) -> str:
         return (
@@ -262,6 +267,7 @@ class Link:
                 source=self.source,
                 target=self.target,
                 initial_delivery_count=initial,
+                unsettled={t: d.local_state for t, d in self.unsettled.items()} or None,
                 max_message_size=self.max_message_size,
                 properties=self.properties,
                 offered_capabilities=self.offered_capabilities,
@@ -370,6 +376,8 @@ class Sender(Link):
                 raise LocalProtocolError("the link's snd-settle-mode is settled")
             if tag is None:
                 tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
+                while tag in self.unsettled:  # tags carried over from a resumed link
+                    tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
             elif tag in self.unsettled:
                 raise LocalProtocolError(f"delivery tag {tag!r} is already in use")
             s = self.session
@@ -401,6 +409,29 @@ class Sender(Link):
             delivery.complete = True
         self.session._send_transfer(self, delivery, memoryview(data), first, more)
         return delivery
+
+    def resume(self, delivery: Delivery, data: bytes | bytearray | memoryview) -> None:
+        """Send an unsettled delivery again on a resumed link, marked ``resume`` (core spec
+        2.6.13): one the receiver also holds unsettled must be resumed; one only we hold may
+        be (the receiver ignores it if it had settled it). It takes a unit of credit."""
+        self._check_attached()
+        if self.unsettled.get(delivery.tag) is not delivery:
+            raise LocalProtocolError("only an unsettled delivery of this link can be resumed")
+        if self._current is not None:
+            raise LocalProtocolError("finish (or abort) the current delivery first")
+        if self.link_credit <= 0:
+            raise LocalProtocolError("no link credit: wait for CreditChanged")
+        s = self.session
+        s._out_deliveries.pop(delivery.id, None)
+        delivery.id = s._next_delivery_id
+        s._next_delivery_id = serial_add(s._next_delivery_id, 1)
+        s._out_deliveries[delivery.id] = delivery
+        delivery.resumed = True
+        delivery.size = len(data)
+        delivery.complete = True
+        self.delivery_count = serial_add(self.delivery_count, 1)
+        self.link_credit -= 1
+        s._send_transfer(self, delivery, memoryview(data), True, False, resume=True)
 
     def abort(self, delivery: Delivery) -> None:
         """Abort a delivery that is still being sent (core spec 2.6.14)."""
@@ -634,6 +665,12 @@ class Session:
             raise LocalProtocolError(
                 f"a {link.role.name.lower()} link named {link.name!r} is already attached"
             )
+        if old is not None and old.unsettled:
+            # Re-attaching a suspended link resumes it: its unsettled deliveries carry over
+            # and go in our attach's unsettled map (2.6.13).
+            link.unsettled = old.unsettled
+            for delivery in link.unsettled.values():
+                delivery.link = link
         self._links_by_name[key] = link
 
     def _assign_handle(self, link: Link) -> None:
@@ -679,10 +716,35 @@ class Session:
         )
 
     def _send_transfer(
-        self, link: Sender, delivery: Delivery, data: memoryview, first: bool, more: bool
+        self,
+        link: Sender,
+        delivery: Delivery,
+        data: memoryview,
+        first: bool,
+        more: bool,
+        *,
+        resume: bool = False,
     ) -> None:
         assert self.channel is not None and link.handle is not None
         conn = self.connection
+        last = Transfer(
+            handle=link.handle,
+            delivery_id=delivery.id if first else None,
+            delivery_tag=delivery.tag if first else None,
+            message_format=delivery.message_format if first else None,
+            settled=delivery.settled if first else None,
+            more=more,
+            state=delivery.local_state if first else None,
+            resume=resume,
+        )
+        if len(data) < conn._peer_max_frame_size - 64:
+            # Most deliveries fit in one frame: skip the head. The split below cuts at the
+            # head's size, which exceeds the last's by at most 8 bytes (two fields and a
+            # list32 header): a frame with 9 bytes to spare is one the split would not cut.
+            frame = _frame(self.channel, last, data)
+            if len(frame) + 9 <= conn._peer_max_frame_size:
+                self._queue_transfer(frame)
+                return
         if first:
             head = Transfer(
                 handle=link.handle,
@@ -692,18 +754,10 @@ class Session:
                 settled=delivery.settled,
                 more=True,
                 state=delivery.local_state,
+                resume=resume,
             )
         else:
             head = Transfer(handle=link.handle, more=True)
-        last = Transfer(
-            handle=link.handle,
-            delivery_id=delivery.id if first else None,
-            delivery_tag=delivery.tag if first else None,
-            message_format=delivery.message_format if first else None,
-            settled=delivery.settled if first else None,
-            more=more,
-            state=delivery.local_state if first else None,
-        )
         room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
         total = len(data)
@@ -839,7 +893,7 @@ class Session:
                 desired_capabilities=None,
                 max_message_size=None,
             )
-            self._links_by_name[(attach.name, our_role)] = link
+            self._add_link(link)  # a suspended link of that name passes on its deliveries
         new = LINK_TRANSITIONS.get((link.state, _LI.R_ATTACH))
         if new is None:
             raise _PeerError(
@@ -865,6 +919,17 @@ class Session:
         else:
             link.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
         self.connection._events.append(LinkAttached(link=link, remote=attach))
+        if our_role is Role.RECEIVER and link.unsettled and not attach.incomplete_unsettled:
+            # Resuming: deliveries only we consider unsettled were settled by the sender
+            # (2.6.13).
+            theirs = attach.unsettled or {}
+            for tag, delivery in list(link.unsettled.items()):
+                if tag not in theirs:
+                    delivery.remote_settled = True
+                    link._untrack(delivery)
+                    self.connection._events.append(
+                        DeliveryUpdated(link=link, delivery=delivery,
+                                        state=delivery.remote_state, settled=True))
 
     def _check_mapped(self) -> None:
         # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach), MAPPED and
@@ -1001,9 +1066,25 @@ class Session:
                     scope="link",
                     target=link,
                 )
-            delivery = Delivery(
-                link, transfer.delivery_tag, transfer.delivery_id, transfer.message_format or 0
-            )
+            known = link.unsettled.get(transfer.delivery_tag) if transfer.resume else None
+            if known is not None:
+                # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
+                # under its new id.
+                self._in_deliveries.pop(known.id, None)
+                known.id = transfer.delivery_id
+                known.resumed = True
+                known.size = 0
+                known._chunks = []
+                delivery = known
+            else:
+                delivery = Delivery(
+                    link, transfer.delivery_tag, transfer.delivery_id,
+                    transfer.message_format or 0,
+                )
+                delivery.resumed = transfer.resume
+                # Resumed, but we hold no such delivery: we had settled it, so it is
+                # ignored (2.6.13) and settled, so that the sender can forget it too.
+                delivery._ignore = transfer.resume
             link.delivery_count = serial_add(link.delivery_count, 1)
             link.link_credit -= 1
             if link.available:
@@ -1040,6 +1121,16 @@ class Session:
                 scope="link",
                 target=link,
             )
+        if delivery._ignore:
+            if not transfer.more:
+                link._current = None
+                delivery.complete = True
+                if not delivery.remote_settled:
+                    link.settle(delivery)
+                else:
+                    link._untrack(delivery)
+            self._replenish()
+            return
         if link.streaming:
             # Each transfer's bytes go to the application as they come.
             if not transfer.more:

@@ -753,3 +753,93 @@ def test_deliveries_belong_to_their_link() -> None:
     d = snd.send(b"x")
     with pytest.raises(a.LocalProtocolError):
         rcv.settle(d)
+
+
+# -- resuming links and deliveries (2.6.13) ----------------------------------------------------
+
+
+def test_resuming_a_link_resends_what_both_ends_hold_unsettled() -> None:
+    p = _opened()
+    cs, ss = p.session()
+    snd, rcv = p.link(cs, name="durable")
+    rcv.flow(10)
+    p.pump()
+    sent = [snd.send(b"m%d" % i) for i in range(3)]
+    _, s = p.pump()
+    got = of(s, a.DeliveryReceived)
+    rcv.settle(got[0].delivery, a.Accepted())  # m0 is done; m1 and m2 stay unsettled
+    p.pump()
+    snd.settle(sent[0])
+    # The link is suspended (detached, not closed), then attached again under its name.
+    snd.detach(closed=False)
+    p.pump()
+    assert set(snd.unsettled) == {sent[1].tag, sent[2].tag}
+    snd2 = cs.attach_sender("durable", target="q")
+    assert set(snd2.unsettled) == {sent[1].tag, sent[2].tag}
+    _, s = p.pump()
+    (att,) = of(s, a.LinkAttached)
+    assert set(att.remote.unsettled) == {sent[1].tag, sent[2].tag}
+    rcv2 = att.link
+    assert set(rcv2.unsettled) == {sent[1].tag, sent[2].tag}
+    rcv2.attach()
+    rcv2.flow(10)
+    c, _ = p.pump()
+    assert set(of(c, a.LinkAttached)[0].remote.unsettled) == {sent[1].tag, sent[2].tag}
+    for d in sent[1:]:
+        snd2.resume(d, b"again")
+    _, s = p.pump()
+    again = of(s, a.DeliveryReceived)
+    assert [e.delivery.tag for e in again] == [sent[1].tag, sent[2].tag]
+    assert all(e.delivery.resumed for e in again)
+    assert again[0].delivery is got[1].delivery  # the receiver's own record, resumed
+    for e in again:
+        rcv2.settle(e.delivery, a.Accepted())
+    c, _ = p.pump()
+    assert all(e.settled for e in of(c, a.DeliveryUpdated))
+
+
+def test_deliveries_only_the_receiver_holds_are_settled_on_resume() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, name="l")
+    rcv.flow(10)
+    p.pump()
+    d = snd.send(b"x")
+    _, s = p.pump()
+    rd = of(s, a.DeliveryReceived)[0].delivery
+    snd.settle(d, a.Accepted())  # the sender forgets, but its disposition is lost...
+    p.client.data_to_send()
+    snd.detach(closed=False)
+    p.pump()
+    cs.attach_sender("l", target="q")
+    _, s = p.pump()
+    upd = of(s, a.DeliveryUpdated)
+    assert [u.delivery for u in upd] == [rd] and upd[0].settled  # ... and resuming says so
+    assert not of(s, a.LinkAttached)[0].link.unsettled
+
+
+def test_a_resumed_delivery_the_receiver_no_longer_holds_is_ignored_and_settled() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, name="l")
+    rcv.flow(10)
+    p.pump()
+    d = snd.send(b"x")
+    _, s = p.pump()
+    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    p.server.data_to_send()  # the receiver's settlement is lost on the way
+    snd.detach(closed=False)
+    p.pump()
+    snd2 = cs.attach_sender("l", target="q")
+    _, s = p.pump()
+    rcv2 = of(s, a.LinkAttached)[0].link
+    rcv2.attach()
+    rcv2.flow(10)
+    p.pump()
+    snd2.resume(d, b"x")
+    c, s = p.pump()
+    assert not of(s, a.DeliveryReceived)  # ignored ...
+    assert of(c, a.DeliveryUpdated)[0].settled  # ... and settled, so the sender forgets it
+    snd2.settle(d)
+    with pytest.raises(a.LocalProtocolError):
+        snd2.resume(d, b"x")  # only unsettled deliveries of the link
