@@ -760,7 +760,7 @@ def test_deliveries_belong_to_their_link() -> None:
 
 def test_resuming_a_link_resends_what_both_ends_hold_unsettled() -> None:
     p = _opened()
-    cs, ss = p.session()
+    cs, _ = p.session()
     snd, rcv = p.link(cs, name="durable")
     rcv.flow(10)
     p.pump()
