@@ -838,7 +838,10 @@ class Session:
     # -- incoming frames ------------------------------------------------------------------------
 
     def _on_frame(self, body: Any, payload: bytes) -> None:
-        if self.state is SessionState.DISCARDING and type(body) is not End:
+        # After our end (END_SENT, DISCARDING) the session's links are already detached on
+        # our side (_release_channel): what the peer sent before seeing our end, such as the
+        # answer to a detach, is moot until its end arrives.
+        if self.state in (SessionState.DISCARDING, SessionState.END_SENT) and type(body) is not End:
             return
         handler = _SESSION_HANDLERS.get(type(body))
         if handler is None:
@@ -928,8 +931,10 @@ class Session:
                     delivery.remote_settled = True
                     link._untrack(delivery)
                     self.connection._events.append(
-                        DeliveryUpdated(link=link, delivery=delivery,
-                                        state=delivery.remote_state, settled=True))
+                        DeliveryUpdated(
+                            link=link, delivery=delivery, state=delivery.remote_state, settled=True
+                        )
+                    )
 
     def _check_mapped(self) -> None:
         # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach), MAPPED and
@@ -1078,7 +1083,9 @@ class Session:
                 delivery = known
             else:
                 delivery = Delivery(
-                    link, transfer.delivery_tag, transfer.delivery_id,
+                    link,
+                    transfer.delivery_tag,
+                    transfer.delivery_id,
                     transfer.message_format or 0,
                 )
                 delivery.resumed = transfer.resume
