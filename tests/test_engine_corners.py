@@ -126,7 +126,7 @@ def test_peer_violations_on_a_session() -> None:
 
 
 def test_transfer_violations() -> None:
-    p, cs, ss = _ready()
+    p, cs, _ = _ready()
     _, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
