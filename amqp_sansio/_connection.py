@@ -21,6 +21,7 @@ refusing a peer's open, begin and attach, granting link credit, settling deliver
 from __future__ import annotations
 
 import itertools
+import struct
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -97,14 +98,15 @@ class _PeerError(Exception):
         self.target = target
 
 
+#: Fills in a frame header: size, data offset (2 words), type (0, AMQP), channel.
+_pack_frame_header = struct.Struct(">IBBH").pack_into
+
+
 def _frame(channel: int, body: Any, payload: bytes | memoryview = b"") -> bytearray:
     out = bytearray(8)
     encode_into(body, out)
     out += payload
-    out[0:4] = len(out).to_bytes(4, "big")
-    out[4] = 2
-    out[5] = 0
-    out[6:8] = channel.to_bytes(2, "big")
+    _pack_frame_header(out, 0, len(out), 2, 0, channel)
     return out
 
 
@@ -253,8 +255,11 @@ class Link:
 
     def _send_attach(self) -> None:
         self.session._check_can_send()
-        self._move(_LI.S_ATTACH)
-        self.session._assign_handle(self)
+        new = LINK_TRANSITIONS.get((self.state, _LI.S_ATTACH))
+        if new is None:
+            raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
+        self.session._assign_handle(self)  # may refuse (no free handle): nothing has changed yet
+        self.state = new
         assert self.handle is not None
         initial = self.delivery_count if self.role is Role.SENDER else None
         self.session._send(
@@ -304,10 +309,10 @@ class Link:
     def settle(self, delivery: Delivery, state: Any = None) -> None:
         """Settle ``delivery``, with a final state (an outcome) if given. On a receiver in
         rcv-settle-mode second the state is sent first and settlement waits for the sender's
-        (core spec 2.8.3)."""
+        (core spec 2.8.3). Settling is idempotent (2.6): a settled delivery stays as it is."""
         self._own(delivery)
         if delivery.settled:
-            raise LocalProtocolError("the delivery is already settled")
+            return
         if state is not None:
             delivery.local_state = state
         if (
@@ -343,6 +348,10 @@ class Sender(Link):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tags = itertools.count()
+        #: When true (the default), a delivery the receiver settles is settled here too,
+        #: at once: the outcome is in the DeliveryUpdated event and on the Delivery. When
+        #: false, the application calls settle() itself.
+        self.auto_settle = True
 
     def send(
         self,
@@ -564,8 +573,11 @@ class Session:
         one the peer started (:class:`SessionBegun`), accepting it."""
         conn = self.connection
         conn._check_can_send()
-        self._move(_SI.S_BEGIN)
-        conn._assign_channel(self)
+        new = SESSION_TRANSITIONS.get((self.state, _SI.S_BEGIN))
+        if new is None:
+            raise LocalProtocolError(f"cannot begin a session in state {self.state.value}")
+        conn._assign_channel(self)  # may refuse (no free channel): nothing has changed yet
+        self.state = new
         assert self.channel is not None
         conn._send_frame(
             self.channel,
@@ -937,9 +949,9 @@ class Session:
                     )
 
     def _check_mapped(self) -> None:
-        # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach), MAPPED and
-        # END_SENT.
-        if self.state not in (SessionState.BEGIN_RCVD, SessionState.MAPPED, SessionState.END_SENT):
+        # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach) and MAPPED; after
+        # our end, _on_frame has already set them aside.
+        if self.state not in (SessionState.BEGIN_RCVD, SessionState.MAPPED):
             raise _PeerError(
                 "amqp:illegal-state",
                 f"frame in session state {self.state.value}",
@@ -1198,12 +1210,14 @@ class Session:
             delivery = ours.get(did)
             if delivery is None:
                 continue
-            delivery.remote_state = disp.state
+            if disp.state is not None:
+                delivery.remote_state = disp.state  # a bare settlement keeps the outcome
             link = delivery.link
             if disp.settled:
                 delivery.remote_settled = True
-                if delivery._settle_on_remote:
-                    # rcv-settle-mode second: we waited for the sender to settle; it has
+                if delivery._settle_on_remote or (isinstance(link, Sender) and link.auto_settle):
+                    # rcv-settle-mode second: we waited for the sender to settle. An
+                    # auto-settling sender: the receiver has settled. Either way the peer has
                     # forgotten the delivery, so we settle without telling it (2.6.12).
                     link._forget(delivery)
             events.append(
@@ -1513,6 +1527,8 @@ class Connection:
         for link in session._links_by_name.values():
             link.state = LinkState.DETACHED  # a session's end detaches its links (2.5.2)
             link.handle = link.remote_handle = None
+        session._links_in.clear()
+        session._links_out.clear()
 
     def _parse(self) -> None:
         parser = self._parser

@@ -610,9 +610,9 @@ def test_every_outcome_reaches_the_sender(outcome: object) -> None:
     (upd,) = of(c, a.DeliveryUpdated)
     assert upd.delivery is d and upd.state == outcome and upd.settled
     assert d.remote_state == outcome
-    snd.settle(d)  # the receiver settled first: nothing more to send
+    assert d.settled and not snd.unsettled  # auto-settled: the receiver settled first
+    snd.settle(d)  # idempotent
     assert p.client.data_to_send() == b""
-    assert not snd.unsettled
 
 
 def test_non_terminal_state_then_settlement() -> None:
@@ -690,8 +690,8 @@ def test_settle_modes_are_checked() -> None:
         snd.send(b"x", settled=True)
     d = snd.send(b"x")
     snd.settle(d)
-    with pytest.raises(a.LocalProtocolError):
-        snd.settle(d)
+    snd.settle(d, a.Released())  # idempotent: nothing changes, nothing is sent again
+    assert d.local_state is None
     with pytest.raises(a.LocalProtocolError):
         snd.update(d, a.Accepted())
 
@@ -843,3 +843,29 @@ def test_a_resumed_delivery_the_receiver_no_longer_holds_is_ignored_and_settled(
     snd2.settle(d)
     with pytest.raises(a.LocalProtocolError):
         snd2.resume(d, b"x")  # only unsettled deliveries of the link
+
+
+def test_without_auto_settle_the_sender_settles_itself() -> None:
+    p, snd, rcv = _link_pair()
+    snd.auto_settle = False
+    d = snd.send(b"x")
+    _, s = p.pump()
+    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    p.pump()
+    assert d.remote_settled and not d.settled and d.tag in snd.unsettled
+    snd.settle(d)
+    assert d.settled and not snd.unsettled
+    assert p.client.data_to_send() == b""  # the receiver had settled: nothing to say
+
+
+def test_a_bare_settlement_keeps_the_outcome_already_given() -> None:
+    p, snd, rcv = _link_pair()
+    snd.auto_settle = False
+    d = snd.send(b"x")
+    _, s = p.pump()
+    rd = of(s, a.DeliveryReceived)[0].delivery
+    rcv.update(rd, a.Accepted())
+    p.pump()
+    rcv.settle(rd)  # settled with no state: the outcome stays Accepted
+    p.pump()
+    assert d.remote_settled and d.remote_state == a.Accepted()
