@@ -69,3 +69,119 @@ def test_usage_errors_exit_nonzero() -> None:
     with pytest.raises(SystemExit) as info:
         cli.main(["bench"])
     assert info.value.code == 2
+
+
+# -- bench pipe: the engine, ours next to Proton's -------------------------------------------
+
+_ENTRY = {"ours", "proton", "ratio", "unit"}
+
+
+def _json(*args: str) -> dict[str, dict[str, object]]:
+    result = _run("bench", "pipe", "--json", "--rounds", "1", *args)
+    assert result.returncode == 0, result.stderr
+    data: dict[str, dict[str, object]] = json.loads(result.stdout)
+    for entry in data.values():
+        assert set(entry) == _ENTRY
+    return data
+
+
+@pytest.mark.parametrize("mode", [[], ["--settled"]])
+def test_bench_pipe_json_shape(mode: list[str]) -> None:
+    data = _json("--messages", "200", *mode)
+    assert set(data) == {"pipe"}
+    entry = data["pipe"]
+    assert entry["unit"] == "msg/s"
+    assert isinstance(entry["ours"], float) and entry["ours"] > 0
+
+
+def test_bench_pipe_compares_with_proton_when_installed() -> None:
+    pytest.importorskip("proton", reason="python-qpid-proton is in the 'test' extra")
+    entry = _json("--messages", "200")["pipe"]
+    assert isinstance(entry["proton"], float) and entry["proton"] > 0
+    assert entry["ratio"] == pytest.approx(entry["ours"] / entry["proton"], rel=1e-2)
+
+
+def test_bench_pipe_large() -> None:
+    data = _json("--large", "1MiB")
+    assert set(data) == {"large"}
+    assert data["large"]["unit"] == "MiB/s"
+    assert isinstance(data["large"]["ours"], float) and data["large"]["ours"] > 0
+
+
+def test_bench_pipe_memory() -> None:
+    data = _json(
+        "--messages", "200", "--memory", "--memory-messages", "500", "--memory-unsettled", "300"
+    )
+    assert set(data) == {"pipe", "peak-memory", "peak-memory-early", "per-unsettled"}
+    for name in ("peak-memory", "peak-memory-early", "per-unsettled"):
+        entry = data[name]
+        assert entry["proton"] is None and entry["ratio"] is None
+        assert isinstance(entry["ours"], int | float) and entry["ours"] > 0
+    assert data["peak-memory"]["unit"] == "bytes"
+    assert data["per-unsettled"]["unit"] == "bytes/delivery"
+
+
+def test_bench_pipe_table_output() -> None:
+    result = _run("bench", "pipe", "--messages", "200", "--rounds", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("pipe: 200 messages of 256 bytes")
+    assert lines[1].split() == ["ours", "proton", "ratio", "unit"]
+    assert lines[2].split()[0] == "pipe" and lines[2].split()[-1] == "msg/s"
+
+
+def test_memory_table_says_ours_only() -> None:
+    text = bench.format_table(
+        "t", {"per-unsettled": {"ours": 700.0, "proton": None, "ratio": None, "unit": "bytes"}}
+    )
+    assert "ours only" in text and "not installed" not in text
+
+
+@pytest.mark.parametrize("settled", [False, True])
+def test_pipes_carry_every_message(settled: bool) -> None:
+    # Each pipe checks what arrives and that nothing is left unsettled; it raises otherwise.
+    assert bench.ours_pipe(300, settled=settled) > 0
+    assert bench.ours_pipe(1, settled=settled, body=bytes(200_000)) > 0  # split into frames
+    if bench._proton_installed():
+        assert bench.proton_pipe(300, settled=settled) > 0
+        assert bench.proton_pipe(1, settled=settled, body=bytes(200_000)) > 0
+
+
+def test_memory_is_flat_and_unsettled_deliveries_are_small() -> None:
+    # Not timing: what our engines hold, which the issue bounds.
+    figures = bench.memory_benchmark(5_000, unsettled=5_000)
+    assert figures["peak-memory"]["ours"] <= 1.25 * figures["peak-memory-early"]["ours"]
+    assert figures["per-unsettled"]["ours"] <= 1024
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("64MiB", 64 * 1024 * 1024),
+        ("1MiB", 1024 * 1024),
+        ("100KiB", 100 * 1024),
+        ("1.5GiB", 3 * 512 * 1024 * 1024),
+        ("10MB", 10_000_000),
+        ("4096", 4096),
+        ("512B", 512),
+        (" 2mib ", 2 * 1024 * 1024),
+    ],
+)
+def test_sizes(text: str, size: int) -> None:
+    assert bench.parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "MiB", "12XB", "0", "0.1B", "-1MiB", "1 TiB"])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(ValueError):
+        bench.parse_size(text)
+
+
+@pytest.mark.parametrize(
+    "args", [["--large", "lots"], ["--messages", "0"], ["--messages", "many"], ["--rounds", "-1"]]
+)
+def test_pipe_usage_errors(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["bench", "pipe", *args])
+    assert info.value.code == 2
+    assert "error" in capsys.readouterr().err
