@@ -558,6 +558,24 @@ def _encode_message_id(x: Any, out: bytearray) -> None:
         _encode.encode_into(x, out)
 
 
+def unchecked(cls: type[T]) -> Callable[..., T]:
+    """A constructor for ``cls`` that skips validation and converters: for the engine's own
+    frames, whose field values it has already checked. Takes the fields as keywords; the
+    ones left out get their defaults."""
+    fields = attrs.fields(cls)  # type: ignore[arg-type]
+    ns: dict[str, Any] = {"cls": cls, "new": object.__new__}
+    params = []
+    body = ["    o = new(cls)"]
+    for i, f in enumerate(fields):
+        ns[f"d{i}"] = None if f.default is attrs.NOTHING else f.default
+        ns[f"set{i}"] = getattr(cls, f.name).__set__
+        params.append(f"{f.name}=d{i}")
+        body.append(f"    set{i}(o, {f.name})")
+    src = f"def make(*, {', '.join(params)}):\n" + "\n".join(body) + "\n    return o\n"
+    exec(compile(src, f"<unchecked {cls.__name__}>", "exec"), ns)
+    return ns["make"]  # type: ignore[no-any-return]
+
+
 def composite(
     code: int, name: str, *, provides: Iterable[str] = ()
 ) -> Callable[[type[T]], type[T]]:

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _decode
+from ._composite import _requires_ok, unchecked
 from ._encode import encode_into
 from ._errors import DecodeError, FramingError, LocalProtocolError, UnsupportedProtocolError
 from ._events import (
@@ -84,6 +85,10 @@ _UINT_MAX = 0xFFFFFFFF
 _CI = ConnectionInput
 _SI = SessionInput
 _LI = LinkInput
+
+
+#: Transfers built by the engine from values it has checked: no validation on the hot path.
+_transfer = unchecked(Transfer)
 
 
 class _PeerError(Exception):
@@ -373,6 +378,18 @@ class Sender(Link):
         """
         self._check_attached()
         if delivery is None:
+            # The engine builds its transfers unchecked: check what the caller gave first,
+            # before anything changes.
+            if tag is not None:
+                if not isinstance(tag, bytes | bytearray | memoryview):
+                    raise LocalProtocolError(f"a delivery tag is bytes, not {type(tag).__name__}")
+                tag = bytes(tag)
+                if len(tag) > 32:
+                    raise LocalProtocolError("a delivery tag is at most 32 bytes (2.8.7)")
+            if type(message_format) is not int or not 0 <= message_format <= _UINT_MAX:
+                raise LocalProtocolError(f"message-format {message_format!r} is not a uint")
+            if state is not None and not _requires_ok("delivery-state", state):
+                raise LocalProtocolError(f"{state!r} is not a delivery state")
             if self._current is not None:
                 raise LocalProtocolError("finish (or abort) the current delivery first")
             if self.link_credit <= 0:
@@ -455,7 +472,7 @@ class Sender(Link):
         s._queue_transfer(
             _frame(
                 s.channel,
-                Transfer(handle=self.handle, delivery_id=delivery.id, aborted=True, settled=True),
+                _transfer(handle=self.handle, delivery_id=delivery.id, aborted=True, settled=True),
             )
         )
 
@@ -739,7 +756,7 @@ class Session:
     ) -> None:
         assert self.channel is not None and link.handle is not None
         conn = self.connection
-        last = Transfer(
+        last = _transfer(
             handle=link.handle,
             delivery_id=delivery.id if first else None,
             delivery_tag=delivery.tag if first else None,
@@ -758,7 +775,7 @@ class Session:
                 self._queue_transfer(frame)
                 return
         if first:
-            head = Transfer(
+            head = _transfer(
                 handle=link.handle,
                 delivery_id=delivery.id,
                 delivery_tag=delivery.tag,
@@ -769,7 +786,7 @@ class Session:
                 resume=resume,
             )
         else:
-            head = Transfer(handle=link.handle, more=True)
+            head = _transfer(handle=link.handle, more=True)
         room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
         total = len(data)
@@ -784,8 +801,8 @@ class Session:
             offset += room
             if first:
                 first = False
-                head = Transfer(handle=link.handle, more=True)
-                last = Transfer(handle=link.handle, more=more)
+                head = _transfer(handle=link.handle, more=True)
+                last = _transfer(handle=link.handle, more=more)
                 room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
 
     def _queue_transfer(self, frame: bytearray) -> None:

@@ -869,3 +869,30 @@ def test_a_bare_settlement_keeps_the_outcome_already_given() -> None:
     rcv.settle(rd)  # settled with no state: the outcome stays Accepted
     p.pump()
     assert d.remote_settled and d.remote_state == a.Accepted()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"tag": "not bytes"},
+        {"tag": b"x" * 33},
+        {"message_format": -1},
+        {"message_format": 2**32},
+        {"state": "not a state"},
+    ],
+)
+def test_bad_send_arguments_raise_before_anything_changes(kwargs: dict) -> None:
+    p, snd, _ = _link_pair()
+    before = (snd.link_credit, snd.delivery_count, dict(snd.unsettled))
+    with pytest.raises(a.LocalProtocolError):
+        snd.send(b"x", **kwargs)
+    assert (snd.link_credit, snd.delivery_count, dict(snd.unsettled)) == before
+    assert p.client.data_to_send() == b""
+
+
+def test_a_bytearray_tag_and_a_state_go_out() -> None:
+    p, snd, _ = _link_pair()
+    d = snd.send(b"x", tag=bytearray(b"tg"), state=a.Received(section_number=0, section_offset=0))
+    _, s = p.pump()
+    got = of(s, a.DeliveryReceived)[0].delivery
+    assert got.tag == d.tag == b"tg" and got.remote_state == d.local_state
