@@ -288,6 +288,7 @@ class Link:
     def _check_attached(self) -> None:
         if self.state is not LinkState.ATTACHED:
             raise LocalProtocolError(f"the link is {self.state.value}, not ATTACHED")
+        self.session._check_can_send()  # a closed connection leaves its links ATTACHED
 
     def _send_flow(self, *, echo: bool = False) -> None:
         s = self.session
@@ -308,6 +309,7 @@ class Link:
         self._own(delivery)
         if delivery.settled:
             raise LocalProtocolError("the delivery is already settled")
+        self.session._check_can_send()
         delivery.local_state = state
         self.session._queue_disposition(self.role, delivery.id, False, state)
 
@@ -318,6 +320,8 @@ class Link:
         self._own(delivery)
         if delivery.settled:
             return
+        if not delivery.remote_settled:
+            self.session._check_can_send()  # a disposition goes out: refuse before any change
         if state is not None:
             delivery.local_state = state
         if (
@@ -461,6 +465,7 @@ class Sender(Link):
 
     def abort(self, delivery: Delivery) -> None:
         """Abort a delivery that is still being sent (core spec 2.6.14)."""
+        self._check_attached()
         if delivery is not self._current:
             raise LocalProtocolError("only the delivery being sent can be aborted")
         assert self.handle is not None

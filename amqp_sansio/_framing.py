@@ -54,7 +54,11 @@ class FrameType(enum.IntEnum):
     SASL = 0x01
 
 
-_FRAME_TYPES = (FrameType.AMQP, FrameType.SASL)  # by code: cheaper than calling the enum
+_FRAME_TYPES = (FrameType.AMQP, FrameType.SASL)
+#: Frame bodies up to _SMALL bytes are copied whole; of a larger one, the first _HEAD bytes
+#: are copied to decode its performative from, and its payload separately.
+_SMALL = 4096
+_HEAD = 256  # by code: cheaper than calling the enum
 
 _OTHER_VERSIONS = {
     b"AMQP\x00\x00\x09\x01": "AMQP 0-9-1",
@@ -216,6 +220,23 @@ class FrameParser:
         self._pos = pos + 8
         return header
 
+    def _decode_large(self, start: int, stop: int) -> tuple[Any, bytes]:
+        """A large frame: its performative is decoded from a copy of the first bytes only,
+        and the payload (a transfer's message data) is copied once, on its own. A
+        performative longer than that head fails as truncated there and is decoded again
+        from the whole body."""
+        with memoryview(self._buf) as view:
+            head = bytes(view[start : start + _HEAD])
+            try:
+                performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
+            except (*_decode.DECODE_FAILURES, DecodeError):
+                head = bytes(view[start:stop])
+                try:
+                    performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
+                except _decode.DECODE_FAILURES as exc:
+                    raise _decode.as_decode_error(exc, 0) from None
+            return performative, bytes(view[start + end : stop])
+
     def next_frame(self) -> Frame | None:
         """The next whole frame, or None if it is not all here yet.
 
@@ -253,23 +274,30 @@ class FrameParser:
             raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
         if have < size:
             return None
-        body = bytes(buf[pos + doff * 4 : pos + size])
-        self._pos = pos + size
+        start = pos + doff * 4
+        stop = pos + size
+        self._pos = stop
         frame_type = _FRAME_TYPES[ftype]
-        if not body:
+        if start == stop:
             return Frame(frame_type, channel, None)
-        try:
-            performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
-        except _decode.DECODE_FAILURES as exc:
-            raise _decode.as_decode_error(exc, 0) from None
+        length = stop - start
+        if length <= _SMALL:
+            body = bytes(buf[start:stop])
+            try:
+                performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
+            except _decode.DECODE_FAILURES as exc:
+                raise _decode.as_decode_error(exc, 0) from None
+            payload = body[end:]
+        else:
+            performative, payload = self._decode_large(start, stop)
         if frame_type is FrameType.AMQP:
             if not isinstance(performative, Performative):
                 raise DecodeError(f"an AMQP frame holds a performative, not {performative!r:.60}")
-            if end != len(body) and type(performative) is not Transfer:
+            if payload and type(performative) is not Transfer:
                 raise DecodeError(f"{type(performative).__name__} frame has trailing bytes")
         else:
             if not isinstance(performative, SaslFrameBody):
                 raise DecodeError(f"a SASL frame holds a SASL body, not {performative!r:.60}")
-            if end != len(body):
+            if payload:
                 raise DecodeError("SASL frame has trailing bytes")
-        return Frame(frame_type, channel, performative, body[end:])
+        return Frame(frame_type, channel, performative, payload)

@@ -286,3 +286,28 @@ def test_sasl_frame_with_trailing_bytes_is_a_decode_error() -> None:
     parser.feed(raw)
     with pytest.raises(a.DecodeError, match="trailing"):
         parser.next_frame()
+
+
+def test_large_frames_with_long_performatives_and_payloads() -> None:
+    """Frames over 4 KiB take another path: the performative is read from a head copy (and
+    from the whole body when it is longer than that head), the payload copied on its own."""
+    long_tag = a.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
+    raw = a.encode_frame(long_tag, payload=b"p" * 5000)
+    long_attach = a.Attach(name="n" * 6000, handle=0, role=a.Role.SENDER)
+    raw2 = a.encode_frame(long_attach)
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(raw + raw2)
+    first, second = parser.next_frame(), parser.next_frame()
+    assert first == a.Frame(a.FrameType.AMQP, 0, long_tag, b"p" * 5000)
+    assert second == a.Frame(a.FrameType.AMQP, 0, long_attach)
+    bad_utf8 = bytearray(raw2[8:])
+    bad_utf8[-100] = 0xFF  # inside the long name: not UTF-8
+    for bad in (
+        b"\x00\x53\x14\xd0" + b"\xff" * 5000,
+        b"\x00\x53\x12\xc0" + b"\x00" * 5000,
+        bytes(bad_utf8),
+    ):
+        parser = a.FrameParser(max_frame_size=65536)
+        parser.feed(a.encode_frame(None, payload=bad))
+        with pytest.raises(a.DecodeError):
+            parser.next_frame()
