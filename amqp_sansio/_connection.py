@@ -107,6 +107,20 @@ class _PeerError(Exception):
 _pack_frame_header = struct.Struct(">IBBH").pack_into
 
 
+def _immutable(data: bytes | bytearray | memoryview) -> memoryview:
+    """A view of bytes that cannot change while frames wait to go out: a caller's bytearray
+    (or view of one) is copied once."""
+    return memoryview(data if type(data) is bytes else bytes(data))
+
+
+def _frame_head(channel: int, body: Any, payload_size: int) -> bytearray:
+    """A frame's header and performative, sized for a payload that goes out separately."""
+    out = bytearray(8)
+    encode_into(body, out)
+    _pack_frame_header(out, 0, len(out) + payload_size, 2, 0, channel)
+    return out
+
+
 def _frame(channel: int, body: Any, payload: bytes | memoryview = b"") -> bytearray:
     out = bytearray(8)
     encode_into(body, out)
@@ -437,7 +451,7 @@ class Sender(Link):
         self._current = delivery if more else None
         if not more:
             delivery.complete = True
-        self.session._send_transfer(self, delivery, memoryview(data), first, more)
+        self.session._send_transfer(self, delivery, _immutable(data), first, more)
         return delivery
 
     def resume(self, delivery: Delivery, data: bytes | bytearray | memoryview) -> None:
@@ -461,7 +475,7 @@ class Sender(Link):
         delivery.complete = True
         self.delivery_count = serial_add(self.delivery_count, 1)
         self.link_credit -= 1
-        s._send_transfer(self, delivery, memoryview(data), True, False, resume=True)
+        s._send_transfer(self, delivery, _immutable(data), True, False, resume=True)
 
     def abort(self, delivery: Delivery) -> None:
         """Abort a delivery that is still being sent (core spec 2.6.14)."""
@@ -567,7 +581,7 @@ class Session:
         self._links_by_name: dict[tuple[str, Role], Link] = {}
         self._out_deliveries: dict[int, Delivery] = {}
         self._in_deliveries: dict[int, Delivery] = {}
-        self._blocked: deque[bytearray] = deque()
+        self._blocked: deque[bytearray | tuple[bytearray, memoryview]] = deque()
         self._dispositions: list[tuple[Role, int, bool, Any]] = []
 
     def __repr__(self) -> str:
@@ -598,6 +612,9 @@ class Session:
         new = SESSION_TRANSITIONS.get((self.state, _SI.S_BEGIN))
         if new is None:
             raise LocalProtocolError(f"cannot begin a session in state {self.state.value}")
+        if self.state is SessionState.UNMAPPED and self.remote is not None:
+            # Its ids, windows and peer's channel are those of the ended session.
+            raise LocalProtocolError("the session has ended: begin a new one")
         conn._assign_channel(self)  # may refuse (no free channel): nothing has changed yet
         self.state = new
         assert self.channel is not None
@@ -800,7 +817,9 @@ class Session:
             final = rest <= room
             body = last if final else head
             chunk = data[offset:] if final else data[offset : offset + room]
-            self._queue_transfer(_frame(self.channel, body, chunk))
+            # The chunk is a view of the (immutable) message bytes: it is copied once, when
+            # data_to_send joins what is queued.
+            self._queue_transfer((_frame_head(self.channel, body, len(chunk)), chunk))
             if final:
                 break
             offset += room
@@ -810,16 +829,21 @@ class Session:
                 last = _transfer(handle=link.handle, more=more)
                 room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
 
-    def _queue_transfer(self, frame: bytearray) -> None:
+    def _queue_transfer(self, frame: bytearray | tuple[bytearray, memoryview]) -> None:
         if self._blocked or self.remote_incoming_window <= 0:
             self._blocked.append(frame)
             return
         self._emit_transfer(frame)
 
-    def _emit_transfer(self, frame: bytearray) -> None:
+    def _emit_transfer(self, frame: bytearray | tuple[bytearray, memoryview]) -> None:
         self.next_outgoing_id = serial_add(self.next_outgoing_id, 1)
         self.remote_incoming_window -= 1
-        self.connection._send_raw(frame)
+        if type(frame) is tuple:
+            conn = self.connection
+            conn._out += frame
+            conn._last_sent = conn._now
+        else:
+            self.connection._send_raw(frame)  # type: ignore[arg-type]
 
     def _unblock(self) -> None:
         blocked = self._blocked
@@ -1313,7 +1337,7 @@ class Connection:
         self.state = ConnectionState.START
         self.remote: Open | None = None
         self._parser = FrameParser(max_frame_size=max_frame_size, max_depth=max_depth)
-        self._out: list[bytes | bytearray] = []
+        self._out: list[bytes | bytearray | memoryview] = []
         self._events: list[Event] = []
         self._header_received = False
         self._peer_max_frame_size = MIN_MAX_FRAME_SIZE

@@ -896,3 +896,18 @@ def test_a_bytearray_tag_and_a_state_go_out() -> None:
     _, s = p.pump()
     got = of(s, a.DeliveryReceived)[0].delivery
     assert got.tag == d.tag == b"tg" and got.remote_state == d.local_state
+
+
+def test_the_caller_may_reuse_its_buffer_right_after_send() -> None:
+    p = Pair(server={"max_frame_size": 1024})
+    p.open()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(2)
+    p.pump()
+    buf = bytearray(b"a" * 5000)  # several frames, held until data_to_send
+    snd.send(buf)
+    buf[:] = b"b" * 5000
+    snd.send(memoryview(buf))
+    _, s = p.pump()
+    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"a" * 5000, b"b" * 5000]
