@@ -267,7 +267,9 @@ class Link:
     def detach(self, *, error: Error | None = None, closed: bool = True) -> None:
         """Detach the link; ``closed=True`` (the default) closes it for good (core spec
         2.6.6). The peer answers with its own detach (:class:`LinkDetached`)."""
+        self.session._check_can_send()  # nothing after our close or end
         self._move(_LI.S_DETACH)
+        self._current = None  # a delivery cut short cannot go on after a re-attach (2.6.13)
         assert self.handle is not None
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
         self.session._release_handle(self)
@@ -279,6 +281,10 @@ class Link:
             raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
         self.session._assign_handle(self)  # may refuse (no free handle): nothing has changed yet
         self.state = new
+        if new is LinkState.ATTACH_SENT:
+            # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7).
+            self.link_credit = 0
+            self.drain = False
         assert self.handle is not None
         initial = self.delivery_count if self.role is Role.SENDER else None
         self.session._send(
@@ -395,6 +401,12 @@ class Sender(Link):
         from the link's snd-settle-mode (settled only in mode ``SETTLED``).
         """
         self._check_attached()
+        size = (0 if delivery is None else delivery.size) + len(data)
+        limit = self.remote_max_message_size
+        if limit and size > limit:
+            raise LocalProtocolError(
+                f"message of {size} bytes exceeds the peer's max-message-size {limit}"
+            )
         if delivery is None:
             # The engine builds its transfers unchecked: check what the caller gave first,
             # before anything changes.
@@ -441,12 +453,6 @@ class Sender(Link):
             if delivery is not self._current:
                 raise LocalProtocolError("that delivery is not the one being sent")
             first = False
-        size = delivery.size + len(data)
-        limit = self.remote_max_message_size
-        if limit and size > limit:
-            raise LocalProtocolError(
-                f"message of {size} bytes exceeds the peer's max-message-size {limit}"
-            )
         delivery.size = size
         self._current = delivery if more else None
         if not more:
@@ -1618,6 +1624,8 @@ class Connection:
                     return
                 continue
             self._on_session_frame(frame.channel, body, frame.payload)
+            if self._broken:
+                return  # a session's or link's error that closed the connection (_fatal)
 
     def _on_open(self, channel: int, open_: Open) -> None:
         new = CONNECTION_TRANSITIONS.get((self.state, _CI.R_OPEN))

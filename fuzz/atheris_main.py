@@ -5,8 +5,10 @@ Usage, from the repository root (``pip install atheris`` first)::
     python -m fuzz.harness seeds --out fuzz/corpus
     python fuzz/atheris_main.py --target=decode fuzz/corpus/decode -max_total_time=3600
 
-``--target`` is one of ``decode``, ``frames``, ``message``; every other argument goes to
-libFuzzer (corpus directories, ``-max_total_time``, ``-jobs``, ``-dict`` ...). Inputs that
+``--target`` is one of ``decode``, ``frames``, ``message`` (the codec) or ``server``,
+``server-opened`` (the protocol engine in the server role, fed a client's bytes after a header,
+or after a header and an open); every other argument goes to libFuzzer (corpus directories,
+``-max_total_time``, ``-jobs``, ``-dict`` ...). Inputs that
 match an already reported core bug (``harness.KNOWN_ISSUES``) are ignored unless
 ``--include-known`` is given, so that a campaign is not stopped by a bug it already knows.
 

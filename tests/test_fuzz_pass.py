@@ -1,12 +1,17 @@
-"""A bounded fuzz pass over the decoders, in the test suite (the harness is fuzz/harness.py).
+"""A bounded fuzz pass over the decoders and the engine, in the test suite (the harness is
+fuzz/harness.py).
 
 The invariant: decode, the frame parser and Message.decode return normally or raise
 DecodeError / FramingError / UnsupportedProtocolError, and whatever decodes re-encodes to a
-stable canonical form. Environment knobs, for a longer or different pass:
+stable canonical form; a server-role Connection fed arbitrary bytes (after a header, or a
+header and an open) returns events, answers every protocol error with a frame carrying it,
+sends only well-formed frames, and never raises. Environment knobs, for a longer or
+different pass:
 
 * ``AMQP_SANSIO_FUZZ_ITERATIONS`` (default 350000) and ``AMQP_SANSIO_FUZZ_SEED``
   (default 1; ``random`` for a fresh one, printed on failure),
-* ``AMQP_SANSIO_FUZZ_SECONDS``: the time cap of the mutation pass (default 25),
+* ``AMQP_SANSIO_FUZZ_SECONDS``: the time cap of the codec's mutation pass (default 25),
+* ``AMQP_SANSIO_FUZZ_ENGINE_SECONDS``: the time cap of the engine's (default 4),
 * ``AMQP_SANSIO_FUZZ_EXAMPLES``: Hypothesis examples per test (default 400).
 """
 
@@ -45,6 +50,7 @@ ITERATIONS = int(os.environ.get("AMQP_SANSIO_FUZZ_ITERATIONS", "350000"))
 _seed = os.environ.get("AMQP_SANSIO_FUZZ_SEED", "1")
 SEED = random.randrange(2**32) if _seed == "random" else int(_seed)
 SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_SECONDS", "25"))
+ENGINE_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_ENGINE_SECONDS", "4"))
 EXAMPLES = int(os.environ.get("AMQP_SANSIO_FUZZ_EXAMPLES", "400"))
 
 fuzz_settings = settings(
@@ -141,23 +147,99 @@ def test_frames_target_compares_chunkings() -> None:
 
 def test_atheris_entry_point_imports_without_atheris() -> None:
     module = _load("amqp_sansio_fuzz_atheris_main", "atheris_main.py")
-    one = module.make_test_one_input(harness, "frames")
-    for data in harness.seed_corpus()["frames"]:
-        one(data)
+    for target in ("frames", "server", "server-opened"):
+        one = module.make_test_one_input(harness, target)
+        for data in harness.seed_corpus()[target]:
+            one(data)
+
+
+# -- the engine's targets -----------------------------------------------------------------------
+
+
+def test_server_seeds_reach_deep_states() -> None:
+    """The seeds are a client engine's side of whole conversations: replayed, they get as far
+    as deliveries, dispositions, detaches, ends and closes."""
+    kinds = set()
+    for target in harness.ENGINE_TARGETS:
+        for data in harness.seed_corpus()[target]:
+            assert harness.check(target, data) is None
+            kinds.update(harness.execute(target, data)[0].split("|", 1)[1].split(","))
+    for kind in ("DeliveryReceived", "DeliveryAborted", "DeliveryUpdated", "LinkDetached"):
+        assert kind in kinds
+
+
+def test_server_target_reports_an_engine_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    import amqp_sansio
+
+    real = amqp_sansio.Connection.receive_data
+
+    def broken(self: amqp_sansio.Connection, data: bytes, now: float) -> list[object]:
+        events = real(self, data, now)
+        if any(isinstance(e, amqp_sansio.SessionBegun) for e in events):
+            raise KeyError("an engine bug")
+        return list(events)
+
+    monkeypatch.setattr(amqp_sansio.Connection, "receive_data", broken)
+    seed = harness.seed_corpus()["server-opened"][0]
+    _, finding = harness.execute("server-opened", seed)
+    assert finding is not None and finding.stage == "crash" and finding.issue is None
+
+
+def test_server_target_reports_an_unanswered_protocol_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ProtocolError event must come with the close, end or detach that carries it."""
+    import amqp_sansio
+
+    real = amqp_sansio.Connection.data_to_send
+
+    def silent(self: amqp_sansio.Connection) -> bytes:
+        out = real(self)
+        return b"" if self.state is amqp_sansio.ConnectionState.END else out
+
+    monkeypatch.setattr(amqp_sansio.Connection, "data_to_send", silent)
+    bad_frame = b"\x00\x00\x00\x0c\x02\x00\x00\x00\x00\x53\x99\x45"  # an unknown performative
+    _, finding = harness.execute("server-opened", bad_frame)
+    assert finding is not None and finding.stage == "unanswered", finding
+
+
+def test_server_chunking_covers_both_styles() -> None:
+    """Some inputs are cut anywhere, others only within frames; both cover every byte."""
+    import amqp_sansio
+
+    styles = set()
+    for data in harness.seed_corpus()["server"]:
+        whole = amqp_sansio.AMQP_HEADER + data
+        sizes = harness._server_chunks(whole, data)
+        assert sum(sizes) >= len(whole)
+        styles.add(sizes == harness._chunk_sizes(data))
+    assert styles == {True, False}
 
 
 # -- the bounded mutation pass ------------------------------------------------------------------
 
 
 def test_bounded_mutation_pass() -> None:
-    stats = harness.run(ITERATIONS, SEED, time_limit=SECONDS)
+    stats = harness.run(ITERATIONS, SEED, targets=harness.CODEC_TARGETS, time_limit=SECONDS)
     print(stats.summary())
     assert stats.ok, (
         f"fuzzing found new failures (replay with AMQP_SANSIO_FUZZ_SEED={SEED}; "
         f"see fuzz/README.md to triage):\n{stats.summary()}"
     )
-    for target in TARGETS:
+    for target in harness.CODEC_TARGETS:
         assert stats.accepted[target] > 0, f"no mutated {target} input decoded: seeds broken?"
+
+
+def test_bounded_engine_pass() -> None:
+    """The engine's targets, a few seconds: about a thousand conversations each."""
+    stats = harness.run(ITERATIONS, SEED, targets=harness.ENGINE_TARGETS, time_limit=ENGINE_SECONDS)
+    print(stats.summary())
+    assert stats.ok, (
+        f"fuzzing the engine found new failures (replay with AMQP_SANSIO_FUZZ_SEED={SEED}; "
+        f"see fuzz/README.md to triage):\n{stats.summary()}"
+    )
+    for target in harness.ENGINE_TARGETS:
+        assert stats.accepted[target] > 0, f"no mutated {target} input went without error"
 
 
 # -- Hypothesis -----------------------------------------------------------------------------------
