@@ -269,7 +269,6 @@ class Link:
         2.6.6). The peer answers with its own detach (:class:`LinkDetached`)."""
         self.session._check_can_send()  # nothing after our close or end
         self._move(_LI.S_DETACH)
-        self._current = None  # a delivery cut short cannot go on after a re-attach (2.6.13)
         assert self.handle is not None
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
         self.session._release_handle(self)
@@ -528,6 +527,9 @@ class Receiver(Link):
         #: (``DeliveryReceived(complete=False)`` until the last); otherwise a delivery is
         #: reported once, whole.
         self.streaming = False
+        #: The highest delivery-limit (delivery-count + credit) we have granted: what the
+        #: sender may have seen, whatever we lowered the credit to since.
+        self._granted_limit = 0
 
     def flow(self, credit: int, *, drain: bool = False) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
@@ -537,6 +539,9 @@ class Receiver(Link):
             raise LocalProtocolError(f"credit {credit} is out of range")
         self.link_credit = credit
         self.drain = drain
+        limit = serial_add(self.delivery_count, credit)
+        if serial_diff(limit, self._granted_limit) > 0:
+            self._granted_limit = limit
         self._send_flow()
 
     def add_credit(self, credit: int) -> None:
@@ -749,6 +754,8 @@ class Session:
             self._drop_link(link)
 
     def _drop_link(self, link: Link) -> None:
+        # Detached both ways: a delivery cut short cannot go on after a re-attach (2.6.13).
+        link._current = None
         if link.remote_handle is not None:
             self._links_in.pop(link.remote_handle, None)
         for delivery in link.unsettled.values():
@@ -983,6 +990,7 @@ class Session:
                     target=self,
                 )
             link.delivery_count = attach.initial_delivery_count
+            link._granted_limit = link.delivery_count  # type: ignore[attr-defined]
         else:
             link.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
         self.connection._events.append(LinkAttached(link=link, remote=attach))
@@ -1067,7 +1075,11 @@ class Session:
                     else link._initial_delivery_count
                 )
                 credit = flow.link_credit if flow.link_credit is not None else 0
-                link.link_credit = serial_diff(serial_add(rcv_count, credit), link.delivery_count)
+                # Below zero when the receiver lowered its credit under what we had already
+                # sent: we may send nothing more (2.6.7), which zero says as well.
+                link.link_credit = max(
+                    0, serial_diff(serial_add(rcv_count, credit), link.delivery_count)
+                )
                 link.drain = flow.drain
                 events.append(
                     CreditChanged(
@@ -1128,7 +1140,10 @@ class Session:
                     scope="session",
                     target=self,
                 )
-            if link.link_credit <= 0:
+            # A violation is a transfer beyond the highest delivery-limit we ever granted: after
+            # we lowered the credit ("stop", 2.6.10), transfers sent under the old limit may
+            # still arrive, and are handled normally (2.6.7 lets the receiver choose).
+            if serial_diff(link._granted_limit, link.delivery_count) <= 0:
                 raise _PeerError(
                     "amqp:link:transfer-limit-exceeded",
                     "transfer without link credit",
@@ -1157,7 +1172,8 @@ class Session:
                 # ignored (2.6.13) and settled, so that the sender can forget it too.
                 delivery._ignore = transfer.resume
             link.delivery_count = serial_add(link.delivery_count, 1)
-            link.link_credit -= 1
+            if link.link_credit > 0:
+                link.link_credit -= 1
             if link.available:
                 link.available -= 1
             if not transfer.settled:

@@ -911,3 +911,14 @@ def test_the_caller_may_reuse_its_buffer_right_after_send() -> None:
     snd.send(memoryview(buf))
     _, s = p.pump()
     assert [e.data for e in of(s, a.DeliveryReceived)] == [b"a" * 5000, b"b" * 5000]
+
+
+def test_stopping_a_link_lets_transfers_in_flight_arrive() -> None:
+    p, snd, rcv = _link_pair()
+    snd.send(b"already on its way")
+    rcv.flow(0)  # "stop" (2.6.10), crossing the transfer
+    _, s = p.pump()
+    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"already on its way"]
+    assert not of(s, a.ProtocolError) and snd.link_credit == 0
+    with pytest.raises(a.LocalProtocolError, match="credit"):
+        snd.send(b"no more")
