@@ -20,6 +20,7 @@ refusing a peer's open, begin and attach, granting link credit, settling deliver
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import struct
 from collections import deque
@@ -1033,6 +1034,17 @@ class Session:
     def _on_detach(self, detach: Detach, payload: bytes) -> None:
         self._check_mapped()
         link = self._link_in(detach.handle)
+        if link.state is LinkState.ATTACH_RCVD and self.state is SessionState.MAPPED:
+            # The peer detached a link before we answered its attach (it may: its
+            # ATTACH_SENT -> DETACH_SENT). Our answer is an attach without a terminus, as a
+            # refusal's, and then our detach below (2.6.3).
+            # Without a free handle we cannot answer: that stays a protocol error below.
+            if link.role is Role.SENDER:
+                link.source = None
+            else:
+                link.target = None
+            with contextlib.suppress(LocalProtocolError):
+                link._send_attach()
         new = LINK_TRANSITIONS.get((link.state, _LI.R_DETACH))
         if new is None:
             raise _PeerError(

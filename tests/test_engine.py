@@ -922,3 +922,16 @@ def test_stopping_a_link_lets_transfers_in_flight_arrive() -> None:
     assert not of(s, a.ProtocolError) and snd.link_credit == 0
     with pytest.raises(a.LocalProtocolError, match="credit"):
         snd.send(b"no more")
+
+
+def test_a_link_detached_before_we_answered_its_attach() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    snd = cs.attach_sender("hasty", target="q")
+    snd.detach()  # before the peer answered
+    c, s = p.pump()
+    assert [type(e) for e in s] == [a.LinkAttached, a.LinkDetached]
+    assert [type(e) for e in c] == [a.LinkAttached, a.LinkDetached]
+    assert of(c, a.LinkAttached)[0].remote.target is None  # answered without a terminus
+    assert snd.state is a.LinkState.DETACHED
+    assert of(s, a.LinkAttached)[0].link.state is a.LinkState.DETACHED
