@@ -25,7 +25,7 @@ import itertools
 import struct
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _decode
 from ._composite import _requires_ok, unchecked
@@ -81,6 +81,8 @@ from ._states import (
 from ._types import Symbol
 
 __all__ = ["Connection", "Delivery", "Link", "Receiver", "Sender", "Session"]
+
+L = TypeVar("L", bound="Link")
 
 _UINT_MAX = 0xFFFFFFFF
 _CI = ConnectionInput
@@ -684,9 +686,7 @@ class Session:
             max_message_size=max_message_size,
         )
         link.delivery_count = link._initial_delivery_count = initial_delivery_count & _UINT_MAX
-        self._add_link(link)
-        link.attach()
-        return link
+        return self._start(link)
 
     def attach_receiver(
         self,
@@ -715,11 +715,15 @@ class Session:
             desired_capabilities=desired_capabilities,
             max_message_size=max_message_size,
         )
+        return self._start(link)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _start(self, link: L) -> L:
+        """Register a link we start, and send its attach."""
         self._add_link(link)
         link.attach()
         return link
-
-    # -- internals ----------------------------------------------------------------------------
 
     def _add_link(self, link: Link) -> None:
         key = (link.name, link.role)
