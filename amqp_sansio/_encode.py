@@ -556,8 +556,13 @@ def encode(value: Any) -> bytes:
 
 def guarded_encode_into(value: Any, out: bytearray) -> None:
     """:func:`encode_into`, with every failure turned into an EncodeError."""
+    guarded(encode_into, value, out)
+
+
+def guarded(encoder: Encoder, value: Any, out: bytearray) -> None:
+    """Run ``encoder(value, out)``, turning every low-level failure into an EncodeError."""
     try:
-        encode_into(value, out)
+        encoder(value, out)
     except EncodeError:
         raise
     except UnicodeEncodeError as exc:

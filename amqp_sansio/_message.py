@@ -12,7 +12,6 @@ annotates it in transit.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import attrs
@@ -109,19 +108,7 @@ class Message:
 
     def _encoded(self, *, bare: bool) -> bytes:
         out = bytearray()
-        try:
-            self._encode_into(out, bare=bare)
-        except EncodeError:
-            raise
-        except (
-            struct.error,
-            OverflowError,
-            ValueError,
-            TypeError,
-            UnicodeEncodeError,
-            RecursionError,
-        ) as exc:
-            raise EncodeError(f"cannot encode the message: {exc}") from None
+        _encode.guarded(lambda m, o: m._encode_into(o, bare=bare), self, out)
         if not out:
             # Zero sections would be zero bytes, which is no message at all (3.2).
             raise EncodeError("a message has at least one section; this one has none")
