@@ -20,12 +20,13 @@ refusing a peer's open, begin and attach, granting link credit, settling deliver
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import struct
 from collections import deque
 from collections.abc import Iterable
 from typing import Any, TypeVar
+
+import attrs
 
 from . import _decode
 from ._composite import _requires_ok, unchecked
@@ -221,6 +222,9 @@ class Link:
         self._initial_delivery_count = 0
         self._current: Delivery | None = None
         self.unsettled: dict[bytes, Delivery] = {}
+        #: A detach either way said closed: when both are done the link is destroyed
+        #: (2.6.6), not suspended (2.6.4).
+        self._closing = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.state.value} credit={self.link_credit}>"
@@ -273,11 +277,19 @@ class Link:
         self.session._check_can_send()  # nothing after our close or end
         self._move(_LI.S_DETACH)
         assert self.handle is not None
+        self._closing = self._closing or closed
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
         self.session._release_handle(self)
 
     def _send_attach(self) -> None:
         self.session._check_can_send()
+        if self.session._links_by_name.get((self.name, self.role)) is not self:
+            # The peer attached a link of this name since: that endpoint is the link now.
+            raise LocalProtocolError(f"link {self.name!r} has a newer endpoint: use that one")
+        if self in self.session._owed:
+            raise LocalProtocolError(
+                f"link {self.name!r} still owes the peer its answer: wait for a free handle"
+            )
         new = LINK_TRANSITIONS.get((self.state, _LI.S_ATTACH))
         if new is None:
             raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
@@ -287,24 +299,25 @@ class Link:
             # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7).
             self.link_credit = 0
             self.drain = False
+        self.session._send(self._attach_body())
+
+    def _attach_body(self) -> Attach:
         assert self.handle is not None
         initial = self.delivery_count if self.role is Role.SENDER else None
-        self.session._send(
-            Attach(
-                name=self.name,
-                handle=self.handle,
-                role=self.role,
-                snd_settle_mode=self.snd_settle_mode,
-                rcv_settle_mode=self.rcv_settle_mode,
-                source=self.source,
-                target=self.target,
-                initial_delivery_count=initial,
-                unsettled={t: d.local_state for t, d in self.unsettled.items()} or None,
-                max_message_size=self.max_message_size,
-                properties=self.properties,
-                offered_capabilities=self.offered_capabilities,
-                desired_capabilities=self.desired_capabilities,
-            )
+        return Attach(
+            name=self.name,
+            handle=self.handle,
+            role=self.role,
+            snd_settle_mode=self.snd_settle_mode,
+            rcv_settle_mode=self.rcv_settle_mode,
+            source=self.source,
+            target=self.target,
+            initial_delivery_count=initial,
+            unsettled={t: d.local_state for t, d in self.unsettled.items()} or None,
+            max_message_size=self.max_message_size,
+            properties=self.properties,
+            offered_capabilities=self.offered_capabilities,
+            desired_capabilities=self.desired_capabilities,
         )
 
     def _check_attached(self) -> None:
@@ -332,6 +345,7 @@ class Link:
         if delivery.settled:
             raise LocalProtocolError("the delivery is already settled")
         self.session._check_can_send()
+        self._check_known(delivery)
         delivery.local_state = state
         self.session._queue_disposition(self.role, delivery.id, False, state)
 
@@ -344,6 +358,7 @@ class Link:
             return
         if not delivery.remote_settled:
             self.session._check_can_send()  # a disposition goes out: refuse before any change
+            self._check_known(delivery)
         if state is not None:
             delivery.local_state = state
         if (
@@ -361,6 +376,12 @@ class Link:
     def _own(self, delivery: Delivery) -> None:
         if delivery.link is not self:
             raise LocalProtocolError("that delivery belongs to another link")
+
+    def _check_known(self, delivery: Delivery) -> None:
+        if self.session._deliveries(self.role).get(delivery.id) is not delivery:
+            # Its link was closed (2.6.6): the peer would take a disposition naming it as
+            # input for a destroyed link (2.6.5).
+            raise LocalProtocolError("the delivery's link was closed: it can no longer be settled")
 
     def _forget(self, delivery: Delivery) -> None:
         delivery.settled = True
@@ -595,8 +616,13 @@ class Session:
         self._links_by_name: dict[tuple[str, Role], Link] = {}
         self._out_deliveries: dict[int, Delivery] = {}
         self._in_deliveries: dict[int, Delivery] = {}
-        self._blocked: deque[bytearray | tuple[bytearray, memoryview]] = deque()
+        #: Frames waiting for the peer's incoming window: transfers (a frame, or a head and a
+        #: payload view), and behind them other frames (encoded), or a link's flow.
+        self._blocked: deque[bytearray | tuple[bytearray, memoryview] | bytes | Flow] = deque()
         self._dispositions: list[tuple[Role, int, bool, Any]] = []
+        #: Links the peer detached before we could answer their attach (our begin had not
+        #: gone out, or no handle was free), with the closed flag of the answer we owe.
+        self._owed: dict[Link, bool] = {}
 
     def __repr__(self) -> str:
         return f"<Session channel={self.channel} {self.state.value}>"
@@ -645,6 +671,7 @@ class Session:
                 properties=self.properties,
             ),
         )
+        self._answer_owed()
 
     def end(self, error: Error | None = None) -> None:
         """End the session (core spec 2.5.2); with an error, incoming frames are discarded
@@ -728,7 +755,7 @@ class Session:
     def _add_link(self, link: Link) -> None:
         key = (link.name, link.role)
         old = self._links_by_name.get(key)
-        if old is not None and old.state is not LinkState.DETACHED:
+        if old is not None and (old.state is not LinkState.DETACHED or old in self._owed):
             raise LocalProtocolError(
                 f"a {link.role.name.lower()} link named {link.name!r} is already attached"
             )
@@ -741,9 +768,9 @@ class Session:
         self._links_by_name[key] = link
 
     def _assign_handle(self, link: Link) -> None:
-        limit = self.handle_max
-        if self.remote is not None:
-            limit = min(limit, self.remote.handle_max)
+        # Our handles are bounded by the peer's handle-max (2.7.2); ours bounds the peer's.
+        # Before its begin arrives (a pipelined attach), we keep within our own.
+        limit = self.handle_max if self.remote is None else self.remote.handle_max
         for handle in range(len(self._links_out) + 1):
             if handle not in self._links_out:
                 break
@@ -757,14 +784,38 @@ class Session:
             self._links_out.pop(link.handle, None)
         if link.state is LinkState.DETACHED:
             self._drop_link(link)
+        if self._owed:
+            self._answer_owed()
+
+    def _answer_owed(self) -> None:
+        """Answer the attaches of links the peer has since detached: our attach (no
+        terminus, as a refusal's) and our detach, back to back (2.6.3, 2.6.6)."""
+        owed = self._owed
+        while owed and self.state is SessionState.MAPPED and self.connection.state in _SENDING:
+            link, closed = next(iter(owed.items()))
+            try:
+                self._assign_handle(link)
+            except LocalProtocolError:
+                return  # none free: the next released handle answers
+            del owed[link]
+            assert link.handle is not None
+            self._send(link._attach_body())
+            self._send(Detach(handle=link.handle, closed=closed))
+            self._links_out.pop(link.handle, None)
 
     def _drop_link(self, link: Link) -> None:
         # Detached both ways: a delivery cut short cannot go on after a re-attach (2.6.13).
         link._current = None
         if link.remote_handle is not None:
             self._links_in.pop(link.remote_handle, None)
-        for delivery in link.unsettled.values():
-            self._deliveries(link.role).pop(delivery.id, None)
+        if link._closing:
+            # Closed: the link and its unsettled state are gone (2.6.6).
+            for delivery in link.unsettled.values():
+                self._deliveries(link.role).pop(delivery.id, None)
+            link.unsettled = {}
+        # Suspended: its unsettled deliveries live on in the session, which may still
+        # exchange dispositions for them by delivery-id (2.6.4), until a re-attach resumes
+        # them (2.6.13).
 
     def _deliveries(self, role: Role) -> dict[int, Delivery]:
         return self._out_deliveries if role is Role.SENDER else self._in_deliveries
@@ -772,7 +823,23 @@ class Session:
     def _send(self, body: Any) -> None:
         if self._dispositions:
             self._flush_dispositions()  # what was settled before goes out before this frame
+        self._put(body)
+
+    def _put(self, body: Any) -> None:
+        """Send a frame, or queue it behind transfers waiting for the peer's window.
+
+        A link's frames must not overtake its transfers: a detach would cut them off, a
+        flow would count them before they arrive, a disposition would name a delivery the
+        peer has not seen, and a handle freed by a detach is reused by the next attach. Only
+        what the peer needs to open its own window goes at once: a session's flow (it
+        carries no link's state) and end (which abandons the queue)."""
         assert self.channel is not None
+        kind = type(body)
+        if self._blocked and kind is not End and (kind is not Flow or body.handle is not None):
+            if kind is not Flow:
+                body = bytes(self.connection._checked_frame(self.channel, body))  # checked now
+            self._blocked.append(body)
+            return
         self.connection._send_frame(self.channel, body)
 
     def _flow(self, **link_fields: Any) -> Flow:
@@ -865,8 +932,31 @@ class Session:
 
     def _unblock(self) -> None:
         blocked = self._blocked
-        while blocked and self.remote_incoming_window > 0:
-            self._emit_transfer(blocked.popleft())
+        conn = self.connection
+        while blocked:
+            item = blocked[0]
+            kind = type(item)
+            if kind is bytearray or kind is tuple:
+                if self.remote_incoming_window <= 0:
+                    return
+                self._emit_transfer(blocked.popleft())  # type: ignore[arg-type]
+                continue
+            blocked.popleft()
+            if kind is bytes:
+                conn._send_raw(item)  # type: ignore[arg-type]
+            else:
+                # A link's flow waited behind transfers: its session fields are those of now.
+                assert self.channel is not None
+                conn._send_frame(
+                    self.channel,
+                    attrs.evolve(
+                        item,  # type: ignore[misc]
+                        next_incoming_id=self.next_incoming_id,
+                        incoming_window=self.incoming_window,
+                        next_outgoing_id=self.next_outgoing_id,
+                        outgoing_window=self.outgoing_window,
+                    ),
+                )
 
     def _queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
         self._check_can_send()
@@ -880,8 +970,7 @@ class Session:
             pending.clear()
             return
         self._dispositions = []
-        send = self.connection._send_frame
-        channel = self.channel
+        send = self._put
         role, first, settled, state = pending[0]
         last = first
         for r, did, s, st in pending[1:]:
@@ -889,7 +978,6 @@ class Session:
                 last = did
                 continue
             send(
-                channel,
                 Disposition(
                     role=role,
                     first=first,
@@ -901,7 +989,6 @@ class Session:
             role, first, settled, state = r, did, s, st
             last = did
         send(
-            channel,
             Disposition(
                 role=role,
                 first=first,
@@ -1038,17 +1125,26 @@ class Session:
     def _on_detach(self, detach: Detach, payload: bytes) -> None:
         self._check_mapped()
         link = self._link_in(detach.handle)
-        if link.state is LinkState.ATTACH_RCVD and self.state is SessionState.MAPPED:
+        if link.state is LinkState.ATTACH_RCVD:
             # The peer detached a link before we answered its attach (it may: its
             # ATTACH_SENT -> DETACH_SENT). Our answer is an attach without a terminus, as a
-            # refusal's, and then our detach below (2.6.3).
-            # Without a free handle we cannot answer: that stays a protocol error below.
+            # refusal's, and then our detach (2.6.3): at once if we can, else as soon as our
+            # begin has gone out or a handle is free (_answer_owed). The link is detached.
             if link.role is Role.SENDER:
                 link.source = None
             else:
                 link.target = None
-            with contextlib.suppress(LocalProtocolError):
-                link._send_attach()
+            link.state = LinkState.DETACHED
+            link._closing = link._closing or detach.closed
+            self._links_in.pop(detach.handle, None)
+            link.remote_handle = None
+            self.connection._events.append(
+                LinkDetached(link=link, error=detach.error, closed=detach.closed)
+            )
+            self._drop_link(link)
+            self._owed[link] = detach.closed
+            self._answer_owed()
+            return
         new = LINK_TRANSITIONS.get((link.state, _LI.R_DETACH))
         if new is None:
             raise _PeerError(
@@ -1058,6 +1154,7 @@ class Session:
                 target=self,
             )
         link.state = new
+        link._closing = link._closing or detach.closed
         self._links_in.pop(detach.handle, None)
         link.remote_handle = None
         self.connection._events.append(
@@ -1567,7 +1664,7 @@ class Connection:
         self._out.append(data)
         self._last_sent = self._now
 
-    def _send_frame(self, channel: int, body: Any) -> None:
+    def _checked_frame(self, channel: int, body: Any) -> bytearray:
         frame = _frame(channel, body)
         if len(frame) > self._peer_max_frame_size:
             raise LocalProtocolError(
@@ -1575,7 +1672,10 @@ class Connection:
                 f"exceeds the peer's max-frame-size "
                 f"{self._peer_max_frame_size}"
             )
-        self._send_raw(frame)
+        return frame
+
+    def _send_frame(self, channel: int, body: Any) -> None:
+        self._send_raw(self._checked_frame(channel, body))
 
     def _close(self, error: Error | None) -> None:
         what = _CI.S_CLOSE_ERROR if error is not None else _CI.S_CLOSE
@@ -1608,6 +1708,7 @@ class Connection:
         session.channel = None
         session._blocked.clear()
         session._dispositions.clear()
+        session._owed.clear()
         for link in session._links_by_name.values():
             link.state = LinkState.DETACHED  # a session's end detaches its links (2.5.2)
             link.handle = link.remote_handle = None

@@ -486,16 +486,25 @@ def test_handle_in_use_and_unattached_handle() -> None:
     assert of(events, a.ProtocolError)[0].error.condition == "amqp:session:unattached-handle"
 
 
-def test_handle_max_limits_links() -> None:
+def test_handle_max_limits_the_peers_links() -> None:
+    """Our handle-max bounds the handles the peer uses; the peer's bounds ours (2.7.2)."""
     p = _opened()
     cs = p.client.begin(handle_max=1)
     _, s = p.pump()
-    of(s, a.SessionBegun)[0].session.begin()
+    ss = of(s, a.SessionBegun)[0].session
+    ss.handle_max = 2
+    ss.begin()
     p.pump()
-    cs.attach_sender("a", target="q")
-    cs.attach_sender("b", target="q")
+    ss.attach_sender("a", target="q")
+    ss.attach_sender("b", target="q")
     with pytest.raises(a.LocalProtocolError, match="handle"):
-        cs.attach_sender("c", target="q")
+        ss.attach_sender("c", target="q")
+    for name in "xyz":
+        cs.attach_sender(name, target="q")
+    with pytest.raises(a.LocalProtocolError, match="handle-max 2"):
+        cs.attach_sender("w", target="q")
+    c, s = p.pump()
+    assert not of(c, a.ProtocolError) and not of(s, a.ProtocolError)
 
 
 def test_sending_needs_credit() -> None:
@@ -935,3 +944,118 @@ def test_a_link_detached_before_we_answered_its_attach() -> None:
     assert of(c, a.LinkAttached)[0].remote.target is None  # answered without a terminus
     assert snd.state is a.LinkState.DETACHED
     assert of(s, a.LinkAttached)[0].link.state is a.LinkState.DETACHED
+
+
+def test_a_link_detached_before_we_answered_its_session_is_answered_after_our_begin() -> None:
+    """A pipelined begin, attach and detach (core spec 2.5.5, 2.6.3): we cannot send the
+    link's frames before our begin, so its answer (attach, detach) follows the begin."""
+    p = _opened()
+    cs = p.client.begin()
+    snd = cs.attach_sender("hasty", target="q")
+    snd.detach()
+    _, s = p.pump()
+    assert [type(e) for e in s] == [a.SessionBegun, a.LinkAttached, a.LinkDetached]
+    link = of(s, a.LinkAttached)[0].link
+    assert link.state is a.LinkState.DETACHED
+    with pytest.raises(a.LocalProtocolError, match="BEGIN_RCVD"):
+        link.attach()  # (the engine answers for it, after our begin)
+    of(s, a.SessionBegun)[0].session.begin()
+    c, s = p.pump()
+    assert [type(e) for e in c] == [a.SessionBegun, a.LinkAttached, a.LinkDetached]
+    assert of(c, a.LinkAttached)[0].remote.target is None
+    assert snd.state is a.LinkState.DETACHED and not s
+
+
+def test_a_link_detached_before_we_had_a_handle_to_answer_is_answered_when_one_frees() -> None:
+    p = _opened()
+    cs = p.client.begin(handle_max=0)
+    _, s = p.pump()
+    ss = of(s, a.SessionBegun)[0].session
+    ss.begin()
+    p.pump()
+    ours = ss.attach_sender("first", target="q")  # takes the only handle the client allows
+    c, _ = p.pump()
+    of(c, a.LinkAttached)[0].link.attach()
+    p.pump()
+    theirs = cs.attach_sender("second", target="q")
+    _, s = p.pump()
+    waiting = of(s, a.LinkAttached)[0].link
+    with pytest.raises(a.LocalProtocolError, match="no free link handle"):
+        waiting.attach()
+    theirs.detach()  # before we could answer
+    c, s = p.pump()
+    assert not c and [type(e) for e in s] == [a.LinkDetached]
+    assert theirs.state is a.LinkState.DETACH_SENT
+    with pytest.raises(a.LocalProtocolError, match="owes"):
+        waiting.attach()  # the engine answers for it first
+    with pytest.raises(a.LocalProtocolError, match="already attached"):
+        ss.attach_receiver("second", source="q")
+    ours.detach()  # frees the handle: the owed answer follows
+    c, s = p.pump()
+    assert [type(e) for e in c] == [a.LinkDetached, a.LinkAttached, a.LinkDetached]
+    assert theirs.state is a.LinkState.DETACHED and ours.state is a.LinkState.DETACHED
+    assert not of(s, a.ProtocolError) and not of(c, a.ProtocolError)
+
+
+def test_a_disposition_after_a_suspending_detach_still_reaches_the_delivery() -> None:
+    """Deliveries outlive their link's detach (core spec 2.6.4): the receiver may settle one
+    of a suspended link, and the sender hears of it, by delivery-id."""
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, name="durable")
+    rcv.flow(1)
+    p.pump()
+    sent = snd.send(b"m")
+    _, s = p.pump()
+    (got,) = of(s, a.DeliveryReceived)
+    snd.detach(closed=False)
+    p.pump()
+    assert rcv.state is a.LinkState.DETACHED and snd.state is a.LinkState.DETACHED
+    rcv.settle(got.delivery, a.Accepted())
+    c, _ = p.pump()
+    (upd,) = of(c, a.DeliveryUpdated)
+    assert upd.delivery is sent and upd.settled and upd.state == a.Accepted()
+    assert sent.settled and not snd.unsettled  # auto-settled: nothing left to resume
+
+
+def test_closing_a_link_discards_its_unsettled_deliveries() -> None:
+    """A closed link is destroyed with its unsettled state (core spec 2.6.6): a new link of
+    the same name starts afresh, and a late disposition names no delivery."""
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, name="gone")
+    rcv.flow(1)
+    p.pump()
+    snd.send(b"m")
+    _, s = p.pump()
+    (got,) = of(s, a.DeliveryReceived)
+    snd.detach()
+    p.pump()
+    assert not snd.unsettled and not rcv.unsettled
+    snd2 = cs.attach_sender("gone", target="q")
+    assert not snd2.unsettled
+    _, s = p.pump()
+    assert of(s, a.LinkAttached)[0].remote.unsettled is None
+    with pytest.raises(a.LocalProtocolError):
+        rcv.settle(got.delivery, a.Accepted())  # its session no longer knows it
+
+
+def test_a_replaced_link_endpoint_cannot_attach_again() -> None:
+    """Once the peer attaches a link of the same name, the old (detached) endpoint object is
+    out of date: attaching it again is refused, and the new endpoint is the link."""
+    p = _opened()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs, name="again")
+    snd.detach(closed=False)
+    p.pump()
+    snd2 = cs.attach_sender("again", target="q")
+    _, s = p.pump()
+    (att,) = of(s, a.LinkAttached)
+    assert att.link is not rcv
+    before = p.server.data_to_send()
+    with pytest.raises(a.LocalProtocolError, match="newer endpoint"):
+        rcv.attach()
+    assert p.server.data_to_send() == before == b""
+    att.link.attach()
+    c, _ = p.pump()
+    assert of(c, a.LinkAttached) and snd2.state is a.LinkState.ATTACHED

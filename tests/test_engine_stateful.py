@@ -48,13 +48,10 @@ import amqp_sansio as a
 
 SIDES = ("client", "server")
 
-#: Engine issue, partly fixed: a peer may detach a link it is still attaching
-#: (ATTACH_SENT -> DETACH_SENT). On a mapped session with a free handle the engine answers
-#: with an attach (no terminus) and a detach (test_detach_before_the_peer_answers_the_attach).
-#: Still open: the same in BEGIN_RCVD (a pipelined begin, attach and detach) or with no free
-#: handle, which remain illegal-state; while it is open, the machine does not detach a link
-#: before the peer has answered its attach.
-KNOWN_DETACH_BEFORE_ANSWER = True
+#: Fixed engine issue: a peer may detach a link it is still attaching (ATTACH_SENT ->
+#: DETACH_SENT). The engine answers with an attach (no terminus) and a detach: at once when
+#: it can, else after its begin (a pipelined begin, attach and detach) or when a handle frees.
+KNOWN_DETACH_BEFORE_ANSWER = False
 
 #: Fixed engine issue: a receiver that lowers its credit (``flow(0)``, the spec's "stop")
 #: while transfers are in flight detached the link with transfer-limit-exceeded when they
@@ -62,20 +59,14 @@ KNOWN_DETACH_BEFORE_ANSWER = True
 #: does not lower a receiver's credit.
 KNOWN_CREDIT_LOWERED_IN_FLIGHT = False  # fixed: the receiver tracks the limit it granted
 
-#: Open engine issue: transfers waiting for the peer's session window stay queued while the
-#: link's other frames go out at once: a detach overtakes them (they then arrive on a handle
-#: that is gone, or already reused by the next attach, or answered by the peer's own
-#: detach), and so does a sender's flow (after ``drained()`` or ``set_available()``), whose
-#: delivery-count already counts them, so that they arrive beyond the credit. While it is
-#: open, the test detaches no link of a session with a small window nor one whose sender
-#: has transfers waiting, and a sender with transfers waiting sends no flow.
-KNOWN_LINK_FRAMES_OVERTAKE_QUEUED_TRANSFERS = True
+#: Fixed engine issue: transfers waiting for the peer's session window stayed queued while
+#: the link's other frames went out at once: a detach overtook them, and so did a sender's
+#: flow, whose delivery-count already counted them. Now every link frame waits behind them.
+KNOWN_LINK_FRAMES_OVERTAKE_QUEUED_TRANSFERS = False
 
-#: Open engine issue: a disposition for a delivery of a detached (not closed) link is
-#: ignored, though deliveries outlive their link's detach (2.6.4); when the link is resumed,
-#: the receiver settles the delivery with no state. While it is open, a settlement with no
-#: state is accepted.
-KNOWN_DISPOSITION_AFTER_DETACH_IGNORED = True
+#: Fixed engine issue: a disposition for a delivery of a detached (not closed) link was
+#: ignored, though deliveries outlive their link's detach (2.6.4).
+KNOWN_DISPOSITION_AFTER_DETACH_IGNORED = False
 S = a.ConnectionState
 _MASK = 0xFFFFFFFF
 ABORTED = "aborted"
@@ -119,6 +110,10 @@ class LinkTap:
     #: The sender's delivery-count: its initial one, one more for each delivery the
     #: application starts, and what its flows say after a drain.
     snd_count: int | None = None
+    #: The sender's delivery-count as its frames show it: one more for each delivery whose
+    #: first transfer went out, and what its flows say. A flow may wait behind transfers (for
+    #: the peer's window): it goes out after them, so it may lag behind ``snd_count``.
+    wire_count: int | None = None
     snd_in_progress: bool = False
 
 
@@ -219,7 +214,7 @@ class Tap:
             # (Re)attaching starts the flow state again: no credit until the next flow.
             if body.role is a.Role.SENDER:
                 link.sender = side
-                link.initial = link.snd_count = body.initial_delivery_count
+                link.initial = link.snd_count = link.wire_count = body.initial_delivery_count
                 link.known_at_sender = None
             else:
                 link.granted = None
@@ -238,11 +233,13 @@ class Tap:
                     if link.granted is None or s_lt(link.granted, limit):
                         link.granted = limit
                 elif body.delivery_count is not None:
-                    assert link.snd_count is not None
-                    assert s_diff(body.delivery_count, link.snd_count) >= 0, (
+                    assert link.snd_count is not None and link.wire_count is not None
+                    assert s_diff(body.delivery_count, link.wire_count) >= 0, (
                         f"{side}'s delivery-count on {name} went back to {body.delivery_count}"
                     )
-                    link.snd_count = body.delivery_count  # a drain moves it on
+                    link.wire_count = body.delivery_count  # a drain moves it on
+                    if s_lt(link.snd_count, body.delivery_count):
+                        link.snd_count = body.delivery_count
             return Arrival(kind, body, uid, name, limit=limit)
         if isinstance(body, a.Transfer):
             window = self.known.get((uid, side))
@@ -256,6 +253,8 @@ class Tap:
             link = self.links[name]
             first = not link.snd_in_progress
             link.snd_in_progress = bool(body.more) and not body.aborted
+            if first and link.wire_count is not None:
+                link.wire_count = s_add(link.wire_count, 1)
             return Arrival(kind, body, uid, name, transfer_id=tid, first=first)
         return Arrival(kind, body, uid)
 
@@ -1160,13 +1159,7 @@ def test_credit_lowered_while_transfers_are_in_flight() -> None:
     m.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="open: KNOWN_LINK_FRAMES_OVERTAKE_QUEUED_TRANSFERS"
-)
-def test_known_detach_overtakes_transfers_waiting_for_the_window(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sys.modules[__name__], "KNOWN_LINK_FRAMES_OVERTAKE_QUEUED_TRANSFERS", False)
+def test_a_detach_waits_behind_transfers_waiting_for_the_window() -> None:
     m = _machine(window=1)
     m.send("server", 0, 511, None, 1)  # two frames; the client's window of 1 holds the second
     m.detach("server", 0, False, None)
@@ -1175,13 +1168,7 @@ def test_known_detach_overtakes_transfers_waiting_for_the_window(
     m.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="open: KNOWN_LINK_FRAMES_OVERTAKE_QUEUED_TRANSFERS"
-)
-def test_known_flow_overtakes_transfers_waiting_for_the_window(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sys.modules[__name__], "KNOWN_LINK_FRAMES_OVERTAKE_QUEUED_TRANSFERS", False)
+def test_a_flow_waits_behind_transfers_waiting_for_the_window() -> None:
     m = _machine(preset="traffic", window=1)
     m.credit("client", 0, 0, "drain")
     m.pump(0, 600)
@@ -1191,11 +1178,7 @@ def test_known_flow_overtakes_transfers_waiting_for_the_window(
     m.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="open: KNOWN_DISPOSITION_AFTER_DETACH_IGNORED"
-)
-def test_known_disposition_for_a_detached_link_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys.modules[__name__], "KNOWN_DISPOSITION_AFTER_DETACH_IGNORED", False)
+def test_a_disposition_for_a_suspended_link_reaches_its_delivery() -> None:
     m = _machine(window=2048)
     m.send("server", 0, 0, None, 1)
     m.detach("server", 0, False, None)
