@@ -167,7 +167,7 @@ class Delivery:
         self.aborted = False
         self.complete = False
         self.size = 0
-        self._chunks: list[bytes] = []
+        self._chunks: list[bytes | memoryview] = []
         self._settle_on_remote: Any = None
         #: True when this delivery was sent again after its link was resumed (2.6.13).
         self.resumed = False
@@ -913,7 +913,7 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def _on_frame(self, body: Any, payload: bytes) -> None:
+    def _on_frame(self, body: Any, payload: bytes | memoryview) -> None:
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the
         # answer to a detach, is moot until its end arrives.
@@ -1127,7 +1127,7 @@ class Session:
         elif flow.echo and self.state is SessionState.MAPPED:
             self._send(self._flow())
 
-    def _on_transfer(self, transfer: Transfer, payload: bytes) -> None:
+    def _on_transfer(self, transfer: Transfer, payload: bytes | memoryview) -> None:
         self._check_mapped()
         link = self._link_in(transfer.handle)
         if link.role is not Role.RECEIVER:
@@ -1243,7 +1243,7 @@ class Session:
                     link._untrack(delivery)
             events.append(
                 DeliveryReceived(
-                    link=link, delivery=delivery, data=payload, complete=not transfer.more
+                    link=link, delivery=delivery, data=bytes(payload), complete=not transfer.more
                 )
             )
         else:
@@ -1254,7 +1254,9 @@ class Session:
                 delivery.complete = True
                 chunks = delivery._chunks
                 delivery._chunks = []
-                data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                # A large frame's payload is a view of the bytes received: the message is
+                # copied out of them once, here.
+                data = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
                 if delivery.remote_settled:
                     link._untrack(delivery)  # the sender has forgotten it: so do we
                 events.append(
@@ -1696,7 +1698,7 @@ class Connection:
         elif new is ConnectionState.END:
             self._events.append(ConnectionEnded())
 
-    def _on_session_frame(self, channel: int, body: Any, payload: bytes) -> None:
+    def _on_session_frame(self, channel: int, body: Any, payload: bytes | memoryview) -> None:
         if self.state not in _PEER_OPENED:
             raise _PeerError("amqp:illegal-state", f"{type(body).__name__} before open")
         if type(body) is Begin and channel not in self._remote_channels:
