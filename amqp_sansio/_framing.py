@@ -274,6 +274,12 @@ class FrameParser:
         type; :class:`~amqp_sansio.DecodeError` for a body that is not a performative (or
         SASL body) of the frame's type.
         """
+        parts = self._next()
+        return None if parts is None else Frame(*parts)
+
+    def _next(self) -> tuple[FrameType, int, Any, bytes | memoryview] | None:
+        """:meth:`next_frame`'s work: the frame's type, channel, body and payload, without
+        the :class:`Frame` (the engine takes them apart at once)."""
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 4:
@@ -308,7 +314,7 @@ class FrameParser:
         self._pos = stop
         frame_type = _FRAME_TYPES[ftype]
         if start == stop:
-            return Frame(frame_type, channel, None)
+            return frame_type, channel, None, b""
         length = stop - start
         payload: bytes | memoryview
         if length <= _SMALL:
@@ -320,7 +326,7 @@ class FrameParser:
             payload = body[end:]
         else:
             performative, payload = self._decode_large(start, stop)
-        if frame_type is FrameType.AMQP:
+        if ftype == 0:
             if not isinstance(performative, Performative):
                 raise DecodeError(f"an AMQP frame holds a performative, not {performative!r:.60}")
             if payload and type(performative) is not Transfer:
@@ -330,4 +336,4 @@ class FrameParser:
                 raise DecodeError(f"a SASL frame holds a SASL body, not {performative!r:.60}")
             if payload:
                 raise DecodeError("SASL frame has trailing bytes")
-        return Frame(frame_type, channel, performative, payload)
+        return frame_type, channel, performative, payload
