@@ -108,6 +108,9 @@ _CONNECTION_ENDING = (ConnectionState.DISCARDING, ConnectionState.CLOSE_SENT)
 
 #: Transfers built by the engine from values it has checked: no validation on the hot path.
 _transfer = unchecked(Transfer)
+#: The per-delivery events, built the same way (their fields need no checks).
+_delivery_received = unchecked(DeliveryReceived)
+_delivery_updated = unchecked(DeliveryUpdated)
 
 
 class _PeerError(Exception):
@@ -1259,7 +1262,7 @@ class Session:
                 if delivery.remote_settled:
                     link._untrack(delivery)
             events.append(
-                DeliveryReceived(
+                _delivery_received(
                     link=link, delivery=delivery, data=bytes(payload), complete=not transfer.more
                 )
             )
@@ -1277,7 +1280,7 @@ class Session:
                 if delivery.remote_settled:
                     link._untrack(delivery)  # the sender has forgotten it: so do we
                 events.append(
-                    DeliveryReceived(link=link, delivery=delivery, data=data, complete=True)
+                    _delivery_received(link=link, delivery=delivery, data=data, complete=True)
                 )
         self._replenish()
 
@@ -1324,7 +1327,7 @@ class Session:
                     # forgotten the delivery, so we settle without telling it (2.6.12).
                     link._forget(delivery)
             events.append(
-                DeliveryUpdated(
+                _delivery_updated(
                     link=link, delivery=delivery, state=disp.state, settled=disp.settled
                 )
             )

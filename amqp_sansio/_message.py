@@ -37,7 +37,12 @@ Body = Data | AmqpValue | AmqpSequence | tuple[Data, ...] | tuple[AmqpSequence, 
 def _to_body(value: Any) -> Body:
     """Body converter: ``bytes`` become a data section; a section or a tuple/list of data or
     amqp-sequence sections is kept; any other value becomes an amqp-value section."""
-    if value is None or type(value) in (Data, AmqpValue, AmqpSequence):
+    kind = type(value)
+    if kind is bytes:
+        section = _new(Data)  # the common case, without Data's converter (bytes need none)
+        _DATA_SET(section, value)
+        return section
+    if value is None or kind is Data or kind is AmqpValue or kind is AmqpSequence:
         return value  # type: ignore[no-any-return]
     if isinstance(value, bytes | bytearray | memoryview):
         return Data(bytes(value))
@@ -152,14 +157,19 @@ class Message:
             out += b"\x00\x53\x74"
             _encode.enc_map(ap, out)
         body = self.body
-        if type(body) is tuple:
+        if type(body) is Data:
+            value = body.value
+            if len(value) > _INLINE:
+                _data_apart(value, out, parts)
+            else:
+                out += b"\x00\x53\x75"
+                _encode.enc_binary(value, out)
+        elif type(body) is tuple:
             for section in body:
                 if type(section) is Data and len(section.value) > _INLINE:
                     _data_apart(section.value, out, parts)
                 else:
                     enc(section, out)
-        elif type(body) is Data and len(body.value) > _INLINE:
-            _data_apart(body.value, out, parts)
         elif body is not None:
             enc(body, out)
         if not bare and self.footer is not None:
