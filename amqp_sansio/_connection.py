@@ -90,9 +90,28 @@ _CI = ConnectionInput
 _SI = SessionInput
 _LI = LinkInput
 
+# Enum members read on every frame, bound once: on Python 3.11 reading a member from its class
+# costs about as much as a function call (the enum metaclass hooks attribute lookup).
+_ATTACHED = LinkState.ATTACHED
+_SENDER = Role.SENDER
+_RECEIVER = Role.RECEIVER
+_SECOND = ReceiverSettleMode.SECOND
+_SND_SETTLED = SenderSettleMode.SETTLED
+_AMQP_FRAME = FrameType.AMQP
+_CONNECTION_END = ConnectionState.END
+#: Session states in which we may send, in which the peer's frames are handled, and after
+#: our end (when they are set aside).
+_SESSION_SENDING = (SessionState.BEGIN_SENT, SessionState.MAPPED, SessionState.END_RCVD)
+_SESSION_MAPPED = (SessionState.BEGIN_RCVD, SessionState.MAPPED)
+_SESSION_ENDING = (SessionState.DISCARDING, SessionState.END_SENT)
+_CONNECTION_ENDING = (ConnectionState.DISCARDING, ConnectionState.CLOSE_SENT)
+
 
 #: Transfers built by the engine from values it has checked: no validation on the hot path.
 _transfer = unchecked(Transfer)
+#: The per-delivery events, built the same way (their fields need no checks).
+_delivery_received = unchecked(DeliveryReceived)
+_delivery_updated = unchecked(DeliveryUpdated)
 
 
 class _PeerError(Exception):
@@ -168,7 +187,7 @@ class Delivery:
         self.aborted = False
         self.complete = False
         self.size = 0
-        self._chunks: list[bytes] = []
+        self._chunks: list[bytes | memoryview] = []
         self._settle_on_remote: Any = None
         #: True when this delivery was sent again after its link was resumed (2.6.13).
         self.resumed = False
@@ -321,7 +340,7 @@ class Link:
         )
 
     def _check_attached(self) -> None:
-        if self.state is not LinkState.ATTACHED:
+        if self.state is not _ATTACHED:
             raise LocalProtocolError(f"the link is {self.state.value}, not ATTACHED")
         self.session._check_can_send()  # a closed connection leaves its links ATTACHED
 
@@ -362,8 +381,8 @@ class Link:
         if state is not None:
             delivery.local_state = state
         if (
-            self.role is Role.RECEIVER
-            and self.rcv_settle_mode is ReceiverSettleMode.SECOND
+            self.role is _RECEIVER
+            and self.rcv_settle_mode is _SECOND
             and not delivery.remote_settled
         ):
             delivery._settle_on_remote = True
@@ -389,7 +408,8 @@ class Link:
 
     def _untrack(self, delivery: Delivery) -> None:
         self.unsettled.pop(delivery.tag, None)
-        self.session._deliveries(self.role).pop(delivery.id, None)
+        s = self.session
+        (s._out_deliveries if self.role is _SENDER else s._in_deliveries).pop(delivery.id, None)
 
 
 class Sender(Link):
@@ -448,7 +468,7 @@ class Sender(Link):
             if self.link_credit <= 0:
                 raise LocalProtocolError("no link credit: wait for CreditChanged")
             if settled is None:
-                settled = self.snd_settle_mode is SenderSettleMode.SETTLED
+                settled = self.snd_settle_mode is _SND_SETTLED
             elif settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
                 raise LocalProtocolError("the link's snd-settle-mode is unsettled")
             elif not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
@@ -638,7 +658,7 @@ class Session:
         self.state = new
 
     def _check_can_send(self) -> None:
-        if self.state not in (SessionState.BEGIN_SENT, SessionState.MAPPED, SessionState.END_RCVD):
+        if self.state not in _SESSION_SENDING:
             raise LocalProtocolError(f"the session is {self.state.value}")
         self.connection._check_can_send()
 
@@ -959,7 +979,7 @@ class Session:
                 )
 
     def _queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
-        self._check_can_send()
+        # The callers (update, settle) have checked that we may send.
         self._dispositions.append((role, delivery_id, settled, state))
         self.connection._pending_sessions.add(self)
 
@@ -1000,11 +1020,11 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def _on_frame(self, body: Any, payload: bytes) -> None:
+    def _on_frame(self, body: Any, payload: bytes | memoryview) -> None:
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the
         # answer to a detach, is moot until its end arrives.
-        if self.state in (SessionState.DISCARDING, SessionState.END_SENT) and type(body) is not End:
+        if self.state in _SESSION_ENDING and type(body) is not End:
             return
         handler = _SESSION_HANDLERS.get(type(body))
         if handler is None:
@@ -1103,7 +1123,7 @@ class Session:
     def _check_mapped(self) -> None:
         # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach) and MAPPED; after
         # our end, _on_frame has already set them aside.
-        if self.state not in (SessionState.BEGIN_RCVD, SessionState.MAPPED):
+        if self.state not in _SESSION_MAPPED:
             raise _PeerError(
                 "amqp:illegal-state",
                 f"frame in session state {self.state.value}",
@@ -1224,10 +1244,10 @@ class Session:
         elif flow.echo and self.state is SessionState.MAPPED:
             self._send(self._flow())
 
-    def _on_transfer(self, transfer: Transfer, payload: bytes) -> None:
+    def _on_transfer(self, transfer: Transfer, payload: bytes | memoryview) -> None:
         self._check_mapped()
         link = self._link_in(transfer.handle)
-        if link.role is not Role.RECEIVER:
+        if link.role is not _RECEIVER:
             raise _PeerError(
                 "amqp:not-allowed", "transfer on a link where we send", scope="session", target=self
             )
@@ -1339,8 +1359,8 @@ class Session:
                 if delivery.remote_settled:
                     link._untrack(delivery)
             events.append(
-                DeliveryReceived(
-                    link=link, delivery=delivery, data=payload, complete=not transfer.more
+                _delivery_received(
+                    link=link, delivery=delivery, data=bytes(payload), complete=not transfer.more
                 )
             )
         else:
@@ -1351,11 +1371,13 @@ class Session:
                 delivery.complete = True
                 chunks = delivery._chunks
                 delivery._chunks = []
-                data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                # A large frame's payload is a view of the bytes received: the message is
+                # copied out of them once, here.
+                data = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
                 if delivery.remote_settled:
                     link._untrack(delivery)  # the sender has forgotten it: so do we
                 events.append(
-                    DeliveryReceived(link=link, delivery=delivery, data=data, complete=True)
+                    _delivery_received(link=link, delivery=delivery, data=data, complete=True)
                 )
         self._replenish()
 
@@ -1402,7 +1424,7 @@ class Session:
                     # forgotten the delivery, so we settle without telling it (2.6.12).
                     link._forget(delivery)
             events.append(
-                DeliveryUpdated(
+                _delivery_updated(
                     link=link, delivery=delivery, state=disp.state, settled=disp.settled
                 )
             )
@@ -1496,7 +1518,7 @@ class Connection:
         """Take bytes from the peer; return what happened. Empty ``data`` means the peer
         closed the transport."""
         self._tick(now)
-        if self.state is ConnectionState.END or self._broken:
+        if self.state is _CONNECTION_END or self._broken:
             return self._take_events()
         if not data:
             self._end()
@@ -1734,29 +1756,26 @@ class Connection:
                 if self.state is ConnectionState.HDR_RCVD:
                     self._send_header()
                 continue
-            frame = parser.next_frame()
+            frame = parser._next()
             if frame is None:
                 return
             self._last_received = self._now
-            if frame.type is not FrameType.AMQP:
+            frame_type, channel, body, payload = frame
+            if frame_type is not _AMQP_FRAME:
                 raise _PeerError(
                     "amqp:connection:framing-error", "a SASL frame after the AMQP header"
                 )
-            body = frame.body
             if body is None:
                 continue  # heartbeat
-            if (
-                self.state in (ConnectionState.DISCARDING, ConnectionState.CLOSE_SENT)
-                and type(body) is not Close
-            ):
+            if self.state in _CONNECTION_ENDING and type(body) is not Close:
                 continue
             handler = _CONNECTION_HANDLERS.get(type(body))
             if handler is not None:
-                handler(self, frame.channel, body)
-                if self.state is ConnectionState.END:
+                handler(self, channel, body)
+                if self.state is _CONNECTION_END:
                     return
                 continue
-            self._on_session_frame(frame.channel, body, frame.payload)
+            self._on_session_frame(channel, body, payload)
             if self._broken:
                 return  # a session's or link's error that closed the connection (_fatal)
 
@@ -1797,7 +1816,7 @@ class Connection:
         elif new is ConnectionState.END:
             self._events.append(ConnectionEnded())
 
-    def _on_session_frame(self, channel: int, body: Any, payload: bytes) -> None:
+    def _on_session_frame(self, channel: int, body: Any, payload: bytes | memoryview) -> None:
         if self.state not in _PEER_OPENED:
             raise _PeerError("amqp:illegal-state", f"{type(body).__name__} before open")
         if type(body) is Begin and channel not in self._remote_channels:

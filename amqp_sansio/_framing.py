@@ -4,6 +4,10 @@
 headers and frames as soon as they are whole. It checks a frame's size against the maximum
 from the first four bytes, before buffering its body, and compacts its buffer only when the
 consumed part is at least half of it, so the copying stays linear in the input.
+
+``bytes`` fed while nothing is left unparsed are not copied at all: the parser reads them in
+place (they cannot change), and the payload of a large frame is a read-only ``memoryview`` of
+them. Only what is left of them when the next bytes arrive (a frame cut short) is copied.
 """
 
 from __future__ import annotations
@@ -121,12 +125,13 @@ HEARTBEAT = b"\x00\x00\x00\x08\x02\x00\x00\x00"
 class Frame:
     """One frame (core spec 2.3). ``body`` is the decoded performative (or SASL body), or
     ``None`` for an empty frame (a heartbeat); ``payload`` is what follows the performative
-    (a transfer's message bytes)."""
+    (a transfer's message bytes): ``bytes``, or, for a frame of more than 4 KiB parsed from
+    ``bytes`` the parser was fed, a read-only ``memoryview`` of those bytes (no copy)."""
 
     type: FrameType
     channel: int
     body: Any
-    payload: bytes = b""
+    payload: bytes | memoryview = b""
 
     @property
     def is_heartbeat(self) -> bool:
@@ -172,7 +177,8 @@ class FrameParser:
         max_frame_size: int = MIN_MAX_FRAME_SIZE,
         max_depth: int = _decode.DEFAULT_MAX_DEPTH,
     ) -> None:
-        self._buf = bytearray()
+        #: What is being parsed: our own buffer, or the caller's bytes, read in place.
+        self._buf: bytes | bytearray = bytearray()
         self._pos = 0
         self._base = 0  # stream offset of self._buf[0], for error offsets
         self.max_frame_size = max_frame_size
@@ -184,18 +190,33 @@ class FrameParser:
         return len(self._buf) - self._pos
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Append bytes received from the peer."""
-        if self._pos and self._pos * 2 >= len(self._buf):
-            del self._buf[: self._pos]
-            self._base += self._pos
+        """Append bytes received from the peer. ``bytes`` fed when all before them is
+        parsed are read in place, not copied; a large frame's payload is then a view of
+        them (they are immutable, so the view stays valid)."""
+        buf, pos = self._buf, self._pos
+        if pos == len(buf) and type(data) is bytes:
+            self._base += pos
+            self._buf = data
             self._pos = 0
-        self._buf += data
+            return
+        if type(buf) is not bytearray:
+            # What is left of the caller's bytes (a frame cut short) moves to our own buffer.
+            self._base += pos
+            self._buf = bytearray(memoryview(buf)[pos:])
+            self._buf += data
+            self._pos = 0
+            return
+        if pos and pos * 2 >= len(buf):
+            del buf[:pos]
+            self._base += pos
+            self._pos = 0
+        buf += data
 
     def take_remaining(self) -> bytes:
         """Hand over the unparsed bytes (for the next layer, e.g. after the TLS header)."""
         rest = bytes(self._buf[self._pos :])
         self._base += len(self._buf)
-        self._buf.clear()
+        self._buf = bytearray()
         self._pos = 0
         return rest
 
@@ -220,22 +241,30 @@ class FrameParser:
         self._pos = pos + 8
         return header
 
-    def _decode_large(self, start: int, stop: int) -> tuple[Any, bytes]:
+    def _decode_large(self, start: int, stop: int) -> tuple[Any, bytes | memoryview]:
         """A large frame: its performative is decoded from a copy of the first bytes only,
-        and the payload (a transfer's message data) is copied once, on its own. A
-        performative longer than that head fails as truncated there and is decoded again
-        from the whole body."""
-        with memoryview(self._buf) as view:
-            head = bytes(view[start : start + _HEAD])
-            try:
-                performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
-            except (*_decode.DECODE_FAILURES, DecodeError):
-                head = bytes(view[start:stop])
-                try:
-                    performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
-                except _decode.DECODE_FAILURES as exc:
-                    raise _decode.as_decode_error(exc, 0) from None
+        and the payload (a transfer's message data) is a view of the caller's bytes, or,
+        from our own buffer (which changes), copied once, on its own. A performative longer
+        than that head fails as truncated there and is decoded again from the whole body."""
+        buf = self._buf
+        if type(buf) is bytes:
+            view = memoryview(buf)
+            performative, end = self._decode_head(view, start, stop)
+            return performative, view[start + end : stop]
+        with memoryview(buf) as view:
+            performative, end = self._decode_head(view, start, stop)
             return performative, bytes(view[start + end : stop])
+
+    def _decode_head(self, view: memoryview, start: int, stop: int) -> tuple[Any, int]:
+        head = bytes(view[start : start + _HEAD])
+        try:
+            return _decode.DECODERS[head[0]](head, 1, self.max_depth)
+        except (*_decode.DECODE_FAILURES, DecodeError):
+            head = bytes(view[start:stop])
+            try:
+                return _decode.DECODERS[head[0]](head, 1, self.max_depth)
+            except _decode.DECODE_FAILURES as exc:
+                raise _decode.as_decode_error(exc, 0) from None
 
     def next_frame(self) -> Frame | None:
         """The next whole frame, or None if it is not all here yet.
@@ -245,6 +274,12 @@ class FrameParser:
         type; :class:`~amqp_sansio.DecodeError` for a body that is not a performative (or
         SASL body) of the frame's type.
         """
+        parts = self._next()
+        return None if parts is None else Frame(*parts)
+
+    def _next(self) -> tuple[FrameType, int, Any, bytes | memoryview] | None:
+        """:meth:`next_frame`'s work: the frame's type, channel, body and payload, without
+        the :class:`Frame` (the engine takes them apart at once)."""
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 4:
@@ -279,8 +314,9 @@ class FrameParser:
         self._pos = stop
         frame_type = _FRAME_TYPES[ftype]
         if start == stop:
-            return Frame(frame_type, channel, None)
+            return frame_type, channel, None, b""
         length = stop - start
+        payload: bytes | memoryview
         if length <= _SMALL:
             body = bytes(buf[start:stop])
             try:
@@ -290,7 +326,7 @@ class FrameParser:
             payload = body[end:]
         else:
             performative, payload = self._decode_large(start, stop)
-        if frame_type is FrameType.AMQP:
+        if ftype == 0:
             if not isinstance(performative, Performative):
                 raise DecodeError(f"an AMQP frame holds a performative, not {performative!r:.60}")
             if payload and type(performative) is not Transfer:
@@ -300,4 +336,4 @@ class FrameParser:
                 raise DecodeError(f"a SASL frame holds a SASL body, not {performative!r:.60}")
             if payload:
                 raise DecodeError("SASL frame has trailing bytes")
-        return Frame(frame_type, channel, performative, payload)
+        return frame_type, channel, performative, payload

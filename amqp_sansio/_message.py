@@ -12,6 +12,7 @@ annotates it in transit.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import attrs
@@ -36,7 +37,12 @@ Body = Data | AmqpValue | AmqpSequence | tuple[Data, ...] | tuple[AmqpSequence, 
 def _to_body(value: Any) -> Body:
     """Body converter: ``bytes`` become a data section; a section or a tuple/list of data or
     amqp-sequence sections is kept; any other value becomes an amqp-value section."""
-    if value is None or type(value) in (Data, AmqpValue, AmqpSequence):
+    kind = type(value)
+    if kind is bytes:
+        section = _new(Data)  # the common case, without Data's converter (bytes need none)
+        _DATA_SET(section, value)
+        return section
+    if value is None or kind is Data or kind is AmqpValue or kind is AmqpSequence:
         return value  # type: ignore[no-any-return]
     if isinstance(value, bytes | bytearray | memoryview):
         return Data(bytes(value))
@@ -108,7 +114,12 @@ class Message:
 
     def _encoded(self, *, bare: bool) -> bytes:
         out = bytearray()
-        _encode.guarded(lambda m, o: m._encode_into(o, bare=bare), self, out)
+        parts: list[bytes | bytearray] = []
+        _encode.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
+        if parts:
+            # A large data section: its bytes go into the result once, by this join.
+            parts.append(out)
+            return b"".join(parts)
         if not out:
             # Zero sections would be zero bytes, which is no message at all (3.2).
             raise EncodeError("a message has at least one section; this one has none")
@@ -122,7 +133,10 @@ class Message:
             body=self.body,
         )
 
-    def _encode_into(self, out: bytearray, *, bare: bool) -> None:
+    def _encode_into(self, out: bytearray, *, bare: bool, parts: list[bytes | bytearray]) -> None:
+        """Append the sections to ``out``; a large data section's bytes are not copied
+        there: what ``out`` holds so far and then those bytes go to ``parts``, to be joined
+        with the rest (what ``out`` holds at the end) once."""
         enc = _encode.encode_into
         if not bare:
             if self.header is not None:
@@ -143,9 +157,19 @@ class Message:
             out += b"\x00\x53\x74"
             _encode.enc_map(ap, out)
         body = self.body
-        if type(body) is tuple:
+        if type(body) is Data:
+            value = body.value
+            if len(value) > _INLINE:
+                _data_apart(value, out, parts)
+            else:
+                out += b"\x00\x53\x75"
+                _encode.enc_binary(value, out)
+        elif type(body) is tuple:
             for section in body:
-                enc(section, out)
+                if type(section) is Data and len(section.value) > _INLINE:
+                    _data_apart(section.value, out, parts)
+                else:
+                    enc(section, out)
         elif body is not None:
             enc(body, out)
         if not bare and self.footer is not None:
@@ -166,6 +190,22 @@ class Message:
             return _decode_message(buf, max_depth)
         except _decode.DECODE_FAILURES as exc:
             raise _decode.as_decode_error(exc, 0) from None
+
+
+#: Data sections up to this many bytes are encoded in line; a larger one's bytes are joined
+#: into the message once (:func:`_data_apart`), not copied into a buffer and then out of it.
+_INLINE = 4096
+_pack_vbin32 = struct.Struct(">BI").pack
+
+
+def _data_apart(value: bytes, out: bytearray, parts: list[bytes | bytearray]) -> None:
+    """A data section whose bytes are kept apart: its header ends ``out``, which moves to
+    ``parts`` (and starts again empty), and then the bytes themselves."""
+    out += b"\x00\x53\x75"
+    out += _pack_vbin32(0xB0, len(value))
+    parts.append(bytes(out))
+    parts.append(value)
+    out.clear()
 
 
 _new = object.__new__

@@ -60,6 +60,8 @@ class TerminusExpiryPolicy(str, enum.Enum):
 
 
 def _section_bytes(value: bytes | bytearray | memoryview) -> bytes:
+    if type(value) is bytes:
+        return value
     if not isinstance(value, bytes | bytearray | memoryview):
         raise TypeError(f"a data section holds bytes, not {type(value).__name__}")
     return bytes(value)

@@ -26,6 +26,8 @@ __all__ = [
 class ConnectionState(enum.Enum):
     """Connection states (core spec 2.4.6)."""
 
+    __hash__ = object.__hash__  # members are singletons: hash them as such, in C
+
     START = "START"
     HDR_RCVD = "HDR_RCVD"
     HDR_SENT = "HDR_SENT"
@@ -44,6 +46,8 @@ class ConnectionState(enum.Enum):
 
 class ConnectionInput(enum.Enum):
     """What moves a connection: a header, open or close sent (S) or received (R)."""
+
+    __hash__ = object.__hash__  # members are singletons: hash them as such, in C
 
     S_HDR = "S:HDR"
     R_HDR = "R:HDR"
@@ -94,6 +98,8 @@ CONNECTION_TRANSITIONS: dict[tuple[ConnectionState, ConnectionInput], Connection
 class SessionState(enum.Enum):
     """Session states (core spec 2.5.5)."""
 
+    __hash__ = object.__hash__  # members are singletons: hash them as such, in C
+
     UNMAPPED = "UNMAPPED"
     BEGIN_SENT = "BEGIN_SENT"
     BEGIN_RCVD = "BEGIN_RCVD"
@@ -105,6 +111,8 @@ class SessionState(enum.Enum):
 
 class SessionInput(enum.Enum):
     """What moves a session: begin or end sent (S) or received (R)."""
+
+    __hash__ = object.__hash__  # members are singletons: hash them as such, in C
 
     S_BEGIN = "S:BEGIN"
     R_BEGIN = "R:BEGIN"
@@ -136,6 +144,8 @@ class LinkState(enum.Enum):
     """Link endpoint states (core spec 2.6.2-2.6.6): which of the output handle (ours, sent
     in our attach) and input handle (the peer's) are assigned."""
 
+    __hash__ = object.__hash__  # members are singletons: hash them as such, in C
+
     DETACHED = "DETACHED"
     ATTACH_SENT = "ATTACH_SENT"
     ATTACH_RCVD = "ATTACH_RCVD"
@@ -146,6 +156,8 @@ class LinkState(enum.Enum):
 
 class LinkInput(enum.Enum):
     """What moves a link: attach or detach sent (S) or received (R)."""
+
+    __hash__ = object.__hash__  # members are singletons: hash them as such, in C
 
     S_ATTACH = "S:ATTACH"
     R_ATTACH = "R:ATTACH"

@@ -51,6 +51,33 @@ def test_large_message_is_split_at_the_peer_max_frame_size_and_reassembled() -> 
     assert all(len(chunk) > 0 for chunk in frames)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("chunk", [None, 1 << 30])
+def test_large_frames_received_whole_reach_the_application_as_bytes(
+    streaming: bool, chunk: int | None
+) -> None:
+    """Frames parsed in place from the bytes received (``chunk`` 1 GiB: each hand-over
+    whole) give views of those bytes as payload; what the application gets is bytes."""
+    p = Pair(chunk=chunk, server={"max_frame_size": 16384})
+    p.open()
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.streaming = streaming
+    rcv.flow(2)
+    p.pump()
+    big = bytes(range(256)) * 200
+    snd.send(big)
+    snd.send(big[:10_000])
+    _, s = p.pump()
+    got = of(s, a.DeliveryReceived)
+    assert all(type(e.data) is bytes for e in got)
+    if streaming:
+        assert b"".join(e.data for e in got) == big + big[:10_000]
+        assert [e.complete for e in got][-1] and len(got) > 2
+    else:
+        assert [e.data for e in got] == [big, big[:10_000]]
+
+
 # -- connection (2.2, 2.4) -------------------------------------------------------------------
 
 

@@ -311,3 +311,66 @@ def test_large_frames_with_long_performatives_and_payloads() -> None:
         parser.feed(a.encode_frame(None, payload=bad))
         with pytest.raises(a.DecodeError):
             parser.next_frame()
+
+
+def _large_transfer(size: int = 10_000) -> tuple[bytes, bytes]:
+    payload = bytes(range(256)) * (size // 256)
+    frame = a.encode_frame(
+        a.Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=False), payload=payload
+    )
+    return frame, payload
+
+
+def test_bytes_are_parsed_in_place_and_a_large_payload_is_a_view_of_them() -> None:
+    frame, payload = _large_transfer()
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame + frame)
+    got = _parse_all(parser)
+    assert len(got) == 2
+    for f in got:
+        assert type(f.payload) is memoryview and f.payload.readonly
+        assert f.payload == payload
+    assert parser.buffered == 0
+
+
+def test_a_large_payload_from_a_bytearray_is_copied_out() -> None:
+    """The caller may reuse its bytearray: nothing handed out may see the change."""
+    frame, payload = _large_transfer()
+    data = bytearray(frame)
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(data)
+    data[:] = bytes(len(data))
+    (got,) = _parse_all(parser)
+    assert type(got.payload) is bytes and got.payload == payload
+
+
+@pytest.mark.parametrize("cut", [1, 7, 8, 100, 5000, 9999])
+def test_a_frame_cut_short_in_bytes_is_completed_from_the_next(cut: int) -> None:
+    frame, payload = _large_transfer()
+    small = a.encode_frame(a.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3))
+    parser = a.FrameParser(max_frame_size=65536)
+    data = small + frame + small
+    parser.feed(data[: len(small) + cut])
+    assert _parse_all(parser)[0].body == a.Flow(
+        incoming_window=1, next_outgoing_id=2, outgoing_window=3
+    )
+    parser.feed(data[len(small) + cut :])
+    got = _parse_all(parser)
+    assert [type(f.body) for f in got] == [a.Transfer, a.Flow]
+    assert type(got[0].payload) is bytes and got[0].payload == payload
+    # Once all is parsed, bytes are read in place again.
+    parser.feed(frame)
+    (again,) = _parse_all(parser)
+    assert type(again.payload) is memoryview and again.payload == payload
+
+
+def test_error_offsets_count_bytes_read_in_place() -> None:
+    frame, _ = _large_transfer()
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame)
+    _parse_all(parser)
+    parser.feed(bytearray(b"\x00\x00\x00\x07"))
+    parser.feed(b"\x02\x00\x00\x00")
+    with pytest.raises(a.FramingError) as info:
+        parser.next_frame()
+    assert info.value.offset == len(frame)
