@@ -1366,6 +1366,8 @@ class Session:
         else:
             if payload:
                 delivery._chunks.append(payload)
+                if transfer.more and type(payload) is memoryview:
+                    self.connection._viewing.append(delivery)
             if not transfer.more:
                 link._current = None
                 delivery.complete = True
@@ -1507,6 +1509,8 @@ class Connection:
         self._local_channels: dict[int, Session] = {}
         self._remote_channels: dict[int, Session] = {}
         self._pending_sessions: set[Session] = set()
+        #: Deliveries that took a view of the bytes being received (see _unpin).
+        self._viewing: list[Delivery] = []
 
     def __repr__(self) -> str:
         role = "client" if self.client else "server"
@@ -1534,7 +1538,23 @@ class Connection:
             self._fatal(exc.condition, exc.description)
         except _PeerError as exc:
             self._peer_error(exc)
+        if self._viewing:
+            self._unpin(data)
         return self._take_events()
+
+    def _unpin(self, data: Any) -> None:
+        """Deliveries still arriving keep large payloads as views of the bytes they came in
+        (no copy): all of ``data`` stays alive for them. Where their views of it are less
+        than half of it, they are copied out, so that what a delivery holds stays within
+        twice its size."""
+        viewing, self._viewing = self._viewing, []
+        for delivery in viewing:
+            chunks = delivery._chunks
+            held = sum(len(c) for c in chunks if type(c) is memoryview and c.obj is data)
+            if held and held * 2 < len(data):
+                delivery._chunks = [
+                    bytes(c) if type(c) is memoryview and c.obj is data else c for c in chunks
+                ]
 
     def data_to_send(self) -> bytes:
         """The bytes to write to the peer now (they are handed over once)."""

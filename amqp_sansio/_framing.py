@@ -283,6 +283,11 @@ class FrameParser:
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 4:
+            if not have and type(buf) is bytes:
+                # All parsed: let go of the caller's bytes (views handed out keep them).
+                self._base += pos
+                self._buf = bytearray()
+                self._pos = 0
             return None
         size = int.from_bytes(buf[pos : pos + 4], "big")
         if size < 8:

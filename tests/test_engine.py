@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from engine_pair import Pair, of
 
@@ -1086,3 +1088,41 @@ def test_a_replaced_link_endpoint_cannot_attach_again() -> None:
     att.link.attach()
     c, _ = p.pump()
     assert of(c, a.LinkAttached) and snd2.state is a.LinkState.ATTACHED
+
+
+def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -> None:
+    """Large payloads are views of the bytes received (no copy); a delivery still arriving
+    keeps only views that make up at least half of the bytes they came in, and copies out
+    the rest, so that a peer cannot make small frames pin large reads."""
+    p = _opened(client={"max_frame_size": 65536}, server={"max_frame_size": 65536})
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(2)
+    p.pump()
+    big = bytes(range(256)) * 1024  # 256 KiB: five frames
+    snd.send(big)
+    wire = p.client.data_to_send()
+    frames = a.FrameParser(max_frame_size=65536)
+    frames.feed(wire)
+    ends = [0]
+    while frames.next_frame() is not None:
+        ends.append(len(wire) - frames.buffered)
+    padding = a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
+
+    def retained(start: int, stop: int, extra: bytes = b"") -> int:
+        """Bytes still allocated after a piece of the wire was received and dropped."""
+        before = tracemalloc.get_traced_memory()[0]
+        data = wire[start:stop] + extra
+        assert not p.server.receive_data(data, p.now)
+        del data
+        return tracemalloc.get_traced_memory()[0] - before
+
+    tracemalloc.start()
+    try:
+        alone = retained(ends[0], ends[1])  # the frame is all of it: a view, kept
+        padded = retained(ends[1], ends[2], padding)  # a copy of the frame, not 1 MiB
+    finally:
+        tracemalloc.stop()
+    assert 60_000 < alone < 80_000 and 60_000 < padded < 200_000
+    (e,) = of(p.server.receive_data(wire[ends[2] :], p.now), a.DeliveryReceived)
+    assert e.data == big and type(e.data) is bytes

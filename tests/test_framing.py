@@ -324,10 +324,9 @@ def _large_transfer(size: int = 10_000) -> tuple[bytes, bytes]:
 def test_bytes_are_parsed_in_place_and_a_large_payload_is_a_view_of_them() -> None:
     frame, payload = _large_transfer()
     parser = a.FrameParser(max_frame_size=65536)
-    parser.feed(frame + frame)
-    got = _parse_all(parser)
-    assert len(got) == 2
-    for f in got:
+    for _ in range(2):
+        parser.feed(frame)
+        (f,) = _parse_all(parser)
         assert type(f.payload) is memoryview and f.payload.readonly
         assert f.payload == payload
     assert parser.buffered == 0
