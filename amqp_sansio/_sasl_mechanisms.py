@@ -728,9 +728,7 @@ class ScramClient(SASLClientMechanism):
             prefix, self._nonce.encode("ascii")
         ):
             raise SASLProtocolError("SCRAM server nonce does not extend the client nonce")
-        salt = _b64decode(salt_b64, "SCRAM salt")
-        if not salt:
-            raise SASLProtocolError("SCRAM salt is empty")
+        salt = _b64decode(salt_b64, "SCRAM salt")  # not empty: "s=" was refused above
         if not (count.isascii() and count.isdigit() and count[0] != "0" and len(count) <= 10):
             raise SASLProtocolError("SCRAM iteration count is not a positive number")
         iterations = int(count)
@@ -904,7 +902,8 @@ class SASLServerMechanism:
     ``start`` and ``step`` never raise because of what the client sent: malformed data,
     wrong credentials and a store's :class:`SASLSystemError` all become a
     :class:`ServerFailure`. They raise :class:`SASLStateError` only when called out of order
-    (``step`` before ``start`` or after the outcome). If the client sent no initial response,
+    (``step`` before ``start`` or after the outcome). Any other exception raised by the
+    application's store propagates unchanged (it is a bug, not an outcome). If the client sent no initial response,
     a client-first mechanism answers with an empty challenge (RFC 4422 section 5) and takes
     the next response as the initial one.
     """
@@ -915,6 +914,8 @@ class SASLServerMechanism:
     def __init__(self) -> None:
         self._phase = _Phase.NEW
         self._awaiting_initial = False
+        #: The sasl-init hostname, once :meth:`start` was called.
+        self.hostname: str | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self._phase.value}>"
@@ -1083,7 +1084,7 @@ class ScramServer(SASLServerMechanism):
         authzid, comma, bare = rest.partition(",")
         if flag.startswith("p="):
             raise SASLProtocolError("SCRAM channel binding is not supported")
-        if flag not in ("n", "y") or not comma:
+        if flag not in ("n", "y") or not comma or authzid[:2] not in ("", "a="):
             raise SASLProtocolError("SCRAM client-first-message has a malformed GS2 header")
         if authzid:
             raise SASLProtocolError("SCRAM authorization identity (a=) is not supported")
