@@ -903,9 +903,10 @@ class SASLServerMechanism:
     wrong credentials and a store's :class:`SASLSystemError` all become a
     :class:`ServerFailure`. They raise :class:`SASLStateError` only when called out of order
     (``step`` before ``start`` or after the outcome). Any other exception raised by the
-    application's store propagates unchanged (it is a bug, not an outcome). If the client sent no initial response,
-    a client-first mechanism answers with an empty challenge (RFC 4422 section 5) and takes
-    the next response as the initial one.
+    application's store propagates unchanged (it is a bug, not an outcome).
+
+    If the client sent no initial response, a client-first mechanism answers with an empty
+    challenge (RFC 4422 section 5) and takes the next response as the initial one.
     """
 
     name: str = ""
