@@ -18,6 +18,8 @@ from ._errors import (
     UnsupportedProtocolError,
 )
 from ._events import (
+    Authenticated,
+    AuthenticationFailed,
     ConnectionClosed,
     ConnectionEnded,
     ConnectionOpened,
@@ -96,6 +98,13 @@ from ._performatives import (
     SenderSettleMode,
     Transfer,
 )
+from ._sasl_mechanisms import (
+    ClientCredentials,
+    SASLError,
+    ScramCredentials,
+    ServerAuthenticator,
+    derive_scram_credentials,
+)
 from ._serial import serial_add, serial_diff, serial_le, serial_lt
 from ._states import (
     CONNECTION_TRANSITIONS,
@@ -157,10 +166,13 @@ __all__ = [
     "ApplicationProperties",
     "Array",
     "Attach",
+    "Authenticated",
+    "AuthenticationFailed",
     "Begin",
     "Body",
     "Byte",
     "Char",
+    "ClientCredentials",
     "Close",
     "Connection",
     "ConnectionClosed",
@@ -228,6 +240,7 @@ __all__ = [
     "Released",
     "RemoteProtocolError",
     "Role",
+    "SASLError",
     "SaslChallenge",
     "SaslCode",
     "SaslFrameBody",
@@ -235,8 +248,10 @@ __all__ = [
     "SaslMechanisms",
     "SaslOutcome",
     "SaslResponse",
+    "ScramCredentials",
     "Sender",
     "SenderSettleMode",
+    "ServerAuthenticator",
     "Session",
     "SessionBegun",
     "SessionEnded",
@@ -260,6 +275,7 @@ __all__ = [
     "UnsupportedProtocolError",
     "decode",
     "decode_from",
+    "derive_scram_credentials",
     "encode",
     "encode_frame",
     "encode_into",

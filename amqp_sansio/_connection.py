@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import struct
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any, TypeVar
 
 import attrs
@@ -31,7 +31,13 @@ import attrs
 from . import _decode
 from ._composite import _requires_ok, unchecked
 from ._encode import encode_into
-from ._errors import DecodeError, FramingError, LocalProtocolError, UnsupportedProtocolError
+from ._errors import (
+    AMQPError,
+    DecodeError,
+    FramingError,
+    LocalProtocolError,
+    UnsupportedProtocolError,
+)
 from ._events import (
     ConnectionClosed,
     ConnectionEnded,
@@ -50,7 +56,14 @@ from ._events import (
     SessionEnded,
     UnsupportedProtocol,
 )
-from ._framing import AMQP_HEADER, HEARTBEAT, MIN_MAX_FRAME_SIZE, FrameParser, FrameType
+from ._framing import (
+    AMQP_HEADER,
+    HEARTBEAT,
+    MIN_MAX_FRAME_SIZE,
+    FrameParser,
+    FrameType,
+    ProtocolId,
+)
 from ._messaging import Source, Target
 from ._performatives import (
     Attach,
@@ -67,6 +80,9 @@ from ._performatives import (
     SenderSettleMode,
     Transfer,
 )
+from ._sasl import SaslLayer
+from ._sasl import _Phase as SaslPhase
+from ._sasl_mechanisms import ClientCredentials, ServerAuthenticator
 from ._serial import serial_add, serial_diff, serial_le
 from ._states import (
     CONNECTION_TRANSITIONS,
@@ -1481,6 +1497,10 @@ class Connection:
         desired_capabilities: Any = None,
         properties: dict[Any, Any] | None = None,
         max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+        sasl: ClientCredentials | ServerAuthenticator | None = None,
+        sasl_mechanisms: Collection[str] | None = None,
+        allow_plain_without_tls: bool = False,
+        encrypted: bool = False,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
@@ -1511,6 +1531,27 @@ class Connection:
         self._pending_sessions: set[Session] = set()
         #: Deliveries that took a view of the bytes being received (see _unpin).
         self._viewing: list[Delivery] = []
+        #: The SASL exchange while it lasts (core spec 5.3); its bytes wait in _sasl_out and
+        #: go before anything of AMQP's, which is held back until it succeeds.
+        self._sasl: SaslLayer | None = None
+        self._sasl_out: list[bytes | bytearray | memoryview] = []
+        #: After a SASL exchange: the mechanism used and the identity it established.
+        self.sasl_mechanism: str | None = None
+        self.authenticated_identity: str | None = None
+        if sasl is not None:
+            try:
+                self._sasl = SaslLayer(
+                    sasl,
+                    client=client,
+                    hostname=hostname,
+                    send=self._sasl_out_append,
+                    report=self._report,
+                    mechanisms=sasl_mechanisms,
+                    allow_cleartext=allow_plain_without_tls,
+                    encrypted=encrypted,
+                )
+            except TypeError as exc:
+                raise LocalProtocolError(str(exc)) from None
 
     def __repr__(self) -> str:
         role = "client" if self.client else "server"
@@ -1532,10 +1573,13 @@ class Connection:
             self._parse()
         except UnsupportedProtocolError as exc:
             self._bad_header(exc.header, exc.version_name)
-        except FramingError as exc:
-            self._fatal("amqp:connection:framing-error", exc.description)
-        except DecodeError as exc:
-            self._fatal(exc.condition, exc.description)
+        except (FramingError, DecodeError) as exc:
+            if self._sasl is not None:
+                self._sasl_failed(exc)
+            elif type(exc) is FramingError:
+                self._fatal("amqp:connection:framing-error", exc.description)
+            else:
+                self._fatal(exc.condition, exc.description)
         except _PeerError as exc:
             self._peer_error(exc)
         if self._viewing:
@@ -1558,6 +1602,11 @@ class Connection:
 
     def data_to_send(self) -> bytes:
         """The bytes to write to the peer now (they are handed over once)."""
+        if self._sasl is not None:
+            # Authenticating: only the exchange's own bytes go; AMQP's wait for its end.
+            out = self._sasl_out
+            self._sasl_out = []
+            return b"".join(out)
         if self._pending_sessions:
             for session in self._pending_sessions:
                 session._flush_dispositions()
@@ -1700,7 +1749,33 @@ class Connection:
 
     def _send_header(self) -> None:
         self._move(_CI.S_HDR)
+        if self._sasl is not None:
+            self._sasl.send_header()  # first on the wire (5.1); ours waits behind it
         self._send_raw(AMQP_HEADER)
+
+    def _sasl_out_append(self, data: bytes) -> None:
+        self._sasl_out.append(data)
+
+    def _report(self, event: Event) -> None:
+        self._events.append(event)
+
+    def set_transport_security(
+        self,
+        *,
+        encrypted: bool = True,
+        client_certificate: bool = False,
+        peer_identity: str | None = None,
+    ) -> None:
+        """Tell the SASL layer what the transport below it guarantees (core spec 5.2): that
+        it is ``encrypted`` (TLS), that we presented a ``client_certificate`` (a client may
+        then use EXTERNAL), or the verified ``peer_identity`` of the client's certificate (a
+        server may then offer EXTERNAL). Call it before the SASL exchange starts."""
+        sasl = self._sasl
+        if sasl is None or sasl.header_sent or self._parser.buffered:
+            raise LocalProtocolError("set the transport security before the SASL exchange")
+        sasl.encrypted = encrypted
+        sasl.client_certificate = client_certificate
+        sasl.peer_identity = peer_identity
 
     def _send_raw(self, data: bytes | bytearray) -> None:
         self._out.append(data)
@@ -1760,6 +1835,10 @@ class Connection:
     def _parse(self) -> None:
         parser = self._parser
         while True:
+            if self._sasl is not None:
+                if not self._parse_sasl():
+                    return
+                continue
             if not self._header_received:
                 header = parser.next_protocol_header()
                 if header is None:
@@ -1798,6 +1877,55 @@ class Connection:
             self._on_session_frame(channel, body, payload)
             if self._broken:
                 return  # a session's or link's error that closed the connection (_fatal)
+
+    def _parse_sasl(self) -> bool:
+        """One step of the SASL exchange; False when it needs more bytes or has ended."""
+        sasl = self._sasl
+        assert sasl is not None
+        parser = self._parser
+        if sasl.phase is SaslPhase.HEADER:
+            header = parser.next_protocol_header()
+            if header is None:
+                return False
+            if header.protocol_id is not ProtocolId.SASL:
+                name = (
+                    "AMQP without SASL, where we require SASL"
+                    if header.protocol_id is ProtocolId.AMQP
+                    else f"AMQP 1.0 with protocol id {int(header.protocol_id)} "
+                    f"({header.protocol_id.name}), where we expect SASL"
+                )
+                self._bad_header(header.to_bytes(), name)
+                return False
+            sasl.on_header(header.protocol_id)
+        else:
+            frame = parser._next()
+            if frame is None:
+                return False
+            self._last_received = self._now
+            sasl.on_frame(frame[0], frame[2])
+        if sasl.failed:
+            self._sasl_failed()
+            return False
+        if sasl.done:
+            self.sasl_mechanism = sasl.mechanism
+            self.authenticated_identity = sasl.identity
+            self._out[:0] = self._sasl_out  # its last frame goes before what AMQP holds
+            self._sasl_out = []
+            self._sasl = None
+        return True
+
+    def _sasl_failed(self, error: AMQPError | None = None) -> None:
+        """The exchange failed: only what SASL still has to say goes (a server's outcome);
+        what AMQP held back is dropped, and the connection ends (5.3.2)."""
+        sasl = self._sasl
+        assert sasl is not None
+        if error is not None:
+            sasl.fail(error)
+        self._out = self._sasl_out
+        self._sasl_out = []
+        self._sasl = None
+        self._broken = True
+        self._end()
 
     def _on_open(self, channel: int, open_: Open) -> None:
         new = CONNECTION_TRANSITIONS.get((self.state, _CI.R_OPEN))
@@ -1921,7 +2049,14 @@ class Connection:
         self._end()
 
     def _bad_header(self, header: bytes, name: str) -> None:
-        if self.state is ConnectionState.START:
+        sasl = self._sasl
+        if sasl is not None:
+            # Only our SASL header answers (5.3.2); what AMQP held back is dropped.
+            sasl.send_header()
+            self._out = self._sasl_out
+            self._sasl_out = []
+            self._sasl = None
+        elif self.state is ConnectionState.START:
             self._send_header()
         self._events.append(UnsupportedProtocol(header=header, version_name=name))
         self._broken = True

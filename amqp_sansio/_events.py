@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._performatives import Attach, Begin, Error, Open
+from ._performatives import Attach, Begin, Error, Open, SaslCode
 
 if TYPE_CHECKING:
     from ._connection import Delivery, Link, Session
 
 __all__ = [
+    "Authenticated",
+    "AuthenticationFailed",
     "ConnectionClosed",
     "ConnectionEnded",
     "ConnectionOpened",
@@ -51,6 +53,29 @@ class UnsupportedProtocol(Event):
 
     header: bytes
     version_name: str
+
+
+@attrs.frozen(kw_only=True)
+class Authenticated(Event):
+    """The SASL exchange succeeded (core spec 5.3.3.6, code ``ok``); the AMQP header follows.
+    ``identity`` is who the server authenticated: on a server, the identity the mechanism
+    established (for access control); on a client, the username it gave, or None."""
+
+    mechanism: str
+    identity: str | None
+
+
+@attrs.frozen(kw_only=True)
+class AuthenticationFailed(Event):
+    """The SASL exchange failed (core spec 5.3): the server refused (``code``), the peer broke
+    the exchange, no mechanism fits, or the server could not prove itself (SCRAM). The
+    connection has ended; a server has sent its failed outcome, and nothing else follows.
+    ``error`` is the typed exception (a :class:`~amqp_sansio.SASLError` for SASL's own
+    failures); its description never contains a credential."""
+
+    code: SaslCode
+    description: str
+    error: Exception
 
 
 @attrs.frozen(kw_only=True)

@@ -91,10 +91,13 @@ class ProtonPeer(MessagingHandler):
         connect_to: int | None = None,
         idle_timeout: float | None = None,
         outcome: Callable[[Delivery, Any], None] | None = None,
+        connect_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(prefetch=0, auto_accept=False, auto_settle=True)
         self.specs = {s.name: s for s in specs}
         self.connect_to = connect_to
+        #: Options for Proton's connect in the client role (SASL: user, password, ...).
+        self.connect_options = {"sasl_enabled": False, **(connect_options or {})}
         self.idle_timeout = idle_timeout
         self.outcome = outcome
         self.queues: dict[str, deque[Any]] = {
@@ -143,10 +146,10 @@ class ProtonPeer(MessagingHandler):
         if self.connect_to is not None:
             self.connection = event.container.connect(
                 f"amqp://127.0.0.1:{self.connect_to}",
-                sasl_enabled=False,
                 reconnect=False,
                 heartbeat=self.idle_timeout,
                 container_id="proton-client",
+                **self.connect_options,
             )
 
     def on_connection_bound(self, event: Any) -> None:
@@ -412,6 +415,7 @@ class Interop:
         proton_idle_timeout: float | None = None,
         proton_outcome: Callable[[Delivery, Any], None] | None = None,
         settle_with: Callable[[a.Message], Any] | None = None,
+        proton_connect: dict[str, Any] | None = None,
         **conn_options: Any,
     ) -> None:
         self.role = role
@@ -435,7 +439,11 @@ class Interop:
             self.listener = socket.create_server(("127.0.0.1", 0))
             port = self.listener.getsockname()[1]
             self.peer = ProtonPeer(
-                specs, connect_to=port, idle_timeout=proton_idle_timeout, outcome=proton_outcome
+                specs,
+                connect_to=port,
+                idle_timeout=proton_idle_timeout,
+                outcome=proton_outcome,
+                connect_options=proton_connect,
             )
             self.container = Container(self.peer)
         self.port = port
@@ -517,6 +525,11 @@ def role(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def interop() -> Iterator[Callable[..., Interop]]:
+    """Make :class:`Interop` pairs; they are torn down after the test."""
+    yield from interop_pairs()
+
+
+def interop_pairs() -> Iterator[Callable[..., Interop]]:
     made: list[Interop] = []
 
     def make(*args: Any, **kwargs: Any) -> Interop:
