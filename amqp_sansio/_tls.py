@@ -204,7 +204,7 @@ class TLSLayer:
                 server_hostname=server_hostname,
                 session=session,
             )
-        except ValueError as exc:  # e.g. a server context used for a client
+        except (ValueError, ssl.SSLError) as exc:  # e.g. a server context for a client
             raise LocalProtocolError(f"cannot use this SSLContext here: {exc}") from exc
         self._out: list[bytes] = []
         self._header = b""
@@ -473,7 +473,7 @@ class TLSLayer:
 def _failure(exc: ssl.SSLError) -> TLSFailed:
     return TLSFailed(
         error=_SSL_SUFFIX.sub("", str(exc)),
-        reason=exc.reason,
+        reason=getattr(exc, "reason", None),
         verify_error=getattr(exc, "verify_message", None),
     )
 
