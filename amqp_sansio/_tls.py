@@ -351,10 +351,8 @@ class TLSLayer:
             return None
         if len(header) < 8:
             return None
-        self.state = TLSState.HANDSHAKE
-        if self.client:
-            self._handshake(events)  # the ClientHello
-        else:
+        self.state = TLSState.HANDSHAKE  # a client's ClientHello comes with its next step
+        if not self.client:
             self._out.append(TLS_HEADER)
         return data[need:]
 
