@@ -117,6 +117,17 @@ from ._states import (
     SessionInput,
     SessionState,
 )
+from ._tls import (
+    TLSClosed,
+    TLSEstablished,
+    TLSFailed,
+    TLSHeaderMismatch,
+    TLSLayer,
+    TLSState,
+    client_context,
+    server_context,
+    subject_to_string,
+)
 from ._transactions import (
     Coordinator,
     Declare,
@@ -260,6 +271,12 @@ __all__ = [
     "Short",
     "Source",
     "Symbol",
+    "TLSClosed",
+    "TLSEstablished",
+    "TLSFailed",
+    "TLSHeaderMismatch",
+    "TLSLayer",
+    "TLSState",
     "Target",
     "TerminusDurability",
     "TerminusExpiryPolicy",
@@ -273,6 +290,7 @@ __all__ = [
     "UShort",
     "UnsupportedProtocol",
     "UnsupportedProtocolError",
+    "client_context",
     "decode",
     "decode_from",
     "derive_scram_credentials",
@@ -283,4 +301,6 @@ __all__ = [
     "serial_diff",
     "serial_le",
     "serial_lt",
+    "server_context",
+    "subject_to_string",
 ]

@@ -1535,6 +1535,8 @@ class Connection:
         #: go before anything of AMQP's, which is held back until it succeeds.
         self._sasl: SaslLayer | None = None
         self._sasl_out: list[bytes | bytearray | memoryview] = []
+        #: The transport under us is encrypted (TLS): given, or told by the TLS layer.
+        self.encrypted = encrypted
         #: After a SASL exchange: the mechanism used and the identity it established.
         self.sasl_mechanism: str | None = None
         self.authenticated_identity: str | None = None
@@ -1769,10 +1771,17 @@ class Connection:
         """Tell the SASL layer what the transport below it guarantees (core spec 5.2): that
         it is ``encrypted`` (TLS), that we presented a ``client_certificate`` (a client may
         then use EXTERNAL), or the verified ``peer_identity`` of the client's certificate (a
-        server may then offer EXTERNAL). Call it before the SASL exchange starts."""
+        server may then offer EXTERNAL). Call it before the peer's SASL header arrives (a
+        :class:`~amqp_sansio.TLSLayer` calls it when its handshake completes)."""
         sasl = self._sasl
-        if sasl is None or sasl.header_sent or self._parser.buffered:
+        if sasl is None:
+            if self.sasl_mechanism is not None:
+                raise LocalProtocolError("set the transport security before the SASL exchange")
+            self.encrypted = encrypted  # no SASL: only recorded, for the application
+            return
+        if sasl.phase is not SaslPhase.HEADER or self._parser.buffered:
             raise LocalProtocolError("set the transport security before the SASL exchange")
+        self.encrypted = encrypted
         sasl.encrypted = encrypted
         sasl.client_certificate = client_certificate
         sasl.peer_identity = peer_identity

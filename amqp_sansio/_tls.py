@@ -183,6 +183,7 @@ class TLSLayer:
         server_hostname: str | None = None,
         negotiate: bool = True,
         session: ssl.SSLSession | None = None,
+        client_certificate: bool = False,
     ) -> None:
         if not client and (server_hostname is not None or session is not None):
             raise LocalProtocolError("server_hostname and session are for the client role")
@@ -194,6 +195,8 @@ class TLSLayer:
         self.inner = inner
         self.client = client
         self.negotiate = negotiate
+        #: The client's context carries a certificate (SASL EXTERNAL may then be used).
+        self.client_certificate = client_certificate
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         try:
@@ -377,6 +380,15 @@ class TLSLayer:
             peer_identity=subject_to_string(certificate["subject"]) if certificate else None,
         )
         events.append(self._info)
+        # Tell the layer above what it now runs over (5.2): SASL may then send PLAIN
+        # without an opt-in, and EXTERNAL stands on the certificates.
+        secure = getattr(self.inner, "set_transport_security", None)
+        if secure is not None:
+            secure(
+                encrypted=True,
+                client_certificate=self.client and self.client_certificate,
+                peer_identity=None if self.client else self._info.peer_identity,
+            )
         return True
 
     def _read(self, events: list[Event], now: float) -> None:

@@ -168,6 +168,8 @@ def test_anonymous_when_enabled_and_no_credentials() -> None:
     c, s = p.pump()
     assert of(c, a.Authenticated)[0].mechanism == "ANONYMOUS"
     assert of(s, a.Authenticated)[0].identity == "anonymous"
+    with pytest.raises(a.LocalProtocolError):
+        p.server.set_transport_security()  # too late: the exchange is over
 
 
 def test_external_binds_to_the_verified_client_certificate() -> None:
@@ -183,10 +185,13 @@ def test_external_binds_to_the_verified_client_certificate() -> None:
 def test_transport_security_is_set_before_the_exchange() -> None:
     p = _pair(a.ClientCredentials(), a.ServerAuthenticator(allow_anonymous=True))
     p.client.open(now=0.0)
+    p.client.set_transport_security(encrypted=False)  # until the server's header arrives
+    p.pump()
     with pytest.raises(a.LocalProtocolError):
         p.client.set_transport_security()
-    with pytest.raises(a.LocalProtocolError):
-        Pair().client.set_transport_security()  # no SASL at all
+    plain = Pair().client
+    plain.set_transport_security()  # no SASL at all: only recorded
+    assert plain.encrypted
 
 
 def test_the_wrong_kind_of_sasl_configuration_is_refused() -> None:

@@ -358,6 +358,53 @@ def test_the_engine_runs_inside(certs: Certs) -> None:
     assert w.client.state is w.server.state is TLSState.CLOSED
 
 
+class _Users:
+    def check_password(self, username: str, password: str) -> bool:
+        return (username, password) == ("alice", "pw")
+
+
+@pytest.mark.parametrize("chunker", ["whole", "bytewise"])
+def test_sasl_plain_over_tls_needs_no_opt_in(certs: Certs, chunker: str) -> None:
+    """TLS header, handshake, then SASL inside TLS: the layer tells the engine the transport
+    is encrypted, so PLAIN goes without ``allow_plain_without_tls`` (core spec 5.2, 5.3)."""
+    cctx, sctx = contexts(certs)
+    cconn = a.Connection(client=True, sasl=a.ClientCredentials(username="alice", password="pw"))
+    sconn = a.Connection(client=False, sasl=a.ServerAuthenticator(_Users()))
+    w = Wire(
+        TLSLayer(cconn, cctx, client=True, server_hostname="localhost"),
+        TLSLayer(sconn, sctx, client=False),
+        CHUNKERS[chunker],
+    )
+    cconn.open()
+    w.pump()
+    assert kinds(w.server_events)[:3] == [TLSEstablished, a.Authenticated, a.ConnectionOpened]
+    assert sconn.authenticated_identity == "alice" and sconn.sasl_mechanism == "PLAIN"
+    assert b"pw" not in b"".join(data for _, data in w.log)  # encrypted on the wire
+
+
+def test_sasl_plain_without_tls_is_not_offered_by_default(certs: Certs) -> None:
+    server = a.Connection(client=False, sasl=a.ServerAuthenticator(_Users()))
+    events = server.receive_data(SASL_HEADER, 0.0)
+    (failed,) = [e for e in events if isinstance(e, a.AuthenticationFailed)]
+    assert "no SASL mechanism" in failed.description
+
+
+def test_sasl_external_stands_on_the_client_certificate(certs: Certs) -> None:
+    cctx, sctx = contexts(certs, client_cert=True, cafile=certs.ca, require_client_cert=True)
+    cconn = a.Connection(client=True, sasl=a.ClientCredentials())
+    sconn = a.Connection(client=False, sasl=a.ServerAuthenticator())
+    w = Wire(
+        TLSLayer(cconn, cctx, client=True, server_hostname="localhost", client_certificate=True),
+        TLSLayer(sconn, sctx, client=False),
+        random_chunks(11),
+    )
+    cconn.open()
+    w.pump()
+    (done,) = [e for e in w.server_events if isinstance(e, a.Authenticated)]
+    assert done == a.Authenticated(mechanism="EXTERNAL", identity=certs.client_subject)
+    assert sconn.authenticated_identity == "CN=alice,OU=Dev,O=Example\\, Inc."
+
+
 # -- certificates --------------------------------------------------------------------------
 
 
