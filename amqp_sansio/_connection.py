@@ -77,12 +77,18 @@ from ._performatives import (
     Open,
     ReceiverSettleMode,
     Role,
+    SaslCode,
     SenderSettleMode,
     Transfer,
 )
 from ._sasl import SaslLayer
 from ._sasl import _Phase as SaslPhase
-from ._sasl_mechanisms import ClientCredentials, ServerAuthenticator
+from ._sasl_mechanisms import (
+    ClientCredentials,
+    SASLError,
+    SASLProtocolError,
+    ServerAuthenticator,
+)
 from ._serial import serial_add, serial_diff, serial_le
 from ._states import (
     CONNECTION_TRANSITIONS,
@@ -1501,6 +1507,7 @@ class Connection:
         sasl_mechanisms: Collection[str] | None = None,
         allow_plain_without_tls: bool = False,
         encrypted: bool = False,
+        sasl_max_frame_size: int = 8192,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
@@ -1554,6 +1561,13 @@ class Connection:
                 )
             except TypeError as exc:
                 raise LocalProtocolError(str(exc)) from None
+            if sasl_max_frame_size < MIN_MAX_FRAME_SIZE:
+                raise LocalProtocolError(
+                    f"sasl_max_frame_size must be at least {MIN_MAX_FRAME_SIZE}"
+                )
+            # SASL frames are bounded on their own (5.3.1 says 512; OAuth tokens are
+            # longer): the connection's own limit applies once the exchange is over.
+            self._parser.max_frame_size = sasl_max_frame_size
 
     def __repr__(self) -> str:
         role = "client" if self.client else "server"
@@ -1568,6 +1582,10 @@ class Connection:
         if self.state is _CONNECTION_END or self._broken:
             return self._take_events()
         if not data:
+            if self._sasl is not None:
+                self._sasl_failed(
+                    SASLError("the transport closed during the SASL exchange", code=SaslCode.SYS)
+                )
             self._end()
             return self._take_events()
         self._parser.feed(data)
@@ -1577,7 +1595,7 @@ class Connection:
             self._bad_header(exc.header, exc.version_name)
         except (FramingError, DecodeError) as exc:
             if self._sasl is not None:
-                self._sasl_failed(exc)
+                self._sasl_failed(_sasl_input_error(exc))
             elif type(exc) is FramingError:
                 self._fatal("amqp:connection:framing-error", exc.description)
             else:
@@ -1916,6 +1934,7 @@ class Connection:
             self._sasl_failed()
             return False
         if sasl.done:
+            self._parser.max_frame_size = self.max_frame_size
             self.sasl_mechanism = sasl.mechanism
             self.authenticated_identity = sasl.identity
             self._out[:0] = self._sasl_out  # its last frame goes before what AMQP holds
@@ -2070,6 +2089,15 @@ class Connection:
         self._events.append(UnsupportedProtocol(header=header, version_name=name))
         self._broken = True
         self._end()
+
+
+def _sasl_input_error(exc: FramingError | DecodeError) -> AMQPError:
+    """The error for bytes that break the SASL exchange. A decode error's description may
+    quote what it could not decode, and SASL frames carry credentials: only its kind and
+    where it was found are kept (the original is not chained to it either)."""
+    if isinstance(exc, FramingError):
+        return exc
+    return SASLProtocolError(f"a malformed SASL frame (at offset {exc.offset}): {exc.condition}")
 
 
 _CONNECTION_HANDLERS: dict[type, Any] = {

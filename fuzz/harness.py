@@ -1,6 +1,6 @@
 """Fuzz targets for amqp-sansio, a seed corpus, and a pure-Python mutation fuzzer.
 
-Five targets take arbitrary bytes:
+Seven targets take arbitrary bytes:
 
 ``decode``
     :func:`amqp_sansio.decode`.
@@ -13,6 +13,9 @@ Five targets take arbitrary bytes:
     a server-role :class:`amqp_sansio.Connection` fed the bytes in chunks after an AMQP
     header (and, for ``server-opened``, a valid open), with a small application answering
     its events (:func:`fuzz_server`).
+``sasl-server`` and ``sasl-client``
+    a connection that requires SASL, server or client role, fed the bytes after a SASL
+    header (:func:`fuzz_sasl_server`, :func:`fuzz_sasl_client`).
 
 The invariant for the codec's three: a target returns normally, or raises an error that
 blames the remote side (:class:`~amqp_sansio.DecodeError`, :class:`~amqp_sansio.FramingError`,
@@ -21,7 +24,7 @@ bytes decode, the result must encode, the encoding must decode, and encoding tha
 give the same bytes (the canonical form is stable). For frames, feeding the bytes in chunks
 must give the same headers, frames and error as feeding them whole.
 
-The invariant for the engine's two: nothing raises at all (a peer's bytes are answered with
+The invariant for the engine's four: nothing raises at all (a peer's bytes are answered with
 events, or with a close carrying an error condition), every protocol error is answered on
 the wire, and what the engine sends is well-formed (see :func:`fuzz_server`).
 
@@ -850,16 +853,241 @@ def _server_seeds(opened: bool) -> list[bytes]:
     return seeds
 
 
+# -- the SASL layer (core spec 5.3), both roles -------------------------------------------------
+
+_SASL_PASSWORD = "fuzz-pw"
+_SASL_SALT = b"fuzz-salt-16byte"
+
+
+class _SaslStore:
+    """Users for the ``sasl-server`` target: alice, for PLAIN and both SCRAMs."""
+
+    def __init__(self) -> None:
+        self.scram = {
+            mech: amqp.derive_scram_credentials(
+                _SASL_PASSWORD, mechanism=mech, salt=_SASL_SALT, iterations=4096
+            )
+            for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+        }
+
+    def check_password(self, username: str, password: str) -> bool:
+        return username == "alice" and password == _SASL_PASSWORD
+
+    def scram_credentials(self, username: str, mechanism: str) -> Any:
+        return self.scram.get(mechanism) if username == "alice" else None
+
+
+@functools.lru_cache(maxsize=1)
+def _sasl_store() -> _SaslStore:
+    return _SaslStore()
+
+
+def _sasl_server_connection() -> amqp.Connection:
+    return amqp.Connection(
+        client=False,
+        container_id="fuzz-sasl-server",
+        sasl=amqp.ServerAuthenticator(
+            _sasl_store(),
+            allow_anonymous=True,
+            allow_cleartext_secrets=True,
+            nonce_factory=lambda: "fuzzservernonce",
+            fake_key=b"k" * 32,
+        ),
+        sasl_max_frame_size=SERVER_FRAME_MAX,
+    )
+
+
+def _sasl_client_connection() -> amqp.Connection:
+    return amqp.Connection(
+        client=True,
+        container_id="fuzz-sasl-client",
+        sasl=amqp.ClientCredentials(username="alice", password=_SASL_PASSWORD),
+        allow_plain_without_tls=True,
+        sasl_max_frame_size=SERVER_FRAME_MAX,
+    )
+
+
+class _SaslOutputCheck:
+    """What a SASL peer sends, as its partner parses it: the SASL header, SASL frames, at
+    most one outcome (a server's), and only then the AMQP header and AMQP frames (a server's
+    after a successful outcome only)."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.parser = FrameParser(max_frame_size=0xFFFFFFFF)
+        self.layer = "start"  # then "sasl", then "amqp"
+        self.outcome: Any = None
+        self.stream = bytearray()  # all of the output, to look ahead at what is unparsed
+
+    def _fail(self, stage: str, message: str) -> InvariantViolation:
+        return InvariantViolation(self.role, stage, message)
+
+    def feed(self, data: bytes) -> None:
+        if type(data) is not bytes:
+            raise self._fail("output", f"{type(data).__name__} output")
+        parser = self.parser
+        parser.feed(data)
+        self.stream += data
+        while parser.buffered:
+            at = len(self.stream) - parser.buffered
+            try:
+                if self.layer == "start" or (
+                    self.layer == "sasl" and self.stream[at : at + 4] == b"AMQP"
+                ):
+                    header = parser.next_protocol_header()
+                    if header is None:
+                        return
+                    self._header(header.to_bytes())
+                    continue
+                frame = parser.next_frame()
+            except REMOTE_ERRORS as exc:
+                raise self._fail("output", f"does not parse: {exc!r}") from exc
+            if frame is None:
+                return
+            if (frame.type is FrameType.SASL) != (self.layer == "sasl"):
+                raise self._fail("layering", f"{frame.body!r:.100} in the {self.layer} layer")
+            if self.outcome is not None and self.layer == "sasl":
+                raise self._fail("after-outcome", f"{frame.body!r:.100} after the outcome")
+            if isinstance(frame.body, amqp.SaslOutcome):
+                self.outcome = frame.body
+
+    def _header(self, header: bytes) -> None:
+        if self.layer == "start":
+            if header != amqp.SASL_HEADER:
+                raise self._fail("output", f"the first header is {header!r}")
+            self.layer = "sasl"
+            return
+        if header != amqp.AMQP_HEADER:
+            raise self._fail("output", f"then the header {header!r}")
+        if self.role == "sasl-server" and (
+            self.outcome is None or self.outcome.code is not amqp.SaslCode.OK
+        ):
+            raise self._fail("after-outcome", "the AMQP header without a successful outcome")
+        self.layer = "amqp"
+
+
+def _fuzz_sasl(role: str, data: bytes) -> str:
+    server = role == "sasl-server"
+    conn = _sasl_server_connection() if server else _sasl_client_connection()
+    check = _SaslOutputCheck(role)
+    if not server:
+        conn.open(now=0.0)
+    stream = amqp.SASL_HEADER + data
+    kinds: dict[str, None] = {}
+    ended_output = False
+    fed = 0
+    for step in itertools.cycle(_chunk_sizes(data) or [len(stream)]):
+        if fed >= len(stream):
+            break
+        step = max(1, step)
+        events = conn.receive_data(stream[fed : fed + step], fed * SERVER_TICK)
+        fed += step
+        out = conn.data_to_send()
+        if ended_output and out:
+            raise InvariantViolation(role, "after-end", f"sent {out[:40]!r} after the end")
+        check.feed(out)
+        for e in events:
+            kinds[type(e).__name__] = None
+            if isinstance(e, amqp.AuthenticationFailed):
+                if conn.state is not amqp.ConnectionState.END:
+                    raise InvariantViolation(role, "not-ended", f"{e!r} left it open")
+                if "fuzz-pw" in repr(e):
+                    raise InvariantViolation(role, "secret", "the password in an event")
+        if conn.state is amqp.ConnectionState.END:
+            ended_output = True
+    events = conn.receive_data(b"", fed * SERVER_TICK)
+    kinds.update(dict.fromkeys(type(e).__name__ for e in events))
+    if conn.state is not amqp.ConnectionState.END:
+        raise InvariantViolation(role, "not-ended", f"EOF left it {conn.state.value}")
+    return f"{'ok' if 'Authenticated' in kinds else 'err'}|{','.join(kinds)[:160]}"
+
+
+def fuzz_sasl_server(data: bytes) -> str:
+    """Target ``sasl-server``: the bytes, after a SASL header, to a server-role connection
+    that requires SASL (PLAIN, SCRAM-SHA-256/512 and ANONYMOUS on offer). Nothing raises;
+    what it sends is its SASL header, SASL frames, at most one outcome and nothing after a
+    failed one; a failure ends the connection; the password shows in no event."""
+    return _fuzz_sasl("sasl-server", data)
+
+
+def fuzz_sasl_client(data: bytes) -> str:
+    """Target ``sasl-client``: the bytes, after a SASL header, to a client-role connection
+    with credentials (and its open held back behind the exchange). The same invariant."""
+    return _fuzz_sasl("sasl-client", data)
+
+
+def _sasl_server_seeds() -> list[bytes]:
+    """A client's side of each exchange the server target accepts (deterministic nonces)."""
+    from amqp_sansio import sasl
+
+    def frame(body: Any) -> bytes:
+        return amqp.encode_frame(body, frame_type=FrameType.SASL)
+
+    def init(name: str, response: bytes | None) -> bytes:
+        return frame(amqp.SaslInit(mechanism=Symbol(name), initial_response=response))
+
+    seeds = [
+        init("ANONYMOUS", b"trace"),
+        init("PLAIN", b"\0alice\0" + _SASL_PASSWORD.encode()),
+        init("PLAIN", b"\0alice\0wrong"),
+        init("EXTERNAL", b""),
+        init("PLAIN", None) + frame(amqp.SaslResponse(response=b"\0alice\0x")),
+    ]
+    for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        client = sasl.ScramClient("alice", _SASL_PASSWORD, mechanism=mech, nonce="fuzzclient")
+        server = sasl.ScramServer(
+            _sasl_store(), mechanism=mech, nonce="fuzzservernonce", fake_key=b"k" * 32
+        )
+        first = client.initial_response()
+        challenge = server.start(first)
+        assert isinstance(challenge, sasl.ServerChallenge)
+        final = client.respond(challenge.data)
+        seeds.append(init(mech, first) + frame(amqp.SaslResponse(response=final)))
+        seeds.append(init(mech, first))
+    ok = seeds[1]
+    seeds.append(ok + amqp.AMQP_HEADER + amqp.encode_frame(amqp.Open(container_id="c")))
+    return seeds
+
+
+def _sasl_client_seeds() -> list[bytes]:
+    """A server's side of exchanges the client target goes through."""
+
+    def frame(body: Any) -> bytes:
+        return amqp.encode_frame(body, frame_type=FrameType.SASL)
+
+    def mechanisms(*names: str) -> bytes:
+        return frame(amqp.SaslMechanisms(sasl_server_mechanisms=[Symbol(n) for n in names]))
+
+    ok = frame(amqp.SaslOutcome(code=amqp.SaslCode.OK))
+    opened = amqp.AMQP_HEADER + amqp.encode_frame(amqp.Open(container_id="s"))
+    return [
+        mechanisms("PLAIN") + ok + opened,
+        mechanisms("PLAIN") + ok,
+        mechanisms("ANONYMOUS", "PLAIN") + ok + opened + amqp.encode_frame(amqp.Close()),
+        mechanisms("PLAIN") + frame(amqp.SaslOutcome(code=amqp.SaslCode.OK, additional_data=b"x")),
+        mechanisms("XOAUTH2", "PLAIN", "ANONYMOUS") + ok + amqp.AMQP_HEADER,
+        mechanisms("PLAIN", "ANONYMOUS") + frame(amqp.SaslOutcome(code=amqp.SaslCode.AUTH)),
+        mechanisms("SCRAM-SHA-256")
+        + frame(amqp.SaslChallenge(challenge=b"r=abc,s=c2FsdA==,i=4096"))
+        + ok,
+        mechanisms("XOAUTH2", "PLAIN") + frame(amqp.SaslChallenge(challenge=b"{}")) + ok,
+        mechanisms("ANONYMOUS"),
+        mechanisms("PLAIN"),
+    ]
+
+
 TARGETS: dict[str, Callable[[bytes], str]] = {
     "decode": fuzz_decode,
     "frames": fuzz_frames,
     "message": fuzz_message,
     "server": fuzz_server,
     "server-opened": fuzz_server_opened,
+    "sasl-server": fuzz_sasl_server,
+    "sasl-client": fuzz_sasl_client,
 }
 #: The codec's targets (fast, thousands of inputs a second) and the engine's (slower).
 CODEC_TARGETS = ("decode", "frames", "message")
-ENGINE_TARGETS = ("server", "server-opened")
+ENGINE_TARGETS = ("server", "server-opened", "sasl-server", "sasl-client")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1364,6 +1592,8 @@ def seed_corpus() -> dict[str, list[bytes]]:
         "frames": frames,
         "server": _server_seeds(opened=False),
         "server-opened": _server_seeds(opened=True),
+        "sasl-server": _sasl_server_seeds(),
+        "sasl-client": _sasl_client_seeds(),
     }
     return {k: list(dict.fromkeys(v)) for k, v in corpus.items()}
 

@@ -376,3 +376,96 @@ def test_credentials_never_show() -> None:
     init = parser.next_frame()
     assert init is not None and PASSWORD.encode() in init.body.initial_response
     assert PASSWORD not in repr(init.body)
+
+
+# -- hostile input: each ends in a typed event, and nothing is sent after it -------------------
+
+
+def test_an_oversized_challenge_is_refused_before_it_is_buffered() -> None:
+    """SASL frames have their own bound (``sasl_max_frame_size``; the spec says 512)."""
+    client = _client()
+    huge = _sasl_frame(a.SaslChallenge(challenge=b"x" * 20_000))
+    events = client.receive_data(a.SASL_HEADER + _mechanisms("ANONYMOUS") + huge[:64], 0.0)
+    assert client.data_to_send()  # sasl-init went
+    (failed,) = of(events, a.AuthenticationFailed)
+    assert isinstance(failed.error, a.FramingError)
+    assert client.data_to_send() == b"" and client.state is a.ConnectionState.END
+
+
+def test_the_sasl_frame_bound_is_configurable_and_lifted_after_the_exchange() -> None:
+    with pytest.raises(a.LocalProtocolError):
+        a.Connection(client=True, sasl=a.ClientCredentials(), sasl_max_frame_size=100)
+    client = a.Connection(client=True, sasl=a.ClientCredentials(), sasl_max_frame_size=600)
+    client.open(now=0.0)
+    client.data_to_send()
+    ok = _sasl_frame(a.SaslOutcome(code=a.SaslCode.OK))
+    events = client.receive_data(a.SASL_HEADER + _mechanisms("ANONYMOUS") + ok, 0.0)
+    assert of(events, a.Authenticated)
+    big_open = a.encode_frame(a.Open(container_id="s" * 1000))  # over 600, under 65536
+    events = client.receive_data(a.AMQP_HEADER + big_open, 0.0)
+    assert of(events, a.ConnectionOpened)
+
+
+@pytest.mark.parametrize("cut", [3, 8, 12, 20])
+def test_a_transport_closed_mid_exchange_is_a_failure(cut: int) -> None:
+    client = _client()
+    stream = a.SASL_HEADER + _mechanisms("ANONYMOUS", "PLAIN")
+    events = client.receive_data(stream[:cut], 0.0)
+    events += client.receive_data(b"", 0.0)
+    assert [type(e) for e in events] == [a.AuthenticationFailed, a.ConnectionEnded]
+    assert of(events, a.AuthenticationFailed)[0].code is a.SaslCode.SYS
+    assert client.data_to_send() == b""
+
+
+def test_a_sasl_frame_after_the_outcome_is_not_amqp() -> None:
+    """After the outcome the AMQP header must come: another SASL frame is refused."""
+    client = _client()
+    ok = _sasl_frame(a.SaslOutcome(code=a.SaslCode.OK))
+    client.receive_data(a.SASL_HEADER + _mechanisms("ANONYMOUS") + ok, 0.0)
+    sent = client.data_to_send()
+    assert a.AMQP_HEADER in sent  # the held-back header and open went
+    events = client.receive_data(ok, 0.0)
+    assert of(events, a.UnsupportedProtocol) and of(events, a.ConnectionEnded)
+    assert client.data_to_send() == b""
+
+
+def test_no_fallback_to_anonymous_when_credentials_were_given() -> None:
+    """A downgrade: the server offers only ANONYMOUS to a client with credentials."""
+    client = a.Connection(client=True, sasl=_alice())
+    client.open(now=0.0)
+    client.data_to_send()
+    events = client.receive_data(a.SASL_HEADER + _mechanisms("ANONYMOUS"), 0.0)
+    (failed,) = of(events, a.AuthenticationFailed)
+    assert isinstance(failed.error, sasl.SASLNoMechanismError)
+    assert client.data_to_send() == b""
+
+
+def test_no_downgrade_from_a_required_mechanism() -> None:
+    client = a.Connection(client=True, sasl=_alice(), sasl_mechanisms=["SCRAM-SHA-512"])
+    client.open(now=0.0)
+    client.data_to_send()
+    events = client.receive_data(a.SASL_HEADER + _mechanisms("SCRAM-SHA-256", "PLAIN"), 0.0)
+    assert of(events, a.AuthenticationFailed) and client.data_to_send() == b""
+
+
+def test_an_amqp_header_where_sasl_is_required_sends_only_our_sasl_header() -> None:
+    server = _server()
+    events = server.receive_data(a.AMQP_HEADER + a.encode_frame(a.Open(container_id="x")), 0.0)
+    assert [type(e) for e in events] == [a.UnsupportedProtocol, a.ConnectionEnded]
+    assert server.data_to_send() == a.SASL_HEADER
+    assert server.receive_data(a.SASL_HEADER, 0.0) == [] and server.data_to_send() == b""
+
+
+def test_a_malformed_sasl_frame_is_reported_without_quoting_it() -> None:
+    """Found by the sasl-server fuzz target: a decode error's description quoted the
+    sasl-init it could not decode, password included."""
+    server = _server()
+    bad = a.encode_frame(
+        a.Described(a.ULong(0x41), [a.Symbol("PLAIN"), a.Symbol("\0alice\0" + PASSWORD)]),
+        frame_type=a.FrameType.SASL,
+    )
+    events = server.receive_data(a.SASL_HEADER + bad, 0.0)
+    (failed,) = of(events, a.AuthenticationFailed)
+    assert isinstance(failed.error, sasl.SASLProtocolError)
+    assert "malformed SASL frame" in failed.description
+    assert PASSWORD not in repr(events) and failed.error.__cause__ is None
