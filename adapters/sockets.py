@@ -1,4 +1,5 @@
-"""Drive a :class:`~amqp_sansio.Connection` over a stream socket, blocking the caller.
+"""Drive a :class:`~amqp_sansio.Connection` (or a :class:`~amqp_sansio.TLSLayer` around
+one) over a stream socket, blocking the caller.
 
 The loop is the one every adapter has: wait until the socket can be read (or written, while
 bytes wait to go out) or the engine's deadline comes; feed what was read to
@@ -15,6 +16,17 @@ calls on the engine, between the driver's steps or from an ``on_event`` callback
         driver.run_until(lambda: conn.state is ConnectionState.OPENED, timeout=10)
         ...
 
+The driver talks to anything with the engine's byte interface (:class:`ByteStream`): a
+:class:`~amqp_sansio.TLSLayer` wrapping the connection is driven the same way, and once the
+connection inside has ended the driver closes the layer, so that TLS close_notify follows
+the AMQP close::
+
+    conn = Connection(container_id="me")
+    layer = TLSLayer(conn, client_context(), client=True, server_hostname="broker")
+    with SocketDriver.connect(layer, ("broker", 5671)) as driver:
+        conn.open(now=driver.now())
+        ...
+
 Internally the socket is non-blocking, so that reading goes on while a large write is
 under way: two peers that both write more than the socket buffers hold never wait on each
 other.
@@ -27,18 +39,40 @@ import socket
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
-from amqp_sansio import Connection, ConnectionState, Event
+from amqp_sansio import Connection, ConnectionEnded, Event
 
-__all__ = ["SocketDriver"]
+__all__ = ["ByteStream", "SocketDriver"]
 
 #: The default size of one ``recv``.
 READ_SIZE = 65536
 
 
+class ByteStream(Protocol):
+    """What the driver drives: the engine's byte interface, which
+    :class:`~amqp_sansio.Connection` and :class:`~amqp_sansio.TLSLayer` both offer.
+    ``receive_data(b"", now)`` means the transport closed. An object that also has a
+    ``close()`` (a security layer) has it called once the connection inside reports
+    :class:`~amqp_sansio.ConnectionEnded`."""
+
+    def receive_data(self, data: bytes, now: float) -> list[Event]: ...
+
+    def data_to_send(self) -> bytes: ...
+
+    def next_deadline(self) -> float | None: ...
+
+    def handle_timer(self, now: float) -> list[Event]: ...
+
+
 class SocketDriver:
     """Move bytes between ``connection`` and the connected stream socket ``sock``.
+
+    ``connection`` is a :class:`~amqp_sansio.Connection`, or a layer around one such as
+    :class:`~amqp_sansio.TLSLayer` (anything with the :class:`ByteStream` interface). When
+    the connection inside a layer ends (:class:`~amqp_sansio.ConnectionEnded` passes
+    through), the driver calls the layer's ``close()``: its closing bytes (TLS
+    close_notify) go out after the connection's last ones.
 
     Every event the engine reports is appended to :attr:`events` (in order; clear the list
     when done with them) and passed to ``on_event`` if given, which may answer at once with
@@ -49,7 +83,7 @@ class SocketDriver:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: ByteStream,
         sock: socket.socket,
         *,
         on_event: Callable[[Event], None] | None = None,
@@ -65,6 +99,8 @@ class SocketDriver:
         #: What ended the transport, if it failed rather than closed.
         self.error: OSError | None = None
         self.closed = False
+        #: The driven connection has reported :class:`~amqp_sansio.ConnectionEnded`.
+        self.ended = False
         self._clock = clock
         self._read_size = read_size
         self._out = bytearray()
@@ -78,7 +114,7 @@ class SocketDriver:
     @classmethod
     def connect(
         cls,
-        connection: Connection,
+        connection: ByteStream,
         address: tuple[str, int],
         *,
         timeout: float | None = 10.0,
@@ -96,7 +132,7 @@ class SocketDriver:
     @classmethod
     def accept(
         cls,
-        connection: Connection,
+        connection: ByteStream,
         listener: socket.socket,
         *,
         timeout: float | None = 10.0,
@@ -242,6 +278,17 @@ class SocketDriver:
             new.append(event)
             if self.on_event is not None:
                 self.on_event(event)
+            if isinstance(event, ConnectionEnded) and not self.ended:
+                self.ended = True
+                self._close_layer()
+
+    def _close_layer(self) -> None:
+        """The connection inside has ended: a layer around it (TLS) closes its side too."""
+        if isinstance(self.connection, Connection):
+            return
+        close = getattr(self.connection, "close", None)
+        if close is not None:
+            close()
 
     def _read(self, new: list[Event]) -> None:
         try:
@@ -265,7 +312,7 @@ class SocketDriver:
             self.error = exc
             self.eof = True
             self._out.clear()
-            if self.connection.state is not ConnectionState.END:
+            if not self.ended:  # the connection is told, unless it has ended already
                 self._dispatch(self.connection.receive_data(b"", self._clock()), new)
             return
         del self._out[:sent]

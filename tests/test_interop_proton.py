@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from amqp_sansio.adapters.sockets import SocketDriver
+from amqp_sansio.adapters.sockets import ByteStream, SocketDriver
 
 import amqp_sansio as a
 
@@ -92,10 +92,13 @@ class ProtonPeer(MessagingHandler):
         idle_timeout: float | None = None,
         outcome: Callable[[Delivery, Any], None] | None = None,
         connect_options: dict[str, Any] | None = None,
+        scheme: str = "amqp",
     ) -> None:
         super().__init__(prefetch=0, auto_accept=False, auto_settle=True)
         self.specs = {s.name: s for s in specs}
         self.connect_to = connect_to
+        #: The URL scheme of Proton's connect: ``amqps`` for TLS (with an ``ssl_domain``).
+        self.scheme = scheme
         #: Options for Proton's connect in the client role (SASL: user, password, ...).
         self.connect_options = {"sasl_enabled": False, **(connect_options or {})}
         self.idle_timeout = idle_timeout
@@ -110,6 +113,9 @@ class ProtonPeer(MessagingHandler):
         # What Proton saw.
         self.opened = False
         self.remote_idle_timeout: float | None = None
+        #: The transport's authenticated user, and TLS as Proton saw it, once opened.
+        self.user: str | None = None
+        self.tls: dict[str, Any] | None = None
         self.opened_links: set[str] = set()
         self.received: dict[str, list[Any]] = defaultdict(list)
         self.remote_settled: dict[str, int] = defaultdict(int)
@@ -145,7 +151,7 @@ class ProtonPeer(MessagingHandler):
         event.container.selectable(self.injector)
         if self.connect_to is not None:
             self.connection = event.container.connect(
-                f"amqp://127.0.0.1:{self.connect_to}",
+                f"{self.scheme}://127.0.0.1:{self.connect_to}",
                 reconnect=False,
                 heartbeat=self.idle_timeout,
                 container_id="proton-client",
@@ -160,7 +166,16 @@ class ProtonPeer(MessagingHandler):
 
     def on_connection_opened(self, event: Any) -> None:
         self.opened = True
-        self.remote_idle_timeout = event.transport.remote_idle_timeout
+        transport = event.transport
+        self.remote_idle_timeout = transport.remote_idle_timeout
+        self.user = transport.user
+        ssl = transport._ssl  # only there when TLS was configured: reading it adds none
+        if ssl is not None:
+            self.tls = {
+                "protocol": ssl.protocol_name(),
+                "cipher": ssl.cipher_name(),
+                "peer_subject": ssl.remote_subject,
+            }
         if self.connect_to is None:
             return
         container = event.container
@@ -416,8 +431,13 @@ class Interop:
         proton_outcome: Callable[[Delivery, Any], None] | None = None,
         settle_with: Callable[[a.Message], Any] | None = None,
         proton_connect: dict[str, Any] | None = None,
+        proton_ssl: Any = None,
+        wrap: Callable[[a.Connection], ByteStream] | None = None,
         **conn_options: Any,
     ) -> None:
+        """``proton_ssl``, a ``proton.SSLDomain``: TLS on Proton's side (its acceptor's
+        domain as a server; as a client, an ``amqps`` connect with it). ``wrap`` puts a
+        layer around our connection (a ``TLSLayer``): the driver drives what it returns."""
         self.role = role
         self.specs = specs
         self.conn = a.Connection(
@@ -427,6 +447,8 @@ class Interop:
             **conn_options,
         )
         self.app = OurApp(self.conn, specs, server=role == "server", settle_with=settle_with)
+        #: What the driver drives: our connection, or the layer around it.
+        self.transport: ByteStream = self.conn if wrap is None else wrap(self.conn)
         self.listener: socket.socket | None = None
         self.thread_error: list[BaseException] = []
         self.driver: SocketDriver | None = None
@@ -435,6 +457,8 @@ class Interop:
             self.container = Container(self.peer)
             self.peer.acceptor = self.container.acceptor("127.0.0.1", 0)
             port = self.peer.acceptor._selectable.getsockname()[1]  # Proton shows it nowhere else
+            if proton_ssl is not None:
+                self.peer.acceptor.set_ssl_domain(proton_ssl)
         else:
             self.listener = socket.create_server(("127.0.0.1", 0))
             port = self.listener.getsockname()[1]
@@ -443,7 +467,12 @@ class Interop:
                 connect_to=port,
                 idle_timeout=proton_idle_timeout,
                 outcome=proton_outcome,
-                connect_options=proton_connect,
+                connect_options=(
+                    proton_connect
+                    if proton_ssl is None
+                    else {"ssl_domain": proton_ssl, **(proton_connect or {})}
+                ),
+                scheme="amqp" if proton_ssl is None else "amqps",
             )
             self.container = Container(self.peer)
         self.port = port
@@ -460,14 +489,14 @@ class Interop:
         self.thread.start()
         if self.role == "client":
             self.driver = SocketDriver.connect(
-                self.conn, ("127.0.0.1", self.port), on_event=self.app
+                self.transport, ("127.0.0.1", self.port), on_event=self.app
             )
             self.conn.open(now=self.driver.now())
             self.wait(lambda: self.conn.state is a.ConnectionState.OPENED)
             self.app.attach_all()
         else:
             assert self.listener is not None
-            self.driver = SocketDriver.accept(self.conn, self.listener, on_event=self.app)
+            self.driver = SocketDriver.accept(self.transport, self.listener, on_event=self.app)
         self.wait(lambda: self.conn.state is a.ConnectionState.OPENED and self.peer.opened)
         self.wait(
             lambda: (
