@@ -358,9 +358,13 @@ def test_the_engine_runs_inside(certs: Certs) -> None:
     assert w.client.state is w.server.state is TLSState.CLOSED
 
 
+#: Long enough never to turn up by chance in a few KiB of ciphertext.
+LONG = "a-password-long-enough-never-to-be-seen-by-chance"
+
+
 class _Users:
     def check_password(self, username: str, password: str) -> bool:
-        return (username, password) == ("alice", "a-long-password-never-seen-by-chance")
+        return (username, password) == ("alice", LONG)
 
 
 @pytest.mark.parametrize("chunker", ["whole", "bytewise"])
@@ -368,7 +372,7 @@ def test_sasl_plain_over_tls_needs_no_opt_in(certs: Certs, chunker: str) -> None
     """TLS header, handshake, then SASL inside TLS: the layer tells the engine the transport
     is encrypted, so PLAIN goes without ``allow_plain_without_tls`` (core spec 5.2, 5.3)."""
     cctx, sctx = contexts(certs)
-    cconn = a.Connection(client=True, sasl=a.ClientCredentials(username="alice", password="pw"))
+    cconn = a.Connection(client=True, sasl=a.ClientCredentials(username="alice", password=LONG))
     sconn = a.Connection(client=False, sasl=a.ServerAuthenticator(_Users()))
     w = Wire(
         TLSLayer(cconn, cctx, client=True, server_hostname="localhost"),
@@ -380,7 +384,7 @@ def test_sasl_plain_over_tls_needs_no_opt_in(certs: Certs, chunker: str) -> None
     assert kinds(w.server_events)[:3] == [TLSEstablished, a.Authenticated, a.ConnectionOpened]
     assert sconn.authenticated_identity == "alice" and sconn.sasl_mechanism == "PLAIN"
     wire_bytes = b"".join(data for _, data in w.log)
-    assert b"a-long-password-never-seen-by-chance" not in wire_bytes  # encrypted on the wire
+    assert LONG.encode() not in wire_bytes  # encrypted on the wire
 
 
 def test_sasl_plain_without_tls_is_not_offered_by_default(certs: Certs) -> None:
