@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+
+import pytest
+
+import amqp_sansio as a
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -27,7 +32,23 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert _commands()[1] in ci
 
 
-def test_readme_example_runs() -> None:
+def _examples() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    (example,) = re.findall(r"```python\n(.*?)\n```", text, flags=re.S)
-    exec(compile(example, "README.md", "exec"), {})
+    return re.findall(r"```python\n(.*?)\n```", text, flags=re.S)
+
+
+def test_readme_codec_example_runs() -> None:
+    exec(compile(_examples()[0], "README.md", "exec"), {})
+
+
+def test_readme_engine_example_runs_against_rabbitmq() -> None:
+    """The engine example talks to the RabbitMQ that .ci/run starts on 127.0.0.1:5672."""
+    url = os.environ.get("AMQP_SANSIO_RABBITMQ_URL", "")
+    if "127.0.0.1:5672" not in url and "localhost:5672" not in url:
+        pytest.skip(
+            "AMQP_SANSIO_RABBITMQ_URL names no RabbitMQ on 127.0.0.1:5672 (.ci/run starts one)"
+        )
+    namespace: dict[str, object] = {}
+    exec(compile(_examples()[1], "README.md", "exec"), namespace)
+    conn = namespace["conn"]
+    assert isinstance(conn, a.Connection) and conn.sasl_mechanism == "PLAIN"
