@@ -244,6 +244,12 @@ class Link:
         #: A detach either way said closed: when both are done the link is destroyed
         #: (2.6.6), not suspended (2.6.4).
         self._closing = False
+        #: We detached it with an error: the endpoint is destroyed (2.6.5). Until the peer's
+        #: detach its frames are discarded.
+        self._destroyed = False
+        #: The peer detached it with an error and without closing: our next attach of it must
+        #: resume it, with a non-null unsettled map (2.6.5).
+        self._must_resume = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.state.value} credit={self.link_credit}>"
@@ -292,13 +298,48 @@ class Link:
 
     def detach(self, *, error: Error | None = None, closed: bool = True) -> None:
         """Detach the link; ``closed=True`` (the default) closes it for good (core spec
-        2.6.6). The peer answers with its own detach (:class:`LinkDetached`)."""
+        2.6.6). The peer answers with its own detach (:class:`LinkDetached`).
+
+        With an ``error`` the link endpoint is destroyed at once (2.6.5): its unsettled
+        deliveries are gone (they can no longer be settled), and what the peer sent on the
+        link before it saw our detach (transfers, flows, dispositions) is discarded as it
+        arrives. Once the peer's detach has arrived, any further input on its handle (other
+        than an attach reusing the handle) ends the session with
+        ``amqp:session:errant-link``. If neither end closed the link, the peer's next attach
+        of it must resume it (carry an unsettled map): one without is taken for a pipelined
+        re-attach and also ends the session with ``amqp:session:errant-link``.
+
+        Why the peer's detach is the line: a correct peer answers our detach at once and
+        sends nothing on the link in between, so whatever precedes its detach was sent
+        before it knew, and whatever follows on its (released) handle is errant. Input by
+        delivery-id is not held against the peer: dispositions naming the destroyed
+        deliveries are ignored, as any naming unknown ids. A peer whose own detach crossed
+        ours may still settle the link's deliveries until our detach reaches it (a
+        detached link's deliveries live on, 2.6.4, and a detaching one's until the detaches
+        have crossed), and nothing on the wire tells those dispositions from later ones."""
         self.session._check_can_send()  # nothing after our close or end
         self._move(_LI.S_DETACH)
         assert self.handle is not None
         self._closing = self._closing or closed
+        if error is not None:
+            self._destroy()
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
         self.session._release_handle(self)
+
+    def _destroy(self) -> None:
+        """Destroy the endpoint after our error (2.6.5): its deliveries are forgotten."""
+        self._destroyed = True
+        self._current = None
+        self._drop_ids()
+        self.unsettled = {}
+
+    def _drop_ids(self) -> None:
+        """Take the link's unsettled deliveries out of the session's id maps: no
+        disposition may name them any more."""
+        deliveries = self.session._deliveries(self.role)
+        for delivery in self.unsettled.values():
+            if deliveries.get(delivery.id) is delivery:
+                del deliveries[delivery.id]
 
     def _send_attach(self) -> None:
         self.session._check_can_send()
@@ -314,11 +355,15 @@ class Link:
             raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
         self.session._assign_handle(self)  # may refuse (no free handle): nothing has changed yet
         self.state = new
+        body = self._attach_body()
         if new is LinkState.ATTACH_SENT:
-            # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7).
+            # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7); a
+            # closed or destroyed link starts afresh.
             self.link_credit = 0
             self.drain = False
-        self.session._send(self._attach_body())
+            self._closing = self._destroyed = False
+        self._must_resume = False
+        self.session._send(body)
 
     def _attach_body(self) -> Attach:
         assert self.handle is not None
@@ -332,7 +377,8 @@ class Link:
             source=self.source,
             target=self.target,
             initial_delivery_count=initial,
-            unsettled={t: d.local_state for t, d in self.unsettled.items()} or None,
+            unsettled={t: d.local_state for t, d in self.unsettled.items()}
+            or ({} if self._must_resume else None),
             max_message_size=self.max_message_size,
             properties=self.properties,
             offered_capabilities=self.offered_capabilities,
@@ -398,9 +444,11 @@ class Link:
 
     def _check_known(self, delivery: Delivery) -> None:
         if self.session._deliveries(self.role).get(delivery.id) is not delivery:
-            # Its link was closed (2.6.6): the peer would take a disposition naming it as
-            # input for a destroyed link (2.6.5).
-            raise LocalProtocolError("the delivery's link was closed: it can no longer be settled")
+            # Its link was closed (2.6.6) or detached with an error (2.6.5): the peer would
+            # take a disposition naming it as input for a destroyed link.
+            raise LocalProtocolError(
+                "the delivery's link was closed or destroyed: it can no longer be settled"
+            )
 
     def _forget(self, delivery: Delivery) -> None:
         delivery.settled = True
@@ -643,6 +691,9 @@ class Session:
         #: Links the peer detached before we could answer their attach (our begin had not
         #: gone out, or no handle was free), with the closed flag of the answer we owe.
         self._owed: dict[Link, bool] = {}
+        #: The peer's input handles of links we detached with an error, since its detach
+        #: (2.6.5): input on one ends the session with errant-link, until an attach reuses it.
+        self._errant_handles: dict[int, Link] = {}
 
     def __repr__(self) -> str:
         return f"<Session channel={self.channel} {self.state.value}>"
@@ -779,12 +830,14 @@ class Session:
             raise LocalProtocolError(
                 f"a {link.role.name.lower()} link named {link.name!r} is already attached"
             )
-        if old is not None and old.unsettled:
-            # Re-attaching a suspended link resumes it: its unsettled deliveries carry over
-            # and go in our attach's unsettled map (2.6.13).
-            link.unsettled = old.unsettled
-            for delivery in link.unsettled.values():
-                delivery.link = link
+        if old is not None:
+            link._must_resume = old._must_resume
+            if old.unsettled:
+                # Re-attaching a suspended link resumes it: its unsettled deliveries carry
+                # over and go in our attach's unsettled map (2.6.13).
+                link.unsettled = old.unsettled
+                for delivery in link.unsettled.values():
+                    delivery.link = link
         self._links_by_name[key] = link
 
     def _assign_handle(self, link: Link) -> None:
@@ -1065,6 +1118,17 @@ class Session:
             )
         our_role = Role.SENDER if attach.role is Role.RECEIVER else Role.RECEIVER
         link = self._links_by_name.get((attach.name, our_role))
+        if (
+            link is not None
+            and link._destroyed
+            and link.state is LinkState.DETACHED
+            and not link._closing
+            and attach.unsettled is None
+        ):
+            # We detached the link with an error and neither end closed it: the peer must
+            # resume it; an attach without an unsettled map is a pipelined re-attach (2.6.5).
+            raise self._errant(f"attach of link {attach.name!r} after our error: not a resume")
+        self._errant_handles.pop(handle, None)  # a released handle, used again
         if link is None or link.state is LinkState.DETACHED:
             cls = Sender if our_role is Role.SENDER else Receiver
             link = cls(
@@ -1131,9 +1195,11 @@ class Session:
                 target=self,
             )
 
-    def _link_in(self, handle: int | None) -> Link:
+    def _link_in(self, handle: int | None, *, detach: bool = False) -> Link:
         link = self._links_in.get(handle) if handle is not None else None
         if link is None:
+            if handle in self._errant_handles and not detach:
+                raise self._errant(f"input on handle {handle}, of a link detached with an error")
             raise _PeerError(
                 "amqp:session:unattached-handle",
                 f"no link on handle {handle}",
@@ -1142,9 +1208,12 @@ class Session:
             )
         return link
 
+    def _errant(self, description: str) -> _PeerError:
+        return _PeerError("amqp:session:errant-link", description, scope="session", target=self)
+
     def _on_detach(self, detach: Detach, payload: bytes) -> None:
         self._check_mapped()
-        link = self._link_in(detach.handle)
+        link = self._link_in(detach.handle, detach=True)
         if link.state is LinkState.ATTACH_RCVD:
             # The peer detached a link before we answered its attach (it may: its
             # ATTACH_SENT -> DETACH_SENT). Our answer is an attach without a terminus, as a
@@ -1156,6 +1225,7 @@ class Session:
                 link.target = None
             link.state = LinkState.DETACHED
             link._closing = link._closing or detach.closed
+            link._must_resume = detach.error is not None and not link._closing  # (2.6.5)
             self._links_in.pop(detach.handle, None)
             link.remote_handle = None
             self.connection._events.append(
@@ -1177,6 +1247,15 @@ class Session:
         link._closing = link._closing or detach.closed
         self._links_in.pop(detach.handle, None)
         link.remote_handle = None
+        if link._destroyed:
+            # Our error detach is answered: from now on the peer knows (2.6.5, see
+            # Link.detach).
+            self._errant_handles[detach.handle] = link
+        elif detach.error is not None:
+            # The peer destroyed its endpoint (2.6.5): the ids of our deliveries mean nothing
+            # to it now; a link it did not close can only be resumed.
+            link._drop_ids()
+            link._must_resume = not link._closing
         self.connection._events.append(
             LinkDetached(link=link, error=detach.error, closed=detach.closed)
         )
@@ -1201,6 +1280,8 @@ class Session:
         events = self.connection._events
         if flow.handle is not None:
             link = self._link_in(flow.handle)
+            if link._destroyed:
+                return  # sent before the peer saw our error detach (2.6.5)
             if link.role is Role.SENDER:
                 rcv_count = (
                     flow.delivery_count
@@ -1266,6 +1347,10 @@ class Session:
         events = self.connection._events
         delivery = link._current
         if delivery is None:
+            if link._destroyed:
+                # Sent before the peer saw our error detach (2.6.5): discarded.
+                self._replenish()
+                return
             if transfer.delivery_id is None or transfer.delivery_tag is None:
                 raise _PeerError(
                     "amqp:invalid-field",

@@ -1,0 +1,231 @@
+"""Links in the corners of core spec 2.6: errant links (2.6.5), a closing detach crossing a
+non-closing one (2.6.6), incomplete unsettled maps (2.6.13, 2.7.3) and a limit on unsettled
+deliveries."""
+
+from __future__ import annotations
+
+import pytest
+from engine_pair import Pair, of
+
+import amqp_sansio as a
+
+ERROR = a.Error(condition=a.Symbol("amqp:internal-error"), description="broken")
+
+
+def _ready(**kwargs: object) -> tuple[Pair, a.Session, a.Session]:
+    p = Pair(**kwargs)  # type: ignore[arg-type]
+    p.open()
+    cs, ss = p.session()
+    return p, cs, ss
+
+
+def _inject(conn: a.Connection, body: object, payload: bytes = b"") -> list[a.Event]:
+    return conn.receive_data(a.encode_frame(body, channel=0, payload=payload), 0)
+
+
+def _conditions(events: list[a.Event]) -> list[str]:
+    return [str(e.error.condition) for e in of(events, a.ProtocolError)]
+
+
+def _ended_with(session: a.Session, events: list[a.Event], condition: str) -> None:
+    assert _conditions(events) == [condition]
+    assert session.state is a.SessionState.DISCARDING
+
+
+# -- 2.6.5: errant links --------------------------------------------------------------------------
+
+
+def test_what_the_peer_sent_before_seeing_our_error_detach_is_discarded() -> None:
+    """Transfers (even the rest of a delivery cut short) and flows already on their way when
+    we detach with an error are dropped, not taken for violations."""
+    p, cs, ss = _ready()
+    _snd, rcv = p.link(cs)
+    assert isinstance(rcv, a.Receiver)
+    rcv.flow(5)
+    p.pump()
+    rcv.max_message_size = 10
+    tag = {"delivery_id": 0, "delivery_tag": b"t"}
+    events = _inject(p.server, a.Transfer(handle=0, more=True, **tag), payload=b"x" * 20)
+    assert _conditions(events) == ["amqp:link:message-size-exceeded"]
+    assert rcv.state is a.LinkState.DETACH_SENT and not rcv.unsettled
+    window = ss.incoming_window
+    events = _inject(p.server, a.Transfer(handle=0), payload=b"rest")  # the rest of it
+    events += _inject(p.server, a.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"))
+    events += _inject(p.server, a.Flow(**_session_flow(), handle=0, delivery_count=2, echo=True))
+    assert events == [] and ss.state is a.SessionState.MAPPED
+    assert ss.incoming_window == window - 2  # the session still counted them
+    _inject(p.server, a.Detach(handle=0, closed=True))
+    assert rcv.state is a.LinkState.DETACHED
+    events = _inject(p.server, a.Transfer(handle=0, delivery_id=2, delivery_tag=b"v"))
+    _ended_with(ss, events, "amqp:session:errant-link")
+
+
+def _session_flow() -> dict[str, int]:
+    return {"next_incoming_id": 0, "incoming_window": 100, "next_outgoing_id": 0,
+            "outgoing_window": 100}  # fmt: skip
+
+
+def test_real_transfers_in_flight_when_we_detach_with_an_error() -> None:
+    p, cs, ss = _ready()
+    snd, rcv = p.link(cs)
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(5)
+    p.pump()
+    for _ in range(3):
+        snd.send(b"m" * 2000)
+    rcv.detach(error=ERROR)
+    c, s = p.pump()
+    assert not of(s, a.DeliveryReceived) and not of(c + s, a.ProtocolError)
+    assert of(c, a.LinkDetached)[0].error == ERROR
+    assert snd.state is rcv.state is a.LinkState.DETACHED
+    events = _inject(p.server, a.Flow(**_session_flow(), handle=0, delivery_count=0))
+    _ended_with(ss, events, "amqp:session:errant-link")
+
+
+def test_a_detach_or_a_new_attach_on_the_errant_handle() -> None:
+    """A detach is not errant input (2.6.5), but no link is attached to the handle; an attach
+    reusing the released handle for another link is fine."""
+    p, cs, ss = _ready()
+    _snd, rcv = p.link(cs)
+    rcv.detach(error=ERROR)
+    p.pump()
+    events = _inject(p.server, a.Detach(handle=0))
+    _ended_with(ss, events, "amqp:session:unattached-handle")
+    p, cs, _ss = _ready()
+    _snd, rcv = p.link(cs)
+    rcv.detach(error=ERROR)
+    p.pump()
+    snd2 = cs.attach_sender("other", target="q")
+    assert snd2.handle == 0
+    _, s = p.pump()
+    of(s, a.LinkAttached)[0].link.attach()
+    of(s, a.LinkAttached)[0].link.flow(1)
+    p.pump()
+    snd2.send(b"fine")
+    c, s = p.pump()
+    assert of(s, a.DeliveryReceived) and not of(c + s, a.ProtocolError)
+
+
+def _sent_and_received(p: Pair, cs: a.Session, n: int) -> tuple[a.Sender, a.Receiver, list]:
+    """The server sends ``n`` unsettled deliveries to the client."""
+    rcv, snd = p.link(cs, client_sends=False)
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(n)
+    p.pump()
+    for _ in range(n):
+        snd.send(b"m")
+    c, _ = p.pump()
+    return snd, rcv, [e.delivery for e in of(c, a.DeliveryReceived)]
+
+
+def test_dispositions_of_an_errant_link_are_ignored() -> None:
+    """Settled before the peer saw our error detach, or after: ignored (the two cannot be
+    told apart, see Link.detach)."""
+    p, cs, ss = _ready()
+    snd, rcv, got = _sent_and_received(p, cs, 2)
+    snd.detach(error=ERROR)
+    assert not snd.unsettled
+    rcv.settle(got[0], a.Accepted())  # crosses our detach
+    c, s = p.pump()
+    assert not of(c + s, a.ProtocolError) and not of(s, a.DeliveryUpdated)
+    with pytest.raises(a.LocalProtocolError, match="destroyed"):
+        rcv.settle(got[1], a.Accepted())
+    events = _inject(p.server, a.Disposition(role=a.Role.RECEIVER, first=0, last=5, settled=True))
+    assert events == [] and ss.state is a.SessionState.MAPPED
+
+
+def test_dispositions_after_a_non_closing_answer_are_ignored() -> None:
+    """A peer that suspended the link may settle its deliveries until our error detach
+    reaches it: such dispositions cannot be told from errant ones, and are dropped."""
+    p, cs, ss = _ready()
+    snd, rcv, _got = _sent_and_received(p, cs, 2)
+    rcv.detach(closed=False)
+    snd.detach(error=ERROR, closed=False)  # crossing
+    p.pump()
+    assert rcv.state is snd.state is a.LinkState.DETACHED
+    events = _inject(p.server, a.Disposition(role=a.Role.RECEIVER, first=0, last=1, settled=True))
+    assert events == [] and ss.state is a.SessionState.MAPPED
+
+
+def test_after_an_error_without_close_the_peer_must_resume() -> None:
+    """A re-attach without an unsettled map is errant; our engine, told of the error, resumes
+    (it sends an unsettled map, empty if need be), and the link works again."""
+    p, cs, ss = _ready()
+    snd, rcv, got = _sent_and_received(p, cs, 1)
+    snd.detach(error=ERROR, closed=False)
+    c, _ = p.pump()
+    assert of(c, a.LinkDetached)[0].closed is False
+    with pytest.raises(a.LocalProtocolError, match="destroyed"):
+        rcv.settle(got[0], a.Accepted())  # its id means nothing to the peer now
+    assert list(rcv.unsettled) == [got[0].tag]  # ... but it can be resumed
+    events = _inject(p.server, a.Attach(name="link", handle=0, role=a.Role.RECEIVER))
+    _ended_with(ss, events, "amqp:session:errant-link")
+
+    p, cs, ss = _ready()
+    snd, rcv, got = _sent_and_received(p, cs, 0)
+    snd.detach(error=ERROR, closed=False)
+    p.pump()
+    rcv2 = cs.attach_receiver("link", source="q")
+    _, s = p.pump()
+    (att,) = of(s, a.LinkAttached)
+    assert att.remote.unsettled == {} and not of(s, a.ProtocolError)
+    snd2 = att.link
+    assert isinstance(snd2, a.Sender)
+    snd2.attach()
+    p.pump()
+    rcv2.flow(1)
+    p.pump()
+    snd2.send(b"again")
+    c, _ = p.pump()
+    assert of(c, a.DeliveryReceived)[0].data == b"again"
+
+
+def test_our_endpoint_reattached_after_our_error_starts_afresh() -> None:
+    p, cs, _ss = _ready()
+    snd, _rcv = p.link(cs)
+    snd.detach(error=ERROR, closed=False)
+    p.pump()
+    snd.attach()  # the same, destroyed, endpoint
+    _, s = p.pump()
+    assert of(s, a.LinkAttached)[0].remote.unsettled is None
+    assert not snd._destroyed and not of(s, a.ProtocolError)
+
+
+def test_a_refused_link_may_be_attached_again_as_usual() -> None:
+    """A refusal detaches with an error but closes the link: a new attach of the name is a
+    new link, not a pipelined re-attach."""
+    p, cs, _ss = _ready()
+    cs.attach_receiver("r", source="nothing")
+    _, s = p.pump()
+    of(s, a.LinkAttached)[0].link.refuse()
+    p.pump()
+    cs.attach_receiver("r", source="something")
+    c, s = p.pump()
+    assert of(s, a.LinkAttached) and not of(c + s, a.ProtocolError)
+
+
+def test_a_link_errored_before_we_answered_is_resumed_when_attached_again() -> None:
+    p, cs, _ss = _ready()
+    cs.attach_receiver("early", source="q")
+    _, s = p.pump()
+    late = of(s, a.LinkAttached)[0].link
+    cs.links[0].detach(error=ERROR, closed=False)
+    _, s = p.pump()  # answered by the engine: attach without terminus, detach
+    assert of(s, a.LinkDetached) and late.state is a.LinkState.DETACHED
+    late.attach()
+    c, _ = p.pump()
+    assert of(c, a.LinkAttached)[0].remote.unsettled == {} and not of(c, a.ProtocolError)
+
+
+def test_an_error_detach_of_a_resumed_link_before_its_deliveries_are_resumed() -> None:
+    """Deliveries carried over by a resume have no delivery-id until resumed (2.6.13):
+    destroying the link then forgets them all the same."""
+    p, cs, _ss = _ready()
+    snd, _rcv, got = _sent_and_received(p, cs, 1)
+    snd.detach(error=ERROR, closed=False)
+    p.pump()
+    rcv2 = cs.attach_receiver("link", source="q")
+    assert list(rcv2.unsettled) == [got[0].tag]
+    rcv2.detach(error=ERROR)  # before the peer's answer
+    c, s = p.pump()
+    assert not rcv2.unsettled and not of(c + s, a.ProtocolError)
