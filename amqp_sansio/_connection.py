@@ -250,6 +250,13 @@ class Link:
         #: The peer detached it with an error and without closing: our next attach of it must
         #: resume it, with a non-null unsettled map (2.6.5).
         self._must_resume = False
+        #: The closed flag of our last detach.
+        self._sent_closed = False
+        #: Our closing detach was answered by a non-closing one: the peer owes us a re-attach
+        #: and a closing detach (2.6.6), which the engine answers by itself.
+        self._reclose = False
+        #: We re-attached to close (2.6.6): the peer's answers are not reported.
+        self._reclosing = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.state.value} credit={self.link_credit}>"
@@ -318,9 +325,12 @@ class Link:
         detached link's deliveries live on, 2.6.4, and a detaching one's until the detaches
         have crossed), and nothing on the wire tells those dispositions from later ones."""
         self.session._check_can_send()  # nothing after our close or end
+        if self._reclose:
+            raise LocalProtocolError("the link is being closed (2.6.6)")
         self._move(_LI.S_DETACH)
         assert self.handle is not None
         self._closing = self._closing or closed
+        self._sent_closed = closed
         if error is not None:
             self._destroy()
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
@@ -362,7 +372,7 @@ class Link:
             self.link_credit = 0
             self.drain = False
             self._closing = self._destroyed = False
-        self._must_resume = False
+        self._must_resume = self._reclose = False
         self.session._send(body)
 
     def _attach_body(self) -> Attach:
@@ -386,8 +396,12 @@ class Link:
         )
 
     def _check_attached(self) -> None:
-        if self.state is not _ATTACHED:
-            raise LocalProtocolError(f"the link is {self.state.value}, not ATTACHED")
+        if self.state is not _ATTACHED or self._reclose:
+            raise LocalProtocolError(
+                "the link is being closed (2.6.6)"
+                if self._reclose
+                else f"the link is {self.state.value}, not ATTACHED"
+            )
         self.session._check_can_send()  # a closed connection leaves its links ATTACHED
 
     def _send_flow(self, *, echo: bool = False) -> None:
@@ -689,8 +703,9 @@ class Session:
         self._blocked: deque[bytearray | tuple[bytearray, memoryview] | bytes | Flow] = deque()
         self._dispositions: list[tuple[Role, int, bool, Any]] = []
         #: Links the peer detached before we could answer their attach (our begin had not
-        #: gone out, or no handle was free), with the closed flag of the answer we owe.
-        self._owed: dict[Link, bool] = {}
+        #: gone out, or no handle was free), with the closed flag of the answer we owe; or
+        #: None: a link to re-attach and close (2.6.6).
+        self._owed: dict[Link, bool | None] = {}
         #: The peer's input handles of links we detached with an error, since its detach
         #: (2.6.5): input on one ends the session with errant-link, until an attach reuses it.
         self._errant_handles: dict[int, Link] = {}
@@ -862,7 +877,9 @@ class Session:
 
     def _answer_owed(self) -> None:
         """Answer the attaches of links the peer has since detached: our attach (no
-        terminus, as a refusal's) and our detach, back to back (2.6.3, 2.6.6)."""
+        terminus, as a refusal's) and our detach, back to back (2.6.3, 2.6.6). A link owed
+        ``None`` was closed by the peer while we suspended it: we re-attach it and close it
+        (2.6.6), and wait for the peer's answers."""
         owed = self._owed
         while owed and self.state is SessionState.MAPPED and self.connection.state in _SENDING:
             link, closed = next(iter(owed.items()))
@@ -873,6 +890,12 @@ class Session:
             del owed[link]
             assert link.handle is not None
             self._send(link._attach_body())
+            if closed is None:
+                link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
+                link.link_credit = 0
+                link._sent_closed = link._reclosing = True
+                self._send(Detach(handle=link.handle, closed=True))
+                continue
             self._send(Detach(handle=link.handle, closed=closed))
             self._links_out.pop(link.handle, None)
 
@@ -1129,7 +1152,7 @@ class Session:
             # resume it; an attach without an unsettled map is a pipelined re-attach (2.6.5).
             raise self._errant(f"attach of link {attach.name!r} after our error: not a resume")
         self._errant_handles.pop(handle, None)  # a released handle, used again
-        if link is None or link.state is LinkState.DETACHED:
+        if link is None or (link.state is LinkState.DETACHED and not link._reclose):
             cls = Sender if our_role is Role.SENDER else Receiver
             link = cls(
                 self,
@@ -1169,6 +1192,18 @@ class Session:
             link._granted_limit = link.delivery_count  # type: ignore[attr-defined]
         else:
             link.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
+        if link._reclose:
+            # The peer re-attaches the link we closed, to close it in turn (2.6.6): we answer
+            # at once (or, with no free handle, after its detach), and report only that.
+            try:
+                self._assign_handle(link)
+            except LocalProtocolError:
+                return
+            link.state = _ATTACHED
+            self._send(link._attach_body())
+            return
+        if link._reclosing:
+            return  # the peer's answer to our re-attach to close (2.6.6)
         self.connection._events.append(LinkAttached(link=link, remote=attach))
         if our_role is Role.RECEIVER and link.unsettled and not attach.incomplete_unsettled:
             # Resuming: deliveries only we consider unsettled were settled by the sender
@@ -1226,6 +1261,7 @@ class Session:
             link.state = LinkState.DETACHED
             link._closing = link._closing or detach.closed
             link._must_resume = detach.error is not None and not link._closing  # (2.6.5)
+            link._reclose = False
             self._links_in.pop(detach.handle, None)
             link.remote_handle = None
             self.connection._events.append(
@@ -1256,13 +1292,25 @@ class Session:
             # to it now; a link it did not close can only be resumed.
             link._drop_ids()
             link._must_resume = not link._closing
-        self.connection._events.append(
-            LinkDetached(link=link, error=detach.error, closed=detach.closed)
-        )
+        reclosing = link._reclosing
+        if not reclosing:  # (the answer to our re-attach to close is not reported)
+            self.connection._events.append(
+                LinkDetached(link=link, error=detach.error, closed=detach.closed)
+            )
+        link._reclosing = link._reclose = False
         if link.state is LinkState.DETACH_RCVD and self.connection.state in _SENDING:
             link.detach(closed=detach.closed)  # answer with ours (2.6.6)
-        else:
-            self._drop_link(link)
+            return
+        self._drop_link(link)
+        if link.state is LinkState.DETACHED and not reclosing:
+            # Our detach and the peer's crossed, one closing and one not (2.6.6).
+            if detach.closed and not link._sent_closed:
+                # We suspended the link, the peer closed it: we signal that we have closed it
+                # too by re-attaching it and sending a closing detach.
+                self._owed[link] = None
+                self._answer_owed()
+            elif link._sent_closed and not detach.closed:
+                link._reclose = True  # the peer owes us that re-attach and closing detach
 
     def _on_flow(self, flow: Flow, payload: bytes) -> None:
         self._check_mapped()

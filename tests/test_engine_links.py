@@ -229,3 +229,117 @@ def test_an_error_detach_of_a_resumed_link_before_its_deliveries_are_resumed() -
     rcv2.detach(error=ERROR)  # before the peer's answer
     c, s = p.pump()
     assert not rcv2.unsettled and not of(c + s, a.ProtocolError)
+
+
+# -- 2.6.6: a closing detach crossing a non-closing one ----------------------------------------
+
+
+def _bodies(data: bytes) -> list[object]:
+    """The performatives in ``data`` (frames only, no protocol header)."""
+    parser = a.FrameParser(max_frame_size=1 << 20)
+    parser.feed(data)
+    out = []
+    while (frame := parser.next_frame()) is not None:
+        out.append(frame.body)
+    return out
+
+
+def _sent(p: Pair, way: str, kind: type) -> list:
+    return [b for w, data in p.wire if w == way for b in _bodies(data) if isinstance(b, kind)]
+
+
+def test_a_closing_detach_crossing_a_suspending_one_is_closed_by_a_reattach() -> None:
+    """We suspend while the peer closes: we re-attach and close (core spec 2.6.6), and the
+    peer answers both; neither application sees an attach."""
+    p, cs, _ss = _ready()
+    snd, rcv, got = _sent_and_received(p, cs, 1)  # the server sends, the client receives
+    p.wire.clear()
+    rcv.detach(closed=False)
+    snd.detach(closed=True)
+    c, s = p.pump()
+    assert [e.closed for e in of(c, a.LinkDetached)] == [True]
+    assert [e.closed for e in of(s, a.LinkDetached)] == [False, True]
+    assert not of(c + s, a.LinkAttached) and not of(c + s, a.ProtocolError)
+    assert [d.closed for d in _sent(p, "c>s", a.Detach)] == [False, True]
+    assert len(_sent(p, "c>s", a.Attach)) == len(_sent(p, "s>c", a.Attach)) == 1
+    assert rcv.state is snd.state is a.LinkState.DETACHED
+    assert not rcv.unsettled and not snd.unsettled  # closed: nothing to resume
+    with pytest.raises(a.LocalProtocolError):
+        rcv.settle(got[0], a.Accepted())
+    rcv2 = cs.attach_receiver("link", source="q")  # the name starts afresh
+    c, s = p.pump()
+    assert of(s, a.LinkAttached)[0].remote.unsettled is None and rcv2.state is not None
+
+
+def test_the_peer_re_attaching_to_close_is_answered_and_the_link_stays_unusable() -> None:
+    p, cs, ss = _ready()
+    _snd, rcv = p.link(cs)  # the client's sender on handle 0
+    assert isinstance(rcv, a.Receiver)
+    rcv.detach()  # closing
+    _inject(p.server, a.Detach(handle=0, closed=False))  # the client's, crossing
+    p.server.data_to_send()
+    attach = a.Attach(name="link", handle=0, role=a.Role.SENDER, initial_delivery_count=0)
+    assert _inject(p.server, attach) == []
+    assert [type(b) for b in _bodies(p.server.data_to_send())] == [a.Attach]
+    assert rcv.state is a.LinkState.ATTACHED
+    for command in (lambda: rcv.flow(1), rcv.detach):
+        with pytest.raises(a.LocalProtocolError, match="being closed"):
+            command()
+    assert p.server.data_to_send() == b""
+    events = _inject(p.server, a.Detach(handle=0, closed=True))
+    assert [e.closed for e in of(events, a.LinkDetached)] == [True]
+    assert [b.closed for b in _bodies(p.server.data_to_send())] == [True]
+    assert rcv.state is a.LinkState.DETACHED and ss.state is a.SessionState.MAPPED
+
+
+def test_the_peer_re_attaching_to_close_while_we_have_no_free_handle() -> None:
+    p = Pair()
+    p.open()
+    p.client.begin(handle_max=0)  # the server may use handle 0 only
+    _, s = p.pump()
+    ss = of(s, a.SessionBegun)[0].session
+    ss.begin()
+    p.pump()
+    ss.attach_receiver("link", source="q")
+    c, _ = p.pump()
+    of(c, a.LinkAttached)[0].link.attach()
+    p.pump()
+    (rcv,) = ss.links
+    rcv.detach()  # closing; handle 0 is free
+    _inject(p.server, a.Detach(handle=0, closed=False))  # the client's, crossing
+    other = ss.attach_sender("other", target="q")  # takes handle 0
+    p.server.data_to_send()
+    attach = a.Attach(name="link", handle=1, role=a.Role.SENDER, initial_delivery_count=0)
+    assert _inject(p.server, attach) == []
+    assert p.server.data_to_send() == b""  # no handle to answer with yet
+    events = _inject(p.server, a.Detach(handle=1, closed=True))
+    assert [e.closed for e in of(events, a.LinkDetached)] == [True]
+    other.detach()
+    assert [type(b) for b in _bodies(p.server.data_to_send())] == [a.Detach, a.Attach, a.Detach]
+
+
+def test_re_attaching_to_close_waits_for_a_free_handle() -> None:
+    p = Pair()
+    p.open()
+    cs = p.client.begin()
+    _, s = p.pump()
+    ss = of(s, a.SessionBegun)[0].session
+    ss.handle_max = 1  # the client may use handles 0 and 1
+    ss.begin()
+    p.pump()
+    first, _ = p.link(cs, name="first")
+    second, _ = p.link(cs, name="second")
+    srv_first = next(link for link in ss.links if link.name == "first")
+    first.detach(closed=False)
+    srv_first.detach(closed=True)
+    third = cs.attach_sender("third", target="q")  # takes handle 0
+    c, s = p.pump()
+    assert first.state is a.LinkState.DETACHED and first in cs._owed
+    with pytest.raises(a.LocalProtocolError):
+        first.attach()
+    second.detach()  # frees handle 1: the re-attach and close go out
+    c, s = p.pump()
+    assert not of(c + s, a.ProtocolError)
+    assert first.state is a.LinkState.DETACHED and first not in cs._owed
+    assert [e.link.name for e in of(s, a.LinkDetached)] == ["second", "first"]
+    assert third.handle == 0
