@@ -892,7 +892,6 @@ class Session:
             self._send(link._attach_body())
             if closed is None:
                 link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
-                link.link_credit = 0
                 link._sent_closed = link._reclosing = True
                 self._send(Detach(handle=link.handle, closed=True))
                 continue
