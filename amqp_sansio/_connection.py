@@ -257,6 +257,8 @@ class Link:
         self._reclose = False
         #: We re-attached to close (2.6.6): the peer's answers are not reported.
         self._reclosing = False
+        #: Our last attach carried an incomplete unsettled map (2.7.3).
+        self._sent_incomplete = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.state.value} credit={self.link_credit}>"
@@ -366,6 +368,7 @@ class Link:
         self.session._assign_handle(self)  # may refuse (no free handle): nothing has changed yet
         self.state = new
         body = self._attach_body()
+        self._sent_incomplete = body.incomplete_unsettled
         if new is LinkState.ATTACH_SENT:
             # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7); a
             # closed or destroyed link starts afresh.
@@ -376,9 +379,12 @@ class Link:
         self.session._send(body)
 
     def _attach_body(self) -> Attach:
+        """Our attach. An unsettled map too large for the peer's max-frame-size is cut to
+        what fits, and marked incomplete (2.7.3): until an attach with a complete map, only
+        resumed deliveries may then be sent (see :meth:`Sender.send`)."""
         assert self.handle is not None
         initial = self.delivery_count if self.role is Role.SENDER else None
-        return Attach(
+        body = Attach(
             name=self.name,
             handle=self.handle,
             role=self.role,
@@ -394,6 +400,24 @@ class Link:
             offered_capabilities=self.offered_capabilities,
             desired_capabilities=self.desired_capabilities,
         )
+        limit = self.session.connection._peer_max_frame_size
+        if not body.unsettled or len(_frame(0, body)) <= limit:
+            return body
+        # The most entries that fit (the oldest first): found by bisection.
+        entries = list(body.unsettled.items())
+        fits, low, high = (
+            attrs.evolve(body, unsettled={}, incomplete_unsettled=True),
+            0,
+            len(entries),
+        )
+        while low < high:
+            middle = (low + high + 1) // 2
+            trial = attrs.evolve(fits, unsettled=dict(entries[:middle]))
+            if len(_frame(0, trial)) <= limit:
+                low, fits = middle, trial
+            else:
+                high = middle - 1
+        return fits
 
     def _check_attached(self) -> None:
         if self.state is not _ATTACHED or self._reclose:
@@ -529,6 +553,13 @@ class Sender(Link):
                 raise LocalProtocolError("finish (or abort) the current delivery first")
             if self.link_credit <= 0:
                 raise LocalProtocolError("no link credit: wait for CreditChanged")
+            if self._sent_incomplete or (
+                self.remote is not None and self.remote.incomplete_unsettled
+            ):
+                raise LocalProtocolError(
+                    "an unsettled map of this attach was incomplete: only resumed deliveries "
+                    "may be sent until the link is attached again with complete maps (2.6.13)"
+                )
             if settled is None:
                 settled = self.snd_settle_mode is _SND_SETTLED
             elif settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
@@ -1206,7 +1237,7 @@ class Session:
         self.connection._events.append(LinkAttached(link=link, remote=attach))
         if our_role is Role.RECEIVER and link.unsettled and not attach.incomplete_unsettled:
             # Resuming: deliveries only we consider unsettled were settled by the sender
-            # (2.6.13).
+            # (2.6.13). From an incomplete map, a missing tag says nothing (2.7.3).
             theirs = attach.unsettled or {}
             for tag, delivery in list(link.unsettled.items()):
                 if tag not in theirs:
@@ -1404,6 +1435,13 @@ class Session:
                     "the first transfer of a delivery needs its id and tag",
                     scope="session",
                     target=self,
+                )
+            if link._sent_incomplete and not transfer.resume:
+                raise _PeerError(
+                    "amqp:illegal-state",
+                    "a new delivery after our incomplete unsettled map (2.7.3)",
+                    scope="link",
+                    target=link,
                 )
             # A violation is a transfer beyond the highest delivery-limit we ever granted: after
             # we lowered the credit ("stop", 2.6.10), transfers sent under the old limit may

@@ -343,3 +343,130 @@ def test_re_attaching_to_close_waits_for_a_free_handle() -> None:
     assert first.state is a.LinkState.DETACHED and first not in cs._owed
     assert [e.link.name for e in of(s, a.LinkDetached)] == ["second", "first"]
     assert third.handle == 0
+
+
+# -- 2.6.13, 2.7.3: incomplete unsettled maps ------------------------------------------------------
+
+SMALL = {"max_frame_size": 512}
+
+
+def _suspended_with(n: int) -> tuple[Pair, a.Session, a.Sender, a.Receiver, list]:
+    """``n`` unsettled deliveries, held by both ends of a link the client then suspends."""
+    p, cs, _ss = _ready(client=SMALL, server=SMALL)
+    snd, rcv = p.link(cs, name="many")
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(n)
+    p.pump()
+    sent = [snd.send(b"m") for _ in range(n)]
+    p.pump()
+    snd.detach(closed=False)
+    p.pump()
+    assert len(snd.unsettled) == len(rcv.unsettled) == n
+    return p, cs, snd, rcv, sent
+
+
+def test_an_unsettled_map_too_large_for_a_frame_is_sent_incomplete() -> None:
+    p, cs, _snd, rcv, sent = _suspended_with(200)
+    p.wire.clear()
+    snd2 = cs.attach_sender("many", target="q")
+    _, s = p.pump()
+    (ours,) = _sent(p, "c>s", a.Attach)
+    assert ours.incomplete_unsettled and 0 < len(ours.unsettled) < 200
+    assert len(a.encode_frame(ours)) <= 512
+    assert list(ours.unsettled) == [d.tag for d in sent[: len(ours.unsettled)]]  # oldest first
+    (att,) = of(s, a.LinkAttached)
+    assert att.remote.incomplete_unsettled
+    receiver = att.link
+    assert isinstance(receiver, a.Receiver)
+    receiver.attach()
+    c, _ = p.pump()
+    (theirs,) = _sent(p, "s>c", a.Attach)
+    assert theirs.incomplete_unsettled  # the receiver's is too large as well
+    # Neither end took a missing tag for a settlement.
+    assert len(snd2.unsettled) == len(receiver.unsettled) == 200
+    assert not of(c, a.DeliveryUpdated)
+    receiver.flow(10)
+    p.pump()
+    with pytest.raises(a.LocalProtocolError, match="incomplete"):
+        snd2.send(b"new")
+    assert snd2.link_credit == 10 and p.client.data_to_send() == b""
+    assert rcv.state is a.LinkState.DETACHED  # the old endpoint is out of date
+
+
+def test_resume_settle_and_detach_until_the_maps_are_complete() -> None:
+    """2.7.3: "an endpoint can attach, resume, settle, and detach until enough unsettled
+    state has been cleared for an attach where this flag is set to false"."""
+    p, cs, _snd, _rcv, _deliveries = _suspended_with(200)
+    rounds = 0
+    while True:
+        rounds += 1
+        snd = cs.attach_sender("many", target="q")
+        _, s = p.pump()
+        rcv = of(s, a.LinkAttached)[0].link
+        assert isinstance(rcv, a.Receiver)
+        rcv.attach()
+        c, _ = p.pump()
+        if not (snd._sent_incomplete or of(c, a.LinkAttached)[0].remote.incomplete_unsettled):
+            break
+        rcv.flow(100)
+        p.pump()
+        for delivery in list(snd.unsettled.values())[:100]:
+            snd.resume(delivery, b"m")
+        _, s = p.pump()
+        for e in of(s, a.DeliveryReceived):
+            rcv.settle(e.delivery, a.Accepted())
+        c, s = p.pump()
+        assert not of(c + s, a.ProtocolError)
+        snd.detach(closed=False)
+        p.pump()
+    assert rounds == 2 and len(snd.unsettled) == len(rcv.unsettled) == 100  # complete maps
+    rcv.flow(1)
+    p.pump()
+    snd.send(b"new at last")
+    _, s = p.pump()
+    assert of(s, a.DeliveryReceived)[0].data == b"new at last"
+
+
+def test_a_new_delivery_after_our_incomplete_map_detaches_the_link() -> None:
+    p, cs, _snd, _rcv, _deliveries = _suspended_with(200)
+    snd = cs.attach_sender("many", target="q")  # incomplete
+    _, s = p.pump()
+    rcv = of(s, a.LinkAttached)[0].link
+    assert isinstance(rcv, a.Receiver)
+    rcv.attach()
+    rcv.flow(5)
+    p.pump()
+    assert rcv._sent_incomplete and snd.handle is not None
+    resumed = a.Transfer(handle=snd.handle, delivery_id=500, delivery_tag=b"\x00", resume=True)
+    assert not of(_inject(p.server, resumed), a.ProtocolError)
+    new = a.Transfer(handle=snd.handle, delivery_id=501, delivery_tag=b"new")
+    events = _inject(p.server, new)
+    assert _conditions(events) == ["amqp:illegal-state"]
+    assert rcv.state is a.LinkState.DETACH_SENT
+
+
+def test_the_receivers_incomplete_map_alone_stops_new_deliveries() -> None:
+    p, cs, _ss = _ready(client=SMALL, server=SMALL)
+    snd, rcv = p.link(cs, name="many")
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(200)
+    p.pump()
+    for _ in range(200):
+        snd.settle(snd.send(b"m"))  # the sender forgets them; the receiver holds them
+    p.pump()
+    snd.detach(closed=False)
+    p.pump()
+    assert not snd.unsettled and len(rcv.unsettled) == 200
+    rcv.attach()  # the receiver resumes: its map is too large
+    c, _ = p.pump()
+    (att,) = of(c, a.LinkAttached)
+    assert att.remote.incomplete_unsettled
+    snd2 = att.link
+    assert isinstance(snd2, a.Sender)
+    snd2.attach()
+    p.pump()
+    rcv.flow(1)
+    p.pump()
+    assert not snd2._sent_incomplete and snd2.link_credit == 1
+    with pytest.raises(a.LocalProtocolError, match="incomplete"):
+        snd2.send(b"new")
