@@ -230,6 +230,11 @@ class Link:
         self.offered_capabilities = offered_capabilities
         self.desired_capabilities = desired_capabilities
         self.max_message_size = max_message_size
+        #: The most unsettled deliveries this end holds on the link (None: no limit): a
+        #: sender refuses to start more, a receiver grants no credit beyond it and detaches
+        #: with ``amqp:resource-limit-exceeded`` a peer that sends more. Defaults to the
+        #: connection's ``max_unsettled``.
+        self.max_unsettled: int | None = session.connection.max_unsettled
         self.state = LinkState.DETACHED
         self.handle: int | None = None
         self.remote_handle: int | None = None
@@ -566,6 +571,11 @@ class Sender(Link):
                 raise LocalProtocolError("the link's snd-settle-mode is unsettled")
             elif not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
                 raise LocalProtocolError("the link's snd-settle-mode is settled")
+            cap = self.max_unsettled
+            if not settled and cap is not None and len(self.unsettled) >= cap:
+                raise LocalProtocolError(
+                    f"{len(self.unsettled)} unsettled deliveries: the link's max_unsettled is {cap}"
+                )
             if tag is None:
                 tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
                 while tag in self.unsettled:  # tags carried over from a resumed link
@@ -670,10 +680,16 @@ class Receiver(Link):
 
     def flow(self, credit: int, *, drain: bool = False) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
-        from now) and the drain flag, and send the flow state (core spec 2.6.7)."""
+        from now) and the drain flag, and send the flow state (core spec 2.6.7).
+
+        With :attr:`max_unsettled` set, the credit is capped at the room left under it
+        (the limit less the unsettled deliveries held), so that a sender keeping to its
+        credit cannot exceed the limit."""
         self._check_attached()
         if not 0 <= credit <= _UINT_MAX:
             raise LocalProtocolError(f"credit {credit} is out of range")
+        if self.max_unsettled is not None:
+            credit = max(0, min(credit, self.max_unsettled - len(self.unsettled)))
         self.link_credit = credit
         self.drain = drain
         limit = serial_add(self.delivery_count, credit)
@@ -814,9 +830,12 @@ class Session:
         desired_capabilities: Any = None,
         max_message_size: int | None = None,
         initial_delivery_count: int = 0,
+        max_unsettled: int | None = None,
     ) -> Sender:
         """Start a sending link to ``target`` (a :class:`~amqp_sansio.Target`, or an address
-        string)."""
+        string). ``max_unsettled`` caps the unsettled deliveries on the link (by default,
+        the connection's ``max_unsettled``; see :attr:`Link.max_unsettled`)."""
+        _check_limit(max_unsettled)
         link = Sender(
             self,
             name,
@@ -830,6 +849,8 @@ class Session:
             max_message_size=max_message_size,
         )
         link.delivery_count = link._initial_delivery_count = initial_delivery_count & _UINT_MAX
+        if max_unsettled is not None:
+            link.max_unsettled = max_unsettled
         return self._start(link)
 
     def attach_receiver(
@@ -844,9 +865,11 @@ class Session:
         offered_capabilities: Any = None,
         desired_capabilities: Any = None,
         max_message_size: int | None = None,
+        max_unsettled: int | None = None,
     ) -> Receiver:
         """Start a receiving link from ``source`` (a :class:`~amqp_sansio.Source`, or an
-        address string)."""
+        address string). ``max_unsettled`` is as for :meth:`attach_sender`."""
+        _check_limit(max_unsettled)
         link = Receiver(
             self,
             name,
@@ -859,6 +882,8 @@ class Session:
             desired_capabilities=desired_capabilities,
             max_message_size=max_message_size,
         )
+        if max_unsettled is not None:
+            link.max_unsettled = max_unsettled
         return self._start(link)
 
     # -- internals ----------------------------------------------------------------------------
@@ -1480,6 +1505,17 @@ class Session:
             if link.available:
                 link.available -= 1
             if not transfer.settled:
+                if (
+                    link.max_unsettled is not None
+                    and known is None
+                    and len(link.unsettled) >= link.max_unsettled
+                ):
+                    raise _PeerError(
+                        "amqp:resource-limit-exceeded",
+                        f"more than {link.max_unsettled} unsettled deliveries",
+                        scope="link",
+                        target=link,
+                    )
                 link.unsettled[delivery.tag] = delivery
                 self._in_deliveries[delivery.id] = delivery
             link._current = delivery
@@ -1622,6 +1658,11 @@ def _encode_performative(body: Any) -> bytearray:
     return out
 
 
+def _check_limit(value: int | None) -> None:
+    if value is not None and (type(value) is not int or value < 0):
+        raise LocalProtocolError(f"max_unsettled {value!r} is not a count")
+
+
 def _terminus(value: Any, cls: type) -> Any:
     if value is None or isinstance(value, Source | Target):
         return value
@@ -1636,6 +1677,8 @@ class Connection:
     ``idle_timeout`` (seconds) is our own threshold: we advertise half of it, as the spec
     recommends, and close the connection with ``amqp:resource-limit-exceeded`` when nothing
     has arrived for that long. ``max_frame_size`` is the largest frame we accept.
+    ``max_unsettled`` is the default limit on unsettled deliveries per link
+    (:attr:`Link.max_unsettled`).
     """
 
     def __init__(
@@ -1651,6 +1694,7 @@ class Connection:
         desired_capabilities: Any = None,
         properties: dict[Any, Any] | None = None,
         max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+        max_unsettled: int | None = None,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
@@ -1663,6 +1707,7 @@ class Connection:
         self.offered_capabilities = offered_capabilities
         self.desired_capabilities = desired_capabilities
         self.properties = properties
+        self.max_unsettled = max_unsettled  # the default of Link.max_unsettled
         self.state = ConnectionState.START
         self.remote: Open | None = None
         self._parser = FrameParser(max_frame_size=max_frame_size, max_depth=max_depth)

@@ -470,3 +470,71 @@ def test_the_receivers_incomplete_map_alone_stops_new_deliveries() -> None:
     assert not snd2._sent_incomplete and snd2.link_credit == 1
     with pytest.raises(a.LocalProtocolError, match="incomplete"):
         snd2.send(b"new")
+
+
+# -- a limit on unsettled deliveries -----------------------------------------------------------
+
+
+def test_a_sender_refuses_to_start_more_unsettled_deliveries_than_its_limit() -> None:
+    p, cs, _ss = _ready()
+    snd, rcv = p.link(cs, max_unsettled=2)
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    assert snd.max_unsettled == 2 and rcv.max_unsettled is None
+    rcv.flow(10)
+    p.pump()
+    snd.send(b"1")
+    snd.send(b"2")
+    with pytest.raises(a.LocalProtocolError, match="max_unsettled is 2"):
+        snd.send(b"3")
+    assert snd.link_credit == 8 and len(snd.unsettled) == 2
+    snd.send(b"pre-settled", settled=True)  # creates no unsettled state
+    _, s = p.pump()
+    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    p.pump()
+    assert len(snd.unsettled) == 1
+    snd.send(b"3")
+
+
+def test_a_receiver_grants_no_credit_beyond_its_limit() -> None:
+    p, cs, _ss = _ready()
+    rcv, snd = p.link(cs, client_sends=False, max_unsettled=3)  # the client receives
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(10)
+    _, s = p.pump()
+    assert rcv.link_credit == 3 and of(s, a.CreditChanged)[-1].credit == 3
+    for _ in range(3):
+        snd.send(b"m")
+    c, _ = p.pump()
+    got = [e.delivery for e in of(c, a.DeliveryReceived)]
+    rcv.flow(10)
+    assert rcv.link_credit == 0
+    rcv.settle(got[0], a.Accepted())
+    rcv.add_credit(10)
+    assert rcv.link_credit == 1
+
+
+def test_a_peer_beyond_our_limit_gets_a_detach() -> None:
+    p, cs, _ss = _ready(server={"max_unsettled": 2})  # the default of the server's links
+    snd, rcv = p.link(cs)
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    assert rcv.max_unsettled == 2
+    rcv.max_unsettled = None
+    rcv.flow(5)
+    p.pump()
+    rcv.max_unsettled = 1  # lowered after the credit went out
+    snd.send(b"1")
+    snd.send(b"2", settled=True)  # settled: not counted
+    snd.send(b"3")
+    c, s = p.pump()
+    assert _conditions(s) == ["amqp:resource-limit-exceeded"]
+    assert of(c, a.LinkDetached)[0].error.condition == "amqp:resource-limit-exceeded"
+    assert len(of(s, a.DeliveryReceived)) == 2
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3"])
+def test_a_bad_limit_is_refused(bad: object) -> None:
+    p, cs, _ss = _ready()
+    for attach in (cs.attach_sender, cs.attach_receiver):
+        with pytest.raises(a.LocalProtocolError, match="max_unsettled"):
+            attach("x", max_unsettled=bad)  # type: ignore[operator]
+    assert p.client.data_to_send() == b"" and not cs.links

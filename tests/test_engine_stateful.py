@@ -699,6 +699,7 @@ class EnginePair(RuleBasedStateMachine):
         max_message_size=st.sampled_from([None, None, 1000, 70000]),
         initial=st.sampled_from([0, 7, 2**32 - 3]),
         streaming=st.booleans(),
+        max_unsettled=st.sampled_from([None, None, None, 0, 2]),
     )
     def attach(
         self,
@@ -710,12 +711,17 @@ class EnginePair(RuleBasedStateMachine):
         max_message_size: int | None,
         initial: int,
         streaming: bool,
+        max_unsettled: int | None = None,
     ) -> None:
         session = self._pick(self.sessions[side], i)
         if session is None:
             return
         name = f"L{next(self._names)}"
-        modes = {"snd_settle_mode": snd_mode, "rcv_settle_mode": rcv_mode}
+        modes = {
+            "snd_settle_mode": snd_mode,
+            "rcv_settle_mode": rcv_mode,
+            "max_unsettled": max_unsettled,
+        }
         if sender:
             link = self._command(
                 side,
