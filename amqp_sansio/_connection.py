@@ -86,6 +86,11 @@ __all__ = ["Connection", "Delivery", "Link", "Receiver", "Sender", "Session"]
 L = TypeVar("L", bound="Link")
 
 _UINT_MAX = 0xFFFFFFFF
+#: A session's windows and handle-max, unless :meth:`Connection.begin` is given others; a
+#: session the peer begins has these.
+_INCOMING_WINDOW = 2048
+_OUTGOING_WINDOW = _UINT_MAX
+_HANDLE_MAX = _UINT_MAX
 _CI = ConnectionInput
 _SI = SessionInput
 _LI = LinkInput
@@ -282,30 +287,26 @@ class Link:
 
     def attach(self, *, source: Any = None, target: Any = None) -> None:
         """Send our attach: for a link we started, the first step; for a link the peer
-        started (:class:`LinkAttached`), accepting it. A terminus not given is the peer's."""
-        if source is not None:
-            self.source = source
-        if target is not None:
-            self.target = target
+        started (:class:`LinkAttached`), accepting it. A terminus not given is the link's
+        own, or else the peer's. Refused (:class:`LocalProtocolError`), it changes nothing,
+        termini included."""
+        source = self.source if source is None else source
+        target = self.target if target is None else target
         if self.remote is not None and self.state is LinkState.ATTACH_RCVD:
-            if self.source is None and source is None:
-                self.source = self.remote.source
-            if self.target is None and target is None:
-                self.target = self.remote.target
-        self._send_attach()
+            source = self.remote.source if source is None else source
+            target = self.remote.target if target is None else target
+        self._send_attach(source, target)
 
     def refuse(self, error: Error | None = None) -> None:
         """Refuse a link the peer started (core spec 2.6.3): attach without our terminus,
         then detach (closed) with ``error``."""
         if self.state is not LinkState.ATTACH_RCVD:
             raise LocalProtocolError("only a link the peer started can be refused")
+        assert self.remote is not None
         if self.role is Role.SENDER:
-            self.source = None
-            self.target = self.remote.target if self.remote else None
+            self._send_attach(None, self.remote.target)  # changes nothing if refused
         else:
-            self.target = None
-            self.source = self.remote.source if self.remote else None
-        self._send_attach()
+            self._send_attach(self.remote.source, None)
         self.detach(
             error=error or Error(condition=Symbol("amqp:not-found"), description="no such node")
         )
@@ -358,7 +359,8 @@ class Link:
             if deliveries.get(delivery.id) is delivery:
                 del deliveries[delivery.id]
 
-    def _send_attach(self) -> None:
+    def _send_attach(self, source: Any, target: Any) -> None:
+        """Send our attach with these termini; every check comes before any change."""
         self.session._check_can_send()
         if self.session._links_by_name.get((self.name, self.role)) is not self:
             # The peer attached a link of this name since: that endpoint is the link now.
@@ -370,9 +372,12 @@ class Link:
         new = LINK_TRANSITIONS.get((self.state, _LI.S_ATTACH))
         if new is None:
             raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
-        self.session._assign_handle(self)  # may refuse (no free handle): nothing has changed yet
+        handle = self.session._free_handle()  # may refuse (no free handle)
+        body = self._attach_body(handle, source, target)  # may refuse (frame too large)
+        self.source, self.target = source, target
+        self.handle = handle
+        self.session._links_out[handle] = self
         self.state = new
-        body = self._attach_body()
         self._sent_incomplete = body.incomplete_unsettled
         if new is LinkState.ATTACH_SENT:
             # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7); a
@@ -383,20 +388,20 @@ class Link:
         self._must_resume = self._reclose = False
         self.session._send(body)
 
-    def _attach_body(self) -> Attach:
+    def _attach_body(self, handle: int, source: Any, target: Any) -> Attach:
         """Our attach. An unsettled map too large for the peer's max-frame-size is cut to
         what fits, and marked incomplete (2.7.3): until an attach with a complete map, only
-        resumed deliveries may then be sent (see :meth:`Sender.send`)."""
-        assert self.handle is not None
+        resumed deliveries may then be sent (see :meth:`Sender.send`). An attach too large
+        even so is refused (:class:`LocalProtocolError`)."""
         initial = self.delivery_count if self.role is Role.SENDER else None
         body = Attach(
             name=self.name,
-            handle=self.handle,
+            handle=handle,
             role=self.role,
             snd_settle_mode=self.snd_settle_mode,
             rcv_settle_mode=self.rcv_settle_mode,
-            source=self.source,
-            target=self.target,
+            source=source,
+            target=target,
             initial_delivery_count=initial,
             unsettled={t: d.local_state for t, d in self.unsettled.items()}
             or ({} if self._must_resume else None),
@@ -406,15 +411,16 @@ class Link:
             desired_capabilities=self.desired_capabilities,
         )
         limit = self.session.connection._peer_max_frame_size
-        if not body.unsettled or len(_frame(0, body)) <= limit:
+        if len(_frame(0, body)) <= limit:
             return body
+        fits = attrs.evolve(body, unsettled={}, incomplete_unsettled=True)
+        if not body.unsettled or len(_frame(0, fits)) > limit:
+            raise LocalProtocolError(
+                f"attach of link {self.name!r} exceeds the peer's max-frame-size {limit}"
+            )
         # The most entries that fit (the oldest first): found by bisection.
         entries = list(body.unsettled.items())
-        fits, low, high = (
-            attrs.evolve(body, unsettled={}, incomplete_unsettled=True),
-            0,
-            len(entries),
-        )
+        low, high = 0, len(entries)
         while low < high:
             middle = (low + high + 1) // 2
             trial = attrs.evolve(fits, unsettled=dict(entries[:middle]))
@@ -658,6 +664,8 @@ class Sender(Link):
 
     def set_available(self, available: int) -> None:
         """Tell the receiver how many messages we could send (core spec 2.6.7)."""
+        if type(available) is not int or not 0 <= available <= _UINT_MAX:
+            raise LocalProtocolError(f"available {available!r} is not a uint")
         self._check_attached()
         self.available = available
         self._send_flow()
@@ -889,9 +897,20 @@ class Session:
     # -- internals ----------------------------------------------------------------------------
 
     def _start(self, link: L) -> L:
-        """Register a link we start, and send its attach."""
+        """Register a link we start, and send its attach. Refused, it changes nothing."""
+        key = (link.name, link.role)
+        old = self._links_by_name.get(key)
         self._add_link(link)
-        link.attach()
+        try:
+            link.attach()
+        except LocalProtocolError:
+            if old is None:
+                del self._links_by_name[key]
+            else:
+                self._links_by_name[key] = old  # the suspended link keeps its deliveries
+                for delivery in old.unsettled.values():
+                    delivery.link = old
+            raise
         return link
 
     def _add_link(self, link: Link) -> None:
@@ -911,7 +930,8 @@ class Session:
                     delivery.link = link
         self._links_by_name[key] = link
 
-    def _assign_handle(self, link: Link) -> None:
+    def _free_handle(self) -> int:
+        """The lowest free handle of ours (:class:`LocalProtocolError` if none)."""
         # Our handles are bounded by the peer's handle-max (2.7.2); ours bounds the peer's.
         # Before its begin arrives (a pipelined attach), we keep within our own.
         limit = self.handle_max if self.remote is None else self.remote.handle_max
@@ -920,8 +940,11 @@ class Session:
                 break
         if handle > limit:
             raise LocalProtocolError(f"no free link handle (handle-max {limit})")
-        link.handle = handle
-        self._links_out[handle] = link
+        return handle
+
+    def _assign_handle(self, link: Link) -> None:
+        link.handle = self._free_handle()
+        self._links_out[link.handle] = link
 
     def _release_handle(self, link: Link) -> None:
         if link.handle is not None:
@@ -945,7 +968,7 @@ class Session:
                 return  # none free: the next released handle answers
             del owed[link]
             assert link.handle is not None
-            self._send(link._attach_body())
+            self._send(link._attach_body(link.handle, link.source, link.target))
             if closed is None:
                 link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
                 link._sent_closed = link._reclosing = True
@@ -1251,11 +1274,13 @@ class Session:
             # The peer re-attaches the link we closed, to close it in turn (2.6.6): we answer
             # at once (or, with no free handle, after its detach), and report only that.
             try:
-                self._assign_handle(link)
+                handle = self._free_handle()
             except LocalProtocolError:
                 return
+            self._send(link._attach_body(handle, link.source, link.target))
+            link.handle = handle
+            self._links_out[handle] = link
             link.state = _ATTACHED
-            self._send(link._attach_body())
             return
         if link._reclosing:
             return  # the peer's answer to our re-attach to close (2.6.6)
@@ -1863,9 +1888,9 @@ class Connection:
     def begin(
         self,
         *,
-        incoming_window: int = 2048,
-        outgoing_window: int = _UINT_MAX,
-        handle_max: int = _UINT_MAX,
+        incoming_window: int = _INCOMING_WINDOW,
+        outgoing_window: int = _OUTGOING_WINDOW,
+        handle_max: int = _HANDLE_MAX,
         properties: dict[Any, Any] | None = None,
         offered_capabilities: Any = None,
         desired_capabilities: Any = None,
@@ -2079,9 +2104,9 @@ class Connection:
         if begin.remote_channel is None:
             session = Session(
                 self,
-                incoming_window=2048,
-                outgoing_window=_UINT_MAX,
-                handle_max=_UINT_MAX,
+                incoming_window=_INCOMING_WINDOW,
+                outgoing_window=_OUTGOING_WINDOW,
+                handle_max=_HANDLE_MAX,
                 properties=None,
                 offered_capabilities=None,
                 desired_capabilities=None,

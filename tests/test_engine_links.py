@@ -538,3 +538,88 @@ def test_a_bad_limit_is_refused(bad: object) -> None:
         with pytest.raises(a.LocalProtocolError, match="max_unsettled"):
             attach("x", max_unsettled=bad)  # type: ignore[operator]
     assert p.client.data_to_send() == b"" and not cs.links
+
+
+# -- refused commands change nothing; shared session defaults --------------------------------------
+
+
+def _peer_link_without_a_free_handle() -> tuple[Pair, a.Link]:
+    p = Pair()
+    p.open()
+    p.client.begin(handle_max=0)  # the server may use handle 0 only
+    _, s = p.pump()
+    ss = of(s, a.SessionBegun)[0].session
+    ss.begin()
+    p.pump()
+    ss.attach_sender("mine", target="q")  # takes it
+    cs = p.client.sessions[0]
+    cs.attach_sender("theirs", target=a.Target(address="t"))
+    _, s = p.pump()
+    link = of(s, a.LinkAttached)[0].link
+    p.server.data_to_send()
+    return p, link
+
+
+def test_accepting_or_refusing_without_a_free_handle_leaves_the_termini_alone() -> None:
+    p, link = _peer_link_without_a_free_handle()
+    assert link.source is None and link.target is None
+    with pytest.raises(a.LocalProtocolError, match="no free link handle"):
+        link.attach(source=a.Source(address="s"), target=a.Target(address="x"))
+    with pytest.raises(a.LocalProtocolError, match="no free link handle"):
+        link.attach()
+    with pytest.raises(a.LocalProtocolError, match="no free link handle"):
+        link.refuse()
+    assert link.source is None and link.target is None and link.handle is None
+    assert link.state is a.LinkState.ATTACH_RCVD and p.server.data_to_send() == b""
+
+
+def test_an_attach_too_large_for_the_peer_is_refused_before_any_change() -> None:
+    p, cs, _ss = _ready(server=SMALL)
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        cs.attach_sender("big", target="q", properties={"x": "y" * 600})
+    assert not cs.links and p.client.data_to_send() == b""
+
+
+def test_resuming_a_suspended_link_without_a_free_handle_changes_nothing() -> None:
+    p = Pair()
+    p.open()
+    cs = p.client.begin()
+    _, s = p.pump()
+    ss = of(s, a.SessionBegun)[0].session
+    ss.handle_max = 0  # the client may use handle 0 only
+    ss.begin()
+    p.pump()
+    snd, rcv = p.link(cs, name="kept")
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(1)
+    p.pump()
+    delivery = snd.send(b"m")
+    p.pump()
+    snd.detach(closed=False)
+    p.pump()
+    p.link(cs, name="other")  # takes handle 0
+    with pytest.raises(a.LocalProtocolError, match="no free link handle"):
+        cs.attach_sender("kept", target="q")
+    assert delivery.link is snd and snd.unsettled == {delivery.tag: delivery}
+    assert [link.name for link in cs.links] == ["kept", "other"] and snd in cs.links
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32, 1.0, None])
+def test_set_available_checks_its_argument_first(bad: object) -> None:
+    p, cs, _ss = _ready()
+    snd, _ = p.link(cs)
+    assert isinstance(snd, a.Sender)
+    snd.detach()
+    with pytest.raises(a.LocalProtocolError, match="not a uint"):
+        snd.set_available(bad)  # type: ignore[arg-type]
+    assert snd.available == 0
+
+
+def test_a_session_the_peer_begins_has_the_default_windows() -> None:
+    p = Pair()
+    p.open()
+    cs = p.client.begin()
+    _, s = p.pump()
+    ss = of(s, a.SessionBegun)[0].session
+    for attr in ("incoming_window", "outgoing_window", "handle_max"):
+        assert getattr(ss, attr) == getattr(cs, attr)
