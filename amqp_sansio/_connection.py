@@ -1831,6 +1831,8 @@ class Connection:
             and now >= self._last_received + self.idle_timeout
         ):
             self._events.append(IdleTimedOut())
+            if self.state in _OPEN_FIRST:
+                self.open()  # a close may only follow our open (2.4.7)
             if self.state in _SENDING:
                 self._close(
                     Error(

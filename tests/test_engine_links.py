@@ -623,3 +623,35 @@ def test_a_session_the_peer_begins_has_the_default_windows() -> None:
     ss = of(s, a.SessionBegun)[0].session
     for attr in ("incoming_window", "outgoing_window", "handle_max"):
         assert getattr(ss, attr) == getattr(cs, attr)
+
+
+# -- an idle time-out before our open --------------------------------------------------------
+
+
+@pytest.mark.parametrize("client_sends", [b"", b"open"])
+def test_an_idle_time_out_before_our_open_sends_open_then_close(client_sends: bytes) -> None:
+    """A server whose peer went silent before its open (HDR_EXCH), or whose application never
+    answered the open (OPEN_RCVD): the close with resource-limit-exceeded must follow an
+    open of ours (core spec 2.4.7)."""
+    server = a.Connection(client=False, idle_timeout=2.0)
+    client = a.Connection(client=True)
+    client.open(now=0.0)
+    data = client.data_to_send()
+    server.receive_data(data if client_sends else a.AMQP_HEADER, 0.0)
+    expected = a.ConnectionState.OPEN_RCVD if client_sends else a.ConnectionState.HDR_EXCH
+    assert server.state is expected
+    server.data_to_send()  # (our header)
+    events = server.handle_timer(2.0)
+    assert of(events, a.IdleTimedOut) and of(events, a.ConnectionEnded)
+    assert [type(b) for b in _bodies(server.data_to_send())] == [a.Open, a.Close]
+
+
+def test_an_idle_time_out_before_our_open_reaches_the_peer_as_open_and_close() -> None:
+    server = a.Connection(client=False, idle_timeout=2.0)
+    client = a.Connection(client=True)
+    client.open(now=0.0)
+    server.receive_data(client.data_to_send(), 0.0)
+    server.handle_timer(2.0)
+    events = client.receive_data(server.data_to_send(), 2.0)
+    assert of(events, a.ConnectionOpened)
+    assert of(events, a.ConnectionClosed)[0].error.condition == "amqp:resource-limit-exceeded"
