@@ -108,6 +108,11 @@ __all__ = ["Connection", "Delivery", "Link", "Receiver", "Sender", "Session"]
 L = TypeVar("L", bound="Link")
 
 _UINT_MAX = 0xFFFFFFFF
+#: A session's windows and handle-max, unless :meth:`Connection.begin` is given others; a
+#: session the peer begins has these.
+_INCOMING_WINDOW = 2048
+_OUTGOING_WINDOW = _UINT_MAX
+_HANDLE_MAX = _UINT_MAX
 _CI = ConnectionInput
 _SI = SessionInput
 _LI = LinkInput
@@ -252,6 +257,11 @@ class Link:
         self.offered_capabilities = offered_capabilities
         self.desired_capabilities = desired_capabilities
         self.max_message_size = max_message_size
+        #: The most unsettled deliveries this end holds on the link (None: no limit): a
+        #: sender refuses to start more, a receiver grants no credit beyond it and detaches
+        #: with ``amqp:resource-limit-exceeded`` a peer that sends more. Defaults to the
+        #: connection's ``max_unsettled``.
+        self.max_unsettled: int | None = session.connection.max_unsettled
         self.state = LinkState.DETACHED
         self.handle: int | None = None
         self.remote_handle: int | None = None
@@ -266,6 +276,21 @@ class Link:
         #: A detach either way said closed: when both are done the link is destroyed
         #: (2.6.6), not suspended (2.6.4).
         self._closing = False
+        #: We detached it with an error: the endpoint is destroyed (2.6.5). Until the peer's
+        #: detach its frames are discarded.
+        self._destroyed = False
+        #: The peer detached it with an error and without closing: our next attach of it must
+        #: resume it, with a non-null unsettled map (2.6.5).
+        self._must_resume = False
+        #: The closed flag of our last detach.
+        self._sent_closed = False
+        #: Our closing detach was answered by a non-closing one: the peer owes us a re-attach
+        #: and a closing detach (2.6.6), which the engine answers by itself.
+        self._reclose = False
+        #: We re-attached to close (2.6.6): the peer's answers are not reported.
+        self._reclosing = False
+        #: Our last attach carried an incomplete unsettled map (2.7.3).
+        self._sent_incomplete = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.state.value} credit={self.link_credit}>"
@@ -284,45 +309,80 @@ class Link:
 
     def attach(self, *, source: Any = None, target: Any = None) -> None:
         """Send our attach: for a link we started, the first step; for a link the peer
-        started (:class:`LinkAttached`), accepting it. A terminus not given is the peer's."""
-        if source is not None:
-            self.source = source
-        if target is not None:
-            self.target = target
+        started (:class:`LinkAttached`), accepting it. A terminus not given is the link's
+        own, or else the peer's. Refused (:class:`LocalProtocolError`), it changes nothing,
+        termini included."""
+        source = self.source if source is None else source
+        target = self.target if target is None else target
         if self.remote is not None and self.state is LinkState.ATTACH_RCVD:
-            if self.source is None and source is None:
-                self.source = self.remote.source
-            if self.target is None and target is None:
-                self.target = self.remote.target
-        self._send_attach()
+            source = self.remote.source if source is None else source
+            target = self.remote.target if target is None else target
+        self._send_attach(source, target)
 
     def refuse(self, error: Error | None = None) -> None:
         """Refuse a link the peer started (core spec 2.6.3): attach without our terminus,
         then detach (closed) with ``error``."""
         if self.state is not LinkState.ATTACH_RCVD:
             raise LocalProtocolError("only a link the peer started can be refused")
+        assert self.remote is not None
         if self.role is Role.SENDER:
-            self.source = None
-            self.target = self.remote.target if self.remote else None
+            self._send_attach(None, self.remote.target)  # changes nothing if refused
         else:
-            self.target = None
-            self.source = self.remote.source if self.remote else None
-        self._send_attach()
+            self._send_attach(self.remote.source, None)
         self.detach(
             error=error or Error(condition=Symbol("amqp:not-found"), description="no such node")
         )
 
     def detach(self, *, error: Error | None = None, closed: bool = True) -> None:
         """Detach the link; ``closed=True`` (the default) closes it for good (core spec
-        2.6.6). The peer answers with its own detach (:class:`LinkDetached`)."""
+        2.6.6). The peer answers with its own detach (:class:`LinkDetached`).
+
+        With an ``error`` the link endpoint is destroyed at once (2.6.5): its unsettled
+        deliveries are gone (they can no longer be settled), and what the peer sent on the
+        link before it saw our detach (transfers, flows, dispositions) is discarded as it
+        arrives. Once the peer's detach has arrived, any further input on its handle (other
+        than an attach reusing the handle) ends the session with
+        ``amqp:session:errant-link``. If neither end closed the link, the peer's next attach
+        of it must resume it (carry an unsettled map): one without is taken for a pipelined
+        re-attach and also ends the session with ``amqp:session:errant-link``.
+
+        Why the peer's detach is the line: a correct peer answers our detach at once and
+        sends nothing on the link in between, so whatever precedes its detach was sent
+        before it knew, and whatever follows on its (released) handle is errant. Input by
+        delivery-id is not held against the peer: dispositions naming the destroyed
+        deliveries are ignored, as any naming unknown ids. A peer whose own detach crossed
+        ours may still settle the link's deliveries until our detach reaches it (a
+        detached link's deliveries live on, 2.6.4, and a detaching one's until the detaches
+        have crossed), and nothing on the wire tells those dispositions from later ones."""
         self.session._check_can_send()  # nothing after our close or end
+        if self._reclose:
+            raise LocalProtocolError("the link is being closed (2.6.6)")
         self._move(_LI.S_DETACH)
         assert self.handle is not None
         self._closing = self._closing or closed
+        self._sent_closed = closed
+        if error is not None:
+            self._destroy()
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
         self.session._release_handle(self)
 
-    def _send_attach(self) -> None:
+    def _destroy(self) -> None:
+        """Destroy the endpoint after our error (2.6.5): its deliveries are forgotten."""
+        self._destroyed = True
+        self._current = None
+        self._drop_ids()
+        self.unsettled = {}
+
+    def _drop_ids(self) -> None:
+        """Take the link's unsettled deliveries out of the session's id maps: no
+        disposition may name them any more."""
+        deliveries = self.session._deliveries(self.role)
+        for delivery in self.unsettled.values():
+            if deliveries.get(delivery.id) is delivery:
+                del deliveries[delivery.id]
+
+    def _send_attach(self, source: Any, target: Any) -> None:
+        """Send our attach with these termini; every check comes before any change."""
         self.session._check_can_send()
         if self.session._links_by_name.get((self.name, self.role)) is not self:
             # The peer attached a link of this name since: that endpoint is the link now.
@@ -334,36 +394,71 @@ class Link:
         new = LINK_TRANSITIONS.get((self.state, _LI.S_ATTACH))
         if new is None:
             raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
-        self.session._assign_handle(self)  # may refuse (no free handle): nothing has changed yet
+        handle = self.session._free_handle()  # may refuse (no free handle)
+        body = self._attach_body(handle, source, target)  # may refuse (frame too large)
+        self.source, self.target = source, target
+        self.handle = handle
+        self.session._links_out[handle] = self
         self.state = new
+        self._sent_incomplete = body.incomplete_unsettled
         if new is LinkState.ATTACH_SENT:
-            # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7).
+            # (Re)attaching: the flow state starts again, link-credit at zero (2.6.7); a
+            # closed or destroyed link starts afresh.
             self.link_credit = 0
             self.drain = False
-        self.session._send(self._attach_body())
+            self._closing = self._destroyed = False
+        self._must_resume = self._reclose = False
+        self.session._send(body)
 
-    def _attach_body(self) -> Attach:
-        assert self.handle is not None
+    def _attach_body(self, handle: int, source: Any, target: Any) -> Attach:
+        """Our attach. An unsettled map too large for the peer's max-frame-size is cut to
+        what fits, and marked incomplete (2.7.3): until an attach with a complete map, only
+        resumed deliveries may then be sent (see :meth:`Sender.send`). An attach too large
+        even so is refused (:class:`LocalProtocolError`)."""
         initial = self.delivery_count if self.role is Role.SENDER else None
-        return Attach(
+        body = Attach(
             name=self.name,
-            handle=self.handle,
+            handle=handle,
             role=self.role,
             snd_settle_mode=self.snd_settle_mode,
             rcv_settle_mode=self.rcv_settle_mode,
-            source=self.source,
-            target=self.target,
+            source=source,
+            target=target,
             initial_delivery_count=initial,
-            unsettled={t: d.local_state for t, d in self.unsettled.items()} or None,
+            unsettled={t: d.local_state for t, d in self.unsettled.items()}
+            or ({} if self._must_resume else None),
             max_message_size=self.max_message_size,
             properties=self.properties,
             offered_capabilities=self.offered_capabilities,
             desired_capabilities=self.desired_capabilities,
         )
+        limit = self.session.connection._peer_max_frame_size
+        if len(_frame(0, body)) <= limit:
+            return body
+        fits = attrs.evolve(body, unsettled={}, incomplete_unsettled=True)
+        if not body.unsettled or len(_frame(0, fits)) > limit:
+            raise LocalProtocolError(
+                f"attach of link {self.name!r} exceeds the peer's max-frame-size {limit}"
+            )
+        # The most entries that fit (the oldest first): found by bisection.
+        entries = list(body.unsettled.items())
+        low, high = 0, len(entries)
+        while low < high:
+            middle = (low + high + 1) // 2
+            trial = attrs.evolve(fits, unsettled=dict(entries[:middle]))
+            if len(_frame(0, trial)) <= limit:
+                low, fits = middle, trial
+            else:
+                high = middle - 1
+        return fits
 
     def _check_attached(self) -> None:
-        if self.state is not _ATTACHED:
-            raise LocalProtocolError(f"the link is {self.state.value}, not ATTACHED")
+        if self.state is not _ATTACHED or self._reclose:
+            raise LocalProtocolError(
+                "the link is being closed (2.6.6)"
+                if self._reclose
+                else f"the link is {self.state.value}, not ATTACHED"
+            )
         self.session._check_can_send()  # a closed connection leaves its links ATTACHED
 
     def _send_flow(self, *, echo: bool = False) -> None:
@@ -420,9 +515,11 @@ class Link:
 
     def _check_known(self, delivery: Delivery) -> None:
         if self.session._deliveries(self.role).get(delivery.id) is not delivery:
-            # Its link was closed (2.6.6): the peer would take a disposition naming it as
-            # input for a destroyed link (2.6.5).
-            raise LocalProtocolError("the delivery's link was closed: it can no longer be settled")
+            # Its link was closed (2.6.6) or detached with an error (2.6.5): the peer would
+            # take a disposition naming it as input for a destroyed link.
+            raise LocalProtocolError(
+                "the delivery's link was closed or destroyed: it can no longer be settled"
+            )
 
     def _forget(self, delivery: Delivery) -> None:
         delivery.settled = True
@@ -489,12 +586,24 @@ class Sender(Link):
                 raise LocalProtocolError("finish (or abort) the current delivery first")
             if self.link_credit <= 0:
                 raise LocalProtocolError("no link credit: wait for CreditChanged")
+            if self._sent_incomplete or (
+                self.remote is not None and self.remote.incomplete_unsettled
+            ):
+                raise LocalProtocolError(
+                    "an unsettled map of this attach was incomplete: only resumed deliveries "
+                    "may be sent until the link is attached again with complete maps (2.6.13)"
+                )
             if settled is None:
                 settled = self.snd_settle_mode is _SND_SETTLED
             elif settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
                 raise LocalProtocolError("the link's snd-settle-mode is unsettled")
             elif not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
                 raise LocalProtocolError("the link's snd-settle-mode is settled")
+            cap = self.max_unsettled
+            if not settled and cap is not None and len(self.unsettled) >= cap:
+                raise LocalProtocolError(
+                    f"{len(self.unsettled)} unsettled deliveries: the link's max_unsettled is {cap}"
+                )
             if tag is None:
                 tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
                 while tag in self.unsettled:  # tags carried over from a resumed link
@@ -577,6 +686,8 @@ class Sender(Link):
 
     def set_available(self, available: int) -> None:
         """Tell the receiver how many messages we could send (core spec 2.6.7)."""
+        if type(available) is not int or not 0 <= available <= _UINT_MAX:
+            raise LocalProtocolError(f"available {available!r} is not a uint")
         self._check_attached()
         self.available = available
         self._send_flow()
@@ -599,10 +710,16 @@ class Receiver(Link):
 
     def flow(self, credit: int, *, drain: bool = False) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
-        from now) and the drain flag, and send the flow state (core spec 2.6.7)."""
+        from now) and the drain flag, and send the flow state (core spec 2.6.7).
+
+        With :attr:`max_unsettled` set, the credit is capped at the room left under it
+        (the limit less the unsettled deliveries held), so that a sender keeping to its
+        credit cannot exceed the limit."""
         self._check_attached()
         if not 0 <= credit <= _UINT_MAX:
             raise LocalProtocolError(f"credit {credit} is out of range")
+        if self.max_unsettled is not None:
+            credit = max(0, min(credit, self.max_unsettled - len(self.unsettled)))
         self.link_credit = credit
         self.drain = drain
         limit = serial_add(self.delivery_count, credit)
@@ -663,8 +780,12 @@ class Session:
         self._blocked: deque[bytearray | tuple[bytearray, memoryview] | bytes | Flow] = deque()
         self._dispositions: list[tuple[Role, int, bool, Any]] = []
         #: Links the peer detached before we could answer their attach (our begin had not
-        #: gone out, or no handle was free), with the closed flag of the answer we owe.
-        self._owed: dict[Link, bool] = {}
+        #: gone out, or no handle was free), with the closed flag of the answer we owe; or
+        #: None: a link to re-attach and close (2.6.6).
+        self._owed: dict[Link, bool | None] = {}
+        #: The peer's input handles of links we detached with an error, since its detach
+        #: (2.6.5): input on one ends the session with errant-link, until an attach reuses it.
+        self._errant_handles: dict[int, Link] = {}
 
     def __repr__(self) -> str:
         return f"<Session channel={self.channel} {self.state.value}>"
@@ -739,9 +860,12 @@ class Session:
         desired_capabilities: Any = None,
         max_message_size: int | None = None,
         initial_delivery_count: int = 0,
+        max_unsettled: int | None = None,
     ) -> Sender:
         """Start a sending link to ``target`` (a :class:`~amqp_sansio.Target`, or an address
-        string)."""
+        string). ``max_unsettled`` caps the unsettled deliveries on the link (by default,
+        the connection's ``max_unsettled``; see :attr:`Link.max_unsettled`)."""
+        _check_limit(max_unsettled)
         link = Sender(
             self,
             name,
@@ -755,6 +879,8 @@ class Session:
             max_message_size=max_message_size,
         )
         link.delivery_count = link._initial_delivery_count = initial_delivery_count & _UINT_MAX
+        if max_unsettled is not None:
+            link.max_unsettled = max_unsettled
         return self._start(link)
 
     def attach_receiver(
@@ -769,9 +895,11 @@ class Session:
         offered_capabilities: Any = None,
         desired_capabilities: Any = None,
         max_message_size: int | None = None,
+        max_unsettled: int | None = None,
     ) -> Receiver:
         """Start a receiving link from ``source`` (a :class:`~amqp_sansio.Source`, or an
-        address string)."""
+        address string). ``max_unsettled`` is as for :meth:`attach_sender`."""
+        _check_limit(max_unsettled)
         link = Receiver(
             self,
             name,
@@ -784,14 +912,27 @@ class Session:
             desired_capabilities=desired_capabilities,
             max_message_size=max_message_size,
         )
+        if max_unsettled is not None:
+            link.max_unsettled = max_unsettled
         return self._start(link)
 
     # -- internals ----------------------------------------------------------------------------
 
     def _start(self, link: L) -> L:
-        """Register a link we start, and send its attach."""
+        """Register a link we start, and send its attach. Refused, it changes nothing."""
+        key = (link.name, link.role)
+        old = self._links_by_name.get(key)
         self._add_link(link)
-        link.attach()
+        try:
+            link.attach()
+        except LocalProtocolError:
+            if old is None:
+                del self._links_by_name[key]
+            else:
+                self._links_by_name[key] = old  # the suspended link keeps its deliveries
+                for delivery in old.unsettled.values():
+                    delivery.link = old
+            raise
         return link
 
     def _add_link(self, link: Link) -> None:
@@ -801,15 +942,18 @@ class Session:
             raise LocalProtocolError(
                 f"a {link.role.name.lower()} link named {link.name!r} is already attached"
             )
-        if old is not None and old.unsettled:
-            # Re-attaching a suspended link resumes it: its unsettled deliveries carry over
-            # and go in our attach's unsettled map (2.6.13).
-            link.unsettled = old.unsettled
-            for delivery in link.unsettled.values():
-                delivery.link = link
+        if old is not None:
+            link._must_resume = old._must_resume
+            if old.unsettled:
+                # Re-attaching a suspended link resumes it: its unsettled deliveries carry
+                # over and go in our attach's unsettled map (2.6.13).
+                link.unsettled = old.unsettled
+                for delivery in link.unsettled.values():
+                    delivery.link = link
         self._links_by_name[key] = link
 
-    def _assign_handle(self, link: Link) -> None:
+    def _free_handle(self) -> int:
+        """The lowest free handle of ours (:class:`LocalProtocolError` if none)."""
         # Our handles are bounded by the peer's handle-max (2.7.2); ours bounds the peer's.
         # Before its begin arrives (a pipelined attach), we keep within our own.
         limit = self.handle_max if self.remote is None else self.remote.handle_max
@@ -818,8 +962,11 @@ class Session:
                 break
         if handle > limit:
             raise LocalProtocolError(f"no free link handle (handle-max {limit})")
-        link.handle = handle
-        self._links_out[handle] = link
+        return handle
+
+    def _assign_handle(self, link: Link) -> None:
+        link.handle = self._free_handle()
+        self._links_out[link.handle] = link
 
     def _release_handle(self, link: Link) -> None:
         if link.handle is not None:
@@ -831,7 +978,9 @@ class Session:
 
     def _answer_owed(self) -> None:
         """Answer the attaches of links the peer has since detached: our attach (no
-        terminus, as a refusal's) and our detach, back to back (2.6.3, 2.6.6)."""
+        terminus, as a refusal's) and our detach, back to back (2.6.3, 2.6.6). A link owed
+        ``None`` was closed by the peer while we suspended it: we re-attach it and close it
+        (2.6.6), and wait for the peer's answers."""
         owed = self._owed
         while owed and self.state is SessionState.MAPPED and self.connection.state in _SENDING:
             link, closed = next(iter(owed.items()))
@@ -841,7 +990,12 @@ class Session:
                 return  # none free: the next released handle answers
             del owed[link]
             assert link.handle is not None
-            self._send(link._attach_body())
+            self._send(link._attach_body(link.handle, link.source, link.target))
+            if closed is None:
+                link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
+                link._sent_closed = link._reclosing = True
+                self._send(Detach(handle=link.handle, closed=True))
+                continue
             self._send(Detach(handle=link.handle, closed=closed))
             self._links_out.pop(link.handle, None)
 
@@ -1087,7 +1241,18 @@ class Session:
             )
         our_role = Role.SENDER if attach.role is Role.RECEIVER else Role.RECEIVER
         link = self._links_by_name.get((attach.name, our_role))
-        if link is None or link.state is LinkState.DETACHED:
+        if (
+            link is not None
+            and link._destroyed
+            and link.state is LinkState.DETACHED
+            and not link._closing
+            and attach.unsettled is None
+        ):
+            # We detached the link with an error and neither end closed it: the peer must
+            # resume it; an attach without an unsettled map is a pipelined re-attach (2.6.5).
+            raise self._errant(f"attach of link {attach.name!r} after our error: not a resume")
+        self._errant_handles.pop(handle, None)  # a released handle, used again
+        if link is None or (link.state is LinkState.DETACHED and not link._reclose):
             cls = Sender if our_role is Role.SENDER else Receiver
             link = cls(
                 self,
@@ -1127,10 +1292,24 @@ class Session:
             link._granted_limit = link.delivery_count  # type: ignore[attr-defined]
         else:
             link.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
+        if link._reclose:
+            # The peer re-attaches the link we closed, to close it in turn (2.6.6): we answer
+            # at once (or, with no free handle, after its detach), and report only that.
+            try:
+                handle = self._free_handle()
+            except LocalProtocolError:
+                return
+            self._send(link._attach_body(handle, link.source, link.target))
+            link.handle = handle
+            self._links_out[handle] = link
+            link.state = _ATTACHED
+            return
+        if link._reclosing:
+            return  # the peer's answer to our re-attach to close (2.6.6)
         self.connection._events.append(LinkAttached(link=link, remote=attach))
         if our_role is Role.RECEIVER and link.unsettled and not attach.incomplete_unsettled:
             # Resuming: deliveries only we consider unsettled were settled by the sender
-            # (2.6.13).
+            # (2.6.13). From an incomplete map, a missing tag says nothing (2.7.3).
             theirs = attach.unsettled or {}
             for tag, delivery in list(link.unsettled.items()):
                 if tag not in theirs:
@@ -1153,9 +1332,11 @@ class Session:
                 target=self,
             )
 
-    def _link_in(self, handle: int | None) -> Link:
+    def _link_in(self, handle: int | None, *, detach: bool = False) -> Link:
         link = self._links_in.get(handle) if handle is not None else None
         if link is None:
+            if handle in self._errant_handles and not detach:
+                raise self._errant(f"input on handle {handle}, of a link detached with an error")
             raise _PeerError(
                 "amqp:session:unattached-handle",
                 f"no link on handle {handle}",
@@ -1164,9 +1345,12 @@ class Session:
             )
         return link
 
+    def _errant(self, description: str) -> _PeerError:
+        return _PeerError("amqp:session:errant-link", description, scope="session", target=self)
+
     def _on_detach(self, detach: Detach, payload: bytes) -> None:
         self._check_mapped()
-        link = self._link_in(detach.handle)
+        link = self._link_in(detach.handle, detach=True)
         if link.state is LinkState.ATTACH_RCVD:
             # The peer detached a link before we answered its attach (it may: its
             # ATTACH_SENT -> DETACH_SENT). Our answer is an attach without a terminus, as a
@@ -1178,6 +1362,8 @@ class Session:
                 link.target = None
             link.state = LinkState.DETACHED
             link._closing = link._closing or detach.closed
+            link._must_resume = detach.error is not None and not link._closing  # (2.6.5)
+            link._reclose = False
             self._links_in.pop(detach.handle, None)
             link.remote_handle = None
             self.connection._events.append(
@@ -1199,13 +1385,34 @@ class Session:
         link._closing = link._closing or detach.closed
         self._links_in.pop(detach.handle, None)
         link.remote_handle = None
-        self.connection._events.append(
-            LinkDetached(link=link, error=detach.error, closed=detach.closed)
-        )
+        if link._destroyed:
+            # Our error detach is answered: from now on the peer knows (2.6.5, see
+            # Link.detach).
+            self._errant_handles[detach.handle] = link
+        elif detach.error is not None:
+            # The peer destroyed its endpoint (2.6.5): the ids of our deliveries mean nothing
+            # to it now; a link it did not close can only be resumed.
+            link._drop_ids()
+            link._must_resume = not link._closing
+        reclosing = link._reclosing
+        if not reclosing:  # (the answer to our re-attach to close is not reported)
+            self.connection._events.append(
+                LinkDetached(link=link, error=detach.error, closed=detach.closed)
+            )
+        link._reclosing = link._reclose = False
         if link.state is LinkState.DETACH_RCVD and self.connection.state in _SENDING:
             link.detach(closed=detach.closed)  # answer with ours (2.6.6)
-        else:
-            self._drop_link(link)
+            return
+        self._drop_link(link)
+        if link.state is LinkState.DETACHED and not reclosing:
+            # Our detach and the peer's crossed, one closing and one not (2.6.6).
+            if detach.closed and not link._sent_closed:
+                # We suspended the link, the peer closed it: we signal that we have closed it
+                # too by re-attaching it and sending a closing detach.
+                self._owed[link] = None
+                self._answer_owed()
+            elif link._sent_closed and not detach.closed:
+                link._reclose = True  # the peer owes us that re-attach and closing detach
 
     def _on_flow(self, flow: Flow, payload: bytes) -> None:
         self._check_mapped()
@@ -1223,6 +1430,8 @@ class Session:
         events = self.connection._events
         if flow.handle is not None:
             link = self._link_in(flow.handle)
+            if link._destroyed:
+                return  # sent before the peer saw our error detach (2.6.5)
             if link.role is Role.SENDER:
                 rcv_count = (
                     flow.delivery_count
@@ -1288,12 +1497,23 @@ class Session:
         events = self.connection._events
         delivery = link._current
         if delivery is None:
+            if link._destroyed:
+                # Sent before the peer saw our error detach (2.6.5): discarded.
+                self._replenish()
+                return
             if transfer.delivery_id is None or transfer.delivery_tag is None:
                 raise _PeerError(
                     "amqp:invalid-field",
                     "the first transfer of a delivery needs its id and tag",
                     scope="session",
                     target=self,
+                )
+            if link._sent_incomplete and not transfer.resume:
+                raise _PeerError(
+                    "amqp:illegal-state",
+                    "a new delivery after our incomplete unsettled map (2.7.3)",
+                    scope="link",
+                    target=link,
                 )
             # A violation is a transfer beyond the highest delivery-limit we ever granted: after
             # we lowered the credit ("stop", 2.6.10), transfers sent under the old limit may
@@ -1332,6 +1552,17 @@ class Session:
             if link.available:
                 link.available -= 1
             if not transfer.settled:
+                if (
+                    link.max_unsettled is not None
+                    and known is None
+                    and len(link.unsettled) >= link.max_unsettled
+                ):
+                    raise _PeerError(
+                        "amqp:resource-limit-exceeded",
+                        f"more than {link.max_unsettled} unsettled deliveries",
+                        scope="link",
+                        target=link,
+                    )
                 link.unsettled[delivery.tag] = delivery
                 self._in_deliveries[delivery.id] = delivery
             link._current = delivery
@@ -1474,6 +1705,11 @@ def _encode_performative(body: Any) -> bytearray:
     return out
 
 
+def _check_limit(value: int | None) -> None:
+    if value is not None and (type(value) is not int or value < 0):
+        raise LocalProtocolError(f"max_unsettled {value!r} is not a count")
+
+
 def _terminus(value: Any, cls: type) -> Any:
     if value is None or isinstance(value, Source | Target):
         return value
@@ -1488,6 +1724,8 @@ class Connection:
     ``idle_timeout`` (seconds) is our own threshold: we advertise half of it, as the spec
     recommends, and close the connection with ``amqp:resource-limit-exceeded`` when nothing
     has arrived for that long. ``max_frame_size`` is the largest frame we accept.
+    ``max_unsettled`` is the default limit on unsettled deliveries per link
+    (:attr:`Link.max_unsettled`).
     """
 
     def __init__(
@@ -1508,6 +1746,7 @@ class Connection:
         allow_plain_without_tls: bool = False,
         encrypted: bool = False,
         sasl_max_frame_size: int = 8192,
+        max_unsettled: int | None = None,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
@@ -1520,6 +1759,7 @@ class Connection:
         self.offered_capabilities = offered_capabilities
         self.desired_capabilities = desired_capabilities
         self.properties = properties
+        self.max_unsettled = max_unsettled  # the default of Link.max_unsettled
         self.state = ConnectionState.START
         self.remote: Open | None = None
         self._parser = FrameParser(max_frame_size=max_frame_size, max_depth=max_depth)
@@ -1660,6 +1900,8 @@ class Connection:
             and now >= self._last_received + self.idle_timeout
         ):
             self._events.append(IdleTimedOut())
+            if self.state in _OPEN_FIRST:
+                self.open()  # a close may only follow our open (2.4.7)
             if self.state in _SENDING:
                 self._close(
                     Error(
@@ -1717,9 +1959,9 @@ class Connection:
     def begin(
         self,
         *,
-        incoming_window: int = 2048,
-        outgoing_window: int = _UINT_MAX,
-        handle_max: int = _UINT_MAX,
+        incoming_window: int = _INCOMING_WINDOW,
+        outgoing_window: int = _OUTGOING_WINDOW,
+        handle_max: int = _HANDLE_MAX,
         properties: dict[Any, Any] | None = None,
         offered_capabilities: Any = None,
         desired_capabilities: Any = None,
@@ -2020,9 +2262,9 @@ class Connection:
         if begin.remote_channel is None:
             session = Session(
                 self,
-                incoming_window=2048,
-                outgoing_window=_UINT_MAX,
-                handle_max=_UINT_MAX,
+                incoming_window=_INCOMING_WINDOW,
+                outgoing_window=_OUTGOING_WINDOW,
+                handle_max=_HANDLE_MAX,
                 properties=None,
                 offered_capabilities=None,
                 desired_capabilities=None,

@@ -361,6 +361,9 @@ class EnginePair(RuleBasedStateMachine):
         self.states_set: dict[tuple[str, str, bytes], list[Any]] = {}
         self.states_seen: dict[tuple[str, str, bytes], int] = {}
         self.settled_by: set[tuple[str, str, bytes]] = set()
+        #: (side, link name): links that ``side`` detached with an error, destroying their
+        #: unsettled state (2.6.5): the peer's resume may then find its deliveries settled.
+        self.destroyed: set[tuple[str, str]] = set()
         self.timed_out = dict.fromkeys(SIDES, False)
         self.refused = False
         self.traffic = False
@@ -514,6 +517,8 @@ class EnginePair(RuleBasedStateMachine):
 
     def _on_updated(self, side: str, e: a.DeliveryUpdated) -> None:
         key = (other(side), e.link.name, e.delivery.tag)
+        if e.settled and key[:2] in self.destroyed:
+            return  # settled by a resume: the peer destroyed the link's state (2.6.13)
         states = self.states_set.get(key, [])
         seen = self.states_seen.get(key, 0)
         later = [i for i in range(seen, len(states)) if states[i] == e.state]
@@ -694,6 +699,7 @@ class EnginePair(RuleBasedStateMachine):
         max_message_size=st.sampled_from([None, None, 1000, 70000]),
         initial=st.sampled_from([0, 7, 2**32 - 3]),
         streaming=st.booleans(),
+        max_unsettled=st.sampled_from([None, None, None, 0, 2]),
     )
     def attach(
         self,
@@ -705,12 +711,17 @@ class EnginePair(RuleBasedStateMachine):
         max_message_size: int | None,
         initial: int,
         streaming: bool,
+        max_unsettled: int | None = None,
     ) -> None:
         session = self._pick(self.sessions[side], i)
         if session is None:
             return
         name = f"L{next(self._names)}"
-        modes = {"snd_settle_mode": snd_mode, "rcv_settle_mode": rcv_mode}
+        modes = {
+            "snd_settle_mode": snd_mode,
+            "rcv_settle_mode": rcv_mode,
+            "max_unsettled": max_unsettled,
+        }
         if sender:
             link = self._command(
                 side,
@@ -764,6 +775,8 @@ class EnginePair(RuleBasedStateMachine):
             if any(id(end.session) in self.small_windows for end in ends):
                 return
         self._command(side, link.detach, error=error, closed=closed)
+        if error is not None and not self.refused:
+            self.destroyed.add((side, link.name))
 
     def _peer_link(self, side: str, link: a.Link) -> a.Link | None:
         peer = other(side)
