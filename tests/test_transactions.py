@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from engine_pair import Pair, of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import amqp_sansio as a
 
@@ -946,3 +948,62 @@ def test_a_transfer_with_another_delivery_state_is_not_transactional() -> None:
     snd.send(a.Message(body="r").encode(), state=a.Received(section_number=0, section_offset=0))
     t.pump()
     assert t.res.queues["orders"] == ["r"] and not t.res.refused
+
+
+# -- a property: exactly the committed work takes effect ------------------------------------
+
+OPS = st.lists(
+    st.tuples(st.integers(0, 1), st.sampled_from(["post", "retire"]), st.booleans()),
+    max_size=16,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ops=OPS,
+    commits=st.tuples(st.booleans(), st.booleans()),
+    second_first=st.booleans(),
+    chunk=st.sampled_from([None, 1 << 30, 13]),
+)
+def test_two_interleaved_transactions_apply_exactly_the_committed_work(
+    ops: list[tuple[int, str, bool]],
+    commits: tuple[bool, bool],
+    second_first: bool,
+    chunk: int | None,
+) -> None:
+    t = Setup(chunk)
+    snd = t.sender()
+    rcv = t.receiver("outbox", credit=20)
+    t.res.send("outbox", [f"r{i}" for i in range(16)])
+    inbound = [e.delivery for e in received(t.pump())]
+    txns = [t.declare(), t.declare()]
+    posted: list[str] = []
+    retired: set[bytes] = set()
+    to_retire = iter(inbound)
+    for k, (which, op, pump) in enumerate(ops):
+        txn = txns[which]
+        if op == "post":
+            snd.send(a.Message(body=f"p{k}").encode(), transaction=txn)
+            if commits[which]:
+                posted.append(f"p{k}")
+        else:
+            delivery = next(to_retire)
+            rcv.update(delivery, a.Accepted(), transaction=txn)
+            if commits[which]:
+                retired.add(delivery.tag)
+        if pump:
+            t.pump()
+    t.pump()
+    assert t.res.queues["orders"] == []  # nothing visible before a discharge
+    for which in (1, 0) if second_first else (0, 1):
+        t.ctl.discharge(txns[which], fail=not commits[which])
+    events = t.pump()
+    assert sorted(e.committed for e in of(events, a.TransactionDischarged)) == sorted(commits)
+    assert sorted(t.res.queues["orders"]) == sorted(posted)
+    assert {d.tag for d, _ in t.res.applied} == retired
+    assert len(t.res.unacked) == 16 - len(retired)
+    # What was retired in a rolled-back transaction is live again at both ends.
+    for delivery in inbound:
+        assert not delivery.settled
+        if delivery.tag not in retired:
+            assert delivery.local_state is None
