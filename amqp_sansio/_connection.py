@@ -24,7 +24,7 @@ import itertools
 import struct
 from collections import deque
 from collections.abc import Collection, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -101,7 +101,11 @@ from ._states import (
     SessionInput,
     SessionState,
 )
+from ._transactions import Coordinator, TransactionalState
 from ._types import Symbol
+
+if TYPE_CHECKING:
+    from ._txn import Controller, _Txn
 
 __all__ = ["Connection", "Delivery", "Link", "Receiver", "Sender", "Session"]
 
@@ -200,6 +204,7 @@ class Delivery:
         "settled",
         "size",
         "tag",
+        "transaction",
     )
 
     def __init__(self, link: Link, tag: bytes, delivery_id: int, message_format: int) -> None:
@@ -219,6 +224,11 @@ class Delivery:
         #: True when this delivery was sent again after its link was resumed (2.6.13).
         self.resumed = False
         self._ignore = False
+        #: The transaction its work belongs to (posting, acquisition, retirement; core spec
+        #: 4.4): a :class:`~amqp_sansio.Transaction` or a
+        #: :class:`~amqp_sansio.TransactionRecord`. Its outcome is final only once that
+        #: transaction has committed.
+        self.transaction: _Txn | None = None
 
     def __repr__(self) -> str:
         return (
@@ -232,6 +242,9 @@ class Link:
     :meth:`Session.attach_receiver`, or by the peer's attach (:class:`LinkAttached`)."""
 
     role: Role
+    #: The two ends of a transaction control link (core spec 4.2) are told apart by these.
+    _controller = False
+    _coordinator = False
 
     def __init__(
         self,
@@ -365,6 +378,11 @@ class Link:
             self._destroy()
         self.session._send(Detach(handle=self.handle, closed=closed, error=error))
         self.session._release_handle(self)
+        self._lost(error)
+
+    def _lost(self, error: Error | None) -> None:
+        """The link is detached (either way) or its session ended: a transaction control
+        link's transactions go with it (core spec 4.1)."""
 
     def _destroy(self) -> None:
         """Destroy the endpoint after our error (2.6.5): its deliveries are forgotten."""
@@ -461,7 +479,7 @@ class Link:
             )
         self.session._check_can_send()  # a closed connection leaves its links ATTACHED
 
-    def _send_flow(self, *, echo: bool = False) -> None:
+    def _send_flow(self, *, echo: bool = False, properties: Any = None) -> None:
         s = self.session
         assert self.handle is not None
         s._send(
@@ -472,29 +490,37 @@ class Link:
                 available=self.available,
                 drain=self.drain,
                 echo=echo,
+                properties=properties,
             )
         )
 
-    def update(self, delivery: Delivery, state: Any) -> None:
-        """Tell the peer a new, unsettled state of ``delivery`` (core spec 2.7.6)."""
+    def update(self, delivery: Delivery, state: Any, *, transaction: Any = None) -> None:
+        """Tell the peer a new, unsettled state of ``delivery`` (core spec 2.7.6). With
+        ``transaction``, the outcome ``state`` is retired in it (4.4.2); the outcome of a
+        delivery that belongs to a live transaction goes in that one."""
         self._own(delivery)
         if delivery.settled:
             raise LocalProtocolError("the delivery is already settled")
         self.session._check_can_send()
         self._check_known(delivery)
+        if transaction is not None or delivery.transaction is not None:
+            state = _txn.retiring(self, delivery, state, transaction)
         delivery.local_state = state
         self.session._queue_disposition(self.role, delivery.id, False, state)
 
-    def settle(self, delivery: Delivery, state: Any = None) -> None:
+    def settle(self, delivery: Delivery, state: Any = None, *, transaction: Any = None) -> None:
         """Settle ``delivery``, with a final state (an outcome) if given. On a receiver in
         rcv-settle-mode second the state is sent first and settlement waits for the sender's
-        (core spec 2.8.3). Settling is idempotent (2.6): a settled delivery stays as it is."""
+        (core spec 2.8.3). Settling is idempotent (2.6): a settled delivery stays as it is.
+        ``transaction``: as for :meth:`update`."""
         self._own(delivery)
         if delivery.settled:
             return
         if not delivery.remote_settled:
             self.session._check_can_send()  # a disposition goes out: refuse before any change
             self._check_known(delivery)
+        if transaction is not None or delivery.transaction is not None:
+            state = _txn.retiring(self, delivery, state, transaction)
         if state is not None:
             delivery.local_state = state
         if (
@@ -543,6 +569,8 @@ class Sender(Link):
         #: at once: the outcome is in the DeliveryUpdated event and on the Delivery. When
         #: false, the application calls settle() itself.
         self.auto_settle = True
+        #: The transaction the receiver's flow put our sends in (core spec 4.4.3).
+        self._acquiring: Any = None
 
     def send(
         self,
@@ -554,13 +582,15 @@ class Sender(Link):
         more: bool = False,
         delivery: Delivery | None = None,
         state: Any = None,
+        transaction: Any = None,
     ) -> Delivery:
         """Send a message (an encoded :class:`~amqp_sansio.Message`), or a chunk of one.
 
         A new delivery takes one unit of link credit (:class:`LocalProtocolError` if there is
         none). ``more=True`` leaves the delivery open: continue it by passing it back as
         ``delivery``. Frames are split at the peer's max-frame-size. ``settled`` defaults
-        from the link's snd-settle-mode (settled only in mode ``SETTLED``).
+        from the link's snd-settle-mode (settled only in mode ``SETTLED``). ``transaction``
+        posts the message in that :class:`~amqp_sansio.Transaction` (core spec 4.4.1).
         """
         self._check_attached()
         size = (0 if delivery is None else delivery.size) + len(data)
@@ -570,6 +600,9 @@ class Sender(Link):
                 f"message of {size} bytes exceeds the peer's max-message-size {limit}"
             )
         if delivery is None:
+            owner = None
+            if transaction is not None or self._acquiring is not None:
+                owner, state = _txn.posting(self, transaction, state)
             # The engine builds its transfers unchecked: check what the caller gave first,
             # before anything changes.
             if tag is not None:
@@ -622,6 +655,8 @@ class Sender(Link):
             if not settled:
                 self.unsettled[tag] = delivery
                 s._out_deliveries[delivery.id] = delivery
+            if owner is not None:
+                _txn.posted(owner, delivery)
             first = True
         else:
             if delivery is not self._current:
@@ -708,9 +743,10 @@ class Receiver(Link):
         #: sender may have seen, whatever we lowered the credit to since.
         self._granted_limit = 0
 
-    def flow(self, credit: int, *, drain: bool = False) -> None:
+    def flow(self, credit: int, *, drain: bool = False, transaction: Any = None) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
-        from now) and the drain flag, and send the flow state (core spec 2.6.7).
+        from now) and the drain flag, and send the flow state (core spec 2.6.7). With
+        ``transaction``, what the sender sends from now on is acquired in it (4.4.3).
 
         With :attr:`max_unsettled` set, the credit is capped at the room left under it
         (the limit less the unsettled deliveries held), so that a sender keeping to its
@@ -718,6 +754,7 @@ class Receiver(Link):
         self._check_attached()
         if not 0 <= credit <= _UINT_MAX:
             raise LocalProtocolError(f"credit {credit} is out of range")
+        properties = None if transaction is None else _txn.acquiring(self, transaction)
         if self.max_unsettled is not None:
             credit = max(0, min(credit, self.max_unsettled - len(self.unsettled)))
         self.link_credit = credit
@@ -725,7 +762,7 @@ class Receiver(Link):
         limit = serial_add(self.delivery_count, credit)
         if serial_diff(limit, self._granted_limit) > 0:
             self._granted_limit = limit
-        self._send_flow()
+        self._send_flow(properties=properties)
 
     def add_credit(self, credit: int) -> None:
         """Let the sender start ``credit`` more deliveries."""
@@ -915,6 +952,17 @@ class Session:
         if max_unsettled is not None:
             link.max_unsettled = max_unsettled
         return self._start(link)
+
+    def attach_controller(
+        self,
+        name: str = "txn-ctl",
+        *,
+        capabilities: Iterable[Symbol] = (Symbol("amqp:local-transactions"),),
+        properties: dict[Any, Any] | None = None,
+    ) -> Controller:
+        """Start a transaction control link to the peer's coordinator (core spec 4.2),
+        asking for ``capabilities``; see :doc:`transactions`."""
+        return _txn.attach_controller(self, name, capabilities=capabilities, properties=properties)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -1253,7 +1301,9 @@ class Session:
             raise self._errant(f"attach of link {attach.name!r} after our error: not a resume")
         self._errant_handles.pop(handle, None)  # a released handle, used again
         if link is None or (link.state is LinkState.DETACHED and not link._reclose):
-            cls = Sender if our_role is Role.SENDER else Receiver
+            cls: type[Link] = Sender if our_role is Role.SENDER else Receiver
+            if type(attach.target) is Coordinator and cls is Receiver:
+                cls = _txn.CoordinatorLink  # a controller's link (core spec 4.2)
             link = cls(
                 self,
                 attach.name,
@@ -1369,6 +1419,7 @@ class Session:
             self.connection._events.append(
                 LinkDetached(link=link, error=detach.error, closed=detach.closed)
             )
+            link._lost(detach.error)
             self._drop_link(link)
             self._owed[link] = detach.closed
             self._answer_owed()
@@ -1400,6 +1451,7 @@ class Session:
                 LinkDetached(link=link, error=detach.error, closed=detach.closed)
             )
         link._reclosing = link._reclose = False
+        link._lost(detach.error)
         if link.state is LinkState.DETACH_RCVD and self.connection.state in _SENDING:
             link.detach(closed=detach.closed)  # answer with ours (2.6.6)
             return
@@ -1445,6 +1497,8 @@ class Session:
                     0, serial_diff(serial_add(rcv_count, credit), link.delivery_count)
                 )
                 link.drain = flow.drain
+                if flow.properties:
+                    _txn.flow(link, flow.properties)  # type: ignore[arg-type]
                 events.append(
                     CreditChanged(
                         link=link,
@@ -1566,6 +1620,8 @@ class Session:
                 link.unsettled[delivery.tag] = delivery
                 self._in_deliveries[delivery.id] = delivery
             link._current = delivery
+            if transfer.state is not None or link._coordinator:
+                _txn.first_transfer(self, link, delivery, transfer)
         elif transfer.delivery_id is not None and transfer.delivery_id != delivery.id:
             raise _PeerError(
                 "amqp:not-allowed",
@@ -1631,9 +1687,13 @@ class Session:
                 data = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
                 if delivery.remote_settled:
                     link._untrack(delivery)  # the sender has forgotten it: so do we
-                events.append(
-                    _delivery_received(link=link, delivery=delivery, data=data, complete=True)
-                )
+                if link._coordinator:
+                    assert isinstance(link, _txn.CoordinatorLink)
+                    link._on_request(delivery, data)  # a declare or discharge (core spec 4.2)
+                else:
+                    events.append(
+                        _delivery_received(link=link, delivery=delivery, data=data, complete=True)
+                    )
         self._replenish()
 
     def _replenish(self) -> None:
@@ -1664,10 +1724,14 @@ class Session:
         else:
             ids = [i for i in ours if serial_le(first, i) and serial_le(i, last)]
         events = self.connection._events
+        # A receiver's transactional state retires our delivery (core spec 4.4.2).
+        txn_state = disp.role is _RECEIVER and type(disp.state) is TransactionalState
         for did in list(ids):
             delivery = ours.get(did)
             if delivery is None:
                 continue
+            if txn_state:
+                _txn.disposition(delivery, disp.state)
             if disp.state is not None:
                 delivery.remote_state = disp.state  # a bare settlement keeps the outcome
             link = delivery.link
@@ -1683,6 +1747,9 @@ class Session:
                     link=link, delivery=delivery, state=disp.state, settled=disp.settled
                 )
             )
+            if link._controller:
+                assert isinstance(link, _txn.Controller)
+                link._on_outcome(delivery, disp.state)  # a declare's or discharge's outcome
 
     def _on_begin(self, begin: Begin, payload: bytes) -> None:
         raise _PeerError("amqp:illegal-state", "begin on a channel already in use")
@@ -1782,6 +1849,8 @@ class Connection:
         #: go before anything of AMQP's, which is held back until it succeeds.
         self._sasl: SaslLayer | None = None
         self._sasl_out: list[bytes | bytearray | memoryview] = []
+        #: The connection's transactions, both sides (core spec part 4), once there are any.
+        self._txn_book: Any = None
         #: The transport under us is encrypted (TLS): given, or told by the TLS layer.
         self.encrypted = encrypted
         #: After a SASL exchange: the mechanism used and the identity it established.
@@ -2098,6 +2167,7 @@ class Connection:
         for link in session._links_by_name.values():
             link.state = LinkState.DETACHED  # a session's end detaches its links (2.5.2)
             link.handle = link.remote_handle = None
+            link._lost(None)
         session._links_in.clear()
         session._links_out.clear()
 
@@ -2374,3 +2444,6 @@ _PEER_OPENED = frozenset(
     }
 )
 _RECEIVING = frozenset(set(ConnectionState) - {ConnectionState.END, ConnectionState.CLOSE_RCVD})
+
+# Transactions (core spec part 4): their logic calls back into the classes above.
+from . import _txn  # noqa: E402

@@ -1,4 +1,4 @@
-"""Sphinx directive ``.. amqp-transitions:: connection|session|link``: draws a state
+"""Sphinx directive ``.. amqp-transitions:: connection|session|link|transaction``: draws a state
 machine's transition table, straight from the engine's own tables, so the docs cannot drift
 from the code."""
 
@@ -15,6 +15,7 @@ _MACHINES: dict[str, tuple[Any, Any, Any]] = {
     "connection": (amqp.ConnectionState, amqp.ConnectionInput, amqp.CONNECTION_TRANSITIONS),
     "session": (amqp.SessionState, amqp.SessionInput, amqp.SESSION_TRANSITIONS),
     "link": (amqp.LinkState, amqp.LinkInput, amqp.LINK_TRANSITIONS),
+    "transaction": (amqp.TransactionState, amqp.TransactionInput, amqp.TRANSACTION_TRANSITIONS),
 }
 
 
