@@ -189,6 +189,10 @@ def test_transport_security_is_set_before_the_exchange() -> None:
     p.pump()
     with pytest.raises(a.LocalProtocolError):
         p.client.set_transport_security()
+    server = a.Connection(client=False, sasl=a.ServerAuthenticator(allow_anonymous=True))
+    server.receive_data(a.SASL_HEADER, 0.0)  # the exchange has begun: mechanisms offered
+    with pytest.raises(a.LocalProtocolError):
+        server.set_transport_security(peer_identity="CN=late")
     plain = Pair().client
     plain.set_transport_security()  # no SASL at all: only recorded
     assert plain.encrypted
