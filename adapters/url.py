@@ -1,0 +1,128 @@
+"""AMQP URLs: ``amqp://[user:password@]host[:port]/ADDRESS`` and ``amqps://`` for TLS.
+
+The address is the URL's path without its first slash: ``amqp://h/q`` is address ``q``,
+``amqp://h//queue/q`` is ``/queue/q`` (as RabbitMQ names its queues), ``amqp://h`` has none.
+The port defaults to 5672 for ``amqp`` and 5671 for ``amqps`` (TLS from the first byte, core
+spec 5.2.1). User, password and address are percent-decoded. The password never shows in a
+repr or in :meth:`AMQPURL.redacted`.
+
+Credentials in a plain ``amqp://`` URL cross the network unencrypted (SASL PLAIN):
+:meth:`AMQPURL.check_credentials` allows them only to a loopback host, over TLS, or when the
+caller opts in (``--allow-insecure-auth`` on the command line).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.parse
+
+import attrs
+
+__all__ = ["AMQPURL", "InsecureCredentialsError", "URLError", "parse_url"]
+
+#: The default ports: AMQP (5672), and AMQP over TLS from the first byte (5671).
+PORTS = {"amqp": 5672, "amqps": 5671}
+
+
+class URLError(ValueError):
+    """The URL is not an AMQP URL; the message says why."""
+
+
+class InsecureCredentialsError(URLError):
+    """Credentials would cross an unencrypted connection to another host."""
+
+
+def _hidden(value: object) -> str:
+    return "None" if value is None else "'***'"
+
+
+@attrs.frozen(kw_only=True)
+class AMQPURL:
+    """A parsed AMQP URL. ``address`` is None when the URL has no path."""
+
+    scheme: str
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = attrs.field(default=None, repr=_hidden)
+    address: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        """Whether the scheme asks for TLS (``amqps``)."""
+        return self.scheme == "amqps"
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether the host is this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+        if self.host.lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    def check_credentials(self, *, allow_insecure_auth: bool = False) -> None:
+        """Refuse a URL whose credentials would go in the clear to another machine.
+
+        Raises:
+            InsecureCredentialsError: a user or password in an ``amqp://`` URL whose host is
+                not a loopback address, without ``allow_insecure_auth``.
+        """
+        if self.username is None and self.password is None:
+            return
+        if self.tls or self.is_loopback or allow_insecure_auth:
+            return
+        raise InsecureCredentialsError(
+            f"refusing to send credentials unencrypted to {self.host}: use amqps://, "
+            "or allow it explicitly (--allow-insecure-auth)"
+        )
+
+    def redacted(self) -> str:
+        """The URL with the password replaced by ``***``: safe to print or log."""
+        netloc = _host_port(self.host, self.port)
+        if self.username is not None or self.password is not None:
+            user = urllib.parse.quote(self.username or "", safe="")
+            netloc = f"{user}{':***' if self.password is not None else ''}@{netloc}"
+        path = "" if self.address is None else "/" + urllib.parse.quote(self.address, safe="/")
+        return f"{self.scheme}://{netloc}{path}"
+
+    def __str__(self) -> str:
+        return self.redacted()
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_url(url: str) -> AMQPURL:
+    """Parse ``url`` (see the module's docstring).
+
+    Raises:
+        URLError: not ``amqp://`` or ``amqps://``, no host, a bad port, or a query or
+            fragment (which AMQP URLs do not have).
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise URLError(f"not a valid URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in PORTS:
+        raise URLError(f"the scheme must be amqp:// or amqps://, not {parts.scheme or 'none'}://")
+    if not parts.hostname:
+        raise URLError("the URL names no host")
+    if parts.query or parts.fragment:
+        raise URLError("an AMQP URL has no query or fragment")
+    path = parts.path
+    address = urllib.parse.unquote(path[1:]) if len(path) > 1 else None
+    username = None if parts.username is None else urllib.parse.unquote(parts.username)
+    password = None if parts.password is None else urllib.parse.unquote(parts.password)
+    return AMQPURL(
+        scheme=scheme,
+        host=parts.hostname,
+        port=PORTS[scheme] if port is None else port,
+        username=username,
+        password=password,
+        address=address,
+    )
