@@ -392,9 +392,28 @@ def test_proton_arrays_of_more_than_two_nulls_are_refused_here() -> None:
 # -- generated values --------------------------------------------------------------------------
 
 
+def keys_stay_apart(v: Any) -> bool:
+    """Whether every map's keys stay distinct as Python values on proton's side: proton's
+    decimal32 and friends are ints, so ``False``, ``0`` and ``decimal32(0)`` are one key
+    there (a Python dict, not the codec, merges them)."""
+    t = type(v)
+    if t is dict:
+        return len({to_proton(k) for k in v}) == len(v) and all(
+            keys_stay_apart(k) and keys_stay_apart(x) for k, x in v.items()
+        )
+    if t is list:
+        return all(keys_stay_apart(x) for x in v)
+    if t is a.Described:
+        return keys_stay_apart(v.descriptor) and keys_stay_apart(v.value)
+    if t is a.Array:
+        return all(keys_stay_apart(x) for x in v.items)
+    return True
+
+
 @given(proton_values)
 @CHECK
 def test_generated_values_encoded_here_decode_in_proton(value: Any) -> None:
+    assume(keys_stay_apart(value))
     assert same(from_proton(to_proton(value)), value)
     assume(proton_can_decode(value))
     assert_same(proton_decode(a.encode(value)), value)
@@ -403,6 +422,7 @@ def test_generated_values_encoded_here_decode_in_proton(value: Any) -> None:
 @given(proton_values)
 @CHECK
 def test_generated_values_encoded_by_proton_decode_here(value: Any) -> None:
+    assume(keys_stay_apart(value))
     assert_same(a.decode(proton_encode(value)), value)
 
 
