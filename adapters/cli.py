@@ -12,6 +12,9 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 ``amqp-sansio bench pipe [--messages N] [--settled] [--large SIZE] [--memory] [--json]``
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
+
+``amqp-sansio bench loopback [--adapter sockets] [--messages N] [--json]`` measures a sender
+and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
+from typing import TextIO
 
 from . import _commands, bench
 from ._connect import EXIT_USAGE, ClientOptions, CommandError
@@ -225,7 +230,98 @@ def _build_parser() -> argparse.ArgumentParser:
     pipe.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+    loop = bsub.add_parser(
+        "loopback",
+        help="a sender and a receiver in one process over 127.0.0.1, each message "
+        "accepted; messages per second, ours next to Proton's Container",
+    )
+    loop.add_argument(
+        "--adapter",
+        choices=bench.LOOPBACK_ADAPTERS,
+        default="sockets",
+        help="our adapter to measure (default sockets; asyncio and trio are not yet available)",
+    )
+    loop.add_argument(
+        "--messages",
+        type=_positive_int,
+        default=50_000,
+        help="messages per round, each a data body of 256 bytes (default 50,000)",
+    )
+    loop.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=3,
+        help="alternating rounds per implementation; each keeps its median (default 3)",
+    )
+    loop.add_argument(
+        "--seconds",
+        type=float,
+        default=0.0,
+        help="keep alternating rounds until each implementation has run this long "
+        "(default 0: --rounds only)",
+    )
+    loop.add_argument(
+        "--json", action="store_true", help="print one JSON object with an entry per measurement"
+    )
     return parser
+
+
+class _Progress:
+    """Progress of a long benchmark on stderr: a bar redrawn in place (carriage return)
+    when stderr is a terminal; otherwise one plain line per finished run."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.total = total
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = self.stream.isatty()
+        self._last = 0.0
+
+    def __call__(self, label: str, done: int, rate: float | None = None) -> None:
+        if not self.tty:
+            if rate is not None:
+                print(f"{label}: {done:,} messages, {rate:,.0f} msg/s", file=self.stream)
+                self.stream.flush()
+            return
+        now = time.monotonic()
+        if rate is None and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = width * done // self.total
+        bar = "#" * filled + "." * (width - filled)
+        line = f"\r{label:<17} [{bar}] {done:>9,} / {self.total:,}"
+        self.stream.write(line)
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
+    if args.adapter != "sockets":
+        raise CommandError(
+            f"bench loopback --adapter {args.adapter} is not yet available: the {args.adapter} "
+            "adapter comes in a later release (use --adapter sockets)",
+            EXIT_USAGE,
+        )
+    title = (
+        f"loopback ({args.adapter}): {args.messages:,} messages of {bench.PIPE_BODY_SIZE} "
+        "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
+    )
+    progress = _Progress(args.messages)
+    try:
+        results = bench.loopback_benchmark(
+            args.messages,
+            adapter=args.adapter,
+            rounds=args.rounds,
+            seconds=args.seconds,
+            progress=progress,
+        )
+    finally:
+        progress.clear()
+    return title, results
 
 
 def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
@@ -294,6 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = bench.codec_benchmark(seconds=args.seconds)
     elif args.command == "bench" and args.bench == "pipe":
         title, results = _pipe(args)
+    elif args.command == "bench" and args.bench == "loopback":
+        try:
+            title, results = _loopback(args)
+        except CommandError as exc:
+            print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
+            return exc.status
     else:  # pragma: no cover - argparse rejects anything else
         return 2
     if args.json:
