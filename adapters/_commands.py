@@ -207,8 +207,12 @@ def receive(
         receiver.flow(min(credit, count))
         while progress[0] < count:
             done = progress[0]
+
+            def arrived(done: int = done) -> bool:
+                return progress[0] > done
+
             client.wait(
-                lambda done=done: progress[0] > done,  # type: ignore[misc]
+                arrived,
                 f"message {done + 1:,} of {count:,}" if count > 1 else "a message",
             )
         elapsed = time.perf_counter() - start

@@ -286,7 +286,14 @@ class Client:
         elif isinstance(event, amqp.AuthenticationFailed):
             self._fail(f"authentication failed at {self._where}: {event.description}")
         elif isinstance(event, amqp.TLSFailed):
-            self._fail(f"TLS with {self._where} failed: {event.verify_error or event.error}")
+            if event.verify_error:
+                hint = " (a private CA: --cafile)" if "issuer" in event.verify_error else ""
+                self._fail(
+                    f"TLS with {self._where} failed: the broker's certificate was refused: "
+                    f"{event.verify_error}{hint}"
+                )
+            else:
+                self._fail(f"TLS with {self._where} failed: {event.error}")
         elif isinstance(event, amqp.TLSHeaderMismatch):
             self._fail(f"{self._where} does not speak TLS here: it sent {event.version_name}")
         elif isinstance(event, amqp.UnsupportedProtocol):
