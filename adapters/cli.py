@@ -1,11 +1,20 @@
 """The ``amqp-sansio`` command.
 
+``amqp-sansio send URL [--count N] [--size BYTES | --body TEXT] [--settled] [--durable]``
+sends messages to the URL's address; ``amqp-sansio receive URL [--count N] [--credit C]
+[--print]`` receives them. Both take ``--timeout S`` and the connection options
+``--cafile``, ``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``;
+see docs/cli.rst for the exit statuses.
+
 ``amqp-sansio bench codec [--json] [--seconds S]`` measures the codec against
 python-qpid-proton (when it is installed) on the same message, in the same run.
 
 ``amqp-sansio bench pipe [--messages N] [--settled] [--large SIZE] [--memory] [--json]``
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
+
+``amqp-sansio bench loopback [--adapter sockets] [--messages N] [--json]`` measures a sender
+and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
 """
 
 from __future__ import annotations
@@ -13,9 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
+from typing import TextIO
 
-from . import bench
+from . import _commands, bench
+from ._connect import EXIT_USAGE, ClientOptions, CommandError
+from .url import URLError, parse_url
 
 
 def _positive_int(text: str) -> int:
@@ -35,11 +48,114 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value
+
+
+def _connection_options() -> argparse.ArgumentParser:
+    """The options of every command that connects to a broker."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "url",
+        metavar="URL",
+        help="amqp://[user:password@]host[:port]/ADDRESS, or amqps:// for TLS (port 5671); "
+        "the address is the path without its first slash (amqp://h//queue/q is /queue/q)",
+    )
+    common.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="give up when any one step (connecting, the broker's answer, the next message "
+        "or outcome) takes longer than S seconds (default 10)",
+    )
+    conn = common.add_argument_group("connection")
+    conn.add_argument(
+        "--cafile",
+        metavar="PEM",
+        help="verify the broker's certificate against these CAs instead of the system's "
+        "(amqps:// only)",
+    )
+    conn.add_argument(
+        "--insecure-skip-verify",
+        action="store_true",
+        help="do not verify the broker's certificate or host name (amqps:// only; "
+        "anyone in the middle can read and change the traffic)",
+    )
+    conn.add_argument(
+        "--sasl-mechanism",
+        metavar="NAME",
+        help="use this SASL mechanism (PLAIN, SCRAM-SHA-256, ANONYMOUS, ...), or 'none' for "
+        "no SASL; by default the strongest both sides support",
+    )
+    conn.add_argument(
+        "--allow-insecure-auth",
+        action="store_true",
+        help="send the URL's credentials over unencrypted amqp:// to a host that is not "
+        "a loopback address",
+    )
+    return common
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="amqp-sansio", description="AMQP 1.0, sans I/O: tools and benchmarks."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    common = _connection_options()
+    send = sub.add_parser(
+        "send",
+        parents=[common],
+        help="send messages to an address; exit status 0 when every one was accepted",
+        description="Send messages to the URL's address and print a summary. Exit status: "
+        "0 every message accepted (or sent pre-settled), 1 some not accepted, 2 usage "
+        "error, 3 connection, TLS, authentication or link refused, 4 timed out.",
+    )
+    send.add_argument(
+        "--count", type=_positive_int, default=1, metavar="N", help="messages (default 1)"
+    )
+    body = send.add_mutually_exclusive_group()
+    body.add_argument(
+        "--size",
+        type=_size,
+        metavar="BYTES",
+        help="a data body of this many bytes (e.g. 256, 64KiB); by default the text 'message N'",
+    )
+    body.add_argument("--body", metavar="TEXT", help="this text as every message's body")
+    send.add_argument(
+        "--settled", action="store_true", help="send pre-settled: no outcome is awaited"
+    )
+    send.add_argument("--durable", action="store_true", help="mark the messages durable (header)")
+    receive = sub.add_parser(
+        "receive",
+        parents=[common],
+        help="receive messages from an address and accept each; exit status 0 when all came",
+        description="Receive messages from the URL's address, accept each and print a "
+        "summary. Exit status: 0 all received and accepted, 1 some could not be accepted, "
+        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out.",
+    )
+    receive.add_argument(
+        "--count", type=_positive_int, default=1, metavar="N", help="messages (default 1)"
+    )
+    receive.add_argument(
+        "--credit",
+        type=_positive_int,
+        default=100,
+        metavar="C",
+        help="messages the broker may send ahead, granted again once used up (default 100)",
+    )
+    receive.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_bodies",
+        help="print each body on a line of its own (the summary then goes to stderr)",
+    )
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
@@ -114,7 +230,98 @@ def _build_parser() -> argparse.ArgumentParser:
     pipe.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+    loop = bsub.add_parser(
+        "loopback",
+        help="a sender and a receiver in one process over 127.0.0.1, each message "
+        "accepted; messages per second, ours next to Proton's Container",
+    )
+    loop.add_argument(
+        "--adapter",
+        choices=bench.LOOPBACK_ADAPTERS,
+        default="sockets",
+        help="our adapter to measure (default sockets; asyncio and trio are not yet available)",
+    )
+    loop.add_argument(
+        "--messages",
+        type=_positive_int,
+        default=50_000,
+        help="messages per round, each a data body of 256 bytes (default 50,000)",
+    )
+    loop.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=3,
+        help="alternating rounds per implementation; each keeps its median (default 3)",
+    )
+    loop.add_argument(
+        "--seconds",
+        type=float,
+        default=0.0,
+        help="keep alternating rounds until each implementation has run this long "
+        "(default 0: --rounds only)",
+    )
+    loop.add_argument(
+        "--json", action="store_true", help="print one JSON object with an entry per measurement"
+    )
     return parser
+
+
+class _Progress:
+    """Progress of a long benchmark on stderr: a bar redrawn in place (carriage return)
+    when stderr is a terminal; otherwise one plain line per finished run."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.total = total
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = self.stream.isatty()
+        self._last = 0.0
+
+    def __call__(self, label: str, done: int, rate: float | None = None) -> None:
+        if not self.tty:
+            if rate is not None:
+                print(f"{label}: {done:,} messages, {rate:,.0f} msg/s", file=self.stream)
+                self.stream.flush()
+            return
+        now = time.monotonic()
+        if rate is None and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = width * done // self.total
+        bar = "#" * filled + "." * (width - filled)
+        line = f"\r{label:<17} [{bar}] {done:>9,} / {self.total:,}"
+        self.stream.write(line)
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
+    if args.adapter != "sockets":
+        raise CommandError(
+            f"bench loopback --adapter {args.adapter} is not yet available: the {args.adapter} "
+            "adapter comes in a later release (use --adapter sockets)",
+            EXIT_USAGE,
+        )
+    title = (
+        f"loopback ({args.adapter}): {args.messages:,} messages of {bench.PIPE_BODY_SIZE} "
+        "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
+    )
+    progress = _Progress(args.messages)
+    try:
+        results = bench.loopback_benchmark(
+            args.messages,
+            adapter=args.adapter,
+            rounds=args.rounds,
+            seconds=args.seconds,
+            progress=progress,
+        )
+    finally:
+        progress.clear()
+    return title, results
 
 
 def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
@@ -140,13 +347,55 @@ def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
     return title, results
 
 
+def _client_command(args: argparse.Namespace) -> int:
+    try:
+        url = parse_url(args.url)
+    except URLError as exc:
+        raise CommandError(f"{exc}: {args.url!r}", EXIT_USAGE) from None
+    options = ClientOptions(
+        cafile=args.cafile,
+        insecure_skip_verify=args.insecure_skip_verify,
+        sasl_mechanism=args.sasl_mechanism,
+        allow_insecure_auth=args.allow_insecure_auth,
+        timeout=args.timeout,
+    )
+    if args.command == "send":
+        return _commands.send(
+            url,
+            options,
+            count=args.count,
+            size=args.size,
+            body=args.body,
+            settled=args.settled,
+            durable=args.durable,
+        )
+    return _commands.receive(
+        url, options, count=args.count, credit=args.credit, print_bodies=args.print_bodies
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    if args.command in ("send", "receive"):
+        try:
+            return _client_command(args)
+        except CommandError as exc:
+            print(f"amqp-sansio {args.command}: error: {exc}", file=sys.stderr)
+            return exc.status
+        except KeyboardInterrupt:
+            print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
+            return 130
     if args.command == "bench" and args.bench == "codec":
         title = "codec: one typical message, encode and decode"
         results = bench.codec_benchmark(seconds=args.seconds)
     elif args.command == "bench" and args.bench == "pipe":
         title, results = _pipe(args)
+    elif args.command == "bench" and args.bench == "loopback":
+        try:
+            title, results = _loopback(args)
+        except CommandError as exc:
+            print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
+            return exc.status
     else:  # pragma: no cover - argparse rejects anything else
         return 2
     if args.json:

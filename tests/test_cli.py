@@ -1,8 +1,10 @@
-"""The ``amqp-sansio`` command: ``bench codec`` prints our figure, Proton's and the ratio.
+"""The ``amqp-sansio`` command: ``bench codec``, ``bench pipe`` and ``bench loopback`` print
+our figure, Proton's and the ratio.
 (No timing is asserted: speed is measured by the benchmark, not by tests.)"""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -185,3 +187,66 @@ def test_pipe_usage_errors(args: list[str], capsys: pytest.CaptureFixture[str]) 
         cli.main(["bench", "pipe", *args])
     assert info.value.code == 2
     assert "error" in capsys.readouterr().err
+
+
+# -- bench loopback: over 127.0.0.1, ours next to Proton's Container -------------------------
+
+
+def test_bench_loopback_json() -> None:
+    result = _run("bench", "loopback", "--json", "--messages", "300", "--rounds", "1")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) == {"loopback-sockets"}
+    entry = data["loopback-sockets"]
+    assert set(entry) == _ENTRY and entry["unit"] == "msg/s"
+    assert isinstance(entry["ours"], float) and entry["ours"] > 0
+    if bench._proton_installed():
+        assert isinstance(entry["proton"], float) and entry["proton"] > 0
+        assert entry["ratio"] == pytest.approx(entry["ours"] / entry["proton"], rel=1e-2)
+    # Not a terminal: one plain line per finished run on stderr, no carriage returns.
+    assert "\r" not in result.stderr
+    assert result.stderr.splitlines()[0].startswith("ours, round 1: 300 messages, ")
+
+
+def test_bench_loopback_table() -> None:
+    result = _run("bench", "loopback", "--messages", "200", "--rounds", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("loopback (sockets): 200 messages of 256 bytes")
+    assert lines[1].split() == ["ours", "proton", "ratio", "unit"]
+    assert lines[2].split()[0] == "loopback-sockets" and lines[2].split()[-1] == "msg/s"
+
+
+@pytest.mark.parametrize("adapter", ["asyncio", "trio"])
+def test_bench_loopback_other_adapters_are_not_yet_available(
+    adapter: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["bench", "loopback", "--adapter", adapter]) == 2
+    err = capsys.readouterr().err
+    assert f"--adapter {adapter} is not yet available" in err and err.count("\n") == 1
+
+
+def test_loopback_runs_carry_every_message() -> None:
+    # Each run checks what arrives and that every delivery was settled; it raises otherwise.
+    seen: list[int] = []
+    assert bench.ours_loopback(2_500, progress=seen.append) > 0
+    assert seen and seen == sorted(seen) and seen[-1] < 2_500
+    if bench._proton_installed():
+        assert bench.proton_loopback(500) > 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal() -> None:
+    stream = _Terminal()
+    progress = cli._Progress(1000, stream)
+    progress("ours, round 1", 500)
+    progress("ours, round 1", 1000, 12345.0)
+    progress.clear()
+    text = stream.getvalue()
+    assert text.count("\r") == 3 and "\n" not in text
+    assert "[###############...............]" in text and "1,000 / 1,000" in text
+    assert text.endswith("\r\033[K")

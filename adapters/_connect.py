@@ -1,0 +1,388 @@
+"""Connecting a client to a broker from an AMQP URL, blocking: the one place that turns a
+URL and a few options into an open :class:`~amqp_sansio.Connection` with a session, over
+:class:`~amqp_sansio.adapters.sockets.SocketDriver`, and every way that can fail into one
+readable line (:class:`CommandError`, with the exit status the command-line tools use).
+
+Used by ``amqp-sansio send`` and ``amqp-sansio receive``; the high-level adapters can share
+the choices made here (:func:`connection_for` and :func:`tls_for` do no I/O):
+
+* SASL: the URL's user and password (:class:`~amqp_sansio.ClientCredentials`), or ANONYMOUS
+  without them; ``sasl_mechanism`` forces one mechanism, ``"none"`` skips SASL altogether.
+* Credentials unencrypted: PLAIN over plain TCP only to a loopback host, or with
+  ``allow_insecure_auth`` (:meth:`~amqp_sansio.adapters.url.AMQPURL.check_credentials`
+  refuses otherwise, before anything is sent).
+* ``amqps://``: TLS from the first byte (core spec 5.2.1), the certificate verified against
+  the system's CAs or ``cafile``, and the host name checked; ``insecure_skip_verify`` turns
+  both checks off, and must be asked for.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+import amqp_sansio as amqp
+
+from .sockets import ByteStream, SocketDriver
+from .url import AMQPURL, URLError
+
+__all__ = [
+    "EXIT_CONNECTION",
+    "EXIT_INCOMPLETE",
+    "EXIT_OK",
+    "EXIT_TIMEOUT",
+    "EXIT_USAGE",
+    "Client",
+    "ClientOptions",
+    "CommandError",
+    "connection_for",
+    "describe_error",
+    "tls_for",
+]
+
+#: Exit statuses of the command-line tools.
+EXIT_OK = 0
+#: The work was done, but not all of it succeeded: a message not accepted, fewer received.
+EXIT_INCOMPLETE = 1
+#: A usage error: bad arguments or URL, credentials refused unencrypted.
+EXIT_USAGE = 2
+#: No connection, or the broker refused: connection refused, TLS or authentication
+#: failed, the broker refused the link or closed the connection, a protocol error.
+EXIT_CONNECTION = 3
+#: Nothing happened for ``--timeout`` seconds.
+EXIT_TIMEOUT = 4
+
+
+class CommandError(Exception):
+    """A failure to report in one line (``str(error)``), with the exit status to use."""
+
+    def __init__(self, message: str, status: int = EXIT_CONNECTION) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@attrs.frozen(kw_only=True)
+class ClientOptions:
+    """How to connect, beyond the URL."""
+
+    #: CA certificates (PEM) to verify the server's certificate against, instead of the
+    #: system's (``amqps://`` only).
+    cafile: str | None = None
+    #: Do not verify the server's certificate or host name (``amqps://`` only).
+    insecure_skip_verify: bool = False
+    #: Force this SASL mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``ANONYMOUS``, ...);
+    #: ``"none"``: no SASL layer at all. None: the strongest both sides support.
+    sasl_mechanism: str | None = None
+    #: Allow credentials over unencrypted TCP to a host that is not a loopback address.
+    allow_insecure_auth: bool = False
+    #: The longest wait for any one step (connecting, an answer, the next message), seconds.
+    timeout: float = 10.0
+    #: Our idle time-out (the broker is asked for heartbeats at half of it), seconds.
+    idle_timeout: float | None = 60.0
+    #: The container id; a unique one by default.
+    container_id: str | None = None
+
+
+def _check(url: AMQPURL, options: ClientOptions) -> None:
+    if not url.tls and (options.cafile is not None or options.insecure_skip_verify):
+        raise CommandError(
+            "--cafile and --insecure-skip-verify are for amqps:// URLs (TLS)", EXIT_USAGE
+        )
+    if (options.sasl_mechanism or "").lower() == "none" and (
+        url.username is not None or url.password is not None
+    ):
+        raise CommandError(
+            "--sasl-mechanism none sends no credentials: remove them from the URL", EXIT_USAGE
+        )
+    try:
+        url.check_credentials(allow_insecure_auth=options.allow_insecure_auth)
+    except URLError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def connection_for(
+    url: AMQPURL, options: ClientOptions, *, role: str = "client"
+) -> amqp.Connection:
+    """The client :class:`~amqp_sansio.Connection` for ``url`` (no I/O), after the checks
+    above (:class:`CommandError` with :data:`EXIT_USAGE` if one refuses)."""
+    _check(url, options)
+    mechanism = options.sasl_mechanism
+    sasl: amqp.ClientCredentials | None = None
+    mechanisms: list[str] | None = None
+    if mechanism is None or mechanism.lower() != "none":
+        sasl = amqp.ClientCredentials(username=url.username, password=url.password)
+        if mechanism is not None:
+            mechanisms = [mechanism.upper()]
+    container_id = options.container_id or f"amqp-sansio-{role}-{uuid.uuid4().hex[:12]}"
+    try:
+        return amqp.Connection(
+            client=True,
+            container_id=container_id,
+            hostname=url.host,
+            idle_timeout=options.idle_timeout,
+            sasl=sasl,
+            sasl_mechanisms=mechanisms,
+            # Checked above: unencrypted only to a loopback host, or when asked for.
+            allow_plain_without_tls=not url.tls
+            and (url.is_loopback or options.allow_insecure_auth),
+        )
+    except amqp.LocalProtocolError as exc:
+        raise CommandError(f"cannot use these options: {exc}", EXIT_USAGE) from None
+
+
+def tls_for(url: AMQPURL, options: ClientOptions, connection: amqp.Connection) -> ByteStream:
+    """``connection`` as the driver should see it: inside a :class:`~amqp_sansio.TLSLayer`
+    for ``amqps://`` (TLS from the first byte), or as it is."""
+    if not url.tls:
+        return connection
+    try:
+        context = amqp.client_context(
+            cafile=options.cafile, verify=not options.insecure_skip_verify
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise CommandError(f"cannot load --cafile {options.cafile}: {exc}", EXIT_USAGE) from None
+    return amqp.TLSLayer(
+        connection, context, client=True, server_hostname=url.host, negotiate=False
+    )
+
+
+def describe_error(error: amqp.Error | None) -> str:
+    """``condition: description`` of an AMQP error, for a message."""
+    if error is None:
+        return "no error given"
+    condition = str(error.condition)
+    return f"{condition}: {error.description}" if error.description else condition
+
+
+class Client:
+    """One open client connection to the broker of ``url``, with a session.
+
+    Every failure raises :class:`CommandError`: connecting, TLS, authentication, the
+    broker's refusal of a link, the broker closing the connection or ending the session,
+    a protocol error, and :attr:`ClientOptions.timeout` seconds passing in one
+    :meth:`wait`. ``on_event`` sees every event as it happens (from inside the driver)."""
+
+    def __init__(
+        self,
+        url: AMQPURL,
+        options: ClientOptions,
+        *,
+        role: str = "client",
+        on_event: Callable[[amqp.Event], None] | None = None,
+    ) -> None:
+        self.url = url
+        self.options = options
+        self.on_event = on_event
+        self.connection = connection_for(url, options, role=role)
+        stream = tls_for(url, options, self.connection)
+        self._failure: CommandError | None = None
+        self._closing = False
+        self._uses_sasl = (options.sasl_mechanism or "").lower() != "none"
+        self._where = f"{_host_port(url)}"
+        try:
+            self.driver = SocketDriver.connect(
+                stream, (url.host, url.port), timeout=options.timeout, on_event=self._on_event
+            )
+        except socket.gaierror as exc:
+            raise CommandError(f"cannot resolve {url.host}: {exc.strerror}") from None
+        except ConnectionRefusedError:
+            raise CommandError(f"cannot connect to {self._where}: connection refused") from None
+        except TimeoutError:
+            raise CommandError(
+                f"timed out connecting to {self._where} after {options.timeout:g} s",
+                EXIT_TIMEOUT,
+            ) from None
+        except OSError as exc:
+            raise CommandError(f"cannot connect to {self._where}: {exc.strerror or exc}") from None
+        try:
+            self.connection.open(now=self.driver.now())
+            self.wait(
+                lambda: self.connection.state is amqp.ConnectionState.OPENED,
+                "the broker's open",
+            )
+            self.session = self.connection.begin()
+            self.wait(lambda: self.session.state is amqp.SessionState.MAPPED, "the broker's begin")
+        except BaseException:
+            self.driver.close()
+            raise
+
+    # -- links -----------------------------------------------------------------------------
+
+    def attach_sender(self, address: str, *, settled: bool = False) -> amqp.Sender:
+        """A sending link to ``address``, attached (the broker's target is there)."""
+        mode = amqp.SenderSettleMode.SETTLED if settled else amqp.SenderSettleMode.UNSETTLED
+        link = self.session.attach_sender(
+            f"amqp-sansio-send-{uuid.uuid4().hex[:12]}",
+            target=amqp.Target(address=address),
+            snd_settle_mode=mode,
+        )
+        self._attached(link, f"to {address}")
+        return link
+
+    def attach_receiver(self, address: str) -> amqp.Receiver:
+        """A receiving link from ``address``, attached (the broker's source is there)."""
+        link = self.session.attach_receiver(
+            f"amqp-sansio-receive-{uuid.uuid4().hex[:12]}", source=amqp.Source(address=address)
+        )
+        self._attached(link, f"from {address}")
+        return link
+
+    def _attached(self, link: amqp.Link, what: str) -> None:
+        self.wait(lambda: link.remote is not None, f"the broker's attach of the link {what}")
+        remote = link.remote
+        assert remote is not None
+        # A refusal is an attach without the broker's terminus, then a detach with the error
+        # (core spec 2.6.3): wait briefly for the detach, to say why.
+        terminus = remote.target if isinstance(link, amqp.Sender) else remote.source
+        if terminus is None:
+            try:
+                self.wait(
+                    lambda: False, "the broker's detach", timeout=min(2.0, self.options.timeout)
+                )
+            except CommandError as exc:
+                if exc.status == EXIT_TIMEOUT:
+                    raise CommandError(f"the broker refused the link {what}") from None
+                raise
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    def wait(self, predicate: Callable[[], bool], what: str, timeout: float | None = None) -> None:
+        """Drive the connection until ``predicate()``; :class:`CommandError` on any failure,
+        with :data:`EXIT_TIMEOUT` after ``timeout`` (the options') seconds."""
+        limit = self.options.timeout if timeout is None else timeout
+        driver = self.driver
+        try:
+            driver.run_until(lambda: self._failure is not None or predicate(), timeout=limit)
+        except TimeoutError:
+            raise CommandError(
+                f"timed out after {limit:g} s waiting for {what}", EXIT_TIMEOUT
+            ) from None
+        except ConnectionError:
+            if self._failure is None:
+                reason = f": {driver.error.strerror or driver.error}" if driver.error else ""
+                self._failure = CommandError(
+                    f"the connection to {self._where} was lost while waiting for {what}{reason}"
+                )
+        except OSError as exc:
+            self._failure = CommandError(f"the connection to {self._where} failed: {exc}")
+        finally:
+            driver.events.clear()  # every event went through _on_event already
+        if self._failure is not None:
+            raise self._failure
+
+    def _fail(self, message: str, status: int = EXIT_CONNECTION) -> None:
+        if self._failure is None:
+            self._failure = CommandError(message, status)
+
+    def _on_event(self, event: amqp.Event) -> None:
+        kind = type(event)
+        if kind is amqp.DeliveryReceived or kind is amqp.DeliveryUpdated:
+            pass
+        elif isinstance(event, amqp.AuthenticationFailed):
+            self._fail(f"authentication failed at {self._where}: {event.description}")
+        elif isinstance(event, amqp.TLSFailed):
+            if event.verify_error:
+                hint = " (a private CA: --cafile)" if "issuer" in event.verify_error else ""
+                self._fail(
+                    f"TLS with {self._where} failed: the broker's certificate was refused: "
+                    f"{event.verify_error}{hint}"
+                )
+            else:
+                self._fail(f"TLS with {self._where} failed: {event.error}")
+        elif isinstance(event, amqp.TLSHeaderMismatch):
+            self._fail(f"{self._where} does not speak TLS here: it sent {event.version_name}")
+        elif isinstance(event, amqp.UnsupportedProtocol):
+            hint = ""
+            if "SASL" in event.version_name and not self._uses_sasl:
+                hint = " (the broker asks for SASL: leave out --sasl-mechanism none)"
+            elif self._uses_sasl and event.header[:4] == b"AMQP" and event.header[4:5] == b"\x00":
+                hint = " (the broker does not use SASL: try --sasl-mechanism none)"
+            self._fail(
+                f"{self._where} does not speak AMQP 1.0 as asked: it answered with "
+                f"{event.version_name}{hint}"
+            )
+        elif isinstance(event, amqp.ProtocolError):
+            self._fail(f"protocol error ({event.scope}): {describe_error(event.error)}")
+        elif isinstance(event, amqp.IdleTimedOut):
+            self._fail(f"{self._where} sent nothing within our idle time-out", EXIT_TIMEOUT)
+        elif isinstance(event, amqp.ConnectionClosed):
+            if event.error is not None:
+                self._fail(f"the broker closed the connection: {describe_error(event.error)}")
+            elif not self._closing:
+                self._fail("the broker closed the connection")
+        elif isinstance(event, amqp.SessionEnded):
+            if not self._closing:
+                self._fail(f"the broker ended the session: {describe_error(event.error)}")
+        elif isinstance(event, amqp.LinkDetached):
+            if not self._closing:
+                link = event.link
+                address = _address(link)
+                what = "refused" if _refused(link) else "detached"
+                self._fail(f"the broker {what} the link {address}: {describe_error(event.error)}")
+        elif isinstance(event, amqp.ConnectionEnded) and not self._closing:
+            self._fail(f"the connection to {self._where} ended")
+        if self.on_event is not None:
+            self.on_event(event)
+
+    # -- closing -----------------------------------------------------------------------------
+
+    def close_checked(self) -> None:
+        """Close the connection and wait for the broker's answering close, which comes
+        after everything we sent before: :class:`CommandError` if it does not come."""
+        conn = self.connection
+        self._closing = True
+        try:
+            if conn.state is amqp.ConnectionState.OPENED:
+                conn.close()
+            self.wait(lambda: conn.state is amqp.ConnectionState.END, "the broker's close")
+        finally:
+            self.driver.close()
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Close the connection (the broker's answering close is awaited briefly) and the
+        socket. Never raises: what was to be done is done."""
+        self._closing = True
+        conn = self.connection
+        if self.driver.closed:
+            return
+        try:
+            if conn.state not in (amqp.ConnectionState.END, amqp.ConnectionState.CLOSE_SENT):
+                conn.close()
+            self.driver.run_until(
+                lambda: conn.state is amqp.ConnectionState.END,
+                timeout=min(timeout, self.options.timeout),
+            )
+        except (amqp.AMQPError, TimeoutError, OSError):
+            pass
+        finally:
+            self.driver.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+def _host_port(url: AMQPURL) -> str:
+    return f"[{url.host}]:{url.port}" if ":" in url.host else f"{url.host}:{url.port}"
+
+
+def _address(link: amqp.Link) -> str:
+    if isinstance(link, amqp.Sender):
+        target = link.target
+        return f"to {getattr(target, 'address', None)}"
+    source = link.source
+    return f"from {getattr(source, 'address', None)}"
+
+
+def _refused(link: amqp.Link) -> bool:
+    remote = link.remote
+    if remote is None:
+        return True
+    return (remote.target if isinstance(link, amqp.Sender) else remote.source) is None
