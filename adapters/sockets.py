@@ -35,6 +35,7 @@ other.
 from __future__ import annotations
 
 import contextlib
+import logging
 import selectors
 import socket
 import ssl
@@ -79,6 +80,8 @@ __all__ = [
     "connect",
     "listen",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: The default size of one ``recv``.
 READ_SIZE = 65536
@@ -694,17 +697,26 @@ class Server:
             else:
                 driver = self._drivers.get(key.fileobj)  # type: ignore[call-overload]
                 if driver is not None:
-                    driver.step(0)
+                    self._step(driver)
         now = time.monotonic()
         for sock, driver in list(self._drivers.items()):
             deadline = driver.connection.next_deadline()
             if deadline is not None and now >= deadline:
-                driver.step(0)
+                self._step(driver)
             if driver.ended or driver.eof or driver.closed:
                 driver.send_pending()
                 self._selector.unregister(sock)
                 del self._drivers[sock]
                 driver.close()
+
+    def _step(self, driver: SocketDriver) -> None:
+        """Serve one connection; one that fails (a bug in ``on_link``) is dropped, logged,
+        and the others go on."""
+        try:
+            driver.step(0)
+        except Exception:
+            _log.exception("dropping a connection after an error")
+            driver.close()
 
     def _accept(self) -> None:
         try:

@@ -4,7 +4,8 @@ the shared server links, so it runs under every adapter.
 Messages sent to an address wait in that address's queue until a receiver of it has
 credit; temporary (dynamic) nodes get addresses of their own. Addresses starting with
 ``hold/`` grant no credit (a sender waits); ``unsettled/`` never settles what arrives (a
-sender waits for the outcome); ``reject/`` rejects everything.
+sender waits for the outcome); ``reject/`` rejects everything; ``missing/`` is refused.
+``outcomes`` records what receivers said of the messages sent to them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Broker:
         self.queues: dict[str, deque[bytes]] = defaultdict(deque)
         self.consumers: dict[str, list[OutgoingLink]] = defaultdict(list)
         self.links: list[ServerLink] = []
+        self.outcomes: list[object] = []
         self._temporary = itertools.count(1)
 
     def on_link(self, link: ServerLink) -> None:
@@ -29,6 +31,9 @@ class Broker:
         if link.dynamic:
             link.accept(address=f"temp/{next(self._temporary)}")
         address = link.address or ""
+        if address.startswith("missing/"):
+            link.refuse()
+            return
         if isinstance(link, IncomingLink):
             if address.startswith("hold/"):
                 link.credit = 0
@@ -39,6 +44,7 @@ class Broker:
             self.consumers[address].append(link)
             link.on_credit = lambda _: self._pump(address)
             link.on_detach = self._gone
+            link.on_outcome = lambda _, outcome: self.outcomes.append(outcome)
 
     def _incoming(self, link: IncomingLink):  # type: ignore[no-untyped-def]
         def on_delivery(delivery: Delivery) -> None:
