@@ -595,3 +595,28 @@ def proton_broker() -> Iterator[int]:
     container.stop()
     assert not errors, errors
     del proton
+
+
+# -- the docs' examples ----------------------------------------------------------------------
+
+
+def _examples() -> dict[str, str]:
+    """The named code blocks of docs/adapters.rst, dedented."""
+    import re
+    import textwrap
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "adapters.rst").read_text()
+    found = {}
+    pattern = r"\.\. code-block:: python\n   :name: (example-\w+)\n\n((?:(?:   .*)?\n)+)"
+    for name, body in re.findall(pattern, text):
+        found[name] = textwrap.dedent(body)
+    return found
+
+
+@pytest.mark.parametrize("example", ["example-sockets", "example-aio"])
+def test_the_docs_examples_run(example: str) -> None:
+    examples = _examples()
+    namespace: dict[str, Any] = {"__name__": "docs_example"}
+    exec(compile(examples["example-server"], "example-server", "exec"), namespace)
+    exec(compile(examples[example], example, "exec"), namespace)
