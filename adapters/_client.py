@@ -571,6 +571,8 @@ class Core:
         #: Transactional resource: posted deliveries held until the discharge.
         self._held: dict[a.Delivery, tuple[IncomingLink, Delivery]] = {}
         self._names = itertools.count(1)
+        #: The address of the URL: what links given none use.
+        self.default_address: str | None = None
 
     # -- the adapter's side --------------------------------------------------------------------
 
@@ -660,7 +662,7 @@ class Core:
         mode = a.SenderSettleMode.SETTLED if settled else a.SenderSettleMode.UNSETTLED
         link = self.session().attach_sender(
             name or self._name("sender"),
-            target=a.Target(address=address),
+            target=a.Target(address=address or self.default_address),
             snd_settle_mode=mode,
         )
         core = SenderCore(self, link)
@@ -682,7 +684,10 @@ class Core:
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
-        source = a.Source(address=None, dynamic=True) if dynamic else a.Source(address=address)
+        if dynamic:
+            source = a.Source(address=None, dynamic=True)
+        else:
+            source = a.Source(address=address or self.default_address)
         link = self.session().attach_receiver(name or self._name("receiver"), source=source)
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core
@@ -994,3 +999,54 @@ def encode(message: Any) -> bytes:
     if isinstance(message, Message):
         return message.encode()
     return Message(body=message).encode()
+
+
+# -- what the adapters' objects share --------------------------------------------------------
+
+
+class SenderBase:
+    """The adapters' senders: their state (the waiting is each adapter's own)."""
+
+    def __init__(self, conn: Any, core: SenderCore, settled: bool) -> None:
+        self.connection = conn
+        self.core = core
+        self.settled = settled
+
+    @property
+    def address(self) -> str | None:
+        return self.core.address
+
+    @property
+    def unsettled(self) -> int:
+        """Messages sent whose outcome has not come (after a send that was cancelled or
+        timed out once the message was out): the deliveries stay tracked."""
+        return self.core.unsettled
+
+
+class ReceiverBase:
+    """The adapters' receivers: their state."""
+
+    def __init__(self, conn: Any, core: ReceiverCore) -> None:
+        self.connection = conn
+        self.core = core
+
+    @property
+    def address(self) -> str | None:
+        """The source's address; for a dynamic receiver, the peer's temporary node."""
+        return self.core.address
+
+
+class TransactionBase:
+    """The adapters' transactions: pass one as ``transaction=`` to a sender's ``send`` or a
+    delivery's ``accept``."""
+
+    def __init__(self, conn: Any, timeout: float | None) -> None:
+        self.connection = conn
+        self.timeout = timeout
+        self.core: TransactionCore | None = None
+        #: After the discharge: whether it committed.
+        self.committed: bool | None = None
+
+    @property
+    def engine_transaction(self) -> Any:
+        return None if self.core is None else self.core.engine_transaction

@@ -391,8 +391,7 @@ class Connection:
     ) -> None:
         self.core = core
         self.driver = driver
-        #: The address of the URL (used when a link is given none).
-        self.address = address
+        core.default_address = address
         self.timeout = timeout
         self._stepping = False
         core.notify = self._notify
@@ -447,7 +446,7 @@ class Connection:
     ) -> Sender:
         """Attach a sender to ``address`` (the URL's by default) and wait until the peer
         has answered; :class:`LinkDetachedError` if it refuses."""
-        core = self.core.sender(address or self.address, settled=settled, name=name)
+        core = self.core.sender(address, settled=settled, name=name)
         self._wait(core.attach_ready, timeout)
         return Sender(self, core, settled)
 
@@ -465,7 +464,7 @@ class Connection:
         temporary node the peer makes, whose address is :attr:`Receiver.address`), keeping
         ``credit`` messages granted."""
         core = self.core.receiver(
-            None if dynamic else (address or self.address),
+            address,
             credit=credit,
             auto_accept=auto_accept,
             dynamic=dynamic,
@@ -497,22 +496,10 @@ class Connection:
         self.close()
 
 
-class Sender:
+class Sender(_client.SenderBase):
     """A sending link (:meth:`Connection.sender`)."""
 
-    def __init__(self, conn: Connection, core: _client.SenderCore, settled: bool) -> None:
-        self.connection = conn
-        self.core = core
-        self.settled = settled
-
-    @property
-    def address(self) -> str | None:
-        return self.core.address
-
-    @property
-    def unsettled(self) -> int:
-        """Messages sent whose outcome has not come (after a send that timed out)."""
-        return self.core.unsettled
+    connection: Connection
 
     def send(self, message: Any, *, timeout: float | None = None, transaction: Any = None) -> Any:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
@@ -530,18 +517,11 @@ class Sender:
         self.connection._wait(self.core.close_ready, timeout)
 
 
-class Receiver:
+class Receiver(_client.ReceiverBase):
     """A receiving link (:meth:`Connection.receiver`): iterate it for deliveries (the loop
     ends when the link is closed), or call :meth:`receive`."""
 
-    def __init__(self, conn: Connection, core: _client.ReceiverCore) -> None:
-        self.connection = conn
-        self.core = core
-
-    @property
-    def address(self) -> str | None:
-        """The source's address; for a dynamic receiver, the peer's temporary node."""
-        return self.core.address
+    connection: Connection
 
     def receive(self, *, timeout: float | None = None) -> _client.Delivery | None:
         """The next delivery; None once the link is closed."""
@@ -563,20 +543,11 @@ class Receiver:
         self.connection._wait(self.core.close_ready, timeout)
 
 
-class Transaction:
+class Transaction(_client.TransactionBase):
     """A local transaction (core spec part 4), from :meth:`Connection.transaction`: pass it
     as ``transaction=`` to :meth:`Sender.send` or a delivery's ``accept``."""
 
-    def __init__(self, conn: Connection, timeout: float | None) -> None:
-        self.connection = conn
-        self.timeout = timeout
-        self.core: _client.TransactionCore | None = None
-        #: After the discharge: whether it committed.
-        self.committed: bool | None = None
-
-    @property
-    def engine_transaction(self) -> Any:
-        return None if self.core is None else self.core.engine_transaction
+    connection: Connection
 
     def declare(self) -> None:
         conn, core = self.connection, self.connection.core
