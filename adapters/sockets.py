@@ -34,16 +34,54 @@ other.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import selectors
 import socket
+import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
 from typing import Any, Protocol
 
-from amqp_sansio import Connection, ConnectionEnded, Event
+import amqp_sansio
+from amqp_sansio import ConnectionEnded, Error, Event, ServerAuthenticator
 
-__all__ = ["ByteStream", "SocketDriver"]
+from . import _client
+from ._client import (
+    AuthenticationError,
+    ClientError,
+    ConnectionClosedError,
+    Delivery,
+    IncomingLink,
+    LinkDetachedError,
+    OutgoingLink,
+    ServerLink,
+    TransactionError,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "ByteStream",
+    "ClientError",
+    "Connection",
+    "ConnectionClosedError",
+    "Delivery",
+    "IncomingLink",
+    "LinkDetachedError",
+    "OutgoingLink",
+    "Receiver",
+    "Sender",
+    "Server",
+    "ServerLink",
+    "SocketDriver",
+    "Transaction",
+    "TransactionError",
+    "connect",
+    "listen",
+]
+
+_log = logging.getLogger(__name__)
 
 #: The default size of one ``recv``.
 READ_SIZE = 65536
@@ -235,6 +273,16 @@ class SocketDriver:
                 raise TimeoutError(f"output not written within {timeout} s")
             self.step(remaining)
 
+    def send_pending(self) -> list[Event]:
+        """Write what the engine has to send, without waiting (what the socket does not take
+        now goes in a later step). Returns the events this caused (a failed write ends the
+        connection)."""
+        new: list[Event] = []
+        self._pull()
+        if self._out and not self.eof and not self.closed:
+            self._write(new)
+        return new
+
     def close(self) -> None:
         """Send what is left (briefly), then close the socket. The AMQP connection is the
         application's to close first (:meth:`~amqp_sansio.Connection.close`)."""
@@ -284,7 +332,7 @@ class SocketDriver:
 
     def _close_layer(self) -> None:
         """The connection inside has ended: a layer around it (TLS) closes its side too."""
-        if isinstance(self.connection, Connection):
+        if isinstance(self.connection, amqp_sansio.Connection):
             return
         close = getattr(self.connection, "close", None)
         if close is not None:
@@ -316,3 +364,396 @@ class SocketDriver:
                 self._dispatch(self.connection.receive_data(b"", self._clock()), new)
             return
         del self._out[:sent]
+
+
+# -- the high-level, blocking API ------------------------------------------------------------
+#
+# The same nouns as amqp_sansio.adapters.aio and amqp_sansio.adapters.trio_adapter, over the
+# shared core in _client.py; see docs/adapters.rst. The I/O happens inside the calls: the
+# connection is serviced (heartbeats, dispositions) only while one of its calls runs, and it
+# is not safe to use one connection from several threads at once.
+
+#: The default bound, in seconds, of any one wait of the blocking API (None: no bound).
+DEFAULT_TIMEOUT = 60.0
+
+
+class Connection:
+    """A client connection made by :func:`connect` (a context manager: leaving it closes
+    the connection). ``timeout`` bounds each blocking call that is not given its own."""
+
+    def __init__(
+        self,
+        core: _client.Core,
+        driver: SocketDriver,
+        *,
+        address: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.core = core
+        self.driver = driver
+        core.default_address = address
+        self.timeout = timeout
+        self._stepping = False
+        core.notify = self._notify
+
+    def __repr__(self) -> str:
+        return f"<sockets.Connection {self.core.engine!r}>"
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        if not self._stepping and not self.driver.closed:
+            self.driver.send_pending()
+
+    def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
+        """Run the connection's I/O until ``ready()``; TimeoutError after ``timeout``."""
+        timeout = self.timeout if timeout is None else timeout
+        end = None if timeout is None else self.driver.now() + timeout
+        while not ready():
+            remaining = None if end is None else end - self.driver.now()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError(f"not done within {timeout} s")
+            if self.driver.closed:
+                self.core.check()
+                raise _client.ConnectionClosedError("the connection is closed")
+            self._stepping = True
+            try:
+                self.driver.step(remaining)
+            finally:
+                self._stepping = False
+
+    def wait(self, seconds: float) -> None:
+        """Keep the connection serviced (heartbeats, incoming frames) for ``seconds``: what
+        an idle application calls instead of sleeping. Raises if the connection ends."""
+        end = self.driver.now() + seconds
+
+        def over() -> bool:
+            self.core.check()
+            return self.driver.now() >= end
+
+        with contextlib.suppress(TimeoutError):
+            self._wait(over, seconds)
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def sender(
+        self,
+        address: str | None = None,
+        *,
+        settled: bool = False,
+        name: str | None = None,
+        timeout: float | None = None,
+    ) -> Sender:
+        """Attach a sender to ``address`` (the URL's by default) and wait until the peer
+        has answered; :class:`LinkDetachedError` if it refuses."""
+        core = self.core.sender(address, settled=settled, name=name)
+        self._wait(core.attach_ready, timeout)
+        return Sender(self, core, settled)
+
+    def receiver(
+        self,
+        address: str | None = None,
+        *,
+        credit: int = _client.DEFAULT_CREDIT,
+        auto_accept: bool = False,
+        dynamic: bool = False,
+        name: str | None = None,
+        timeout: float | None = None,
+    ) -> Receiver:
+        """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
+        temporary node the peer makes, whose address is :attr:`Receiver.address`), keeping
+        ``credit`` messages granted."""
+        core = self.core.receiver(
+            address,
+            credit=credit,
+            auto_accept=auto_accept,
+            dynamic=dynamic,
+            name=name,
+        )
+        self._wait(core.attach_ready, timeout)
+        return Receiver(self, core)
+
+    def transaction(self, *, timeout: float | None = None) -> Transaction:
+        """A transaction, declared on entering it as a context manager: committed when the
+        block ends normally, rolled back when it raises."""
+        return Transaction(self, timeout)
+
+    def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
+        """Close the connection, wait (briefly) for the peer's answer, close the socket."""
+        try:
+            if not self.core.gone and not self.driver.closed:
+                self.core.close(error)
+                self._wait(self.core.close_ready, 5.0 if timeout is None else timeout)
+        except (TimeoutError, OSError):
+            pass
+        finally:
+            self.driver.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Sender(_client.SenderBase):
+    """A sending link (:meth:`Connection.sender`)."""
+
+    connection: Connection
+
+    def send(self, message: Any, *, timeout: float | None = None, transaction: Any = None) -> Any:
+        """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
+        send, and return the outcome (:class:`~amqp_sansio.Accepted`, ...), or None at once
+        on a pre-settled sender. A time-out while waiting for credit sends nothing; one
+        while waiting for the outcome leaves the message sent and tracked (:attr:`unsettled`)."""
+        data = _client.encode(message)
+        self.connection._wait(self.core.send_ready, timeout)
+        op = self.core.send(data, settled=self.settled, transaction=transaction)
+        self.connection._wait(op.done, timeout)
+        return op.result()
+
+    def close(self, *, timeout: float | None = None) -> None:
+        self.core.close()
+        self.connection._wait(self.core.close_ready, timeout)
+
+
+class Receiver(_client.ReceiverBase):
+    """A receiving link (:meth:`Connection.receiver`): iterate it for deliveries (the loop
+    ends when the link is closed), or call :meth:`receive`."""
+
+    connection: Connection
+
+    def receive(self, *, timeout: float | None = None) -> _client.Delivery | None:
+        """The next delivery; None once the link is closed."""
+        self.connection._wait(self.core.take_ready, timeout)
+        return self.core.take()
+
+    def __iter__(self) -> Iterator[_client.Delivery]:
+        while (delivery := self.receive()) is not None:
+            yield delivery
+
+    def drain(self, *, timeout: float | None = None) -> None:
+        """Ask the sender for what it has now, and wait until it has used up or given back
+        the credit; what came is then waiting to be received."""
+        op = self.core.drain()
+        self.connection._wait(op.done, timeout)
+
+    def close(self, *, timeout: float | None = None) -> None:
+        self.core.close()
+        self.connection._wait(self.core.close_ready, timeout)
+
+
+class Transaction(_client.TransactionBase):
+    """A local transaction (core spec part 4), from :meth:`Connection.transaction`: pass it
+    as ``transaction=`` to :meth:`Sender.send` or a delivery's ``accept``."""
+
+    connection: Connection
+
+    def declare(self) -> None:
+        conn, core = self.connection, self.connection.core
+        conn._wait(core.declare_ready, self.timeout)
+        self.core = core.declare()
+        conn._wait(self.core.declared.done, self.timeout)
+        self.core.declared.result()
+
+    def discharge(self, *, commit: bool = True) -> bool:
+        """Commit (or roll back); returns whether it committed."""
+        assert self.core is not None, "declare first"
+        conn, core = self.connection, self.connection.core
+        conn._wait(core.declare_ready, self.timeout)
+        core.discharge(self.core, fail=not commit)
+        conn._wait(self.core.discharged.done, self.timeout)
+        self.committed = self.core.discharged.result()
+        return self.committed
+
+    def __enter__(self) -> Transaction:
+        self.declare()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if self.committed is None:
+            self.discharge(commit=exc_type is None)
+
+
+def connect(
+    url: str,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    ssl_context: ssl.SSLContext | None = None,
+    idle_timeout: float | None = None,
+    allow_insecure_auth: bool = False,
+    container_id: str | None = None,
+    sasl_mechanisms: Collection[str] | None = None,
+) -> Connection:
+    """Connect to ``url`` (``amqp://[user:password@]host[:port][/address]``, or ``amqps://``
+    for TLS from the first byte, verified with ``ssl_context`` or the system's CAs) and open
+    an AMQP connection. Credentials in the URL are sent with SASL; over a plain connection
+    only to a loopback host, unless ``allow_insecure_auth``. ``idle_timeout``: close the
+    connection when the peer sends nothing for that long (and ask it for heartbeats)."""
+    parsed, engine, stream = _client.client_engine(
+        url,
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        allow_insecure_auth=allow_insecure_auth,
+        sasl_mechanisms=sasl_mechanisms,
+    )
+    core = _client.Core(engine, stream=stream)
+    driver = SocketDriver.connect(core, (parsed.host, parsed.port), timeout=timeout)
+    conn = Connection(core, driver, address=parsed.address, timeout=timeout)
+    try:
+        core.open(driver.now())
+        conn._wait(core.open_ready, timeout)
+    except BaseException:
+        driver.close()
+        raise
+    return conn
+
+
+class Server:
+    """A listening socket serving AMQP connections (:func:`listen`). Every connection's I/O
+    runs in the thread that calls :meth:`serve_forever` (or :meth:`serve`); ``on_link``
+    runs there too. :meth:`close` may be called from any thread."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        on_link: Callable[[_client.ServerLink], None],
+        options: dict[str, Any],
+    ) -> None:
+        self.socket = sock
+        self.on_link = on_link
+        self._options = options
+        self._drivers: dict[socket.socket, SocketDriver] = {}
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(sock, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._closing = False
+        self.closed = False
+
+    @property
+    def host(self) -> str:
+        host: str = self.socket.getsockname()[0]
+        return host
+
+    @property
+    def port(self) -> int:
+        port: int = self.socket.getsockname()[1]
+        return port
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`close`."""
+        while not self._closing:
+            self.serve(None)
+        self._shut()
+
+    def serve(self, timeout: float | None) -> None:
+        """One round: wait for the sockets or a deadline (at most ``timeout`` seconds), and
+        serve what is ready."""
+        now = time.monotonic()
+        wait = timeout
+        for sock, driver in list(self._drivers.items()):
+            driver.send_pending()  # what other connections' work queued here
+            deadline = driver.connection.next_deadline()
+            if deadline is not None:
+                wait = max(0.0, deadline - now) if wait is None else min(wait, deadline - now)
+            mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if driver._out else 0)
+            self._selector.modify(sock, mask)
+        for key, _ in self._selector.select(None if wait is None else max(0.0, wait)):
+            if key.fileobj is self.socket:
+                self._accept()
+            elif key.fileobj is self._wake_r:
+                self._wake_r.recv(64)
+            else:
+                driver = self._drivers.get(key.fileobj)  # type: ignore[call-overload]
+                if driver is not None:
+                    self._step(driver)
+        now = time.monotonic()
+        for sock, driver in list(self._drivers.items()):
+            deadline = driver.connection.next_deadline()
+            if deadline is not None and now >= deadline:
+                self._step(driver)
+            if driver.ended or driver.eof or driver.closed:
+                driver.send_pending()
+                self._selector.unregister(sock)
+                del self._drivers[sock]
+                driver.close()
+
+    def _step(self, driver: SocketDriver) -> None:
+        """Serve one connection; one that fails (a bug in ``on_link``) is dropped, logged,
+        and the others go on."""
+        try:
+            driver.step(0)
+        except Exception:
+            _log.exception("dropping a connection after an error")
+            driver.close()
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self.socket.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        engine, stream = _client.server_engine(**self._options)
+        core = _client.Core(engine, stream=stream, on_link=self.on_link)
+        driver = SocketDriver(core, sock)
+        self._drivers[sock] = driver
+        self._selector.register(sock, selectors.EVENT_READ)
+
+    def close(self) -> None:
+        """Stop serving: :meth:`serve_forever` closes every connection and returns."""
+        self._closing = True
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    def _shut(self) -> None:
+        for driver in self._drivers.values():
+            core = driver.connection
+            assert isinstance(core, _client.Core)
+            if not core.gone:
+                core.close()
+            driver.close()
+        self._drivers.clear()
+        self._selector.close()
+        self.socket.close()
+        self._wake_r.close()
+        self._wake_w.close()
+        self.closed = True
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        if not self.closed:
+            self._shut()
+
+
+def listen(
+    host: str,
+    port: int,
+    on_link: Callable[[_client.ServerLink], None],
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    sasl: ServerAuthenticator | None = None,
+    allow_insecure_auth: bool = False,
+    idle_timeout: float | None = None,
+    container_id: str = "amqp-sansio-server",
+    backlog: int = 128,
+) -> Server:
+    """Listen on ``host``:``port`` (0: any free port, see :attr:`Server.port`). Each
+    connection's open and sessions are accepted; each link a peer attaches is handed to
+    ``on_link`` (an :class:`IncomingLink` or :class:`OutgoingLink`), which configures it
+    without blocking. ``ssl_context``: TLS from the first byte (amqps); ``sasl``: require
+    authentication."""
+    sock = socket.create_server((host, port), backlog=backlog)
+    sock.setblocking(False)
+    options = {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "sasl": sasl,
+        "allow_insecure_auth": allow_insecure_auth,
+    }
+    return Server(sock, on_link, options)

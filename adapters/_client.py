@@ -1,0 +1,1052 @@
+"""The I/O-free core that the high-level adapters (:mod:`~amqp_sansio.adapters.sockets`,
+:mod:`~amqp_sansio.adapters.aio`, :mod:`~amqp_sansio.adapters.trio_adapter`) share.
+
+:class:`Core` owns one engine :class:`~amqp_sansio.Connection` (or a
+:class:`~amqp_sansio.TLSLayer` around it) and turns the engine's events into the completion
+of what an application waits for: an open, an attach, credit, an outcome, a delivery, a
+drain, a declare or discharge, the end of the connection. Every protocol decision of the
+high-level API is made here, once: which credit to grant and when, when a send is done,
+what a server answers to a peer's open, begin and attach, how a transactional resource
+holds posted work until the commit.
+
+An adapter does only I/O and waiting. It feeds bytes and time in
+(:meth:`Core.receive_data`, :meth:`Core.handle_timer`), writes what
+:meth:`Core.data_to_send` returns, sleeps until :meth:`Core.next_deadline` on its loop's
+clock, and is told through the ``notify`` callback whenever something an application may be
+waiting for has changed (or bytes are waiting to go out): it then re-checks its waiters'
+conditions. A condition is a ``ready()`` function that returns a bool, or raises the error
+that ends the wait (the link was detached, the connection closed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import amqp_sansio as a
+from amqp_sansio import Error, Message, Symbol
+
+from .url import AMQPURL, parse_url
+
+__all__ = [
+    "AuthenticationError",
+    "ClientError",
+    "ConnectionClosedError",
+    "Core",
+    "Delivery",
+    "IncomingLink",
+    "LinkDetachedError",
+    "OutgoingLink",
+    "ServerLink",
+    "TransactionError",
+]
+
+T = TypeVar("T")
+
+#: The default credit of a receiver (how many messages it lets the sender start).
+DEFAULT_CREDIT = 100
+
+_OUTCOMES = (a.Accepted, a.Rejected, a.Released, a.Modified)
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class ClientError(Exception):
+    """Base class of the errors the high-level API raises. ``error`` is the AMQP error the
+    peer gave (an :class:`~amqp_sansio.Error`), if any."""
+
+    def __init__(self, description: str, error: Error | None = None) -> None:
+        if error is not None:
+            description = f"{description}: {error.condition}"
+            if error.description:
+                description += f" ({error.description})"
+        super().__init__(description)
+        self.error = error
+
+
+class ConnectionClosedError(ClientError, ConnectionError):
+    """The connection is closed or lost: closed by the peer (with its ``error``), timed out
+    (the peer stopped answering), or the transport failed."""
+
+
+class AuthenticationError(ConnectionClosedError):
+    """SASL authentication failed; the connection has ended."""
+
+
+class LinkDetachedError(ClientError):
+    """The link was refused or detached by the peer (with its ``error``)."""
+
+
+class TransactionError(ClientError):
+    """A declare was refused, or the transaction was rolled back without being asked."""
+
+
+# -- pending operations ----------------------------------------------------------------------
+
+
+class Op(Generic[T]):
+    """Something an application waits for: done once, with a value or an error."""
+
+    __slots__ = ("_done", "_error", "_value")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    def set(self, value: T) -> None:
+        if not self._done:
+            self._done, self._value = True, value
+
+    def fail(self, error: BaseException) -> None:
+        if not self._done:
+            self._done, self._error = True, error
+
+
+# -- deliveries ------------------------------------------------------------------------------
+
+
+class Delivery:
+    """A message that arrived. ``message`` is the decoded :class:`~amqp_sansio.Message`,
+    ``data`` its bytes. Settle it with one outcome: :meth:`accept`, :meth:`reject`,
+    :meth:`release` or :meth:`modify` (a second settlement does nothing). A delivery that
+    came pre-settled (``settled`` is already true) needs none. ``transaction`` in each puts
+    the outcome in that transaction (retirement, core spec 4.4.2)."""
+
+    __slots__ = ("_core", "_message", "data", "engine_delivery", "link")
+
+    def __init__(self, core: Core, link: a.Link, delivery: a.Delivery, data: bytes) -> None:
+        self._core = core
+        self.link = link
+        self.engine_delivery = delivery
+        self.data = data
+        self._message: Message | None = None
+
+    def __repr__(self) -> str:
+        return f"<Delivery {self.engine_delivery.tag!r} settled={self.settled}>"
+
+    @property
+    def message(self) -> Message:
+        if self._message is None:
+            self._message = Message.decode(self.data)
+        return self._message
+
+    @property
+    def settled(self) -> bool:
+        """Settled here (by an outcome, or by the sender)."""
+        d = self.engine_delivery
+        return d.settled or d.remote_settled
+
+    def accept(self, *, transaction: Any = None) -> None:
+        self.settle(a.Accepted(), transaction=transaction)
+
+    def reject(self, error: Error | None = None, *, transaction: Any = None) -> None:
+        self.settle(a.Rejected(error=error), transaction=transaction)
+
+    def release(self, *, transaction: Any = None) -> None:
+        self.settle(a.Released(), transaction=transaction)
+
+    def modify(
+        self,
+        *,
+        delivery_failed: bool = True,
+        undeliverable_here: bool = False,
+        annotations: dict[Any, Any] | None = None,
+        transaction: Any = None,
+    ) -> None:
+        outcome = a.Modified(
+            delivery_failed=delivery_failed,
+            undeliverable_here=undeliverable_here,
+            message_annotations=annotations,
+        )
+        self.settle(outcome, transaction=transaction)
+
+    def settle(self, outcome: Any, *, transaction: Any = None) -> None:
+        """Settle with ``outcome`` (any outcome of core spec 3.4)."""
+        if self.settled:
+            return
+        txn = None if transaction is None else _engine_txn(transaction)
+        self.link.settle(self.engine_delivery, outcome, transaction=txn)
+        self._core._changed()
+
+
+def _engine_txn(transaction: Any) -> Any:
+    """An adapter's transaction object carries the engine's as ``engine_transaction``."""
+    return getattr(transaction, "engine_transaction", transaction)
+
+
+# -- client links -------------------------------------------------------------------------
+
+
+class _LinkCore:
+    """What the core keeps of a link this side started."""
+
+    def __init__(self, core: Core, link: a.Link) -> None:
+        self.core = core
+        self.link = link
+        self.attached: Op[None] = Op()
+        self.detached: Op[None] = Op()
+        self.error: ClientError | None = None
+
+    def check(self) -> None:
+        """Raise what ended the link (or the connection), if anything has."""
+        if self.error is not None:
+            raise self.error
+        self.core.check()
+
+    def attach_ready(self) -> bool:
+        self.check()
+        return self.attached.done()
+
+    def close(self) -> None:
+        link = self.link
+        if link.state in (a.LinkState.ATTACHED, a.LinkState.ATTACH_SENT) and not self.core.gone:
+            link.detach(closed=True)
+            self.core._changed()
+
+    def close_ready(self) -> bool:
+        return self.detached.done() or self.core.gone or self.error is not None
+
+    def _on_attached(self, remote: a.Attach) -> None:
+        self.attached.set(None)
+
+    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+        if self.error is None:
+            self.error = LinkDetachedError(reason, error)
+        self.detached.set(None)
+
+
+class SenderCore(_LinkCore):
+    """A sending link: :meth:`send_ready` says whether a send can start now,
+    :meth:`send` starts it and returns an :class:`Op` done with the outcome."""
+
+    link: a.Sender
+
+    def __init__(self, core: Core, link: a.Sender) -> None:
+        super().__init__(core, link)
+        self._unsettled: dict[a.Delivery, Op[Any]] = {}
+
+    @property
+    def address(self) -> str | None:
+        target = self.link.target
+        return getattr(target, "address", None)
+
+    @property
+    def unsettled(self) -> int:
+        """Deliveries sent whose outcome has not arrived."""
+        return len(self._unsettled)
+
+    def send_ready(self) -> bool:
+        self.check()
+        return self.attached.done() and self.link.link_credit > 0
+
+    def send(self, data: bytes, *, settled: bool = False, transaction: Any = None) -> Op[Any]:
+        """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
+        ``settled``, else when the outcome arrives."""
+        txn = None if transaction is None else _engine_txn(transaction)
+        delivery = self.link.send(data, settled=settled, transaction=txn)
+        op: Op[Any] = Op()
+        if settled:
+            op.set(None)
+        else:
+            self._unsettled[delivery] = op
+        self.core._changed()
+        return op
+
+    def _on_update(self, delivery: a.Delivery, state: Any) -> None:
+        op = self._unsettled.get(delivery)
+        if op is None:
+            return
+        outcome = state.outcome if isinstance(state, a.TransactionalState) else state
+        if delivery.remote_settled or isinstance(outcome, _OUTCOMES):
+            del self._unsettled[delivery]
+            op.set(outcome)
+
+    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+        super()._on_detached(error, reason)
+        assert self.error is not None
+        for op in self._unsettled.values():
+            op.fail(self.error)
+        self._unsettled.clear()
+
+
+class ReceiverCore(_LinkCore):
+    """A receiving link with a credit window: :meth:`take` hands out what arrived."""
+
+    link: a.Receiver
+
+    def __init__(self, core: Core, link: a.Receiver, credit: int, auto_accept: bool) -> None:
+        super().__init__(core, link)
+        self.credit = credit
+        self.auto_accept = auto_accept
+        self.queue: deque[Delivery] = deque()
+        self._drain: Op[None] | None = None
+
+    @property
+    def address(self) -> str | None:
+        """The source's address; for a dynamic receiver, the one the peer made."""
+        remote = self.link.remote
+        if remote is not None and remote.source is not None:
+            return getattr(remote.source, "address", None)
+        return getattr(self.link.source, "address", None)
+
+    def _on_attached(self, remote: a.Attach) -> None:
+        super()._on_attached(remote)
+        self._refill()
+
+    def _refill(self) -> None:
+        """Grant a window of credit once the last is used up (not while deliveries are under
+        way: some brokers count a flow's credit from what they have sent, see
+        docs/interop.rst), never more than the room left by what waits to be taken."""
+        link = self.link
+        if link.state is not a.LinkState.ATTACHED or self._drain is not None:
+            return
+        room = self.credit - len(self.queue)
+        if link.link_credit == 0 and room > 0 and room * 2 >= self.credit:
+            link.flow(room)
+
+    def take_ready(self) -> bool:
+        """A delivery waits, or nothing more will come (then :meth:`take` raises or gives
+        None)."""
+        if self.queue:
+            return True
+        if self.error is not None or self.core.gone:
+            return True
+        return self._closed
+
+    @property
+    def _closed(self) -> bool:
+        return self.detached.done()
+
+    def take(self) -> Delivery | None:
+        """The next delivery (accepted if ``auto_accept``); None when the link has closed
+        and nothing is left; raises what ended the link abnormally."""
+        if not self.queue:
+            if self._closed and (self.error is None or self.error.error is None):
+                return None
+            self.check()
+            return None
+        delivery = self.queue.popleft()
+        if self.auto_accept and not delivery.settled:
+            delivery.accept()
+        self._refill()
+        self.core._changed()
+        return delivery
+
+    def drain(self) -> Op[None]:
+        """Ask the sender to use up or give back the credit; done when it has."""
+        self.check()
+        if self._drain is not None:
+            return self._drain
+        op: Op[None] = Op()
+        link = self.link
+        if link.link_credit == 0:
+            op.set(None)
+            return op
+        self._drain = op
+        link.drain_credit()
+        self.core._changed()
+        return op
+
+    def _on_drained(self) -> None:
+        op, self._drain = self._drain, None
+        if op is not None:
+            op.set(None)
+        self.link.drain = False
+
+    def _on_delivery(self, delivery: Delivery) -> None:
+        self.queue.append(delivery)
+        self._refill()
+
+    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+        closed_cleanly = error is None
+        super()._on_detached(error, reason)
+        if closed_cleanly:
+            self.error = None  # a clean close ends iteration; an error raises
+        if self._drain is not None:
+            self._drain.set(None)
+
+
+class TransactionCore:
+    """A transaction this side controls."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.engine_transaction: a.Transaction | None = None
+        self.declared: Op[None] = Op()
+        self.discharged: Op[bool] = Op()
+
+
+# -- server links ----------------------------------------------------------------------------
+
+
+class ServerLink:
+    """A link a peer attached to a server (:func:`listen` in each adapter hands it to the
+    application's ``on_link``, which runs inside the connection's I/O: it must not block).
+    ``address`` is the peer's target (an :class:`IncomingLink`) or source (an
+    :class:`OutgoingLink`); ``dynamic`` when the peer asks for a node to be made, whose
+    address the application sets with :meth:`accept` (``address=``) before returning.
+    ``on_detach`` (a callable taking the link) is called when the link goes."""
+
+    def __init__(self, core: Core, link: a.Link, remote: a.Attach) -> None:
+        self.core = core
+        self.link = link
+        terminus = remote.target if isinstance(self, IncomingLink) else remote.source
+        self.dynamic = bool(getattr(terminus, "dynamic", False))
+        self.address: str | None = getattr(terminus, "address", None)
+        self.name = link.name
+        self.on_detach: Callable[[ServerLink], None] | None = None
+        self._decided = False
+
+    @property
+    def container_id(self) -> str | None:
+        """The peer's container-id."""
+        remote = self.core.engine.remote
+        return None if remote is None else remote.container_id
+
+    @property
+    def attached(self) -> bool:
+        return self.link.state is a.LinkState.ATTACHED
+
+    def accept(self, *, address: str | None = None) -> None:
+        """Accept the link (the default once ``on_link`` returns). For a dynamic node,
+        ``address`` is the address given to it."""
+        if self._decided:
+            return
+        self._decided = True
+        if address is not None:
+            self.address = address
+        self._attach()
+        self.core._changed()
+
+    def refuse(self, error: Error | None = None) -> None:
+        """Refuse the link, with an error (``amqp:not-found`` by default)."""
+        if self._decided:
+            return
+        self._decided = True
+        self.link.refuse(
+            error or Error(condition=Symbol("amqp:not-found"), description="no such node")
+        )
+        self.core._changed()
+
+    def close(self, error: Error | None = None) -> None:
+        if self.link.state is a.LinkState.ATTACHED and not self.core.gone:
+            self.link.detach(error=error, closed=True)
+            self.core._changed()
+
+    def _attach(self) -> None:
+        raise NotImplementedError
+
+    def _on_detached(self) -> None:
+        if self.on_detach is not None:
+            self.on_detach(self)
+
+
+class IncomingLink(ServerLink):
+    """A peer sends to us on it. ``on_delivery`` (a callable taking a :class:`Delivery`)
+    gets each message, which the application settles (or it is accepted once the callback
+    returns, with ``auto_accept``). ``credit`` is the window the core keeps granted.
+    Messages posted in a transaction reach ``on_delivery`` only when it commits (already
+    accepted then); a rollback discards them."""
+
+    link: a.Receiver
+
+    def __init__(self, core: Core, link: a.Receiver, remote: a.Attach) -> None:
+        super().__init__(core, link, remote)
+        self.credit = DEFAULT_CREDIT
+        self.auto_accept = True
+        self.on_delivery: Callable[[Delivery], None] | None = None
+
+    def _attach(self) -> None:
+        target = self.link.target
+        if self.dynamic:
+            target = a.Target(address=self.address, dynamic=True)
+        self.link.attach(target=target)
+        self.link.flow(self.credit)
+
+    def _deliver(self, delivery: Delivery) -> None:
+        if self.on_delivery is not None:
+            self.on_delivery(delivery)
+        if self.auto_accept and not delivery.settled:
+            delivery.accept()
+        link = self.link
+        if link.state is a.LinkState.ATTACHED and link.link_credit == 0 and self.credit > 0:
+            link.flow(self.credit)
+
+    def flow(self, credit: int) -> None:
+        """Grant the peer ``credit`` now (with ``credit = 0`` set in ``on_link``, the core
+        grants none by itself)."""
+        self.link.flow(credit)
+        self.core._changed()
+
+
+class OutgoingLink(ServerLink):
+    """A peer receives from us on it. The application sends with :meth:`send` while
+    :attr:`credit` is above zero; ``on_credit`` (a callable taking the link) is called when
+    the peer grants more. If the peer drains, the credit left after ``on_credit`` returns is
+    given back. ``send`` returns an :class:`Op`-like tracker; ``on_outcome`` (a callable
+    taking the engine delivery and its outcome) is told of each outcome."""
+
+    link: a.Sender
+
+    def __init__(self, core: Core, link: a.Sender, remote: a.Attach) -> None:
+        super().__init__(core, link, remote)
+        self.on_credit: Callable[[OutgoingLink], None] | None = None
+        self.on_outcome: Callable[[a.Delivery, Any], None] | None = None
+
+    @property
+    def credit(self) -> int:
+        return self.link.link_credit if self.attached else 0
+
+    def _attach(self) -> None:
+        source = self.link.source
+        if self.dynamic:
+            source = a.Source(address=self.address, dynamic=True)
+        self.link.attach(source=source)
+
+    def send(self, message: Any, *, settled: bool = False) -> a.Delivery:
+        """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
+        :class:`~amqp_sansio.LocalProtocolError` without credit."""
+        return self.send_data(encode(message), settled=settled)
+
+    def send_data(self, data: bytes, *, settled: bool = False) -> a.Delivery:
+        """Send an encoded message (such as a :class:`Delivery`'s ``data``, forwarded)."""
+        delivery = self.link.send(data, settled=settled)
+        self.core._changed()
+        return delivery
+
+    def _credit(self) -> None:
+        if self.on_credit is not None and self.credit > 0:
+            self.on_credit(self)
+        if self.link.drain and self.attached:
+            self.link.drained()
+
+
+# -- the core ---------------------------------------------------------------------------------
+
+
+class Core:
+    """One connection's state for the high-level API, client or server; see the module's
+    docstring. ``stream`` is the byte-level object the adapter drives: ``engine`` itself or
+    a :class:`~amqp_sansio.TLSLayer` around it. ``notify`` is called whenever something
+    changed. In the server role, ``on_link`` gets each :class:`ServerLink` the peer
+    attaches (without it, links are refused)."""
+
+    def __init__(
+        self,
+        engine: a.Connection,
+        *,
+        stream: Any = None,
+        notify: Callable[[], None] | None = None,
+        on_link: Callable[[ServerLink], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.stream = engine if stream is None else stream
+        self.notify: Callable[[], None] = notify or (lambda: None)
+        self.on_link = on_link
+        self.opened: Op[None] = Op()
+        #: Done when the connection has ended (both closes exchanged, or lost).
+        self.ended: Op[None] = Op()
+        #: What ended the connection abnormally, if anything did.
+        self.error: ClientError | None = None
+        self._closing = False
+        self._transport_closed = False
+        self._session: a.Session | None = None
+        self._links: dict[a.Link, _LinkCore] = {}
+        self._server_links: dict[a.Link, ServerLink] = {}
+        self._controller: a.Controller | None = None
+        self._transactions: dict[a.Transaction, TransactionCore] = {}
+        #: Transactional resource: posted deliveries held until the discharge.
+        self._held: dict[a.Delivery, tuple[IncomingLink, Delivery]] = {}
+        self._names = itertools.count(1)
+        #: The address of the URL: what links given none use.
+        self.default_address: str | None = None
+
+    # -- the adapter's side --------------------------------------------------------------------
+
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
+        """Bytes from the transport; ``b""`` when it closed. Returns the engine's events
+        (already handled), so that the core has the engine's byte interface."""
+        if self._transport_closed:
+            return []
+        if not data:
+            self._transport_closed = True
+        return self._handle(self.stream.receive_data(data, now))
+
+    def transport_failed(self, error: BaseException, now: float) -> None:
+        """The transport failed (reset, broken pipe): the connection is lost."""
+        if self.error is None and not self.ended.done():
+            self.error = ConnectionClosedError(f"the transport failed: {error}")
+        self.receive_data(b"", now)
+
+    def handle_timer(self, now: float) -> list[a.Event]:
+        """Call at (or after) :meth:`next_deadline`."""
+        deadline = self.stream.next_deadline()
+        if deadline is not None and now >= deadline:
+            return self._handle(self.stream.handle_timer(now))
+        return []
+
+    def next_deadline(self) -> float | None:
+        deadline: float | None = self.stream.next_deadline()
+        return deadline
+
+    def data_to_send(self) -> bytes:
+        data: bytes = self.stream.data_to_send()
+        return data
+
+    @property
+    def gone(self) -> bool:
+        """The connection has ended: nothing more is sent or received."""
+        return self.ended.done()
+
+    @property
+    def finished(self) -> bool:
+        """The adapter may close the transport (once it has written what is left)."""
+        return self.ended.done()
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise what ended the connection, if it has ended."""
+        if self.error is not None:
+            raise self.error
+        if self.ended.done() or self._closing:
+            raise ConnectionClosedError("the connection is closed")
+
+    def open(self, now: float) -> None:
+        """Client: send the header and open (pipelined with what follows)."""
+        self.engine.open(now=now)
+        self._changed()
+
+    def open_ready(self) -> bool:
+        self.check()
+        return self.opened.done()
+
+    def close(self, error: Error | None = None) -> None:
+        """Close the connection; :attr:`ended` is done when the peer has answered."""
+        if self._closing or self.ended.done():
+            return
+        self._closing = True
+        self.engine.close(error)
+        self._changed()
+
+    def close_ready(self) -> bool:
+        return self.ended.done()
+
+    def session(self) -> a.Session:
+        if self._session is None:
+            self._session = self.engine.begin()
+        return self._session
+
+    def _name(self, kind: str) -> str:
+        return f"{self.engine.container_id}-{kind}-{next(self._names)}"
+
+    def sender(
+        self, address: str | None, *, name: str | None = None, settled: bool = False
+    ) -> SenderCore:
+        """Attach a sending link to ``address``. ``settled``: the link's sends are
+        pre-settled (snd-settle-mode settled)."""
+        self.check()
+        mode = a.SenderSettleMode.SETTLED if settled else a.SenderSettleMode.UNSETTLED
+        link = self.session().attach_sender(
+            name or self._name("sender"),
+            target=a.Target(address=address or self.default_address),
+            snd_settle_mode=mode,
+        )
+        core = SenderCore(self, link)
+        self._links[link] = core
+        self._changed()
+        return core
+
+    def receiver(
+        self,
+        address: str | None,
+        *,
+        name: str | None = None,
+        credit: int = DEFAULT_CREDIT,
+        auto_accept: bool = False,
+        dynamic: bool = False,
+    ) -> ReceiverCore:
+        """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
+        makes: its address is known once attached)."""
+        self.check()
+        if credit < 1:
+            raise ValueError("a receiver's credit is at least 1")
+        if dynamic:
+            source = a.Source(address=None, dynamic=True)
+        else:
+            source = a.Source(address=address or self.default_address)
+        link = self.session().attach_receiver(name or self._name("receiver"), source=source)
+        core = ReceiverCore(self, link, credit, auto_accept)
+        self._links[link] = core
+        self._changed()
+        return core
+
+    def declare_ready(self) -> bool:
+        """The control link is attached and has credit for a declare or discharge."""
+        self.check()
+        controller = self._controller
+        if controller is None:
+            controller = self._controller = self.session().attach_controller(self._name("txn"))
+            core = _LinkCore(self, controller)
+            self._links[controller] = core
+            self._changed()
+        core = self._links[controller]
+        core.check()
+        return core.attached.done() and controller.link_credit > 0
+
+    def declare(self) -> TransactionCore:
+        """Declare a transaction (:meth:`declare_ready` must be true)."""
+        assert self._controller is not None
+        txn = TransactionCore(self)
+        txn.engine_transaction = self._controller.declare()
+        self._transactions[txn.engine_transaction] = txn
+        self._changed()
+        return txn
+
+    def discharge(self, txn: TransactionCore, *, fail: bool) -> None:
+        """Commit (or, ``fail``, roll back) ``txn`` (:meth:`declare_ready` must be true)."""
+        assert self._controller is not None and txn.engine_transaction is not None
+        self._controller.discharge(txn.engine_transaction, fail=fail)
+        self._changed()
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self.notify()
+
+    def _fail(self, error: ClientError) -> None:
+        if self.error is None:
+            self.error = error
+
+    def _handle(self, events: list[a.Event]) -> list[a.Event]:
+        for event in events:
+            self._on_event(event)
+        self._changed()
+        return events
+
+    def _on_event(self, event: a.Event) -> None:
+        if isinstance(event, a.DeliveryReceived):
+            self._on_delivery(event)
+        elif isinstance(event, a.DeliveryUpdated):
+            core = self._links.get(event.link)
+            if isinstance(core, SenderCore):
+                core._on_update(event.delivery, event.state)
+            server = self._server_links.get(event.link)
+            if isinstance(server, OutgoingLink) and server.on_outcome is not None:
+                server.on_outcome(event.delivery, event.state)
+        elif isinstance(event, a.CreditChanged):
+            self._on_credit(event)
+        elif isinstance(event, a.DrainCompleted):
+            core = self._links.get(event.link)
+            if isinstance(core, ReceiverCore):
+                core._on_drained()
+        elif isinstance(event, a.ConnectionOpened):
+            if not self.engine.client:
+                self.engine.open()
+            self.opened.set(None)
+        elif isinstance(event, a.SessionBegun):
+            if event.session.state is a.SessionState.BEGIN_RCVD:
+                event.session.begin()
+        elif isinstance(event, a.LinkAttached):
+            self._on_attach(event.link, event.remote)
+        elif isinstance(event, a.LinkDetached):
+            self._on_detach(event.link, event.error)
+        elif isinstance(event, a.SessionEnded):
+            for link in event.session.links:
+                self._on_detach(link, event.error, "the session ended")
+            if event.session is self._session:
+                self._session = None
+        elif isinstance(event, a.TransactionDeclared | a.TransactionDeclareFailed):
+            self._on_declared(event)
+        elif isinstance(event, a.TransactionDischarged | a.TransactionRolledBack):
+            self._on_discharged(event)
+        elif isinstance(event, a.DeclareRequested):
+            event.request.declare()
+        elif isinstance(event, a.DischargeRequested):
+            self._on_discharge_request(event.request)
+        elif isinstance(event, a.ConnectionClosed):
+            if event.error is not None:
+                self._fail(ConnectionClosedError("the peer closed the connection", event.error))
+            elif not self._closing:
+                self._fail(ConnectionClosedError("the peer closed the connection"))
+        elif isinstance(event, a.IdleTimedOut):
+            self._fail(ConnectionClosedError("the peer stopped answering (idle time-out)"))
+        elif isinstance(event, a.AuthenticationFailed):
+            self._fail(AuthenticationError(f"authentication failed: {event.description}"))
+        elif isinstance(event, a.ProtocolError):
+            if event.scope == "connection":
+                self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
+        elif isinstance(event, a.UnsupportedProtocol):
+            self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
+        elif isinstance(event, a.TLSFailed):
+            self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
+        elif isinstance(event, a.TLSHeaderMismatch):
+            self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
+            self._on_ended()
+        elif isinstance(event, a.ConnectionEnded):
+            self._on_ended()
+
+    def _on_ended(self) -> None:
+        if self.ended.done():
+            return
+        if self.error is None and not self._closing:
+            self._fail(ConnectionClosedError("the connection was lost"))
+        close = getattr(self.stream, "close", None)
+        if self.stream is not self.engine and close is not None:
+            close()  # TLS close_notify after the AMQP close
+        error = self.error or ConnectionClosedError("the connection is closed")
+        self.opened.fail(error)
+        for link, core in list(self._links.items()):
+            core._on_detached(None if self.error is None else self.error.error, str(error))
+            if self.error is not None:
+                core.error = error
+            del self._links[link]
+        for txn in self._transactions.values():
+            txn.declared.fail(error)
+            txn.discharged.fail(error)
+        for server_link in self._server_links.values():
+            server_link._on_detached()
+        self._server_links.clear()
+        self.ended.set(None)
+
+    def _on_attach(self, link: a.Link, remote: a.Attach) -> None:
+        core = self._links.get(link)
+        if core is not None:
+            terminus = remote.source if isinstance(link, a.Receiver) else remote.target
+            if terminus is not None:  # a refusal has none, and its detach follows
+                core._on_attached(remote)
+            return
+        if link.state is not a.LinkState.ATTACH_RCVD:
+            return
+        if isinstance(link, a.CoordinatorLink):
+            link.attach()  # we are a transactional resource
+            return
+        server: ServerLink
+        if isinstance(link, a.Receiver):
+            server = IncomingLink(self, link, remote)
+        else:
+            assert isinstance(link, a.Sender)
+            server = OutgoingLink(self, link, remote)
+        if self.on_link is None:
+            server.refuse()
+            return
+        self._server_links[link] = server
+        self.on_link(server)
+        server.accept()  # unless the application decided
+
+    def _on_detach(self, link: a.Link, error: Error | None, reason: str = "") -> None:
+        core = self._links.pop(link, None)
+        if core is not None:
+            core._on_detached(error, reason or "the link was detached")
+            if link is self._controller:
+                self._controller = None
+        server = self._server_links.pop(link, None)
+        if server is not None:
+            server._on_detached()
+
+    def _on_credit(self, event: a.CreditChanged) -> None:
+        link = event.link
+        if isinstance(link, a.Sender) and link.drain:
+            server = self._server_links.get(link)
+            if server is None:
+                # A high-level sender keeps no backlog: what waits for credit is the
+                # application's, so a drain gives the credit back at once.
+                link.drained()
+        server = self._server_links.get(link)
+        if isinstance(server, OutgoingLink):
+            server._credit()
+
+    def _on_delivery(self, event: a.DeliveryReceived) -> None:
+        if not event.complete:
+            return
+        link, engine_delivery = event.link, event.delivery
+        delivery = Delivery(self, link, engine_delivery, bytes(event.data))
+        core = self._links.get(link)
+        if isinstance(core, ReceiverCore):
+            core._on_delivery(delivery)
+            return
+        server = self._server_links.get(link)
+        if not isinstance(server, IncomingLink):
+            return
+        if engine_delivery.transaction is not None:
+            # Posted in a transaction (4.4.1): held until the discharge, with the
+            # provisional outcome accepted.
+            self._held[engine_delivery] = (server, delivery)
+            link.update(engine_delivery, a.Accepted())
+            return
+        server._deliver(delivery)
+
+    def _on_discharge_request(self, request: a.DischargeRequest) -> None:
+        posted = request.transaction.posted
+        held = [self._held.pop(d) for d in posted if d in self._held]
+        request.accept()
+        if request.fail:
+            return
+        for server, delivery in held:
+            delivery.link.settle(delivery.engine_delivery, a.Accepted())
+            server._deliver(delivery)
+
+    def _on_declared(self, event: a.TransactionDeclared | a.TransactionDeclareFailed) -> None:
+        txn = self._transactions.get(event.transaction)
+        if txn is None:
+            return
+        if isinstance(event, a.TransactionDeclared):
+            txn.declared.set(None)
+        else:
+            txn.declared.fail(TransactionError("the declare was refused", event.error))
+            del self._transactions[event.transaction]
+
+    def _on_discharged(self, event: a.TransactionDischarged | a.TransactionRolledBack) -> None:
+        if isinstance(event, a.TransactionRolledBack) and isinstance(
+            event.transaction, a.TransactionRecord
+        ):
+            for delivery in event.transaction.posted:
+                self._held.pop(delivery, None)
+            return
+        assert isinstance(event.transaction, a.Transaction)
+        txn = self._transactions.pop(event.transaction, None)
+        if txn is None:
+            return
+        if isinstance(event, a.TransactionDischarged):
+            txn.discharged.set(event.committed)
+        else:
+            txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
+
+
+# -- making connections -------------------------------------------------------------------------
+
+
+def client_engine(
+    url: str | AMQPURL,
+    *,
+    container_id: str | None = None,
+    idle_timeout: float | None = None,
+    ssl_context: Any = None,
+    allow_insecure_auth: bool = False,
+    sasl_mechanisms: Any = None,
+    max_frame_size: int = 65536,
+    hostname: str | None = None,
+) -> tuple[AMQPURL, a.Connection, Any]:
+    """The engine (and TLS layer, for amqps) for a client connection to ``url``: returns
+    ``(url, connection, stream)``. Credentials from the URL go through SASL (PLAIN over an
+    unencrypted transport only to a loopback host, or with ``allow_insecure_auth``)."""
+    parsed = parse_url(url) if isinstance(url, str) else url
+    parsed.check_credentials(allow_insecure_auth=allow_insecure_auth)
+    tls = parsed.tls or ssl_context is not None
+    sasl = None
+    if parsed.username is not None or parsed.password is not None:
+        sasl = a.ClientCredentials(username=parsed.username or "", password=parsed.password or "")
+    engine = a.Connection(
+        client=True,
+        container_id=container_id or f"amqp-sansio-{uuid.uuid4().hex[:12]}",
+        hostname=hostname or parsed.host,
+        idle_timeout=idle_timeout,
+        sasl=sasl,
+        sasl_mechanisms=sasl_mechanisms,
+        allow_plain_without_tls=allow_insecure_auth or parsed.is_loopback,
+        max_frame_size=max_frame_size,
+    )
+    stream: Any = engine
+    if tls:
+        context = ssl_context if ssl_context is not None else a.client_context()
+        stream = a.TLSLayer(
+            engine, context, client=True, server_hostname=parsed.host, negotiate=False
+        )
+    return parsed, engine, stream
+
+
+def server_engine(
+    *,
+    container_id: str = "amqp-sansio-server",
+    idle_timeout: float | None = None,
+    ssl_context: Any = None,
+    sasl: a.ServerAuthenticator | None = None,
+    allow_insecure_auth: bool = False,
+    max_frame_size: int = 65536,
+) -> tuple[a.Connection, Any]:
+    """The engine (and TLS layer, with ``ssl_context``: amqps from the first byte) of one
+    accepted server connection."""
+    engine = a.Connection(
+        client=False,
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        sasl=sasl,
+        allow_plain_without_tls=allow_insecure_auth,
+        max_frame_size=max_frame_size,
+    )
+    stream: Any = engine
+    if ssl_context is not None:
+        stream = a.TLSLayer(engine, ssl_context, client=False, negotiate=False)
+    return engine, stream
+
+
+def encode(message: Any) -> bytes:
+    """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
+    sent as the body of a message (bytes as a data section, others as an amqp-value)."""
+    if isinstance(message, Message):
+        return message.encode()
+    return Message(body=message).encode()
+
+
+# -- what the adapters' objects share --------------------------------------------------------
+
+
+class SenderBase:
+    """The adapters' senders: their state (the waiting is each adapter's own)."""
+
+    def __init__(self, conn: Any, core: SenderCore, settled: bool) -> None:
+        self.connection = conn
+        self.core = core
+        self.settled = settled
+
+    @property
+    def address(self) -> str | None:
+        return self.core.address
+
+    @property
+    def unsettled(self) -> int:
+        """Messages sent whose outcome has not come (after a send that was cancelled or
+        timed out once the message was out): the deliveries stay tracked."""
+        return self.core.unsettled
+
+
+class ReceiverBase:
+    """The adapters' receivers: their state."""
+
+    def __init__(self, conn: Any, core: ReceiverCore) -> None:
+        self.connection = conn
+        self.core = core
+
+    @property
+    def address(self) -> str | None:
+        """The source's address; for a dynamic receiver, the peer's temporary node."""
+        return self.core.address
+
+
+class TransactionBase:
+    """The adapters' transactions: pass one as ``transaction=`` to a sender's ``send`` or a
+    delivery's ``accept``."""
+
+    def __init__(self, conn: Any, timeout: float | None) -> None:
+        self.connection = conn
+        self.timeout = timeout
+        self.core: TransactionCore | None = None
+        #: After the discharge: whether it committed.
+        self.committed: bool | None = None
+
+    @property
+    def engine_transaction(self) -> Any:
+        return None if self.core is None else self.core.engine_transaction

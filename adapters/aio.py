@@ -1,0 +1,452 @@
+"""The high-level API on :mod:`asyncio` streams: :func:`connect`, :func:`listen`.
+
+The same nouns as the blocking :mod:`amqp_sansio.adapters.sockets` API, with ``await``;
+see :doc:`adapters`. All protocol decisions are the shared core's
+(:mod:`amqp_sansio.adapters._client`); this module reads, writes, sleeps until the engine's
+deadline on the loop's clock, and wakes the tasks that wait.
+
+Each connection runs one task of its own (started by :func:`connect` on the running loop)
+that reads and fires timers; writes are made as soon as the core has bytes. Everything
+else runs in the caller's task, and any number of tasks may use one connection.
+
+Cancellation: every wait can be cancelled (or given ``timeout``) and leaves the connection
+usable. A :meth:`Sender.send` cancelled while it waits for credit has sent nothing; once
+the message has gone out, cancelling only stops waiting for its outcome: the delivery
+stays tracked (counted in :attr:`Sender.unsettled` until the outcome arrives). A
+:meth:`Receiver.receive` cancelled has taken nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import Callable, Collection, Generator
+from types import TracebackType
+from typing import Any
+
+from amqp_sansio import Error, ServerAuthenticator
+
+from . import _client
+from ._client import (
+    AuthenticationError,
+    ClientError,
+    ConnectionClosedError,
+    Delivery,
+    IncomingLink,
+    LinkDetachedError,
+    OutgoingLink,
+    ServerLink,
+    TransactionError,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "ClientError",
+    "Connection",
+    "ConnectionClosedError",
+    "Delivery",
+    "IncomingLink",
+    "LinkDetachedError",
+    "OutgoingLink",
+    "Receiver",
+    "Sender",
+    "Server",
+    "ServerLink",
+    "Transaction",
+    "TransactionError",
+    "connect",
+    "listen",
+]
+
+READ_SIZE = 65536
+
+
+class _Driver:
+    """The I/O of one :class:`~amqp_sansio.adapters._client.Core` over a stream pair."""
+
+    def __init__(
+        self, core: _client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.core = core
+        self.reader = reader
+        self.writer = writer
+        self.loop = asyncio.get_running_loop()
+        self._changed = asyncio.Event()
+        self._closed = False
+        self.task: asyncio.Task[None] | None = None
+        core.notify = self._notify
+
+    def start(self) -> None:
+        self.task = self.loop.create_task(self.run())
+
+    def _notify(self) -> None:
+        data = self.core.data_to_send()
+        if data and not self._closed:
+            self.writer.write(data)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def run(self) -> None:
+        core, loop = self.core, self.loop
+        try:
+            while not core.finished:
+                deadline = core.next_deadline()
+                try:
+                    if deadline is None:
+                        data = await self.reader.read(READ_SIZE)
+                    else:
+                        wait = max(0.0, deadline - loop.time())
+                        data = await asyncio.wait_for(self.reader.read(READ_SIZE), wait)
+                except asyncio.TimeoutError:
+                    core.handle_timer(loop.time())
+                    continue
+                except OSError as exc:
+                    core.transport_failed(exc, loop.time())
+                    break
+                core.receive_data(data, loop.time())
+        finally:
+            if not core.finished:  # cancelled, or a bug: nobody may wait forever
+                core.receive_data(b"", loop.time())
+            await self._close_transport()
+
+    async def _close_transport(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError):
+            await self.writer.drain()
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            await self.writer.wait_closed()
+
+    async def drain(self) -> None:
+        """Back-pressure: wait while the transport's write buffer is full."""
+        if not self._closed:
+            try:
+                await self.writer.drain()
+            except OSError as exc:
+                self.core.transport_failed(exc, self.loop.time())
+
+    async def wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
+        """Wait until ``ready()`` (which raises what ends the wait); TimeoutError after
+        ``timeout`` seconds."""
+        if ready():
+            return
+        end = None if timeout is None else self.loop.time() + timeout
+        while True:
+            changed = self._changed
+            if ready():
+                return
+            if end is None:
+                await changed.wait()
+                continue
+            remaining = end - self.loop.time()
+            if remaining <= 0:
+                raise TimeoutError(f"not done within {timeout} s")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+
+
+class Connection:
+    """A client connection made by :func:`connect` (an async context manager: leaving it
+    closes the connection). ``timeout`` bounds the calls not given their own (None: no
+    bound)."""
+
+    def __init__(
+        self, driver: _Driver, *, address: str | None = None, timeout: float | None = None
+    ) -> None:
+        self._driver = driver
+        self.core = driver.core
+        driver.core.default_address = address
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"<aio.Connection {self.core.engine!r}>"
+
+    async def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
+        await self._driver.wait(ready, self.timeout if timeout is None else timeout)
+
+    async def sender(
+        self,
+        address: str | None = None,
+        *,
+        settled: bool = False,
+        name: str | None = None,
+        timeout: float | None = None,
+    ) -> Sender:
+        """Attach a sender to ``address`` (the URL's by default) once the peer answers;
+        :class:`LinkDetachedError` if it refuses."""
+        core = self.core.sender(address, settled=settled, name=name)
+        await self._wait(core.attach_ready, timeout)
+        return Sender(self, core, settled)
+
+    async def receiver(
+        self,
+        address: str | None = None,
+        *,
+        credit: int = _client.DEFAULT_CREDIT,
+        auto_accept: bool = False,
+        dynamic: bool = False,
+        name: str | None = None,
+        timeout: float | None = None,
+    ) -> Receiver:
+        """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
+        temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
+        messages granted."""
+        core = self.core.receiver(
+            address,
+            credit=credit,
+            auto_accept=auto_accept,
+            dynamic=dynamic,
+            name=name,
+        )
+        await self._wait(core.attach_ready, timeout)
+        return Receiver(self, core)
+
+    def transaction(self, *, timeout: float | None = None) -> Transaction:
+        """A transaction, declared on entering it (``async with``): committed when the
+        block ends normally, rolled back when it raises."""
+        return Transaction(self, timeout)
+
+    async def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
+        """Close the connection, wait (briefly) for the peer's answer, close the transport."""
+        driver = self._driver
+        if not self.core.gone:
+            self.core.close(error)
+            with contextlib.suppress(TimeoutError):
+                await driver.wait(self.core.close_ready, 5.0 if timeout is None else timeout)
+        if driver.task is not None and not driver.task.done():
+            driver.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await driver.task
+        await driver._close_transport()
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class Sender(_client.SenderBase):
+    """A sending link (:meth:`Connection.sender`)."""
+
+    connection: Connection
+
+    async def send(
+        self, message: Any, *, timeout: float | None = None, transaction: Any = None
+    ) -> Any:
+        """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
+        send, and return the outcome, or None on a pre-settled sender (which waits for
+        nothing but credit and the transport's write buffer)."""
+        data = _client.encode(message)
+        conn = self.connection
+        await conn._wait(self.core.send_ready, timeout)
+        op = self.core.send(data, settled=self.settled, transaction=transaction)
+        await conn._driver.drain()
+        await conn._wait(op.done, timeout)
+        return op.result()
+
+    async def close(self, *, timeout: float | None = None) -> None:
+        self.core.close()
+        await self.connection._wait(self.core.close_ready, timeout)
+
+
+class Receiver(_client.ReceiverBase):
+    """A receiving link (:meth:`Connection.receiver`): ``async for`` its deliveries (the
+    loop ends when the link is closed), or ``await`` :meth:`receive`."""
+
+    connection: Connection
+
+    async def receive(self, *, timeout: float | None = None) -> Delivery | None:
+        """The next delivery; None once the link is closed."""
+        await self.connection._wait(self.core.take_ready, timeout)
+        return self.core.take()
+
+    def __aiter__(self) -> Receiver:
+        return self
+
+    async def __anext__(self) -> Delivery:
+        delivery = await self.receive()
+        if delivery is None:
+            raise StopAsyncIteration
+        return delivery
+
+    async def drain(self, *, timeout: float | None = None) -> None:
+        """Ask the sender for what it has now, and wait until it has used up or given back
+        the credit; what came is then waiting to be received."""
+        op = self.core.drain()
+        await self.connection._wait(op.done, timeout)
+
+    async def close(self, *, timeout: float | None = None) -> None:
+        self.core.close()
+        await self.connection._wait(self.core.close_ready, timeout)
+
+
+class Transaction(_client.TransactionBase):
+    """A local transaction (core spec part 4), from :meth:`Connection.transaction`: pass it
+    as ``transaction=`` to :meth:`Sender.send` or a delivery's ``accept``."""
+
+    connection: Connection
+
+    async def declare(self) -> None:
+        conn, core = self.connection, self.connection.core
+        await conn._wait(core.declare_ready, self.timeout)
+        self.core = core.declare()
+        await conn._wait(self.core.declared.done, self.timeout)
+        self.core.declared.result()
+
+    async def discharge(self, *, commit: bool = True) -> bool:
+        """Commit (or roll back); returns whether it committed."""
+        assert self.core is not None, "declare first"
+        conn, core = self.connection, self.connection.core
+        await conn._wait(core.declare_ready, self.timeout)
+        core.discharge(self.core, fail=not commit)
+        await conn._wait(self.core.discharged.done, self.timeout)
+        self.committed = self.core.discharged.result()
+        return self.committed
+
+    async def __aenter__(self) -> Transaction:
+        await self.declare()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if self.committed is None:
+            await self.discharge(commit=exc_type is None)
+
+
+class _Connecting:
+    """What :func:`connect` returns: await it, or use it with ``async with``."""
+
+    def __init__(self, opening: Callable[[], Any]) -> None:
+        self._opening = opening
+        self._conn: Connection | None = None
+
+    def __await__(self) -> Generator[Any, None, Connection]:
+        conn: Connection = yield from self._opening().__await__()
+        return conn
+
+    async def __aenter__(self) -> Connection:
+        self._conn = await self._opening()
+        return self._conn
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._conn is not None
+        await self._conn.close()
+
+
+def connect(
+    url: str,
+    *,
+    timeout: float | None = 60.0,
+    ssl_context: ssl.SSLContext | None = None,
+    idle_timeout: float | None = None,
+    allow_insecure_auth: bool = False,
+    container_id: str | None = None,
+    sasl_mechanisms: Collection[str] | None = None,
+) -> _Connecting:
+    """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
+    ``async with connect(url) as conn``. The options are those of the blocking
+    :func:`amqp_sansio.adapters.sockets.connect`."""
+
+    async def opening() -> Connection:
+        parsed, engine, stream = _client.client_engine(
+            url,
+            container_id=container_id,
+            idle_timeout=idle_timeout,
+            ssl_context=ssl_context,
+            allow_insecure_auth=allow_insecure_auth,
+            sasl_mechanisms=sasl_mechanisms,
+        )
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(parsed.host, parsed.port), timeout
+        )
+        driver = _Driver(_client.Core(engine, stream=stream), reader, writer)
+        conn = Connection(driver, address=parsed.address, timeout=timeout)
+        driver.start()
+        try:
+            driver.core.open(driver.loop.time())
+            await conn._wait(driver.core.open_ready, timeout)
+        except BaseException:
+            await conn.close(timeout=0)
+            raise
+        return conn
+
+    return _Connecting(opening)
+
+
+class Server:
+    """Serving AMQP connections (:func:`listen`); an async context manager that closes the
+    listener and every connection it accepted."""
+
+    def __init__(self, on_link: Callable[[ServerLink], None], options: dict[str, Any]) -> None:
+        self.on_link = on_link
+        self._options = options
+        self._server: asyncio.Server | None = None
+        self._drivers: set[_Driver] = set()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        engine, stream = _client.server_engine(**self._options)
+        driver = _Driver(_client.Core(engine, stream=stream, on_link=self.on_link), reader, writer)
+        self._drivers.add(driver)
+        try:
+            await driver.run()
+        finally:
+            self._drivers.discard(driver)
+
+    async def close(self) -> None:
+        """Stop listening, close every connection (their peers are sent a close)."""
+        if self._server is not None:
+            self._server.close()
+        for driver in list(self._drivers):
+            if not driver.core.gone:
+                driver.core.close()
+            with contextlib.suppress(TimeoutError):
+                await driver.wait(driver.core.close_ready, 1.0)
+            await driver._close_transport()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> Server:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def listen(
+    host: str,
+    port: int,
+    on_link: Callable[[ServerLink], None],
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    sasl: ServerAuthenticator | None = None,
+    allow_insecure_auth: bool = False,
+    idle_timeout: float | None = None,
+    container_id: str = "amqp-sansio-server",
+) -> Server:
+    """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`); as the blocking
+    :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
+    attaches, in the connection's task (it must not block)."""
+    options = {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "sasl": sasl,
+        "allow_insecure_auth": allow_insecure_auth,
+    }
+    server = Server(on_link, options)
+    server._server = await asyncio.start_server(server._serve, host, port)
+    return server
