@@ -64,7 +64,7 @@ from ._framing import (
     FrameType,
     ProtocolId,
 )
-from ._messaging import Source, Target
+from ._messaging import Accepted, Released, Source, Target
 from ._performatives import (
     Attach,
     Begin,
@@ -130,6 +130,8 @@ _SECOND = ReceiverSettleMode.SECOND
 _SND_SETTLED = SenderSettleMode.SETTLED
 _AMQP_FRAME = FrameType.AMQP
 _CONNECTION_END = ConnectionState.END
+#: Outcomes whose disposition is always small (no error, no annotations).
+_SMALL_STATES = frozenset({Accepted, Released})
 #: Session states in which we may send, in which the peer's frames are handled, and after
 #: our end (when they are set aside).
 _SESSION_SENDING = (SessionState.BEGIN_SENT, SessionState.MAPPED, SessionState.END_RCVD)
@@ -312,12 +314,6 @@ class Link:
     def remote_max_message_size(self) -> int | None:
         return None if self.remote is None else self.remote.max_message_size
 
-    def _move(self, what: LinkInput) -> None:
-        new = LINK_TRANSITIONS.get((self.state, what))
-        if new is None:
-            raise LocalProtocolError(f"cannot {what.value} a link in state {self.state.value}")
-        self.state = new
-
     # -- commands ---------------------------------------------------------------------------
 
     def attach(self, *, source: Any = None, target: Any = None) -> None:
@@ -370,13 +366,19 @@ class Link:
         self.session._check_can_send()  # nothing after our close or end
         if self._reclose:
             raise LocalProtocolError("the link is being closed (2.6.6)")
-        self._move(_LI.S_DETACH)
+        new = LINK_TRANSITIONS.get((self.state, _LI.S_DETACH))
+        if new is None:
+            raise LocalProtocolError(f"cannot detach a link in state {self.state.value}")
         assert self.handle is not None
+        body = Detach(handle=self.handle, closed=closed, error=error)
+        if error is not None:
+            self.session._check_fits(body)  # (an error may be large) before any change
+        self.state = new
         self._closing = self._closing or closed
         self._sent_closed = closed
         if error is not None:
             self._destroy()
-        self.session._send(Detach(handle=self.handle, closed=closed, error=error))
+        self.session._send(body)
         self.session._release_handle(self)
         self._lost(error)
 
@@ -503,6 +505,7 @@ class Link:
             raise LocalProtocolError("the delivery is already settled")
         self.session._check_can_send()
         self._check_known(delivery)
+        self._check_disposition_fits(delivery, state)
         if transaction is not None or delivery.transaction is not None:
             state = _txn.retiring(self, delivery, state, transaction)
         delivery.local_state = state
@@ -519,6 +522,7 @@ class Link:
         if not delivery.remote_settled:
             self.session._check_can_send()  # a disposition goes out: refuse before any change
             self._check_known(delivery)
+            self._check_disposition_fits(delivery, state)
         if transaction is not None or delivery.transaction is not None:
             state = _txn.retiring(self, delivery, state, transaction)
         if state is not None:
@@ -534,6 +538,23 @@ class Link:
         self._forget(delivery)
         if not delivery.remote_settled:
             self.session._queue_disposition(self.role, delivery.id, True, delivery.local_state)
+
+    def _check_disposition_fits(self, delivery: Delivery, state: Any) -> None:
+        """An outcome with an error or annotations can outgrow the peer's max-frame-size:
+        refuse it now, before anything changes, rather than lose the disposition later. The
+        margin covers a transactional-state around it (a txn-id of up to 32 bytes)."""
+        if state is None or type(state) in _SMALL_STATES:
+            return
+        body = Disposition(
+            role=self.role, first=delivery.id, last=delivery.id, settled=True, state=state
+        )
+        size = len(_frame(0, body)) + 48
+        limit = self.session.connection._peer_max_frame_size
+        if size > limit:
+            raise LocalProtocolError(
+                f"a disposition with {type(state).__name__} of about {size} bytes exceeds "
+                f"the peer's max-frame-size {limit}"
+            )
 
     def _own(self, delivery: Delivery) -> None:
         if delivery.link is not self:
@@ -855,33 +876,36 @@ class Session:
         if self.state is SessionState.UNMAPPED and self.remote is not None:
             # Its ids, windows and peer's channel are those of the ended session.
             raise LocalProtocolError("the session has ended: begin a new one")
+        body = Begin(
+            remote_channel=self.remote_channel,
+            next_outgoing_id=self.next_outgoing_id,
+            incoming_window=self.incoming_window,
+            outgoing_window=self.outgoing_window,
+            handle_max=self.handle_max,
+            offered_capabilities=self.offered_capabilities,
+            desired_capabilities=self.desired_capabilities,
+            properties=self.properties,
+        )
+        frame = conn._checked_frame(0, body)  # too large for the peer: nothing has changed
         conn._assign_channel(self)  # may refuse (no free channel): nothing has changed yet
         self.state = new
         assert self.channel is not None
-        conn._send_frame(
-            self.channel,
-            Begin(
-                remote_channel=self.remote_channel,
-                next_outgoing_id=self.next_outgoing_id,
-                incoming_window=self.incoming_window,
-                outgoing_window=self.outgoing_window,
-                handle_max=self.handle_max,
-                offered_capabilities=self.offered_capabilities,
-                desired_capabilities=self.desired_capabilities,
-                properties=self.properties,
-            ),
-        )
+        frame[6:8] = self.channel.to_bytes(2, "big")
+        conn._send_raw(frame)
         self._answer_owed()
 
     def end(self, error: Error | None = None) -> None:
         """End the session (core spec 2.5.2); with an error, incoming frames are discarded
         until the peer's end (DISCARDING). Ending a session the peer began but we never
         answered sends our begin first, as refusing one must."""
+        body = End(error=error)
+        if error is not None:
+            self._check_fits(body)  # (an error may be large) before any change
         if self.state is SessionState.BEGIN_RCVD:
             self.begin()
         self.connection._check_can_send()
         self._move(_SI.S_END_ERROR if error is not None else _SI.S_END)
-        self._send(End(error=error))
+        self._send(body)
         self.connection._release_channel(self)
 
     def attach_sender(
@@ -1005,9 +1029,8 @@ class Session:
         # Our handles are bounded by the peer's handle-max (2.7.2); ours bounds the peer's.
         # Before its begin arrives (a pipelined attach), we keep within our own.
         limit = self.handle_max if self.remote is None else self.remote.handle_max
-        for handle in range(len(self._links_out) + 1):
-            if handle not in self._links_out:
-                break
+        links_out = self._links_out
+        handle = next(h for h in itertools.count() if h not in links_out)  # the lowest free
         if handle > limit:
             raise LocalProtocolError(f"no free link handle (handle-max {limit})")
         return handle
@@ -1017,8 +1040,7 @@ class Session:
         self._links_out[link.handle] = link
 
     def _release_handle(self, link: Link) -> None:
-        if link.handle is not None:
-            self._links_out.pop(link.handle, None)
+        self._links_out.pop(link.handle, None)  # type: ignore[arg-type]
         if link.state is LinkState.DETACHED:
             self._drop_link(link)
         if self._owed:
@@ -1050,8 +1072,7 @@ class Session:
     def _drop_link(self, link: Link) -> None:
         # Detached both ways: a delivery cut short cannot go on after a re-attach (2.6.13).
         link._current = None
-        if link.remote_handle is not None:
-            self._links_in.pop(link.remote_handle, None)
+        self._links_in.pop(link.remote_handle, None)  # type: ignore[arg-type]
         if link._closing:
             # Closed: the link and its unsettled state are gone (2.6.6).
             for delivery in link.unsettled.values():
@@ -1068,6 +1089,10 @@ class Session:
         if self._dispositions:
             self._flush_dispositions()  # what was settled before goes out before this frame
         self._put(body)
+
+    def _check_fits(self, body: Any) -> None:
+        """Refuse, before anything changes, a frame larger than the peer accepts."""
+        self.connection._checked_frame(self.channel or 0, body)
 
     def _put(self, body: Any) -> None:
         """Send a frame, or queue it behind transfers waiting for the peer's window.
@@ -1261,8 +1286,7 @@ class Session:
         if new is None:
             raise _PeerError("amqp:illegal-state", f"end in session state {self.state.value}")
         self.state = new
-        if self.remote_channel is not None:
-            conn._remote_channels.pop(self.remote_channel, None)
+        conn._remote_channels.pop(self.remote_channel, None)  # type: ignore[arg-type]
         conn._events.append(SessionEnded(session=self, error=end.error))
         if self.state is SessionState.END_RCVD and conn.state in _SENDING:
             # Answer with our end, as the spec's session diagram requires.
@@ -1318,7 +1342,9 @@ class Session:
             )
             self._add_link(link)  # a suspended link of that name passes on its deliveries
         new = LINK_TRANSITIONS.get((link.state, _LI.R_ATTACH))
-        if new is None:
+        if new is None or link.remote_handle is not None:
+            # (The peer's end of the link is still attached on another handle: it must
+            # detach it before attaching the link again.)
             raise _PeerError(
                 "amqp:illegal-state",
                 f"attach of link {attach.name!r} in state {link.state.value}",
@@ -1996,23 +2022,27 @@ class Connection:
         ``now`` starts the clock for the idle time-out if nothing has yet."""
         if now is not None:
             self._tick(now)
-        if self.state is ConnectionState.START:
+        start = self.state is ConnectionState.START
+        if (ConnectionState.HDR_SENT if start else self.state, _CI.S_OPEN) not in (
+            CONNECTION_TRANSITIONS
+        ):
+            raise LocalProtocolError(f"cannot open in connection state {self.state.value}")
+        idle = None if not self.idle_timeout else int(self.idle_timeout * 500)
+        body = Open(
+            container_id=self.container_id,
+            hostname=self.hostname,
+            max_frame_size=self.max_frame_size,
+            channel_max=self.channel_max,
+            idle_time_out=idle,
+            offered_capabilities=self.offered_capabilities,
+            desired_capabilities=self.desired_capabilities,
+            properties=self.properties,
+        )
+        frame = self._checked_frame(0, body)  # too large for the peer: nothing has changed
+        if start:
             self._send_header()
         self._move(_CI.S_OPEN)
-        idle = None if not self.idle_timeout else int(self.idle_timeout * 500)
-        self._send_frame(
-            0,
-            Open(
-                container_id=self.container_id,
-                hostname=self.hostname,
-                max_frame_size=self.max_frame_size,
-                channel_max=self.channel_max,
-                idle_time_out=idle,
-                offered_capabilities=self.offered_capabilities,
-                desired_capabilities=self.desired_capabilities,
-                properties=self.properties,
-            ),
-        )
+        self._send_raw(frame)
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection, with an error if there is one (core spec 2.4.3). In the
@@ -2021,6 +2051,8 @@ class Connection:
         if self.state is ConnectionState.START:
             self._end()  # nothing was said: nothing to close
             return
+        if error is not None:
+            self._checked_frame(0, Close(error=error))  # too large: nothing has changed
         if self.state in _OPEN_FIRST:
             self.open()
         self._close(error)
@@ -2149,17 +2181,15 @@ class Connection:
 
     def _assign_channel(self, session: Session) -> None:
         limit = min(self.channel_max, self._peer_channel_max)
-        for channel in range(len(self._local_channels) + 1):
-            if channel not in self._local_channels:
-                break
+        local = self._local_channels
+        channel = next(c for c in itertools.count() if c not in local)  # the lowest free
         if channel > limit:
             raise LocalProtocolError(f"no free channel (channel-max {limit})")
         session.channel = channel
         self._local_channels[channel] = session
 
     def _release_channel(self, session: Session) -> None:
-        if session.channel is not None:
-            self._local_channels.pop(session.channel, None)
+        self._local_channels.pop(session.channel, None)  # type: ignore[arg-type]
         session.channel = None
         session._blocked.clear()
         session._dispositions.clear()
@@ -2301,7 +2331,7 @@ class Connection:
         self._events.append(ConnectionClosed(error=close.error))
         if new is ConnectionState.CLOSE_RCVD:
             self._close(None)  # answer with ours; that ends the connection
-        elif new is ConnectionState.END:
+        else:  # END: ours had gone
             self._events.append(ConnectionEnded())
 
     def _on_session_frame(self, channel: int, body: Any, payload: bytes | memoryview) -> None:

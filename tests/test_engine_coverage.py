@@ -233,10 +233,10 @@ def test_a_second_attach_of_an_attached_link_ends_the_session() -> None:
     assert rcv.session.state is a.SessionState.DISCARDING
 
 
-def test_a_detach_on_a_handle_the_link_no_longer_uses_ends_the_session() -> None:
-    """While we detach a link (DETACH_SENT) the peer attaches it under a second handle, then
-    detaches that one: the link is detached (2.6.2, 2.6.6). A detach then on the first
-    handle names a detached link: an illegal-state (2.8.15) that ends the session (2.5.4)."""
+def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_session() -> None:
+    """While we detach a link (DETACH_SENT) the peer attaches it again under a second handle
+    without detaching the first: its end is still attached there, so the attach is an
+    illegal-state (2.6.2, 2.8.15) that ends the session (2.5.4)."""
     p, cs, ss = _ready()
     _snd, rcv = _links(p, cs)  # the client's handle 0
     rcv.detach()
@@ -248,11 +248,7 @@ def test_a_detach_on_a_handle_the_link_no_longer_uses_ends_the_session() -> None
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
-    _inject(p.server, again)
-    events = _inject(p.server, a.Detach(handle=1, closed=True))
-    assert of(events, a.LinkDetached) and rcv.state is a.LinkState.DETACHED
-    assert p.server.data_to_send() == b""  # the crossing detaches answer each other
-    events = _inject(p.server, a.Detach(handle=0, closed=True))
+    events = _inject(p.server, again)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
     bodies = _bodies(p.server.data_to_send())
@@ -316,3 +312,83 @@ def test_a_disposition_range_over_settled_ids_updates_only_the_unsettled_ones() 
     assert all(e.settled and e.state == a.Released() for e in updated)
     assert set(snd.unsettled) == {sent[3].tag}
     assert not of(events, a.ProtocolError)
+
+
+# -- the error rule: a frame too large for the peer is refused before anything changes -------------
+
+_BIG = a.Error(condition=a.Symbol("amqp:internal-error"), description="x" * 700)
+
+
+def _small_peer() -> tuple[Pair, a.Session, a.Session]:
+    """Both ends accept frames of at most 512 bytes (the minimum, 2.7.1)."""
+    return _ready(client={"max_frame_size": 512}, server={"max_frame_size": 512})
+
+
+def test_a_detach_too_large_changes_nothing_and_a_smaller_one_goes() -> None:
+    p, cs, _ = _small_peer()
+    snd, rcv = _links(p, cs)
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        snd.detach(error=_BIG)
+    assert snd.state is a.LinkState.ATTACHED and p.client.data_to_send() == b""
+    snd.detach(error=a.Error(condition=a.Symbol("amqp:internal-error")))
+    p.pump()
+    assert snd.state is rcv.state is a.LinkState.DETACHED
+
+
+def test_an_end_too_large_changes_nothing() -> None:
+    p, cs, ss = _small_peer()
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        cs.end(_BIG)
+    assert cs.state is a.SessionState.MAPPED and p.client.data_to_send() == b""
+    cs.end()
+    p.pump()
+    assert cs.state is ss.state is a.SessionState.UNMAPPED
+
+
+def test_a_close_too_large_changes_nothing() -> None:
+    p, _, _ = _small_peer()
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        p.client.close(_BIG)
+    assert p.client.state is a.ConnectionState.OPENED and p.client.data_to_send() == b""
+    p.client.close()
+    p.pump()
+    assert p.client.state is p.server.state is a.ConnectionState.END
+
+
+def test_a_begin_too_large_takes_no_channel() -> None:
+    p, _, _ = _small_peer()
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        p.client.begin(properties={"k": "v" * 700})
+    assert p.client.data_to_send() == b"" and len(p.client.sessions) == 1
+    second = p.client.begin()
+    assert second.channel == 1  # the failed begin held none
+
+
+def test_an_open_too_large_sends_not_even_the_header() -> None:
+    client = a.Connection(client=True, properties={"k": "v" * 700})
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        client.open(now=0.0)
+    assert client.state is a.ConnectionState.START and client.data_to_send() == b""
+    with pytest.raises(a.LocalProtocolError, match="cannot open"):
+        p, _, _ = _ready()
+        p.client.open()  # already open
+
+
+def test_an_outcome_too_large_is_refused_and_the_delivery_stays_unsettled() -> None:
+    p, cs, _ = _small_peer()
+    snd, rcv = _links(p, cs)
+    rcv.flow(1)
+    p.pump()
+    snd.send(b"m")
+    _, s = p.pump()
+    (got,) = of(s, a.DeliveryReceived)
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        rcv.settle(got.delivery, a.Rejected(error=_BIG))
+    with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
+        rcv.update(got.delivery, a.Modified(message_annotations={a.Symbol("x"): "y" * 700}))
+    assert not got.delivery.settled and got.delivery.local_state is None
+    assert p.server.data_to_send() == b""
+    rcv.settle(got.delivery, a.Rejected(error=a.Error(condition=a.Symbol("amqp:not-allowed"))))
+    c, _ = p.pump()
+    (upd,) = of(c, a.DeliveryUpdated)
+    assert isinstance(upd.state, a.Rejected) and upd.settled
