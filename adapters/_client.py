@@ -41,6 +41,7 @@ __all__ = [
     "LinkDetachedError",
     "OutgoingLink",
     "ServerLink",
+    "TrackerBase",
     "TransactionError",
 ]
 
@@ -1021,6 +1022,27 @@ class SenderBase:
         """Messages sent whose outcome has not come (after a send that was cancelled or
         timed out once the message was out): the deliveries stay tracked."""
         return self.core.unsettled
+
+
+class TrackerBase:
+    """A message sent without waiting for its outcome (``send(..., wait=False)`` in each
+    adapter): :meth:`done` says whether the outcome has come; each adapter's ``outcome()``
+    waits for it. Many can be outstanding at once (as many as the receiver's credit lets
+    out), so that sends are pipelined instead of taking a round trip each."""
+
+    __slots__ = ("_op", "sender")
+
+    def __init__(self, sender: SenderBase, op: Op[Any]) -> None:
+        self.sender = sender
+        self._op = op
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} done={self._op.done()}>"
+
+    def done(self) -> bool:
+        """The outcome has come (or the link or connection ended, and ``outcome()`` raises
+        why); at once on a pre-settled sender."""
+        return self._op.done()
 
 
 class ReceiverBase:

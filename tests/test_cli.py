@@ -217,7 +217,39 @@ def test_bench_loopback_table() -> None:
     assert lines[2].split()[0] == "loopback-sockets" and lines[2].split()[-1] == "msg/s"
 
 
-@pytest.mark.parametrize("adapter", ["asyncio", "trio"])
+def test_bench_loopback_asyncio_json() -> None:
+    result = _run(
+        "bench", "loopback", "--adapter", "asyncio", "--json", "--messages", "300", "--rounds", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) == {"loopback-asyncio"}
+    entry = data["loopback-asyncio"]
+    assert set(entry) == _ENTRY and entry["unit"] == "msg/s"
+    assert isinstance(entry["ours"], float) and entry["ours"] > 0
+    if bench._proton_installed():
+        assert isinstance(entry["proton"], float) and entry["proton"] > 0
+        assert entry["ratio"] == pytest.approx(entry["ours"] / entry["proton"], rel=1e-2)
+    assert result.stderr.splitlines()[0].startswith("ours, round 1: 300 messages, ")
+
+
+def test_bench_loopback_asyncio_table() -> None:
+    result = _run("bench", "loopback", "--adapter", "asyncio", "--messages", "200", "--rounds", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("loopback (asyncio): 200 messages of 256 bytes")
+    assert lines[2].split()[0] == "loopback-asyncio" and lines[2].split()[-1] == "msg/s"
+
+
+def test_asyncio_loopback_runs_carry_every_message() -> None:
+    seen: list[int] = []
+    assert bench.ours_loopback_asyncio(2_500, progress=seen.append) > 0
+    assert seen and seen == sorted(seen) and seen[-1] < 2_500
+    with pytest.raises(ValueError, match="not yet available"):
+        bench.loopback_benchmark(10, adapter="trio")
+
+
+@pytest.mark.parametrize("adapter", ["trio"])
 def test_bench_loopback_other_adapters_are_not_yet_available(
     adapter: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
