@@ -23,7 +23,7 @@ import contextlib
 import ssl
 from collections.abc import Callable, Collection, Generator
 from types import TracebackType
-from typing import Any, Literal, overload
+from typing import Any
 
 from amqp_sansio import Error, ServerAuthenticator
 
@@ -246,26 +246,6 @@ class Sender(_client.SenderBase):
     """A sending link (:meth:`Connection.sender`)."""
 
     connection: Connection
-
-    @overload
-    async def send(
-        self,
-        message: Any,
-        *,
-        timeout: float | None = None,
-        transaction: Any = None,
-        wait: Literal[True] = True,
-    ) -> Any: ...
-
-    @overload
-    async def send(
-        self,
-        message: Any,
-        *,
-        timeout: float | None = None,
-        transaction: Any = None,
-        wait: Literal[False],
-    ) -> Tracker: ...
 
     async def send(
         self,

@@ -13,7 +13,7 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
-``amqp-sansio bench loopback [--adapter sockets] [--messages N] [--json]`` measures a sender
+``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
 """
 

@@ -42,7 +42,7 @@ import ssl
 import time
 from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Protocol
 
 import amqp_sansio
 from amqp_sansio import ConnectionEnded, Error, Event, ServerAuthenticator
@@ -501,26 +501,6 @@ class Sender(_client.SenderBase):
     """A sending link (:meth:`Connection.sender`)."""
 
     connection: Connection
-
-    @overload
-    def send(
-        self,
-        message: Any,
-        *,
-        timeout: float | None = None,
-        transaction: Any = None,
-        wait: Literal[True] = True,
-    ) -> Any: ...
-
-    @overload
-    def send(
-        self,
-        message: Any,
-        *,
-        timeout: float | None = None,
-        transaction: Any = None,
-        wait: Literal[False],
-    ) -> Tracker: ...
 
     def send(
         self,
