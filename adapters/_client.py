@@ -41,6 +41,7 @@ __all__ = [
     "LinkDetachedError",
     "OutgoingLink",
     "ServerLink",
+    "TrackerBase",
     "TransactionError",
 ]
 
@@ -939,29 +940,45 @@ def client_engine(
     sasl_mechanisms: Any = None,
     max_frame_size: int = 65536,
     hostname: str | None = None,
+    sasl: bool | None = None,
+    cafile: str | None = None,
+    verify: bool = True,
 ) -> tuple[AMQPURL, a.Connection, Any]:
     """The engine (and TLS layer, for amqps) for a client connection to ``url``: returns
-    ``(url, connection, stream)``. Credentials from the URL go through SASL (PLAIN over an
-    unencrypted transport only to a loopback host, or with ``allow_insecure_auth``)."""
+    ``(url, connection, stream)``. The one place where a URL and the options become a
+    client engine, for the adapters and the command line alike.
+
+    SASL: ``sasl=None`` (the adapters' default) uses SASL when the URL has credentials;
+    ``True`` always (ANONYMOUS without credentials: what most brokers ask for); ``False``
+    never (a :class:`ValueError` with credentials). Credentials go through PLAIN over an
+    unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
+    (:class:`~amqp_sansio.adapters.url.InsecureCredentialsError` otherwise, before
+    anything is sent). TLS: ``ssl_context``, or one from
+    :func:`~amqp_sansio.client_context` with ``cafile`` and ``verify``."""
     parsed = parse_url(url) if isinstance(url, str) else url
     parsed.check_credentials(allow_insecure_auth=allow_insecure_auth)
     tls = parsed.tls or ssl_context is not None
-    sasl = None
-    if parsed.username is not None or parsed.password is not None:
-        sasl = a.ClientCredentials(username=parsed.username or "", password=parsed.password or "")
+    credentials = parsed.username is not None or parsed.password is not None
+    if sasl is False and credentials:
+        raise ValueError("credentials need SASL: remove them from the URL")
+    credentials_layer = None
+    if sasl or (sasl is None and credentials):  # without credentials: ANONYMOUS
+        credentials_layer = a.ClientCredentials(username=parsed.username, password=parsed.password)
     engine = a.Connection(
         client=True,
         container_id=container_id or f"amqp-sansio-{uuid.uuid4().hex[:12]}",
         hostname=hostname or parsed.host,
         idle_timeout=idle_timeout,
-        sasl=sasl,
+        sasl=credentials_layer,
         sasl_mechanisms=sasl_mechanisms,
         allow_plain_without_tls=allow_insecure_auth or parsed.is_loopback,
         max_frame_size=max_frame_size,
     )
     stream: Any = engine
     if tls:
-        context = ssl_context if ssl_context is not None else a.client_context()
+        context = ssl_context
+        if context is None:
+            context = a.client_context(cafile=cafile, verify=verify)
         stream = a.TLSLayer(
             engine, context, client=True, server_hostname=parsed.host, negotiate=False
         )
@@ -1021,6 +1038,27 @@ class SenderBase:
         """Messages sent whose outcome has not come (after a send that was cancelled or
         timed out once the message was out): the deliveries stay tracked."""
         return self.core.unsettled
+
+
+class TrackerBase:
+    """A message sent without waiting for its outcome (``send(..., wait=False)`` in each
+    adapter): :meth:`done` says whether the outcome has come; each adapter's ``outcome()``
+    waits for it. Many can be outstanding at once (as many as the receiver's credit lets
+    out), so that sends are pipelined instead of taking a round trip each."""
+
+    __slots__ = ("_op", "sender")
+
+    def __init__(self, sender: SenderBase, op: Op[Any]) -> None:
+        self.sender = sender
+        self._op = op
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} done={self._op.done()}>"
+
+    def done(self) -> bool:
+        """The outcome has come (or the link or connection ended, and ``outcome()`` raises
+        why); at once on a pre-settled sender."""
+        return self._op.done()
 
 
 class ReceiverBase:

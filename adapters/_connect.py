@@ -3,8 +3,10 @@ URL and a few options into an open :class:`~amqp_sansio.Connection` with a sessi
 :class:`~amqp_sansio.adapters.sockets.SocketDriver`, and every way that can fail into one
 readable line (:class:`CommandError`, with the exit status the command-line tools use).
 
-Used by ``amqp-sansio send`` and ``amqp-sansio receive``; the high-level adapters can share
-the choices made here (:func:`connection_for` and :func:`tls_for` do no I/O):
+Used by ``amqp-sansio send`` and ``amqp-sansio receive``. Which engine, TLS layer and SASL
+options a URL gets is decided in one place for them and the high-level adapters,
+:func:`~amqp_sansio.adapters._client.client_engine` (:func:`engine_for` adds the command
+line's usage checks and messages):
 
 * SASL: the URL's user and password (:class:`~amqp_sansio.ClientCredentials`), or ANONYMOUS
   without them; ``sasl_mechanism`` forces one mechanism, ``"none"`` skips SASL altogether.
@@ -28,6 +30,7 @@ import attrs
 
 import amqp_sansio as amqp
 
+from . import _client
 from .sockets import ByteStream, SocketDriver
 from .url import AMQPURL, URLError
 
@@ -40,9 +43,8 @@ __all__ = [
     "Client",
     "ClientOptions",
     "CommandError",
-    "connection_for",
     "describe_error",
-    "tls_for",
+    "engine_for",
 ]
 
 #: Exit statuses of the command-line tools.
@@ -89,6 +91,7 @@ class ClientOptions:
 
 
 def _check(url: AMQPURL, options: ClientOptions) -> None:
+    """The command line's own usage checks, before the engine is made."""
     if not url.tls and (options.cafile is not None or options.insecure_skip_verify):
         raise CommandError(
             "--cafile and --insecure-skip-verify are for amqps:// URLs (TLS)", EXIT_USAGE
@@ -99,56 +102,37 @@ def _check(url: AMQPURL, options: ClientOptions) -> None:
         raise CommandError(
             "--sasl-mechanism none sends no credentials: remove them from the URL", EXIT_USAGE
         )
-    try:
-        url.check_credentials(allow_insecure_auth=options.allow_insecure_auth)
-    except URLError as exc:
-        raise CommandError(str(exc), EXIT_USAGE) from None
 
 
-def connection_for(
+def engine_for(
     url: AMQPURL, options: ClientOptions, *, role: str = "client"
-) -> amqp.Connection:
-    """The client :class:`~amqp_sansio.Connection` for ``url`` (no I/O), after the checks
-    above (:class:`CommandError` with :data:`EXIT_USAGE` if one refuses)."""
+) -> tuple[amqp.Connection, ByteStream]:
+    """The client :class:`~amqp_sansio.Connection` for ``url``, and the stream the driver
+    should see (a :class:`~amqp_sansio.TLSLayer` around it for ``amqps://``), with no I/O:
+    the high-level API's :func:`~amqp_sansio.adapters._client.client_engine` decides, with
+    SASL always on (ANONYMOUS without credentials) unless ``--sasl-mechanism none``.
+    :class:`CommandError` with :data:`EXIT_USAGE` if a check refuses."""
     _check(url, options)
     mechanism = options.sasl_mechanism
-    sasl: amqp.ClientCredentials | None = None
-    mechanisms: list[str] | None = None
-    if mechanism is None or mechanism.lower() != "none":
-        sasl = amqp.ClientCredentials(username=url.username, password=url.password)
-        if mechanism is not None:
-            mechanisms = [mechanism.upper()]
-    container_id = options.container_id or f"amqp-sansio-{role}-{uuid.uuid4().hex[:12]}"
+    use_sasl = mechanism is None or mechanism.lower() != "none"
     try:
-        return amqp.Connection(
-            client=True,
-            container_id=container_id,
-            hostname=url.host,
+        _, connection, stream = _client.client_engine(
+            url,
+            container_id=options.container_id or f"amqp-sansio-{role}-{uuid.uuid4().hex[:12]}",
             idle_timeout=options.idle_timeout,
-            sasl=sasl,
-            sasl_mechanisms=mechanisms,
-            # Checked above: unencrypted only to a loopback host, or when asked for.
-            allow_plain_without_tls=not url.tls
-            and (url.is_loopback or options.allow_insecure_auth),
+            allow_insecure_auth=options.allow_insecure_auth,
+            sasl=use_sasl,
+            sasl_mechanisms=[mechanism.upper()] if use_sasl and mechanism is not None else None,
+            cafile=options.cafile,
+            verify=not options.insecure_skip_verify,
         )
+    except URLError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
     except amqp.LocalProtocolError as exc:
         raise CommandError(f"cannot use these options: {exc}", EXIT_USAGE) from None
-
-
-def tls_for(url: AMQPURL, options: ClientOptions, connection: amqp.Connection) -> ByteStream:
-    """``connection`` as the driver should see it: inside a :class:`~amqp_sansio.TLSLayer`
-    for ``amqps://`` (TLS from the first byte), or as it is."""
-    if not url.tls:
-        return connection
-    try:
-        context = amqp.client_context(
-            cafile=options.cafile, verify=not options.insecure_skip_verify
-        )
     except (OSError, ssl.SSLError) as exc:
         raise CommandError(f"cannot load --cafile {options.cafile}: {exc}", EXIT_USAGE) from None
-    return amqp.TLSLayer(
-        connection, context, client=True, server_hostname=url.host, negotiate=False
-    )
+    return connection, stream
 
 
 def describe_error(error: amqp.Error | None) -> str:
@@ -178,8 +162,7 @@ class Client:
         self.url = url
         self.options = options
         self.on_event = on_event
-        self.connection = connection_for(url, options, role=role)
-        stream = tls_for(url, options, self.connection)
+        self.connection, stream = engine_for(url, options, role=role)
         self._failure: CommandError | None = None
         self._closing = False
         self._uses_sasl = (options.sasl_mechanism or "").lower() != "none"

@@ -53,6 +53,7 @@ __all__ = [
     "Sender",
     "Server",
     "ServerLink",
+    "Tracker",
     "Transaction",
     "TransactionError",
     "connect",
@@ -74,6 +75,7 @@ class _Driver:
         self.loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
         self._closed = False
+        self._flush_scheduled = False
         self.task: asyncio.Task[None] | None = None
         core.notify = self._notify
 
@@ -81,11 +83,21 @@ class _Driver:
         self.task = self.loop.create_task(self.run())
 
     def _notify(self) -> None:
+        # The write waits for the loop's next turn: what the tasks do in this one (a run
+        # of sends under credit, the outcomes of a batch of deliveries) goes out in one
+        # write, and the engine can settle a run of deliveries in one disposition.
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def flush(self) -> None:
+        """Write what the core has to send."""
+        self._flush_scheduled = False
         data = self.core.data_to_send()
         if data and not self._closed:
             self.writer.write(data)
-        self._changed.set()
-        self._changed = asyncio.Event()
 
     async def run(self) -> None:
         core, loop = self.core, self.loop
@@ -113,6 +125,7 @@ class _Driver:
     async def _close_transport(self) -> None:
         if self._closed:
             return
+        self.flush()
         self._closed = True
         with contextlib.suppress(OSError):
             await self.writer.drain()
@@ -235,22 +248,49 @@ class Sender(_client.SenderBase):
     connection: Connection
 
     async def send(
-        self, message: Any, *, timeout: float | None = None, transaction: Any = None
+        self,
+        message: Any,
+        *,
+        timeout: float | None = None,
+        transaction: Any = None,
+        wait: bool = True,
     ) -> Any:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
         send, and return the outcome, or None on a pre-settled sender (which waits for
-        nothing but credit and the transport's write buffer)."""
+        nothing but credit and the transport's write buffer). With ``wait=False``, return
+        a :class:`Tracker` once the message is out, without waiting for its outcome: sends
+        then follow each other under the receiver's credit instead of taking a round trip
+        each (``await tracker.outcome()`` later)."""
         data = _client.encode(message)
         conn = self.connection
         await conn._wait(self.core.send_ready, timeout)
         op = self.core.send(data, settled=self.settled, transaction=transaction)
         await conn._driver.drain()
+        if not wait:
+            return Tracker(self, op)
         await conn._wait(op.done, timeout)
         return op.result()
 
     async def close(self, *, timeout: float | None = None) -> None:
         self.core.close()
         await self.connection._wait(self.core.close_ready, timeout)
+
+
+class Tracker(_client.TrackerBase):
+    """A message sent by ``await sender.send(message, wait=False)``: :meth:`done` says
+    whether its outcome has come, ``await tracker.outcome()`` waits for it."""
+
+    __slots__ = ()
+
+    sender: Sender
+
+    async def outcome(self, *, timeout: float | None = None) -> Any:
+        """The receiver's outcome (None on a pre-settled sender); raises what ended the
+        link or the connection first. A time-out leaves the delivery tracked."""
+        op = self._op
+        if not op.done():
+            await self.sender.connection._wait(op.done, timeout)
+        return op.result()
 
 
 class Receiver(_client.ReceiverBase):

@@ -619,7 +619,7 @@ def _bytes_per_unsettled(count: int) -> float:
 
 #: How long a loopback run may go without any progress before it is declared stalled.
 LOOPBACK_STALL = 30.0
-#: The adapters ``bench loopback`` will measure; only ``sockets`` exists yet.
+#: The adapters ``bench loopback`` will measure (those in :data:`LOOPBACK_RUNNERS` exist).
 LOOPBACK_ADAPTERS = ("sockets", "asyncio", "trio")
 
 Progress = Callable[[int], None]
@@ -829,6 +829,87 @@ def proton_loopback(
     return handler.end - handler.start
 
 
+# -- over loopback, asyncio ---------------------------------------------------------------
+#
+# The same work through the asyncio high-level API, on one event loop in one thread (as
+# Proton's one Container): an aio.listen server whose incoming link keeps CREDIT_WINDOW
+# granted, decodes each message and accepts it; an aio.connect client whose sender sends
+# with ``wait=False``, so that sends follow each other under credit, and collects each
+# outcome from its tracker.
+
+
+async def _aio_loopback(count: int, body: bytes, progress: Progress | None) -> float:
+    from . import aio
+
+    size = len(body)
+    window = max(1, min(CREDIT_WINDOW, count))
+    decode = amqp.Message.decode
+    data_section = amqp.Data
+    received = 0
+
+    def on_delivery(delivery: aio.Delivery) -> None:
+        nonlocal received
+        got = decode(delivery.data).body
+        if type(got) is not data_section or len(got.value) != size:
+            raise AssertionError("our asyncio loopback mangled a message")
+        received += 1  # accepted by the link (auto_accept) once this returns
+
+    def on_link(link: aio.ServerLink) -> None:
+        if isinstance(link, aio.IncomingLink):
+            link.credit = window
+            link.on_delivery = on_delivery
+        else:
+            link.refuse()
+
+    accepted = amqp.Accepted()
+    message_cls = amqp.Message
+    step = max(1, count // 100)
+    next_report = step
+    async with await aio.listen("127.0.0.1", 0, on_link, container_id="bench-server") as server:
+        url = f"amqp://127.0.0.1:{server.port}/bench"
+        async with aio.connect(url, timeout=LOOPBACK_STALL, container_id="bench-client") as conn:
+            sender = await conn.sender()
+            outstanding: deque[aio.Tracker] = deque()
+            done = 0
+            start = time.perf_counter()
+            for _ in range(count):
+                outstanding.append(await sender.send(message_cls(body=body), wait=False))
+                while outstanding and outstanding[0].done():
+                    if await outstanding.popleft().outcome() != accepted:
+                        raise AssertionError("our asyncio loopback: a message not accepted")
+                    done += 1
+                if progress is not None and next_report <= done < count:
+                    progress(done)
+                    next_report = done + step
+            while outstanding:
+                if await outstanding.popleft().outcome() != accepted:
+                    raise AssertionError("our asyncio loopback: a message not accepted")
+            elapsed = time.perf_counter() - start
+    if received != count:
+        raise AssertionError(f"our asyncio loopback receiver got {received} of {count}")
+    return elapsed
+
+
+def ours_loopback_asyncio(
+    count: int, *, body: bytes = bytes(PIPE_BODY_SIZE), progress: Progress | None = None
+) -> float:
+    """Seconds our asyncio adapter takes on the work of :func:`ours_loopback`: an
+    :func:`~amqp_sansio.adapters.aio.listen` server and an
+    :func:`~amqp_sansio.adapters.aio.connect` client on one event loop (a new one, in this
+    thread), the sender pipelining with ``send(..., wait=False)``."""
+    import asyncio
+
+    return asyncio.run(_aio_loopback(count, body, progress))
+
+
+#: Our side of ``bench loopback`` for each adapter that exists: a function taking the count
+#: (and ``progress=``) and returning the seconds. Adding an adapter is adding its entry.
+LOOPBACK_RUNNERS: dict[str, Callable[..., float]] = {
+    "sockets": ours_loopback,
+    "asyncio": ours_loopback_asyncio,
+}
+
+
 def loopback_benchmark(
     messages: int = 50_000,
     *,
@@ -841,7 +922,8 @@ def loopback_benchmark(
     ours (with ``adapter``) and Proton's Container. ``progress(label, settled, rate)`` is
     called now and then during each run (``rate`` None) and once at its end (with the
     run's messages per second), ``label`` naming the side and the round."""
-    if adapter != "sockets":
+    ours = LOOPBACK_RUNNERS.get(adapter)
+    if ours is None:
         raise ValueError(f"the {adapter} adapter is not yet available")
     runs = {"ours": 0, "proton": 0}
 
@@ -859,6 +941,6 @@ def loopback_benchmark(
         theirs = lambda: run("proton", proton_loopback)  # noqa: E731
     return {
         f"loopback-{adapter}": _alternate(
-            lambda: run("ours", ours_loopback), theirs, messages, "msg/s", rounds, seconds
+            lambda: run("ours", ours), theirs, messages, "msg/s", rounds, seconds
         )
     }

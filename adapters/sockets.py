@@ -75,6 +75,7 @@ __all__ = [
     "Server",
     "ServerLink",
     "SocketDriver",
+    "Tracker",
     "Transaction",
     "TransactionError",
     "connect",
@@ -501,20 +502,49 @@ class Sender(_client.SenderBase):
 
     connection: Connection
 
-    def send(self, message: Any, *, timeout: float | None = None, transaction: Any = None) -> Any:
+    def send(
+        self,
+        message: Any,
+        *,
+        timeout: float | None = None,
+        transaction: Any = None,
+        wait: bool = True,
+    ) -> Any:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
         send, and return the outcome (:class:`~amqp_sansio.Accepted`, ...), or None at once
         on a pre-settled sender. A time-out while waiting for credit sends nothing; one
-        while waiting for the outcome leaves the message sent and tracked (:attr:`unsettled`)."""
+        while waiting for the outcome leaves the message sent and tracked (:attr:`unsettled`).
+        With ``wait=False``, return a :class:`Tracker` once the message is out, without
+        waiting for its outcome (sends then follow each other under the receiver's credit;
+        ``tracker.outcome()`` later)."""
         data = _client.encode(message)
         self.connection._wait(self.core.send_ready, timeout)
         op = self.core.send(data, settled=self.settled, transaction=transaction)
+        if not wait:
+            return Tracker(self, op)
         self.connection._wait(op.done, timeout)
         return op.result()
 
     def close(self, *, timeout: float | None = None) -> None:
         self.core.close()
         self.connection._wait(self.core.close_ready, timeout)
+
+
+class Tracker(_client.TrackerBase):
+    """A message sent by ``sender.send(message, wait=False)``: :meth:`done` says whether
+    its outcome has come, :meth:`outcome` waits for it."""
+
+    __slots__ = ()
+
+    sender: Sender
+
+    def outcome(self, *, timeout: float | None = None) -> Any:
+        """The receiver's outcome (None on a pre-settled sender); raises what ended the
+        link or the connection first. A time-out leaves the delivery tracked."""
+        op = self._op
+        if not op.done():
+            self.sender.connection._wait(op.done, timeout)
+        return op.result()
 
 
 class Receiver(_client.ReceiverBase):

@@ -240,6 +240,24 @@ def test_presettled_sends_return_at_once(adapter: Adapter, own: tuple[str, Broke
     adapter.run(scenario)
 
 
+def test_sends_without_waiting_return_trackers(adapter: Adapter, own: tuple[str, Broker]) -> None:
+    async def scenario() -> None:
+        async with connected(adapter, own[0]) as conn:
+            sender = await aw(conn.sender("pipelined"))
+            receiver = await aw(conn.receiver("pipelined", credit=300))
+            trackers = [await aw(sender.send(f"p{i}", wait=False)) for i in range(250)]
+            assert isinstance(trackers[0], adapter.module.Tracker)
+            outcomes = [await aw(t.outcome(timeout=WAIT)) for t in trackers]
+            assert all(isinstance(outcome, a.Accepted) for outcome in outcomes)
+            assert all(t.done() for t in trackers) and sender.unsettled == 0
+            assert await receive_all(receiver, 250) == [f"p{i}" for i in range(250)]
+            presettled = await aw(conn.sender("pipelined", settled=True))
+            tracker = await aw(presettled.send("x", wait=False))
+            assert tracker.done() and await aw(tracker.outcome()) is None
+
+    adapter.run(scenario)
+
+
 # -- outcomes and settlement ----------------------------------------------------------------
 
 

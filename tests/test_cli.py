@@ -192,12 +192,15 @@ def test_pipe_usage_errors(args: list[str], capsys: pytest.CaptureFixture[str]) 
 # -- bench loopback: over 127.0.0.1, ours next to Proton's Container -------------------------
 
 
-def test_bench_loopback_json() -> None:
-    result = _run("bench", "loopback", "--json", "--messages", "300", "--rounds", "1")
+@pytest.mark.parametrize("adapter", ["sockets", "asyncio"])
+def test_bench_loopback_json(adapter: str) -> None:
+    result = _run(
+        "bench", "loopback", "--adapter", adapter, "--json", "--messages", "300", "--rounds", "1"
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"loopback-sockets"}
-    entry = data["loopback-sockets"]
+    assert set(data) == {f"loopback-{adapter}"}
+    entry = data[f"loopback-{adapter}"]
     assert set(entry) == _ENTRY and entry["unit"] == "msg/s"
     assert isinstance(entry["ours"], float) and entry["ours"] > 0
     if bench._proton_installed():
@@ -208,16 +211,25 @@ def test_bench_loopback_json() -> None:
     assert result.stderr.splitlines()[0].startswith("ours, round 1: 300 messages, ")
 
 
-def test_bench_loopback_table() -> None:
-    result = _run("bench", "loopback", "--messages", "200", "--rounds", "1")
+@pytest.mark.parametrize("adapter", ["sockets", "asyncio"])
+def test_bench_loopback_table(adapter: str) -> None:
+    result = _run("bench", "loopback", "--adapter", adapter, "--messages", "200", "--rounds", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("loopback (sockets): 200 messages of 256 bytes")
+    assert lines[0].startswith(f"loopback ({adapter}): 200 messages of 256 bytes")
     assert lines[1].split() == ["ours", "proton", "ratio", "unit"]
-    assert lines[2].split()[0] == "loopback-sockets" and lines[2].split()[-1] == "msg/s"
+    assert lines[2].split()[0] == f"loopback-{adapter}" and lines[2].split()[-1] == "msg/s"
 
 
-@pytest.mark.parametrize("adapter", ["asyncio", "trio"])
+def test_asyncio_loopback_runs_carry_every_message() -> None:
+    seen: list[int] = []
+    assert bench.ours_loopback_asyncio(2_500, progress=seen.append) > 0
+    assert seen and seen == sorted(seen) and seen[-1] < 2_500
+    with pytest.raises(ValueError, match="not yet available"):
+        bench.loopback_benchmark(10, adapter="trio")
+
+
+@pytest.mark.parametrize("adapter", ["trio"])
 def test_bench_loopback_other_adapters_are_not_yet_available(
     adapter: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from amqp_sansio.adapters import _commands, cli
-from amqp_sansio.adapters._connect import ClientOptions, CommandError, connection_for
+from amqp_sansio.adapters._connect import ClientOptions, CommandError, engine_for
 from amqp_sansio.adapters._testserver import TestBroker
 from amqp_sansio.adapters.url import parse_url
 
@@ -197,9 +197,9 @@ def test_credentials_in_the_clear_to_another_host_are_refused(
 def test_allow_insecure_auth_lets_plain_through() -> None:
     url = parse_url("amqp://alice:s3cret@broker.example/q")
     with pytest.raises(CommandError) as info:
-        connection_for(url, ClientOptions())
+        engine_for(url, ClientOptions())
     assert info.value.status == 2
-    conn = connection_for(url, ClientOptions(allow_insecure_auth=True))
+    conn, _ = engine_for(url, ClientOptions(allow_insecure_auth=True))
     assert conn.hostname == "broker.example"
 
 
