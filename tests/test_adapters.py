@@ -667,6 +667,39 @@ def test_sasl_plain_to_our_server(adapter: Adapter) -> None:
         adapter.run(scenario)
 
 
+def test_amqps_with_the_core_tls_layer(adapter: Adapter, tmp_path: Any) -> None:
+    """amqps from the first byte, through the core's TLSLayer in every adapter; PLAIN is
+    allowed inside it to a host that is not loopback-only by name."""
+    trustme = pytest.importorskip("trustme", reason="trustme is in the 'test' extra")
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost")
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    cert.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+
+    class Store:
+        def check_password(self, username: str, password: str) -> bool:
+            return (username, password) == ("bob", "pw")
+
+    broker = Broker()
+    options = {
+        "ssl_context": a.server_context(str(tmp_path / "server.pem")),
+        "sasl": a.ServerAuthenticator(Store()),
+    }
+    with adapter.serve(broker.on_link, **options) as port:
+        context = a.client_context(cafile=str(tmp_path / "ca.pem"))
+        url = f"amqps://bob:pw@localhost:{port}/secure"
+
+        async def scenario() -> None:
+            async with connected(adapter, url, ssl_context=context) as conn:
+                sender = await aw(conn.sender())
+                receiver = await aw(conn.receiver(credit=10))
+                for i in range(20):
+                    assert isinstance(await aw(sender.send(i)), a.Accepted)
+                assert await receive_all(receiver, 20) == list(range(20))
+
+        adapter.run(scenario)
+
+
 # -- Proton ----------------------------------------------------------------------------------
 
 
