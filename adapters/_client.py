@@ -509,7 +509,15 @@ class OutgoingLink(ServerLink):
 
     @property
     def credit(self) -> int:
-        return self.link.link_credit if self.attached else 0
+        """How many messages may be sent now: none once the link, its session or the
+        connection can no longer send (closed meanwhile by either end)."""
+        if not self.attached:
+            return 0
+        try:
+            self.link._check_attached()
+        except a.LocalProtocolError:
+            return 0
+        return self.link.link_credit
 
     def _attach(self) -> None:
         source = self.link.source

@@ -25,9 +25,10 @@ from collections.abc import Callable, Collection, Generator
 from types import TracebackType
 from typing import Any
 
-from amqp_sansio import Error, ServerAuthenticator
+from amqp_sansio import ServerAuthenticator
 
-from . import _client
+from . import _async, _client
+from ._async import Receiver, Sender, Tracker, Transaction
 from ._client import (
     AuthenticationError,
     ClientError,
@@ -133,6 +134,14 @@ class _Driver:
         with contextlib.suppress(OSError):
             await self.writer.wait_closed()
 
+    async def stop(self) -> None:
+        """Cancel the connection's task, close the transport."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        await self._close_transport()
+
     async def drain(self) -> None:
         """Back-pressure: wait while the transport's write buffer is full."""
         if not self._closed:
@@ -161,199 +170,9 @@ class _Driver:
                 await asyncio.wait_for(changed.wait(), remaining)
 
 
-class Connection:
-    """A client connection made by :func:`connect` (an async context manager: leaving it
-    closes the connection). ``timeout`` bounds the calls not given their own (None: no
-    bound)."""
-
-    def __init__(
-        self, driver: _Driver, *, address: str | None = None, timeout: float | None = None
-    ) -> None:
-        self._driver = driver
-        self.core = driver.core
-        driver.core.default_address = address
-        self.timeout = timeout
-
-    def __repr__(self) -> str:
-        return f"<aio.Connection {self.core.engine!r}>"
-
-    async def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
-        await self._driver.wait(ready, self.timeout if timeout is None else timeout)
-
-    async def sender(
-        self,
-        address: str | None = None,
-        *,
-        settled: bool = False,
-        name: str | None = None,
-        timeout: float | None = None,
-    ) -> Sender:
-        """Attach a sender to ``address`` (the URL's by default) once the peer answers;
-        :class:`LinkDetachedError` if it refuses."""
-        core = self.core.sender(address, settled=settled, name=name)
-        await self._wait(core.attach_ready, timeout)
-        return Sender(self, core, settled)
-
-    async def receiver(
-        self,
-        address: str | None = None,
-        *,
-        credit: int = _client.DEFAULT_CREDIT,
-        auto_accept: bool = False,
-        dynamic: bool = False,
-        name: str | None = None,
-        timeout: float | None = None,
-    ) -> Receiver:
-        """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
-        temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
-        messages granted."""
-        core = self.core.receiver(
-            address,
-            credit=credit,
-            auto_accept=auto_accept,
-            dynamic=dynamic,
-            name=name,
-        )
-        await self._wait(core.attach_ready, timeout)
-        return Receiver(self, core)
-
-    def transaction(self, *, timeout: float | None = None) -> Transaction:
-        """A transaction, declared on entering it (``async with``): committed when the
-        block ends normally, rolled back when it raises."""
-        return Transaction(self, timeout)
-
-    async def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
-        """Close the connection, wait (briefly) for the peer's answer, close the transport."""
-        driver = self._driver
-        if not self.core.gone:
-            self.core.close(error)
-            with contextlib.suppress(TimeoutError):
-                await driver.wait(self.core.close_ready, 5.0 if timeout is None else timeout)
-        if driver.task is not None and not driver.task.done():
-            driver.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await driver.task
-        await driver._close_transport()
-
-    async def __aenter__(self) -> Connection:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-class Sender(_client.SenderBase):
-    """A sending link (:meth:`Connection.sender`)."""
-
-    connection: Connection
-
-    async def send(
-        self,
-        message: Any,
-        *,
-        timeout: float | None = None,
-        transaction: Any = None,
-        wait: bool = True,
-    ) -> Any:
-        """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
-        send, and return the outcome, or None on a pre-settled sender (which waits for
-        nothing but credit and the transport's write buffer). With ``wait=False``, return
-        a :class:`Tracker` once the message is out, without waiting for its outcome: sends
-        then follow each other under the receiver's credit instead of taking a round trip
-        each (``await tracker.outcome()`` later)."""
-        data = _client.encode(message)
-        conn = self.connection
-        await conn._wait(self.core.send_ready, timeout)
-        op = self.core.send(data, settled=self.settled, transaction=transaction)
-        await conn._driver.drain()
-        if not wait:
-            return Tracker(self, op)
-        await conn._wait(op.done, timeout)
-        return op.result()
-
-    async def close(self, *, timeout: float | None = None) -> None:
-        self.core.close()
-        await self.connection._wait(self.core.close_ready, timeout)
-
-
-class Tracker(_client.TrackerBase):
-    """A message sent by ``await sender.send(message, wait=False)``: :meth:`done` says
-    whether its outcome has come, ``await tracker.outcome()`` waits for it."""
-
-    __slots__ = ()
-
-    sender: Sender
-
-    async def outcome(self, *, timeout: float | None = None) -> Any:
-        """The receiver's outcome (None on a pre-settled sender); raises what ended the
-        link or the connection first. A time-out leaves the delivery tracked."""
-        op = self._op
-        if not op.done():
-            await self.sender.connection._wait(op.done, timeout)
-        return op.result()
-
-
-class Receiver(_client.ReceiverBase):
-    """A receiving link (:meth:`Connection.receiver`): ``async for`` its deliveries (the
-    loop ends when the link is closed), or ``await`` :meth:`receive`."""
-
-    connection: Connection
-
-    async def receive(self, *, timeout: float | None = None) -> Delivery | None:
-        """The next delivery; None once the link is closed."""
-        await self.connection._wait(self.core.take_ready, timeout)
-        return self.core.take()
-
-    def __aiter__(self) -> Receiver:
-        return self
-
-    async def __anext__(self) -> Delivery:
-        delivery = await self.receive()
-        if delivery is None:
-            raise StopAsyncIteration
-        return delivery
-
-    async def drain(self, *, timeout: float | None = None) -> None:
-        """Ask the sender for what it has now, and wait until it has used up or given back
-        the credit; what came is then waiting to be received."""
-        op = self.core.drain()
-        await self.connection._wait(op.done, timeout)
-
-    async def close(self, *, timeout: float | None = None) -> None:
-        self.core.close()
-        await self.connection._wait(self.core.close_ready, timeout)
-
-
-class Transaction(_client.TransactionBase):
-    """A local transaction (core spec part 4), from :meth:`Connection.transaction`: pass it
-    as ``transaction=`` to :meth:`Sender.send` or a delivery's ``accept``."""
-
-    connection: Connection
-
-    async def declare(self) -> None:
-        conn, core = self.connection, self.connection.core
-        await conn._wait(core.declare_ready, self.timeout)
-        self.core = core.declare()
-        await conn._wait(self.core.declared.done, self.timeout)
-        self.core.declared.result()
-
-    async def discharge(self, *, commit: bool = True) -> bool:
-        """Commit (or roll back); returns whether it committed."""
-        assert self.core is not None, "declare first"
-        conn, core = self.connection, self.connection.core
-        await conn._wait(core.declare_ready, self.timeout)
-        core.discharge(self.core, fail=not commit)
-        await conn._wait(self.core.discharged.done, self.timeout)
-        self.committed = self.core.discharged.result()
-        return self.committed
-
-    async def __aenter__(self) -> Transaction:
-        await self.declare()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if self.committed is None:
-            await self.discharge(commit=exc_type is None)
+class Connection(_async.Connection):
+    __doc__ = _async.Connection.__doc__
+    adapter = "aio"
 
 
 class _Connecting:
@@ -450,12 +269,7 @@ class Server:
         """Stop listening, close every connection (their peers are sent a close)."""
         if self._server is not None:
             self._server.close()
-        for driver in list(self._drivers):
-            if not driver.core.gone:
-                driver.core.close()
-            with contextlib.suppress(TimeoutError):
-                await driver.wait(driver.core.close_ready, 1.0)
-            await driver._close_transport()
+        await _async.close_all(list(self._drivers), 1.0)
         if self._server is not None:
             await self._server.wait_closed()
 

@@ -619,7 +619,7 @@ def _bytes_per_unsettled(count: int) -> float:
 
 #: How long a loopback run may go without any progress before it is declared stalled.
 LOOPBACK_STALL = 30.0
-#: The adapters ``bench loopback`` will measure (those in :data:`LOOPBACK_RUNNERS` exist).
+#: The adapters ``bench loopback`` measures (each has a runner in :data:`LOOPBACK_RUNNERS`).
 LOOPBACK_ADAPTERS = ("sockets", "asyncio", "trio")
 
 Progress = Callable[[int], None]
@@ -838,23 +838,24 @@ def proton_loopback(
 # outcome from its tracker.
 
 
-async def _aio_loopback(count: int, body: bytes, progress: Progress | None) -> float:
-    from . import aio
-
+async def _async_loopback(module: Any, count: int, body: bytes, progress: Progress | None) -> float:
+    """The loopback work through an async adapter (``aio`` or ``trio_adapter``: the same
+    API)."""
+    aio = module
     size = len(body)
     window = max(1, min(CREDIT_WINDOW, count))
     decode = amqp.Message.decode
     data_section = amqp.Data
     received = 0
 
-    def on_delivery(delivery: aio.Delivery) -> None:
+    def on_delivery(delivery: Any) -> None:
         nonlocal received
         got = decode(delivery.data).body
         if type(got) is not data_section or len(got.value) != size:
-            raise AssertionError("our asyncio loopback mangled a message")
+            raise AssertionError("our async loopback mangled a message")
         received += 1  # accepted by the link (auto_accept) once this returns
 
-    def on_link(link: aio.ServerLink) -> None:
+    def on_link(link: Any) -> None:
         if isinstance(link, aio.IncomingLink):
             link.credit = window
             link.on_delivery = on_delivery
@@ -865,28 +866,31 @@ async def _aio_loopback(count: int, body: bytes, progress: Progress | None) -> f
     message_cls = amqp.Message
     step = max(1, count // 100)
     next_report = step
-    async with await aio.listen("127.0.0.1", 0, on_link, container_id="bench-server") as server:
+    listening = aio.listen("127.0.0.1", 0, on_link, container_id="bench-server")
+    if not hasattr(listening, "__aenter__"):  # asyncio's: await it for the server
+        listening = await listening
+    async with listening as server:
         url = f"amqp://127.0.0.1:{server.port}/bench"
         async with aio.connect(url, timeout=LOOPBACK_STALL, container_id="bench-client") as conn:
             sender = await conn.sender()
-            outstanding: deque[aio.Tracker] = deque()
+            outstanding: deque[Any] = deque()
             done = 0
             start = time.perf_counter()
             for _ in range(count):
                 outstanding.append(await sender.send(message_cls(body=body), wait=False))
                 while outstanding and outstanding[0].done():
                     if await outstanding.popleft().outcome() != accepted:
-                        raise AssertionError("our asyncio loopback: a message not accepted")
+                        raise AssertionError("our async loopback: a message not accepted")
                     done += 1
                 if progress is not None and next_report <= done < count:
                     progress(done)
                     next_report = done + step
             while outstanding:
                 if await outstanding.popleft().outcome() != accepted:
-                    raise AssertionError("our asyncio loopback: a message not accepted")
+                    raise AssertionError("our async loopback: a message not accepted")
             elapsed = time.perf_counter() - start
     if received != count:
-        raise AssertionError(f"our asyncio loopback receiver got {received} of {count}")
+        raise AssertionError(f"our async loopback receiver got {received} of {count}")
     return elapsed
 
 
@@ -899,7 +903,21 @@ def ours_loopback_asyncio(
     thread), the sender pipelining with ``send(..., wait=False)``."""
     import asyncio
 
-    return asyncio.run(_aio_loopback(count, body, progress))
+    from . import aio
+
+    return asyncio.run(_async_loopback(aio, count, body, progress))
+
+
+def ours_loopback_trio(
+    count: int, *, body: bytes = bytes(PIPE_BODY_SIZE), progress: Progress | None = None
+) -> float:
+    """Seconds our trio adapter takes on the work of :func:`ours_loopback`: the same as
+    :func:`ours_loopback_asyncio`, on a new trio run in this thread."""
+    import trio
+
+    from . import trio_adapter
+
+    return float(trio.run(_async_loopback, trio_adapter, count, body, progress))
 
 
 #: Our side of ``bench loopback`` for each adapter that exists: a function taking the count
@@ -907,6 +925,7 @@ def ours_loopback_asyncio(
 LOOPBACK_RUNNERS: dict[str, Callable[..., float]] = {
     "sockets": ours_loopback,
     "asyncio": ours_loopback_asyncio,
+    "trio": ours_loopback_trio,
 }
 
 
@@ -924,7 +943,7 @@ def loopback_benchmark(
     run's messages per second), ``label`` naming the side and the round."""
     ours = LOOPBACK_RUNNERS.get(adapter)
     if ours is None:
-        raise ValueError(f"the {adapter} adapter is not yet available")
+        raise ValueError(f"no adapter named {adapter!r} (one of {', '.join(LOOPBACK_RUNNERS)})")
     runs = {"ours": 0, "proton": 0}
 
     def run(side: str, fn: Callable[..., float]) -> float:

@@ -239,7 +239,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--adapter",
         choices=bench.LOOPBACK_ADAPTERS,
         default="sockets",
-        help="our adapter to measure (default sockets; trio is not yet available)",
+        help="our adapter to measure (default sockets)",
     )
     loop.add_argument(
         "--messages",
@@ -300,12 +300,6 @@ class _Progress:
 
 
 def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
-    if args.adapter not in bench.LOOPBACK_RUNNERS:
-        raise CommandError(
-            f"bench loopback --adapter {args.adapter} is not yet available: the {args.adapter} "
-            "adapter comes in a later release (use --adapter sockets or asyncio)",
-            EXIT_USAGE,
-        )
     title = (
         f"loopback ({args.adapter}): {args.messages:,} messages of {bench.PIPE_BODY_SIZE} "
         "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"

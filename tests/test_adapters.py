@@ -1,9 +1,11 @@
 """The behavioural suite of the high-level adapters, run over each of them.
 
 Every scenario is written once, as a coroutine over an adapter's public API: ``await
-aw(x)`` awaits what the asyncio adapter returns and takes the blocking adapter's result as
-it is, so the same code drives both (a blocking adapter's scenario never really suspends and
-is run by stepping its coroutine once). Peers: our own server side (each adapter's
+aw(x)`` awaits what the asyncio and trio adapters return and takes the blocking adapter's
+result as it is, so the same code drives all three (a blocking adapter's scenario never
+really suspends and is run by stepping its coroutine once; a trio scenario runs under
+``trio.run`` with strict exception groups, and an instrument checks that no task step
+blocks the loop). Peers: our own server side (each adapter's
 ``listen``, serving the small broker of ``adapter_broker.py`` from a thread), Qpid Proton
 (a small broker on a ``Container`` in a thread), and RabbitMQ when
 ``AMQP_SANSIO_RABBITMQ_URL`` is set.
@@ -25,8 +27,9 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
+import trio
 from adapter_broker import Broker
-from amqp_sansio.adapters import aio, sockets
+from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters._client import ConnectionClosedError, LinkDetachedError
 from amqp_sansio.adapters.url import InsecureCredentialsError
 
@@ -74,6 +77,42 @@ class Adapter:
     async def idle(self, conn: Any, seconds: float) -> None:
         raise NotImplementedError
 
+    @contextlib.asynccontextmanager
+    async def connected(self, url: str, **options: Any) -> AsyncIterator[Any]:
+        """A connection to ``url``, closed at the end."""
+        conn = await aw(self.module.connect(url, timeout=WAIT, **options))
+        try:
+            yield conn
+        finally:
+            await aw(conn.close())
+
+
+@contextlib.contextmanager
+def in_a_thread(
+    run: Callable[[Callable[[int], None]], Any], stop: Callable[[], None]
+) -> Iterator[int]:
+    """A server whose event loop ``run(started)`` runs in a thread (it calls
+    ``started(port)`` once listening) until ``stop()``: yields its port."""
+    ports: queue.Queue[Any] = queue.Queue()
+
+    def thread_main() -> None:
+        try:
+            run(ports.put)
+        except BaseException as exc:
+            ports.put(exc)
+
+    thread = threading.Thread(target=thread_main, daemon=True)
+    thread.start()
+    port = ports.get(timeout=WAIT)
+    if isinstance(port, BaseException):
+        raise port
+    try:
+        yield port
+    finally:
+        stop()
+        thread.join(WAIT)
+        assert not thread.is_alive()
+
 
 class Blocking(Adapter):
     name = "sockets"
@@ -105,41 +144,82 @@ class Asyncio(Adapter):
     def run(self, scenario: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
         return asyncio.run(asyncio.wait_for(scenario(*args), 60))
 
-    @contextlib.contextmanager
-    def serve(self, on_link: Callable[[Any], None], **options: Any) -> Iterator[int]:
-        ports: queue.Queue[Any] = queue.Queue()
+    def serve(self, on_link: Callable[[Any], None], **options: Any) -> Any:
         state: dict[str, Any] = {}
 
-        async def main() -> None:
+        async def main(started: Callable[[int], None]) -> None:
             stop = asyncio.Event()
             state["stop"], state["loop"] = stop, asyncio.get_running_loop()
             async with await aio.listen("127.0.0.1", 0, on_link, **options) as server:
-                ports.put(server.port)
+                started(server.port)
                 await stop.wait()
 
-        def thread_main() -> None:
-            try:
-                asyncio.run(main())
-            except BaseException as exc:
-                ports.put(exc)
-
-        thread = threading.Thread(target=thread_main, daemon=True)
-        thread.start()
-        port = ports.get(timeout=WAIT)
-        if isinstance(port, BaseException):
-            raise port
-        try:
-            yield port
-        finally:
-            state["loop"].call_soon_threadsafe(state["stop"].set)
-            thread.join(WAIT)
-            assert not thread.is_alive()
+        return in_a_thread(
+            lambda started: asyncio.run(main(started)),
+            lambda: state["loop"].call_soon_threadsafe(state["stop"].set),
+        )
 
     async def idle(self, conn: Any, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-ADAPTERS = {"sockets": Blocking(), "aio": Asyncio()}
+#: The longest a trio task may run without yielding to the loop (a blocking call would).
+STEP_LIMIT = 1.0
+
+
+class StepTimer(trio.abc.Instrument):
+    """Measures the longest step any task takes between two checkpoints."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._started = 0.0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._started = time.perf_counter()
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.longest = max(self.longest, time.perf_counter() - self._started)
+
+
+class Trio(Adapter):
+    name = "trio"
+    module = trio_adapter
+
+    def run(self, scenario: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
+        async def main() -> Any:
+            with trio.fail_after(60):
+                return await scenario(*args)
+
+        timer = StepTimer()
+        result = trio.run(main, instruments=[timer], strict_exception_groups=True)
+        assert timer.longest < STEP_LIMIT, f"a task blocked the loop for {timer.longest:.2f} s"
+        return result
+
+    def serve(self, on_link: Callable[[Any], None], **options: Any) -> Any:
+        state: dict[str, Any] = {}
+
+        async def main(started: Callable[[int], None]) -> None:
+            stop = trio.Event()
+            state["stop"], state["token"] = stop, trio.lowlevel.current_trio_token()
+            async with trio_adapter.listen("127.0.0.1", 0, on_link, **options) as server:
+                started(server.port)
+                await stop.wait()
+
+        return in_a_thread(
+            lambda started: trio.run(main, started, strict_exception_groups=True),
+            lambda: trio.from_thread.run_sync(state["stop"].set, trio_token=state["token"]),
+        )
+
+    async def idle(self, conn: Any, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+    @contextlib.asynccontextmanager
+    async def connected(self, url: str, **options: Any) -> AsyncIterator[Any]:
+        async with trio_adapter.connect(url, timeout=WAIT, **options) as conn:
+            yield conn
+
+
+ADAPTERS = {"sockets": Blocking(), "aio": Asyncio(), "trio": Trio()}
 
 
 @pytest.fixture(params=sorted(ADAPTERS))
@@ -155,13 +235,8 @@ def own(adapter: Adapter) -> Iterator[tuple[str, Broker]]:
         yield f"amqp://127.0.0.1:{port}", broker
 
 
-@contextlib.asynccontextmanager
-async def connected(adapter: Adapter, url: str, **options: Any) -> AsyncIterator[Any]:
-    conn = await aw(adapter.module.connect(url, timeout=WAIT, **options))
-    try:
-        yield conn
-    finally:
-        await aw(conn.close())
+def connected(adapter: Adapter, url: str, **options: Any) -> Any:
+    return adapter.connected(url, **options)
 
 
 @contextlib.asynccontextmanager
@@ -473,9 +548,8 @@ def test_a_send_given_up_after_the_transfer_stays_tracked(
     adapter.run(scenario)
 
 
+@pytest.mark.parametrize("adapter", ["aio"], indirect=True)  # task cancellation is asyncio's
 def test_asyncio_cancellation_mid_send(own: tuple[str, Broker], adapter: Adapter) -> None:
-    if adapter.name != "aio":
-        pytest.skip("task cancellation is asyncio's (the blocking adapter has time-outs)")
 
     async def scenario() -> None:
         async with aio.connect(own[0]) as conn:
@@ -501,13 +575,87 @@ def test_asyncio_cancellation_mid_send(own: tuple[str, Broker], adapter: Adapter
     asyncio.run(asyncio.wait_for(scenario(), 30))
 
 
+@pytest.mark.parametrize("adapter", ["trio"], indirect=True)  # cancel scopes are trio's
+def test_trio_cancellation_mid_send(own: tuple[str, Broker], adapter: Adapter) -> None:
+
+    async def scenario() -> None:
+        async with trio_adapter.connect(own[0]) as conn:
+            held = await conn.sender("hold/z")
+            with trio.move_on_after(0.05) as scope:
+                await held.send("never")
+            assert scope.cancelled_caught
+            assert held.unsettled == 0
+            pending = await conn.sender("unsettled/z")
+            async with trio.open_nursery() as nursery:  # cancelled from another task
+                nursery.start_soon(pending.send, "sent")
+                await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()
+            assert pending.unsettled == 1
+            receiver = await conn.receiver("empty")
+            with trio.move_on_after(0.05):
+                await receiver.receive()
+            results: list[Any] = []
+            sender = await conn.sender("group")
+
+            async def send(i: int) -> None:
+                results.append(await sender.send(i))
+
+            async with trio.open_nursery() as nursery:  # concurrent sends on one link
+                for i in range(20):
+                    nursery.start_soon(send, i)
+            assert len(results) == 20 and all(isinstance(r, a.Accepted) for r in results)
+            got = await aw(receive_all(await conn.receiver("group"), 20))
+            assert sorted(got) == list(range(20))
+            with trio.CancelScope() as scope:  # a cancelled scope: nothing is attempted
+                scope.cancel()
+                await held.send("not even tried")
+            assert held.unsettled == 0
+
+    trio.run(scenario, strict_exception_groups=True)
+
+
+@pytest.mark.parametrize("adapter", ["trio"], indirect=True)  # nurseries are trio's
+def test_trio_nurseries(own: tuple[str, Broker], adapter: Adapter) -> None:
+    """``connect`` and ``listen`` in the application's nursery; an error in an ``async
+    with`` block comes out as it is; no task outlives its connection or server."""
+    broker = Broker()
+
+    async def scenario() -> None:
+        with pytest.raises(TypeError, match="nursery"):
+            await trio_adapter.connect(own[0])
+        with pytest.raises(TypeError, match="nursery"):
+            await trio_adapter.listen("127.0.0.1", 0, broker.on_link)
+        async with trio.open_nursery() as nursery:
+            server = await trio_adapter.listen("127.0.0.1", 0, broker.on_link, nursery=nursery)
+            conn = await trio_adapter.connect(f"amqp://127.0.0.1:{server.port}", nursery=nursery)
+            async with conn:
+                sender = await conn.sender("q")
+                assert isinstance(await sender.send("hi"), a.Accepted)
+                assert repr(conn).startswith("<trio.Connection")
+            await server.close()
+        # The nursery ended by itself: nothing of the connection or the server was left.
+        with pytest.raises(KeyError):
+            async with trio_adapter.connect(own[0]) as conn:
+                raise KeyError("not in an exception group")
+        with pytest.raises(TimeoutError):
+            async with trio_adapter.connect(own[0]) as conn:
+                await (await conn.receiver("nothing")).receive(timeout=0.1)
+
+    async def main() -> None:
+        with trio.fail_after(30):  # a leaked task would keep a nursery open
+            await scenario()
+
+    trio.run(main, strict_exception_groups=True)
+
+
 # -- connecting ------------------------------------------------------------------------------
 
 
 def test_credentials_are_not_sent_in_the_clear_to_another_host(adapter: Adapter) -> None:
     async def scenario() -> None:
         with pytest.raises(InsecureCredentialsError):
-            await aw(adapter.module.connect("amqp://user:secret@192.0.2.1/q", timeout=1))
+            async with connected(adapter, "amqp://user:secret@192.0.2.1/q"):
+                pass
 
     adapter.run(scenario)
 
@@ -528,9 +676,41 @@ def test_sasl_plain_to_our_server(adapter: Adapter) -> None:
                 assert sender.address == "inbox"
                 assert isinstance(await aw(sender.send("hi")), a.Accepted)
             with pytest.raises(aio.AuthenticationError):
-                await aw(
-                    adapter.module.connect(f"amqp://alice:wrong@127.0.0.1:{port}", timeout=WAIT)
-                )
+                async with connected(adapter, f"amqp://alice:wrong@127.0.0.1:{port}"):
+                    pass
+
+        adapter.run(scenario)
+
+
+def test_amqps_with_the_core_tls_layer(adapter: Adapter, tmp_path: Any) -> None:
+    """amqps from the first byte, through the core's TLSLayer in every adapter; PLAIN is
+    allowed inside it to a host that is not loopback-only by name."""
+    trustme = pytest.importorskip("trustme", reason="trustme is in the 'test' extra")
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost")
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    cert.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+
+    class Store:
+        def check_password(self, username: str, password: str) -> bool:
+            return (username, password) == ("bob", "pw")
+
+    broker = Broker()
+    options = {
+        "ssl_context": a.server_context(str(tmp_path / "server.pem")),
+        "sasl": a.ServerAuthenticator(Store()),
+    }
+    with adapter.serve(broker.on_link, **options) as port:
+        context = a.client_context(cafile=str(tmp_path / "ca.pem"))
+        url = f"amqps://bob:pw@localhost:{port}/secure"
+
+        async def scenario() -> None:
+            async with connected(adapter, url, ssl_context=context) as conn:
+                sender = await aw(conn.sender())
+                receiver = await aw(conn.receiver(credit=10))
+                for i in range(20):
+                    assert isinstance(await aw(sender.send(i)), a.Accepted)
+                assert await receive_all(receiver, 20) == list(range(20))
 
         adapter.run(scenario)
 
@@ -632,7 +812,7 @@ def _examples() -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("example", ["example-sockets", "example-aio"])
+@pytest.mark.parametrize("example", ["example-sockets", "example-aio", "example-trio"])
 def test_the_docs_examples_run(example: str) -> None:
     examples = _examples()
     namespace: dict[str, Any] = {"__name__": "docs_example"}

@@ -1,0 +1,446 @@
+"""The high-level API on :mod:`trio`: :func:`connect`, :func:`listen`.
+
+The same nouns as :mod:`amqp_sansio.adapters.aio` (the very same :class:`Connection`,
+:class:`Sender`, :class:`Receiver` and :class:`Transaction` calls), on trio's streams; see
+:doc:`adapters`. All protocol decisions are the shared core's
+(:mod:`amqp_sansio.adapters._client`); TLS (amqps) is the core's
+:class:`~amqp_sansio.TLSLayer` over a plain :func:`trio.open_tcp_stream`, as in the other
+adapters.
+
+Nurseries: each connection runs two background tasks (a reader, which also fires the
+engine's timers at :meth:`~amqp_sansio.Connection.next_deadline` on trio's clock, and a
+writer) inside a cancel scope of its own. ``async with connect(url) as conn`` opens a
+nursery for them and closes the connection, then the nursery, when the block ends (an
+exception from the block comes out as it is, not in an exception group).
+``conn = await connect(url, nursery=nursery)`` starts them in the application's nursery
+instead: ``await conn.close()`` (or ``async with conn``) ends them. :func:`listen` is the
+same, with a server task that accepts and serves each connection.
+
+Cancellation: every wait can be cancelled (a cancel scope, ``timeout``) and leaves the
+connection usable. A :meth:`Sender.send` cancelled while it waits for credit has sent
+nothing; once the message has gone out, cancelling only stops waiting for its outcome: the
+delivery stays tracked (counted in :attr:`Sender.unsettled` until the outcome arrives). A
+:meth:`Receiver.receive` cancelled has taken nothing. Time-outs raise :class:`TimeoutError`,
+as in the other adapters.
+
+Trio APIs used (all in trio 0.25): :func:`trio.open_tcp_stream`,
+:func:`trio.open_tcp_listeners`, :class:`trio.SocketStream` (``receive_some``,
+``send_all``, ``aclose``), :func:`trio.open_nursery`, :class:`trio.CancelScope` (its
+``deadline``), :func:`trio.move_on_at`, :func:`trio.current_time`, :class:`trio.Event`,
+:func:`trio.lowlevel.checkpoint_if_cancelled`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import ssl
+from collections.abc import Awaitable, Callable, Collection, Generator
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar
+
+import trio
+
+from amqp_sansio import ServerAuthenticator
+
+from . import _async, _client
+from ._async import Receiver, Sender, Tracker, Transaction
+from ._client import (
+    AuthenticationError,
+    ClientError,
+    ConnectionClosedError,
+    Delivery,
+    IncomingLink,
+    LinkDetachedError,
+    OutgoingLink,
+    ServerLink,
+    TransactionError,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "ClientError",
+    "Connection",
+    "ConnectionClosedError",
+    "Delivery",
+    "IncomingLink",
+    "LinkDetachedError",
+    "OutgoingLink",
+    "Receiver",
+    "Sender",
+    "Server",
+    "ServerLink",
+    "Tracker",
+    "Transaction",
+    "TransactionError",
+    "connect",
+    "listen",
+]
+
+READ_SIZE = 65536
+#: A send waits (back-pressure) while more than this many bytes wait to be written.
+WRITE_HIGH_WATER = 65536
+
+_TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+class _Driver:
+    """The I/O of one :class:`~amqp_sansio.adapters._client.Core` over a trio stream."""
+
+    def __init__(self, core: _client.Core, stream: trio.abc.Stream) -> None:
+        self.core = core
+        self.stream = stream
+        self._changed = trio.Event()
+        self._outgoing = bytearray()
+        #: The core has output not yet taken (see _notify).
+        self._pending = False
+        self._in_flight = 0
+        self._wake_writer = trio.Event()
+        self._closed = False
+        #: The scope of the connection's tasks: :meth:`stop` cancels it.
+        self._scope = trio.CancelScope()
+        #: The reader's wait: its deadline is the engine's next one.
+        self._read_scope: trio.CancelScope | None = None
+        self._done = trio.Event()
+        core.notify = self._notify
+
+    def _notify(self) -> None:
+        # The writer takes the core's output when it runs, not now: what the other tasks do
+        # meanwhile (the settlements of a whole read, a run of sends) goes out in one write,
+        # and the engine coalesces a run of settlements into one disposition.
+        if not self._closed:
+            self._pending = True
+            self._wake_writer.set()
+        if self._read_scope is not None:  # a call may have brought the next timer nearer
+            deadline = self.core.next_deadline()
+            self._read_scope.deadline = math.inf if deadline is None else deadline
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def run(self) -> None:
+        """The connection's I/O, until it ends or :meth:`stop` is called."""
+        core = self.core
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._write)
+                    await self._read()
+                    self._wake_writer.set()  # it flushes what is left (the close), then ends
+        finally:
+            if not core.finished:  # cancelled: nobody may wait forever
+                core.receive_data(b"", trio.current_time())
+            self._closed = True
+            self._outgoing.clear()
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            self._done.set()
+            self._wake()
+
+    async def _read(self) -> None:
+        core = self.core
+        while not core.finished:
+            deadline = core.next_deadline()
+            data = None
+            with trio.move_on_at(math.inf if deadline is None else deadline) as scope:
+                self._read_scope = scope
+                try:
+                    data = await self.stream.receive_some(READ_SIZE)
+                except _TRANSPORT_ERRORS as exc:
+                    core.transport_failed(exc, trio.current_time())
+                    return
+                finally:
+                    self._read_scope = None
+            if data is None:
+                core.handle_timer(trio.current_time())
+            else:
+                core.receive_data(bytes(data), trio.current_time())
+
+    def _pull(self) -> None:
+        """Take what the core has to send into our buffer."""
+        if self._pending:
+            self._pending = False
+            data = self.core.data_to_send()
+            if data and not self._closed:
+                self._outgoing += data
+
+    async def _write(self) -> None:
+        core = self.core
+        while True:
+            self._pull()
+            while not self._outgoing:
+                if core.finished:
+                    return
+                self._wake_writer = event = trio.Event()
+                await event.wait()
+                self._pull()
+            data = bytes(self._outgoing)
+            self._outgoing.clear()
+            self._in_flight = len(data)
+            try:
+                await self.stream.send_all(data)
+            except _TRANSPORT_ERRORS as exc:
+                core.transport_failed(exc, trio.current_time())
+                return
+            finally:
+                self._in_flight = 0
+                self._wake()  # for drain()
+
+    def _drained(self) -> bool:
+        self._pull()  # (what waits in the core counts too)
+        return self._closed or len(self._outgoing) + self._in_flight <= WRITE_HIGH_WATER
+
+    async def drain(self) -> None:
+        """Back-pressure: wait while more than :data:`WRITE_HIGH_WATER` bytes wait."""
+        await self.wait(self._drained, None)
+
+    def cancel(self) -> None:
+        """End the connection's tasks (now, without waiting)."""
+        self._scope.cancel()
+
+    async def stop(self) -> None:
+        """End the connection's tasks and close the stream; wait until they have ended."""
+        self._scope.cancel()
+        await self._done.wait()
+
+    async def wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
+        """Wait until ``ready()`` (which raises what ends the wait); TimeoutError after
+        ``timeout`` seconds. Always a cancellation point (a cancelled scope ends it first);
+        it yields to the other tasks whenever it has to wait, not when ``ready()`` already
+        holds: a run of sends under credit then goes out in one write, as with asyncio. The
+        run is bounded by the link credit and by the write buffer (:meth:`drain`)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if ready():
+            return
+        deadline = math.inf if timeout is None else trio.current_time() + timeout
+        with trio.move_on_at(deadline):
+            while True:
+                changed = self._changed
+                if ready():
+                    return
+                await changed.wait()
+        raise TimeoutError(f"not done within {timeout} s")
+
+
+class Connection(_async.Connection):
+    __doc__ = _async.Connection.__doc__
+    adapter = "trio"
+
+    def _cancel(self) -> None:
+        """End the connection's tasks now (without a close)."""
+        driver = self._driver
+        assert isinstance(driver, _Driver)
+        driver.cancel()
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+    def _cancel(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class _Running(Generic[C]):
+    """What :func:`connect` and :func:`listen` return: ``async with`` it (it opens a nursery
+    for the tasks), or ``await`` it when given a ``nursery``."""
+
+    def __init__(
+        self, what: str, start: Callable[[trio.Nursery], Awaitable[C]], nursery: trio.Nursery | None
+    ) -> None:
+        self._what = what
+        self._start = start
+        self._nursery = nursery
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._value: C | None = None
+
+    def __await__(self) -> Generator[Any, None, C]:
+        if self._nursery is None:
+            raise TypeError(
+                f"await {self._what}(...) needs a nursery for its tasks: "
+                f"await {self._what}(..., nursery=nursery), or async with {self._what}(...)"
+            )
+        value: C = yield from self._start(self._nursery).__await__()
+        return value
+
+    async def __aenter__(self) -> C:
+        # The nursery is entered here and left in __aexit__, in this task. The block's own
+        # exception is not passed to it (the tasks never raise, and are ended first), so
+        # that it comes out as it is and not in an exception group.
+        stack = contextlib.AsyncExitStack()
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        try:
+            self._value = await self._start(nursery)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self._value
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._stack is not None and self._value is not None
+        try:
+            await self._value.close()
+        finally:
+            self._value._cancel()
+            await self._stack.aclose()
+
+
+def connect(
+    url: str,
+    *,
+    nursery: trio.Nursery | None = None,
+    timeout: float | None = 60.0,
+    ssl_context: ssl.SSLContext | None = None,
+    idle_timeout: float | None = None,
+    allow_insecure_auth: bool = False,
+    container_id: str | None = None,
+    sasl_mechanisms: Collection[str] | None = None,
+) -> _Running[Connection]:
+    """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
+    (the connection's tasks run in a nursery of its own), or
+    ``conn = await connect(url, nursery=nursery)`` (in the given nursery; close the
+    connection before the nursery ends). The other options are those of the blocking
+    :func:`amqp_sansio.adapters.sockets.connect`."""
+
+    async def opening(nursery: trio.Nursery) -> Connection:
+        parsed, engine, stream = _client.client_engine(
+            url,
+            container_id=container_id,
+            idle_timeout=idle_timeout,
+            ssl_context=ssl_context,
+            allow_insecure_auth=allow_insecure_auth,
+            sasl_mechanisms=sasl_mechanisms,
+        )
+        tcp: trio.SocketStream | None = None
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            tcp = await trio.open_tcp_stream(parsed.host, parsed.port)
+        if tcp is None:
+            raise TimeoutError(f"could not connect within {timeout} s")
+        driver = _Driver(_client.Core(engine, stream=stream), tcp)
+        conn = Connection(driver, address=parsed.address, timeout=timeout)
+        driver.core.open(trio.current_time())
+        nursery.start_soon(driver.run)
+        try:
+            await conn._wait(driver.core.open_ready, timeout)
+        except BaseException:
+            driver.cancel()
+            raise
+        return conn
+
+    return _Running("connect", opening, nursery)
+
+
+class Server:
+    """Serving AMQP connections (:func:`listen`); an async context manager that closes the
+    listener and every connection it accepted."""
+
+    def __init__(
+        self,
+        on_link: Callable[[ServerLink], None],
+        options: dict[str, Any],
+        listeners: list[trio.SocketListener],
+    ) -> None:
+        self.on_link = on_link
+        self._options = options
+        self._listeners = listeners
+        self._drivers: set[_Driver] = set()
+        self._scope = trio.CancelScope()
+        self._done = trio.Event()
+
+    @property
+    def port(self) -> int:
+        port: int = self._listeners[0].socket.getsockname()[1]
+        return port
+
+    async def _run(self) -> None:
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    for listener in self._listeners:
+                        nursery.start_soon(self._accept, listener, nursery)
+        finally:
+            with trio.CancelScope(shield=True):
+                for listener in self._listeners:
+                    await listener.aclose()
+            self._done.set()
+
+    async def _accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                stream = await listener.accept()
+            except trio.ClosedResourceError:
+                return
+            except OSError:  # out of descriptors, or the like: try again shortly
+                await trio.sleep(0.1)
+                continue
+            nursery.start_soon(self._serve, stream)
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        engine, tls = _client.server_engine(**self._options)
+        driver = _Driver(_client.Core(engine, stream=tls, on_link=self.on_link), stream)
+        self._drivers.add(driver)
+        try:
+            await driver.run()
+        finally:
+            self._drivers.discard(driver)
+
+    async def close(self) -> None:
+        """Stop listening, close every connection (their peers are sent a close)."""
+        for listener in self._listeners:
+            await listener.aclose()
+        await _async.close_all(list(self._drivers), 1.0)
+        self._scope.cancel()
+        await self._done.wait()
+
+    def _cancel(self) -> None:
+        self._scope.cancel()
+
+    async def __aenter__(self) -> Server:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def listen(
+    host: str,
+    port: int,
+    on_link: Callable[[ServerLink], None],
+    *,
+    nursery: trio.Nursery | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    sasl: ServerAuthenticator | None = None,
+    allow_insecure_auth: bool = False,
+    idle_timeout: float | None = None,
+    container_id: str = "amqp-sansio-server",
+) -> _Running[Server]:
+    """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`):
+    ``async with listen(...) as server`` (serving in a nursery of its own until the block
+    ends), or ``server = await listen(..., nursery=nursery)`` (serving in the given nursery
+    until ``await server.close()``). As the blocking
+    :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
+    attaches, in the connection's task (it must not block)."""
+    options = {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "sasl": sasl,
+        "allow_insecure_auth": allow_insecure_auth,
+    }
+
+    async def starting(nursery: trio.Nursery) -> Server:
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        server = Server(on_link, options, listeners)
+        nursery.start_soon(server._run)
+        return server
+
+    return _Running("listen", starting, nursery)
