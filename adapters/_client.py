@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 import amqp_sansio as a
 from amqp_sansio import Error, Message, Symbol
 
+from . import _trace
 from .url import AMQPURL, parse_url
 
 __all__ = [
@@ -982,13 +983,13 @@ def client_engine(
         allow_plain_without_tls=allow_insecure_auth or parsed.is_loopback,
         max_frame_size=max_frame_size,
     )
-    stream: Any = engine
+    stream: Any = _trace.wrap(engine, f"{engine.container_id}>{parsed.host}:{parsed.port}")
     if tls:
         context = ssl_context
         if context is None:
             context = a.client_context(cafile=cafile, verify=verify)
         stream = a.TLSLayer(
-            engine, context, client=True, server_hostname=parsed.host, negotiate=False
+            stream, context, client=True, server_hostname=parsed.host, negotiate=False
         )
     return parsed, engine, stream
 
@@ -1012,9 +1013,9 @@ def server_engine(
         allow_plain_without_tls=allow_insecure_auth,
         max_frame_size=max_frame_size,
     )
-    stream: Any = engine
+    stream: Any = _trace.wrap(engine, container_id)
     if ssl_context is not None:
-        stream = a.TLSLayer(engine, ssl_context, client=False, negotiate=False)
+        stream = a.TLSLayer(stream, ssl_context, client=False, negotiate=False)
     return engine, stream
 
 

@@ -1,0 +1,122 @@
+"""Frame tracing for debugging: each frame an engine sends or receives, decoded, one line
+each (as Proton's ``PN_TRACE_FRM=1`` does).
+
+Turn it on with the environment variable ``AMQP_SANSIO_TRACE=1`` (lines go to stderr, unless
+the ``amqp_sansio.frames`` logger has handlers of its own), or by setting the
+``amqp_sansio.frames`` logger to DEBUG. The adapters then put a :class:`FrameTrace` between
+the engine and what carries its bytes (under TLS, inside it: the trace shows plaintext).
+
+Credentials never show: SASL bodies that carry them (sasl-init's initial response, sasl
+responses, challenges and outcome data) leave those fields out of their reprs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import amqp_sansio as amqp
+
+__all__ = ["FrameTrace", "LOGGER", "enabled", "wrap"]
+
+LOGGER = logging.getLogger("amqp_sansio.frames")
+#: The environment variable that turns the trace on (any value but empty or ``0``).
+ENV = "AMQP_SANSIO_TRACE"
+
+
+def enabled() -> bool:
+    """Whether frames are to be traced: :data:`ENV` is set, or the logger is at DEBUG."""
+    if os.environ.get(ENV, "") not in ("", "0"):
+        if not LOGGER.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            LOGGER.addHandler(handler)
+        LOGGER.setLevel(logging.DEBUG)
+        return True
+    return LOGGER.isEnabledFor(logging.DEBUG)
+
+
+class _Direction:
+    """One direction of the stream: a protocol header, frames, and a header again where the
+    next bytes are one (after SASL: a frame never starts with ``AMQP``, its size would be
+    over a gigabyte)."""
+
+    def __init__(self, name: str, arrow: str) -> None:
+        self.name = name
+        self.arrow = arrow
+        self.parser = amqp.FrameParser(max_frame_size=0xFFFFFFFF)
+        self.tail = bytearray()  # what the parser holds unparsed, to look ahead
+        self.broken = False
+
+    def feed(self, data: bytes) -> None:
+        if not data or self.broken:
+            return
+        parser = self.parser
+        parser.feed(bytes(data))
+        self.tail += data
+        try:
+            while len(self.tail) >= 4:
+                if self.tail[:4] == b"AMQP":
+                    header = parser.next_protocol_header()
+                    if header is None:
+                        return
+                    self._log(f"AMQP header {header.protocol_id.name}")
+                else:
+                    frame = parser.next_frame()
+                    if frame is None:
+                        return
+                    self._frame(frame)
+                del self.tail[: len(self.tail) - parser.buffered]
+        except amqp.AMQPError as exc:  # not ours to judge: the engine reports it
+            self.broken = True
+            self._log(f"(trace stops: {exc})")
+
+    def _frame(self, frame: amqp.Frame) -> None:
+        if frame.body is None:
+            self._log(f"[{frame.channel}] (empty frame)")
+            return
+        extra = f" (payload {len(frame.payload)} bytes)" if frame.payload else ""
+        self._log(f"[{frame.channel}] {frame.body!r}{extra}")
+
+    def _log(self, text: str) -> None:
+        LOGGER.debug("%s %s %s", self.name, self.arrow, text)
+
+
+class FrameTrace:
+    """Wraps an engine (or anything with its byte interface) and logs the frames that pass
+    both ways; it has the byte interface only (the engine's commands go to the engine)."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self.inner = inner
+        self._in = _Direction(name, "<-")
+        self._out = _Direction(name, "->")
+
+    def receive_data(self, data: bytes, now: float) -> list[amqp.Event]:
+        self._in.feed(data)
+        events: list[amqp.Event] = self.inner.receive_data(data, now)
+        return events
+
+    def data_to_send(self) -> bytes:
+        data: bytes = self.inner.data_to_send()
+        self._out.feed(data)
+        return data
+
+    def next_deadline(self) -> float | None:
+        deadline: float | None = self.inner.next_deadline()
+        return deadline
+
+    def handle_timer(self, now: float) -> list[amqp.Event]:
+        events: list[amqp.Event] = self.inner.handle_timer(now)
+        return events
+
+    def set_transport_security(self, **kwargs: Any) -> None:
+        """(For a TLS layer above: passed on.)"""
+        self.inner.set_transport_security(**kwargs)
+
+
+def wrap(engine: Any, name: str) -> Any:
+    """``engine`` wrapped in a :class:`FrameTrace` if tracing is :func:`enabled`, else
+    ``engine`` itself (no cost)."""
+    return FrameTrace(engine, name) if enabled() else engine
