@@ -73,6 +73,11 @@ class Connection:
     async def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
         await self._driver.wait(ready, self.timeout if timeout is None else timeout)
 
+    @property
+    def reconnects(self) -> int:
+        """How many times the connection was made again after a loss (``reconnect=``)."""
+        return self.core.reconnects
+
     async def sender(
         self,
         address: str | None = None,
@@ -83,6 +88,7 @@ class Connection:
     ) -> Sender:
         """Attach a sender to ``address`` (the URL's by default) once the peer answers;
         :class:`LinkDetachedError` if it refuses."""
+        await self._wait(self.core.connected_ready, timeout)
         core = self.core.sender(address, settled=settled, name=name)
         await self._wait(core.attach_ready, timeout)
         return Sender(self, core, settled)
@@ -100,6 +106,7 @@ class Connection:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
         messages granted."""
+        await self._wait(self.core.connected_ready, timeout)
         core = self.core.receiver(
             address,
             credit=credit,

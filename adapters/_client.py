@@ -30,6 +30,7 @@ import amqp_sansio as a
 from amqp_sansio import Error, Message, Symbol
 
 from . import _trace
+from ._reconnect import Backoff, Reconnect
 from .url import AMQPURL, parse_url
 
 __all__ = [
@@ -72,7 +73,15 @@ class ClientError(Exception):
 
 class ConnectionClosedError(ClientError, ConnectionError):
     """The connection is closed or lost: closed by the peer (with its ``error``), timed out
-    (the peer stopped answering), or the transport failed."""
+    (the peer stopped answering), or the transport failed. ``retryable``: a reconnecting
+    connection tries again after it (a lost transport, an idle time-out, the peer's close
+    with ``amqp:connection:forced``)."""
+
+    def __init__(
+        self, description: str, error: Error | None = None, *, retryable: bool = False
+    ) -> None:
+        super().__init__(description, error)
+        self.retryable = retryable
 
 
 class AuthenticationError(ConnectionClosedError):
@@ -127,10 +136,11 @@ class Delivery:
     came pre-settled (``settled`` is already true) needs none. ``transaction`` in each puts
     the outcome in that transaction (retirement, core spec 4.4.2)."""
 
-    __slots__ = ("_core", "_message", "data", "engine_delivery", "link")
+    __slots__ = ("_core", "_engine", "_message", "data", "engine_delivery", "link")
 
     def __init__(self, core: Core, link: a.Link, delivery: a.Delivery, data: bytes) -> None:
         self._core = core
+        self._engine = core.engine
         self.link = link
         self.engine_delivery = delivery
         self.data = data
@@ -176,8 +186,10 @@ class Delivery:
         self.settle(outcome, transaction=transaction)
 
     def settle(self, outcome: Any, *, transaction: Any = None) -> None:
-        """Settle with ``outcome`` (any outcome of core spec 3.4)."""
-        if self.settled:
+        """Settle with ``outcome`` (any outcome of core spec 3.4). A delivery that came on a
+        connection since lost (and reconnected) can no longer be settled: this does
+        nothing, and the peer delivers the message again."""
+        if self.settled or self._engine is not self._core.engine or self._core.lost:
             return
         txn = None if transaction is None else _engine_txn(transaction)
         self.link.settle(self.engine_delivery, outcome, transaction=txn)
@@ -214,6 +226,11 @@ class _LinkCore:
 
     def close(self) -> None:
         link = self.link
+        if self.core.lost:  # nothing to detach: the link is not made again
+            self.core._links.pop(link, None)
+            self._on_detached(None, "the link was closed")
+            self.core._changed()
+            return
         if link.state in (a.LinkState.ATTACHED, a.LinkState.ATTACH_SENT) and not self.core.gone:
             link.detach(closed=True)
             self.core._changed()
@@ -223,6 +240,10 @@ class _LinkCore:
 
     def _on_attached(self, remote: a.Attach) -> None:
         self.attached.set(None)
+
+    def _on_lost(self) -> None:
+        """The connection was lost and will be re-made: the link is attached again then."""
+        self.attached = Op()
 
     def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
         if self.error is None:
@@ -238,7 +259,10 @@ class SenderCore(_LinkCore):
 
     def __init__(self, core: Core, link: a.Sender) -> None:
         super().__init__(core, link)
-        self._unsettled: dict[a.Delivery, Op[Any]] = {}
+        #: Each unsettled delivery's op, and (on a reconnecting connection) its bytes.
+        self._unsettled: dict[a.Delivery, tuple[Op[Any], bytes | None]] = {}
+        #: After a reconnect: what was unsettled, sent again before any new send.
+        self._resend: deque[tuple[bytes, Op[Any]]] = deque()
 
     @property
     def address(self) -> str | None:
@@ -247,12 +271,13 @@ class SenderCore(_LinkCore):
 
     @property
     def unsettled(self) -> int:
-        """Deliveries sent whose outcome has not arrived."""
-        return len(self._unsettled)
+        """Deliveries sent whose outcome has not arrived (with those to be sent again after
+        a reconnect)."""
+        return len(self._unsettled) + len(self._resend)
 
     def send_ready(self) -> bool:
         self.check()
-        return self.attached.done() and self.link.link_credit > 0
+        return self.attached.done() and not self._resend and self.link.link_credit > 0
 
     def send(self, data: bytes, *, settled: bool = False, transaction: Any = None) -> Op[Any]:
         """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
@@ -263,25 +288,52 @@ class SenderCore(_LinkCore):
         if settled:
             op.set(None)
         else:
-            self._unsettled[delivery] = op
+            keep = data if self.core.reconnecting and txn is None else None
+            self._unsettled[delivery] = (op, keep)
         self.core._changed()
         return op
 
     def _on_update(self, delivery: a.Delivery, state: Any) -> None:
-        op = self._unsettled.get(delivery)
-        if op is None:
+        entry = self._unsettled.get(delivery)
+        if entry is None:
             return
         outcome = state.outcome if isinstance(state, a.TransactionalState) else state
         if delivery.remote_settled or isinstance(outcome, _OUTCOMES):
             del self._unsettled[delivery]
-            op.set(outcome)
+            entry[0].set(outcome)
+
+    def _on_attached(self, remote: a.Attach) -> None:
+        super()._on_attached(remote)
+        self._send_again()
+
+    def _send_again(self) -> None:
+        """Send again, as credit allows, what was unsettled when the connection was lost."""
+        link = self.link
+        while self._resend and link.state is a.LinkState.ATTACHED and link.link_credit > 0:
+            data, op = self._resend.popleft()
+            self._unsettled[link.send(data)] = (op, data)
+
+    def _on_lost(self) -> None:
+        super()._on_lost()
+        again: deque[tuple[bytes, Op[Any]]] = deque()
+        for op, data in self._unsettled.values():
+            if data is None:  # sent in a transaction, which the loss rolled back
+                op.fail(TransactionError("the connection was lost: the transaction is over"))
+            else:
+                again.append((data, op))
+        self._unsettled.clear()
+        again.extend(self._resend)
+        self._resend = again
 
     def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
         super()._on_detached(error, reason)
         assert self.error is not None
-        for op in self._unsettled.values():
+        for op, _ in self._unsettled.values():
+            op.fail(self.error)
+        for _, op in self._resend:
             op.fail(self.error)
         self._unsettled.clear()
+        self._resend.clear()
 
 
 class ReceiverCore(_LinkCore):
@@ -313,7 +365,7 @@ class ReceiverCore(_LinkCore):
         way: some brokers count a flow's credit from what they have sent, see
         docs/interop.rst), never more than the room left by what waits to be taken."""
         link = self.link
-        if link.state is not a.LinkState.ATTACHED or self._drain is not None:
+        if link.state is not a.LinkState.ATTACHED or self._drain is not None or self.core.lost:
             return
         room = self.credit - len(self.queue)
         if link.link_credit == 0 and room > 0 and room * 2 >= self.credit:
@@ -366,11 +418,18 @@ class ReceiverCore(_LinkCore):
         op, self._drain = self._drain, None
         if op is not None:
             op.set(None)
-        self.link.drain = False
+        if not self.core.lost:
+            self.link.drain = False
 
     def _on_delivery(self, delivery: Delivery) -> None:
         self.queue.append(delivery)
         self._refill()
+
+    def _on_lost(self) -> None:
+        # What waits unsettled can no longer be settled: the peer delivers it again.
+        super()._on_lost()
+        self.queue = deque(d for d in self.queue if d.settled)
+        self._on_drained()
 
     def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
         closed_cleanly = error is None
@@ -564,6 +623,8 @@ class Core:
     ) -> None:
         self.engine = engine
         self.stream = engine if stream is None else stream
+        #: A client's URL (see :func:`client_core`).
+        self.url: AMQPURL | None = None
         self.notify: Callable[[], None] = notify or (lambda: None)
         self.on_link = on_link
         self.opened: Op[None] = Op()
@@ -572,6 +633,7 @@ class Core:
         #: What ended the connection abnormally, if anything did.
         self.error: ClientError | None = None
         self._closing = False
+        self._restarting = False
         self._transport_closed = False
         self._session: a.Session | None = None
         self._links: dict[a.Link, _LinkCore] = {}
@@ -583,6 +645,18 @@ class Core:
         self._names = itertools.count(1)
         #: The address of the URL: what links given none use.
         self.default_address: str | None = None
+        #: Reconnection (a client's, opt-in): the schedule, and the options of its engines.
+        self.backoff: Backoff | None = None
+        self._options: dict[str, Any] = {}
+        #: The transport is gone and a new one is wanted (see :meth:`next_attempt`).
+        self.lost = False
+        #: How many times the connection was made again after a loss.
+        self.reconnects = 0
+        #: What made the connection go, the last time it was lost.
+        self.last_error: ClientError | None = None
+        #: Called once the connection is open again (links are being re-attached).
+        self.on_reconnect: Callable[[], None] | None = None
+        self._stopping = False
 
     # -- the adapter's side --------------------------------------------------------------------
 
@@ -597,9 +671,116 @@ class Core:
 
     def transport_failed(self, error: BaseException, now: float) -> None:
         """The transport failed (reset, broken pipe): the connection is lost."""
-        if self.error is None and not self.ended.done():
-            self.error = ConnectionClosedError(f"the transport failed: {error}")
+        if self.error is None and not self.ended.done() and not self.lost:
+            self.error = ConnectionClosedError(f"the transport failed: {error}", retryable=True)
         self.receive_data(b"", now)
+
+    def stop(self, now: float) -> None:
+        """The adapter stops driving the connection (its task was cancelled): it ends, as
+        lost, without another attempt."""
+        self._stopping = True
+        if self.lost:
+            self._give_up(ConnectionClosedError("the connection is closed"))
+        else:
+            self.receive_data(b"", now)
+
+    # -- reconnection (the adapter connects, the core decides) ----------------------------
+
+    @property
+    def reconnecting(self) -> bool:
+        """Reconnection is on."""
+        return self.backoff is not None
+
+    def next_attempt(self, now: float) -> tuple[float, AMQPURL]:
+        """While :attr:`lost`: when (on the adapter's clock) and to which URL to connect."""
+        assert self.backoff is not None and self.lost
+        return self.backoff.next_attempt(now), self.backoff.url
+
+    def attempt_failed(self, error: BaseException, now: float) -> None:
+        """The adapter could not connect (refused, unreachable, timed out): the next attempt
+        is scheduled, or, after ``max_attempts``, the connection ends with the error."""
+        assert self.backoff is not None
+        self.last_error = ConnectionClosedError(f"could not connect: {error}", retryable=True)
+        if not self.backoff.failed():
+            self._give_up(self.last_error)
+
+    def restart(self, now: float) -> None:
+        """The adapter has connected a new transport to :meth:`next_attempt`'s URL: a new
+        engine opens, begins, and attaches every link the application has again (same
+        names, same termini); senders send again what was unsettled, receivers grant their
+        credit again."""
+        assert self.backoff is not None and self.lost
+        parsed, engine, stream = client_engine(self.backoff.url, **self._options)
+        self.engine, self.stream = engine, stream
+        self.default_address = self.default_address or parsed.address
+        self.lost = False
+        self._restarting = True
+        self._transport_closed = False
+        self._session = None
+        engine.open(now=now)
+        for link, core in list(self._links.items()):
+            del self._links[link]
+            session = self.session()
+            new: a.Link
+            if isinstance(link, a.Sender):
+                new = session.attach_sender(
+                    link.name,
+                    source=link.source,
+                    target=link.target,
+                    snd_settle_mode=link.snd_settle_mode,
+                )
+            else:
+                new = session.attach_receiver(link.name, source=link.source, target=link.target)
+            core.link = new
+            self._links[new] = core
+        self._changed()
+
+    def connected_ready(self) -> bool:
+        """Not waiting for a new transport (raises if the connection has ended)."""
+        self.check()
+        return not self.lost
+
+    def _lose(self) -> None:
+        """The connection was lost (a retryable error): keep what the application has, to be
+        re-made on the next transport."""
+        assert self.backoff is not None
+        cause, self.error = self.error, None
+        if self._restarting:  # the attempt failed before the open
+            if not self.backoff.failed():
+                self.last_error = cause
+                self._give_up(cause or ConnectionClosedError("the connection was lost"))
+                return
+        else:
+            self.backoff.lost()
+        self.lost = True
+        self.last_error = cause
+        error = TransactionError("the connection was lost: the transaction is over")
+        for txn in self._transactions.values():
+            txn.declared.fail(error)
+            txn.discharged.fail(error)
+        self._transactions.clear()
+        if self._controller is not None:
+            self._links.pop(self._controller, None)
+            self._controller = None
+        for link, core in list(self._links.items()):
+            if link.state in (a.LinkState.DETACH_SENT, a.LinkState.DETACHED):
+                core._on_detached(None, "the link was closed")  # closing: that is done
+                del self._links[link]
+            else:
+                core._on_lost()
+
+    def _give_up(self, error: ClientError | None) -> None:
+        self.lost = False
+        if self.error is None:
+            if self.backoff is not None and self.backoff.failures:
+                failures = self.backoff.failures
+                self.error = ConnectionClosedError(
+                    f"gave up after {failures} attempts; the last: {error}",
+                    error.error if error is not None else None,
+                )
+            else:
+                self.error = error
+        self._end()
 
     def handle_timer(self, now: float) -> list[a.Event]:
         """Call at (or after) :meth:`next_deadline`."""
@@ -649,6 +830,11 @@ class Core:
         if self._closing or self.ended.done():
             return
         self._closing = True
+        if self.lost:  # no transport: nothing to say to the peer
+            self.lost = False
+            self._end()
+            self._changed()
+            return
         self.engine.close(error)
         self._changed()
 
@@ -707,6 +893,8 @@ class Core:
     def declare_ready(self) -> bool:
         """The control link is attached and has credit for a declare or discharge."""
         self.check()
+        if self.lost:
+            return False
         controller = self._controller
         if controller is None:
             controller = self._controller = self.session().attach_controller(self._name("txn"))
@@ -766,6 +954,13 @@ class Core:
         elif isinstance(event, a.ConnectionOpened):
             if not self.engine.client:
                 self.engine.open()
+            if self.backoff is not None:
+                self.backoff.succeeded()
+                self._restarting = False
+                if self.opened.done():
+                    self.reconnects += 1
+                    if self.on_reconnect is not None:
+                        self.on_reconnect()
             self.opened.set(None)
         elif isinstance(event, a.SessionBegun):
             if event.session.state is a.SessionState.BEGIN_RCVD:
@@ -789,11 +984,18 @@ class Core:
             self._on_discharge_request(event.request)
         elif isinstance(event, a.ConnectionClosed):
             if event.error is not None:
-                self._fail(ConnectionClosedError("the peer closed the connection", event.error))
+                forced = event.error.condition == "amqp:connection:forced"
+                self._fail(
+                    ConnectionClosedError(
+                        "the peer closed the connection", event.error, retryable=forced
+                    )
+                )
             elif not self._closing:
                 self._fail(ConnectionClosedError("the peer closed the connection"))
         elif isinstance(event, a.IdleTimedOut):
-            self._fail(ConnectionClosedError("the peer stopped answering (idle time-out)"))
+            self._fail(
+                ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
+            )
         elif isinstance(event, a.AuthenticationFailed):
             self._fail(AuthenticationError(f"authentication failed: {event.description}"))
         elif isinstance(event, a.ProtocolError):
@@ -810,13 +1012,27 @@ class Core:
             self._on_ended()
 
     def _on_ended(self) -> None:
-        if self.ended.done():
+        if self.ended.done() or self.lost:
             return
         if self.error is None and not self._closing:
-            self._fail(ConnectionClosedError("the connection was lost"))
+            self._fail(ConnectionClosedError("the connection was lost", retryable=True))
         close = getattr(self.stream, "close", None)
         if self.stream is not self.engine and close is not None:
             close()  # TLS close_notify after the AMQP close
+        error = self.error
+        if (
+            self.backoff is not None
+            and not self._closing
+            and not self._stopping
+            and isinstance(error, ConnectionClosedError)
+            and error.retryable
+        ):
+            self._lose()
+            return
+        self._end()
+
+    def _end(self) -> None:
+        """The connection has ended for good: everything waiting fails with the reason."""
         error = self.error or ConnectionClosedError("the connection is closed")
         self.opened.fail(error)
         for link, core in list(self._links.items()):
@@ -878,6 +1094,9 @@ class Core:
         server = self._server_links.get(link)
         if isinstance(server, OutgoingLink):
             server._credit()
+        core = self._links.get(link)
+        if isinstance(core, SenderCore) and core._resend:
+            core._send_again()
 
     def _on_delivery(self, event: a.DeliveryReceived) -> None:
         if not event.complete:
@@ -992,6 +1211,28 @@ def client_engine(
             stream, context, client=True, server_hostname=parsed.host, negotiate=False
         )
     return parsed, engine, stream
+
+
+def client_core(
+    url: str,
+    *,
+    reconnect: Reconnect | bool | None = None,
+    **options: Any,
+) -> Core:
+    """The core of a client connection to ``url`` (``options`` are :func:`client_engine`'s).
+    Without ``reconnect`` its engine is ready: the adapter connects to :attr:`Core.url`.
+    With it (``True``: the defaults of :class:`Reconnect`), the core starts :attr:`lost`:
+    the adapter connects as :meth:`Core.next_attempt` says, then :meth:`Core.restart`."""
+    parsed, engine, stream = client_engine(url, **options)
+    core = Core(engine, stream=stream)
+    core.url = parsed
+    core.default_address = parsed.address
+    if reconnect:
+        policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
+        core.backoff = Backoff(policy, parsed)
+        core._options = dict(options, container_id=engine.container_id)
+        core.lost = True
+    return core
 
 
 def server_engine(

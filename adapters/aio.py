@@ -40,6 +40,7 @@ from ._client import (
     ServerLink,
     TransactionError,
 )
+from ._reconnect import Reconnect
 
 __all__ = [
     "AuthenticationError",
@@ -51,6 +52,7 @@ __all__ = [
     "LinkDetachedError",
     "OutgoingLink",
     "Receiver",
+    "Reconnect",
     "Sender",
     "Server",
     "ServerLink",
@@ -62,6 +64,8 @@ __all__ = [
 ]
 
 READ_SIZE = 65536
+#: The bound of one reconnection attempt's connect, in seconds.
+CONNECT_TIMEOUT = 10.0
 
 
 class _Driver:
@@ -104,6 +108,10 @@ class _Driver:
         core, loop = self.core, self.loop
         try:
             while not core.finished:
+                if core.lost:
+                    if not await self._reconnect():
+                        break
+                    continue
                 deadline = core.next_deadline()
                 try:
                     if deadline is None:
@@ -116,12 +124,27 @@ class _Driver:
                     continue
                 except OSError as exc:
                     core.transport_failed(exc, loop.time())
-                    break
+                    continue  # lost, to be reconnected, or ended
                 core.receive_data(data, loop.time())
         finally:
             if not core.finished:  # cancelled, or a bug: nobody may wait forever
-                core.receive_data(b"", loop.time())
+                core.stop(loop.time())
             await self._close_transport()
+
+    async def _reconnect(self) -> bool:
+        """The connection was lost: close the old transport, connect a new one when the
+        core says. False if the core gave up."""
+        self._closed = True
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            await self.writer.wait_closed()
+        streams = await _attempt(self.core, CONNECT_TIMEOUT)
+        if streams is None:
+            return False
+        self.reader, self.writer = streams
+        self._closed = False
+        self.flush()
+        return True
 
     async def _close_transport(self) -> None:
         if self._closed:
@@ -144,7 +167,7 @@ class _Driver:
 
     async def drain(self) -> None:
         """Back-pressure: wait while the transport's write buffer is full."""
-        if not self._closed:
+        if not self._closed and not self.core.lost:
             try:
                 await self.writer.drain()
             except OSError as exc:
@@ -173,6 +196,26 @@ class _Driver:
 class Connection(_async.Connection):
     __doc__ = _async.Connection.__doc__
     adapter = "aio"
+
+
+async def _attempt(
+    core: _client.Core, timeout: float | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """While the core is lost: sleep until its next attempt, connect (the core schedules
+    the next after a failure), restart the core; the new streams, or None if it gave up."""
+    loop = asyncio.get_running_loop()
+    while core.lost:
+        now = loop.time()
+        at, url = core.next_attempt(now)
+        await asyncio.sleep(max(0.0, at - now))
+        try:
+            streams = await asyncio.wait_for(asyncio.open_connection(url.host, url.port), timeout)
+        except (OSError, asyncio.TimeoutError) as exc:
+            core.attempt_failed(exc, loop.time())
+            continue
+        core.restart(loop.time())
+        return streams
+    return None
 
 
 class _Connecting:
@@ -209,28 +252,43 @@ def connect(
     allow_insecure_auth: bool = False,
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
+    reconnect: Reconnect | bool | None = None,
+    on_reconnect: Callable[[Connection], None] | None = None,
 ) -> _Connecting:
     """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
     ``async with connect(url) as conn``. The options are those of the blocking
-    :func:`amqp_sansio.adapters.sockets.connect`."""
+    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect`` too)."""
 
     async def opening() -> Connection:
-        parsed, engine, stream = _client.client_engine(
+        core = _client.client_core(
             url,
+            reconnect=reconnect,
             container_id=container_id,
             idle_timeout=idle_timeout,
             ssl_context=ssl_context,
             allow_insecure_auth=allow_insecure_auth,
             sasl_mechanisms=sasl_mechanisms,
         )
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(parsed.host, parsed.port), timeout
-        )
-        driver = _Driver(_client.Core(engine, stream=stream), reader, writer)
+        parsed = core.url
+        assert parsed is not None
+        if core.lost:
+            streams = await asyncio.wait_for(_attempt(core, timeout), timeout)
+            if streams is None:
+                core.check()
+                raise ConnectionClosedError("could not connect")
+            reader, writer = streams
+        else:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(parsed.host, parsed.port), timeout
+            )
+            core.open(asyncio.get_running_loop().time())
+        driver = _Driver(core, reader, writer)
         conn = Connection(driver, address=parsed.address, timeout=timeout)
+        if on_reconnect is not None:
+            core.on_reconnect = lambda: on_reconnect(conn)
         driver.start()
+        driver.flush()
         try:
-            driver.core.open(driver.loop.time())
             await conn._wait(driver.core.open_ready, timeout)
         except BaseException:
             await conn.close(timeout=0)

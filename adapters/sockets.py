@@ -59,6 +59,7 @@ from ._client import (
     ServerLink,
     TransactionError,
 )
+from ._reconnect import Reconnect
 
 __all__ = [
     "AuthenticationError",
@@ -71,6 +72,7 @@ __all__ = [
     "LinkDetachedError",
     "OutgoingLink",
     "Receiver",
+    "Reconnect",
     "Sender",
     "Server",
     "ServerLink",
@@ -333,8 +335,8 @@ class SocketDriver:
 
     def _close_layer(self) -> None:
         """The connection inside has ended: a layer around it (TLS) closes its side too."""
-        if isinstance(self.connection, amqp_sansio.Connection):
-            return
+        if isinstance(self.connection, amqp_sansio.Connection | _client.Core):
+            return  # (the core closes its own layer)
         close = getattr(self.connection, "close", None)
         if close is not None:
             close()
@@ -414,6 +416,12 @@ class Connection:
             remaining = None if end is None else end - self.driver.now()
             if remaining is not None and remaining <= 0:
                 raise TimeoutError(f"not done within {timeout} s")
+            if self.core.lost:
+                self.driver.close()
+                driver = _attempt(self.core, end, self.timeout)
+                if driver is not None:
+                    self.driver = driver
+                continue
             if self.driver.closed:
                 self.core.check()
                 raise _client.ConnectionClosedError("the connection is closed")
@@ -435,6 +443,11 @@ class Connection:
         with contextlib.suppress(TimeoutError):
             self._wait(over, seconds)
 
+    @property
+    def reconnects(self) -> int:
+        """How many times the connection was made again after a loss (``reconnect=``)."""
+        return self.core.reconnects
+
     # -- the API ---------------------------------------------------------------------------
 
     def sender(
@@ -447,6 +460,7 @@ class Connection:
     ) -> Sender:
         """Attach a sender to ``address`` (the URL's by default) and wait until the peer
         has answered; :class:`LinkDetachedError` if it refuses."""
+        self._wait(self.core.connected_ready, timeout)
         core = self.core.sender(address, settled=settled, name=name)
         self._wait(core.attach_ready, timeout)
         return Sender(self, core, settled)
@@ -464,6 +478,7 @@ class Connection:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, whose address is :attr:`Receiver.address`), keeping
         ``credit`` messages granted."""
+        self._wait(self.core.connected_ready, timeout)
         core = self.core.receiver(
             address,
             credit=credit,
@@ -482,7 +497,7 @@ class Connection:
     def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
         """Close the connection, wait (briefly) for the peer's answer, close the socket."""
         try:
-            if not self.core.gone and not self.driver.closed:
+            if not self.core.gone and (self.core.lost or not self.driver.closed):
                 self.core.close(error)
                 self._wait(self.core.close_ready, 5.0 if timeout is None else timeout)
         except (TimeoutError, OSError):
@@ -614,30 +629,68 @@ def connect(
     allow_insecure_auth: bool = False,
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
+    reconnect: Reconnect | bool | None = None,
+    on_reconnect: Callable[[Connection], None] | None = None,
 ) -> Connection:
     """Connect to ``url`` (``amqp://[user:password@]host[:port][/address]``, or ``amqps://``
     for TLS from the first byte, verified with ``ssl_context`` or the system's CAs) and open
     an AMQP connection. Credentials in the URL are sent with SASL; over a plain connection
     only to a loopback host, unless ``allow_insecure_auth``. ``idle_timeout``: close the
-    connection when the peer sends nothing for that long (and ask it for heartbeats)."""
-    parsed, engine, stream = _client.client_engine(
+    connection when the peer sends nothing for that long (and ask it for heartbeats).
+    ``reconnect`` (a :class:`Reconnect`, or True for its defaults): when the connection is
+    lost, connect again (to ``url`` or the fallbacks), re-attach the links and send again
+    what was unsettled; ``on_reconnect(conn)`` is called each time (see :doc:`adapters`)."""
+    core = _client.client_core(
         url,
+        reconnect=reconnect,
         container_id=container_id,
         idle_timeout=idle_timeout,
         ssl_context=ssl_context,
         allow_insecure_auth=allow_insecure_auth,
         sasl_mechanisms=sasl_mechanisms,
     )
-    core = _client.Core(engine, stream=stream)
-    driver = SocketDriver.connect(core, (parsed.host, parsed.port), timeout=timeout)
-    conn = Connection(core, driver, address=parsed.address, timeout=timeout)
-    try:
+    parsed = core.url
+    assert parsed is not None
+    if core.lost:
+        end = None if timeout is None else time.monotonic() + timeout
+        attempted = _attempt(core, end, timeout)
+        if attempted is None:
+            core.check()
+            raise TimeoutError(f"could not connect within {timeout} s")
+        driver = attempted
+    else:
+        driver = SocketDriver.connect(core, (parsed.host, parsed.port), timeout=timeout)
         core.open(driver.now())
+    conn = Connection(core, driver, address=parsed.address, timeout=timeout)
+    if on_reconnect is not None:
+        core.on_reconnect = lambda: on_reconnect(conn)
+    try:
         conn._wait(core.open_ready, timeout)
     except BaseException:
-        driver.close()
+        conn.driver.close()
         raise
     return conn
+
+
+def _attempt(core: _client.Core, end: float | None, timeout: float | None) -> SocketDriver | None:
+    """While the core is lost: sleep until its next attempt, connect (the core schedules
+    the next after a failure), and return the new transport's driver. None if the core gave
+    up, or ``end`` (on :func:`time.monotonic`) came first."""
+    while core.lost:
+        now = time.monotonic()
+        at, url = core.next_attempt(now)
+        if end is not None and at > end:
+            time.sleep(max(0.0, end - now))
+            return None
+        time.sleep(max(0.0, at - now))
+        try:
+            driver = SocketDriver.connect(core, (url.host, url.port), timeout=timeout)
+        except OSError as exc:
+            core.attempt_failed(exc, time.monotonic())
+            continue
+        core.restart(driver.now())
+        return driver
+    return None
 
 
 class Server:

@@ -56,6 +56,7 @@ from ._client import (
     ServerLink,
     TransactionError,
 )
+from ._reconnect import Reconnect
 
 __all__ = [
     "AuthenticationError",
@@ -67,6 +68,7 @@ __all__ = [
     "LinkDetachedError",
     "OutgoingLink",
     "Receiver",
+    "Reconnect",
     "Sender",
     "Server",
     "ServerLink",
@@ -78,6 +80,8 @@ __all__ = [
 ]
 
 READ_SIZE = 65536
+#: The bound of one reconnection attempt's connect, in seconds.
+CONNECT_TIMEOUT = 10.0
 #: A send waits (back-pressure) while more than this many bytes wait to be written.
 WRITE_HIGH_WATER = 65536
 
@@ -93,7 +97,7 @@ class _Driver:
         self._changed = trio.Event()
         self._outgoing = bytearray()
         #: The core has output not yet taken (see _notify).
-        self._pending = False
+        self._pending = True
         self._in_flight = 0
         self._wake_writer = trio.Event()
         self._closed = False
@@ -114,6 +118,8 @@ class _Driver:
         if self._read_scope is not None:  # a call may have brought the next timer nearer
             deadline = self.core.next_deadline()
             self._read_scope.deadline = math.inf if deadline is None else deadline
+            if self.core.lost:
+                self._read_scope.cancel()
         self._wake()
 
     def _wake(self) -> None:
@@ -125,13 +131,26 @@ class _Driver:
         core = self.core
         try:
             with self._scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._write)
-                    await self._read()
-                    self._wake_writer.set()  # it flushes what is left (the close), then ends
+                while True:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._write)
+                        await self._read()
+                        if core.lost:
+                            nursery.cancel_scope.cancel()
+                        self._wake_writer.set()  # it flushes what is left (the close), then ends
+                    if not core.lost:
+                        break
+                    # Lost: a new transport when the core says, unless it gives up.
+                    with trio.CancelScope(shield=True):
+                        await trio.aclose_forcefully(self.stream)
+                    self._outgoing.clear()
+                    stream = await _attempt(core, CONNECT_TIMEOUT)
+                    if stream is None:
+                        break
+                    self.stream = stream
         finally:
             if not core.finished:  # cancelled: nobody may wait forever
-                core.receive_data(b"", trio.current_time())
+                core.stop(trio.current_time())
             self._closed = True
             self._outgoing.clear()
             with trio.CancelScope(shield=True):
@@ -141,7 +160,7 @@ class _Driver:
 
     async def _read(self) -> None:
         core = self.core
-        while not core.finished:
+        while not core.finished and not core.lost:
             deadline = core.next_deadline()
             data = None
             with trio.move_on_at(math.inf if deadline is None else deadline) as scope:
@@ -154,6 +173,8 @@ class _Driver:
                 finally:
                     self._read_scope = None
             if data is None:
+                if core.lost:
+                    return
                 core.handle_timer(trio.current_time())
             else:
                 core.receive_data(bytes(data), trio.current_time())
@@ -171,7 +192,7 @@ class _Driver:
         while True:
             self._pull()
             while not self._outgoing:
-                if core.finished:
+                if core.finished or core.lost:
                     return
                 self._wake_writer = event = trio.Event()
                 await event.wait()
@@ -222,6 +243,27 @@ class _Driver:
                     return
                 await changed.wait()
         raise TimeoutError(f"not done within {timeout} s")
+
+
+async def _attempt(core: _client.Core, timeout: float | None) -> trio.SocketStream | None:
+    """While the core is lost: sleep until its next attempt, connect (the core schedules
+    the next after a failure), restart the core; the new stream, or None if it gave up."""
+    while core.lost:
+        at, url = core.next_attempt(trio.current_time())
+        await trio.sleep_until(at)
+        stream = None
+        try:
+            with trio.move_on_after(math.inf if timeout is None else timeout):
+                stream = await trio.open_tcp_stream(url.host, url.port)
+        except OSError as exc:
+            core.attempt_failed(exc, trio.current_time())
+            continue
+        if stream is None:
+            core.attempt_failed(TimeoutError("timed out"), trio.current_time())
+            continue
+        core.restart(trio.current_time())
+        return stream
+    return None
 
 
 class Connection(_async.Connection):
@@ -304,30 +346,42 @@ def connect(
     allow_insecure_auth: bool = False,
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
+    reconnect: Reconnect | bool | None = None,
+    on_reconnect: Callable[[Connection], None] | None = None,
 ) -> _Running[Connection]:
     """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
     (the connection's tasks run in a nursery of its own), or
     ``conn = await connect(url, nursery=nursery)`` (in the given nursery; close the
     connection before the nursery ends). The other options are those of the blocking
-    :func:`amqp_sansio.adapters.sockets.connect`."""
+    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect`` too)."""
 
     async def opening(nursery: trio.Nursery) -> Connection:
-        parsed, engine, stream = _client.client_engine(
+        core = _client.client_core(
             url,
+            reconnect=reconnect,
             container_id=container_id,
             idle_timeout=idle_timeout,
             ssl_context=ssl_context,
             allow_insecure_auth=allow_insecure_auth,
             sasl_mechanisms=sasl_mechanisms,
         )
+        parsed = core.url
+        assert parsed is not None
         tcp: trio.SocketStream | None = None
         with trio.move_on_after(math.inf if timeout is None else timeout):
-            tcp = await trio.open_tcp_stream(parsed.host, parsed.port)
+            if core.lost:
+                tcp = await _attempt(core, timeout)
+                if tcp is None:
+                    core.check()
+            else:
+                tcp = await trio.open_tcp_stream(parsed.host, parsed.port)
+                core.open(trio.current_time())
         if tcp is None:
             raise TimeoutError(f"could not connect within {timeout} s")
-        driver = _Driver(_client.Core(engine, stream=stream), tcp)
+        driver = _Driver(core, tcp)
         conn = Connection(driver, address=parsed.address, timeout=timeout)
-        driver.core.open(trio.current_time())
+        if on_reconnect is not None:
+            core.on_reconnect = lambda: on_reconnect(conn)
         nursery.start_soon(driver.run)
         try:
             await conn._wait(driver.core.open_ready, timeout)

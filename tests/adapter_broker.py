@@ -5,7 +5,9 @@ Messages sent to an address wait in that address's queue until a receiver of it 
 credit; temporary (dynamic) nodes get addresses of their own. Addresses starting with
 ``hold/`` grant no credit (a sender waits); ``unsettled/`` never settles what arrives (a
 sender waits for the outcome); ``reject/`` rejects everything; ``missing/`` is refused.
-``outcomes`` records what receivers said of the messages sent to them.
+``outcomes`` records what receivers said of the messages sent to them. A message sent to a
+receiver whose link (or connection) goes before it settles the message goes back to the
+front of its queue (at-least-once), and the queues outlive connections.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class Broker:
         self.consumers: dict[str, list[OutgoingLink]] = defaultdict(list)
         self.links: list[ServerLink] = []
         self.outcomes: list[object] = []
+        #: What each receiver has not settled yet: its address and bytes.
+        self.unsettled: dict[OutgoingLink, dict[a.Delivery, bytes]] = defaultdict(dict)
         self._temporary = itertools.count(1)
 
     def on_link(self, link: ServerLink) -> None:
@@ -44,7 +48,7 @@ class Broker:
             self.consumers[address].append(link)
             link.on_credit = lambda _: self._pump(address)
             link.on_detach = self._gone
-            link.on_outcome = lambda _, outcome: self.outcomes.append(outcome)
+            link.on_outcome = self._outcome(link)
 
     def _incoming(self, link: IncomingLink):  # type: ignore[no-untyped-def]
         def on_delivery(delivery: Delivery) -> None:
@@ -61,10 +65,22 @@ class Broker:
 
         return on_delivery
 
+    def _outcome(self, link: OutgoingLink):  # type: ignore[no-untyped-def]
+        def on_outcome(delivery: a.Delivery, outcome: object) -> None:
+            self.outcomes.append(outcome)
+            self.unsettled[link].pop(delivery, None)
+
+        return on_outcome
+
     def _gone(self, link: ServerLink) -> None:
         for consumers in self.consumers.values():
             if link in consumers:
                 consumers.remove(link)
+        if isinstance(link, OutgoingLink):
+            back = self.unsettled.pop(link, {})
+            if back and link.address is not None:
+                self.queues[link.address].extendleft(reversed(back.values()))
+                self._pump(link.address)
 
     def _pump(self, address: str) -> None:
         queue = self.queues[address]
@@ -76,4 +92,7 @@ class Broker:
             for consumer in ready:
                 if not queue:
                     return
-                consumer.send_data(queue.popleft())
+                data = queue.popleft()
+                delivery = consumer.send_data(data)
+                if not delivery.settled:
+                    self.unsettled[consumer][delivery] = data
