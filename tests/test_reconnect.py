@@ -267,3 +267,28 @@ def test_closing_while_lost_ends_at_once(adapter: Adapter, own: tuple[int, Broke
 
     with proxy(port) as p:
         adapter.run(scenario, p)
+
+
+def test_an_authentication_failure_is_not_retried(adapter: Adapter) -> None:
+    """A refused credential would be refused again: the error comes at once, whatever the
+    reconnection policy, and nothing is retried."""
+
+    class Store:
+        def check_password(self, username: str, password: str) -> bool:
+            return (username, password) == ("alice", "s3cret")
+
+    broker = Broker()
+    authenticator = a.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
+    policy = Reconnect(initial_delay=0.01, max_attempts=5, jitter=0.0)
+    with adapter.serve(broker.on_link, sasl=authenticator, allow_insecure_auth=True) as port:
+
+        async def scenario() -> None:
+            started = time.monotonic()
+            with pytest.raises(adapter.module.AuthenticationError):
+                async with connected(
+                    adapter, f"amqp://alice:wrong@127.0.0.1:{port}", reconnect=policy
+                ):
+                    pass
+            assert time.monotonic() - started < 2.0
+
+        adapter.run(scenario)
