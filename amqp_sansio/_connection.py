@@ -1466,9 +1466,10 @@ class Session:
             # Our error detach is answered: from now on the peer knows (2.6.5, see
             # Link.detach).
             self._errant_handles[detach.handle] = link
-        elif detach.error is not None:
+        if detach.error is not None:
             # The peer destroyed its endpoint (2.6.5): the ids of our deliveries mean nothing
-            # to it now; a link it did not close can only be resumed.
+            # to it now; a link it did not close can only be resumed (also when our own
+            # error detach crossed its: both ends destroyed theirs).
             link._drop_ids()
             link._must_resume = not link._closing
         reclosing = link._reclosing
