@@ -838,10 +838,11 @@ def proton_loopback(
 # outcome from its tracker.
 
 
-async def _async_loopback(module: Any, count: int, body: bytes, progress: Progress | None) -> float:
+async def _async_loopback(
+    adapter: Any, count: int, body: bytes, progress: Progress | None
+) -> float:
     """The loopback work through an async adapter (``aio`` or ``trio_adapter``: the same
     API)."""
-    aio = module
     size = len(body)
     window = max(1, min(CREDIT_WINDOW, count))
     decode = amqp.Message.decode
@@ -856,7 +857,7 @@ async def _async_loopback(module: Any, count: int, body: bytes, progress: Progre
         received += 1  # accepted by the link (auto_accept) once this returns
 
     def on_link(link: Any) -> None:
-        if isinstance(link, aio.IncomingLink):
+        if isinstance(link, adapter.IncomingLink):
             link.credit = window
             link.on_delivery = on_delivery
         else:
@@ -866,12 +867,14 @@ async def _async_loopback(module: Any, count: int, body: bytes, progress: Progre
     message_cls = amqp.Message
     step = max(1, count // 100)
     next_report = step
-    listening = aio.listen("127.0.0.1", 0, on_link, container_id="bench-server")
+    listening = adapter.listen("127.0.0.1", 0, on_link, container_id="bench-server")
     if not hasattr(listening, "__aenter__"):  # asyncio's: await it for the server
         listening = await listening
     async with listening as server:
         url = f"amqp://127.0.0.1:{server.port}/bench"
-        async with aio.connect(url, timeout=LOOPBACK_STALL, container_id="bench-client") as conn:
+        async with adapter.connect(
+            url, timeout=LOOPBACK_STALL, container_id="bench-client"
+        ) as conn:
             sender = await conn.sender()
             outstanding: deque[Any] = deque()
             done = 0

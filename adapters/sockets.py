@@ -162,13 +162,7 @@ class SocketDriver:
         **kwargs: Any,
     ) -> SocketDriver:
         """Connect to ``address`` (host, port) as a client and drive ``connection`` over it."""
-        sock = socket.create_connection(address, timeout=timeout)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return cls(connection, sock, **kwargs)
-        except BaseException:
-            sock.close()
-            raise
+        return cls._drive(connection, socket.create_connection(address, timeout=timeout), kwargs)
 
     @classmethod
     def accept(
@@ -187,6 +181,11 @@ class SocketDriver:
             if not sel.select(timeout):
                 raise TimeoutError(f"no connection within {timeout} s")
         sock, _ = listener.accept()
+        return cls._drive(connection, sock, kwargs)
+
+    @classmethod
+    def _drive(cls, connection: ByteStream, sock: socket.socket, kwargs: Any) -> SocketDriver:
+        """A driver over the newly connected ``sock`` (closed if that fails)."""
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return cls(connection, sock, **kwargs)

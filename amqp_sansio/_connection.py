@@ -886,12 +886,11 @@ class Session:
             desired_capabilities=self.desired_capabilities,
             properties=self.properties,
         )
-        frame = conn._checked_frame(0, body)  # too large for the peer: nothing has changed
+        conn._checked_frame(0, body)  # too large for the peer: nothing has changed yet
         conn._assign_channel(self)  # may refuse (no free channel): nothing has changed yet
         self.state = new
         assert self.channel is not None
-        frame[6:8] = self.channel.to_bytes(2, "big")
-        conn._send_raw(frame)
+        conn._send_frame(self.channel, body)
         self._answer_owed()
 
     def end(self, error: Error | None = None) -> None:
@@ -2280,9 +2279,7 @@ class Connection:
             self._parser.max_frame_size = self.max_frame_size
             self.sasl_mechanism = sasl.mechanism
             self.authenticated_identity = sasl.identity
-            self._out[:0] = self._sasl_out  # its last frame goes before what AMQP holds
-            self._sasl_out = []
-            self._sasl = None
+            self._leave_sasl(keep_held=True)  # its last frame goes before what AMQP holds
         return True
 
     def _sasl_failed(self, error: AMQPError | None = None) -> None:
@@ -2292,11 +2289,19 @@ class Connection:
         assert sasl is not None
         if error is not None:
             sasl.fail(error)
-        self._out = self._sasl_out
-        self._sasl_out = []
-        self._sasl = None
+        self._leave_sasl(keep_held=False)
         self._broken = True
         self._end()
+
+    def _leave_sasl(self, *, keep_held: bool) -> None:
+        """The SASL exchange is over: its last bytes go out first, and what AMQP held back
+        behind it follows (``keep_held``) or is dropped."""
+        if keep_held:
+            self._out[:0] = self._sasl_out
+        else:
+            self._out = self._sasl_out
+        self._sasl_out = []
+        self._sasl = None
 
     def _on_open(self, channel: int, open_: Open) -> None:
         new = CONNECTION_TRANSITIONS.get((self.state, _CI.R_OPEN))
@@ -2424,9 +2429,7 @@ class Connection:
         if sasl is not None:
             # Only our SASL header answers (5.3.2); what AMQP held back is dropped.
             sasl.send_header()
-            self._out = self._sasl_out
-            self._sasl_out = []
-            self._sasl = None
+            self._leave_sasl(keep_held=False)
         elif self.state is ConnectionState.START:
             self._send_header()
         self._events.append(UnsupportedProtocol(header=header, version_name=name))
