@@ -20,7 +20,11 @@ from amqp_sansio import Error
 from . import _client
 from ._client import Delivery
 
-__all__ = ["Connection", "Driver", "Receiver", "Sender", "Transaction", "close_all"]
+__all__ = ["CLOSE_GRACE", "Connection", "Driver", "Receiver", "Sender", "Transaction", "close_all"]
+
+#: How long a cleanup (a close, a transaction's discharge) may take when the block that
+#: ends is being cancelled, seconds.
+CLOSE_GRACE = 5.0
 
 
 class Driver(Protocol):
@@ -35,8 +39,14 @@ class Driver(Protocol):
     async def drain(self) -> None:
         """Back-pressure: wait while too much waits to be written."""
 
+    def shielded(self, seconds: float) -> contextlib.AbstractContextManager[object]:
+        """A scope in which a cleanup runs although the caller is being cancelled (trio:
+        cancellation is a state of the scope, every wait in it would end at once), ended
+        after ``seconds``."""
+
     async def stop(self) -> None:
-        """End the connection's I/O (its background task or tasks) and close the transport."""
+        """End the connection's I/O (its background task or tasks) and close the transport;
+        it completes even when the caller is being cancelled."""
 
 
 async def close_all(drivers: list[Any], timeout: float) -> None:
@@ -49,6 +59,10 @@ async def close_all(drivers: list[Any], timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
             await driver.wait(driver.core.close_ready, timeout)
         await driver.stop()
+
+
+def _always() -> bool:
+    return True
 
 
 class Connection:
@@ -123,19 +137,23 @@ class Connection:
         return Transaction(self, timeout)
 
     async def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
-        """Close the connection, wait (briefly) for the peer's answer, close the transport."""
+        """Close the connection, wait (briefly) for the peer's answer, close the transport.
+        Cancelled while it waits, it still closes the transport (then raises)."""
         driver = self._driver
-        if not self.core.gone:
-            self.core.close(error)
-            with contextlib.suppress(TimeoutError):
-                await driver.wait(self.core.close_ready, 5.0 if timeout is None else timeout)
-        await driver.stop()
+        try:
+            if not self.core.gone:
+                self.core.close(error)
+                with contextlib.suppress(TimeoutError):
+                    await driver.wait(self.core.close_ready, 5.0 if timeout is None else timeout)
+        finally:
+            await driver.stop()  # noqa: ASYNC102 (a driver's stop completes when cancelled)
 
     async def __aenter__(self) -> Connection:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        with self._driver.shielded(CLOSE_GRACE):  # a graceful close, even when cancelled
+            await self.close()  # noqa: ASYNC102 (shielded by the driver)
 
 
 class Sender(_client.SenderBase):
@@ -184,8 +202,7 @@ class Tracker(_client.TrackerBase):
         """The receiver's outcome (None on a pre-settled sender); raises what ended the
         link or the connection first. A time-out leaves the delivery tracked."""
         op = self._op
-        if not op.done():
-            await self.sender.connection._wait(op.done, timeout)
+        await self.sender.connection._wait(op.done, timeout)  # a cancel point even when done
         return op.result()
 
 
@@ -212,8 +229,10 @@ class Receiver(_client.ReceiverBase):
     async def drain(self, *, timeout: float | None = None) -> None:
         """Ask the sender for what it has now, and wait until it has used up or given back
         the credit; what came is then waiting to be received."""
+        conn = self.connection
+        await conn._wait(_always, timeout)  # a cancel point before the drain starts
         op = self.core.drain()
-        await self.connection._wait(op.done, timeout)
+        await conn._wait(op.done, timeout)
 
     async def close(self, *, timeout: float | None = None) -> None:
         self.core.close()
@@ -249,4 +268,12 @@ class Transaction(_client.TransactionBase):
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         if self.committed is None:
-            await self.discharge(commit=exc_type is None)
+            # A cancelled block still rolls back, shielded (bounded by CLOSE_GRACE). If the
+            # discharge fails after the block failed, the block's exception is the one to
+            # see (the coordinator rolls back what is never discharged, core 4.3).
+            with self.connection._driver.shielded(CLOSE_GRACE):
+                try:
+                    await self.discharge(commit=exc_type is None)  # noqa: ASYNC102 (shielded)
+                except _client.ClientError:
+                    if exc_type is None:
+                        raise

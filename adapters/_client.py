@@ -39,6 +39,7 @@ __all__ = [
     "ConnectionClosedError",
     "Core",
     "Delivery",
+    "IncomingConnection",
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
@@ -420,6 +421,7 @@ class ReceiverCore(_LinkCore):
             op.set(None)
         if not self.core.lost:
             self.link.drain = False
+            self._refill()  # the window again, or nothing would come after an empty drain
 
     def _on_delivery(self, delivery: Delivery) -> None:
         self.queue.append(delivery)
@@ -450,6 +452,49 @@ class TransactionCore:
         self.discharged: Op[bool] = Op()
 
 
+# -- server connections and links -----------------------------------------------------------
+
+
+class IncomingConnection:
+    """A connection a peer opened to a server, handed to the application's
+    ``on_connection`` (:func:`listen` in each adapter) when the peer's open has come (after
+    TLS and SASL), before our open answers it. The callback runs inside the connection's
+    I/O (it must not block); it accepts by returning, or calls :meth:`refuse`. Each link
+    the peer attaches on it then names it (:attr:`ServerLink.connection`), so that
+    ``on_link`` can decide by who is asking.
+
+    ``peer`` is the transport's remote address (``(host, port)``), ``container_id``,
+    ``hostname`` and ``properties`` come from the peer's open (core 2.7.1), ``identity``
+    and ``mechanism`` from SASL (None without SASL; ANONYMOUS has no identity; EXTERNAL's
+    is the TLS client certificate's subject), ``tls`` is the :class:`~amqp_sansio.TLSEstablished`
+    event of an amqps connection (version, cipher, the client's certificate), or None."""
+
+    def __init__(self, core: Core, peer: Any) -> None:
+        self.core = core
+        self.peer = peer
+        remote = core.engine.remote
+        assert remote is not None
+        self.container_id: str = remote.container_id
+        self.hostname: str | None = remote.hostname
+        self.properties: Any = remote.properties
+        self.identity: str | None = core.sasl_identity
+        self.mechanism: str | None = core.sasl_mechanism
+        self.tls: a.TLSEstablished | None = core.tls
+        self.refused: Error | None = None
+
+    def __repr__(self) -> str:
+        who = f" identity={self.identity!r}" if self.identity is not None else ""
+        return f"<IncomingConnection peer={self.peer!r} container_id={self.container_id!r}{who}>"
+
+    def refuse(self, error: Error | None = None) -> None:
+        """Refuse the connection: our open goes out (it must come first, core 2.4.1) and a
+        close with ``error`` (``amqp:unauthorized-access`` by default) follows at once
+        (2.4.3)."""
+        self.refused = error or Error(
+            condition=Symbol("amqp:unauthorized-access"), description="connection refused"
+        )
+
+
 # -- server links ----------------------------------------------------------------------------
 
 
@@ -476,6 +521,11 @@ class ServerLink:
         """The peer's container-id."""
         remote = self.core.engine.remote
         return None if remote is None else remote.container_id
+
+    @property
+    def connection(self) -> IncomingConnection | None:
+        """The connection the link is on, as ``on_connection`` saw it (who the peer is)."""
+        return self.core.incoming
 
     @property
     def attached(self) -> bool:
@@ -610,8 +660,10 @@ class Core:
     """One connection's state for the high-level API, client or server; see the module's
     docstring. ``stream`` is the byte-level object the adapter drives: ``engine`` itself or
     a :class:`~amqp_sansio.TLSLayer` around it. ``notify`` is called whenever something
-    changed. In the server role, ``on_link`` gets each :class:`ServerLink` the peer
-    attaches (without it, links are refused)."""
+    changed. In the server role, ``on_connection`` gets the :class:`IncomingConnection`
+    when the peer's open comes (``peer`` is the transport's remote address, for it), and
+    ``on_link`` each :class:`ServerLink` the peer attaches (without it, links are
+    refused)."""
 
     def __init__(
         self,
@@ -620,6 +672,8 @@ class Core:
         stream: Any = None,
         notify: Callable[[], None] | None = None,
         on_link: Callable[[ServerLink], None] | None = None,
+        on_connection: Callable[[IncomingConnection], None] | None = None,
+        peer: Any = None,
     ) -> None:
         self.engine = engine
         self.stream = engine if stream is None else stream
@@ -627,6 +681,14 @@ class Core:
         self.url: AMQPURL | None = None
         self.notify: Callable[[], None] = notify or (lambda: None)
         self.on_link = on_link
+        self.on_connection = on_connection
+        self.peer = peer
+        #: A server's view of its peer, once the peer's open came.
+        self.incoming: IncomingConnection | None = None
+        #: What SASL and TLS established (see :class:`IncomingConnection`).
+        self.sasl_identity: str | None = None
+        self.sasl_mechanism: str | None = None
+        self.tls: a.TLSEstablished | None = None
         self.opened: Op[None] = Op()
         #: Done when the connection has ended (both closes exchanged, or lost).
         self.ended: Op[None] = Op()
@@ -953,7 +1015,7 @@ class Core:
                 core._on_drained()
         elif isinstance(event, a.ConnectionOpened):
             if not self.engine.client:
-                self.engine.open()
+                self._answer_open()
             if self.backoff is not None:
                 self.backoff.succeeded()
                 self._restarting = False
@@ -962,6 +1024,10 @@ class Core:
                     if self.on_reconnect is not None:
                         self.on_reconnect()
             self.opened.set(None)
+        elif isinstance(event, a.Authenticated):
+            self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
+        elif isinstance(event, a.TLSEstablished):
+            self.tls = event
         elif isinstance(event, a.SessionBegun):
             if event.session.state is a.SessionState.BEGIN_RCVD:
                 event.session.begin()
@@ -1047,6 +1113,16 @@ class Core:
             server_link._on_detached()
         self._server_links.clear()
         self.ended.set(None)
+
+    def _answer_open(self) -> None:
+        """A server's answer to the peer's open: ours, after the application's
+        ``on_connection`` (and a close at once if it refused)."""
+        incoming = self.incoming = IncomingConnection(self, self.peer)
+        if self.on_connection is not None:
+            self.on_connection(incoming)
+        self.engine.open()
+        if incoming.refused is not None:
+            self.close(incoming.refused)
 
     def _on_attach(self, link: a.Link, remote: a.Attach) -> None:
         core = self._links.get(link)

@@ -34,6 +34,7 @@ from ._client import (
     ClientError,
     ConnectionClosedError,
     Delivery,
+    IncomingConnection,
     IncomingLink,
     LinkDetachedError,
     OutgoingLink,
@@ -48,6 +49,7 @@ __all__ = [
     "Connection",
     "ConnectionClosedError",
     "Delivery",
+    "IncomingConnection",
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
@@ -157,12 +159,17 @@ class _Driver:
         with contextlib.suppress(OSError):
             await self.writer.wait_closed()
 
+    def shielded(self, seconds: float) -> contextlib.AbstractContextManager[object]:
+        """Nothing to do: an asyncio cancellation is delivered once, so a cleanup that
+        follows it runs (and the close has its own time-out)."""
+        return contextlib.nullcontext()
+
     async def stop(self) -> None:
-        """Cancel the connection's task, close the transport."""
+        """Cancel the connection's task, close the transport. (``asyncio.wait`` rather than
+        awaiting the task: a cancellation of the caller is not swallowed with the task's.)"""
         if self.task is not None and not self.task.done():
             self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            await asyncio.wait([self.task])
         await self._close_transport()
 
     async def drain(self) -> None:
@@ -302,8 +309,14 @@ class Server:
     """Serving AMQP connections (:func:`listen`); an async context manager that closes the
     listener and every connection it accepted."""
 
-    def __init__(self, on_link: Callable[[ServerLink], None], options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        on_link: Callable[[ServerLink], None],
+        options: dict[str, Any],
+        on_connection: Callable[[IncomingConnection], None] | None = None,
+    ) -> None:
         self.on_link = on_link
+        self.on_connection = on_connection
         self._options = options
         self._server: asyncio.Server | None = None
         self._drivers: set[_Driver] = set()
@@ -316,7 +329,14 @@ class Server:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         engine, stream = _client.server_engine(**self._options)
-        driver = _Driver(_client.Core(engine, stream=stream, on_link=self.on_link), reader, writer)
+        core = _client.Core(
+            engine,
+            stream=stream,
+            on_link=self.on_link,
+            on_connection=self.on_connection,
+            peer=writer.get_extra_info("peername"),
+        )
+        driver = _Driver(core, reader, writer)
         self._drivers.add(driver)
         try:
             await driver.run()
@@ -343,6 +363,7 @@ async def listen(
     port: int,
     on_link: Callable[[ServerLink], None],
     *,
+    on_connection: Callable[[IncomingConnection], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
     sasl: ServerAuthenticator | None = None,
     allow_insecure_auth: bool = False,
@@ -351,7 +372,8 @@ async def listen(
 ) -> Server:
     """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`); as the blocking
     :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
-    attaches, in the connection's task (it must not block)."""
+    attaches, in the connection's task (it must not block); so does ``on_connection``
+    with each connection."""
     options = {
         "container_id": container_id,
         "idle_timeout": idle_timeout,
@@ -359,6 +381,6 @@ async def listen(
         "sasl": sasl,
         "allow_insecure_auth": allow_insecure_auth,
     }
-    server = Server(on_link, options)
+    server = Server(on_link, options, on_connection)
     server._server = await asyncio.start_server(server._serve, host, port)
     return server

@@ -640,7 +640,7 @@ class _LoopbackServer(threading.Thread):
     def run(self) -> None:
         try:
             self._serve()
-        except BaseException as exc:  # reported by the measuring thread
+        except Exception as exc:  # reported by the measuring thread
             self.error = exc
 
     def _serve(self) -> None:

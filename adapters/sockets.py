@@ -53,6 +53,7 @@ from ._client import (
     ClientError,
     ConnectionClosedError,
     Delivery,
+    IncomingConnection,
     IncomingLink,
     LinkDetachedError,
     OutgoingLink,
@@ -68,6 +69,7 @@ __all__ = [
     "Connection",
     "ConnectionClosedError",
     "Delivery",
+    "IncomingConnection",
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
@@ -702,9 +704,11 @@ class Server:
         sock: socket.socket,
         on_link: Callable[[_client.ServerLink], None],
         options: dict[str, Any],
+        on_connection: Callable[[_client.IncomingConnection], None] | None = None,
     ) -> None:
         self.socket = sock
         self.on_link = on_link
+        self.on_connection = on_connection
         self._options = options
         self._drivers: dict[socket.socket, SocketDriver] = {}
         self._wake_r, self._wake_w = socket.socketpair()
@@ -773,12 +777,14 @@ class Server:
 
     def _accept(self) -> None:
         try:
-            sock, _ = self.socket.accept()
+            sock, peer = self.socket.accept()
         except (BlockingIOError, InterruptedError):
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         engine, stream = _client.server_engine(**self._options)
-        core = _client.Core(engine, stream=stream, on_link=self.on_link)
+        core = _client.Core(
+            engine, stream=stream, on_link=self.on_link, on_connection=self.on_connection, peer=peer
+        )
         driver = SocketDriver(core, sock)
         self._drivers[sock] = driver
         self._selector.register(sock, selectors.EVENT_READ)
@@ -817,6 +823,7 @@ def listen(
     port: int,
     on_link: Callable[[_client.ServerLink], None],
     *,
+    on_connection: Callable[[_client.IncomingConnection], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
     sasl: ServerAuthenticator | None = None,
     allow_insecure_auth: bool = False,
@@ -827,8 +834,10 @@ def listen(
     """Listen on ``host``:``port`` (0: any free port, see :attr:`Server.port`). Each
     connection's open and sessions are accepted; each link a peer attaches is handed to
     ``on_link`` (an :class:`IncomingLink` or :class:`OutgoingLink`), which configures it
-    without blocking. ``ssl_context``: TLS from the first byte (amqps); ``sasl``: require
-    authentication."""
+    without blocking. ``on_connection``, if given, gets
+    each :class:`IncomingConnection` when its open comes (who the peer is: address, SASL
+    identity, TLS certificate), and may refuse it. ``ssl_context``: TLS from the first byte
+    (amqps); ``sasl``: require authentication."""
     sock = socket.create_server((host, port), backlog=backlog)
     sock.setblocking(False)
     options = {
@@ -838,4 +847,4 @@ def listen(
         "sasl": sasl,
         "allow_insecure_auth": allow_insecure_auth,
     }
-    return Server(sock, on_link, options)
+    return Server(sock, on_link, options, on_connection)

@@ -1,4 +1,5 @@
-"""Static checks run with the test suite: ``mypy --strict`` on the core and ``ruff``."""
+"""Static checks run with the test suite: ``mypy --strict`` on the core, ``ruff``, and
+flake8-async (trio's own linter) on the adapters."""
 
 from __future__ import annotations
 
@@ -36,4 +37,18 @@ def test_ruff_check() -> None:
 
 def test_ruff_format() -> None:
     result = _run(_ruff(), "format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_flake8_async_on_the_adapters() -> None:
+    """Trio's checks for blocking and cancellation (python-trio/flake8-async): its default
+    rules (ASYNC1xx-3xx: blocking calls in async code, unshielded awaits in cleanup, a
+    swallowed Cancelled, ...), but ASYNC109 (a ``timeout`` parameter: the adapters' shared
+    API takes one; cancel scopes work too). The opt-in ASYNC9xx rules ask every async
+    function to checkpoint on every path; the adapters' rule is in docs/adapters.rst."""
+    exe = shutil.which("flake8-async")
+    if exe is None:
+        pytest.skip("flake8-async is not installed (it is in the 'test' extra)")
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py"))
+    result = _run(exe, "--enable=ASYNC1,ASYNC2,ASYNC3", "--disable=ASYNC109", *files)
     assert result.returncode == 0, result.stdout + result.stderr
