@@ -13,6 +13,8 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
+``amqp-sansio broker [--host H] [--port P]`` runs the reference broker (docs/broker.rst).
+
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
 """
@@ -156,6 +158,11 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="print_bodies",
         help="print each body on a line of its own (the summary then goes to stderr)",
     )
+    brk = sub.add_parser("broker", help="run the reference broker until SIGINT or SIGTERM")
+    brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    brk.add_argument("--port", type=int, default=5672, help="port (0: any free port)")
+    brk.add_argument("--store", default=None, help="directory of the message store")
+    brk.add_argument("--users", default=None, help="file of users (SASL) and access rules")
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
@@ -379,6 +386,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
             return 130
+    if args.command == "broker":
+        for option in ("store", "users"):
+            if getattr(args, option) is not None:
+                print(
+                    f"amqp-sansio broker: error: --{option} is not yet supported", file=sys.stderr
+                )
+                return EXIT_USAGE
+        from . import broker
+
+        broker.main(args.host, args.port)
+        return 0
     if args.command == "bench" and args.bench == "codec":
         title = "codec: one typical message, encode and decode"
         results = bench.codec_benchmark(seconds=args.seconds)
