@@ -306,9 +306,10 @@ class BrokerConnection:
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
     authenticated, if anyone."""
 
-    def __init__(self, broker: Broker, engine: Connection, stream: Any) -> None:
+    def __init__(self, broker: Broker, engine: Any, stream: Any) -> None:
         self.broker = broker
-        self.engine = engine
+        #: The server engine (an :class:`amqp_sansio.Connection`).
+        self.engine: Connection = engine
         self._stream = stream
         self.identity: str | None = None
         self.consumers: dict[Link, _Consumer] = {}
