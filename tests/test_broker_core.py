@@ -399,16 +399,6 @@ def test_refusals() -> None:
     assert c.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
 
 
-def test_transactions_are_refused_for_now() -> None:
-    net = Net()
-    c = net.connect()
-    c.begin()
-    assert c.session is not None
-    c.session.attach_controller("ctl")
-    net.pump()
-    assert c.of(a.LinkDetached)[-1].error.condition == "amqp:not-implemented"
-
-
 def test_queue_limits_reject_with_resource_limit_exceeded() -> None:
     net = Net(BrokerConfig(max_queue_depth=2, max_queue_bytes=10_000))
     p = net.connect()

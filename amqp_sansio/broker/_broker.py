@@ -48,7 +48,15 @@ from .._messaging import (
 from .._performatives import Error
 from .._states import ConnectionState, LinkState, SessionState
 from .._tls import TLSLayer
-from .._txn import CoordinatorLink
+from .._transactions import TransactionalState
+from .._txn import (
+    CoordinatorLink,
+    DeclareRequested,
+    DischargeRequest,
+    DischargeRequested,
+    TransactionRecord,
+    TransactionRolledBack,
+)
 from .._types import Symbol
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
@@ -316,6 +324,9 @@ class BrokerConnection:
         self.producers: dict[Link, _Producer] = {}
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
         self._decided: dict[Delivery, type] = {}
+        #: Messages posted in a live transaction, held until it is discharged (core spec
+        #: 4.4.1), with the node each is for.
+        self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
         self.lost = False
 
     def __repr__(self) -> str:
@@ -403,6 +414,13 @@ class BrokerConnection:
             self._lost()
         elif isinstance(event, Authenticated):
             self.identity = event.identity
+        elif isinstance(event, DeclareRequested):
+            event.request.declare()
+        elif isinstance(event, DischargeRequested):
+            self._discharge(event.request)
+        elif isinstance(event, TransactionRolledBack):
+            assert isinstance(event.transaction, TransactionRecord)
+            self._roll_back(event.transaction)
 
     # -- links --------------------------------------------------------------------------------
 
@@ -410,7 +428,7 @@ class BrokerConnection:
         broker = self.broker
         config = broker.config
         if isinstance(link, CoordinatorLink):
-            link.refuse(_error("amqp:not-implemented", "transactions are not supported yet"))
+            link.attach()  # the broker is a transactional resource (core spec 4.2)
             return
         limit = config.max_links_per_connection
         if limit is not None and len(self.consumers) + len(self.producers) >= limit:
@@ -533,6 +551,14 @@ class BrokerConnection:
             self._sweep(link.session)
             return
         node = producer.node
+        if delivery.transaction is not None:
+            # Posted in a transaction: held, and provisionally accepted, until the
+            # discharge (core spec 4.4.1).
+            self._held[delivery] = (node, message)
+            link.update(delivery, _ACCEPTED)
+            if link.link_credit * 2 <= broker.config.link_credit:
+                link.flow(broker.config.link_credit)
+            return
         state: Any = _ACCEPTED
         if message.expires is not None and message.expires <= broker.wall:
             broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
@@ -561,6 +587,8 @@ class BrokerConnection:
             return
         delivery = event.delivery
         state = event.state
+        if type(state) is TransactionalState:
+            return  # retired in a transaction: its outcome applies on commit (4.4.2)
         terminal = isinstance(state, _OUTCOMES)
         entry = consumer.inflight.get(delivery)
         if entry is None:
@@ -612,6 +640,94 @@ class BrokerConnection:
             return
         queue.requeue(message)
         broker._dirty[queue] = None
+
+    # -- transactions (core spec part 4; broker draft 3) ---------------------------------------
+
+    def _discharge(self, request: DischargeRequest) -> None:
+        """Commit: the posted messages reach their nodes and the retired outcomes apply,
+        all at once; or roll back: none of it happens, and acquisitions are undone."""
+        record = request.transaction
+        if request.fail:
+            request.accept()
+            self._roll_back(record)
+            return
+        why = self._room_for(record)
+        if why is not None:
+            request.reject(_error("amqp:transaction:rollback", why))
+            self._roll_back(record)
+            return
+        request.accept()
+        broker = self.broker
+        for delivery in record.posted:
+            held = self._held.pop(delivery, None)
+            if held is None:
+                continue
+            node, message = held
+            if not node.deleted and node.offer(message) is None:
+                self._touch(node)
+            if not delivery.settled and not delivery.remote_settled:
+                delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
+        for delivery, outcome in record.retired:
+            consumer = self.consumers.get(delivery.link)
+            entry = None if consumer is None else consumer.inflight.pop(delivery, None)
+            if entry is None:
+                continue
+            assert consumer is not None
+            self._apply(consumer, entry[0], entry[1], outcome)
+            if not delivery.settled and delivery.link.state is _ATTACHED:
+                delivery.link.settle(delivery)
+        broker._pending[self] = None
+
+    def _room_for(self, record: TransactionRecord) -> str | None:
+        """Whether the queues can take every message posted in ``record`` (the commit is
+        all or nothing)."""
+        wanted: dict[Node, list[int]] = {}
+        for delivery in record.posted:
+            held = self._held.get(delivery)
+            if held is not None:
+                need = wanted.setdefault(held[0], [0, 0])
+                need[0] += 1
+                need[1] += held[1].size
+        config = self.broker.config
+        for node, (count, size) in wanted.items():
+            if not isinstance(node, Queue):
+                continue
+            if config.max_queue_depth is not None and node.depth + count > config.max_queue_depth:
+                return f"queue {node.address!r} cannot take {count} more messages"
+            if config.max_queue_bytes is not None and node.bytes + size > config.max_queue_bytes:
+                return f"queue {node.address!r} cannot take {size} more bytes"
+        return None
+
+    def _roll_back(self, record: TransactionRecord) -> None:
+        """The transaction's work is void: posted messages are dropped, retirements are
+        undone (a delivery the consumer already settled takes its default outcome,
+        4.4.4.2), and what was acquired in it goes back to its queue."""
+        for delivery in record.posted:
+            if self._held.pop(delivery, None) is not None and not delivery.remote_settled:
+                link = delivery.link
+                if link.state is _ATTACHED and self.engine.state is _OPENED:
+                    link.settle(delivery, Released())
+        for delivery, _ in record.retired:
+            consumer = self.consumers.get(delivery.link)
+            if consumer is not None and delivery.settled and delivery in consumer.inflight:
+                message, queue = consumer.inflight.pop(delivery)
+                self._apply(consumer, message, queue, consumer.default)
+        for delivery in record.acquired:
+            consumer = self.consumers.get(delivery.link)
+            if consumer is not None and delivery in consumer.inflight:
+                message, queue = consumer.inflight.pop(delivery)
+                self._apply(consumer, message, queue, Released())
+                if not delivery.settled and delivery.link.state is _ATTACHED:
+                    delivery.link.settle(delivery, Released())
+        self.broker._pending[self] = None
+
+    def _touch(self, node: Node) -> None:
+        dirty = self.broker._dirty
+        if isinstance(node, Queue):
+            dirty[node] = None
+        else:
+            for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
+                dirty[buffer] = None
 
     def _taken(self, queue: Queue, message: StoredMessage) -> None:
         if queue.settled(message):

@@ -161,7 +161,16 @@ class Queue(Node):
             level = self._levels[message.priority] = deque()
             bisect.insort(self._order, -message.priority)
         if front:
-            level.appendleft(message)
+            # Back at the head, in arrival order among those that came back (2.2.2).
+            if not level or level[0].seq > message.seq:
+                level.appendleft(message)
+            else:
+                index = 0
+                for waiting in level:
+                    if waiting.seq > message.seq:
+                        break
+                    index += 1
+                level.insert(index, message)
         else:
             level.append(message)
         self.available[message.seq] = message
