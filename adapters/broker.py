@@ -13,13 +13,14 @@ Embedding::
     with run_broker() as server:              # blocking code: the loop runs in a thread
         ...
 
-From the shell: ``amqp-sansio broker [--host H] [--port P]``.
+From the shell: ``amqp-sansio broker [--host H] [--port P] [--users FILE]``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 import threading
@@ -27,7 +28,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection, Store
+from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection, Store, Users
 
 __all__ = ["BrokerServer", "run_broker", "serve_broker"]
 
@@ -232,9 +233,24 @@ def run_broker(
         thread.join(timeout=10)
 
 
-def main(host: str, port: int) -> None:
-    """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``)."""
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def main(host: str, port: int, *, users_file: str | None = None) -> None:
+    """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
+    users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
+    without TLS only on a loopback address."""
     import signal
+
+    users = None
+    if users_file is not None:
+        with open(users_file, encoding="utf-8") as f:
+            users = Users.from_json(f.read())
+    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host))
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
@@ -242,7 +258,7 @@ def main(host: str, port: int) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        async with serve_broker(host=host, port=port) as server:
+        async with serve_broker(host=host, port=port, config=config) as server:
             print(f"amqp-sansio broker listening on {server.url}", flush=True)
             await stop.wait()
 

@@ -13,7 +13,8 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
-``amqp-sansio broker [--host H] [--port P]`` runs the reference broker (docs/broker.rst).
+``amqp-sansio broker [--host H] [--port P] [--users FILE]`` runs the reference broker
+(docs/broker.rst).
 
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
@@ -387,15 +388,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
             return 130
     if args.command == "broker":
-        for option in ("store", "users"):
-            if getattr(args, option) is not None:
-                print(
-                    f"amqp-sansio broker: error: --{option} is not yet supported", file=sys.stderr
-                )
-                return EXIT_USAGE
+        if args.store is not None:
+            print("amqp-sansio broker: error: --store is not yet supported", file=sys.stderr)
+            return EXIT_USAGE
+        from amqp_sansio.broker import UsersFileError
+
         from . import broker
 
-        broker.main(args.host, args.port)
+        try:
+            broker.main(args.host, args.port, users_file=args.users)
+        except (OSError, UsersFileError) as exc:
+            print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         return 0
     if args.command == "bench" and args.bench == "codec":
         title = "codec: one typical message, encode and decode"

@@ -182,7 +182,7 @@ def test_cli_broker_runs_until_sigterm() -> None:
             proc.kill()
 
 
-def test_cli_store_and_users_are_not_yet_supported(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_store_is_not_yet_supported(capsys: pytest.CaptureFixture[str]) -> None:
     from amqp_sansio.adapters import cli
 
     assert cli.main(["broker", "--store", "/tmp/x"]) != 0

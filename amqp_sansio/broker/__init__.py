@@ -6,8 +6,10 @@ from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnecti
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
 from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
 
 __all__ = [
+    "ANONYMOUS",
     "DEFAULT_OUTCOME",
     "SUPPORTED_OUTCOMES",
     "Broker",
@@ -19,5 +21,9 @@ __all__ = [
     "Store",
     "StoredMessage",
     "Topic",
+    "User",
+    "Users",
+    "UsersFileError",
     "parse_message",
+    "scram_entry",
 ]

@@ -130,11 +130,15 @@ class Broker:
         first byte with ``ssl_context``)."""
         self._clock(now, wall)
         config = self.config
+        if sasl is None:
+            sasl = config.sasl
+        if sasl is None and config.users is not None:
+            sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
         engine = Connection(
             client=False,
             container_id=config.container_id,
             idle_timeout=config.idle_timeout,
-            sasl=sasl if sasl is not None else config.sasl,
+            sasl=sasl,
             allow_plain_without_tls=config.allow_insecure_auth,
             max_frame_size=config.max_frame_size,
         )
@@ -442,6 +446,18 @@ class BrokerConnection:
             link.refuse(
                 _error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
             )
+            return
+        users = config.users
+        address = terminus.address
+        if (
+            users is not None
+            and not terminus.dynamic
+            and isinstance(address, str)
+            and not users.allows(self.identity, address, send=isinstance(link, Receiver))
+        ):
+            verb = "send to" if isinstance(link, Receiver) else "receive from"
+            who = self.identity or "an unauthenticated client"
+            link.refuse(_error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
             return
         node: Node | None
         if terminus.dynamic:

@@ -27,7 +27,13 @@ class BrokerConfig:
 
     The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds, None
     for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.ServerAuthenticator`
-    (None: no SASL layer), ``allow_insecure_auth`` lets PLAIN run without TLS (loopback).
+    (None: no SASL layer, unless ``users`` is given), ``allow_insecure_auth`` lets PLAIN
+    run without TLS (loopback).
+
+    ``users`` (a :class:`~amqp_sansio.broker.Users`): who may connect (its SASL store, used
+    unless ``sasl`` is given) and what each may do: an attach to an address the
+    authenticated user may not send to or receive from is refused with
+    ``amqp:unauthorized-access``. None: no access rules.
     """
 
     auto_create: bool = True
@@ -45,6 +51,7 @@ class BrokerConfig:
     max_frame_size: int = 65536
     sasl: Any = None
     allow_insecure_auth: bool = False
+    users: Any = None
 
     def is_topic(self, address: str) -> bool:
         """Whether ``address`` names a topic (copy to every subscriber) rather than a queue."""
