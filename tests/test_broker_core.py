@@ -584,3 +584,256 @@ def test_every_published_message_is_accounted_for(ops: list[tuple[str, int, int 
     assert queue.acquired == 0  # type: ignore[attr-defined]
     total = len(accepted) + len(left) + len(dead) + net.broker.expired
     assert total == len(published)
+
+
+# -- corners ----------------------------------------------------------------------------------
+
+
+def test_expiry_of_a_message_out_with_a_consumer() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"soon", ttl=1000)
+    r = c.receiver("q", 1)
+    (got,) = c.received(r)
+    net.advance(2)  # the timer passes it by: it is the consumer's
+    assert net.broker.expired == 0
+    r.settle(got.delivery, a.Released())  # back, but expired: dropped (broker draft 2.2.5)
+    net.pump()
+    assert net.broker.expired == 1 and net.broker.nodes["q"].depth == 0
+
+
+def test_expiry_empties_a_delete_on_no_messages_node() -> None:
+    net = Net()
+    c = net.connect()
+    props = {SYM("lifetime-policy"): a.DeleteOnNoMessages()}
+    s = c.sender(None, target=a.Target(dynamic=True, dynamic_node_properties=props))
+    address = s.remote.target.address  # type: ignore[union-attr]
+    c.send(s, msg(b"x", ttl=1000))
+    net.advance(2)
+    assert address not in net.broker.nodes
+    assert s.state is not a.LinkState.ATTACHED  # detached: resource-deleted
+
+
+def test_released_expired_message_empties_its_node() -> None:
+    net = Net()
+    c = net.connect()
+    props = {SYM("lifetime-policy"): a.DeleteOnNoMessages()}
+    r = c.receiver(None, 1, source=a.Source(dynamic=True, dynamic_node_properties=props))
+    address = r.remote.source.address  # type: ignore[union-attr]
+    publish(c, address, b"x", ttl=1000)
+    (got,) = c.received(r)
+    net.wall += 2
+    r.settle(got.delivery, a.Released())
+    net.pump()
+    assert address not in net.broker.nodes
+
+
+def test_declare_delete_and_odd_dynamic_properties() -> None:
+    broker = Broker()
+    q = broker.declare("q")
+    assert broker.declare("q") is q
+    broker.delete_node(q)
+    broker.delete_node(q)  # twice: nothing more
+    stray = broker.declare("stray")
+    del broker.nodes["stray"]
+    broker.delete_node(stray)  # not registered any more
+    net = Net(broker=broker)
+    c = net.connect()
+    props = {SYM("lifetime-policy"): "not a policy"}
+    r = c.receiver(None, 0, source=a.Source(dynamic=True, dynamic_node_properties=props))
+    node = broker.nodes[r.remote.source.address]  # type: ignore[union-attr]
+    assert type(node.policy) is a.DeleteOnClose
+
+
+def test_dead_letter_queue_full_or_a_topic() -> None:
+    net = Net(BrokerConfig(dead_letter="dlq", max_queue_depth=1))
+    p, c = net.connect(), net.connect()
+    publish(p, "dlq", b"already")
+    publish(p, "q", b"bad")
+    r = c.receiver("q", 1)
+    (bad,) = c.received(r)
+    r.settle(bad.delivery, a.Rejected())
+    net.pump()
+    assert net.broker.dead_lettered == 0  # no room: dropped
+    net2 = Net(BrokerConfig(dead_letter="topic/dead"))
+    p2, c2 = net2.connect(), net2.connect()
+    watcher = c2.receiver("topic/dead", 5)
+    publish(p2, "q", b"bad")
+    r2 = c2.receiver("q", 1)
+    (bad2,) = c2.received(r2)
+    r2.settle(bad2.delivery, a.Rejected())
+    net2.pump()
+    assert accept_all(c2, watcher) == [b"bad"]
+
+
+def test_publish_and_detach_of_a_delete_on_close_node_in_one_read() -> None:
+    net = Net()
+    c = net.connect()
+    s = c.sender(None, target=a.Target(dynamic=True))
+    address = s.remote.target.address  # type: ignore[union-attr]
+    s.send(msg(b"x").encode())
+    s.detach()
+    net.pump()
+    assert address not in net.broker.nodes
+
+
+def test_lost_connection_with_creator_and_producer_of_a_dynamic_node() -> None:
+    net = Net()
+    c = net.connect()
+    r = c.receiver(None, 0, source=a.Source(dynamic=True))
+    address = r.remote.source.address  # type: ignore[union-attr]
+    c.sender(address)
+    net.lose(c)
+    assert address not in net.broker.nodes and not c.conn.consumers and not c.conn.producers
+
+
+def test_a_detached_consumer_has_no_credit_and_browsers_skip_large_messages() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"x" * 600, b"small")
+    b = c.receiver(
+        "q", 5, max_message_size=300, source=a.Source(address="q", distribution_mode=SYM("copy"))
+    )
+    assert accept_all(c, b) == [b"small"]
+    (consumer,) = c.conn.consumers.values()
+    b.detach()
+    net.pump()
+    assert consumer.credit == 0
+
+
+def test_explicit_sasl_and_closing_twice() -> None:
+    broker = Broker()
+    conn = broker.accept(0.0, sasl=a.ServerAuthenticator(None, allow_anonymous=True))
+    assert conn.engine._sasl is not None
+    net = Net()
+    c = net.connect()
+    c.conn.close()
+    c.conn.close()  # closing already: nothing more
+    net.pump()
+    assert c.engine.state is a.ConnectionState.END
+
+
+def test_transactional_corners() -> None:
+    net = Net(BrokerConfig(max_queue_bytes=200, topics={"t"}))
+    c, sub = net.connect(), net.connect()
+    watcher = sub.receiver("t", 5)
+    ctl_session = c.begin()
+    ctl = ctl_session.attach_controller("ctl")
+    net.pump()
+    txn = ctl.declare()
+    net.pump()
+    big, to_topic = c.sender("q"), c.sender("t")
+    big.send(msg(b"y" * 300).encode(), transaction=txn)
+    net.pump()
+    ctl.discharge(txn)
+    net.pump()
+    assert c.of(a.TransactionRolledBack)[-1].error.condition == "amqp:transaction:rollback"
+    txn2 = ctl.declare()
+    net.pump()
+    to_topic.send(msg(b"news").encode(), transaction=txn2)
+    net.pump()
+    ctl.discharge(txn2)
+    net.pump()
+    assert accept_all(sub, watcher) == [b"news"]
+
+
+def test_redelivery_keeps_the_rest_of_the_header() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"x", priority=7, durable=True)
+    r = c.receiver("q", 1)
+    (got,) = c.received(r)
+    r.settle(got.delivery, a.Modified(delivery_failed=True))
+    net.pump()
+    r.flow(1)
+    net.pump()
+    (again,) = c.received(r)
+    header = a.Message.decode(again.data).header
+    assert header == a.Header(durable=True, priority=7, delivery_count=1)
+
+
+def test_a_consumer_of_a_deleted_node_gives_back_nothing() -> None:
+    net = Net()
+    owner, other = net.connect(), net.connect()
+    r = owner.receiver(None, 0, source=a.Source(dynamic=True))
+    address = r.remote.source.address  # type: ignore[union-attr]
+    publish(owner, address, b"x")
+    r2 = other.receiver(address, 1)
+    assert len(other.received(r2)) == 1
+    r.detach()  # delete-on-close: the node goes, with what the other consumer holds
+    net.pump()
+    assert address not in net.broker.nodes
+    assert other.of(a.LinkDetached)[-1].error.condition == "amqp:resource-deleted"
+
+
+def test_browsing_drops_expired_and_stops_at_its_credit() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"old", ttl=1000)
+    publish(p, "q", b"1", b"2")
+    net.wall += 2
+    copy = a.Source(address="q", distribution_mode=SYM("copy"))
+    b = c.receiver("q", 1, source=copy)
+    assert accept_all(c, b) == [b"1"]
+    assert net.broker.expired == 1
+    b.flow(1)
+    net.pump()
+    assert accept_all(c, b) == [b"2"]
+
+
+def test_topic_depth_repr_and_config() -> None:
+    config = BrokerConfig(topics={"events"}, topic_prefix=None)
+    assert config.is_topic("events") and not config.is_topic("topic/x")
+    net = Net(config)
+    c, p = net.connect(), net.connect()
+    r = c.receiver("events", 0)
+    publish(p, "events", b"1", b"2")
+    topic = net.broker.nodes["events"]
+    assert topic.depth == 2 and repr(topic) == "<Topic 'events'>"
+    r.flow(5)
+    net.pump()
+    assert accept_all(c, r) == [b"1", b"2"] and topic.depth == 0
+    assert "links=1" in repr(c.conn)
+
+
+def test_released_messages_return_in_arrival_order() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"1", b"2", b"3", b"4")
+    r = c.receiver("q", 3)
+    one, two, three = c.received(r)
+    for e in (three, one, two):
+        r.settle(e.delivery, a.Released())
+        net.pump()
+    r.flow(4)
+    net.pump()
+    assert accept_all(c, r) == [b"1", b"2", b"3", b"4"]
+
+
+def test_publisher_credit_is_topped_up_and_its_flow_is_harmless() -> None:
+    net = Net(BrokerConfig(link_credit=4))
+    p = net.connect()
+    s = p.sender("q")
+    for i in range(10):
+        p.send(s, msg(b"%d" % i))
+    assert s.link_credit >= 2 and net.broker.nodes["q"].depth == 10
+    s.set_available(3)
+    net.pump()
+    assert s.state is a.LinkState.ATTACHED
+
+
+def test_second_mode_publisher_settles_and_browser_outcome() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    s = p.sender("q", rcv_settle_mode=a.ReceiverSettleMode.SECOND)
+    s.auto_settle = False
+    d = p.send(s, msg(b"x"))
+    s.settle(d)
+    net.pump()
+    assert not s.unsettled
+    copy = a.Source(address="q", distribution_mode=SYM("copy"))
+    b = c.receiver("q", 5, source=copy, rcv_settle_mode=a.ReceiverSettleMode.SECOND)
+    (got,) = c.received(b)
+    b.settle(got.delivery, a.Accepted())
+    net.pump()
+    assert got.delivery.settled and net.broker.nodes["q"].depth == 1

@@ -231,3 +231,43 @@ def test_proton_transactional_publish_and_accept(commit: bool) -> None:
             _run(taker)
             assert taker.outcome == "committed"
             assert server.broker.nodes["ptx"].depth == 0
+
+
+def test_transaction_corners() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    s = p.sender("q")
+    for i in range(3):
+        p.send(s, a.Message(body=b"%d" % i))
+    ctl = controller(c)
+    r = c.receiver("q", 3)
+    one, two, three = c.received(r)
+    txn = declare(c, ctl)
+    r.settle(one.delivery, a.Accepted(), transaction=txn)  # settled by the consumer
+    r.update(two.delivery, a.Accepted(), transaction=txn)
+    posted = c.sender("q")
+    posted.send(a.Message(body=b"pre").encode(), settled=True, transaction=txn)
+    net.pump()
+    discharge(c, ctl, txn, fail=False)
+    r.settle(three.delivery, a.Released())
+    net.pump()
+    assert net.broker.nodes["q"].depth == 2  # "2" and "pre" gone... "3" back, "pre" in
+    r.flow(5)
+    net.pump()
+    assert [body(e) for e in c.received(r)] == [b"2", b"pre"]
+
+
+def test_retired_then_consumer_gone_before_commit() -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    p.send(p.sender("q"), a.Message(body=b"x"))
+    ctl = controller(c)
+    r = c.receiver("q", 1)
+    (got,) = c.received(r)
+    txn = declare(c, ctl)
+    r.update(got.delivery, a.Accepted(), transaction=txn)
+    net.pump()
+    r.detach()  # the default outcome applies now: the message is back
+    net.pump()
+    discharge(c, ctl, txn, fail=False)
+    assert net.broker.nodes["q"].depth == 1

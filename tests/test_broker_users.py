@@ -160,3 +160,23 @@ def test_proton_plain_and_anonymous(users: Users) -> None:
                 anon.create_sender("orders")
         finally:
             anon.close()
+
+
+def test_amqps_with_plain_inside_tls(users: Users, tmp_path: Path) -> None:
+    trustme = pytest.importorskip("trustme", reason="trustme is in the 'test' extra")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(
+        str(tmp_path / "server.pem")
+    )
+    server_ctx = a.server_context(str(tmp_path / "server.pem"))
+    config = BrokerConfig(users=users)  # PLAIN only under TLS
+    with run_broker(host="localhost", config=config, ssl_context=server_ctx) as server:
+        assert server.url.startswith("amqps://localhost:")
+        client_ctx = a.client_context(cafile=str(tmp_path / "ca.pem"))
+        url = f"amqps://alice:secret@localhost:{server.port}"
+        with sockets.connect(url, timeout=WAIT, ssl_context=client_ctx) as conn:
+            conn.sender("orders").send(b"secure")
+            d = conn.receiver("orders", credit=1).receive(timeout=WAIT)
+            assert d is not None and d.message.body.value == b"secure"
+            d.accept()

@@ -46,7 +46,7 @@ from .._messaging import (
     Target,
 )
 from .._performatives import Error
-from .._states import ConnectionState, LinkState, SessionState
+from .._states import ConnectionState, LinkState
 from .._tls import TLSLayer
 from .._transactions import TransactionalState
 from .._txn import (
@@ -225,11 +225,10 @@ class Broker:
         address = self.config.dead_letter
         if address is None:
             return
-        queue = self.declare(address)
-        if queue.offer(message.copy(self._next_seq())) is None:
+        node = self.declare(address, topic=self.config.is_topic(address))
+        if node.offer(message.copy(self._next_seq())) is None:
             self.dead_lettered += 1
-            if isinstance(queue, Queue):
-                self._dirty[queue] = None
+            self._touch(node)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -242,6 +241,14 @@ class Broker:
     def _watch(self, message: StoredMessage, queue: Queue) -> None:
         assert message.expires is not None
         heapq.heappush(self._expiry, (message.expires, next(self._ties), message, queue))
+
+    def _touch(self, node: Node) -> None:
+        """Messages arrived at ``node``: dispatch them before the call returns."""
+        if isinstance(node, Queue):
+            self._dirty[node] = None
+        else:
+            for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
+                self._dirty[buffer] = None
 
     def _dispatch(self) -> None:
         while self._dirty:
@@ -401,8 +408,7 @@ class BrokerConnection:
         if isinstance(event, ConnectionOpened):
             self.engine.open()
         elif isinstance(event, SessionBegun):
-            if event.session.state is SessionState.BEGIN_RCVD:
-                event.session.begin()
+            event.session.begin()  # (the broker never begins a session itself)
         elif isinstance(event, LinkAttached):
             if event.link.state is LinkState.ATTACH_RCVD:
                 self._on_attach(event.link)
@@ -554,7 +560,7 @@ class BrokerConnection:
 
     def _on_message(self, event: DeliveryReceived) -> None:
         producer = self.producers.get(event.link)
-        if producer is None or not event.complete:
+        if producer is None:  # pragma: no cover - the engine reports only attached links'
             return
         link = producer.link
         delivery = event.delivery
@@ -582,11 +588,8 @@ class BrokerConnection:
             why = node.offer(message)
             if why is not None:
                 state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
-            elif isinstance(node, Queue):
-                broker._dirty[node] = None
             else:
-                for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
-                    broker._dirty[buffer] = None
+                self.broker._touch(node)
         if not delivery.remote_settled:
             link.settle(delivery, state)
         if link.link_credit * 2 <= broker.config.link_credit:
@@ -680,7 +683,7 @@ class BrokerConnection:
                 continue
             node, message = held
             if not node.deleted and node.offer(message) is None:
-                self._touch(node)
+                self.broker._touch(node)
             if not delivery.settled and not delivery.remote_settled:
                 delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
         for delivery, outcome in record.retired:
@@ -736,14 +739,6 @@ class BrokerConnection:
                 if not delivery.settled and delivery.link.state is _ATTACHED:
                     delivery.link.settle(delivery, Released())
         self.broker._pending[self] = None
-
-    def _touch(self, node: Node) -> None:
-        dirty = self.broker._dirty
-        if isinstance(node, Queue):
-            dirty[node] = None
-        else:
-            for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
-                dirty[buffer] = None
 
     def _taken(self, queue: Queue, message: StoredMessage) -> None:
         if queue.settled(message):

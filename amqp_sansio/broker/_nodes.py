@@ -9,6 +9,7 @@ buffer. A dynamic node (core spec 3.5.3 ``dynamic``) has a random name and a lif
 
 from __future__ import annotations
 
+import abc
 import bisect
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,7 +42,7 @@ class Consumer(Protocol):
     def drained(self) -> None: ...
 
 
-class Node:
+class Node(abc.ABC):
     """A named node of the broker. ``links`` are the links attached to it (consumers and
     producers); ``policy`` the lifetime policy of a dynamic node (None for others) and
     ``creator`` the link whose attach made it."""
@@ -65,22 +66,21 @@ class Node:
         return f"<{type(self).__name__} {self.address!r}>"
 
     @property
+    @abc.abstractmethod
     def depth(self) -> int:
         """Messages held (available or out with a consumer)."""
-        return 0
 
+    @abc.abstractmethod
     def offer(self, message: StoredMessage) -> str | None:
         """Take a published message; return why not (a limit) or None."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def add_consumer(self, consumer: Any) -> None:
-        raise NotImplementedError
+        """A consumer attached."""
 
+    @abc.abstractmethod
     def remove_consumer(self, consumer: Any) -> None:
-        raise NotImplementedError
-
-    def dispatch(self) -> None:
-        """Send what the node holds to its consumers, as their credit allows."""
+        """A consumer went."""
 
     def link_added(self, link: Any) -> None:
         self.links.add(link)
@@ -195,10 +195,10 @@ class Queue(Node):
 
     def drop(self, message: StoredMessage) -> None:
         """Take an available message off the queue for good (expired)."""
-        if self.available.pop(message.seq, None) is message:
-            self.bytes -= message.size
-            message.dropped = True
-            self.broker.store.remove(self, message)
+        del self.available[message.seq]
+        self.bytes -= message.size
+        message.dropped = True
+        self.broker.store.remove(self, message)
 
     def _take(self, consumer: Consumer, wall: float) -> StoredMessage | None:
         skipped: list[StoredMessage] = []
@@ -234,9 +234,7 @@ class Queue(Node):
         (self.browsers if consumer.copy else self.consumers).append(consumer)
 
     def remove_consumer(self, consumer: Consumer) -> None:
-        group = self.browsers if consumer.copy else self.consumers
-        if consumer in group:
-            group.remove(consumer)
+        (self.browsers if consumer.copy else self.consumers).remove(consumer)
 
     def dispatch(self) -> None:
         wall = self.broker.wall
@@ -321,16 +319,4 @@ class Topic(Node):
         return self.subscriptions.get(consumer)
 
     def remove_consumer(self, consumer: Consumer) -> None:
-        buffer = self.subscriptions.pop(consumer, None)
-        if buffer is not None:
-            buffer.clear()
-
-    def dispatch(self) -> None:
-        for buffer in self.subscriptions.values():
-            buffer.dispatch()
-
-    def clear(self) -> None:
-        super().clear()
-        for buffer in self.subscriptions.values():
-            buffer.clear()
-        self.subscriptions.clear()
+        self.subscriptions.pop(consumer).clear()
