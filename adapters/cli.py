@@ -14,7 +14,8 @@ measures the protocol engine: two engines wired in memory, a sender and a receiv
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
 ``amqp-sansio broker [--host H] [--port P] [--users FILE]`` runs the reference broker
-(docs/broker.rst).
+(docs/broker.rst); ``amqp-sansio bench broker [--messages N] [--size B] [--url U] [--json]``
+measures one producer and one consumer through it.
 
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
@@ -238,6 +239,14 @@ def _build_parser() -> argparse.ArgumentParser:
     pipe.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+    bb = bsub.add_parser(
+        "broker",
+        help="one producer and one consumer through the reference broker over loopback",
+    )
+    bb.add_argument("--messages", type=int, default=50_000, help="messages (default 50,000)")
+    bb.add_argument("--size", type=int, default=256, help="body bytes (default 256)")
+    bb.add_argument("--url", default=None, help="a running broker (default: start one)")
+    bb.add_argument("--json", action="store_true", help="print one JSON object")
     loop = bsub.add_parser(
         "loopback",
         help="a sender and a receiver in one process over 127.0.0.1, each message "
@@ -400,6 +409,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, UsersFileError) as exc:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        return 0
+    if args.command == "bench" and args.bench == "broker":
+        from . import broker as broker_adapter
+
+        figures = broker_adapter.benchmark(args.messages, size=args.size, url=args.url)
+        if args.json:
+            print(json.dumps(figures, indent=2))
+        else:
+            print(
+                f"broker: {figures['messages']:,} messages of {figures['size']} bytes, one "
+                f"producer and one consumer, at-least-once, over 127.0.0.1\n"
+                f"{figures['rate']:,.0f} msg/s ({figures['seconds']:.2f} s)"
+            )
         return 0
     if args.command == "bench" and args.bench == "codec":
         title = "codec: one typical message, encode and decode"

@@ -187,3 +187,14 @@ def test_cli_store_is_not_yet_supported(capsys: pytest.CaptureFixture[str]) -> N
 
     assert cli.main(["broker", "--store", "/tmp/x"]) != 0
     assert "not yet supported" in capsys.readouterr().err
+
+
+def test_bench_broker_command(capsys: pytest.CaptureFixture[str], server: BrokerServer) -> None:
+    from amqp_sansio.adapters import cli
+
+    assert cli.main(["bench", "broker", "--messages", "500", "--url", server.url]) == 0
+    out = capsys.readouterr().out
+    assert "500 messages of 256 bytes" in out and "msg/s" in out
+    assert server.broker.nodes["bench"].depth == 0
+    assert cli.main(["bench", "broker", "--messages", "200", "--json"]) == 0
+    assert '"rate"' in capsys.readouterr().out
