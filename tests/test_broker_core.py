@@ -837,3 +837,19 @@ def test_second_mode_publisher_settles_and_browser_outcome() -> None:
     b.settle(got.delivery, a.Accepted())
     net.pump()
     assert got.delivery.settled and net.broker.nodes["q"].depth == 1
+
+
+def test_the_expiry_heap_stays_proportional_to_waiting_messages() -> None:
+    net = Net(BrokerConfig(link_credit=5000))
+    p, c = net.connect(), net.connect()
+    s = p.sender("q")
+    r = c.receiver("q", 5000)
+    for i in range(3000):  # consumed at once, long before they would expire
+        s.send(msg(b"%d" % i, ttl=3_600_000).encode())
+        if i % 100 == 99:
+            net.pump()
+            for e in c.received(r):
+                r.settle(e.delivery, a.Accepted())
+    net.pump()
+    assert len(net.broker._expiry) < 1100
+    assert net.broker.next_expiry() is not None

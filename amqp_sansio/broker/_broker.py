@@ -86,6 +86,9 @@ DEFAULT_OUTCOME = Modified(delivery_failed=True)
 _POLICIES = (DeleteOnClose, DeleteOnNoLinks, DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
 _MOVE, _COPY = Symbol("move"), Symbol("copy")
 _LIFETIME = Symbol("lifetime-policy")
+#: The expiry heap is compacted when it reaches this size, or twice its size after the last
+#: compaction.
+_COMPACT_MIN = 1024
 
 
 def _error(condition: str, description: str) -> Error:
@@ -113,6 +116,7 @@ class Broker:
         self._seq = itertools.count(1)
         self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
         self._ties = itertools.count()
+        self._compact_at = _COMPACT_MIN
         self._pending: dict[BrokerConnection, None] = {}
         self._dirty: dict[Queue, None] = {}
         for address in self.config.queues:
@@ -240,7 +244,14 @@ class Broker:
 
     def _watch(self, message: StoredMessage, queue: Queue) -> None:
         assert message.expires is not None
-        heapq.heappush(self._expiry, (message.expires, next(self._ties), message, queue))
+        heap = self._expiry
+        if len(heap) >= self._compact_at:
+            # Entries of messages gone before they expired: dropped when they pile up,
+            # so that the heap stays proportional to the messages waiting.
+            heap[:] = [e for e in heap if e[3].available.get(e[2].seq) is e[2]]
+            heapq.heapify(heap)
+            self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
+        heapq.heappush(heap, (message.expires, next(self._ties), message, queue))
 
     def _touch(self, node: Node) -> None:
         """Messages arrived at ``node``: dispatch them before the call returns."""
