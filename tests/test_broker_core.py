@@ -518,6 +518,10 @@ OPS = st.lists(
         ),
         st.tuples(st.just("lose"), st.integers(0, 1), st.just(0)),
         st.tuples(st.just("tick"), st.just(0), st.integers(1, 3)),
+        # A transactional publish of ``i + 1`` messages, committed or rolled back; or a
+        # transactional accept by consumer ``i``, committed or rolled back.
+        st.tuples(st.just("txn-publish"), st.integers(0, 1), st.sampled_from(["commit", "abort"])),
+        st.tuples(st.just("txn-accept"), st.integers(0, 1), st.sampled_from(["commit", "abort"])),
     ),
     max_size=40,
 )
@@ -534,11 +538,23 @@ def test_every_published_message_is_accounted_for(ops: list[tuple[str, int, int 
     published: list[bytes] = []
     pending: dict[int, list[a.DeliveryReceived]] = {0: [], 1: []}
 
+    controllers: dict[Client, a.Controller] = {}
+
     def consumer(i: int) -> tuple[Client, a.Receiver]:
         if consumers[i] is None:
             c = net.connect()
             consumers[i] = (c, c.receiver("q"))
         return consumers[i]  # type: ignore[return-value]
+
+    def transaction(client: Client) -> tuple[a.Controller, a.Transaction]:
+        if client not in controllers:
+            assert client.session is not None
+            controllers[client] = client.session.attach_controller(f"ctl-{id(client)}")
+            net.pump()
+        ctl = controllers[client]
+        txn = ctl.declare()
+        net.pump()
+        return ctl, txn
 
     for n, (op, i, arg) in enumerate(ops):
         if op == "publish":
@@ -573,6 +589,32 @@ def test_every_published_message_is_accounted_for(ops: list[tuple[str, int, int 
             pending[i] = []
         elif op == "tick":
             net.advance(float(arg))
+        elif op == "txn-publish":
+            ctl, txn = transaction(p)
+            values = [b"%d.%d" % (n, k) for k in range(i + 1)]
+            for value in values:
+                s.send(msg(value).encode(), transaction=txn)
+            net.pump()
+            ctl.discharge(txn, fail=arg == "abort")
+            net.pump()
+            if arg == "commit":
+                published += values
+        elif op == "txn-accept":
+            c, r = consumer(i)
+            pending[i] += c.received(r)
+            if not pending[i]:
+                continue
+            e = pending[i].pop(0)
+            ctl, txn = transaction(c)
+            r.update(e.delivery, a.Accepted(), transaction=txn)
+            net.pump()
+            ctl.discharge(txn, fail=arg == "abort")
+            net.pump()
+            if arg == "commit":
+                accepted.append(body(e))
+            else:
+                r.settle(e.delivery, a.Released())  # still ours after the rollback: give back
+                net.pump()
     for i in (0, 1):
         if consumers[i] is not None:
             net.lose(consumers[i][0])  # type: ignore[index]

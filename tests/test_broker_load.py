@@ -56,8 +56,11 @@ async def _move(url: str) -> tuple[collections.Counter[str], list[tuple[str, int
                 copies.append((mid, m.header.delivery_count if m.header else 0))
                 taken += 1
                 if k == 0 and taken > 1000:
-                    return  # leaves with what it holds unsettled: the broker redelivers it
+                    if taken > 1050:
+                        return  # leaves with 50 unsettled: the broker redelivers them
+                    continue
                 d.accept()
+                assert mid not in accepted  # nothing accepted twice
                 accepted.add(mid)
                 if len(accepted) >= per * PRODUCERS:
                     done.set()
@@ -87,7 +90,7 @@ def test_ten_producers_ten_consumers_at_least_once() -> None:
     expected = {f"{i}-{j}" for i in range(PRODUCERS) for j in range(COUNT // PRODUCERS)}
     assert accepted == expected  # no loss
     duplicated = {mid for mid, n in seen.items() if n > 1}
-    assert duplicated  # the consumer that left held some
+    assert len(duplicated) >= 50  # the consumer that left held some
     redelivered = {mid for mid, count in copies if count > 0}
     # Every duplicate is explained by a redelivery: a later copy says delivery-count > 0.
     assert duplicated <= redelivered
