@@ -895,3 +895,39 @@ def test_the_expiry_heap_stays_proportional_to_waiting_messages() -> None:
     net.pump()
     assert len(net.broker._expiry) < 1100
     assert net.broker.next_expiry() is not None
+
+
+@pytest.mark.parametrize("with_header", [False, True])
+def test_modified_merges_message_annotations_and_keeps_the_bare_message(
+    with_header: bool,
+) -> None:
+    net = Net()
+    p, c = net.connect(), net.connect()
+    original = a.Message(
+        header=a.Header(priority=6) if with_header else None,
+        delivery_annotations={"x-opt-da": 1},
+        message_annotations={"x-opt-kept": "k", "x-opt-over": 1},
+        properties=a.Properties(message_id="m-1", to="q"),
+        application_properties={"region": "eu"},
+        body=b"payload",
+    )
+    s = p.sender("q")
+    p.send(s, original)
+    bare = original.encode_bare()
+    r = c.receiver("q", 1)
+    (got,) = c.received(r)
+    annotations = {SYM("x-opt-over"): 2, SYM("x-opt-new"): True}
+    r.settle(got.delivery, a.Modified(delivery_failed=True, message_annotations=annotations))
+    net.pump()
+    r.flow(1)
+    net.pump()
+    (again,) = c.received(r)
+    m = a.Message.decode(again.data)
+    assert m.message_annotations == {"x-opt-kept": "k", "x-opt-over": 2, "x-opt-new": True}
+    assert m.delivery_annotations == {"x-opt-da": 1}
+    assert m.header is not None and m.header.delivery_count == 1
+    assert m.header.priority == (6 if with_header else 4)
+    assert again.data.endswith(bare)  # the bare message, byte for byte
+    plain = parse_message(a.Message(body=b"x").encode(), seq=1, wall=0.0)
+    plain.annotate({SYM("x-opt-a"): 1})
+    assert a.Message.decode(plain.data).message_annotations == {"x-opt-a": 1}

@@ -660,6 +660,8 @@ class BrokerConnection:
                 message.delivery_count += 1
             if outcome.undeliverable_here:
                 message.excluded = (message.excluded or set()) | {consumer}
+            if outcome.message_annotations:
+                message.annotate(outcome.message_annotations)
         if message.expires is not None and message.expires <= broker.wall:
             queue.acquired -= 1
             message.dropped = True

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._decode import decode_from
 from .._encode import encode
 from .._errors import DecodeError
+from .._message import Message
 from .._messaging import Header
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryStore", "Store", "StoredMessage", "parse_message"]
 
 #: The descriptor codes of the sections that may come before properties (core spec 3.2).
-_HEADER, _PROPERTIES = 0x70, 0x73
+_HEADER, _MESSAGE_ANNOTATIONS, _PROPERTIES = 0x70, 0x72, 0x73
 #: Priorities 0 to 9 are distinct; 10 and above are the same as 9 (core spec 3.2.1, n = 10).
 MAX_PRIORITY = 9
 
@@ -84,6 +85,28 @@ class StoredMessage:
         )
         other.delivery_count = self.delivery_count
         return other
+
+    def annotate(self, annotations: dict[Any, Any]) -> None:
+        """Merge a ``modified`` outcome's message-annotations into the message's (core spec
+        3.4.5): that section is re-encoded, the delivery-annotations and the bare message are
+        passed through."""
+        data = self.data
+        pos = self._rest
+        kept = b""
+        merged: dict[Any, Any] = {}
+        while pos < len(data):
+            code = _section_code(data, pos)
+            if code is None or code >= _PROPERTIES:
+                break
+            value, end = decode_from(data, pos)  # read when the message arrived: well formed
+            if code == _MESSAGE_ANNOTATIONS:
+                merged = dict(value.value or {})
+            else:
+                kept += data[pos:end]
+            pos = end
+        merged.update(annotations)
+        section = Message(message_annotations=merged).encode()
+        self.data = data[: self._rest] + kept + section + data[pos:]
 
     def encoded(self) -> bytes:
         """The bytes to send: as received, or with the header re-encoded when the
