@@ -931,3 +931,39 @@ def test_modified_merges_message_annotations_and_keeps_the_bare_message(
     plain = parse_message(a.Message(body=b"x").encode(), seq=1, wall=0.0)
     plain.annotate({SYM("x-opt-a"): 1})
     assert a.Message.decode(plain.data).message_annotations == {"x-opt-a": 1}
+
+
+class RecordingStore(MemoryStore):
+    """A store that records what the broker tells it, and what was settled at each flush."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.links: list[a.Link] = []
+
+    def put(self, node: object, message: object) -> None:
+        self.calls.append(("put", message))
+
+    def remove(self, node: object, message: object) -> None:
+        self.calls.append(("remove", message))
+
+    def flush(self) -> None:
+        self.calls.append(("flush", sum(len(link.unsettled) for link in self.links)))
+
+
+def test_durable_messages_are_settled_after_the_store_flushes() -> None:
+    store = RecordingStore()
+    net = Net(broker=Broker(store=store))
+    p, c = net.connect(), net.connect()
+    s = p.sender("q")
+    (producer,) = p.conn.producers
+    store.links.append(producer)
+    durable = s.send(msg(b"d", durable=True).encode())
+    plain = s.send(msg(b"p").encode())
+    net.pump()
+    kinds = [k for k, _ in store.calls]
+    assert kinds == ["put", "put", "flush"]
+    assert store.calls[-1] == ("flush", 1)  # the durable one waited for the flush
+    assert durable.remote_settled and plain.remote_settled
+    r = c.receiver("q", 5)
+    accept_all(c, r)
+    assert [k for k, _ in store.calls][-2:] == ["remove", "remove"]

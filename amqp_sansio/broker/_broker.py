@@ -349,6 +349,8 @@ class BrokerConnection:
         #: Messages posted in a live transaction, held until it is discharged (core spec
         #: 4.4.1), with the node each is for.
         self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        #: Publishers' transfers of durable messages, settled after the store's flush.
+        self._unsynced: list[Delivery] = []
         self.lost = False
 
     def __repr__(self) -> str:
@@ -412,6 +414,13 @@ class BrokerConnection:
             except LocalProtocolError:  # pragma: no cover - a command the engine's state refused
                 self._sweep()
         self._decided.clear()
+        if self._unsynced:
+            broker.store.flush()
+            unsynced, self._unsynced = self._unsynced, []
+            for delivery in unsynced:
+                link = delivery.link
+                if link.state is _ATTACHED and self.engine.state is _OPENED:
+                    link.settle(delivery, _ACCEPTED)
         broker._pending[self] = None
         broker._dispatch()
 
@@ -601,7 +610,11 @@ class BrokerConnection:
                 state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
             else:
                 self.broker._touch(node)
-        if not delivery.remote_settled:
+        if delivery.remote_settled:
+            pass
+        elif message.durable and state is _ACCEPTED:
+            self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
+        else:
             link.settle(delivery, state)
         if link.link_credit * 2 <= broker.config.link_credit:
             link.flow(broker.config.link_credit)
@@ -688,17 +701,17 @@ class BrokerConnection:
             request.reject(_error("amqp:transaction:rollback", why))
             self._roll_back(record)
             return
-        request.accept()
         broker = self.broker
+        posted = []
         for delivery in record.posted:
             held = self._held.pop(delivery, None)
             if held is None:
                 continue
             node, message = held
             if not node.deleted and node.offer(message) is None:
-                self.broker._touch(node)
-            if not delivery.settled and not delivery.remote_settled:
-                delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
+                broker._touch(node)
+            posted.append(delivery)
+        retired = []
         for delivery, outcome in record.retired:
             consumer = self.consumers.get(delivery.link)
             entry = None if consumer is None else consumer.inflight.pop(delivery, None)
@@ -706,6 +719,13 @@ class BrokerConnection:
                 continue
             assert consumer is not None
             self._apply(consumer, entry[0], entry[1], outcome)
+            retired.append(delivery)
+        broker.store.flush()  # the commit is durable before it is accepted
+        request.accept()
+        for delivery in posted:
+            if not delivery.settled and not delivery.remote_settled:
+                delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
+        for delivery in retired:
             if not delivery.settled and delivery.link.state is _ATTACHED:
                 delivery.link.settle(delivery)
         broker._pending[self] = None

@@ -171,12 +171,17 @@ def _section_code(data: bytes, pos: int) -> int | None:
 
 class Store(Protocol):
     """Where the broker keeps the messages of its nodes. ``put`` is called when a node takes
-    a message, before the publisher's transfer is settled (broker draft 2.2.4); ``remove``
-    when it lets it go for good (accepted, expired, dead-lettered, node deleted)."""
+    a message; ``remove`` when it lets it go for good (accepted, expired, dead-lettered, node
+    deleted). ``flush`` is called once at the end of each input the broker handles, before
+    it settles the publishers' transfers of the *durable* messages that input brought (broker
+    draft 2.2.4: stored safely before settling): a store that writes a journal syncs it there,
+    once for all of them. Non-durable messages are settled at once."""
 
     def put(self, node: Node, message: StoredMessage) -> None: ...
 
     def remove(self, node: Node, message: StoredMessage) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 class MemoryStore:
@@ -187,4 +192,7 @@ class MemoryStore:
         pass
 
     def remove(self, node: Node, message: StoredMessage) -> None:
+        pass
+
+    def flush(self) -> None:
         pass
