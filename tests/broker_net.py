@@ -21,6 +21,8 @@ class Client:
         self.conn = conn
         self.events: list[a.Event] = []
         self.session: a.Session | None = None
+        #: The transport is gone (Net.lose): nothing moves any more.
+        self.gone = False
 
     def begin(self) -> a.Session:
         self.session = self.engine.begin()
@@ -106,7 +108,7 @@ class Net:
         for _ in range(limit):
             moved = False
             for c in self.clients:
-                if c.conn.lost:
+                if c.gone:
                     continue
                 out = c.engine.data_to_send()
                 if out:
@@ -124,6 +126,7 @@ class Net:
 
     def lose(self, client: Client) -> None:
         """The client's transport breaks."""
+        client.gone = True
         client.conn.connection_lost(self.now, wall=self.wall)
         self.pump()
 
@@ -132,7 +135,7 @@ class Net:
         self.wall += seconds
         self.broker.expire(self.wall)
         for c in self.clients:
-            if not c.conn.lost:
+            if not c.gone:
                 c.conn.handle_timer(self.now, wall=self.wall)
                 c.events += c.engine.handle_timer(self.now)
         self.pump()

@@ -967,3 +967,20 @@ def test_durable_messages_are_settled_after_the_store_flushes() -> None:
     r = c.receiver("q", 5)
     accept_all(c, r)
     assert [k for k, _ in store.calls][-2:] == ["remove", "remove"]
+
+
+def test_idle_timeout_closes_a_silent_client_and_gives_back_its_deliveries() -> None:
+    net = Net(BrokerConfig(idle_timeout=5))
+    p, silent = net.connect(), net.connect()
+    publish(p, "q", b"x")
+    r = silent.receiver("q", 1)
+    assert len(silent.received(r)) == 1
+    deadline = silent.conn.next_deadline()
+    assert deadline is not None and deadline <= net.now + 5
+    silent.conn.handle_timer(net.now + 6)  # only the broker's clock moves
+    net.pump()
+    assert silent.of(a.ConnectionClosed)[-1].error.condition == "amqp:resource-limit-exceeded"
+    assert silent.conn.ended and not silent.conn.consumers
+    c = net.connect()
+    got = c.received(c.receiver("q", 1))
+    assert a.Message.decode(got[0].data).header.delivery_count == 1  # type: ignore[union-attr]
