@@ -59,7 +59,8 @@ class Client:
             for e in self.events
             if isinstance(e, a.DeliveryReceived) and (link is None or e.link is link)
         ]
-        self.events = [e for e in self.events if e not in got]
+        taken = {id(e) for e in got}
+        self.events = [e for e in self.events if id(e) not in taken]
         return got
 
     def of(self, kind: type) -> list[Any]:
