@@ -984,3 +984,14 @@ def test_idle_timeout_closes_a_silent_client_and_gives_back_its_deliveries() -> 
     c = net.connect()
     got = c.received(c.receiver("q", 1))
     assert a.Message.decode(got[0].data).header.delivery_count == 1  # type: ignore[union-attr]
+
+
+def test_max_message_size_is_announced_and_enforced() -> None:
+    net = Net(BrokerConfig(max_message_size=1000))
+    p = net.connect()
+    s = p.sender("q")
+    assert s.remote is not None and s.remote.max_message_size == 1000
+    with pytest.raises(a.LocalProtocolError, match="max-message-size"):
+        s.send(msg(b"x" * 2000).encode())  # our engine keeps to what the broker announced
+    p.send(s, msg(b"x" * 500))
+    assert net.broker.nodes["q"].depth == 1

@@ -198,3 +198,14 @@ def test_bench_broker_command(capsys: pytest.CaptureFixture[str], server: Broker
     assert server.broker.nodes["bench"].depth == 0
     assert cli.main(["bench", "broker", "--messages", "200", "--json"]) == 0
     assert '"rate"' in capsys.readouterr().out
+
+
+def test_stopping_the_broker_closes_its_connections() -> None:
+    with run_broker() as server:
+        conn = sockets.connect(server.url, timeout=WAIT)
+        receiver = conn.receiver("q", credit=1)
+    try:
+        assert receiver.receive(timeout=WAIT) is None  # the link ended with the connection
+        assert conn.core.engine.state is a.ConnectionState.END  # closed by the broker
+    finally:
+        conn.close()
