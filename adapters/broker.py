@@ -113,7 +113,7 @@ class BrokerServer:
                 transport = writer.transport
                 if transport.get_write_buffer_size() > HIGH_WATER:
                     await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
             pass
         except Exception:  # a bug met by one connection: that connection goes, no other
             log.exception("broker connection failed")
@@ -216,16 +216,17 @@ def run_broker(
                 box["server"] = server
                 ready.set()
                 await stop.wait()
-        except BaseException as exc:
+        except Exception as exc:
             box["error"] = exc
-            ready.set()
+        finally:
+            ready.set()  # (also when it could not start)
 
     thread = threading.Thread(target=asyncio.run, args=(main(),), name="broker", daemon=True)
     thread.start()
     ready.wait()
-    if "error" in box:
+    if "server" not in box:
         thread.join()
-        raise box["error"]
+        raise box.get("error") or RuntimeError("the broker did not start")
     try:
         yield box["server"]
     finally:
