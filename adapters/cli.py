@@ -13,6 +13,10 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
+``amqp-sansio broker [--host H] [--port P] [--users FILE]`` runs the reference broker
+(docs/broker.rst); ``amqp-sansio bench broker [--messages N] [--size B] [--url U] [--json]``
+measures one producer and one consumer through it.
+
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
 """
@@ -156,6 +160,11 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="print_bodies",
         help="print each body on a line of its own (the summary then goes to stderr)",
     )
+    brk = sub.add_parser("broker", help="run the reference broker until SIGINT or SIGTERM")
+    brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    brk.add_argument("--port", type=int, default=5672, help="port (0: any free port)")
+    brk.add_argument("--store", default=None, help="directory of the message store")
+    brk.add_argument("--users", default=None, help="file of users (SASL) and access rules")
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
@@ -230,6 +239,14 @@ def _build_parser() -> argparse.ArgumentParser:
     pipe.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+    bb = bsub.add_parser(
+        "broker",
+        help="one producer and one consumer through the reference broker over loopback",
+    )
+    bb.add_argument("--messages", type=int, default=50_000, help="messages (default 50,000)")
+    bb.add_argument("--size", type=int, default=256, help="body bytes (default 256)")
+    bb.add_argument("--url", default=None, help="a running broker (default: start one)")
+    bb.add_argument("--json", action="store_true", help="print one JSON object")
     loop = bsub.add_parser(
         "loopback",
         help="a sender and a receiver in one process over 127.0.0.1, each message "
@@ -379,6 +396,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
             return 130
+    if args.command == "broker":
+        if args.store is not None:
+            print("amqp-sansio broker: error: --store is not yet supported", file=sys.stderr)
+            return EXIT_USAGE
+        from amqp_sansio.broker import UsersFileError
+
+        from . import broker
+
+        try:
+            broker.main(args.host, args.port, users_file=args.users)
+        except (OSError, UsersFileError) as exc:
+            print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return 0
+    if args.command == "bench" and args.bench == "broker":
+        from . import broker as broker_adapter
+
+        figures = broker_adapter.benchmark(args.messages, size=args.size, url=args.url)
+        if args.json:
+            print(json.dumps(figures, indent=2))
+        else:
+            print(
+                f"broker: {figures['messages']:,} messages of {figures['size']} bytes, one "
+                f"producer and one consumer, at-least-once, over 127.0.0.1\n"
+                f"{figures['rate']:,.0f} msg/s ({figures['seconds']:.2f} s)"
+            )
+        return 0
     if args.command == "bench" and args.bench == "codec":
         title = "codec: one typical message, encode and decode"
         results = bench.codec_benchmark(seconds=args.seconds)

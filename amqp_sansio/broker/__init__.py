@@ -1,0 +1,29 @@
+"""A reference AMQP 1.0 broker on the engine (the broker working draft's client-broker
+protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core. See
+``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
+
+from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnection
+from ._config import BrokerConfig
+from ._nodes import Node, Queue, Topic
+from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
+
+__all__ = [
+    "ANONYMOUS",
+    "DEFAULT_OUTCOME",
+    "SUPPORTED_OUTCOMES",
+    "Broker",
+    "BrokerConfig",
+    "BrokerConnection",
+    "MemoryStore",
+    "Node",
+    "Queue",
+    "Store",
+    "StoredMessage",
+    "Topic",
+    "User",
+    "Users",
+    "UsersFileError",
+    "parse_message",
+    "scram_entry",
+]

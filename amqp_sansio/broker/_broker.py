@@ -1,0 +1,758 @@
+"""The broker: a registry of nodes shared by every connection, and the broker's side of each
+connection, driven through the engine's byte interface (broker draft 2; core spec part 2).
+
+Time comes in twice, and never from a clock of our own: ``now`` is the clock of the engines'
+deadlines (idle time-outs, heartbeats), any clock the driver likes (a monotonic one is
+best); ``wall`` is seconds since the epoch, the clock of message expiry (a header's ttl
+counts from arrival, properties' absolute-expiry-time is an epoch timestamp, broker draft
+2.2.5). ``wall`` defaults to ``now``, which suits tests on one simulated clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import secrets
+from typing import Any
+
+import attrs
+
+from .._connection import Connection, Delivery, Link, Receiver, Sender, Session
+from .._errors import DecodeError, LocalProtocolError
+from .._events import (
+    Authenticated,
+    ConnectionEnded,
+    ConnectionOpened,
+    CreditChanged,
+    DeliveryReceived,
+    DeliveryUpdated,
+    Event,
+    LinkAttached,
+    LinkDetached,
+    ProtocolError,
+    SessionBegun,
+    SessionEnded,
+)
+from .._messaging import (
+    Accepted,
+    DeleteOnClose,
+    DeleteOnNoLinks,
+    DeleteOnNoLinksOrMessages,
+    DeleteOnNoMessages,
+    Modified,
+    Rejected,
+    Released,
+    Source,
+    Target,
+)
+from .._performatives import Error
+from .._states import ConnectionState, LinkState
+from .._tls import TLSLayer
+from .._transactions import TransactionalState
+from .._txn import (
+    CoordinatorLink,
+    DeclareRequested,
+    DischargeRequest,
+    DischargeRequested,
+    TransactionRecord,
+    TransactionRolledBack,
+)
+from .._types import Symbol
+from ._config import BrokerConfig
+from ._nodes import Node, Queue, Topic
+from ._store import MemoryStore, Store, StoredMessage, parse_message
+
+__all__ = ["Broker", "BrokerConnection"]
+
+_ATTACHED = LinkState.ATTACHED
+_OPENED = ConnectionState.OPENED
+_ACCEPTED = Accepted()
+_OUTCOMES = (Accepted, Rejected, Released, Modified)
+#: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
+SUPPORTED_OUTCOMES = tuple(
+    Symbol(s)
+    for s in (
+        "amqp:accepted:list",
+        "amqp:rejected:list",
+        "amqp:released:list",
+        "amqp:modified:list",
+    )
+)
+#: What happens to a delivery left unsettled on a lost link, unless the consumer's source
+#: says otherwise: the message is made available again and counted as a failed attempt, so
+#: that its next consumer sees a delivery-count above zero, the sign of a possible duplicate
+#: (broker draft 2.3.7 option 1; core spec 3.2.1, 3.4.5).
+DEFAULT_OUTCOME = Modified(delivery_failed=True)
+_POLICIES = (DeleteOnClose, DeleteOnNoLinks, DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
+_MOVE, _COPY = Symbol("move"), Symbol("copy")
+_LIFETIME = Symbol("lifetime-policy")
+#: The expiry heap is compacted when it reaches this size, or twice its size after the last
+#: compaction.
+_COMPACT_MIN = 1024
+
+
+def _error(condition: str, description: str) -> Error:
+    return Error(condition=Symbol(condition), description=description)
+
+
+class Broker:
+    """The nodes and the connections of one broker (broker draft 2.1). I/O-free: a driver
+    accepts a transport with :meth:`accept` and moves bytes through the
+    :class:`BrokerConnection` it gets; after each call it writes out the connections of
+    :meth:`pending` (a publish on one connection makes output on others), and calls
+    :meth:`expire` at :meth:`next_expiry` (wall clock)."""
+
+    def __init__(self, config: BrokerConfig | None = None, *, store: Store | None = None) -> None:
+        self.config = config or BrokerConfig()
+        self.store: Store = store or MemoryStore()
+        #: The nodes by address.
+        self.nodes: dict[str, Node] = {}
+        self.connections: set[BrokerConnection] = set()
+        #: The latest wall-clock time a caller gave (seconds since the epoch).
+        self.wall = 0.0
+        #: Counters: messages dropped because they expired, and messages dead-lettered.
+        self.expired = 0
+        self.dead_lettered = 0
+        self._seq = itertools.count(1)
+        self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
+        self._ties = itertools.count()
+        self._compact_at = _COMPACT_MIN
+        self._pending: dict[BrokerConnection, None] = {}
+        self._dirty: dict[Queue, None] = {}
+        for address in self.config.queues:
+            self.nodes[address] = Queue(self, address)
+        for address in self.config.topics:
+            self.nodes[address] = Topic(self, address)
+
+    # -- the driver's interface ---------------------------------------------------------------
+
+    def accept(
+        self, now: float, *, wall: float | None = None, ssl_context: Any = None, sasl: Any = None
+    ) -> BrokerConnection:
+        """A new connection from a client: its server engine (with ``sasl``, a
+        :class:`~amqp_sansio.ServerAuthenticator`, or the config's; and a TLS layer from the
+        first byte with ``ssl_context``)."""
+        self._clock(now, wall)
+        config = self.config
+        if sasl is None:
+            sasl = config.sasl
+        if sasl is None and config.users is not None:
+            sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
+        engine = Connection(
+            client=False,
+            container_id=config.container_id,
+            idle_timeout=config.idle_timeout,
+            sasl=sasl,
+            allow_plain_without_tls=config.allow_insecure_auth,
+            max_frame_size=config.max_frame_size,
+        )
+        stream: Any = engine
+        if ssl_context is not None:
+            stream = TLSLayer(engine, ssl_context, client=False, negotiate=False)
+        conn = BrokerConnection(self, engine, stream)
+        self.connections.add(conn)
+        return conn
+
+    def pending(self) -> list[BrokerConnection]:
+        """The connections that may have bytes to send since the last call."""
+        out = list(self._pending)
+        self._pending.clear()
+        return out
+
+    def next_expiry(self) -> float | None:
+        """When (wall clock) the next waiting message expires, or None."""
+        return self._expiry[0][0] if self._expiry else None
+
+    def expire(self, wall: float) -> int:
+        """Drop the messages whose time has come (broker draft 2.2.5); return how many.
+        A message out with a consumer is left to its outcome: if it comes back, it is
+        dropped then."""
+        self.wall = max(self.wall, wall)
+        dropped = 0
+        heap = self._expiry
+        while heap and heap[0][0] <= wall:
+            _, _, message, queue = heapq.heappop(heap)
+            if queue.available.get(message.seq) is message:
+                queue.drop(message)
+                dropped += 1
+                if queue.emptied():
+                    self.delete_node(queue)
+        self.expired += dropped
+        return dropped
+
+    # -- nodes --------------------------------------------------------------------------------
+
+    def declare(self, address: str, *, topic: bool = False) -> Node:
+        """The node at ``address``, made (a queue, or a topic) if there is none."""
+        node = self.nodes.get(address)
+        if node is None:
+            node = Topic(self, address) if topic else Queue(self, address)
+            self.nodes[address] = node
+        return node
+
+    def delete_node(self, node: Node) -> None:
+        """Delete a node: its links are detached with ``amqp:resource-deleted`` (broker
+        draft 2.3.3) and its messages dropped."""
+        if node.deleted:
+            return
+        if self.nodes.get(node.address) is node:
+            del self.nodes[node.address]
+        node.deleted = True
+        for endpoint in list(node.links):
+            endpoint.conn._remove(endpoint, lifetime=False)
+            endpoint.conn._detach(
+                endpoint.link, _error("amqp:resource-deleted", f"node {node.address!r} deleted")
+            )
+        node.clear()
+
+    def _resolve(self, address: str) -> Node | None:
+        node = self.nodes.get(address)
+        if node is None and self.config.auto_create:
+            node = self.declare(address, topic=self.config.is_topic(address))
+        return node
+
+    def _dynamic(self, properties: Any) -> Node:
+        """A dynamic node (core spec 3.5.3) with a name hard to guess (broker draft 2.1)."""
+        policy: Any = DeleteOnClose()
+        if isinstance(properties, dict):
+            given = properties.get(_LIFETIME)
+            if isinstance(given, _POLICIES):
+                policy = given
+        address = "tmp." + secrets.token_urlsafe(16)
+        node = Queue(self, address, dynamic=True, policy=policy)
+        self.nodes[address] = node
+        return node
+
+    def _dead_letter(self, message: StoredMessage) -> None:
+        """A rejected message goes to the dead-letter queue, if there is one (broker draft
+        2.3.7 option 2); else it is dropped."""
+        address = self.config.dead_letter
+        if address is None:
+            return
+        node = self.declare(address, topic=self.config.is_topic(address))
+        if node.offer(message.copy(self._next_seq())) is None:
+            self.dead_lettered += 1
+            self._touch(node)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _clock(self, now: float, wall: float | None) -> None:
+        self.wall = now if wall is None else wall
+
+    def _next_seq(self) -> int:
+        return next(self._seq)
+
+    def _watch(self, message: StoredMessage, queue: Queue) -> None:
+        assert message.expires is not None
+        heap = self._expiry
+        if len(heap) >= self._compact_at:
+            # Entries of messages gone before they expired: dropped when they pile up,
+            # so that the heap stays proportional to the messages waiting.
+            heap[:] = [e for e in heap if e[3].available.get(e[2].seq) is e[2]]
+            heapq.heapify(heap)
+            self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
+        heapq.heappush(heap, (message.expires, next(self._ties), message, queue))
+
+    def _touch(self, node: Node) -> None:
+        """Messages arrived at ``node``: dispatch them before the call returns."""
+        if isinstance(node, Queue):
+            self._dirty[node] = None
+        else:
+            for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
+                self._dirty[buffer] = None
+
+    def _dispatch(self) -> None:
+        while self._dirty:
+            queue = next(iter(self._dirty))
+            del self._dirty[queue]
+            if not queue.deleted:
+                queue.dispatch()
+
+
+class _Consumer:
+    """A link on which the broker sends (the client receives) from a node."""
+
+    __slots__ = ("conn", "copy", "cursor", "default", "inflight", "link", "node", "queue")
+
+    def __init__(
+        self, conn: BrokerConnection, link: Sender, node: Node, *, copy: bool, default: Any
+    ) -> None:
+        self.conn = conn
+        self.link = link
+        self.node = node
+        self.queue: Queue | None = None
+        self.copy = copy
+        self.cursor = 0
+        self.default = default
+        #: The unsettled deliveries sent and what they carry.
+        self.inflight: dict[Delivery, tuple[StoredMessage, Queue]] = {}
+
+    @property
+    def credit(self) -> int:
+        link = self.link
+        if link.state is not _ATTACHED or self.conn.engine.state is not _OPENED:
+            return 0
+        return link.link_credit
+
+    def deliver(self, message: StoredMessage, queue: Queue) -> None:
+        link = self.link
+        data = message.encoded()
+        limit = link.remote_max_message_size
+        if limit and len(data) > limit:
+            # Too large for this consumer (core spec 2.7.3): never for it.
+            if not self.copy:
+                message.excluded = (message.excluded or set()) | {self}
+                queue.requeue(message)
+            return
+        delivery = link.send(data)
+        self.conn.broker._pending[self.conn] = None
+        if self.copy:
+            return
+        if delivery.settled:  # at-most-once (snd-settle-mode settled)
+            self.conn._taken(queue, message)
+        else:
+            self.inflight[delivery] = (message, queue)
+
+    def drained(self) -> None:
+        if self.link.drain:
+            self.link.drained()
+            self.conn.broker._pending[self.conn] = None
+
+
+class _Producer:
+    """A link on which the broker receives (the client publishes) into a node."""
+
+    __slots__ = ("conn", "link", "node")
+
+    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node) -> None:
+        self.conn = conn
+        self.link = link
+        self.node = node
+
+
+class BrokerConnection:
+    """The broker's side of one client connection: the engine's byte interface
+    (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
+    :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
+    authenticated, if anyone."""
+
+    def __init__(self, broker: Broker, engine: Any, stream: Any) -> None:
+        self.broker = broker
+        #: The server engine (an :class:`amqp_sansio.Connection`).
+        self.engine: Connection = engine
+        self._stream = stream
+        self.identity: str | None = None
+        self.consumers: dict[Link, _Consumer] = {}
+        self.producers: dict[Link, _Producer] = {}
+        #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
+        self._decided: dict[Delivery, type] = {}
+        #: Messages posted in a live transaction, held until it is discharged (core spec
+        #: 4.4.1), with the node each is for.
+        self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        self.lost = False
+
+    def __repr__(self) -> str:
+        links = len(self.consumers) + len(self.producers)
+        return f"<BrokerConnection {self.engine.state.value} links={links}>"
+
+    # -- the byte interface -------------------------------------------------------------------
+
+    def receive_data(
+        self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
+    ) -> None:
+        """Feed bytes from the client."""
+        self.broker._clock(now, wall)
+        self._handle(self._stream.receive_data(data, now))
+
+    def data_to_send(self) -> bytes:
+        return self._stream.data_to_send()  # type: ignore[no-any-return]
+
+    def next_deadline(self) -> float | None:
+        """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
+        return self._stream.next_deadline()  # type: ignore[no-any-return]
+
+    def handle_timer(self, now: float, *, wall: float | None = None) -> None:
+        self.broker._clock(now, wall)
+        self._handle(self._stream.handle_timer(now))
+
+    @property
+    def ended(self) -> bool:
+        """Nothing more will be exchanged: the transport can be closed once
+        :meth:`data_to_send` is empty."""
+        return self.lost or self.engine.state is ConnectionState.END
+
+    def close(self, error: Error | None = None) -> None:
+        """Close the connection from the broker's side (e.g. the broker is stopping)."""
+        if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
+            self.engine.close(error)
+        self.broker._pending[self] = None
+
+    def connection_lost(self, now: float, *, wall: float | None = None) -> None:
+        """The transport is gone: every unsettled delivery gets its default outcome (broker
+        draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
+        self.broker._clock(now, wall)
+        self._lost()
+        self.broker._dispatch()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _handle(self, events: list[Event]) -> None:
+        broker = self.broker
+        for event in events:
+            kind = type(event)
+            try:
+                if kind is DeliveryReceived:
+                    self._on_message(event)  # type: ignore[arg-type]
+                elif kind is DeliveryUpdated:
+                    self._on_update(event)  # type: ignore[arg-type]
+                elif kind is CreditChanged:
+                    self._on_credit(event)  # type: ignore[arg-type]
+                else:
+                    self._on_other(event)
+            except LocalProtocolError:  # pragma: no cover - a command the engine's state refused
+                self._sweep()
+        self._decided.clear()
+        broker._pending[self] = None
+        broker._dispatch()
+
+    def _on_other(self, event: Event) -> None:
+        if isinstance(event, ConnectionOpened):
+            self.engine.open()
+        elif isinstance(event, SessionBegun):
+            event.session.begin()  # (the broker never begins a session itself)
+        elif isinstance(event, LinkAttached):
+            if event.link.state is LinkState.ATTACH_RCVD:
+                self._on_attach(event.link)
+        elif isinstance(event, LinkDetached):
+            endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
+            if endpoint is not None:
+                self._remove(endpoint)
+        elif isinstance(event, SessionEnded):
+            self._sweep(event.session)
+        elif isinstance(event, ProtocolError):
+            self._sweep()
+        elif isinstance(event, ConnectionEnded):
+            self._lost()
+        elif isinstance(event, Authenticated):
+            self.identity = event.identity
+        elif isinstance(event, DeclareRequested):
+            event.request.declare()
+        elif isinstance(event, DischargeRequested):
+            self._discharge(event.request)
+        elif isinstance(event, TransactionRolledBack):
+            assert isinstance(event.transaction, TransactionRecord)
+            self._roll_back(event.transaction)
+
+    # -- links --------------------------------------------------------------------------------
+
+    def _on_attach(self, link: Link) -> None:
+        broker = self.broker
+        config = broker.config
+        if isinstance(link, CoordinatorLink):
+            link.attach()  # the broker is a transactional resource (core spec 4.2)
+            return
+        limit = config.max_links_per_connection
+        if limit is not None and len(self.consumers) + len(self.producers) >= limit:
+            link.refuse(_error("amqp:resource-limit-exceeded", f"at most {limit} links"))
+            return
+        remote = link.remote
+        assert remote is not None
+        terminus = remote.source if isinstance(link, Sender) else remote.target
+        expected = Source if isinstance(link, Sender) else Target
+        if not isinstance(terminus, expected):
+            link.refuse(
+                _error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
+            )
+            return
+        users = config.users
+        address = terminus.address
+        if (
+            users is not None
+            and not terminus.dynamic
+            and isinstance(address, str)
+            and not users.allows(self.identity, address, send=isinstance(link, Receiver))
+        ):
+            verb = "send to" if isinstance(link, Receiver) else "receive from"
+            who = self.identity or "an unauthenticated client"
+            link.refuse(_error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
+            return
+        node: Node | None
+        if terminus.dynamic:
+            node = broker._dynamic(terminus.dynamic_node_properties)
+        elif not isinstance(terminus.address, str):
+            link.refuse(
+                _error("amqp:not-implemented", "a link needs an address (no anonymous relay)")
+            )
+            return
+        else:
+            node = broker._resolve(terminus.address)
+            if node is None:
+                link.refuse(_error("amqp:not-found", f"no node {terminus.address!r}"))
+                return
+        if isinstance(link, Sender):
+            self._consumer(link, node, remote.source)
+        else:
+            assert isinstance(link, Receiver)
+            link.max_message_size = config.max_message_size
+            link.attach(target=attrs.evolve(terminus, address=node.address))
+            link.flow(config.link_credit)
+            producer = _Producer(self, link, node)
+            self.producers[link] = producer
+            self._join(node, producer, terminus.dynamic)
+
+    def _consumer(self, link: Sender, node: Node, source: Source) -> None:
+        copy = source.distribution_mode == _COPY and isinstance(node, Queue)
+        default = source.default_outcome
+        if not isinstance(default, _OUTCOMES):
+            default = DEFAULT_OUTCOME
+        link.attach(
+            source=attrs.evolve(
+                source,
+                address=node.address,
+                distribution_mode=_COPY if copy else _MOVE,
+                default_outcome=default,
+                outcomes=SUPPORTED_OUTCOMES,
+                filter=None,  # no filters: the client sees none was applied (3.5.3)
+            )
+        )
+        consumer = _Consumer(self, link, node, copy=copy, default=default)
+        self.consumers[link] = consumer
+        self._join(node, consumer, source.dynamic)
+        node.add_consumer(consumer)
+        queue = node if isinstance(node, Queue) else node.buffer(consumer)  # type: ignore[attr-defined]
+        consumer.queue = queue
+        self.broker._dirty[queue] = None
+
+    def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
+        node.link_added(endpoint)
+        if dynamic:
+            node.creator = endpoint
+
+    def _detach(self, link: Link, error: Error) -> None:
+        """Detach a link from the broker's side, if the engine still can."""
+        if link.state is _ATTACHED and self.engine.state is _OPENED:
+            link.detach(error=error)
+            self.broker._pending[self] = None
+
+    def _remove(self, endpoint: Any, *, lifetime: bool = True) -> None:
+        """A link is gone: its unsettled deliveries get their default outcome (broker draft
+        2.3.7); the node may be deleted by its lifetime policy (core spec 3.5.10-3.5.13)."""
+        if isinstance(endpoint, _Consumer):
+            if self.consumers.pop(endpoint.link, None) is None:
+                return
+            inflight = endpoint.inflight
+            endpoint.inflight = {}
+            for message, queue in inflight.values():
+                self._apply(endpoint, message, queue, endpoint.default)
+            endpoint.node.remove_consumer(endpoint)
+        elif self.producers.pop(endpoint.link, None) is None:
+            return
+        node = endpoint.node
+        if node.link_removed(endpoint) and lifetime:
+            self.broker.delete_node(node)
+
+    def _sweep(self, session: Session | None = None) -> None:
+        """Forget the links the engine no longer has attached (after a protocol error, the
+        end of ``session``)."""
+        endpoints: list[Any] = [*self.consumers.values(), *self.producers.values()]
+        for endpoint in endpoints:
+            link = endpoint.link
+            if link.state is not _ATTACHED or link.session is session or self.lost:
+                self._remove(endpoint)
+
+    def _lost(self) -> None:
+        if self.lost:
+            return
+        self.lost = True
+        self._sweep()
+        self.broker.connections.discard(self)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def _on_message(self, event: DeliveryReceived) -> None:
+        producer = self.producers.get(event.link)
+        if producer is None:  # pragma: no cover - the engine reports only attached links'
+            return
+        link = producer.link
+        delivery = event.delivery
+        broker = self.broker
+        try:
+            message = parse_message(event.data, seq=broker._next_seq(), wall=broker.wall)
+        except DecodeError as exc:
+            # A message that misrepresents its sections: a session error (broker draft 2.2.1).
+            link.session.end(_error("amqp:decode-error", f"malformed message: {exc}"))
+            self._sweep(link.session)
+            return
+        node = producer.node
+        if delivery.transaction is not None:
+            # Posted in a transaction: held, and provisionally accepted, until the
+            # discharge (core spec 4.4.1).
+            self._held[delivery] = (node, message)
+            link.update(delivery, _ACCEPTED)
+            if link.link_credit * 2 <= broker.config.link_credit:
+                link.flow(broker.config.link_credit)
+            return
+        state: Any = _ACCEPTED
+        if message.expires is not None and message.expires <= broker.wall:
+            broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
+        else:
+            why = node.offer(message)
+            if why is not None:
+                state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
+            else:
+                self.broker._touch(node)
+        if not delivery.remote_settled:
+            link.settle(delivery, state)
+        if link.link_credit * 2 <= broker.config.link_credit:
+            link.flow(broker.config.link_credit)
+
+    def _on_credit(self, event: CreditChanged) -> None:
+        consumer = self.consumers.get(event.link)
+        if consumer is not None and consumer.queue is not None:
+            self.broker._dirty[consumer.queue] = None
+
+    def _on_update(self, event: DeliveryUpdated) -> None:
+        consumer = self.consumers.get(event.link)
+        if consumer is None:
+            return
+        delivery = event.delivery
+        state = event.state
+        if type(state) is TransactionalState:
+            return  # retired in a transaction: its outcome applies on commit (4.4.2)
+        terminal = isinstance(state, _OUTCOMES)
+        entry = consumer.inflight.get(delivery)
+        if entry is None:
+            decided = self._decided.get(delivery)
+            if decided is not None and terminal and type(state) is not decided:
+                # Conflicting outcomes for one transfer are an error (broker draft 2.3.5).
+                self._remove(consumer)
+                self._detach(
+                    consumer.link,
+                    _error("amqp:illegal-state", "conflicting outcomes for one delivery"),
+                )
+            elif terminal and not delivery.settled:
+                consumer.link.settle(delivery)  # a browser's delivery
+            return
+        if not terminal:
+            if not event.settled:
+                return  # a non-terminal state (received): the delivery goes on
+            state = consumer.default  # settled without an outcome: the default (3.5.3)
+        del consumer.inflight[delivery]
+        self._decided[delivery] = type(state)
+        message, queue = entry
+        self._apply(consumer, message, queue, state)
+        if not delivery.settled:
+            consumer.link.settle(delivery)
+
+    def _apply(
+        self, consumer: _Consumer, message: StoredMessage, queue: Queue, outcome: Any
+    ) -> None:
+        """What an outcome does to the message (core spec 3.4)."""
+        broker = self.broker
+        kind = type(outcome)
+        if kind is Accepted or kind is Rejected:
+            if kind is Rejected:
+                broker._dead_letter(message)
+            self._taken(queue, message)
+            return
+        if kind is Modified:
+            if outcome.delivery_failed:
+                message.delivery_count += 1
+            if outcome.undeliverable_here:
+                message.excluded = (message.excluded or set()) | {consumer}
+            if outcome.message_annotations:
+                message.annotate(outcome.message_annotations)
+        if message.expires is not None and message.expires <= broker.wall:
+            queue.acquired -= 1
+            message.dropped = True
+            broker.store.remove(queue, message)
+            broker.expired += 1
+            if queue.emptied():
+                broker.delete_node(queue)
+            return
+        queue.requeue(message)
+        broker._dirty[queue] = None
+
+    # -- transactions (core spec part 4; broker draft 3) ---------------------------------------
+
+    def _discharge(self, request: DischargeRequest) -> None:
+        """Commit: the posted messages reach their nodes and the retired outcomes apply,
+        all at once; or roll back: none of it happens, and acquisitions are undone."""
+        record = request.transaction
+        if request.fail:
+            request.accept()
+            self._roll_back(record)
+            return
+        why = self._room_for(record)
+        if why is not None:
+            request.reject(_error("amqp:transaction:rollback", why))
+            self._roll_back(record)
+            return
+        request.accept()
+        broker = self.broker
+        for delivery in record.posted:
+            held = self._held.pop(delivery, None)
+            if held is None:
+                continue
+            node, message = held
+            if not node.deleted and node.offer(message) is None:
+                self.broker._touch(node)
+            if not delivery.settled and not delivery.remote_settled:
+                delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
+        for delivery, outcome in record.retired:
+            consumer = self.consumers.get(delivery.link)
+            entry = None if consumer is None else consumer.inflight.pop(delivery, None)
+            if entry is None:
+                continue
+            assert consumer is not None
+            self._apply(consumer, entry[0], entry[1], outcome)
+            if not delivery.settled and delivery.link.state is _ATTACHED:
+                delivery.link.settle(delivery)
+        broker._pending[self] = None
+
+    def _room_for(self, record: TransactionRecord) -> str | None:
+        """Whether the queues can take every message posted in ``record`` (the commit is
+        all or nothing)."""
+        wanted: dict[Node, list[int]] = {}
+        for delivery in record.posted:
+            held = self._held.get(delivery)
+            if held is not None:
+                need = wanted.setdefault(held[0], [0, 0])
+                need[0] += 1
+                need[1] += held[1].size
+        config = self.broker.config
+        for node, (count, size) in wanted.items():
+            if not isinstance(node, Queue):
+                continue
+            if config.max_queue_depth is not None and node.depth + count > config.max_queue_depth:
+                return f"queue {node.address!r} cannot take {count} more messages"
+            if config.max_queue_bytes is not None and node.bytes + size > config.max_queue_bytes:
+                return f"queue {node.address!r} cannot take {size} more bytes"
+        return None
+
+    def _roll_back(self, record: TransactionRecord) -> None:
+        """The transaction's work is void: posted messages are dropped, retirements are
+        undone (a delivery the consumer already settled takes its default outcome,
+        4.4.4.2), and what was acquired in it goes back to its queue."""
+        for delivery in record.posted:
+            if self._held.pop(delivery, None) is not None and not delivery.remote_settled:
+                link = delivery.link
+                if link.state is _ATTACHED and self.engine.state is _OPENED:
+                    link.settle(delivery, Released())
+        for delivery, _ in record.retired:
+            consumer = self.consumers.get(delivery.link)
+            if consumer is not None and delivery.settled and delivery in consumer.inflight:
+                message, queue = consumer.inflight.pop(delivery)
+                self._apply(consumer, message, queue, consumer.default)
+        for delivery in record.acquired:
+            consumer = self.consumers.get(delivery.link)
+            if consumer is not None and delivery in consumer.inflight:
+                message, queue = consumer.inflight.pop(delivery)
+                self._apply(consumer, message, queue, Released())
+                if not delivery.settled and delivery.link.state is _ATTACHED:
+                    delivery.link.settle(delivery, Released())
+        self.broker._pending[self] = None
+
+    def _taken(self, queue: Queue, message: StoredMessage) -> None:
+        if queue.settled(message):
+            self.broker.delete_node(queue)

@@ -1,0 +1,60 @@
+"""The broker's configuration: one frozen value, given to :class:`~amqp_sansio.broker.Broker`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["BrokerConfig"]
+
+
+@attrs.frozen(kw_only=True)
+class BrokerConfig:
+    """What a :class:`~amqp_sansio.broker.Broker` does, and how much it takes.
+
+    Nodes (broker draft 2.1): an address names a queue, created on first attach when
+    ``auto_create`` is true (else the attach is refused with ``amqp:not-found``), unless it
+    is one of ``queues`` (always there) or a topic: one of ``topics``, or starting with
+    ``topic_prefix``. ``dead_letter`` names the queue rejected messages go to (none: they
+    are dropped).
+
+    Limits, each enforced with ``amqp:resource-limit-exceeded``: ``max_queue_depth`` and
+    ``max_queue_bytes`` (a publish that would exceed them is rejected), ``max_message_size``
+    (announced on every link the broker answers, and enforced by the engine),
+    ``max_links_per_connection`` (further attaches are refused). ``link_credit`` is the
+    credit the broker keeps open on a publisher's link.
+
+    The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds, None
+    for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.ServerAuthenticator`
+    (None: no SASL layer, unless ``users`` is given), ``allow_insecure_auth`` lets PLAIN
+    run without TLS (loopback).
+
+    ``users`` (a :class:`~amqp_sansio.broker.Users`): who may connect (its SASL store, used
+    unless ``sasl`` is given) and what each may do: an attach to an address the
+    authenticated user may not send to or receive from is refused with
+    ``amqp:unauthorized-access``. None: no access rules.
+    """
+
+    auto_create: bool = True
+    queues: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    topics: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    topic_prefix: str | None = "topic/"
+    dead_letter: str | None = None
+    max_queue_depth: int | None = None
+    max_queue_bytes: int | None = None
+    max_message_size: int | None = None
+    max_links_per_connection: int | None = 1000
+    link_credit: int = 1000
+    container_id: str = "amqp-sansio-broker"
+    idle_timeout: float | None = None
+    max_frame_size: int = 65536
+    sasl: Any = None
+    allow_insecure_auth: bool = False
+    users: Any = None
+
+    def is_topic(self, address: str) -> bool:
+        """Whether ``address`` names a topic (copy to every subscriber) rather than a queue."""
+        if address in self.topics:
+            return True
+        return self.topic_prefix is not None and address.startswith(self.topic_prefix)

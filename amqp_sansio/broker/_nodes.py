@@ -1,0 +1,322 @@
+"""The broker's nodes (broker draft 2.1): queues, topics and dynamic nodes.
+
+A node holds messages and the links attached to it. Consumers of a queue share it round
+robin (distribution-mode ``move``, core spec 3.5.3) or browse it (``copy``: they see the
+messages without taking them). A topic copies each message to every subscriber's own
+buffer. A dynamic node (core spec 3.5.3 ``dynamic``) has a random name and a lifetime policy
+(3.5.10-3.5.13) that deletes it.
+"""
+
+from __future__ import annotations
+
+import abc
+import bisect
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._messaging import (
+    DeleteOnClose,
+    DeleteOnNoLinks,
+    DeleteOnNoLinksOrMessages,
+    DeleteOnNoMessages,
+)
+from ._store import StoredMessage
+
+if TYPE_CHECKING:
+    from ._broker import Broker
+
+__all__ = ["Node", "Queue", "Topic"]
+
+
+class Consumer(Protocol):
+    """What a node needs of a consumer (a link on which the broker sends)."""
+
+    copy: bool
+    cursor: int
+
+    @property
+    def credit(self) -> int: ...
+
+    def deliver(self, message: StoredMessage, node: Node) -> None: ...
+
+    def drained(self) -> None: ...
+
+
+class Node(abc.ABC):
+    """A named node of the broker. ``links`` are the links attached to it (consumers and
+    producers); ``policy`` the lifetime policy of a dynamic node (None for others) and
+    ``creator`` the link whose attach made it."""
+
+    kind = "node"
+
+    def __init__(
+        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+    ) -> None:
+        self.broker = broker
+        self.address = address
+        self.dynamic = dynamic
+        self.policy = policy
+        self.creator: Any = None
+        self.links: set[Any] = set()
+        self.deleted = False
+        self._had_links = False
+        self._had_messages = False
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.address!r}>"
+
+    @property
+    @abc.abstractmethod
+    def depth(self) -> int:
+        """Messages held (available or out with a consumer)."""
+
+    @abc.abstractmethod
+    def offer(self, message: StoredMessage) -> str | None:
+        """Take a published message; return why not (a limit) or None."""
+
+    @abc.abstractmethod
+    def add_consumer(self, consumer: Any) -> None:
+        """A consumer attached."""
+
+    @abc.abstractmethod
+    def remove_consumer(self, consumer: Any) -> None:
+        """A consumer went."""
+
+    def link_added(self, link: Any) -> None:
+        self.links.add(link)
+        self._had_links = True
+
+    def link_removed(self, link: Any) -> bool:
+        """Forget ``link``; return whether the node's lifetime policy now deletes it."""
+        self.links.discard(link)
+        policy = self.policy
+        if policy is None:
+            return False
+        if link is self.creator and type(policy) is DeleteOnClose:
+            return True
+        no_links = self._had_links and not self.links
+        if type(policy) is DeleteOnNoLinks:
+            return no_links
+        if type(policy) is DeleteOnNoLinksOrMessages:
+            return no_links or self._no_messages()
+        return False
+
+    def _no_messages(self) -> bool:
+        return self._had_messages and self.depth == 0
+
+    def emptied(self) -> bool:
+        """A message left: whether the lifetime policy now deletes the node (3.5.12)."""
+        return type(self.policy) in _ON_NO_MESSAGES and self._no_messages()
+
+    def clear(self) -> None:
+        """The node is deleted: drop what it holds."""
+        self.deleted = True
+
+
+_ON_NO_MESSAGES = (DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
+
+
+class Queue(Node):
+    """A queue: FIFO within each priority, higher priorities first (broker draft 2.2.2,
+    2.2.3; core spec 3.2.1 with ten distinct levels, 0 to 9). A message released goes back
+    to the head of its priority. Expired messages are dropped, never sent (broker draft
+    2.2.5)."""
+
+    kind = "queue"
+
+    def __init__(
+        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+    ) -> None:
+        super().__init__(broker, address, dynamic=dynamic, policy=policy)
+        self._levels: dict[int, deque[StoredMessage]] = {}
+        self._order: list[int] = []  # the priorities present, highest first (negated)
+        #: The messages available (not out with a consumer), by arrival: what browsers see.
+        self.available: dict[int, StoredMessage] = {}
+        self.bytes = 0
+        #: Messages out with consumers, not yet settled.
+        self.acquired = 0
+        self.consumers: list[Consumer] = []
+        self.browsers: list[Consumer] = []
+        self._turn = 0
+
+    @property
+    def depth(self) -> int:
+        return len(self.available) + self.acquired
+
+    def offer(self, message: StoredMessage) -> str | None:
+        config = self.broker.config
+        if config.max_queue_depth is not None and self.depth >= config.max_queue_depth:
+            return f"queue {self.address!r} holds its maximum of {config.max_queue_depth}"
+        limit = config.max_queue_bytes
+        if limit is not None and self.bytes + message.size > limit:
+            return f"queue {self.address!r} would exceed its maximum of {limit} bytes"
+        self.broker.store.put(self, message)
+        self._put(message, front=False)
+        self._had_messages = True
+        return None
+
+    def _put(self, message: StoredMessage, *, front: bool) -> None:
+        level = self._levels.get(message.priority)
+        if level is None:
+            level = self._levels[message.priority] = deque()
+            bisect.insort(self._order, -message.priority)
+        if front:
+            # Back at the head, in arrival order among those that came back (2.2.2).
+            if not level or level[0].seq > message.seq:
+                level.appendleft(message)
+            else:
+                index = 0
+                for waiting in level:
+                    if waiting.seq > message.seq:
+                        break
+                    index += 1
+                level.insert(index, message)
+        else:
+            level.append(message)
+        self.available[message.seq] = message
+        self.bytes += message.size
+        if message.expires is not None:
+            self.broker._watch(message, self)
+
+    def requeue(self, message: StoredMessage) -> None:
+        """A consumer gave the message back (released or modified, core spec 3.4.4, 3.4.5):
+        it goes to the head of its priority."""
+        self.acquired -= 1
+        if not self.deleted:
+            self._put(message, front=True)
+
+    def settled(self, message: StoredMessage) -> bool:
+        """A consumer took the message for good (accepted, or dead-lettered); return whether
+        the lifetime policy now deletes the node."""
+        self.acquired -= 1
+        message.dropped = True
+        self.broker.store.remove(self, message)
+        return self.emptied()
+
+    def drop(self, message: StoredMessage) -> None:
+        """Take an available message off the queue for good (expired)."""
+        del self.available[message.seq]
+        self.bytes -= message.size
+        message.dropped = True
+        self.broker.store.remove(self, message)
+
+    def _take(self, consumer: Consumer, wall: float) -> StoredMessage | None:
+        skipped: list[StoredMessage] = []
+        found: StoredMessage | None = None
+        for negated in self._order:
+            level = self._levels[-negated]
+            while level:
+                message = level.popleft()
+                if message.dropped or self.available.get(message.seq) is not message:
+                    continue  # expired or taken while it waited
+                if message.expires is not None and message.expires <= wall:
+                    self.drop(message)
+                    self.broker.expired += 1
+                    continue
+                if message.excluded is not None and consumer in message.excluded:
+                    skipped.append(message)
+                    continue
+                found = message
+                break
+            if skipped:
+                level.extendleft(reversed(skipped))
+                skipped.clear()
+            if found is not None:
+                break
+        if found is None:
+            return None
+        del self.available[found.seq]
+        self.bytes -= found.size
+        self.acquired += 1
+        return found
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        (self.browsers if consumer.copy else self.consumers).append(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        (self.browsers if consumer.copy else self.consumers).remove(consumer)
+
+    def dispatch(self) -> None:
+        wall = self.broker.wall
+        consumers = self.consumers
+        while self.available and consumers:
+            moved = False
+            for _ in range(len(consumers)):
+                if not self.available:
+                    break
+                index = self._turn % len(consumers)
+                consumer = consumers[index]
+                self._turn = index + 1
+                if consumer.credit <= 0:
+                    continue
+                message = self._take(consumer, wall)
+                if message is None:
+                    continue
+                consumer.deliver(message, self)
+                moved = True
+            if not moved:
+                break
+        for browser in self.browsers:
+            self._browse(browser, wall)
+        for consumer in consumers:
+            if consumer.credit > 0:
+                consumer.drained()
+
+    def _browse(self, browser: Consumer, wall: float) -> None:
+        """Send a browser (``copy``) the available messages it has not seen, by arrival."""
+        if browser.credit > 0:
+            for seq, message in list(self.available.items()):
+                if seq <= browser.cursor:
+                    continue
+                if message.expires is not None and message.expires <= wall:
+                    self.drop(message)
+                    self.broker.expired += 1
+                    continue
+                browser.cursor = seq
+                browser.deliver(message, self)
+                if browser.credit <= 0:
+                    break
+        if browser.credit > 0:
+            browser.drained()
+
+    def clear(self) -> None:
+        super().clear()
+        for message in list(self.available.values()):
+            self.drop(message)
+        self._levels.clear()
+        self._order.clear()
+
+
+class Topic(Node):
+    """A topic: each message is copied to the buffer of every subscriber (a private
+    :class:`Queue` per consumer); with no subscriber it is accepted and dropped."""
+
+    kind = "topic"
+
+    def __init__(
+        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+    ) -> None:
+        super().__init__(broker, address, dynamic=dynamic, policy=policy)
+        self.subscriptions: dict[Consumer, Queue] = {}
+
+    @property
+    def depth(self) -> int:
+        return sum(q.depth for q in self.subscriptions.values())
+
+    def offer(self, message: StoredMessage) -> str | None:
+        broker = self.broker
+        for buffer in self.subscriptions.values():
+            buffer.offer(message.copy(broker._next_seq()))
+        self._had_messages = True
+        return None
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        buffer = Queue(self.broker, self.address)
+        buffer.add_consumer(consumer)
+        self.subscriptions[consumer] = buffer
+
+    def buffer(self, consumer: Consumer) -> Queue | None:
+        return self.subscriptions.get(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        self.subscriptions.pop(consumer).clear()

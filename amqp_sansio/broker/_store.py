@@ -1,0 +1,190 @@
+"""Messages as the broker holds them, and where it keeps them (broker draft 2.2).
+
+A :class:`StoredMessage` keeps the bytes a publisher sent, untouched, with what the broker
+reads from its header and properties (priority, expiry, delivery-count). The only section the
+broker ever re-encodes is the header (core spec 3.2.1), to carry an incremented
+delivery-count; the annotations and the bare message (3.2) go out as they came.
+
+A :class:`Store` is told of every message a node takes and lets go of: the default,
+:class:`MemoryStore`, keeps nothing beyond memory. A durable store (a journal or SQLite
+under ``--store``) plugs in here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._decode import decode_from
+from .._encode import encode
+from .._errors import DecodeError
+from .._message import Message
+from .._messaging import Header
+
+if TYPE_CHECKING:
+    from ._nodes import Node
+
+__all__ = ["MemoryStore", "Store", "StoredMessage", "parse_message"]
+
+#: The descriptor codes of the sections that may come before properties (core spec 3.2).
+_HEADER, _MESSAGE_ANNOTATIONS, _PROPERTIES = 0x70, 0x72, 0x73
+#: Priorities 0 to 9 are distinct; 10 and above are the same as 9 (core spec 3.2.1, n = 10).
+MAX_PRIORITY = 9
+
+
+class StoredMessage:
+    """One message at a node: ``data`` as the publisher sent it; ``seq`` its arrival order;
+    ``priority`` (0-9), ``expires`` (wall-clock seconds, or None) and ``durable`` from its
+    header and properties; ``delivery_count`` the failed delivery attempts so far."""
+
+    __slots__ = (
+        "_rest",
+        "data",
+        "delivery_count",
+        "dropped",
+        "durable",
+        "excluded",
+        "expires",
+        "header",
+        "priority",
+        "seq",
+    )
+
+    def __init__(
+        self,
+        data: bytes,
+        *,
+        seq: int,
+        header: Header | None,
+        rest: int,
+        expires: float | None,
+    ) -> None:
+        self.data = data
+        self.seq = seq
+        self.header = header
+        self._rest = rest
+        self.expires = expires
+        self.priority = 4 if header is None else min(header.priority, MAX_PRIORITY)
+        self.durable = header is not None and header.durable
+        self.delivery_count = 0 if header is None else header.delivery_count
+        #: Taken off its node for good (accepted, expired, dead-lettered, node deleted).
+        self.dropped = False
+        #: Consumers it was modified ``undeliverable-here`` on (core spec 3.4.5).
+        self.excluded: set[Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<StoredMessage seq={self.seq} priority={self.priority} size={len(self.data)}>"
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def copy(self, seq: int) -> StoredMessage:
+        """The same message for another node (a topic's subscriber, the dead-letter queue)."""
+        other = StoredMessage(
+            self.data, seq=seq, header=self.header, rest=self._rest, expires=self.expires
+        )
+        other.delivery_count = self.delivery_count
+        return other
+
+    def annotate(self, annotations: dict[Any, Any]) -> None:
+        """Merge a ``modified`` outcome's message-annotations into the message's (core spec
+        3.4.5): that section is re-encoded, the delivery-annotations and the bare message are
+        passed through."""
+        data = self.data
+        pos = self._rest
+        kept = b""
+        merged: dict[Any, Any] = {}
+        while pos < len(data):
+            code = _section_code(data, pos)
+            if code is None or code >= _PROPERTIES:
+                break
+            value, end = decode_from(data, pos)  # read when the message arrived: well formed
+            if code == _MESSAGE_ANNOTATIONS:
+                merged = dict(value.value or {})
+            else:
+                kept += data[pos:end]
+            pos = end
+        merged.update(annotations)
+        section = Message(message_annotations=merged).encode()
+        self.data = data[: self._rest] + kept + section + data[pos:]
+
+    def encoded(self) -> bytes:
+        """The bytes to send: as received, or with the header re-encoded when the
+        delivery-count has moved since (core spec 3.2.1); the rest is passed through."""
+        header = self.header
+        count = 0 if header is None else header.delivery_count
+        if self.delivery_count == count:
+            return self.data
+        if header is None:
+            header = Header(delivery_count=self.delivery_count)
+        else:
+            header = Header(
+                durable=header.durable,
+                priority=header.priority,
+                ttl=header.ttl,
+                first_acquirer=False,
+                delivery_count=self.delivery_count,
+            )
+        return encode(header) + self.data[self._rest :]
+
+
+def parse_message(data: bytes, *, seq: int, wall: float) -> StoredMessage:
+    """Read what the broker needs from an encoded message: its header and the
+    absolute-expiry-time of its properties (core spec 3.2.1, 3.2.4). The ttl counts from
+    arrival (``wall``, seconds since the epoch; broker draft 2.2.5); the earlier of the two
+    expiries holds. Raises :class:`~amqp_sansio.DecodeError` for sections that are not well
+    formed (broker draft 2.2.1); the body is not read."""
+    header: Header | None = None
+    rest = 0
+    expires: float | None = None
+    pos = 0
+    while pos < len(data):
+        code = _section_code(data, pos)
+        if code is None or code > _PROPERTIES:
+            break
+        value, end = decode_from(data, pos)  # the decoder checks each section's type
+        if code == _HEADER and pos == 0:
+            header, rest = value, end
+        elif code == _PROPERTIES:
+            if value.absolute_expiry_time is not None:
+                expires = int(value.absolute_expiry_time) / 1000.0
+            break
+        pos = end
+    if header is not None and header.ttl is not None:
+        by_ttl = wall + header.ttl / 1000.0
+        expires = by_ttl if expires is None else min(expires, by_ttl)
+    return StoredMessage(data, seq=seq, header=header, rest=rest, expires=expires)
+
+
+def _section_code(data: bytes, pos: int) -> int | None:
+    """The numeric descriptor of the section at ``pos`` (a smallulong or ulong descriptor),
+    or None if it has another form (the caller stops reading there)."""
+    if data[pos] != 0x00 or pos + 2 >= len(data):
+        raise DecodeError(f"no described section at offset {pos}")
+    kind = data[pos + 1]
+    if kind == 0x53:
+        return data[pos + 2]
+    if kind == 0x80 and pos + 10 <= len(data):
+        return int.from_bytes(data[pos + 2 : pos + 10], "big")
+    return None
+
+
+class Store(Protocol):
+    """Where the broker keeps the messages of its nodes. ``put`` is called when a node takes
+    a message, before the publisher's transfer is settled (broker draft 2.2.4); ``remove``
+    when it lets it go for good (accepted, expired, dead-lettered, node deleted)."""
+
+    def put(self, node: Node, message: StoredMessage) -> None: ...
+
+    def remove(self, node: Node, message: StoredMessage) -> None: ...
+
+
+class MemoryStore:
+    """The default store: messages live in the nodes' memory only; nothing survives the
+    process."""
+
+    def put(self, node: Node, message: StoredMessage) -> None:
+        pass
+
+    def remove(self, node: Node, message: StoredMessage) -> None:
+        pass

@@ -1,0 +1,197 @@
+"""Who may connect to the broker, and what each may do: SASL credentials (PLAIN, SCRAM,
+ANONYMOUS; core spec 5.3) and a small per-user access rule naming the addresses a user may
+send to and receive from.
+
+The users file is JSON (the adapter reads it; this module only parses the text)::
+
+    {
+      "anonymous": {"send": ["public/*"], "receive": ["public/*"]},
+      "users": {
+        "alice": {"password": "secret", "send": ["*"], "receive": ["orders", "tmp.*"]},
+        "bob": {
+          "scram-sha-256": {"salt": "<base64>", "iterations": 4096,
+                            "stored-key": "<base64>", "server-key": "<base64>"},
+          "receive": ["orders"]
+        }
+      }
+    }
+
+``anonymous`` (absent: ANONYMOUS is not offered) gives the rules of clients that
+authenticate with ANONYMOUS (the identity ``anonymous``, a name no user may take). A user
+has a ``password`` (PLAIN, and SCRAM derived from it when the file is loaded) or stored SCRAM
+credentials (``scram-sha-256`` and/or ``scram-sha-512``, as
+:func:`~amqp_sansio.derive_scram_credentials` makes them; PLAIN is then checked against
+them). ``send`` and ``receive`` are address patterns (``*`` any run of characters, ``?``
+one, as :func:`fnmatch.fnmatchcase`); absent, nothing is allowed.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hmac
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from .._sasl_mechanisms import ScramCredentials, ServerAuthenticator, derive_scram_credentials
+
+__all__ = ["ANONYMOUS", "User", "Users", "UsersFileError", "scram_entry"]
+
+#: The identity of clients that authenticated with ANONYMOUS.
+ANONYMOUS = "anonymous"
+_SCRAM = {"scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512"}
+
+
+class UsersFileError(ValueError):
+    """The users file is not what :mod:`amqp_sansio.broker` expects; says where."""
+
+
+@attrs.frozen(kw_only=True)
+class User:
+    """One user: a password and/or SCRAM credentials by mechanism, and address patterns."""
+
+    name: str
+    password: str | None = attrs.field(default=None, repr=False)
+    scram: Mapping[str, ScramCredentials] = attrs.field(factory=dict, repr=False)
+    send: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    receive: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+
+def _matches(patterns: Iterable[str], address: str) -> bool:
+    return any(fnmatch.fnmatchcase(address, pattern) for pattern in patterns)
+
+
+class Users:
+    """The broker's users: a SASL store for :class:`~amqp_sansio.ServerAuthenticator`
+    (``check_password`` for PLAIN, ``scram_credentials`` for SCRAM) and the access rules
+    (:meth:`allows`). ``anonymous``: the rules for ANONYMOUS clients (None: not offered)."""
+
+    def __init__(self, users: Iterable[User] = (), *, anonymous: User | None = None) -> None:
+        self.users = {u.name: u for u in users}
+        if ANONYMOUS in self.users:
+            raise UsersFileError(f"the name {ANONYMOUS!r} is reserved for ANONYMOUS clients")
+        self.anonymous = anonymous
+
+    @classmethod
+    def from_json(cls, text: str) -> Users:
+        """Parse a users file (the format above)."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UsersFileError(f"not JSON: {exc}") from None
+        if not isinstance(data, dict) or not set(data) <= {"users", "anonymous"}:
+            raise UsersFileError('expected an object with "users" and/or "anonymous"')
+        anonymous = None
+        if data.get("anonymous") is not None:
+            anonymous = _user(ANONYMOUS, data["anonymous"], credentials=False)
+        entries = data.get("users", {})
+        if not isinstance(entries, dict):
+            raise UsersFileError('"users" must be an object of user names')
+        return cls([_user(name, entry) for name, entry in entries.items()], anonymous=anonymous)
+
+    # -- SASL stores ------------------------------------------------------------------------
+
+    def check_password(self, username: str, password: str) -> bool:
+        user = self.users.get(username)
+        if user is None:
+            return False
+        if user.password is not None:
+            return hmac.compare_digest(user.password.encode(), password.encode())
+        mechanism, stored = next(iter(user.scram.items()))
+        try:
+            derived = derive_scram_credentials(
+                password, mechanism=mechanism, salt=stored.salt, iterations=stored.iterations
+            )
+        except ValueError:  # a password SASLprep refuses
+            return False
+        return hmac.compare_digest(derived.stored_key, stored.stored_key)
+
+    def scram_credentials(self, username: str, mechanism: str) -> ScramCredentials | None:
+        user = self.users.get(username)
+        return None if user is None else user.scram.get(mechanism)
+
+    def authenticator(self, *, allow_cleartext: bool = False) -> ServerAuthenticator:
+        """The SASL configuration for these users: SCRAM, PLAIN (on TLS only unless
+        ``allow_cleartext``), ANONYMOUS if the file allows it."""
+        # A SCRAM mechanism is offered only if every user has credentials for it: a client
+        # takes the strongest offered, and could not fall back.
+        scram = [m for m in _SCRAM.values() if all(m in u.scram for u in self.users.values())]
+        return ServerAuthenticator(
+            self,
+            allow_anonymous=self.anonymous is not None,
+            allow_cleartext_secrets=allow_cleartext,
+            anonymous_identity=ANONYMOUS,
+            mechanisms=[*scram, "PLAIN", "ANONYMOUS"],
+        )
+
+    # -- access -----------------------------------------------------------------------------
+
+    def allows(self, identity: str | None, address: str, *, send: bool) -> bool:
+        """Whether ``identity`` (who SASL authenticated) may send to (``send``) or receive
+        from ``address``."""
+        if identity == ANONYMOUS:
+            user = self.anonymous
+        else:
+            user = None if identity is None else self.users.get(identity)
+        if user is None:
+            return False
+        return _matches(user.send if send else user.receive, address)
+
+
+def _user(name: Any, entry: Any, *, credentials: bool = True) -> User:
+    where = f"user {name!r}"
+    if not isinstance(entry, dict):
+        raise UsersFileError(f"{where}: expected an object")
+    known = {"send", "receive"} | ({"password", *_SCRAM} if credentials else set())
+    unknown = set(entry) - known
+    if unknown:
+        raise UsersFileError(f"{where}: unknown fields {sorted(unknown)}")
+    rules = {}
+    for key in ("send", "receive"):
+        value = entry.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsersFileError(f"{where}: {key!r} must be a list of address patterns")
+        rules[key] = value
+    password = entry.get("password")
+    scram: dict[str, ScramCredentials] = {}
+    try:
+        for key, mechanism in _SCRAM.items():
+            if key in entry:
+                scram[mechanism] = _credentials(entry[key])
+        if password is not None:
+            if not isinstance(password, str):
+                raise UsersFileError(f"{where}: the password must be a string")
+            for mechanism in _SCRAM.values():
+                scram.setdefault(mechanism, derive_scram_credentials(password, mechanism=mechanism))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UsersFileError(f"{where}: bad credentials: {exc}") from None
+    if credentials and not scram:
+        raise UsersFileError(f"{where}: needs a password or SCRAM credentials")
+    return User(name=str(name), password=password, scram=scram, **rules)
+
+
+def _credentials(value: Any) -> ScramCredentials:
+    def b64(key: str) -> bytes:
+        return base64.b64decode(value[key], validate=True)
+
+    return ScramCredentials(
+        salt=b64("salt"),
+        iterations=value["iterations"],
+        stored_key=b64("stored-key"),
+        server_key=b64("server-key"),
+    )
+
+
+def scram_entry(password: str, *, mechanism: str = "SCRAM-SHA-256") -> dict[str, Any]:
+    """The users file's entry for SCRAM credentials derived from ``password`` (so that the
+    file need not hold the password itself)."""
+    c = derive_scram_credentials(password, mechanism=mechanism)
+    return {
+        "salt": base64.b64encode(c.salt).decode(),
+        "iterations": c.iterations,
+        "stored-key": base64.b64encode(c.stored_key).decode(),
+        "server-key": base64.b64encode(c.server_key).decode(),
+    }

@@ -1,0 +1,200 @@
+"""The broker served over loopback (amqp_sansio.adapters.broker), against our own adapters
+(blocking sockets, asyncio, trio) and Qpid Proton: an independent implementation."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+from amqp_sansio.adapters import aio, sockets, trio_adapter
+from amqp_sansio.adapters._client import LinkDetachedError
+from amqp_sansio.adapters.broker import BrokerServer, run_broker, serve_broker
+
+import amqp_sansio as a
+from amqp_sansio.broker import BrokerConfig
+
+WAIT = 10.0
+
+
+@pytest.fixture
+def server() -> Iterator[BrokerServer]:
+    with run_broker(config=BrokerConfig(dead_letter="dlq")) as s:
+        yield s
+
+
+def bodies(receiver: Any, n: int, *, accept: bool = True) -> list[Any]:
+    out = []
+    for _ in range(n):
+        d = receiver.receive(timeout=WAIT)
+        assert d is not None
+        out.append(d.message.body.value)
+        if accept:
+            d.accept()
+    return out
+
+
+def test_fifo_priority_and_outcomes_with_our_sockets_adapter(server: BrokerServer) -> None:
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        s = conn.sender("orders")
+        for i, prio in enumerate([4, 4, 9, 0, 9]):
+            outcome = s.send(a.Message(header=a.Header(priority=prio), body=b"%d" % i))
+            assert isinstance(outcome, a.Accepted)
+        r = conn.receiver("orders", credit=10)
+        assert bodies(r, 5) == [b"2", b"4", b"0", b"1", b"3"]
+
+
+def test_ttl_expiry_over_the_wire(server: BrokerServer) -> None:
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        s = conn.sender("ttl")
+        s.send(a.Message(header=a.Header(ttl=100), body=b"gone"))
+        past = int((time.time() - 1) * 1000)
+        s.send(a.Message(properties=a.Properties(absolute_expiry_time=past), body=b"old"))
+        s.send(a.Message(body=b"kept"))
+        time.sleep(0.3)
+        r = conn.receiver("ttl", credit=10)
+        assert bodies(r, 1) == [b"kept"]
+        with pytest.raises(TimeoutError):
+            r.receive(timeout=0.3)
+        assert server.broker.expired == 2
+
+
+def test_dead_letter_and_release_redelivery(server: BrokerServer) -> None:
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        s = conn.sender("work")
+        s.send(b"bad")
+        s.send(b"again")
+        r = conn.receiver("work", credit=1)
+        d = r.receive(timeout=WAIT)
+        assert d is not None
+        d.reject()
+        d2 = r.receive(timeout=WAIT)
+        assert d2 is not None and d2.message.body.value == b"again"
+        d2.modify(delivery_failed=True)
+        d3 = r.receive(timeout=WAIT)
+        assert d3 is not None and d3.message.header.delivery_count == 1
+        d3.accept()
+        dlq = conn.receiver("dlq", credit=5)
+        assert bodies(dlq, 1) == [b"bad"]
+
+
+def test_lost_link_redelivers_with_delivery_count(server: BrokerServer) -> None:
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        conn.sender("lost").send(b"m")
+    raw = sockets.connect(server.url, timeout=WAIT)
+    r = raw.receiver("lost", credit=1)
+    assert r.receive(timeout=WAIT) is not None
+    raw.driver.sock.shutdown(socket.SHUT_RDWR)  # the transport goes, nothing settled
+    raw.driver.sock.close()
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        d = conn.receiver("lost", credit=1).receive(timeout=WAIT)
+        assert d is not None and d.message.header.delivery_count == 1
+        d.accept()
+
+
+def test_request_reply_through_a_dynamic_queue(server: BrokerServer) -> None:
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        replies = conn.receiver(dynamic=True, credit=5)
+        assert replies.address and replies.address.startswith("tmp.")
+        requests = conn.receiver("service", credit=5)
+        conn.sender("service").send(
+            a.Message(properties=a.Properties(reply_to=replies.address), body=b"ping")
+        )
+        req = requests.receive(timeout=WAIT)
+        assert req is not None
+        req.accept()
+        conn.sender(req.message.properties.reply_to).send(b"pong")
+        assert bodies(replies, 1) == [b"pong"]
+
+
+def test_link_refusal() -> None:
+    config = BrokerConfig(auto_create=False, queues={"only"})
+    with run_broker(config=config) as server, sockets.connect(server.url, timeout=WAIT) as conn:
+        with pytest.raises(LinkDetachedError, match="not-found"):
+            conn.receiver("missing")
+        conn.sender("only").send(b"ok")
+
+
+def test_a_misbehaving_connection_does_not_take_down_the_broker(server: BrokerServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as raw:
+        raw.sendall(b"AMQP\x00\x01\x00\x00" + b"\x00\x00\x00\x10\x02\x00\x00\x00" + b"\xff" * 8)
+        raw.settimeout(WAIT)
+        assert raw.recv(100).startswith(b"AMQP")
+    with socket.create_connection(("127.0.0.1", server.port)) as raw:
+        raw.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    with sockets.connect(server.url, timeout=WAIT) as conn:
+        conn.sender("ok").send(b"fine")
+        assert bodies(conn.receiver("ok", credit=1), 1) == [b"fine"]
+
+
+def test_asyncio_adapter_and_serve_broker() -> None:
+    async def main() -> list[Any]:
+        async with serve_broker() as server, aio.connect(server.url, timeout=WAIT) as conn:
+            s = await conn.sender("q")
+            for i in range(3):
+                await s.send(b"%d" % i)
+            r = await conn.receiver("q", credit=5)
+            out = []
+            for _ in range(3):
+                d = await r.receive(timeout=WAIT)
+                assert d is not None
+                out.append(d.message.body.value)
+                d.accept()
+            return out
+
+    assert asyncio.run(main()) == [b"0", b"1", b"2"]
+
+
+def test_trio_adapter(server: BrokerServer) -> None:
+    async def main() -> list[Any]:
+        async with trio_adapter.connect(server.url, timeout=WAIT) as conn:
+            s = await conn.sender("tq")
+            await s.send(b"t")
+            r = await conn.receiver("tq", credit=5)
+            d = await r.receive(timeout=WAIT)
+            assert d is not None
+            d.accept()
+            return [d.message.body.value]
+
+    assert trio.run(main) == [b"t"]
+
+
+def test_cli_broker_runs_until_sigterm() -> None:
+    command = [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert "listening on amqp://127.0.0.1:" in line
+            url = line.split()[-1]
+            with sockets.connect(url, timeout=WAIT) as conn:
+                conn.sender("x").send(b"1")
+                assert bodies(conn.receiver("x", credit=1), 1) == [b"1"]
+            proc.terminate()
+            assert proc.wait(timeout=WAIT) == 0
+        finally:
+            proc.kill()
+
+
+def test_cli_store_is_not_yet_supported(capsys: pytest.CaptureFixture[str]) -> None:
+    from amqp_sansio.adapters import cli
+
+    assert cli.main(["broker", "--store", "/tmp/x"]) != 0
+    assert "not yet supported" in capsys.readouterr().err
+
+
+def test_bench_broker_command(capsys: pytest.CaptureFixture[str], server: BrokerServer) -> None:
+    from amqp_sansio.adapters import cli
+
+    assert cli.main(["bench", "broker", "--messages", "500", "--url", server.url]) == 0
+    out = capsys.readouterr().out
+    assert "500 messages of 256 bytes" in out and "msg/s" in out
+    assert server.broker.nodes["bench"].depth == 0
+    assert cli.main(["bench", "broker", "--messages", "200", "--json"]) == 0
+    assert '"rate"' in capsys.readouterr().out
