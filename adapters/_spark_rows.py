@@ -26,7 +26,7 @@ import datetime
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import amqp_sansio as amqp
 
@@ -99,10 +99,10 @@ def _timestamp(ms: int | None) -> datetime.datetime | None:
     return _EPOCH + datetime.timedelta(milliseconds=int(ms))
 
 
-def _map(value: Mapping[Any, Any] | None) -> list[tuple[str, str]] | None:
+def _map(value: Mapping[Any, Any] | None) -> dict[str, str] | None:
     if value is None:
         return None
-    return [(str(k), v if isinstance(v, str) else repr(v)) for k, v in value.items()]
+    return {str(k): v if isinstance(v, str) else repr(v) for k, v in value.items()}
 
 
 def _body(body: Any) -> tuple[bytes | None, str]:
@@ -118,7 +118,7 @@ def _body(body: Any) -> tuple[bytes | None, str]:
             return bytes(value), "binary"
         return amqp.encode(value), "value"
     if isinstance(body, amqp.AmqpSequence):
-        return amqp.encode(list(body.value)), "sequence"
+        return amqp.encode([list(body.value)]), "sequence"
     sections = tuple(body)
     if all(isinstance(s, amqp.Data) for s in sections):
         return b"".join(bytes(s.value) for s in sections), "data"
@@ -200,9 +200,9 @@ def _row_body(body: Any, body_type: str | None) -> Any:
     sections = amqp.decode(data)
     if not isinstance(sections, list) or not all(isinstance(s, list) for s in sections):
         raise ValueError("a sequence body is the AMQP encoding of a list of lists")
-    return tuple(amqp.AmqpSequence(s) for s in sections) if len(sections) > 1 else (
-        amqp.AmqpSequence(sections[0]) if sections else amqp.AmqpSequence([])
-    )
+    if not sections:
+        raise ValueError("a sequence body has at least one amqp-sequence section")
+    return [amqp.AmqpSequence(s) for s in sections]
 
 
 def row_to_message(row: Mapping[str, Any], *, message_id: str | None = None) -> amqp.Message:
@@ -210,14 +210,16 @@ def row_to_message(row: Mapping[str, Any], *, message_id: str | None = None) -> 
     is required). ``message_id`` is used when the row has none."""
     get = row.get
     header = None
-    if any(get(k) is not None for k in ("durable", "priority", "ttl", "first_acquirer")):
+    priority: Any = get("priority")
+    ttl: Any = get("ttl")
+    if any(v is not None for v in (get("durable"), get("first_acquirer"), priority, ttl)):
         header = amqp.Header(
             durable=bool(get("durable") or False),
-            priority=4 if get("priority") is None else int(get("priority")),
-            ttl=None if get("ttl") is None else int(get("ttl")),
+            priority=4 if priority is None else int(priority),
+            ttl=None if ttl is None else int(ttl),
             first_acquirer=bool(get("first_acquirer") or False),
         )
-    fields = {
+    fields: dict[str, Any] = {
         "message_id": get("message_id") or message_id,
         "user_id": get("user_id"),
         "to": get("to"),
@@ -232,9 +234,7 @@ def row_to_message(row: Mapping[str, Any], *, message_id: str | None = None) -> 
         "group_sequence": get("group_sequence"),
         "reply_to_group_id": get("reply_to_group_id"),
     }
-    properties = (
-        amqp.Properties(**fields) if any(v is not None for v in fields.values()) else None
-    )
+    properties = amqp.Properties(**fields) if any(v is not None for v in fields.values()) else None
     app = {str(k): v for k, v in _items(get("application_properties"))} or None
     annotations = {amqp.Symbol(str(k)): v for k, v in _items(get("message_annotations"))}
     return amqp.Message(
@@ -256,6 +256,41 @@ def message_id_for(query: str, batch: int | str, partition: int, row: int) -> st
 # -- options ---------------------------------------------------------------------------------
 
 _SECRET = ("password",)
+#: Every option as users write it; Spark hands them over in any case.
+_PROPER = {
+    name.lower(): name
+    for name in [
+        "url",
+        "host",
+        "port",
+        "username",
+        "password",
+        "address",
+        "allowInsecureAuth",
+        "sslCaFile",
+        "sslVerify",
+        "timeout",
+        "idleTimeout",
+        "containerId",
+        "saslMechanisms",
+        "mode",
+        "stagingLocation",
+        "maxMessagesPerTrigger",
+        "maxBytesPerTrigger",
+        "credit",
+        "partitions",
+        "undecodable",
+        "pollInterval",
+        "maxMessages",
+        "consume",
+        "startingOffsets",
+        "endingOffsets",
+        "failOnDataLoss",
+        "checkpointLocation",
+        "durable",
+        "window",
+    ]
+}
 
 
 def _bool(name: str, value: str) -> bool:
@@ -290,22 +325,24 @@ def _float(name: str, value: str) -> float:
 class _Options:
     """What both directions share: where to connect and how."""
 
-    #: Option names (lower case: Spark's options are case-insensitive) and their kinds.
-    KNOWN: dict[str, str] = {
-        "url": "str",
-        "host": "str",
-        "port": "int",
-        "username": "str",
-        "password": "str",
-        "address": "str",
-        "allowinsecureauth": "bool",
-        "sslcafile": "str",
-        "sslverify": "bool",
-        "timeout": "float",
-        "idletimeout": "float",
-        "containerid": "str",
-        "saslmechanisms": "str",
-    }
+    #: The option names (lower case: Spark's options are case-insensitive).
+    KNOWN: ClassVar[frozenset[str]] = frozenset(
+        (
+            "url",
+            "host",
+            "port",
+            "username",
+            "password",
+            "address",
+            "allowinsecureauth",
+            "sslcafile",
+            "sslverify",
+            "timeout",
+            "idletimeout",
+            "containerid",
+            "saslmechanisms",
+        )
+    )
 
     def __init__(self, options: Mapping[str, str]) -> None:
         given = {str(k).lower(): str(v) for k, v in options.items() if k.lower() != "path"}
@@ -314,9 +351,10 @@ class _Options:
         unknown = sorted(set(given) - set(self.KNOWN))
         if unknown:
             names = ", ".join(repr(n) for n in unknown)
+            known = ", ".join(sorted(_PROPER[n] for n in self.KNOWN))
             raise OptionError(
                 f"unknown option{'s' if len(unknown) > 1 else ''} {names} for format('amqp') "
-                f"(known: {', '.join(sorted(self.KNOWN))})"
+                f"(known: {known})"
             )
         self._given = given
         url = given.get("url")
@@ -406,23 +444,22 @@ class _Options:
 class ReadOptions(_Options):
     """The reader's options (``spark.read``/``spark.readStream``)."""
 
-    KNOWN = {
-        **_Options.KNOWN,
-        "mode": "str",
-        "stagingLocation": "str",
-        "maxmessagespertrigger": "int",
-        "maxbytespertrigger": "int",
-        "credit": "int",
-        "partitions": "int",
-        "undecodable": "str",
-        "pollinterval": "float",
-        "maxmessages": "int",
-        "consume": "bool",
-        "startingoffsets": "str",
-        "endingoffsets": "str",
-        "failondataloss": "bool",
+    KNOWN = _Options.KNOWN | {
+        "mode",
+        "staginglocation",
+        "maxmessagespertrigger",
+        "maxbytespertrigger",
+        "credit",
+        "partitions",
+        "undecodable",
+        "pollinterval",
+        "maxmessages",
+        "consume",
+        "startingoffsets",
+        "endingoffsets",
+        "failondataloss",
+        "checkpointlocation",
     }
-    KNOWN = {k.lower(): v for k, v in KNOWN.items()}
 
     def __init__(self, options: Mapping[str, str], *, streaming: bool) -> None:
         super().__init__(options)
@@ -485,14 +522,16 @@ class ReadOptions(_Options):
                         f"option {proper!r} applies to a streaming read; a batch read takes "
                         "'maxMessages'"
                     )
-        self.max_messages = _int("maxMessages", given["maxmessages"]) if "maxmessages" in given else None
+        self.max_messages = (
+            _int("maxMessages", given["maxmessages"]) if "maxmessages" in given else None
+        )
         self.consume = _bool("consume", given.get("consume", "false"))
 
 
 class WriteOptions(_Options):
     """The writer's options (``df.write``/``df.writeStream``)."""
 
-    KNOWN = {**_Options.KNOWN, "durable": "bool", "window": "int", "checkpointlocation": "str"}
+    KNOWN = _Options.KNOWN | {"durable", "window", "checkpointlocation"}
 
     def __init__(self, options: Mapping[str, str]) -> None:
         super().__init__(options)

@@ -34,7 +34,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -204,7 +204,7 @@ def stage(location: str, start: int, rows: list[tuple[Any, ...]]) -> str:
     final = os.path.join(path, _staged_name(start, end))
     temporary = final + ".tmp"
     schema = _arrow_schema()
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in COLUMNS]
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in COLUMNS]
     batch = pa.RecordBatch.from_arrays(
         [pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)],
         schema=schema,
@@ -381,8 +381,13 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the reader for read(): only its options go.
-        return {"options": self.options, "_receiving": None, "_unsettled": [], "_end": None,
-                "_available_now": False}
+        return {
+            "options": self.options,
+            "_receiving": None,
+            "_unsettled": [],
+            "_end": None,
+            "_available_now": False,
+        }
 
     # The staged batches are the record of where we are: a restarted query goes on from the
     # last one, and replays the uncommitted ones from them.
@@ -408,7 +413,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets to fix the target by; see docs/spark.rst), then end."""
         self._available_now = True
 
-    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+    def latestOffset(
+        self, start: dict[str, int] | None = None, limit: Any = None
+    ) -> dict[str, int]:
         """Accept what Spark has committed (everything up to ``start``), then stage the next
         batch: what the receivers hold, up to the read limit."""
         opts = self.options
@@ -438,7 +445,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 rows.append(message_to_row(delivery.message, address))
                 good.append(delivery)
             except (amqp.DecodeError, ValueError) as exc:
-                _log.warning("an undecodable message from %s (%s): %s", address, exc, opts.undecodable)
+                _log.warning(
+                    "an undecodable message from %s (%s): %s", address, exc, opts.undecodable
+                )
                 bad.append(delivery)
         self._receiving.settle(bad, opts.undecodable)
         if not rows:
@@ -517,17 +526,18 @@ class BatchReader(DataSourceReader):
                 credit = opts.credit if remaining is None else min(opts.credit, remaining)
                 receiver = conn.receiver(address, credit=max(1, credit))
                 taken = []
+                # Until the address has had nothing more for pollInterval (not a drain:
+                # RabbitMQ 3.10 fails a drain on a classic queue, docs/interop.rst).
                 while remaining is None or remaining > 0:
-                    receiver.drain(timeout=opts.timeout)
-                    got = 0
-                    while receiver.core.queue and (remaining is None or remaining > 0):
-                        delivery = receiver.receive(timeout=opts.timeout)
-                        taken.append(delivery)
-                        got += 1
-                        if remaining is not None:
-                            remaining -= 1
-                    if got == 0:
+                    try:
+                        delivery = receiver.receive(timeout=opts.poll_interval)
+                    except TimeoutError:
                         break
+                    if delivery is None:
+                        break
+                    taken.append(delivery)
+                    if remaining is not None:
+                        remaining -= 1
                 for delivery in taken:
                     try:
                         rows.append(message_to_row(delivery.message, address))
@@ -594,7 +604,9 @@ def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
 
         for index, row in enumerate(rows):
             values = row.asDict() if hasattr(row, "asDict") else dict(row)
-            message = row_to_message(values, message_id=message_id_for(query, batch, partition, index))
+            message = row_to_message(
+                values, message_id=message_id_for(query, batch, partition, index)
+            )
             if options.durable and message.header is None:
                 message = amqp.Message(
                     header=amqp.Header(durable=True),
@@ -655,5 +667,3 @@ class StreamWriter(DataSourceStreamWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self._batch.abort(messages)
-
-

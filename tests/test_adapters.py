@@ -857,6 +857,7 @@ def test_on_connection_sees_the_peer_and_may_refuse(adapter: Adapter) -> None:
         adapter.run(scenario)
     assert [c.identity for c in seen] == ["alice", "mallory", "eve", "bob"]
 
+
 def test_amqps_with_the_core_tls_layer(adapter: Adapter, tmp_path: Any) -> None:
     """amqps from the first byte, through the core's TLSLayer in every adapter; PLAIN is
     allowed inside it to a host that is not loopback-only by name."""
