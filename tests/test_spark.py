@@ -256,3 +256,45 @@ def test_against_rabbitmq(spark: Any) -> None:
     assert query.awaitTermination(120)
     assert query.exception() is None
     assert sorted(bodies) == sorted(f"r{i}".encode() for i in range(100))
+
+
+def test_the_docs_example_runs(spark: Any, broker: Any) -> None:
+    """The example of docs/spark.rst, as it is written there."""
+    import json
+    import pathlib
+    import re
+    import textwrap
+
+    text = (pathlib.Path(__file__).parent.parent / "docs" / "spark.rst").read_text()
+    block = re.search(r":name: spark-example\n\n((?:   .*\n|\n)+)", text)
+    assert block is not None
+    code = textwrap.dedent(block[1])
+    amounts = {"eu": [12.5, 7.5, 30.0], "us": [5.0, 1.25], "apac": [100.0]}
+    with sockets.connect(f"{broker.url}/orders") as conn:
+        sender = conn.sender("orders")
+        for region, values in amounts.items():
+            for value in values:
+                message = a.Message(
+                    application_properties={"region": region}, body=str(value).encode()
+                )
+                assert isinstance(sender.send(message), a.Accepted)
+    scope = {
+        "spark": spark,
+        "url": broker.url,
+        "staging": tempfile.mkdtemp(),
+        "checkpoint": tempfile.mkdtemp(),
+    }
+    exec(compile(code, "docs/spark.rst", "exec"), scope)
+    assert scope["query"].exception() is None
+    with sockets.connect(f"{broker.url}/revenue") as conn:
+        receiver = conn.receiver("revenue", credit=100)
+        latest: dict[str, float] = {}
+        while True:
+            try:
+                delivery = receiver.receive(timeout=2)
+            except TimeoutError:
+                break
+            row = json.loads(delivery.message.body.value)
+            latest[row["region"]] = row["revenue"]
+            delivery.accept()
+    assert latest == {region: sum(values) for region, values in amounts.items()}
