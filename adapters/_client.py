@@ -1252,7 +1252,8 @@ def client_engine(
     ``(url, connection, stream)``. The one place where a URL and the options become a
     client engine, for the adapters and the command line alike.
 
-    SASL: ``sasl=None`` (the adapters' default) uses SASL when the URL has credentials;
+    SASL: ``sasl=None`` (the adapters' default) uses SASL when the URL has credentials or
+    ``sasl_mechanisms`` names some;
     ``True`` always (ANONYMOUS without credentials: what most brokers ask for); ``False``
     never (a :class:`ValueError` with credentials). Credentials go through PLAIN over an
     unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
@@ -1266,7 +1267,7 @@ def client_engine(
     if sasl is False and credentials:
         raise ValueError("credentials need SASL: remove them from the URL")
     credentials_layer = None
-    if sasl or (sasl is None and credentials):  # without credentials: ANONYMOUS
+    if sasl or (sasl is None and (credentials or sasl_mechanisms)):  # none given: ANONYMOUS
         credentials_layer = a.ClientCredentials(username=parsed.username, password=parsed.password)
     engine = a.Connection(
         client=True,

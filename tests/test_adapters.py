@@ -857,6 +857,7 @@ def test_on_connection_sees_the_peer_and_may_refuse(adapter: Adapter) -> None:
         adapter.run(scenario)
     assert [c.identity for c in seen] == ["alice", "mallory", "eve", "bob"]
 
+
 def test_amqps_with_the_core_tls_layer(adapter: Adapter, tmp_path: Any) -> None:
     """amqps from the first byte, through the core's TLSLayer in every adapter; PLAIN is
     allowed inside it to a host that is not loopback-only by name."""
@@ -998,3 +999,20 @@ def test_the_docs_examples_run(example: str) -> None:
     namespace: dict[str, Any] = {"__name__": "docs_example"}
     exec(compile(examples["example-server"], "example-server", "exec"), namespace)
     exec(compile(examples[example], example, "exec"), namespace)
+
+
+def test_naming_sasl_mechanisms_without_credentials_means_sasl(adapter: Adapter) -> None:
+    """``sasl_mechanisms=["ANONYMOUS"]`` with a URL that has no credentials: SASL, not a
+    plain AMQP header the server would refuse."""
+    seen: list[Any] = []
+    broker = Broker()
+    authenticator = a.ServerAuthenticator(None, allow_anonymous=True)
+    with adapter.serve(broker.on_link, sasl=authenticator, on_connection=seen.append) as port:
+
+        async def scenario() -> None:
+            url = f"amqp://127.0.0.1:{port}/q"
+            async with connected(adapter, url, sasl_mechanisms=["ANONYMOUS"]) as conn:
+                assert isinstance(await aw((await aw(conn.sender())).send(1)), a.Accepted)
+
+        adapter.run(scenario)
+    assert [c.mechanism for c in seen] == ["ANONYMOUS"]

@@ -1,0 +1,542 @@
+"""The Spark adapter's rows: an AMQP message as a row of the fixed schema, and back, and
+its options. Nothing here needs Spark (pyarrow only for the staged batches), so that it can
+be tested and typed on its own; :mod:`amqp_sansio.adapters.spark` builds the data source on
+it.
+
+The schema (``docs/spark.rst`` has the table): ``body`` is the message's payload as bytes
+and ``body_type`` says what it was (core 3.2.5-3.2.8):
+
+* ``data``: one or more data sections, their bytes joined;
+* ``string``: an amqp-value holding a string, as UTF-8;
+* ``binary``: an amqp-value holding binary;
+* ``value``: an amqp-value holding anything else, as its AMQP encoding;
+* ``sequence``: amqp-sequence sections, as the AMQP encoding of the list of their lists;
+* ``none``: no body (``body`` is null).
+
+Message ids and correlation ids (ulong, uuid, binary or string, 3.2.11) are strings: a
+ulong in decimal, a uuid in its canonical form, binary in hex. Timestamps are UTC. Map
+values (application properties, message annotations) are strings: ``str`` of simple
+values, the AMQP encoding in hex of the others is not needed by anyone yet, so they are
+``repr``-ed. The writer takes the same columns back (only ``body`` is required).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+import amqp_sansio as amqp
+
+__all__ = [
+    "BODY_TYPES",
+    "FIELDS",
+    "OptionError",
+    "ReadOptions",
+    "WriteOptions",
+    "message_id_for",
+    "message_to_row",
+    "row_to_message",
+]
+
+#: The schema's columns, in order, with their Spark SQL types.
+FIELDS: tuple[tuple[str, str], ...] = (
+    ("body", "binary"),
+    ("body_type", "string"),
+    ("address", "string"),
+    ("durable", "boolean"),
+    ("priority", "int"),
+    ("ttl", "long"),
+    ("first_acquirer", "boolean"),
+    ("delivery_count", "long"),
+    ("message_id", "string"),
+    ("user_id", "binary"),
+    ("to", "string"),
+    ("subject", "string"),
+    ("reply_to", "string"),
+    ("correlation_id", "string"),
+    ("content_type", "string"),
+    ("content_encoding", "string"),
+    ("absolute_expiry_time", "timestamp"),
+    ("creation_time", "timestamp"),
+    ("group_id", "string"),
+    ("group_sequence", "long"),
+    ("reply_to_group_id", "string"),
+    ("application_properties", "map<string,string>"),
+    ("message_annotations", "map<string,string>"),
+    ("offset", "long"),
+    ("partition", "int"),
+)
+COLUMNS = tuple(name for name, _ in FIELDS)
+BODY_TYPES = ("data", "string", "binary", "value", "sequence", "none")
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+class OptionError(ValueError):
+    """An unknown, malformed or contradictory option: raised when the reader or writer is
+    made, naming the option."""
+
+
+# -- messages to rows ------------------------------------------------------------------------
+
+
+def _id_string(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return str(int(value)) if isinstance(value, int) else str(value)
+
+
+def _timestamp(ms: int | None) -> datetime.datetime | None:
+    if ms is None:
+        return None
+    return _EPOCH + datetime.timedelta(milliseconds=int(ms))
+
+
+def _map(value: Mapping[Any, Any] | None) -> dict[str, str] | None:
+    if value is None:
+        return None
+    return {str(k): v if isinstance(v, str) else repr(v) for k, v in value.items()}
+
+
+def _body(body: Any) -> tuple[bytes | None, str]:
+    if body is None:
+        return None, "none"
+    if isinstance(body, amqp.Data):
+        return bytes(body.value), "data"
+    if isinstance(body, amqp.AmqpValue):
+        value = body.value
+        if isinstance(value, str):
+            return value.encode(), "string"
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value), "binary"
+        return amqp.encode(value), "value"
+    if isinstance(body, amqp.AmqpSequence):
+        return amqp.encode([list(body.value)]), "sequence"
+    sections = tuple(body)
+    if all(isinstance(s, amqp.Data) for s in sections):
+        return b"".join(bytes(s.value) for s in sections), "data"
+    return amqp.encode([list(s.value) for s in sections]), "sequence"
+
+
+def message_to_row(message: amqp.Message, address: str | None) -> tuple[Any, ...]:
+    """The row of a received message, in the order of :data:`FIELDS`."""
+    body, body_type = _body(message.body)
+    h = message.header
+    p = message.properties
+    return (
+        body,
+        body_type,
+        address,
+        None if h is None else h.durable,
+        None if h is None else h.priority,
+        None if h is None else h.ttl,
+        None if h is None else h.first_acquirer,
+        None if h is None else h.delivery_count,
+        None if p is None else _id_string(p.message_id),
+        None if p is None else p.user_id,
+        None if p is None else p.to,
+        None if p is None else p.subject,
+        None if p is None else p.reply_to,
+        None if p is None else _id_string(p.correlation_id),
+        None if p is None else p.content_type,
+        None if p is None else p.content_encoding,
+        None if p is None else _timestamp(p.absolute_expiry_time),
+        None if p is None else _timestamp(p.creation_time),
+        None if p is None else p.group_id,
+        None if p is None else p.group_sequence,
+        None if p is None else p.reply_to_group_id,
+        _map(message.application_properties),
+        _map(message.message_annotations),
+        None,
+        None,
+    )
+
+
+# -- rows to messages ------------------------------------------------------------------------
+
+
+def _ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return int((value - _EPOCH) / datetime.timedelta(milliseconds=1))
+    return int(value)
+
+
+def _items(value: Any) -> Iterable[tuple[Any, Any]]:
+    if value is None:
+        return ()
+    if isinstance(value, Mapping):
+        return value.items()
+    return value  # type: ignore[no-any-return]  # Spark's map as (key, value) pairs
+
+
+def _row_body(body: Any, body_type: str | None) -> Any:
+    kind = body_type or "data"
+    if kind not in BODY_TYPES:
+        raise ValueError(f"body_type {kind!r} is not one of {', '.join(BODY_TYPES)}")
+    if kind == "none":
+        return None
+    if body is None:
+        raise ValueError(f"a row with body_type {kind!r} has no body")
+    data = bytes(body) if not isinstance(body, str) else body.encode()
+    if kind == "data":
+        return amqp.Data(data)
+    if kind == "string":
+        return amqp.AmqpValue(data.decode())
+    if kind == "binary":
+        return amqp.AmqpValue(data)
+    if kind == "value":
+        return amqp.AmqpValue(amqp.decode(data))
+    sections = amqp.decode(data)
+    if not isinstance(sections, list) or not all(isinstance(s, list) for s in sections):
+        raise ValueError("a sequence body is the AMQP encoding of a list of lists")
+    if not sections:
+        raise ValueError("a sequence body has at least one amqp-sequence section")
+    return [amqp.AmqpSequence(s) for s in sections]
+
+
+def row_to_message(row: Mapping[str, Any], *, message_id: str | None = None) -> amqp.Message:
+    """The message a row stands for (the writer's columns are the reader's; only ``body``
+    is required). ``message_id`` is used when the row has none."""
+    get = row.get
+    header = None
+    priority: Any = get("priority")
+    ttl: Any = get("ttl")
+    if any(v is not None for v in (get("durable"), get("first_acquirer"), priority, ttl)):
+        header = amqp.Header(
+            durable=bool(get("durable") or False),
+            priority=4 if priority is None else int(priority),
+            ttl=None if ttl is None else int(ttl),
+            first_acquirer=bool(get("first_acquirer") or False),
+        )
+    fields: dict[str, Any] = {
+        "message_id": get("message_id") or message_id,
+        "user_id": get("user_id"),
+        "to": get("to"),
+        "subject": get("subject"),
+        "reply_to": get("reply_to"),
+        "correlation_id": get("correlation_id"),
+        "content_type": get("content_type"),
+        "content_encoding": get("content_encoding"),
+        "absolute_expiry_time": _ms(get("absolute_expiry_time")),
+        "creation_time": _ms(get("creation_time")),
+        "group_id": get("group_id"),
+        "group_sequence": get("group_sequence"),
+        "reply_to_group_id": get("reply_to_group_id"),
+    }
+    properties = amqp.Properties(**fields) if any(v is not None for v in fields.values()) else None
+    app = {str(k): v for k, v in _items(get("application_properties"))} or None
+    annotations = {amqp.Symbol(str(k)): v for k, v in _items(get("message_annotations"))}
+    return amqp.Message(
+        header=header,
+        properties=properties,
+        application_properties=app,
+        message_annotations=annotations or None,
+        body=_row_body(get("body"), get("body_type")),
+    )
+
+
+def message_id_for(query: str, batch: int | str, partition: int, row: int) -> str:
+    """A message-id that is the same every time a task sends the same row again (a retried
+    task, a replayed batch), so that a de-duplicating receiver keeps one copy."""
+    key = f"{query}/{batch}/{partition}/{row}".encode()
+    return "amqp-sansio:" + hashlib.blake2b(key, digest_size=12).hexdigest() + f":{row}"
+
+
+# -- options ---------------------------------------------------------------------------------
+
+_SECRET = ("password",)
+#: Every option as users write it; Spark hands them over in any case.
+_PROPER = {
+    name.lower(): name
+    for name in [
+        "url",
+        "host",
+        "port",
+        "username",
+        "password",
+        "address",
+        "allowInsecureAuth",
+        "sslCaFile",
+        "sslVerify",
+        "timeout",
+        "idleTimeout",
+        "containerId",
+        "saslMechanisms",
+        "mode",
+        "stagingLocation",
+        "maxMessagesPerTrigger",
+        "maxBytesPerTrigger",
+        "credit",
+        "partitions",
+        "undecodable",
+        "pollInterval",
+        "maxMessages",
+        "consume",
+        "startingOffsets",
+        "endingOffsets",
+        "failOnDataLoss",
+        "checkpointLocation",
+        "durable",
+        "window",
+    ]
+}
+
+
+def _bool(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise OptionError(f"option {name!r} must be true or false, not {value!r}")
+
+
+def _int(name: str, value: str, *, minimum: int = 1) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be an integer, not {value!r}") from None
+    if number < minimum:
+        raise OptionError(f"option {name!r} must be at least {minimum}, not {number}")
+    return number
+
+
+def _float(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be a number, not {value!r}") from None
+    if not number > 0:
+        raise OptionError(f"option {name!r} must be above 0, not {value!r}")
+    return number
+
+
+class _Options:
+    """What both directions share: where to connect and how."""
+
+    #: The option names (lower case: Spark's options are case-insensitive).
+    KNOWN: ClassVar[frozenset[str]] = frozenset(
+        (
+            "url",
+            "host",
+            "port",
+            "username",
+            "password",
+            "address",
+            "allowinsecureauth",
+            "sslcafile",
+            "sslverify",
+            "timeout",
+            "idletimeout",
+            "containerid",
+            "saslmechanisms",
+        )
+    )
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        given = {str(k).lower(): str(v) for k, v in options.items() if k.lower() != "path"}
+        if "path" in {k.lower() for k in options} and "address" not in given:
+            given["address"] = str(next(v for k, v in options.items() if k.lower() == "path"))
+        unknown = sorted(set(given) - set(self.KNOWN))
+        if unknown:
+            names = ", ".join(repr(n) for n in unknown)
+            known = ", ".join(sorted(_PROPER[n] for n in self.KNOWN))
+            raise OptionError(
+                f"unknown option{'s' if len(unknown) > 1 else ''} {names} for format('amqp') "
+                f"(known: {known})"
+            )
+        self._given = given
+        url = given.get("url")
+        host = given.get("host")
+        if url and (host or "port" in given):
+            raise OptionError("give either option 'url' or options 'host'/'port', not both")
+        if not url and not host:
+            raise OptionError("option 'url' (amqp://host:port/address) or 'host' is required")
+        port = _int("port", given["port"]) if "port" in given else None
+        self.url = url or f"amqp://{host}:{port or 5672}"
+        from .url import parse_url
+
+        try:
+            parsed = parse_url(self.url)
+        except ValueError as exc:
+            raise OptionError(f"option 'url': {exc}") from None
+        self.username = given.get("username")
+        self.password = given.get("password")
+        if (self.username is None) != (self.password is None) and self.password is not None:
+            raise OptionError("option 'password' needs option 'username'")
+        addresses = given.get("address") or parsed.address
+        if not addresses:
+            raise OptionError("option 'address' (or an address in the URL's path) is required")
+        self.addresses = [a.strip() for a in addresses.split(",") if a.strip()]
+        if not self.addresses:
+            raise OptionError(f"option 'address' names no address: {addresses!r}")
+        self.allow_insecure_auth = _bool("allowInsecureAuth", given.get("allowinsecureauth", "0"))
+        self.ssl_cafile = given.get("sslcafile")
+        self.ssl_verify = _bool("sslVerify", given.get("sslverify", "true"))
+        if self.ssl_cafile is not None and not self.url.startswith("amqps"):
+            raise OptionError("option 'sslCaFile' needs an amqps:// URL")
+        self.timeout = _float("timeout", given.get("timeout", "60"))
+        self.idle_timeout = (
+            _float("idleTimeout", given["idletimeout"]) if "idletimeout" in given else None
+        )
+        self.container_id = given.get("containerid")
+        mechanisms = given.get("saslmechanisms")
+        self.sasl_mechanisms = (
+            [m.strip().upper() for m in mechanisms.split(",") if m.strip()] if mechanisms else None
+        )
+
+    def __repr__(self) -> str:
+        shown = {k: ("***" if k in _SECRET else v) for k, v in sorted(self._given.items())}
+        return f"<{type(self).__name__} {shown}>"
+
+    def connect_options(self) -> dict[str, Any]:
+        """Keyword arguments for an adapter's ``connect``."""
+        options: dict[str, Any] = {
+            "timeout": self.timeout,
+            "allow_insecure_auth": self.allow_insecure_auth,
+            "idle_timeout": self.idle_timeout,
+        }
+        if self.container_id is not None:
+            options["container_id"] = self.container_id
+        if self.sasl_mechanisms is not None:
+            options["sasl_mechanisms"] = self.sasl_mechanisms
+        if self.url.startswith("amqps"):
+            import ssl
+
+            context = amqp.client_context(cafile=self.ssl_cafile)
+            if not self.ssl_verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            options["ssl_context"] = context
+        return options
+
+    def url_for(self, address: str) -> str:
+        """The URL with the credentials (if given as options) and ``address``."""
+        from .url import parse_url
+
+        parsed = parse_url(self.url)
+        user = self.username if self.username is not None else parsed.username
+        password = self.password if self.password is not None else parsed.password
+        auth = ""
+        if user is not None:
+            from urllib.parse import quote
+
+            auth = quote(user, safe="")
+            if password is not None:
+                auth += ":" + quote(password, safe="")
+            auth += "@"
+        scheme = "amqps" if self.url.startswith("amqps") else "amqp"
+        host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+        return f"{scheme}://{auth}{host}:{parsed.port}/{address}"
+
+
+class ReadOptions(_Options):
+    """The reader's options (``spark.read``/``spark.readStream``)."""
+
+    KNOWN = _Options.KNOWN | {
+        "mode",
+        "staginglocation",
+        "maxmessagespertrigger",
+        "maxbytespertrigger",
+        "credit",
+        "partitions",
+        "undecodable",
+        "pollinterval",
+        "maxmessages",
+        "consume",
+        "startingoffsets",
+        "endingoffsets",
+        "failondataloss",
+        "checkpointlocation",
+    }
+
+    def __init__(self, options: Mapping[str, str], *, streaming: bool) -> None:
+        super().__init__(options)
+        given = self._given
+        self.mode = given.get("mode", "queue").lower()
+        if self.mode not in ("queue", "stream"):
+            raise OptionError(f"option 'mode' must be 'queue' or 'stream', not {self.mode!r}")
+        if self.mode == "stream":
+            raise OptionError(
+                "option 'mode': 'stream' (offset-addressed stream nodes) is not available yet; "
+                "use mode 'queue'"
+            )
+        for name in ("startingoffsets", "endingoffsets", "failondataloss"):
+            if name in given:
+                proper = {
+                    "startingoffsets": "startingOffsets",
+                    "endingoffsets": "endingOffsets",
+                    "failondataloss": "failOnDataLoss",
+                }[name]
+                raise OptionError(
+                    f"option {proper!r} applies to mode 'stream' (nodes with offsets); a queue "
+                    "has none: messages are taken once and accepted when Spark commits"
+                )
+        self.max_messages_per_trigger = (
+            _int("maxMessagesPerTrigger", given["maxmessagespertrigger"])
+            if "maxmessagespertrigger" in given
+            else None
+        )
+        self.max_bytes_per_trigger = (
+            _int("maxBytesPerTrigger", given["maxbytespertrigger"])
+            if "maxbytespertrigger" in given
+            else None
+        )
+        default_credit = self.max_messages_per_trigger or 1000
+        self.credit = _int("credit", given["credit"]) if "credit" in given else default_credit
+        self.partitions = _int("partitions", given.get("partitions", "1"))
+        self.undecodable = given.get("undecodable", "reject").lower()
+        if self.undecodable not in ("reject", "modify"):
+            raise OptionError(
+                f"option 'undecodable' must be 'reject' or 'modify', not {self.undecodable!r}"
+            )
+        self.poll_interval = _float("pollInterval", given.get("pollinterval", "0.1"))
+        self.staging_location = given.get("staginglocation")
+        if streaming:
+            if not self.staging_location:
+                raise OptionError(
+                    "option 'stagingLocation' is required for a streaming read: each "
+                    "micro-batch is staged there before Spark plans it"
+                )
+            for name, proper in (("maxmessages", "maxMessages"), ("consume", "consume")):
+                if name in given:
+                    raise OptionError(f"option {proper!r} applies to a batch read only")
+        else:
+            for name, proper in (
+                ("maxmessagespertrigger", "maxMessagesPerTrigger"),
+                ("maxbytespertrigger", "maxBytesPerTrigger"),
+            ):
+                if name in given:
+                    raise OptionError(
+                        f"option {proper!r} applies to a streaming read; a batch read takes "
+                        "'maxMessages'"
+                    )
+        self.max_messages = (
+            _int("maxMessages", given["maxmessages"]) if "maxmessages" in given else None
+        )
+        self.consume = _bool("consume", given.get("consume", "false"))
+
+
+class WriteOptions(_Options):
+    """The writer's options (``df.write``/``df.writeStream``)."""
+
+    KNOWN = _Options.KNOWN | {"durable", "window", "checkpointlocation"}
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        super().__init__(options)
+        if len(self.addresses) != 1:
+            raise OptionError("the writer sends to one address; option 'address' names several")
+        self.address = self.addresses[0]
+        self.durable = _bool("durable", self._given.get("durable", "true"))
+        self.window = _int("window", self._given.get("window", "1000"))

@@ -1,0 +1,669 @@
+"""``format("amqp")`` for PySpark: a Python data source (``pyspark.sql.datasource``, pyspark
+4.0 and later) that reads AMQP messages into DataFrames and writes them back, in batch and
+in Structured Streaming. See ``docs/spark.rst`` for the options, the schema and what each
+mode guarantees.
+
+::
+
+    from amqp_sansio.adapters import spark as amqp_spark
+
+    amqp_spark.register(spark)
+    orders = (spark.readStream.format("amqp")
+              .option("url", "amqp://localhost:5672/orders")
+              .option("stagingLocation", "/data/amqp-staging/orders")
+              .load())
+
+How a streaming read keeps its promise (queue mode, at-least-once, nothing lost): one
+long-lived receiver runs in the stream reader's process on the driver (an asyncio loop in a
+thread of its own, so heartbeats go on between micro-batches). ``latestOffset`` takes what
+the receiver holds (up to the read limit), writes it as one Arrow file under
+``stagingLocation`` (fsync'd, then renamed into place), and returns the new offset, a count
+of staged messages. Executors read the staged file. The messages stay unsettled at the
+broker until Spark has committed the batch: they are accepted on ``commit(end)``, or at the
+next ``latestOffset(start)`` (Spark asks for the next batch only once the previous one is
+in its commit log). A restarted query replays its uncommitted batch from the staged file;
+the broker redelivers what was never accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+import amqp_sansio as amqp
+
+from ._spark_rows import (
+    COLUMNS,
+    FIELDS,
+    OptionError,
+    ReadOptions,
+    WriteOptions,
+    message_id_for,
+    message_to_row,
+    row_to_message,
+)
+
+try:  # pyspark 4.2 and later: admission control, Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxBytes,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - pyspark 4.0 and 4.1
+    ReadLimit = object  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxRows = ReadMaxBytes = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Absent before pyspark 4.2: nothing calls it there."""
+
+
+__all__ = [
+    "SCHEMA",
+    "AMQPDataSource",
+    "OptionError",
+    "register",
+]
+
+_log = logging.getLogger("amqp_sansio.spark")
+
+_TYPES: dict[str, DataType] = {
+    "binary": BinaryType(),
+    "string": StringType(),
+    "boolean": BooleanType(),
+    "int": IntegerType(),
+    "long": LongType(),
+    "timestamp": TimestampType(),
+    "map<string,string>": MapType(StringType(), StringType()),
+}
+#: The fixed schema of what the reader produces and the writer takes (docs/spark.rst).
+SCHEMA = StructType([StructField(name, _TYPES[kind], True) for name, kind in FIELDS])
+
+
+def _arrow_schema() -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(SCHEMA, timezone="UTC")
+    except TypeError:  # pragma: no cover - pyspark 4.0/4.1 take no timezone (and check less)
+        return to_arrow_schema(SCHEMA)
+
+
+def register(spark: Any) -> None:
+    """Make ``format("amqp")`` known to ``spark`` (a SparkSession, or a Spark Connect one)."""
+    spark.dataSource.register(AMQPDataSource)
+
+
+# -- the data source -----------------------------------------------------------------------------
+
+
+class AMQPDataSource(DataSource):
+    """``format("amqp")``: options in ``docs/spark.rst``; unknown or contradictory ones fail
+    when the reader or writer is made, with :class:`OptionError` naming the option."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "amqp"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BatchReader(ReadOptions(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return QueueStreamReader(ReadOptions(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return BatchWriter(WriteOptions(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return StreamWriter(WriteOptions(self.options), schema)
+
+
+# -- staging ---------------------------------------------------------------------------------
+
+_STAGED = re.compile(r"^(\d{12})-(\d{12})\.arrow$")
+
+
+def _staged_name(start: int, end: int) -> str:
+    return f"{start:012d}-{end:012d}.arrow"
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _local(location: str) -> str:
+    if location.startswith("file://"):
+        return location[len("file://") :]
+    if "://" in location:
+        raise OptionError(
+            f"option 'stagingLocation': {location!r} is not a local path; give a directory that "
+            "every executor can read (a local one with local[N], a shared mount on a cluster)"
+        )
+    return location
+
+
+def staged_batches(location: str) -> list[tuple[int, int, str]]:
+    """The staged batches under ``location``: (start, end, path), in order."""
+    path = _local(location)
+    if not os.path.isdir(path):
+        return []
+    found = []
+    for name in os.listdir(path):
+        match = _STAGED.match(name)
+        if match:
+            found.append((int(match[1]), int(match[2]), os.path.join(path, name)))
+    return sorted(found)
+
+
+def stage(location: str, start: int, rows: list[tuple[Any, ...]]) -> str:
+    """Write ``rows`` as the batch [start, start + len(rows)): an Arrow file, fsync'd and then
+    renamed into place (the directory fsync'd too), so that a batch is either whole on disk or
+    absent."""
+    path = _local(location)
+    os.makedirs(path, exist_ok=True)
+    end = start + len(rows)
+    final = os.path.join(path, _staged_name(start, end))
+    temporary = final + ".tmp"
+    schema = _arrow_schema()
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in COLUMNS]
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)],
+        schema=schema,
+    )
+    with open(temporary, "wb") as out:
+        with pa.ipc.new_file(out, schema) as writer:
+            writer.write_batch(batch)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, final)
+    _fsync_dir(path)
+    return final
+
+
+class StagedPartition(InputPartition):
+    """Rows [first, last) of a staged batch file."""
+
+    def __init__(self, path: str, first: int, last: int) -> None:
+        super().__init__((path, first, last))
+        self.path, self.first, self.last = path, first, last
+
+
+def read_staged(partition: StagedPartition) -> Iterator[pa.RecordBatch]:
+    with pa.memory_map(partition.path) as source:
+        table = pa.ipc.open_file(source).read_all()
+    part = table.slice(partition.first, partition.last - partition.first)
+    yield from part.combine_chunks().to_batches()
+
+
+def _split(start: int, end: int, staged: list[tuple[int, int, str]], parts: int) -> list[Any]:
+    """The partitions of the batch [start, end): each staged file inside it, cut in up to
+    ``parts`` pieces."""
+    partitions: list[Any] = []
+    covered = start
+    for first, last, path in staged:
+        if last <= start or first >= end:
+            continue
+        if first < start or last > end:
+            raise RuntimeError(
+                f"staged batch {first}-{last} straddles the planned batch {start}-{end}"
+            )
+        covered = max(covered, last)
+        rows = last - first
+        size = max(1, -(-rows // parts))
+        for lo in range(0, rows, size):
+            partitions.append(StagedPartition(path, lo, min(rows, lo + size)))
+    if covered < end:
+        raise RuntimeError(
+            f"the staged messages of offsets {covered}-{end} are missing from the staging "
+            "location: was it cleared, or is it not the one this query staged into?"
+        )
+    return partitions
+
+
+# -- the long-lived receiver -----------------------------------------------------------------
+
+
+class _Receiving:
+    """Receivers on the configured addresses, on an asyncio loop in a thread of its own. The
+    stream reader's calls come from Spark's thread and hand work to the loop."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        from . import aio
+
+        self.options = options
+        self._aio = aio
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="amqp-spark-receiver", daemon=True
+        )
+        self._thread.start()
+        self._connections: list[Any] = []
+        self.receivers: list[tuple[str, Any]] = []
+        self._next = 0
+        self._call(self._open())
+
+    def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(timeout)
+
+    async def _open(self) -> None:
+        opts = self.options
+        # One connection (with reconnection: a lost transport comes back by itself, and what
+        # was unsettled on it is redelivered by the broker), a receiver per address.
+        conn = await self._aio.connect(
+            opts.url_for(opts.addresses[0]), reconnect=True, **opts.connect_options()
+        )
+        self._connections.append(conn)
+        for address in opts.addresses:
+            receiver = await conn.receiver(address, credit=opts.credit)
+            self.receivers.append((address, receiver))
+
+    def take(self, max_rows: int | None, max_bytes: int | None, wait: float) -> list[Any]:
+        """What the receivers hold, up to the limits (waiting up to ``wait`` seconds for the
+        first message): (address, delivery) pairs, unsettled."""
+        return list(self._call(self._take(max_rows, max_bytes, wait)))
+
+    async def _take(
+        self, max_rows: int | None, max_bytes: int | None, wait: float
+    ) -> list[tuple[str, Any]]:
+        taken: list[tuple[str, Any]] = []
+        size = 0
+        deadline = time.monotonic() + wait
+        while True:
+            progressed = False
+            for _ in range(len(self.receivers)):
+                address, receiver = self.receivers[self._next]
+                self._next = (self._next + 1) % len(self.receivers)
+                queue = receiver.core.queue
+                while queue and (max_rows is None or len(taken) < max_rows):
+                    delivery = queue[0]
+                    if max_bytes is not None and taken and size + len(delivery.data) > max_bytes:
+                        return taken
+                    taken.append((address, receiver.core.take()))
+                    size += len(delivery.data)
+                    progressed = True
+            if taken or time.monotonic() >= deadline:
+                return taken
+            if not progressed:
+                await asyncio.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+
+    def settle(self, deliveries: Sequence[Any], how: str) -> None:
+        """Accept (or reject, modify) deliveries, on the loop; those of a connection that
+        was lost meanwhile are skipped (the broker redelivers them)."""
+        if deliveries:
+            self._call(self._settle(list(deliveries), how))
+
+    async def _settle(self, deliveries: list[Any], how: str) -> None:
+        for delivery in deliveries:
+            if delivery.settled:
+                continue
+            try:
+                if how == "accept":
+                    delivery.accept()
+                elif how == "reject":
+                    delivery.reject(
+                        amqp.Error(
+                            condition=amqp.Symbol("amqp:decode-error"),
+                            description="not a message the Spark source can decode",
+                        )
+                    )
+                else:
+                    delivery.modify(delivery_failed=True, undeliverable_here=True)
+            except Exception as exc:  # its link or connection went: redelivered, not lost
+                _log.info("could not settle a delivery (%s): the broker redelivers it", exc)
+
+    def close(self) -> None:
+        async def closing() -> None:
+            for conn in self._connections:
+                with contextlib.suppress(Exception):
+                    await conn.close(timeout=5)
+
+        with contextlib.suppress(Exception):
+            self._call(closing(), timeout=10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+# -- reading: streaming (queue mode) ---------------------------------------------------------
+
+
+class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A streaming read in queue mode: at-least-once, nothing lost (the module's docstring).
+    Offsets are ``{"staged": n}``: how many messages have been staged so far."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+        self._receiving: _Receiving | None = None
+        #: Staged but not yet accepted: (end offset of its batch, its deliveries).
+        self._unsettled: list[tuple[int, list[Any]]] = []
+        self._end: int | None = None
+        self._available_now = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get the reader for read(): only its options go.
+        return {
+            "options": self.options,
+            "_receiving": None,
+            "_unsettled": [],
+            "_end": None,
+            "_available_now": False,
+        }
+
+    # The staged batches are the record of where we are: a restarted query goes on from the
+    # last one, and replays the uncommitted ones from them.
+    def _current_end(self) -> int:
+        if self._end is None:
+            staged = staged_batches(self.options.staging_location or "")
+            self._end = staged[-1][1] if staged else 0
+        return self._end
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"staged": 0}
+
+    def getDefaultReadLimit(self) -> Any:
+        opts = self.options
+        if ReadMaxRows is not None and opts.max_messages_per_trigger is not None:
+            return ReadMaxRows(opts.max_messages_per_trigger)
+        if ReadMaxBytes is not None and opts.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(opts.max_bytes_per_trigger)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: read until a batch finds the receivers empty (a queue has no
+        offsets to fix the target by; see docs/spark.rst), then end."""
+        self._available_now = True
+
+    def latestOffset(
+        self, start: dict[str, int] | None = None, limit: Any = None
+    ) -> dict[str, int]:
+        """Accept what Spark has committed (everything up to ``start``), then stage the next
+        batch: what the receivers hold, up to the read limit."""
+        opts = self.options
+        end = self._current_end()
+        if start is not None:
+            self._settle_committed(int(start["staged"]))
+            if int(start["staged"]) < end:
+                # Staged after the last batch Spark logged (a crash between the two): never
+                # planned, never accepted, so redelivered by the broker. Drop them.
+                for first, _last, path in staged_batches(opts.staging_location or ""):
+                    if first >= int(start["staged"]):
+                        os.unlink(path)
+                end = self._end = int(start["staged"])
+        max_rows, max_bytes = opts.max_messages_per_trigger, opts.max_bytes_per_trigger
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+        elif ReadMaxBytes is not None and isinstance(limit, ReadMaxBytes):
+            max_rows, max_bytes = None, limit.max_bytes
+        elif ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            max_rows = max_bytes = None
+        if self._receiving is None:
+            self._receiving = _Receiving(opts)
+        taken = self._receiving.take(max_rows, max_bytes, opts.poll_interval)
+        rows, good, bad = [], [], []
+        for address, delivery in taken:
+            try:
+                rows.append(message_to_row(delivery.message, address))
+                good.append(delivery)
+            except (amqp.DecodeError, ValueError) as exc:
+                _log.warning(
+                    "an undecodable message from %s (%s): %s", address, exc, opts.undecodable
+                )
+                bad.append(delivery)
+        self._receiving.settle(bad, opts.undecodable)
+        if not rows:
+            return {"staged": end}
+        stage(opts.staging_location or "", end, rows)
+        end = self._end = end + len(rows)
+        self._unsettled.append((end, good))
+        return {"staged": end}
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        return None if self._end is None else {"staged": self._end}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        first, last = int(start["staged"]), int(end["staged"])
+        if first >= last:
+            return []
+        staged = staged_batches(self.options.staging_location or "")
+        partitions: list[InputPartition] = _split(first, last, staged, self.options.partitions)
+        return partitions
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, StagedPartition)
+        return read_staged(partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Spark has committed everything up to ``end``: accept it, drop its staged files."""
+        self._settle_committed(int(end["staged"]))
+
+    def _settle_committed(self, committed: int) -> None:
+        done = [d for batch_end, ds in self._unsettled if batch_end <= committed for d in ds]
+        self._unsettled = [(e, ds) for e, ds in self._unsettled if e > committed]
+        if done and self._receiving is not None:
+            self._receiving.settle(done, "accept")
+        for _first, last, path in staged_batches(self.options.staging_location or ""):
+            if last <= committed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+
+    def stop(self) -> None:
+        """The query ended: what was staged but not accepted stays unsettled and goes back
+        to the broker with the connection (redelivered to the next reader)."""
+        if self._receiving is not None:
+            self._receiving.close()
+            self._receiving = None
+
+
+# -- reading: batch --------------------------------------------------------------------------
+
+
+class _RowsPartition(InputPartition):
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        super().__init__(len(rows))
+        self.rows = rows
+
+
+class BatchReader(DataSourceReader):
+    """``spark.read.format("amqp")``: what the addresses hold now (up to ``maxMessages``),
+    read when Spark plans the query. By default the messages are released again (a look at
+    the queue that takes nothing); with ``consume`` they are accepted once planned (then a
+    failed job loses them: use a streaming read to consume safely)."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return self._collect()
+
+    def _collect(self) -> list[InputPartition]:
+        from . import sockets
+
+        opts = self.options
+        rows: list[tuple[Any, ...]] = []
+        remaining = opts.max_messages
+        for address in opts.addresses:
+            with sockets.connect(opts.url_for(address), **opts.connect_options()) as conn:
+                credit = opts.credit if remaining is None else min(opts.credit, remaining)
+                receiver = conn.receiver(address, credit=max(1, credit))
+                taken = []
+                # Until the address has had nothing more for pollInterval (not a drain:
+                # RabbitMQ 3.10 fails a drain on a classic queue, docs/interop.rst).
+                while remaining is None or remaining > 0:
+                    try:
+                        delivery = receiver.receive(timeout=opts.poll_interval)
+                    except TimeoutError:
+                        break
+                    if delivery is None:
+                        break
+                    taken.append(delivery)
+                    if remaining is not None:
+                        remaining -= 1
+                for delivery in taken:
+                    try:
+                        rows.append(message_to_row(delivery.message, address))
+                    except (amqp.DecodeError, ValueError):
+                        if opts.undecodable == "reject":
+                            delivery.reject(amqp.Error(condition=amqp.Symbol("amqp:decode-error")))
+                        else:
+                            delivery.modify(delivery_failed=True, undeliverable_here=True)
+                        continue
+                    if opts.consume:
+                        delivery.accept()
+                    else:
+                        delivery.release()
+        parts = max(1, min(opts.partitions, len(rows)))
+        size = max(1, -(-len(rows) // parts))
+        return [_RowsPartition(rows[i : i + size]) for i in range(0, len(rows), size)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, _RowsPartition)
+        return iter(partition.rows)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+class AMQPCommitMessage(WriterCommitMessage):
+    def __init__(self, partition: int, sent: int) -> None:
+        self.partition = partition
+        self.sent = sent
+
+
+def _task() -> tuple[int, str, str]:
+    """(partition, query id, batch id) of the running task (Spark sets the streaming ones as
+    local properties of each micro-batch's jobs)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return 0, "local", "0"
+    query = context.getLocalProperty("sql.streaming.queryId") or f"job-{context.stageId()}"
+    batch = context.getLocalProperty("streaming.sql.batchId") or "0"
+    return context.partitionId(), query, batch
+
+
+def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
+    """Send each row unsettled; return once every one is accepted (a rejection, or any
+    outcome but accepted, fails the task with the broker's error)."""
+    from . import sockets
+
+    partition, query, batch = _task()
+    sent = 0
+    with sockets.connect(options.url_for(options.address), **options.connect_options()) as conn:
+        sender = conn.sender(options.address)
+        outstanding: list[Any] = []
+
+        def settle_some(keep: int) -> None:
+            while len(outstanding) > keep:
+                outcome = outstanding.pop(0).outcome(timeout=options.timeout)
+                if not isinstance(outcome, amqp.Accepted):
+                    raise RuntimeError(
+                        f"the broker did not accept a message sent to {options.address!r}: "
+                        f"{outcome!r}"
+                    )
+
+        for index, row in enumerate(rows):
+            values = row.asDict() if hasattr(row, "asDict") else dict(row)
+            message = row_to_message(
+                values, message_id=message_id_for(query, batch, partition, index)
+            )
+            if options.durable and message.header is None:
+                message = amqp.Message(
+                    header=amqp.Header(durable=True),
+                    properties=message.properties,
+                    application_properties=message.application_properties,
+                    message_annotations=message.message_annotations,
+                    body=message.body,
+                )
+            outstanding.append(sender.send(message, wait=False))
+            sent += 1
+            settle_some(options.window)
+        settle_some(0)
+    return AMQPCommitMessage(partition, sent)
+
+
+class BatchWriter(DataSourceWriter):
+    """``df.write.format("amqp")``: each task sends its rows unsettled and succeeds only
+    once every one was accepted. Message-ids (where a row has none) come from the job,
+    the partition and the row, so that a retried task sends the same ids again."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        if "body" not in schema.fieldNames():
+            raise OptionError("format('amqp') writes a DataFrame with a 'body' column")
+        unknown = sorted(set(schema.fieldNames()) - set(COLUMNS))
+        if unknown:
+            raise OptionError(
+                f"format('amqp') cannot write the column(s) {', '.join(unknown)} "
+                f"(it takes {', '.join(COLUMNS)})"
+            )
+
+    def write(self, iterator: Iterator[Any]) -> AMQPCommitMessage:
+        return _send_rows(self.options, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        sent = sum(m.sent for m in messages if isinstance(m, AMQPCommitMessage))
+        _log.info("wrote %d messages to %s", sent, self.options.address)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # What was accepted stays at the broker (at-least-once: a retry sends it again, with
+        # the same message-ids).
+        _log.warning("a write to %s was aborted", self.options.address)
+
+
+class StreamWriter(DataSourceStreamWriter):
+    """``df.writeStream.format("amqp")``: as :class:`BatchWriter`, per micro-batch, with
+    message-ids from the query id, the batch id, the partition and the row."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self._batch = BatchWriter(options, schema)
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> AMQPCommitMessage:
+        return _send_rows(self.options, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._batch.commit(messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._batch.abort(messages)

@@ -1,0 +1,300 @@
+"""The Spark adapter (``format("amqp")``) on a local Spark (``local[2]``, UI off) against the
+reference broker (and RabbitMQ when ``AMQP_SANSIO_RABBITMQ_URL`` is set): batch read and
+write, a streaming read whose messages are accepted exactly when their batch is committed,
+a crash and restart from the checkpoint, the sink, bad options (the rows and options
+themselves: tests/test_spark_rows.py, without Spark)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import amqp_sansio as a
+
+RABBITMQ = os.environ.get("AMQP_SANSIO_RABBITMQ_URL")
+
+# -- on Spark --------------------------------------------------------------------------------
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip(
+        "no Java runtime for PySpark's local Spark (.ci/run installs one)", allow_module_level=True
+    )
+spark_adapter = pytest.importorskip("amqp_sansio.adapters.spark")
+from amqp_sansio.adapters import sockets  # noqa: E402
+from amqp_sansio.adapters.broker import run_broker  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("amqp-sansio-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    spark_adapter.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Any]:
+    with run_broker() as server:
+        yield server
+
+
+def publish(url: str, address: str, count: int, *, start: int = 0) -> None:
+    with sockets.connect(f"{url}/{address}") as conn:
+        sender = conn.sender(address)
+        trackers = [
+            sender.send(
+                a.Message(
+                    properties=a.Properties(message_id=f"m{i}"),
+                    application_properties={"i": i},
+                    body=f"payload {i}".encode(),
+                ),
+                wait=False,
+            )
+            for i in range(start, start + count)
+        ]
+        for tracker in trackers:
+            assert isinstance(tracker.outcome(timeout=30), a.Accepted)
+
+
+def depth(server: Any, address: str) -> int:
+    node = server.broker.nodes.get(address)
+    return 0 if node is None else int(node.depth)
+
+
+def test_batch_write_then_read(spark: Any, broker: Any) -> None:
+    address = f"batch-{uuid.uuid4().hex[:8]}"
+    df = spark.createDataFrame(
+        [(f"row {i}".encode(), {"i": str(i)}) for i in range(200)],
+        "body binary, application_properties map<string,string>",
+    ).repartition(3)
+    df.write.format("amqp").mode("append").option("url", broker.url).option(
+        "address", address
+    ).save()
+    assert depth(broker, address) == 200
+    reader = spark.read.format("amqp").option("url", broker.url).option("address", address)
+    peeked = reader.load().collect()
+    assert len(peeked) == 200 and depth(broker, address) == 200  # released again
+    got = reader.option("consume", "true").option("partitions", "2").load()
+    bodies = sorted(r.body for r in got.collect())
+    assert bodies == sorted(f"row {i}".encode() for i in range(200))
+    assert depth(broker, address) == 0
+    ids = [r.message_id for r in peeked]
+    assert len(set(ids)) == 200 and all(i.startswith("amqp-sansio:") for i in ids)
+
+
+def test_bad_options_fail_at_once(spark: Any, broker: Any) -> None:
+    with pytest.raises(Exception, match="unknown option 'colour'"):
+        spark.read.format("amqp").option("url", broker.url + "/q").option(
+            "colour", "red"
+        ).load().collect()
+    df = spark.createDataFrame([(1,)], "n int")
+    with pytest.raises(Exception, match="'body' column"):
+        df.write.format("amqp").mode("append").option("url", broker.url + "/q").save()
+
+
+def _stream(spark: Any, url: str, address: str, staging: str, **options: str) -> Any:
+    reader = (
+        spark.readStream.format("amqp")
+        .option("url", url)
+        .option("address", address)
+        .option("stagingLocation", staging)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_a_streaming_read_accepts_each_batch_when_it_commits(spark: Any, broker: Any) -> None:
+    address = f"stream-{uuid.uuid4().hex[:8]}"
+    count, per_batch = 10_000, 2_000
+    publish(broker.url, address, count)
+    staging, checkpoint = tempfile.mkdtemp(), tempfile.mkdtemp()
+    seen: list[tuple[int, int, int]] = []  # batch id, rows, accepted while it ran
+    bodies: Counter[bytes] = Counter()
+
+    def on_batch(df: Any, batch_id: int) -> None:
+        got = df.select("body", "delivery_count").collect()
+        bodies.update(r.body for r in got)
+        seen.append((batch_id, len(got), count - depth(broker, address)))
+
+    df = _stream(spark, broker.url, address, staging, maxMessagesPerTrigger=str(per_batch))
+    query = (
+        df.writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180)
+    assert query.exception() is None
+    batches = [s for s in seen if s[1]]
+    assert sum(n for _, n, _ in batches) == count
+    assert all(n <= per_batch for _, n, _ in batches)
+    done = 0
+    for _batch, rows_in_batch, accepted in batches:
+        assert accepted == done  # the earlier batches, and nothing of this one yet
+        done += rows_in_batch
+    assert set(bodies) == {f"payload {i}".encode() for i in range(count)}
+    assert max(bodies.values()) == 1
+    assert depth(broker, address) == 0  # the last batch too, once committed
+    assert not os.listdir(staging)  # staged files go once their batch is committed
+
+
+def test_a_crashed_query_restarts_without_loss(spark: Any, broker: Any) -> None:
+    address = f"crash-{uuid.uuid4().hex[:8]}"
+    count, per_batch = 3_000, 500
+    publish(broker.url, address, count)
+    staging, checkpoint = tempfile.mkdtemp(), tempfile.mkdtemp()
+    processed: list[tuple[str, int]] = []  # message id, delivery-count
+    crashed: list[str] = []
+
+    def run(crash_at: int | None) -> Any:
+        def on_batch(df: Any, batch_id: int) -> None:
+            got = [(r.message_id, r.delivery_count or 0) for r in df.collect()]
+            if crash_at is not None and batch_id == crash_at:
+                crashed.extend(i for i, _ in got)
+                raise RuntimeError("the job crashed")
+            processed.extend(got)
+
+        df = _stream(spark, broker.url, address, staging, maxMessagesPerTrigger=str(per_batch))
+        query = (
+            df.writeStream.foreachBatch(on_batch)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        with pytest.raises(Exception) if crash_at is not None else _nothing():
+            query.awaitTermination(180)
+        return query
+
+    run(crash_at=2)
+    assert 0 < len(crashed) <= per_batch  # what had come, up to the limit
+    query = run(crash_at=None)
+    assert query.exception() is None
+    ids = Counter(i for i, _ in processed)
+    assert set(ids) == {f"m{i}" for i in range(count)}  # nothing lost
+    duplicates = {i for i, n in ids.items() if n > 1}
+    assert duplicates <= set(crashed)  # only from the batch that never committed
+    for message_id in duplicates:
+        counts = sorted(n for i, n in processed if i == message_id)
+        assert counts[-1] >= 1  # the second copy is a redelivery
+    assert depth(broker, address) == 0
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_the_sink_writes_each_batch_at_least_once(spark: Any, broker: Any) -> None:
+    source, sink = f"in-{uuid.uuid4().hex[:8]}", f"out-{uuid.uuid4().hex[:8]}"
+    count = 1_000
+    publish(broker.url, source, count)
+    staging, checkpoint = tempfile.mkdtemp(), tempfile.mkdtemp()
+    df = _stream(spark, broker.url, source, staging, maxMessagesPerTrigger="300")
+    query = (
+        df.select("body", "application_properties")
+        .writeStream.format("amqp")
+        .option("url", broker.url)
+        .option("address", sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180)
+    assert query.exception() is None
+    assert depth(broker, sink) == count and depth(broker, source) == 0
+    out = spark.read.format("amqp").option("url", broker.url).option("address", sink).load()
+    got = out.select("body", "message_id").collect()
+    assert sorted(r.body for r in got) == sorted(f"payload {i}".encode() for i in range(count))
+    assert len({r.message_id for r in got}) == count
+
+
+@pytest.mark.skipif(not RABBITMQ, reason="no RabbitMQ: set AMQP_SANSIO_RABBITMQ_URL (.ci/run does)")
+def test_against_rabbitmq(spark: Any) -> None:
+    assert RABBITMQ is not None
+    address = f"/queue/spark-{uuid.uuid4().hex[:8]}"
+    df = spark.createDataFrame([(f"r{i}".encode(),) for i in range(100)], "body binary")
+    (
+        df.write.format("amqp")
+        .mode("append")
+        .option("url", RABBITMQ)
+        .option("address", address)
+        .save()
+    )
+    staging, checkpoint = tempfile.mkdtemp(), tempfile.mkdtemp()
+    bodies: list[bytes] = []
+    stream = _stream(spark, RABBITMQ, address, staging, maxMessagesPerTrigger="40")
+    query = (
+        stream.writeStream.foreachBatch(lambda d, _i: bodies.extend(r.body for r in d.collect()))
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    assert sorted(bodies) == sorted(f"r{i}".encode() for i in range(100))
+
+
+def test_the_docs_example_runs(spark: Any, broker: Any) -> None:
+    """The example of docs/spark.rst, as it is written there."""
+    import json
+    import pathlib
+    import re
+    import textwrap
+
+    text = (pathlib.Path(__file__).parent.parent / "docs" / "spark.rst").read_text()
+    block = re.search(r":name: spark-example\n\n((?:   .*\n|\n)+)", text)
+    assert block is not None
+    code = textwrap.dedent(block[1])
+    amounts = {"eu": [12.5, 7.5, 30.0], "us": [5.0, 1.25], "apac": [100.0]}
+    with sockets.connect(f"{broker.url}/orders") as conn:
+        sender = conn.sender("orders")
+        for region, values in amounts.items():
+            for value in values:
+                message = a.Message(
+                    application_properties={"region": region}, body=str(value).encode()
+                )
+                assert isinstance(sender.send(message), a.Accepted)
+    scope = {
+        "spark": spark,
+        "url": broker.url,
+        "staging": tempfile.mkdtemp(),
+        "checkpoint": tempfile.mkdtemp(),
+    }
+    exec(compile(code, "docs/spark.rst", "exec"), scope)
+    assert scope["query"].exception() is None
+    with sockets.connect(f"{broker.url}/revenue") as conn:
+        receiver = conn.receiver("revenue", credit=100)
+        latest: dict[str, float] = {}
+        while True:
+            try:
+                delivery = receiver.receive(timeout=2)
+            except TimeoutError:
+                break
+            row = json.loads(delivery.message.body.value)
+            latest[row["region"]] = row["revenue"]
+            delivery.accept()
+    assert latest == {region: sum(values) for region, values in amounts.items()}
