@@ -256,41 +256,44 @@ def message_id_for(query: str, batch: int | str, partition: int, row: int) -> st
 # -- options ---------------------------------------------------------------------------------
 
 _SECRET = ("password",)
-#: Every option as users write it; Spark hands them over in any case.
-_PROPER = {
-    name.lower(): name
-    for name in [
-        "url",
-        "host",
-        "port",
-        "username",
-        "password",
-        "address",
-        "allowInsecureAuth",
-        "sslCaFile",
-        "sslVerify",
-        "timeout",
-        "idleTimeout",
-        "containerId",
-        "saslMechanisms",
-        "mode",
-        "stagingLocation",
-        "maxMessagesPerTrigger",
-        "maxBytesPerTrigger",
-        "credit",
-        "partitions",
-        "undecodable",
-        "pollInterval",
-        "maxMessages",
-        "consume",
-        "startingOffsets",
-        "endingOffsets",
-        "failOnDataLoss",
-        "checkpointLocation",
-        "durable",
-        "window",
-    ]
-}
+#: The options as users write them (Spark hands them over in any case): both directions'.
+_COMMON_OPTIONS = (
+    "url",
+    "host",
+    "port",
+    "username",
+    "password",
+    "address",
+    "allowInsecureAuth",
+    "sslCaFile",
+    "sslVerify",
+    "timeout",
+    "idleTimeout",
+    "containerId",
+    "saslMechanisms",
+)
+_READ_OPTIONS = (
+    "mode",
+    "stagingLocation",
+    "maxMessagesPerTrigger",
+    "maxBytesPerTrigger",
+    "credit",
+    "partitions",
+    "undecodable",
+    "pollInterval",
+    "maxMessages",
+    "consume",
+    "startingOffsets",
+    "endingOffsets",
+    "failOnDataLoss",
+    "checkpointLocation",
+)
+_WRITE_OPTIONS = ("durable", "window", "checkpointLocation")
+_PROPER = {n.lower(): n for n in (*_COMMON_OPTIONS, *_READ_OPTIONS, *_WRITE_OPTIONS)}
+
+
+def _names(*names: str) -> frozenset[str]:
+    return frozenset(n.lower() for n in names)
 
 
 def _bool(name: str, value: str) -> bool:
@@ -326,23 +329,7 @@ class _Options:
     """What both directions share: where to connect and how."""
 
     #: The option names (lower case: Spark's options are case-insensitive).
-    KNOWN: ClassVar[frozenset[str]] = frozenset(
-        (
-            "url",
-            "host",
-            "port",
-            "username",
-            "password",
-            "address",
-            "allowinsecureauth",
-            "sslcafile",
-            "sslverify",
-            "timeout",
-            "idletimeout",
-            "containerid",
-            "saslmechanisms",
-        )
-    )
+    KNOWN: ClassVar[frozenset[str]] = _names(*_COMMON_OPTIONS)
 
     def __init__(self, options: Mapping[str, str]) -> None:
         given = {str(k).lower(): str(v) for k, v in options.items() if k.lower() != "path"}
@@ -444,22 +431,7 @@ class _Options:
 class ReadOptions(_Options):
     """The reader's options (``spark.read``/``spark.readStream``)."""
 
-    KNOWN = _Options.KNOWN | {
-        "mode",
-        "staginglocation",
-        "maxmessagespertrigger",
-        "maxbytespertrigger",
-        "credit",
-        "partitions",
-        "undecodable",
-        "pollinterval",
-        "maxmessages",
-        "consume",
-        "startingoffsets",
-        "endingoffsets",
-        "failondataloss",
-        "checkpointlocation",
-    }
+    KNOWN = _names(*_COMMON_OPTIONS, *_READ_OPTIONS)
 
     def __init__(self, options: Mapping[str, str], *, streaming: bool) -> None:
         super().__init__(options)
@@ -474,11 +446,7 @@ class ReadOptions(_Options):
             )
         for name in ("startingoffsets", "endingoffsets", "failondataloss"):
             if name in given:
-                proper = {
-                    "startingoffsets": "startingOffsets",
-                    "endingoffsets": "endingOffsets",
-                    "failondataloss": "failOnDataLoss",
-                }[name]
+                proper = _PROPER[name]
                 raise OptionError(
                     f"option {proper!r} applies to mode 'stream' (nodes with offsets); a queue "
                     "has none: messages are taken once and accepted when Spark commits"
@@ -531,7 +499,7 @@ class ReadOptions(_Options):
 class WriteOptions(_Options):
     """The writer's options (``df.write``/``df.writeStream``)."""
 
-    KNOWN = _Options.KNOWN | {"durable", "window", "checkpointlocation"}
+    KNOWN = _names(*_COMMON_OPTIONS, *_WRITE_OPTIONS)
 
     def __init__(self, options: Mapping[str, str]) -> None:
         super().__init__(options)

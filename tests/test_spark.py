@@ -124,6 +124,16 @@ def _stream(spark: Any, url: str, address: str, staging: str, **options: str) ->
     return reader.load()
 
 
+def _each_batch(df: Any, on_batch: Any, checkpoint: str) -> Any:
+    """Start ``df`` with ``foreachBatch(on_batch)`` until what is there now is read."""
+    return (
+        df.writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
 def test_a_streaming_read_accepts_each_batch_when_it_commits(spark: Any, broker: Any) -> None:
     address = f"stream-{uuid.uuid4().hex[:8]}"
     count, per_batch = 10_000, 2_000
@@ -138,12 +148,7 @@ def test_a_streaming_read_accepts_each_batch_when_it_commits(spark: Any, broker:
         seen.append((batch_id, len(got), count - depth(broker, address)))
 
     df = _stream(spark, broker.url, address, staging, maxMessagesPerTrigger=str(per_batch))
-    query = (
-        df.writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = _each_batch(df, on_batch, checkpoint)
     assert query.awaitTermination(180)
     assert query.exception() is None
     batches = [s for s in seen if s[1]]
@@ -176,12 +181,7 @@ def test_a_crashed_query_restarts_without_loss(spark: Any, broker: Any) -> None:
             processed.extend(got)
 
         df = _stream(spark, broker.url, address, staging, maxMessagesPerTrigger=str(per_batch))
-        query = (
-            df.writeStream.foreachBatch(on_batch)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
+        query = _each_batch(df, on_batch, checkpoint)
         with pytest.raises(Exception) if crash_at is not None else _nothing():
             query.awaitTermination(180)
         return query
@@ -247,11 +247,8 @@ def test_against_rabbitmq(spark: Any) -> None:
     staging, checkpoint = tempfile.mkdtemp(), tempfile.mkdtemp()
     bodies: list[bytes] = []
     stream = _stream(spark, RABBITMQ, address, staging, maxMessagesPerTrigger="40")
-    query = (
-        stream.writeStream.foreachBatch(lambda d, _i: bodies.extend(r.body for r in d.collect()))
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
+    query = _each_batch(
+        stream, lambda d, _i: bodies.extend(r.body for r in d.collect()), checkpoint
     )
     assert query.awaitTermination(120)
     assert query.exception() is None
