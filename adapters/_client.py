@@ -1337,6 +1337,19 @@ def server_engine(
     return engine, stream
 
 
+def server_core(
+    options: dict[str, Any],
+    *,
+    on_link: Callable[[ServerLink], None] | None,
+    on_connection: Callable[[IncomingConnection], None] | None,
+    peer: Any,
+) -> Core:
+    """The core of one accepted server connection, on the engine (and TLS layer) that
+    :func:`server_engine` makes from a :func:`listen`'s ``options``."""
+    engine, stream = server_engine(**options)
+    return Core(engine, stream=stream, on_link=on_link, on_connection=on_connection, peer=peer)
+
+
 def encode(message: Any) -> bytes:
     """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
     sent as the body of a message (bytes as a data section, others as an amqp-value)."""

@@ -328,10 +328,8 @@ class Server:
         return port
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        engine, stream = _client.server_engine(**self._options)
-        core = _client.Core(
-            engine,
-            stream=stream,
+        core = _client.server_core(
+            self._options,
             on_link=self.on_link,
             on_connection=self.on_connection,
             peer=writer.get_extra_info("peername"),

@@ -781,9 +781,8 @@ class Server:
         except (BlockingIOError, InterruptedError):
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        engine, stream = _client.server_engine(**self._options)
-        core = _client.Core(
-            engine, stream=stream, on_link=self.on_link, on_connection=self.on_connection, peer=peer
+        core = _client.server_core(
+            self._options, on_link=self.on_link, on_connection=self.on_connection, peer=peer
         )
         driver = SocketDriver(core, sock)
         self._drivers[sock] = driver

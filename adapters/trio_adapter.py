@@ -462,10 +462,8 @@ class Server:
             nursery.start_soon(self._serve, stream)
 
     async def _serve(self, stream: trio.SocketStream) -> None:
-        engine, tls = _client.server_engine(**self._options)
-        core = _client.Core(
-            engine,
-            stream=tls,
+        core = _client.server_core(
+            self._options,
             on_link=self.on_link,
             on_connection=self.on_connection,
             peer=stream.socket.getpeername(),
