@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import ssl
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+import attrs
 
 import amqp_sansio as amqp
+
+from .url import parse_url
 
 __all__ = [
     "BODY_TYPES",
@@ -325,6 +330,9 @@ def _float(name: str, value: str) -> float:
     return number
 
 
+T = TypeVar("T")
+
+
 class _Options:
     """What both directions share: where to connect and how."""
 
@@ -350,12 +358,10 @@ class _Options:
             raise OptionError("give either option 'url' or options 'host'/'port', not both")
         if not url and not host:
             raise OptionError("option 'url' (amqp://host:port/address) or 'host' is required")
-        port = _int("port", given["port"]) if "port" in given else None
+        port = self._given_as("port", _int)
         self.url = url or f"amqp://{host}:{port or 5672}"
-        from .url import parse_url
-
         try:
-            parsed = parse_url(self.url)
+            self._parsed = parsed = parse_url(self.url)
         except ValueError as exc:
             raise OptionError(f"option 'url': {exc}") from None
         self.username = given.get("username")
@@ -371,17 +377,20 @@ class _Options:
         self.allow_insecure_auth = _bool("allowInsecureAuth", given.get("allowinsecureauth", "0"))
         self.ssl_cafile = given.get("sslcafile")
         self.ssl_verify = _bool("sslVerify", given.get("sslverify", "true"))
-        if self.ssl_cafile is not None and not self.url.startswith("amqps"):
+        if self.ssl_cafile is not None and not parsed.tls:
             raise OptionError("option 'sslCaFile' needs an amqps:// URL")
         self.timeout = _float("timeout", given.get("timeout", "60"))
-        self.idle_timeout = (
-            _float("idleTimeout", given["idletimeout"]) if "idletimeout" in given else None
-        )
+        self.idle_timeout = self._given_as("idleTimeout", _float)
         self.container_id = given.get("containerid")
         mechanisms = given.get("saslmechanisms")
         self.sasl_mechanisms = (
             [m.strip().upper() for m in mechanisms.split(",") if m.strip()] if mechanisms else None
         )
+
+    def _given_as(self, name: str, convert: Callable[[str, str], T]) -> T | None:
+        """Option ``name`` (as users write it) converted, or None when not given."""
+        value = self._given.get(name.lower())
+        return None if value is None else convert(name, value)
 
     def __repr__(self) -> str:
         shown = {k: ("***" if k in _SECRET else v) for k, v in sorted(self._given.items())}
@@ -398,9 +407,7 @@ class _Options:
             options["container_id"] = self.container_id
         if self.sasl_mechanisms is not None:
             options["sasl_mechanisms"] = self.sasl_mechanisms
-        if self.url.startswith("amqps"):
-            import ssl
-
+        if self._parsed.tls:
             context = amqp.client_context(cafile=self.ssl_cafile)
             if not self.ssl_verify:
                 context.check_hostname = False
@@ -410,22 +417,12 @@ class _Options:
 
     def url_for(self, address: str) -> str:
         """The URL with the credentials (if given as options) and ``address``."""
-        from .url import parse_url
-
-        parsed = parse_url(self.url)
-        user = self.username if self.username is not None else parsed.username
-        password = self.password if self.password is not None else parsed.password
-        auth = ""
-        if user is not None:
-            from urllib.parse import quote
-
-            auth = quote(user, safe="")
-            if password is not None:
-                auth += ":" + quote(password, safe="")
-            auth += "@"
-        scheme = "amqps" if self.url.startswith("amqps") else "amqp"
-        host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
-        return f"{scheme}://{auth}{host}:{parsed.port}/{address}"
+        parsed = attrs.evolve(self._parsed, address=address)
+        if self.username is not None:
+            parsed = attrs.evolve(parsed, username=self.username)
+        if self.password is not None:
+            parsed = attrs.evolve(parsed, password=self.password)
+        return parsed.unredacted()
 
 
 class ReadOptions(_Options):
@@ -446,23 +443,13 @@ class ReadOptions(_Options):
             )
         for name in ("startingoffsets", "endingoffsets", "failondataloss"):
             if name in given:
-                proper = _PROPER[name]
                 raise OptionError(
-                    f"option {proper!r} applies to mode 'stream' (nodes with offsets); a queue "
-                    "has none: messages are taken once and accepted when Spark commits"
+                    f"option {_PROPER[name]!r} applies to mode 'stream' (nodes with offsets); a "
+                    "queue has none: messages are taken once and accepted when Spark commits"
                 )
-        self.max_messages_per_trigger = (
-            _int("maxMessagesPerTrigger", given["maxmessagespertrigger"])
-            if "maxmessagespertrigger" in given
-            else None
-        )
-        self.max_bytes_per_trigger = (
-            _int("maxBytesPerTrigger", given["maxbytespertrigger"])
-            if "maxbytespertrigger" in given
-            else None
-        )
-        default_credit = self.max_messages_per_trigger or 1000
-        self.credit = _int("credit", given["credit"]) if "credit" in given else default_credit
+        self.max_messages_per_trigger = self._given_as("maxMessagesPerTrigger", _int)
+        self.max_bytes_per_trigger = self._given_as("maxBytesPerTrigger", _int)
+        self.credit = self._given_as("credit", _int) or self.max_messages_per_trigger or 1000
         self.partitions = _int("partitions", given.get("partitions", "1"))
         self.undecodable = given.get("undecodable", "reject").lower()
         if self.undecodable not in ("reject", "modify"):
@@ -477,22 +464,17 @@ class ReadOptions(_Options):
                     "option 'stagingLocation' is required for a streaming read: each "
                     "micro-batch is staged there before Spark plans it"
                 )
-            for name, proper in (("maxmessages", "maxMessages"), ("consume", "consume")):
+            for name in ("maxmessages", "consume"):
                 if name in given:
-                    raise OptionError(f"option {proper!r} applies to a batch read only")
+                    raise OptionError(f"option {_PROPER[name]!r} applies to a batch read only")
         else:
-            for name, proper in (
-                ("maxmessagespertrigger", "maxMessagesPerTrigger"),
-                ("maxbytespertrigger", "maxBytesPerTrigger"),
-            ):
+            for name in ("maxmessagespertrigger", "maxbytespertrigger"):
                 if name in given:
                     raise OptionError(
-                        f"option {proper!r} applies to a streaming read; a batch read takes "
-                        "'maxMessages'"
+                        f"option {_PROPER[name]!r} applies to a streaming read; a batch read "
+                        "takes 'maxMessages'"
                     )
-        self.max_messages = (
-            _int("maxMessages", given["maxmessages"]) if "maxmessages" in given else None
-        )
+        self.max_messages = self._given_as("maxMessages", _int)
         self.consume = _bool("consume", given.get("consume", "false"))
 
 

@@ -80,10 +80,19 @@ class AMQPURL:
 
     def redacted(self) -> str:
         """The URL with the password replaced by ``***``: safe to print or log."""
+        return self._format(None if self.password is None else "***")
+
+    def unredacted(self) -> str:
+        """The whole URL, password included (percent-encoded): to connect with, never to
+        print."""
+        password = self.password
+        return self._format(None if password is None else urllib.parse.quote(password, safe=""))
+
+    def _format(self, password: str | None) -> str:
         netloc = _host_port(self.host, self.port)
-        if self.username is not None or self.password is not None:
+        if self.username is not None or password is not None:
             user = urllib.parse.quote(self.username or "", safe="")
-            netloc = f"{user}{':***' if self.password is not None else ''}@{netloc}"
+            netloc = f"{user}{'' if password is None else ':' + password}@{netloc}"
         path = "" if self.address is None else "/" + urllib.parse.quote(self.address, safe="/")
         return f"{self.scheme}://{netloc}{path}"
 

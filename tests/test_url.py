@@ -83,3 +83,18 @@ def test_credentials_go_unencrypted_only_to_loopback(url: str, ok: bool) -> None
         with pytest.raises(InsecureCredentialsError, match="--allow-insecure-auth"):
             parsed.check_credentials()
     assert parsed.tls is url.startswith("amqps")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "amqp://h:5672/q",
+        "amqps://us%40er:p%40ss%3Aw@[::1]:5671//queue/a%20b",
+        "amqp://user@h:1",
+        "amqp://:secret@h:5672/x",
+    ],
+)
+def test_unredacted_round_trips(url: str) -> None:
+    parsed = parse_url(url)
+    assert parse_url(parsed.unredacted()) == parsed
+    assert parsed.password is None or parsed.password not in parsed.redacted()
