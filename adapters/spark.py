@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -112,6 +113,7 @@ _TYPES: dict[str, DataType] = {
 SCHEMA = StructType([StructField(name, _TYPES[kind], True) for name, kind in FIELDS])
 
 
+@functools.cache
 def _arrow_schema() -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -234,6 +236,12 @@ def read_staged(partition: StagedPartition) -> Iterator[pa.RecordBatch]:
     yield from part.combine_chunks().to_batches()
 
 
+def _pieces(count: int, parts: int) -> list[tuple[int, int]]:
+    """[first, last) ranges cutting ``count`` rows in up to ``parts`` pieces of equal size."""
+    size = max(1, -(-count // parts))
+    return [(lo, min(count, lo + size)) for lo in range(0, count, size)]
+
+
 def _split(start: int, end: int, staged: list[tuple[int, int, str]], parts: int) -> list[Any]:
     """The partitions of the batch [start, end): each staged file inside it, cut in up to
     ``parts`` pieces."""
@@ -247,16 +255,28 @@ def _split(start: int, end: int, staged: list[tuple[int, int, str]], parts: int)
                 f"staged batch {first}-{last} straddles the planned batch {start}-{end}"
             )
         covered = max(covered, last)
-        rows = last - first
-        size = max(1, -(-rows // parts))
-        for lo in range(0, rows, size):
-            partitions.append(StagedPartition(path, lo, min(rows, lo + size)))
+        partitions.extend(StagedPartition(path, lo, hi) for lo, hi in _pieces(last - first, parts))
     if covered < end:
         raise RuntimeError(
             f"the staged messages of offsets {covered}-{end} are missing from the staging "
             "location: was it cleared, or is it not the one this query staged into?"
         )
     return partitions
+
+
+def _refuse_undecodable(delivery: Any, how: str) -> None:
+    """Settle a message the source cannot decode as option ``undecodable`` says: rejected
+    with ``amqp:decode-error`` (the broker may dead-letter it), or modified
+    (delivery-failed, undeliverable-here). Never dropped silently."""
+    if how == "reject":
+        delivery.reject(
+            amqp.Error(
+                condition=amqp.Symbol("amqp:decode-error"),
+                description="not a message the Spark source can decode",
+            )
+        )
+    else:
+        delivery.modify(delivery_failed=True, undeliverable_here=True)
 
 
 # -- the long-lived receiver -----------------------------------------------------------------
@@ -276,7 +296,7 @@ class _Receiving:
             target=self.loop.run_forever, name="amqp-spark-receiver", daemon=True
         )
         self._thread.start()
-        self._connections: list[Any] = []
+        self._conn: Any = None
         self.receivers: list[tuple[str, Any]] = []
         self._next = 0
         self._call(self._open())
@@ -289,10 +309,9 @@ class _Receiving:
         opts = self.options
         # One connection (with reconnection: a lost transport comes back by itself, and what
         # was unsettled on it is redelivered by the broker), a receiver per address.
-        conn = await self._aio.connect(
+        self._conn = conn = await self._aio.connect(
             opts.url_for(opts.addresses[0]), reconnect=True, **opts.connect_options()
         )
-        self._connections.append(conn)
         for address in opts.addresses:
             receiver = await conn.receiver(address, credit=opts.credit)
             self.receivers.append((address, receiver))
@@ -309,7 +328,6 @@ class _Receiving:
         size = 0
         deadline = time.monotonic() + wait
         while True:
-            progressed = False
             for _ in range(len(self.receivers)):
                 address, receiver = self.receivers[self._next]
                 self._next = (self._next + 1) % len(self.receivers)
@@ -320,11 +338,9 @@ class _Receiving:
                         return taken
                     taken.append((address, receiver.core.take()))
                     size += len(delivery.data)
-                    progressed = True
             if taken or time.monotonic() >= deadline:
                 return taken
-            if not progressed:
-                await asyncio.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+            await asyncio.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
 
     def settle(self, deliveries: Sequence[Any], how: str) -> None:
         """Accept (or reject, modify) deliveries, on the loop; those of a connection that
@@ -339,26 +355,15 @@ class _Receiving:
             try:
                 if how == "accept":
                     delivery.accept()
-                elif how == "reject":
-                    delivery.reject(
-                        amqp.Error(
-                            condition=amqp.Symbol("amqp:decode-error"),
-                            description="not a message the Spark source can decode",
-                        )
-                    )
                 else:
-                    delivery.modify(delivery_failed=True, undeliverable_here=True)
+                    _refuse_undecodable(delivery, how)
             except Exception as exc:  # its link or connection went: redelivered, not lost
                 _log.info("could not settle a delivery (%s): the broker redelivers it", exc)
 
     def close(self) -> None:
-        async def closing() -> None:
-            for conn in self._connections:
-                with contextlib.suppress(Exception):
-                    await conn.close(timeout=5)
-
-        with contextlib.suppress(Exception):
-            self._call(closing(), timeout=10)
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._call(self._conn.close(timeout=5), timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
@@ -377,17 +382,13 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: Staged but not yet accepted: (end offset of its batch, its deliveries).
         self._unsettled: list[tuple[int, list[Any]]] = []
         self._end: int | None = None
-        self._available_now = False
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the reader for read(): only its options go.
-        return {
-            "options": self.options,
-            "_receiving": None,
-            "_unsettled": [],
-            "_end": None,
-            "_available_now": False,
-        }
+        return {"options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"])  # type: ignore[misc]
 
     # The staged batches are the record of where we are: a restarted query goes on from the
     # last one, and replays the uncommitted ones from them.
@@ -409,9 +410,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
     def prepareForTriggerAvailableNow(self) -> None:
-        """Trigger.AvailableNow: read until a batch finds the receivers empty (a queue has no
-        offsets to fix the target by; see docs/spark.rst), then end."""
-        self._available_now = True
+        """Trigger.AvailableNow: nothing to prepare. A queue has no offset to fix the target
+        by (docs/spark.rst): the query reads until a batch finds the receivers empty, which
+        :meth:`latestOffset` reports by returning its ``start``."""
 
     def latestOffset(
         self, start: dict[str, int] | None = None, limit: Any = None
@@ -421,14 +422,15 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = self.options
         end = self._current_end()
         if start is not None:
-            self._settle_committed(int(start["staged"]))
-            if int(start["staged"]) < end:
+            committed = int(start["staged"])
+            self._settle_committed(committed)
+            if committed < end:
                 # Staged after the last batch Spark logged (a crash between the two): never
                 # planned, never accepted, so redelivered by the broker. Drop them.
                 for first, _last, path in staged_batches(opts.staging_location or ""):
-                    if first >= int(start["staged"]):
+                    if first >= committed:
                         os.unlink(path)
-                end = self._end = int(start["staged"])
+                end = self._end = committed
         max_rows, max_bytes = opts.max_messages_per_trigger, opts.max_bytes_per_trigger
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
@@ -513,9 +515,6 @@ class BatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        return self._collect()
-
-    def _collect(self) -> list[InputPartition]:
         from . import sockets
 
         opts = self.options
@@ -542,18 +541,13 @@ class BatchReader(DataSourceReader):
                     try:
                         rows.append(message_to_row(delivery.message, address))
                     except (amqp.DecodeError, ValueError):
-                        if opts.undecodable == "reject":
-                            delivery.reject(amqp.Error(condition=amqp.Symbol("amqp:decode-error")))
-                        else:
-                            delivery.modify(delivery_failed=True, undeliverable_here=True)
+                        _refuse_undecodable(delivery, opts.undecodable)
                         continue
                     if opts.consume:
                         delivery.accept()
                     else:
                         delivery.release()
-        parts = max(1, min(opts.partitions, len(rows)))
-        size = max(1, -(-len(rows) // parts))
-        return [_RowsPartition(rows[i : i + size]) for i in range(0, len(rows), size)]
+        return [_RowsPartition(rows[lo:hi]) for lo, hi in _pieces(len(rows), opts.partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, _RowsPartition)
