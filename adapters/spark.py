@@ -35,9 +35,11 @@ import os
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import attrs
 import pyarrow as pa
 import pyarrow.ipc
 from pyspark.sql.datasource import (
@@ -585,11 +587,11 @@ def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
     sent = 0
     with sockets.connect(options.url_for(options.address), **options.connect_options()) as conn:
         sender = conn.sender(options.address)
-        outstanding: list[Any] = []
+        outstanding: deque[Any] = deque()
 
         def settle_some(keep: int) -> None:
             while len(outstanding) > keep:
-                outcome = outstanding.pop(0).outcome(timeout=options.timeout)
+                outcome = outstanding.popleft().outcome(timeout=options.timeout)
                 if not isinstance(outcome, amqp.Accepted):
                     raise RuntimeError(
                         f"the broker did not accept a message sent to {options.address!r}: "
@@ -602,13 +604,7 @@ def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
                 values, message_id=message_id_for(query, batch, partition, index)
             )
             if options.durable and message.header is None:
-                message = amqp.Message(
-                    header=amqp.Header(durable=True),
-                    properties=message.properties,
-                    application_properties=message.application_properties,
-                    message_annotations=message.message_annotations,
-                    body=message.body,
-                )
+                message = attrs.evolve(message, header=amqp.Header(durable=True))
             outstanding.append(sender.send(message, wait=False))
             sent += 1
             settle_some(options.window)
