@@ -952,21 +952,26 @@ class RecordingStore(MemoryStore):
 
 def test_durable_messages_are_settled_after_the_store_flushes() -> None:
     store = RecordingStore()
-    net = Net(broker=Broker(store=store))
+    net = Net(broker=Broker(store=store), chunk=1 << 20)  # each output is one input
     p, c = net.connect(), net.connect()
     s = p.sender("q")
     (producer,) = p.conn.producers
     store.links.append(producer)
+    assert {k for k, _ in store.calls} == {"flush"}  # at the end of every input
+    store.calls.clear()
     durable = s.send(msg(b"d", durable=True).encode())
     plain = s.send(msg(b"p").encode())
     net.pump()
     kinds = [k for k, _ in store.calls]
     assert kinds == ["put", "put", "flush"]
-    assert store.calls[-1] == ("flush", 1)  # the durable one waited for the flush
+    assert store.calls[2] == ("flush", 1)  # the durable one waited for the flush
     assert durable.remote_settled and plain.remote_settled
     r = c.receiver("q", 5)
+    store.calls.clear()
     accept_all(c, r)
-    assert [k for k, _ in store.calls][-2:] == ["remove", "remove"]
+    kinds = [k for k, _ in store.calls]
+    # Both removals are flushed before the broker answers the input that accepted them.
+    assert kinds == ["remove", "remove", "flush"]
 
 
 def test_idle_timeout_closes_a_silent_client_and_gives_back_its_deliveries() -> None:

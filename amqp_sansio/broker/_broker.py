@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -178,6 +179,41 @@ class Broker:
                 if queue.emptied():
                     self.delete_node(queue)
         self.expired += dropped
+        self.store.flush()
+        return dropped
+
+    def restore(
+        self, records: Iterable[tuple[str, int, bytes, int, float | None]], wall: float
+    ) -> list[int]:
+        """Give the broker back the messages a durable store kept, before it serves anyone
+        (broker draft 2.2.4: durable messages survive a restart). ``records`` are
+        ``(address, seq, data, delivery_count, expires)`` in ascending ``seq`` (arrival
+        order): each goes to the back of its priority at the queue at ``address`` (made if
+        there is none), so FIFO within a priority and priority order hold as before; its
+        delivery-count is the one recorded (core spec 3.2.1) and ``expires`` (wall clock) the
+        expiry computed when it first arrived (a ttl counts from arrival, 2.2.5). New
+        messages are numbered after them.
+
+        Returns the ``seq`` of the records not restored, for the store to forget: those
+        expired at ``wall``, and those whose address now names a topic (topics keep no
+        messages). Raises :class:`~amqp_sansio.DecodeError` for data that is not a message;
+        the broker is then unusable."""
+        self.wall = wall
+        top = 0
+        dropped: list[int] = []
+        for address, seq, data, delivery_count, expires in records:
+            top = max(top, seq)
+            node = self.nodes.get(address)
+            if node is None and not self.config.is_topic(address):
+                node = self.nodes[address] = Queue(self, address)
+            if not isinstance(node, Queue) or (expires is not None and expires <= wall):
+                dropped.append(seq)
+                continue
+            message = parse_message(data, seq=seq, wall=wall)
+            message.delivery_count = delivery_count
+            message.expires = expires
+            node.restore(message)
+        self._seq = itertools.count(max(top + 1, next(self._seq)))
         return dropped
 
     # -- nodes --------------------------------------------------------------------------------
@@ -394,6 +430,7 @@ class BrokerConnection:
         draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
         self.broker._clock(now, wall)
         self._lost()
+        self.broker.store.flush()  # the default outcomes' new delivery-counts
         self.broker._dispatch()
 
     # -- events -------------------------------------------------------------------------------
@@ -414,8 +451,10 @@ class BrokerConnection:
             except LocalProtocolError:  # pragma: no cover - a command the engine's state refused
                 self._sweep()
         self._decided.clear()
+        # Whatever this input did to durable messages (stored, accepted, dead-lettered,
+        # given back) is on disk before any answer to it goes out (group commit).
+        broker.store.flush()
         if self._unsynced:
-            broker.store.flush()
             unsynced, self._unsynced = self._unsynced, []
             for delivery in unsynced:
                 link = delivery.link
@@ -668,13 +707,16 @@ class BrokerConnection:
                 broker._dead_letter(message)
             self._taken(queue, message)
             return
+        changed = False
         if kind is Modified:
             if outcome.delivery_failed:
                 message.delivery_count += 1
+                changed = True
             if outcome.undeliverable_here:
                 message.excluded = (message.excluded or set()) | {consumer}
             if outcome.message_annotations:
                 message.annotate(outcome.message_annotations)
+                changed = True
         if message.expires is not None and message.expires <= broker.wall:
             queue.acquired -= 1
             message.dropped = True
@@ -683,6 +725,8 @@ class BrokerConnection:
             if queue.emptied():
                 broker.delete_node(queue)
             return
+        if changed:
+            broker.store.update(queue, message)
         queue.requeue(message)
         broker._dirty[queue] = None
 

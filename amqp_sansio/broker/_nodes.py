@@ -66,6 +66,17 @@ class Node(abc.ABC):
         return f"<{type(self).__name__} {self.address!r}>"
 
     @property
+    def persistent(self) -> bool:
+        """Whether a durable store keeps this node's durable messages: a queue the broker
+        names at its address. A dynamic node (whose lifetime ends with its links, core spec
+        3.5.10-3.5.13) and a topic subscriber's buffer do not outlive the process."""
+        return (
+            self.kind == "queue"
+            and not self.dynamic
+            and self.broker.nodes.get(self.address) is self
+        )
+
+    @property
     @abc.abstractmethod
     def depth(self) -> int:
         """Messages held (available or out with a consumer)."""
@@ -155,6 +166,12 @@ class Queue(Node):
         self._had_messages = True
         return None
 
+    def restore(self, message: StoredMessage) -> None:
+        """Take back a message a durable store kept (at the back of its priority: the
+        store gives them in arrival order)."""
+        self._put(message, front=False)
+        self._had_messages = True
+
     def _put(self, message: StoredMessage, *, front: bool) -> None:
         level = self._levels.get(message.priority)
         if level is None:
@@ -182,7 +199,10 @@ class Queue(Node):
         """A consumer gave the message back (released or modified, core spec 3.4.4, 3.4.5):
         it goes to the head of its priority."""
         self.acquired -= 1
-        if not self.deleted:
+        if self.deleted:
+            message.dropped = True
+            self.broker.store.remove(self, message)
+        else:
             self._put(message, front=True)
 
     def settled(self, message: StoredMessage) -> bool:

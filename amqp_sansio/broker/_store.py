@@ -6,8 +6,10 @@ broker ever re-encodes is the header (core spec 3.2.1), to carry an incremented
 delivery-count; the annotations and the bare message (3.2) go out as they came.
 
 A :class:`Store` is told of every message a node takes and lets go of: the default,
-:class:`MemoryStore`, keeps nothing beyond memory. A durable store (a journal or SQLite
-under ``--store``) plugs in here.
+:class:`MemoryStore`, keeps nothing beyond memory. The durable store of ``--store``
+(SQLite, :mod:`amqp_sansio.adapters.broker_store`) does file I/O, so it lives with the
+adapters and plugs in here; :meth:`Broker.restore <amqp_sansio.broker.Broker.restore>`
+gives the broker back what it kept.
 """
 
 from __future__ import annotations
@@ -172,14 +174,23 @@ def _section_code(data: bytes, pos: int) -> int | None:
 class Store(Protocol):
     """Where the broker keeps the messages of its nodes. ``put`` is called when a node takes
     a message; ``remove`` when it lets it go for good (accepted, expired, dead-lettered, node
-    deleted). ``flush`` is called once at the end of each input the broker handles, before
-    it settles the publishers' transfers of the *durable* messages that input brought (broker
-    draft 2.2.4: stored safely before settling): a store that writes a journal syncs it there,
-    once for all of them. Non-durable messages are settled at once."""
+    deleted); ``update`` when a message a node holds changed (a ``modified`` outcome
+    incremented its delivery-count or merged message-annotations, core spec 3.4.5).
+
+    ``flush`` is called once at the end of each input the broker handles (and after a
+    connection is lost, and after expiry), before it settles the publishers' transfers of
+    the *durable* messages that input brought (broker draft 2.2.4: stored safely before
+    settling) and before it accepts a commit (core spec 4.4.4), and before any of that
+    input's answers go out: a store that writes a journal syncs it there, once for all of
+    them (group commit), and does nothing when nothing changed. Non-durable messages are
+    settled at once; a store need not keep them, nor the messages of nodes that are not
+    :attr:`~amqp_sansio.broker.Node.persistent`."""
 
     def put(self, node: Node, message: StoredMessage) -> None: ...
 
     def remove(self, node: Node, message: StoredMessage) -> None: ...
+
+    def update(self, node: Node, message: StoredMessage) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -192,6 +203,9 @@ class MemoryStore:
         pass
 
     def remove(self, node: Node, message: StoredMessage) -> None:
+        pass
+
+    def update(self, node: Node, message: StoredMessage) -> None:
         pass
 
     def flush(self) -> None:
