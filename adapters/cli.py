@@ -13,9 +13,11 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
-``amqp-sansio broker [--host H] [--port P] [--users FILE]`` runs the reference broker
-(docs/broker.rst); ``amqp-sansio bench broker [--messages N] [--size B] [--url U] [--json]``
-measures one producer and one consumer through it.
+``amqp-sansio broker [--host H] [--port P] [--store DIR] [--users FILE]`` runs the reference
+broker (docs/broker.rst); ``amqp-sansio bench broker [--messages N] [--size B] [--url U]
+[--store DIR] [--no-durable] [--rabbitmq URL | --no-rabbitmq] [--json]`` measures one
+producer and one consumer through it (with durable messages too), and through RabbitMQ when
+it answers.
 
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
@@ -33,6 +35,53 @@ from typing import TextIO
 from . import _commands, bench
 from ._connect import EXIT_USAGE, ClientOptions, CommandError
 from .url import URLError, parse_url
+
+
+def _bench_broker(args: argparse.Namespace) -> int:
+    """``bench broker``: ours (or the broker at ``--url``), ours with durable messages
+    against a store, and RabbitMQ, on the same workload in the same run."""
+    import os
+
+    from . import broker as broker_adapter
+
+    n, size = args.messages, args.size
+    figures = broker_adapter.benchmark(n, size=size, url=args.url)
+    runs = [("ours" if args.url is None else "broker", figures)]
+    if args.url is None and not args.no_durable:
+        durable = broker_adapter.benchmark(n, size=size, durable=True, store_dir=args.store)
+        figures["durable_run"] = durable
+        runs.append(("ours, durable, store", durable))
+    figures["rabbitmq"] = None
+    rabbit_url = args.rabbitmq or os.environ.get(broker_adapter.RABBITMQ_ENV)
+    if not args.no_rabbitmq:
+        try:
+            rabbit = broker_adapter.rabbitmq_benchmark(
+                rabbit_url or broker_adapter.RABBITMQ_URL, n, size=size
+            )
+        except URLError as exc:
+            print(f"amqp-sansio bench broker: error: --rabbitmq: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except Exception as exc:  # RabbitMQ is a reference: its failure is reported, not ours
+            print(f"bench broker: the RabbitMQ run failed: {exc!r}", file=sys.stderr)
+            rabbit = None
+        if rabbit is None and rabbit_url is not None:
+            print(f"bench broker: no RabbitMQ run at {parse_url(rabbit_url)}", file=sys.stderr)
+        if rabbit is not None:
+            figures["rabbitmq"] = rabbit
+            figures["ratio"] = figures["rate"] / rabbit["rate"]
+            runs.append(("RabbitMQ", rabbit))
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(
+        f"broker: {n:,} messages of {size} bytes, one producer and one consumer, "
+        "at-least-once, over 127.0.0.1"
+    )
+    for name, run in runs:
+        print(f"{name:>22}: {run['rate']:>9,.0f} msg/s ({run['seconds']:.2f} s)")
+    if figures["rabbitmq"] is not None:
+        print(f"{'ratio':>22}: {figures['ratio']:.2f} x RabbitMQ")
+    return 0
 
 
 def _positive_int(text: str) -> int:
@@ -163,7 +212,12 @@ def _build_parser() -> argparse.ArgumentParser:
     brk = sub.add_parser("broker", help="run the reference broker until SIGINT or SIGTERM")
     brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
     brk.add_argument("--port", type=int, default=5672, help="port (0: any free port)")
-    brk.add_argument("--store", default=None, help="directory of the message store")
+    brk.add_argument(
+        "--store",
+        default=None,
+        help="directory of the durable message store (SQLite; made if missing): durable "
+        "messages survive a restart",
+    )
     brk.add_argument("--users", default=None, help="file of users (SASL) and access rules")
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
@@ -245,7 +299,27 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     bb.add_argument("--messages", type=int, default=50_000, help="messages (default 50,000)")
     bb.add_argument("--size", type=int, default=256, help="body bytes (default 256)")
-    bb.add_argument("--url", default=None, help="a running broker (default: start one)")
+    bb.add_argument(
+        "--url", default=None, help="benchmark this running broker instead of starting one"
+    )
+    bb.add_argument(
+        "--store",
+        default=None,
+        help="store directory of the durable run (default: a temporary directory)",
+    )
+    bb.add_argument(
+        "--no-durable",
+        action="store_true",
+        help="skip the run with durable messages against a store",
+    )
+    bb.add_argument(
+        "--rabbitmq",
+        default=None,
+        metavar="URL",
+        help="the same workload against this RabbitMQ (default: $AMQP_SANSIO_RABBITMQ_URL, "
+        "else amqp://guest:guest@127.0.0.1:5672, skipped if nothing answers)",
+    )
+    bb.add_argument("--no-rabbitmq", action="store_true", help="do not run against RabbitMQ")
     bb.add_argument("--json", action="store_true", help="print one JSON object")
     loop = bsub.add_parser(
         "loopback",
@@ -397,32 +471,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
             return 130
     if args.command == "broker":
-        if args.store is not None:
-            print("amqp-sansio broker: error: --store is not yet supported", file=sys.stderr)
-            return EXIT_USAGE
         from amqp_sansio.broker import UsersFileError
 
         from . import broker
+        from .broker_store import StoreError
 
         try:
-            broker.main(args.host, args.port, users_file=args.users)
-        except (OSError, UsersFileError) as exc:
+            broker.main(args.host, args.port, users_file=args.users, store_dir=args.store)
+        except (OSError, UsersFileError, StoreError) as exc:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         return 0
     if args.command == "bench" and args.bench == "broker":
-        from . import broker as broker_adapter
-
-        figures = broker_adapter.benchmark(args.messages, size=args.size, url=args.url)
-        if args.json:
-            print(json.dumps(figures, indent=2))
-        else:
-            print(
-                f"broker: {figures['messages']:,} messages of {figures['size']} bytes, one "
-                f"producer and one consumer, at-least-once, over 127.0.0.1\n"
-                f"{figures['rate']:,.0f} msg/s ({figures['seconds']:.2f} s)"
-            )
-        return 0
+        return _bench_broker(args)
     if args.command == "bench" and args.bench == "codec":
         title = "codec: one typical message, encode and decode"
         results = bench.codec_benchmark(seconds=args.seconds)

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +21,7 @@ from amqp_sansio.adapters._client import LinkDetachedError
 from amqp_sansio.adapters.broker import BrokerServer, run_broker, serve_broker
 
 import amqp_sansio as a
-from amqp_sansio.broker import BrokerConfig
+from amqp_sansio.broker import Broker, BrokerConfig
 
 WAIT = 10.0
 
@@ -182,22 +185,59 @@ def test_cli_broker_runs_until_sigterm() -> None:
             proc.kill()
 
 
-def test_cli_store_is_not_yet_supported(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_store_that_cannot_be_used_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     from amqp_sansio.adapters import cli
 
-    assert cli.main(["broker", "--store", "/tmp/x"]) != 0
-    assert "not yet supported" in capsys.readouterr().err
+    (tmp_path / "messages.sqlite3").write_bytes(b"not a database" * 100)
+    assert cli.main(["broker", "--port", "0", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("amqp-sansio broker: error: the message store ") and "corrupt" in err
+    assert err.count("\n") == 1
 
 
 def test_bench_broker_command(capsys: pytest.CaptureFixture[str], server: BrokerServer) -> None:
     from amqp_sansio.adapters import cli
 
-    assert cli.main(["bench", "broker", "--messages", "500", "--url", server.url]) == 0
+    argv = ["bench", "broker", "--messages", "500", "--url", server.url, "--no-rabbitmq"]
+    assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "500 messages of 256 bytes" in out and "msg/s" in out
+    assert "durable" not in out and "RabbitMQ" not in out  # --url: that broker only
     assert server.broker.nodes["bench"].depth == 0
-    assert cli.main(["bench", "broker", "--messages", "200", "--json"]) == 0
-    assert '"rate"' in capsys.readouterr().out
+
+
+def test_bench_broker_durable_and_rabbitmq_in_one_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from amqp_sansio.adapters import broker_store, cli
+
+    argv = ["bench", "broker", "--messages", "300", "--store", str(tmp_path), "--json"]
+    assert cli.main(argv) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["rate"] > 0 and not figures["durable"]
+    assert figures["durable_run"]["durable"] and figures["durable_run"]["messages"] == 300
+    store = broker_store.SQLiteStore(tmp_path)  # the durable run's store: used, and empty
+    assert store.load(Broker(store=store), time.time()) == 0
+    store.close()
+    rabbit = figures["rabbitmq"]
+    if os.environ.get("AMQP_SANSIO_RABBITMQ_URL") is None:
+        return  # (it may or may not be running here: the figures are checked when it is)
+    assert rabbit["messages"] == 300 and rabbit["rate"] > 0
+    assert figures["ratio"] == pytest.approx(figures["rate"] / rabbit["rate"])
+
+
+def test_bench_broker_rabbitmq_option(capsys: pytest.CaptureFixture[str]) -> None:
+    from amqp_sansio.adapters import cli
+
+    argv = ["bench", "broker", "--messages", "100", "--no-durable", "--rabbitmq"]
+    assert cli.main([*argv, "amqp://guest:guest@127.0.0.1:1"]) == 0  # nothing answers there
+    captured = capsys.readouterr()
+    assert "RabbitMQ" not in captured.out
+    assert "no RabbitMQ run at amqp://guest:***@127.0.0.1:1" in captured.err
+    assert cli.main([*argv, "http://x"]) == 2
+    assert "--rabbitmq" in capsys.readouterr().err
 
 
 def test_stopping_the_broker_closes_its_connections() -> None:

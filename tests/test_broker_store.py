@@ -187,13 +187,13 @@ def test_corrupt_and_foreign_stores_are_refused(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage"
     garbage.mkdir()
     (garbage / FILENAME).write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="corrupt|not a message store"):
+    with pytest.raises(StoreError, match=r"corrupt|not a message store"):
         SQLiteStore(garbage)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     with contextlib.closing(sqlite3.connect(foreign / FILENAME)) as db:
         db.execute("CREATE TABLE t (x)")
-    with pytest.raises(StoreError, match="not a message store of this broker$"):
+    with pytest.raises(StoreError, match=r"not a message store of this broker$"):
         SQLiteStore(foreign)
     other = tmp_path / "other"
     SQLiteStore(other).close()
@@ -218,7 +218,9 @@ def test_corrupt_and_foreign_stores_are_refused(tmp_path: Path) -> None:
         ((4, "q", b"x", 0, "soon"), "row 4"),
     ],
 )
-def test_corrupt_rows_are_a_clear_error(tmp_path: Path, row: tuple[object, ...], match: str) -> None:
+def test_corrupt_rows_are_a_clear_error(
+    tmp_path: Path, row: tuple[object, ...], match: str
+) -> None:
     SQLiteStore(tmp_path).close()
     with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db, db:
         db.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)", row)
