@@ -297,7 +297,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "broker",
         help="one producer and one consumer through the reference broker over loopback",
     )
-    bb.add_argument("--messages", type=int, default=50_000, help="messages (default 50,000)")
+    bb.add_argument(
+        "--messages", type=_positive_int, default=50_000, help="messages (default 50,000)"
+    )
     bb.add_argument("--size", type=int, default=256, help="body bytes (default 256)")
     bb.add_argument(
         "--url", default=None, help="benchmark this running broker instead of starting one"
