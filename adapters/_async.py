@@ -116,10 +116,11 @@ class Connection:
         dynamic: bool = False,
         name: str | None = None,
         timeout: float | None = None,
+        filters: dict[Any, Any] | None = None,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
-        messages granted."""
+        messages granted; ``filters``: the source's filter-set (core spec 3.5.8)."""
         await self._wait(self.core.connected_ready, timeout)
         core = self.core.receiver(
             address,
@@ -127,6 +128,7 @@ class Connection:
             auto_accept=auto_accept,
             dynamic=dynamic,
             name=name,
+            filters=filters,
         )
         await self._wait(core.attach_ready, timeout)
         return Receiver(self, core)

@@ -936,16 +936,18 @@ class Core:
         credit: int = DEFAULT_CREDIT,
         auto_accept: bool = False,
         dynamic: bool = False,
+        filters: dict[Any, Any] | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
-        makes: its address is known once attached)."""
+        makes: its address is known once attached), with ``filters`` as its source's
+        filter-set (core spec 3.5.8) if given."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
         if dynamic:
             source = a.Source(address=None, dynamic=True)
         else:
-            source = a.Source(address=address or self.default_address)
+            source = a.Source(address=address or self.default_address, filter=filters)
         link = self.session().attach_receiver(name or self._name("receiver"), source=source)
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import ssl
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -43,6 +44,7 @@ __all__ = [
     "WriteOptions",
     "message_id_for",
     "message_to_row",
+    "offsets_option",
     "row_to_message",
 ]
 
@@ -437,12 +439,9 @@ class ReadOptions(_Options):
         if self.mode not in ("queue", "stream"):
             raise OptionError(f"option 'mode' must be 'queue' or 'stream', not {self.mode!r}")
         if self.mode == "stream":
-            raise OptionError(
-                "option 'mode': 'stream' (offset-addressed stream nodes) is not available yet; "
-                "use mode 'queue'"
-            )
+            self._stream_mode(given, streaming=streaming)
         for name in ("startingoffsets", "endingoffsets", "failondataloss"):
-            if name in given:
+            if name in given and self.mode == "queue":
                 raise OptionError(
                     f"option {_PROPER[name]!r} applies to mode 'stream' (nodes with offsets); a "
                     "queue has none: messages are taken once and accepted when Spark commits"
@@ -458,7 +457,7 @@ class ReadOptions(_Options):
             )
         self.poll_interval = _float("pollInterval", given.get("pollinterval", "0.1"))
         self.staging_location = given.get("staginglocation")
-        if streaming:
+        if streaming and self.mode == "queue":
             if not self.staging_location:
                 raise OptionError(
                     "option 'stagingLocation' is required for a streaming read: each "
@@ -467,7 +466,7 @@ class ReadOptions(_Options):
             for name in ("maxmessages", "consume"):
                 if name in given:
                     raise OptionError(f"option {_PROPER[name]!r} applies to a batch read only")
-        else:
+        elif not streaming:
             for name in ("maxmessagespertrigger", "maxbytespertrigger"):
                 if name in given:
                     raise OptionError(
@@ -476,6 +475,74 @@ class ReadOptions(_Options):
                     )
         self.max_messages = self._given_as("maxMessages", _int)
         self.consume = _bool("consume", given.get("consume", "false"))
+
+    def _stream_mode(self, given: dict[str, str], *, streaming: bool) -> None:
+        """Mode ``stream`` (offsets, read on executors): its options, and the queue mode's
+        that do not apply (nothing is taken, staged, or settled)."""
+        for name in (
+            "staginglocation",
+            "undecodable",
+            "consume",
+            "maxmessages",
+            "maxbytespertrigger",
+        ):
+            if name in given:
+                raise OptionError(
+                    f"option {_PROPER[name]!r} does not apply to mode 'stream' (offset ranges "
+                    "are read from the node again on executors; nothing is staged or taken)"
+                )
+        default = "latest" if streaming else "earliest"
+        self.starting_offsets = offsets_option(
+            "startingOffsets", given.get("startingoffsets", default), self.addresses
+        )
+        if not streaming and self.starting_offsets == "latest":
+            raise OptionError(
+                "option 'startingOffsets' cannot be 'latest' for a batch read (it would read "
+                "nothing); give 'earliest' or offsets as JSON"
+            )
+        if streaming and "endingoffsets" in given:
+            raise OptionError(
+                "option 'endingOffsets' applies to a batch read; a streaming read goes on"
+            )
+        self.ending_offsets = offsets_option(
+            "endingOffsets", given.get("endingoffsets", "latest"), self.addresses
+        )
+        if self.ending_offsets == "earliest" or (
+            isinstance(self.ending_offsets, dict) and EARLIEST in self.ending_offsets.values()
+        ):
+            raise OptionError("option 'endingOffsets' cannot be 'earliest' (-2)")
+        self.fail_on_data_loss = _bool("failOnDataLoss", given.get("failondataloss", "true"))
+
+
+#: In offsets given as JSON, Kafka's conventions: -2 for the earliest offset, -1 the latest.
+EARLIEST, LATEST = -2, -1
+
+
+def offsets_option(name: str, value: str, addresses: list[str]) -> str | dict[str, int]:
+    """Option ``startingOffsets`` or ``endingOffsets``: ``earliest``, ``latest``, or JSON
+    giving every address its offset (``{"orders": 42}``; -2 earliest, -1 latest)."""
+    word = value.strip().lower()
+    if word in ("earliest", "latest"):
+        return word
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(
+        type(v) is int and v >= EARLIEST for v in parsed.values()
+    ):
+        raise OptionError(
+            f"option {name!r} must be 'earliest', 'latest' or a JSON object of offsets by "
+            f'address (e.g. {{"{addresses[0]}": 0}}; -2 earliest, -1 latest), not {value!r}'
+        )
+    unknown = sorted(set(parsed) - set(addresses))
+    missing = [a for a in addresses if a not in parsed]
+    if unknown or missing:
+        raise OptionError(
+            f"option {name!r} must give an offset for each address of option 'address' and "
+            f"no other (missing: {missing or 'none'}; not read: {unknown or 'none'})"
+        )
+    return {str(k): int(v) for k, v in parsed.items()}
 
 
 class WriteOptions(_Options):

@@ -76,6 +76,7 @@ from ._spark_rows import (
     message_to_row,
     row_to_message,
 )
+from ._spark_stream import StreamBatchReader, StreamModeReader
 
 try:  # pyspark 4.2 and later: admission control, Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -145,10 +146,16 @@ class AMQPDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(ReadOptions(self.options, streaming=False))
+        options = ReadOptions(self.options, streaming=False)
+        if options.mode == "stream":
+            return StreamBatchReader(options)
+        return BatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return QueueStreamReader(ReadOptions(self.options, streaming=True))
+        options = ReadOptions(self.options, streaming=True)
+        if options.mode == "stream":
+            return StreamModeReader(options)
+        return QueueStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return BatchWriter(WriteOptions(self.options), schema)

@@ -114,7 +114,7 @@ def test_rows_round_trip(payload: bytes, kind: str, priority: int) -> None:
         ({"url": "amqp://h/q"}, True, "'stagingLocation'"),
         ({"url": "amqp://h"}, False, "'address'"),
         ({"url": "amqp://h/q", "stagingLocation": "/s", "mode": "fifo"}, True, "'mode'"),
-        ({"url": "amqp://h/q", "stagingLocation": "/s", "mode": "stream"}, True, "not available"),
+        ({"url": "amqp://h/q", "stagingLocation": "/s", "mode": "stream"}, True, "mode 'stream'"),
         (
             {"url": "amqp://h/q", "stagingLocation": "/s", "startingOffsets": "0"},
             True,

@@ -6,11 +6,26 @@ from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnecti
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
 from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._streams import (
+    FIRST_OFFSET,
+    NEXT_OFFSET,
+    OFFSET_ANNOTATION,
+    OFFSET_FILTER,
+    RABBITMQ_OFFSET_FILTER,
+    STREAM_CAPABILITY,
+    Stream,
+)
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
 
 __all__ = [
     "ANONYMOUS",
     "DEFAULT_OUTCOME",
+    "FIRST_OFFSET",
+    "NEXT_OFFSET",
+    "OFFSET_ANNOTATION",
+    "OFFSET_FILTER",
+    "RABBITMQ_OFFSET_FILTER",
+    "STREAM_CAPABILITY",
     "SUPPORTED_OUTCOMES",
     "Broker",
     "BrokerConfig",
@@ -20,6 +35,7 @@ __all__ = [
     "Queue",
     "Store",
     "StoredMessage",
+    "Stream",
     "Topic",
     "User",
     "Users",

@@ -62,6 +62,7 @@ from .._types import Symbol
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
 from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 
 __all__ = ["Broker", "BrokerConnection"]
 
@@ -119,9 +120,11 @@ class Broker:
         self._ties = itertools.count()
         self._compact_at = _COMPACT_MIN
         self._pending: dict[BrokerConnection, None] = {}
-        self._dirty: dict[Queue, None] = {}
+        self._dirty: dict[Queue | Stream, None] = {}
         for address in self.config.queues:
             self.nodes[address] = Queue(self, address)
+        for address in self.config.streams:
+            self.nodes[address] = Stream(self, address)
         for address in self.config.topics:
             self.nodes[address] = Topic(self, address)
 
@@ -218,11 +221,12 @@ class Broker:
 
     # -- nodes --------------------------------------------------------------------------------
 
-    def declare(self, address: str, *, topic: bool = False) -> Node:
-        """The node at ``address``, made (a queue, or a topic) if there is none."""
+    def declare(self, address: str, *, topic: bool = False, stream: bool = False) -> Node:
+        """The node at ``address``, made (a queue, a topic, or a stream) if there is none."""
         node = self.nodes.get(address)
         if node is None:
-            node = Topic(self, address) if topic else Queue(self, address)
+            kind = Stream if stream else Topic if topic else Queue
+            node = kind(self, address)
             self.nodes[address] = node
         return node
 
@@ -241,10 +245,12 @@ class Broker:
             )
         node.clear()
 
-    def _resolve(self, address: str) -> Node | None:
+    def _resolve(self, address: str, *, stream: bool = False) -> Node | None:
         node = self.nodes.get(address)
-        if node is None and self.config.auto_create:
-            node = self.declare(address, topic=self.config.is_topic(address))
+        config = self.config
+        if node is None and config.auto_create:
+            stream = stream or config.is_stream(address)
+            node = self.declare(address, topic=config.is_topic(address), stream=stream)
         return node
 
     def _dynamic(self, properties: Any) -> Node:
@@ -265,7 +271,10 @@ class Broker:
         address = self.config.dead_letter
         if address is None:
             return
-        node = self.declare(address, topic=self.config.is_topic(address))
+        config = self.config
+        node = self.declare(
+            address, topic=config.is_topic(address), stream=config.is_stream(address)
+        )
         if node.offer(message.copy(self._next_seq())) is None:
             self.dead_lettered += 1
             self._touch(node)
@@ -291,7 +300,7 @@ class Broker:
 
     def _touch(self, node: Node) -> None:
         """Messages arrived at ``node``: dispatch them before the call returns."""
-        if isinstance(node, Queue):
+        if isinstance(node, Queue | Stream):
             self._dirty[node] = None
         else:
             for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
@@ -316,7 +325,7 @@ class _Consumer:
         self.conn = conn
         self.link = link
         self.node = node
-        self.queue: Queue | None = None
+        self.queue: Queue | Stream | None = None
         self.copy = copy
         self.cursor = 0
         self.default = default
@@ -533,9 +542,15 @@ class BrokerConnection:
             )
             return
         else:
-            node = broker._resolve(terminus.address)
+            stream = STREAM_CAPABILITY in (terminus.capabilities or ())
+            node = broker._resolve(terminus.address, stream=stream)
             if node is None:
                 link.refuse(_error("amqp:not-found", f"no node {terminus.address!r}"))
+                return
+            if stream and not isinstance(node, Stream):
+                link.refuse(
+                    _error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}")
+                )
                 return
         if isinstance(link, Sender):
             self._consumer(link, node, remote.source)
@@ -549,6 +564,9 @@ class BrokerConnection:
             self._join(node, producer, terminus.dynamic)
 
     def _consumer(self, link: Sender, node: Node, source: Source) -> None:
+        if isinstance(node, Stream):
+            self._stream_consumer(link, node, source)
+            return
         copy = source.distribution_mode == _COPY and isinstance(node, Queue)
         default = source.default_outcome
         if not isinstance(default, _OUTCOMES):
@@ -570,6 +588,35 @@ class BrokerConnection:
         queue = node if isinstance(node, Queue) else node.buffer(consumer)  # type: ignore[attr-defined]
         consumer.queue = queue
         self.broker._dirty[queue] = None
+
+    def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
+        """A consumer of a stream reads from the offset its filter asks for, and takes
+        nothing (core spec 3.5.3 distribution-mode ``copy``); the answer echoes the filter
+        applied, and its properties give the stream's bounds (see :mod:`._streams`)."""
+        try:
+            applied, start = offset_filter(source)
+        except OffsetFilterError as exc:
+            link.refuse(_error("amqp:invalid-field", str(exc)))
+            return
+        link.properties = node.bounds()
+        link.attach(
+            source=attrs.evolve(
+                source,
+                address=node.address,
+                distribution_mode=_COPY,
+                default_outcome=_ACCEPTED,
+                outcomes=SUPPORTED_OUTCOMES,
+                filter=None if applied is None else dict([applied]),
+                capabilities=(STREAM_CAPABILITY,),
+            )
+        )
+        consumer = _Consumer(self, link, node, copy=True, default=_ACCEPTED)
+        consumer.cursor = node.position(start)
+        consumer.queue = node
+        self.consumers[link] = consumer
+        self._join(node, consumer, source.dynamic)
+        node.add_consumer(consumer)
+        self.broker._dirty[node] = None
 
     def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
         node.link_added(endpoint)

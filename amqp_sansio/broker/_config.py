@@ -16,8 +16,12 @@ class BrokerConfig:
     Nodes (broker draft 2.1): an address names a queue, created on first attach when
     ``auto_create`` is true (else the attach is refused with ``amqp:not-found``), unless it
     is one of ``queues`` (always there) or a topic: one of ``topics``, or starting with
-    ``topic_prefix``. ``dead_letter`` names the queue rejected messages go to (none: they
-    are dropped).
+    ``topic_prefix``, or a stream (an append-only log read by offset, see
+    :mod:`~amqp_sansio.broker` and ``docs/broker.rst``): one of ``streams``, or starting with
+    ``stream_prefix``, or created by an attach that desires the stream capability.
+    ``stream_max_length`` (messages) and ``stream_max_bytes`` bound each stream: past them
+    its oldest messages are dropped (retention; the newest is always kept). ``dead_letter``
+    names the queue rejected messages go to (none: they are dropped).
 
     Limits, each enforced with ``amqp:resource-limit-exceeded``: ``max_queue_depth`` and
     ``max_queue_bytes`` (a publish that would exceed them is rejected), ``max_message_size``
@@ -40,6 +44,10 @@ class BrokerConfig:
     queues: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     topics: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     topic_prefix: str | None = "topic/"
+    streams: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    stream_prefix: str | None = "stream/"
+    stream_max_length: int | None = None
+    stream_max_bytes: int | None = None
     dead_letter: str | None = None
     max_queue_depth: int | None = None
     max_queue_bytes: int | None = None
@@ -58,3 +66,8 @@ class BrokerConfig:
         if address in self.topics:
             return True
         return self.topic_prefix is not None and address.startswith(self.topic_prefix)
+
+    def is_stream(self, address: str) -> bool:
+        """Whether ``address`` names a stream (read by offset) by this configuration."""
+        prefix = self.stream_prefix
+        return address in self.streams or (prefix is not None and address.startswith(prefix))
