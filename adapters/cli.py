@@ -343,6 +343,12 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the query's read limit per micro-batch (default 50,000)",
     )
+    bs.add_argument(
+        "--partitions",
+        type=_positive_int,
+        default=2,
+        help="Spark partitions each staged batch is cut into (default 2)",
+    )
     bs.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
@@ -394,6 +400,7 @@ def _spark_command(args: argparse.Namespace) -> int:
                 args.messages,
                 size=args.size,
                 batch=args.batch,
+                partitions=args.partitions,
                 master=args.master,
                 progress=progress,
             )

@@ -365,6 +365,10 @@ def _refuse_undecodable(delivery: Any, how: str) -> None:
 
 #: A batch being filled ends when no message has come for this many seconds.
 _QUIET = 0.02
+#: Seconds the first batch of new receivers waits for a first message (at least): a broker
+#: may encode a whole grant of credit before the first message goes out (tens of thousands
+#: with a large read limit), and an empty first batch ends a ``Trigger.AvailableNow`` query.
+_FIRST_WAIT = 5.0
 
 
 class _Receiving:
@@ -384,6 +388,7 @@ class _Receiving:
         self._conn: Any = None
         self.receivers: list[tuple[str, Any]] = []
         self._next = 0
+        self._first = True
         self._call(self._open())
 
     def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
@@ -403,7 +408,10 @@ class _Receiving:
 
     def take(self, max_rows: int | None, max_bytes: int | None, wait: float) -> list[Any]:
         """What the receivers hold, up to the limits (waiting up to ``wait`` seconds for the
-        first message): (address, delivery) pairs, unsettled."""
+        first message; at least :data:`_FIRST_WAIT` the first time): (address, delivery)
+        pairs, unsettled."""
+        if self._first:
+            self._first, wait = False, max(wait, _FIRST_WAIT)
         return list(self._call(self._take(max_rows, max_bytes, wait)))
 
     async def _take(
