@@ -192,6 +192,10 @@ CREDIT_WINDOW = 1000
 #: Max frame size on both sides for ``--large``.
 LARGE_FRAME_SIZE = 64 * 1024
 MiB = 1024 * 1024
+#: The most bytes our pipe moves from one engine to the other at a time (``data_to_send``'s
+#: ``max_bytes``), as a socket would take them: what is queued (a large message whole) is
+#: handed over in pieces of this size, cut anywhere, not in one buffer.
+PIPE_CHUNK = MiB
 #: The pipes run on one thread with no I/O, so they are timed in CPU time: other load on
 #: the machine then slows neither side's figure (cache and frequency effects remain).
 _cpu_clock = time.process_time
@@ -298,9 +302,9 @@ def ours_pipe(
     receiver.flow(window)
     while done < count:
         while sent < count and sender.link_credit > 0:
-            sender.send(message_cls(body=body).encode())
+            sender.send(message_cls(body=body))  # encoded by send
             sent += 1
-        to_server = client.data_to_send()
+        to_server = client.data_to_send(PIPE_CHUNK)
         if to_server:
             for event in server.receive_data(to_server, 0.0):
                 if type(event) is delivery_received:
@@ -314,7 +318,7 @@ def ours_pipe(
                 receiver.flow(window)
             if settled:
                 done = received
-        to_client = server.data_to_send()
+        to_client = server.data_to_send(PIPE_CHUNK)
         if to_client:
             for event in client.receive_data(to_client, 0.0):
                 if type(event) is delivery_updated and event.settled:

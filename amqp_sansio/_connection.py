@@ -64,6 +64,7 @@ from ._framing import (
     FrameType,
     ProtocolId,
 )
+from ._message import Message
 from ._messaging import Accepted, Released, Source, Target
 from ._performatives import (
     Attach,
@@ -163,10 +164,37 @@ class _PeerError(Exception):
 _pack_frame_header = struct.Struct(">IBBH").pack_into
 
 
-def _immutable(data: bytes | bytearray | memoryview) -> memoryview:
-    """A view of bytes that cannot change while frames wait to go out: a caller's bytearray
-    (or view of one) is copied once."""
-    return memoryview(data if type(data) is bytes else bytes(data))
+#: A transfer's bytes: a view of one immutable ``bytes``, or views of several (a message
+#: whose large data section is kept apart, see :meth:`Sender.send`).
+Payload = memoryview | list[memoryview]
+#: A queued transfer frame: whole, or its header and performative followed by views.
+QueuedTransfer = bytearray | tuple[bytearray | memoryview, ...]
+
+
+def _payload(data: bytes | bytearray | memoryview | Message) -> Payload:
+    """What :meth:`Sender.send` was given, as views that cannot change while frames wait to
+    go out: a caller's bytearray (or view of one) is copied once; a
+    :class:`~amqp_sansio.Message` is encoded, its large data sections not copied."""
+    if type(data) is bytes:
+        return memoryview(data)
+    if isinstance(data, Message):
+        parts = data._parts()
+        if len(parts) == 1:
+            return memoryview(parts[0])
+        return [memoryview(part) for part in parts]
+    return memoryview(bytes(data))
+
+
+def _cut(parts: list[memoryview], start: int, stop: int) -> tuple[memoryview, ...]:
+    """Views of bytes ``start`` to ``stop`` of the pieces ``parts`` join to."""
+    views = []
+    at = 0
+    for part in parts:
+        end = at + len(part)
+        if end > start and at < stop:
+            views.append(part[max(start - at, 0) : stop - at])
+        at = end
+    return tuple(views)
 
 
 def _frame_head(channel: int, body: Any, payload_size: int) -> bytearray:
@@ -175,6 +203,31 @@ def _frame_head(channel: int, body: Any, payload_size: int) -> bytearray:
     encode_into(body, out)
     _pack_frame_header(out, 0, len(out) + payload_size, 2, 0, channel)
     return out
+
+
+def _take(out: list[bytes | bytearray | memoryview], max_bytes: int) -> bytes:
+    """Up to ``max_bytes`` of what ``out`` queues, joined, and taken off its front: a piece
+    cut there leaves a view of its rest (the pieces are not changed once queued)."""
+    taken = 0
+    count = 0
+    for piece in out:
+        size = len(piece)
+        if taken + size > max_bytes:
+            break
+        taken += size
+        count += 1
+    else:
+        data = b"".join(out)
+        out.clear()
+        return data
+    head = out[:count]
+    room = max_bytes - taken
+    if room:
+        piece = memoryview(out[count])
+        head.append(piece[:room])
+        out[count] = piece[room:]
+    del out[:count]
+    return b"".join(head)
 
 
 def _frame(channel: int, body: Any, payload: bytes | memoryview = b"") -> bytearray:
@@ -595,7 +648,7 @@ class Sender(Link):
 
     def send(
         self,
-        data: bytes | bytearray | memoryview,
+        data: bytes | bytearray | memoryview | Message,
         *,
         tag: bytes | None = None,
         settled: bool | None = None,
@@ -612,9 +665,18 @@ class Sender(Link):
         ``delivery``. Frames are split at the peer's max-frame-size. ``settled`` defaults
         from the link's snd-settle-mode (settled only in mode ``SETTLED``). ``transaction``
         posts the message in that :class:`~amqp_sansio.Transaction` (core spec 4.4.1).
+
+        ``data`` may also be the :class:`~amqp_sansio.Message` itself: it is encoded here
+        (the same bytes as :meth:`Message.encode <amqp_sansio.Message.encode>`), and the
+        bytes of a large data section go into the transfer frames (core spec 2.7.5, 3.2)
+        as they are, with no copy of the message made first. ``bytes`` are framed as they
+        are too; a ``bytearray`` or a view of one is copied once, so that the caller may
+        change it afterwards.
         """
         self._check_attached()
-        size = (0 if delivery is None else delivery.size) + len(data)
+        payload = _payload(data)
+        length = len(payload) if type(payload) is memoryview else sum(map(len, payload))
+        size = (0 if delivery is None else delivery.size) + length
         limit = self.remote_max_message_size
         if limit and size > limit:
             raise LocalProtocolError(
@@ -687,10 +749,10 @@ class Sender(Link):
         self._current = delivery if more else None
         if not more:
             delivery.complete = True
-        self.session._send_transfer(self, delivery, _immutable(data), first, more)
+        self.session._send_transfer(self, delivery, payload, first, more)
         return delivery
 
-    def resume(self, delivery: Delivery, data: bytes | bytearray | memoryview) -> None:
+    def resume(self, delivery: Delivery, data: bytes | bytearray | memoryview | Message) -> None:
         """Send an unsettled delivery again on a resumed link, marked ``resume`` (core spec
         2.6.13): one the receiver also holds unsettled must be resumed; one only we hold may
         be (the receiver ignores it if it had settled it). It takes a unit of credit."""
@@ -701,17 +763,18 @@ class Sender(Link):
             raise LocalProtocolError("finish (or abort) the current delivery first")
         if self.link_credit <= 0:
             raise LocalProtocolError("no link credit: wait for CreditChanged")
+        payload = _payload(data)
         s = self.session
         s._out_deliveries.pop(delivery.id, None)
         delivery.id = s._next_delivery_id
         s._next_delivery_id = serial_add(s._next_delivery_id, 1)
         s._out_deliveries[delivery.id] = delivery
         delivery.resumed = True
-        delivery.size = len(data)
+        delivery.size = len(payload) if type(payload) is memoryview else sum(map(len, payload))
         delivery.complete = True
         self.delivery_count = serial_add(self.delivery_count, 1)
         self.link_credit -= 1
-        s._send_transfer(self, delivery, _immutable(data), True, False, resume=True)
+        s._send_transfer(self, delivery, payload, True, False, resume=True)
 
     def abort(self, delivery: Delivery) -> None:
         """Abort a delivery that is still being sent (core spec 2.6.14)."""
@@ -835,7 +898,7 @@ class Session:
         self._in_deliveries: dict[int, Delivery] = {}
         #: Frames waiting for the peer's incoming window: transfers (a frame, or a head and a
         #: payload view), and behind them other frames (encoded), or a link's flow.
-        self._blocked: deque[bytearray | tuple[bytearray, memoryview] | bytes | Flow] = deque()
+        self._blocked: deque[QueuedTransfer | bytes | Flow] = deque()
         self._dispositions: list[tuple[Role, int, bool, Any]] = []
         #: Links the peer detached before we could answer their attach (our begin had not
         #: gone out, or no handle was free), with the closed flag of the answer we owe; or
@@ -1123,7 +1186,7 @@ class Session:
         self,
         link: Sender,
         delivery: Delivery,
-        data: memoryview,
+        data: Payload,
         first: bool,
         more: bool,
         *,
@@ -1141,11 +1204,14 @@ class Session:
             state=delivery.local_state if first else None,
             resume=resume,
         )
-        if len(data) < conn._peer_max_frame_size - 64:
+        total = len(data) if isinstance(data, memoryview) else sum(map(len, data))
+        if total < conn._peer_max_frame_size - 64:
             # Most deliveries fit in one frame: skip the head. The split below cuts at the
             # head's size, which exceeds the last's by at most 8 bytes (two fields and a
             # list32 header): a frame with 9 bytes to spare is one the split would not cut.
-            frame = _frame(self.channel, last, data)
+            frame = _frame(
+                self.channel, last, data if isinstance(data, memoryview) else b"".join(data)
+            )
             if len(frame) + 9 <= conn._peer_max_frame_size:
                 self._queue_transfer(frame)
                 return
@@ -1164,15 +1230,19 @@ class Session:
             head = _transfer(handle=link.handle, more=True)
         room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
-        total = len(data)
         while True:
             rest = total - offset
             final = rest <= room
             body = last if final else head
-            chunk = data[offset:] if final else data[offset : offset + room]
-            # The chunk is a view of the (immutable) message bytes: it is copied once, when
-            # data_to_send joins what is queued.
-            self._queue_transfer((_frame_head(self.channel, body, len(chunk)), chunk))
+            stop = total if final else offset + room
+            # The chunk is a view of the (immutable) message bytes, or views of its parts:
+            # it is copied once, when data_to_send joins what is queued.
+            if isinstance(data, memoryview):
+                chunk = data[offset:stop]
+                self._queue_transfer((_frame_head(self.channel, body, stop - offset), chunk))
+            else:
+                views = _cut(data, offset, stop)
+                self._queue_transfer((_frame_head(self.channel, body, stop - offset), *views))
             if final:
                 break
             offset += room
@@ -1182,13 +1252,13 @@ class Session:
                 last = _transfer(handle=link.handle, more=more)
                 room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
 
-    def _queue_transfer(self, frame: bytearray | tuple[bytearray, memoryview]) -> None:
+    def _queue_transfer(self, frame: QueuedTransfer) -> None:
         if self._blocked or self.remote_incoming_window <= 0:
             self._blocked.append(frame)
             return
         self._emit_transfer(frame)
 
-    def _emit_transfer(self, frame: bytearray | tuple[bytearray, memoryview]) -> None:
+    def _emit_transfer(self, frame: QueuedTransfer) -> None:
         self.next_outgoing_id = serial_add(self.next_outgoing_id, 1)
         self.remote_incoming_window -= 1
         if type(frame) is tuple:
@@ -1702,7 +1772,9 @@ class Session:
             if payload:
                 delivery._chunks.append(payload)
                 if transfer.more and type(payload) is memoryview:
-                    self.connection._viewing.append(delivery)
+                    viewing = self.connection._viewing
+                    if not viewing or viewing[-1] is not delivery:
+                        viewing.append(delivery)
             if not transfer.more:
                 link._current = None
                 delivery.complete = True
@@ -1948,18 +2020,33 @@ class Connection:
         twice its size."""
         viewing, self._viewing = self._viewing, []
         for delivery in viewing:
+            # Its chunks from ``data`` are the last ones: older views are of older bytes.
             chunks = delivery._chunks
-            held = sum(len(c) for c in chunks if type(c) is memoryview and c.obj is data)
+            held = 0
+            first = len(chunks)
+            while first:
+                chunk = chunks[first - 1]
+                if type(chunk) is memoryview:
+                    if chunk.obj is not data:
+                        break
+                    held += len(chunk)
+                first -= 1
             if held and held * 2 < len(data):
-                delivery._chunks = [
-                    bytes(c) if type(c) is memoryview and c.obj is data else c for c in chunks
-                ]
+                chunks[first:] = [bytes(c) if type(c) is memoryview else c for c in chunks[first:]]
 
-    def data_to_send(self) -> bytes:
-        """The bytes to write to the peer now (they are handed over once)."""
+    def data_to_send(self, max_bytes: int | None = None) -> bytes:
+        """The bytes to write to the peer now (they are handed over once): all of them, or
+        at most ``max_bytes`` (the rest waits for the next call, cut anywhere, even inside a
+        frame). A bound keeps what each call builds small: a large message queued whole
+        comes out a piece at a time, each copied from the message's own bytes, rather than
+        in one buffer as large as the message."""
+        if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 1):
+            raise ValueError(f"max_bytes is a positive int or None, not {max_bytes!r}")
         if self._sasl is not None:
             # Authenticating: only the exchange's own bytes go; AMQP's wait for its end.
             out = self._sasl_out
+            if max_bytes is not None:
+                return _take(out, max_bytes)
             self._sasl_out = []
             return b"".join(out)
         if self._pending_sessions:
@@ -1969,6 +2056,8 @@ class Connection:
         out = self._out
         if not out:
             return b""
+        if max_bytes is not None:
+            return _take(out, max_bytes)
         self._out = []
         return b"".join(out)
 

@@ -7,7 +7,10 @@ consumed part is at least half of it, so the copying stays linear in the input.
 
 ``bytes`` fed while nothing is left unparsed are not copied at all: the parser reads them in
 place (they cannot change), and the payload of a large frame is a read-only ``memoryview`` of
-them. Only what is left of them when the next bytes arrive (a frame cut short) is copied.
+them. Only what is left of them when the next bytes arrive (a frame cut short) is copied, and
+of the next ``bytes`` (if more than 4 KiB), only what completes that frame: the rest of them
+is read in place too. So a stream cut anywhere (as a socket cuts it) is copied at most once
+per frame cut short, never whole.
 """
 
 from __future__ import annotations
@@ -181,20 +184,29 @@ class FrameParser:
         self._buf: bytes | bytearray = bytearray()
         self._pos = 0
         self._base = 0  # stream offset of self._buf[0], for error offsets
+        #: Bytes fed while a frame cut short waits in our buffer, read from _rest_at: what
+        #: completes that frame is copied to it (_pull), the rest is then read in place.
+        self._rest: bytes | None = None
+        self._rest_at = 0
         self.max_frame_size = max_frame_size
         self.max_depth = max_depth
 
     @property
     def buffered(self) -> int:
         """How many bytes are held but not yet parsed."""
-        return len(self._buf) - self._pos
+        held = len(self._buf) - self._pos
+        return held if self._rest is None else held + len(self._rest) - self._rest_at
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes received from the peer. ``bytes`` fed when all before them is
         parsed are read in place, not copied; a large frame's payload is then a view of
-        them (they are immutable, so the view stays valid)."""
+        them (they are immutable, so the view stays valid). ``bytes`` of more than 4 KiB fed
+        behind a frame cut short are read in place as well, once that frame is whole."""
         buf, pos = self._buf, self._pos
-        if pos == len(buf) and type(data) is bytes:
+        if self._rest is not None:
+            self._absorb_rest()  # fed twice without parsing between: keep the order
+            buf, pos = self._buf, self._pos
+        elif pos == len(buf) and type(data) is bytes:
             self._base += pos
             self._buf = data
             self._pos = 0
@@ -202,9 +214,11 @@ class FrameParser:
         if type(buf) is not bytearray:
             # What is left of the caller's bytes (a frame cut short) moves to our own buffer.
             self._base += pos
-            self._buf = bytearray(memoryview(buf)[pos:])
-            self._buf += data
-            self._pos = 0
+            self._buf = buf = bytearray(memoryview(buf)[pos:])
+            self._pos = pos = 0
+        if type(data) is bytes and len(data) > _SMALL:
+            self._rest = data
+            self._rest_at = 0
             return
         if pos and pos * 2 >= len(buf):
             del buf[:pos]
@@ -212,9 +226,44 @@ class FrameParser:
             self._pos = 0
         buf += data
 
+    def _absorb_rest(self) -> None:
+        """Append what is left of :attr:`_rest` to our buffer (a copy)."""
+        rest = self._rest
+        assert rest is not None and type(self._buf) is bytearray
+        self._rest = None
+        with memoryview(rest) as view:
+            self._buf += view[self._rest_at :]
+
+    def _pull(self) -> None:
+        """Our buffer holds a frame cut short and :attr:`_rest` waits behind it: copy from
+        the rest just what completes that frame (its 8-byte header first, then its size, both
+        checked by :meth:`_next` before its body is asked for), or, once our buffer is all
+        parsed, read what is left of the rest in place."""
+        rest = self._rest
+        assert rest is not None and type(self._buf) is bytearray
+        buf, pos, at = self._buf, self._pos, self._rest_at
+        have = len(buf) - pos
+        if not have:
+            self._base += len(buf) - at
+            self._buf = rest
+            self._pos = at
+            self._rest = None
+            return
+        need = 8 - have if have < 8 else int.from_bytes(buf[pos : pos + 4], "big") - have
+        stop = at + need
+        with memoryview(rest) as view:
+            buf += view[at:stop]
+        if stop >= len(rest):
+            self._rest = None
+        else:
+            self._rest_at = stop
+
     def take_remaining(self) -> bytes:
         """Hand over the unparsed bytes (for the next layer, e.g. after the TLS header)."""
         rest = bytes(self._buf[self._pos :])
+        if self._rest is not None:
+            rest += self._rest[self._rest_at :]
+            self._rest = None
         self._base += len(self._buf)
         self._buf = bytearray()
         self._pos = 0
@@ -224,6 +273,8 @@ class FrameParser:
         """The next 8 bytes as a protocol header, or None if fewer are buffered. Raises
         :class:`~amqp_sansio.UnsupportedProtocolError` for any other protocol or version (as
         soon as the bytes seen already rule out AMQP 1.0)."""
+        if self._rest is not None and len(self._buf) - self._pos < 8:
+            self._absorb_rest()  # a header cut short (rare): no need to spare a copy
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 8:
@@ -283,6 +334,9 @@ class FrameParser:
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 4:
+            if self._rest is not None:
+                self._pull()
+                return self._next()
             if not have and type(buf) is bytes:
                 # All parsed: let go of the caller's bytes (views handed out keep them).
                 self._base += pos
@@ -300,6 +354,9 @@ class FrameParser:
                 offset=self._base + pos,
             )
         if have < 8:
+            if self._rest is not None:
+                self._pull()
+                return self._next()
             return None
         _, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
         if doff < 2:
@@ -313,6 +370,9 @@ class FrameParser:
         if ftype not in (0, 1):
             raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
         if have < size:
+            if self._rest is not None:
+                self._pull()
+                return self._next()
             return None
         start = pos + doff * 4
         stop = pos + size

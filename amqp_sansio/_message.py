@@ -114,16 +114,30 @@ class Message:
 
     def _encoded(self, *, bare: bool) -> bytes:
         out = bytearray()
-        parts: list[bytes | bytearray] = []
+        parts: list[bytes] = []
         _encode.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
         if parts:
             # A large data section: its bytes go into the result once, by this join.
-            parts.append(out)
-            return b"".join(parts)
+            return b"".join((*parts, out))
         if not out:
             # Zero sections would be zero bytes, which is no message at all (3.2).
             raise EncodeError("a message has at least one section; this one has none")
         return bytes(out)
+
+    def _parts(self, *, bare: bool = False) -> list[bytes]:
+        """The encoding in pieces that join to :meth:`encode`'s (or :meth:`encode_bare`'s)
+        bytes: a large data section's bytes are a piece of their own, the section's own
+        ``bytes`` object, not copied (:meth:`Sender.send <amqp_sansio.Sender.send>` frames
+        them as they are)."""
+        out = bytearray()
+        parts: list[bytes] = []
+        _encode.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
+        if not out and not parts:
+            # Zero sections would be zero bytes, which is no message at all (3.2).
+            raise EncodeError("a message has at least one section; this one has none")
+        if out:
+            parts.append(bytes(out))
+        return parts
 
     def bare(self) -> Message:
         """A copy holding only the bare message's sections."""
@@ -133,7 +147,7 @@ class Message:
             body=self.body,
         )
 
-    def _encode_into(self, out: bytearray, *, bare: bool, parts: list[bytes | bytearray]) -> None:
+    def _encode_into(self, out: bytearray, *, bare: bool, parts: list[bytes]) -> None:
         """Append the sections to ``out``; a large data section's bytes are not copied
         there: what ``out`` holds so far and then those bytes go to ``parts``, to be joined
         with the rest (what ``out`` holds at the end) once."""
@@ -198,7 +212,7 @@ _INLINE = 4096
 _pack_vbin32 = struct.Struct(">BI").pack
 
 
-def _data_apart(value: bytes, out: bytearray, parts: list[bytes | bytearray]) -> None:
+def _data_apart(value: bytes, out: bytearray, parts: list[bytes]) -> None:
     """A data section whose bytes are kept apart: its header ends ``out``, which moves to
     ``parts`` (and starts again empty), and then the bytes themselves."""
     out += b"\x00\x53\x75"

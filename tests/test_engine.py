@@ -1126,3 +1126,126 @@ def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -
     assert 60_000 < alone < 80_000 and 60_000 < padded < 200_000
     (e,) = of(p.server.receive_data(wire[ends[2] :], p.now), a.DeliveryReceived)
     assert e.data == big and type(e.data) is bytes
+
+
+# -- large messages without copies: data_to_send(max_bytes), send(Message) ----------------
+
+
+def _sender_pair(max_frame_size: int = 4096) -> tuple[Pair, a.Sender, a.Receiver]:
+    p = _opened(
+        client={"max_frame_size": max_frame_size}, server={"max_frame_size": max_frame_size}
+    )
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
+    rcv.flow(10)
+    p.pump()
+    return p, snd, rcv
+
+
+@pytest.mark.parametrize("bound", [1, 7, 4096, 10_000, 1 << 20])
+def test_data_to_send_with_a_bound_hands_over_the_same_bytes_in_pieces(bound: int) -> None:
+    whole, snd, _ = _sender_pair()
+    cut, snd2, _ = _sender_pair()
+    body = bytes(range(256)) * 80
+    for sender in (snd, snd2):
+        sender.send(body)
+        sender.send(b"small")
+    expected = whole.client.data_to_send()
+    pieces = []
+    while piece := cut.client.data_to_send(bound):
+        assert type(piece) is bytes and 0 < len(piece) <= bound
+        pieces.append(piece)
+    assert b"".join(pieces) == expected
+    # And the receiver takes them in those pieces: two deliveries, the same bytes.
+    got = [e for piece in pieces for e in cut.server.receive_data(piece, cut.now)]
+    assert [e.data for e in of(got, a.DeliveryReceived)] == [body, b"small"]
+
+
+@pytest.mark.parametrize("bound", [0, -1, 1.5, "10"])
+def test_data_to_send_refuses_a_bound_that_is_not_a_positive_int(bound: object) -> None:
+    p, _, _ = _sender_pair()
+    with pytest.raises(ValueError, match="max_bytes"):
+        p.client.data_to_send(bound)  # type: ignore[arg-type]
+
+
+def test_data_to_send_with_a_bound_during_sasl() -> None:
+    client = a.Connection(client=True, sasl=a.ClientCredentials())
+    client.open(now=0.0)
+    whole = a.Connection(client=True, sasl=a.ClientCredentials())
+    whole.open(now=0.0)
+    expected = whole.data_to_send()
+    pieces = []
+    while piece := client.data_to_send(3):
+        pieces.append(piece)
+    assert b"".join(pieces) == expected and max(map(len, pieces)) == 3
+
+
+def _message_shapes() -> list[a.Message]:
+    big = bytes(range(256)) * 64  # 16 KiB: kept apart by the encoder
+    return [
+        a.Message(body=big),
+        a.Message(
+            header=a.Header(durable=True),
+            properties=a.Properties(message_id="m1", subject="s"),
+            application_properties={"k": 1},
+            body=[a.Data(big), a.Data(b"tiny"), a.Data(big[::-1])],
+            footer={a.Symbol("f"): "x" * 3000},
+        ),
+        a.Message(body="an amqp-value", application_properties={"n": 2}),
+        a.Message(body=[a.Data(big[:5000]), a.Data(big[:5000])]),
+    ]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_sending_a_message_puts_its_encoding_on_the_wire_in_the_same_frames(
+    index: int,
+) -> None:
+    """send(message) frames the message's encoding, its large data sections straight
+    from their own bytes: the same frames as send(message.encode())."""
+    message = _message_shapes()[index]
+    encoded, snd, _ = _sender_pair()
+    given, snd2, _ = _sender_pair()
+    first = snd.send(message.encode())
+    second = snd2.send(message)
+    assert first.size == second.size == len(message.encode())
+    wire = given.client.data_to_send()
+    assert wire == encoded.client.data_to_send()
+    (got,) = of(given.server.receive_data(wire, given.now), a.DeliveryReceived)
+    assert a.Message.decode(got.data) == message
+
+
+def test_a_message_sent_whole_is_encoded_before_anything_changes() -> None:
+    p, snd, _ = _sender_pair()
+    credit = snd.link_credit
+    with pytest.raises(a.EncodeError):
+        snd.send(a.Message())  # no sections: no message
+    assert snd.link_credit == credit and not snd.unsettled
+    assert p.client.data_to_send() == b""
+
+
+def test_a_message_over_the_peers_max_message_size_is_refused_whole() -> None:
+    p = _opened()
+    cs, _ = p.session()
+    _, snd = p.link(cs, client_sends=False, max_message_size=1000)
+    assert isinstance(snd, a.Sender)
+    with pytest.raises(a.LocalProtocolError, match="max-message-size"):
+        snd.send(_message_shapes()[0])
+    assert not snd.unsettled
+
+
+def test_a_delivery_read_in_cuts_keeps_views_of_the_bytes_behind_a_frame_cut_short() -> None:
+    """The frame cut short is completed by a copy; the frames after it in the same read are
+    views of it, counted (with that copy between) against the read's size."""
+    p = _opened(client={"max_frame_size": 65536}, server={"max_frame_size": 65536})
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(1)
+    p.pump()
+    big = bytes(range(256)) * 1024  # 256 KiB: five frames
+    snd.send(big)
+    wire = p.client.data_to_send()
+    assert not p.server.receive_data(wire[:70_000], p.now)
+    assert not p.server.receive_data(wire[70_000:200_000], p.now)
+    (e,) = of(p.server.receive_data(wire[200_000:], p.now), a.DeliveryReceived)
+    assert e.data == big

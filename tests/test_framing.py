@@ -373,3 +373,93 @@ def test_error_offsets_count_bytes_read_in_place() -> None:
     with pytest.raises(a.FramingError) as info:
         parser.next_frame()
     assert info.value.offset == len(frame)
+
+
+def test_bytes_behind_a_frame_cut_short_are_read_in_place_once_it_is_whole() -> None:
+    """A stream cut anywhere (as a socket cuts it): only what completes the frame cut short
+    is copied; the frames after it in the next bytes are views of them."""
+    frame, payload = _large_transfer()
+    parser = a.FrameParser(max_frame_size=65536)
+    data = frame * 3
+    first, second = data[:5000], data[5000:]
+    parser.feed(first)
+    assert _parse_all(parser) == []
+    parser.feed(second)
+    assert parser.buffered == len(data)
+    got = _parse_all(parser)
+    assert [f.payload == payload for f in got] == [True] * 3
+    assert type(got[0].payload) is bytes  # stitched from both
+    assert [type(f.payload) for f in got[1:]] == [memoryview, memoryview]
+    assert all(f.payload.obj is second for f in got[1:])  # type: ignore[union-attr]
+    assert parser.buffered == 0
+
+
+@pytest.mark.parametrize("cut", [1, 3, 4, 6, 8, 9])
+def test_a_header_cut_short_is_completed_before_its_size_is_known(cut: int) -> None:
+    frame, payload = _large_transfer()
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame[:cut])
+    assert parser.next_frame() is None
+    parser.feed(frame[cut:] + frame)
+    got = _parse_all(parser)
+    assert [f.payload == payload for f in got] == [True, True]
+    assert type(got[1].payload) is memoryview
+
+
+def test_bytes_fed_twice_behind_a_cut_frame_keep_their_order() -> None:
+    frame, payload = _large_transfer()
+    data = frame * 3
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(data[:100])
+    assert parser.next_frame() is None
+    parser.feed(data[100:15_000])
+    parser.feed(data[15_000:])  # nothing parsed between: the first waits no more
+    assert parser.buffered == len(data)
+    assert [f.payload == payload for f in _parse_all(parser)] == [True] * 3
+
+
+def test_a_bad_size_behind_a_cut_frame_is_a_framing_error_at_its_offset() -> None:
+    frame, _ = _large_transfer()
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame[:2])
+    parser.feed(frame[2:] + b"\x7f\xff\xff\xff" + bytes(5000))
+    assert parser.next_frame() is not None
+    with pytest.raises(a.FramingError) as info:
+        parser.next_frame()
+    assert info.value.offset == len(frame)
+
+
+def test_remaining_bytes_include_those_behind_a_cut_frame() -> None:
+    parser = a.FrameParser()
+    parser.feed(a.TLS_HEADER[:3])
+    parser.feed(a.TLS_HEADER[3:] + b"x" * 5000)
+    assert parser.next_protocol_header() == a.ProtocolHeader(a.ProtocolId.TLS)
+    assert parser.take_remaining() == b"x" * 5000
+    assert parser.buffered == 0
+    parser.feed(a.encode_frame(None)[:4])
+    parser.feed(a.encode_frame(None)[4:] + b"y" * 5000)
+    assert parser.take_remaining() == a.encode_frame(None) + b"y" * 5000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 30_000), min_size=1, max_size=12), st.randoms())
+def test_large_and_small_frames_in_any_cuts_parse_the_same(
+    cuts: list[int], rnd: random.Random
+) -> None:
+    frames = [_large_transfer(rnd.choice([300, 5000, 20_000]))[0] for _ in range(6)]
+    frames.insert(rnd.randrange(7), a.encode_frame(a.End()))
+    data = b"".join(frames)
+    whole = a.FrameParser(max_frame_size=65536)
+    whole.feed(data)
+    expected = _parse_all(whole)
+    parser = a.FrameParser(max_frame_size=65536)
+    got: list[a.Frame] = []
+    at = 0
+    for n in cuts * (len(data) // sum(cuts) + 1):
+        if at >= len(data):
+            break
+        parser.feed(data[at : at + n])
+        at += n
+        got += _parse_all(parser)
+    assert got == expected
+    assert parser.buffered == 0
