@@ -27,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import decimal
+import itertools
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -164,10 +166,20 @@ class Outcome:
         }
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+_EXCEPTION = re.compile(r"[\w.]+(Error|Exception|Exit|Interrupt)\b")
+
+
 def describe(exc: BaseException) -> str:
     """What went wrong, in one line (Spark's errors go on with the query's plan)."""
     lines = str(exc).strip().splitlines()
     text = lines[0] if lines else type(exc).__name__
+    if text.endswith(_TRACEBACK):
+        # A Python error inside Spark: its last line says what it was (the JVM's own stack
+        # trace comes after it).
+        python = itertools.takewhile(lambda line: not line.startswith("JVM stacktrace"), lines)
+        cause = next((line for line in reversed(list(python)) if _EXCEPTION.match(line)), "")
+        text = f"{text[: -len(_TRACEBACK)].rstrip()} {cause}".rstrip()
     if isinstance(exc, ImportError):
         return (
             f"{text}: the Spark commands need the 'spark' extra (pip install 'amqp-sansio[spark]')"
@@ -193,7 +205,7 @@ def spark_session(master: str, *, partitions: int = 2) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
+    builder = (
         SparkSession.builder.master(master)
         .appName("amqp-sansio")
         .config("spark.ui.enabled", "false")
@@ -201,8 +213,17 @@ def spark_session(master: str, *, partitions: int = 2) -> Any:
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
     )
+    # Spark's Python workers run ``python -m pyspark.daemon`` in the JVM's working directory,
+    # which puts that directory first on their import path: started from a checkout of this
+    # repository, they would import the source tree's ``amqp_sansio`` (which has no
+    # ``adapters``) instead of the installed package. So the JVM starts elsewhere.
+    here = os.getcwd()
+    os.chdir(tempfile.gettempdir())
+    try:
+        session = builder.getOrCreate()
+    finally:
+        os.chdir(here)
     session.sparkContext.setLogLevel("ERROR")
     amqp_spark.register(session)
     return session
@@ -525,7 +546,8 @@ def format_outcome(outcome: Outcome) -> str:
 
 
 async def _receive_all(url: str, address: str, count: int, credit: int) -> float:
-    """Seconds the asyncio adapter takes to receive and accept ``count`` messages."""
+    """Seconds the asyncio adapter takes to receive, decode and accept ``count`` messages
+    (the work the Spark source does for each, short of making it a row)."""
     from . import aio
 
     async with aio.connect(url) as conn:
@@ -535,6 +557,7 @@ async def _receive_all(url: str, address: str, count: int, credit: int) -> float
             delivery = await receiver.receive(timeout=60)
             if delivery is None:
                 raise RuntimeError("the broker closed the link before every message came")
+            delivery.message  # noqa: B018 - decoded, as an application would
             delivery.accept()
         seconds = time.perf_counter() - start
     return seconds
