@@ -11,7 +11,6 @@ import re
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -136,17 +135,6 @@ def test_a_java_home_or_a_java_on_path_is_used_as_it_is(
 
 
 # -- on Spark ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    try:
-        spark_adapter.ensure_java()
-    except spark_adapter.JavaMissing as exc:
-        pytest.skip(str(exc))
-    # Not stopped here: tests/test_spark.py's fixture (getOrCreate) goes on with it, and
-    # stops it, which spares the suite a second start of Spark.
-    yield pipeline.spark_session("local[2]")
 
 
 _ACCOUNTING = re.compile(

@@ -7,7 +7,6 @@ themselves: tests/test_spark_rows.py, without Spark)."""
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import uuid
 from collections import Counter
@@ -30,25 +29,6 @@ except spark_adapter.JavaMissing as exc:
     pytest.skip(f"{exc} (.ci/run installs one)", allow_module_level=True)
 from amqp_sansio.adapters import sockets  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("amqp-sansio-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    spark_adapter.register(session)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -26,7 +25,6 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     )
 from amqp_sansio.adapters import _spark_stream as st  # noqa: E402
 from amqp_sansio.adapters import sockets  # noqa: E402
-from amqp_sansio.adapters import spark as spark_adapter  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
 
 URL = "amqp://h:5672"
@@ -98,25 +96,6 @@ def test_ranges_cut_each_address() -> None:
 
 
 # -- on Spark --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("amqp-sansio-stream-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    spark_adapter.register(session)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

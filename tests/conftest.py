@@ -1,0 +1,27 @@
+"""Fixtures shared by test modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark (``local[2]``, UI off, UTC) for every Spark test module, with
+    ``format("amqp")`` registered: the session the commands make
+    (:func:`amqp_sansio.adapters.pipeline.spark_session`). Starting Spark takes tens of
+    seconds, so it starts once. Skips, saying why, without pyspark or Java."""
+    pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
+    from amqp_sansio.adapters import pipeline
+    from amqp_sansio.adapters import spark as spark_adapter
+
+    try:
+        spark_adapter.ensure_java()
+    except spark_adapter.JavaMissing as exc:
+        pytest.skip(f"{exc} (.ci/run installs one)")
+    session = pipeline.spark_session("local[2]")
+    yield session
+    session.stop()
