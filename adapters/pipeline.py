@@ -253,6 +253,16 @@ def _session(spark: Any, master: str) -> Iterator[Any]:
     yield spark
 
 
+def read_limit(batch: int, total: int) -> int:
+    """The read limit of the commands' ``Trigger.AvailableNow`` queries: ``batch``; but
+    ``total`` (all the messages) on pyspark 4.0 and 4.1, where a Python source has no
+    admission control and Spark asks it for its end once only, so the query runs one batch
+    (docs/spark.rst)."""
+    from . import spark as amqp_spark
+
+    return batch if amqp_spark.ADMISSION_CONTROL else max(batch, total)
+
+
 def _watch(query: Any, total: int, label: str, progress: Progress | None) -> tuple[int, int]:
     """Wait for ``query`` to end, reporting the rows read so far; (rows, batches) from its
     progress reports, each batch counted once."""
@@ -505,7 +515,7 @@ def run_pipeline(
                 sink,
                 os.path.join(work, "staging"),
                 os.path.join(work, "checkpoint"),
-                batch,
+                read_limit(batch, messages),
             )
             rows, batches = _watch(query, messages, "processing", progress)
             seconds = time.perf_counter() - started
@@ -580,7 +590,7 @@ def _noop_read(
         .option("url", url)
         .option("address", address)
         .option("stagingLocation", os.path.join(work, address, "staging"))
-        .option("maxMessagesPerTrigger", str(batch))
+        .option("maxMessagesPerTrigger", str(read_limit(batch, count)))
         .option("partitions", str(partitions))
         .load()
     )
@@ -651,6 +661,10 @@ def bench_spark(
             left = int(server.broker.nodes["bench-spark"].depth)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    from . import spark as amqp_spark
+
+    if not amqp_spark.ADMISSION_CONTROL:  # pragma: no cover - pyspark 4.0 and 4.1
+        left = 0  # pyspark 4.0, 4.1: the one batch is the last, never committed (docs/spark.rst)
     if rows != messages or left:
         raise RuntimeError(
             f"the streaming query read {rows:,} of {messages:,} messages ({left:,} left)"

@@ -95,6 +95,12 @@ except ImportError:  # pragma: no cover - pyspark 4.0 and 4.1
         """Absent before pyspark 4.2: nothing calls it there."""
 
 
+#: Whether this pyspark gives Python sources admission control (read limits, and
+#: ``Trigger.AvailableNow`` in as many batches as the limit makes): 4.2 and later. Before,
+#: Spark asks a source for its end once for ``Trigger.AvailableNow`` and runs one batch.
+ADMISSION_CONTROL = ReadMaxRows is not None
+
+
 __all__ = [
     "SCHEMA",
     "AMQPDataSource",
