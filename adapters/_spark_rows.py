@@ -417,6 +417,13 @@ class _Options:
             options["ssl_context"] = context
         return options
 
+    def connect(self, address: str) -> Any:
+        """A blocking connection (:func:`amqp_sansio.adapters.sockets.connect`) for
+        ``address``, with these options: what a Spark task reads or writes through."""
+        from . import sockets
+
+        return sockets.connect(self.url_for(address), **self.connect_options())
+
     def url_for(self, address: str) -> str:
         """The URL with the credentials (if given as options) and ``address``."""
         parsed = attrs.evolve(self._parsed, address=address)

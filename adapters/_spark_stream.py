@@ -64,12 +64,6 @@ class OffsetRange(InputPartition):
         self.address, self.start, self.end = address, start, end
 
 
-def _connect(options: ReadOptions, address: str) -> Any:
-    from . import sockets
-
-    return sockets.connect(options.url_for(address), **options.connect_options())
-
-
 def _bounds_of(receiver: Any, address: str) -> tuple[int, int]:
     remote = receiver.core.link.remote
     properties = (None if remote is None else remote.properties) or {}
@@ -121,7 +115,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, .
     """The rows of offsets [start, end) of ``part``'s stream (on an executor): a receiver
     of its own, attached with the offset filter at ``start``; gaps are data loss."""
     address = part.address
-    with _connect(options, address) as conn:
+    with options.connect(address) as conn:
         receiver = conn.receiver(
             address,
             credit=max(1, min(options.credit, part.end - part.start)),
@@ -175,7 +169,7 @@ class _Bounds:
         opts = self.options
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = _connect(opts, opts.addresses[0])
+                self._conn = opts.connect(opts.addresses[0])
             try:
                 return {a: bounds(self._conn, a, opts.timeout) for a in opts.addresses}
             except (OSError, amqp.AMQPError):

@@ -645,13 +645,11 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
     fails a drain on a classic queue, docs/interop.rst), then yielded, then accepted
     (``consume``) or released, on the same link (core 3.4). Undecodable ones are settled
     as option ``undecodable`` says."""
-    from . import sockets
-
     remaining = limit
     for address in options.addresses:
         if remaining is not None and remaining <= 0:
             return
-        with sockets.connect(options.url_for(address), **options.connect_options()) as conn:
+        with options.connect(address) as conn:
             credit = options.credit if remaining is None else min(options.credit, remaining)
             receiver = conn.receiver(address, credit=max(1, credit))
             taken = []
@@ -735,11 +733,9 @@ def _task() -> tuple[int, str, str]:
 def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
     """Send each row unsettled; return once every one is accepted (a rejection, or any
     outcome but accepted, fails the task with the broker's error)."""
-    from . import sockets
-
     partition, query, batch = _task()
     sent = 0
-    with sockets.connect(options.url_for(options.address), **options.connect_options()) as conn:
+    with options.connect(options.address) as conn:
         sender = conn.sender(options.address)
         outstanding: deque[Any] = deque()
 
