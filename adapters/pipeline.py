@@ -631,13 +631,12 @@ def bench_spark(
 
         with _session(spark, master) as session, run_broker() as server:
             url = server.url
-            publish(
-                url,
-                "bench-asyncio",
-                (amqp.Message(body=body) for _ in range(messages)),
-                messages,
-                progress=progress,
-            )
+
+            def fill(address: str, count: int, shown: Progress | None) -> None:
+                bodies = (amqp.Message(body=body) for _ in range(count))
+                publish(url, address, bodies, count, progress=shown)
+
+            fill("bench-asyncio", messages, progress)
             if progress is not None:
                 progress("asyncio", 0, messages)
             aio_seconds = asyncio.run(
@@ -646,15 +645,9 @@ def bench_spark(
             # Warm-up, not timed: the first query of a session starts Spark's Python
             # workers and compiles what the JVM runs, which is no cost of the adapter's.
             warm = min(messages, 2_000)
-            publish(url, "bench-warm-up", (amqp.Message(body=body) for _ in range(warm)), warm)
+            fill("bench-warm-up", warm, None)
             _noop_read(session, url, "bench-warm-up", warm, batch, partitions, work, None)
-            publish(
-                url,
-                "bench-spark",
-                (amqp.Message(body=body) for _ in range(messages)),
-                messages,
-                progress=progress,
-            )
+            fill("bench-spark", messages, progress)
             rows, batches, spark_seconds, phases = _noop_read(
                 session, url, "bench-spark", messages, batch, partitions, work, progress
             )
