@@ -89,6 +89,26 @@ def _bench_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rounds_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the benchmarks that alternate rounds of ours and Proton's."""
+    parser.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=3,
+        help="alternating rounds per implementation; each keeps its median (default 3)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=0.0,
+        help="keep alternating rounds until each implementation has run this long "
+        "(default 0: --rounds only)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object with an entry per measurement"
+    )
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text.replace("_", "").replace(",", ""))
@@ -282,22 +302,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default=10_000,
         help="deliveries held unsettled at both ends for the bytes per delivery (default 10,000)",
     )
-    pipe.add_argument(
-        "--rounds",
-        type=_positive_int,
-        default=3,
-        help="alternating rounds per implementation; each keeps its median (default 3)",
-    )
-    pipe.add_argument(
-        "--seconds",
-        type=float,
-        default=0.0,
-        help="keep alternating rounds until each implementation has run this long "
-        "(default 0: --rounds only)",
-    )
-    pipe.add_argument(
-        "--json", action="store_true", help="print one JSON object with an entry per measurement"
-    )
+    _rounds_options(pipe)
     bb = bsub.add_parser(
         "broker",
         help="one producer and one consumer through the reference broker over loopback",
@@ -345,22 +350,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default=50_000,
         help="messages per round, each a data body of 256 bytes (default 50,000)",
     )
-    loop.add_argument(
-        "--rounds",
-        type=_positive_int,
-        default=3,
-        help="alternating rounds per implementation; each keeps its median (default 3)",
-    )
-    loop.add_argument(
-        "--seconds",
-        type=float,
-        default=0.0,
-        help="keep alternating rounds until each implementation has run this long "
-        "(default 0: --rounds only)",
-    )
-    loop.add_argument(
-        "--json", action="store_true", help="print one JSON object with an entry per measurement"
-    )
+    _rounds_options(loop)
     pl = sub.add_parser(
         "pipeline",
         help="the Spark job: sample orders through a streaming query (format('amqp')), "
