@@ -252,7 +252,11 @@ class StreamModeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._reported = dict(ends)
         if self._target is not None:
             ends = {a: min(e, self._target.get(a, e)) for a, e in ends.items()}
-        if start is None:  # pyspark 4.0/4.1: no admission control; the last end is the start
+        if start is None:
+            # pyspark 4.0/4.1: no admission control, and Spark does not say where it is
+            # (it asks for the end before it asks for the initial offsets). The last batch
+            # planned ends where the next starts; a query's first batch has no such start
+            # and reads to the streams' ends, unlimited (docs/spark.rst).
             start = self._latest
         start = start or {}
         ends = {a: max(e, start.get(a, e)) for a, e in ends.items()}
@@ -270,6 +274,7 @@ class StreamModeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._reported
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
+        self._latest = dict(end)  # where the next batch starts (pyspark 4.0/4.1)
         return _ranges(start, end, self.options.partitions)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:

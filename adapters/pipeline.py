@@ -253,31 +253,29 @@ def _session(spark: Any, master: str) -> Iterator[Any]:
     yield spark
 
 
-def read_limit(batch: int, total: int) -> int:
-    """The read limit of the commands' ``Trigger.AvailableNow`` queries: ``batch``; but
-    ``total`` (all the messages) on pyspark 4.0 and 4.1, where a Python source has no
-    admission control and Spark asks it for its end once only, so the query runs one batch
-    (docs/spark.rst)."""
+def _watch(writer: Any, total: int, label: str, progress: Progress | None) -> tuple[Any, int, int]:
+    """Run ``writer``'s query until what is there now is read (``run_available_now``),
+    reporting the rows read so far; (the query, rows, batches) from its progress reports,
+    each batch counted once."""
     from . import spark as amqp_spark
 
-    return batch if amqp_spark.ADMISSION_CONTROL else max(batch, total)
-
-
-def _watch(query: Any, total: int, label: str, progress: Progress | None) -> tuple[int, int]:
-    """Wait for ``query`` to end, reporting the rows read so far; (rows, batches) from its
-    progress reports, each batch counted once."""
     rows: dict[int, int] = {}
-    while not query.awaitTermination(0.25):
+
+    def count(query: Any) -> None:
         for report in query.recentProgress:
             rows[int(report["batchId"])] = int(report["numInputRows"])
+
+    def show(query: Any) -> None:
+        count(query)
         if progress is not None:
             progress(label, sum(rows.values()), total)
-    exception = query.exception()
-    if exception is not None:
-        raise RuntimeError(f"the streaming query failed: {exception}")
-    for report in query.recentProgress:
-        rows[int(report["batchId"])] = int(report["numInputRows"])
-    return sum(rows.values()), sum(1 for n in rows.values() if n)
+
+    try:
+        query = amqp_spark.run_available_now(writer, watch=show)
+    except Exception as exc:
+        raise RuntimeError(f"the streaming query failed: {exc}") from exc
+    count(query)
+    return query, sum(rows.values()), sum(1 for n in rows.values() if n)
 
 
 # -- publishing and reading back ---------------------------------------------------------------
@@ -403,7 +401,7 @@ def account(sent_ids: set[str], totals: list[Total]) -> tuple[int, int, int]:
 def _aggregate(
     spark: Any, url: str, source: str, sink: str, staging: str, checkpoint: str, batch: int
 ) -> Any:
-    """Start the streaming query: orders in, revenue per region per minute out."""
+    """The streaming query, not yet started: orders in, revenue per region per minute out."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
 
@@ -454,8 +452,6 @@ def _aggregate(
         .option("url", url)
         .option("address", sink)
         .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
     )
 
 
@@ -508,16 +504,16 @@ def run_pipeline(
                 progress=progress,
             )
             started = time.perf_counter()
-            query = _aggregate(
+            writer = _aggregate(
                 session,
                 base,
                 source,
                 sink,
                 os.path.join(work, "staging"),
                 os.path.join(work, "checkpoint"),
-                read_limit(batch, messages),
+                batch,
             )
-            rows, batches = _watch(query, messages, "processing", progress)
+            _query, rows, batches = _watch(writer, messages, "processing", progress)
             seconds = time.perf_counter() - started
             totals = latest_totals(read_back(broker_url, sink))
     finally:
@@ -590,18 +586,15 @@ def _noop_read(
         .option("url", url)
         .option("address", address)
         .option("stagingLocation", os.path.join(work, address, "staging"))
-        .option("maxMessagesPerTrigger", str(read_limit(batch, count)))
+        .option("maxMessagesPerTrigger", str(batch))
         .option("partitions", str(partitions))
         .load()
     )
     started = time.perf_counter()
-    query = (
-        stream.writeStream.format("noop")
-        .option("checkpointLocation", os.path.join(work, address, "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    writer = stream.writeStream.format("noop").option(
+        "checkpointLocation", os.path.join(work, address, "checkpoint")
     )
-    rows, batches = _watch(query, count, "spark", progress)
+    query, rows, batches = _watch(writer, count, "spark", progress)
     seconds = time.perf_counter() - started
     phases: Counter[str] = Counter()
     for report in query.recentProgress:
@@ -654,10 +647,6 @@ def bench_spark(
             left = int(server.broker.nodes["bench-spark"].depth)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    from . import spark as amqp_spark
-
-    if not amqp_spark.ADMISSION_CONTROL:  # pragma: no cover - pyspark 4.0 and 4.1
-        left = 0  # pyspark 4.0, 4.1: the one batch is the last, never committed (docs/spark.rst)
     if rows != messages or left:
         raise RuntimeError(
             f"the streaming query read {rows:,} of {messages:,} messages ({left:,} left)"

@@ -37,7 +37,7 @@ import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -108,6 +108,7 @@ __all__ = [
     "OptionError",
     "ensure_java",
     "register",
+    "run_available_now",
 ]
 
 _log = logging.getLogger("amqp_sansio.spark")
@@ -138,6 +139,57 @@ def _arrow_schema() -> pa.Schema:
 def register(spark: Any) -> None:
     """Make ``format("amqp")`` known to ``spark`` (a SparkSession, or a Spark Connect one)."""
     spark.dataSource.register(AMQPDataSource)
+
+
+#: The session setting that makes Spark report a trigger that found no new data at once
+#: (by default it reports one such trigger in ten seconds).
+_IDLE_REPORTS = "spark.sql.streaming.noDataProgressEventInterval"
+
+
+def run_available_now(
+    writer: Any,
+    *,
+    timeout: float | None = None,
+    poll: float = 0.25,
+    watch: Callable[[Any], None] | None = None,
+) -> Any:
+    """Start ``writer`` (a ``DataStreamWriter``) and return its query once it has read what
+    its sources have now and ended; a query that fails raises, as ``awaitTermination`` does.
+    ``watch`` is called with the query every ``poll`` seconds while it runs; after
+    ``timeout`` seconds the query is stopped and :class:`TimeoutError` raised.
+
+    On pyspark 4.2 and later this is ``Trigger.AvailableNow``. On 4.0 and 4.1, where that
+    trigger runs one micro-batch for a Python source (docs/spark.rst), the query runs on the
+    default trigger and is stopped at the first trigger that finds nothing new: the source
+    has been asked for its end after the last batch committed, so in queue mode every batch
+    has been accepted, as with ``Trigger.AvailableNow`` on 4.2."""
+    from pyspark.sql import SparkSession
+
+    if ADMISSION_CONTROL:
+        query = writer.trigger(availableNow=True).start()
+    else:  # pragma: no cover - pyspark 4.0 and 4.1 (CI runs the Spark tests on 4.0 too)
+        conf = SparkSession.active().conf
+        before = conf.get(_IDLE_REPORTS, None)
+        conf.set(_IDLE_REPORTS, "0")  # the query takes the setting when it starts
+        try:
+            query = writer.start()
+        finally:
+            if before is None:
+                conf.unset(_IDLE_REPORTS)
+            else:
+                conf.set(_IDLE_REPORTS, before)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not query.awaitTermination(poll):
+        if watch is not None:
+            watch(query)
+        if not ADMISSION_CONTROL and any(  # pragma: no cover - pyspark 4.0 and 4.1
+            int(report["numInputRows"]) == 0 for report in query.recentProgress
+        ):
+            query.stop()
+        elif deadline is not None and time.monotonic() > deadline:
+            query.stop()
+            raise TimeoutError(f"the streaming query had not ended after {timeout} s")
+    return query
 
 
 # -- a Java runtime for Spark -------------------------------------------------------------------
@@ -499,6 +551,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: Staged but not yet accepted: (end offset of its batch, its deliveries).
         self._unsettled: list[tuple[int, list[Any]]] = []
         self._end: int | None = None
+        #: The end of the last batch Spark planned (:meth:`partitions`).
+        self._planned = 0
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the reader for read(): only its options go.
@@ -535,10 +589,16 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, start: dict[str, int] | None = None, limit: Any = None
     ) -> dict[str, int]:
         """Accept what Spark has committed (everything up to ``start``), then stage the next
-        batch: what the receivers hold, up to the read limit."""
+        batch: what the receivers hold, up to the read limit.
+
+        pyspark 4.0 and 4.1 give no ``start``. Spark runs micro-batches one after another and
+        asks for the next end only once the batch before is in its commit log, so every batch
+        it has planned (:meth:`partitions`) is committed by then: those are accepted."""
         opts = self.options
         end = self._current_end()
-        if start is not None:
+        if start is None:
+            self._settle_committed(self._planned)
+        else:
             committed = int(start["staged"])
             self._settle_committed(committed)
             if committed < end:
@@ -581,6 +641,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         first, last = int(start["staged"]), int(end["staged"])
+        self._planned = max(self._planned, last)
         if first >= last:
             return []
         staged = staged_batches(self.options.staging_location or "")

@@ -19,6 +19,7 @@ from amqp_sansio.broker import BrokerConfig
 pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 from amqp_sansio.adapters import _spark_stream as st  # noqa: E402
 from amqp_sansio.adapters import sockets  # noqa: E402
+from amqp_sansio.adapters import spark as spark_adapter  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
 
 URL = "amqp://h:5672"
@@ -135,7 +136,7 @@ def test_exactly_once_counts_across_a_crash_and_a_restart(spark: Any, broker: An
 
     def run(crash_at: int | None) -> Any:
         def on_batch(df: Any, batch_id: int) -> None:
-            rows = [(r.offset, r.body) for r in df.select("offset", "body").collect()]
+            rows = [(r.offset, bytes(r.body)) for r in df.select("offset", "body").collect()]
             if batch_id == crash_at:
                 crashed.extend(rows)
                 raise RuntimeError("the job crashed")
@@ -151,29 +152,29 @@ def test_exactly_once_counts_across_a_crash_and_a_restart(spark: Any, broker: An
             .option("partitions", "2")
             .load()
         )
-        query = (
-            df.writeStream.foreachBatch(on_batch)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
+        writer = df.writeStream.foreachBatch(on_batch).option("checkpointLocation", checkpoint)
         if crash_at is not None:
             with pytest.raises(Exception, match="the job crashed"):
-                query.awaitTermination(180)
+                spark_adapter.run_available_now(writer, timeout=180)
         else:
-            assert query.awaitTermination(180)
+            query = spark_adapter.run_available_now(writer, timeout=180)
             assert query.exception() is None
 
-    run(crash_at=1)
-    assert len(out) == 1 and len(crashed) == per_batch  # stopped in the middle
+    # pyspark 4.0 and 4.1 do not tell the reader where a query starts: its first batch
+    # reads to the stream's end, and the limit holds from the second (docs/spark.rst).
+    crash_at = 1 if spark_adapter.ADMISSION_CONTROL else 0
+    run(crash_at=crash_at)
+    assert len(out) == crash_at  # stopped in the middle
+    assert len(crashed) == (per_batch if crash_at else count)
     publish(broker.url, address, 500, start=count)  # more arrives while it is down
     run(crash_at=None)
     rows = [row for batch in out.values() for row in batch]
     offsets = sorted(o for o, _ in rows)
     assert offsets == list(range(count + 500))  # every offset exactly once
     assert all(body == f"payload {o}".encode() for o, body in rows)
-    assert sorted(out[1]) == sorted(crashed)  # the crashed batch ran again: the same range
-    assert all(len(batch) <= per_batch for batch in out.values())
+    assert sorted(out[crash_at]) == sorted(crashed)  # the crashed batch ran again: the same range
+    limited = [b for i, b in out.items() if i or spark_adapter.ADMISSION_CONTROL]
+    assert limited and all(len(batch) <= per_batch for batch in limited)
 
 
 def test_batch_read_of_an_offset_range(spark: Any, broker: Any) -> None:
