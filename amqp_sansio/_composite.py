@@ -569,8 +569,8 @@ def unchecked(cls: type[T]) -> Callable[..., T]:
     for i, f in enumerate(fields):
         ns[f"d{i}"] = None if f.default is attrs.NOTHING else f.default
         ns[f"set{i}"] = getattr(cls, f.name).__set__
-        params.append(f"{f.name}=d{i}")
-        body.append(f"    set{i}(o, {f.name})")
+        params.append(f"{f.alias}=d{i}")
+        body.append(f"    set{i}(o, {f.alias})")
     src = f"def make(*, {', '.join(params)}):\n" + "\n".join(body) + "\n    return o\n"
     exec(compile(src, f"<unchecked {cls.__name__}>", "exec"), ns)
     return ns["make"]  # type: ignore[no-any-return]

@@ -205,9 +205,11 @@ def _frame_head(channel: int, body: Any, payload_size: int) -> bytearray:
     return out
 
 
-def _take(out: list[bytes | bytearray | memoryview], max_bytes: int) -> bytes:
-    """Up to ``max_bytes`` of what ``out`` queues, joined, and taken off its front: a piece
-    cut there leaves a view of its rest (the pieces are not changed once queued)."""
+def _take(
+    out: list[bytes | bytearray | memoryview], max_bytes: int
+) -> list[bytes | bytearray | memoryview]:
+    """The pieces of up to ``max_bytes`` of what ``out`` queues, taken off its front: a
+    piece cut there leaves a view of its rest (the pieces are not changed once queued)."""
     taken = 0
     count = 0
     for piece in out:
@@ -217,9 +219,9 @@ def _take(out: list[bytes | bytearray | memoryview], max_bytes: int) -> bytes:
         taken += size
         count += 1
     else:
-        data = b"".join(out)
+        head = out[:]
         out.clear()
-        return data
+        return head
     head = out[:count]
     room = max_bytes - taken
     if room:
@@ -227,7 +229,35 @@ def _take(out: list[bytes | bytearray | memoryview], max_bytes: int) -> bytes:
         head.append(piece[:room])
         out[count] = piece[room:]
     del out[:count]
-    return b"".join(head)
+    return head
+
+
+#: :meth:`Connection.buffers_to_send` hands over pieces of at least this many bytes as they
+#: are; smaller ones next to each other are joined.
+_GATHER = 4096
+
+
+def _gathered(pieces: list[bytes | bytearray | memoryview]) -> list[bytes | memoryview]:
+    """``pieces`` with each run of small ones joined, and a large one that is not ``bytes``
+    (a view of a message's bytes, or a whole frame the engine has let go of) as a read-only
+    view."""
+    if not pieces:
+        return []
+    if max(map(len, pieces)) < _GATHER:
+        return [b"".join(pieces)]
+    gathered: list[bytes | memoryview] = []
+    run: list[bytes | bytearray | memoryview] = []
+    for piece in pieces:
+        if len(piece) < _GATHER:
+            run.append(piece)
+            continue
+        if run:
+            gathered.append(b"".join(run))
+            run = []
+        gathered.append(piece if type(piece) is bytes else memoryview(piece).toreadonly())
+    if run:
+        gathered.append(b"".join(run))
+    return gathered
 
 
 def _frame(channel: int, body: Any, payload: bytes | memoryview = b"") -> bytearray:
@@ -1780,15 +1810,21 @@ class Session:
                 delivery.complete = True
                 chunks = delivery._chunks
                 delivery._chunks = []
-                # A large frame's payload is a view of the bytes received: the message is
-                # copied out of them once, here.
-                data = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
                 if delivery.remote_settled:
                     link._untrack(delivery)  # the sender has forgotten it: so do we
                 if link._coordinator:
                     assert isinstance(link, _txn.CoordinatorLink)
-                    link._on_request(delivery, data)  # a declare or discharge (core spec 4.2)
+                    # A declare or discharge (core spec 4.2).
+                    link._on_request(delivery, b"".join(chunks))
                 else:
+                    # A large frame's payload is a view of the bytes received: the event
+                    # keeps the pieces, joined (copied) once if asked for its data, or
+                    # decoded with only a large data section's bytes copied (message()).
+                    data: bytes | tuple[bytes | memoryview, ...]
+                    if len(chunks) == 1 and type(chunks[0]) is bytes:
+                        data = chunks[0]
+                    else:
+                        data = tuple(chunks) if chunks else b""
                     events.append(
                         _delivery_received(link=link, delivery=delivery, data=data, complete=True)
                     )
@@ -1984,7 +2020,13 @@ class Connection:
 
     def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
         """Take bytes from the peer; return what happened. Empty ``data`` means the peer
-        closed the transport."""
+        closed the transport.
+
+        ``bytes``, and views of ``bytes`` (such as the pieces of another engine's
+        :meth:`buffers_to_send`), are read in place: a large transfer's payload is a view of
+        them, held by the delivery (and its :class:`~amqp_sansio.DeliveryReceived`) with
+        the whole ``bytes`` object behind it. Other buffers (a ``bytearray``, which may
+        change) are copied (core spec 2.3: frames may be cut anywhere)."""
         self._tick(now)
         if self.state is _CONNECTION_END or self._broken:
             return self._take_events()
@@ -2019,19 +2061,27 @@ class Connection:
         than half of it, they are copied out, so that what a delivery holds stays within
         twice its size."""
         viewing, self._viewing = self._viewing, []
+        if type(data) is memoryview:
+            # A view of bytes (see FrameParser.feed): what it views is weighed, not all of
+            # the bytes (a sender's message handed over in views is held by the sender too).
+            obj, size = data.obj, data.nbytes
+        else:
+            obj, size = data, len(data)
         for delivery in viewing:
-            # Its chunks from ``data`` are the last ones: older views are of older bytes.
+            # Its chunks from ``data`` are the last ones: older views are of older bytes (or,
+            # for views of one bytes object fed in turn, of other parts of it: the count
+            # stops at the size of ``data``).
             chunks = delivery._chunks
             held = 0
             first = len(chunks)
-            while first:
+            while first and held < size:
                 chunk = chunks[first - 1]
                 if type(chunk) is memoryview:
-                    if chunk.obj is not data:
+                    if chunk.obj is not obj:
                         break
                     held += len(chunk)
                 first -= 1
-            if held and held * 2 < len(data):
+            if held and held * 2 < size:
                 chunks[first:] = [bytes(c) if type(c) is memoryview else c for c in chunks[first:]]
 
     def data_to_send(self, max_bytes: int | None = None) -> bytes:
@@ -2039,7 +2089,27 @@ class Connection:
         at most ``max_bytes`` (the rest waits for the next call, cut anywhere, even inside a
         frame). A bound keeps what each call builds small: a large message queued whole
         comes out a piece at a time, each copied from the message's own bytes, rather than
-        in one buffer as large as the message."""
+        in one buffer as large as the message. :meth:`buffers_to_send` hands over the same
+        bytes without joining them."""
+        return b"".join(self._take_output(max_bytes))
+
+    def buffers_to_send(self, max_bytes: int | None = None) -> list[bytes | memoryview]:
+        """What :meth:`data_to_send` would return, as a list of pieces that join to it, for
+        a scatter-gather write (``socket.sendmsg``, asyncio's ``transport.writelines``):
+        the payload of a large message's frames comes as views of the message's own
+        ``bytes`` (as given to :meth:`Sender.send`), not copied; frame headers and small
+        frames next to each other are joined into one ``bytes``. ``max_bytes`` bounds the
+        pieces' total as it bounds :meth:`data_to_send`'s result. An empty list when
+        nothing waits.
+
+        The views are read-only and valid for as long as they are held (they keep the
+        message's bytes alive). Another engine's :meth:`receive_data` may be given each
+        piece in turn: views of ``bytes`` are read in place there too."""
+        return _gathered(self._take_output(max_bytes))
+
+    def _take_output(self, max_bytes: int | None) -> list[bytes | bytearray | memoryview]:
+        """The pieces to hand over now, taken off the queue (of SASL's bytes while the
+        exchange lasts)."""
         if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 1):
             raise ValueError(f"max_bytes is a positive int or None, not {max_bytes!r}")
         if self._sasl is not None:
@@ -2048,18 +2118,18 @@ class Connection:
             if max_bytes is not None:
                 return _take(out, max_bytes)
             self._sasl_out = []
-            return b"".join(out)
+            return out
         if self._pending_sessions:
             for session in self._pending_sessions:
                 session._flush_dispositions()
             self._pending_sessions.clear()
         out = self._out
         if not out:
-            return b""
+            return out
         if max_bytes is not None:
             return _take(out, max_bytes)
         self._out = []
-        return b"".join(out)
+        return out
 
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timer` must next be called (same clock as ``now``), or None."""

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._decode import DEFAULT_MAX_DEPTH
+from ._message import Message
 from ._performatives import Attach, Begin, Error, Open, SaslCode
 
 if TYPE_CHECKING:
@@ -37,6 +39,12 @@ __all__ = [
     "SessionEnded",
     "UnsupportedProtocol",
 ]
+
+
+def _joined(data: bytes | tuple[bytes | memoryview, ...]) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    return b"".join(data)
 
 
 class Event:
@@ -171,16 +179,49 @@ class DrainCompleted(Event):
     link: Link
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class DeliveryReceived(Event):
     """Message data arrived on a receiving link (core spec 2.6.12). ``data`` is the whole
     message, or, on a link that streams, the bytes of this chunk; ``complete`` is false while
-    more of the delivery is to come."""
+    more of the delivery is to come. :meth:`message` decodes the message.
+
+    A message that came in several frames (or in large ones) is held as the pieces it came
+    in, views of the bytes received: ``data`` joins them on first use (the one copy of the
+    message, kept), and :meth:`message` decodes straight from them, copying a large data
+    section's bytes once and nothing else of them. The engine's pieces are views of
+    immutable bytes only (see :meth:`Connection.receive_data
+    <amqp_sansio.Connection.receive_data>`).
+    """
 
     link: Link
     delivery: Delivery
-    data: bytes
+    #: ``bytes``, or the pieces (``bytes`` and views of ``bytes``) that join to them.
+    _data: bytes | tuple[bytes | memoryview, ...] = attrs.field(eq=_joined)
     complete: bool
+
+    def __repr__(self) -> str:
+        return (
+            f"DeliveryReceived(link={self.link!r}, delivery={self.delivery!r}, "
+            f"data={_joined(self._data)!r}, complete={self.complete!r})"
+        )
+
+    @property
+    def data(self) -> bytes:
+        """The message's bytes (on a streaming link, this chunk's)."""
+        data = self._data
+        if type(data) is bytes:
+            return data
+        joined = _joined(data)
+        object.__setattr__(self, "_data", joined)  # joined once: the pieces go
+        return joined
+
+    def message(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
+        """The message decoded (:meth:`Message.decode <amqp_sansio.Message.decode>`), from
+        the pieces it came in where ``data`` has not joined them: a large data section's
+        bytes are copied from them once, into the body's ``bytes``. Raises
+        :class:`~amqp_sansio.DecodeError` for bytes that are not a message (or, on a
+        streaming link, for a chunk that is not a whole one)."""
+        return Message.decode(self._data, max_depth=max_depth)
 
 
 @attrs.frozen(kw_only=True)

@@ -103,6 +103,12 @@ class ProtocolHeader:
         )
 
 
+def _immutable(view: memoryview) -> bool:
+    """Whether a view is of plain bytes, byte for byte: its contents cannot change, so the
+    parser may read it in place and hand out views of it, as it does with ``bytes``."""
+    return type(view.obj) is bytes and view.ndim == 1 and view.c_contiguous and view.format == "B"
+
+
 def _name_of(raw: bytes) -> str:
     """A readable name for a header that is not AMQP 1.0 (8 bytes, zero-padded if short)."""
     if raw in _OTHER_VERSIONS:
@@ -180,13 +186,14 @@ class FrameParser:
         max_frame_size: int = MIN_MAX_FRAME_SIZE,
         max_depth: int = _decode.DEFAULT_MAX_DEPTH,
     ) -> None:
-        #: What is being parsed: our own buffer, or the caller's bytes, read in place.
-        self._buf: bytes | bytearray = bytearray()
+        #: What is being parsed: our own buffer, or the caller's bytes (or our view of the
+        #: caller's view of bytes, see :func:`_immutable`), read in place.
+        self._buf: bytes | bytearray | memoryview = bytearray()
         self._pos = 0
         self._base = 0  # stream offset of self._buf[0], for error offsets
         #: Bytes fed while a frame cut short waits in our buffer, read from _rest_at: what
         #: completes that frame is copied to it (_pull), the rest is then read in place.
-        self._rest: bytes | None = None
+        self._rest: bytes | memoryview | None = None
         self._rest_at = 0
         self.max_frame_size = max_frame_size
         self.max_depth = max_depth
@@ -198,15 +205,22 @@ class FrameParser:
         return held if self._rest is None else held + len(self._rest) - self._rest_at
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Append bytes received from the peer. ``bytes`` fed when all before them is
-        parsed are read in place, not copied; a large frame's payload is then a view of
-        them (they are immutable, so the view stays valid). ``bytes`` of more than 4 KiB fed
-        behind a frame cut short are read in place as well, once that frame is whole."""
+        """Append bytes received from the peer. ``bytes`` (or a view of ``bytes``) fed when
+        all before them is parsed are read in place, not copied; a large frame's payload is
+        then a view of them (they are immutable, so the view stays valid). ``bytes`` of more
+        than 4 KiB fed behind a frame cut short are read in place as well, once that frame
+        is whole; where only the frame's payload is missing, that payload is a view of them
+        too (as when a frame's header and its payload are fed one after the other)."""
+        if type(data) is memoryview and _immutable(data):
+            data = memoryview(data)  # our own view: the caller may release theirs
+            immutable = True
+        else:
+            immutable = type(data) is bytes
         buf, pos = self._buf, self._pos
         if self._rest is not None:
             self._absorb_rest()  # fed twice without parsing between: keep the order
             buf, pos = self._buf, self._pos
-        elif pos == len(buf) and type(data) is bytes:
+        elif pos == len(buf) and immutable:
             self._base += pos
             self._buf = data
             self._pos = 0
@@ -216,8 +230,8 @@ class FrameParser:
             self._base += pos
             self._buf = buf = bytearray(memoryview(buf)[pos:])
             self._pos = pos = 0
-        if type(data) is bytes and len(data) > _SMALL:
-            self._rest = data
+        if immutable and len(data) > _SMALL:
+            self._rest = data  # type: ignore[assignment]
             self._rest_at = 0
             return
         if pos and pos * 2 >= len(buf):
@@ -298,7 +312,7 @@ class FrameParser:
         from our own buffer (which changes), copied once, on its own. A performative longer
         than that head fails as truncated there and is decoded again from the whole body."""
         buf = self._buf
-        if type(buf) is bytes:
+        if type(buf) is not bytearray:
             view = memoryview(buf)
             performative, end = self._decode_head(view, start, stop)
             return performative, view[start + end : stop]
@@ -337,7 +351,7 @@ class FrameParser:
             if self._rest is not None:
                 self._pull()
                 return self._next()
-            if not have and type(buf) is bytes:
+            if not have and type(buf) is not bytearray:
                 # All parsed: let go of the caller's bytes (views handed out keep them).
                 self._base += pos
                 self._buf = bytearray()
@@ -369,28 +383,30 @@ class FrameParser:
             )
         if ftype not in (0, 1):
             raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
+        start = pos + doff * 4
+        payload: bytes | memoryview
         if have < size:
-            if self._rest is not None:
+            if self._rest is None:
+                return None
+            split = self._split(start, size - have)
+            if split is None:
                 self._pull()
                 return self._next()
-            return None
-        start = pos + doff * 4
-        stop = pos + size
-        self._pos = stop
-        frame_type = _FRAME_TYPES[ftype]
-        if start == stop:
-            return frame_type, channel, None, b""
-        length = stop - start
-        payload: bytes | memoryview
-        if length <= _SMALL:
-            body = bytes(buf[start:stop])
-            try:
-                performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
-            except _decode.DECODE_FAILURES as exc:
-                raise _decode.as_decode_error(exc, 0) from None
-            payload = body[end:]
+            performative, payload = split
         else:
-            performative, payload = self._decode_large(start, stop)
+            stop = pos + size
+            self._pos = stop
+            if start == stop:
+                return _FRAME_TYPES[ftype], channel, None, b""
+            if stop - start <= _SMALL:
+                body = bytes(buf[start:stop])
+                try:
+                    performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
+                except _decode.DECODE_FAILURES as exc:
+                    raise _decode.as_decode_error(exc, 0) from None
+                payload = body[end:]
+            else:
+                performative, payload = self._decode_large(start, stop)
         if ftype == 0:
             if not isinstance(performative, Performative):
                 raise DecodeError(f"an AMQP frame holds a performative, not {performative!r:.60}")
@@ -401,4 +417,27 @@ class FrameParser:
                 raise DecodeError(f"a SASL frame holds a SASL body, not {performative!r:.60}")
             if payload:
                 raise DecodeError("SASL frame has trailing bytes")
-        return frame_type, channel, performative, payload
+        return _FRAME_TYPES[ftype], channel, performative, payload
+
+    def _split(self, start: int, need: int) -> tuple[Any, memoryview] | None:
+        """A frame of which our buffer holds everything up to its payload, from ``start``
+        (its body) to the end, and :attr:`_rest` the whole payload, ``need`` bytes (more
+        than :data:`_SMALL`): its performative, and its payload as a view of the rest,
+        which is then read in place. None (nothing consumed) where that is not the case:
+        the frame is then completed in our buffer (:meth:`_pull`)."""
+        rest, at, buf = self._rest, self._rest_at, self._buf
+        assert rest is not None
+        if need <= _SMALL or start >= len(buf) or len(rest) - at < need:
+            return None
+        body = bytes(buf[start:])
+        try:
+            performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
+        except (*_decode.DECODE_FAILURES, DecodeError):
+            return None  # the copying path decodes it again, and reports what is wrong
+        if end != len(body):
+            return None  # the payload starts in our buffer
+        self._base += len(buf) - at
+        self._buf = rest
+        self._pos = at + need
+        self._rest = None
+        return performative, memoryview(rest)[at : at + need]

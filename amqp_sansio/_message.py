@@ -12,7 +12,9 @@ annotates it in transit.
 
 from __future__ import annotations
 
+import bisect
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -194,12 +196,26 @@ class Message:
 
     @classmethod
     def decode(
-        cls, data: bytes | bytearray | memoryview, *, max_depth: int = _decode.DEFAULT_MAX_DEPTH
+        cls,
+        data: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview],
+        *,
+        max_depth: int = _decode.DEFAULT_MAX_DEPTH,
     ) -> Message:
         """Decode a whole message (bare or annotated). Sections out of order or repeated, a
         body that mixes section kinds, or anything that is not a section, raise
-        :class:`~amqp_sansio.DecodeError`."""
-        buf = _decode._as_bytes(data)
+        :class:`~amqp_sansio.DecodeError`.
+
+        ``data`` may also be a list or tuple of pieces that join to the message (as a
+        delivery's frames carry it, see :meth:`DeliveryReceived.message
+        <amqp_sansio.DeliveryReceived.message>`): the result is the same, but the bytes of
+        a large data section are copied from the pieces once, into the body's ``bytes``,
+        without joining the whole message first."""
+        if type(data) is list or type(data) is tuple:
+            try:
+                return _decode_pieces(data, max_depth)
+            except _decode.DECODE_FAILURES as exc:
+                raise _decode.as_decode_error(exc, 0) from None
+        buf = _decode._as_bytes(data)  # type: ignore[arg-type]
         try:
             return _decode_message(buf, max_depth)
         except _decode.DECODE_FAILURES as exc:
@@ -366,3 +382,101 @@ def _decode_message(buf: bytes, depth: int) -> Message:
 
 
 _DATA_SET = Data.value.__set__  # type: ignore[attr-defined]
+
+
+class _Pieces:
+    """Bytes held as pieces, read by position without joining them."""
+
+    def __init__(self, pieces: Sequence[bytes | bytearray | memoryview]) -> None:
+        self.views = [memoryview(p).cast("B") for p in pieces]
+        self.starts = []
+        at = 0
+        for view in self.views:
+            self.starts.append(at)
+            at += len(view)
+        self.size = at
+
+    def take(self, start: int, stop: int) -> bytes:
+        """Bytes ``start`` to ``stop`` (clipped at the end), copied once."""
+        stop = min(stop, self.size)
+        if start >= stop:
+            return b""
+        views, starts = self.views, self.starts
+        i = bisect.bisect_right(starts, start) - 1
+        got = []
+        while i < len(views) and starts[i] < stop:
+            at = starts[i]
+            got.append(views[i][max(start - at, 0) : stop - at])
+            i += 1
+        return got[0].tobytes() if len(got) == 1 else b"".join(got)
+
+
+#: The sizes of the fixed-width encodings, by the constructor's high nibble (core spec 1.6).
+_FIXED_WIDTH = {0x4: 0, 0x5: 1, 0x6: 2, 0x7: 4, 0x8: 8, 0x9: 16}
+
+
+def _value_end(pieces: _Pieces, pos: int) -> int:
+    """Where the encoded value at ``pos`` ends, read from its constructor and size alone
+    (core spec 1.2, 1.6); -1 for a described value or a constructor that is not one."""
+    head = pieces.take(pos, pos + 5)  # a section's: never empty (see _decode_pieces)
+    kind = head[0] >> 4
+    width = _FIXED_WIDTH.get(kind)
+    if width is not None:
+        return pos + 1 + width
+    if kind in (0xA, 0xC, 0xE) and len(head) >= 2:
+        return pos + 2 + head[1]
+    if kind in (0xB, 0xD, 0xF) and len(head) == 5:
+        return pos + 5 + int.from_bytes(head[1:5], "big")
+    return -1
+
+
+def _decode_pieces(pieces: Sequence[bytes | bytearray | memoryview], depth: int) -> Message:
+    """:meth:`Message.decode` of the pieces' join, copying each large data section's bytes
+    from the pieces once: the sections are found by their sizes alone, the message is
+    decoded with those data sections' bytes left out (each as an empty binary), and the
+    bytes are then put in their sections. Where the sections cannot be found that way
+    (input that is not a message, or a section with a descriptor other than a small ulong),
+    the pieces are joined and decoded whole, which gives the same result or error."""
+    if len(pieces) == 1:
+        return _decode_message(_decode._as_bytes(pieces[0]), depth)
+    held = _Pieces(pieces)
+    size = held.size
+    kept: list[bytes] = []  # the message without the large data sections' bytes
+    apart: list[tuple[int, bytes]] = []  # (which data section, its bytes)
+    sections = 0  # data sections so far
+    copied = 0  # the bytes up to here are in ``kept`` or ``apart``
+    pos = 0
+    while pos < size:
+        head = held.take(pos, pos + 8)
+        if head[:2] != b"\x00\x53" or len(head) < 4:
+            break  # not a section with a small-ulong descriptor: decoded whole
+        if head[2] == 0x75:
+            if head[3] == 0xB0 and len(head) == 8:
+                end = pos + 8 + int.from_bytes(head[4:8], "big")
+                if end > size:
+                    break
+                if end - pos - 8 > _INLINE:
+                    kept.append(held.take(copied, pos + 4))
+                    kept.append(bytes(4))  # an empty binary where its bytes were
+                    apart.append((sections, held.take(pos + 8, end)))
+                    copied = end
+                sections += 1
+                pos = end
+                continue
+            sections += 1
+        pos = _value_end(held, pos + 3)
+        if pos < 0:
+            break
+    if pos != size or not apart:
+        return _decode_message(held.take(0, size), depth)
+    kept.append(held.take(copied, size))
+    try:
+        message = _decode_message(b"".join(kept), depth)
+    except (*_decode.DECODE_FAILURES, DecodeError):
+        return _decode_message(held.take(0, size), depth)  # the error its join would give
+    body = message.body
+    data = (body,) if type(body) is Data else body
+    assert type(data) is tuple
+    for index, value in apart:
+        _DATA_SET(data[index], value)
+    return message

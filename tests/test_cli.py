@@ -149,6 +149,14 @@ def test_pipes_carry_every_message(settled: bool) -> None:
         assert bench.proton_pipe(1, settled=settled, body=bytes(200_000)) > 0
 
 
+def test_the_large_pipes_carry_one_body_whose_pages_are_written() -> None:
+    body = bench.large_body(300_000)
+    assert len(body) == 300_000 and body.count(0) == 0  # written, not zero pages
+    assert bench.ours_large(body) > 0
+    if bench._proton_installed():
+        assert bench.proton_large(body) > 0
+
+
 def test_memory_is_flat_and_unsettled_deliveries_are_small() -> None:
     # Not timing: what our engines hold, which the issue bounds.
     figures = bench.memory_benchmark(5_000, unsettled=5_000)
