@@ -114,6 +114,8 @@ def _lost(options: ReadOptions, address: str, first: int, end: int) -> None:
 def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, ...]]:
     """The rows of offsets [start, end) of ``part``'s stream (on an executor): a receiver
     of its own, attached with the offset filter at ``start``; gaps are data loss."""
+    if part.start >= part.end:
+        return  # an empty range: nothing to connect for
     address = part.address
     with options.connect(address) as conn:
         receiver = conn.receiver(
@@ -311,7 +313,9 @@ class StreamBatchReader(DataSourceReader):
         start = _resolve(opts.starting_offsets, known, EARLIEST)
         end = _resolve(opts.ending_offsets, known, LATEST)
         end = {a: min(e, known[a][1]) for a, e in end.items()}
-        return _ranges(start, end, opts.partitions)
+        # No offsets in the range: one partition with no rows (given none, Spark would make
+        # one of its own and hand that to read()).
+        return _ranges(start, end, opts.partitions) or [OffsetRange("", 0, 0)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, OffsetRange)

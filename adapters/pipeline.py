@@ -263,7 +263,7 @@ def _watch(writer: Any, total: int, label: str, progress: Progress | None) -> tu
 
     def count(query: Any) -> None:
         for report in query.recentProgress:
-            rows[int(report["batchId"])] = int(report["numInputRows"])
+            rows[int(report.batchId)] = int(report.numInputRows)
 
     def show(query: Any) -> None:
         count(query)
@@ -598,7 +598,7 @@ def _noop_read(
     seconds = time.perf_counter() - started
     phases: Counter[str] = Counter()
     for report in query.recentProgress:
-        phases.update({k: int(v) for k, v in report["durationMs"].items()})
+        phases.update({k: int(v) for k, v in report.durationMs.items()})
     return rows, batches, seconds, phases
 
 

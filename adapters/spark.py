@@ -183,7 +183,7 @@ def run_available_now(
         if watch is not None:
             watch(query)
         if not ADMISSION_CONTROL and any(  # pragma: no cover - pyspark 4.0 and 4.1
-            int(report["numInputRows"]) == 0 for report in query.recentProgress
+            int(report.numInputRows) == 0 for report in query.recentProgress
         ):
             query.stop()
         elif deadline is not None and time.monotonic() > deadline:
@@ -434,6 +434,8 @@ _QUIET = 0.02
 #: may encode a whole grant of credit before the first message goes out (tens of thousands
 #: with a large read limit), and an empty first batch ends a ``Trigger.AvailableNow`` query.
 _FIRST_WAIT = 5.0
+#: Seconds a batch read waits for each address's first message (at least).
+_FIRST_BATCH_WAIT = 2.0
 
 
 class _Receiving:
@@ -714,14 +716,18 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
             credit = options.credit if remaining is None else min(options.credit, remaining)
             receiver = conn.receiver(address, credit=max(1, credit))
             taken = []
+            # The first message may take a while on a loaded broker (a new link, a grant
+            # of credit): an empty look must not come of that.
+            wait = max(options.poll_interval, _FIRST_BATCH_WAIT)
             while remaining is None or remaining > 0:
                 try:
-                    delivery = receiver.receive(timeout=options.poll_interval)
+                    delivery = receiver.receive(timeout=wait)
                 except TimeoutError:
                     break
                 if delivery is None:
                     break
                 taken.append(delivery)
+                wait = options.poll_interval
                 if remaining is not None:
                     remaining -= 1
             good = []
@@ -760,7 +766,8 @@ class BatchReader(DataSourceReader):
             shares = _shares(opts.max_messages, opts.partitions)
             return [ReceiverPartition(i, share) for i, share in enumerate(shares)]
         rows = list(read_queue(opts, opts.max_messages, opts.consume))
-        return [_RowsPartition(rows[lo:hi]) for lo, hi in _pieces(len(rows), opts.partitions)]
+        pieces = _pieces(len(rows), opts.partitions) or [(0, 0)]  # nothing there: no rows
+        return [_RowsPartition(rows[lo:hi]) for lo, hi in pieces]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         if isinstance(partition, ReceiverPartition):

@@ -282,3 +282,11 @@ def test_the_docs_example_runs(spark: Any, broker: Any) -> None:
             latest[row["region"]] = row["revenue"]
             delivery.accept()
     assert latest == {region: sum(values) for region, values in amounts.items()}
+
+
+def test_a_batch_read_of_an_empty_queue_has_no_rows(spark: Any, broker: Any) -> None:
+    """Given no partitions, Spark would make one of its own and hand it to the reader."""
+    address = f"empty-{uuid.uuid4().hex[:8]}"
+    reader = spark.read.format("amqp").option("url", broker.url).option("address", address)
+    assert reader.load().collect() == []
+    assert reader.option("consume", "true").option("partitions", "3").load().collect() == []

@@ -5,6 +5,7 @@ Local Spark (``local[2]``, UI off)."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -227,3 +228,10 @@ def test_stream_mode_needs_a_stream_and_bad_options_fail_at_once(spark: Any, bro
     )
     with pytest.raises(Exception, match="'endingOffsets' applies to a batch read"):
         df.writeStream.format("noop").start().awaitTermination(60)
+
+
+def test_a_batch_read_of_an_empty_range_has_no_rows(spark: Any, broker: Any) -> None:
+    address = f"stream/none-{uuid.uuid4().hex[:8]}"
+    publish(broker.url, address, 3)
+    past = json.dumps({address: 3})
+    assert read(spark, broker.url, address, startingOffsets=past).collect() == []
