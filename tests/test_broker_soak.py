@@ -1,8 +1,8 @@
 """A load test bounded in time: a producer at a steady rate and a consumer through the
 broker process, for ``AMQP_SANSIO_BROKER_SOAK`` seconds (default 15; the issue's minute is
 ``AMQP_SANSIO_BROKER_SOAK=60``). Every second the broker process's resident memory (Linux
-/proc) and the messages moved are sampled: the rate must hold, and the memory stay flat once
-warmed up."""
+/proc) and the messages moved are sampled: the rate must hold (over every three seconds),
+and the memory stay flat once warmed up."""
 
 from __future__ import annotations
 
@@ -96,6 +96,10 @@ def test_steady_rate_and_flat_memory() -> None:
     steady = samples[1:]  # the first second starts the connections
     print(f"\nmessages/s each second: {samples}\nbroker RSS (MiB): {[m >> 20 for m in memory]}")
     assert moved >= RATE * (SECONDS - 2)
-    assert min(steady) >= RATE * 0.5, steady  # the rate holds every second
+    # The rate holds: every three seconds move at least half of what was offered in them
+    # (a window, not each second: a machine's scheduler may stall the broker process for
+    # a moment, after which it catches up; a broker that slows down stays slow).
+    windows = [sum(steady[i : i + 3]) for i in range(len(steady) - 2)]
+    assert min(windows) >= 3 * RATE * 0.5, steady
     baseline = max(memory[:WARM_UP])
     assert max(memory[WARM_UP:]) <= baseline * 1.1 + (4 << 20), memory  # flat
