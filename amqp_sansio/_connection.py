@@ -61,6 +61,7 @@ from ._framing import (
     HEARTBEAT,
     MIN_MAX_FRAME_SIZE,
     FrameParser,
+    FramePayload,
     FrameType,
     ProtocolId,
 )
@@ -1368,7 +1369,7 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def _on_frame(self, body: Any, payload: bytes | memoryview) -> None:
+    def _on_frame(self, body: Any, payload: FramePayload) -> None:
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the
         # answer to a detach, is moot until its end arrives.
@@ -1655,7 +1656,7 @@ class Session:
         elif flow.echo and self.state is SessionState.MAPPED:
             self._send(self._flow())
 
-    def _on_transfer(self, transfer: Transfer, payload: bytes | memoryview) -> None:
+    def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         self._check_mapped()
         link = self._link_in(transfer.handle)
         if link.role is not _RECEIVER:
@@ -1767,7 +1768,9 @@ class Session:
             events.append(DeliveryAborted(link=link, delivery=delivery))
             self._replenish()
             return
-        delivery.size += len(payload)
+        # A payload cut across reads comes as the pieces it came in (FrameParser._gather).
+        pieces = type(payload) is list
+        delivery.size += sum(map(len, payload)) if pieces else len(payload)  # type: ignore[arg-type]
         limit = link.max_message_size
         if limit and delivery.size > limit:
             raise _PeerError(
@@ -1795,12 +1798,21 @@ class Session:
                     link._untrack(delivery)
             events.append(
                 _delivery_received(
-                    link=link, delivery=delivery, data=bytes(payload), complete=not transfer.more
+                    link=link,
+                    delivery=delivery,
+                    data=b"".join(payload) if pieces else bytes(payload),  # type: ignore[arg-type]
+                    complete=not transfer.more,
                 )
             )
         else:
-            if payload:
-                delivery._chunks.append(payload)
+            if pieces:
+                delivery._chunks += payload  # type: ignore[arg-type]
+                if transfer.more:
+                    viewing = self.connection._viewing
+                    if not viewing or viewing[-1] is not delivery:
+                        viewing.append(delivery)
+            elif payload:
+                delivery._chunks.append(payload)  # type: ignore[arg-type]
                 if transfer.more and type(payload) is memoryview:
                     viewing = self.connection._viewing
                     if not viewing or viewing[-1] is not delivery:
@@ -2499,7 +2511,7 @@ class Connection:
         else:  # END: ours had gone
             self._events.append(ConnectionEnded())
 
-    def _on_session_frame(self, channel: int, body: Any, payload: bytes | memoryview) -> None:
+    def _on_session_frame(self, channel: int, body: Any, payload: FramePayload) -> None:
         if self.state not in _PEER_OPENED:
             raise _PeerError("amqp:illegal-state", f"{type(body).__name__} before open")
         if type(body) is Begin and channel not in self._remote_channels:
