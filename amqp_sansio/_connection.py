@@ -169,7 +169,7 @@ _pack_frame_header = struct.Struct(">IBBH").pack_into
 #: whose large data section is kept apart, see :meth:`Sender.send`).
 Payload = memoryview | list[memoryview]
 #: A queued transfer frame: whole, or its header and performative followed by views.
-QueuedTransfer = bytearray | tuple[bytearray | memoryview, ...]
+QueuedTransfer = bytearray | tuple[bytes | bytearray | memoryview, ...]
 
 
 def _payload(data: bytes | bytearray | memoryview | Message) -> Payload:
@@ -1261,19 +1261,25 @@ class Session:
             head = _transfer(handle=link.handle, more=True)
         room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
+        middle: bytes | None = None  # the frame head of the frames between first and last
         while True:
             rest = total - offset
             final = rest <= room
-            body = last if final else head
             stop = total if final else offset + room
+            if final or first:
+                frame_head: bytes | bytearray = _frame_head(
+                    self.channel, last if final else head, stop - offset
+                )
+            else:
+                if middle is None:
+                    middle = bytes(_frame_head(self.channel, head, room))
+                frame_head = middle  # the same performative, the same size: the same bytes
             # The chunk is a view of the (immutable) message bytes, or views of its parts:
             # it is copied once, when data_to_send joins what is queued.
             if isinstance(data, memoryview):
-                chunk = data[offset:stop]
-                self._queue_transfer((_frame_head(self.channel, body, stop - offset), chunk))
+                self._queue_transfer((frame_head, data[offset:stop]))
             else:
-                views = _cut(data, offset, stop)
-                self._queue_transfer((_frame_head(self.channel, body, stop - offset), *views))
+                self._queue_transfer((frame_head, *_cut(data, offset, stop)))
             if final:
                 break
             offset += room

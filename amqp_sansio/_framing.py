@@ -508,6 +508,8 @@ class FrameParser:
             self._rest = None
             if len(rest) - at >= need:
                 self._pos = at + need
+                if at == 0 and need == len(rest) and type(rest) is memoryview:
+                    return _FRAME_TYPES[0], channel, performative, rest  # our view, all of it
                 return _FRAME_TYPES[0], channel, performative, memoryview(rest)[at : at + need]
             self._pos = at
         else:
