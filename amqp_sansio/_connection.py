@@ -2045,7 +2045,11 @@ class Connection:
         them, held by the delivery (and its :class:`~amqp_sansio.DeliveryReceived`) with
         the whole ``bytes`` object behind it. Other buffers (a ``bytearray``, which may
         change) are copied (core spec 2.3: frames may be cut anywhere)."""
-        self._tick(now)
+        self._now = now  # _tick, inlined: this runs for every piece received
+        if self._last_received is None:
+            self._last_received = now
+        if self._last_sent is None and self._out:
+            self._last_sent = now
         if self.state is _CONNECTION_END or self._broken:
             return self._take_events()
         if not data:
@@ -2071,7 +2075,9 @@ class Connection:
             self._peer_error(exc)
         if self._viewing:
             self._unpin(data)
-        return self._take_events()
+        events = self._events
+        self._events = []
+        return events
 
     def _unpin(self, data: Any) -> None:
         """Deliveries still arriving keep large payloads as views of the bytes they came in

@@ -408,12 +408,15 @@ class FrameParser:
                 self._buf = bytearray()
                 self._pos = 0
             return None
-        size = int.from_bytes(buf[pos : pos + 4], "big")
-        if size < 8:
-            raise FramingError(
-                f"frame size {size} is below the minimum of 8", offset=self._base + pos
-            )
-        if size > self.max_frame_size:
+        if have < 8:
+            size = int.from_bytes(buf[pos : pos + 4], "big")
+        else:
+            size, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
+        if size < 8 or size > self.max_frame_size:
+            if size < 8:
+                raise FramingError(
+                    f"frame size {size} is below the minimum of 8", offset=self._base + pos
+                )
             raise FramingError(
                 f"frame size {size} exceeds max-frame-size {self.max_frame_size}",
                 offset=self._base + pos,
@@ -423,16 +426,16 @@ class FrameParser:
                 self._pull()
                 return self._next()
             return None
-        _, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
-        if doff < 2:
-            raise FramingError(
-                f"data offset {doff} is below the minimum of 2", offset=self._base + pos
-            )
-        if doff * 4 > size:
-            raise FramingError(
-                f"data offset {doff * 4} bytes lies beyond the frame", offset=self._base + pos
-            )
-        if ftype not in (0, 1):
+        if doff < 2 or doff * 4 > size or ftype > 1:
+            if doff < 2:
+                raise FramingError(
+                    f"data offset {doff} is below the minimum of 2", offset=self._base + pos
+                )
+            if doff * 4 > size:
+                raise FramingError(
+                    f"data offset {doff * 4} bytes lies beyond the frame",
+                    offset=self._base + pos,
+                )
             raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
         start = pos + doff * 4
         payload: bytes | memoryview
