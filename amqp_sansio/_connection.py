@@ -1814,9 +1814,9 @@ class Session:
             if pieces:
                 delivery._chunks += payload  # type: ignore[arg-type]
                 if transfer.more:
-                    viewing = self.connection._viewing
-                    if not viewing or viewing[-1] is not delivery:
-                        viewing.append(delivery)
+                    # A payload gathered across reads is the first frame of this read: no
+                    # delivery is in _viewing yet.
+                    self.connection._viewing.append(delivery)
             elif payload:
                 delivery._chunks.append(payload)  # type: ignore[arg-type]
                 if transfer.more and type(payload) is memoryview:

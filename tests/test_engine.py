@@ -1163,6 +1163,39 @@ def test_transfers_cut_inside_their_payload_arrive_as_the_views_they_came_in(
     assert b"".join(pieces_held) == big and e.data == big
 
 
+def test_a_last_transfer_cut_inside_its_payload_ends_the_delivery_with_its_views() -> None:
+    p = _opened(client={"max_frame_size": 65536}, server={"max_frame_size": 65536})
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(1)
+    p.pump()
+    big = bytes(range(256)) * 1024 + b"tail" * 5000  # the last frame of 20,086 bytes
+    snd.send(big)
+    got: list[a.Event] = []
+    while pieces := p.client.buffers_to_send(270_000):  # cuts inside the last frame
+        for piece in pieces:
+            got += p.server.receive_data(piece, p.now)
+    (e,) = of(got, a.DeliveryReceived)
+    assert type(e._data) is tuple
+    assert [type(piece) for piece in e._data] == [memoryview] * 6
+    assert e._data[-1].obj is e._data[-2].obj is big  # type: ignore[union-attr]
+    assert e.data == big
+
+
+def test_the_first_deadline_counts_from_output_queued_before_any_time_was_known() -> None:
+    """A client's open queued without a time: the first call that brings one (here
+    handle_timer) starts the clock for its heartbeats (sent at half the time-out the peer
+    advertises: the server advertises half of its own)."""
+    client = a.Connection(client=True, container_id="c")
+    server = a.Connection(client=False, container_id="s", idle_timeout=10.0)
+    client.open()
+    assert client.handle_timer(100.0) == []
+    server.receive_data(client.data_to_send(), 100.0)
+    server.open()
+    client.receive_data(server.data_to_send(), 101.0)
+    assert client.next_deadline() == 102.5  # 100 + the half of the 5 s the server asks for
+
+
 def test_a_delivery_arriving_in_cut_frames_holds_at_most_twice_its_size() -> None:
     """A frame cut short at the end of a large read whose views the delivery does not keep
     (less than half of it) is copied out of it too, not held in views of the read."""
