@@ -61,6 +61,7 @@ from ._framing import (
     HEARTBEAT,
     MIN_MAX_FRAME_SIZE,
     FrameParser,
+    FramePayload,
     FrameType,
     ProtocolId,
 )
@@ -168,7 +169,7 @@ _pack_frame_header = struct.Struct(">IBBH").pack_into
 #: whose large data section is kept apart, see :meth:`Sender.send`).
 Payload = memoryview | list[memoryview]
 #: A queued transfer frame: whole, or its header and performative followed by views.
-QueuedTransfer = bytearray | tuple[bytearray | memoryview, ...]
+QueuedTransfer = bytearray | tuple[bytes | bytearray | memoryview, ...]
 
 
 def _payload(data: bytes | bytearray | memoryview | Message) -> Payload:
@@ -1260,19 +1261,25 @@ class Session:
             head = _transfer(handle=link.handle, more=True)
         room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
+        middle: bytes | None = None  # the frame head of the frames between first and last
         while True:
             rest = total - offset
             final = rest <= room
-            body = last if final else head
             stop = total if final else offset + room
+            if final or first:
+                frame_head: bytes | bytearray = _frame_head(
+                    self.channel, last if final else head, stop - offset
+                )
+            else:
+                if middle is None:
+                    middle = bytes(_frame_head(self.channel, head, room))
+                frame_head = middle  # the same performative, the same size: the same bytes
             # The chunk is a view of the (immutable) message bytes, or views of its parts:
             # it is copied once, when data_to_send joins what is queued.
             if isinstance(data, memoryview):
-                chunk = data[offset:stop]
-                self._queue_transfer((_frame_head(self.channel, body, stop - offset), chunk))
+                self._queue_transfer((frame_head, data[offset:stop]))
             else:
-                views = _cut(data, offset, stop)
-                self._queue_transfer((_frame_head(self.channel, body, stop - offset), *views))
+                self._queue_transfer((frame_head, *_cut(data, offset, stop)))
             if final:
                 break
             offset += room
@@ -1368,7 +1375,7 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def _on_frame(self, body: Any, payload: bytes | memoryview) -> None:
+    def _on_frame(self, body: Any, payload: FramePayload) -> None:
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the
         # answer to a detach, is moot until its end arrives.
@@ -1655,7 +1662,7 @@ class Session:
         elif flow.echo and self.state is SessionState.MAPPED:
             self._send(self._flow())
 
-    def _on_transfer(self, transfer: Transfer, payload: bytes | memoryview) -> None:
+    def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         self._check_mapped()
         link = self._link_in(transfer.handle)
         if link.role is not _RECEIVER:
@@ -1767,7 +1774,9 @@ class Session:
             events.append(DeliveryAborted(link=link, delivery=delivery))
             self._replenish()
             return
-        delivery.size += len(payload)
+        # A payload cut across reads comes as the pieces it came in (FrameParser._gather).
+        pieces = type(payload) is list
+        delivery.size += sum(map(len, payload)) if pieces else len(payload)  # type: ignore[arg-type]
         limit = link.max_message_size
         if limit and delivery.size > limit:
             raise _PeerError(
@@ -1795,12 +1804,21 @@ class Session:
                     link._untrack(delivery)
             events.append(
                 _delivery_received(
-                    link=link, delivery=delivery, data=bytes(payload), complete=not transfer.more
+                    link=link,
+                    delivery=delivery,
+                    data=b"".join(payload) if pieces else bytes(payload),  # type: ignore[arg-type]
+                    complete=not transfer.more,
                 )
             )
         else:
-            if payload:
-                delivery._chunks.append(payload)
+            if pieces:
+                delivery._chunks += payload  # type: ignore[arg-type]
+                if transfer.more:
+                    # A payload gathered across reads is the first frame of this read: no
+                    # delivery is in _viewing yet.
+                    self.connection._viewing.append(delivery)
+            elif payload:
+                delivery._chunks.append(payload)  # type: ignore[arg-type]
                 if transfer.more and type(payload) is memoryview:
                     viewing = self.connection._viewing
                     if not viewing or viewing[-1] is not delivery:
@@ -2027,7 +2045,11 @@ class Connection:
         them, held by the delivery (and its :class:`~amqp_sansio.DeliveryReceived`) with
         the whole ``bytes`` object behind it. Other buffers (a ``bytearray``, which may
         change) are copied (core spec 2.3: frames may be cut anywhere)."""
-        self._tick(now)
+        self._now = now  # _tick, inlined: this runs for every piece received
+        if self._last_received is None:
+            self._last_received = now
+        if self._last_sent is None and self._out:
+            self._last_sent = now
         if self.state is _CONNECTION_END or self._broken:
             return self._take_events()
         if not data:
@@ -2053,7 +2075,9 @@ class Connection:
             self._peer_error(exc)
         if self._viewing:
             self._unpin(data)
-        return self._take_events()
+        events = self._events
+        self._events = []
+        return events
 
     def _unpin(self, data: Any) -> None:
         """Deliveries still arriving keep large payloads as views of the bytes they came in
@@ -2499,7 +2523,7 @@ class Connection:
         else:  # END: ours had gone
             self._events.append(ConnectionEnded())
 
-    def _on_session_frame(self, channel: int, body: Any, payload: bytes | memoryview) -> None:
+    def _on_session_frame(self, channel: int, body: Any, payload: FramePayload) -> None:
         if self.state not in _PEER_OPENED:
             raise _PeerError("amqp:illegal-state", f"{type(body).__name__} before open")
         if type(body) is Begin and channel not in self._remote_channels:

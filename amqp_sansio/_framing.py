@@ -7,23 +7,29 @@ consumed part is at least half of it, so the copying stays linear in the input.
 
 ``bytes`` fed while nothing is left unparsed are not copied at all: the parser reads them in
 place (they cannot change), and the payload of a large frame is a read-only ``memoryview`` of
-them. Only what is left of them when the next bytes arrive (a frame cut short) is copied, and
-of the next ``bytes`` (if more than 4 KiB), only what completes that frame: the rest of them
-is read in place too. So a stream cut anywhere (as a socket cuts it) is copied at most once
-per frame cut short, never whole.
+them. A large transfer cut short, whose payload goes on in the next ``bytes`` (more than
+4 KiB), keeps its payload as the pieces it came in: views of those ``bytes``, and copies of
+the small pieces or of mutable buffers. Otherwise only what is left of the earlier bytes (a
+frame cut short) is copied, and of the next ``bytes``, only what completes that frame: the
+rest of them is read in place too. So a stream cut anywhere (as a socket cuts it) is copied
+at most once per frame cut short, never whole, and a large transfer's payload not at all.
 """
 
 from __future__ import annotations
 
 import enum
 import struct
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from . import _decode, _encode
 from ._errors import DecodeError, EncodeError, FramingError, UnsupportedProtocolError
 from ._performatives import Performative, SaslFrameBody, Transfer
+
+#: A frame's payload as :meth:`FrameParser._next` hands it to the engine: one piece, or the
+#: pieces a transfer's payload cut across feeds came in.
+FramePayload = bytes | memoryview | list[bytes | memoryview]
 
 __all__ = [
     "AMQP_HEADER",
@@ -63,7 +69,8 @@ class FrameType(enum.IntEnum):
 
 _FRAME_TYPES = (FrameType.AMQP, FrameType.SASL)
 #: Frame bodies up to _SMALL bytes are copied whole; of a larger one, the first _HEAD bytes
-#: are copied to decode its performative from, and its payload separately.
+#: are copied to decode its performative from, and its payload separately. A transfer's
+#: payload cut across feeds is kept as views of the pieces of more than _SMALL bytes.
 _SMALL = 4096
 _HEAD = 256  # by code: cheaper than calling the enum
 
@@ -195,6 +202,13 @@ class FrameParser:
         #: completes that frame is copied to it (_pull), the rest is then read in place.
         self._rest: bytes | memoryview | None = None
         self._rest_at = 0
+        #: A transfer cut short whose payload is being gathered (:meth:`_gather`): its frame
+        #: type, channel and performative, the bytes of its header and performative, the
+        #: pieces of its payload so far, and how many payload bytes are still to come.
+        self._cut: tuple[FrameType, int, Any] | None = None
+        self._cut_head = b""
+        self._parts: list[bytes | bytearray | memoryview] = []
+        self._need = 0
         self.max_frame_size = max_frame_size
         self.max_depth = max_depth
 
@@ -202,6 +216,8 @@ class FrameParser:
     def buffered(self) -> int:
         """How many bytes are held but not yet parsed."""
         held = len(self._buf) - self._pos
+        if self._cut is not None:
+            held += len(self._cut_head) + sum(map(len, self._parts))
         return held if self._rest is None else held + len(self._rest) - self._rest_at
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
@@ -210,7 +226,8 @@ class FrameParser:
         then a view of them (they are immutable, so the view stays valid). ``bytes`` of more
         than 4 KiB fed behind a frame cut short are read in place as well, once that frame
         is whole; where only the frame's payload is missing, that payload is a view of them
-        too (as when a frame's header and its payload are fed one after the other)."""
+        too (as when a frame's header and its payload are fed one after the other), and a
+        large transfer's payload cut short keeps the views of them it is made of."""
         if type(data) is memoryview and _immutable(data):
             data = memoryview(data)  # our own view: the caller may release theirs
             immutable = True
@@ -225,36 +242,49 @@ class FrameParser:
             self._buf = data
             self._pos = 0
             return
-        if type(buf) is not bytearray:
-            # What is left of the caller's bytes (a frame cut short) moves to our own buffer.
-            self._base += pos
-            self._buf = buf = bytearray(memoryview(buf)[pos:])
-            self._pos = pos = 0
         if immutable and len(data) > _SMALL:
+            # What is left of our buffer (a frame cut short) stays where it is: the frame is
+            # completed from these bytes, or its payload gathered from both (_next).
             self._rest = data  # type: ignore[assignment]
             self._rest_at = 0
             return
+        if type(buf) is not bytearray:
+            self._own()
+            buf, pos = self._buf, 0
+        assert type(buf) is bytearray
         if pos and pos * 2 >= len(buf):
             del buf[:pos]
             self._base += pos
             self._pos = 0
         buf += data
 
+    def _own(self) -> None:
+        """What is left of the caller's bytes (a frame cut short) moves to our own buffer."""
+        buf = self._buf
+        if type(buf) is not bytearray:
+            pos = self._pos
+            self._base += pos
+            self._buf = bytearray(memoryview(buf)[pos:])
+            self._pos = 0
+
     def _absorb_rest(self) -> None:
         """Append what is left of :attr:`_rest` to our buffer (a copy)."""
         rest = self._rest
-        assert rest is not None and type(self._buf) is bytearray
+        assert rest is not None
+        self._own()
         self._rest = None
         with memoryview(rest) as view:
-            self._buf += view[self._rest_at :]
+            self._buf += view[self._rest_at :]  # type: ignore[operator]
 
     def _pull(self) -> None:
         """Our buffer holds a frame cut short and :attr:`_rest` waits behind it: copy from
         the rest just what completes that frame (its 8-byte header first, then its size, both
         checked by :meth:`_next` before its body is asked for), or, once our buffer is all
-        parsed, read what is left of the rest in place."""
+        parsed, read what is left of the rest in place. Of a large frame, only the head of its
+        body is copied at first, to decode its performative from: a transfer's payload is
+        then gathered from the rest in place (:meth:`_split`)."""
         rest = self._rest
-        assert rest is not None and type(self._buf) is bytearray
+        assert rest is not None
         buf, pos, at = self._buf, self._pos, self._rest_at
         have = len(buf) - pos
         if not have:
@@ -263,7 +293,16 @@ class FrameParser:
             self._pos = at
             self._rest = None
             return
-        need = 8 - have if have < 8 else int.from_bytes(buf[pos : pos + 4], "big") - have
+        self._own()
+        buf, pos = self._buf, self._pos
+        assert type(buf) is bytearray
+        if have < 8:
+            need = 8 - have
+        else:
+            need = int.from_bytes(buf[pos : pos + 4], "big") - have
+            head = buf[pos + 4] * 4 + _HEAD - have  # what completes the head of the body
+            if head > 0 and need > _SMALL + _HEAD:
+                need = head
         stop = at + need
         with memoryview(rest) as view:
             buf += view[at:stop]
@@ -275,6 +314,10 @@ class FrameParser:
     def take_remaining(self) -> bytes:
         """Hand over the unparsed bytes (for the next layer, e.g. after the TLS header)."""
         rest = bytes(self._buf[self._pos :])
+        if self._cut is not None:
+            rest = b"".join((self._cut_head, *self._parts, rest))
+            self._cut = None
+            self._parts = []
         if self._rest is not None:
             rest += self._rest[self._rest_at :]
             self._rest = None
@@ -340,11 +383,19 @@ class FrameParser:
         SASL body) of the frame's type.
         """
         parts = self._next()
-        return None if parts is None else Frame(*parts)
+        if parts is None:
+            return None
+        ftype, channel, body, payload = parts
+        return Frame(
+            ftype, channel, body, b"".join(payload) if isinstance(payload, list) else payload
+        )
 
-    def _next(self) -> tuple[FrameType, int, Any, bytes | memoryview] | None:
+    def _next(self) -> tuple[FrameType, int, Any, FramePayload] | None:
         """:meth:`next_frame`'s work: the frame's type, channel, body and payload, without
-        the :class:`Frame` (the engine takes them apart at once)."""
+        the :class:`Frame` (the engine takes them apart at once). A transfer's payload cut
+        across feeds is the list of its pieces (see :meth:`_gather`)."""
+        if self._cut is not None:
+            return self._gather()
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
         if have < 4:
@@ -357,12 +408,15 @@ class FrameParser:
                 self._buf = bytearray()
                 self._pos = 0
             return None
-        size = int.from_bytes(buf[pos : pos + 4], "big")
-        if size < 8:
-            raise FramingError(
-                f"frame size {size} is below the minimum of 8", offset=self._base + pos
-            )
-        if size > self.max_frame_size:
+        if have < 8:
+            size = int.from_bytes(buf[pos : pos + 4], "big")
+        else:
+            size, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
+        if size < 8 or size > self.max_frame_size:
+            if size < 8:
+                raise FramingError(
+                    f"frame size {size} is below the minimum of 8", offset=self._base + pos
+                )
             raise FramingError(
                 f"frame size {size} exceeds max-frame-size {self.max_frame_size}",
                 offset=self._base + pos,
@@ -372,27 +426,27 @@ class FrameParser:
                 self._pull()
                 return self._next()
             return None
-        _, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
-        if doff < 2:
-            raise FramingError(
-                f"data offset {doff} is below the minimum of 2", offset=self._base + pos
-            )
-        if doff * 4 > size:
-            raise FramingError(
-                f"data offset {doff * 4} bytes lies beyond the frame", offset=self._base + pos
-            )
-        if ftype not in (0, 1):
+        if doff < 2 or doff * 4 > size or ftype > 1:
+            if doff < 2:
+                raise FramingError(
+                    f"data offset {doff} is below the minimum of 2", offset=self._base + pos
+                )
+            if doff * 4 > size:
+                raise FramingError(
+                    f"data offset {doff * 4} bytes lies beyond the frame",
+                    offset=self._base + pos,
+                )
             raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
         start = pos + doff * 4
         payload: bytes | memoryview
         if have < size:
             if self._rest is None:
                 return None
-            split = self._split(start, size - have)
-            if split is None:
+            split = self._split(pos, start, size, ftype, channel)
+            if split is False:
                 self._pull()
                 return self._next()
-            performative, payload = split
+            return split
         else:
             stop = pos + size
             self._pos = stop
@@ -419,25 +473,101 @@ class FrameParser:
                 raise DecodeError("SASL frame has trailing bytes")
         return _FRAME_TYPES[ftype], channel, performative, payload
 
-    def _split(self, start: int, need: int) -> tuple[Any, memoryview] | None:
-        """A frame of which our buffer holds everything up to its payload, from ``start``
-        (its body) to the end, and :attr:`_rest` the whole payload, ``need`` bytes (more
-        than :data:`_SMALL`): its performative, and its payload as a view of the rest,
-        which is then read in place. None (nothing consumed) where that is not the case:
-        the frame is then completed in our buffer (:meth:`_pull`)."""
-        rest, at, buf = self._rest, self._rest_at, self._buf
+    def _split(
+        self, pos: int, start: int, size: int, ftype: int, channel: int
+    ) -> tuple[FrameType, int, Any, FramePayload] | Literal[False] | None:
+        """A frame of ``size`` bytes at ``pos`` in our buffer, cut short, its body from
+        ``start``, and :attr:`_rest` behind it. Where the frame is a transfer whose
+        performative is all in our buffer and more than :data:`_SMALL` bytes of it are still
+        to come: the frame, its payload a view of the rest, when the payload is all of what
+        is to come and all there (a frame whose header and payload are fed apart); else its
+        payload is gathered (:meth:`_gather`, which says if it is whole yet). False (nothing
+        consumed) where that is not the case: the frame is then completed in our buffer
+        (:meth:`_pull`), and whatever is wrong with it reported there."""
+        buf, at = self._buf, self._rest_at
+        rest = self._rest
         assert rest is not None
-        if need <= _SMALL or start >= len(buf) or len(rest) - at < need:
-            return None
-        body = bytes(buf[start:])
+        have = len(buf) - pos
+        if size - have <= _SMALL or start >= len(buf) or ftype:
+            return False
+        head = bytes(buf[start : start + _HEAD])
         try:
-            performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
+            performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
         except (*_decode.DECODE_FAILURES, DecodeError):
-            return None  # the copying path decodes it again, and reports what is wrong
-        if end != len(body):
-            return None  # the payload starts in our buffer
-        self._base += len(buf) - at
-        self._buf = rest
-        self._pos = at + need
-        self._rest = None
-        return performative, memoryview(rest)[at : at + need]
+            if len(buf) - start <= _HEAD:
+                return False  # the copying path decodes it again, and reports what is wrong
+            head = bytes(buf[start:])
+            try:
+                performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
+            except (*_decode.DECODE_FAILURES, DecodeError):
+                return False
+        if type(performative) is not Transfer:
+            return False
+        end += start
+        need = size - (end - pos)  # the payload's bytes still to come
+        if end == len(buf):
+            self._base += len(buf) - at
+            self._buf = rest
+            self._rest = None
+            if len(rest) - at >= need:
+                self._pos = at + need
+                if at == 0 and need == len(rest) and type(rest) is memoryview:
+                    return _FRAME_TYPES[0], channel, performative, rest  # our view, all of it
+                return _FRAME_TYPES[0], channel, performative, memoryview(rest)[at : at + need]
+            self._pos = at
+        else:
+            self._pos = end  # the payload begins here: gathered from here, then the rest
+        self._cut = (_FRAME_TYPES[0], channel, performative)
+        self._cut_head = bytes(buf[pos:end])
+        self._need = need
+        self._parts = []
+        return self._gather()
+
+    def _gather(self) -> tuple[FrameType, int, Any, FramePayload] | None:
+        """Take the payload of the transfer cut short (:meth:`_split`) from what is fed, as
+        it comes: views of the immutable bytes, where more than :data:`_SMALL` bytes of them
+        belong to it (and they make the frame whole, or are at least half of those bytes:
+        a piece held while the frame waits pins no more than twice its size), copies of the
+        rest. Its frame once it is whole (the payload a list of its pieces), else None."""
+        parts = self._parts
+        while True:
+            buf, pos = self._buf, self._pos
+            have = len(buf) - pos
+            if not have:
+                if self._rest is not None:
+                    self._pull()
+                    continue
+                if type(buf) is not bytearray:
+                    # All taken: let go of the caller's bytes (views taken keep them).
+                    self._base += pos
+                    self._buf = bytearray()
+                    self._pos = 0
+                return None
+            need = self._need
+            take = need if have > need else have
+            stop = pos + take
+            if (
+                type(buf) is not bytearray
+                and take > _SMALL
+                and (take == need or take * 2 >= len(buf))
+            ):
+                parts.append(memoryview(buf)[pos:stop])
+            else:
+                with memoryview(buf) as view:
+                    if parts and type(parts[-1]) is bytearray:
+                        parts[-1] += view[pos:stop]
+                    else:
+                        parts.append(bytearray(view[pos:stop]))
+            self._pos = stop
+            if take == need:
+                break
+            self._need = need - take
+        ftype, channel, performative = self._cut  # type: ignore[misc]
+        self._cut = None
+        self._parts = []
+        self._need = 0
+        payload: list[bytes | memoryview] = [
+            bytes(part) if type(part) is bytearray else part  # type: ignore[misc]
+            for part in parts
+        ]
+        return ftype, channel, performative, payload[0] if len(payload) == 1 else payload

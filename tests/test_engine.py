@@ -1128,6 +1128,102 @@ def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -
     assert e.data == big and type(e.data) is bytes
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_transfers_cut_inside_their_payload_arrive_as_the_views_they_came_in(
+    streaming: bool,
+) -> None:
+    """A large message handed over as buffers_to_send cuts it (frame payloads as views of
+    the sender's bytes, cut where a bound falls inside one, the last frame too): the
+    delivery holds the views, the payload of a cut frame as the two views it came in."""
+    p = _opened(client={"max_frame_size": 65536}, server={"max_frame_size": 65536})
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    assert isinstance(rcv, a.Receiver)
+    rcv.streaming = streaming
+    rcv.flow(2)
+    p.pump()
+    big = bytes(range(256)) * 1024 + b"tail" * 5000  # 276 KiB: five frames
+    snd.send(big)
+    got: list[a.Event] = []
+    while pieces := p.client.buffers_to_send(100_000):  # cuts inside the 2nd and 4th frames
+        for piece in pieces:
+            got += p.server.receive_data(piece, p.now)
+    received = of(got, a.DeliveryReceived)
+    if streaming:
+        assert [type(e.data) for e in received] == [bytes] * 5
+        assert b"".join(e.data for e in received) == big
+        return
+    (e,) = received
+    pieces_held = e._data
+    assert type(pieces_held) is tuple
+    # The second frame's payload as its two views; the fourth one's head came in a small
+    # piece (joined with its frame's header), copied.
+    assert [type(piece) for piece in pieces_held] == [memoryview] * 4 + [bytes] + [memoryview] * 2
+    assert [len(piece) for piece in pieces_held[1:3]] == [34_445, 31_070]
+    assert b"".join(pieces_held) == big and e.data == big
+
+
+def test_a_last_transfer_cut_inside_its_payload_ends_the_delivery_with_its_views() -> None:
+    p = _opened(client={"max_frame_size": 65536}, server={"max_frame_size": 65536})
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(1)
+    p.pump()
+    big = bytes(range(256)) * 1024 + b"tail" * 5000  # the last frame of 20,086 bytes
+    snd.send(big)
+    got: list[a.Event] = []
+    while pieces := p.client.buffers_to_send(270_000):  # cuts inside the last frame
+        for piece in pieces:
+            got += p.server.receive_data(piece, p.now)
+    (e,) = of(got, a.DeliveryReceived)
+    assert type(e._data) is tuple
+    assert [type(piece) for piece in e._data] == [memoryview] * 6
+    assert e._data[-1].obj is e._data[-2].obj is big  # type: ignore[union-attr]
+    assert e.data == big
+
+
+def test_the_first_deadline_counts_from_output_queued_before_any_time_was_known() -> None:
+    """A client's open queued without a time: the first call that brings one (here
+    handle_timer) starts the clock for its heartbeats (sent at half the time-out the peer
+    advertises: the server advertises half of its own)."""
+    client = a.Connection(client=True, container_id="c")
+    server = a.Connection(client=False, container_id="s", idle_timeout=10.0)
+    client.open()
+    assert client.handle_timer(100.0) == []
+    server.receive_data(client.data_to_send(), 100.0)
+    server.open()
+    client.receive_data(server.data_to_send(), 101.0)
+    assert client.next_deadline() == 102.5  # 100 + the half of the 5 s the server asks for
+
+
+def test_a_delivery_arriving_in_cut_frames_holds_at_most_twice_its_size() -> None:
+    """A frame cut short at the end of a large read whose views the delivery does not keep
+    (less than half of it) is copied out of it too, not held in views of the read."""
+    p = _opened(client={"max_frame_size": 65536}, server={"max_frame_size": 65536})
+    cs, _ = p.session()
+    snd, rcv = p.link(cs)
+    rcv.flow(2)
+    p.pump()
+    big = bytes(range(256)) * 1024
+    snd.send(big)
+    wire = p.client.data_to_send()
+    padding = a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        data = padding + wire[:40_000]  # the first frame's head and part of its payload
+        assert not p.server.receive_data(data, p.now)
+        data = wire[40_000:70_000]  # the rest of it: the delivery holds both parts
+        assert not p.server.receive_data(data, p.now)
+        del data
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 60_000 < held < 200_000
+    (e,) = of(p.server.receive_data(wire[70_000:], p.now), a.DeliveryReceived)
+    assert e.data == big
+
+
 # -- large messages without copies: data_to_send(max_bytes), send(Message) ----------------
 
 

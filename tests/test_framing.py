@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -463,3 +464,199 @@ def test_large_and_small_frames_in_any_cuts_parse_the_same(
         got += _parse_all(parser)
     assert got == expected
     assert parser.buffered == 0
+
+
+# -- a transfer cut inside its payload keeps the pieces it came in ------------------------
+
+
+def _pieces(parser: a.FrameParser) -> list[object]:
+    """The payload pieces of the next frame as the engine takes them (``_next``)."""
+    got = parser._next()
+    assert got is not None
+    payload = got[3]
+    return list(payload) if type(payload) is list else [payload]
+
+
+def _head_of(frame: bytes) -> int:
+    """Where a transfer frame's payload begins."""
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame)
+    f = parser.next_frame()
+    assert f is not None
+    return len(frame) - len(f.payload)
+
+
+def test_a_payload_cut_across_bytes_is_the_views_of_them() -> None:
+    """A frame's header and performative, then its payload in two pieces (as
+    ``buffers_to_send`` cuts a large message): the payload is views of both, no copy."""
+    frame, payload = _large_transfer(20_000)
+    head = _head_of(frame)
+    first, second = frame[head : head + 9000], frame[head + 9000 :]
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame[:head])
+    assert parser._next() is None
+    parser.feed(memoryview(first))
+    assert parser._next() is None
+    assert parser.buffered == head + 9000  # held, not yet a frame
+    parser.feed(second)
+    pieces = _pieces(parser)
+    assert [type(p) for p in pieces] == [memoryview, memoryview]
+    assert pieces[0].obj is first and pieces[1].obj is second  # type: ignore[attr-defined]
+    assert b"".join(pieces) == payload  # type: ignore[arg-type]
+    assert parser.buffered == 0 and parser._next() is None
+    # Through the public API the pieces come joined.
+    parser.feed(frame[: head + 100])
+    parser.feed(frame[head + 100 : head + 9000])
+    assert parser.next_frame() is None
+    parser.feed(bytearray(frame[head + 9000 :]) + frame)
+    got = _parse_all(parser)
+    assert [f.payload for f in got] == [payload, payload]
+    assert type(got[0].payload) is bytes
+
+
+def test_a_small_or_mutable_piece_of_a_cut_payload_is_copied() -> None:
+    """Pieces of 4 KiB or less, and bytearrays (which may change), are copied, the small
+    copies next to each other into one piece; the frame still arrives whole."""
+    frame, payload = _large_transfer(30_000)
+    head = _head_of(frame)
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame[: head + 5000])  # the head, and 5,000 bytes of payload behind it
+    parser.feed(frame[head + 5000 : head + 12_000])
+    assert parser._next() is None
+    for i in range(head + 12_000, head + 12_010):
+        parser.feed(frame[i : i + 1])  # byte by byte
+        assert parser._next() is None
+    mutable = bytearray(frame[head + 12_010 : head + 20_000])
+    parser.feed(mutable)
+    assert parser._next() is None
+    mutable[:] = bytes(len(mutable))
+    parser.feed(frame[head + 20_000 :])
+    pieces = _pieces(parser)
+    assert [type(p) for p in pieces] == [memoryview, memoryview, bytes, memoryview]
+    assert [len(p) for p in pieces] == [5000, 7000, 10 + 7990, len(frame) - head - 20_000]  # type: ignore[arg-type]
+    assert b"".join(pieces) == payload  # type: ignore[arg-type]
+
+
+def test_a_cut_payload_pins_at_most_twice_what_it_views() -> None:
+    """A piece that the frame waits on beyond is viewed only where it is at least half of
+    the bytes it came in: a large read whose tail starts a frame gives a copy of the tail."""
+    frame, payload = _large_transfer(30_000)
+    head = _head_of(frame)
+    padding = a.encode_frame(None) * 10_000  # 80,000 bytes of empty frames
+    for before, viewed in ((padding, False), (b"", True)):
+        parser = a.FrameParser(max_frame_size=65536)
+        read = before + frame[: head + 10_000]
+        parser.feed(read)
+        assert all(f.is_heartbeat for f in _parse_all(parser))
+        last = frame[head + 10_000 :]
+        parser.feed(last)
+        first, second = _pieces(parser)
+        assert (type(first) is memoryview) is viewed
+        assert second.obj is last  # type: ignore[attr-defined]  # it makes the frame whole
+        assert bytes(first) + bytes(second) == payload  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_cut_transfer_arrives_byte_identical(data: st.DataObject) -> None:
+    """Cut anywhere, into pieces of any kind (bytes, views of bytes, bytearrays, one byte at
+    a time): the frames read the same, the engine's pieces join to the payload."""
+    frames = [_large_transfer(n)[0] for n in (20_000, 300, 9000)]
+    stream = b"".join(frames)
+    expected = _parse_all(_fed(stream))
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(stream) - 1), max_size=8)))
+    kinds = data.draw(st.lists(st.sampled_from(["bytes", "view", "bytearray", "bytewise"])))
+    public, engine = a.FrameParser(max_frame_size=65536), a.FrameParser(max_frame_size=65536)
+    got: list[a.Frame] = []
+    joined: list[bytes] = []
+    for i, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(stream)], strict=True)):
+        kind = kinds[i] if i < len(kinds) else "bytes"
+        piece = stream[lo:hi]
+        for fed in (
+            [piece[j : j + 1] for j in range(len(piece))]
+            if kind == "bytewise" and len(piece) < 50
+            else [piece]
+        ):
+            fed_as: bytes | bytearray | memoryview = {
+                "view": memoryview(fed),
+                "bytearray": bytearray(fed),
+            }.get(kind, fed)
+            public.feed(fed_as)
+            engine.feed(fed_as)
+            got += _parse_all(public)
+            while (frame := engine._next()) is not None:
+                payload = frame[3]
+                joined.append(b"".join(payload) if type(payload) is list else bytes(payload))
+    assert got == expected
+    assert joined == [f.payload for f in expected]
+    assert public.buffered == engine.buffered == 0
+
+
+def _fed(data: bytes) -> a.FrameParser:
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(data)
+    return parser
+
+
+def test_a_transfer_cut_at_every_offset_arrives_whole() -> None:
+    frame, payload = _large_transfer(5120)
+    other = a.encode_frame(a.End())
+    stream = frame + other
+    for cut in range(1, len(frame)):
+        parser = a.FrameParser(max_frame_size=65536)
+        parser.feed(stream[:cut])
+        got = _parse_all(parser)
+        parser.feed(stream[cut:])
+        got += _parse_all(parser)
+        assert [f.payload for f in got] == [payload, b""], cut
+        assert parser.buffered == 0
+
+
+def test_cut_frames_that_are_not_transfers_are_completed_by_copying() -> None:
+    """Only a transfer's payload is gathered: another large frame cut short is completed in
+    our buffer, and a bad or long performative is decoded (or reported) there."""
+    long_attach = a.Attach(name="n" * 6000, handle=0, role=a.Role.SENDER)
+    long_tag = a.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
+    longer_tag = attrs.evolve(long_tag, delivery_tag=b"t" * 1000)
+    cases: list[tuple[bytes, int]] = [
+        (a.encode_frame(long_attach), 100),
+        (
+            a.encode_frame(
+                a.SaslInit(mechanism="PLAIN", initial_response=b"x" * 6000),
+                frame_type=a.FrameType.SASL,
+            ),
+            100,
+        ),
+        (a.encode_frame(long_tag, payload=b"p" * 9000), 100),  # performative cut short
+        (a.encode_frame(long_tag, payload=b"p" * 9000), 400),  # longer than the head copy
+        (a.encode_frame(longer_tag, payload=b"p" * 9000), 400),  # and cut short
+    ]
+    for raw, cut in cases:
+        whole = _fed(raw).next_frame()
+        parser = a.FrameParser(max_frame_size=65536)
+        parser.feed(raw[:cut])
+        assert parser.next_frame() is None
+        parser.feed(raw[cut:])
+        assert parser.next_frame() == whole
+    bad = a.encode_frame(None, payload=b"\x00\x53\x14\xd0" + b"\xff" * 9000)
+    flow = a.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
+    trailing = a.encode_frame(flow, payload=b"x" * 9000)
+    for raw, match in ((bad, "."), (trailing, "trailing")):
+        parser = a.FrameParser(max_frame_size=65536)
+        parser.feed(raw[:100])
+        parser.feed(raw[100:])
+        with pytest.raises(a.DecodeError, match=match):
+            parser.next_frame()
+
+
+def test_remaining_bytes_include_a_payload_being_gathered() -> None:
+    frame, _ = _large_transfer(20_000)
+    parser = a.FrameParser(max_frame_size=65536)
+    parser.feed(frame[:100])
+    parser.feed(frame[100:15_000])
+    assert parser.next_frame() is None
+    parser.feed(frame[15_000:16_000])
+    assert parser.take_remaining() == frame[:16_000]
+    assert parser.buffered == 0
+    parser.feed(frame)
+    assert parser.next_frame() is not None
