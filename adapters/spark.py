@@ -22,8 +22,8 @@ of staged messages. Executors read the staged file. The messages stay unsettled 
 broker until Spark has committed the batch: they are accepted on ``commit(end)``, or at the
 next ``latestOffset`` (Spark asks for the next batch only once the previous one is in its
 commit log; pyspark 4.2 and later say where that is, ``start``, and on 4.0 and 4.1 every
-batch planned before is accepted). A restarted query replays its uncommitted batch from the staged file;
-the broker redelivers what was never accepted.
+batch planned before is accepted). A restarted query replays its uncommitted batch from the
+staged file; the broker redelivers what was never accepted.
 """
 
 from __future__ import annotations
