@@ -101,3 +101,20 @@ class Pair:
 
 def of(events: list[a.Event], kind: type) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
+
+
+#: The message :func:`large_on_the_wire` sends: 256 KiB.
+LARGE = bytes(range(256)) * 1024
+
+
+def large_on_the_wire(sender: a.Sender, client: a.Connection) -> tuple[bytes, list[int]]:
+    """Send :data:`LARGE` on ``sender`` (five 64 KiB frames) and take what ``client``
+    queues: the bytes, and the offsets at which each frame ends (after a leading 0)."""
+    sender.send(LARGE)
+    wire = client.data_to_send()
+    frames = a.FrameParser(max_frame_size=65536)
+    frames.feed(wire)
+    ends = [0]
+    while frames.next_frame() is not None:
+        ends.append(len(wire) - frames.buffered)
+    return wire, ends

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tracemalloc
 
 import pytest
-from engine_pair import Pair, of
+from engine_pair import LARGE, Pair, large_on_the_wire, of
 
 import amqp_sansio as a
 
@@ -1099,14 +1099,7 @@ def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -
     snd, rcv = p.link(cs)
     rcv.flow(2)
     p.pump()
-    big = bytes(range(256)) * 1024  # 256 KiB: five frames
-    snd.send(big)
-    wire = p.client.data_to_send()
-    frames = a.FrameParser(max_frame_size=65536)
-    frames.feed(wire)
-    ends = [0]
-    while frames.next_frame() is not None:
-        ends.append(len(wire) - frames.buffered)
+    wire, ends = large_on_the_wire(snd, p.client)  # 256 KiB: five frames
     padding = a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
 
     def retained(start: int, stop: int, extra: bytes = b"") -> int:
@@ -1125,7 +1118,7 @@ def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -
         tracemalloc.stop()
     assert 60_000 < alone < 80_000 and 60_000 < padded < 200_000
     (e,) = of(p.server.receive_data(wire[ends[2] :], p.now), a.DeliveryReceived)
-    assert e.data == big and type(e.data) is bytes
+    assert e.data == LARGE and type(e.data) is bytes
 
 
 @pytest.mark.parametrize("streaming", [False, True])

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import amqp_sansio as a
-from tests.engine_pair import Pair, of
+from tests.engine_pair import LARGE, Pair, large_on_the_wire, of
 from tests.strategies import assert_same, has_sections, messages, same
 
 
@@ -230,14 +230,7 @@ def test_views_fed_are_kept_or_copied_out_as_bytes_are() -> None:
     keeps a view where it makes up at least half of the view fed (no copy), and copies it
     out otherwise (the bytes behind the view fed are weighed by what it covers)."""
     p, snd, _ = _sender_pair()
-    big = bytes(range(256)) * 1024  # 256 KiB: five frames
-    snd.send(big)
-    wire = p.client.data_to_send()
-    frames = a.FrameParser(max_frame_size=65536)
-    frames.feed(wire)
-    ends = [0]
-    while frames.next_frame() is not None:
-        ends.append(len(wire) - frames.buffered)
+    wire, ends = large_on_the_wire(snd, p.client)  # 256 KiB: five frames
     padded = wire[ends[1] : ends[2]] + a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
 
     def retained(view: memoryview) -> int:
@@ -253,7 +246,7 @@ def test_views_fed_are_kept_or_copied_out_as_bytes_are() -> None:
         tracemalloc.stop()
     assert alone < 10_000 and 60_000 < copied < 200_000
     (e,) = of(p.server.receive_data(memoryview(wire)[ends[2] :], p.now), a.DeliveryReceived)
-    assert e.data == big
+    assert e.data == LARGE
 
 
 def test_the_data_of_a_delivery_in_pieces_is_joined_once() -> None:
