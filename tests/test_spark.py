@@ -290,3 +290,50 @@ def test_a_batch_read_of_an_empty_queue_has_no_rows(spark: Any, broker: Any) -> 
     reader = spark.read.format("amqp").option("url", broker.url).option("address", address)
     assert reader.load().collect() == []
     assert reader.option("consume", "true").option("partitions", "3").load().collect() == []
+
+
+def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
+    """The stream reader called as Spark calls it (no Spark needed): with
+    ``maxBytesPerTrigger`` each batch holds what fits, in the order sent, a message larger
+    than the limit alone; each message is staged once and accepted only on commit."""
+    import pyarrow as pa
+
+    address = f"bytes-{uuid.uuid4().hex[:8]}"
+    bodies = [bytes([i]) * 100 for i in range(20)] + [bytes(5000)] + [b"x" * 100] * 3
+    with sockets.connect(f"{broker.url}/{address}") as conn:
+        sender = conn.sender(address)
+        for body in bodies:
+            assert isinstance(sender.send(a.Message(body=body)), a.Accepted)
+    small = len(a.Message(body=bodies[0]).encode())
+    limit = 5 * small + small // 2
+    staging = tempfile.mkdtemp()
+    source = spark_adapter.AMQPDataSource(
+        {
+            "url": broker.url,
+            "address": address,
+            "stagingLocation": staging,
+            "maxBytesPerTrigger": str(limit),
+        }
+    )
+    reader = source.streamReader(spark_adapter.SCHEMA)
+    batches: list[list[bytes]] = []
+    offset = reader.initialOffset()
+    try:
+        while sum(map(len, batches)) < len(bodies):
+            end = reader.latestOffset(offset, None)
+            assert end["staged"] > offset["staged"], "a batch found nothing"
+            # The earlier batches are accepted, nothing of this one before its commit.
+            assert depth(broker, address) == len(bodies) - sum(map(len, batches))
+            ((_first, _last, path),) = spark_adapter.staged_batches(staging)
+            with pa.memory_map(path) as f:
+                batches.append(pa.ipc.open_file(f).read_all().column("body").to_pylist())
+            reader.commit(end)
+            offset = end
+        assert depth(broker, address) == 0
+    finally:
+        reader.stop()
+    assert [body for batch in batches for body in batch] == bodies
+    for batch in batches:
+        assert len(batch) == 1 or sum(len(a.Message(body=b).encode()) for b in batch) <= limit
+    assert [bodies[20]] in batches
+    assert len(batches) >= 6
