@@ -344,13 +344,15 @@ def staged_batches(location: str) -> list[tuple[int, int, str]]:
 
 
 def _record_batch(rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
-    """``rows`` as one Arrow record batch of :data:`SCHEMA`."""
-    schema = _arrow_schema()
-    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in COLUMNS]
-    return pa.RecordBatch.from_arrays(
-        [pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)],
-        schema=schema,
-    )
+    """``rows`` as one Arrow record batch of :data:`SCHEMA`: converted as one array of
+    structs, each row a tuple (pyarrow's C++ transposes them, several times faster than
+    cutting the rows into columns in Python)."""
+    return pa.RecordBatch.from_struct_array(pa.array(rows, type=_arrow_struct()))
+
+
+@functools.cache
+def _arrow_struct() -> pa.StructType:
+    return pa.struct(list(_arrow_schema()))
 
 
 def stage(location: str, start: int, rows: list[tuple[Any, ...]]) -> str:
