@@ -290,3 +290,103 @@ def test_a_batch_read_of_an_empty_queue_has_no_rows(spark: Any, broker: Any) -> 
     reader = spark.read.format("amqp").option("url", broker.url).option("address", address)
     assert reader.load().collect() == []
     assert reader.option("consume", "true").option("partitions", "3").load().collect() == []
+
+
+def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
+    """The stream reader called as Spark calls it (no Spark needed): with
+    ``maxBytesPerTrigger`` each batch holds what fits, in the order sent, a message larger
+    than the limit alone; each message is staged once and accepted only on commit."""
+    import pyarrow as pa
+
+    address = f"bytes-{uuid.uuid4().hex[:8]}"
+    bodies = [bytes([i]) * 100 for i in range(20)] + [bytes(5000)] + [b"x" * 100] * 3
+    with sockets.connect(f"{broker.url}/{address}") as conn:
+        sender = conn.sender(address)
+        for body in bodies:
+            assert isinstance(sender.send(a.Message(body=body)), a.Accepted)
+    small = len(a.Message(body=bodies[0]).encode())
+    limit = 5 * small + small // 2
+    staging = tempfile.mkdtemp()
+    source = spark_adapter.AMQPDataSource(
+        {
+            "url": broker.url,
+            "address": address,
+            "stagingLocation": staging,
+            "maxBytesPerTrigger": str(limit),
+        }
+    )
+    reader = source.streamReader(spark_adapter.SCHEMA)
+    batches: list[list[bytes]] = []
+    offset = reader.initialOffset()
+    try:
+        while sum(map(len, batches)) < len(bodies):
+            end = reader.latestOffset(offset, None)
+            assert end["staged"] > offset["staged"], "a batch found nothing"
+            # The earlier batches are accepted, nothing of this one before its commit.
+            assert depth(broker, address) == len(bodies) - sum(map(len, batches))
+            ((_first, _last, path),) = spark_adapter.staged_batches(staging)
+            with pa.memory_map(path) as f:
+                batches.append(pa.ipc.open_file(f).read_all().column("body").to_pylist())
+            reader.commit(end)
+            offset = end
+        assert depth(broker, address) == 0
+    finally:
+        reader.stop()
+    assert [body for batch in batches for body in batch] == bodies
+    for batch in batches:
+        assert len(batch) == 1 or sum(len(a.Message(body=b).encode()) for b in batch) <= limit
+    assert [bodies[20]] in batches
+    assert len(batches) >= 6
+
+
+def test_a_staged_batch_reads_back_as_its_rows() -> None:
+    """Every column of the schema, null and not, through stage() and read_staged()."""
+    import datetime
+
+    import pyarrow as pa
+    from amqp_sansio.adapters._spark_rows import COLUMNS, message_to_row
+
+    messages = [
+        a.Message(body=b"plain"),
+        a.Message(
+            header=a.Header(durable=True, priority=7, ttl=1500, first_acquirer=True),
+            properties=a.Properties(
+                message_id=uuid.UUID(int=42),
+                user_id=b"me",
+                to="there",
+                subject="s",
+                reply_to="back",
+                correlation_id=b"\x01\x02",
+                content_type="text/plain",
+                content_encoding="utf-8",
+                absolute_expiry_time=1_700_000_000_123,
+                creation_time=0,
+                group_id="g",
+                group_sequence=3,
+                reply_to_group_id="rg",
+            ),
+            application_properties={"n": 1, "s": "x", "f": 1.5},
+            message_annotations={a.Symbol("x-opt"): "y"},
+            body=a.AmqpValue("é"),
+        ),
+        a.Message(properties=a.Properties(message_id=7), body=a.AmqpSequence([1, "two"])),
+        a.Message(application_properties={}, body=None),
+    ]
+    rows = [message_to_row(m, f"q{i}") for i, m in enumerate(messages)]
+    staging = tempfile.mkdtemp()
+    path = spark_adapter.stage(staging, 10, rows)
+    assert os.path.basename(path) == "000000000010-000000000014.arrow"
+    assert spark_adapter.staged_batches(staging) == [(10, 14, path)]
+    partition = spark_adapter.StagedPartition(path, 1, 4)
+    got = [r for batch in spark_adapter.read_staged(partition) for r in batch.to_pylist()]
+    # Maps come back as (key, value) pairs.
+    pairs = [tuple(list(v.items()) if isinstance(v, dict) else v for v in row) for row in rows]
+    expected = [dict(zip(COLUMNS, row, strict=True)) for row in pairs[1:]]
+    assert got == expected
+    assert got[0]["creation_time"] == datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    assert got[0]["message_id"] == str(uuid.UUID(int=42))
+    empty = spark_adapter.stage(staging, 14, [])
+    with pa.memory_map(empty) as f:
+        table = pa.ipc.open_file(f).read_all()
+    assert table.num_rows == 0
+    assert table.schema.names == list(COLUMNS)
