@@ -393,12 +393,21 @@ class ReceiverCore(_LinkCore):
                 return None
             self.check()
             return None
-        delivery = self.queue.popleft()
-        if self.auto_accept and not delivery.settled:
-            delivery.accept()
-        self._refill()
-        self.core._changed()
-        return delivery
+        return self.take_many(1)[0]
+
+    def take_many(self, count: int) -> list[Delivery]:
+        """Up to ``count`` of the deliveries that wait, oldest first (each accepted if
+        ``auto_accept``): the credit topped up and the change written once for them all."""
+        queue = self.queue
+        taken = [queue.popleft() for _ in range(min(count, len(queue)))]
+        if taken:
+            if self.auto_accept:
+                for delivery in taken:
+                    if not delivery.settled:
+                        delivery.accept()
+            self._refill()
+            self.core._changed()
+        return taken
 
     def drain(self) -> Op[None]:
         """Ask the sender to use up or give back the credit; done when it has."""

@@ -513,13 +513,8 @@ class _Receiving:
                         if size > max_bytes and (taken or index):
                             count = index
                             break
-                if count:
-                    # All but the last straight from the queue, the last through take(),
-                    # which tops up the link's credit and has the change written: once
-                    # for the run, not once a message.
-                    popleft = queue.popleft
-                    taken.extend([(address, popleft()) for _ in range(count - 1)])
-                    taken.append((address, core.take()))
+                # Taken in one call: the link's credit topped up once, not once a message.
+                taken.extend([(address, d) for d in core.take_many(count)])
                 if max_bytes is not None and size > max_bytes:
                     return taken
             now = time.monotonic()

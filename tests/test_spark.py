@@ -383,7 +383,7 @@ def test_a_staged_batch_reads_back_as_its_rows() -> None:
     pairs = [tuple(list(v.items()) if isinstance(v, dict) else v for v in row) for row in rows]
     expected = [dict(zip(COLUMNS, row, strict=True)) for row in pairs[1:]]
     assert got == expected
-    assert got[0]["creation_time"] == datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    assert got[0]["creation_time"] == datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
     assert got[0]["message_id"] == str(uuid.UUID(int=42))
     empty = spark_adapter.stage(staging, 14, [])
     with pa.memory_map(empty) as f:
