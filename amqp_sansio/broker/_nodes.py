@@ -20,6 +20,7 @@ from .._messaging import (
     DeleteOnNoLinksOrMessages,
     DeleteOnNoMessages,
 )
+from ._selector import MessageFields, Selector
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ class Consumer(Protocol):
 
     copy: bool
     cursor: int
+    #: Its selector (None: it takes every message).
+    selector: Selector | None
 
     @property
     def credit(self) -> int: ...
@@ -40,6 +43,18 @@ class Consumer(Protocol):
     def deliver(self, message: StoredMessage, node: Node) -> None: ...
 
     def drained(self) -> None: ...
+
+
+def selects(selector: Selector, message: StoredMessage, address: str) -> bool:
+    """Whether ``selector`` is TRUE for ``message`` at the node at ``address``; the message
+    is read once, and each selector's verdict kept with it."""
+    fields = message.selection
+    if fields is None:
+        fields = message.selection = MessageFields(message.data, address=address)
+    verdict = fields.verdicts.get(selector)
+    if verdict is None:
+        verdict = fields.verdicts[selector] = selector.matches(fields)
+    return verdict  # type: ignore[no-any-return]
 
 
 class Node(abc.ABC):
@@ -250,6 +265,35 @@ class Queue(Node):
         self.acquired += 1
         return found
 
+    def _select(self, consumer: Consumer, selector: Selector, wall: float) -> StoredMessage | None:
+        """:meth:`_take` for a consumer with a selector: the first available message, by
+        priority then arrival, that it selects; those it passes over stay where they are,
+        in order, for other consumers."""
+        address = self.address
+        for negated in self._order:
+            level = self._levels[-negated]
+            index = 0
+            for message in level:
+                if message.dropped or self.available.get(message.seq) is not message:
+                    index += 1
+                    continue
+                if message.expires is not None and message.expires <= wall:
+                    self.drop(message)
+                    self.broker.expired += 1
+                    index += 1
+                    continue
+                excluded = message.excluded
+                if (excluded is None or consumer not in excluded) and selects(
+                    selector, message, address
+                ):
+                    del level[index]
+                    del self.available[message.seq]
+                    self.bytes -= message.size
+                    self.acquired += 1
+                    return message
+                index += 1
+        return None
+
     def add_consumer(self, consumer: Consumer) -> None:
         (self.browsers if consumer.copy else self.consumers).append(consumer)
 
@@ -269,7 +313,11 @@ class Queue(Node):
                 self._turn = index + 1
                 if consumer.credit <= 0:
                     continue
-                message = self._take(consumer, wall)
+                selector = consumer.selector
+                if selector is None:
+                    message = self._take(consumer, wall)
+                else:
+                    message = self._select(consumer, selector, wall)
                 if message is None:
                     continue
                 consumer.deliver(message, self)
@@ -285,6 +333,7 @@ class Queue(Node):
     def _browse(self, browser: Consumer, wall: float) -> None:
         """Send a browser (``copy``) the available messages it has not seen, by arrival."""
         if browser.credit > 0:
+            selector = browser.selector
             for seq, message in list(self.available.items()):
                 if seq <= browser.cursor:
                     continue
@@ -293,6 +342,8 @@ class Queue(Node):
                     self.broker.expired += 1
                     continue
                 browser.cursor = seq
+                if selector is not None and not selects(selector, message, self.address):
+                    continue  # not for this browser (its cursor moves past it)
                 browser.deliver(message, self)
                 if browser.credit <= 0:
                     break
@@ -325,8 +376,13 @@ class Topic(Node):
 
     def offer(self, message: StoredMessage) -> str | None:
         broker = self.broker
-        for buffer in self.subscriptions.values():
-            buffer.offer(message.copy(broker._next_seq()))
+        for subscriber, buffer in self.subscriptions.items():
+            selector = subscriber.selector
+            if selector is not None and not selects(selector, message, self.address):
+                continue  # a subscriber's buffer takes only what its selector selects
+            copy = message.copy(broker._next_seq())
+            copy.selection = message.selection  # the same bytes at the same address
+            buffer.offer(copy)
         self._had_messages = True
         return None
 
