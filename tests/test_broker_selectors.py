@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from broker_net import Client, Net, body
@@ -285,7 +286,7 @@ def _run_proton_client(broker: subprocess.Popen[str]) -> None:
         port = int(url.rsplit(":", 1)[1])
         # Proton's defaults, SASL included, when the broker's defaults offer it; a broker
         # without a SASL layer can only be reached with Proton's SASL turned off.
-        options = {} if _speaks_sasl(port) else {"sasl_enabled": False}
+        options: dict[str, Any] = {} if _speaks_sasl(port) else {"sasl_enabled": False}
         conn = BlockingConnection(url, timeout=10, **options)
         try:
             sender = conn.create_sender("orders")

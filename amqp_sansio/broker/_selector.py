@@ -373,10 +373,11 @@ class _Parser:
             raise self.error(f"expected {what}")
         return self.next()
 
-    def nest(self) -> None:
+    def nest(self, tok: _Token) -> None:
+        """One level deeper, at ``tok`` (a parenthesis, NOT or a sign)."""
         self.depth += 1
         if self.depth > self.max_depth:
-            raise SelectorError(f"nested deeper than {self.max_depth} levels", self.tok.pos)
+            raise SelectorError(f"nested deeper than {self.max_depth} levels", tok.pos)
 
     def parse(self) -> _Fn:
         fn, kind = self.or_()
@@ -444,8 +445,7 @@ class _Parser:
     def not_(self) -> _Node:
         if not self.tok.is_("kw", "NOT"):
             return self.predicate()
-        self.next()
-        self.nest()
+        self.nest(self.next())
         start = self.tok
         fn, kind = self.not_()
         self.depth -= 1
@@ -608,7 +608,7 @@ class _Parser:
             if tok.value == "-" and following.kind == "int" and following.value == 2**63:
                 self.next()  # Long.MIN_VALUE: the one literal that needs its sign
                 return (lambda get: _LONG_MIN), "num"
-            self.nest()
+            self.nest(tok)
             fn, kind = self.unary()
             self.depth -= 1
             self.arithmetic(kind, following)
@@ -621,7 +621,7 @@ class _Parser:
         tok = self.next()
         kind = tok.kind
         if kind == "op" and tok.value == "(":
-            self.nest()
+            self.nest(tok)
             node = self.or_()
             self.depth -= 1
             self.expect("op", ")", ")")
