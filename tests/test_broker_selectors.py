@@ -5,12 +5,17 @@ engine as the clients (tests/broker_net.py); and a Proton client using Proton's 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
 from typing import Any
 
 import pytest
+import trio
+from amqp_sansio.adapters import aio, sockets, trio_adapter
+from amqp_sansio.adapters._client import LinkDetachedError
+from amqp_sansio.adapters.broker import run_broker
 from broker_net import Client, Net, body
 
 import amqp_sansio as a
@@ -247,6 +252,59 @@ def test_jms_header_identifiers_in_the_broker() -> None:
     assert accept_all(c, r) == [b"durable-7", b"order"]
     size = consumer(c, "q", "AMQAddress = 'q' AND AMQSize > 0")
     assert accept_all(c, size) == [b"plain"]
+
+
+# -- our adapters' receiver(selector=...) over loopback --------------------------------------
+
+WAIT = 10.0
+
+
+def _publish_colours(url: str) -> None:
+    with sockets.connect(url, timeout=WAIT) as conn:
+        sender = conn.sender("paint")
+        for i, colour in enumerate(["red", "blue", "red", "green"]):
+            sender.send(a.Message(application_properties={"colour": colour}, body=f"{i}"))
+
+
+def test_adapters_receiver_selector() -> None:
+    with run_broker() as server:
+        _publish_colours(server.url)
+        with sockets.connect(server.url, timeout=WAIT) as conn:
+            r = conn.receiver("paint", credit=10, selector="colour = 'red'")
+            remote = r.core.link.remote
+            assert remote is not None and remote.source.filter == selector("colour = 'red'")
+            got = []
+            for _ in range(2):
+                d = r.receive(timeout=WAIT)
+                assert d is not None
+                got.append(d.message.body.value)
+                d.accept()
+            assert got == ["0", "2"]
+            with pytest.raises(TimeoutError):
+                r.receive(timeout=0.2)  # blue and green are not for it
+            # A bad selector: the attach is refused, the connection goes on.
+            with pytest.raises(LinkDetachedError, match="invalid-field"):
+                conn.receiver("paint", selector="colour = ")
+
+        async def aio_main() -> list[object]:
+            async with aio.connect(server.url, timeout=WAIT) as conn:
+                r = await conn.receiver("paint", credit=10, selector="colour IN ('green')")
+                d = await r.receive(timeout=WAIT)
+                assert d is not None
+                d.accept()
+                return [d.message.body.value]
+
+        assert asyncio.run(aio_main()) == ["3"]
+
+        async def trio_main() -> list[object]:
+            async with trio_adapter.connect(server.url, timeout=WAIT) as conn:
+                r = await conn.receiver("paint", credit=10, selector="colour LIKE 'bl%'")
+                d = await r.receive(timeout=WAIT)
+                assert d is not None
+                d.accept()
+                return [d.message.body.value]
+
+        assert trio.run(trio_main) == ["1"]
 
 
 # -- a Proton client against the broker run as a user runs it --------------------------------
