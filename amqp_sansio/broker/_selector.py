@@ -676,6 +676,7 @@ class Selector:
     :class:`SelectorError` for one that does not parse, is longer than ``max_length``
     characters or nests (parentheses, ``NOT``, unary signs) deeper than ``max_depth``.
 
+    >>> from amqp_sansio.broker import Selector
     >>> s = Selector("color = 'red' AND weight BETWEEN 1 AND 2.5")
     >>> s.evaluate({"color": "red", "weight": 2})
     True
