@@ -17,6 +17,8 @@ from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters._client import LinkDetachedError
 from amqp_sansio.adapters.broker import run_broker
 from broker_net import Client, Net, body
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import amqp_sansio as a
 from amqp_sansio.broker import SELECTOR_FILTER, SELECTOR_FILTER_CODE, BrokerConfig
@@ -111,6 +113,99 @@ def test_released_message_goes_back_for_a_selector_consumer() -> None:
     net.pump()
     (again,) = c.received(r)  # back at the head of the queue, before the other red
     assert body(again) == b"1-red"
+
+
+def test_message_given_back_by_another_consumer_reaches_a_waiting_selector() -> None:
+    """The selector consumer has looked past everything waiting; a matching message that
+    comes back to the head of the queue (older than what it looked at) is still found."""
+    net = Net()
+    p, c1, c2 = net.connect(), net.connect(), net.connect()
+    plain = consumer(c1, "q", None, credit=1)
+    publish(p, "q", *colours("red", "blue", "blue"))
+    (taken,) = c1.received(plain)
+    assert body(taken) == b"0-red"
+    red = consumer(c2, "q", "colour = 'red'")
+    assert c2.received(red) == []
+    publish(p, "q", *colours("blue"))  # it looks at the new one too: nothing
+    assert c2.received(red) == []
+    plain.settle(taken.delivery, a.Released())
+    net.pump()
+    assert accept_all(c2, red) == [b"0-red"]
+
+
+def test_modified_annotations_make_selectors_look_again() -> None:
+    net = Net()
+    p, c1, c2 = net.connect(), net.connect(), net.connect()
+    first = consumer(c1, "q", "AMQSize < 200", credit=1)
+    publish(p, "q", *colours("red"))
+    (got,) = c1.received(first)
+    annotations = {SYM("x-opt-padding"): "x" * 300}
+    first.settle(got.delivery, a.Modified(message_annotations=annotations))
+    net.pump()
+    assert c1.received(first) == []  # too large for its selector now
+    big = consumer(c2, "q", "AMQSize > 300")
+    assert accept_all(c2, big) == [b"0-red"]
+
+
+def test_undeliverable_here_and_expiry_with_a_selector() -> None:
+    net = Net()
+    p, c1, c2 = net.connect(), net.connect(), net.connect()
+    sender = p.sender("q")
+    p.send(
+        sender, a.Message(header=a.Header(ttl=1000), application_properties={"k": 1}, body=b"old")
+    )
+    p.send(sender, a.Message(application_properties={"k": 1}, body=b"new"))
+    net.advance(2)  # the first expires while it waits
+    r = consumer(c1, "q", "k = 1", credit=1)
+    (got,) = c1.received(r)
+    assert body(got) == b"new"
+    assert net.broker.expired == 1
+    r.settle(got.delivery, a.Modified(undeliverable_here=True))
+    r.flow(1)
+    net.pump()
+    assert c1.received(r) == []  # never again for this consumer
+    other = consumer(c2, "q", "k = 1")
+    assert accept_all(c2, other) == [b"new"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    before=st.lists(st.tuples(st.sampled_from(["red", "blue"]), st.integers(0, 9)), max_size=12),
+    after=st.lists(st.tuples(st.sampled_from(["red", "blue"]), st.integers(0, 9)), max_size=12),
+    credit=st.integers(1, 30),
+)
+def test_selector_consumer_takes_the_first_matches_by_priority_then_arrival(
+    before: list[tuple[str, int]], after: list[tuple[str, int]], credit: int
+) -> None:
+    net = Net()
+    p, c1, c2 = net.connect(), net.connect(), net.connect()
+    sender = p.sender("q")
+
+    def send(items: list[tuple[str, int]], offset: int) -> None:
+        for i, (colour, priority) in enumerate(items):
+            message = a.Message(
+                header=a.Header(priority=priority),
+                application_properties={"colour": colour},
+                body=f"{offset + i}",
+            )
+            p.send(sender, message)
+
+    send(before, 0)
+    red = consumer(c1, "q", "colour = 'red'", credit=credit)
+    send(after, len(before))
+    got = [body(e) for e in c1.received(red)]
+    # What a broker that picks the best waiting red message at each step sends.
+    waiting = [(c, prio, str(i)) for i, (c, prio) in enumerate(before)]
+    reds = sorted((m for m in waiting if m[0] == "red"), key=lambda m: (-m[1], int(m[2])))
+    expected = [m[2] for m in reds][:credit]
+    for i, (colour, _priority) in enumerate(after, len(before)):
+        if colour == "red" and len(expected) < credit:
+            expected.append(str(i))
+    assert got == expected
+    rest = consumer(c2, "q", None, credit=100)
+    remaining = [body(e) for e in c2.received(rest)]
+    assert sorted(got + remaining, key=int) == [str(i) for i in range(len(before) + len(after))]
+    assert all(x not in got for x in remaining)
 
 
 def test_drain_with_nothing_matching_gives_the_credit_back() -> None:

@@ -142,6 +142,10 @@ class Node(abc.ABC):
 _ON_NO_MESSAGES = (DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
 
 
+def _seq(message: StoredMessage) -> int:
+    return message.seq
+
+
 class Queue(Node):
     """A queue: FIFO within each priority, higher priorities first (broker draft 2.2.2,
     2.2.3; core spec 3.2.1 with ten distinct levels, 0 to 9). A message released goes back
@@ -164,6 +168,11 @@ class Queue(Node):
         self.consumers: list[Consumer] = []
         self.browsers: list[Consumer] = []
         self._turn = 0
+        #: Messages put back at the front of a priority (given back, or restored) so far.
+        self._returns = 0
+        #: Per consumer with a selector: (``_returns`` then, and per priority the last seq
+        #: up to which every message there was found not for it); see :meth:`_select`.
+        self._passed: dict[Consumer, tuple[int, dict[int, int]]] = {}
 
     @property
     def depth(self) -> int:
@@ -193,6 +202,7 @@ class Queue(Node):
             level = self._levels[message.priority] = deque()
             bisect.insort(self._order, -message.priority)
         if front:
+            self._returns += 1
             # Back at the head, in arrival order among those that came back (2.2.2).
             if not level or level[0].seq > message.seq:
                 level.appendleft(message)
@@ -268,30 +278,49 @@ class Queue(Node):
     def _select(self, consumer: Consumer, selector: Selector, wall: float) -> StoredMessage | None:
         """:meth:`_take` for a consumer with a selector: the first available message, by
         priority then arrival, that it selects; those it passes over stay where they are,
-        in order, for other consumers."""
+        in order, for other consumers.
+
+        Each priority's messages are in arrival (``seq``) order, and a message's verdict
+        does not change while it waits; so the consumer remembers, per priority, the last
+        seq up to which it found nothing for it, and starts after it next time (found by
+        bisection): only new messages are looked at, and a queue holding many messages it
+        does not select costs a dispatch little. A message put back at the front (given
+        back by a consumer, possibly annotated) makes it look at everything again."""
         address = self.address
+        available = self.available
+        memo = self._passed.get(consumer)
+        if memo is None or memo[0] != self._returns:
+            memo = self._passed[consumer] = (self._returns, {})
+        passed = memo[1]
         for negated in self._order:
-            level = self._levels[-negated]
-            index = 0
-            for message in level:
-                if message.dropped or self.available.get(message.seq) is not message:
-                    index += 1
+            priority = -negated
+            level = self._levels[priority]
+            mark = passed.get(priority)
+            index = 0 if mark is None else bisect.bisect_right(level, mark, key=_seq)
+            while index < len(level):
+                message = level[index]
+                if message.dropped or available.get(message.seq) is not message:
+                    del level[index]  # expired or taken while it waited
                     continue
                 if message.expires is not None and message.expires <= wall:
+                    del level[index]
                     self.drop(message)
                     self.broker.expired += 1
-                    index += 1
                     continue
                 excluded = message.excluded
                 if (excluded is None or consumer not in excluded) and selects(
                     selector, message, address
                 ):
                     del level[index]
-                    del self.available[message.seq]
+                    if index:
+                        passed[priority] = level[index - 1].seq
+                    del available[message.seq]
                     self.bytes -= message.size
                     self.acquired += 1
                     return message
                 index += 1
+            if level:
+                passed[priority] = level[-1].seq
         return None
 
     def add_consumer(self, consumer: Consumer) -> None:
@@ -299,6 +328,7 @@ class Queue(Node):
 
     def remove_consumer(self, consumer: Consumer) -> None:
         (self.browsers if consumer.copy else self.consumers).remove(consumer)
+        self._passed.pop(consumer, None)
 
     def dispatch(self) -> None:
         wall = self.broker.wall
