@@ -52,6 +52,10 @@ T = TypeVar("T")
 
 #: The default credit of a receiver (how many messages it lets the sender start).
 DEFAULT_CREDIT = 100
+#: The selector filter a receiver's ``selector`` adds to its source's filter-set: its
+#: descriptor, and the key Qpid JMS gives it (a broker knows it by the descriptor).
+SELECTOR_FILTER = Symbol("apache.org:selector-filter:string")
+SELECTOR_KEY = Symbol("jms-selector")
 
 _OUTCOMES = (a.Accepted, a.Rejected, a.Released, a.Modified)
 
@@ -946,13 +950,18 @@ class Core:
         auto_accept: bool = False,
         dynamic: bool = False,
         filters: dict[Any, Any] | None = None,
+        selector: str | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
-        filter-set (core spec 3.5.8) if given."""
+        filter-set (core spec 3.5.8) if given, and ``selector`` (a JMS message selector)
+        added to it as the ``apache.org:selector-filter:string`` filter under the key
+        ``jms-selector``."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
+        if selector is not None:
+            filters = {**(filters or {}), SELECTOR_KEY: a.Described(SELECTOR_FILTER, selector)}
         if dynamic:
             source = a.Source(address=None, dynamic=True)
         else:

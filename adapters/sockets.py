@@ -476,10 +476,13 @@ class Connection:
         name: str | None = None,
         timeout: float | None = None,
         filters: dict[Any, Any] | None = None,
+        selector: str | None = None,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, whose address is :attr:`Receiver.address`), keeping
-        ``credit`` messages granted; ``filters``: the source's filter-set (core spec 3.5.8)."""
+        ``credit`` messages granted; ``filters``: the source's filter-set (core spec 3.5.8);
+        ``selector``: a JMS message selector, added to it as the filter
+        ``apache.org:selector-filter:string`` (key ``jms-selector``)."""
         self._wait(self.core.connected_ready, timeout)
         core = self.core.receiver(
             address,
@@ -488,6 +491,7 @@ class Connection:
             dynamic=dynamic,
             name=name,
             filters=filters,
+            selector=selector,
         )
         self._wait(core.attach_ready, timeout)
         return Receiver(self, core)

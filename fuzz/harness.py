@@ -1,6 +1,6 @@
 """Fuzz targets for amqp-sansio, a seed corpus, and a pure-Python mutation fuzzer.
 
-Seven targets take arbitrary bytes:
+Eight targets take arbitrary bytes:
 
 ``decode``
     :func:`amqp_sansio.decode`.
@@ -16,6 +16,10 @@ Seven targets take arbitrary bytes:
 ``sasl-server`` and ``sasl-client``
     a connection that requires SASL, server or client role, fed the bytes after a SASL
     header (:func:`fuzz_sasl_server`, :func:`fuzz_sasl_client`).
+``selector``
+    the broker's message-selector parser (:class:`amqp_sansio.broker.Selector`), fed the
+    bytes as UTF-8 text, and what parses evaluated against a few messages
+    (:func:`fuzz_selector`).
 
 The invariant for the codec's three: a target returns normally, or raises an error that
 blames the remote side (:class:`~amqp_sansio.DecodeError`, :class:`~amqp_sansio.FramingError`,
@@ -23,6 +27,10 @@ blames the remote side (:class:`~amqp_sansio.DecodeError`, :class:`~amqp_sansio.
 bytes decode, the result must encode, the encoding must decode, and encoding that again must
 give the same bytes (the canonical form is stable). For frames, feeding the bytes in chunks
 must give the same headers, frames and error as feeding them whole.
+
+The invariant for the selector: parsing returns a selector or raises
+:class:`~amqp_sansio.broker.SelectorError` (with a position inside the text); evaluating one
+returns TRUE, FALSE or UNKNOWN and raises nothing.
 
 The invariant for the engine's four: nothing raises at all (a peer's bytes are answered with
 events, or with a close carrying an error condition), every protocol error is answered on
@@ -70,6 +78,7 @@ from amqp_sansio import (
 __all__ = [
     "CODEC_TARGETS",
     "ENGINE_TARGETS",
+    "PARSER_TARGETS",
     "FRAME_MAX",
     "KNOWN_ISSUES",
     "MAX_INPUT",
@@ -87,6 +96,7 @@ __all__ = [
     "fuzz_decode",
     "fuzz_frames",
     "fuzz_message",
+    "fuzz_selector",
     "fuzz_server",
     "fuzz_server_opened",
     "minimize",
@@ -1076,6 +1086,72 @@ def _sasl_client_seeds() -> list[bytes]:
     ]
 
 
+def _selector_messages() -> list[Any]:
+    from amqp_sansio.broker import MessageFields
+
+    messages: list[Any] = [
+        {},
+        {"a": 1, "b": "x", "c": 2.5, "d": True, "e": None, "s": "red%_'", "n": -(2**63)},
+        {"a": "1", "b": 0, "c": float("nan"), "d": False, "x": [1], "y": b"\x00"},
+    ]
+    for m in _messages()[:5]:
+        messages.append(MessageFields(m.encode(), address="q"))
+    return messages
+
+
+_SELECTOR_MESSAGES: list[Any] = []
+
+
+def fuzz_selector(data: bytes) -> str:
+    """Target ``selector``: the bytes as UTF-8 text (undecodable bytes replaced), parsed by
+    :class:`~amqp_sansio.broker.Selector` (with limits small enough to reach); what parses
+    is evaluated against a few messages. Returns or raises
+    :class:`~amqp_sansio.broker.SelectorError` at a position inside the text; nothing
+    else."""
+    from amqp_sansio.broker import Selector, SelectorError
+
+    text = data.decode("utf-8", "replace")
+    try:
+        selector = Selector(text, max_length=2048, max_depth=16)
+    except SelectorError as exc:
+        if not 0 <= exc.position <= len(text):
+            raise InvariantViolation(
+                "selector", "position", f"error position {exc.position} outside the text"
+            ) from exc
+        return _label_error(exc)
+    if not _SELECTOR_MESSAGES:
+        _SELECTOR_MESSAGES.extend(_selector_messages())
+    results = set()
+    for message in _SELECTOR_MESSAGES:
+        result = selector.evaluate(message)
+        if result not in (True, False, None):
+            raise InvariantViolation("selector", "result", f"evaluated to {result!r}")
+        results.add(result)
+    return "ok:" + ",".join(sorted(str(r) for r in results))
+
+
+def _selector_seeds() -> list[bytes]:
+    texts = [
+        "colour = 'red' AND weight > 2",
+        "a = 1 OR b <> 'x' AND NOT c < 2.5e3",
+        "s LIKE 'r%e_d!%' ESCAPE '!' AND s NOT LIKE '%%'",
+        "b IN ('x', 'y', 'it''s') OR b NOT IN ('z')",
+        "a BETWEEN -1 AND 0x1F AND c NOT BETWEEN 017 AND 9L",
+        "e IS NULL AND a IS NOT NULL",
+        "(a + 2) * 3 / -c - +a >= 10 OR d = TRUE",
+        "JMSPriority > 4 AND JMSType = 'order' AND JMSMessageID LIKE 'ID:%'",
+        "JMSDeliveryMode = 'PERSISTENT' OR AMQSize > 10 AND AMQAddress = 'q'",
+        "((((a = 1))))",
+        "NOT NOT NOT d",
+        "n = -9223372036854775808 AND 9223372036854775807 + 1 < 0",
+        "\u00e9t\u00e9 = 1 AND $x = _y",
+        "a = 1 = 2",
+        "'unterminated",
+        "a LIKE 'x!' ESCAPE '!'",
+    ]
+    return [t.encode() for t in texts]
+
+
 TARGETS: dict[str, Callable[[bytes], str]] = {
     "decode": fuzz_decode,
     "frames": fuzz_frames,
@@ -1084,10 +1160,13 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "server-opened": fuzz_server_opened,
     "sasl-server": fuzz_sasl_server,
     "sasl-client": fuzz_sasl_client,
+    "selector": fuzz_selector,
 }
 #: The codec's targets (fast, thousands of inputs a second) and the engine's (slower).
 CODEC_TARGETS = ("decode", "frames", "message")
 ENGINE_TARGETS = ("server", "server-opened", "sasl-server", "sasl-client")
+#: Text parsers: the broker's message selectors.
+PARSER_TARGETS = ("selector",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1594,6 +1673,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
         "server-opened": _server_seeds(opened=True),
         "sasl-server": _sasl_server_seeds(),
         "sasl-client": _sasl_client_seeds(),
+        "selector": _selector_seeds(),
     }
     return {k: list(dict.fromkeys(v)) for k, v in corpus.items()}
 

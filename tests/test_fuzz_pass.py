@@ -5,13 +5,15 @@ The invariant: decode, the frame parser and Message.decode return normally or ra
 DecodeError / FramingError / UnsupportedProtocolError, and whatever decodes re-encodes to a
 stable canonical form; a server-role Connection fed arbitrary bytes (after a header, or a
 header and an open) returns events, answers every protocol error with a frame carrying it,
-sends only well-formed frames, and never raises. Environment knobs, for a longer or
-different pass:
+sends only well-formed frames, and never raises; the broker's selector parser returns a
+selector or raises SelectorError, and a selector evaluates to TRUE, FALSE or UNKNOWN.
+Environment knobs, for a longer or different pass:
 
 * ``AMQP_SANSIO_FUZZ_ITERATIONS`` (default 350000) and ``AMQP_SANSIO_FUZZ_SEED``
   (default 1; ``random`` for a fresh one, printed on failure),
 * ``AMQP_SANSIO_FUZZ_SECONDS``: the time cap of the codec's mutation pass (default 25),
 * ``AMQP_SANSIO_FUZZ_ENGINE_SECONDS``: the time cap of the engine's (default 4),
+* ``AMQP_SANSIO_FUZZ_PARSER_SECONDS``: the time cap of the selector parser's (default 3),
 * ``AMQP_SANSIO_FUZZ_EXAMPLES``: Hypothesis examples per test (default 400).
 """
 
@@ -51,6 +53,7 @@ _seed = os.environ.get("AMQP_SANSIO_FUZZ_SEED", "1")
 SEED = random.randrange(2**32) if _seed == "random" else int(_seed)
 SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_SECONDS", "25"))
 ENGINE_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_ENGINE_SECONDS", "4"))
+PARSER_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_PARSER_SECONDS", "3"))
 EXAMPLES = int(os.environ.get("AMQP_SANSIO_FUZZ_EXAMPLES", "400"))
 
 fuzz_settings = settings(
@@ -240,6 +243,30 @@ def test_bounded_engine_pass() -> None:
     )
     for target in harness.ENGINE_TARGETS:
         assert stats.accepted[target] > 0, f"no mutated {target} input went without error"
+
+
+def test_bounded_selector_pass() -> None:
+    """The selector parser's target, a few seconds: tens of thousands of texts."""
+    stats = harness.run(ITERATIONS, SEED, targets=harness.PARSER_TARGETS, time_limit=PARSER_SECONDS)
+    print(stats.summary())
+    assert stats.ok, (
+        f"fuzzing the selector parser found new failures (replay with "
+        f"AMQP_SANSIO_FUZZ_SEED={SEED}; see fuzz/README.md to triage):\n{stats.summary()}"
+    )
+    for target in harness.PARSER_TARGETS:
+        assert stats.accepted[target] > 0, f"no mutated {target} input parsed: seeds broken?"
+        assert stats.rejected[target] > 0, f"every mutated {target} input parsed?"
+
+
+def test_selector_target_reports_an_unexpected_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    from amqp_sansio.broker import Selector
+
+    def broken(self: Selector, fields: object) -> object:
+        raise IndexError("a parser bug")
+
+    monkeypatch.setattr(Selector, "evaluate", broken)
+    _, finding = harness.execute("selector", b"a = 1")
+    assert finding is not None and finding.stage == "crash" and finding.issue is None
 
 
 # -- Hypothesis -----------------------------------------------------------------------------------

@@ -5,6 +5,17 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnection
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
+from ._selector import (
+    DEFAULT_SELECTOR_MAX_DEPTH,
+    DEFAULT_SELECTOR_MAX_LENGTH,
+    MAX_SELECTOR_DEPTH,
+    SELECTOR_FILTER,
+    SELECTOR_FILTER_CODE,
+    MessageFields,
+    Selector,
+    SelectorError,
+    selector_filter,
+)
 from ._store import MemoryStore, Store, StoredMessage, parse_message
 from ._streams import (
     FIRST_OFFSET,
@@ -20,19 +31,27 @@ from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
 __all__ = [
     "ANONYMOUS",
     "DEFAULT_OUTCOME",
+    "DEFAULT_SELECTOR_MAX_DEPTH",
+    "DEFAULT_SELECTOR_MAX_LENGTH",
     "FIRST_OFFSET",
+    "MAX_SELECTOR_DEPTH",
     "NEXT_OFFSET",
     "OFFSET_ANNOTATION",
     "OFFSET_FILTER",
     "RABBITMQ_OFFSET_FILTER",
+    "SELECTOR_FILTER",
+    "SELECTOR_FILTER_CODE",
     "STREAM_CAPABILITY",
     "SUPPORTED_OUTCOMES",
     "Broker",
     "BrokerConfig",
     "BrokerConnection",
     "MemoryStore",
+    "MessageFields",
     "Node",
     "Queue",
+    "Selector",
+    "SelectorError",
     "Store",
     "StoredMessage",
     "Stream",
@@ -42,4 +61,5 @@ __all__ = [
     "UsersFileError",
     "parse_message",
     "scram_entry",
+    "selector_filter",
 ]

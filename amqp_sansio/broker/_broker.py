@@ -61,6 +61,7 @@ from .._txn import (
 from .._types import Symbol
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
+from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 
@@ -317,7 +318,17 @@ class Broker:
 class _Consumer:
     """A link on which the broker sends (the client receives) from a node."""
 
-    __slots__ = ("conn", "copy", "cursor", "default", "inflight", "link", "node", "queue")
+    __slots__ = (
+        "conn",
+        "copy",
+        "cursor",
+        "default",
+        "inflight",
+        "link",
+        "node",
+        "queue",
+        "selector",
+    )
 
     def __init__(
         self, conn: BrokerConnection, link: Sender, node: Node, *, copy: bool, default: Any
@@ -329,6 +340,8 @@ class _Consumer:
         self.copy = copy
         self.cursor = 0
         self.default = default
+        #: Its selector (a source's selector filter), None if it has none.
+        self.selector: Selector | None = None
         #: The unsettled deliveries sent and what they carry.
         self.inflight: dict[Delivery, tuple[StoredMessage, Queue]] = {}
 
@@ -567,6 +580,22 @@ class BrokerConnection:
         if isinstance(node, Stream):
             self._stream_consumer(link, node, source)
             return
+        config = self.broker.config
+        selector: Selector | None = None
+        applied: dict[Any, Any] | None = None
+        try:
+            found = selector_filter(source.filter)
+            if found is not None:
+                key, value, text = found
+                selector = Selector(
+                    text,
+                    max_length=config.selector_max_length,
+                    max_depth=config.selector_max_depth,
+                )
+                applied = {key: value}
+        except SelectorError as exc:
+            link.refuse(_error("amqp:invalid-field", f"selector filter: {exc}"))
+            return
         copy = source.distribution_mode == _COPY and isinstance(node, Queue)
         default = source.default_outcome
         if not isinstance(default, _OUTCOMES):
@@ -578,10 +607,12 @@ class BrokerConnection:
                 distribution_mode=_COPY if copy else _MOVE,
                 default_outcome=default,
                 outcomes=SUPPORTED_OUTCOMES,
-                filter=None,  # no filters: the client sees none was applied (3.5.3)
+                # Only the filter applied, the selector: the client sees what is (3.5.3).
+                filter=applied,
             )
         )
         consumer = _Consumer(self, link, node, copy=copy, default=default)
+        consumer.selector = selector
         self.consumers[link] = consumer
         self._join(node, consumer, source.dynamic)
         node.add_consumer(consumer)

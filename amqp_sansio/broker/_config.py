@@ -29,6 +29,11 @@ class BrokerConfig:
     ``max_links_per_connection`` (further attaches are refused). ``link_credit`` is the
     credit the broker keeps open on a publisher's link.
 
+    Selectors (a consumer's ``apache.org:selector-filter:string`` filter, see
+    ``docs/broker.rst``): one longer than ``selector_max_length`` characters, or nested
+    (parentheses, ``NOT``, signs) deeper than ``selector_max_depth`` levels (at most 100),
+    refuses the attach with ``amqp:invalid-field``.
+
     The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds, None
     for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.ServerAuthenticator`
     (None: no SASL layer, unless ``users`` is given), ``allow_insecure_auth`` lets PLAIN
@@ -54,6 +59,8 @@ class BrokerConfig:
     max_message_size: int | None = None
     max_links_per_connection: int | None = 1000
     link_credit: int = 1000
+    selector_max_length: int = 4096
+    selector_max_depth: int = 32
     container_id: str = "amqp-sansio-broker"
     idle_timeout: float | None = None
     max_frame_size: int = 65536

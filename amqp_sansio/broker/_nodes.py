@@ -20,6 +20,7 @@ from .._messaging import (
     DeleteOnNoLinksOrMessages,
     DeleteOnNoMessages,
 )
+from ._selector import MessageFields, Selector
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ class Consumer(Protocol):
 
     copy: bool
     cursor: int
+    #: Its selector (None: it takes every message).
+    selector: Selector | None
 
     @property
     def credit(self) -> int: ...
@@ -40,6 +43,18 @@ class Consumer(Protocol):
     def deliver(self, message: StoredMessage, node: Node) -> None: ...
 
     def drained(self) -> None: ...
+
+
+def selects(selector: Selector, message: StoredMessage, address: str) -> bool:
+    """Whether ``selector`` is TRUE for ``message`` at the node at ``address``; the message
+    is read once, and each selector's verdict kept with it."""
+    fields = message.selection
+    if fields is None:
+        fields = message.selection = MessageFields(message.data, address=address)
+    verdict = fields.verdicts.get(selector)
+    if verdict is None:
+        verdict = fields.verdicts[selector] = selector.matches(fields)
+    return verdict  # type: ignore[no-any-return]
 
 
 class Node(abc.ABC):
@@ -127,6 +142,10 @@ class Node(abc.ABC):
 _ON_NO_MESSAGES = (DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
 
 
+def _seq(message: StoredMessage) -> int:
+    return message.seq
+
+
 class Queue(Node):
     """A queue: FIFO within each priority, higher priorities first (broker draft 2.2.2,
     2.2.3; core spec 3.2.1 with ten distinct levels, 0 to 9). A message released goes back
@@ -149,6 +168,11 @@ class Queue(Node):
         self.consumers: list[Consumer] = []
         self.browsers: list[Consumer] = []
         self._turn = 0
+        #: Messages put back at the front of a priority (given back, or restored) so far.
+        self._returns = 0
+        #: Per consumer with a selector: (``_returns`` then, and per priority the last seq
+        #: up to which every message there was found not for it); see :meth:`_select`.
+        self._passed: dict[Consumer, tuple[int, dict[int, int]]] = {}
 
     @property
     def depth(self) -> int:
@@ -178,6 +202,7 @@ class Queue(Node):
             level = self._levels[message.priority] = deque()
             bisect.insort(self._order, -message.priority)
         if front:
+            self._returns += 1
             # Back at the head, in arrival order among those that came back (2.2.2).
             if not level or level[0].seq > message.seq:
                 level.appendleft(message)
@@ -250,11 +275,60 @@ class Queue(Node):
         self.acquired += 1
         return found
 
+    def _select(self, consumer: Consumer, selector: Selector, wall: float) -> StoredMessage | None:
+        """:meth:`_take` for a consumer with a selector: the first available message, by
+        priority then arrival, that it selects; those it passes over stay where they are,
+        in order, for other consumers.
+
+        Each priority's messages are in arrival (``seq``) order, and a message's verdict
+        does not change while it waits; so the consumer remembers, per priority, the last
+        seq up to which it found nothing for it, and starts after it next time (found by
+        bisection): only new messages are looked at, and a queue holding many messages it
+        does not select costs a dispatch little. A message put back at the front (given
+        back by a consumer, possibly annotated) makes it look at everything again."""
+        address = self.address
+        available = self.available
+        memo = self._passed.get(consumer)
+        if memo is None or memo[0] != self._returns:
+            memo = self._passed[consumer] = (self._returns, {})
+        passed = memo[1]
+        for negated in self._order:
+            priority = -negated
+            level = self._levels[priority]
+            mark = passed.get(priority)
+            index = 0 if mark is None else bisect.bisect_right(level, mark, key=_seq)
+            while index < len(level):
+                message = level[index]
+                if message.dropped or available.get(message.seq) is not message:
+                    del level[index]  # expired or taken while it waited
+                    continue
+                if message.expires is not None and message.expires <= wall:
+                    del level[index]
+                    self.drop(message)
+                    self.broker.expired += 1
+                    continue
+                excluded = message.excluded
+                if (excluded is None or consumer not in excluded) and selects(
+                    selector, message, address
+                ):
+                    del level[index]
+                    if index:
+                        passed[priority] = level[index - 1].seq
+                    del available[message.seq]
+                    self.bytes -= message.size
+                    self.acquired += 1
+                    return message
+                index += 1
+            if level:
+                passed[priority] = level[-1].seq
+        return None
+
     def add_consumer(self, consumer: Consumer) -> None:
         (self.browsers if consumer.copy else self.consumers).append(consumer)
 
     def remove_consumer(self, consumer: Consumer) -> None:
         (self.browsers if consumer.copy else self.consumers).remove(consumer)
+        self._passed.pop(consumer, None)
 
     def dispatch(self) -> None:
         wall = self.broker.wall
@@ -269,7 +343,11 @@ class Queue(Node):
                 self._turn = index + 1
                 if consumer.credit <= 0:
                     continue
-                message = self._take(consumer, wall)
+                selector = consumer.selector
+                if selector is None:
+                    message = self._take(consumer, wall)
+                else:
+                    message = self._select(consumer, selector, wall)
                 if message is None:
                     continue
                 consumer.deliver(message, self)
@@ -285,6 +363,7 @@ class Queue(Node):
     def _browse(self, browser: Consumer, wall: float) -> None:
         """Send a browser (``copy``) the available messages it has not seen, by arrival."""
         if browser.credit > 0:
+            selector = browser.selector
             for seq, message in list(self.available.items()):
                 if seq <= browser.cursor:
                     continue
@@ -293,6 +372,8 @@ class Queue(Node):
                     self.broker.expired += 1
                     continue
                 browser.cursor = seq
+                if selector is not None and not selects(selector, message, self.address):
+                    continue  # not for this browser (its cursor moves past it)
                 browser.deliver(message, self)
                 if browser.credit <= 0:
                     break
@@ -325,8 +406,13 @@ class Topic(Node):
 
     def offer(self, message: StoredMessage) -> str | None:
         broker = self.broker
-        for buffer in self.subscriptions.values():
-            buffer.offer(message.copy(broker._next_seq()))
+        for subscriber, buffer in self.subscriptions.items():
+            selector = subscriber.selector
+            if selector is not None and not selects(selector, message, self.address):
+                continue  # a subscriber's buffer takes only what its selector selects
+            copy = message.copy(broker._next_seq())
+            copy.selection = message.selection  # the same bytes at the same address
+            buffer.offer(copy)
         self._had_messages = True
         return None
 

@@ -48,6 +48,7 @@ class StoredMessage:
         "expires",
         "header",
         "priority",
+        "selection",
         "seq",
     )
 
@@ -72,6 +73,9 @@ class StoredMessage:
         self.dropped = False
         #: Consumers it was modified ``undeliverable-here`` on (core spec 3.4.5).
         self.excluded: set[Any] | None = None
+        #: Its identifiers as selectors see them, and their verdicts, once a consumer with a
+        #: selector looked (a :class:`~amqp_sansio.broker.MessageFields`).
+        self.selection: Any = None
 
     def __repr__(self) -> str:
         return f"<StoredMessage seq={self.seq} priority={self.priority} size={len(self.data)}>"
@@ -109,6 +113,7 @@ class StoredMessage:
         merged.update(annotations)
         section = Message(message_annotations=merged).encode()
         self.data = data[: self._rest] + kept + section + data[pos:]
+        self.selection = None  # its size changed: selectors look again
 
     def encoded(self) -> bytes:
         """The bytes to send: as received, or with the header re-encoded when the
