@@ -177,6 +177,8 @@ class Client:
         self.options = options
         self.on_event = on_event
         self._where = f"{_host_port(url)}"
+        #: The server answered our SASL header with the bare AMQP header.
+        self._without_sasl = False
         try:
             self._open(role, sasl=None)
         except CommandError:
@@ -194,7 +196,6 @@ class Client:
         self._failure: CommandError | None = None
         self._closing = False
         self._uses_sasl = sasl is not False and (options.sasl_mechanism or "").lower() != "none"
-        #: The server answered our SASL header with the bare AMQP header.
         self._without_sasl = False
         try:
             self.driver = SocketDriver.connect(
