@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -467,6 +468,54 @@ def bare_server() -> Iterator[sockets.Server]:
     finally:
         server.close()
         thread.join(timeout=WAIT)
+
+
+@contextlib.contextmanager
+def _serving(**options: Any) -> Iterator[tuple[sockets.Server, list[Any]]]:
+    """``sockets.listen`` with ``options``, serving in a thread; the connections it saw."""
+    seen: list[Any] = []
+    server = sockets.listen("127.0.0.1", 0, lambda link: None, on_connection=seen.append, **options)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server, seen
+    finally:
+        server.close()
+        thread.join(timeout=WAIT)
+
+
+def test_listen_by_default_takes_both_headers() -> None:
+    with _serving() as (server, seen):
+        conn, driver = _bare_client(server.port)
+        with driver:
+            driver.run_until(lambda: conn.state is a.ConnectionState.OPENED, timeout=WAIT)
+        with sockets.connect(f"amqp://127.0.0.1:{server.port}") as ours:
+            assert ours.core.sasl_mechanism == "ANONYMOUS"
+    assert [(c.identity, c.mechanism) for c in seen] == [
+        ("anonymous", None),
+        ("anonymous", "ANONYMOUS"),
+    ]
+
+
+def test_listen_requiring_authentication_refuses_and_logs_a_bare_header(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    with _serving(sasl=_requiring(), allow_insecure_auth=True) as (server, seen):
+        conn, driver = _bare_client(server.port)
+        with driver:
+            driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
+            (refused,) = [e for e in driver.events if isinstance(e, a.UnsupportedProtocol)]
+            assert refused.header == a.SASL_HEADER
+            local_port = driver.sock.getsockname()[1]
+        url = f"amqp://alice:{PASSWORD}@127.0.0.1:{server.port}"
+        with sockets.connect(url) as ok:
+            assert ok.core.sasl_mechanism == "PLAIN"
+    assert [c.identity for c in seen] == ["alice"]
+    (record,) = [r for r in caplog.records if "refused the connection" in r.getMessage()]
+    assert f"from 127.0.0.1:{local_port}:" in record.getMessage()
+    assert "bare AMQP header" in record.getMessage()
+    assert all(PASSWORD not in r.getMessage() for r in caplog.records)
 
 
 def _fallbacks(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
