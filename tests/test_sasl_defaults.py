@@ -522,11 +522,14 @@ def _fallbacks(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if "connecting again without SASL" in r.getMessage()]
 
 
+@pytest.mark.parametrize("reconnect", [None, True])
 def test_sockets_connect_falls_back_once(
-    bare_server: sockets.Server, caplog: pytest.LogCaptureFixture
+    bare_server: sockets.Server, caplog: pytest.LogCaptureFixture, reconnect: bool | None
 ) -> None:
+    """Also with ``reconnect=True``, as the Spark source connects."""
     caplog.set_level(logging.INFO)
-    with sockets.connect(f"amqp://127.0.0.1:{bare_server.port}/plain") as conn:
+    url = f"amqp://127.0.0.1:{bare_server.port}/plain"
+    with sockets.connect(url, reconnect=reconnect) as conn:
         assert conn.core.sasl_mechanism is None
         conn.sender().send(b"no sasl")
     (record,) = _fallbacks(caplog)
