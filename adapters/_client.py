@@ -21,6 +21,7 @@ that ends the wait (the link was detached, the connection closed).
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from typing import Any, Generic, TypeVar
 
 import amqp_sansio as a
 from amqp_sansio import Error, Message, Symbol
+from amqp_sansio.sasl import SASLNoMechanismError
 
 from . import _trace
 from ._reconnect import Backoff, Reconnect
@@ -43,12 +45,15 @@ __all__ = [
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
+    "PeerWithoutSASLError",
     "ServerLink",
     "TrackerBase",
     "TransactionError",
 ]
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 #: The default credit of a receiver (how many messages it lets the sender start).
 DEFAULT_CREDIT = 100
@@ -91,6 +96,15 @@ class ConnectionClosedError(ClientError, ConnectionError):
 
 class AuthenticationError(ConnectionClosedError):
     """SASL authentication failed; the connection has ended."""
+
+
+class PeerWithoutSASLError(ConnectionClosedError):
+    """The server answered our SASL header with the bare AMQP header: it has no SASL layer
+    (core spec 2.2, 5.1; the engine's :class:`~amqp_sansio.PeerWithoutSASL`). ``connect``
+    raises it only where it cannot connect again without SASL by itself: ``sasl=True``,
+    credentials in the URL (a server without SASL cannot check them), or
+    ``sasl_mechanisms``; otherwise it connects again once without SASL (see
+    :doc:`defaults`)."""
 
 
 class LinkDetachedError(ClientError):
@@ -478,7 +492,9 @@ class IncomingConnection:
 
     ``peer`` is the transport's remote address (``(host, port)``), ``container_id``,
     ``hostname`` and ``properties`` come from the peer's open (core 2.7.1), ``identity``
-    and ``mechanism`` from SASL (None without SASL; ANONYMOUS has no identity; EXTERNAL's
+    and ``mechanism`` from SASL (None on a server without SASL; a client that used ANONYMOUS,
+    or came without a SASL layer to a server that allows anonymous access, has the
+    authenticator's anonymous identity, and mechanism ``ANONYMOUS`` or None; EXTERNAL's
     is the TLS client certificate's subject), ``tls`` is the :class:`~amqp_sansio.TLSEstablished`
     event of an amqps connection (version, cipher, the client's certificate), or None."""
 
@@ -1083,10 +1099,16 @@ class Core:
                 ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
             )
         elif isinstance(event, a.AuthenticationFailed):
-            self._fail(AuthenticationError(f"authentication failed: {event.description}"))
+            self._fail(AuthenticationError(authentication_failure(event, self.url)))
         elif isinstance(event, a.ProtocolError):
             if event.scope == "connection":
                 self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
+        elif isinstance(event, a.PeerWithoutSASL):
+            if self.engine.client:
+                self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
+            else:
+                refused_without_sasl(self.peer)
+                self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
         elif isinstance(event, a.UnsupportedProtocol):
             self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
         elif isinstance(event, a.TLSFailed):
@@ -1272,11 +1294,13 @@ def client_engine(
     ``(url, connection, stream)``. The one place where a URL and the options become a
     client engine, for the adapters and the command line alike.
 
-    SASL: ``sasl=None`` (the adapters' default) uses SASL when the URL has credentials or
-    ``sasl_mechanisms`` names some;
-    ``True`` always (ANONYMOUS without credentials: what most brokers ask for); ``False``
-    never (a :class:`ValueError` with credentials). Credentials go through PLAIN over an
-    unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
+    SASL (see :doc:`defaults`): ``sasl=None`` (the default) and ``True`` use SASL, with the
+    URL's credentials, or ANONYMOUS without them (what Qpid Proton sends by default, and
+    what most brokers ask for); ``False`` does not (a :class:`ValueError` with credentials).
+    The two differ in what the adapters do when the server turns out to have no SASL layer
+    (:class:`PeerWithoutSASLError`): with None and no credentials or ``sasl_mechanisms``,
+    they connect again once without SASL (:func:`without_sasl`). Credentials go through
+    PLAIN over an unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
     (:class:`~amqp_sansio.adapters.url.InsecureCredentialsError` otherwise, before
     anything is sent). TLS: ``ssl_context``, or one from
     :func:`~amqp_sansio.client_context` with ``cafile`` and ``verify``."""
@@ -1287,7 +1311,7 @@ def client_engine(
     if sasl is False and credentials:
         raise ValueError("credentials need SASL: remove them from the URL")
     credentials_layer = None
-    if sasl or (sasl is None and (credentials or sasl_mechanisms)):  # none given: ANONYMOUS
+    if sasl is not False:  # none given: ANONYMOUS
         credentials_layer = a.ClientCredentials(username=parsed.username, password=parsed.password)
     engine = a.Connection(
         client=True,
@@ -1332,22 +1356,111 @@ def client_core(
     return core
 
 
+def without_sasl(url: str | AMQPURL, options: dict[str, Any]) -> dict[str, Any] | None:
+    """After a :class:`PeerWithoutSASLError`: the options (``client_engine``'s) to connect
+    again with, without SASL, if SASL was only our default choice (``sasl`` None, no
+    credentials in ``url``, no ``sasl_mechanisms``), saying so in the log (WARNING: it costs
+    a connection; ``sasl=False`` avoids it). None: no second attempt (the error stands).
+    The recipe of every adapter's ``connect`` and of the command line."""
+    parsed = parse_url(url) if isinstance(url, str) else url
+    if (
+        options.get("sasl") is not None
+        or options.get("sasl_mechanisms")
+        or parsed.username is not None
+        or parsed.password is not None
+    ):
+        return None
+    _log.warning(
+        "%s:%s has no SASL layer (it answered the SASL header with the bare AMQP header): "
+        "connecting again without SASL (sasl=False, or --sasl-mechanism none, skips this step)",
+        parsed.host,
+        parsed.port,
+    )
+    return dict(options, sasl=False)
+
+
+def without_sasl_failure(url: AMQPURL | None) -> str:
+    """Why a client's SASL header was answered with the bare AMQP header, for its error."""
+    where = "" if url is None else f" at {url.host}:{url.port}"
+    text = f"the server{where} has no SASL layer (it answered with the bare AMQP header)"
+    if url is not None and (url.username is not None or url.password is not None):
+        return f"{text}: it cannot check the credentials in the URL; remove them to connect"
+    return f"{text}: connect with sasl=False"
+
+
+def authentication_failure(event: a.AuthenticationFailed, url: AMQPURL | None) -> str:
+    """The message of a client's failed authentication, with :func:`authentication_hint`."""
+    hint = authentication_hint(event, url)
+    text = f"authentication failed: {event.description}"
+    return f"{hint}; {text}" if hint else text
+
+
+def authentication_hint(event: a.AuthenticationFailed, url: AMQPURL | None) -> str:
+    """What to do where the server offers nothing a client without credentials can use (no
+    ANONYMOUS): "this server requires authentication: put user:password in the URL (...)";
+    else ""."""
+    if (
+        url is None
+        or not isinstance(event.error, SASLNoMechanismError)
+        or url.username is not None
+        or url.password is not None
+    ):
+        return ""
+    scheme = "amqps" if url.tls else "amqp"
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return (
+        "this server requires authentication: put user:password in the URL "
+        f"({scheme}://USER:PASSWORD@{host}:{url.port})"
+    )
+
+
+def refused_without_sasl(peer: Any) -> None:
+    """Log a server's refusal of a client that sent the bare AMQP header where SASL is
+    required (core spec 2.2: our SASL header went back, and the connection ended)."""
+    _log.warning(
+        "refused the connection from %s: it sent the bare AMQP header (no SASL layer), and "
+        "this server requires SASL authentication (anonymous access is not allowed)",
+        _peer_name(peer),
+    )
+
+
+def _peer_name(peer: Any) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return "an unknown peer" if peer is None else str(peer)
+
+
+def server_sasl(sasl: a.ServerAuthenticator | bool | None) -> a.ServerAuthenticator | None:
+    """A server's SASL layer from its ``sasl`` option (see :doc:`defaults`): None (the
+    default) allows anonymous access, through ANONYMOUS or without SASL (the bare AMQP
+    header, core spec 5.1), so that every client's default works; a
+    :class:`~amqp_sansio.ServerAuthenticator` is used as it is (one without
+    ``allow_anonymous`` requires authentication); False: no SASL layer (only the bare
+    header is taken)."""
+    if sasl is None or sasl is True:
+        return a.ServerAuthenticator(None, allow_anonymous=True)
+    if sasl is False:
+        return None
+    return sasl
+
+
 def server_engine(
     *,
     container_id: str = "amqp-sansio-server",
     idle_timeout: float | None = None,
     ssl_context: Any = None,
-    sasl: a.ServerAuthenticator | None = None,
+    sasl: a.ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     max_frame_size: int = 65536,
 ) -> tuple[a.Connection, Any]:
     """The engine (and TLS layer, with ``ssl_context``: amqps from the first byte) of one
-    accepted server connection."""
+    accepted server connection; ``sasl`` as :func:`server_sasl` says."""
     engine = a.Connection(
         client=False,
         container_id=container_id,
         idle_timeout=idle_timeout,
-        sasl=sasl,
+        sasl=server_sasl(sasl),
         allow_plain_without_tls=allow_insecure_auth,
         max_frame_size=max_frame_size,
     )

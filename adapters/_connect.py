@@ -8,8 +8,10 @@ options a URL gets is decided in one place for them and the high-level adapters,
 :func:`~amqp_sansio.adapters._client.client_engine` (:func:`engine_for` adds the command
 line's usage checks and messages):
 
-* SASL: the URL's user and password (:class:`~amqp_sansio.ClientCredentials`), or ANONYMOUS
-  without them; ``sasl_mechanism`` forces one mechanism, ``"none"`` skips SASL altogether.
+* SASL, the project's one default (``docs/defaults.rst``): the URL's user and password
+  (:class:`~amqp_sansio.ClientCredentials`), or ANONYMOUS without them, and once more without
+  SASL if the server has no SASL layer (logged); ``sasl_mechanism`` forces one mechanism
+  (no second attempt), ``"none"`` skips SASL altogether.
 * Credentials unencrypted: PLAIN over plain TCP only to a loopback host, or with
   ``allow_insecure_auth`` (:meth:`~amqp_sansio.adapters.url.AMQPURL.check_credentials`
   refuses otherwise, before anything is sent).
@@ -104,25 +106,37 @@ def _check(url: AMQPURL, options: ClientOptions) -> None:
         )
 
 
+def _sasl_options(options: ClientOptions) -> dict[str, Any]:
+    """``client_engine``'s SASL options for ``--sasl-mechanism``: the default (None), one
+    mechanism forced, or none."""
+    mechanism = options.sasl_mechanism
+    if mechanism is None:
+        return {"sasl": None, "sasl_mechanisms": None}
+    if mechanism.lower() == "none":
+        return {"sasl": False, "sasl_mechanisms": None}
+    return {"sasl": True, "sasl_mechanisms": [mechanism.upper()]}
+
+
 def engine_for(
-    url: AMQPURL, options: ClientOptions, *, role: str = "client"
+    url: AMQPURL, options: ClientOptions, *, role: str = "client", sasl: bool | None = None
 ) -> tuple[amqp.Connection, ByteStream]:
     """The client :class:`~amqp_sansio.Connection` for ``url``, and the stream the driver
     should see (a :class:`~amqp_sansio.TLSLayer` around it for ``amqps://``), with no I/O:
     the high-level API's :func:`~amqp_sansio.adapters._client.client_engine` decides, with
-    SASL always on (ANONYMOUS without credentials) unless ``--sasl-mechanism none``.
-    :class:`CommandError` with :data:`EXIT_USAGE` if a check refuses."""
+    its SASL default unless ``--sasl-mechanism`` says (``sasl=False``: without SASL, the
+    second attempt). :class:`CommandError` with :data:`EXIT_USAGE` if a check refuses."""
     _check(url, options)
-    mechanism = options.sasl_mechanism
-    use_sasl = mechanism is None or mechanism.lower() != "none"
+    chosen = _sasl_options(options)
+    if sasl is False:
+        chosen["sasl"] = False
     try:
         _, connection, stream = _client.client_engine(
             url,
             container_id=options.container_id or f"amqp-sansio-{role}-{uuid.uuid4().hex[:12]}",
             idle_timeout=options.idle_timeout,
             allow_insecure_auth=options.allow_insecure_auth,
-            sasl=use_sasl,
-            sasl_mechanisms=[mechanism.upper()] if use_sasl and mechanism is not None else None,
+            sasl=chosen["sasl"],
+            sasl_mechanisms=chosen["sasl_mechanisms"],
             cafile=options.cafile,
             verify=not options.insecure_skip_verify,
         )
@@ -162,11 +176,27 @@ class Client:
         self.url = url
         self.options = options
         self.on_event = on_event
-        self.connection, stream = engine_for(url, options, role=role)
+        self._where = f"{_host_port(url)}"
+        #: The server answered our SASL header with the bare AMQP header.
+        self._without_sasl = False
+        try:
+            self._open(role, sasl=None)
+        except CommandError:
+            if not self._without_sasl:
+                raise
+            again = _client.without_sasl(url, _sasl_options(options))
+            if again is None:
+                raise
+            self._open(role, sasl=False)
+
+    def _open(self, role: str, *, sasl: bool | None) -> None:
+        """Connect, open and begin (the SASL default, or without SASL: ``sasl=False``)."""
+        options, url = self.options, self.url
+        self.connection, stream = engine_for(url, options, role=role, sasl=sasl)
         self._failure: CommandError | None = None
         self._closing = False
-        self._uses_sasl = (options.sasl_mechanism or "").lower() != "none"
-        self._where = f"{_host_port(url)}"
+        self._uses_sasl = sasl is not False and (options.sasl_mechanism or "").lower() != "none"
+        self._without_sasl = False
         try:
             self.driver = SocketDriver.connect(
                 stream, (url.host, url.port), timeout=options.timeout, on_event=self._on_event
@@ -267,7 +297,11 @@ class Client:
         if kind is amqp.DeliveryReceived or kind is amqp.DeliveryUpdated:
             pass
         elif isinstance(event, amqp.AuthenticationFailed):
-            self._fail(f"authentication failed at {self._where}: {event.description}")
+            hint = _client.authentication_hint(event, self.url)
+            self._fail(
+                f"authentication failed at {self._where}: {event.description}"
+                + (f" ({hint})" if hint else "")
+            )
         elif isinstance(event, amqp.TLSFailed):
             if event.verify_error:
                 hint = " (a private CA: --cafile)" if "issuer" in event.verify_error else ""
@@ -283,8 +317,12 @@ class Client:
             hint = ""
             if "SASL" in event.version_name and not self._uses_sasl:
                 hint = " (the broker asks for SASL: leave out --sasl-mechanism none)"
-            elif self._uses_sasl and event.header[:4] == b"AMQP" and event.header[4:5] == b"\x00":
-                hint = " (the broker does not use SASL: try --sasl-mechanism none)"
+            elif isinstance(event, amqp.PeerWithoutSASL):
+                self._without_sasl = True
+                if self.url.username is not None or self.url.password is not None:
+                    hint = " (the broker does not use SASL: remove the credentials from the URL)"
+                else:
+                    hint = " (the broker does not use SASL: try --sasl-mechanism none)"
             self._fail(
                 f"{self._where} does not speak AMQP 1.0 as asked: it answered with "
                 f"{event.version_name}{hint}"

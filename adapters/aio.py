@@ -38,6 +38,7 @@ from ._client import (
     IncomingLink,
     LinkDetachedError,
     OutgoingLink,
+    PeerWithoutSASLError,
     ServerLink,
     TransactionError,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
+    "PeerWithoutSASLError",
     "Receiver",
     "Reconnect",
     "Sender",
@@ -261,21 +263,33 @@ def connect(
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
     on_reconnect: Callable[[Connection], None] | None = None,
+    sasl: bool | None = None,
 ) -> _Connecting:
     """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
     ``async with connect(url) as conn``. The options are those of the blocking
-    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect`` too)."""
+    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect``, ``sasl``
+    and its one fallback without SASL too)."""
 
-    async def opening() -> Connection:
-        core = _client.client_core(
-            url,
-            reconnect=reconnect,
-            container_id=container_id,
-            idle_timeout=idle_timeout,
-            ssl_context=ssl_context,
-            allow_insecure_auth=allow_insecure_auth,
-            sasl_mechanisms=sasl_mechanisms,
-        )
+    first: dict[str, Any] = {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "allow_insecure_auth": allow_insecure_auth,
+        "sasl_mechanisms": sasl_mechanisms,
+        "sasl": sasl,
+    }
+
+    async def connecting() -> Connection:
+        try:
+            return await opening(first)
+        except PeerWithoutSASLError:
+            again = _client.without_sasl(url, first)
+            if again is None:
+                raise
+            return await opening(again)
+
+    async def opening(options: dict[str, Any]) -> Connection:
+        core = _client.client_core(url, reconnect=reconnect, **options)
         parsed = core.url
         assert parsed is not None
         if core.lost:
@@ -302,7 +316,7 @@ def connect(
             raise
         return conn
 
-    return _Connecting(opening)
+    return _Connecting(connecting)
 
 
 class Server:
@@ -363,7 +377,7 @@ async def listen(
     *,
     on_connection: Callable[[IncomingConnection], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
-    sasl: ServerAuthenticator | None = None,
+    sasl: ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",

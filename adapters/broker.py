@@ -124,6 +124,8 @@ class BrokerServer:
         except Exception:  # a bug met by one connection: that connection goes, no other
             log.exception("broker connection failed")
         finally:
+            if conn.refused is not None:
+                _log_refusal(conn, writer.get_extra_info("peername"))
             self._writers.pop(conn, None)
             conn.connection_lost(loop.time(), wall=time.time())
             self._flush()
@@ -175,6 +177,13 @@ class BrokerServer:
                     log.exception("broker connection failed")
                     self._writers.pop(conn).close()
         self._flush()
+
+
+def _log_refusal(conn: BrokerConnection, peer: Any) -> None:
+    """Say in the log why a client was refused before AMQP began (no SASL where the broker
+    requires it, a failed authentication), with its address; never a credential."""
+    where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "a client"
+    log.warning("refused the connection from %s: %s", where, conn.refused)
 
 
 def open_broker(

@@ -57,6 +57,7 @@ from ._client import (
     IncomingLink,
     LinkDetachedError,
     OutgoingLink,
+    PeerWithoutSASLError,
     ServerLink,
     TransactionError,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
+    "PeerWithoutSASLError",
     "Receiver",
     "Reconnect",
     "Sender",
@@ -638,24 +640,44 @@ def connect(
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
     on_reconnect: Callable[[Connection], None] | None = None,
+    sasl: bool | None = None,
 ) -> Connection:
     """Connect to ``url`` (``amqp://[user:password@]host[:port][/address]``, or ``amqps://``
     for TLS from the first byte, verified with ``ssl_context`` or the system's CAs) and open
-    an AMQP connection. Credentials in the URL are sent with SASL; over a plain connection
-    only to a loopback host, unless ``allow_insecure_auth``. ``idle_timeout``: close the
+    an AMQP connection. SASL (see :doc:`defaults`): the credentials in the URL, over a plain
+    connection only to a loopback host, unless ``allow_insecure_auth``; ANONYMOUS without
+    them, and, if the server turns out to have no SASL layer, once more without SASL (logged).
+    ``sasl=False``: no SASL layer; ``sasl=True``: SASL or fail
+    (:class:`PeerWithoutSASLError`). ``idle_timeout``: close the
     connection when the peer sends nothing for that long (and ask it for heartbeats).
     ``reconnect`` (a :class:`Reconnect`, or True for its defaults): when the connection is
     lost, connect again (to ``url`` or the fallbacks), re-attach the links and send again
     what was unsettled; ``on_reconnect(conn)`` is called each time (see :doc:`adapters`)."""
-    core = _client.client_core(
-        url,
-        reconnect=reconnect,
-        container_id=container_id,
-        idle_timeout=idle_timeout,
-        ssl_context=ssl_context,
-        allow_insecure_auth=allow_insecure_auth,
-        sasl_mechanisms=sasl_mechanisms,
-    )
+    options: dict[str, Any] = {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "allow_insecure_auth": allow_insecure_auth,
+        "sasl_mechanisms": sasl_mechanisms,
+        "sasl": sasl,
+    }
+    try:
+        return _connect(url, timeout, reconnect, on_reconnect, options)
+    except PeerWithoutSASLError:
+        again = _client.without_sasl(url, options)
+        if again is None:
+            raise
+        return _connect(url, timeout, reconnect, on_reconnect, again)
+
+
+def _connect(
+    url: str,
+    timeout: float | None,
+    reconnect: Reconnect | bool | None,
+    on_reconnect: Callable[[Connection], None] | None,
+    options: dict[str, Any],
+) -> Connection:
+    core = _client.client_core(url, reconnect=reconnect, **options)
     parsed = core.url
     assert parsed is not None
     if core.lost:
@@ -830,7 +852,7 @@ def listen(
     *,
     on_connection: Callable[[_client.IncomingConnection], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
-    sasl: ServerAuthenticator | None = None,
+    sasl: ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",
@@ -842,7 +864,10 @@ def listen(
     without blocking. ``on_connection``, if given, gets
     each :class:`IncomingConnection` when its open comes (who the peer is: address, SASL
     identity, TLS certificate), and may refuse it. ``ssl_context``: TLS from the first byte
-    (amqps); ``sasl``: require authentication."""
+    (amqps). ``sasl`` (see :doc:`defaults`): by default anonymous access, through SASL
+    ANONYMOUS or without SASL (the bare AMQP header), so that every client's default works;
+    a :class:`~amqp_sansio.ServerAuthenticator` without ``allow_anonymous`` requires
+    authentication (a client without SASL is refused, and logged); False: no SASL layer."""
     sock = socket.create_server((host, port), backlog=backlog)
     sock.setblocking(False)
     options = {

@@ -55,6 +55,7 @@ from ._client import (
     IncomingLink,
     LinkDetachedError,
     OutgoingLink,
+    PeerWithoutSASLError,
     ServerLink,
     TransactionError,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "IncomingLink",
     "LinkDetachedError",
     "OutgoingLink",
+    "PeerWithoutSASLError",
     "Receiver",
     "Reconnect",
     "Sender",
@@ -369,23 +371,35 @@ def connect(
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
     on_reconnect: Callable[[Connection], None] | None = None,
+    sasl: bool | None = None,
 ) -> _Running[Connection]:
     """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
     (the connection's tasks run in a nursery of its own), or
     ``conn = await connect(url, nursery=nursery)`` (in the given nursery; close the
     connection before the nursery ends). The other options are those of the blocking
-    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect`` too)."""
+    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect``, ``sasl``
+    and its one fallback without SASL too)."""
 
-    async def opening(nursery: trio.Nursery) -> Connection:
-        core = _client.client_core(
-            url,
-            reconnect=reconnect,
-            container_id=container_id,
-            idle_timeout=idle_timeout,
-            ssl_context=ssl_context,
-            allow_insecure_auth=allow_insecure_auth,
-            sasl_mechanisms=sasl_mechanisms,
-        )
+    first: dict[str, Any] = {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "allow_insecure_auth": allow_insecure_auth,
+        "sasl_mechanisms": sasl_mechanisms,
+        "sasl": sasl,
+    }
+
+    async def connecting(nursery: trio.Nursery) -> Connection:
+        try:
+            return await opening(nursery, first)
+        except PeerWithoutSASLError:
+            again = _client.without_sasl(url, first)
+            if again is None:
+                raise
+            return await opening(nursery, again)
+
+    async def opening(nursery: trio.Nursery, options: dict[str, Any]) -> Connection:
+        core = _client.client_core(url, reconnect=reconnect, **options)
         parsed = core.url
         assert parsed is not None
         tcp: trio.SocketStream | None = None
@@ -411,7 +425,7 @@ def connect(
             raise
         return conn
 
-    return _Running("connect", opening, nursery)
+    return _Running("connect", connecting, nursery)
 
 
 class Server:
@@ -506,7 +520,7 @@ def listen(
     nursery: trio.Nursery | None = None,
     on_connection: Callable[[IncomingConnection], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
-    sasl: ServerAuthenticator | None = None,
+    sasl: ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",

@@ -51,6 +51,7 @@ from ._events import (
     IdleTimedOut,
     LinkAttached,
     LinkDetached,
+    PeerWithoutSASL,
     ProtocolError,
     SessionBegun,
     SessionEnded,
@@ -2402,10 +2403,7 @@ class Connection:
                         f"({header.protocol_id.name}), where we expect AMQP",
                     )
                     return
-                self._header_received = True
-                self._move(_CI.R_HDR)
-                if self.state is ConnectionState.HDR_RCVD:
-                    self._send_header()
+                self._amqp_header()
                 continue
             frame = parser._next()
             if frame is None:
@@ -2430,8 +2428,21 @@ class Connection:
             if self._broken:
                 return  # a session's or link's error that closed the connection (_fatal)
 
+    def _amqp_header(self) -> None:
+        """The peer's AMQP protocol header (core spec 2.2): a server answers with its own."""
+        self._header_received = True
+        self._move(_CI.R_HDR)
+        if self.state is ConnectionState.HDR_RCVD:
+            self._send_header()
+
     def _parse_sasl(self) -> bool:
-        """One step of the SASL exchange; False when it needs more bytes or has ended."""
+        """One step of the SASL exchange; False when it needs more bytes or has ended.
+
+        The peer's header decides first (core spec 2.2, 5.1): SASL's starts the exchange.
+        The bare AMQP header, on a server that allows anonymous access (the SASL layer is
+        optional there), skips it: the client is anonymous. Anywhere else it is refused
+        with our own header and reported as :class:`~amqp_sansio.PeerWithoutSASL`: a
+        server that requires authentication, or a client whose server has no SASL layer."""
         sasl = self._sasl
         assert sasl is not None
         parser = self._parser
@@ -2439,11 +2450,22 @@ class Connection:
             header = parser.next_protocol_header()
             if header is None:
                 return False
+            if header.protocol_id is ProtocolId.AMQP and sasl.optional:
+                self._parser.max_frame_size = self.max_frame_size
+                self.authenticated_identity = sasl.accept_without_sasl()
+                self._leave_sasl(keep_held=True)
+                self._amqp_header()
+                return True
+            if header.protocol_id is ProtocolId.AMQP:
+                self._bad_header(
+                    header.to_bytes(),
+                    "AMQP without SASL, where we require SASL",
+                    event=PeerWithoutSASL,
+                )
+                return False
             if header.protocol_id is not ProtocolId.SASL:
                 name = (
-                    "AMQP without SASL, where we require SASL"
-                    if header.protocol_id is ProtocolId.AMQP
-                    else f"AMQP 1.0 with protocol id {int(header.protocol_id)} "
+                    f"AMQP 1.0 with protocol id {int(header.protocol_id)} "
                     f"({header.protocol_id.name}), where we expect SASL"
                 )
                 self._bad_header(header.to_bytes(), name)
@@ -2607,7 +2629,13 @@ class Connection:
         self._broken = True  # the stream cannot be trusted: stop reading it
         self._end()
 
-    def _bad_header(self, header: bytes, name: str) -> None:
+    def _bad_header(
+        self,
+        header: bytes,
+        name: str,
+        *,
+        event: type[UnsupportedProtocol] = UnsupportedProtocol,
+    ) -> None:
         sasl = self._sasl
         if sasl is not None:
             # Only our SASL header answers (5.3.2); what AMQP held back is dropped.
@@ -2615,7 +2643,7 @@ class Connection:
             self._leave_sasl(keep_held=False)
         elif self.state is ConnectionState.START:
             self._send_header()
-        self._events.append(UnsupportedProtocol(header=header, version_name=name))
+        self._events.append(event(header=header, version_name=name))
         self._broken = True
         self._end()
 

@@ -34,6 +34,7 @@ __all__ = [
     "IdleTimedOut",
     "LinkAttached",
     "LinkDetached",
+    "PeerWithoutSASL",
     "ProtocolError",
     "SessionBegun",
     "SessionEnded",
@@ -64,12 +65,27 @@ class UnsupportedProtocol(Event):
 
 
 @attrs.frozen(kw_only=True)
+class PeerWithoutSASL(UnsupportedProtocol):
+    """The peer speaks AMQP 1.0 but not through a SASL layer where we need one (core spec
+    2.2, 5.1): a client that asked for SASL got the bare AMQP header back (the server has no
+    SASL layer), or a server that requires authentication got the bare AMQP header from a
+    client. We answered as 2.2 says (our own header, nothing else) and the connection has
+    ended. A client may connect again without SASL (the high-level adapters do so once,
+    when they chose SASL themselves; see ``docs/defaults.rst``)."""
+
+
+@attrs.frozen(kw_only=True)
 class Authenticated(Event):
     """The SASL exchange succeeded (core spec 5.3.3.6, code ``ok``); the AMQP header follows.
     ``identity`` is who the server authenticated: on a server, the identity the mechanism
-    established (for access control); on a client, the username it gave, or None."""
+    established (for access control); on a client, the username it gave, or None.
 
-    mechanism: str
+    On a server whose :class:`~amqp_sansio.ServerAuthenticator` allows anonymous access, a
+    client that sent the bare AMQP header (no SASL layer, core spec 5.1) is reported so too,
+    with ``mechanism`` None and the authenticator's anonymous identity: it gets what an
+    ANONYMOUS client gets."""
+
+    mechanism: str | None
     identity: str | None
 
 

@@ -112,6 +112,28 @@ class SaslLayer:
     def failed(self) -> bool:
         return self.phase is _Phase.FAILED
 
+    @property
+    def optional(self) -> bool:
+        """A server that allows anonymous access takes the bare AMQP header in place of the
+        SASL one (core spec 2.2, 5.1), until it has sent its own SASL header."""
+        config = self._config
+        return (
+            not self.client
+            and not self.header_sent
+            and isinstance(config, ServerAuthenticator)
+            and config.allows_anonymous
+        )
+
+    def accept_without_sasl(self) -> str:
+        """The client sent the bare AMQP header and :attr:`optional` allows it: the exchange
+        is over, with the anonymous identity (reported as :class:`Authenticated` with no
+        mechanism). Returns that identity."""
+        assert self.optional and isinstance(self._config, ServerAuthenticator)
+        self.identity = self._config.anonymous_identity
+        self.phase = _Phase.DONE
+        self._report(Authenticated(mechanism=None, identity=self.identity))
+        return self.identity
+
     def send_header(self) -> None:
         if not self.header_sent:
             self.header_sent = True

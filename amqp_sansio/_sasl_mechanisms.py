@@ -1220,7 +1220,10 @@ class ServerAuthenticator:
     :class:`ScramStore` (SCRAM-SHA-512 and SCRAM-SHA-256), :class:`TokenStore` (XOAUTH2)
     and :class:`Authorizer` (authzid for PLAIN and EXTERNAL); a mechanism is offered only if
     the store implements its method. EXTERNAL is offered when the engine passes a
-    ``peer_identity``; ANONYMOUS only if ``allow_anonymous``. PLAIN and XOAUTH2 are offered
+    ``peer_identity``; ANONYMOUS only if ``allow_anonymous``. A server that offers ANONYMOUS
+    (:attr:`allows_anonymous`) also takes a client that sends the bare AMQP protocol header
+    instead of SASL's (core spec 2.2, 5.1: the SASL layer is then optional), as the
+    ``anonymous_identity``; one that does not refuses such a client. PLAIN and XOAUTH2 are offered
     only on an ``encrypted`` connection, unless ``allow_cleartext_secrets``. ``mechanisms``,
     if given, restricts the offer to those names.
 
@@ -1257,6 +1260,17 @@ class ServerAuthenticator:
             f"<ServerAuthenticator store={type(self._store).__name__} "
             f"anonymous={self._allow_anonymous} cleartext={self._allow_cleartext}>"
         )
+
+    @property
+    def allows_anonymous(self) -> bool:
+        """ANONYMOUS is offered, so a client without a SASL layer (the bare AMQP header) is
+        taken too, as :attr:`anonymous_identity` (core spec 5.1)."""
+        return self._allow_anonymous and (self._restrict is None or "ANONYMOUS" in self._restrict)
+
+    @property
+    def anonymous_identity(self) -> str:
+        """The identity of anonymous clients: through ANONYMOUS, or without SASL."""
+        return self._anonymous_identity
 
     def offered_mechanisms(
         self, *, peer_identity: str | None = None, encrypted: bool = False

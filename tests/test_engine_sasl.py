@@ -339,10 +339,12 @@ def test_a_mechanism_not_offered_is_refused() -> None:
 
 
 def test_a_server_that_requires_sasl_answers_plain_amqp_with_its_sasl_header() -> None:
-    p = _pair(None, a.ServerAuthenticator(allow_anonymous=True))
+    """Requires: no anonymous access (one that allows it takes the bare header, see
+    test_sasl_defaults.py)."""
+    p = _pair(None, a.ServerAuthenticator(Store()))
     p.client.open(now=0.0)
     c, s = p.pump()
-    (bad,) = of(s, a.UnsupportedProtocol)
+    (bad,) = of(s, a.PeerWithoutSASL)
     assert "without SASL" in bad.version_name
     assert _sent(p, "s>c") == a.SASL_HEADER
     assert of(c, a.UnsupportedProtocol)  # the client learns the server wants SASL
@@ -352,7 +354,7 @@ def test_a_client_that_requires_sasl_refuses_a_server_without_it() -> None:
     p = _pair(a.ClientCredentials(), None)
     p.client.open(now=0.0)
     c, _ = p.pump()
-    (bad,) = of(c, a.UnsupportedProtocol)
+    (bad,) = of(c, a.PeerWithoutSASL)
     assert "without SASL" in bad.version_name
     assert _sent(p, "c>s") == a.SASL_HEADER  # our open was never sent
 
@@ -453,9 +455,9 @@ def test_no_downgrade_from_a_required_mechanism() -> None:
 
 
 def test_an_amqp_header_where_sasl_is_required_sends_only_our_sasl_header() -> None:
-    server = _server()
+    server = a.Connection(client=False, sasl=a.ServerAuthenticator(Store()))
     events = server.receive_data(a.AMQP_HEADER + a.encode_frame(a.Open(container_id="x")), 0.0)
-    assert [type(e) for e in events] == [a.UnsupportedProtocol, a.ConnectionEnded]
+    assert [type(e) for e in events] == [a.PeerWithoutSASL, a.ConnectionEnded]
     assert server.data_to_send() == a.SASL_HEADER
     assert server.receive_data(a.SASL_HEADER, 0.0) == [] and server.data_to_send() == b""
 

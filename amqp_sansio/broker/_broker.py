@@ -22,6 +22,7 @@ from .._connection import Connection, Delivery, Link, Receiver, Sender, Session
 from .._errors import DecodeError, LocalProtocolError
 from .._events import (
     Authenticated,
+    AuthenticationFailed,
     ConnectionEnded,
     ConnectionOpened,
     CreditChanged,
@@ -30,6 +31,7 @@ from .._events import (
     Event,
     LinkAttached,
     LinkDetached,
+    PeerWithoutSASL,
     ProtocolError,
     SessionBegun,
     SessionEnded,
@@ -47,6 +49,7 @@ from .._messaging import (
     Target,
 )
 from .._performatives import Error
+from .._sasl_mechanisms import ServerAuthenticator
 from .._states import ConnectionState, LinkState
 from .._tls import TLSLayer
 from .._transactions import TransactionalState
@@ -108,6 +111,8 @@ class Broker:
     def __init__(self, config: BrokerConfig | None = None, *, store: Store | None = None) -> None:
         self.config = config or BrokerConfig()
         self.store: Store = store or MemoryStore()
+        #: The SASL layer of a broker without users or ``sasl``: anonymous access.
+        self._anonymous = ServerAuthenticator(None, allow_anonymous=True)
         #: The nodes by address.
         self.nodes: dict[str, Node] = {}
         self.connections: set[BrokerConnection] = set()
@@ -135,19 +140,22 @@ class Broker:
         self, now: float, *, wall: float | None = None, ssl_context: Any = None, sasl: Any = None
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
-        :class:`~amqp_sansio.ServerAuthenticator`, or the config's; and a TLS layer from the
-        first byte with ``ssl_context``)."""
+        :class:`~amqp_sansio.ServerAuthenticator`, or the config's, see
+        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``)."""
         self._clock(now, wall)
         config = self.config
         if sasl is None:
             sasl = config.sasl
-        if sasl is None and config.users is not None:
-            sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
+        if sasl is None:
+            if config.users is not None:
+                sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
+            else:  # anonymous access: SASL ANONYMOUS, or no SASL layer (core spec 5.1)
+                sasl = self._anonymous
         engine = Connection(
             client=False,
             container_id=config.container_id,
             idle_timeout=config.idle_timeout,
-            sasl=sasl,
+            sasl=sasl or None,
             allow_plain_without_tls=config.allow_insecure_auth,
             max_frame_size=config.max_frame_size,
         )
@@ -400,6 +408,10 @@ class BrokerConnection:
         self.engine: Connection = engine
         self._stream = stream
         self.identity: str | None = None
+        #: Why the connection was refused before AMQP began, for the driver's log (a client
+        #: without SASL where the broker requires it, a failed authentication); never a
+        #: credential.
+        self.refused: str | None = None
         self.consumers: dict[Link, _Consumer] = {}
         self.producers: dict[Link, _Producer] = {}
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
@@ -505,6 +517,13 @@ class BrokerConnection:
             self._lost()
         elif isinstance(event, Authenticated):
             self.identity = event.identity
+        elif isinstance(event, PeerWithoutSASL):
+            self.refused = (
+                "it sent the bare AMQP header (no SASL layer), and this broker requires SASL "
+                "authentication (anonymous access is not allowed)"
+            )
+        elif isinstance(event, AuthenticationFailed):
+            self.refused = f"authentication failed: {event.description}"
         elif isinstance(event, DeclareRequested):
             event.request.declare()
         elif isinstance(event, DischargeRequested):

@@ -35,14 +35,18 @@ class BrokerConfig:
     refuses the attach with ``amqp:invalid-field``.
 
     The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds, None
-    for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.ServerAuthenticator`
-    (None: no SASL layer, unless ``users`` is given), ``allow_insecure_auth`` lets PLAIN
-    run without TLS (loopback).
+    for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.ServerAuthenticator`,
+    or None (the default): the ``users``' one if given, else anonymous access (SASL
+    ANONYMOUS, or no SASL layer at all: both the SASL and the bare AMQP protocol header are
+    answered, core spec 2.2, 5.1; see ``docs/defaults.rst``); False: no SASL layer (the bare
+    header only). ``allow_insecure_auth`` lets PLAIN run without TLS (loopback).
 
     ``users`` (a :class:`~amqp_sansio.broker.Users`): who may connect (its SASL store, used
     unless ``sasl`` is given) and what each may do: an attach to an address the
     authenticated user may not send to or receive from is refused with
-    ``amqp:unauthorized-access``. None: no access rules.
+    ``amqp:unauthorized-access``. A client without SASL gets the rules of its ``anonymous``
+    entry, and is refused (its SASL header answers it) where there is none. None: no access
+    rules.
     """
 
     auto_create: bool = True
