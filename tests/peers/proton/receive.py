@@ -47,7 +47,9 @@ class Receive(MessagingHandler):
 
     def on_link_opened(self, event: Any) -> None:
         # The filters the broker applies: the source of its attach (core spec 3.5.3).
-        remote = event.receiver.remote_source.filter.get_object()
+        data = event.receiver.remote_source.filter
+        data.rewind()
+        remote = data.get_object() if data.next() else None
         self.report["filter"] = None if remote is None else sorted(str(k) for k in remote)
 
     def on_timer_task(self, event: Any) -> None:
