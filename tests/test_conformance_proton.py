@@ -306,6 +306,16 @@ def test_selector(broker: BrokerProcess) -> None:
     assert received(rest) == [messages("message", 6)[i] for i in (0, 1, 3, 4)]
 
 
+def test_selector_that_does_not_parse_is_refused(broker: BrokerProcess) -> None:
+    # Proton sends whatever string it is given; the broker refuses the link, saying why.
+    queue = unique("bad-selector")
+    send(broker.url, queue, 1)
+    report = run("receive.py", broker.url, queue, "--selector", "colour = ", "--timeout", "5")
+    assert report["received"] == [], report
+    assert len(report["errors"]) == 1 and "amqp:invalid-field" in report["errors"][0], report
+    assert received(run("drain.py", broker.url, queue, "--credit", "10")) == messages("message", 1)
+
+
 # -- 6. durable subscriptions -------------------------------------------------------------
 
 
