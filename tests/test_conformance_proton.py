@@ -188,24 +188,24 @@ def assert_empty(url: str, address: str) -> None:
 
 
 def test_send_receive_event_driven(broker: BrokerProcess) -> None:
-    queue = unique("send-receive")
-    send(broker.url, queue, 5)
-    report = run("receive.py", broker.url, queue, "--count", "5")
+    address = unique("send-receive")
+    send(broker.url, address, 5)
+    report = run("receive.py", broker.url, address, "--count", "5")
     assert received(report) == messages("message", 5)
-    assert_empty(broker.url, queue)  # each was accepted: none comes back
+    assert_empty(broker.url, address)  # each was accepted: none comes back
 
 
 def test_send_receive_blocking(broker: BrokerProcess) -> None:
-    queue = unique("blocking")
+    address = unique("blocking")
 
     def scenario() -> list[tuple[Any, Any]]:
         conn = BlockingConnection(broker.url, timeout=WAIT)
         try:
-            sender = conn.create_sender(queue)
+            sender = conn.create_sender(address)
             for i in range(1, 6):
                 delivery = sender.send(Message(id=f"b-{i}", body=f"blocking {i}"))
                 assert delivery.remote_state == proton.Delivery.ACCEPTED
-            receiver = conn.create_receiver(queue, credit=10)
+            receiver = conn.create_receiver(address, credit=10)
             got = []
             for _ in range(5):
                 m = receiver.receive(timeout=WAIT)
@@ -257,37 +257,37 @@ def test_request_response_anonymous_relay(broker: BrokerProcess) -> None:
 
 
 def test_transactional_send_commit_and_abort(broker: BrokerProcess) -> None:
-    queue = unique("tx-send")
-    committed = run("tx_send.py", broker.url, queue, "--count", "4", "--commit")
+    address = unique("tx-send")
+    committed = run("tx_send.py", broker.url, address, "--count", "4", "--commit")
     assert committed == {"sent": ids("message", 4), "ended": "committed", "errors": []}
-    aborted = run("tx_send.py", broker.url, queue, "--count", "3", "--prefix", "no", "--abort")
+    aborted = run("tx_send.py", broker.url, address, "--count", "3", "--prefix", "no", "--abort")
     assert aborted == {"sent": ids("no", 3), "ended": "aborted", "errors": []}
     # The committed four arrive; the aborted three never do.
-    report = run("drain.py", broker.url, queue, "--credit", "10")
+    report = run("drain.py", broker.url, address, "--credit", "10")
     assert received(report) == messages("message", 4)
 
 
 def test_transactional_accept(broker: BrokerProcess) -> None:
-    queue = unique("tx-accept")
-    send(broker.url, queue, 3)
-    aborted = run("tx_receive.py", broker.url, queue, "--count", "3", "--abort")
+    address = unique("tx-accept")
+    send(broker.url, address, 3)
+    aborted = run("tx_receive.py", broker.url, address, "--count", "3", "--abort")
     assert (aborted["ended"], received(aborted)) == ("aborted", messages("message", 3))
     # An aborted transaction's accepts do not apply: the messages are there again.
-    committed = run("tx_receive.py", broker.url, queue, "--count", "3", "--commit")
+    committed = run("tx_receive.py", broker.url, address, "--count", "3", "--commit")
     assert (committed["ended"], received(committed)) == ("committed", messages("message", 3))
-    assert_empty(broker.url, queue)
+    assert_empty(broker.url, address)
 
 
 # -- 4. browsing --------------------------------------------------------------------------
 
 
 def test_browse_with_copy(broker: BrokerProcess) -> None:
-    queue = unique("browse")
-    send(broker.url, queue, 3)
+    address = unique("browse")
+    send(broker.url, address, 3)
     for _ in range(2):  # browsed twice: the messages stay
-        report = run("receive.py", broker.url, queue, "--count", "3", "--copy")
+        report = run("receive.py", broker.url, address, "--count", "3", "--copy")
         assert received(report) == messages("message", 3)
-    report = run("drain.py", broker.url, queue, "--credit", "10")
+    report = run("drain.py", broker.url, address, "--credit", "10")
     assert received(report) == messages("message", 3)
 
 
@@ -295,25 +295,27 @@ def test_browse_with_copy(broker: BrokerProcess) -> None:
 
 
 def test_selector(broker: BrokerProcess) -> None:
-    queue = unique("selector")
+    address = unique("selector")
     # Message i has colour blue, green, red for i mod 3 = 1, 2, 0.
-    send(broker.url, queue, 6, "--property", "colour=red,blue,green")
-    report = run("receive.py", broker.url, queue, "--count", "2", "--selector", "colour = 'red'")
+    send(broker.url, address, 6, "--property", "colour=red,blue,green")
+    report = run("receive.py", broker.url, address, "--count", "2", "--selector", "colour = 'red'")
     assert report["filter"] == ["selector"], report  # the broker applies the filter
     assert received(report) == [messages("message", 6)[i] for i in (2, 5)]
     # The others were not taken.
-    rest = run("drain.py", broker.url, queue, "--credit", "10")
+    rest = run("drain.py", broker.url, address, "--credit", "10")
     assert received(rest) == [messages("message", 6)[i] for i in (0, 1, 3, 4)]
 
 
 def test_selector_that_does_not_parse_is_refused(broker: BrokerProcess) -> None:
     # Proton sends whatever string it is given; the broker refuses the link, saying why.
-    queue = unique("bad-selector")
-    send(broker.url, queue, 1)
-    report = run("receive.py", broker.url, queue, "--selector", "colour = ", "--timeout", "5")
+    address = unique("bad-selector")
+    send(broker.url, address, 1)
+    report = run("receive.py", broker.url, address, "--selector", "colour = ", "--timeout", "5")
     assert report["received"] == [], report
     assert len(report["errors"]) == 1 and "amqp:invalid-field" in report["errors"][0], report
-    assert received(run("drain.py", broker.url, queue, "--credit", "10")) == messages("message", 1)
+    assert received(run("drain.py", broker.url, address, "--credit", "10")) == messages(
+        "message", 1
+    )
 
 
 # -- 6. durable subscriptions -------------------------------------------------------------
@@ -360,27 +362,27 @@ def test_durable_subscription_across_a_restart(tmp_path: Path) -> None:
 
 
 def test_drain_event_driven(broker: BrokerProcess) -> None:
-    queue = unique("drain")
-    empty = run("drain.py", broker.url, queue, "--credit", "5")
+    address = unique("drain")
+    empty = run("drain.py", broker.url, address, "--credit", "5")
     assert (received(empty), empty["credit"]) == ([], 0)  # the credit comes back
-    send(broker.url, queue, 3)
-    report = run("drain.py", broker.url, queue, "--credit", "5")
+    send(broker.url, address, 3)
+    report = run("drain.py", broker.url, address, "--credit", "5")
     assert (received(report), report["credit"]) == (messages("message", 3), 0)
 
 
 def test_drain_blocking(broker: BrokerProcess) -> None:
-    queue = unique("drain-blocking")
+    address = unique("drain-blocking")
 
     def scenario() -> tuple[int, list[Any], int]:
         conn = BlockingConnection(broker.url, timeout=WAIT)
         try:
-            receiver = conn.create_receiver(queue, credit=0)
+            receiver = conn.create_receiver(address, credit=0)
             link = receiver.link
             link.drain(5)
             # Drained: the broker's flow gives the credit back (core spec 2.6.7).
             conn.wait(lambda: link.credit == 0, timeout=WAIT, msg="draining an empty queue")
             empty_credit = link.credit
-            sender = conn.create_sender(queue)
+            sender = conn.create_sender(address)
             for i in range(1, 4):
                 sender.send(Message(id=f"d-{i}", body=f"drained {i}"))
             link.drain(5)
@@ -414,14 +416,14 @@ def payload(i: int, size: int) -> bytes:
 
 
 def test_large_message(broker: BrokerProcess) -> None:
-    queue = unique("large")
-    send(broker.url, queue, 1, "--size", str(BIG))
+    address = unique("large")
+    send(broker.url, address, 1, "--size", str(BIG))
     expected = payload(1, BIG)
 
     def scenario() -> bytes:
         conn = BlockingConnection(broker.url, timeout=WAIT)
         try:
-            receiver = conn.create_receiver(queue, credit=1)
+            receiver = conn.create_receiver(address, credit=1)
             m = receiver.receive(timeout=WAIT)
             receiver.accept()
             assert isinstance(m.body, bytes | memoryview)  # (Proton gives a large one as a view)
@@ -431,8 +433,8 @@ def test_large_message(broker: BrokerProcess) -> None:
 
     assert bounded(scenario) == expected
     # And with the event-driven receiver, sent by the blocking client.
-    bounded(lambda: _blocking_send(broker.url, queue, Message(id="big", body=expected)))
-    report = run("receive.py", broker.url, queue)
+    bounded(lambda: _blocking_send(broker.url, address, Message(id="big", body=expected)))
+    report = run("receive.py", broker.url, address)
     assert report["errors"] == [], report
     digest = {"length": BIG, "sha256": hashlib.sha256(expected).hexdigest()}
     assert [(m["id"], m["body"]) for m in report["received"]] == [("big", digest)]
