@@ -81,6 +81,8 @@ def read_line(proc: subprocess.Popen[str], timeout: float) -> str:
         return lines.get(timeout=timeout)
     except queue.Empty:
         proc.kill()
+        proc.wait()
+        stdout.close()
         pytest.fail(f"{proc.args!r} printed nothing within {timeout} s")
 
 
@@ -227,18 +229,19 @@ def request_response(url: str) -> None:
     """``server.py`` serves three requests of ``client.py`` at ``url``."""
     service = unique("service")
     command = [sys.executable, str(PEERS / "server.py"), url, service, "--count", "3"]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = read_line(server, WAIT).strip()
-        if first != "ready":  # the server refused to start: why
-            out, err = server.communicate(timeout=WAIT)
-            pytest.fail(f"server.py did not start: {first} {out} {err}")
-        client = run("client.py", url, service, "one", "two", "three")
-        out, err = server.communicate(timeout=RUN_TIMEOUT)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as server:
+        try:
+            first = read_line(server, WAIT).strip()
+            if first != "ready":  # the server refused to start: why
+                out, err = server.communicate(timeout=WAIT)
+                pytest.fail(f"server.py did not start: {first} {out} {err}")
+            client = run("client.py", url, service, "one", "two", "three")
+            out, err = server.communicate(timeout=RUN_TIMEOUT)
+        finally:
+            if server.poll() is None:
+                server.kill()
     assert client["errors"] == [] and client["reply_to"], client
     assert client["replies"] == [
         {"correlation_id": f"request-{i}", "body": text}
