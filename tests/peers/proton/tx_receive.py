@@ -1,0 +1,102 @@
+"""Receive messages and accept them in a local transaction with Qpid Proton's event-driven
+API (``Container.declare_transaction``, ``Transaction.accept``), then commit or abort it.
+
+    python tx_receive.py URL ADDRESS [--count N] (--commit | --abort)
+
+The receiver grants credit for ``N`` messages once the transaction is declared, accepts
+each in the transaction, and discharges it when all ``N`` came. One JSON line on standard
+output: the messages (id and body) and how the transaction ended."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from proton.handlers import MessagingHandler, TransactionHandler
+from proton.reactor import Container
+
+
+class TxReceive(MessagingHandler, TransactionHandler):
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(prefetch=0, auto_accept=False)
+        self.args = args
+        self.report: dict[str, Any] = {"received": [], "ended": None, "errors": []}
+        self.transaction: Any = None
+
+    def on_start(self, event: Any) -> None:
+        self.connection = event.container.connect(self.args.url)
+        self.receiver = event.container.create_receiver(self.connection, self.args.address)
+        event.container.declare_transaction(self.connection, handler=self)
+        self.timer = event.container.schedule(self.args.timeout, self)
+
+    def on_timer_task(self, event: Any) -> None:
+        self.report["errors"].append(f"timed out after {self.args.timeout} s")
+        self.connection.close()
+
+    def on_transaction_declared(self, event: Any) -> None:
+        self.transaction = event.transaction
+        self.receiver.flow(self.args.count)
+
+    def on_message(self, event: Any) -> None:
+        self.report["received"].append({"id": event.message.id, "body": event.message.body})
+        self.transaction.accept(event.delivery)
+        if len(self.report["received"]) == self.args.count:
+            if self.args.commit:
+                self.transaction.commit()
+            else:
+                self.transaction.abort()
+
+    def ended(self, how: str) -> None:
+        self.report["ended"] = how
+        self.timer.cancel()
+        self.connection.close()
+
+    def on_transaction_committed(self, event: Any) -> None:
+        self.ended("committed")
+
+    def on_transaction_aborted(self, event: Any) -> None:
+        self.ended("aborted")
+
+    def on_transaction_declare_failed(self, event: Any) -> None:
+        self.ended("declare-failed")
+
+    def on_transaction_commit_failed(self, event: Any) -> None:
+        self.ended("commit-failed")
+
+    def error(self, event: Any, what: str) -> None:
+        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
+        self.timer.cancel()
+        event.connection.close()
+
+    def on_link_error(self, event: Any) -> None:
+        self.error(event, "link")
+
+    def on_session_error(self, event: Any) -> None:
+        self.error(event, "session")
+
+    def on_connection_error(self, event: Any) -> None:
+        self.error(event, "connection")
+
+    def on_transport_error(self, event: Any) -> None:
+        self.report["errors"].append(f"transport: {event.transport.condition}")
+        self.timer.cancel()
+        event.connection.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("address")
+    parser.add_argument("--count", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=10.0)
+    how = parser.add_mutually_exclusive_group(required=True)
+    how.add_argument("--commit", action="store_true")
+    how.add_argument("--abort", action="store_true")
+    handler = TxReceive(parser.parse_args())
+    Container(handler).run()
+    print(json.dumps(handler.report), flush=True)
+
+
+if __name__ == "__main__":
+    main()
