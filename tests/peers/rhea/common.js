@@ -126,7 +126,6 @@ function connect_options(host, port, options) {
         mechanisms.enable_anonymous();
         connect.sasl_mechanisms = mechanisms;
     }
-    if (options.container_id !== undefined) connect.container_id = options.container_id;
     return connect;
 }
 
