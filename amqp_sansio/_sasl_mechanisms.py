@@ -970,22 +970,30 @@ def _authorized(
 
 
 class AnonymousServer(SASLServerMechanism):
-    """ANONYMOUS (RFC 4505). Every client succeeds as ``identity``, provided its trace
-    information is valid UTF-8 of at most 255 characters. Offer it only on purpose
-    (:class:`ServerAuthenticator` needs ``allow_anonymous=True``)."""
+    """ANONYMOUS (RFC 4505). Every client succeeds as ``identity``. The trace information
+    is informational only (RFC 4505 section 2): it is kept in :attr:`trace` when it is
+    valid UTF-8 of at most 255 characters without control characters (the "trace"
+    profile, section 3), and otherwise dropped, not refused: rhea, for one, sends a NUL
+    and a name (PLAIN's layout) as its ANONYMOUS response. Its size is bounded by the SASL
+    frame limit. Offer ANONYMOUS only on purpose (:class:`ServerAuthenticator` needs
+    ``allow_anonymous=True``)."""
 
     name = "ANONYMOUS"
 
     def __init__(self, *, identity: str = "anonymous") -> None:
         super().__init__()
         self._identity = identity
-        #: The client's trace information, once received.
+        #: The client's trace information, once received: None if it sent none that RFC
+        #: 4505's trace profile allows.
         self.trace: str | None = None
 
     def _start(self, initial_response: bytes) -> ServerStep:
-        trace = _peer_text(initial_response, "ANONYMOUS trace")
-        if len(trace) > 255 or "\x00" in trace:
-            raise SASLProtocolError("ANONYMOUS trace is too long or contains NUL")
+        try:
+            trace: str | None = initial_response.decode("utf-8")
+        except UnicodeDecodeError:
+            trace = None
+        if trace is not None and (len(trace) > 255 or any(ord(c) < 0x20 for c in trace)):
+            trace = None
         self.trace = trace
         return ServerSuccess(identity=self._identity, authentication_identity=self._identity)
 

@@ -784,10 +784,21 @@ def test_anonymous_client_sends_trace() -> None:
             AnonymousClient(bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("message", [b"\xff", b"x" * 256, b"a\x00"])
-def test_anonymous_server_rejects_bad_trace(message: bytes) -> None:
-    outcome = AnonymousServer().start(message)
-    assert isinstance(outcome, ServerFailure) and isinstance(outcome.error, SASLProtocolError)
+@pytest.mark.parametrize("message", [b"\xff", b"x" * 256, b"a\x00", b"\x00guest", b"a\nb"])
+def test_anonymous_server_drops_a_trace_rfc_4505_does_not_allow(message: bytes) -> None:
+    """The trace is information only (RFC 4505 section 2): one that is not valid UTF-8, is
+    over 255 characters or holds control characters (section 3) is dropped, and the client
+    is let in as anonymous (rhea sends NUL and a name)."""
+    server = AnonymousServer()
+    outcome = server.start(message)
+    assert outcome == ServerSuccess(identity="anonymous", authentication_identity="anonymous")
+    assert server.trace is None
+
+
+def test_anonymous_server_keeps_a_valid_trace() -> None:
+    server = AnonymousServer()
+    assert isinstance(server.start(b"x" * 255), ServerSuccess)
+    assert server.trace == "x" * 255
 
 
 def test_anonymous_server_without_initial_response() -> None:
