@@ -61,6 +61,7 @@ from .._txn import (
 from .._types import Symbol
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
+from ._relay import ANONYMOUS_RELAY, relay_address
 from ._store import MemoryStore, Store, StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 
@@ -115,6 +116,9 @@ class Broker:
         #: Counters: messages dropped because they expired, and messages dead-lettered.
         self.expired = 0
         self.dead_lettered = 0
+        #: Pre-settled messages on an anonymous-relay link that could not be routed (no
+        #: ``to``, no such node, not allowed, or the node full): dropped, and counted here.
+        self.unroutable = 0
         self._seq = itertools.count(1)
         self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
         self._ties = itertools.count()
@@ -149,6 +153,7 @@ class Broker:
             sasl=sasl,
             allow_plain_without_tls=config.allow_insecure_auth,
             max_frame_size=config.max_frame_size,
+            offered_capabilities=(ANONYMOUS_RELAY,),
         )
         stream: Any = engine
         if ssl_context is not None:
@@ -365,11 +370,12 @@ class _Consumer:
 
 
 class _Producer:
-    """A link on which the broker receives (the client publishes) into a node."""
+    """A link on which the broker receives (the client publishes) into a node; ``node`` is
+    None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
 
     __slots__ = ("conn", "link", "node")
 
-    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node) -> None:
+    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node | None) -> None:
         self.conn = conn
         self.link = link
         self.node = node
@@ -394,6 +400,9 @@ class BrokerConnection:
         #: Messages posted in a live transaction, held until it is discharged (core spec
         #: 4.4.1), with the node each is for.
         self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        #: Transactions that may not commit (a pre-settled relay message went nowhere), and
+        #: why (core spec 4.4.4.1).
+        self._doomed: dict[TransactionRecord, str] = {}
         #: Publishers' transfers of durable messages, settled after the store's flush.
         self._unsynced: list[Delivery] = []
         self.lost = False
@@ -536,10 +545,13 @@ class BrokerConnection:
         node: Node | None
         if terminus.dynamic:
             node = broker._dynamic(terminus.dynamic_node_properties)
+        elif (
+            isinstance(link, Receiver) and isinstance(terminus, Target) and terminus.address is None
+        ):
+            self._relay_producer(link, terminus)
+            return
         elif not isinstance(terminus.address, str):
-            link.refuse(
-                _error("amqp:not-implemented", "a link needs an address (no anonymous relay)")
-            )
+            link.refuse(_error("amqp:invalid-field", "a source needs an address"))
             return
         else:
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
@@ -562,6 +574,31 @@ class BrokerConnection:
             producer = _Producer(self, link, node)
             self.producers[link] = producer
             self._join(node, producer, terminus.dynamic)
+
+    def _relay_producer(self, link: Receiver, target: Target) -> None:
+        """A sender with a null target address: the anonymous relay (see :mod:`._relay`).
+        Access is checked per message, against the address each one names."""
+        config = self.broker.config
+        link.max_message_size = config.max_message_size
+        link.attach(target=target)
+        link.flow(config.link_credit)
+        self.producers[link] = _Producer(self, link, None)
+
+    def _route(self, message: StoredMessage) -> Node | Error:
+        """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4), or
+        why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node there: the relay makes
+        none) or ``amqp:unauthorized-access`` (the user may not send there)."""
+        address = relay_address(message.data)
+        if address is None:
+            return _error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
+        users = self.broker.config.users
+        if users is not None and not users.allows(self.identity, address, send=True):
+            who = self.identity or "an unauthenticated client"
+            return _error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+        node = self.broker.nodes.get(address)
+        if node is None or node.deleted:
+            return _error("amqp:not-found", f"no node {address!r}")
+        return node
 
     def _consumer(self, link: Sender, node: Node, source: Source) -> None:
         if isinstance(node, Stream):
@@ -640,7 +677,7 @@ class BrokerConnection:
             for message, queue in inflight.values():
                 self._apply(endpoint, message, queue, endpoint.default)
             endpoint.node.remove_consumer(endpoint)
-        elif self.producers.pop(endpoint.link, None) is None:
+        elif self.producers.pop(endpoint.link, None) is None or endpoint.node is None:
             return
         node = endpoint.node
         if node.link_removed(endpoint) and lifetime:
@@ -679,21 +716,35 @@ class BrokerConnection:
             self._sweep(link.session)
             return
         node = producer.node
+        state: Any = _ACCEPTED
+        if node is None:
+            routed = self._route(message)
+            if isinstance(routed, Error):
+                node, state = None, Rejected(error=routed)
+            else:
+                node = routed
         if delivery.transaction is not None:
-            # Posted in a transaction: held, and provisionally accepted, until the
-            # discharge (core spec 4.4.1).
-            self._held[delivery] = (node, message)
-            link.update(delivery, _ACCEPTED)
+            if node is None:
+                self._unroutable_in_txn(delivery, state)
+            else:
+                # Posted in a transaction: held, and provisionally accepted, until the
+                # discharge (core spec 4.4.1).
+                self._held[delivery] = (node, message)
+                link.update(delivery, _ACCEPTED)
             if link.link_credit * 2 <= broker.config.link_credit:
                 link.flow(broker.config.link_credit)
             return
-        state: Any = _ACCEPTED
-        if message.expires is not None and message.expires <= broker.wall:
+        if node is None:
+            if delivery.remote_settled:
+                broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
+        elif message.expires is not None and message.expires <= broker.wall:
             broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
         else:
             why = node.offer(message)
             if why is not None:
                 state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
+                if producer.node is None and delivery.remote_settled:
+                    broker.unroutable += 1
             else:
                 self.broker._touch(node)
         if delivery.remote_settled:
@@ -784,10 +835,15 @@ class BrokerConnection:
         all at once; or roll back: none of it happens, and acquisitions are undone."""
         record = request.transaction
         if request.fail:
+            self._doomed.pop(record, None)
             request.accept()
             self._roll_back(record)
             return
-        why = self._room_for(record)
+        why = self._doomed.pop(record, None)
+        if why is not None:
+            why = f"a pre-settled message of the transaction went nowhere: {why}"
+        else:
+            why = self._room_for(record)
         if why is not None:
             request.reject(_error("amqp:transaction:rollback", why))
             self._roll_back(record)
@@ -821,6 +877,21 @@ class BrokerConnection:
                 delivery.link.settle(delivery)
         broker._pending[self] = None
 
+    def _unroutable_in_txn(self, delivery: Delivery, state: Rejected) -> None:
+        """An anonymous-relay message posted in a transaction that goes nowhere (core spec
+        4.4.4.1). Unsettled, the broker settles it at once with its outcome, ``rejected``,
+        in the transaction's transactional-state: the transaction goes on without it (a
+        commit posts the rest). Pre-settled, nobody can be told, so the transaction may
+        not commit: its discharge is rejected (``amqp:transaction:rollback``)."""
+        if delivery.remote_settled:
+            self.broker.unroutable += 1
+            record = delivery.transaction
+            if isinstance(record, TransactionRecord):
+                error = state.error
+                self._doomed[record] = "" if error is None else str(error.description)
+            return
+        delivery.link.settle(delivery, state)
+
     def _room_for(self, record: TransactionRecord) -> str | None:
         """Whether the queues can take every message posted in ``record`` (the commit is
         all or nothing)."""
@@ -845,6 +916,7 @@ class BrokerConnection:
         """The transaction's work is void: posted messages are dropped, retirements are
         undone (a delivery the consumer already settled takes its default outcome,
         4.4.4.2), and what was acquired in it goes back to its queue."""
+        self._doomed.pop(record, None)
         for delivery in record.posted:
             if self._held.pop(delivery, None) is not None and not delivery.remote_settled:
                 link = delivery.link
