@@ -1,0 +1,272 @@
+"""Topic subscriptions that outlive their links (core spec 3.5.3, 3.5.5 terminus
+durability, 3.5.6 expiry policy, 2.6.6 detach without closing, 2.6.13 resuming): our engine
+as the client against the core broker in memory, on a simulated clock
+(tests/broker_net.py)."""
+
+from __future__ import annotations
+
+import pytest
+from broker_net import Client, Net, body
+
+import amqp_sansio as a
+from amqp_sansio.broker import BrokerConfig
+
+NEVER = a.TerminusExpiryPolicy.NEVER
+DURABLE = a.TerminusDurability.UNSETTLED_STATE
+
+
+def source(
+    address: str = "topic/x",
+    policy: a.TerminusExpiryPolicy = NEVER,
+    *,
+    timeout: int = 0,
+    durable: a.TerminusDurability = DURABLE,
+    **fields: object,
+) -> a.Source:
+    return a.Source(
+        address=address, durable=durable, expiry_policy=policy, timeout=timeout, **fields
+    )  # type: ignore[arg-type]
+
+
+def subscribe(
+    client: Client, name: str = "sub1", credit: int = 0, src: a.Source | None = None
+) -> a.Receiver:
+    session = client.session or client.begin()
+    link = session.attach_receiver(name, source=src or source())
+    client.net.pump()
+    if credit and link.state is a.LinkState.ATTACHED:
+        link.flow(credit)
+        client.net.pump()
+    return link
+
+
+def publish(client: Client, *values: bytes, address: str = "topic/x") -> None:
+    sender = client.sender(address)
+    for v in values:
+        client.send(sender, a.Message(body=v))
+
+
+def take(client: Client, link: a.Receiver, *, settle: bool = True) -> list[object]:
+    got = client.received(link)
+    if settle:
+        for e in got:
+            link.settle(e.delivery, a.Accepted())
+        client.net.pump()
+    return [body(e) for e in got]
+
+
+def headers(client: Client, link: a.Receiver) -> list[tuple[object, int, bool]]:
+    out = []
+    for e in client.received(link):
+        m = a.Message.decode(e.data)
+        h = m.header or a.Header()
+        out.append((body(e), h.delivery_count, h.first_acquirer))
+        link.settle(e.delivery, a.Accepted())
+    client.net.pump()
+    return out
+
+
+def test_answer_says_what_the_broker_does() -> None:
+    net = Net()
+    c = net.connect()
+    sub = subscribe(c)
+    answered = sub.remote.source  # type: ignore[union-attr]
+    assert answered.expiry_policy is NEVER
+    # No durable store: nothing survives a restart, so durability is none.
+    assert answered.durable is a.TerminusDurability.NONE
+    q = c.receiver("q", source=source("q"))
+    assert q.remote.source.expiry_policy is a.TerminusExpiryPolicy.LINK_DETACH  # type: ignore[union-attr]
+    assert q.remote.source.durable is a.TerminusDurability.NONE  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("same_session", [False, True])
+def test_detach_publish_reattach_resumes_unsettled_first(same_session: bool) -> None:
+    net = Net()
+    sub_client, pub = net.connect(), net.connect()
+    sub = subscribe(sub_client, credit=10)
+    publish(pub, b"0", b"1", b"2")
+    got = sub_client.received(sub)
+    assert [body(e) for e in got] == [b"0", b"1", b"2"]
+    sub.settle(got[0].delivery, a.Accepted())  # 1 and 2 stay unsettled
+    sub.detach(closed=False)
+    net.pump()
+    (detached,) = sub_client.of(a.LinkDetached)
+    assert detached.closed is False
+    publish(pub, b"3", b"4")
+    assert [s.key for s in net.broker.subscriptions.values()] == [("c0", "sub1")]
+    if same_session:
+        again = subscribe(sub_client, credit=10)
+        client = sub_client
+    else:
+        net.lose(sub_client)
+        client = net.connect(container_id="c0")
+        again = subscribe(client, credit=10)
+    assert again.state is a.LinkState.ATTACHED
+    # The unsettled ones come back first, marked as possible duplicates (delivery-count
+    # 1, first-acquirer false), then the rest (published with no header: count 0).
+    assert headers(client, again) == [
+        (b"1", 1, False),
+        (b"2", 1, False),
+        (b"3", 0, False),
+        (b"4", 0, False),
+    ]
+
+
+def test_unsettled_map_in_the_reattach_is_honoured() -> None:
+    net = Net()
+    c, pub = net.connect(), net.connect()
+    sub = subscribe(c, credit=10)
+    publish(pub, b"0", b"1", b"2")
+    got = c.received(sub)
+    sub.detach(closed=False)
+    net.pump()
+    # The client decided the first (accepted) and the second (rejected) while detached,
+    # and tells the broker so in its re-attach's unsettled map (2.6.13); the third it
+    # holds with no state.
+    got[0].delivery.local_state = a.Accepted()
+    got[1].delivery.local_state = a.Rejected()
+    again = subscribe(c, credit=10)
+    assert again.remote is not None
+    assert set(again.remote.unsettled or {}) == {e.delivery.tag for e in got}
+    assert headers(c, again) == [(b"2", 1, False)]
+    assert net.broker.nodes["topic/x"].depth == 0
+    # The carried-over deliveries are settled by the broker.
+    assert all(d.remote_settled for d in again.unsettled.values())
+
+
+def test_close_deletes_the_subscription() -> None:
+    net = Net()
+    c, pub = net.connect(), net.connect()
+    sub = subscribe(c, credit=10)
+    sub.detach(closed=True)
+    net.pump()
+    assert net.broker.subscriptions == {}
+    publish(pub, b"lost")
+    again = subscribe(c, credit=10)
+    assert take(c, again) == []
+
+
+def test_changed_address_or_filter_replaces_the_subscription() -> None:
+    net = Net()
+    c, pub = net.connect(), net.connect()
+    sub = subscribe(c)
+    sub.detach(closed=False)
+    net.pump()
+    publish(pub, b"old")
+    assert net.broker.nodes["topic/x"].depth == 1
+    other = subscribe(c, credit=10, src=source("topic/y"))
+    assert other.state is a.LinkState.ATTACHED
+    assert net.broker.nodes["topic/x"].depth == 0  # the old buffer went
+    (kept,) = net.broker.subscriptions.values()
+    assert kept.topic.address == "topic/y"
+
+
+def test_second_live_attach_of_the_same_subscription_is_refused() -> None:
+    net = Net()
+    first = net.connect(container_id="same")
+    subscribe(first)
+    second = net.connect(container_id="same")
+    link = subscribe(second)
+    assert link.remote.source is None  # type: ignore[union-attr]
+    (detached,) = second.of(a.LinkDetached)
+    assert detached.error.condition == "amqp:resource-locked"
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept_after_detach", "kept_after_end", "kept_after_close"),
+    [
+        (a.TerminusExpiryPolicy.LINK_DETACH, False, False, False),
+        (a.TerminusExpiryPolicy.SESSION_END, True, False, False),
+        (a.TerminusExpiryPolicy.CONNECTION_CLOSE, True, True, False),
+        (NEVER, True, True, True),
+    ],
+)
+def test_expiry_policies(
+    policy: a.TerminusExpiryPolicy,
+    kept_after_detach: bool,
+    kept_after_end: bool,
+    kept_after_close: bool,
+) -> None:
+    net = Net()
+    c = net.connect()
+    session = c.begin()
+    link = session.attach_receiver("s", source=source(policy=policy))
+    net.pump()
+    link.detach(closed=False)
+    net.pump()
+    assert bool(net.broker.subscriptions) is kept_after_detach
+    session.end()
+    net.pump()
+    assert bool(net.broker.subscriptions) is kept_after_end
+    c.engine.close()
+    net.pump()
+    assert bool(net.broker.subscriptions) is kept_after_close
+
+
+def test_session_end_starts_the_timer_of_the_most_recent_session_only() -> None:
+    net = Net()
+    c = net.connect()
+    first = c.begin()
+    link = first.attach_receiver("s", source=source(policy=a.TerminusExpiryPolicy.SESSION_END))
+    net.pump()
+    link.detach(closed=False)
+    net.pump()
+    second = c.engine.begin()
+    net.pump()
+    second.end()  # not the subscription's session
+    net.pump()
+    assert net.broker.subscriptions
+    first.end()
+    net.pump()
+    assert not net.broker.subscriptions
+
+
+@pytest.mark.parametrize("policy", list(a.TerminusExpiryPolicy)[:3])
+def test_timeout_counts_on_the_injected_clock(policy: a.TerminusExpiryPolicy) -> None:
+    net = Net()
+    c, pub = net.connect(), net.connect()
+    subscribe(c, src=source(policy=policy, timeout=60))
+    net.lose(c)  # the link, its session and its connection all go
+    assert net.broker.next_expiry() == pytest.approx(net.wall + 60)
+    publish(pub, b"kept")
+    net.advance(59)
+    assert net.broker.subscriptions
+    again_client = net.connect(container_id="c0")
+    again = subscribe(again_client, credit=10, src=source(policy=policy, timeout=60))
+    assert take(again_client, again) == [b"kept"]  # re-attached in time: the timer stops
+    assert net.broker.next_expiry() is None
+    net.lose(again_client)
+    net.advance(61)
+    assert not net.broker.subscriptions
+    assert net.broker.nodes["topic/x"].depth == 0
+
+
+def test_limits() -> None:
+    net = Net(
+        BrokerConfig(
+            max_subscriptions=3, max_subscriptions_per_container=2, max_subscription_depth=2
+        )
+    )
+    c, d, e = net.connect(), net.connect(), net.connect()
+    assert subscribe(c, "a").state is a.LinkState.ATTACHED
+    assert subscribe(c, "b").state is a.LinkState.ATTACHED
+    refused = subscribe(c, "c")
+    assert c.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
+    assert refused.remote.source is None  # type: ignore[union-attr]
+    assert subscribe(d, "a").state is a.LinkState.ATTACHED
+    subscribe(e, "a")
+    assert e.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
+    # A plain topic receiver (source expiring at its detach) is not a kept subscription.
+    plain = e.receiver("topic/x", source=source(policy=a.TerminusExpiryPolicy.LINK_DETACH))
+    assert plain.state is a.LinkState.ATTACHED
+    publish(e, b"1", b"2", b"3")
+    # The three subscriptions and the plain receiver's buffer hold two each.
+    assert net.broker.overflowed == 4
+    assert net.broker.nodes["topic/x"].depth == 4 * 2
+
+
+def test_default_limits_are_set() -> None:
+    config = BrokerConfig()
+    assert config.max_subscriptions == 10_000
+    assert config.max_subscriptions_per_container == 1000
+    assert config.max_subscription_depth == 100_000
