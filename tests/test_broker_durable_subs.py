@@ -5,11 +5,16 @@ as the client against the core broker in memory, on a simulated clock
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from pathlib import Path
+
 import pytest
+from amqp_sansio.adapters.broker_store import FILENAME, SQLiteStore, StoreError
 from broker_net import Client, Net, body
 
 import amqp_sansio as a
-from amqp_sansio.broker import BrokerConfig
+from amqp_sansio.broker import Broker, BrokerConfig
 
 NEVER = a.TerminusExpiryPolicy.NEVER
 DURABLE = a.TerminusDurability.UNSETTLED_STATE
@@ -270,3 +275,136 @@ def test_default_limits_are_set() -> None:
     assert config.max_subscriptions == 10_000
     assert config.max_subscriptions_per_container == 1000
     assert config.max_subscription_depth == 100_000
+
+
+# -- with the durable store (adapters/broker_store.py) ------------------------------------
+
+
+def _restart(directory: Path, wall: float = 1_700_000_000.0) -> tuple[Net, SQLiteStore]:
+    store = SQLiteStore(directory)
+    broker = Broker(store=store)
+    store.load(broker, wall)
+    net = Net(broker=broker)
+    net.wall = wall
+    return net, store
+
+
+def _durable(value: bytes) -> a.Message:
+    return a.Message(header=a.Header(durable=True), body=value)
+
+
+def test_durable_subscription_survives_a_restart(tmp_path: Path) -> None:
+    net, store = _restart(tmp_path)
+    sub_client, pub = net.connect(container_id="app"), net.connect()
+    sub = subscribe(sub_client, credit=10)
+    assert sub.remote.source.durable is DURABLE  # type: ignore[union-attr]
+    sender = pub.sender("topic/x")
+    pub.send(sender, _durable(b"0"))
+    got = sub_client.received(sub)  # unsettled when the broker stops
+    assert [body(e) for e in got] == [b"0"]
+    sub.detach(closed=False)
+    net.pump()
+    for value in (b"1", b"2"):
+        pub.send(sender, _durable(value))
+    pub.send(sender, a.Message(body=b"not durable"))
+    store.close()
+
+    net, store = _restart(tmp_path)
+    (kept,) = net.broker.subscriptions.values()
+    assert kept.key == ("app", "sub1") and kept.consumer is None
+    client = net.connect(container_id="app")
+    again = subscribe(client, credit=10)
+    assert again.state is a.LinkState.ATTACHED
+    assert take(client, again) == [b"0", b"1", b"2"]
+    # Accepted: gone from the store too.
+    again.detach(closed=True)
+    net.pump()
+    store.close()
+    net, store = _restart(tmp_path)
+    assert net.broker.subscriptions == {}
+    store.close()
+
+
+def test_configuration_durability_keeps_the_subscription_not_its_messages(
+    tmp_path: Path,
+) -> None:
+    net, store = _restart(tmp_path)
+    c, pub = net.connect(container_id="app"), net.connect()
+    sub = subscribe(c, src=source(durable=a.TerminusDurability.CONFIGURATION))
+    assert sub.remote.source.durable is a.TerminusDurability.CONFIGURATION  # type: ignore[union-attr]
+    sub.detach(closed=False)
+    net.pump()
+    pub.send(pub.sender("topic/x"), _durable(b"1"))
+    store.close()
+    net, store = _restart(tmp_path)
+    assert len(net.broker.subscriptions) == 1
+    assert net.broker.nodes["topic/x"].depth == 0
+    store.close()
+
+
+def test_restored_subscription_expires_by_its_timeout(tmp_path: Path) -> None:
+    net, store = _restart(tmp_path)
+    c = net.connect(container_id="app")
+    subscribe(c, src=source(policy=a.TerminusExpiryPolicy.CONNECTION_CLOSE, timeout=30))
+    store.close()
+    net, store = _restart(tmp_path, wall=1_700_000_100.0)
+    assert net.broker.next_expiry() == pytest.approx(1_700_000_130.0)
+    net.advance(31)
+    assert net.broker.subscriptions == {}
+    store.close()
+    net, store = _restart(tmp_path)
+    assert net.broker.subscriptions == {}
+    store.close()
+
+
+def test_a_first_format_store_is_migrated(tmp_path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute(
+            "CREATE TABLE messages (seq INTEGER PRIMARY KEY, queue TEXT NOT NULL,"
+            " data BLOB NOT NULL, delivery_count INTEGER NOT NULL, expires REAL)"
+        )
+        db.execute("INSERT INTO meta VALUES ('format', 'amqp-sansio broker store 1')")
+        db.execute("INSERT INTO messages VALUES (7, 'q', ?, 0, NULL)", (_durable(b"old").encode(),))
+        db.commit()
+    net, store = _restart(tmp_path)
+    c = net.connect()
+    r = c.receiver("q", 10)
+    assert take(c, r) == [b"old"]
+    # ... and keeps subscriptions from now on.
+    subscribe(net.connect(container_id="app"))
+    store.close()
+    net, store = _restart(tmp_path)
+    assert len(net.broker.subscriptions) == 1
+    store.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        (fmt,) = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    assert fmt == "amqp-sansio broker store 2"
+
+
+def test_corrupt_subscription_rows_are_a_clear_error(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path).close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        db.execute("INSERT INTO subscriptions VALUES (1, 'c', 'n', 'text', x'00')")
+        db.commit()
+    store = SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="subscription 1"):
+        store.load(Broker(store=store), 0.0)
+    store.close()
+
+
+def test_undecodable_subscription_source_is_dropped(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path).close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        db.execute("INSERT INTO subscriptions VALUES (1, 'c', 'n', x'ff', x'ff')")
+        db.execute(
+            "INSERT INTO messages VALUES (3, 'topic/x', ?, 0, NULL, 1)",
+            (_durable(b"x").encode(),),
+        )
+        db.commit()
+    net, store = _restart(tmp_path)
+    assert net.broker.subscriptions == {}
+    store.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        assert list(db.execute("SELECT id FROM subscriptions")) == []
+        assert list(db.execute("SELECT seq FROM messages")) == []
