@@ -82,6 +82,9 @@ class Subscription:
         self.conn: BrokerConnection | None = None
         self.session: Session | None = None
         self.deleted = False
+        #: What selects the messages its buffer takes (None: all); the consumer's, kept
+        #: while the subscription is suspended.
+        self.selector: Any = None
         buffer.subscription = self
 
     def __repr__(self) -> str:
