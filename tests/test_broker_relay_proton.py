@@ -76,23 +76,26 @@ def start() -> Iterator[Any]:
         broker.stop()
 
 
-def run(container: Container) -> None:
-    """Run Proton's container until its handlers close their connections (bounded)."""
+def run(*containers: Container) -> None:
+    """Run Proton's containers (each in a thread of its own, as separate programs) until
+    their handlers close their connections (bounded)."""
     errors: list[BaseException] = []
 
-    def target() -> None:
+    def target(container: Container) -> None:
         try:
             container.run()
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(WAIT)
-    if thread.is_alive():
-        container.stop()
-        thread.join(5)
-        raise AssertionError("Proton's container did not finish in time")
+    threads = [threading.Thread(target=target, args=(c,), daemon=True) for c in containers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+        if thread.is_alive():
+            for other in containers:
+                other.stop()
+            raise AssertionError("Proton's container did not finish in time")
     if errors:
         raise errors[0]
 
@@ -104,10 +107,11 @@ class Server(MessagingHandler):  # type: ignore[misc]
     """Proton's server.py pattern: requests from a queue, each reply sent to its reply-to
     through one anonymous sender, if the broker offers ANONYMOUS-RELAY."""
 
-    def __init__(self, url: str, address: str) -> None:
+    def __init__(self, url: str, address: str, outcomes: int) -> None:
         super().__init__()
         self.url = url
         self.address = address
+        self.expect = outcomes
         self.relay: Any = None
         self.senders: dict[str, Any] = {}
         self.outcomes: list[Any] = []
@@ -135,24 +139,25 @@ class Server(MessagingHandler):  # type: ignore[misc]
         )
 
     def on_accepted(self, event: Any) -> None:
-        self.outcomes.append("accepted")
+        self._outcome("accepted")
 
     def on_rejected(self, event: Any) -> None:
-        self.outcomes.append(event.delivery.remote.condition.name)
+        self._outcome(event.delivery.remote.condition.name)
 
-    def stop(self) -> None:
-        self.conn.close()
+    def _outcome(self, outcome: str) -> None:
+        self.outcomes.append(outcome)
+        if len(self.outcomes) == self.expect:
+            self.conn.close()
 
 
 class Client(MessagingHandler):  # type: ignore[misc]
     """Requests with a dynamic reply-to (Proton's client.py pattern)."""
 
-    def __init__(self, url: str, address: str, requests: list[str], server: Server) -> None:
+    def __init__(self, url: str, address: str, requests: list[str]) -> None:
         super().__init__()
         self.url = url
         self.address = address
         self.requests = requests
-        self.server = server
         self.replies: list[tuple[Any, str]] = []
 
     def on_start(self, event: Any) -> None:
@@ -161,7 +166,7 @@ class Client(MessagingHandler):  # type: ignore[misc]
         self.receiver = event.container.create_receiver(self.conn, None, dynamic=True)
 
     def on_link_opened(self, event: Any) -> None:
-        if event.receiver is self.receiver:
+        if event.receiver == self.receiver:
             reply_to = self.receiver.remote_source.address
             for i, body in enumerate(self.requests):
                 self.sender.send(Message(reply_to=reply_to, correlation_id=i, body=body))
@@ -170,14 +175,13 @@ class Client(MessagingHandler):  # type: ignore[misc]
         self.replies.append((event.message.correlation_id, event.message.body))
         if len(self.replies) == len(self.requests):
             self.conn.close()
-            self.server.stop()
 
 
 def test_proton_request_response_through_the_anonymous_relay(start: Any) -> None:
     broker = start(_free_port())
-    server = Server(broker.address, "requests")
-    client = Client(broker.address, "requests", ["one", "two", "three"], server)
-    run(Container(server, client))
+    server = Server(broker.address, "requests", outcomes=3)
+    client = Client(broker.address, "requests", ["one", "two", "three"])
+    run(Container(server), Container(client))
     assert "ANONYMOUS-RELAY" in server.offered
     assert client.replies == [(0, "ONE"), (1, "TWO"), (2, "THREE")]
     assert server.outcomes == ["accepted"] * 3
@@ -194,9 +198,9 @@ class TypoServer(Server):
 
 def test_proton_reply_to_an_unknown_address_is_rejected_not_found(start: Any) -> None:
     broker = start(_free_port())
-    server = TypoServer(broker.address, "requests")
-    client = Client(broker.address, "requests", ["x"], server)
-    run(Container(server, client))
+    server = TypoServer(broker.address, "requests", outcomes=2)
+    client = Client(broker.address, "requests", ["x"])
+    run(Container(server), Container(client))
     assert client.replies == [(None, "X")]
     assert sorted(server.outcomes) == ["accepted", "amqp:not-found"]
 
