@@ -5,7 +5,8 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnection
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
-from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._relay import ANONYMOUS_RELAY
+from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import (
     FIRST_OFFSET,
     NEXT_OFFSET,
@@ -15,10 +16,12 @@ from ._streams import (
     STREAM_CAPABILITY,
     Stream,
 )
+from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
 
 __all__ = [
     "ANONYMOUS",
+    "ANONYMOUS_RELAY",
     "DEFAULT_OUTCOME",
     "FIRST_OFFSET",
     "NEXT_OFFSET",
@@ -36,6 +39,8 @@ __all__ = [
     "Store",
     "StoredMessage",
     "Stream",
+    "Subscription",
+    "SubscriptionStore",
     "Topic",
     "User",
     "Users",
