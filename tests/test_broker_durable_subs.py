@@ -166,6 +166,29 @@ def test_changed_address_or_filter_replaces_the_subscription() -> None:
     assert kept.topic.address == "topic/y"
 
 
+def test_attach_without_source_finds_the_kept_subscription_to_unsubscribe() -> None:
+    """Qpid JMS unsubscribes so: an attach of the subscription's name with no source, whose
+    answer carries the kept source, then a closing detach."""
+    net = Net()
+    c, pub = net.connect(), net.connect()
+    sub = subscribe(c)
+    sub.detach(closed=False)
+    net.pump()
+    publish(pub, b"waiting")
+    lookup = c.session.attach_receiver("sub1", source=None)  # type: ignore[union-attr]
+    net.pump()
+    assert lookup.state is a.LinkState.ATTACHED
+    assert lookup.remote.source.address == "topic/x"  # type: ignore[union-attr]
+    lookup.detach(closed=True)
+    net.pump()
+    assert net.broker.subscriptions == {}
+    # With nothing kept under that name, the attach is refused as before.
+    missing = c.session.attach_receiver("sub1", source=None)  # type: ignore[union-attr]
+    net.pump()
+    assert missing.remote.source is None  # type: ignore[union-attr]
+    assert c.of(a.LinkDetached)[-1].error.condition == "amqp:invalid-field"
+
+
 def test_second_live_attach_of_the_same_subscription_is_refused() -> None:
     net = Net()
     first = net.connect(container_id="same")

@@ -713,6 +713,11 @@ class BrokerConnection:
         assert remote is not None
         terminus = remote.source if isinstance(link, Sender) else remote.target
         expected = Source if isinstance(link, Sender) else Target
+        if terminus is None and isinstance(link, Sender):
+            # A receiver's attach without a source looks up the subscription of its name
+            # (as Qpid JMS does to unsubscribe: it closes the link it gets): the answer
+            # carries the kept subscription's source, and the link resumes it.
+            terminus = self._kept_source(link)
         if not isinstance(terminus, expected):
             link.refuse(
                 _error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
@@ -753,7 +758,8 @@ class BrokerConnection:
                 )
                 return
         if isinstance(link, Sender):
-            self._consumer(link, node, remote.source)
+            assert isinstance(terminus, Source)
+            self._consumer(link, node, terminus)
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
@@ -877,6 +883,16 @@ class BrokerConnection:
         broker._register(subscription)
         broker._save(subscription)
         return subscription
+
+    def _kept_source(self, link: Sender) -> Source | None:
+        """The source of the suspended subscription this client keeps under the link's
+        name, if there is one."""
+        remote = self.engine.remote
+        container = "" if remote is None else str(remote.container_id)
+        subscription = self.broker.subscriptions.get((container, link.name))
+        if subscription is None or subscription.consumer is not None:
+            return None
+        return subscription.source
 
     def _resume(self, subscription: Subscription, consumer: _Consumer) -> None:
         """A consumer attached to a kept subscription: its timer stops (3.5.6), and each
