@@ -813,11 +813,11 @@ class BrokerConnection:
         )
         subscription: Subscription | None = None
         if isinstance(node, Topic) and keeps(answered):
-            found = self._subscription(link, node, source, answered)
-            if isinstance(found, Error):
-                link.refuse(found)
+            kept = self._subscription(link, node, source, answered)
+            if isinstance(kept, Error):
+                link.refuse(kept)
                 return
-            subscription = found
+            subscription = kept
         link.attach(source=answered)
         consumer = _Consumer(self, link, node, copy=copy, default=default)
         consumer.subscription = subscription
