@@ -8,10 +8,13 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from amqp_sansio.adapters.broker_store import FILENAME, SQLiteStore, StoreError
 from broker_net import Client, Net, body
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
@@ -431,3 +434,92 @@ def test_undecodable_subscription_source_is_dropped(tmp_path: Path) -> None:
     with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
         assert list(db.execute("SELECT id FROM subscriptions")) == []
         assert list(db.execute("SELECT seq FROM messages")) == []
+
+
+# -- property: nothing lost, nothing accepted twice ----------------------------------------
+
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("publish"), st.integers(1, 4)),
+        st.tuples(st.just("accept"), st.integers(0, 3)),
+        st.tuples(st.sampled_from(["detach", "lose", "end", "attach"]), st.just(0)),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=_STEPS, chunk=st.sampled_from([None, 1, 7]))
+def test_a_never_expiring_subscription_loses_nothing(
+    steps: list[tuple[str, int]], chunk: int | None
+) -> None:
+    """Whatever the subscriber does (detach without closing, lose its connection, end its
+    session, come back) every message published after it subscribed is accepted exactly
+    once in the end, each first delivery in publication order."""
+    net = Net(chunk=chunk)
+    pub = net.connect()
+    sender = pub.sender("topic/x")
+    state: dict[str, Any] = {"client": net.connect(container_id="app"), "link": None}
+    state["link"] = subscribe(state["client"], credit=100)
+    published: list[bytes] = []
+    accepted: list[bytes] = []
+    firsts: list[bytes] = []
+    held: list[a.DeliveryReceived] = []  # received on the current link, not settled yet
+
+    def collect(count: int | None) -> None:
+        link = state["link"]
+        if link is None:
+            return
+        for e in state["client"].received(link):
+            header = a.Message.decode(e.data).header
+            if header is None or header.delivery_count == 0:
+                firsts.append(body(e))
+            held.append(e)
+        take = len(held) if count is None else min(count, len(held))
+        for e in held[:take]:
+            link.settle(e.delivery, a.Accepted())
+            accepted.append(body(e))
+        del held[:take]
+        net.pump()
+
+    for kind, n in steps:
+        if kind == "publish":
+            for _ in range(n):
+                value = b"%d" % len(published)
+                published.append(value)
+                pub.send(sender, a.Message(body=value))
+        elif kind == "accept":
+            collect(n)
+        elif state["link"] is None:
+            if kind == "attach":
+                client = state["client"]
+                if client.gone or client.engine.state is not a.ConnectionState.OPENED:
+                    client = state["client"] = net.connect(container_id="app")
+                    client.session = None
+                state["link"] = subscribe(client, credit=100)
+        elif kind == "detach":
+            collect(0)
+            state["link"].detach(closed=False)
+            net.pump()
+            state["link"] = None
+        elif kind == "lose":
+            collect(0)
+            net.lose(state["client"])
+            state["link"] = None
+        elif kind == "end":
+            collect(0)
+            state["client"].session.end()
+            net.pump()
+            state["client"].session = None
+            state["link"] = None
+        if state["link"] is None:
+            held.clear()  # the broker sends them again when the subscriber is back
+    if state["link"] is None:
+        client = state["client"]
+        if client.gone or client.engine.state is not a.ConnectionState.OPENED:
+            state["client"] = net.connect(container_id="app")
+        state["link"] = subscribe(state["client"], credit=1000)
+    collect(None)
+    assert sorted(accepted, key=int) == published  # each once, none lost
+    assert firsts == [m for m in published if m in firsts]  # first deliveries in order
+    assert net.broker.nodes["topic/x"].depth == 0
