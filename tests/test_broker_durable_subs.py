@@ -142,6 +142,27 @@ def test_unsettled_map_in_the_reattach_is_honoured() -> None:
     assert all(d.remote_settled for d in again.unsettled.values())
 
 
+def test_settled_on_the_detached_link_is_not_redelivered() -> None:
+    """A detached link's deliveries live on (2.6.4): the client may still settle them, and
+    the outcome applies at once."""
+    net = Net()
+    c, pub = net.connect(), net.connect()
+    sub = subscribe(c, credit=10)
+    publish(pub, b"0", b"1", b"2")
+    got = c.received(sub)
+    sub.detach(closed=False)
+    net.pump()
+    sub.settle(got[0].delivery, a.Accepted())
+    sub.settle(got[1].delivery, a.Released())  # back to the buffer, not counted
+    net.pump()
+    (kept,) = net.broker.subscriptions.values()
+    assert list(kept.unsettled) == [got[2].delivery.tag]
+    net.lose(c)
+    client = net.connect(container_id="c0")
+    again = subscribe(client, credit=10)
+    assert headers(client, again) == [(b"1", 0, False), (b"2", 1, False)]
+
+
 def test_close_deletes_the_subscription() -> None:
     net = Net()
     c, pub = net.connect(), net.connect()

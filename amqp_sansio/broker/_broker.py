@@ -10,6 +10,7 @@ counts from arrival, properties' absolute-expiry-time is an epoch timestamp, bro
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import secrets
@@ -387,6 +388,7 @@ class Broker:
             message.dropped = True
             self.store.remove(buffer, message)
         subscription.unsettled = {}
+        subscription.unpark()
         subscription.topic.drop_subscription(subscription)
         if subscription.conn is not None:
             subscription.conn._kept.discard(subscription)
@@ -588,6 +590,9 @@ class BrokerConnection:
         #: Transactions that may not commit (a pre-settled relay message went nowhere), and
         #: why (core spec 4.4.4.1).
         self._doomed: dict[TransactionRecord, str] = {}
+        #: Deliveries of suspended subscriptions' detached links, still unsettled: a
+        #: disposition may yet settle them (core spec 2.6.4).
+        self._parked: dict[Delivery, tuple[Subscription, StoredMessage]] = {}
         #: Subscriptions suspended on this connection whose expiry timer waits for the
         #: end of their session or of the connection (3.5.6).
         self._kept: set[Subscription] = set()
@@ -904,6 +909,7 @@ class BrokerConnection:
         (a re-attach on the same session) are settled with the same outcome."""
         if subscription.conn is not None:
             subscription.conn._kept.discard(subscription)
+        subscription.unpark()
         subscription.consumer = consumer
         subscription.conn = self
         link = consumer.link
@@ -983,6 +989,8 @@ class BrokerConnection:
             if subscription is not None and not closed and not subscription.deleted:
                 for delivery, (message, _) in inflight.items():
                     subscription.unsettled[delivery.tag] = message
+                    subscription.parked[delivery] = self
+                    self._parked[delivery] = (subscription, message)
                 endpoint.node.remove_consumer(endpoint)
                 self._suspend(subscription)
             else:
@@ -1099,6 +1107,8 @@ class BrokerConnection:
     def _on_update(self, event: DeliveryUpdated) -> None:
         consumer = self.consumers.get(event.link)
         if consumer is None:
+            if event.delivery in self._parked:
+                self._on_parked(event)
             return
         delivery = event.delivery
         state = event.state
@@ -1129,8 +1139,27 @@ class BrokerConnection:
         if not delivery.settled:
             consumer.link.settle(delivery)
 
+    def _on_parked(self, event: DeliveryUpdated) -> None:
+        """The client settled a delivery of a suspended subscription's detached link (a
+        detached link's deliveries live on, core spec 2.6.4): its outcome applies now, as
+        it would in the unsettled map of a re-attach (2.6.13)."""
+        delivery = event.delivery
+        state = event.state
+        terminal = isinstance(state, _OUTCOMES)
+        if not terminal and not event.settled:
+            return
+        subscription, message = self._parked.pop(delivery)
+        subscription.parked.pop(delivery, None)
+        if subscription.unsettled.get(delivery.tag) is not message:
+            return  # resumed or deleted since
+        del subscription.unsettled[delivery.tag]
+        self._apply(None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME)
+        if not delivery.settled:
+            with contextlib.suppress(LocalProtocolError):  # (its session may be ending)
+                delivery.link.settle(delivery)
+
     def _apply(
-        self, consumer: _Consumer, message: StoredMessage, queue: Queue, outcome: Any
+        self, consumer: _Consumer | None, message: StoredMessage, queue: Queue, outcome: Any
     ) -> None:
         """What an outcome does to the message (core spec 3.4)."""
         broker = self.broker
@@ -1145,7 +1174,7 @@ class BrokerConnection:
             if outcome.delivery_failed:
                 message.delivery_count += 1
                 changed = True
-            if outcome.undeliverable_here:
+            if outcome.undeliverable_here and consumer is not None:
                 message.excluded = (message.excluded or set()) | {consumer}
             if outcome.message_annotations:
                 message.annotate(outcome.message_annotations)

@@ -76,6 +76,9 @@ class Subscription:
         self.answered = answered
         self.consumer: Any = None
         self.unsettled: dict[bytes, StoredMessage] = {}
+        #: The engine deliveries behind ``unsettled``, with the connection that holds them:
+        #: a disposition on the detached link may still settle one (2.6.4).
+        self.parked: dict[Any, BrokerConnection] = {}
         self.expires: float | None = None
         #: What the suspended subscription waits for before its timer starts: the
         #: connection it was last attached on, and for ``session-end`` its session.
@@ -105,6 +108,12 @@ class Subscription:
         """Whether a re-attach with ``source`` resumes this subscription (the same address
         and filter-set) rather than replacing it."""
         return source.address == self.source.address and source.filter == self.source.filter
+
+    def unpark(self) -> None:
+        """Forget the detached link's deliveries (resumed, or deleted)."""
+        for delivery, conn in self.parked.items():
+            conn._parked.pop(delivery, None)
+        self.parked = {}
 
     def waits_for(self, conn: BrokerConnection, session: Session | None) -> bool:
         """Whether the end of ``session`` (None: of the connection ``conn``) starts this
