@@ -153,10 +153,12 @@ def test_settled_on_the_detached_link_is_not_redelivered() -> None:
     sub.detach(closed=False)
     net.pump()
     sub.settle(got[0].delivery, a.Accepted())
-    sub.settle(got[1].delivery, a.Released())  # back to the buffer, not counted
+    sub.update(got[1].delivery, a.Released())  # back to the buffer, not counted
+    sub.update(got[2].delivery, a.Received(section_number=0, section_offset=0))  # no outcome
     net.pump()
     (kept,) = net.broker.subscriptions.values()
     assert list(kept.unsettled) == [got[2].delivery.tag]
+    assert got[1].delivery.remote_settled  # the broker settled what it took back
     net.lose(c)
     client = net.connect(container_id="c0")
     again = subscribe(client, credit=10)
@@ -286,6 +288,8 @@ def test_timeout_counts_on_the_injected_clock(policy: a.TerminusExpiryPolicy) ->
     again_client = net.connect(container_id="c0")
     again = subscribe(again_client, credit=10, src=source(policy=policy, timeout=60))
     assert take(again_client, again) == [b"kept"]  # re-attached in time: the timer stops
+    net.advance(2)  # (past the first timer: it was stopped)
+    assert net.broker.subscriptions
     assert net.broker.next_expiry() is None
     net.lose(again_client)
     net.advance(61)
@@ -544,3 +548,57 @@ def test_a_never_expiring_subscription_loses_nothing(
     assert sorted(accepted, key=int) == published  # each once, none lost
     assert firsts == [m for m in published if m in firsts]  # first deliveries in order
     assert net.broker.nodes["topic/x"].depth == 0
+
+
+def test_expiry_with_unsettled_deliveries_and_the_per_container_count() -> None:
+    net = Net()
+    c, pub = net.connect(container_id="app"), net.connect()
+    link_detach = a.TerminusExpiryPolicy.LINK_DETACH
+    first = subscribe(c, "one", credit=10, src=source(policy=link_detach, timeout=5))
+    subscribe(c, "two", src=source(policy=NEVER))
+    publish(pub, b"0")
+    assert len(c.received(first)) == 1  # unsettled when its link goes
+    first.detach(closed=False)
+    net.pump()
+    assert net.broker.next_expiry() == pytest.approx(net.wall + 5)
+    first = subscribe(c, "one", credit=10, src=source(policy=link_detach, timeout=5))
+    assert net.broker.next_expiry() is None  # re-attached: the timer stopped
+    assert len(c.received(first)) == 1  # the unsettled one, again
+    first.detach(closed=False)
+    net.pump()
+    assert "<Subscription ('app', 'one') 'topic/x' suspended>" in repr(
+        net.broker.subscriptions[("app", "one")]
+    )
+    net.advance(6)
+    assert list(net.broker.subscriptions) == [("app", "two")]
+    assert net.broker._per_container == {"app": 1}
+    (buffer,) = net.broker.nodes["topic/x"].subscriptions.values()  # type: ignore[attr-defined]
+    assert buffer.depth == 1  # "two" keeps its copy; "one"'s unsettled copy went
+
+
+def test_deleting_the_topic_deletes_its_subscriptions() -> None:
+    net = Net()
+    c, d, pub = net.connect(), net.connect(), net.connect()
+    suspended = subscribe(c, "s")
+    suspended.detach(closed=False)
+    net.pump()
+    attached = subscribe(d, "t", credit=10)
+    publish(pub, b"x")
+    topic = net.broker.nodes["topic/x"]
+    net.broker.delete_node(topic)
+    net.pump()
+    assert net.broker.subscriptions == {}
+    assert topic.depth == 0
+    (gone,) = d.of(a.LinkDetached)
+    assert gone.error.condition == "amqp:resource-deleted" and attached.state is not (
+        a.LinkState.ATTACHED
+    )
+
+
+def test_queue_limits_apply_to_a_subscription_buffer() -> None:
+    net = Net(BrokerConfig(max_queue_depth=1, max_subscription_depth=None))
+    c, pub = net.connect(), net.connect()
+    subscribe(c)
+    publish(pub, b"1", b"2")
+    assert net.broker.overflowed == 1
+    assert net.broker.nodes["topic/x"].depth == 1

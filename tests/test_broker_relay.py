@@ -107,6 +107,19 @@ def test_presettled_unroutable_messages_are_dropped_and_counted() -> None:
     assert take(c, reader) == [b"2"]
 
 
+def test_presettled_to_a_full_queue_is_counted_and_a_bare_header_has_no_to() -> None:
+    net = Net(BrokerConfig(max_queue_depth=1))
+    c = net.connect()
+    c.receiver("q", 0)
+    relay = c.sender(None, snd_settle_mode=a.SenderSettleMode.SETTLED)
+    c.send(relay, to("q", b"1"))
+    c.send(relay, to("q", b"2"))
+    assert net.broker.unroutable == 1 and net.broker.nodes["q"].depth == 1
+    unsettled = c.sender(None)
+    bare = c.send(unsettled, a.Message(header=a.Header(durable=False)).encode())
+    assert condition(bare) == "amqp:not-found"
+
+
 def test_forbidden_address_is_rejected_unauthorized_access() -> None:
     users = Users.from_json(
         '{"users": {"u": {"password": "p", "send": ["public/*"], "receive": ["*"]}}}'

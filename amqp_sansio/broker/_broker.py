@@ -369,19 +369,17 @@ class Broker:
 
     def _delete_subscription(self, subscription: Subscription) -> None:
         """The subscription expired, was closed, or replaced: its buffer and its unsettled
-        messages go."""
-        if subscription.deleted:
-            return
+        messages go. (Each is deleted once: from the registry when suspended, or through
+        its consumer's closing removal when attached.)"""
         subscription.deleted = True
         subscription.expires = None
-        if self.subscriptions.get(subscription.key) is subscription:
-            del self.subscriptions[subscription.key]
-            container = subscription.key[0]
-            left = self._per_container[container] - 1
-            if left:
-                self._per_container[container] = left
-            else:
-                del self._per_container[container]
+        del self.subscriptions[subscription.key]  # (a replacement is registered after)
+        container = subscription.key[0]
+        left = self._per_container[container] - 1
+        if left:
+            self._per_container[container] = left
+        else:
+            del self._per_container[container]
         buffer = subscription.buffer
         for message in subscription.unsettled.values():
             buffer.acquired -= 1
@@ -929,9 +927,6 @@ class BrokerConnection:
             self._apply(consumer, message, buffer, outcome)
             if delivery is not None and not delivery.settled:
                 link.settle(delivery, None if outcome is state else outcome)
-        for delivery in carried.values():
-            if not delivery.settled:
-                link.settle(delivery)
 
     def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
         """A consumer of a stream reads from the offset its filter asks for, and takes
@@ -986,7 +981,7 @@ class BrokerConnection:
             inflight = endpoint.inflight
             endpoint.inflight = {}
             subscription = endpoint.subscription
-            if subscription is not None and not closed and not subscription.deleted:
+            if subscription is not None and not closed:
                 for delivery, (message, _) in inflight.items():
                     subscription.unsettled[delivery.tag] = message
                     subscription.parked[delivery] = self
@@ -1019,7 +1014,7 @@ class BrokerConnection:
         """``session`` (None: the connection) ended: the timers of the subscriptions
         suspended here that waited for it start (3.5.6)."""
         for subscription in list(self._kept):
-            if subscription.waits_for(self, session):
+            if subscription.waits_for(session):
                 self._kept.discard(subscription)
                 self.broker._start_timer(subscription)
 
@@ -1148,10 +1143,10 @@ class BrokerConnection:
         terminal = isinstance(state, _OUTCOMES)
         if not terminal and not event.settled:
             return
+        # (Parked while, and only while, the subscription holds it unsettled: a resume or
+        # a deletion unparks its deliveries.)
         subscription, message = self._parked.pop(delivery)
-        subscription.parked.pop(delivery, None)
-        if subscription.unsettled.get(delivery.tag) is not message:
-            return  # resumed or deleted since
+        del subscription.parked[delivery]
         del subscription.unsettled[delivery.tag]
         self._apply(None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME)
         if not delivery.settled:
@@ -1250,9 +1245,9 @@ class BrokerConnection:
         if delivery.remote_settled:
             self.broker.unroutable += 1
             record = delivery.transaction
-            if isinstance(record, TransactionRecord):
-                error = state.error
-                self._doomed[record] = "" if error is None else str(error.description)
+            assert isinstance(record, TransactionRecord)  # the broker's side of a transaction
+            error = state.error
+            self._doomed[record] = "" if error is None else str(error.description)
             return
         delivery.link.settle(delivery, state)
 

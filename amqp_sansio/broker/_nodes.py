@@ -370,11 +370,5 @@ class Topic(Node):
 
     def drop_subscription(self, subscription: Any) -> None:
         """A kept subscription is deleted: its buffer and what it holds go."""
-        buffer = self.subscriptions.pop(subscription, None)
-        if buffer is not None:
-            buffer.clear()
-
-    def clear(self) -> None:
-        super().clear()
-        for buffer in self.subscriptions.values():
-            buffer.clear()
+        self.subscriptions.pop(subscription, None)
+        subscription.buffer.clear()

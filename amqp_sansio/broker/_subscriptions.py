@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Subscription", "keeps"]
 
-_NEVER = TerminusExpiryPolicy.NEVER
 _LINK_DETACH = TerminusExpiryPolicy.LINK_DETACH
 _SESSION_END = TerminusExpiryPolicy.SESSION_END
 
@@ -115,14 +114,10 @@ class Subscription:
             conn._parked.pop(delivery, None)
         self.parked = {}
 
-    def waits_for(self, conn: BrokerConnection, session: Session | None) -> bool:
-        """Whether the end of ``session`` (None: of the connection ``conn``) starts this
-        suspended subscription's timer (3.5.6)."""
-        if self.consumer is not None or self.expires is not None or self.conn is not conn:
-            return False
-        policy = self.policy
-        if policy is _NEVER or policy is _LINK_DETACH:
-            return False
+    def waits_for(self, session: Session | None) -> bool:
+        """Whether the end of ``session`` (None: of the connection) starts the timer of
+        this subscription, suspended on that connection with a ``session-end`` or
+        ``connection-close`` policy (3.5.6)."""
         if session is None:
             return True  # the connection ended: its sessions too
-        return policy is _SESSION_END and self.session is session
+        return self.policy is _SESSION_END and self.session is session
