@@ -602,3 +602,22 @@ def test_queue_limits_apply_to_a_subscription_buffer() -> None:
     publish(pub, b"1", b"2")
     assert net.broker.overflowed == 1
     assert net.broker.nodes["topic/x"].depth == 1
+
+
+def test_a_subscription_with_a_filter_resumes_after_a_restart(tmp_path: Path) -> None:
+    selector = {
+        a.Symbol("jms-selector"): a.Described(
+            a.Symbol("apache.org:selector-filter:string"), "colour = 'red'"
+        )
+    }
+    net, store = _restart(tmp_path)
+    c, pub = net.connect(container_id="app"), net.connect()
+    subscribe(c, src=source(filter=selector)).detach(closed=False)
+    net.pump()
+    pub.send(pub.sender("topic/x"), _durable(b"kept"))
+    store.close()
+    net, store = _restart(tmp_path)
+    client = net.connect(container_id="app")
+    again = subscribe(client, credit=10, src=source(filter=selector))
+    assert take(client, again) == [b"kept"]  # the same filter: resumed, not replaced
+    store.close()
