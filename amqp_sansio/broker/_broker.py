@@ -277,8 +277,9 @@ class Broker:
         in arrival order.
 
         Returns the numbers of the subscriptions not restored (their address is no longer
-        a topic, or their source does not decode) and the ``seq`` of the messages not
-        restored (expired, or of a subscription not restored), for the store to forget."""
+        a topic, their source does not decode, or an earlier one has their name) and the
+        ``seq`` of the messages not restored (expired, or of a subscription not restored),
+        for the store to forget."""
         self.wall = wall
         kept: dict[int, Subscription] = {}
         lost: list[int] = []
@@ -295,6 +296,7 @@ class Broker:
                 not isinstance(source, Source)
                 or not isinstance(answered, Source)
                 or not isinstance(node, Topic)
+                or (container, name) in self.subscriptions  # (a second record of one name)
             ):
                 lost.append(ident)
                 continue
