@@ -247,3 +247,27 @@ def test_our_blocking_adapter_sends_through_the_relay() -> None:
         got = receiver.receive(timeout=10)
         got.accept()
         assert got.message.body.value == b"y"  # type: ignore[union-attr]
+
+
+def test_our_asyncio_adapter_sends_through_the_relay() -> None:
+    import asyncio
+
+    from amqp_sansio.adapters import aio
+    from amqp_sansio.adapters.broker import serve_broker
+
+    async def main() -> tuple[object, object, object]:
+        async with serve_broker() as server, aio.connect(server.url, timeout=10) as conn:
+            receiver = await conn.receiver("topic/replies", credit=5)
+            relay = await conn.sender(None)
+            bad = await relay.send(a.Message(properties=a.Properties(), body=b"x"), timeout=10)
+            good = await relay.send(
+                a.Message(properties=a.Properties(to="topic/replies"), body=b"y"), timeout=10
+            )
+            got = await receiver.receive(timeout=10)
+            got.accept()
+            return bad, good, got.message.body.value  # type: ignore[union-attr]
+
+    bad, good, value = asyncio.run(main())
+    assert isinstance(bad, a.Rejected) and bad.error is not None
+    assert bad.error.condition == "amqp:not-found"
+    assert isinstance(good, a.Accepted) and value == b"y"
