@@ -16,9 +16,14 @@ named queues in one SQLite database, ``DIR/messages.sqlite3``:
 * writes between two flushes are only collected in memory (a message put and removed in
   the same input, e.g. a durable message that went straight to a waiting consumer and
   was accepted, never reaches the disk);
-* one table, ``messages(seq, queue, data, delivery_count, expires)``: the bytes the
-  publisher sent, as the broker holds them, with its arrival number, its delivery-count
-  and its expiry (wall clock), and a ``meta`` table naming the format;
+* one table, ``messages(seq, queue, data, delivery_count, expires, subscription)``: the
+  bytes the publisher sent, as the broker holds them, with its arrival number, its
+  delivery-count, its expiry (wall clock) and, for a message waiting in a topic
+  subscription's buffer, the subscription's number; a table ``subscriptions(id,
+  container, name, source, answered)`` of the durable topic subscriptions (core spec
+  3.5.5: the client's container-id, the link name, the source it asked for and the one
+  the broker answered, encoded); and a ``meta`` table naming the format (a store of the
+  first format, without subscriptions, is migrated when it is opened);
 * the database is held with an exclusive lock for as long as the broker runs: a second
   broker on the same directory fails to start.
 
@@ -43,11 +48,23 @@ __all__ = ["FILENAME", "SQLiteStore", "StoreError"]
 #: The database's name in the store directory.
 FILENAME = "messages.sqlite3"
 #: What the ``meta`` table says of a store this module wrote.
-_FORMAT = "amqp-sansio broker store 1"
+_FORMAT = "amqp-sansio broker store 2"
+#: The first format (no subscriptions), migrated to the second when opened.
+_FORMAT_1 = "amqp-sansio broker store 1"
+_SUBSCRIPTIONS = (
+    "CREATE TABLE subscriptions (id INTEGER PRIMARY KEY, container TEXT NOT NULL,"
+    " name TEXT NOT NULL, source BLOB NOT NULL, answered BLOB NOT NULL)"
+)
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE messages (seq INTEGER PRIMARY KEY, queue TEXT NOT NULL, data BLOB NOT NULL,"
-    " delivery_count INTEGER NOT NULL, expires REAL)",
+    " delivery_count INTEGER NOT NULL, expires REAL, subscription INTEGER)",
+    _SUBSCRIPTIONS,
+)
+_MIGRATE_1 = (
+    "ALTER TABLE messages ADD COLUMN subscription INTEGER",
+    _SUBSCRIPTIONS,
+    f"UPDATE meta SET value = '{_FORMAT}' WHERE key = 'format'",
 )
 
 
@@ -71,6 +88,9 @@ class SQLiteStore:
         #: Changed since the last flush (written at the flush).
         self._updates: dict[int, StoredMessage] = {}
         self._deletes: list[int] = []
+        #: Subscriptions kept or forgotten since the last flush.
+        self._subscriptions: dict[int, tuple[str, str, bytes, bytes]] = {}
+        self._forgotten: list[int] = []
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as exc:
@@ -124,6 +144,12 @@ class SQLiteStore:
         if "meta" in tables and "messages" in tables:
             row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             found = None if row is None else row[0]
+        if found == _FORMAT_1 and "subscriptions" not in tables:
+            db.execute("BEGIN")
+            for statement in _MIGRATE_1:
+                db.execute(statement)
+            db.execute("COMMIT")
+            found = _FORMAT
         if found != _FORMAT:
             raise StoreError(
                 f"{self.path} is not a message store of this broker"
@@ -139,13 +165,14 @@ class SQLiteStore:
         db = self._connection()
         current: list[Any] = [None]
 
-        def records() -> Iterator[tuple[str, int, bytes, int, float | None]]:
-            rows = db.execute(
-                "SELECT seq, queue, data, delivery_count, expires FROM messages ORDER BY seq"
+        def rows(where: str) -> Iterator[tuple[Any, str, int, bytes, int, float | None]]:
+            found = db.execute(
+                "SELECT seq, queue, data, delivery_count, expires, subscription FROM messages"
+                f" WHERE subscription IS {where} ORDER BY seq"
             )
-            for row in rows:
+            for row in found:
                 current[0] = row[0]
-                seq, queue, data, count, expires = row
+                seq, queue, data, count, expires, subscription = row
                 if (
                     type(seq) is not int
                     or type(queue) is not str
@@ -153,20 +180,53 @@ class SQLiteStore:
                     or type(count) is not int
                     or count < 0
                     or not (expires is None or type(expires) in (int, float))
+                    or not (subscription is None or type(subscription) is int)
                 ):
                     raise StoreError(f"the message store {self.path} is corrupt: row {seq!r}")
-                yield queue, seq, data, count, None if expires is None else float(expires)
+                yield (
+                    subscription,
+                    queue,
+                    seq,
+                    data,
+                    count,
+                    None if expires is None else float(expires),
+                )
+
+        def subscriptions() -> Iterator[tuple[int, str, str, bytes, bytes]]:
+            for row in db.execute(
+                "SELECT id, container, name, source, answered FROM subscriptions ORDER BY id"
+            ):
+                ident, container, name, source, answered = row
+                if (
+                    type(ident) is not int
+                    or type(container) is not str
+                    or type(name) is not str
+                    or type(source) is not bytes
+                    or type(answered) is not bytes
+                ):
+                    raise StoreError(
+                        f"the message store {self.path} is corrupt: subscription {ident!r}"
+                    )
+                yield ident, container, name, source, answered
 
         try:
-            dropped = broker.restore(records(), wall)
+            lost, dropped = broker.restore_subscriptions(
+                subscriptions(),
+                ((sub, seq, data, n, exp) for sub, _, seq, data, n, exp in rows("NOT NULL")),
+                wall,
+            )
+            dropped += broker.restore(
+                ((queue, seq, data, n, exp) for _, queue, seq, data, n, exp in rows("NULL")), wall
+            )
         except DecodeError as exc:
             raise StoreError(
                 f"the message store {self.path} is corrupt: message {current[0]}: {exc}"
             ) from None
         except sqlite3.Error as exc:
             raise StoreError(f"the message store {self.path} is corrupt: {exc}") from None
-        if dropped:
+        if dropped or lost:
             self._deletes.extend(dropped)
+            self._forgotten.extend(lost)
             self.flush()
         return sum(node.depth for node in broker.nodes.values())
 
@@ -188,20 +248,45 @@ class SQLiteStore:
         if message.durable and message.seq not in self._puts:
             self._updates[message.seq] = message
 
+    def keep_subscription(
+        self, ident: int, container_id: str, link_name: str, source: bytes, answered: bytes
+    ) -> None:
+        """Record a durable topic subscription (at the next flush)."""
+        self._subscriptions[ident] = (container_id, link_name, source, answered)
+
+    def forget_subscription(self, ident: int) -> None:
+        """Delete a subscription's record (at the next flush); its messages are removed
+        one by one."""
+        self._subscriptions.pop(ident, None)
+        self._forgotten.append(ident)
+
     def flush(self) -> None:
         """Write what changed since the last flush in one transaction, and sync it (with
         ``synchronous="full"``); nothing when nothing changed. :class:`StoreError` if the
         disk refuses (the changes stay pending: the next flush tries again)."""
-        if not (self._puts or self._deletes or self._updates):
+        if not (
+            self._puts or self._deletes or self._updates or self._subscriptions or self._forgotten
+        ):
             return
         db = self._connection()
         try:
             db.execute("BEGIN")
+            if self._forgotten:
+                db.executemany(
+                    "DELETE FROM subscriptions WHERE id = ?", [(i,) for i in self._forgotten]
+                )
+            if self._subscriptions:
+                db.executemany(
+                    "INSERT OR REPLACE INTO subscriptions VALUES (?, ?, ?, ?, ?)",
+                    [(i, *record) for i, record in self._subscriptions.items()],
+                )
             if self._puts:
                 db.executemany(
-                    "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO messages"
+                    " (seq, queue, data, delivery_count, expires, subscription)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
                     [
-                        (seq, node.address, m.data, m.delivery_count, m.expires)
+                        (seq, node.address, m.data, m.delivery_count, m.expires, _owner(node))
                         for seq, (node, m) in self._puts.items()
                     ],
                 )
@@ -220,6 +305,8 @@ class SQLiteStore:
         self._puts.clear()
         self._updates.clear()
         self._deletes.clear()
+        self._subscriptions.clear()
+        self._forgotten.clear()
 
     def close(self) -> None:
         """Flush, and close the database (its lock goes)."""
@@ -235,3 +322,9 @@ class SQLiteStore:
         if self._db is None:
             raise StoreError(f"the message store {self.path} is closed")
         return self._db
+
+
+def _owner(node: Node) -> int | None:
+    """The number of the topic subscription whose buffer ``node`` is, if it is one."""
+    subscription = getattr(node, "subscription", None)
+    return None if subscription is None else int(subscription.ident)

@@ -89,7 +89,8 @@ class Net:
         self.clients: list[Client] = []
 
     def connect(self, **kwargs: Any) -> Client:
-        engine = a.Connection(client=True, container_id=f"c{len(self.clients)}", **kwargs)
+        kwargs.setdefault("container_id", f"c{len(self.clients)}")
+        engine = a.Connection(client=True, **kwargs)
         conn = self.broker.accept(self.now, wall=self.wall)
         client = Client(self, engine, conn)
         self.clients.append(client)

@@ -389,11 +389,11 @@ def test_refusals() -> None:
     c = net.connect()
     unknown = c.receiver("nope")
     no_source = c.receiver(None, source=None)
-    no_address = c.sender(None)
+    no_address = c.receiver(None)  # (a sender without one is the anonymous relay)
     errors = [e.error.condition for e in c.of(a.LinkDetached)]
-    assert errors == ["amqp:not-found", "amqp:invalid-field", "amqp:not-implemented"]
+    assert errors == ["amqp:not-found", "amqp:invalid-field", "amqp:invalid-field"]
     assert unknown.remote.source is None and no_source.remote.source is None  # type: ignore[union-attr]
-    assert no_address.remote.target is None  # type: ignore[union-attr]
+    assert no_address.remote.source is None  # type: ignore[union-attr]
     links = [c.receiver("known") for _ in range(4)]
     assert [link.state for link in links][-1] is not a.LinkState.ATTACHED
     assert c.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"

@@ -223,7 +223,11 @@ def test_corrupt_rows_are_a_clear_error(
 ) -> None:
     SQLiteStore(tmp_path).close()
     with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db, db:
-        db.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)", row)
+        db.execute(
+            "INSERT INTO messages (seq, queue, data, delivery_count, expires)"
+            " VALUES (?, ?, ?, ?, ?)",
+            row,
+        )
     store = SQLiteStore(tmp_path)
     with pytest.raises(StoreError, match=match):
         store.load(Broker(store=store), WALL)

@@ -5,6 +5,7 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnection
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
+from ._relay import ANONYMOUS_RELAY
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,
     DEFAULT_SELECTOR_MAX_LENGTH,
@@ -16,7 +17,7 @@ from ._selector import (
     SelectorError,
     selector_filter,
 )
-from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import (
     FIRST_OFFSET,
     NEXT_OFFSET,
@@ -26,10 +27,12 @@ from ._streams import (
     STREAM_CAPABILITY,
     Stream,
 )
+from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
 
 __all__ = [
     "ANONYMOUS",
+    "ANONYMOUS_RELAY",
     "DEFAULT_OUTCOME",
     "DEFAULT_SELECTOR_MAX_DEPTH",
     "DEFAULT_SELECTOR_MAX_LENGTH",
@@ -55,6 +58,8 @@ __all__ = [
     "Store",
     "StoredMessage",
     "Stream",
+    "Subscription",
+    "SubscriptionStore",
     "Topic",
     "User",
     "Users",

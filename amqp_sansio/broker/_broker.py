@@ -10,6 +10,7 @@ counts from arrival, properties' absolute-expiry-time is an epoch timestamp, bro
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import secrets
@@ -19,6 +20,8 @@ from typing import Any
 import attrs
 
 from .._connection import Connection, Delivery, Link, Receiver, Sender, Session
+from .._decode import decode
+from .._encode import encode
 from .._errors import DecodeError, LocalProtocolError
 from .._events import (
     Authenticated,
@@ -47,6 +50,8 @@ from .._messaging import (
     Released,
     Source,
     Target,
+    TerminusDurability,
+    TerminusExpiryPolicy,
 )
 from .._performatives import Error
 from .._sasl_mechanisms import ServerAuthenticator
@@ -64,9 +69,11 @@ from .._txn import (
 from .._types import Symbol
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
+from ._relay import ANONYMOUS_RELAY, relay_address
 from ._selector import Selector, SelectorError, selector_filter
-from ._store import MemoryStore, Store, StoredMessage, parse_message
+from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
+from ._subscriptions import Subscription, keeps
 
 __all__ = ["Broker", "BrokerConnection"]
 
@@ -92,6 +99,15 @@ DEFAULT_OUTCOME = Modified(delivery_failed=True)
 _POLICIES = (DeleteOnClose, DeleteOnNoLinks, DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
 _MOVE, _COPY = Symbol("move"), Symbol("copy")
 _LIFETIME = Symbol("lifetime-policy")
+#: What the broker answers for a terminus it keeps nothing of past the link: no durable
+#: state, expiring at the detach (core spec 3.5.5, 3.5.6). A queue consumer's terminus is
+#: the queue, which outlives the link by itself; its unsettled deliveries take their
+#: default outcome at any detach (see docs/broker.rst).
+_TRANSIENT: dict[str, Any] = {
+    "durable": TerminusDurability.NONE,
+    "expiry_policy": TerminusExpiryPolicy.LINK_DETACH,
+    "timeout": 0,
+}
 #: The expiry heap is compacted when it reaches this size, or twice its size after the last
 #: compaction.
 _COMPACT_MIN = 1024
@@ -121,12 +137,27 @@ class Broker:
         #: Counters: messages dropped because they expired, and messages dead-lettered.
         self.expired = 0
         self.dead_lettered = 0
+        #: Pre-settled messages on an anonymous-relay link that could not be routed (no
+        #: ``to``, no such node, not allowed, or the node full): dropped, and counted here.
+        self.unroutable = 0
         self._seq = itertools.count(1)
         self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
         self._ties = itertools.count()
         self._compact_at = _COMPACT_MIN
         self._pending: dict[BrokerConnection, None] = {}
         self._dirty: dict[Queue | Stream, None] = {}
+        #: Topic subscriptions kept past their links, by (container-id, link name); see
+        #: :mod:`._subscriptions`.
+        self.subscriptions: dict[tuple[str, str], Subscription] = {}
+        #: Messages a topic could not give a subscriber because its buffer was full
+        #: (``BrokerConfig.max_subscription_depth``, or a queue limit).
+        self.overflowed = 0
+        self._per_container: dict[str, int] = {}
+        self._subscription_ids = itertools.count(1)
+        self._timers: list[tuple[float, int, Subscription]] = []
+        self._subscription_store: SubscriptionStore | None = (
+            self.store if isinstance(self.store, SubscriptionStore) else None
+        )
         for address in self.config.queues:
             self.nodes[address] = Queue(self, address)
         for address in self.config.streams:
@@ -158,6 +189,7 @@ class Broker:
             sasl=sasl or None,
             allow_plain_without_tls=config.allow_insecure_auth,
             max_frame_size=config.max_frame_size,
+            offered_capabilities=(ANONYMOUS_RELAY,),
         )
         stream: Any = engine
         if ssl_context is not None:
@@ -173,8 +205,13 @@ class Broker:
         return out
 
     def next_expiry(self) -> float | None:
-        """When (wall clock) the next waiting message expires, or None."""
-        return self._expiry[0][0] if self._expiry else None
+        """When (wall clock) the next waiting message, or suspended subscription, expires;
+        or None."""
+        timers = self._timers
+        while timers and timers[0][2].expires != timers[0][0]:
+            heapq.heappop(timers)  # re-attached or deleted since
+        times = [heap[0][0] for heap in (self._expiry, timers) if heap]
+        return min(times) if times else None
 
     def expire(self, wall: float) -> int:
         """Drop the messages whose time has come (broker draft 2.2.5); return how many.
@@ -191,6 +228,11 @@ class Broker:
                 if queue.emptied():
                     self.delete_node(queue)
         self.expired += dropped
+        timers = self._timers
+        while timers and timers[0][0] <= wall:
+            when, _, subscription = heapq.heappop(timers)
+            if subscription.expires == when:
+                self._delete_subscription(subscription)  # its timeout ran out (3.5.6)
         self.store.flush()
         return dropped
 
@@ -228,6 +270,157 @@ class Broker:
         self._seq = itertools.count(max(top + 1, next(self._seq)))
         return dropped
 
+    def restore_subscriptions(
+        self,
+        subscriptions: Iterable[tuple[int, str, str, bytes, bytes]],
+        messages: Iterable[tuple[int, int, bytes, int, float | None]],
+        wall: float,
+    ) -> tuple[list[int], list[int]]:
+        """Give the broker back the topic subscriptions a durable store kept (core spec
+        3.5.5), before :meth:`restore`: ``subscriptions`` are ``(number, container-id,
+        link name, source, answered source)`` (the sources encoded), ``messages`` the
+        durable messages of their buffers, ``(number, seq, data, delivery_count,
+        expires)`` in ascending ``seq``. Each comes back suspended, its expiry timer
+        started at ``wall`` (its connection is gone) unless its policy is ``never``;
+        its messages (those unsettled when the broker stopped included) wait in its buffer
+        in arrival order.
+
+        Returns the numbers of the subscriptions not restored (their address is no longer
+        a topic, their source does not decode, or an earlier one has their name) and the
+        ``seq`` of the messages not restored (expired, or of a subscription not restored),
+        for the store to forget."""
+        self.wall = wall
+        kept: dict[int, Subscription] = {}
+        lost: list[int] = []
+        for ident, container, name, source_data, answered_data in subscriptions:
+            try:
+                source, answered = decode(source_data), decode(answered_data)
+            except DecodeError:
+                source = answered = None
+            address = getattr(source, "address", None)
+            node = self.nodes.get(address) if isinstance(address, str) else None
+            if node is None and isinstance(address, str) and self.config.is_topic(address):
+                node = self.declare(address, topic=True)
+            if (
+                not isinstance(source, Source)
+                or not isinstance(answered, Source)
+                or not isinstance(node, Topic)
+                or (container, name) in self.subscriptions  # (a second record of one name)
+            ):
+                lost.append(ident)
+                continue
+            try:
+                selector = self._selector(source)
+            except SelectorError:
+                lost.append(ident)
+                continue
+            subscription = Subscription(
+                ident, (container, name), node, Queue(self, node.address), source, answered
+            )
+            subscription.selector = selector
+            node.subscriptions[subscription] = subscription.buffer
+            self._register(subscription)
+            self._subscription_ids = itertools.count(max(ident + 1, next(self._subscription_ids)))
+            kept[ident] = subscription
+            if answered.expiry_policy is not TerminusExpiryPolicy.NEVER:
+                self._start_timer(subscription)
+        dropped: list[int] = []
+        top = 0
+        for ident, seq, data, delivery_count, expires in messages:
+            top = max(top, seq)
+            owner = kept.get(ident)
+            if owner is None or owner.deleted or (expires is not None and expires <= wall):
+                dropped.append(seq)
+                continue
+            message = parse_message(data, seq=seq, wall=wall)
+            message.delivery_count = delivery_count
+            message.expires = expires
+            owner.buffer.restore(message)
+        self._seq = itertools.count(max(top + 1, next(self._seq)))
+        return lost, dropped
+
+    # -- subscriptions (core spec 3.5.3, 3.5.5, 3.5.6; see ._subscriptions) -------------------
+
+    def _selector(self, source: Source) -> Selector | None:
+        """The selector of a kept subscription's source, if it has one (SelectorError if it
+        no longer parses, e.g. under a lower limit)."""
+        found = selector_filter(source.filter)
+        if found is None:
+            return None
+        config = self.config
+        return Selector(
+            found[2], max_length=config.selector_max_length, max_depth=config.selector_max_depth
+        )
+
+    def _register(self, subscription: Subscription) -> None:
+        self.subscriptions[subscription.key] = subscription
+        container = subscription.key[0]
+        self._per_container[container] = self._per_container.get(container, 0) + 1
+
+    def _room_for_subscription(self, container: str) -> str | None:
+        config = self.config
+        limit = config.max_subscriptions
+        if limit is not None and len(self.subscriptions) >= limit:
+            return f"the broker keeps at most {limit} subscriptions"
+        limit = config.max_subscriptions_per_container
+        if limit is not None and self._per_container.get(container, 0) >= limit:
+            return f"at most {limit} subscriptions per container"
+        return None
+
+    def _save(self, subscription: Subscription) -> None:
+        """Record the subscription's identity in a durable store, if it is to survive a
+        restart (durability ``configuration`` or ``unsettled-state``, 3.5.5)."""
+        store = self._subscription_store
+        if store is None:
+            return
+        if subscription.durable is TerminusDurability.NONE:
+            store.forget_subscription(subscription.ident)
+            return
+        container, name = subscription.key
+        store.keep_subscription(
+            subscription.ident,
+            container,
+            name,
+            encode(subscription.source),
+            encode(subscription.answered),
+        )
+
+    def _start_timer(self, subscription: Subscription) -> None:
+        """The subscription's expiry timer starts (3.5.6): it goes after ``timeout``
+        seconds unless it is re-attached first; at once with a timeout of 0."""
+        timeout = subscription.answered.timeout
+        if timeout <= 0:
+            self._delete_subscription(subscription)
+            return
+        subscription.expires = when = self.wall + timeout
+        heapq.heappush(self._timers, (when, next(self._ties), subscription))
+
+    def _delete_subscription(self, subscription: Subscription) -> None:
+        """The subscription expired, was closed, or replaced: its buffer and its unsettled
+        messages go. (Each is deleted once: from the registry when suspended, or through
+        its consumer's closing removal when attached.)"""
+        subscription.deleted = True
+        subscription.expires = None
+        del self.subscriptions[subscription.key]  # (a replacement is registered after)
+        container = subscription.key[0]
+        left = self._per_container[container] - 1
+        if left:
+            self._per_container[container] = left
+        else:
+            del self._per_container[container]
+        buffer = subscription.buffer
+        for message in subscription.unsettled.values():
+            buffer.acquired -= 1
+            message.dropped = True
+            self.store.remove(buffer, message)
+        subscription.unsettled = {}
+        subscription.unpark()
+        subscription.topic.drop_subscription(subscription)
+        if subscription.conn is not None:
+            subscription.conn._kept.discard(subscription)
+        if self._subscription_store is not None:
+            self._subscription_store.forget_subscription(subscription.ident)
+
     # -- nodes --------------------------------------------------------------------------------
 
     def declare(self, address: str, *, topic: bool = False, stream: bool = False) -> Node:
@@ -247,6 +440,10 @@ class Broker:
         if self.nodes.get(node.address) is node:
             del self.nodes[node.address]
         node.deleted = True
+        if isinstance(node, Topic):
+            for subscription in list(self.subscriptions.values()):
+                if subscription.topic is node and subscription.consumer is None:
+                    self._delete_subscription(subscription)
         for endpoint in list(node.links):
             endpoint.conn._remove(endpoint, lifetime=False)
             endpoint.conn._detach(
@@ -336,6 +533,7 @@ class _Consumer:
         "node",
         "queue",
         "selector",
+        "subscription",
     )
 
     def __init__(
@@ -352,6 +550,8 @@ class _Consumer:
         self.selector: Selector | None = None
         #: The unsettled deliveries sent and what they carry.
         self.inflight: dict[Delivery, tuple[StoredMessage, Queue]] = {}
+        #: The kept topic subscription this link consumes, if it is one (._subscriptions).
+        self.subscription: Subscription | None = None
 
     @property
     def credit(self) -> int:
@@ -386,11 +586,12 @@ class _Consumer:
 
 
 class _Producer:
-    """A link on which the broker receives (the client publishes) into a node."""
+    """A link on which the broker receives (the client publishes) into a node; ``node`` is
+    None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
 
     __slots__ = ("conn", "link", "node")
 
-    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node) -> None:
+    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node | None) -> None:
         self.conn = conn
         self.link = link
         self.node = node
@@ -419,6 +620,15 @@ class BrokerConnection:
         #: Messages posted in a live transaction, held until it is discharged (core spec
         #: 4.4.1), with the node each is for.
         self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        #: Transactions that may not commit (a pre-settled relay message went nowhere), and
+        #: why (core spec 4.4.4.1).
+        self._doomed: dict[TransactionRecord, str] = {}
+        #: Deliveries of suspended subscriptions' detached links, still unsettled: a
+        #: disposition may yet settle them (core spec 2.6.4).
+        self._parked: dict[Delivery, tuple[Subscription, StoredMessage]] = {}
+        #: Subscriptions suspended on this connection whose expiry timer waits for the
+        #: end of their session or of the connection (3.5.6).
+        self._kept: set[Subscription] = set()
         #: Publishers' transfers of durable messages, settled after the store's flush.
         self._unsynced: list[Delivery] = []
         self.lost = False
@@ -508,7 +718,7 @@ class BrokerConnection:
         elif isinstance(event, LinkDetached):
             endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
             if endpoint is not None:
-                self._remove(endpoint)
+                self._remove(endpoint, closed=event.closed)
         elif isinstance(event, SessionEnded):
             self._sweep(event.session)
         elif isinstance(event, ProtocolError):
@@ -548,6 +758,11 @@ class BrokerConnection:
         assert remote is not None
         terminus = remote.source if isinstance(link, Sender) else remote.target
         expected = Source if isinstance(link, Sender) else Target
+        if terminus is None and isinstance(link, Sender):
+            # A receiver's attach without a source looks up the subscription of its name
+            # (as Qpid JMS does to unsubscribe: it closes the link it gets): the answer
+            # carries the kept subscription's source, and the link resumes it.
+            terminus = self._kept_source(link)
         if not isinstance(terminus, expected):
             link.refuse(
                 _error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
@@ -568,10 +783,13 @@ class BrokerConnection:
         node: Node | None
         if terminus.dynamic:
             node = broker._dynamic(terminus.dynamic_node_properties)
+        elif (
+            isinstance(link, Receiver) and isinstance(terminus, Target) and terminus.address is None
+        ):
+            self._relay_producer(link, terminus)
+            return
         elif not isinstance(terminus.address, str):
-            link.refuse(
-                _error("amqp:not-implemented", "a link needs an address (no anonymous relay)")
-            )
+            link.refuse(_error("amqp:invalid-field", "a source needs an address"))
             return
         else:
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
@@ -585,15 +803,41 @@ class BrokerConnection:
                 )
                 return
         if isinstance(link, Sender):
-            self._consumer(link, node, remote.source)
+            assert isinstance(terminus, Source)
+            self._consumer(link, node, terminus)
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
-            link.attach(target=attrs.evolve(terminus, address=node.address))
+            link.attach(target=attrs.evolve(terminus, address=node.address, **_TRANSIENT))
             link.flow(config.link_credit)
             producer = _Producer(self, link, node)
             self.producers[link] = producer
             self._join(node, producer, terminus.dynamic)
+
+    def _relay_producer(self, link: Receiver, target: Target) -> None:
+        """A sender with a null target address: the anonymous relay (see :mod:`._relay`).
+        Access is checked per message, against the address each one names."""
+        config = self.broker.config
+        link.max_message_size = config.max_message_size
+        link.attach(target=attrs.evolve(target, **_TRANSIENT))
+        link.flow(config.link_credit)
+        self.producers[link] = _Producer(self, link, None)
+
+    def _route(self, message: StoredMessage) -> Node | Error:
+        """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4), or
+        why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node there: the relay makes
+        none) or ``amqp:unauthorized-access`` (the user may not send there)."""
+        address = relay_address(message.data)
+        if address is None:
+            return _error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
+        users = self.broker.config.users
+        if users is not None and not users.allows(self.identity, address, send=True):
+            who = self.identity or "an unauthenticated client"
+            return _error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+        node = self.broker.nodes.get(address)
+        if node is None or node.deleted:
+            return _error("amqp:not-found", f"no node {address!r}")
+        return node
 
     def _consumer(self, link: Sender, node: Node, source: Source) -> None:
         if isinstance(node, Stream):
@@ -619,25 +863,132 @@ class BrokerConnection:
         default = source.default_outcome
         if not isinstance(default, _OUTCOMES):
             default = DEFAULT_OUTCOME
-        link.attach(
-            source=attrs.evolve(
-                source,
-                address=node.address,
-                distribution_mode=_COPY if copy else _MOVE,
-                default_outcome=default,
-                outcomes=SUPPORTED_OUTCOMES,
-                # Only the filter applied, the selector: the client sees what is (3.5.3).
-                filter=applied,
-            )
+        answered = attrs.evolve(
+            source,
+            address=node.address,
+            distribution_mode=_COPY if copy else _MOVE,
+            default_outcome=default,
+            outcomes=SUPPORTED_OUTCOMES,
+            # Only the filter applied, the selector: the client sees what is (3.5.3).
+            filter=applied,
+            **self._terminus(node, source),
         )
+        subscription: Subscription | None = None
+        if isinstance(node, Topic) and keeps(answered):
+            kept = self._subscription(link, node, source, answered)
+            if isinstance(kept, Error):
+                link.refuse(kept)
+                return
+            subscription = kept
+        link.attach(source=answered)
         consumer = _Consumer(self, link, node, copy=copy, default=default)
+        consumer.subscription = subscription
         consumer.selector = selector
+        if subscription is not None:
+            subscription.selector = selector  # (its buffer selects while suspended too)
         self.consumers[link] = consumer
         self._join(node, consumer, source.dynamic)
         node.add_consumer(consumer)
         queue = node if isinstance(node, Queue) else node.buffer(consumer)  # type: ignore[attr-defined]
         consumer.queue = queue
+        if subscription is not None:
+            self._resume(subscription, consumer)
         self.broker._dirty[queue] = None
+
+    def _terminus(self, node: Node, source: Source) -> dict[str, Any]:
+        """The durability and expiry of the source the broker answers: for a topic, what
+        the client asked (3.5.3), but durability ``none`` when the broker's store keeps no
+        subscriptions (nothing survives a restart then), and none at all for a terminus
+        that expires at its detach; for other nodes, nothing kept (:data:`_TRANSIENT`)."""
+        if not isinstance(node, Topic):
+            return _TRANSIENT
+        durable = source.durable
+        if self.broker._subscription_store is None or not keeps(source):
+            durable = TerminusDurability.NONE
+        return {
+            "durable": durable,
+            "expiry_policy": source.expiry_policy,
+            "timeout": source.timeout,
+        }
+
+    def _subscription(
+        self, link: Sender, topic: Topic, source: Source, answered: Source
+    ) -> Subscription | Error:
+        """The subscription a topic consumer's attach resumes (same container-id, link
+        name, address and filter-set), replaces (a changed address or filter), or makes;
+        or why not (``amqp:resource-locked``: attached on another link;
+        ``amqp:resource-limit-exceeded``: too many kept)."""
+        broker = self.broker
+        remote = self.engine.remote
+        container = "" if remote is None else str(remote.container_id)
+        key = (container, link.name)
+        subscription = broker.subscriptions.get(key)
+        if subscription is not None:
+            if subscription.consumer is not None:
+                return _error(
+                    "amqp:resource-locked",
+                    f"the subscription {link.name!r} of {container!r} is attached on another link",
+                )
+            if subscription.topic is topic and subscription.same(source):
+                subscription.answered = answered
+                broker._save(subscription)
+                return subscription
+            broker._delete_subscription(subscription)  # replaced (a new address or filter)
+        why = broker._room_for_subscription(container)
+        if why is not None:
+            return _error("amqp:resource-limit-exceeded", why)
+        subscription = Subscription(
+            next(broker._subscription_ids),
+            key,
+            topic,
+            Queue(broker, topic.address),
+            source,
+            answered,
+        )
+        broker._register(subscription)
+        broker._save(subscription)
+        return subscription
+
+    def _kept_source(self, link: Sender) -> Source | None:
+        """The source of the suspended subscription this client keeps under the link's
+        name, if there is one."""
+        remote = self.engine.remote
+        container = "" if remote is None else str(remote.container_id)
+        subscription = self.broker.subscriptions.get((container, link.name))
+        if subscription is None or subscription.consumer is not None:
+            return None
+        return subscription.source
+
+    def _resume(self, subscription: Subscription, consumer: _Consumer) -> None:
+        """A consumer attached to a kept subscription: its timer stops (3.5.6), and each
+        delivery unsettled at its detach is settled as the client's attach says (2.6.13):
+        an outcome in the attach's unsettled map (or a disposition that reached the
+        detached link since) applies; otherwise the message is available again at the head
+        of the buffer, counted as a failed delivery (delivery-count + 1), and goes out
+        first. Deliveries of the suspended link that the engine carried over to this one
+        (a re-attach on the same session) are settled with the same outcome."""
+        if subscription.conn is not None:
+            subscription.conn._kept.discard(subscription)
+        subscription.unpark()
+        subscription.consumer = consumer
+        subscription.conn = self
+        link = consumer.link
+        subscription.session = link.session
+        subscription.expires = None
+        remote = link.remote
+        theirs = (remote.unsettled if remote is not None else None) or {}
+        carried = dict(link.unsettled)
+        buffer = subscription.buffer
+        unsettled, subscription.unsettled = subscription.unsettled, {}
+        for tag, message in unsettled.items():
+            delivery = carried.pop(tag, None)
+            state = theirs.get(tag)
+            if state is None and delivery is not None:
+                state = delivery.remote_state
+            outcome = state if isinstance(state, _OUTCOMES) else DEFAULT_OUTCOME
+            self._apply(consumer, message, buffer, outcome)
+            if delivery is not None and not delivery.settled:
+                link.settle(delivery, None if outcome is state else outcome)
 
     def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
         """A consumer of a stream reads from the offset its filter asks for, and takes
@@ -679,22 +1030,55 @@ class BrokerConnection:
             link.detach(error=error)
             self.broker._pending[self] = None
 
-    def _remove(self, endpoint: Any, *, lifetime: bool = True) -> None:
+    def _remove(self, endpoint: Any, *, lifetime: bool = True, closed: bool = True) -> None:
         """A link is gone: its unsettled deliveries get their default outcome (broker draft
-        2.3.7); the node may be deleted by its lifetime policy (core spec 3.5.10-3.5.13)."""
+        2.3.7); the node may be deleted by its lifetime policy (core spec 3.5.10-3.5.13).
+        A kept topic subscription whose link went without closing (``closed`` false: a
+        detach that does not close, its session's end, the connection's loss) is suspended
+        instead, its unsettled deliveries kept for a resume (see :mod:`._subscriptions`);
+        closed, it is deleted."""
         if isinstance(endpoint, _Consumer):
             if self.consumers.pop(endpoint.link, None) is None:
                 return
             inflight = endpoint.inflight
             endpoint.inflight = {}
-            for message, queue in inflight.values():
-                self._apply(endpoint, message, queue, endpoint.default)
-            endpoint.node.remove_consumer(endpoint)
-        elif self.producers.pop(endpoint.link, None) is None:
+            subscription = endpoint.subscription
+            if subscription is not None and not closed:
+                for delivery, (message, _) in inflight.items():
+                    subscription.unsettled[delivery.tag] = message
+                    subscription.parked[delivery] = self
+                    self._parked[delivery] = (subscription, message)
+                endpoint.node.remove_consumer(endpoint)
+                self._suspend(subscription)
+            else:
+                for message, queue in inflight.values():
+                    self._apply(endpoint, message, queue, endpoint.default)
+                endpoint.node.remove_consumer(endpoint)
+                if subscription is not None:
+                    self.broker._delete_subscription(subscription)
+        elif self.producers.pop(endpoint.link, None) is None or endpoint.node is None:
             return
         node = endpoint.node
         if node.link_removed(endpoint) and lifetime:
             self.broker.delete_node(node)
+
+    def _suspend(self, subscription: Subscription) -> None:
+        """The subscription's link went without closing: the subscription waits, and its
+        expiry timer starts as its policy says (3.5.6)."""
+        subscription.consumer = None
+        policy = subscription.policy
+        if policy is TerminusExpiryPolicy.LINK_DETACH:
+            self.broker._start_timer(subscription)
+        elif policy is not TerminusExpiryPolicy.NEVER:
+            self._kept.add(subscription)  # until its session or this connection ends
+
+    def _ended(self, session: Session | None) -> None:
+        """``session`` (None: the connection) ended: the timers of the subscriptions
+        suspended here that waited for it start (3.5.6)."""
+        for subscription in list(self._kept):
+            if subscription.waits_for(session):
+                self._kept.discard(subscription)
+                self.broker._start_timer(subscription)
 
     def _sweep(self, session: Session | None = None) -> None:
         """Forget the links the engine no longer has attached (after a protocol error, the
@@ -703,13 +1087,16 @@ class BrokerConnection:
         for endpoint in endpoints:
             link = endpoint.link
             if link.state is not _ATTACHED or link.session is session or self.lost:
-                self._remove(endpoint)
+                self._remove(endpoint, closed=False)  # detached, not closed (2.6.6)
+        if session is not None:
+            self._ended(session)
 
     def _lost(self) -> None:
         if self.lost:
             return
         self.lost = True
         self._sweep()
+        self._ended(None)
         self.broker.connections.discard(self)
 
     # -- messages -----------------------------------------------------------------------------
@@ -729,21 +1116,35 @@ class BrokerConnection:
             self._sweep(link.session)
             return
         node = producer.node
+        state: Any = _ACCEPTED
+        if node is None:
+            routed = self._route(message)
+            if isinstance(routed, Error):
+                node, state = None, Rejected(error=routed)
+            else:
+                node = routed
         if delivery.transaction is not None:
-            # Posted in a transaction: held, and provisionally accepted, until the
-            # discharge (core spec 4.4.1).
-            self._held[delivery] = (node, message)
-            link.update(delivery, _ACCEPTED)
+            if node is None:
+                self._unroutable_in_txn(delivery, state)
+            else:
+                # Posted in a transaction: held, and provisionally accepted, until the
+                # discharge (core spec 4.4.1).
+                self._held[delivery] = (node, message)
+                link.update(delivery, _ACCEPTED)
             if link.link_credit * 2 <= broker.config.link_credit:
                 link.flow(broker.config.link_credit)
             return
-        state: Any = _ACCEPTED
-        if message.expires is not None and message.expires <= broker.wall:
+        if node is None:
+            if delivery.remote_settled:
+                broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
+        elif message.expires is not None and message.expires <= broker.wall:
             broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
         else:
             why = node.offer(message)
             if why is not None:
                 state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
+                if producer.node is None and delivery.remote_settled:
+                    broker.unroutable += 1
             else:
                 self.broker._touch(node)
         if delivery.remote_settled:
@@ -763,6 +1164,8 @@ class BrokerConnection:
     def _on_update(self, event: DeliveryUpdated) -> None:
         consumer = self.consumers.get(event.link)
         if consumer is None:
+            if event.delivery in self._parked:
+                self._on_parked(event)
             return
         delivery = event.delivery
         state = event.state
@@ -793,8 +1196,27 @@ class BrokerConnection:
         if not delivery.settled:
             consumer.link.settle(delivery)
 
+    def _on_parked(self, event: DeliveryUpdated) -> None:
+        """The client settled a delivery of a suspended subscription's detached link (a
+        detached link's deliveries live on, core spec 2.6.4): its outcome applies now, as
+        it would in the unsettled map of a re-attach (2.6.13)."""
+        delivery = event.delivery
+        state = event.state
+        terminal = isinstance(state, _OUTCOMES)
+        if not terminal and not event.settled:
+            return
+        # (Parked while, and only while, the subscription holds it unsettled: a resume or
+        # a deletion unparks its deliveries.)
+        subscription, message = self._parked.pop(delivery)
+        del subscription.parked[delivery]
+        del subscription.unsettled[delivery.tag]
+        self._apply(None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME)
+        if not delivery.settled:
+            with contextlib.suppress(LocalProtocolError):  # (its session may be ending)
+                delivery.link.settle(delivery)
+
     def _apply(
-        self, consumer: _Consumer, message: StoredMessage, queue: Queue, outcome: Any
+        self, consumer: _Consumer | None, message: StoredMessage, queue: Queue, outcome: Any
     ) -> None:
         """What an outcome does to the message (core spec 3.4)."""
         broker = self.broker
@@ -809,7 +1231,7 @@ class BrokerConnection:
             if outcome.delivery_failed:
                 message.delivery_count += 1
                 changed = True
-            if outcome.undeliverable_here:
+            if outcome.undeliverable_here and consumer is not None:
                 message.excluded = (message.excluded or set()) | {consumer}
             if outcome.message_annotations:
                 message.annotate(outcome.message_annotations)
@@ -834,10 +1256,15 @@ class BrokerConnection:
         all at once; or roll back: none of it happens, and acquisitions are undone."""
         record = request.transaction
         if request.fail:
+            self._doomed.pop(record, None)
             request.accept()
             self._roll_back(record)
             return
-        why = self._room_for(record)
+        why = self._doomed.pop(record, None)
+        if why is not None:
+            why = f"a pre-settled message of the transaction went nowhere: {why}"
+        else:
+            why = self._room_for(record)
         if why is not None:
             request.reject(_error("amqp:transaction:rollback", why))
             self._roll_back(record)
@@ -871,6 +1298,21 @@ class BrokerConnection:
                 delivery.link.settle(delivery)
         broker._pending[self] = None
 
+    def _unroutable_in_txn(self, delivery: Delivery, state: Rejected) -> None:
+        """An anonymous-relay message posted in a transaction that goes nowhere (core spec
+        4.4.4.1). Unsettled, the broker settles it at once with its outcome, ``rejected``,
+        in the transaction's transactional-state: the transaction goes on without it (a
+        commit posts the rest). Pre-settled, nobody can be told, so the transaction may
+        not commit: its discharge is rejected (``amqp:transaction:rollback``)."""
+        if delivery.remote_settled:
+            self.broker.unroutable += 1
+            record = delivery.transaction
+            assert isinstance(record, TransactionRecord)  # the broker's side of a transaction
+            error = state.error
+            self._doomed[record] = "" if error is None else str(error.description)
+            return
+        delivery.link.settle(delivery, state)
+
     def _room_for(self, record: TransactionRecord) -> str | None:
         """Whether the queues can take every message posted in ``record`` (the commit is
         all or nothing)."""
@@ -895,6 +1337,7 @@ class BrokerConnection:
         """The transaction's work is void: posted messages are dropped, retirements are
         undone (a delivery the consumer already settled takes its default outcome,
         4.4.4.2), and what was acquired in it goes back to its queue."""
+        self._doomed.pop(record, None)
         for delivery in record.posted:
             if self._held.pop(delivery, None) is not None and not delivery.remote_settled:
                 link = delivery.link

@@ -41,6 +41,15 @@ class BrokerConfig:
     answered, core spec 2.2, 5.1; see ``docs/defaults.rst``); False: no SASL layer (the bare
     header only). ``allow_insecure_auth`` lets PLAIN run without TLS (loopback).
 
+    Topic subscriptions that outlive their links (core spec 3.5.6; see
+    :mod:`amqp_sansio.broker` and ``docs/broker.rst``): at most ``max_subscriptions`` kept
+    in all and ``max_subscriptions_per_container`` for one client container-id (counting
+    attached and suspended ones; an attach beyond is refused with
+    ``amqp:resource-limit-exceeded``); a subscription's buffer holds at most
+    ``max_subscription_depth`` messages (past it the topic's messages are dropped for that
+    subscriber alone; ``max_queue_depth`` and ``max_queue_bytes`` apply too). None: no
+    limit.
+
     ``users`` (a :class:`~amqp_sansio.broker.Users`): who may connect (its SASL store, used
     unless ``sasl`` is given) and what each may do: an attach to an address the
     authenticated user may not send to or receive from is refused with
@@ -62,6 +71,9 @@ class BrokerConfig:
     max_queue_bytes: int | None = None
     max_message_size: int | None = None
     max_links_per_connection: int | None = 1000
+    max_subscriptions: int | None = 10_000
+    max_subscriptions_per_container: int | None = 1000
+    max_subscription_depth: int | None = 100_000
     link_credit: int = 1000
     selector_max_length: int = 4096
     selector_max_depth: int = 32

@@ -83,8 +83,13 @@ class Node(abc.ABC):
     @property
     def persistent(self) -> bool:
         """Whether a durable store keeps this node's durable messages: a queue the broker
-        names at its address. A dynamic node (whose lifetime ends with its links, core spec
-        3.5.10-3.5.13) and a topic subscriber's buffer do not outlive the process."""
+        names at its address, and the buffer of a topic subscription whose durability is
+        ``unsettled-state`` (core spec 3.5.5, see :mod:`._subscriptions`). A dynamic node
+        (whose lifetime ends with its links, core spec 3.5.10-3.5.13) and other topic
+        subscribers' buffers do not outlive the process."""
+        subscription = getattr(self, "subscription", None)
+        if subscription is not None:
+            return subscription.durable == 2 and not subscription.deleted  # unsettled-state
         return (
             self.kind == "queue"
             and not self.dynamic
@@ -168,6 +173,9 @@ class Queue(Node):
         self.consumers: list[Consumer] = []
         self.browsers: list[Consumer] = []
         self._turn = 0
+        #: The topic subscription this queue is the buffer of, if it is one that outlives
+        #: its link (see :mod:`._subscriptions`).
+        self.subscription: Any = None
         #: Messages put back at the front of a priority (given back, or restored) so far.
         self._returns = 0
         #: Per consumer with a selector: (``_returns`` then, and per priority the last seq
@@ -390,7 +398,10 @@ class Queue(Node):
 
 class Topic(Node):
     """A topic: each message is copied to the buffer of every subscriber (a private
-    :class:`Queue` per consumer); with no subscriber it is accepted and dropped."""
+    :class:`Queue` per consumer, or per kept subscription, attached or not: see
+    :mod:`._subscriptions`); with no subscriber it is accepted and dropped. A buffer at
+    ``BrokerConfig.max_subscription_depth`` messages takes no more: the topic's message
+    is dropped for that subscriber alone, and counted (``Broker.overflowed``)."""
 
     kind = "topic"
 
@@ -398,7 +409,8 @@ class Topic(Node):
         self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
-        self.subscriptions: dict[Consumer, Queue] = {}
+        #: The buffers, by consumer (or by kept subscription).
+        self.subscriptions: dict[Any, Queue] = {}
 
     @property
     def depth(self) -> int:
@@ -406,23 +418,43 @@ class Topic(Node):
 
     def offer(self, message: StoredMessage) -> str | None:
         broker = self.broker
+        limit = broker.config.max_subscription_depth
         for subscriber, buffer in self.subscriptions.items():
             selector = subscriber.selector
             if selector is not None and not selects(selector, message, self.address):
                 continue  # a subscriber's buffer takes only what its selector selects
+            if limit is not None and buffer.depth >= limit:
+                broker.overflowed += 1
+                continue
             copy = message.copy(broker._next_seq())
             copy.selection = message.selection  # the same bytes at the same address
-            buffer.offer(copy)
+            if buffer.offer(copy) is not None:
+                broker.overflowed += 1
         self._had_messages = True
         return None
 
     def add_consumer(self, consumer: Consumer) -> None:
-        buffer = Queue(self.broker, self.address)
+        subscription = getattr(consumer, "subscription", None)
+        if subscription is not None:
+            buffer = subscription.buffer
+            self.subscriptions[subscription] = buffer
+        else:
+            buffer = Queue(self.broker, self.address)
+            self.subscriptions[consumer] = buffer
         buffer.add_consumer(consumer)
-        self.subscriptions[consumer] = buffer
 
     def buffer(self, consumer: Consumer) -> Queue | None:
-        return self.subscriptions.get(consumer)
+        subscription = getattr(consumer, "subscription", None)
+        return self.subscriptions.get(consumer if subscription is None else subscription)
 
     def remove_consumer(self, consumer: Consumer) -> None:
-        self.subscriptions.pop(consumer).clear()
+        subscription = getattr(consumer, "subscription", None)
+        if subscription is None:
+            self.subscriptions.pop(consumer).clear()
+        else:
+            subscription.buffer.remove_consumer(consumer)  # kept, or dropped by the broker
+
+    def drop_subscription(self, subscription: Any) -> None:
+        """A kept subscription is deleted: its buffer and what it holds go."""
+        self.subscriptions.pop(subscription, None)
+        subscription.buffer.clear()

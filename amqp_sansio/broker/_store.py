@@ -14,7 +14,7 @@ gives the broker back what it kept.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._decode import decode_from
 from .._encode import encode
@@ -25,7 +25,7 @@ from .._messaging import Header
 if TYPE_CHECKING:
     from ._nodes import Node
 
-__all__ = ["MemoryStore", "Store", "StoredMessage", "parse_message"]
+__all__ = ["MemoryStore", "Store", "StoredMessage", "SubscriptionStore", "parse_message"]
 
 #: The descriptor codes of the sections that may come before properties (core spec 3.2).
 _HEADER, _MESSAGE_ANNOTATIONS, _PROPERTIES = 0x70, 0x72, 0x73
@@ -198,6 +198,26 @@ class Store(Protocol):
     def update(self, node: Node, message: StoredMessage) -> None: ...
 
     def flush(self) -> None: ...
+
+
+@runtime_checkable
+class SubscriptionStore(Protocol):
+    """A :class:`Store` that also keeps topic subscriptions across a restart (core spec
+    3.5.5 terminus durability ``configuration`` and ``unsettled-state``): the broker
+    answers a subscriber's durability as asked only with such a store (else ``none``).
+    ``keep_subscription`` records (or records again, changed) a subscription's identity:
+    its number, the client's container-id, the link name, and its source (the encoded
+    :class:`~amqp_sansio.Source` the client asked for, and the one the broker answered);
+    ``forget_subscription`` deletes it. Both take effect at the next ``flush``. The
+    messages of a subscription's buffer are ``put`` with the buffer as their node (its
+    ``subscription`` says which), when it is
+    :attr:`~amqp_sansio.broker.Node.persistent`."""
+
+    def keep_subscription(
+        self, ident: int, container_id: str, link_name: str, source: bytes, answered: bytes
+    ) -> None: ...
+
+    def forget_subscription(self, ident: int) -> None: ...
 
 
 class MemoryStore:
