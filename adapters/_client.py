@@ -54,6 +54,9 @@ __all__ = [
 T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
+#: Where the disconnects, attempts and reconnects of a ``reconnect=`` connection are logged
+#: (see :doc:`adapters`, "Reconnection"): URLs without their credentials.
+reconnect_log = logging.getLogger("amqp_sansio.adapters.reconnect")
 
 #: The default credit of a receiver (how many messages it lets the sender start).
 DEFAULT_CREDIT = 100
@@ -85,7 +88,7 @@ class ConnectionClosedError(ClientError, ConnectionError):
     """The connection is closed or lost: closed by the peer (with its ``error``), timed out
     (the peer stopped answering), or the transport failed. ``retryable``: a reconnecting
     connection tries again after it (a lost transport, an idle time-out, the peer's close
-    with ``amqp:connection:forced``)."""
+    without an error, as in a planned restart, or with ``amqp:connection:forced``)."""
 
     def __init__(
         self, description: str, error: Error | None = None, *, retryable: bool = False
@@ -108,7 +111,16 @@ class PeerWithoutSASLError(ConnectionClosedError):
 
 
 class LinkDetachedError(ClientError):
-    """The link was refused or detached by the peer (with its ``error``)."""
+    """The link was detached by the peer (with its ``error``), or refused
+    (:class:`LinkRefusedError`)."""
+
+
+class LinkRefusedError(LinkDetachedError):
+    """The peer refused the link: it answered the attach without a terminus (core spec
+    2.6.3). Raised as soon as that answer comes, in every adapter and for every kind of link;
+    ``error`` is the condition of the peer's detach when it came with the answer (our
+    broker's, Proton's), None when the peer sent none (rhea's listener sends only the
+    attach)."""
 
 
 class TransactionError(ClientError):
@@ -232,6 +244,8 @@ class _LinkCore:
         self.attached: Op[None] = Op()
         self.detached: Op[None] = Op()
         self.error: ClientError | None = None
+        #: The peer answered the attach without a terminus: a refusal (core spec 2.6.3).
+        self.refused = False
 
     def check(self) -> None:
         """Raise what ended the link (or the connection), if anything has."""
@@ -266,8 +280,20 @@ class _LinkCore:
 
     def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
         if self.error is None:
-            self.error = LinkDetachedError(reason, error)
+            if self.refused:
+                self.error = LinkRefusedError(f"the peer refused the link {self.what}", error)
+            else:
+                self.error = LinkDetachedError(reason, error)
         self.detached.set(None)
+
+    @property
+    def what(self) -> str:
+        """The link, for a message: ``to ADDRESS`` or ``from ADDRESS``."""
+        if isinstance(self.link, a.Sender):
+            return f"to {getattr(self.link.target, 'address', None)}"
+        if isinstance(self.link, a.Receiver):
+            return f"from {getattr(self.link.source, 'address', None)}"
+        return "to the transaction coordinator"
 
 
 class SenderCore(_LinkCore):
@@ -461,7 +487,7 @@ class ReceiverCore(_LinkCore):
         self._on_drained()
 
     def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
-        closed_cleanly = error is None
+        closed_cleanly = error is None and not self.refused
         super()._on_detached(error, reason)
         if closed_cleanly:
             self.error = None  # a clean close ends iteration; an error raises
@@ -734,6 +760,8 @@ class Core:
         #: Transactional resource: posted deliveries held until the discharge.
         self._held: dict[a.Delivery, tuple[IncomingLink, Delivery]] = {}
         self._names = itertools.count(1)
+        #: Links the peer refused (attach answered without a terminus) since the last bytes.
+        self._refusals: list[a.Link] = []
         #: The address of the URL: what links given none use.
         self.default_address: str | None = None
         #: Reconnection (a client's, opt-in): the schedule, and the options of its engines.
@@ -792,8 +820,19 @@ class Core:
         is scheduled, or, after ``max_attempts``, the connection ends with the error."""
         assert self.backoff is not None
         self.last_error = ConnectionClosedError(f"could not connect: {error}", retryable=True)
+        self._log_failed_attempt(self.last_error)
         if not self.backoff.failed():
             self._give_up(self.last_error)
+
+    def _log_failed_attempt(self, error: ClientError | None) -> None:
+        assert self.backoff is not None
+        reconnect_log.warning(
+            "attempt %d to %s %s failed: %s",
+            self.backoff.failures + 1,
+            "reconnect to" if self.opened.done() else "connect to",
+            self.backoff.url,
+            error,
+        )
 
     def restart(self, now: float) -> None:
         """The adapter has connected a new transport to :meth:`next_attempt`'s URL: a new
@@ -801,6 +840,12 @@ class Core:
         names, same termini); senders send again what was unsettled, receivers grant their
         credit again."""
         assert self.backoff is not None and self.lost
+        if self.opened.done():
+            reconnect_log.info(
+                "attempt %d to reconnect to %s: connected, opening",
+                self.backoff.failures + 1,
+                self.backoff.url,
+            )
         parsed, engine, stream = client_engine(self.backoff.url, **self._options)
         self.engine, self.stream = engine, stream
         self.default_address = self.default_address or parsed.address
@@ -837,12 +882,16 @@ class Core:
         assert self.backoff is not None
         cause, self.error = self.error, None
         if self._restarting:  # the attempt failed before the open
+            self._log_failed_attempt(cause)
             if not self.backoff.failed():
                 self.last_error = cause
                 self._give_up(cause or ConnectionClosedError("the connection was lost"))
                 return
         else:
             self.backoff.lost()
+            reconnect_log.warning(
+                "the connection to %s was lost (%s): reconnecting", self.backoff.url, cause
+            )
         self.lost = True
         self.last_error = cause
         error = TransactionError("the connection was lost: the transaction is over")
@@ -865,6 +914,12 @@ class Core:
         if self.error is None:
             if self.backoff is not None and self.backoff.failures:
                 failures = self.backoff.failures
+                reconnect_log.error(
+                    "gave up connecting to %s after %d attempts: %s",
+                    self.backoff.url,
+                    failures,
+                    error,
+                )
                 self.error = ConnectionClosedError(
                     f"gave up after {failures} attempts; the last: {error}",
                     error.error if error is not None else None,
@@ -1030,8 +1085,25 @@ class Core:
     def _handle(self, events: list[a.Event]) -> list[a.Event]:
         for event in events:
             self._on_event(event)
+        if self._refusals:
+            self._refuse_links()
         self._changed()
         return events
+
+    def _refuse_links(self) -> None:
+        """The links refused in the bytes just handled whose detach did not come with the
+        refusal: they fail now, without the peer's condition, and we detach our end (a
+        peer that never sends the detach, as rhea's listener, leaves nothing waiting)."""
+        refused, self._refusals = self._refusals, []
+        for link in refused:
+            core = self._links.pop(link, None)
+            if core is None:
+                continue  # its detach came too
+            if link is self._controller:
+                self._controller = None
+            core._on_detached(None)
+            if link.state is a.LinkState.ATTACHED and not self.gone:
+                link.detach(closed=True)
 
     def _on_event(self, event: a.Event) -> None:
         if isinstance(event, a.DeliveryReceived):
@@ -1053,6 +1125,13 @@ class Core:
             if not self.engine.client:
                 self._answer_open()
             if self.backoff is not None:
+                if self.opened.done():
+                    reconnect_log.warning(
+                        "reconnected to %s after %d failed attempts; attaching %d links again",
+                        self.backoff.url,
+                        self.backoff.failures,
+                        len(self._links),
+                    )
                 self.backoff.succeeded()
                 self._restarting = False
                 if self.opened.done():
@@ -1093,7 +1172,9 @@ class Core:
                     )
                 )
             elif not self._closing:
-                self._fail(ConnectionClosedError("the peer closed the connection"))
+                # A close without an error is the peer's choice (a planned restart, an
+                # operator): a reconnecting connection comes back.
+                self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
         elif isinstance(event, a.IdleTimedOut):
             self._fail(
                 ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
@@ -1170,8 +1251,11 @@ class Core:
         core = self._links.get(link)
         if core is not None:
             terminus = remote.source if isinstance(link, a.Receiver) else remote.target
-            if terminus is not None:  # a refusal has none, and its detach follows
+            if terminus is not None:
                 core._on_attached(remote)
+            else:  # a refusal (2.6.3): its detach, with the reason, should follow
+                core.refused = True
+                self._refusals.append(link)
             return
         if link.state is not a.LinkState.ATTACH_RCVD:
             return

@@ -176,6 +176,9 @@ class Client:
         self.url = url
         self.options = options
         self.on_event = on_event
+        #: Whether a detach without an error is no failure now: the command has what it
+        #: asked for (every outcome), which a peer may follow with a clean detach (2.6.6).
+        self.detach_ok: Callable[[], bool] | None = None
         self._where = f"{_host_port(url)}"
         #: The server answered our SASL header with the bare AMQP header.
         self._without_sasl = False
@@ -249,18 +252,14 @@ class Client:
         self.wait(lambda: link.remote is not None, f"the broker's attach of the link {what}")
         remote = link.remote
         assert remote is not None
-        # A refusal is an attach without the broker's terminus, then a detach with the error
-        # (core spec 2.6.3): wait briefly for the detach, to say why.
+        # A refusal is an attach without the broker's terminus (core spec 2.6.3); the detach
+        # with the reason comes with it from most brokers (then :meth:`_on_event` has said
+        # why already), never from some (rhea's listener): refused at once either way.
         terminus = remote.target if isinstance(link, amqp.Sender) else remote.source
         if terminus is None:
-            try:
-                self.wait(
-                    lambda: False, "the broker's detach", timeout=min(2.0, self.options.timeout)
-                )
-            except CommandError as exc:
-                if exc.status == EXIT_TIMEOUT:
-                    raise CommandError(f"the broker refused the link {what}") from None
-                raise
+            self._fail(f"the broker refused the link {what}: it gave no reason")
+            assert self._failure is not None
+            raise self._failure
 
     # -- waiting -----------------------------------------------------------------------------
 
@@ -340,7 +339,8 @@ class Client:
             if not self._closing:
                 self._fail(f"the broker ended the session: {describe_error(event.error)}")
         elif isinstance(event, amqp.LinkDetached):
-            if not self._closing:
+            clean = event.error is None and self.detach_ok is not None and self.detach_ok()
+            if not self._closing and not clean:
                 link = event.link
                 address = _address(link)
                 what = "refused" if _refused(link) else "detached"

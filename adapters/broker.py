@@ -32,6 +32,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from amqp_sansio import Error, Symbol
 from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection, Store, Users
 
 from .broker_store import SQLiteStore
@@ -45,6 +46,10 @@ READ_SIZE = 256 * 1024
 #: Written bytes waiting in a transport above which its reader stops reading until they
 #: drain (a slow consumer does not make the broker buffer without bound).
 HIGH_WATER = 4 * 1024 * 1024
+#: Seconds a stopping broker waits for its clients to answer its close.
+STOP_GRACE = 1.0
+#: The condition of a stopping broker's close (core spec 2.8.15).
+FORCED = Symbol("amqp:connection:forced")
 
 
 class BrokerServer:
@@ -80,14 +85,23 @@ class BrokerServer:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    async def stop(self) -> None:
-        """Stop listening, close every connection (the clients get a close), and wait for
-        their tasks."""
+    async def stop(self, grace: float = STOP_GRACE) -> None:
+        """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
+        2.8.15: the clients' reconnection policies come back), wait up to ``grace`` seconds
+        for their answering closes, then end what is left."""
         if self._server is not None:
             self._server.close()
+        stopping = Error(condition=FORCED, description="the broker is stopping")
         for conn in list(self._writers):
-            conn.close()
+            conn.close(stopping)
         self._flush()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=grace)
+        # Those that did not answer: their transports go, which ends their tasks' reads.
+        for writer in list(self._writers.values()):
+            writer.transport.abort()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

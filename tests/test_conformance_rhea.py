@@ -26,6 +26,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -641,18 +642,41 @@ def test_our_commands_take_a_null_terminus_as_a_refusal(bare_listener: Listener)
         assert "refused the link" in refused.stderr, refused.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="the adapters' client core (adapters/_client.py) waits for the detach that follows "
-    "a null terminus, which rhea never sends: the attach times out instead of being refused",
-)
-def test_adapters_take_a_null_terminus_as_a_refusal(bare_listener: Listener) -> None:
-    with (
-        sockets.connect(bare_listener.url("orders")) as conn,
-        pytest.raises(sockets.LinkDetachedError),
-    ):
-        conn.receiver(timeout=3)
+@pytest.mark.parametrize("adapter", ["sockets", "aio", "trio"])
+@pytest.mark.parametrize("kind", ["sender", "receiver"])
+def test_adapters_take_a_null_terminus_as_a_refusal(
+    bare_listener: Listener, adapter: str, kind: str
+) -> None:
+    """Each adapter raises :class:`LinkRefusedError` as soon as the null terminus comes,
+    although rhea never sends the detach (without it, the attach used to time out)."""
+    url = bare_listener.url("orders")
+    started = time.monotonic()
+    if adapter == "sockets":
+        with sockets.connect(url) as conn, pytest.raises(sockets.LinkRefusedError) as raised:
+            getattr(conn, kind)(timeout=30)
+    elif adapter == "aio":
+
+        async def run() -> None:
+            async with aio.connect(url) as conn:
+                await asyncio.wait_for(getattr(conn, kind)(), 30)
+
+        with pytest.raises(aio.LinkRefusedError) as raised:
+            asyncio.run(run())
+    else:
+        trio = pytest.importorskip("trio", reason="trio is in the 'trio' and 'test' extras")
+        from amqp_sansio.adapters import trio_adapter
+
+        async def run_trio() -> None:
+            async with trio_adapter.connect(url) as conn:
+                with trio.fail_after(30):
+                    await getattr(conn, kind)()
+
+        with pytest.raises(trio_adapter.LinkRefusedError) as raised:
+            trio.run(run_trio)
+    elapsed = time.monotonic() - started
+    assert elapsed < 5, f"the refusal took {elapsed:.1f} s"
+    assert raised.value.error is None  # rhea gave no condition
+    assert "refused the link" in str(raised.value)
 
 
 def test_skip_reason_names_the_install_command(

@@ -1,0 +1,181 @@
+"""One error for one cause (issue 14): a link the peer refuses raises
+:class:`~amqp_sansio.adapters.sockets.LinkRefusedError` at once, carrying the peer's
+condition, in each adapter, and ``amqp-sansio send``/``receive`` exit 3 saying "refused";
+a peer that detaches cleanly after every outcome has come leaves ``amqp-sansio send`` with
+exit status 0 (core spec 2.6.6), one that detaches before then with 3.
+
+The peers are ``amqp-sansio broker`` started as a user starts it (no options) and our own
+``listen`` with an application that refuses, or detaches after a number of messages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from amqp_sansio.adapters import aio, cli, sockets
+
+import amqp_sansio as a
+
+WAIT = 30.0
+#: What "at once" allows: the refusal comes in the answer to the attach.
+AT_ONCE = 3.0
+
+trio = pytest.importorskip("trio", reason="trio is in the 'trio' and 'test' extras")
+from amqp_sansio.adapters import trio_adapter  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def broker_url() -> Iterator[str]:
+    """``amqp-sansio broker --port 0``: the user's command, on a free port."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "listening on" in line, line
+    try:
+        yield line.split()[-1]
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)
+        proc.stdout.close()
+
+
+@contextlib.contextmanager
+def listener(on_link: Any) -> Iterator[int]:
+    server = sockets.listen("127.0.0.1", 0, on_link)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.port
+    finally:
+        server.close()
+        thread.join(WAIT)
+
+
+def refuse_everything(link: Any) -> None:
+    link.refuse(a.Error(condition=a.Symbol("amqp:not-found"), description="nothing here"))
+
+
+def open_link(adapter: str, url: str, kind: str, **options: Any) -> None:
+    """Attach a ``kind`` link to ``url`` with ``adapter`` (and detach it)."""
+    if adapter == "sockets":
+        with sockets.connect(url, timeout=WAIT) as conn:
+            getattr(conn, kind)(timeout=WAIT, **options)
+    elif adapter == "aio":
+
+        async def run() -> None:
+            async with aio.connect(url) as conn:
+                await asyncio.wait_for(getattr(conn, kind)(**options), WAIT)
+
+        asyncio.run(run())
+    else:
+
+        async def run_trio() -> None:
+            async with trio_adapter.connect(url) as conn:
+                with trio.fail_after(WAIT):
+                    await getattr(conn, kind)(**options)
+
+        trio.run(run_trio)
+
+
+ADAPTER_ERRORS = {
+    "sockets": sockets.LinkRefusedError,
+    "aio": aio.LinkRefusedError,
+    "trio": trio_adapter.LinkRefusedError,
+}
+
+
+def test_the_adapters_share_one_error_class() -> None:
+    assert len(set(ADAPTER_ERRORS.values())) == 1
+    assert issubclass(sockets.LinkRefusedError, sockets.LinkDetachedError)
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTER_ERRORS))
+@pytest.mark.parametrize("kind", ["sender", "receiver"])
+def test_a_refusal_with_its_condition_at_once(adapter: str, kind: str) -> None:
+    with listener(refuse_everything) as port:
+        started = time.monotonic()
+        with pytest.raises(ADAPTER_ERRORS[adapter]) as raised:
+            open_link(adapter, f"amqp://127.0.0.1:{port}/orders", kind)
+        elapsed = time.monotonic() - started
+    assert elapsed < AT_ONCE, f"{elapsed:.1f} s"
+    assert raised.value.error is not None
+    assert raised.value.error.condition == "amqp:not-found"
+    direction = "to" if kind == "sender" else "from"
+    assert str(raised.value) == (
+        f"the peer refused the link {direction} orders: amqp:not-found (nothing here)"
+    )
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTER_ERRORS))
+def test_the_default_broker_refuses_a_bad_selector(adapter: str, broker_url: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(ADAPTER_ERRORS[adapter]) as raised:
+        open_link(adapter, f"{broker_url}/orders", "receiver", selector="colour = ")
+    assert time.monotonic() - started < AT_ONCE
+    assert raised.value.error is not None
+    assert raised.value.error.condition == "amqp:invalid-field"
+
+
+@pytest.mark.parametrize("command", ["send", "receive"])
+def test_the_commands_report_a_refusal(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with listener(refuse_everything) as port:
+        started = time.monotonic()
+        status = cli.main([command, f"amqp://127.0.0.1:{port}/orders"])
+        elapsed = time.monotonic() - started
+    _, err = capsys.readouterr()
+    assert status == 3, err
+    assert elapsed < AT_ONCE
+    direction = "to" if command == "send" else "from"
+    assert f"the broker refused the link {direction} orders: amqp:not-found" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def detach_after(count: int) -> Any:
+    """An application that accepts ``count`` messages on each link, then detaches it
+    cleanly (closed, no error)."""
+
+    def on_link(link: Any) -> None:
+        got = [0]
+
+        def on_delivery(delivery: Any) -> None:
+            got[0] += 1
+            if got[0] <= count:
+                delivery.accept()
+            if got[0] == count:
+                link.close()
+
+        link.on_delivery = on_delivery
+        link.credit = 100
+
+    return on_link
+
+
+def test_send_succeeds_when_the_peer_detaches_after_every_outcome(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with listener(detach_after(5)) as port:
+        status = cli.main(["send", f"amqp://127.0.0.1:{port}/orders", "--count", "5"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "5 accepted" in out and err == ""
+
+
+def test_send_fails_when_the_peer_detaches_before_every_outcome(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with listener(detach_after(3)) as port:
+        status = cli.main(["send", f"amqp://127.0.0.1:{port}/orders", "--count", "5"])
+    _, err = capsys.readouterr()
+    assert status == 3, err
+    assert "the broker detached the link to orders" in err
