@@ -13,9 +13,9 @@ from collections import Counter
 from typing import Any, TextIO
 
 import amqp_sansio as amqp
+from amqp_sansio.client.url import AMQPURL
 
 from ._connect import EXIT_INCOMPLETE, EXIT_OK, Client, ClientOptions, CommandError
-from .url import AMQPURL
 
 __all__ = ["format_body", "outcome_name", "receive", "send"]
 

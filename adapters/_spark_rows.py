@@ -33,8 +33,7 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 
 import amqp_sansio as amqp
-
-from .url import parse_url
+from amqp_sansio.client.url import parse_url
 
 __all__ = [
     "BODY_TYPES",

@@ -384,7 +384,7 @@ def rabbitmq_benchmark(
     credit once the last is used up."""
     import uuid
 
-    from .url import parse_url
+    from amqp_sansio.client.url import parse_url
 
     parsed = parse_url(url)
     try:

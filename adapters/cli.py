@@ -37,9 +37,10 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
+from amqp_sansio.client.url import URLError, parse_url
+
 from . import _commands, bench
 from ._connect import EXIT_CONNECTION, EXIT_USAGE, ClientOptions, CommandError
-from .url import URLError, parse_url
 
 
 def _bench_broker(args: argparse.Namespace) -> int:

@@ -44,8 +44,7 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-
-from .url import parse_url
+from amqp_sansio.client.url import parse_url
 
 __all__ = [
     "MINUTES",

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import trio
 from amqp_sansio.adapters import aio, sockets, trio_adapter
-from amqp_sansio.adapters._client import ConnectionClosedError, LinkDetachedError
 from amqp_sansio.adapters.broker import BrokerServer, run_broker, serve_broker
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
+from amqp_sansio.client import ConnectionClosedError, LinkDetachedError
 
 WAIT = 10.0
 

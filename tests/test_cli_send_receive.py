@@ -18,9 +18,9 @@ import pytest
 from amqp_sansio.adapters import _commands, cli
 from amqp_sansio.adapters._connect import ClientOptions, CommandError, engine_for
 from amqp_sansio.adapters._testserver import TestBroker
-from amqp_sansio.adapters.url import parse_url
 
 import amqp_sansio as amqp
+from amqp_sansio.client.url import parse_url
 
 USERS = {"alice": "s3cret"}
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from amqp_sansio.adapters.url import AMQPURL, InsecureCredentialsError, URLError, parse_url
+
+from amqp_sansio.client.url import AMQPURL, InsecureCredentialsError, URLError, parse_url
 
 
 @pytest.mark.parametrize(
