@@ -606,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from amqp_sansio.broker import UsersFileError
 
         from . import broker
-        from .broker_store import StoreError
+        from .broker.store import StoreError
 
         try:
             broker.main(args.host, args.port, users_file=args.users, store_dir=args.store)
