@@ -75,7 +75,7 @@ CONNECT_TIMEOUT = 10.0
 
 
 class _Driver:
-    """The I/O of one :class:`~amqp_sansio.adapters.client.Core` over a stream pair."""
+    """The I/O of one :class:`~amqp_sansio.client.Core` over a stream pair."""
 
     def __init__(
         self, core: client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

@@ -98,7 +98,7 @@ _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError
 
 
 class _Driver:
-    """The I/O of one :class:`~amqp_sansio.adapters.client.Core` over a trio stream."""
+    """The I/O of one :class:`~amqp_sansio.client.Core` over a trio stream."""
 
     def __init__(self, core: client.Core, stream: trio.abc.Stream) -> None:
         self.core = core

@@ -5,7 +5,7 @@ readable line (:class:`CommandError`, with the exit status the command-line tool
 
 Used by ``amqp-sansio send`` and ``amqp-sansio receive``. Which engine, TLS layer and SASL
 options a URL gets is decided in one place for them and the high-level adapters,
-:func:`~amqp_sansio.adapters.client.client_engine` (:func:`engine_for` adds the command
+:func:`~amqp_sansio.client.client_engine` (:func:`engine_for` adds the command
 line's usage checks and messages):
 
 * SASL, the project's one default (``docs/defaults.rst``): the URL's user and password
@@ -34,7 +34,7 @@ import amqp_sansio as amqp
 from amqp_sansio import client
 from amqp_sansio.client.url import AMQPURL, URLError
 
-from .sockets import ByteStream, SocketDriver
+from ..sockets import ByteStream, SocketDriver
 
 __all__ = [
     "EXIT_CONNECTION",
@@ -122,7 +122,7 @@ def engine_for(
 ) -> tuple[amqp.Connection, ByteStream]:
     """The client :class:`~amqp_sansio.Connection` for ``url``, and the stream the driver
     should see (a :class:`~amqp_sansio.TLSLayer` around it for ``amqps://``), with no I/O:
-    the high-level API's :func:`~amqp_sansio.adapters.client.client_engine` decides, with
+    the high-level API's :func:`~amqp_sansio.client.client_engine` decides, with
     its SASL default unless ``--sasl-mechanism`` says (``sasl=False``: without SASL, the
     second attempt). :class:`CommandError` with :data:`EXIT_USAGE` if a check refuses."""
     _check(url, options)
