@@ -1,4 +1,4 @@
-"""``format("amqp")`` in mode ``stream`` (adapters/_spark_stream.py): offset ranges of the
+"""``format("amqp")`` in mode ``stream`` (adapters/spark/stream_reader.py): offset ranges of the
 reference broker's stream nodes read on executors, exactly-once counts across a crash and a
 restart from the checkpoint, startingOffsets/endingOffsets, failOnDataLoss, bad options.
 Local Spark (``local[2]``, UI off)."""

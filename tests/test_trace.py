@@ -1,4 +1,4 @@
-"""Frame tracing (adapters/trace.py): AMQP_SANSIO_TRACE=1 or the amqp_sansio.frames logger at
+"""Frame tracing (amqp_sansio/client/trace.py): AMQP_SANSIO_TRACE=1 or the amqp_sansio.frames logger at
 DEBUG logs each frame both ways, decoded, credentials left out."""
 
 from __future__ import annotations

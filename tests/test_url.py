@@ -1,4 +1,4 @@
-"""AMQP URLs for the adapters and the command line (adapters/url.py)."""
+"""AMQP URLs for the adapters and the command line (amqp_sansio/client/url.py)."""
 
 from __future__ import annotations
 
