@@ -1,5 +1,5 @@
-"""Frame tracing (amqp_sansio/client/trace.py): AMQP_SANSIO_TRACE=1 or the amqp_sansio.frames logger at
-DEBUG logs each frame both ways, decoded, credentials left out."""
+"""Frame tracing (amqp_sansio/client/trace.py): AMQP_SANSIO_TRACE=1 or the amqp_sansio.frames
+logger at DEBUG logs each frame both ways, decoded, credentials left out."""
 
 from __future__ import annotations
 
