@@ -49,7 +49,7 @@ def test_flake8_async_on_the_adapters() -> None:
     exe = shutil.which("flake8-async")
     if exe is None:
         pytest.skip("flake8-async is not installed (it is in the 'test' extra)")
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py"))
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").rglob("*.py"))
     result = _run(exe, "--enable=ASYNC1,ASYNC2,ASYNC3", "--disable=ASYNC109", *files)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -42,8 +42,13 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     (wheel,) = (tmp_path / "dist").glob("amqp_sansio-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "amqp_sansio/adapters/__init__.py" in names
-    assert "amqp_sansio/adapters/cli.py" in names
+    assert "amqp_sansio/adapters/cli/__main__.py" in names
     assert "amqp_sansio/py.typed" in names
+    # Every package of the source tree (the core's and the adapters', as installed) is in it.
+    for init in sorted(ROOT.glob("amqp_sansio/**/__init__.py")):
+        assert str(init.relative_to(ROOT)) in names
+    for init in sorted(ROOT.glob("adapters/**/__init__.py")):
+        assert "amqp_sansio/" + str(init.relative_to(ROOT)) in names
     assert not any(n.startswith(("adapters/", "tests/")) for n in names)
     # One version source (amqp_sansio.__version__), and the LICENSE file the metadata names.
     (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
