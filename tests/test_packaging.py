@@ -4,6 +4,7 @@ and from the editable install the README uses, from any working directory."""
 from __future__ import annotations
 
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,6 +22,20 @@ def test_import_from_another_directory(tmp_path: pathlib.Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def _sources(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A copy of what the wheel is built from: setuptools builds in the source tree
+    (``build/``), where a leftover of an earlier build would put removed modules into the
+    wheel unseen; a fresh copy has none, as a clean clone has none."""
+    copy = tmp_path / "src"
+    copy.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, copy / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    shutil.copytree(ROOT / "amqp_sansio", copy / "amqp_sansio", ignore=skip)
+    shutil.copytree(ROOT / "adapters", copy / "adapters", ignore=skip)
+    return copy
+
+
 def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     build = subprocess.run(
         [
@@ -32,7 +47,7 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
             "-q",
             "-w",
             str(tmp_path / "dist"),
-            str(ROOT),
+            str(_sources(tmp_path)),
         ],
         capture_output=True,
         text=True,
