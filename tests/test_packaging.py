@@ -42,6 +42,10 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     assert "amqp_sansio/adapters/__init__.py" in names
     assert "amqp_sansio/adapters/cli.py" in names
     assert "amqp_sansio/py.typed" in names
+    # Every subpackage of the core ships (pyproject lists them one by one).
+    core = pathlib.Path(__file__).resolve().parents[1] / "amqp_sansio"
+    for init in core.rglob("__init__.py"):
+        assert f"amqp_sansio/{init.relative_to(core).as_posix()}" in names
     assert not any(n.startswith(("adapters/", "tests/")) for n in names)
     # Installed from the wheel alone (no source tree on the path), from an unrelated cwd.
     target = tmp_path / "site"

@@ -19,11 +19,37 @@ from typing import Any
 
 import attrs
 
-from .._connection import Connection, Delivery, Link, Receiver, Sender, Session
-from .._decode import decode
-from .._encode import encode
-from .._errors import DecodeError, LocalProtocolError
-from .._events import (
+from ..codec.decoder import decode
+from ..codec.encoder import encode
+from ..codec.types import Symbol
+from ..definitions.messaging import (
+    Accepted,
+    DeleteOnClose,
+    DeleteOnNoLinks,
+    DeleteOnNoLinksOrMessages,
+    DeleteOnNoMessages,
+    Modified,
+    Rejected,
+    Released,
+    Source,
+    Target,
+    TerminusDurability,
+    TerminusExpiryPolicy,
+)
+from ..definitions.performatives import Error
+from ..definitions.transactions import TransactionalState
+from ..engine.connection import Connection, Delivery, Link, Receiver, Sender, Session
+from ..engine.states import ConnectionState, LinkState
+from ..engine.transactions import (
+    CoordinatorLink,
+    DeclareRequested,
+    DischargeRequest,
+    DischargeRequested,
+    TransactionRecord,
+    TransactionRolledBack,
+)
+from ..errors import DecodeError, LocalProtocolError
+from ..events import (
     Authenticated,
     AuthenticationFailed,
     ConnectionEnded,
@@ -39,34 +65,8 @@ from .._events import (
     SessionBegun,
     SessionEnded,
 )
-from .._messaging import (
-    Accepted,
-    DeleteOnClose,
-    DeleteOnNoLinks,
-    DeleteOnNoLinksOrMessages,
-    DeleteOnNoMessages,
-    Modified,
-    Rejected,
-    Released,
-    Source,
-    Target,
-    TerminusDurability,
-    TerminusExpiryPolicy,
-)
-from .._performatives import Error
-from .._sasl_mechanisms import ServerAuthenticator
-from .._states import ConnectionState, LinkState
-from .._tls import TLSLayer
-from .._transactions import TransactionalState
-from .._txn import (
-    CoordinatorLink,
-    DeclareRequested,
-    DischargeRequest,
-    DischargeRequested,
-    TransactionRecord,
-    TransactionRolledBack,
-)
-from .._types import Symbol
+from ..security.mechanisms import ServerAuthenticator
+from ..security.tls import TLSLayer
 from ._config import BrokerConfig
 from ._nodes import Node, Queue, Topic
 from ._relay import ANONYMOUS_RELAY, relay_address

@@ -14,7 +14,7 @@ import bisect
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._messaging import (
+from ..definitions.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
     DeleteOnNoLinksOrMessages,

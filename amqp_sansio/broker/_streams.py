@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._messaging import Source
-from .._types import Described, Symbol
+from ..codec.types import Described, Symbol
+from ..definitions.messaging import Source
 from ._nodes import Consumer, Node
 from ._store import StoredMessage
 

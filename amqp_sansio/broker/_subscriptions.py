@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._messaging import Source, TerminusDurability, TerminusExpiryPolicy
+from ..definitions.messaging import Source, TerminusDurability, TerminusExpiryPolicy
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
-    from .._connection import Session
+    from ..engine.connection import Session
     from ._broker import BrokerConnection
     from ._nodes import Queue, Topic
 

@@ -28,17 +28,37 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from . import _decode
-from ._composite import _requires_ok, unchecked
-from ._encode import encode_into
-from ._errors import (
+from ..codec import decoder
+from ..codec.composite import _requires_ok, unchecked
+from ..codec.encoder import encode_into
+from ..codec.types import Symbol
+from ..definitions.message import Message
+from ..definitions.messaging import Accepted, Released, Source, Target
+from ..definitions.performatives import (
+    Attach,
+    Begin,
+    Close,
+    Detach,
+    Disposition,
+    End,
+    Error,
+    Flow,
+    Open,
+    ReceiverSettleMode,
+    Role,
+    SaslCode,
+    SenderSettleMode,
+    Transfer,
+)
+from ..definitions.transactions import Coordinator, TransactionalState
+from ..errors import (
     AMQPError,
     DecodeError,
     FramingError,
     LocalProtocolError,
     UnsupportedProtocolError,
 )
-from ._events import (
+from ..events import (
     ConnectionClosed,
     ConnectionEnded,
     ConnectionOpened,
@@ -57,7 +77,7 @@ from ._events import (
     SessionEnded,
     UnsupportedProtocol,
 )
-from ._framing import (
+from ..framing import (
     AMQP_HEADER,
     HEARTBEAT,
     MIN_MAX_FRAME_SIZE,
@@ -66,34 +86,16 @@ from ._framing import (
     FrameType,
     ProtocolId,
 )
-from ._message import Message
-from ._messaging import Accepted, Released, Source, Target
-from ._performatives import (
-    Attach,
-    Begin,
-    Close,
-    Detach,
-    Disposition,
-    End,
-    Error,
-    Flow,
-    Open,
-    ReceiverSettleMode,
-    Role,
-    SaslCode,
-    SenderSettleMode,
-    Transfer,
-)
-from ._sasl import SaslLayer
-from ._sasl import _Phase as SaslPhase
-from ._sasl_mechanisms import (
+from ..security.mechanisms import (
     ClientCredentials,
     SASLError,
     SASLProtocolError,
     ServerAuthenticator,
 )
-from ._serial import serial_add, serial_diff, serial_le
-from ._states import (
+from ..security.sasl import SaslLayer
+from ..security.sasl import _Phase as SaslPhase
+from .serial import serial_add, serial_diff, serial_le
+from .states import (
     CONNECTION_TRANSITIONS,
     LINK_TRANSITIONS,
     SESSION_TRANSITIONS,
@@ -104,11 +106,9 @@ from ._states import (
     SessionInput,
     SessionState,
 )
-from ._transactions import Coordinator, TransactionalState
-from ._types import Symbol
 
 if TYPE_CHECKING:
-    from ._txn import Controller, _Txn
+    from .transactions import Controller, _Txn
 
 __all__ = ["Connection", "Delivery", "Link", "Receiver", "Sender", "Session"]
 
@@ -1960,7 +1960,7 @@ class Connection:
         offered_capabilities: Any = None,
         desired_capabilities: Any = None,
         properties: dict[Any, Any] | None = None,
-        max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+        max_depth: int = decoder.DEFAULT_MAX_DEPTH,
         sasl: ClientCredentials | ServerAuthenticator | None = None,
         sasl_mechanisms: Collection[str] | None = None,
         allow_plain_without_tls: bool = False,
@@ -2691,4 +2691,4 @@ _PEER_OPENED = frozenset(
 _RECEIVING = frozenset(set(ConnectionState) - {ConnectionState.END, ConnectionState.CLOSE_RCVD})
 
 # Transactions (core spec part 4): their logic calls back into the classes above.
-from . import _txn  # noqa: E402
+from . import transactions as _txn  # noqa: E402

@@ -30,21 +30,11 @@ from typing import Any
 
 import attrs
 
-from ._connection import (
-    Delivery,
-    Link,
-    Receiver,
-    Sender,
-    Session,
-    _PeerError,
-)
-from ._errors import DecodeError, LocalProtocolError
-from ._events import Event
-from ._message import Message
-from ._messaging import Accepted, AmqpValue, Modified, Rejected, Released, Source
-from ._performatives import Error, ReceiverSettleMode, SenderSettleMode
-from ._states import LinkState
-from ._transactions import (
+from ..codec.types import Symbol
+from ..definitions.message import Message
+from ..definitions.messaging import Accepted, AmqpValue, Modified, Rejected, Released, Source
+from ..definitions.performatives import Error, ReceiverSettleMode, SenderSettleMode
+from ..definitions.transactions import (
     Coordinator,
     Declare,
     Declared,
@@ -52,7 +42,17 @@ from ._transactions import (
     TransactionalState,
     TxnCapability,
 )
-from ._types import Symbol
+from ..errors import DecodeError, LocalProtocolError
+from ..events import Event
+from .connection import (
+    Delivery,
+    Link,
+    Receiver,
+    Sender,
+    Session,
+    _PeerError,
+)
+from .states import LinkState
 
 __all__ = [
     "TRANSACTION_TRANSITIONS",
