@@ -81,21 +81,28 @@ from .definitions.transactions import (
     TransactionalState,
     TxnCapability,
 )
-from .engine.connection import Connection, Delivery, Link, Receiver, Sender, Session
+from .engine.connection import Connection
+from .engine.delivery import Delivery
+from .engine.link import Link
+from .engine.receiver import Receiver
+from .engine.sender import Sender
 from .engine.serial import serial_add, serial_diff, serial_le, serial_lt
+from .engine.session import Session
 from .engine.states import (
     CONNECTION_TRANSITIONS,
     LINK_TRANSITIONS,
     SESSION_TRANSITIONS,
+    TRANSACTION_TRANSITIONS,
     ConnectionInput,
     ConnectionState,
     LinkInput,
     LinkState,
     SessionInput,
     SessionState,
+    TransactionInput,
+    TransactionState,
 )
 from .engine.transactions import (
-    TRANSACTION_TRANSITIONS,
     Controller,
     CoordinatorLink,
     DeclareRequest,
@@ -106,10 +113,8 @@ from .engine.transactions import (
     TransactionDeclared,
     TransactionDeclareFailed,
     TransactionDischarged,
-    TransactionInput,
     TransactionRecord,
     TransactionRolledBack,
-    TransactionState,
     TransactionWorkRefused,
 )
 from .errors import (

@@ -17,7 +17,9 @@ from .definitions.message import Message
 from .definitions.performatives import Attach, Begin, Error, Open, SaslCode
 
 if TYPE_CHECKING:
-    from .engine.connection import Delivery, Link, Session
+    from .engine.delivery import Delivery
+    from .engine.link import Link
+    from .engine.session import Session
 
 __all__ = [
     "Authenticated",

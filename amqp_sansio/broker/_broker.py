@@ -38,7 +38,12 @@ from ..definitions.messaging import (
 )
 from ..definitions.performatives import Error
 from ..definitions.transactions import TransactionalState
-from ..engine.connection import Connection, Delivery, Link, Receiver, Sender, Session
+from ..engine.connection import Connection
+from ..engine.delivery import Delivery
+from ..engine.link import Link
+from ..engine.receiver import Receiver
+from ..engine.sender import Sender
+from ..engine.session import Session
 from ..engine.states import ConnectionState, LinkState
 from ..engine.transactions import (
     CoordinatorLink,

@@ -34,7 +34,7 @@ from ..definitions.messaging import Source, TerminusDurability, TerminusExpiryPo
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
-    from ..engine.connection import Session
+    from ..engine.session import Session
     from ._broker import BrokerConnection
     from ._nodes import Queue, Topic
 
