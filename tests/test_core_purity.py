@@ -124,3 +124,9 @@ def test_core_modules_import_first() -> None:
                 seen_definition = True
             elif isinstance(node, ast.Import | ast.ImportFrom) or _is_type_checking(node):
                 assert not seen_definition, f"{path}:{node.lineno} imports after a definition"
+
+
+def test_core_modules_stay_small() -> None:
+    """No core module has more than 1,000 lines: a larger one is split by concern."""
+    sizes = {str(p.relative_to(CORE)): p.read_text().count("\n") for p in CORE.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 1000} == {}

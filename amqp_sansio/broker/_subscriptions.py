@@ -35,7 +35,7 @@ from ._store import StoredMessage
 
 if TYPE_CHECKING:
     from ..engine.session import Session
-    from ._broker import BrokerConnection
+    from ._connection import BrokerConnection
     from ._nodes import Queue, Topic
 
 __all__ = ["Subscription", "keeps"]
