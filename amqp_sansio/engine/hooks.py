@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 class TransactionHooks(Protocol):
     """What links and sessions ask of transactions (core spec part 4). The connection hands
-    its implementation (``transactions.HOOKS``) down to its sessions, so that this module and
-    ``session`` never import ``transactions``, which builds on them (its :class:`Controller`
-    is a :class:`Sender`, its coordinator link a :class:`Receiver`)."""
+    its implementation (``transactions.HOOKS``) down to its sessions, so that ``session``,
+    ``link``, ``sender`` and ``receiver`` never import ``transactions``, which builds on them
+    (its :class:`Controller` is a :class:`Sender`, its coordinator link a :class:`Receiver`)."""
 
     @property
     def coordinator_link(self) -> type[Receiver]:

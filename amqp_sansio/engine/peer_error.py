@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..codec.types import Symbol
-from ..definitions.performatives import (
-    Error,
-)
+from ..definitions.performatives import Error
 
 
 class _PeerError(Exception):

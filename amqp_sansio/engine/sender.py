@@ -16,9 +16,7 @@ from ..definitions.performatives import (
     Transfer,
 )
 from ..errors import LocalProtocolError
-from ..events import (
-    CreditChanged,
-)
+from ..events import CreditChanged
 from .delivery import Delivery, _payload
 from .frames import _frame
 from .link import Link

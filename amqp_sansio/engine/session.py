@@ -27,17 +27,13 @@ from ..definitions.performatives import (
     Transfer,
 )
 from ..definitions.transactions import Coordinator, TransactionalState
-from ..errors import (
-    LocalProtocolError,
-)
+from ..errors import LocalProtocolError
 from ..events import (
     DeliveryReceived,
     DeliveryUpdated,
     SessionEnded,
 )
-from ..framing import (
-    FramePayload,
-)
+from ..framing import FramePayload
 from .delivery import Delivery, Payload, QueuedTransfer, _cut
 from .frames import _encode_performative, _frame, _frame_head
 from .hooks import TransactionHooks
