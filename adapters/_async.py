@@ -3,7 +3,7 @@
 :class:`Receiver`, :class:`Transaction`.
 
 These classes only wait: every protocol decision is the core's
-(:mod:`amqp_sansio.adapters._client`), and all I/O is the driver's. A driver is the loop's
+(:mod:`amqp_sansio.client`), and all I/O is the driver's. A driver is the loop's
 own piece (see :class:`Driver`): it feeds the core, writes what it has to send, and wakes
 the waiters. So the two async adapters differ only in how a connection's background I/O is
 run (an asyncio task; a trio nursery) and how they wait, not in what a call does.
@@ -15,10 +15,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from amqp_sansio import Error
-
-from . import _client
-from ._client import Delivery
+from amqp_sansio import Error, client
+from amqp_sansio.client import Delivery
 
 __all__ = ["CLOSE_GRACE", "Connection", "Driver", "Receiver", "Sender", "Transaction", "close_all"]
 
@@ -30,7 +28,7 @@ CLOSE_GRACE = 5.0
 class Driver(Protocol):
     """What an async adapter's driver gives the shared classes."""
 
-    core: _client.Core
+    core: client.Core
 
     async def wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
         """Wait until ``ready()`` (which raises what ends the wait); :class:`TimeoutError`
@@ -111,7 +109,7 @@ class Connection:
         self,
         address: str | None = None,
         *,
-        credit: int = _client.DEFAULT_CREDIT,
+        credit: int = client.DEFAULT_CREDIT,
         auto_accept: bool = False,
         dynamic: bool = False,
         name: str | None = None,
@@ -162,7 +160,7 @@ class Connection:
             await self.close()  # noqa: ASYNC102 (shielded by the driver)
 
 
-class Sender(_client.SenderBase):
+class Sender(client.SenderBase):
     """A sending link (:meth:`Connection.sender`)."""
 
     connection: Connection
@@ -181,7 +179,7 @@ class Sender(_client.SenderBase):
         a :class:`Tracker` once the message is out, without waiting for its outcome: sends
         then follow each other under the receiver's credit instead of taking a round trip
         each (``await tracker.outcome()`` later)."""
-        data = _client.encode(message)
+        data = client.encode(message)
         conn = self.connection
         await conn._wait(self.core.send_ready, timeout)
         op = self.core.send(data, settled=self.settled, transaction=transaction)
@@ -196,7 +194,7 @@ class Sender(_client.SenderBase):
         await self.connection._wait(self.core.close_ready, timeout)
 
 
-class Tracker(_client.TrackerBase):
+class Tracker(client.TrackerBase):
     """A message sent by ``await sender.send(message, wait=False)``: :meth:`done` says
     whether its outcome has come, ``await tracker.outcome()`` waits for it."""
 
@@ -212,7 +210,7 @@ class Tracker(_client.TrackerBase):
         return op.result()
 
 
-class Receiver(_client.ReceiverBase):
+class Receiver(client.ReceiverBase):
     """A receiving link (:meth:`Connection.receiver`): ``async for`` its deliveries (the
     loop ends when the link is closed), or ``await`` :meth:`receive`."""
 
@@ -245,7 +243,7 @@ class Receiver(_client.ReceiverBase):
         await self.connection._wait(self.core.close_ready, timeout)
 
 
-class Transaction(_client.TransactionBase):
+class Transaction(client.TransactionBase):
     """A local transaction (core spec part 4), from :meth:`Connection.transaction`: pass it
     as ``transaction=`` to :meth:`Sender.send` or a delivery's ``accept``."""
 
@@ -280,6 +278,6 @@ class Transaction(_client.TransactionBase):
             with self.connection._driver.shielded(CLOSE_GRACE):
                 try:
                     await self.discharge(commit=exc_type is None)  # noqa: ASYNC102 (shielded)
-                except _client.ClientError:
+                except client.ClientError:
                     if exc_type is None:
                         raise

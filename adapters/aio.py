@@ -2,7 +2,7 @@
 
 The same nouns as the blocking :mod:`amqp_sansio.adapters.sockets` API, with ``await``;
 see :doc:`adapters`. All protocol decisions are the shared core's
-(:mod:`amqp_sansio.adapters._client`); this module reads, writes, sleeps until the engine's
+(:mod:`amqp_sansio.client`); this module reads, writes, sleeps until the engine's
 deadline on the loop's clock, and wakes the tasks that wait.
 
 Each connection runs one task of its own (started by :func:`connect` on the running loop)
@@ -25,11 +25,8 @@ from collections.abc import Callable, Collection, Generator
 from types import TracebackType
 from typing import Any
 
-from amqp_sansio import ServerAuthenticator
-
-from . import _async, _client
-from ._async import Receiver, Sender, Tracker, Transaction
-from ._client import (
+from amqp_sansio import ServerAuthenticator, client
+from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
@@ -40,10 +37,13 @@ from ._client import (
     LinkRefusedError,
     OutgoingLink,
     PeerWithoutSASLError,
+    Reconnect,
     ServerLink,
     TransactionError,
 )
-from ._reconnect import Reconnect
+
+from . import _async
+from ._async import Receiver, Sender, Tracker, Transaction
 
 __all__ = [
     "AuthenticationError",
@@ -75,10 +75,10 @@ CONNECT_TIMEOUT = 10.0
 
 
 class _Driver:
-    """The I/O of one :class:`~amqp_sansio.adapters._client.Core` over a stream pair."""
+    """The I/O of one :class:`~amqp_sansio.client.Core` over a stream pair."""
 
     def __init__(
-        self, core: _client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, core: client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         self.core = core
         self.reader = reader
@@ -210,7 +210,7 @@ class Connection(_async.Connection):
 
 
 async def _attempt(
-    core: _client.Core, timeout: float | None
+    core: client.Core, timeout: float | None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
     """While the core is lost: sleep until its next attempt, connect (the core schedules
     the next after a failure), restart the core; the new streams, or None if it gave up."""
@@ -285,13 +285,13 @@ def connect(
         try:
             return await opening(first)
         except PeerWithoutSASLError:
-            again = _client.without_sasl(url, first)
+            again = client.without_sasl(url, first)
             if again is None:
                 raise
             return await opening(again)
 
     async def opening(options: dict[str, Any]) -> Connection:
-        core = _client.client_core(url, reconnect=reconnect, **options)
+        core = client.client_core(url, reconnect=reconnect, **options)
         parsed = core.url
         assert parsed is not None
         if core.lost:
@@ -344,7 +344,7 @@ class Server:
         return port
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        core = _client.server_core(
+        core = client.server_core(
             self._options,
             on_link=self.on_link,
             on_connection=self.on_connection,

@@ -45,10 +45,8 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import amqp_sansio
-from amqp_sansio import ConnectionEnded, Error, Event, ServerAuthenticator
-
-from . import _client
-from ._client import (
+from amqp_sansio import ConnectionEnded, Error, Event, ServerAuthenticator, client
+from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
@@ -59,10 +57,10 @@ from ._client import (
     LinkRefusedError,
     OutgoingLink,
     PeerWithoutSASLError,
+    Reconnect,
     ServerLink,
     TransactionError,
 )
-from ._reconnect import Reconnect
 
 __all__ = [
     "AuthenticationError",
@@ -340,7 +338,7 @@ class SocketDriver:
 
     def _close_layer(self) -> None:
         """The connection inside has ended: a layer around it (TLS) closes its side too."""
-        if isinstance(self.connection, amqp_sansio.Connection | _client.Core):
+        if isinstance(self.connection, amqp_sansio.Connection | client.Core):
             return  # (the core closes its own layer)
         close = getattr(self.connection, "close", None)
         if close is not None:
@@ -377,7 +375,7 @@ class SocketDriver:
 # -- the high-level, blocking API ------------------------------------------------------------
 #
 # The same nouns as amqp_sansio.adapters.aio and amqp_sansio.adapters.trio_adapter, over the
-# shared core in _client.py; see docs/adapters.rst. The I/O happens inside the calls: the
+# shared core in amqp_sansio.client; see docs/adapters.rst. The I/O happens inside the calls: the
 # connection is serviced (heartbeats, dispositions) only while one of its calls runs, and it
 # is not safe to use one connection from several threads at once.
 
@@ -391,7 +389,7 @@ class Connection:
 
     def __init__(
         self,
-        core: _client.Core,
+        core: client.Core,
         driver: SocketDriver,
         *,
         address: str | None = None,
@@ -429,7 +427,7 @@ class Connection:
                 continue
             if self.driver.closed:
                 self.core.check()
-                raise _client.ConnectionClosedError("the connection is closed")
+                raise client.ConnectionClosedError("the connection is closed")
             self._stepping = True
             try:
                 self.driver.step(remaining)
@@ -474,7 +472,7 @@ class Connection:
         self,
         address: str | None = None,
         *,
-        credit: int = _client.DEFAULT_CREDIT,
+        credit: int = client.DEFAULT_CREDIT,
         auto_accept: bool = False,
         dynamic: bool = False,
         name: str | None = None,
@@ -523,7 +521,7 @@ class Connection:
         self.close()
 
 
-class Sender(_client.SenderBase):
+class Sender(client.SenderBase):
     """A sending link (:meth:`Connection.sender`)."""
 
     connection: Connection
@@ -543,7 +541,7 @@ class Sender(_client.SenderBase):
         With ``wait=False``, return a :class:`Tracker` once the message is out, without
         waiting for its outcome (sends then follow each other under the receiver's credit;
         ``tracker.outcome()`` later)."""
-        data = _client.encode(message)
+        data = client.encode(message)
         self.connection._wait(self.core.send_ready, timeout)
         op = self.core.send(data, settled=self.settled, transaction=transaction)
         if not wait:
@@ -556,7 +554,7 @@ class Sender(_client.SenderBase):
         self.connection._wait(self.core.close_ready, timeout)
 
 
-class Tracker(_client.TrackerBase):
+class Tracker(client.TrackerBase):
     """A message sent by ``sender.send(message, wait=False)``: :meth:`done` says whether
     its outcome has come, :meth:`outcome` waits for it."""
 
@@ -573,18 +571,18 @@ class Tracker(_client.TrackerBase):
         return op.result()
 
 
-class Receiver(_client.ReceiverBase):
+class Receiver(client.ReceiverBase):
     """A receiving link (:meth:`Connection.receiver`): iterate it for deliveries (the loop
     ends when the link is closed), or call :meth:`receive`."""
 
     connection: Connection
 
-    def receive(self, *, timeout: float | None = None) -> _client.Delivery | None:
+    def receive(self, *, timeout: float | None = None) -> client.Delivery | None:
         """The next delivery; None once the link is closed."""
         self.connection._wait(self.core.take_ready, timeout)
         return self.core.take()
 
-    def __iter__(self) -> Iterator[_client.Delivery]:
+    def __iter__(self) -> Iterator[client.Delivery]:
         while (delivery := self.receive()) is not None:
             yield delivery
 
@@ -599,7 +597,7 @@ class Receiver(_client.ReceiverBase):
         self.connection._wait(self.core.close_ready, timeout)
 
 
-class Transaction(_client.TransactionBase):
+class Transaction(client.TransactionBase):
     """A local transaction (core spec part 4), from :meth:`Connection.transaction`: pass it
     as ``transaction=`` to :meth:`Sender.send` or a delivery's ``accept``."""
 
@@ -666,7 +664,7 @@ def connect(
     try:
         return _connect(url, timeout, reconnect, on_reconnect, options)
     except PeerWithoutSASLError:
-        again = _client.without_sasl(url, options)
+        again = client.without_sasl(url, options)
         if again is None:
             raise
         return _connect(url, timeout, reconnect, on_reconnect, again)
@@ -679,7 +677,7 @@ def _connect(
     on_reconnect: Callable[[Connection], None] | None,
     options: dict[str, Any],
 ) -> Connection:
-    core = _client.client_core(url, reconnect=reconnect, **options)
+    core = client.client_core(url, reconnect=reconnect, **options)
     parsed = core.url
     assert parsed is not None
     if core.lost:
@@ -703,7 +701,7 @@ def _connect(
     return conn
 
 
-def _attempt(core: _client.Core, end: float | None, timeout: float | None) -> SocketDriver | None:
+def _attempt(core: client.Core, end: float | None, timeout: float | None) -> SocketDriver | None:
     """While the core is lost: sleep until its next attempt, connect (the core schedules
     the next after a failure), and return the new transport's driver. None if the core gave
     up, or ``end`` (on :func:`time.monotonic`) came first."""
@@ -732,9 +730,9 @@ class Server:
     def __init__(
         self,
         sock: socket.socket,
-        on_link: Callable[[_client.ServerLink], None],
+        on_link: Callable[[client.ServerLink], None],
         options: dict[str, Any],
-        on_connection: Callable[[_client.IncomingConnection], None] | None = None,
+        on_connection: Callable[[client.IncomingConnection], None] | None = None,
     ) -> None:
         self.socket = sock
         self.on_link = on_link
@@ -811,7 +809,7 @@ class Server:
         except (BlockingIOError, InterruptedError):
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        core = _client.server_core(
+        core = client.server_core(
             self._options, on_link=self.on_link, on_connection=self.on_connection, peer=peer
         )
         driver = SocketDriver(core, sock)
@@ -827,7 +825,7 @@ class Server:
     def _shut(self) -> None:
         for driver in self._drivers.values():
             core = driver.connection
-            assert isinstance(core, _client.Core)
+            assert isinstance(core, client.Core)
             if not core.gone:
                 core.close()
             driver.close()
@@ -850,9 +848,9 @@ class Server:
 def listen(
     host: str,
     port: int,
-    on_link: Callable[[_client.ServerLink], None],
+    on_link: Callable[[client.ServerLink], None],
     *,
-    on_connection: Callable[[_client.IncomingConnection], None] | None = None,
+    on_connection: Callable[[client.IncomingConnection], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
     sasl: ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,

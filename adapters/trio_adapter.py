@@ -3,7 +3,7 @@
 The same nouns as :mod:`amqp_sansio.adapters.aio` (the very same :class:`Connection`,
 :class:`Sender`, :class:`Receiver` and :class:`Transaction` calls), on trio's streams; see
 :doc:`adapters`. All protocol decisions are the shared core's
-(:mod:`amqp_sansio.adapters._client`); TLS (amqps) is the core's
+(:mod:`amqp_sansio.client`); TLS (amqps) is the core's
 :class:`~amqp_sansio.TLSLayer` over a plain :func:`trio.open_tcp_stream`, as in the other
 adapters.
 
@@ -42,11 +42,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 
-from amqp_sansio import ServerAuthenticator
-
-from . import _async, _client
-from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction
-from ._client import (
+from amqp_sansio import ServerAuthenticator, client
+from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
@@ -57,10 +54,13 @@ from ._client import (
     LinkRefusedError,
     OutgoingLink,
     PeerWithoutSASLError,
+    Reconnect,
     ServerLink,
     TransactionError,
 )
-from ._reconnect import Reconnect
+
+from . import _async
+from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction
 
 __all__ = [
     "AuthenticationError",
@@ -98,9 +98,9 @@ _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError
 
 
 class _Driver:
-    """The I/O of one :class:`~amqp_sansio.adapters._client.Core` over a trio stream."""
+    """The I/O of one :class:`~amqp_sansio.client.Core` over a trio stream."""
 
-    def __init__(self, core: _client.Core, stream: trio.abc.Stream) -> None:
+    def __init__(self, core: client.Core, stream: trio.abc.Stream) -> None:
         self.core = core
         self.stream = stream
         self._changed = trio.Event()
@@ -268,7 +268,7 @@ class _Driver:
         raise TimeoutError(f"not done within {timeout} s")
 
 
-async def _attempt(core: _client.Core, timeout: float | None) -> trio.SocketStream | None:
+async def _attempt(core: client.Core, timeout: float | None) -> trio.SocketStream | None:
     """While the core is lost: sleep until its next attempt, connect (the core schedules
     the next after a failure), restart the core; the new stream, or None if it gave up."""
     while core.lost:
@@ -395,13 +395,13 @@ def connect(
         try:
             return await opening(nursery, first)
         except PeerWithoutSASLError:
-            again = _client.without_sasl(url, first)
+            again = client.without_sasl(url, first)
             if again is None:
                 raise
             return await opening(nursery, again)
 
     async def opening(nursery: trio.Nursery, options: dict[str, Any]) -> Connection:
-        core = _client.client_core(url, reconnect=reconnect, **options)
+        core = client.client_core(url, reconnect=reconnect, **options)
         parsed = core.url
         assert parsed is not None
         tcp: trio.SocketStream | None = None
@@ -478,7 +478,7 @@ class Server:
             nursery.start_soon(self._serve, stream)
 
     async def _serve(self, stream: trio.SocketStream) -> None:
-        core = _client.server_core(
+        core = client.server_core(
             self._options,
             on_link=self.on_link,
             on_connection=self.on_connection,

@@ -15,9 +15,8 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict, deque
 
-from amqp_sansio.adapters._client import Delivery, IncomingLink, OutgoingLink, ServerLink
-
 import amqp_sansio as a
+from amqp_sansio.client import Delivery, IncomingLink, OutgoingLink, ServerLink
 
 
 class Broker:

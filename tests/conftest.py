@@ -12,11 +12,11 @@ import pytest
 def spark() -> Iterator[Any]:
     """One local Spark (``local[2]``, UI off, UTC) for every Spark test module, with
     ``format("amqp")`` registered: the session the commands make
-    (:func:`amqp_sansio.adapters.pipeline.spark_session`). Starting Spark takes tens of
+    (:func:`amqp_sansio.adapters.cli.pipeline.spark_session`). Starting Spark takes tens of
     seconds, so it starts once. Skips, saying why, without pyspark or Java."""
     pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
-    from amqp_sansio.adapters import pipeline
     from amqp_sansio.adapters import spark as spark_adapter
+    from amqp_sansio.adapters.cli import pipeline
 
     try:
         spark_adapter.ensure_java()

@@ -30,10 +30,10 @@ import pytest
 import trio
 from adapter_broker import Broker
 from amqp_sansio.adapters import aio, sockets, trio_adapter
-from amqp_sansio.adapters._client import ConnectionClosedError, LinkDetachedError
-from amqp_sansio.adapters.url import InsecureCredentialsError
 
 import amqp_sansio as a
+from amqp_sansio.client import ConnectionClosedError, LinkDetachedError
+from amqp_sansio.client.url import InsecureCredentialsError
 
 #: Messages in each round trip (AMQP_SANSIO_ROUND_TRIP to change it).
 COUNT = int(os.environ.get("AMQP_SANSIO_ROUND_TRIP", "10000"))

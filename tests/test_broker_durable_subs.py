@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from amqp_sansio.adapters.broker_store import FILENAME, SQLiteStore, StoreError
+from amqp_sansio.adapters.broker.store import FILENAME, SQLiteStore, StoreError
 from broker_net import Client, Net, body
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -328,7 +328,7 @@ def test_default_limits_are_set() -> None:
     assert config.max_subscription_depth == 100_000
 
 
-# -- with the durable store (adapters/broker_store.py) ------------------------------------
+# -- with the durable store (adapters/broker/store.py) ------------------------------------
 
 
 def _restart(directory: Path, wall: float = 1_700_000_000.0) -> tuple[Net, SQLiteStore]:

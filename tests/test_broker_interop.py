@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import trio
 from amqp_sansio.adapters import aio, sockets, trio_adapter
-from amqp_sansio.adapters._client import ConnectionClosedError, LinkDetachedError
 from amqp_sansio.adapters.broker import BrokerServer, run_broker, serve_broker
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
+from amqp_sansio.client import ConnectionClosedError, LinkDetachedError
 
 WAIT = 10.0
 
@@ -211,7 +211,8 @@ def test_bench_broker_command(capsys: pytest.CaptureFixture[str], server: Broker
 def test_bench_broker_durable_and_rabbitmq_in_one_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from amqp_sansio.adapters import broker_store, cli
+    from amqp_sansio.adapters import cli
+    from amqp_sansio.adapters.broker import store as broker_store
 
     argv = ["bench", "broker", "--messages", "300", "--store", str(tmp_path), "--json"]
     assert cli.main(argv) == 0

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import trio
 from amqp_sansio.adapters import aio, sockets, trio_adapter
-from amqp_sansio.adapters._client import LinkDetachedError
 from amqp_sansio.adapters.broker import run_broker
 from broker_net import Client, Net, body
 from hypothesis import given, settings
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 
 import amqp_sansio as a
 from amqp_sansio.broker import SELECTOR_FILTER, SELECTOR_FILTER_CODE, BrokerConfig
+from amqp_sansio.client import LinkDetachedError
 
 SYM = a.Symbol
 

@@ -1,4 +1,4 @@
-"""The durable message store (amqp_sansio.adapters.broker_store) under the core broker, on a
+"""The durable message store (amqp_sansio.adapters.broker.store) under the core broker, on a
 simulated clock (tests/broker_net.py): what is written when, what a new broker on the same
 directory gets back, and the errors of a store that cannot be used."""
 
@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from amqp_sansio.adapters.broker_store import FILENAME, SQLiteStore, StoreError
+from amqp_sansio.adapters.broker.store import FILENAME, SQLiteStore, StoreError
 from broker_net import Net
 from test_broker_core import accept_all, msg, publish
 from test_broker_txn import controller, declare, discharge

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters import sockets
-from amqp_sansio.adapters._client import LinkDetachedError
 from amqp_sansio.adapters.broker import run_broker
 from broker_net import Net
 
 import amqp_sansio as a
 from amqp_sansio.broker import ANONYMOUS, BrokerConfig, Users, UsersFileError, scram_entry
+from amqp_sansio.client import LinkDetachedError
 
 WAIT = 10.0
 

@@ -10,7 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from amqp_sansio.adapters import bench, cli
+from amqp_sansio.adapters import cli
+from amqp_sansio.adapters.cli import bench
+from amqp_sansio.adapters.cli.command import _Progress
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -144,7 +146,7 @@ def test_pipes_carry_every_message(settled: bool) -> None:
     # Each pipe checks what arrives and that nothing is left unsettled; it raises otherwise.
     assert bench.ours_pipe(300, settled=settled) > 0
     assert bench.ours_pipe(1, settled=settled, body=bytes(200_000)) > 0  # split into frames
-    if bench._proton_installed():
+    if bench.proton_installed():
         assert bench.proton_pipe(300, settled=settled) > 0
         assert bench.proton_pipe(1, settled=settled, body=bytes(200_000)) > 0
 
@@ -153,7 +155,7 @@ def test_the_large_pipes_carry_one_body_whose_pages_are_written() -> None:
     body = bench.large_body(300_000)
     assert len(body) == 300_000 and body.count(0) == 0  # written, not zero pages
     assert bench.ours_large(body) > 0
-    if bench._proton_installed():
+    if bench.proton_installed():
         assert bench.proton_large(body) > 0
 
 
@@ -211,7 +213,7 @@ def test_bench_loopback_json(adapter: str) -> None:
     entry = data[f"loopback-{adapter}"]
     assert set(entry) == _ENTRY and entry["unit"] == "msg/s"
     assert isinstance(entry["ours"], float) and entry["ours"] > 0
-    if bench._proton_installed():
+    if bench.proton_installed():
         assert isinstance(entry["proton"], float) and entry["proton"] > 0
         assert entry["ratio"] == pytest.approx(entry["ours"] / entry["proton"], rel=1e-2)
     # Not a terminal: one plain line per finished run on stderr, no carriage returns.
@@ -254,7 +256,7 @@ def test_loopback_runs_carry_every_message() -> None:
     seen: list[int] = []
     assert bench.ours_loopback(2_500, progress=seen.append) > 0
     assert seen and seen == sorted(seen) and seen[-1] < 2_500
-    if bench._proton_installed():
+    if bench.proton_installed():
         assert bench.proton_loopback(500) > 0
 
 
@@ -265,7 +267,7 @@ class _Terminal(io.StringIO):
 
 def test_progress_bar_on_a_terminal() -> None:
     stream = _Terminal()
-    progress = cli._Progress(1000, stream)
+    progress = _Progress(1000, stream)
     progress("ours, round 1", 500)
     progress("ours, round 1", 1000, 12345.0)
     progress.clear()

@@ -1,5 +1,5 @@
 """``amqp-sansio send`` and ``amqp-sansio receive`` against our small broker
-(:class:`~amqp_sansio.adapters._testserver.TestBroker`, in a thread of the test), over TLS
+(:class:`cli_broker.TestBroker`, ``tests/cli_broker.py``, in a thread of the test), over TLS
 with ``trustme`` certificates, and against RabbitMQ when ``AMQP_SANSIO_RABBITMQ_URL`` names
 one. Exit statuses: 0 done, 1 not every message accepted, 2 usage, 3 connection, TLS,
 authentication or link refused, 4 timed out."""
@@ -15,12 +15,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from amqp_sansio.adapters import _commands, cli
-from amqp_sansio.adapters._connect import ClientOptions, CommandError, engine_for
-from amqp_sansio.adapters._testserver import TestBroker
-from amqp_sansio.adapters.url import parse_url
+from amqp_sansio.adapters import cli
+from amqp_sansio.adapters.cli import send_receive
+from amqp_sansio.adapters.cli.connect import ClientOptions, CommandError, engine_for
+from cli_broker import TestBroker
 
 import amqp_sansio as amqp
+from amqp_sansio.client.url import parse_url
 
 USERS = {"alice": "s3cret"}
 
@@ -311,7 +312,7 @@ def test_amqps_checks_the_host_name(
     ],
 )
 def test_format_body(body: object, line: str) -> None:
-    assert _commands.format_body(amqp.Message(body=body)) == line
+    assert send_receive.format_body(amqp.Message(body=body)) == line
 
 
 # -- RabbitMQ -------------------------------------------------------------------------------------

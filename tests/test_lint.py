@@ -49,6 +49,20 @@ def test_flake8_async_on_the_adapters() -> None:
     exe = shutil.which("flake8-async")
     if exe is None:
         pytest.skip("flake8-async is not installed (it is in the 'test' extra)")
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py"))
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").rglob("*.py"))
     result = _run(exe, "--enable=ASYNC1,ASYNC2,ASYNC3", "--disable=ASYNC109", *files)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pre_commit_runs_what_ci_runs() -> None:
+    """``.pre-commit-config.yaml`` runs the commands of the checks above, so that a commit
+    meets what CI checks (the hooks are local: the tools of the ``test`` extra)."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML reads the pre-commit configuration")
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    entries = {hook["entry"] for repo in config["repos"] for hook in repo["hooks"]}
+    assert entries == {
+        "python3 -m ruff check",
+        "python3 -m ruff format --check",
+        "python3 -m mypy --strict amqp_sansio adapters",
+        "flake8-async --enable=ASYNC1,ASYNC2,ASYNC3 --disable=ASYNC109",
+    }

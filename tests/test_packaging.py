@@ -8,6 +8,8 @@ import subprocess
 import sys
 import zipfile
 
+import amqp_sansio
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHECK = "import amqp_sansio.adapters.cli, amqp_sansio, sys; print(amqp_sansio.adapters.__file__)"
 
@@ -40,13 +42,20 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     (wheel,) = (tmp_path / "dist").glob("amqp_sansio-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "amqp_sansio/adapters/__init__.py" in names
-    assert "amqp_sansio/adapters/cli.py" in names
+    assert "amqp_sansio/adapters/cli/__main__.py" in names
     assert "amqp_sansio/py.typed" in names
-    # Every subpackage of the core ships (pyproject lists them one by one).
-    core = pathlib.Path(__file__).resolve().parents[1] / "amqp_sansio"
-    for init in core.rglob("__init__.py"):
-        assert f"amqp_sansio/{init.relative_to(core).as_posix()}" in names
+    # Every package of the source tree (the core's and the adapters', as installed) is in it.
+    for init in sorted(ROOT.glob("amqp_sansio/**/__init__.py")):
+        assert str(init.relative_to(ROOT)) in names
+    for init in sorted(ROOT.glob("adapters/**/__init__.py")):
+        assert "amqp_sansio/" + str(init.relative_to(ROOT)) in names
     assert not any(n.startswith(("adapters/", "tests/")) for n in names)
+    # One version source (amqp_sansio.__version__), and the LICENSE file the metadata names.
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    headers = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert f"\nVersion: {amqp_sansio.__version__}\n" in headers
+    assert "License: Apache-2.0" in headers or "License-Expression: Apache-2.0" in headers
+    assert any(n.endswith("LICENSE") and ".dist-info/" in n for n in names), names
     # Installed from the wheel alone (no source tree on the path), from an unrelated cwd.
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:

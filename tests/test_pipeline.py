@@ -21,7 +21,8 @@ RABBITMQ = os.environ.get("AMQP_SANSIO_RABBITMQ_URL")
 
 pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 spark_adapter = pytest.importorskip("amqp_sansio.adapters.spark")
-from amqp_sansio.adapters import cli, pipeline  # noqa: E402
+from amqp_sansio.adapters import cli  # noqa: E402
+from amqp_sansio.adapters.cli import pipeline  # noqa: E402
 
 # -- without Spark -----------------------------------------------------------------------------
 

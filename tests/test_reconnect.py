@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 from adapter_broker import Broker
-from amqp_sansio.adapters._client import ConnectionClosedError, LinkDetachedError
-from amqp_sansio.adapters._reconnect import Backoff, Reconnect
-from amqp_sansio.adapters.url import parse_url
 from test_adapters import ADAPTERS, WAIT, Adapter, aw, connected
 
 import amqp_sansio as a
+from amqp_sansio.client import Backoff, ConnectionClosedError, LinkDetachedError, Reconnect
+from amqp_sansio.client.url import parse_url
 
 #: The messages of the stream (the issue's 10,000).
 STREAM = int(os.environ.get("AMQP_SANSIO_RECONNECT_STREAM", "10000"))

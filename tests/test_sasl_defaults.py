@@ -29,15 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from amqp_sansio.adapters import _client, aio, sockets, trio_adapter
+from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters.sockets import SocketDriver
-from amqp_sansio.adapters.url import parse_url
 from engine_pair import Pair, of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig, Users
+from amqp_sansio.client import client_engine, server_engine, without_sasl
+from amqp_sansio.client.url import parse_url
 
 WAIT = 10.0
 PASSWORD = "s3cret-pw"
@@ -249,25 +250,25 @@ def test_the_broker_core_says_why_authentication_failed() -> None:
 
 
 def test_client_engine_defaults_to_sasl_and_server_engine_to_anonymous() -> None:
-    _, engine, _ = _client.client_engine("amqp://127.0.0.1")
+    _, engine, _ = client_engine("amqp://127.0.0.1")
     engine.open(now=0.0)
     assert engine.data_to_send() == a.SASL_HEADER
-    _, bare, _ = _client.client_engine("amqp://127.0.0.1", sasl=False)
+    _, bare, _ = client_engine("amqp://127.0.0.1", sasl=False)
     bare.open(now=0.0)
     assert bare.data_to_send().startswith(a.AMQP_HEADER)
-    server, _ = _client.server_engine()
+    server, _ = server_engine()
     assert server.receive_data(a.AMQP_HEADER, 0.0)[0] == a.Authenticated(
         mechanism=None, identity="anonymous"
     )
-    none, _ = _client.server_engine(sasl=False)
+    none, _ = server_engine(sasl=False)
     assert of(none.receive_data(a.SASL_HEADER, 0.0), a.UnsupportedProtocol)
 
 
 def test_the_fallback_is_only_for_our_own_choice() -> None:
-    assert _client.without_sasl("amqp://h", {"sasl": None}) == {"sasl": False}
-    assert _client.without_sasl("amqp://h", {"sasl": True}) is None
-    assert _client.without_sasl("amqp://u:p@h", {"sasl": None}) is None
-    assert _client.without_sasl("amqp://h", {"sasl": None, "sasl_mechanisms": ["PLAIN"]}) is None
+    assert without_sasl("amqp://h", {"sasl": None}) == {"sasl": False}
+    assert without_sasl("amqp://h", {"sasl": True}) is None
+    assert without_sasl("amqp://u:p@h", {"sasl": None}) is None
+    assert without_sasl("amqp://h", {"sasl": None, "sasl_mechanisms": ["PLAIN"]}) is None
 
 
 # -- amqp-sansio broker, started as a user starts it ------------------------------------------

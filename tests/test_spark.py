@@ -344,7 +344,7 @@ def test_a_staged_batch_reads_back_as_its_rows() -> None:
     import datetime
 
     import pyarrow as pa
-    from amqp_sansio.adapters._spark_rows import COLUMNS, message_to_row
+    from amqp_sansio.adapters.spark.rows import COLUMNS, message_to_row
 
     messages = [
         a.Message(body=b"plain"),

@@ -1,6 +1,6 @@
-"""The Spark adapter's rows and options (``adapters/_spark_rows.py``), without Spark: each
-body type, the header and properties, maps, message-ids, and options that fail naming the
-option."""
+"""The Spark adapter's rows and options (``adapters/spark/rows.py`` and ``options.py``),
+without Spark: each body type, the header and properties, maps, message-ids, and options
+that fail naming the option."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import uuid
 from typing import Any
 
 import pytest
-from amqp_sansio.adapters import _spark_rows as rows
-from amqp_sansio.adapters._spark_rows import OptionError, ReadOptions, WriteOptions
+from amqp_sansio.adapters.spark import rows
+from amqp_sansio.adapters.spark.options import OptionError, ReadOptions, WriteOptions
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""``format("amqp")`` in mode ``stream`` (adapters/_spark_stream.py): offset ranges of the
+"""``format("amqp")`` in mode ``stream`` (adapters/spark/stream_reader.py): offset ranges of the
 reference broker's stream nodes read on executors, exactly-once counts across a crash and a
 restart from the checkpoint, startingOffsets/endingOffsets, failOnDataLoss, bad options.
 Local Spark (``local[2]``, UI off)."""
@@ -12,16 +12,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from amqp_sansio.adapters._spark_rows import OptionError, ReadOptions
+from amqp_sansio.adapters.spark.options import OptionError, ReadOptions
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
-from amqp_sansio.adapters import _spark_stream as st  # noqa: E402
 from amqp_sansio.adapters import sockets  # noqa: E402
 from amqp_sansio.adapters import spark as spark_adapter  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
+from amqp_sansio.adapters.spark import stream_reader as st  # noqa: E402
 
 URL = "amqp://h:5672"
 

@@ -1,14 +1,14 @@
-"""Frame tracing (adapters/_trace.py): AMQP_SANSIO_TRACE=1 or the amqp_sansio.frames logger at
-DEBUG logs each frame both ways, decoded, credentials left out."""
+"""Frame tracing (amqp_sansio/client/trace.py): AMQP_SANSIO_TRACE=1 or the amqp_sansio.frames
+logger at DEBUG logs each frame both ways, decoded, credentials left out."""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
-from amqp_sansio.adapters import _client, _trace
 
 import amqp_sansio as a
+from amqp_sansio.client import client_engine, server_engine, trace
 
 SECRET = "a-password-that-must-never-be-logged"
 
@@ -41,7 +41,7 @@ def test_every_frame_is_logged_both_ways_without_credentials(
         sasl=a.ClientCredentials(username="alice", password=SECRET),
         allow_plain_without_tls=True,
     )
-    traced = _trace.FrameTrace(engine, "traced")
+    traced = trace.FrameTrace(engine, "traced")
     server = a.Connection(
         client=False, sasl=a.ServerAuthenticator(Users(), allow_cleartext_secrets=True)
     )
@@ -68,7 +68,7 @@ def test_every_frame_is_logged_both_ways_without_credentials(
 
 def test_payload_sizes_heartbeats_and_a_broken_stream(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
-    side = _trace._Direction("x", "<-")
+    side = trace._Direction("x", "<-")
     transfer = a.encode_frame(
         a.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"), payload=b"12345"
     )
@@ -86,26 +86,26 @@ def test_payload_sizes_heartbeats_and_a_broken_stream(caplog: pytest.LogCaptureF
 
 def test_off_by_default_and_on_with_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     engine = a.Connection()
-    monkeypatch.delenv(_trace.ENV, raising=False)
-    monkeypatch.setattr(_trace.LOGGER, "level", logging.NOTSET)
-    monkeypatch.setattr(_trace.LOGGER, "handlers", [])
-    assert _trace.wrap(engine, "n") is engine  # no cost when off
-    monkeypatch.setenv(_trace.ENV, "0")
-    assert _trace.wrap(engine, "n") is engine
-    monkeypatch.setenv(_trace.ENV, "1")
+    monkeypatch.delenv(trace.ENV, raising=False)
+    monkeypatch.setattr(trace.LOGGER, "level", logging.NOTSET)
+    monkeypatch.setattr(trace.LOGGER, "handlers", [])
+    assert trace.wrap(engine, "n") is engine  # no cost when off
+    monkeypatch.setenv(trace.ENV, "0")
+    assert trace.wrap(engine, "n") is engine
+    monkeypatch.setenv(trace.ENV, "1")
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
-    traced = _trace.wrap(engine, "n")
-    assert isinstance(traced, _trace.FrameTrace)
-    assert [type(h) for h in _trace.LOGGER.handlers] == [logging.StreamHandler]
+    traced = trace.wrap(engine, "n")
+    assert isinstance(traced, trace.FrameTrace)
+    assert [type(h) for h in trace.LOGGER.handlers] == [logging.StreamHandler]
 
 
 def test_the_adapters_trace_inside_tls(monkeypatch: pytest.MonkeyPatch) -> None:
     """The trace sits between the engine and the TLS layer: it shows plaintext."""
-    monkeypatch.setenv(_trace.ENV, "1")
-    _, engine, stream = _client.client_engine("amqps://localhost/q", verify=False)
-    assert isinstance(stream, a.TLSLayer) and isinstance(stream.inner, _trace.FrameTrace)
+    monkeypatch.setenv(trace.ENV, "1")
+    _, engine, stream = client_engine("amqps://localhost/q", verify=False)
+    assert isinstance(stream, a.TLSLayer) and isinstance(stream.inner, trace.FrameTrace)
     assert stream.inner.inner is engine
-    _, engine, stream = _client.client_engine("amqp://localhost/q")
-    assert isinstance(stream, _trace.FrameTrace)
-    server, stream = _client.server_engine()
-    assert isinstance(stream, _trace.FrameTrace) and stream.inner is server
+    _, engine, stream = client_engine("amqp://localhost/q")
+    assert isinstance(stream, trace.FrameTrace)
+    server, stream = server_engine()
+    assert isinstance(stream, trace.FrameTrace) and stream.inner is server

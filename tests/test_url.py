@@ -1,9 +1,10 @@
-"""AMQP URLs for the adapters and the command line (adapters/url.py)."""
+"""AMQP URLs for the adapters and the command line (amqp_sansio/client/url.py)."""
 
 from __future__ import annotations
 
 import pytest
-from amqp_sansio.adapters.url import AMQPURL, InsecureCredentialsError, URLError, parse_url
+
+from amqp_sansio.client.url import AMQPURL, InsecureCredentialsError, URLError, parse_url
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,9 @@ from collections.abc import Collection
 from types import TracebackType
 from typing import Any
 
-import amqp_sansio as amqp
+from amqp_sansio.adapters.sockets import ByteStream, SocketDriver
 
-from .sockets import ByteStream, SocketDriver
+import amqp_sansio as amqp
 
 __all__ = ["TestBroker"]
 

@@ -5,7 +5,7 @@ readable line (:class:`CommandError`, with the exit status the command-line tool
 
 Used by ``amqp-sansio send`` and ``amqp-sansio receive``. Which engine, TLS layer and SASL
 options a URL gets is decided in one place for them and the high-level adapters,
-:func:`~amqp_sansio.adapters._client.client_engine` (:func:`engine_for` adds the command
+:func:`~amqp_sansio.client.client_engine` (:func:`engine_for` adds the command
 line's usage checks and messages):
 
 * SASL, the project's one default (``docs/defaults.rst``): the URL's user and password
@@ -13,7 +13,7 @@ line's usage checks and messages):
   SASL if the server has no SASL layer (logged); ``sasl_mechanism`` forces one mechanism
   (no second attempt), ``"none"`` skips SASL altogether.
 * Credentials unencrypted: PLAIN over plain TCP only to a loopback host, or with
-  ``allow_insecure_auth`` (:meth:`~amqp_sansio.adapters.url.AMQPURL.check_credentials`
+  ``allow_insecure_auth`` (:meth:`~amqp_sansio.client.url.AMQPURL.check_credentials`
   refuses otherwise, before anything is sent).
 * ``amqps://``: TLS from the first byte (core spec 5.2.1), the certificate verified against
   the system's CAs or ``cafile``, and the host name checked; ``insecure_skip_verify`` turns
@@ -31,10 +31,10 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
+from amqp_sansio import client
+from amqp_sansio.client.url import AMQPURL, URLError
 
-from . import _client
-from .sockets import ByteStream, SocketDriver
-from .url import AMQPURL, URLError
+from ..sockets import ByteStream, SocketDriver
 
 __all__ = [
     "EXIT_CONNECTION",
@@ -122,7 +122,7 @@ def engine_for(
 ) -> tuple[amqp.Connection, ByteStream]:
     """The client :class:`~amqp_sansio.Connection` for ``url``, and the stream the driver
     should see (a :class:`~amqp_sansio.TLSLayer` around it for ``amqps://``), with no I/O:
-    the high-level API's :func:`~amqp_sansio.adapters._client.client_engine` decides, with
+    the high-level API's :func:`~amqp_sansio.client.client_engine` decides, with
     its SASL default unless ``--sasl-mechanism`` says (``sasl=False``: without SASL, the
     second attempt). :class:`CommandError` with :data:`EXIT_USAGE` if a check refuses."""
     _check(url, options)
@@ -130,7 +130,7 @@ def engine_for(
     if sasl is False:
         chosen["sasl"] = False
     try:
-        _, connection, stream = _client.client_engine(
+        _, connection, stream = client.client_engine(
             url,
             container_id=options.container_id or f"amqp-sansio-{role}-{uuid.uuid4().hex[:12]}",
             idle_timeout=options.idle_timeout,
@@ -187,7 +187,7 @@ class Client:
         except CommandError:
             if not self._without_sasl:
                 raise
-            again = _client.without_sasl(url, _sasl_options(options))
+            again = client.without_sasl(url, _sasl_options(options))
             if again is None:
                 raise
             self._open(role, sasl=False)
@@ -296,7 +296,7 @@ class Client:
         if kind is amqp.DeliveryReceived or kind is amqp.DeliveryUpdated:
             pass
         elif isinstance(event, amqp.AuthenticationFailed):
-            hint = _client.authentication_hint(event, self.url)
+            hint = client.authentication_hint(event, self.url)
             self._fail(
                 f"authentication failed at {self._where}: {event.description}"
                 + (f" ({hint})" if hint else "")

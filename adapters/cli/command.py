@@ -25,7 +25,7 @@ and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
 ``amqp-sansio pipeline [--messages N] [--url URL] [--progress] [--json]`` runs the Spark
 pipeline (sample orders through a Structured Streaming query and back, with its
 accounting); ``amqp-sansio bench spark [--messages N] [--json]`` measures a streaming
-query's read rate next to the asyncio adapter's (:mod:`amqp_sansio.adapters.pipeline`).
+query's read rate next to the asyncio adapter's (:mod:`amqp_sansio.adapters.cli.pipeline`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from . import _commands, bench
-from ._connect import EXIT_CONNECTION, EXIT_USAGE, ClientOptions, CommandError
-from .url import URLError, parse_url
+from amqp_sansio.client.url import URLError, parse_url
+
+from . import bench, send_receive
+from .connect import EXIT_CONNECTION, EXIT_USAGE, ClientOptions, CommandError
 
 
 def _bench_broker(args: argparse.Namespace) -> int:
@@ -47,7 +48,7 @@ def _bench_broker(args: argparse.Namespace) -> int:
     against a store, and RabbitMQ, on the same workload in the same run."""
     import os
 
-    from . import broker as broker_adapter
+    from .. import broker as broker_adapter
 
     n, size = args.messages, args.size
     figures = broker_adapter.benchmark(n, size=size, url=args.url)
@@ -576,7 +577,7 @@ def _client_command(args: argparse.Namespace) -> int:
         timeout=args.timeout,
     )
     if args.command == "send":
-        return _commands.send(
+        return send_receive.send(
             url,
             options,
             count=args.count,
@@ -585,7 +586,7 @@ def _client_command(args: argparse.Namespace) -> int:
             settled=args.settled,
             durable=args.durable,
         )
-    return _commands.receive(
+    return send_receive.receive(
         url, options, count=args.count, credit=args.credit, print_bodies=args.print_bodies
     )
 
@@ -604,8 +605,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "broker":
         from amqp_sansio.broker import UsersFileError
 
-        from . import broker
-        from .broker_store import StoreError
+        from .. import broker
+        from ..broker.store import StoreError
 
         try:
             broker.main(args.host, args.port, users_file=args.users, store_dir=args.store)
@@ -635,7 +636,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(bench.format_table(title, results))
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -44,8 +44,7 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-
-from .url import parse_url
+from amqp_sansio.client.url import parse_url
 
 __all__ = [
     "MINUTES",
@@ -199,7 +198,7 @@ def spark_session(master: str, *, partitions: int = 2) -> Any:
     partitions: a stateful aggregation keeps a state store per shuffle partition), with
     ``format("amqp")`` registered. Java is found by
     :func:`~amqp_sansio.adapters.spark.ensure_java` first."""
-    from . import spark as amqp_spark
+    from .. import spark as amqp_spark
 
     amqp_spark.ensure_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -234,7 +233,7 @@ def _session(spark: Any, master: str) -> Iterator[Any]:
     """``spark``, else the active session (a notebook's, a test's), else a new one made by
     :func:`spark_session` and stopped at the end."""
     if spark is None:
-        from . import spark as amqp_spark
+        from .. import spark as amqp_spark
 
         amqp_spark.ensure_java()
         from pyspark.sql import SparkSession
@@ -247,7 +246,7 @@ def _session(spark: Any, master: str) -> Iterator[Any]:
             finally:
                 made.stop()
             return
-    from . import spark as amqp_spark
+    from .. import spark as amqp_spark
 
     amqp_spark.register(spark)
     yield spark
@@ -257,7 +256,7 @@ def _watch(writer: Any, total: int, label: str, progress: Progress | None) -> tu
     """Run ``writer``'s query until what is there now is read (``run_available_now``),
     reporting the rows read so far; (the query, rows, batches) from its progress reports,
     each batch counted once."""
-    from . import spark as amqp_spark
+    from .. import spark as amqp_spark
 
     rows: dict[int, int] = {}
 
@@ -291,7 +290,7 @@ async def _publish(
 ) -> int:
     """Send ``messages`` unsettled, ``WINDOW`` outcomes awaited at a time; the count
     accepted (anything else raises)."""
-    from . import aio
+    from .. import aio
 
     accepted = 0
     async with aio.connect(url, **options) as conn:
@@ -332,7 +331,7 @@ def publish(
 async def _drain(
     url: str, address: str, first_wait: float, idle: float, options: dict[str, Any]
 ) -> list[amqp.Message]:
-    from . import aio
+    from .. import aio
 
     got: list[amqp.Message] = []
     async with aio.connect(url, **options) as conn:
@@ -460,7 +459,7 @@ def _broker(url: str | None) -> Iterator[str]:
     if url is not None:
         yield url
         return
-    from .broker import run_broker
+    from ..broker import run_broker
 
     with run_broker() as server:
         yield server.url
@@ -554,7 +553,7 @@ def format_outcome(outcome: Outcome) -> str:
 async def _receive_all(url: str, address: str, count: int, credit: int) -> float:
     """Seconds the asyncio adapter takes to receive, decode and accept ``count`` messages
     (the work the Spark source does for each, short of making it a row)."""
-    from . import aio
+    from .. import aio
 
     async with aio.connect(url) as conn:
         receiver = await conn.receiver(address, credit=credit)
@@ -620,7 +619,7 @@ def bench_spark(
     body = bytes(size)
     work = tempfile.mkdtemp(prefix="amqp-sansio-bench-")
     try:
-        from .broker import run_broker
+        from ..broker import run_broker
 
         with _session(spark, master) as session, run_broker() as server:
             url = server.url

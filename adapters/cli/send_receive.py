@@ -1,8 +1,8 @@
 """``amqp-sansio send`` and ``amqp-sansio receive``: move messages to or from a broker's
-address, blocking, over :class:`~amqp_sansio.adapters._connect.Client`.
+address, blocking, over :class:`~amqp_sansio.adapters.cli.connect.Client`.
 
-Each returns the exit status (see :mod:`amqp_sansio.adapters._connect`) and prints a
-one-line summary; failures raise :class:`~amqp_sansio.adapters._connect.CommandError`.
+Each returns the exit status (see :mod:`amqp_sansio.adapters.cli.connect`) and prints a
+one-line summary; failures raise :class:`~amqp_sansio.adapters.cli.connect.CommandError`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections import Counter
 from typing import Any, TextIO
 
 import amqp_sansio as amqp
+from amqp_sansio.client.url import AMQPURL
 
-from ._connect import EXIT_INCOMPLETE, EXIT_OK, Client, ClientOptions, CommandError
-from .url import AMQPURL
+from .connect import EXIT_INCOMPLETE, EXIT_OK, Client, ClientOptions, CommandError
 
 __all__ = ["format_body", "outcome_name", "receive", "send"]
 

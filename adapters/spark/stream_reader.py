@@ -34,7 +34,8 @@ from pyspark.sql.datasource import (
 import amqp_sansio as amqp
 from amqp_sansio.broker import FIRST_OFFSET, NEXT_OFFSET, OFFSET_ANNOTATION, OFFSET_FILTER
 
-from ._spark_rows import EARLIEST, LATEST, ReadOptions, message_to_row
+from .options import EARLIEST, LATEST, ReadOptions
+from .rows import message_to_row
 
 try:  # pyspark 4.2 and later: admission control, Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (

@@ -14,7 +14,7 @@ Embedding::
         ...
 
 With ``store=DIR`` (a directory) durable messages are kept in the SQLite store of
-:mod:`amqp_sansio.adapters.broker_store` and come back when a broker starts on the same
+:mod:`amqp_sansio.adapters.broker.store` and come back when a broker starts on the same
 directory. From the shell: ``amqp-sansio broker [--host H] [--port P] [--store DIR]
 [--users FILE]``.
 """
@@ -35,11 +35,11 @@ from typing import Any
 from amqp_sansio import Error, Symbol
 from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection, Store, Users
 
-from .broker_store import SQLiteStore
+from .store import SQLiteStore
 
 __all__ = ["BrokerServer", "open_broker", "run_broker", "serve_broker"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("amqp_sansio.adapters.broker")
 
 #: Bytes read from a socket at a time.
 READ_SIZE = 256 * 1024
@@ -204,9 +204,9 @@ def open_broker(
     config: BrokerConfig | None = None, store: Store | str | os.PathLike[str] | None = None
 ) -> tuple[Broker, SQLiteStore | None]:
     """A core broker with ``store``: a :class:`~amqp_sansio.broker.Store`, or a directory,
-    whose :class:`~amqp_sansio.adapters.broker_store.SQLiteStore` is opened and whose
+    whose :class:`~amqp_sansio.adapters.broker.store.SQLiteStore` is opened and whose
     messages are restored (then returned too, for the caller to close). Raises
-    :class:`~amqp_sansio.adapters.broker_store.StoreError` for a store it cannot use."""
+    :class:`~amqp_sansio.adapters.broker.store.StoreError` for a store it cannot use."""
     if store is None or not isinstance(store, (str, os.PathLike)):
         return Broker(config, store=store), None
     opened = SQLiteStore(store)
@@ -300,7 +300,7 @@ def main(
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
     without TLS only on a loopback address. ``store_dir``: the durable store's directory
-    (:mod:`amqp_sansio.adapters.broker_store`)."""
+    (:mod:`amqp_sansio.adapters.broker.store`)."""
     import signal
 
     users = None
@@ -384,7 +384,7 @@ def rabbitmq_benchmark(
     credit once the last is used up."""
     import uuid
 
-    from .url import parse_url
+    from amqp_sansio.client.url import parse_url
 
     parsed = parse_url(url)
     try:
@@ -411,7 +411,7 @@ async def _bench(target: str, address: str, messages: int, size: int, durable: b
     last accept."""
     from amqp_sansio import Accepted, Header, Message
 
-    from . import aio
+    from .. import aio
 
     header = Header(durable=True) if durable else None
     body = b"x" * size

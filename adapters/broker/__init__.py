@@ -1,0 +1,44 @@
+"""The reference broker's I/O: :mod:`amqp_sansio.broker` served over TCP with asyncio
+(:mod:`.server`: :func:`serve_broker`, :func:`run_broker`, :func:`open_broker`,
+:class:`BrokerServer`, the ``amqp-sansio broker`` command's :func:`main` and
+:func:`benchmark`), and its durable message store in SQLite (:mod:`.store`:
+:class:`SQLiteStore`).
+"""
+
+from __future__ import annotations
+
+from .server import (
+    FORCED,
+    HIGH_WATER,
+    RABBITMQ_ENV,
+    RABBITMQ_URL,
+    READ_SIZE,
+    STOP_GRACE,
+    BrokerServer,
+    benchmark,
+    main,
+    open_broker,
+    rabbitmq_benchmark,
+    run_broker,
+    serve_broker,
+)
+from .store import FILENAME, SQLiteStore, StoreError
+
+__all__ = [
+    "BrokerServer",
+    "open_broker",
+    "run_broker",
+    "serve_broker",
+    "main",
+    "benchmark",
+    "rabbitmq_benchmark",
+    "READ_SIZE",
+    "HIGH_WATER",
+    "STOP_GRACE",
+    "FORCED",
+    "RABBITMQ_ENV",
+    "RABBITMQ_URL",
+    "SQLiteStore",
+    "StoreError",
+    "FILENAME",
+]

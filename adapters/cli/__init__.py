@@ -1,0 +1,11 @@
+"""The ``amqp-sansio`` command (:mod:`.command`: its arguments and :func:`main`): ``send`` and
+``receive`` (:mod:`.send_receive`, connecting through :mod:`.connect`), ``broker``, the Spark
+``pipeline`` (:mod:`.pipeline`) and the benchmarks (:mod:`.bench`). Run it as
+``amqp-sansio ...`` or ``python -m amqp_sansio.adapters.cli ...``.
+"""
+
+from __future__ import annotations
+
+from .command import main
+
+__all__ = ["main"]

@@ -1,0 +1,69 @@
+"""Benchmarks that put our figure next to Qpid Proton's, measured in the same run
+(``amqp-sansio bench codec|pipe|loopback``): the codec (:mod:`.codec`, with the result's
+shape and table every benchmark shares), two engines wired in memory (:mod:`.pipe`), and a
+sender and a receiver over 127.0.0.1 through each adapter (:mod:`.loopback`). ``bench
+broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark``
+the pipeline's (:func:`amqp_sansio.adapters.cli.pipeline.bench_spark`).
+"""
+
+from __future__ import annotations
+
+from .codec import Result, codec_benchmark, format_table, typical_message
+from .loopback import (
+    LOOPBACK_ADAPTERS,
+    LOOPBACK_RUNNERS,
+    LOOPBACK_STALL,
+    loopback_benchmark,
+    ours_loopback,
+    ours_loopback_asyncio,
+    ours_loopback_trio,
+    proton_loopback,
+)
+from .pipe import (
+    CREDIT_WINDOW,
+    LARGE_FRAME_SIZE,
+    PIPE_BODY_SIZE,
+    PIPE_CHUNK,
+    large_benchmark,
+    large_body,
+    memory_benchmark,
+    ours_large,
+    ours_pipe,
+    parse_size,
+    pipe_benchmark,
+    proton_installed,
+    proton_large,
+    proton_pipe,
+)
+
+__all__ = [
+    # codec
+    "Result",
+    "typical_message",
+    "codec_benchmark",
+    "format_table",
+    # the engine pipe
+    "PIPE_BODY_SIZE",
+    "CREDIT_WINDOW",
+    "LARGE_FRAME_SIZE",
+    "PIPE_CHUNK",
+    "parse_size",
+    "ours_pipe",
+    "proton_pipe",
+    "large_body",
+    "ours_large",
+    "proton_large",
+    "proton_installed",
+    "pipe_benchmark",
+    "large_benchmark",
+    "memory_benchmark",
+    # over loopback
+    "LOOPBACK_ADAPTERS",
+    "LOOPBACK_RUNNERS",
+    "LOOPBACK_STALL",
+    "ours_loopback",
+    "proton_loopback",
+    "ours_loopback_asyncio",
+    "ours_loopback_trio",
+    "loopback_benchmark",
+]

@@ -1,0 +1,460 @@
+"""The engine benchmarks (``amqp-sansio bench pipe``): two protocol engines wired in
+memory, ours next to Proton's (``pipe_benchmark``, ``large_benchmark``), and what our
+engines hold (``memory_benchmark``: ours only, ``proton`` and ``ratio`` are None)."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import tracemalloc
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import amqp_sansio as amqp
+
+from .codec import Result
+
+# -- the engine pipe ------------------------------------------------------------------------
+#
+# Two engines wired in memory, a client sender and a server receiver: what one side hands
+# over is given to the other, with no sockets. The sender builds and encodes each message;
+# the receiver decodes it, grants credit in windows and accepts each delivery; the sender
+# settles what the receiver settled. Proton does the same through its own engine: two
+# transports bound to two connections, the bytes pumped between them.
+
+PIPE_BODY_SIZE = 256
+#: Credit the receiver grants at a time; it tops the link back up once half is used.
+CREDIT_WINDOW = 1000
+#: Max frame size on both sides for ``--large``.
+LARGE_FRAME_SIZE = 64 * 1024
+MiB = 1024 * 1024
+#: The most bytes our pipe moves from one engine to the other at a time
+#: (``buffers_to_send``'s ``max_bytes``), as a socket would take them: what is queued (a
+#: large message whole) is handed over this much at a time, cut anywhere; each piece of it
+#: (joined small frames and headers, or a view of a large message's bytes, as
+#: ``socket.sendmsg`` takes them) goes to the other engine's ``receive_data`` in turn.
+PIPE_CHUNK = MiB
+#: The pipes run on one thread with no I/O, so they are timed in CPU time: other load on
+#: the machine then slows neither side's figure (cache and frequency effects remain).
+_cpu_clock = time.process_time
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as ``64MiB``, ``100KiB``, ``1.5GiB``, ``10MB`` or ``4096``."""
+    units = {
+        "": 1,
+        "b": 1,
+        "kib": 1024,
+        "mib": MiB,
+        "gib": 1024 * MiB,
+        "kb": 1000,
+        "mb": 1000**2,
+        "gb": 1000**3,
+    }
+    number = text.strip().rstrip("bBiIkKmMgG")
+    unit = text.strip()[len(number) :].lower()
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (try 64MiB, 100KiB or 4096)") from None
+    if unit not in units:
+        raise ValueError(f"unknown unit in {text!r}: use B, KiB, MiB, GiB, kB, MB or GB")
+    size = int(value * units[unit])
+    if size < 1:
+        raise ValueError(f"a size of at least one byte, not {text!r}")
+    return size
+
+
+class Stalled(AssertionError):
+    pass
+
+
+class OursPipe:
+    """Our client sender and server receiver, open, begun and attached, wired in memory."""
+
+    def __init__(self, *, settled: bool = False, max_frame_size: int = LARGE_FRAME_SIZE) -> None:
+        self.client = amqp.Connection(
+            client=True, container_id="bench-client", max_frame_size=max_frame_size
+        )
+        self.server = amqp.Connection(
+            client=False, container_id="bench-server", max_frame_size=max_frame_size
+        )
+        self.client.open(now=0.0)
+        self._until(amqp.ConnectionOpened)
+        self.server.open()
+        session = self.client.begin()
+        self._until(amqp.SessionBegun).session.begin()
+        mode = amqp.SenderSettleMode.SETTLED if settled else amqp.SenderSettleMode.UNSETTLED
+        self.sender = session.attach_sender("bench", target="bench", snd_settle_mode=mode)
+        receiver = self._until(amqp.LinkAttached).link
+        assert isinstance(receiver, amqp.Receiver)
+        receiver.attach()
+        self.receiver = receiver
+        self.pump()
+
+    def pump(self) -> tuple[list[amqp.Event], list[amqp.Event]]:
+        """Move bytes both ways until quiet; return (client events, server events)."""
+        got_c: list[amqp.Event] = []
+        got_s: list[amqp.Event] = []
+        while True:
+            out_c = self.client.data_to_send()
+            out_s = self.server.data_to_send()
+            if not out_c and not out_s:
+                return got_c, got_s
+            if out_c:
+                got_s += self.server.receive_data(out_c, 0.0)
+            if out_s:
+                got_c += self.client.receive_data(out_s, 0.0)
+
+    def _until(self, kind: type) -> Any:
+        got_c, got_s = self.pump()
+        for event in got_s + got_c:
+            if isinstance(event, kind):
+                return event
+        raise Stalled(f"the in-memory engines never reported {kind.__name__}")
+
+
+def ours_pipe(
+    count: int,
+    *,
+    settled: bool = False,
+    body: bytes = bytes(PIPE_BODY_SIZE),
+    max_frame_size: int = LARGE_FRAME_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> float:
+    """Seconds our engines take to carry ``count`` messages of ``body``, from the first
+    credit to the last settlement; the receiver decodes each message from the pieces it came
+    in (``DeliveryReceived.message()``). ``progress`` is called with the count received so
+    far, once per turn of the pump."""
+    pipe = OursPipe(settled=settled, max_frame_size=max_frame_size)
+    client, server, sender, receiver = pipe.client, pipe.server, pipe.sender, pipe.receiver
+    message_cls = amqp.Message
+    delivery_received = amqp.DeliveryReceived
+    delivery_updated = amqp.DeliveryUpdated
+    accepted = amqp.Accepted()
+    data_section = amqp.Data
+    window = max(1, min(CREDIT_WINDOW, count))
+    size = len(body)
+    sent = received = done = 0
+    start = _cpu_clock()
+    receiver.flow(window)
+    while done < count:
+        while sent < count and sender.link_credit > 0:
+            sender.send(message_cls(body=body))  # encoded by send
+            sent += 1
+        to_server = client.buffers_to_send(PIPE_CHUNK)
+        if to_server:
+            for piece in to_server:
+                for event in server.receive_data(piece, 0.0):
+                    if type(event) is delivery_received:
+                        got = event.message().body
+                        if type(got) is not data_section or len(got.value) != size:
+                            raise AssertionError("our pipe mangled a message")
+                        received += 1
+                        if not settled:
+                            receiver.settle(event.delivery, accepted)
+            if receiver.link_credit * 2 <= window and received < count:
+                receiver.flow(window)
+            if settled:
+                done = received
+        to_client = server.data_to_send(PIPE_CHUNK)
+        if to_client:
+            for event in client.receive_data(to_client, 0.0):
+                if type(event) is delivery_updated and event.settled:
+                    if not event.delivery.settled:  # unless the engine settled it already
+                        sender.settle(event.delivery)
+                    done += 1
+        elif not to_server:
+            raise Stalled(f"our pipe stalled after {received} of {count} messages")
+        if progress is not None:
+            progress(received)
+    elapsed = _cpu_clock() - start
+    if sender.unsettled or receiver.unsettled:
+        raise AssertionError("our pipe left deliveries unsettled")
+    return elapsed
+
+
+def large_body(size: int) -> bytes:
+    """A body of ``size`` bytes for the large pipes, every page of it written (not the
+    lazily mapped zero pages of ``bytes(size)``, whose first touch, inside the timed
+    region, would be counted to whichever side reads the body first)."""
+    return b"\xa5" * size
+
+
+def ours_large(body: bytes) -> float:
+    """Seconds our engines take to carry one message with ``body`` (see :func:`large_body`),
+    in frames of :data:`LARGE_FRAME_SIZE`, until it is decoded, accepted and settled."""
+    return ours_pipe(1, body=body, max_frame_size=LARGE_FRAME_SIZE)
+
+
+class ProtonPipe:
+    """Proton's client sender and server receiver, wired in memory (as :class:`OursPipe`)."""
+
+    def __init__(self, *, settled: bool = False, max_frame_size: int = LARGE_FRAME_SIZE) -> None:
+        import proton
+
+        self.client_conn = proton.Connection()
+        self.client = proton.Transport()
+        self.server_conn = proton.Connection()
+        self.server = proton.Transport(proton.Transport.SERVER)
+        for transport, conn, name in (
+            (self.client, self.client_conn, "bench-client"),
+            (self.server, self.server_conn, "bench-server"),
+        ):
+            transport.max_frame_size = max_frame_size
+            transport.bind(conn)
+            conn.container = name
+        self.client_conn.open()
+        session = self.client_conn.session()
+        session.open()
+        sender = session.sender("bench")
+        sender.target.address = "bench"
+        sender.snd_settle_mode = proton.Link.SND_SETTLED if settled else proton.Link.SND_UNSETTLED
+        sender.open()
+        self.pump()
+        self.server_conn.open()
+        remote_session = self.server_conn.session_head(proton.Endpoint.LOCAL_UNINIT)
+        if remote_session is None:
+            raise Stalled("proton's server never saw the session")
+        remote_session.open()
+        self.pump()
+        receiver = self.server_conn.link_head(proton.Endpoint.LOCAL_UNINIT)
+        if receiver is None:
+            raise Stalled("proton's server never saw the link")
+        receiver.source.copy(receiver.remote_source)
+        receiver.target.copy(receiver.remote_target)
+        receiver.open()
+        self.pump()
+        self.sender = sender
+        self.receiver = receiver
+
+    @staticmethod
+    def move(source: Any, sink: Any) -> bool:
+        """Move what ``source`` (a transport) offers to send now (Proton offers up to its
+        output buffer at a time) into ``sink``; say if anything moved."""
+        n = source.pending()
+        if n <= 0:
+            return False
+        data = memoryview(source.peek(n))
+        source.pop(n)
+        while data:
+            room = sink.capacity()
+            if room <= 0:
+                raise Stalled("proton's transport takes no more input")
+            sink.push(data[:room])
+            data = data[room:]
+        return True
+
+    def pump(self) -> None:
+        while self.move(self.client, self.server) | self.move(self.server, self.client):
+            pass
+
+
+def proton_pipe(
+    count: int,
+    *,
+    settled: bool = False,
+    body: bytes = bytes(PIPE_BODY_SIZE),
+    max_frame_size: int = LARGE_FRAME_SIZE,
+) -> float:
+    """Seconds Proton's engines take on the work of :func:`ours_pipe`. Proton is driven
+    through its leanest calls: the receiver reads its link's current delivery, and the
+    sender checks its oldest unsettled delivery, where our side goes through events."""
+    import proton
+
+    pipe = ProtonPipe(settled=settled, max_frame_size=max_frame_size)
+    sender: Any = pipe.sender
+    receiver: Any = pipe.receiver
+    client, server, move = pipe.client, pipe.server, pipe.move
+    message_cls = proton.Message
+    target: Any = proton.Message()
+    accepted = proton.Delivery.ACCEPTED
+    window = max(1, min(CREDIT_WINDOW, count))
+    size = len(body)
+    unsettled: deque[Any] = deque()
+    chunks: list[bytes] = []
+    sent = received = done = 0
+    start = _cpu_clock()
+    receiver.flow(window)
+    while done < count:
+        while sent < count and sender.credit > 0:
+            sent += 1
+            delivery = sender.delivery(str(sent))
+            sender.stream(message_cls(body=body, inferred=True).encode())
+            sender.advance()
+            if settled:
+                delivery.settle()
+            else:
+                unsettled.append(delivery)
+        moved = move(client, server)
+        current = receiver.current
+        while current is not None and current.readable:
+            pending = current.pending
+            if pending:
+                chunks.append(receiver.recv(pending))
+            if current.partial:
+                break  # a large message: read what is here, the rest follows
+            receiver.advance()
+            target.decode(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+            chunks.clear()
+            if len(target.body) != size:
+                raise AssertionError("proton's pipe mangled a message")
+            received += 1
+            if not settled:
+                current.update(accepted)
+            current.settle()
+            current = receiver.current
+        credit = receiver.credit
+        if credit * 2 <= window and received < count:
+            receiver.flow(window - credit)
+        if settled:
+            done = received
+        if move(server, client):
+            while unsettled and unsettled[0].settled:
+                unsettled.popleft().settle()
+                done += 1
+        elif not moved:
+            raise Stalled(f"proton's pipe stalled after {received} of {count} messages")
+    return _cpu_clock() - start
+
+
+def proton_large(body: bytes) -> float:
+    """Seconds Proton takes on the work of :func:`ours_large`."""
+    return proton_pipe(1, body=body, max_frame_size=LARGE_FRAME_SIZE)
+
+
+def proton_installed() -> bool:
+    try:
+        import proton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def alternate(
+    ours: Callable[[], float],
+    theirs: Callable[[], float] | None,
+    work: float,
+    unit: str,
+    rounds: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """Run ``ours`` and ``theirs`` (each returns the seconds it took for ``work`` units) in
+    alternating rounds: at least ``rounds`` each, and more until each has run ``seconds``;
+    keep each side's median rate."""
+    our_rates: list[float] = []
+    their_rates: list[float] = []
+    our_time = their_time = 0.0
+    while len(our_rates) < rounds or our_time < seconds or (theirs and their_time < seconds):
+        elapsed = ours()
+        our_time += elapsed
+        our_rates.append(work / elapsed)
+        if theirs is not None:
+            elapsed = theirs()
+            their_time += elapsed
+            their_rates.append(work / elapsed)
+    ours_median = statistics.median(our_rates)
+    theirs_median = statistics.median(their_rates) if their_rates else None
+    return {
+        "ours": round(ours_median, 1),
+        "proton": None if theirs_median is None else round(theirs_median, 1),
+        "ratio": None if theirs_median is None else round(ours_median / theirs_median, 3),
+        "unit": unit,
+    }
+
+
+def pipe_benchmark(
+    messages: int = 50_000, *, settled: bool = False, rounds: int = 3, seconds: float = 0.0
+) -> Result:
+    """Messages per second through two engines wired in memory, ours and Proton's."""
+    theirs: Callable[[], float] | None = None
+    if proton_installed():
+        theirs = lambda: proton_pipe(messages, settled=settled)  # noqa: E731
+    return {
+        "pipe": alternate(
+            lambda: ours_pipe(messages, settled=settled),
+            theirs,
+            messages,
+            "msg/s",
+            rounds,
+            seconds,
+        )
+    }
+
+
+def large_benchmark(size: int, *, rounds: int = 3, seconds: float = 0.0) -> Result:
+    """MiB per second for one message of ``size`` bytes, ours and Proton's."""
+    body = large_body(size)  # one body, its pages written, for both sides and every round
+    theirs: Callable[[], float] | None = None
+    if proton_installed():
+        theirs = lambda: proton_large(body)  # noqa: E731
+    return {
+        "large": alternate(lambda: ours_large(body), theirs, size / MiB, "MiB/s", rounds, seconds)
+    }
+
+
+def memory_benchmark(messages: int = 1_000_000, unsettled: int = 10_000) -> Result:
+    """What our engines hold, seen by :mod:`tracemalloc` (Python allocations only, so there
+    is no Proton figure).
+
+    ``peak-memory``: the peak while ``messages`` messages go through the pipe;
+    ``peak-memory-early``: the peak over the first tenth of them. Memory is flat when the two
+    are about the same. ``per-unsettled``: what one delivery held unsettled costs, at both
+    ends together, with ``unsettled`` of them held.
+    """
+    gc.collect()
+    early: list[int] = []
+    tenth = max(1, messages // 10)
+
+    def progress(received: int) -> None:
+        if not early and received >= tenth:
+            early.append(tracemalloc.get_traced_memory()[1])
+
+    tracemalloc.start()
+    try:
+        ours_pipe(messages, progress=progress)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    per_delivery = _bytes_per_unsettled(unsettled)
+    return {
+        "peak-memory": _ours_only(peak, "bytes"),
+        "peak-memory-early": _ours_only(early[0] if early else peak, "bytes"),
+        "per-unsettled": _ours_only(per_delivery, "bytes/delivery"),
+    }
+
+
+def _ours_only(value: float, unit: str) -> dict[str, Any]:
+    return {"ours": round(value, 1), "proton": None, "ratio": None, "unit": unit}
+
+
+def _bytes_per_unsettled(count: int) -> float:
+    """Traced bytes per delivery, with ``count`` deliveries received and held unsettled at
+    both ends."""
+    pipe = OursPipe()
+    sender, receiver = pipe.sender, pipe.receiver
+    receiver.flow(count)
+    pipe.pump()
+    body = bytes(PIPE_BODY_SIZE)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        received = 0
+        for sent in range(1, count + 1):
+            sender.send(amqp.Message(body=body).encode())
+            if sent % CREDIT_WINDOW == 0 or sent == count:
+                for event in pipe.pump()[1]:
+                    if type(event) is amqp.DeliveryReceived:
+                        amqp.Message.decode(event.data)
+                        received += 1
+                del event
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    if received != count or len(sender.unsettled) != count or len(receiver.unsettled) != count:
+        raise AssertionError("the deliveries were not all held unsettled at both ends")
+    return held / count

@@ -1,0 +1,97 @@
+"""The I/O-free high-level client that the adapters (:mod:`amqp_sansio.adapters.sockets`,
+:mod:`~amqp_sansio.adapters.aio`, :mod:`~amqp_sansio.adapters.trio_adapter`) share: the
+pending operations and errors an application sees (:mod:`.ops`), the cores of its links
+(:mod:`.links`), the :class:`Core` that turns an engine's events into their completion
+(:mod:`.core`), how a URL and options become an engine (:mod:`.engines`), the
+reconnection policy (:mod:`.reconnect`), AMQP URLs (:mod:`.url`) and frame tracing
+(:mod:`.trace`). It does no I/O: an adapter feeds it bytes and time.
+"""
+
+from __future__ import annotations
+
+from .core import Core, client_core, server_core
+from .engines import (
+    authentication_failure,
+    authentication_hint,
+    client_engine,
+    refused_without_sasl,
+    server_engine,
+    server_sasl,
+    without_sasl,
+    without_sasl_failure,
+)
+from .links import (
+    DEFAULT_CREDIT,
+    IncomingConnection,
+    IncomingLink,
+    OutgoingLink,
+    ReceiverBase,
+    ReceiverCore,
+    SenderBase,
+    SenderCore,
+    ServerLink,
+    TrackerBase,
+    TransactionBase,
+    TransactionCore,
+)
+from .ops import (
+    AuthenticationError,
+    ClientError,
+    ConnectionClosedError,
+    Delivery,
+    LinkDetachedError,
+    LinkRefusedError,
+    Op,
+    PeerWithoutSASLError,
+    TransactionError,
+    encode,
+)
+from .reconnect import Backoff, Reconnect
+from .url import AMQPURL, InsecureCredentialsError, URLError, parse_url
+
+__all__ = [
+    # errors, operations, deliveries
+    "ClientError",
+    "ConnectionClosedError",
+    "AuthenticationError",
+    "PeerWithoutSASLError",
+    "LinkDetachedError",
+    "LinkRefusedError",
+    "TransactionError",
+    "Op",
+    "Delivery",
+    # links
+    "DEFAULT_CREDIT",
+    "SenderCore",
+    "ReceiverCore",
+    "TransactionCore",
+    "IncomingConnection",
+    "ServerLink",
+    "IncomingLink",
+    "OutgoingLink",
+    "SenderBase",
+    "TrackerBase",
+    "ReceiverBase",
+    "TransactionBase",
+    # the core
+    "Core",
+    # making connections
+    "client_engine",
+    "client_core",
+    "server_engine",
+    "server_core",
+    "server_sasl",
+    "without_sasl",
+    "without_sasl_failure",
+    "authentication_failure",
+    "authentication_hint",
+    "refused_without_sasl",
+    "encode",
+    # reconnection, URLs
+    "Reconnect",
+    "Backoff",
+    "AMQPURL",
+    "URLError",
+    "InsecureCredentialsError",
+    "parse_url",
+]

@@ -1,0 +1,757 @@
+"""The I/O-free core that the high-level adapters (:mod:`~amqp_sansio.adapters.sockets`,
+:mod:`~amqp_sansio.adapters.aio`, :mod:`~amqp_sansio.adapters.trio_adapter`) share.
+
+:class:`Core` owns one engine :class:`~amqp_sansio.Connection` (or a
+:class:`~amqp_sansio.TLSLayer` around it) and turns the engine's events into the completion
+of what an application waits for: an open, an attach, credit, an outcome, a delivery, a
+drain, a declare or discharge, the end of the connection. Every protocol decision of the
+high-level API is made here, once: which credit to grant and when, when a send is done,
+what a server answers to a peer's open, begin and attach, how a transactional resource
+holds posted work until the commit.
+
+An adapter does only I/O and waiting. It feeds bytes and time in
+(:meth:`Core.receive_data`, :meth:`Core.handle_timer`), writes what
+:meth:`Core.data_to_send` returns, sleeps until :meth:`Core.next_deadline` on its loop's
+clock, and is told through the ``notify`` callback whenever something an application may be
+waiting for has changed (or bytes are waiting to go out): it then re-checks its waiters'
+conditions. A condition is a ``ready()`` function that returns a bool, or raises the error
+that ends the wait (the link was detached, the connection closed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import amqp_sansio as a
+from amqp_sansio import Error, Symbol
+
+from .engines import (
+    authentication_failure,
+    client_engine,
+    refused_without_sasl,
+    server_engine,
+    without_sasl_failure,
+)
+from .links import (
+    DEFAULT_CREDIT,
+    IncomingConnection,
+    IncomingLink,
+    LinkCore,
+    OutgoingLink,
+    ReceiverCore,
+    SenderCore,
+    ServerLink,
+    TransactionCore,
+)
+from .ops import (
+    AuthenticationError,
+    ClientError,
+    ConnectionClosedError,
+    Delivery,
+    Op,
+    PeerWithoutSASLError,
+    TransactionError,
+)
+from .reconnect import Backoff, Reconnect
+from .url import AMQPURL
+
+__all__ = ["Core", "client_core", "server_core"]
+
+#: Where the disconnects, attempts and reconnects of a ``reconnect=`` connection are logged
+#: (see :doc:`adapters`, "Reconnection"): URLs without their credentials.
+reconnect_log = logging.getLogger("amqp_sansio.adapters.reconnect")
+
+#: The selector filter a receiver's ``selector`` adds to its source's filter-set: its
+#: descriptor, and the key Qpid JMS gives it (a broker knows it by the descriptor).
+SELECTOR_FILTER = Symbol("apache.org:selector-filter:string")
+SELECTOR_KEY = Symbol("jms-selector")
+
+
+# -- the core ----------------------------------------------------------------------------------
+
+
+class Core:
+    """One connection's state for the high-level API, client or server; see the module's
+    docstring. ``stream`` is the byte-level object the adapter drives: ``engine`` itself or
+    a :class:`~amqp_sansio.TLSLayer` around it. ``notify`` is called whenever something
+    changed. In the server role, ``on_connection`` gets the :class:`IncomingConnection`
+    when the peer's open comes (``peer`` is the transport's remote address, for it), and
+    ``on_link`` each :class:`ServerLink` the peer attaches (without it, links are
+    refused)."""
+
+    def __init__(
+        self,
+        engine: a.Connection,
+        *,
+        stream: Any = None,
+        notify: Callable[[], None] | None = None,
+        on_link: Callable[[ServerLink], None] | None = None,
+        on_connection: Callable[[IncomingConnection], None] | None = None,
+        peer: Any = None,
+    ) -> None:
+        self.engine = engine
+        self.stream = engine if stream is None else stream
+        #: A client's URL (see :func:`client_core`).
+        self.url: AMQPURL | None = None
+        self.notify: Callable[[], None] = notify or (lambda: None)
+        self.on_link = on_link
+        self.on_connection = on_connection
+        self.peer = peer
+        #: A server's view of its peer, once the peer's open came.
+        self.incoming: IncomingConnection | None = None
+        #: What SASL and TLS established (see :class:`IncomingConnection`).
+        self.sasl_identity: str | None = None
+        self.sasl_mechanism: str | None = None
+        self.tls: a.TLSEstablished | None = None
+        self.opened: Op[None] = Op()
+        #: Done when the connection has ended (both closes exchanged, or lost).
+        self.ended: Op[None] = Op()
+        #: What ended the connection abnormally, if anything did.
+        self.error: ClientError | None = None
+        self._closing = False
+        self._restarting = False
+        self._transport_closed = False
+        self._session: a.Session | None = None
+        self._links: dict[a.Link, LinkCore] = {}
+        self._server_links: dict[a.Link, ServerLink] = {}
+        self._controller: a.Controller | None = None
+        self._transactions: dict[a.Transaction, TransactionCore] = {}
+        #: Transactional resource: posted deliveries held until the discharge.
+        self._held: dict[a.Delivery, tuple[IncomingLink, Delivery]] = {}
+        self._names = itertools.count(1)
+        #: Links the peer refused (attach answered without a terminus) since the last bytes.
+        self._refusals: list[a.Link] = []
+        #: The address of the URL: what links given none use.
+        self.default_address: str | None = None
+        #: Reconnection (a client's, opt-in): the schedule, and the options of its engines.
+        self.backoff: Backoff | None = None
+        self._options: dict[str, Any] = {}
+        #: The transport is gone and a new one is wanted (see :meth:`next_attempt`).
+        self.lost = False
+        #: How many times the connection was made again after a loss.
+        self.reconnects = 0
+        #: What made the connection go, the last time it was lost.
+        self.last_error: ClientError | None = None
+        #: Called once the connection is open again (links are being re-attached).
+        self.on_reconnect: Callable[[], None] | None = None
+        self._stopping = False
+
+    # -- the adapter's side --------------------------------------------------------------------
+
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
+        """Bytes from the transport; ``b""`` when it closed. Returns the engine's events
+        (already handled), so that the core has the engine's byte interface."""
+        if self._transport_closed:
+            return []
+        if not data:
+            self._transport_closed = True
+        return self._handle(self.stream.receive_data(data, now))
+
+    def transport_failed(self, error: BaseException, now: float) -> None:
+        """The transport failed (reset, broken pipe): the connection is lost."""
+        if self.error is None and not self.ended.done() and not self.lost:
+            self.error = ConnectionClosedError(f"the transport failed: {error}", retryable=True)
+        self.receive_data(b"", now)
+
+    def stop(self, now: float) -> None:
+        """The adapter stops driving the connection (its task was cancelled): it ends, as
+        lost, without another attempt."""
+        self._stopping = True
+        if self.lost:
+            self._give_up(ConnectionClosedError("the connection is closed"))
+        else:
+            self.receive_data(b"", now)
+
+    # -- reconnection (the adapter connects, the core decides) ----------------------------
+
+    @property
+    def reconnecting(self) -> bool:
+        """Reconnection is on."""
+        return self.backoff is not None
+
+    def next_attempt(self, now: float) -> tuple[float, AMQPURL]:
+        """While :attr:`lost`: when (on the adapter's clock) and to which URL to connect."""
+        assert self.backoff is not None and self.lost
+        return self.backoff.next_attempt(now), self.backoff.url
+
+    def attempt_failed(self, error: BaseException, now: float) -> None:
+        """The adapter could not connect (refused, unreachable, timed out): the next attempt
+        is scheduled, or, after ``max_attempts``, the connection ends with the error."""
+        assert self.backoff is not None
+        self.last_error = ConnectionClosedError(f"could not connect: {error}", retryable=True)
+        self._log_failed_attempt(self.last_error)
+        if not self.backoff.failed():
+            self._give_up(self.last_error)
+
+    def _log_failed_attempt(self, error: ClientError | None) -> None:
+        assert self.backoff is not None
+        reconnect_log.warning(
+            "attempt %d to %s %s failed: %s",
+            self.backoff.failures + 1,
+            "reconnect to" if self.opened.done() else "connect to",
+            self.backoff.url,
+            error,
+        )
+
+    def restart(self, now: float) -> None:
+        """The adapter has connected a new transport to :meth:`next_attempt`'s URL: a new
+        engine opens, begins, and attaches every link the application has again (same
+        names, same termini); senders send again what was unsettled, receivers grant their
+        credit again."""
+        assert self.backoff is not None and self.lost
+        if self.opened.done():
+            reconnect_log.info(
+                "attempt %d to reconnect to %s: connected, opening",
+                self.backoff.failures + 1,
+                self.backoff.url,
+            )
+        parsed, engine, stream = client_engine(self.backoff.url, **self._options)
+        self.engine, self.stream = engine, stream
+        self.default_address = self.default_address or parsed.address
+        self.lost = False
+        self._restarting = True
+        self._transport_closed = False
+        self._session = None
+        engine.open(now=now)
+        for link, core in list(self._links.items()):
+            del self._links[link]
+            session = self.session()
+            new: a.Link
+            if isinstance(link, a.Sender):
+                new = session.attach_sender(
+                    link.name,
+                    source=link.source,
+                    target=link.target,
+                    snd_settle_mode=link.snd_settle_mode,
+                )
+            else:
+                new = session.attach_receiver(link.name, source=link.source, target=link.target)
+            core.link = new
+            self._links[new] = core
+        self._changed()
+
+    def connected_ready(self) -> bool:
+        """Not waiting for a new transport (raises if the connection has ended)."""
+        self.check()
+        return not self.lost
+
+    def _lose(self) -> None:
+        """The connection was lost (a retryable error): keep what the application has, to be
+        re-made on the next transport."""
+        assert self.backoff is not None
+        cause, self.error = self.error, None
+        if self._restarting:  # the attempt failed before the open
+            self._log_failed_attempt(cause)
+            if not self.backoff.failed():
+                self.last_error = cause
+                self._give_up(cause or ConnectionClosedError("the connection was lost"))
+                return
+        else:
+            self.backoff.lost()
+            reconnect_log.warning(
+                "the connection to %s was lost (%s): reconnecting", self.backoff.url, cause
+            )
+        self.lost = True
+        self.last_error = cause
+        error = TransactionError("the connection was lost: the transaction is over")
+        for txn in self._transactions.values():
+            txn.declared.fail(error)
+            txn.discharged.fail(error)
+        self._transactions.clear()
+        if self._controller is not None:
+            self._links.pop(self._controller, None)
+            self._controller = None
+        for link, core in list(self._links.items()):
+            if link.state in (a.LinkState.DETACH_SENT, a.LinkState.DETACHED):
+                core._on_detached(None, "the link was closed")  # closing: that is done
+                del self._links[link]
+            else:
+                core._on_lost()
+
+    def _give_up(self, error: ClientError | None) -> None:
+        self.lost = False
+        if self.error is None:
+            if self.backoff is not None and self.backoff.failures:
+                failures = self.backoff.failures
+                reconnect_log.error(
+                    "gave up connecting to %s after %d attempts: %s",
+                    self.backoff.url,
+                    failures,
+                    error,
+                )
+                self.error = ConnectionClosedError(
+                    f"gave up after {failures} attempts; the last: {error}",
+                    error.error if error is not None else None,
+                )
+            else:
+                self.error = error
+        self._end()
+
+    def handle_timer(self, now: float) -> list[a.Event]:
+        """Call at (or after) :meth:`next_deadline`."""
+        deadline = self.stream.next_deadline()
+        if deadline is not None and now >= deadline:
+            return self._handle(self.stream.handle_timer(now))
+        return []
+
+    def next_deadline(self) -> float | None:
+        deadline: float | None = self.stream.next_deadline()
+        return deadline
+
+    def data_to_send(self) -> bytes:
+        data: bytes = self.stream.data_to_send()
+        return data
+
+    @property
+    def gone(self) -> bool:
+        """The connection has ended: nothing more is sent or received."""
+        return self.ended.done()
+
+    @property
+    def finished(self) -> bool:
+        """The adapter may close the transport (once it has written what is left)."""
+        return self.ended.done()
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise what ended the connection, if it has ended."""
+        if self.error is not None:
+            raise self.error
+        if self.ended.done() or self._closing:
+            raise ConnectionClosedError("the connection is closed")
+
+    def open(self, now: float) -> None:
+        """Client: send the header and open (pipelined with what follows)."""
+        self.engine.open(now=now)
+        self._changed()
+
+    def open_ready(self) -> bool:
+        self.check()
+        return self.opened.done()
+
+    def close(self, error: Error | None = None) -> None:
+        """Close the connection; :attr:`ended` is done when the peer has answered."""
+        if self._closing or self.ended.done():
+            return
+        self._closing = True
+        if self.lost:  # no transport: nothing to say to the peer
+            self.lost = False
+            self._end()
+            self._changed()
+            return
+        self.engine.close(error)
+        self._changed()
+
+    def close_ready(self) -> bool:
+        return self.ended.done()
+
+    def session(self) -> a.Session:
+        if self._session is None:
+            self._session = self.engine.begin()
+        return self._session
+
+    def _name(self, kind: str) -> str:
+        return f"{self.engine.container_id}-{kind}-{next(self._names)}"
+
+    def sender(
+        self, address: str | None, *, name: str | None = None, settled: bool = False
+    ) -> SenderCore:
+        """Attach a sending link to ``address``. ``settled``: the link's sends are
+        pre-settled (snd-settle-mode settled)."""
+        self.check()
+        mode = a.SenderSettleMode.SETTLED if settled else a.SenderSettleMode.UNSETTLED
+        link = self.session().attach_sender(
+            name or self._name("sender"),
+            target=a.Target(address=address or self.default_address),
+            snd_settle_mode=mode,
+        )
+        core = SenderCore(self, link)
+        self._links[link] = core
+        self._changed()
+        return core
+
+    def receiver(
+        self,
+        address: str | None,
+        *,
+        name: str | None = None,
+        credit: int = DEFAULT_CREDIT,
+        auto_accept: bool = False,
+        dynamic: bool = False,
+        filters: dict[Any, Any] | None = None,
+        selector: str | None = None,
+    ) -> ReceiverCore:
+        """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
+        makes: its address is known once attached), with ``filters`` as its source's
+        filter-set (core spec 3.5.8) if given, and ``selector`` (a JMS message selector)
+        added to it as the ``apache.org:selector-filter:string`` filter under the key
+        ``jms-selector``."""
+        self.check()
+        if credit < 1:
+            raise ValueError("a receiver's credit is at least 1")
+        if selector is not None:
+            filters = {**(filters or {}), SELECTOR_KEY: a.Described(SELECTOR_FILTER, selector)}
+        if dynamic:
+            source = a.Source(address=None, dynamic=True)
+        else:
+            source = a.Source(address=address or self.default_address, filter=filters)
+        link = self.session().attach_receiver(name or self._name("receiver"), source=source)
+        core = ReceiverCore(self, link, credit, auto_accept)
+        self._links[link] = core
+        self._changed()
+        return core
+
+    def declare_ready(self) -> bool:
+        """The control link is attached and has credit for a declare or discharge."""
+        self.check()
+        if self.lost:
+            return False
+        controller = self._controller
+        if controller is None:
+            controller = self._controller = self.session().attach_controller(self._name("txn"))
+            core = LinkCore(self, controller)
+            self._links[controller] = core
+            self._changed()
+        core = self._links[controller]
+        core.check()
+        return core.attached.done() and controller.link_credit > 0
+
+    def declare(self) -> TransactionCore:
+        """Declare a transaction (:meth:`declare_ready` must be true)."""
+        assert self._controller is not None
+        txn = TransactionCore(self)
+        txn.engine_transaction = self._controller.declare()
+        self._transactions[txn.engine_transaction] = txn
+        self._changed()
+        return txn
+
+    def discharge(self, txn: TransactionCore, *, fail: bool) -> None:
+        """Commit (or, ``fail``, roll back) ``txn`` (:meth:`declare_ready` must be true)."""
+        assert self._controller is not None and txn.engine_transaction is not None
+        self._controller.discharge(txn.engine_transaction, fail=fail)
+        self._changed()
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self.notify()
+
+    def _fail(self, error: ClientError) -> None:
+        if self.error is None:
+            self.error = error
+
+    def _handle(self, events: list[a.Event]) -> list[a.Event]:
+        for event in events:
+            self._on_event(event)
+        if self._refusals:
+            self._refuse_links()
+        self._changed()
+        return events
+
+    def _refuse_links(self) -> None:
+        """The links refused in the bytes just handled whose detach did not come with the
+        refusal: they fail now, without the peer's condition, and we detach our end (a
+        peer that never sends the detach, as rhea's listener, leaves nothing waiting)."""
+        refused, self._refusals = self._refusals, []
+        for link in refused:
+            core = self._links.pop(link, None)
+            if core is None:
+                continue  # its detach came too
+            if link is self._controller:
+                self._controller = None
+            core._on_detached(None)
+            if link.state is a.LinkState.ATTACHED and not self.gone:
+                link.detach(closed=True)
+
+    def _on_event(self, event: a.Event) -> None:
+        if isinstance(event, a.DeliveryReceived):
+            self._on_delivery(event)
+        elif isinstance(event, a.DeliveryUpdated):
+            core = self._links.get(event.link)
+            if isinstance(core, SenderCore):
+                core._on_update(event.delivery, event.state)
+            server = self._server_links.get(event.link)
+            if isinstance(server, OutgoingLink) and server.on_outcome is not None:
+                server.on_outcome(event.delivery, event.state)
+        elif isinstance(event, a.CreditChanged):
+            self._on_credit(event)
+        elif isinstance(event, a.DrainCompleted):
+            core = self._links.get(event.link)
+            if isinstance(core, ReceiverCore):
+                core._on_drained()
+        elif isinstance(event, a.ConnectionOpened):
+            if not self.engine.client:
+                self._answer_open()
+            if self.backoff is not None:
+                if self.opened.done():
+                    reconnect_log.warning(
+                        "reconnected to %s after %d failed attempts; attaching %d links again",
+                        self.backoff.url,
+                        self.backoff.failures,
+                        len(self._links),
+                    )
+                self.backoff.succeeded()
+                self._restarting = False
+                if self.opened.done():
+                    self.reconnects += 1
+                    if self.on_reconnect is not None:
+                        self.on_reconnect()
+            self.opened.set(None)
+        elif isinstance(event, a.Authenticated):
+            self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
+        elif isinstance(event, a.TLSEstablished):
+            self.tls = event
+        elif isinstance(event, a.SessionBegun):
+            if event.session.state is a.SessionState.BEGIN_RCVD:
+                event.session.begin()
+        elif isinstance(event, a.LinkAttached):
+            self._on_attach(event.link, event.remote)
+        elif isinstance(event, a.LinkDetached):
+            self._on_detach(event.link, event.error)
+        elif isinstance(event, a.SessionEnded):
+            for link in event.session.links:
+                self._on_detach(link, event.error, "the session ended")
+            if event.session is self._session:
+                self._session = None
+        elif isinstance(event, a.TransactionDeclared | a.TransactionDeclareFailed):
+            self._on_declared(event)
+        elif isinstance(event, a.TransactionDischarged | a.TransactionRolledBack):
+            self._on_discharged(event)
+        elif isinstance(event, a.DeclareRequested):
+            event.request.declare()
+        elif isinstance(event, a.DischargeRequested):
+            self._on_discharge_request(event.request)
+        elif isinstance(event, a.ConnectionClosed):
+            if event.error is not None:
+                forced = event.error.condition == "amqp:connection:forced"
+                self._fail(
+                    ConnectionClosedError(
+                        "the peer closed the connection", event.error, retryable=forced
+                    )
+                )
+            elif not self._closing:
+                # A close without an error is the peer's choice (a planned restart, an
+                # operator): a reconnecting connection comes back.
+                self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
+        elif isinstance(event, a.IdleTimedOut):
+            self._fail(
+                ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
+            )
+        elif isinstance(event, a.AuthenticationFailed):
+            self._fail(AuthenticationError(authentication_failure(event, self.url)))
+        elif isinstance(event, a.ProtocolError):
+            if event.scope == "connection":
+                self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
+        elif isinstance(event, a.PeerWithoutSASL):
+            if self.engine.client:
+                self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
+            else:
+                refused_without_sasl(self.peer)
+                self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
+        elif isinstance(event, a.UnsupportedProtocol):
+            self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
+        elif isinstance(event, a.TLSFailed):
+            self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
+        elif isinstance(event, a.TLSHeaderMismatch):
+            self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
+            self._on_ended()
+        elif isinstance(event, a.ConnectionEnded):
+            self._on_ended()
+
+    def _on_ended(self) -> None:
+        if self.ended.done() or self.lost:
+            return
+        if self.error is None and not self._closing:
+            self._fail(ConnectionClosedError("the connection was lost", retryable=True))
+        close = getattr(self.stream, "close", None)
+        if self.stream is not self.engine and close is not None:
+            close()  # TLS close_notify after the AMQP close
+        error = self.error
+        if (
+            self.backoff is not None
+            and not self._closing
+            and not self._stopping
+            and isinstance(error, ConnectionClosedError)
+            and error.retryable
+        ):
+            self._lose()
+            return
+        self._end()
+
+    def _end(self) -> None:
+        """The connection has ended for good: everything waiting fails with the reason."""
+        error = self.error or ConnectionClosedError("the connection is closed")
+        self.opened.fail(error)
+        for link, core in list(self._links.items()):
+            core._on_detached(None if self.error is None else self.error.error, str(error))
+            if self.error is not None:
+                core.error = error
+            del self._links[link]
+        for txn in self._transactions.values():
+            txn.declared.fail(error)
+            txn.discharged.fail(error)
+        for server_link in self._server_links.values():
+            server_link._on_detached()
+        self._server_links.clear()
+        self.ended.set(None)
+
+    def _answer_open(self) -> None:
+        """A server's answer to the peer's open: ours, after the application's
+        ``on_connection`` (and a close at once if it refused)."""
+        incoming = self.incoming = IncomingConnection(self, self.peer)
+        if self.on_connection is not None:
+            self.on_connection(incoming)
+        self.engine.open()
+        if incoming.refused is not None:
+            self.close(incoming.refused)
+
+    def _on_attach(self, link: a.Link, remote: a.Attach) -> None:
+        core = self._links.get(link)
+        if core is not None:
+            terminus = remote.source if isinstance(link, a.Receiver) else remote.target
+            if terminus is not None:
+                core._on_attached(remote)
+            else:  # a refusal (2.6.3): its detach, with the reason, should follow
+                core.refused = True
+                self._refusals.append(link)
+            return
+        if link.state is not a.LinkState.ATTACH_RCVD:
+            return
+        if isinstance(link, a.CoordinatorLink):
+            link.attach()  # we are a transactional resource
+            return
+        server: ServerLink
+        if isinstance(link, a.Receiver):
+            server = IncomingLink(self, link, remote)
+        else:
+            assert isinstance(link, a.Sender)
+            server = OutgoingLink(self, link, remote)
+        if self.on_link is None:
+            server.refuse()
+            return
+        self._server_links[link] = server
+        self.on_link(server)
+        server.accept()  # unless the application decided
+
+    def _on_detach(self, link: a.Link, error: Error | None, reason: str = "") -> None:
+        core = self._links.pop(link, None)
+        if core is not None:
+            core._on_detached(error, reason or "the link was detached")
+            if link is self._controller:
+                self._controller = None
+        server = self._server_links.pop(link, None)
+        if server is not None:
+            server._on_detached()
+
+    def _on_credit(self, event: a.CreditChanged) -> None:
+        link = event.link
+        if isinstance(link, a.Sender) and link.drain:
+            server = self._server_links.get(link)
+            if server is None:
+                # A high-level sender keeps no backlog: what waits for credit is the
+                # application's, so a drain gives the credit back at once.
+                link.drained()
+        server = self._server_links.get(link)
+        if isinstance(server, OutgoingLink):
+            server._credit()
+        core = self._links.get(link)
+        if isinstance(core, SenderCore) and core._resend:
+            core._send_again()
+
+    def _on_delivery(self, event: a.DeliveryReceived) -> None:
+        if not event.complete:
+            return
+        link, engine_delivery = event.link, event.delivery
+        delivery = Delivery(self, link, engine_delivery, bytes(event.data))
+        core = self._links.get(link)
+        if isinstance(core, ReceiverCore):
+            core._on_delivery(delivery)
+            return
+        server = self._server_links.get(link)
+        if not isinstance(server, IncomingLink):
+            return
+        if engine_delivery.transaction is not None:
+            # Posted in a transaction (4.4.1): held until the discharge, with the
+            # provisional outcome accepted.
+            self._held[engine_delivery] = (server, delivery)
+            link.update(engine_delivery, a.Accepted())
+            return
+        server._deliver(delivery)
+
+    def _on_discharge_request(self, request: a.DischargeRequest) -> None:
+        posted = request.transaction.posted
+        held = [self._held.pop(d) for d in posted if d in self._held]
+        request.accept()
+        if request.fail:
+            return
+        for server, delivery in held:
+            delivery.link.settle(delivery.engine_delivery, a.Accepted())
+            server._deliver(delivery)
+
+    def _on_declared(self, event: a.TransactionDeclared | a.TransactionDeclareFailed) -> None:
+        txn = self._transactions.get(event.transaction)
+        if txn is None:
+            return
+        if isinstance(event, a.TransactionDeclared):
+            txn.declared.set(None)
+        else:
+            txn.declared.fail(TransactionError("the declare was refused", event.error))
+            del self._transactions[event.transaction]
+
+    def _on_discharged(self, event: a.TransactionDischarged | a.TransactionRolledBack) -> None:
+        if isinstance(event, a.TransactionRolledBack) and isinstance(
+            event.transaction, a.TransactionRecord
+        ):
+            for delivery in event.transaction.posted:
+                self._held.pop(delivery, None)
+            return
+        assert isinstance(event.transaction, a.Transaction)
+        txn = self._transactions.pop(event.transaction, None)
+        if txn is None:
+            return
+        if isinstance(event, a.TransactionDischarged):
+            txn.discharged.set(event.committed)
+        else:
+            txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
+
+
+# -- making cores ------------------------------------------------------------------------------
+
+
+def client_core(
+    url: str,
+    *,
+    reconnect: Reconnect | bool | None = None,
+    **options: Any,
+) -> Core:
+    """The core of a client connection to ``url`` (``options`` are :func:`client_engine`'s).
+    Without ``reconnect`` its engine is ready: the adapter connects to :attr:`Core.url`.
+    With it (``True``: the defaults of :class:`Reconnect`), the core starts :attr:`lost`:
+    the adapter connects as :meth:`Core.next_attempt` says, then :meth:`Core.restart`."""
+    parsed, engine, stream = client_engine(url, **options)
+    core = Core(engine, stream=stream)
+    core.url = parsed
+    core.default_address = parsed.address
+    if reconnect:
+        policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
+        core.backoff = Backoff(policy, parsed)
+        core._options = dict(options, container_id=engine.container_id)
+        core.lost = True
+    return core
+
+
+def server_core(
+    options: dict[str, Any],
+    *,
+    on_link: Callable[[ServerLink], None] | None,
+    on_connection: Callable[[IncomingConnection], None] | None,
+    peer: Any,
+) -> Core:
+    """The core of one accepted server connection, on the engine (and TLS layer) that
+    :func:`server_engine` makes from a :func:`listen`'s ``options``."""
+    engine, stream = server_engine(**options)
+    return Core(engine, stream=stream, on_link=on_link, on_connection=on_connection, peer=peer)

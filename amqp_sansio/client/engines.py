@@ -1,0 +1,203 @@
+"""Making engines: the one place where a URL and the options become a client engine (and
+TLS layer), and a peer's connection a server's; what to do when the peer has no SASL layer
+or refuses ours."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import amqp_sansio as a
+from amqp_sansio.sasl import SASLNoMechanismError
+
+from . import trace
+from .url import AMQPURL, parse_url
+
+__all__ = [
+    "authentication_failure",
+    "authentication_hint",
+    "client_engine",
+    "refused_without_sasl",
+    "server_engine",
+    "server_sasl",
+    "without_sasl",
+    "without_sasl_failure",
+]
+
+_log = logging.getLogger(__name__)
+
+
+# -- making engines ----------------------------------------------------------------------------
+
+
+def client_engine(
+    url: str | AMQPURL,
+    *,
+    container_id: str | None = None,
+    idle_timeout: float | None = None,
+    ssl_context: Any = None,
+    allow_insecure_auth: bool = False,
+    sasl_mechanisms: Any = None,
+    max_frame_size: int = 65536,
+    hostname: str | None = None,
+    sasl: bool | None = None,
+    cafile: str | None = None,
+    verify: bool = True,
+) -> tuple[AMQPURL, a.Connection, Any]:
+    """The engine (and TLS layer, for amqps) for a client connection to ``url``: returns
+    ``(url, connection, stream)``. The one place where a URL and the options become a
+    client engine, for the adapters and the command line alike.
+
+    SASL (see :doc:`defaults`): ``sasl=None`` (the default) and ``True`` use SASL, with the
+    URL's credentials, or ANONYMOUS without them (what Qpid Proton sends by default, and
+    what most brokers ask for); ``False`` does not (a :class:`ValueError` with credentials).
+    The two differ in what the adapters do when the server turns out to have no SASL layer
+    (:class:`PeerWithoutSASLError`): with None and no credentials or ``sasl_mechanisms``,
+    they connect again once without SASL (:func:`without_sasl`). Credentials go through
+    PLAIN over an unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
+    (:class:`~amqp_sansio.client.url.InsecureCredentialsError` otherwise, before
+    anything is sent). TLS: ``ssl_context``, or one from
+    :func:`~amqp_sansio.client_context` with ``cafile`` and ``verify``."""
+    parsed = parse_url(url) if isinstance(url, str) else url
+    parsed.check_credentials(allow_insecure_auth=allow_insecure_auth)
+    tls = parsed.tls or ssl_context is not None
+    credentials = parsed.username is not None or parsed.password is not None
+    if sasl is False and credentials:
+        raise ValueError("credentials need SASL: remove them from the URL")
+    credentials_layer = None
+    if sasl is not False:  # none given: ANONYMOUS
+        credentials_layer = a.ClientCredentials(username=parsed.username, password=parsed.password)
+    engine = a.Connection(
+        client=True,
+        container_id=container_id or f"amqp-sansio-{uuid.uuid4().hex[:12]}",
+        hostname=hostname or parsed.host,
+        idle_timeout=idle_timeout,
+        sasl=credentials_layer,
+        sasl_mechanisms=sasl_mechanisms,
+        allow_plain_without_tls=allow_insecure_auth or parsed.is_loopback,
+        max_frame_size=max_frame_size,
+    )
+    stream: Any = trace.wrap(engine, f"{engine.container_id}>{parsed.host}:{parsed.port}")
+    if tls:
+        context = ssl_context
+        if context is None:
+            context = a.client_context(cafile=cafile, verify=verify)
+        stream = a.TLSLayer(
+            stream, context, client=True, server_hostname=parsed.host, negotiate=False
+        )
+    return parsed, engine, stream
+
+
+def without_sasl(url: str | AMQPURL, options: dict[str, Any]) -> dict[str, Any] | None:
+    """After a :class:`PeerWithoutSASLError`: the options (``client_engine``'s) to connect
+    again with, without SASL, if SASL was only our default choice (``sasl`` None, no
+    credentials in ``url``, no ``sasl_mechanisms``), saying so in the log (WARNING: it costs
+    a connection; ``sasl=False`` avoids it). None: no second attempt (the error stands).
+    The recipe of every adapter's ``connect`` and of the command line."""
+    parsed = parse_url(url) if isinstance(url, str) else url
+    if (
+        options.get("sasl") is not None
+        or options.get("sasl_mechanisms")
+        or parsed.username is not None
+        or parsed.password is not None
+    ):
+        return None
+    _log.warning(
+        "%s:%s has no SASL layer (it answered the SASL header with the bare AMQP header): "
+        "connecting again without SASL (sasl=False, or --sasl-mechanism none, skips this step)",
+        parsed.host,
+        parsed.port,
+    )
+    return dict(options, sasl=False)
+
+
+def without_sasl_failure(url: AMQPURL | None) -> str:
+    """Why a client's SASL header was answered with the bare AMQP header, for its error."""
+    where = "" if url is None else f" at {url.host}:{url.port}"
+    text = f"the server{where} has no SASL layer (it answered with the bare AMQP header)"
+    if url is not None and (url.username is not None or url.password is not None):
+        return f"{text}: it cannot check the credentials in the URL; remove them to connect"
+    return f"{text}: connect with sasl=False"
+
+
+def authentication_failure(event: a.AuthenticationFailed, url: AMQPURL | None) -> str:
+    """The message of a client's failed authentication, with :func:`authentication_hint`."""
+    hint = authentication_hint(event, url)
+    text = f"authentication failed: {event.description}"
+    return f"{hint}; {text}" if hint else text
+
+
+def authentication_hint(event: a.AuthenticationFailed, url: AMQPURL | None) -> str:
+    """What to do where the server offers nothing a client without credentials can use (no
+    ANONYMOUS): "this server requires authentication: put user:password in the URL (...)";
+    else ""."""
+    if (
+        url is None
+        or not isinstance(event.error, SASLNoMechanismError)
+        or url.username is not None
+        or url.password is not None
+    ):
+        return ""
+    scheme = "amqps" if url.tls else "amqp"
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return (
+        "this server requires authentication: put user:password in the URL "
+        f"({scheme}://USER:PASSWORD@{host}:{url.port})"
+    )
+
+
+def refused_without_sasl(peer: Any) -> None:
+    """Log a server's refusal of a client that sent the bare AMQP header where SASL is
+    required (core spec 2.2: our SASL header went back, and the connection ended)."""
+    _log.warning(
+        "refused the connection from %s: it sent the bare AMQP header (no SASL layer), and "
+        "this server requires SASL authentication (anonymous access is not allowed)",
+        _peer_name(peer),
+    )
+
+
+def _peer_name(peer: Any) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return "an unknown peer" if peer is None else str(peer)
+
+
+def server_sasl(sasl: a.ServerAuthenticator | bool | None) -> a.ServerAuthenticator | None:
+    """A server's SASL layer from its ``sasl`` option (see :doc:`defaults`): None (the
+    default) allows anonymous access, through ANONYMOUS or without SASL (the bare AMQP
+    header, core spec 5.1), so that every client's default works; a
+    :class:`~amqp_sansio.ServerAuthenticator` is used as it is (one without
+    ``allow_anonymous`` requires authentication); False: no SASL layer (only the bare
+    header is taken)."""
+    if sasl is None or sasl is True:
+        return a.ServerAuthenticator(None, allow_anonymous=True)
+    if sasl is False:
+        return None
+    return sasl
+
+
+def server_engine(
+    *,
+    container_id: str = "amqp-sansio-server",
+    idle_timeout: float | None = None,
+    ssl_context: Any = None,
+    sasl: a.ServerAuthenticator | bool | None = None,
+    allow_insecure_auth: bool = False,
+    max_frame_size: int = 65536,
+) -> tuple[a.Connection, Any]:
+    """The engine (and TLS layer, with ``ssl_context``: amqps from the first byte) of one
+    accepted server connection; ``sasl`` as :func:`server_sasl` says."""
+    engine = a.Connection(
+        client=False,
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        sasl=server_sasl(sasl),
+        allow_plain_without_tls=allow_insecure_auth,
+        max_frame_size=max_frame_size,
+    )
+    stream: Any = trace.wrap(engine, container_id)
+    if ssl_context is not None:
+        stream = a.TLSLayer(stream, ssl_context, client=False, negotiate=False)
+    return engine, stream

@@ -1,0 +1,596 @@
+"""The links of a :class:`~amqp_sansio.client.core.Core`: the cores of the links this side
+starts (senders, receivers, transaction controllers), a peer's connection and links on the
+server side, and the state the adapters' senders, trackers, receivers and transactions share
+(the waiting is each adapter's own)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import amqp_sansio as a
+from amqp_sansio import Error, Symbol
+
+from .ops import (
+    ClientError,
+    Delivery,
+    LinkDetachedError,
+    LinkRefusedError,
+    Op,
+    TransactionError,
+    encode,
+    engine_txn,
+)
+
+if TYPE_CHECKING:
+    from .core import Core
+
+__all__ = [
+    "DEFAULT_CREDIT",
+    "IncomingConnection",
+    "IncomingLink",
+    "LinkCore",
+    "OutgoingLink",
+    "ReceiverBase",
+    "ReceiverCore",
+    "SenderBase",
+    "SenderCore",
+    "ServerLink",
+    "TrackerBase",
+    "TransactionBase",
+    "TransactionCore",
+]
+
+#: The default credit of a receiver (how many messages it lets the sender start).
+DEFAULT_CREDIT = 100
+
+_OUTCOMES = (a.Accepted, a.Rejected, a.Released, a.Modified)
+
+
+# -- client links ------------------------------------------------------------------------------
+
+
+class LinkCore:
+    """What the core keeps of a link this side started."""
+
+    def __init__(self, core: Core, link: a.Link) -> None:
+        self.core = core
+        self.link = link
+        self.attached: Op[None] = Op()
+        self.detached: Op[None] = Op()
+        self.error: ClientError | None = None
+        #: The peer answered the attach without a terminus: a refusal (core spec 2.6.3).
+        self.refused = False
+
+    def check(self) -> None:
+        """Raise what ended the link (or the connection), if anything has."""
+        if self.error is not None:
+            raise self.error
+        self.core.check()
+
+    def attach_ready(self) -> bool:
+        self.check()
+        return self.attached.done()
+
+    def close(self) -> None:
+        link = self.link
+        if self.core.lost:  # nothing to detach: the link is not made again
+            self.core._links.pop(link, None)
+            self._on_detached(None, "the link was closed")
+            self.core._changed()
+            return
+        if link.state in (a.LinkState.ATTACHED, a.LinkState.ATTACH_SENT) and not self.core.gone:
+            link.detach(closed=True)
+            self.core._changed()
+
+    def close_ready(self) -> bool:
+        return self.detached.done() or self.core.gone or self.error is not None
+
+    def _on_attached(self, remote: a.Attach) -> None:
+        self.attached.set(None)
+
+    def _on_lost(self) -> None:
+        """The connection was lost and will be re-made: the link is attached again then."""
+        self.attached = Op()
+
+    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+        if self.error is None:
+            if self.refused:
+                self.error = LinkRefusedError(f"the peer refused the link {self.what}", error)
+            else:
+                self.error = LinkDetachedError(reason, error)
+        self.detached.set(None)
+
+    @property
+    def what(self) -> str:
+        """The link, for a message: ``to ADDRESS`` or ``from ADDRESS``."""
+        if isinstance(self.link, a.Sender):
+            return f"to {getattr(self.link.target, 'address', None)}"
+        if isinstance(self.link, a.Receiver):
+            return f"from {getattr(self.link.source, 'address', None)}"
+        return "to the transaction coordinator"
+
+
+class SenderCore(LinkCore):
+    """A sending link: :meth:`send_ready` says whether a send can start now,
+    :meth:`send` starts it and returns an :class:`Op` done with the outcome."""
+
+    link: a.Sender
+
+    def __init__(self, core: Core, link: a.Sender) -> None:
+        super().__init__(core, link)
+        #: Each unsettled delivery's op, and (on a reconnecting connection) its bytes.
+        self._unsettled: dict[a.Delivery, tuple[Op[Any], bytes | None]] = {}
+        #: After a reconnect: what was unsettled, sent again before any new send.
+        self._resend: deque[tuple[bytes, Op[Any]]] = deque()
+
+    @property
+    def address(self) -> str | None:
+        target = self.link.target
+        return getattr(target, "address", None)
+
+    @property
+    def unsettled(self) -> int:
+        """Deliveries sent whose outcome has not arrived (with those to be sent again after
+        a reconnect)."""
+        return len(self._unsettled) + len(self._resend)
+
+    def send_ready(self) -> bool:
+        self.check()
+        return self.attached.done() and not self._resend and self.link.link_credit > 0
+
+    def send(self, data: bytes, *, settled: bool = False, transaction: Any = None) -> Op[Any]:
+        """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
+        ``settled``, else when the outcome arrives."""
+        txn = None if transaction is None else engine_txn(transaction)
+        delivery = self.link.send(data, settled=settled, transaction=txn)
+        op: Op[Any] = Op()
+        if settled:
+            op.set(None)
+        else:
+            keep = data if self.core.reconnecting and txn is None else None
+            self._unsettled[delivery] = (op, keep)
+        self.core._changed()
+        return op
+
+    def _on_update(self, delivery: a.Delivery, state: Any) -> None:
+        entry = self._unsettled.get(delivery)
+        if entry is None:
+            return
+        outcome = state.outcome if isinstance(state, a.TransactionalState) else state
+        if delivery.remote_settled or isinstance(outcome, _OUTCOMES):
+            del self._unsettled[delivery]
+            entry[0].set(outcome)
+
+    def _on_attached(self, remote: a.Attach) -> None:
+        super()._on_attached(remote)
+        self._send_again()
+
+    def _send_again(self) -> None:
+        """Send again, as credit allows, what was unsettled when the connection was lost."""
+        link = self.link
+        while self._resend and link.state is a.LinkState.ATTACHED and link.link_credit > 0:
+            data, op = self._resend.popleft()
+            self._unsettled[link.send(data)] = (op, data)
+
+    def _on_lost(self) -> None:
+        super()._on_lost()
+        again: deque[tuple[bytes, Op[Any]]] = deque()
+        for op, data in self._unsettled.values():
+            if data is None:  # sent in a transaction, which the loss rolled back
+                op.fail(TransactionError("the connection was lost: the transaction is over"))
+            else:
+                again.append((data, op))
+        self._unsettled.clear()
+        again.extend(self._resend)
+        self._resend = again
+
+    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+        super()._on_detached(error, reason)
+        assert self.error is not None
+        for op, _ in self._unsettled.values():
+            op.fail(self.error)
+        for _, op in self._resend:
+            op.fail(self.error)
+        self._unsettled.clear()
+        self._resend.clear()
+
+
+class ReceiverCore(LinkCore):
+    """A receiving link with a credit window: :meth:`take` hands out what arrived."""
+
+    link: a.Receiver
+
+    def __init__(self, core: Core, link: a.Receiver, credit: int, auto_accept: bool) -> None:
+        super().__init__(core, link)
+        self.credit = credit
+        self.auto_accept = auto_accept
+        self.queue: deque[Delivery] = deque()
+        self._drain: Op[None] | None = None
+
+    @property
+    def address(self) -> str | None:
+        """The source's address; for a dynamic receiver, the one the peer made."""
+        remote = self.link.remote
+        if remote is not None and remote.source is not None:
+            return getattr(remote.source, "address", None)
+        return getattr(self.link.source, "address", None)
+
+    def _on_attached(self, remote: a.Attach) -> None:
+        super()._on_attached(remote)
+        self._refill()
+
+    def _refill(self) -> None:
+        """Grant a window of credit once the last is used up (not while deliveries are under
+        way: some brokers count a flow's credit from what they have sent, see
+        docs/interop.rst), never more than the room left by what waits to be taken."""
+        link = self.link
+        if link.state is not a.LinkState.ATTACHED or self._drain is not None or self.core.lost:
+            return
+        room = self.credit - len(self.queue)
+        if link.link_credit == 0 and room > 0 and room * 2 >= self.credit:
+            link.flow(room)
+
+    def take_ready(self) -> bool:
+        """A delivery waits, or nothing more will come (then :meth:`take` raises or gives
+        None)."""
+        if self.queue:
+            return True
+        if self.error is not None or self.core.gone:
+            return True
+        return self._closed
+
+    @property
+    def _closed(self) -> bool:
+        return self.detached.done()
+
+    def take(self) -> Delivery | None:
+        """The next delivery (accepted if ``auto_accept``); None when the link has closed
+        and nothing is left; raises what ended the link abnormally."""
+        if not self.queue:
+            if self._closed and (self.error is None or self.error.error is None):
+                return None
+            self.check()
+            return None
+        return self.take_many(1)[0]
+
+    def take_many(self, count: int) -> list[Delivery]:
+        """Up to ``count`` of the deliveries that wait, oldest first (each accepted if
+        ``auto_accept``): the credit topped up and the change written once for them all."""
+        queue = self.queue
+        taken = [queue.popleft() for _ in range(min(count, len(queue)))]
+        if taken:
+            if self.auto_accept:
+                for delivery in taken:
+                    if not delivery.settled:
+                        delivery.accept()
+            self._refill()
+            self.core._changed()
+        return taken
+
+    def drain(self) -> Op[None]:
+        """Ask the sender to use up or give back the credit; done when it has."""
+        self.check()
+        if self._drain is not None:
+            return self._drain
+        op: Op[None] = Op()
+        link = self.link
+        if link.link_credit == 0:
+            op.set(None)
+            return op
+        self._drain = op
+        link.drain_credit()
+        self.core._changed()
+        return op
+
+    def _on_drained(self) -> None:
+        op, self._drain = self._drain, None
+        if op is not None:
+            op.set(None)
+        if not self.core.lost:
+            self.link.drain = False
+            self._refill()  # the window again, or nothing would come after an empty drain
+
+    def _on_delivery(self, delivery: Delivery) -> None:
+        self.queue.append(delivery)
+        self._refill()
+
+    def _on_lost(self) -> None:
+        # What waits unsettled can no longer be settled: the peer delivers it again.
+        super()._on_lost()
+        self.queue = deque(d for d in self.queue if d.settled)
+        self._on_drained()
+
+    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+        closed_cleanly = error is None and not self.refused
+        super()._on_detached(error, reason)
+        if closed_cleanly:
+            self.error = None  # a clean close ends iteration; an error raises
+        if self._drain is not None:
+            self._drain.set(None)
+
+
+class TransactionCore:
+    """A transaction this side controls."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.engine_transaction: a.Transaction | None = None
+        self.declared: Op[None] = Op()
+        self.discharged: Op[bool] = Op()
+
+
+# -- server connections and links --------------------------------------------------------------
+
+
+class IncomingConnection:
+    """A connection a peer opened to a server, handed to the application's
+    ``on_connection`` (:func:`listen` in each adapter) when the peer's open has come (after
+    TLS and SASL), before our open answers it. The callback runs inside the connection's
+    I/O (it must not block); it accepts by returning, or calls :meth:`refuse`. Each link
+    the peer attaches on it then names it (:attr:`ServerLink.connection`), so that
+    ``on_link`` can decide by who is asking.
+
+    ``peer`` is the transport's remote address (``(host, port)``), ``container_id``,
+    ``hostname`` and ``properties`` come from the peer's open (core 2.7.1), ``identity``
+    and ``mechanism`` from SASL (None on a server without SASL; a client that used ANONYMOUS,
+    or came without a SASL layer to a server that allows anonymous access, has the
+    authenticator's anonymous identity, and mechanism ``ANONYMOUS`` or None; EXTERNAL's
+    is the TLS client certificate's subject), ``tls`` is the :class:`~amqp_sansio.TLSEstablished`
+    event of an amqps connection (version, cipher, the client's certificate), or None."""
+
+    def __init__(self, core: Core, peer: Any) -> None:
+        self.core = core
+        self.peer = peer
+        remote = core.engine.remote
+        assert remote is not None
+        self.container_id: str = remote.container_id
+        self.hostname: str | None = remote.hostname
+        self.properties: Any = remote.properties
+        self.identity: str | None = core.sasl_identity
+        self.mechanism: str | None = core.sasl_mechanism
+        self.tls: a.TLSEstablished | None = core.tls
+        self.refused: Error | None = None
+
+    def __repr__(self) -> str:
+        who = f" identity={self.identity!r}" if self.identity is not None else ""
+        return f"<IncomingConnection peer={self.peer!r} container_id={self.container_id!r}{who}>"
+
+    def refuse(self, error: Error | None = None) -> None:
+        """Refuse the connection: our open goes out (it must come first, core 2.4.1) and a
+        close with ``error`` (``amqp:unauthorized-access`` by default) follows at once
+        (2.4.3)."""
+        self.refused = error or Error(
+            condition=Symbol("amqp:unauthorized-access"), description="connection refused"
+        )
+
+
+# -- server links ------------------------------------------------------------------------------
+
+
+class ServerLink:
+    """A link a peer attached to a server (:func:`listen` in each adapter hands it to the
+    application's ``on_link``, which runs inside the connection's I/O: it must not block).
+    ``address`` is the peer's target (an :class:`IncomingLink`) or source (an
+    :class:`OutgoingLink`); ``dynamic`` when the peer asks for a node to be made, whose
+    address the application sets with :meth:`accept` (``address=``) before returning.
+    ``on_detach`` (a callable taking the link) is called when the link goes."""
+
+    def __init__(self, core: Core, link: a.Link, remote: a.Attach) -> None:
+        self.core = core
+        self.link = link
+        terminus = remote.target if isinstance(self, IncomingLink) else remote.source
+        self.dynamic = bool(getattr(terminus, "dynamic", False))
+        self.address: str | None = getattr(terminus, "address", None)
+        self.name = link.name
+        self.on_detach: Callable[[ServerLink], None] | None = None
+        self._decided = False
+
+    @property
+    def container_id(self) -> str | None:
+        """The peer's container-id."""
+        remote = self.core.engine.remote
+        return None if remote is None else remote.container_id
+
+    @property
+    def connection(self) -> IncomingConnection | None:
+        """The connection the link is on, as ``on_connection`` saw it (who the peer is)."""
+        return self.core.incoming
+
+    @property
+    def attached(self) -> bool:
+        return self.link.state is a.LinkState.ATTACHED
+
+    def accept(self, *, address: str | None = None) -> None:
+        """Accept the link (the default once ``on_link`` returns). For a dynamic node,
+        ``address`` is the address given to it."""
+        if self._decided:
+            return
+        self._decided = True
+        if address is not None:
+            self.address = address
+        self._attach()
+        self.core._changed()
+
+    def refuse(self, error: Error | None = None) -> None:
+        """Refuse the link, with an error (``amqp:not-found`` by default)."""
+        if self._decided:
+            return
+        self._decided = True
+        self.link.refuse(
+            error or Error(condition=Symbol("amqp:not-found"), description="no such node")
+        )
+        self.core._changed()
+
+    def close(self, error: Error | None = None) -> None:
+        if self.link.state is a.LinkState.ATTACHED and not self.core.gone:
+            self.link.detach(error=error, closed=True)
+            self.core._changed()
+
+    def _attach(self) -> None:
+        raise NotImplementedError
+
+    def _on_detached(self) -> None:
+        if self.on_detach is not None:
+            self.on_detach(self)
+
+
+class IncomingLink(ServerLink):
+    """A peer sends to us on it. ``on_delivery`` (a callable taking a :class:`Delivery`)
+    gets each message, which the application settles (or it is accepted once the callback
+    returns, with ``auto_accept``). ``credit`` is the window the core keeps granted.
+    Messages posted in a transaction reach ``on_delivery`` only when it commits (already
+    accepted then); a rollback discards them."""
+
+    link: a.Receiver
+
+    def __init__(self, core: Core, link: a.Receiver, remote: a.Attach) -> None:
+        super().__init__(core, link, remote)
+        self.credit = DEFAULT_CREDIT
+        self.auto_accept = True
+        self.on_delivery: Callable[[Delivery], None] | None = None
+
+    def _attach(self) -> None:
+        target = self.link.target
+        if self.dynamic:
+            target = a.Target(address=self.address, dynamic=True)
+        self.link.attach(target=target)
+        self.link.flow(self.credit)
+
+    def _deliver(self, delivery: Delivery) -> None:
+        if self.on_delivery is not None:
+            self.on_delivery(delivery)
+        if self.auto_accept and not delivery.settled:
+            delivery.accept()
+        link = self.link
+        if link.state is a.LinkState.ATTACHED and link.link_credit == 0 and self.credit > 0:
+            link.flow(self.credit)
+
+    def flow(self, credit: int) -> None:
+        """Grant the peer ``credit`` now (with ``credit = 0`` set in ``on_link``, the core
+        grants none by itself)."""
+        self.link.flow(credit)
+        self.core._changed()
+
+
+class OutgoingLink(ServerLink):
+    """A peer receives from us on it. The application sends with :meth:`send` while
+    :attr:`credit` is above zero; ``on_credit`` (a callable taking the link) is called when
+    the peer grants more. If the peer drains, the credit left after ``on_credit`` returns is
+    given back. ``send`` returns an :class:`Op`-like tracker; ``on_outcome`` (a callable
+    taking the engine delivery and its outcome) is told of each outcome."""
+
+    link: a.Sender
+
+    def __init__(self, core: Core, link: a.Sender, remote: a.Attach) -> None:
+        super().__init__(core, link, remote)
+        self.on_credit: Callable[[OutgoingLink], None] | None = None
+        self.on_outcome: Callable[[a.Delivery, Any], None] | None = None
+
+    @property
+    def credit(self) -> int:
+        """How many messages may be sent now: none once the link, its session or the
+        connection can no longer send (closed meanwhile by either end)."""
+        if not self.attached:
+            return 0
+        try:
+            self.link._check_attached()
+        except a.LocalProtocolError:
+            return 0
+        return self.link.link_credit
+
+    def _attach(self) -> None:
+        source = self.link.source
+        if self.dynamic:
+            source = a.Source(address=self.address, dynamic=True)
+        self.link.attach(source=source)
+
+    def send(self, message: Any, *, settled: bool = False) -> a.Delivery:
+        """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
+        :class:`~amqp_sansio.LocalProtocolError` without credit."""
+        return self.send_data(encode(message), settled=settled)
+
+    def send_data(self, data: bytes, *, settled: bool = False) -> a.Delivery:
+        """Send an encoded message (such as a :class:`Delivery`'s ``data``, forwarded)."""
+        delivery = self.link.send(data, settled=settled)
+        self.core._changed()
+        return delivery
+
+    def _credit(self) -> None:
+        if self.on_credit is not None and self.credit > 0:
+            self.on_credit(self)
+        if self.link.drain and self.attached:
+            self.link.drained()
+
+
+# -- what the adapters' objects share ----------------------------------------------------------
+
+
+class SenderBase:
+    """The adapters' senders: their state (the waiting is each adapter's own)."""
+
+    def __init__(self, conn: Any, core: SenderCore, settled: bool) -> None:
+        self.connection = conn
+        self.core = core
+        self.settled = settled
+
+    @property
+    def address(self) -> str | None:
+        return self.core.address
+
+    @property
+    def unsettled(self) -> int:
+        """Messages sent whose outcome has not come (after a send that was cancelled or
+        timed out once the message was out): the deliveries stay tracked."""
+        return self.core.unsettled
+
+
+class TrackerBase:
+    """A message sent without waiting for its outcome (``send(..., wait=False)`` in each
+    adapter): :meth:`done` says whether the outcome has come; each adapter's ``outcome()``
+    waits for it. Many can be outstanding at once (as many as the receiver's credit lets
+    out), so that sends are pipelined instead of taking a round trip each."""
+
+    __slots__ = ("_op", "sender")
+
+    def __init__(self, sender: SenderBase, op: Op[Any]) -> None:
+        self.sender = sender
+        self._op = op
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} done={self._op.done()}>"
+
+    def done(self) -> bool:
+        """The outcome has come (or the link or connection ended, and ``outcome()`` raises
+        why); at once on a pre-settled sender."""
+        return self._op.done()
+
+
+class ReceiverBase:
+    """The adapters' receivers: their state."""
+
+    def __init__(self, conn: Any, core: ReceiverCore) -> None:
+        self.connection = conn
+        self.core = core
+
+    @property
+    def address(self) -> str | None:
+        """The source's address; for a dynamic receiver, the peer's temporary node."""
+        return self.core.address
+
+
+class TransactionBase:
+    """The adapters' transactions: pass one as ``transaction=`` to a sender's ``send`` or a
+    delivery's ``accept``."""
+
+    def __init__(self, conn: Any, timeout: float | None) -> None:
+        self.connection = conn
+        self.timeout = timeout
+        self.core: TransactionCore | None = None
+        #: After the discharge: whether it committed.
+        self.committed: bool | None = None
+
+    @property
+    def engine_transaction(self) -> Any:
+        return None if self.core is None else self.core.engine_transaction

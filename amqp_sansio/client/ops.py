@@ -1,0 +1,200 @@
+"""What an application waits for and what it gets: the high-level API's errors, a pending
+operation (:class:`Op`), a delivery that arrived (:class:`Delivery`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import amqp_sansio as a
+from amqp_sansio import Error, Message
+
+if TYPE_CHECKING:
+    from .core import Core
+
+__all__ = [
+    "AuthenticationError",
+    "ClientError",
+    "ConnectionClosedError",
+    "Delivery",
+    "LinkDetachedError",
+    "LinkRefusedError",
+    "Op",
+    "PeerWithoutSASLError",
+    "TransactionError",
+    "encode",
+    "engine_txn",
+]
+
+T = TypeVar("T")
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class ClientError(Exception):
+    """Base class of the errors the high-level API raises. ``error`` is the AMQP error the
+    peer gave (an :class:`~amqp_sansio.Error`), if any."""
+
+    def __init__(self, description: str, error: Error | None = None) -> None:
+        if error is not None:
+            description = f"{description}: {error.condition}"
+            if error.description:
+                description += f" ({error.description})"
+        super().__init__(description)
+        self.error = error
+
+
+class ConnectionClosedError(ClientError, ConnectionError):
+    """The connection is closed or lost: closed by the peer (with its ``error``), timed out
+    (the peer stopped answering), or the transport failed. ``retryable``: a reconnecting
+    connection tries again after it (a lost transport, an idle time-out, the peer's close
+    without an error, as in a planned restart, or with ``amqp:connection:forced``)."""
+
+    def __init__(
+        self, description: str, error: Error | None = None, *, retryable: bool = False
+    ) -> None:
+        super().__init__(description, error)
+        self.retryable = retryable
+
+
+class AuthenticationError(ConnectionClosedError):
+    """SASL authentication failed; the connection has ended."""
+
+
+class PeerWithoutSASLError(ConnectionClosedError):
+    """The server answered our SASL header with the bare AMQP header: it has no SASL layer
+    (core spec 2.2, 5.1; the engine's :class:`~amqp_sansio.PeerWithoutSASL`). ``connect``
+    raises it only where it cannot connect again without SASL by itself: ``sasl=True``,
+    credentials in the URL (a server without SASL cannot check them), or
+    ``sasl_mechanisms``; otherwise it connects again once without SASL (see
+    :doc:`defaults`)."""
+
+
+class LinkDetachedError(ClientError):
+    """The link was detached by the peer (with its ``error``), or refused
+    (:class:`LinkRefusedError`)."""
+
+
+class LinkRefusedError(LinkDetachedError):
+    """The peer refused the link: it answered the attach without a terminus (core spec
+    2.6.3). Raised as soon as that answer comes, in every adapter and for every kind of link;
+    ``error`` is the condition of the peer's detach when it came with the answer (our
+    broker's, Proton's), None when the peer sent none (rhea's listener sends only the
+    attach)."""
+
+
+class TransactionError(ClientError):
+    """A declare was refused, or the transaction was rolled back without being asked."""
+
+
+# -- pending operations ------------------------------------------------------------------------
+
+
+class Op(Generic[T]):
+    """Something an application waits for: done once, with a value or an error."""
+
+    __slots__ = ("_done", "_error", "_value")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    def set(self, value: T) -> None:
+        if not self._done:
+            self._done, self._value = True, value
+
+    def fail(self, error: BaseException) -> None:
+        if not self._done:
+            self._done, self._error = True, error
+
+
+# -- deliveries --------------------------------------------------------------------------------
+
+
+class Delivery:
+    """A message that arrived. ``message`` is the decoded :class:`~amqp_sansio.Message`,
+    ``data`` its bytes. Settle it with one outcome: :meth:`accept`, :meth:`reject`,
+    :meth:`release` or :meth:`modify` (a second settlement does nothing). A delivery that
+    came pre-settled (``settled`` is already true) needs none. ``transaction`` in each puts
+    the outcome in that transaction (retirement, core spec 4.4.2)."""
+
+    __slots__ = ("_core", "_engine", "_message", "data", "engine_delivery", "link")
+
+    def __init__(self, core: Core, link: a.Link, delivery: a.Delivery, data: bytes) -> None:
+        self._core = core
+        self._engine = core.engine
+        self.link = link
+        self.engine_delivery = delivery
+        self.data = data
+        self._message: Message | None = None
+
+    def __repr__(self) -> str:
+        return f"<Delivery {self.engine_delivery.tag!r} settled={self.settled}>"
+
+    @property
+    def message(self) -> Message:
+        if self._message is None:
+            self._message = Message.decode(self.data)
+        return self._message
+
+    @property
+    def settled(self) -> bool:
+        """Settled here (by an outcome, or by the sender)."""
+        d = self.engine_delivery
+        return d.settled or d.remote_settled
+
+    def accept(self, *, transaction: Any = None) -> None:
+        self.settle(a.Accepted(), transaction=transaction)
+
+    def reject(self, error: Error | None = None, *, transaction: Any = None) -> None:
+        self.settle(a.Rejected(error=error), transaction=transaction)
+
+    def release(self, *, transaction: Any = None) -> None:
+        self.settle(a.Released(), transaction=transaction)
+
+    def modify(
+        self,
+        *,
+        delivery_failed: bool = True,
+        undeliverable_here: bool = False,
+        annotations: dict[Any, Any] | None = None,
+        transaction: Any = None,
+    ) -> None:
+        outcome = a.Modified(
+            delivery_failed=delivery_failed,
+            undeliverable_here=undeliverable_here,
+            message_annotations=annotations,
+        )
+        self.settle(outcome, transaction=transaction)
+
+    def settle(self, outcome: Any, *, transaction: Any = None) -> None:
+        """Settle with ``outcome`` (any outcome of core spec 3.4). A delivery that came on a
+        connection since lost (and reconnected) can no longer be settled: this does
+        nothing, and the peer delivers the message again."""
+        if self.settled or self._engine is not self._core.engine or self._core.lost:
+            return
+        txn = None if transaction is None else engine_txn(transaction)
+        self.link.settle(self.engine_delivery, outcome, transaction=txn)
+        self._core._changed()
+
+
+def engine_txn(transaction: Any) -> Any:
+    """An adapter's transaction object carries the engine's as ``engine_transaction``."""
+    return getattr(transaction, "engine_transaction", transaction)
+
+
+def encode(message: Any) -> bytes:
+    """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
+    sent as the body of a message (bytes as a data section, others as an amqp-value)."""
+    if isinstance(message, Message):
+        return message.encode()
+    return Message(body=message).encode()
