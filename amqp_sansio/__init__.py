@@ -4,55 +4,29 @@ The core consumes bytes and produces values, frames and events; it never opens a
 reads a clock or starts a thread. The adapters in :mod:`amqp_sansio.adapters` do the I/O.
 """
 
-from ._connection import Connection, Delivery, Link, Receiver, Sender, Session
-from ._decode import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_from
-from ._encode import encode, encode_into
-from ._errors import (
-    AMQPError,
-    DecodeError,
-    EncodeError,
-    FramingError,
-    InvalidFieldError,
-    LocalProtocolError,
-    RemoteProtocolError,
-    UnsupportedProtocolError,
+from .codec.decoder import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_from
+from .codec.encoder import encode, encode_into
+from .codec.types import (
+    AMQPType,
+    Array,
+    Byte,
+    Char,
+    Decimal32,
+    Decimal64,
+    Decimal128,
+    Described,
+    Float,
+    Int,
+    Short,
+    Symbol,
+    Timestamp,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
 )
-from ._events import (
-    Authenticated,
-    AuthenticationFailed,
-    ConnectionClosed,
-    ConnectionEnded,
-    ConnectionOpened,
-    CreditChanged,
-    DeliveryAborted,
-    DeliveryReceived,
-    DeliveryUpdated,
-    DrainCompleted,
-    Event,
-    IdleTimedOut,
-    LinkAttached,
-    LinkDetached,
-    PeerWithoutSASL,
-    ProtocolError,
-    SessionBegun,
-    SessionEnded,
-    UnsupportedProtocol,
-)
-from ._framing import (
-    AMQP_HEADER,
-    HEARTBEAT,
-    MIN_MAX_FRAME_SIZE,
-    SASL_HEADER,
-    TLS_HEADER,
-    Frame,
-    FrameParser,
-    FrameType,
-    ProtocolHeader,
-    ProtocolId,
-    encode_frame,
-)
-from ._message import Body, Message
-from ._messaging import (
+from .definitions.message import Body, Message
+from .definitions.messaging import (
     Accepted,
     AmqpSequence,
     AmqpValue,
@@ -76,7 +50,7 @@ from ._messaging import (
     TerminusDurability,
     TerminusExpiryPolicy,
 )
-from ._performatives import (
+from .definitions.performatives import (
     Attach,
     Begin,
     Close,
@@ -99,37 +73,7 @@ from ._performatives import (
     SenderSettleMode,
     Transfer,
 )
-from ._sasl_mechanisms import (
-    ClientCredentials,
-    SASLError,
-    ScramCredentials,
-    ServerAuthenticator,
-    derive_scram_credentials,
-)
-from ._serial import serial_add, serial_diff, serial_le, serial_lt
-from ._states import (
-    CONNECTION_TRANSITIONS,
-    LINK_TRANSITIONS,
-    SESSION_TRANSITIONS,
-    ConnectionInput,
-    ConnectionState,
-    LinkInput,
-    LinkState,
-    SessionInput,
-    SessionState,
-)
-from ._tls import (
-    TLSClosed,
-    TLSEstablished,
-    TLSFailed,
-    TLSHeaderMismatch,
-    TLSLayer,
-    TLSState,
-    client_context,
-    server_context,
-    subject_to_string,
-)
-from ._transactions import (
+from .definitions.transactions import (
     Coordinator,
     Declare,
     Declared,
@@ -137,8 +81,28 @@ from ._transactions import (
     TransactionalState,
     TxnCapability,
 )
-from ._txn import (
+from .engine.connection import Connection
+from .engine.delivery import Delivery
+from .engine.link import Link
+from .engine.receiver import Receiver
+from .engine.sender import Sender
+from .engine.serial import serial_add, serial_diff, serial_le, serial_lt
+from .engine.session import Session
+from .engine.states import (
+    CONNECTION_TRANSITIONS,
+    LINK_TRANSITIONS,
+    SESSION_TRANSITIONS,
     TRANSACTION_TRANSITIONS,
+    ConnectionInput,
+    ConnectionState,
+    LinkInput,
+    LinkState,
+    SessionInput,
+    SessionState,
+    TransactionInput,
+    TransactionState,
+)
+from .engine.transactions import (
     Controller,
     CoordinatorLink,
     DeclareRequest,
@@ -149,30 +113,71 @@ from ._txn import (
     TransactionDeclared,
     TransactionDeclareFailed,
     TransactionDischarged,
-    TransactionInput,
     TransactionRecord,
     TransactionRolledBack,
-    TransactionState,
     TransactionWorkRefused,
 )
-from ._types import (
-    AMQPType,
-    Array,
-    Byte,
-    Char,
-    Decimal32,
-    Decimal64,
-    Decimal128,
-    Described,
-    Float,
-    Int,
-    Short,
-    Symbol,
-    Timestamp,
-    UByte,
-    UInt,
-    ULong,
-    UShort,
+from .errors import (
+    AMQPError,
+    DecodeError,
+    EncodeError,
+    FramingError,
+    InvalidFieldError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    UnsupportedProtocolError,
+)
+from .events import (
+    Authenticated,
+    AuthenticationFailed,
+    ConnectionClosed,
+    ConnectionEnded,
+    ConnectionOpened,
+    CreditChanged,
+    DeliveryAborted,
+    DeliveryReceived,
+    DeliveryUpdated,
+    DrainCompleted,
+    Event,
+    IdleTimedOut,
+    LinkAttached,
+    LinkDetached,
+    PeerWithoutSASL,
+    ProtocolError,
+    SessionBegun,
+    SessionEnded,
+    UnsupportedProtocol,
+)
+from .framing import (
+    AMQP_HEADER,
+    HEARTBEAT,
+    MIN_MAX_FRAME_SIZE,
+    SASL_HEADER,
+    TLS_HEADER,
+    Frame,
+    FrameParser,
+    FrameType,
+    ProtocolHeader,
+    ProtocolId,
+    encode_frame,
+)
+from .security.mechanisms import (
+    ClientCredentials,
+    SASLError,
+    ScramCredentials,
+    ServerAuthenticator,
+    derive_scram_credentials,
+)
+from .security.tls import (
+    TLSClosed,
+    TLSEstablished,
+    TLSFailed,
+    TLSHeaderMismatch,
+    TLSLayer,
+    TLSState,
+    client_context,
+    server_context,
+    subject_to_string,
 )
 
 __version__ = "0.1.0.dev0"

@@ -7,5 +7,5 @@ role. The mechanism objects here are what it drives; they can also be used on th
 See the SASL page of the docs.
 """
 
-from ._sasl_mechanisms import *  # noqa: F403  (the mechanisms' public names, as they are)
-from ._sasl_mechanisms import __all__ as __all__
+from .security.mechanisms import *  # noqa: F403  (the mechanisms' public names, as they are)
+from .security.mechanisms import __all__ as __all__

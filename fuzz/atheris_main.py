@@ -70,9 +70,9 @@ def make_test_one_input(
 def _instrument_generated_code(atheris: Any) -> None:
     """The composite encoders and decoders are generated with ``exec`` at import time, so the
     import hook does not see them; instrument them explicitly."""
-    from amqp_sansio import _decode, _encode
+    from amqp_sansio.codec import decoder, encoder
 
-    functions = list(_decode.DESCRIBED.values()) + list(_encode._ENCODERS.values())
+    functions = list(decoder.DESCRIBED.values()) + list(encoder._ENCODERS.values())
     for f in {id(f): f for f in functions}.values():
         code = getattr(f, "__code__", None)
         if code is not None and code.co_filename.startswith(("<decoder", "<encoder")):

@@ -48,7 +48,7 @@ def test_empty_multiple_field_is_none() -> None:
 
 
 def test_an_unknown_field_kind_is_refused_when_declaring_a_type() -> None:
-    from amqp_sansio._composite import amqp
+    from amqp_sansio.codec.composite import amqp
 
     with pytest.raises(ValueError, match="unknown field kind"):
         amqp("list")

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_sansio import LocalProtocolError, RemoteProtocolError, SaslCode, Symbol
-from amqp_sansio._sasl_mechanisms import (
+from amqp_sansio.security.mechanisms import (
     MECHANISM_PREFERENCE,
     AnonymousClient,
     AnonymousServer,

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import amqp_sansio as a
-from amqp_sansio._events import Event
-from amqp_sansio._framing import AMQP_HEADER, SASL_HEADER
-from amqp_sansio._sasl_mechanisms import ExternalServer
-from amqp_sansio._tls import (
+from amqp_sansio.events import Event
+from amqp_sansio.framing import AMQP_HEADER, SASL_HEADER
+from amqp_sansio.security.mechanisms import ExternalServer
+from amqp_sansio.security.tls import (
     TLS_HEADER,
     TLSClosed,
     TLSEstablished,

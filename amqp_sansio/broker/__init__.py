@@ -2,8 +2,9 @@
 protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core. See
 ``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
 
-from ._broker import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, Broker, BrokerConnection
+from ._broker import Broker
 from ._config import BrokerConfig
+from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
 from ._nodes import Node, Queue, Topic
 from ._relay import ANONYMOUS_RELAY
 from ._selector import (

@@ -12,21 +12,36 @@ from __future__ import annotations
 import abc
 import bisect
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from .._messaging import (
+from ..definitions.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
     DeleteOnNoLinksOrMessages,
     DeleteOnNoMessages,
 )
+from ._config import BrokerConfig
 from ._selector import MessageFields, Selector
-from ._store import StoredMessage
-
-if TYPE_CHECKING:
-    from ._broker import Broker
+from ._store import Store, StoredMessage
 
 __all__ = ["Node", "Queue", "Topic"]
+
+
+class NodeBroker(Protocol):
+    """What a node needs of its broker (a :class:`~amqp_sansio.broker.Broker`): the
+    configuration and store, the node registry, the wall clock, counters, sequence numbers
+    for the copies a node makes, and an expiry watch on the messages a queue holds."""
+
+    config: BrokerConfig
+    store: Store
+    nodes: dict[str, Node]
+    wall: float
+    expired: int
+    overflowed: int
+
+    def next_seq(self) -> int: ...
+
+    def watch_expiry(self, message: StoredMessage, queue: Queue) -> None: ...
 
 
 class Consumer(Protocol):
@@ -65,7 +80,7 @@ class Node(abc.ABC):
     kind = "node"
 
     def __init__(
-        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
     ) -> None:
         self.broker = broker
         self.address = address
@@ -160,7 +175,7 @@ class Queue(Node):
     kind = "queue"
 
     def __init__(
-        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         self._levels: dict[int, deque[StoredMessage]] = {}
@@ -226,7 +241,7 @@ class Queue(Node):
         self.available[message.seq] = message
         self.bytes += message.size
         if message.expires is not None:
-            self.broker._watch(message, self)
+            self.broker.watch_expiry(message, self)
 
     def requeue(self, message: StoredMessage) -> None:
         """A consumer gave the message back (released or modified, core spec 3.4.4, 3.4.5):
@@ -406,7 +421,7 @@ class Topic(Node):
     kind = "topic"
 
     def __init__(
-        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         #: The buffers, by consumer (or by kept subscription).
@@ -426,7 +441,7 @@ class Topic(Node):
             if limit is not None and buffer.depth >= limit:
                 broker.overflowed += 1
                 continue
-            copy = message.copy(broker._next_seq())
+            copy = message.copy(broker.next_seq())
             copy.selection = message.selection  # the same bytes at the same address
             if buffer.offer(copy) is not None:
                 broker.overflowed += 1

@@ -10,8 +10,8 @@ as a reply-to queue): it never makes one, so a mistyped reply-to address is answ
 
 from __future__ import annotations
 
-from .._decode import decode_from
-from .._types import Symbol
+from ..codec.decoder import decode_from
+from ..codec.types import Symbol
 from ._store import _section_code
 
 __all__ = ["ANONYMOUS_RELAY", "relay_address"]

@@ -27,10 +27,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
-from .._decode import decode_from
-from .._errors import DecodeError, RemoteProtocolError
-from .._messaging import ApplicationProperties, Header, Properties
-from .._types import Described, Symbol, Timestamp, ULong
+from ..codec.decoder import decode_from
+from ..codec.types import Described, Symbol, Timestamp, ULong
+from ..definitions.messaging import ApplicationProperties, Header, Properties
+from ..errors import DecodeError, RemoteProtocolError
 
 __all__ = [
     "DEFAULT_SELECTOR_MAX_DEPTH",

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._decode import decode_from
-from .._encode import encode
-from .._errors import DecodeError
-from .._message import Message
-from .._messaging import Header
+from ..codec.decoder import decode_from
+from ..codec.encoder import encode
+from ..definitions.message import Message
+from ..definitions.messaging import Header
+from ..errors import DecodeError
 
 if TYPE_CHECKING:
     from ._nodes import Node

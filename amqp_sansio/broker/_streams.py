@@ -25,15 +25,12 @@ starts its streams empty.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._messaging import Source
-from .._types import Described, Symbol
-from ._nodes import Consumer, Node
+from ..codec.types import Described, Symbol
+from ..definitions.messaging import Source
+from ._nodes import Consumer, Node, NodeBroker
 from ._store import StoredMessage
-
-if TYPE_CHECKING:
-    from ._broker import Broker
 
 __all__ = [
     "FIRST_OFFSET",
@@ -110,7 +107,7 @@ class Stream(Node):
     kind = "stream"
 
     def __init__(
-        self, broker: Broker, address: str, *, dynamic: bool = False, policy: Any = None
+        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         # The messages from offset ``first`` on are ``_log[_head:]``: retention moves

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._messaging import Source, TerminusDurability, TerminusExpiryPolicy
+from ..definitions.messaging import Source, TerminusDurability, TerminusExpiryPolicy
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
-    from .._connection import Session
-    from ._broker import BrokerConnection
+    from ..engine.session import Session
+    from ._connection import BrokerConnection
     from ._nodes import Queue, Topic
 
 __all__ = ["Subscription", "keeps"]

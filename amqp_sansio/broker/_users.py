@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from .._sasl_mechanisms import ScramCredentials, ServerAuthenticator, derive_scram_credentials
+from ..security.mechanisms import ScramCredentials, ServerAuthenticator, derive_scram_credentials
 
 __all__ = ["ANONYMOUS", "User", "Users", "UsersFileError", "scram_entry"]
 

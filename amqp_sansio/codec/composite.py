@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from . import _decode, _encode
-from ._errors import DecodeError, EncodeError, InvalidFieldError
-from ._types import AMQPType, Array, Described, Symbol, Timestamp, UByte, UInt, ULong, UShort
+from ..errors import DecodeError, EncodeError, InvalidFieldError
+from . import decoder, encoder
+from .types import AMQPType, Array, Described, Symbol, Timestamp, UByte, UInt, ULong, UShort
 
 __all__ = ["amqp", "composite", "restricted"]
 
@@ -387,26 +387,26 @@ def _enum_converter(
 
 def _gen_decoder(
     cls: type, specs: tuple[tuple[str, FieldSpec], ...], defaults: list[Any]
-) -> _decode.Decoder:
+) -> decoder.Decoder:
     name = cls.__name__
     n = len(specs)
     ns: dict[str, Any] = {
         "cls": cls,
         "new": object.__new__,
         "DecodeError": DecodeError,
-        "truncated": _decode.truncated,
-        "too_deep": _decode.too_deep,
-        "unpack_I": _decode.unpack_I,
-        "unpack_II": _decode.unpack_II,
-        "unpack_H": _decode.unpack_H,
-        "unpack_Q": _decode.unpack_Q,
-        "unpack_q": _decode.unpack_q,
+        "truncated": decoder.truncated,
+        "too_deep": decoder.too_deep,
+        "unpack_I": decoder.unpack_I,
+        "unpack_II": decoder.unpack_II,
+        "unpack_H": decoder.unpack_H,
+        "unpack_Q": decoder.unpack_Q,
+        "unpack_q": decoder.unpack_q,
         "new_int": int.__new__,
         "new_str": str.__new__,
         "Timestamp": Timestamp,
         "Symbol": Symbol,
-        "D": _decode.DECODERS,
-        "_boolean": _decode.DECODERS[0x56],
+        "D": decoder.DECODERS,
+        "_boolean": decoder.DECODERS[0x56],
         "check": _check_decoded,
         "mandatory": _mandatory,
     }
@@ -477,28 +477,28 @@ def _gen_decoder(
 
 def _gen_encoder(
     cls: type, specs: tuple[tuple[str, FieldSpec], ...], defaults: list[Any], code: int
-) -> _encode.Encoder:
+) -> encoder.Encoder:
     name = cls.__name__
     ns: dict[str, Any] = {
         "TRUE": b"\x41",
         "FALSE": b"\x42",
-        "SMALLUINT": _encode._SMALLUINT,
-        "pack_H": _encode._pack_H,
-        "pack_I": _encode._pack_I,
-        "enc_ulong": _encode.enc_ulong,
-        "enc_timestamp": _encode.enc_timestamp,
-        "enc_string": _encode.enc_string,
-        "enc_symbol": _encode.enc_symbol,
-        "enc_binary": _encode.enc_binary,
-        "enc_map": _encode.enc_map,
-        "enc_list": _encode.enc_list,
-        "enc_symbol_keyed_map": _encode.enc_symbol_keyed_map,
-        "encode_into": _encode.encode_into,
+        "SMALLUINT": encoder._SMALLUINT,
+        "pack_H": encoder._pack_H,
+        "pack_I": encoder._pack_I,
+        "enc_ulong": encoder.enc_ulong,
+        "enc_timestamp": encoder.enc_timestamp,
+        "enc_string": encoder.enc_string,
+        "enc_symbol": encoder.enc_symbol,
+        "enc_binary": encoder.enc_binary,
+        "enc_map": encoder.enc_map,
+        "enc_list": encoder.enc_list,
+        "enc_symbol_keyed_map": encoder.enc_symbol_keyed_map,
+        "encode_into": encoder.encode_into,
         "encode_multiple": _encode_multiple,
         "encode_message_id": _encode_message_id,
         "EncodeError": EncodeError,
-        "pack_BBB": _encode._pack_BBB,
-        "pack_BII": _encode._pack_BII,
+        "pack_BBB": encoder._pack_BBB,
+        "pack_BII": encoder._pack_BII,
         "HEAD": bytes((0x00, 0x53, code)) if code < 256 else b"\x00\x80" + code.to_bytes(8, "big"),
     }
     lines = ["def encode_composite(v, out):", "    body = bytearray()", "    keep = 0; n = 0"]
@@ -547,15 +547,15 @@ def _encode_multiple(x: tuple[Any, ...], spec: FieldSpec, out: bytearray) -> Non
     kind = spec.kind
     assert isinstance(kind, str), "multiple fields are declared with a primitive kind"
     items = [i.value if isinstance(i, enum.Enum) else i for i in x]
-    _encode.encode_into(Array(_PRIMITIVE_KINDS[kind], items), out)
+    encoder.encode_into(Array(_PRIMITIVE_KINDS[kind], items), out)
 
 
 def _encode_message_id(x: Any, out: bytearray) -> None:
     """message-id fields (core spec 3.2.11-3.2.14): an int is a ulong, never a long."""
     if type(x) is int:
-        _encode.enc_ulong(x, out)  # a negative one fails in struct, as an EncodeError
+        encoder.enc_ulong(x, out)  # a negative one fails in struct, as an EncodeError
     else:
-        _encode.encode_into(x, out)
+        encoder.encode_into(x, out)
 
 
 def unchecked(cls: type[T]) -> Callable[..., T]:
@@ -591,19 +591,19 @@ def composite(
         cls._amqp_specs = specs  # type: ignore[attr-defined]
         for archetype in provides:
             _providers(archetype).add(cls)
-        _encode.register_encoder(cls, _gen_encoder(cls, specs, defaults, code))
-        _decode.register_described(code, name, _gen_decoder(cls, specs, defaults))
+        encoder.register_encoder(cls, _gen_encoder(cls, specs, defaults, code))
+        decoder.register_described(code, name, _gen_decoder(cls, specs, defaults))
         return cls
 
     return wrap
 
 
-_RESTRICTED_ENCODERS: dict[str, _encode.Encoder] = {
-    "binary": _encode.enc_binary,
-    "list": _encode.enc_list,
-    "map": _encode.enc_map,
-    "annotations": _encode.enc_symbol_keyed_map,
-    "*": _encode.encode_into,
+_RESTRICTED_ENCODERS: dict[str, encoder.Encoder] = {
+    "binary": encoder.enc_binary,
+    "list": encoder.enc_list,
+    "map": encoder.enc_map,
+    "annotations": encoder.enc_symbol_keyed_map,
+    "*": encoder.encode_into,
 }
 
 
@@ -623,7 +623,7 @@ def restricted(
         spec = FieldSpec(kind)
         setter = cls.value.__set__  # type: ignore[attr-defined]
         new = object.__new__
-        table = _decode.DECODERS
+        table = decoder.DECODERS
 
         def encode_restricted(v: Any, out: bytearray) -> None:
             out += head
@@ -642,8 +642,8 @@ def restricted(
             setter(o, value)
             return o, pos
 
-        _encode.register_encoder(cls, encode_restricted)
-        _decode.register_described(code, name, decode_restricted)
+        encoder.register_encoder(cls, encode_restricted)
+        decoder.register_described(code, name, decode_restricted)
         return cls
 
     return wrap

@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._errors import LocalProtocolError
-from ._events import Event
-from ._framing import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
+from ..errors import LocalProtocolError
+from ..events import Event
+from ..framing import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
 
 __all__ = [
     "TLS_HEADER",

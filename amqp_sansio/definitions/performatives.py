@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from ._composite import Composite, amqp, composite, to_bytes, to_tuple
-from ._types import Symbol
+from ..codec.composite import Composite, amqp, composite, to_bytes, to_tuple
+from ..codec.types import Symbol
 
 __all__ = [
     "Attach",

@@ -1,4 +1,5 @@
-"""The connection, session and link state machines as data (core spec 2.4.6, 2.5.5, 2.6).
+"""The connection, session, link and transaction state machines as data (core spec 2.4.6,
+2.5.5, 2.6, 4.2), and the sets of states derived from them that the engine reads.
 
 Each machine is a dict from ``(state, input)`` to the next state, taken from the spec's
 state diagrams. A pair that is not in a table is not allowed: for a local input that is a
@@ -20,6 +21,9 @@ __all__ = [
     "LinkState",
     "SessionInput",
     "SessionState",
+    "TRANSACTION_TRANSITIONS",
+    "TransactionInput",
+    "TransactionState",
 ]
 
 
@@ -182,3 +186,102 @@ LINK_TRANSITIONS: dict[tuple[LinkState, LinkInput], LinkState] = {
     (_L.DETACH_SENT, _LI.R_ATTACH): _L.DETACH_SENT,
     (_L.DETACH_RCVD, _LI.S_DETACH): _L.DETACHED,
 }
+
+
+# -- sets derived from the tables, read by the engine -------------------------------------
+
+#: Connection states where our close must wait for our open; where frames other than open
+#: may be sent (2.4.7, Figure 2.24); where the peer has opened, so session frames may arrive
+#: (in OPEN_RCVD a client's pipelined frames come before we answer its open, 2.4.2); where
+#: frames may still arrive; after our close (when the peer's frames are set aside).
+CONNECTION_OPEN_FIRST = frozenset(
+    {
+        ConnectionState.HDR_SENT,
+        ConnectionState.HDR_EXCH,
+        ConnectionState.OPEN_RCVD,
+    }
+)
+CONNECTION_SENDING = frozenset(
+    {
+        ConnectionState.OPEN_PIPE,
+        ConnectionState.OPEN_SENT,
+        ConnectionState.OPENED,
+        ConnectionState.CLOSE_RCVD,
+    }
+)
+CONNECTION_PEER_OPENED = frozenset(
+    {
+        ConnectionState.OPEN_RCVD,
+        ConnectionState.OPENED,
+        ConnectionState.CLOSE_RCVD,
+    }
+)
+CONNECTION_RECEIVING = frozenset(
+    set(ConnectionState) - {ConnectionState.END, ConnectionState.CLOSE_RCVD}
+)
+CONNECTION_ENDING = (ConnectionState.DISCARDING, ConnectionState.CLOSE_SENT)
+#: Session states in which we may send, in which the peer's frames are handled, and after
+#: our end (when they are set aside).
+SESSION_SENDING = (SessionState.BEGIN_SENT, SessionState.MAPPED, SessionState.END_RCVD)
+SESSION_MAPPED = (SessionState.BEGIN_RCVD, SessionState.MAPPED)
+SESSION_ENDING = (SessionState.DISCARDING, SessionState.END_SENT)
+
+
+# -- transactions (core spec part 4) -------------------------------------------------------
+
+
+class TransactionState(enum.Enum):
+    """Where a transaction is (core spec 4.2, 4.3). The same states serve the controller's
+    :class:`~amqp_sansio.Transaction` and the resource's
+    :class:`~amqp_sansio.TransactionRecord`."""
+
+    __hash__ = object.__hash__
+
+    #: The declare is sent; no txn-id yet.
+    DECLARING = "DECLARING"
+    #: Declared: work may be associated with it.
+    ACTIVE = "ACTIVE"
+    #: The discharge is sent (controller) or being answered (resource).
+    DISCHARGING = "DISCHARGING"
+    #: Discharged with ``fail=false`` and accepted: its work took effect.
+    COMMITTED = "COMMITTED"
+    #: Rolled back, at the controller's request or not: its work is void.
+    ROLLED_BACK = "ROLLED_BACK"
+    #: The declare was refused, or the control link went before the answer.
+    FAILED = "FAILED"
+
+
+class TransactionInput(enum.Enum):
+    """What moves a transaction."""
+
+    __hash__ = object.__hash__
+
+    DECLARED = "declared"
+    DECLARE_REFUSED = "declare refused"
+    DISCHARGE = "discharge"
+    COMMITTED = "commit accepted"
+    ROLLED_BACK = "rolled back"
+    LINK_LOST = "control link lost"
+
+
+_T = TransactionState
+_TI = TransactionInput
+
+#: Core spec 4.1 to 4.3. ``rolled back`` is a discharge with ``fail=true`` accepted, a
+#: discharge rejected (a resource-initiated rollback, 4.4.2), or, at the resource, the
+#: application rolling back a live transaction (a time-out). A control link that goes takes
+#: its transactions with it (4.1).
+TRANSACTION_TRANSITIONS: dict[tuple[TransactionState, TransactionInput], TransactionState] = {
+    (_T.DECLARING, _TI.DECLARED): _T.ACTIVE,
+    (_T.DECLARING, _TI.DECLARE_REFUSED): _T.FAILED,
+    (_T.DECLARING, _TI.LINK_LOST): _T.FAILED,
+    (_T.ACTIVE, _TI.DISCHARGE): _T.DISCHARGING,
+    (_T.ACTIVE, _TI.ROLLED_BACK): _T.ROLLED_BACK,
+    (_T.ACTIVE, _TI.LINK_LOST): _T.ROLLED_BACK,
+    (_T.DISCHARGING, _TI.COMMITTED): _T.COMMITTED,
+    (_T.DISCHARGING, _TI.ROLLED_BACK): _T.ROLLED_BACK,
+    (_T.DISCHARGING, _TI.LINK_LOST): _T.ROLLED_BACK,
+}
+
+#: The states of a live transaction: work may still be associated with it, or is pending.
+TRANSACTION_LIVE = (_T.ACTIVE, _T.DISCHARGING)

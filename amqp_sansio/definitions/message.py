@@ -19,16 +19,16 @@ from typing import Any
 
 import attrs
 
-from . import _decode, _encode
-from ._errors import DecodeError, EncodeError
-from ._messaging import (
+from ..codec import decoder, encoder
+from ..codec.types import Symbol, ULong
+from ..errors import DecodeError, EncodeError
+from .messaging import (
     AmqpSequence,
     AmqpValue,
     Data,
     Header,
     Properties,
 )
-from ._types import Symbol, ULong
 
 __all__ = ["Body", "Message"]
 
@@ -117,7 +117,7 @@ class Message:
     def _encoded(self, *, bare: bool) -> bytes:
         out = bytearray()
         parts: list[bytes] = []
-        _encode.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
+        encoder.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
         if parts:
             # A large data section: its bytes go into the result once, by this join.
             return b"".join((*parts, out))
@@ -133,7 +133,7 @@ class Message:
         them as they are)."""
         out = bytearray()
         parts: list[bytes] = []
-        _encode.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
+        encoder.guarded(lambda m, o: m._encode_into(o, bare=bare, parts=parts), self, out)
         if not out and not parts:
             # Zero sections would be zero bytes, which is no message at all (3.2).
             raise EncodeError("a message has at least one section; this one has none")
@@ -153,16 +153,16 @@ class Message:
         """Append the sections to ``out``; a large data section's bytes are not copied
         there: what ``out`` holds so far and then those bytes go to ``parts``, to be joined
         with the rest (what ``out`` holds at the end) once."""
-        enc = _encode.encode_into
+        enc = encoder.encode_into
         if not bare:
             if self.header is not None:
                 enc(self.header, out)
             if self.delivery_annotations is not None:
                 out += b"\x00\x53\x71"
-                _encode.enc_symbol_keyed_map(self.delivery_annotations, out)
+                encoder.enc_symbol_keyed_map(self.delivery_annotations, out)
             if self.message_annotations is not None:
                 out += b"\x00\x53\x72"
-                _encode.enc_symbol_keyed_map(self.message_annotations, out)
+                encoder.enc_symbol_keyed_map(self.message_annotations, out)
         if self.properties is not None:
             enc(self.properties, out)
         ap = self.application_properties
@@ -171,7 +171,7 @@ class Message:
                 if type(key) is not str:
                     raise EncodeError(f"application-properties keys are strings, got {key!r}")
             out += b"\x00\x53\x74"
-            _encode.enc_map(ap, out)
+            encoder.enc_map(ap, out)
         body = self.body
         if type(body) is Data:
             value = body.value
@@ -179,7 +179,7 @@ class Message:
                 _data_apart(value, out, parts)
             else:
                 out += b"\x00\x53\x75"
-                _encode.enc_binary(value, out)
+                encoder.enc_binary(value, out)
         elif type(body) is tuple:
             for section in body:
                 if type(section) is Data and len(section.value) > _INLINE:
@@ -190,7 +190,7 @@ class Message:
             enc(body, out)
         if not bare and self.footer is not None:
             out += b"\x00\x53\x78"
-            _encode.enc_symbol_keyed_map(self.footer, out)
+            encoder.enc_symbol_keyed_map(self.footer, out)
 
     # -- decoding ---------------------------------------------------------------------------
 
@@ -199,7 +199,7 @@ class Message:
         cls,
         data: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview],
         *,
-        max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+        max_depth: int = decoder.DEFAULT_MAX_DEPTH,
     ) -> Message:
         """Decode a whole message (bare or annotated). Sections out of order or repeated, a
         body that mixes section kinds, or anything that is not a section, raise
@@ -213,13 +213,13 @@ class Message:
         if type(data) is list or type(data) is tuple:
             try:
                 return _decode_pieces(data, max_depth)
-            except _decode.DECODE_FAILURES as exc:
-                raise _decode.as_decode_error(exc, 0) from None
-        buf = _decode._as_bytes(data)  # type: ignore[arg-type]
+            except decoder.DECODE_FAILURES as exc:
+                raise decoder.as_decode_error(exc, 0) from None
+        buf = decoder._as_bytes(data)  # type: ignore[arg-type]
         try:
             return _decode_message(buf, max_depth)
-        except _decode.DECODE_FAILURES as exc:
-            raise _decode.as_decode_error(exc, 0) from None
+        except decoder.DECODE_FAILURES as exc:
+            raise decoder.as_decode_error(exc, 0) from None
 
 
 #: Data sections up to this many bytes are encoded in line; a larger one's bytes are joined
@@ -262,7 +262,7 @@ _set_footer = _SET["footer"]
 
 def _annotations(buf: bytes, pos: int, depth: int, what: str) -> tuple[Any, int]:
     c = buf[pos]
-    value, end = _decode.DECODERS[c](buf, pos + 1, depth)
+    value, end = decoder.DECODERS[c](buf, pos + 1, depth)
     if value is None:
         return {}, end  # a null map has no entries; it re-encodes as an empty map
     if type(value) is not dict:
@@ -277,8 +277,8 @@ def _decode_message(buf: bytes, depth: int) -> Message:
     L = len(buf)
     if L == 0:
         raise DecodeError("a message has at least one section", offset=0)
-    table = _decode.DECODERS
-    described = _decode.DESCRIBED
+    table = decoder.DECODERS
+    described = decoder.DESCRIBED
     header = da = ma = props = ap = footer = None
     body: Any = None
     data_sections: list[Data] | None = None
@@ -286,7 +286,7 @@ def _decode_message(buf: bytes, depth: int) -> Message:
     last = 0
     pos = 0
     if depth <= 0:
-        raise _decode.too_deep(0)
+        raise decoder.too_deep(0)
     depth -= 1  # the section's descriptor counts as one level, as in the generic decoder
     while pos < L:
         start = pos
@@ -321,12 +321,12 @@ def _decode_message(buf: bytes, depth: int) -> Message:
                 end = pos + 2 + buf[pos + 1]
                 value = buf[pos + 2 : end]
             elif c == 0xB0:
-                end = pos + 5 + _decode.unpack_I(buf, pos + 1)[0]
+                end = pos + 5 + decoder.unpack_I(buf, pos + 1)[0]
                 value = buf[pos + 5 : end]
             else:
                 raise DecodeError("a data section holds binary", offset=pos)
             if end > L:
-                raise _decode.truncated(pos)
+                raise decoder.truncated(pos)
             pos = end
             section = _new(Data)
             _DATA_SET(section, value)
@@ -438,7 +438,7 @@ def _decode_pieces(pieces: Sequence[bytes | bytearray | memoryview], depth: int)
     (input that is not a message, or a section with a descriptor other than a small ulong),
     the pieces are joined and decoded whole, which gives the same result or error."""
     if len(pieces) == 1:
-        return _decode_message(_decode._as_bytes(pieces[0]), depth)
+        return _decode_message(decoder._as_bytes(pieces[0]), depth)
     held = _Pieces(pieces)
     size = held.size
     kept: list[bytes] = []  # the message without the large data sections' bytes
@@ -472,7 +472,7 @@ def _decode_pieces(pieces: Sequence[bytes | bytearray | memoryview], depth: int)
     kept.append(held.take(copied, size))
     try:
         message = _decode_message(b"".join(kept), depth)
-    except (*_decode.DECODE_FAILURES, DecodeError):
+    except (*decoder.DECODE_FAILURES, DecodeError):
         return _decode_message(held.take(0, size), depth)  # the error its join would give
     body = message.body
     data = (body,) if type(body) is Data else body

@@ -7,7 +7,7 @@ again with the AMQP header (5.1), on the same bytes: what arrived after the outc
 lost. Until then the engine holds back the AMQP frames the application has already asked
 for (a client's open, sessions and links are pipelined behind the exchange).
 
-The mechanisms themselves are in :mod:`amqp_sansio._sasl_mechanisms`; this module is the
+The mechanisms themselves are in :mod:`amqp_sansio.security.mechanisms`; this module is the
 state machine that carries their data in frames. Failures end the connection with an
 :class:`~amqp_sansio.AuthenticationFailed` event; nothing follows on the wire but, for a
 server, the failed outcome.
@@ -19,10 +19,8 @@ import enum
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ._errors import AMQPError
-from ._events import Authenticated, AuthenticationFailed, Event
-from ._framing import SASL_HEADER, FrameType, ProtocolId, encode_frame
-from ._performatives import (
+from ..codec.types import Symbol
+from ..definitions.performatives import (
     SaslChallenge,
     SaslCode,
     SaslInit,
@@ -30,7 +28,10 @@ from ._performatives import (
     SaslOutcome,
     SaslResponse,
 )
-from ._sasl_mechanisms import (
+from ..errors import AMQPError
+from ..events import Authenticated, AuthenticationFailed, Event
+from ..framing import SASL_HEADER, FrameType, ProtocolId, encode_frame
+from .mechanisms import (
     ClientCredentials,
     SASLClientMechanism,
     SASLConfigurationError,
@@ -44,7 +45,6 @@ from ._sasl_mechanisms import (
     ServerSuccess,
     select_client_mechanism,
 )
-from ._types import Symbol
 
 
 class _Phase(enum.Enum):

@@ -18,33 +18,24 @@ The rule for outcomes (both sides): an outcome carried in a
 takes effect only when the transaction commits, and is void when it is rolled back.
 ``Delivery.transaction`` says which transaction a delivery's work belongs to.
 
-This module holds the logic; :mod:`._connection` calls into it from small hooks.
+This module holds the logic; the engine calls into it through :data:`HOOKS`, the
+:class:`~.link.TransactionHooks` that each connection hands down to its sessions and links
+(this module builds on them, so they never import it).
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
-from ._connection import (
-    Delivery,
-    Link,
-    Receiver,
-    Sender,
-    Session,
-    _PeerError,
-)
-from ._errors import DecodeError, LocalProtocolError
-from ._events import Event
-from ._message import Message
-from ._messaging import Accepted, AmqpValue, Modified, Rejected, Released, Source
-from ._performatives import Error, ReceiverSettleMode, SenderSettleMode
-from ._states import LinkState
-from ._transactions import (
+from ..codec.types import Symbol
+from ..definitions.message import Message
+from ..definitions.messaging import Accepted, AmqpValue, Modified, Rejected, Released, Source
+from ..definitions.performatives import Error, ReceiverSettleMode, SenderSettleMode
+from ..definitions.transactions import (
     Coordinator,
     Declare,
     Declared,
@@ -52,10 +43,25 @@ from ._transactions import (
     TransactionalState,
     TxnCapability,
 )
-from ._types import Symbol
+from ..errors import DecodeError, LocalProtocolError
+from ..events import Event
+from .delivery import Delivery
+from .hooks import TransactionHooks
+from .link import Link
+from .peer_error import _PeerError
+from .receiver import Receiver
+from .sender import Sender
+from .session import Session
+from .states import (
+    TRANSACTION_LIVE,
+    TRANSACTION_TRANSITIONS,
+    LinkState,
+    TransactionInput,
+    TransactionState,
+)
 
 __all__ = [
-    "TRANSACTION_TRANSITIONS",
+    "HOOKS",
     "Controller",
     "CoordinatorLink",
     "DeclareRequest",
@@ -66,10 +72,8 @@ __all__ = [
     "TransactionDeclareFailed",
     "TransactionDeclared",
     "TransactionDischarged",
-    "TransactionInput",
     "TransactionRecord",
     "TransactionRolledBack",
-    "TransactionState",
     "TransactionWorkRefused",
 ]
 
@@ -81,65 +85,9 @@ TIMEOUT = Symbol("amqp:transaction:timeout")
 _ACCEPTED_LIST = Symbol("amqp:accepted:list")
 _REJECTED_LIST = Symbol("amqp:rejected:list")
 #: The terminal outcomes of part 3 (3.4), which a transactional state may carry.
-_OUTCOMES = (Accepted, Rejected, Released, Modified)
-
-
-# -- the state machine -----------------------------------------------------------------------
-
-
-class TransactionState(enum.Enum):
-    """Where a transaction is (core spec 4.2, 4.3). The same states serve the controller's
-    :class:`Transaction` and the resource's :class:`TransactionRecord`."""
-
-    __hash__ = object.__hash__
-
-    #: The declare is sent; no txn-id yet.
-    DECLARING = "DECLARING"
-    #: Declared: work may be associated with it.
-    ACTIVE = "ACTIVE"
-    #: The discharge is sent (controller) or being answered (resource).
-    DISCHARGING = "DISCHARGING"
-    #: Discharged with ``fail=false`` and accepted: its work took effect.
-    COMMITTED = "COMMITTED"
-    #: Rolled back, at the controller's request or not: its work is void.
-    ROLLED_BACK = "ROLLED_BACK"
-    #: The declare was refused, or the control link went before the answer.
-    FAILED = "FAILED"
-
-
-class TransactionInput(enum.Enum):
-    """What moves a transaction."""
-
-    __hash__ = object.__hash__
-
-    DECLARED = "declared"
-    DECLARE_REFUSED = "declare refused"
-    DISCHARGE = "discharge"
-    COMMITTED = "commit accepted"
-    ROLLED_BACK = "rolled back"
-    LINK_LOST = "control link lost"
-
-
 _T = TransactionState
 _TI = TransactionInput
-
-#: Core spec 4.1 to 4.3. ``rolled back`` is a discharge with ``fail=true`` accepted, a
-#: discharge rejected (a resource-initiated rollback, 4.4.2), or, at the resource, the
-#: application rolling back a live transaction (a time-out). A control link that goes takes
-#: its transactions with it (4.1).
-TRANSACTION_TRANSITIONS: dict[tuple[TransactionState, TransactionInput], TransactionState] = {
-    (_T.DECLARING, _TI.DECLARED): _T.ACTIVE,
-    (_T.DECLARING, _TI.DECLARE_REFUSED): _T.FAILED,
-    (_T.DECLARING, _TI.LINK_LOST): _T.FAILED,
-    (_T.ACTIVE, _TI.DISCHARGE): _T.DISCHARGING,
-    (_T.ACTIVE, _TI.ROLLED_BACK): _T.ROLLED_BACK,
-    (_T.ACTIVE, _TI.LINK_LOST): _T.ROLLED_BACK,
-    (_T.DISCHARGING, _TI.COMMITTED): _T.COMMITTED,
-    (_T.DISCHARGING, _TI.ROLLED_BACK): _T.ROLLED_BACK,
-    (_T.DISCHARGING, _TI.LINK_LOST): _T.ROLLED_BACK,
-}
-
-_LIVE = (_T.ACTIVE, _T.DISCHARGING)
+_OUTCOMES = (Accepted, Rejected, Released, Modified)
 
 
 class _Txn:
@@ -165,7 +113,7 @@ class _Txn:
     @property
     def live(self) -> bool:
         """Declared and not yet discharged: its outcomes are still provisional."""
-        return self.state in _LIVE
+        return self.state in TRANSACTION_LIVE
 
     @property
     def posted(self) -> list[Delivery]:
@@ -869,3 +817,31 @@ def flow(link: Sender, properties: dict[Any, Any]) -> None:
         )
     link._acquiring = record
     record._acquiring.add(link)
+
+
+class _Hooks:
+    """The engine's calls into transactions (:class:`~.link.TransactionHooks`)."""
+
+    coordinator_link = CoordinatorLink
+    attach_controller = staticmethod(attach_controller)
+    posting = staticmethod(posting)
+    posted = staticmethod(posted)
+    retiring = staticmethod(retiring)
+    acquiring = staticmethod(acquiring)
+    flow = staticmethod(flow)
+    first_transfer = staticmethod(first_transfer)
+    disposition = staticmethod(disposition)
+
+    @staticmethod
+    def request(link: Receiver, delivery: Delivery, data: bytes) -> None:
+        assert isinstance(link, CoordinatorLink)
+        link._on_request(delivery, data)
+
+    @staticmethod
+    def outcome(link: Link, delivery: Delivery, state: Any) -> None:
+        assert isinstance(link, Controller)
+        link._on_outcome(delivery, state)
+
+
+#: What a :class:`~amqp_sansio.Connection` hands its sessions and links.
+HOOKS: TransactionHooks = _Hooks()

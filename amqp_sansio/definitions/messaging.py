@@ -9,9 +9,9 @@ from typing import Any
 
 import attrs
 
-from ._composite import Composite, amqp, composite, restricted, to_bytes, to_tuple
-from ._performatives import Error
-from ._types import Symbol
+from ..codec.composite import Composite, amqp, composite, restricted, to_bytes, to_tuple
+from ..codec.types import Symbol
+from .performatives import Error
 
 __all__ = [
     "Accepted",

@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._decode import DEFAULT_MAX_DEPTH
-from ._message import Message
-from ._performatives import Attach, Begin, Error, Open, SaslCode
+from .codec.decoder import DEFAULT_MAX_DEPTH
+from .definitions.message import Message
+from .definitions.performatives import Attach, Begin, Error, Open, SaslCode
 
 if TYPE_CHECKING:
-    from ._connection import Delivery, Link, Session
+    from .engine.delivery import Delivery
+    from .engine.link import Link
+    from .engine.session import Session
 
 __all__ = [
     "Authenticated",

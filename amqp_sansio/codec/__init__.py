@@ -5,10 +5,10 @@
 Python type mapping, the wrapper types, the limits and the errors.
 """
 
-from ._decode import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_from
-from ._encode import encode, encode_into
-from ._errors import DecodeError, EncodeError, InvalidFieldError
-from ._types import (
+from ..errors import DecodeError, EncodeError, InvalidFieldError
+from .decoder import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_from
+from .encoder import encode, encode_into
+from .types import (
     AMQPType,
     Array,
     Byte,

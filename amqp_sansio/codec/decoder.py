@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ._errors import DecodeError
-from ._types import (
+from ..errors import DecodeError
+from .types import (
     AMQPType,
     Array,
     Byte,

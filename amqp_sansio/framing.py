@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 import attrs
 
-from . import _decode, _encode
-from ._errors import DecodeError, EncodeError, FramingError, UnsupportedProtocolError
-from ._performatives import Performative, SaslFrameBody, Transfer
+from .codec import decoder, encoder
+from .definitions.performatives import Performative, SaslFrameBody, Transfer
+from .errors import DecodeError, EncodeError, FramingError, UnsupportedProtocolError
 
 #: A frame's payload as :meth:`FrameParser._next` hands it to the engine: one piece, or the
 #: pieces a transfer's payload cut across feeds came in.
@@ -167,7 +167,7 @@ def encode_frame(
     when the frame would exceed ``max_frame_size``."""
     out = bytearray(8)
     if body is not None:
-        _encode.encode_into(body, out)
+        encoder.encode_into(body, out)
     out += payload
     size = len(out)
     if max_frame_size is not None and size > max_frame_size:
@@ -191,7 +191,7 @@ class FrameParser:
         self,
         *,
         max_frame_size: int = MIN_MAX_FRAME_SIZE,
-        max_depth: int = _decode.DEFAULT_MAX_DEPTH,
+        max_depth: int = decoder.DEFAULT_MAX_DEPTH,
     ) -> None:
         #: What is being parsed: our own buffer, or the caller's bytes (or our view of the
         #: caller's view of bytes, see :func:`_immutable`), read in place.
@@ -366,13 +366,13 @@ class FrameParser:
     def _decode_head(self, view: memoryview, start: int, stop: int) -> tuple[Any, int]:
         head = bytes(view[start : start + _HEAD])
         try:
-            return _decode.DECODERS[head[0]](head, 1, self.max_depth)
-        except (*_decode.DECODE_FAILURES, DecodeError):
+            return decoder.DECODERS[head[0]](head, 1, self.max_depth)
+        except (*decoder.DECODE_FAILURES, DecodeError):
             head = bytes(view[start:stop])
             try:
-                return _decode.DECODERS[head[0]](head, 1, self.max_depth)
-            except _decode.DECODE_FAILURES as exc:
-                raise _decode.as_decode_error(exc, 0) from None
+                return decoder.DECODERS[head[0]](head, 1, self.max_depth)
+            except decoder.DECODE_FAILURES as exc:
+                raise decoder.as_decode_error(exc, 0) from None
 
     def next_frame(self) -> Frame | None:
         """The next whole frame, or None if it is not all here yet.
@@ -455,9 +455,9 @@ class FrameParser:
             if stop - start <= _SMALL:
                 body = bytes(buf[start:stop])
                 try:
-                    performative, end = _decode.DECODERS[body[0]](body, 1, self.max_depth)
-                except _decode.DECODE_FAILURES as exc:
-                    raise _decode.as_decode_error(exc, 0) from None
+                    performative, end = decoder.DECODERS[body[0]](body, 1, self.max_depth)
+                except decoder.DECODE_FAILURES as exc:
+                    raise decoder.as_decode_error(exc, 0) from None
                 payload = body[end:]
             else:
                 performative, payload = self._decode_large(start, stop)
@@ -492,14 +492,14 @@ class FrameParser:
             return False
         head = bytes(buf[start : start + _HEAD])
         try:
-            performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
-        except (*_decode.DECODE_FAILURES, DecodeError):
+            performative, end = decoder.DECODERS[head[0]](head, 1, self.max_depth)
+        except (*decoder.DECODE_FAILURES, DecodeError):
             if len(buf) - start <= _HEAD:
                 return False  # the copying path decodes it again, and reports what is wrong
             head = bytes(buf[start:])
             try:
-                performative, end = _decode.DECODERS[head[0]](head, 1, self.max_depth)
-            except (*_decode.DECODE_FAILURES, DecodeError):
+                performative, end = decoder.DECODERS[head[0]](head, 1, self.max_depth)
+            except (*decoder.DECODE_FAILURES, DecodeError):
                 return False
         if type(performative) is not Transfer:
             return False

@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ._decode import MAX_ZERO_WIDTH_ELEMENTS
-from ._errors import EncodeError
-from ._types import (
+from ..errors import EncodeError
+from .decoder import MAX_ZERO_WIDTH_ELEMENTS
+from .types import (
     AMQPType,
     Array,
     Byte,

@@ -1,0 +1,867 @@
+"""The broker's side of one client connection (broker draft 2; core spec part 2): the
+engine's byte interface, and the connection's links, messages and transactions."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..codec.types import Symbol
+from ..definitions.messaging import (
+    Accepted,
+    Modified,
+    Rejected,
+    Released,
+    Source,
+    Target,
+    TerminusDurability,
+    TerminusExpiryPolicy,
+)
+from ..definitions.performatives import Error
+from ..definitions.transactions import TransactionalState
+from ..engine.connection import Connection
+from ..engine.delivery import Delivery
+from ..engine.link import Link
+from ..engine.receiver import Receiver
+from ..engine.sender import Sender
+from ..engine.session import Session
+from ..engine.states import ConnectionState, LinkState
+from ..engine.transactions import (
+    CoordinatorLink,
+    DeclareRequested,
+    DischargeRequest,
+    DischargeRequested,
+    TransactionRecord,
+    TransactionRolledBack,
+)
+from ..errors import DecodeError, LocalProtocolError
+from ..events import (
+    Authenticated,
+    AuthenticationFailed,
+    ConnectionEnded,
+    ConnectionOpened,
+    CreditChanged,
+    DeliveryReceived,
+    DeliveryUpdated,
+    Event,
+    LinkAttached,
+    LinkDetached,
+    PeerWithoutSASL,
+    ProtocolError,
+    SessionBegun,
+    SessionEnded,
+)
+from ._endpoints import _Consumer, _Producer
+from ._nodes import Node, Queue, Topic
+from ._relay import relay_address
+from ._selector import Selector, SelectorError, selector_filter
+from ._store import StoredMessage, parse_message
+from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
+from ._subscriptions import Subscription, keeps
+
+if TYPE_CHECKING:
+    from ._broker import Broker
+
+__all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
+
+
+_ATTACHED = LinkState.ATTACHED
+_OPENED = ConnectionState.OPENED
+_ACCEPTED = Accepted()
+_OUTCOMES = (Accepted, Rejected, Released, Modified)
+#: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
+SUPPORTED_OUTCOMES = tuple(
+    Symbol(s)
+    for s in (
+        "amqp:accepted:list",
+        "amqp:rejected:list",
+        "amqp:released:list",
+        "amqp:modified:list",
+    )
+)
+#: What happens to a delivery left unsettled on a lost link, unless the consumer's source
+#: says otherwise: the message is made available again and counted as a failed attempt, so
+#: that its next consumer sees a delivery-count above zero, the sign of a possible duplicate
+#: (broker draft 2.3.7 option 1; core spec 3.2.1, 3.4.5).
+DEFAULT_OUTCOME = Modified(delivery_failed=True)
+_MOVE, _COPY = Symbol("move"), Symbol("copy")
+#: What the broker answers for a terminus it keeps nothing of past the link: no durable
+#: state, expiring at the detach (core spec 3.5.5, 3.5.6). A queue consumer's terminus is
+#: the queue, which outlives the link by itself; its unsettled deliveries take their
+#: default outcome at any detach (see docs/broker.rst).
+_TRANSIENT: dict[str, Any] = {
+    "durable": TerminusDurability.NONE,
+    "expiry_policy": TerminusExpiryPolicy.LINK_DETACH,
+    "timeout": 0,
+}
+
+
+def _error(condition: str, description: str) -> Error:
+    return Error(condition=Symbol(condition), description=description)
+
+
+class BrokerConnection:
+    """The broker's side of one client connection: the engine's byte interface
+    (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
+    :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
+    authenticated, if anyone."""
+
+    def __init__(self, broker: Broker, engine: Any, stream: Any) -> None:
+        self.broker = broker
+        #: The server engine (an :class:`amqp_sansio.Connection`).
+        self.engine: Connection = engine
+        self._stream = stream
+        self.identity: str | None = None
+        #: Why the connection was refused before AMQP began, for the driver's log (a client
+        #: without SASL where the broker requires it, a failed authentication); never a
+        #: credential.
+        self.refused: str | None = None
+        self.consumers: dict[Link, _Consumer] = {}
+        self.producers: dict[Link, _Producer] = {}
+        #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
+        self._decided: dict[Delivery, type] = {}
+        #: Messages posted in a live transaction, held until it is discharged (core spec
+        #: 4.4.1), with the node each is for.
+        self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        #: Transactions that may not commit (a pre-settled relay message went nowhere), and
+        #: why (core spec 4.4.4.1).
+        self._doomed: dict[TransactionRecord, str] = {}
+        #: Deliveries of suspended subscriptions' detached links, still unsettled: a
+        #: disposition may yet settle them (core spec 2.6.4).
+        self._parked: dict[Delivery, tuple[Subscription, StoredMessage]] = {}
+        #: Subscriptions suspended on this connection whose expiry timer waits for the
+        #: end of their session or of the connection (3.5.6).
+        self._kept: set[Subscription] = set()
+        #: Publishers' transfers of durable messages, settled after the store's flush.
+        self._unsynced: list[Delivery] = []
+        self.lost = False
+
+    def __repr__(self) -> str:
+        links = len(self.consumers) + len(self.producers)
+        return f"<BrokerConnection {self.engine.state.value} links={links}>"
+
+    # -- the byte interface -------------------------------------------------------------------
+
+    def receive_data(
+        self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
+    ) -> None:
+        """Feed bytes from the client."""
+        self.broker._clock(now, wall)
+        self._handle(self._stream.receive_data(data, now))
+
+    def data_to_send(self) -> bytes:
+        return self._stream.data_to_send()  # type: ignore[no-any-return]
+
+    def next_deadline(self) -> float | None:
+        """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
+        return self._stream.next_deadline()  # type: ignore[no-any-return]
+
+    def handle_timer(self, now: float, *, wall: float | None = None) -> None:
+        self.broker._clock(now, wall)
+        self._handle(self._stream.handle_timer(now))
+
+    @property
+    def ended(self) -> bool:
+        """Nothing more will be exchanged: the transport can be closed once
+        :meth:`data_to_send` is empty."""
+        return self.lost or self.engine.state is ConnectionState.END
+
+    def close(self, error: Error | None = None) -> None:
+        """Close the connection from the broker's side (e.g. the broker is stopping)."""
+        if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
+            self.engine.close(error)
+        self.broker._pending[self] = None
+
+    def connection_lost(self, now: float, *, wall: float | None = None) -> None:
+        """The transport is gone: every unsettled delivery gets its default outcome (broker
+        draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
+        self.broker._clock(now, wall)
+        self._lost()
+        self.broker.store.flush()  # the default outcomes' new delivery-counts
+        self.broker._dispatch()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _handle(self, events: list[Event]) -> None:
+        broker = self.broker
+        for event in events:
+            kind = type(event)
+            try:
+                if kind is DeliveryReceived:
+                    self._on_message(event)  # type: ignore[arg-type]
+                elif kind is DeliveryUpdated:
+                    self._on_update(event)  # type: ignore[arg-type]
+                elif kind is CreditChanged:
+                    self._on_credit(event)  # type: ignore[arg-type]
+                else:
+                    self._on_other(event)
+            except LocalProtocolError:  # pragma: no cover - a command the engine's state refused
+                self._sweep()
+        self._decided.clear()
+        # Whatever this input did to durable messages (stored, accepted, dead-lettered,
+        # given back) is on disk before any answer to it goes out (group commit).
+        broker.store.flush()
+        if self._unsynced:
+            unsynced, self._unsynced = self._unsynced, []
+            for delivery in unsynced:
+                link = delivery.link
+                if link.state is _ATTACHED and self.engine.state is _OPENED:
+                    link.settle(delivery, _ACCEPTED)
+        broker._pending[self] = None
+        broker._dispatch()
+
+    def _on_other(self, event: Event) -> None:
+        if isinstance(event, ConnectionOpened):
+            self.engine.open()
+        elif isinstance(event, SessionBegun):
+            event.session.begin()  # (the broker never begins a session itself)
+        elif isinstance(event, LinkAttached):
+            if event.link.state is LinkState.ATTACH_RCVD:
+                self._on_attach(event.link)
+        elif isinstance(event, LinkDetached):
+            endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
+            if endpoint is not None:
+                self._remove(endpoint, closed=event.closed)
+        elif isinstance(event, SessionEnded):
+            self._sweep(event.session)
+        elif isinstance(event, ProtocolError):
+            self._sweep()
+        elif isinstance(event, ConnectionEnded):
+            self._lost()
+        elif isinstance(event, Authenticated):
+            self.identity = event.identity
+        elif isinstance(event, PeerWithoutSASL):
+            self.refused = (
+                "it sent the bare AMQP header (no SASL layer), and this broker requires SASL "
+                "authentication (anonymous access is not allowed)"
+            )
+        elif isinstance(event, AuthenticationFailed):
+            self.refused = f"authentication failed: {event.description}"
+        elif isinstance(event, DeclareRequested):
+            event.request.declare()
+        elif isinstance(event, DischargeRequested):
+            self._discharge(event.request)
+        elif isinstance(event, TransactionRolledBack):
+            assert isinstance(event.transaction, TransactionRecord)
+            self._roll_back(event.transaction)
+
+    # -- links --------------------------------------------------------------------------------
+
+    def _on_attach(self, link: Link) -> None:
+        broker = self.broker
+        config = broker.config
+        if isinstance(link, CoordinatorLink):
+            link.attach()  # the broker is a transactional resource (core spec 4.2)
+            return
+        limit = config.max_links_per_connection
+        if limit is not None and len(self.consumers) + len(self.producers) >= limit:
+            link.refuse(_error("amqp:resource-limit-exceeded", f"at most {limit} links"))
+            return
+        remote = link.remote
+        assert remote is not None
+        terminus = remote.source if isinstance(link, Sender) else remote.target
+        expected = Source if isinstance(link, Sender) else Target
+        if terminus is None and isinstance(link, Sender):
+            # A receiver's attach without a source looks up the subscription of its name
+            # (as Qpid JMS does to unsubscribe: it closes the link it gets): the answer
+            # carries the kept subscription's source, and the link resumes it.
+            terminus = self._kept_source(link)
+        if not isinstance(terminus, expected):
+            link.refuse(
+                _error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
+            )
+            return
+        users = config.users
+        address = terminus.address
+        if (
+            users is not None
+            and not terminus.dynamic
+            and isinstance(address, str)
+            and not users.allows(self.identity, address, send=isinstance(link, Receiver))
+        ):
+            verb = "send to" if isinstance(link, Receiver) else "receive from"
+            who = self.identity or "an unauthenticated client"
+            link.refuse(_error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
+            return
+        node: Node | None
+        if terminus.dynamic:
+            node = broker._dynamic(terminus.dynamic_node_properties)
+        elif (
+            isinstance(link, Receiver) and isinstance(terminus, Target) and terminus.address is None
+        ):
+            self._relay_producer(link, terminus)
+            return
+        elif not isinstance(terminus.address, str):
+            link.refuse(_error("amqp:invalid-field", "a source needs an address"))
+            return
+        else:
+            stream = STREAM_CAPABILITY in (terminus.capabilities or ())
+            node = broker._resolve(terminus.address, stream=stream)
+            if node is None:
+                link.refuse(_error("amqp:not-found", f"no node {terminus.address!r}"))
+                return
+            if stream and not isinstance(node, Stream):
+                link.refuse(
+                    _error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}")
+                )
+                return
+        if isinstance(link, Sender):
+            assert isinstance(terminus, Source)
+            self._consumer(link, node, terminus)
+        else:
+            assert isinstance(link, Receiver)
+            link.max_message_size = config.max_message_size
+            link.attach(target=attrs.evolve(terminus, address=node.address, **_TRANSIENT))
+            link.flow(config.link_credit)
+            producer = _Producer(self, link, node)
+            self.producers[link] = producer
+            self._join(node, producer, terminus.dynamic)
+
+    def _relay_producer(self, link: Receiver, target: Target) -> None:
+        """A sender with a null target address: the anonymous relay (see :mod:`._relay`).
+        Access is checked per message, against the address each one names."""
+        config = self.broker.config
+        link.max_message_size = config.max_message_size
+        link.attach(target=attrs.evolve(target, **_TRANSIENT))
+        link.flow(config.link_credit)
+        self.producers[link] = _Producer(self, link, None)
+
+    def _route(self, message: StoredMessage) -> Node | Error:
+        """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4), or
+        why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node there: the relay makes
+        none) or ``amqp:unauthorized-access`` (the user may not send there)."""
+        address = relay_address(message.data)
+        if address is None:
+            return _error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
+        users = self.broker.config.users
+        if users is not None and not users.allows(self.identity, address, send=True):
+            who = self.identity or "an unauthenticated client"
+            return _error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+        node = self.broker.nodes.get(address)
+        if node is None or node.deleted:
+            return _error("amqp:not-found", f"no node {address!r}")
+        return node
+
+    def _consumer(self, link: Sender, node: Node, source: Source) -> None:
+        if isinstance(node, Stream):
+            self._stream_consumer(link, node, source)
+            return
+        config = self.broker.config
+        selector: Selector | None = None
+        applied: dict[Any, Any] | None = None
+        try:
+            found = selector_filter(source.filter)
+            if found is not None:
+                key, value, text = found
+                selector = Selector(
+                    text,
+                    max_length=config.selector_max_length,
+                    max_depth=config.selector_max_depth,
+                )
+                applied = {key: value}
+        except SelectorError as exc:
+            link.refuse(_error("amqp:invalid-field", f"selector filter: {exc}"))
+            return
+        copy = source.distribution_mode == _COPY and isinstance(node, Queue)
+        default = source.default_outcome
+        if not isinstance(default, _OUTCOMES):
+            default = DEFAULT_OUTCOME
+        answered = attrs.evolve(
+            source,
+            address=node.address,
+            distribution_mode=_COPY if copy else _MOVE,
+            default_outcome=default,
+            outcomes=SUPPORTED_OUTCOMES,
+            # Only the filter applied, the selector: the client sees what is (3.5.3).
+            filter=applied,
+            **self._terminus(node, source),
+        )
+        subscription: Subscription | None = None
+        if isinstance(node, Topic) and keeps(answered):
+            kept = self._subscription(link, node, source, answered)
+            if isinstance(kept, Error):
+                link.refuse(kept)
+                return
+            subscription = kept
+        link.attach(source=answered)
+        consumer = _Consumer(self, link, node, copy=copy, default=default)
+        consumer.subscription = subscription
+        consumer.selector = selector
+        if subscription is not None:
+            subscription.selector = selector  # (its buffer selects while suspended too)
+        self.consumers[link] = consumer
+        self._join(node, consumer, source.dynamic)
+        node.add_consumer(consumer)
+        queue = node if isinstance(node, Queue) else node.buffer(consumer)  # type: ignore[attr-defined]
+        consumer.queue = queue
+        if subscription is not None:
+            self._resume(subscription, consumer)
+        self.broker._dirty[queue] = None
+
+    def _terminus(self, node: Node, source: Source) -> dict[str, Any]:
+        """The durability and expiry of the source the broker answers: for a topic, what
+        the client asked (3.5.3), but durability ``none`` when the broker's store keeps no
+        subscriptions (nothing survives a restart then), and none at all for a terminus
+        that expires at its detach; for other nodes, nothing kept (:data:`_TRANSIENT`)."""
+        if not isinstance(node, Topic):
+            return _TRANSIENT
+        durable = source.durable
+        if self.broker._subscription_store is None or not keeps(source):
+            durable = TerminusDurability.NONE
+        return {
+            "durable": durable,
+            "expiry_policy": source.expiry_policy,
+            "timeout": source.timeout,
+        }
+
+    def _subscription(
+        self, link: Sender, topic: Topic, source: Source, answered: Source
+    ) -> Subscription | Error:
+        """The subscription a topic consumer's attach resumes (same container-id, link
+        name, address and filter-set), replaces (a changed address or filter), or makes;
+        or why not (``amqp:resource-locked``: attached on another link;
+        ``amqp:resource-limit-exceeded``: too many kept)."""
+        broker = self.broker
+        remote = self.engine.remote
+        container = "" if remote is None else str(remote.container_id)
+        key = (container, link.name)
+        subscription = broker.subscriptions.get(key)
+        if subscription is not None:
+            if subscription.consumer is not None:
+                return _error(
+                    "amqp:resource-locked",
+                    f"the subscription {link.name!r} of {container!r} is attached on another link",
+                )
+            if subscription.topic is topic and subscription.same(source):
+                subscription.answered = answered
+                broker._save(subscription)
+                return subscription
+            broker._delete_subscription(subscription)  # replaced (a new address or filter)
+        why = broker._room_for_subscription(container)
+        if why is not None:
+            return _error("amqp:resource-limit-exceeded", why)
+        subscription = Subscription(
+            next(broker._subscription_ids),
+            key,
+            topic,
+            Queue(broker, topic.address),
+            source,
+            answered,
+        )
+        broker._register(subscription)
+        broker._save(subscription)
+        return subscription
+
+    def _kept_source(self, link: Sender) -> Source | None:
+        """The source of the suspended subscription this client keeps under the link's
+        name, if there is one."""
+        remote = self.engine.remote
+        container = "" if remote is None else str(remote.container_id)
+        subscription = self.broker.subscriptions.get((container, link.name))
+        if subscription is None or subscription.consumer is not None:
+            return None
+        return subscription.source
+
+    def _resume(self, subscription: Subscription, consumer: _Consumer) -> None:
+        """A consumer attached to a kept subscription: its timer stops (3.5.6), and each
+        delivery unsettled at its detach is settled as the client's attach says (2.6.13):
+        an outcome in the attach's unsettled map (or a disposition that reached the
+        detached link since) applies; otherwise the message is available again at the head
+        of the buffer, counted as a failed delivery (delivery-count + 1), and goes out
+        first. Deliveries of the suspended link that the engine carried over to this one
+        (a re-attach on the same session) are settled with the same outcome."""
+        if subscription.conn is not None:
+            subscription.conn._kept.discard(subscription)
+        subscription.unpark()
+        subscription.consumer = consumer
+        subscription.conn = self
+        link = consumer.link
+        subscription.session = link.session
+        subscription.expires = None
+        remote = link.remote
+        theirs = (remote.unsettled if remote is not None else None) or {}
+        carried = dict(link.unsettled)
+        buffer = subscription.buffer
+        unsettled, subscription.unsettled = subscription.unsettled, {}
+        for tag, message in unsettled.items():
+            delivery = carried.pop(tag, None)
+            state = theirs.get(tag)
+            if state is None and delivery is not None:
+                state = delivery.remote_state
+            outcome = state if isinstance(state, _OUTCOMES) else DEFAULT_OUTCOME
+            self._apply(consumer, message, buffer, outcome)
+            if delivery is not None and not delivery.settled:
+                link.settle(delivery, None if outcome is state else outcome)
+
+    def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
+        """A consumer of a stream reads from the offset its filter asks for, and takes
+        nothing (core spec 3.5.3 distribution-mode ``copy``); the answer echoes the filter
+        applied, and its properties give the stream's bounds (see :mod:`._streams`)."""
+        try:
+            applied, start = offset_filter(source)
+        except OffsetFilterError as exc:
+            link.refuse(_error("amqp:invalid-field", str(exc)))
+            return
+        link.properties = node.bounds()
+        link.attach(
+            source=attrs.evolve(
+                source,
+                address=node.address,
+                distribution_mode=_COPY,
+                default_outcome=_ACCEPTED,
+                outcomes=SUPPORTED_OUTCOMES,
+                filter=None if applied is None else dict([applied]),
+                capabilities=(STREAM_CAPABILITY,),
+            )
+        )
+        consumer = _Consumer(self, link, node, copy=True, default=_ACCEPTED)
+        consumer.cursor = node.position(start)
+        consumer.queue = node
+        self.consumers[link] = consumer
+        self._join(node, consumer, source.dynamic)
+        node.add_consumer(consumer)
+        self.broker._dirty[node] = None
+
+    def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
+        node.link_added(endpoint)
+        if dynamic:
+            node.creator = endpoint
+
+    def _detach(self, link: Link, error: Error) -> None:
+        """Detach a link from the broker's side, if the engine still can."""
+        if link.state is _ATTACHED and self.engine.state is _OPENED:
+            link.detach(error=error)
+            self.broker._pending[self] = None
+
+    def _remove(self, endpoint: Any, *, lifetime: bool = True, closed: bool = True) -> None:
+        """A link is gone: its unsettled deliveries get their default outcome (broker draft
+        2.3.7); the node may be deleted by its lifetime policy (core spec 3.5.10-3.5.13).
+        A kept topic subscription whose link went without closing (``closed`` false: a
+        detach that does not close, its session's end, the connection's loss) is suspended
+        instead, its unsettled deliveries kept for a resume (see :mod:`._subscriptions`);
+        closed, it is deleted."""
+        if isinstance(endpoint, _Consumer):
+            if self.consumers.pop(endpoint.link, None) is None:
+                return
+            inflight = endpoint.inflight
+            endpoint.inflight = {}
+            subscription = endpoint.subscription
+            if subscription is not None and not closed:
+                for delivery, (message, _) in inflight.items():
+                    subscription.unsettled[delivery.tag] = message
+                    subscription.parked[delivery] = self
+                    self._parked[delivery] = (subscription, message)
+                endpoint.node.remove_consumer(endpoint)
+                self._suspend(subscription)
+            else:
+                for message, queue in inflight.values():
+                    self._apply(endpoint, message, queue, endpoint.default)
+                endpoint.node.remove_consumer(endpoint)
+                if subscription is not None:
+                    self.broker._delete_subscription(subscription)
+        elif self.producers.pop(endpoint.link, None) is None or endpoint.node is None:
+            return
+        node = endpoint.node
+        if node.link_removed(endpoint) and lifetime:
+            self.broker.delete_node(node)
+
+    def _suspend(self, subscription: Subscription) -> None:
+        """The subscription's link went without closing: the subscription waits, and its
+        expiry timer starts as its policy says (3.5.6)."""
+        subscription.consumer = None
+        policy = subscription.policy
+        if policy is TerminusExpiryPolicy.LINK_DETACH:
+            self.broker._start_timer(subscription)
+        elif policy is not TerminusExpiryPolicy.NEVER:
+            self._kept.add(subscription)  # until its session or this connection ends
+
+    def _ended(self, session: Session | None) -> None:
+        """``session`` (None: the connection) ended: the timers of the subscriptions
+        suspended here that waited for it start (3.5.6)."""
+        for subscription in list(self._kept):
+            if subscription.waits_for(session):
+                self._kept.discard(subscription)
+                self.broker._start_timer(subscription)
+
+    def _sweep(self, session: Session | None = None) -> None:
+        """Forget the links the engine no longer has attached (after a protocol error, the
+        end of ``session``)."""
+        endpoints: list[Any] = [*self.consumers.values(), *self.producers.values()]
+        for endpoint in endpoints:
+            link = endpoint.link
+            if link.state is not _ATTACHED or link.session is session or self.lost:
+                self._remove(endpoint, closed=False)  # detached, not closed (2.6.6)
+        if session is not None:
+            self._ended(session)
+
+    def _lost(self) -> None:
+        if self.lost:
+            return
+        self.lost = True
+        self._sweep()
+        self._ended(None)
+        self.broker.connections.discard(self)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def _on_message(self, event: DeliveryReceived) -> None:
+        producer = self.producers.get(event.link)
+        if producer is None:  # pragma: no cover - the engine reports only attached links'
+            return
+        link = producer.link
+        delivery = event.delivery
+        broker = self.broker
+        try:
+            message = parse_message(event.data, seq=broker.next_seq(), wall=broker.wall)
+        except DecodeError as exc:
+            # A message that misrepresents its sections: a session error (broker draft 2.2.1).
+            link.session.end(_error("amqp:decode-error", f"malformed message: {exc}"))
+            self._sweep(link.session)
+            return
+        node = producer.node
+        state: Any = _ACCEPTED
+        if node is None:
+            routed = self._route(message)
+            if isinstance(routed, Error):
+                node, state = None, Rejected(error=routed)
+            else:
+                node = routed
+        if delivery.transaction is not None:
+            if node is None:
+                self._unroutable_in_txn(delivery, state)
+            else:
+                # Posted in a transaction: held, and provisionally accepted, until the
+                # discharge (core spec 4.4.1).
+                self._held[delivery] = (node, message)
+                link.update(delivery, _ACCEPTED)
+            if link.link_credit * 2 <= broker.config.link_credit:
+                link.flow(broker.config.link_credit)
+            return
+        if node is None:
+            if delivery.remote_settled:
+                broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
+        elif message.expires is not None and message.expires <= broker.wall:
+            broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
+        else:
+            why = node.offer(message)
+            if why is not None:
+                state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
+                if producer.node is None and delivery.remote_settled:
+                    broker.unroutable += 1
+            else:
+                self.broker._touch(node)
+        if delivery.remote_settled:
+            pass
+        elif message.durable and state is _ACCEPTED:
+            self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
+        else:
+            link.settle(delivery, state)
+        if link.link_credit * 2 <= broker.config.link_credit:
+            link.flow(broker.config.link_credit)
+
+    def _on_credit(self, event: CreditChanged) -> None:
+        consumer = self.consumers.get(event.link)
+        if consumer is not None and consumer.queue is not None:
+            self.broker._dirty[consumer.queue] = None
+
+    def _on_update(self, event: DeliveryUpdated) -> None:
+        consumer = self.consumers.get(event.link)
+        if consumer is None:
+            if event.delivery in self._parked:
+                self._on_parked(event)
+            return
+        delivery = event.delivery
+        state = event.state
+        if type(state) is TransactionalState:
+            return  # retired in a transaction: its outcome applies on commit (4.4.2)
+        terminal = isinstance(state, _OUTCOMES)
+        entry = consumer.inflight.get(delivery)
+        if entry is None:
+            decided = self._decided.get(delivery)
+            if decided is not None and terminal and type(state) is not decided:
+                # Conflicting outcomes for one transfer are an error (broker draft 2.3.5).
+                self._remove(consumer)
+                self._detach(
+                    consumer.link,
+                    _error("amqp:illegal-state", "conflicting outcomes for one delivery"),
+                )
+            elif terminal and not delivery.settled:
+                consumer.link.settle(delivery)  # a browser's delivery
+            return
+        if not terminal:
+            if not event.settled:
+                return  # a non-terminal state (received): the delivery goes on
+            state = consumer.default  # settled without an outcome: the default (3.5.3)
+        del consumer.inflight[delivery]
+        self._decided[delivery] = type(state)
+        message, queue = entry
+        self._apply(consumer, message, queue, state)
+        if not delivery.settled:
+            consumer.link.settle(delivery)
+
+    def _on_parked(self, event: DeliveryUpdated) -> None:
+        """The client settled a delivery of a suspended subscription's detached link (a
+        detached link's deliveries live on, core spec 2.6.4): its outcome applies now, as
+        it would in the unsettled map of a re-attach (2.6.13)."""
+        delivery = event.delivery
+        state = event.state
+        terminal = isinstance(state, _OUTCOMES)
+        if not terminal and not event.settled:
+            return
+        # (Parked while, and only while, the subscription holds it unsettled: a resume or
+        # a deletion unparks its deliveries.)
+        subscription, message = self._parked.pop(delivery)
+        del subscription.parked[delivery]
+        del subscription.unsettled[delivery.tag]
+        self._apply(None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME)
+        if not delivery.settled:
+            with contextlib.suppress(LocalProtocolError):  # (its session may be ending)
+                delivery.link.settle(delivery)
+
+    def _apply(
+        self, consumer: _Consumer | None, message: StoredMessage, queue: Queue, outcome: Any
+    ) -> None:
+        """What an outcome does to the message (core spec 3.4)."""
+        broker = self.broker
+        kind = type(outcome)
+        if kind is Accepted or kind is Rejected:
+            if kind is Rejected:
+                broker._dead_letter(message)
+            self._taken(queue, message)
+            return
+        changed = False
+        if kind is Modified:
+            if outcome.delivery_failed:
+                message.delivery_count += 1
+                changed = True
+            if outcome.undeliverable_here and consumer is not None:
+                message.excluded = (message.excluded or set()) | {consumer}
+            if outcome.message_annotations:
+                message.annotate(outcome.message_annotations)
+                changed = True
+        if message.expires is not None and message.expires <= broker.wall:
+            queue.acquired -= 1
+            message.dropped = True
+            broker.store.remove(queue, message)
+            broker.expired += 1
+            if queue.emptied():
+                broker.delete_node(queue)
+            return
+        if changed:
+            broker.store.update(queue, message)
+        queue.requeue(message)
+        broker._dirty[queue] = None
+
+    # -- transactions (core spec part 4; broker draft 3) ---------------------------------------
+
+    def _discharge(self, request: DischargeRequest) -> None:
+        """Commit: the posted messages reach their nodes and the retired outcomes apply,
+        all at once; or roll back: none of it happens, and acquisitions are undone."""
+        record = request.transaction
+        if request.fail:
+            self._doomed.pop(record, None)
+            request.accept()
+            self._roll_back(record)
+            return
+        why = self._doomed.pop(record, None)
+        if why is not None:
+            why = f"a pre-settled message of the transaction went nowhere: {why}"
+        else:
+            why = self._room_for(record)
+        if why is not None:
+            request.reject(_error("amqp:transaction:rollback", why))
+            self._roll_back(record)
+            return
+        broker = self.broker
+        posted = []
+        for delivery in record.posted:
+            held = self._held.pop(delivery, None)
+            if held is None:
+                continue
+            node, message = held
+            if not node.deleted and node.offer(message) is None:
+                broker._touch(node)
+            posted.append(delivery)
+        retired = []
+        for delivery, outcome in record.retired:
+            consumer = self.consumers.get(delivery.link)
+            entry = None if consumer is None else consumer.inflight.pop(delivery, None)
+            if entry is None:
+                continue
+            assert consumer is not None
+            self._apply(consumer, entry[0], entry[1], outcome)
+            retired.append(delivery)
+        broker.store.flush()  # the commit is durable before it is accepted
+        request.accept()
+        for delivery in posted:
+            if not delivery.settled and not delivery.remote_settled:
+                delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
+        for delivery in retired:
+            if not delivery.settled and delivery.link.state is _ATTACHED:
+                delivery.link.settle(delivery)
+        broker._pending[self] = None
+
+    def _unroutable_in_txn(self, delivery: Delivery, state: Rejected) -> None:
+        """An anonymous-relay message posted in a transaction that goes nowhere (core spec
+        4.4.4.1). Unsettled, the broker settles it at once with its outcome, ``rejected``,
+        in the transaction's transactional-state: the transaction goes on without it (a
+        commit posts the rest). Pre-settled, nobody can be told, so the transaction may
+        not commit: its discharge is rejected (``amqp:transaction:rollback``)."""
+        if delivery.remote_settled:
+            self.broker.unroutable += 1
+            record = delivery.transaction
+            assert isinstance(record, TransactionRecord)  # the broker's side of a transaction
+            error = state.error
+            self._doomed[record] = "" if error is None else str(error.description)
+            return
+        delivery.link.settle(delivery, state)
+
+    def _room_for(self, record: TransactionRecord) -> str | None:
+        """Whether the queues can take every message posted in ``record`` (the commit is
+        all or nothing)."""
+        wanted: dict[Node, list[int]] = {}
+        for delivery in record.posted:
+            held = self._held.get(delivery)
+            if held is not None:
+                need = wanted.setdefault(held[0], [0, 0])
+                need[0] += 1
+                need[1] += held[1].size
+        config = self.broker.config
+        for node, (count, size) in wanted.items():
+            if not isinstance(node, Queue):
+                continue
+            if config.max_queue_depth is not None and node.depth + count > config.max_queue_depth:
+                return f"queue {node.address!r} cannot take {count} more messages"
+            if config.max_queue_bytes is not None and node.bytes + size > config.max_queue_bytes:
+                return f"queue {node.address!r} cannot take {size} more bytes"
+        return None
+
+    def _roll_back(self, record: TransactionRecord) -> None:
+        """The transaction's work is void: posted messages are dropped, retirements are
+        undone (a delivery the consumer already settled takes its default outcome,
+        4.4.4.2), and what was acquired in it goes back to its queue."""
+        self._doomed.pop(record, None)
+        for delivery in record.posted:
+            if self._held.pop(delivery, None) is not None and not delivery.remote_settled:
+                link = delivery.link
+                if link.state is _ATTACHED and self.engine.state is _OPENED:
+                    link.settle(delivery, Released())
+        for delivery, _ in record.retired:
+            consumer = self.consumers.get(delivery.link)
+            if consumer is not None and delivery.settled and delivery in consumer.inflight:
+                message, queue = consumer.inflight.pop(delivery)
+                self._apply(consumer, message, queue, consumer.default)
+        for delivery in record.acquired:
+            consumer = self.consumers.get(delivery.link)
+            if consumer is not None and delivery in consumer.inflight:
+                message, queue = consumer.inflight.pop(delivery)
+                self._apply(consumer, message, queue, Released())
+                if not delivery.settled and delivery.link.state is _ATTACHED:
+                    delivery.link.settle(delivery, Released())
+        self.broker._pending[self] = None
+
+    def _taken(self, queue: Queue, message: StoredMessage) -> None:
+        if queue.settled(message):
+            self.broker.delete_node(queue)

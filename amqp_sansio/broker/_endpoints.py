@@ -1,0 +1,101 @@
+"""The broker's link ends: a consumer (a link on which the broker sends from a node) and a
+producer (a link on which it receives, to a node or, on the anonymous relay, to each message's
+``to``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..engine.delivery import Delivery
+from ..engine.receiver import Receiver
+from ..engine.sender import Sender
+from ..engine.states import ConnectionState, LinkState
+from ._nodes import Node, Queue
+from ._selector import Selector
+from ._store import StoredMessage
+from ._streams import Stream
+from ._subscriptions import Subscription
+
+if TYPE_CHECKING:
+    from ._connection import BrokerConnection
+
+
+_ATTACHED = LinkState.ATTACHED
+_OPENED = ConnectionState.OPENED
+
+
+class _Consumer:
+    """A link on which the broker sends (the client receives) from a node."""
+
+    __slots__ = (
+        "conn",
+        "copy",
+        "cursor",
+        "default",
+        "inflight",
+        "link",
+        "node",
+        "queue",
+        "selector",
+        "subscription",
+    )
+
+    def __init__(
+        self, conn: BrokerConnection, link: Sender, node: Node, *, copy: bool, default: Any
+    ) -> None:
+        self.conn = conn
+        self.link = link
+        self.node = node
+        self.queue: Queue | Stream | None = None
+        self.copy = copy
+        self.cursor = 0
+        self.default = default
+        #: Its selector (a source's selector filter), None if it has none.
+        self.selector: Selector | None = None
+        #: The unsettled deliveries sent and what they carry.
+        self.inflight: dict[Delivery, tuple[StoredMessage, Queue]] = {}
+        #: The kept topic subscription this link consumes, if it is one (._subscriptions).
+        self.subscription: Subscription | None = None
+
+    @property
+    def credit(self) -> int:
+        link = self.link
+        if link.state is not _ATTACHED or self.conn.engine.state is not _OPENED:
+            return 0
+        return link.link_credit
+
+    def deliver(self, message: StoredMessage, queue: Queue) -> None:
+        link = self.link
+        data = message.encoded()
+        limit = link.remote_max_message_size
+        if limit and len(data) > limit:
+            # Too large for this consumer (core spec 2.7.3): never for it.
+            if not self.copy:
+                message.excluded = (message.excluded or set()) | {self}
+                queue.requeue(message)
+            return
+        delivery = link.send(data)
+        self.conn.broker._pending[self.conn] = None
+        if self.copy:
+            return
+        if delivery.settled:  # at-most-once (snd-settle-mode settled)
+            self.conn._taken(queue, message)
+        else:
+            self.inflight[delivery] = (message, queue)
+
+    def drained(self) -> None:
+        if self.link.drain:
+            self.link.drained()
+            self.conn.broker._pending[self.conn] = None
+
+
+class _Producer:
+    """A link on which the broker receives (the client publishes) into a node; ``node`` is
+    None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
+
+    __slots__ = ("conn", "link", "node")
+
+    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node | None) -> None:
+        self.conn = conn
+        self.link = link
+        self.node = node

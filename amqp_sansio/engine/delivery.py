@@ -1,0 +1,99 @@
+"""Deliveries (core spec 2.6.12) and the views of their payloads: what :meth:`Sender.send` was
+given, as views that cannot change while its frames wait to go out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..definitions.message import Message
+
+if TYPE_CHECKING:
+    from .link import Link
+    from .transactions import _Txn
+
+
+#: A transfer's bytes: a view of one immutable ``bytes``, or views of several (a message
+#: whose large data section is kept apart, see :meth:`Sender.send`).
+Payload = memoryview | list[memoryview]
+#: A queued transfer frame: whole, or its header and performative followed by views.
+QueuedTransfer = bytearray | tuple[bytes | bytearray | memoryview, ...]
+
+
+def _payload(data: bytes | bytearray | memoryview | Message) -> Payload:
+    """What :meth:`Sender.send` was given, as views that cannot change while frames wait to
+    go out: a caller's bytearray (or view of one) is copied once; a
+    :class:`~amqp_sansio.Message` is encoded, its large data sections not copied."""
+    if type(data) is bytes:
+        return memoryview(data)
+    if isinstance(data, Message):
+        parts = data._parts()
+        if len(parts) == 1:
+            return memoryview(parts[0])
+        return [memoryview(part) for part in parts]
+    return memoryview(bytes(data))
+
+
+def _cut(parts: list[memoryview], start: int, stop: int) -> tuple[memoryview, ...]:
+    """Views of bytes ``start`` to ``stop`` of the pieces ``parts`` join to."""
+    views = []
+    at = 0
+    for part in parts:
+        end = at + len(part)
+        if end > start and at < stop:
+            views.append(part[max(start - at, 0) : stop - at])
+        at = end
+    return tuple(views)
+
+
+class Delivery:
+    """One delivery on a link (core spec 2.6.12): its tag and id, and the state and
+    settlement of each end. ``local_state`` is what we last said, ``remote_state`` what the
+    peer last said."""
+
+    __slots__ = (
+        "_chunks",
+        "_ignore",
+        "_settle_on_remote",
+        "aborted",
+        "complete",
+        "id",
+        "link",
+        "local_state",
+        "message_format",
+        "remote_settled",
+        "remote_state",
+        "resumed",
+        "settled",
+        "size",
+        "tag",
+        "transaction",
+    )
+
+    def __init__(self, link: Link, tag: bytes, delivery_id: int, message_format: int) -> None:
+        self.link = link
+        self.tag = tag
+        self.id = delivery_id
+        self.message_format = message_format
+        self.settled = False
+        self.remote_settled = False
+        self.local_state: Any = None
+        self.remote_state: Any = None
+        self.aborted = False
+        self.complete = False
+        self.size = 0
+        self._chunks: list[bytes | memoryview] = []
+        self._settle_on_remote: Any = None
+        #: True when this delivery was sent again after its link was resumed (2.6.13).
+        self.resumed = False
+        self._ignore = False
+        #: The transaction its work belongs to (posting, acquisition, retirement; core spec
+        #: 4.4): a :class:`~amqp_sansio.Transaction` or a
+        #: :class:`~amqp_sansio.TransactionRecord`. Its outcome is final only once that
+        #: transaction has committed.
+        self.transaction: _Txn | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<Delivery id={self.id} tag={self.tag!r} settled={self.settled} "
+            f"remote_settled={self.remote_settled} state={self.remote_state!r}>"
+        )

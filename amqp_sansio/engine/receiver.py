@@ -1,0 +1,296 @@
+"""The receiving end of a link (core spec 2.6): granting credit, and the sender's transfers
+and flow state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..codec.composite import unchecked
+from ..definitions.performatives import (
+    Attach,
+    Flow,
+    Role,
+    Transfer,
+)
+from ..errors import LocalProtocolError
+from ..events import (
+    CreditChanged,
+    DeliveryAborted,
+    DeliveryReceived,
+    DeliveryUpdated,
+    DrainCompleted,
+)
+from ..framing import FramePayload
+from .delivery import Delivery
+from .link import Link
+from .peer_error import _PeerError
+from .serial import serial_add, serial_diff
+
+if TYPE_CHECKING:
+    pass
+
+
+_UINT_MAX = 0xFFFFFFFF
+
+
+#: The per-delivery events, built the same way (their fields need no checks).
+_delivery_received = unchecked(DeliveryReceived)
+
+
+class Receiver(Link):
+    """The receiving end of a link."""
+
+    role = Role.RECEIVER
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: When true, each transfer's bytes are reported as they arrive
+        #: (``DeliveryReceived(complete=False)`` until the last); otherwise a delivery is
+        #: reported once, whole.
+        self.streaming = False
+        #: The highest delivery-limit (delivery-count + credit) we have granted: what the
+        #: sender may have seen, whatever we lowered the credit to since.
+        self._granted_limit = 0
+
+    def flow(self, credit: int, *, drain: bool = False, transaction: Any = None) -> None:
+        """Set the link credit to ``credit`` (how many more deliveries the sender may start
+        from now) and the drain flag, and send the flow state (core spec 2.6.7). With
+        ``transaction``, what the sender sends from now on is acquired in it (4.4.3).
+
+        With :attr:`max_unsettled` set, the credit is capped at the room left under it
+        (the limit less the unsettled deliveries held), so that a sender keeping to its
+        credit cannot exceed the limit."""
+        self._check_attached()
+        if not 0 <= credit <= _UINT_MAX:
+            raise LocalProtocolError(f"credit {credit} is out of range")
+        properties = None if transaction is None else self.session._txn.acquiring(self, transaction)
+        if self.max_unsettled is not None:
+            credit = max(0, min(credit, self.max_unsettled - len(self.unsettled)))
+        self.link_credit = credit
+        self.drain = drain
+        limit = serial_add(self.delivery_count, credit)
+        if serial_diff(limit, self._granted_limit) > 0:
+            self._granted_limit = limit
+        self._send_flow(properties=properties)
+
+    def add_credit(self, credit: int) -> None:
+        """Let the sender start ``credit`` more deliveries."""
+        self.flow(self.link_credit + credit, drain=self.drain)
+
+    def drain_credit(self) -> None:
+        """Ask the sender to use up or give back the credit it has (:class:`DrainCompleted`
+        follows)."""
+        self.flow(self.link_credit, drain=True)
+
+    def _on_attach(self, attach: Attach) -> bool:
+        self.snd_settle_mode = attach.snd_settle_mode  # the sender's to choose
+        if attach.initial_delivery_count is None:
+            raise _PeerError(
+                "amqp:invalid-field",
+                "a sender's attach must carry initial-delivery-count",
+                scope="session",
+                target=self.session,
+            )
+        self.delivery_count = attach.initial_delivery_count
+        self._granted_limit = self.delivery_count
+        reported = super()._on_attach(attach)
+        if reported and self.unsettled and not attach.incomplete_unsettled:
+            # Resuming: deliveries only we consider unsettled were settled by the sender
+            # (2.6.13). From an incomplete map, a missing tag says nothing (2.7.3).
+            theirs = attach.unsettled or {}
+            for tag, delivery in list(self.unsettled.items()):
+                if tag not in theirs:
+                    delivery.remote_settled = True
+                    self._untrack(delivery)
+                    self.session.connection._events.append(
+                        DeliveryUpdated(
+                            link=self, delivery=delivery, state=delivery.remote_state, settled=True
+                        )
+                    )
+        return reported
+
+    def _on_flow(self, flow: Flow) -> None:
+        """The sender's flow state: its delivery-count and what it has available (2.6.7)."""
+        events = self.session.connection._events
+        if flow.delivery_count is not None:
+            limit = serial_add(self.delivery_count, self.link_credit)
+            self.delivery_count = flow.delivery_count
+            self.link_credit = max(0, serial_diff(limit, flow.delivery_count))
+        self.available = flow.available or 0
+        events.append(
+            CreditChanged(
+                link=self,
+                credit=self.link_credit,
+                available=self.available,
+                drain=self.drain,
+            )
+        )
+        if self.drain and self.link_credit == 0:
+            self.drain = False
+            events.append(DrainCompleted(link=self))
+        self._echo(flow)
+
+    def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
+        """A transfer on this link; the session has counted it against its window."""
+        session = self.session
+        events = session.connection._events
+        delivery = self._current
+        if delivery is None:
+            if self._destroyed:
+                # Sent before the peer saw our error detach (2.6.5): discarded.
+                return
+            if transfer.delivery_id is None or transfer.delivery_tag is None:
+                raise _PeerError(
+                    "amqp:invalid-field",
+                    "the first transfer of a delivery needs its id and tag",
+                    scope="session",
+                    target=session,
+                )
+            if self._sent_incomplete and not transfer.resume:
+                raise _PeerError(
+                    "amqp:illegal-state",
+                    "a new delivery after our incomplete unsettled map (2.7.3)",
+                    scope="link",
+                    target=self,
+                )
+            # A violation is a transfer beyond the highest delivery-limit we ever granted: after
+            # we lowered the credit ("stop", 2.6.10), transfers sent under the old limit may
+            # still arrive, and are handled normally (2.6.7 lets the receiver choose).
+            if serial_diff(self._granted_limit, self.delivery_count) <= 0:
+                raise _PeerError(
+                    "amqp:link:transfer-limit-exceeded",
+                    "transfer without link credit",
+                    scope="link",
+                    target=self,
+                )
+            known = self.unsettled.get(transfer.delivery_tag) if transfer.resume else None
+            if known is not None:
+                # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
+                # under its new id.
+                session._in_deliveries.pop(known.id, None)
+                known.id = transfer.delivery_id
+                known.resumed = True
+                known.size = 0
+                known._chunks = []
+                delivery = known
+            else:
+                delivery = Delivery(
+                    self,
+                    transfer.delivery_tag,
+                    transfer.delivery_id,
+                    transfer.message_format or 0,
+                )
+                delivery.resumed = transfer.resume
+                # Resumed, but we hold no such delivery: we had settled it, so it is
+                # ignored (2.6.13) and settled, so that the sender can forget it too.
+                delivery._ignore = transfer.resume
+            self.delivery_count = serial_add(self.delivery_count, 1)
+            if self.link_credit > 0:
+                self.link_credit -= 1
+            if self.available:
+                self.available -= 1
+            if not transfer.settled:
+                if (
+                    self.max_unsettled is not None
+                    and known is None
+                    and len(self.unsettled) >= self.max_unsettled
+                ):
+                    raise _PeerError(
+                        "amqp:resource-limit-exceeded",
+                        f"more than {self.max_unsettled} unsettled deliveries",
+                        scope="link",
+                        target=self,
+                    )
+                self.unsettled[delivery.tag] = delivery
+                session._in_deliveries[delivery.id] = delivery
+            self._current = delivery
+            if transfer.state is not None or self._coordinator:
+                session._txn.first_transfer(session, self, delivery, transfer)
+        elif transfer.delivery_id is not None and transfer.delivery_id != delivery.id:
+            raise _PeerError(
+                "amqp:not-allowed",
+                "deliveries on one link must not interleave",
+                scope="session",
+                target=session,
+            )
+        if transfer.settled:
+            delivery.remote_settled = True
+        if transfer.state is not None:
+            delivery.remote_state = transfer.state
+        if transfer.aborted:
+            self._current = None
+            delivery.aborted = True
+            delivery._chunks = []
+            self._forget(delivery)
+            events.append(DeliveryAborted(link=self, delivery=delivery))
+            return
+        # A payload cut across reads comes as the pieces it came in (FrameParser._gather).
+        pieces = type(payload) is list
+        delivery.size += sum(map(len, payload)) if pieces else len(payload)  # type: ignore[arg-type]
+        limit = self.max_message_size
+        if limit and delivery.size > limit:
+            raise _PeerError(
+                "amqp:link:message-size-exceeded",
+                f"delivery of more than {limit} bytes",
+                scope="link",
+                target=self,
+            )
+        if delivery._ignore:
+            if not transfer.more:
+                self._current = None
+                delivery.complete = True
+                if not delivery.remote_settled:
+                    self.settle(delivery)
+                else:
+                    self._untrack(delivery)
+            return
+        if self.streaming:
+            # Each transfer's bytes go to the application as they come.
+            if not transfer.more:
+                self._current = None
+                delivery.complete = True
+                if delivery.remote_settled:
+                    self._untrack(delivery)
+            events.append(
+                _delivery_received(
+                    link=self,
+                    delivery=delivery,
+                    data=b"".join(payload) if pieces else bytes(payload),  # type: ignore[arg-type]
+                    complete=not transfer.more,
+                )
+            )
+        else:
+            if pieces:
+                delivery._chunks += payload  # type: ignore[arg-type]
+                if transfer.more:
+                    # A payload gathered across reads is the first frame of this read: no
+                    # delivery is in _viewing yet.
+                    session.connection._viewing.append(delivery)
+            elif payload:
+                delivery._chunks.append(payload)  # type: ignore[arg-type]
+                if transfer.more and type(payload) is memoryview:
+                    viewing = session.connection._viewing
+                    if not viewing or viewing[-1] is not delivery:
+                        viewing.append(delivery)
+            if not transfer.more:
+                self._current = None
+                delivery.complete = True
+                chunks = delivery._chunks
+                delivery._chunks = []
+                if delivery.remote_settled:
+                    self._untrack(delivery)  # the sender has forgotten it: so do we
+                if self._coordinator:
+                    # A declare or discharge (core spec 4.2).
+                    session._txn.request(self, delivery, b"".join(chunks))
+                else:
+                    # A large frame's payload is a view of the bytes received: the event
+                    # keeps the pieces, joined (copied) once if asked for its data, or
+                    # decoded with only a large data section's bytes copied (message()).
+                    data: bytes | tuple[bytes | memoryview, ...]
+                    if len(chunks) == 1 and type(chunks[0]) is bytes:
+                        data = chunks[0]
+                    else:
+                        data = tuple(chunks) if chunks else b""
+                    events.append(
+                        _delivery_received(link=self, delivery=delivery, data=data, complete=True)
+                    )
