@@ -84,3 +84,7 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert str(target) in result.stdout
+
+
+def test_py_typed_ships() -> None:
+    assert (ROOT / "amqp_sansio" / "py.typed").exists()
