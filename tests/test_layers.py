@@ -251,3 +251,19 @@ def test_a_layer_may_not_reach_up() -> None:
     assert layer_of("amqp_sansio.adapters.cli.bench.pipe") == "command line"
     allowed = {layer: others for layer, _, others in LAYERS}
     assert "engine" not in allowed["codec"] and "client core" not in allowed["broker core"]
+
+
+def test_the_architecture_page_gives_these_rules() -> None:
+    """docs/architecture.rst's table of layers is this module's ``LAYERS``, row by row."""
+    text = (ROOT / "docs" / "architecture.rst").read_text()
+    table = text[text.index(".. list-table::") :].split("\n\n")[1]
+    rows = [row.split("\n     - ") for row in table.split("   * - ")[2:]]
+    expected = [
+        [
+            name,
+            ", ".join(f"``{p}``" for p in prefixes),
+            ", ".join(others) if others else "(nothing of the project)",
+        ]
+        for name, prefixes, others in LAYERS
+    ]
+    assert [[" ".join(cell.split()) for cell in row] for row in rows] == expected
