@@ -666,7 +666,7 @@ class Core:
         if not event.complete:
             return
         link, engine_delivery = event.link, event.delivery
-        delivery = Delivery(self, link, engine_delivery, bytes(event.data))
+        delivery = Delivery(self, link, engine_delivery, event)
         core = self._links.get(link)
         if isinstance(core, ReceiverCore):
             core._on_delivery(delivery)

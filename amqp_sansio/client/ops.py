@@ -127,23 +127,32 @@ class Delivery:
     came pre-settled (``settled`` is already true) needs none. ``transaction`` in each puts
     the outcome in that transaction (retirement, core spec 4.4.2)."""
 
-    __slots__ = ("_core", "_engine", "_message", "data", "engine_delivery", "link")
+    __slots__ = ("_core", "_engine", "_message", "_received", "engine_delivery", "link")
 
-    def __init__(self, core: Core, link: a.Link, delivery: a.Delivery, data: bytes) -> None:
+    def __init__(
+        self, core: Core, link: a.Link, delivery: a.Delivery, received: a.DeliveryReceived
+    ) -> None:
         self._core = core
         self._engine = core.engine
         self.link = link
         self.engine_delivery = delivery
-        self.data = data
+        #: The engine's event: the message as the pieces it came in, joined only if
+        #: :attr:`data` is asked for (decoding reads the pieces, the engine's one copy).
+        self._received = received
         self._message: Message | None = None
 
     def __repr__(self) -> str:
         return f"<Delivery {self.engine_delivery.tag!r} settled={self.settled}>"
 
     @property
+    def data(self) -> bytes:
+        """The message's encoded bytes (joined from its frames' pieces on first use)."""
+        return self._received.data
+
+    @property
     def message(self) -> Message:
         if self._message is None:
-            self._message = Message.decode(self.data)
+            self._message = self._received.message()
         return self._message
 
     @property
