@@ -44,7 +44,7 @@ from .ops import (
     Op,
     PeerWithoutSASLError,
     TransactionError,
-    encode,
+    as_message,
 )
 from .reconnect import Backoff, Reconnect
 from .url import AMQPURL, InsecureCredentialsError, URLError, parse_url
@@ -86,7 +86,7 @@ __all__ = [
     "authentication_failure",
     "authentication_hint",
     "refused_without_sasl",
-    "encode",
+    "as_message",
     # reconnection, URLs
     "Reconnect",
     "Backoff",
