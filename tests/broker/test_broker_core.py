@@ -6,31 +6,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.broker_net import Client, Net, body
+from support.broker_net import Client, Net, accept_all, body, msg, publish
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, parse_message
 
 SYM = a.Symbol
-
-
-def msg(value: bytes, **header: object) -> a.Message:
-    return a.Message(header=a.Header(**header) if header else None, body=value)  # type: ignore[arg-type]
-
-
-def publish(client: Client, address: str, *values: bytes, **header: object) -> a.Sender:
-    sender = client.sender(address)
-    for v in values:
-        client.send(sender, msg(v, **header))
-    return sender
-
-
-def accept_all(client: Client, link: a.Receiver) -> list[object]:
-    got = client.received(link)
-    for e in got:
-        link.settle(e.delivery, a.Accepted())
-    client.net.pump()
-    return [body(e) for e in got]
 
 
 @pytest.mark.parametrize("chunk", [None, 1])

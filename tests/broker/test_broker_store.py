@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 from amqp_sansio.adapters.broker.store import FILENAME, SQLiteStore, StoreError
-from support.broker_net import Net
-from test_broker_core import accept_all, msg, publish
-from test_broker_txn import controller, declare, discharge
+from support.broker_net import Net, accept_all, controller, declare, discharge, msg, publish
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig, Queue

@@ -9,29 +9,10 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters.broker import run_broker
-from support.broker_net import Client, Net, body
+from support.broker_net import Net, body, controller, declare, discharge
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig
-
-
-def controller(client: Client) -> a.Controller:
-    session = client.session or client.begin()
-    ctl = session.attach_controller("ctl")
-    client.net.pump()
-    return ctl
-
-
-def declare(client: Client, ctl: a.Controller) -> a.Transaction:
-    txn = ctl.declare()
-    client.net.pump()
-    assert txn.state is a.TransactionState.ACTIVE
-    return txn
-
-
-def discharge(client: Client, ctl: a.Controller, txn: a.Transaction, *, fail: bool) -> None:
-    ctl.discharge(txn, fail=fail)
-    client.net.pump()
 
 
 @pytest.mark.parametrize("commit", [True, False])

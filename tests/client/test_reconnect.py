@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from support.adapter_broker import Broker
-from test_adapters import ADAPTERS, WAIT, Adapter, aw, connected
+from support.adapters import ADAPTERS, WAIT, Adapter, aw, connected
 
 import amqp_sansio as a
 from amqp_sansio.client import Backoff, ConnectionClosedError, LinkDetachedError, Reconnect

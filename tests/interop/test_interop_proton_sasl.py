@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from amqp_sansio.adapters.sockets import SocketDriver
-from test_interop_proton import Interop, Spec, interop_pairs, settled_count
+from support.proton_peer import Interop, Spec, interop_pairs, settled_count
 
 import amqp_sansio as a
 from amqp_sansio import sasl

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_interop_proton import Interop, OurApp, ProtonPeer, Spec, interop_pairs
+from support.proton_peer import Interop, OurApp, ProtonPeer, Spec, interop_pairs
 
 import amqp_sansio as a
 

@@ -141,3 +141,44 @@ class Net:
                 c.conn.handle_timer(self.now, wall=self.wall)
                 c.events += c.engine.handle_timer(self.now)
         self.pump()
+
+
+# -- steps the broker's tests share -----------------------------------------------------------
+
+
+def msg(value: bytes, **header: object) -> a.Message:
+    return a.Message(header=a.Header(**header) if header else None, body=value)  # type: ignore[arg-type]
+
+
+def publish(client: Client, address: str, *values: bytes, **header: object) -> a.Sender:
+    sender = client.sender(address)
+    for v in values:
+        client.send(sender, msg(v, **header))
+    return sender
+
+
+def accept_all(client: Client, link: a.Receiver) -> list[object]:
+    got = client.received(link)
+    for e in got:
+        link.settle(e.delivery, a.Accepted())
+    client.net.pump()
+    return [body(e) for e in got]
+
+
+def controller(client: Client) -> a.Controller:
+    session = client.session or client.begin()
+    ctl = session.attach_controller("ctl")
+    client.net.pump()
+    return ctl
+
+
+def declare(client: Client, ctl: a.Controller) -> a.Transaction:
+    txn = ctl.declare()
+    client.net.pump()
+    assert txn.state is a.TransactionState.ACTIVE
+    return txn
+
+
+def discharge(client: Client, ctl: a.Controller, txn: a.Transaction, *, fail: bool) -> None:
+    ctl.discharge(txn, fail=fail)
+    client.net.pump()
