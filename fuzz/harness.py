@@ -1204,7 +1204,7 @@ class Finding:
 class KnownIssue:
     """A core bug already reported. Findings that match it are counted, not failed, so that a
     fuzz pass still fails on anything new; its regression inputs are expected to fail until
-    the bug is fixed (then the strict xfail in tests/test_fuzz_pass.py says so)."""
+    the bug is fixed (then the strict xfail in tests/project/test_fuzz_pass.py says so)."""
 
     id: str
     summary: str
