@@ -131,10 +131,6 @@ def ours_pipe(
     pipe = OursPipe(settled=settled, max_frame_size=max_frame_size)
     client, server, sender, receiver = pipe.client, pipe.server, pipe.sender, pipe.receiver
     message_cls = amqp.Message
-    delivery_received = amqp.DeliveryReceived
-    delivery_updated = amqp.DeliveryUpdated
-    accepted = amqp.Accepted()
-    data_section = amqp.Data
     window = max(1, min(CREDIT_WINDOW, count))
     size = len(body)
     sent = received = done = 0
@@ -147,25 +143,15 @@ def ours_pipe(
         to_server = client.buffers_to_send(PIPE_CHUNK)
         if to_server:
             for piece in to_server:
-                for event in server.receive_data(piece, 0.0):
-                    if type(event) is delivery_received:
-                        got = event.message().body
-                        if type(got) is not data_section or len(got.value) != size:
-                            raise AssertionError("our pipe mangled a message")
-                        received += 1
-                        if not settled:
-                            receiver.settle(event.delivery, accepted)
+                events = server.receive_data(piece, 0.0)
+                received += _ours_received(events, receiver, size, settled)
             if receiver.link_credit * 2 <= window and received < count:
                 receiver.flow(window)
             if settled:
                 done = received
         to_client = server.data_to_send(PIPE_CHUNK)
         if to_client:
-            for event in client.receive_data(to_client, 0.0):
-                if type(event) is delivery_updated and event.settled:
-                    if not event.delivery.settled:  # unless the engine settled it already
-                        sender.settle(event.delivery)
-                    done += 1
+            done += _ours_settled(client.receive_data(to_client, 0.0), sender)
         elif not to_server:
             raise Stalled(f"our pipe stalled after {received} of {count} messages")
         if progress is not None:
@@ -174,6 +160,41 @@ def ours_pipe(
     if sender.unsettled or receiver.unsettled:
         raise AssertionError("our pipe left deliveries unsettled")
     return elapsed
+
+
+_ACCEPTED = amqp.Accepted()
+_DELIVERY_RECEIVED = amqp.DeliveryReceived
+_DELIVERY_UPDATED = amqp.DeliveryUpdated
+_DATA = amqp.Data
+
+
+def _ours_received(
+    events: list[amqp.Event], receiver: amqp.Receiver, size: int, settled: bool
+) -> int:
+    """:func:`ours_pipe`'s receiving end: each message in ``events`` decoded from the pieces
+    it came in, checked, and accepted unless sent settled; how many there were."""
+    received = 0
+    for event in events:
+        if type(event) is _DELIVERY_RECEIVED:
+            got = event.message().body
+            if type(got) is not _DATA or len(got.value) != size:
+                raise AssertionError("our pipe mangled a message")
+            received += 1
+            if not settled:
+                receiver.settle(event.delivery, _ACCEPTED)
+    return received
+
+
+def _ours_settled(events: list[amqp.Event], sender: amqp.Sender) -> int:
+    """:func:`ours_pipe`'s sending end: the deliveries ``events`` report settled by the
+    receiver, settled here too; how many there were."""
+    done = 0
+    for event in events:
+        if type(event) is _DELIVERY_UPDATED and event.settled:
+            if not event.delivery.settled:  # unless the engine settled it already
+                sender.settle(event.delivery)
+            done += 1
+    return done
 
 
 def large_body(size: int) -> bytes:
