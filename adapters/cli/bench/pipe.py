@@ -143,8 +143,8 @@ def ours_pipe(
         to_server = client.buffers_to_send(PIPE_CHUNK)
         if to_server:
             for piece in to_server:
-                events = server.receive_data(piece, 0.0)
-                received += _ours_received(events, receiver, size, settled)
+                # (no name for the events: they go before the next piece is read)
+                received += _ours_received(server.receive_data(piece, 0.0), receiver, size, settled)
             if receiver.link_credit * 2 <= window and received < count:
                 receiver.flow(window)
             if settled:
