@@ -131,6 +131,9 @@ def ours_pipe(
     pipe = OursPipe(settled=settled, max_frame_size=max_frame_size)
     client, server, sender, receiver = pipe.client, pipe.server, pipe.sender, pipe.receiver
     message_cls = amqp.Message
+    delivery_received = amqp.DeliveryReceived
+    accepted = amqp.Accepted()
+    data_section = amqp.Data
     window = max(1, min(CREDIT_WINDOW, count))
     size = len(body)
     sent = received = done = 0
@@ -143,8 +146,14 @@ def ours_pipe(
         to_server = client.buffers_to_send(PIPE_CHUNK)
         if to_server:
             for piece in to_server:
-                # (no name for the events: they go before the next piece is read)
-                received += _ours_received(server.receive_data(piece, 0.0), receiver, size, settled)
+                for event in server.receive_data(piece, 0.0):
+                    if type(event) is delivery_received:
+                        got = event.message().body
+                        if type(got) is not data_section or len(got.value) != size:
+                            raise AssertionError("our pipe mangled a message")
+                        received += 1
+                        if not settled:
+                            receiver.settle(event.delivery, accepted)
             if receiver.link_credit * 2 <= window and received < count:
                 receiver.flow(window)
             if settled:
@@ -162,27 +171,7 @@ def ours_pipe(
     return elapsed
 
 
-_ACCEPTED = amqp.Accepted()
-_DELIVERY_RECEIVED = amqp.DeliveryReceived
 _DELIVERY_UPDATED = amqp.DeliveryUpdated
-_DATA = amqp.Data
-
-
-def _ours_received(
-    events: list[amqp.Event], receiver: amqp.Receiver, size: int, settled: bool
-) -> int:
-    """:func:`ours_pipe`'s receiving end: each message in ``events`` decoded from the pieces
-    it came in, checked, and accepted unless sent settled; how many there were."""
-    received = 0
-    for event in events:
-        if type(event) is _DELIVERY_RECEIVED:
-            got = event.message().body
-            if type(got) is not _DATA or len(got.value) != size:
-                raise AssertionError("our pipe mangled a message")
-            received += 1
-            if not settled:
-                receiver.settle(event.delivery, _ACCEPTED)
-    return received
 
 
 def _ours_settled(events: list[amqp.Event], sender: amqp.Sender) -> int:
