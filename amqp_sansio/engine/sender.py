@@ -131,15 +131,13 @@ class Sender(Link):
             raise LocalProtocolError(f"message-format {message_format!r} is not a uint")
         if state is not None and not _requires_ok("delivery-state", state):
             raise LocalProtocolError(f"{state!r} is not a delivery state")
-        if self._current is not None:
-            raise LocalProtocolError("finish (or abort) the current delivery first")
-        if self.link_credit <= 0:
-            raise LocalProtocolError("no link credit: wait for CreditChanged")
-        if self._sent_incomplete or (self.remote is not None and self.remote.incomplete_unsettled):
-            raise LocalProtocolError(
-                "an unsettled map of this attach was incomplete: only resumed deliveries "
-                "may be sent until the link is attached again with complete maps (2.6.13)"
-            )
+        if (
+            self._current is not None
+            or self.link_credit <= 0
+            or self._sent_incomplete
+            or (self.remote is not None and self.remote.incomplete_unsettled)
+        ):
+            raise self._cannot_start()
         if settled is None:
             settled = self.snd_settle_mode is _SND_SETTLED
         else:
@@ -150,7 +148,9 @@ class Sender(Link):
                 f"{len(self.unsettled)} unsettled deliveries: the link's max_unsettled is {cap}"
             )
         if tag is None:
-            tag = self._new_tag()
+            tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
+            while tag in self.unsettled:  # tags carried over from a resumed link
+                tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
         elif tag in self.unsettled:
             raise LocalProtocolError(f"delivery tag {tag!r} is already in use")
         s = self.session
@@ -176,12 +176,16 @@ class Sender(Link):
         if not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
             raise LocalProtocolError("the link's snd-settle-mode is settled")
 
-    def _new_tag(self) -> bytes:
-        """The next delivery tag of our own, skipping those still in use."""
-        tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
-        while tag in self.unsettled:  # tags carried over from a resumed link
-            tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
-        return tag
+    def _cannot_start(self) -> LocalProtocolError:
+        """Why no new delivery can be started now."""
+        if self._current is not None:
+            return LocalProtocolError("finish (or abort) the current delivery first")
+        if self.link_credit <= 0:
+            return LocalProtocolError("no link credit: wait for CreditChanged")
+        return LocalProtocolError(
+            "an unsettled map of this attach was incomplete: only resumed deliveries "
+            "may be sent until the link is attached again with complete maps (2.6.13)"
+        )
 
     def resume(self, delivery: Delivery, data: bytes | bytearray | memoryview | Message) -> None:
         """Send an unsettled delivery again on a resumed link, marked ``resume`` (core spec
