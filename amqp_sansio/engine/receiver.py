@@ -162,24 +162,56 @@ class Receiver(Link):
                 scope="link",
                 target=self,
             )
+        if delivery._ignore or self.streaming:
+            self._unbuffered_transfer(delivery, transfer, payload, pieces)
+            return
+        # The usual case, inline: the delivery's bytes are kept until its last transfer.
+        if pieces:
+            self._gathered(delivery, payload, transfer.more)  # type: ignore[arg-type]
+        elif payload:
+            delivery._chunks.append(payload)  # type: ignore[arg-type]
+            if transfer.more and type(payload) is memoryview:
+                self._viewed(delivery)
+        if transfer.more:
+            return
+        self._current = None
+        delivery.complete = True
+        chunks = delivery._chunks
+        delivery._chunks = []
+        if delivery.remote_settled:
+            self._untrack(delivery)  # the sender has forgotten it: so do we
+        if self._coordinator:
+            # A declare or discharge (core spec 4.2).
+            self.session._txn.request(self, delivery, b"".join(chunks))
+            return
+        # A large frame's payload is a view of the bytes received: the event keeps the
+        # pieces, joined (copied) once if asked for its data, or decoded with only a large
+        # data section's bytes copied (message()).
+        data: bytes | tuple[bytes | memoryview, ...] = (
+            chunks[0]
+            if len(chunks) == 1 and type(chunks[0]) is bytes
+            else (tuple(chunks) if chunks else b"")
+        )
+        self.session.connection._events.append(
+            _delivery_received(link=self, delivery=delivery, data=data, complete=True)
+        )
+
+    def _unbuffered_transfer(
+        self, delivery: Delivery, transfer: Transfer, payload: FramePayload, pieces: bool
+    ) -> None:
+        """A transfer whose bytes are not kept: of a delivery ignored, or streamed."""
         if delivery._ignore:
             self._ignored_transfer(delivery, transfer)
-        elif self.streaming:
-            self._streamed_transfer(delivery, transfer, payload, pieces)
         else:
-            # The usual case, inline: the delivery's bytes are kept until its last transfer.
-            if pieces:
-                delivery._chunks += payload  # type: ignore[arg-type]
-                if transfer.more:
-                    # A payload gathered across reads is the first frame of this read: no
-                    # delivery is in _viewing yet.
-                    self.session.connection._viewing.append(delivery)
-            elif payload:
-                delivery._chunks.append(payload)  # type: ignore[arg-type]
-                if transfer.more and type(payload) is memoryview:
-                    self._viewed(delivery)
-            if not transfer.more:
-                self._received_whole(delivery)
+            self._streamed_transfer(delivery, transfer, payload, pieces)
+
+    def _gathered(self, delivery: Delivery, payload: list[memoryview], more: bool | None) -> None:
+        """A payload gathered across reads: its pieces kept."""
+        delivery._chunks += payload
+        if more:
+            # A payload gathered across reads is the first frame of this read: no delivery
+            # is in _viewing yet.
+            self.session.connection._viewing.append(delivery)
 
     def _first_transfer(self, transfer: Transfer) -> Delivery | None:
         """The first transfer of a delivery: checked against the link's state and credit,
@@ -296,29 +328,4 @@ class Receiver(Link):
                 data=b"".join(payload) if pieces else bytes(payload),  # type: ignore[arg-type]
                 complete=not transfer.more,
             )
-        )
-
-    def _received_whole(self, delivery: Delivery) -> None:
-        """The last transfer of a delivery: the delivery, whole, to the application (or, on a
-        coordinator link, to the transaction hooks)."""
-        self._current = None
-        delivery.complete = True
-        chunks = delivery._chunks
-        delivery._chunks = []
-        if delivery.remote_settled:
-            self._untrack(delivery)  # the sender has forgotten it: so do we
-        if self._coordinator:
-            # A declare or discharge (core spec 4.2).
-            self.session._txn.request(self, delivery, b"".join(chunks))
-            return
-        # A large frame's payload is a view of the bytes received: the event keeps the
-        # pieces, joined (copied) once if asked for its data, or decoded with only a large
-        # data section's bytes copied (message()).
-        data: bytes | tuple[bytes | memoryview, ...]
-        if len(chunks) == 1 and type(chunks[0]) is bytes:
-            data = chunks[0]
-        else:
-            data = tuple(chunks) if chunks else b""
-        self.session.connection._events.append(
-            _delivery_received(link=self, delivery=delivery, data=data, complete=True)
         )
