@@ -178,6 +178,14 @@ def encode_frame(
     return bytes(out)
 
 
+def _check_sasl_body(body: Any, payload: FramePayload) -> None:
+    """A SASL frame holds a SASL body, and nothing after it."""
+    if not isinstance(body, SaslFrameBody):
+        raise DecodeError(f"a SASL frame holds a SASL body, not {body!r:.60}")
+    if payload:
+        raise DecodeError("SASL frame has trailing bytes")
+
+
 class FrameParser:
     """Incremental parser for the byte stream of one connection.
 
@@ -398,80 +406,86 @@ class FrameParser:
             return self._gather()
         buf, pos = self._buf, self._pos
         have = len(buf) - pos
-        if have < 4:
-            if self._rest is not None:
-                self._pull()
-                return self._next()
-            if not have and type(buf) is not bytearray:
-                # All parsed: let go of the caller's bytes (views handed out keep them).
-                self._base += pos
-                self._buf = bytearray()
-                self._pos = 0
-            return None
         if have < 8:
-            size = int.from_bytes(buf[pos : pos + 4], "big")
-        else:
-            size, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
-        if size < 8 or size > self.max_frame_size:
-            if size < 8:
-                raise FramingError(
-                    f"frame size {size} is below the minimum of 8", offset=self._base + pos
-                )
-            raise FramingError(
-                f"frame size {size} exceeds max-frame-size {self.max_frame_size}",
-                offset=self._base + pos,
-            )
-        if have < 8:
-            if self._rest is not None:
-                self._pull()
-                return self._next()
-            return None
-        if doff < 2 or doff * 4 > size or ftype > 1:
-            if doff < 2:
-                raise FramingError(
-                    f"data offset {doff} is below the minimum of 2", offset=self._base + pos
-                )
-            if doff * 4 > size:
-                raise FramingError(
-                    f"data offset {doff * 4} bytes lies beyond the frame",
-                    offset=self._base + pos,
-                )
-            raise FramingError(f"unknown frame type {ftype:#04x}", offset=self._base + pos)
+            return self._short(have)
+        size, doff, ftype, channel = _unpack_size_doff_type_ch(buf, pos)
+        if size < 8 or size > self.max_frame_size or doff < 2 or doff * 4 > size or ftype > 1:
+            raise self._header_error(size, doff, ftype)
         start = pos + doff * 4
-        payload: bytes | memoryview
         if have < size:
-            if self._rest is None:
-                return None
-            split = self._split(pos, start, size, ftype, channel)
-            if split is False:
-                self._pull()
-                return self._next()
-            return split
+            return self._incomplete(pos, start, size, ftype, channel)
+        stop = pos + size
+        self._pos = stop
+        if start == stop:
+            return _FRAME_TYPES[ftype], channel, None, b""
+        payload: bytes | memoryview
+        if stop - start <= _SMALL:
+            body = bytes(buf[start:stop])
+            try:
+                performative, end = decoder.DECODERS[body[0]](body, 1, self.max_depth)
+            except decoder.DECODE_FAILURES as exc:
+                raise decoder.as_decode_error(exc, 0) from None
+            payload = body[end:]
         else:
-            stop = pos + size
-            self._pos = stop
-            if start == stop:
-                return _FRAME_TYPES[ftype], channel, None, b""
-            if stop - start <= _SMALL:
-                body = bytes(buf[start:stop])
-                try:
-                    performative, end = decoder.DECODERS[body[0]](body, 1, self.max_depth)
-                except decoder.DECODE_FAILURES as exc:
-                    raise decoder.as_decode_error(exc, 0) from None
-                payload = body[end:]
-            else:
-                performative, payload = self._decode_large(start, stop)
+            performative, payload = self._decode_large(start, stop)
         if ftype == 0:
             if not isinstance(performative, Performative):
                 raise DecodeError(f"an AMQP frame holds a performative, not {performative!r:.60}")
             if payload and type(performative) is not Transfer:
                 raise DecodeError(f"{type(performative).__name__} frame has trailing bytes")
         else:
-            if not isinstance(performative, SaslFrameBody):
-                raise DecodeError(f"a SASL frame holds a SASL body, not {performative!r:.60}")
-            if payload:
-                raise DecodeError("SASL frame has trailing bytes")
+            _check_sasl_body(performative, payload)
         return _FRAME_TYPES[ftype], channel, performative, payload
+
+    def _short(self, have: int) -> tuple[FrameType, int, Any, FramePayload] | None:
+        """:meth:`_next` with less than a frame header (``have`` bytes) in our buffer: the
+        frame size checked once there, and the header completed from :attr:`_rest`, if any;
+        else, all parsed, the caller's bytes let go."""
+        buf, pos = self._buf, self._pos
+        if have >= 4:
+            size = int.from_bytes(buf[pos : pos + 4], "big")
+            if size < 8 or size > self.max_frame_size:
+                raise self._header_error(size, 2, 0)
+        if self._rest is not None:
+            self._pull()
+            return self._next()
+        if not have and type(buf) is not bytearray:
+            # All parsed: let go of the caller's bytes (views handed out keep them).
+            self._base += pos
+            self._buf = bytearray()
+            self._pos = 0
+        return None
+
+    def _header_error(self, size: int, doff: int, ftype: int) -> FramingError:
+        """What is wrong with the frame header at :attr:`_pos`: its size, its data offset,
+        or its type."""
+        offset = self._base + self._pos
+        if size < 8:
+            return FramingError(f"frame size {size} is below the minimum of 8", offset=offset)
+        if size > self.max_frame_size:
+            return FramingError(
+                f"frame size {size} exceeds max-frame-size {self.max_frame_size}", offset=offset
+            )
+        if doff < 2:
+            return FramingError(f"data offset {doff} is below the minimum of 2", offset=offset)
+        if doff * 4 > size:
+            return FramingError(
+                f"data offset {doff * 4} bytes lies beyond the frame", offset=offset
+            )
+        return FramingError(f"unknown frame type {ftype:#04x}", offset=offset)
+
+    def _incomplete(
+        self, pos: int, start: int, size: int, ftype: int, channel: int
+    ) -> tuple[FrameType, int, Any, FramePayload] | None:
+        """:meth:`_next` with a frame cut short in our buffer: a transfer's payload taken
+        as it comes (:meth:`_split`), or the frame completed from :attr:`_rest`, if any."""
+        if self._rest is None:
+            return None
+        split = self._split(pos, start, size, ftype, channel)
+        if split is False:
+            self._pull()
+            return self._next()
+        return split
 
     def _split(
         self, pos: int, start: int, size: int, ftype: int, channel: int

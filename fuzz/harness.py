@@ -466,57 +466,77 @@ class _ServerApp:
             return None
 
     def respond(self, events: Sequence[amqp.Event]) -> None:
-        a = amqp
         for e in events:
             self.count += 1
-            n = self.count
-            if isinstance(e, a.ConnectionOpened):
-                self.command(self.conn.open)
-            elif isinstance(e, a.SessionBegun):
-                if e.session.state is a.SessionState.BEGIN_RCVD:
-                    self.command(e.session.begin)
-            elif isinstance(e, a.LinkAttached):
-                link = e.link
-                if link.state is not a.LinkState.ATTACH_RCVD:
-                    continue
-                if link.name.startswith("refuse"):
-                    self.command(link.refuse)
-                    continue
-                if isinstance(link, a.Receiver):
-                    link.streaming = n % 2 == 1
-                self.command(link.attach)
-                if isinstance(link, a.Receiver):
-                    self.command(link.flow, 4)
-            elif isinstance(e, a.CreditChanged) and isinstance(e.link, a.Sender):
-                if e.drain:
-                    self.command(e.link.drained)
-                elif e.credit > 0:
-                    data = bytes(range(256)) * 6
-                    self.command(e.link.send, data[: self._SIZES[n % 4]])
-            elif isinstance(e, a.DeliveryReceived) and e.complete:
-                link = e.link
-                d = e.delivery
-                choice = n % 6
-                if choice == 0:
-                    self.command(link.update, d, a.Received(section_number=0, section_offset=1))
-                outcome = (
-                    a.Accepted(),
-                    a.Rejected(error=a.Error(condition=Symbol("amqp:not-allowed"))),
-                    a.Released(),
-                    a.Modified(delivery_failed=True),
-                    None,
-                    a.Accepted(),
-                )[choice]
-                if choice != 4:
-                    self.command(link.settle, d, outcome)
-                if isinstance(link, a.Receiver) and link.link_credit < 2:
-                    self.command(link.add_credit, 4)
-            elif (
-                isinstance(e, a.DeliveryUpdated)
-                and isinstance(e.link, a.Sender)
-                and not e.delivery.settled
-            ):
-                self.command(e.link.settle, e.delivery)
+            handler = _APP_HANDLERS.get(type(e))
+            if handler is not None:
+                handler(self, e, self.count)
+
+    def _on_opened(self, e: amqp.ConnectionOpened, n: int) -> None:
+        self.command(self.conn.open)
+
+    def _on_session_begun(self, e: amqp.SessionBegun, n: int) -> None:
+        if e.session.state is amqp.SessionState.BEGIN_RCVD:
+            self.command(e.session.begin)
+
+    def _on_link_attached(self, e: amqp.LinkAttached, n: int) -> None:
+        link = e.link
+        if link.state is not amqp.LinkState.ATTACH_RCVD:
+            return
+        if link.name.startswith("refuse"):
+            self.command(link.refuse)
+            return
+        if isinstance(link, amqp.Receiver):
+            link.streaming = n % 2 == 1
+        self.command(link.attach)
+        if isinstance(link, amqp.Receiver):
+            self.command(link.flow, 4)
+
+    def _on_credit(self, e: amqp.CreditChanged, n: int) -> None:
+        if not isinstance(e.link, amqp.Sender):
+            return
+        if e.drain:
+            self.command(e.link.drained)
+        elif e.credit > 0:
+            data = bytes(range(256)) * 6
+            self.command(e.link.send, data[: self._SIZES[n % 4]])
+
+    def _on_delivery(self, e: amqp.DeliveryReceived, n: int) -> None:
+        if not e.complete:
+            return
+        a = amqp
+        link = e.link
+        d = e.delivery
+        choice = n % 6
+        if choice == 0:
+            self.command(link.update, d, a.Received(section_number=0, section_offset=1))
+        outcome = (
+            a.Accepted(),
+            a.Rejected(error=a.Error(condition=Symbol("amqp:not-allowed"))),
+            a.Released(),
+            a.Modified(delivery_failed=True),
+            None,
+            a.Accepted(),
+        )[choice]
+        if choice != 4:
+            self.command(link.settle, d, outcome)
+        if isinstance(link, a.Receiver) and link.link_credit < 2:
+            self.command(link.add_credit, 4)
+
+    def _on_update(self, e: amqp.DeliveryUpdated, n: int) -> None:
+        if isinstance(e.link, amqp.Sender) and not e.delivery.settled:
+            self.command(e.link.settle, e.delivery)
+
+
+#: What :class:`_ServerApp` does on each event, by its type (``n``: the events so far).
+_APP_HANDLERS: dict[type, Callable[[_ServerApp, Any, int], None]] = {
+    amqp.ConnectionOpened: _ServerApp._on_opened,
+    amqp.SessionBegun: _ServerApp._on_session_begun,
+    amqp.LinkAttached: _ServerApp._on_link_attached,
+    amqp.CreditChanged: _ServerApp._on_credit,
+    amqp.DeliveryReceived: _ServerApp._on_delivery,
+    amqp.DeliveryUpdated: _ServerApp._on_update,
+}
 
 
 class _OutputCheck:
@@ -1723,6 +1743,143 @@ _INTERESTING32 = (0, 1, 2, 3, 4, 7, 8, 9, 0xFF, 0x100, 0x1FF, 0x200, 0x7FFF, 0x8
 _INTERESTING32 += (0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF)
 
 
+#: The edits of :func:`mutate`, each ``edit(buf, at, n, rng, pool, tokens)`` at ``at`` in
+#: ``buf`` (``n`` bytes long before the edit).
+_Edit = Callable[[bytearray, int, int, random.Random, Sequence[bytes], Sequence[bytes]], None]
+
+
+def _flip_bit(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    buf[at] ^= 1 << rng.randrange(8)
+
+
+def _any_byte(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    buf[at] = rng.randrange(256)
+
+
+def _interesting_byte(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    buf[at] = rng.choice(_INTERESTING8)  # sizes, counts
+
+
+def _format_code(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    buf[at] = rng.choice(_FORMAT_CODES)
+
+
+def _interesting_32(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    """An interesting 32-bit size or count, big-endian."""
+    value = rng.choice((*_INTERESTING32, n, n - at, max(0, n - at - 4)))
+    buf[at : at + 4] = (value & 0xFFFFFFFF).to_bytes(4, "big")
+
+
+def _nudge(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    """Nudge a byte that may be a length."""
+    buf[at] = (buf[at] + rng.choice((-4, -2, -1, 1, 2, 4))) & 0xFF
+
+
+def _delete_range(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    end = min(n, at + 1 + int(rng.expovariate(0.25)))
+    del buf[at:end]
+
+
+def _duplicate_range(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    """Duplicate a range elsewhere."""
+    end = min(n, at + 1 + rng.randrange(16))
+    buf[rng.randrange(n + 1) : 0] = buf[at:end]
+
+
+def _truncate(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    del buf[at:]
+
+
+def _insert_random(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    buf[at:at] = bytes(rng.randrange(256) for _ in range(1 + rng.randrange(8)))
+
+
+def _insert_token(
+    buf: bytearray,
+    at: int,
+    n: int,
+    rng: random.Random,
+    pool: Sequence[bytes],
+    tokens: Sequence[bytes],
+) -> None:
+    if not tokens:
+        _size_byte(buf, at, n, rng)
+        return
+    buf[at:at] = rng.choice(tokens)
+
+
+def _overwrite_token(
+    buf: bytearray,
+    at: int,
+    n: int,
+    rng: random.Random,
+    pool: Sequence[bytes],
+    tokens: Sequence[bytes],
+) -> None:
+    if not tokens:
+        _size_byte(buf, at, n, rng)
+        return
+    t = rng.choice(tokens)
+    buf[at : at + len(t)] = t
+
+
+def _splice(
+    buf: bytearray, at: int, n: int, rng: random.Random, pool: Sequence[bytes], *_: Any
+) -> None:
+    """Our head, another input's tail."""
+    if not pool:
+        _size_byte(buf, at, n, rng)
+        return
+    other = rng.choice(pool)
+    cut = rng.randrange(len(other) + 1)
+    buf[at:] = other[cut:]
+
+
+def _insert_piece(
+    buf: bytearray, at: int, n: int, rng: random.Random, pool: Sequence[bytes], *_: Any
+) -> None:
+    """A piece of another input."""
+    if not pool:
+        _size_byte(buf, at, n, rng)
+        return
+    other = rng.choice(pool)
+    if other:
+        s = rng.randrange(len(other))
+        buf[at:at] = other[s : s + 1 + rng.randrange(32)]
+
+
+def _run(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    """The same byte repeated (runs of 0x40, 0xff, ...)."""
+    buf[at:at] = bytes((rng.choice(_INTERESTING8),)) * (1 + rng.randrange(64))
+
+
+def _size_byte(buf: bytearray, at: int, n: int, rng: random.Random, *_: Any) -> None:
+    """Set a size byte to what is left after it."""
+    buf[at] = min(255, max(0, n - at - 1 - rng.randrange(3)))
+
+
+#: :func:`mutate`'s edits, by the number drawn (the token and pool edits set a size byte
+#: when there are no tokens or no pool).
+_EDITS: tuple[_Edit, ...] = (
+    _flip_bit,
+    _any_byte,
+    _interesting_byte,
+    _format_code,
+    _interesting_32,
+    _nudge,
+    _delete_range,
+    _duplicate_range,
+    _truncate,
+    _insert_random,
+    _insert_token,
+    _overwrite_token,
+    _splice,
+    _insert_piece,
+    _run,
+    _size_byte,
+)
+
+
 def mutate(
     data: bytes,
     rng: random.Random,
@@ -1738,47 +1895,7 @@ def mutate(
         at = rng.randrange(n) if n else 0
         if n == 0 and (op < 9 or op == 15):
             op = 9
-        if op == 0:  # flip a bit
-            buf[at] ^= 1 << rng.randrange(8)
-        elif op == 1:  # any byte
-            buf[at] = rng.randrange(256)
-        elif op == 2:  # an interesting byte (sizes, counts)
-            buf[at] = rng.choice(_INTERESTING8)
-        elif op == 3:  # a format code
-            buf[at] = rng.choice(_FORMAT_CODES)
-        elif op == 4:  # an interesting 32-bit size or count, big-endian
-            value = rng.choice((*_INTERESTING32, n, n - at, max(0, n - at - 4)))
-            buf[at : at + 4] = (value & 0xFFFFFFFF).to_bytes(4, "big")
-        elif op == 5:  # nudge a byte that may be a length
-            buf[at] = (buf[at] + rng.choice((-4, -2, -1, 1, 2, 4))) & 0xFF
-        elif op == 6:  # delete a range
-            end = min(n, at + 1 + int(rng.expovariate(0.25)))
-            del buf[at:end]
-        elif op == 7:  # duplicate a range elsewhere
-            end = min(n, at + 1 + rng.randrange(16))
-            buf[rng.randrange(n + 1) : 0] = buf[at:end]
-        elif op == 8:  # truncate
-            del buf[at:]
-        elif op == 9:  # insert random bytes
-            buf[at:at] = bytes(rng.randrange(256) for _ in range(1 + rng.randrange(8)))
-        elif op == 10 and tokens:  # insert a token
-            buf[at:at] = rng.choice(tokens)
-        elif op == 11 and tokens:  # overwrite with a token
-            t = rng.choice(tokens)
-            buf[at : at + len(t)] = t
-        elif op == 12 and pool:  # splice: our head, another input's tail
-            other = rng.choice(pool)
-            cut = rng.randrange(len(other) + 1)
-            buf[at:] = other[cut:]
-        elif op == 13 and pool:  # insert a piece of another input
-            other = rng.choice(pool)
-            if other:
-                s = rng.randrange(len(other))
-                buf[at:at] = other[s : s + 1 + rng.randrange(32)]
-        elif op == 14:  # the same byte repeated (runs of 0x40, 0xff, ...)
-            buf[at:at] = bytes((rng.choice(_INTERESTING8),)) * (1 + rng.randrange(64))
-        else:  # set a size byte to what is left after it
-            buf[at] = min(255, max(0, n - at - 1 - rng.randrange(3)))
+        _EDITS[op](buf, at, n, rng, pool, tokens)
     return bytes(buf[:max_len])
 
 

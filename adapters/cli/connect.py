@@ -292,63 +292,76 @@ class Client:
             self._failure = CommandError(message, status)
 
     def _on_event(self, event: amqp.Event) -> None:
-        kind = type(event)
-        if kind is amqp.DeliveryReceived or kind is amqp.DeliveryUpdated:
-            pass
-        elif isinstance(event, amqp.AuthenticationFailed):
-            hint = client.authentication_hint(event, self.url)
-            self._fail(
-                f"authentication failed at {self._where}: {event.description}"
-                + (f" ({hint})" if hint else "")
-            )
-        elif isinstance(event, amqp.TLSFailed):
-            if event.verify_error:
-                hint = " (a private CA: --cafile)" if "issuer" in event.verify_error else ""
-                self._fail(
-                    f"TLS with {self._where} failed: the broker's certificate was refused: "
-                    f"{event.verify_error}{hint}"
-                )
-            else:
-                self._fail(f"TLS with {self._where} failed: {event.error}")
-        elif isinstance(event, amqp.TLSHeaderMismatch):
-            self._fail(f"{self._where} does not speak TLS here: it sent {event.version_name}")
-        elif isinstance(event, amqp.UnsupportedProtocol):
-            hint = ""
-            if "SASL" in event.version_name and not self._uses_sasl:
-                hint = " (the broker asks for SASL: leave out --sasl-mechanism none)"
-            elif isinstance(event, amqp.PeerWithoutSASL):
-                self._without_sasl = True
-                if self.url.username is not None or self.url.password is not None:
-                    hint = " (the broker does not use SASL: remove the credentials from the URL)"
-                else:
-                    hint = " (the broker does not use SASL: try --sasl-mechanism none)"
-            self._fail(
-                f"{self._where} does not speak AMQP 1.0 as asked: it answered with "
-                f"{event.version_name}{hint}"
-            )
-        elif isinstance(event, amqp.ProtocolError):
-            self._fail(f"protocol error ({event.scope}): {describe_error(event.error)}")
-        elif isinstance(event, amqp.IdleTimedOut):
-            self._fail(f"{self._where} sent nothing within our idle time-out", EXIT_TIMEOUT)
-        elif isinstance(event, amqp.ConnectionClosed):
-            if event.error is not None:
-                self._fail(f"the broker closed the connection: {describe_error(event.error)}")
-            elif not self._closing:
-                self._fail("the broker closed the connection")
-        elif isinstance(event, amqp.SessionEnded):
-            if not self._closing:
-                self._fail(f"the broker ended the session: {describe_error(event.error)}")
-        elif isinstance(event, amqp.LinkDetached):
-            clean = event.error is None and self.detach_ok is not None and self.detach_ok()
-            if not self._closing and not clean:
-                link = event.link
-                address = _address(link)
-                what = "refused" if _refused(link) else "detached"
-                self._fail(f"the broker {what} the link {address}: {describe_error(event.error)}")
-        elif isinstance(event, amqp.ConnectionEnded) and not self._closing:
-            self._fail(f"the connection to {self._where} ended")
+        handler = _FAILURES.get(type(event))
+        if handler is not None:
+            handler(self, event)
         if self.on_event is not None:
             self.on_event(event)
+
+    # -- the events that fail the command (_FAILURES) ---------------------------------------
+
+    def _on_authentication_failed(self, event: amqp.AuthenticationFailed) -> None:
+        hint = client.authentication_hint(event, self.url)
+        self._fail(
+            f"authentication failed at {self._where}: {event.description}"
+            + (f" ({hint})" if hint else "")
+        )
+
+    def _on_tls_failed(self, event: amqp.TLSFailed) -> None:
+        if event.verify_error:
+            hint = " (a private CA: --cafile)" if "issuer" in event.verify_error else ""
+            self._fail(
+                f"TLS with {self._where} failed: the broker's certificate was refused: "
+                f"{event.verify_error}{hint}"
+            )
+        else:
+            self._fail(f"TLS with {self._where} failed: {event.error}")
+
+    def _on_tls_mismatch(self, event: amqp.TLSHeaderMismatch) -> None:
+        self._fail(f"{self._where} does not speak TLS here: it sent {event.version_name}")
+
+    def _on_unsupported(self, event: amqp.UnsupportedProtocol) -> None:
+        hint = ""
+        if "SASL" in event.version_name and not self._uses_sasl:
+            hint = " (the broker asks for SASL: leave out --sasl-mechanism none)"
+        elif isinstance(event, amqp.PeerWithoutSASL):
+            self._without_sasl = True
+            if self.url.username is not None or self.url.password is not None:
+                hint = " (the broker does not use SASL: remove the credentials from the URL)"
+            else:
+                hint = " (the broker does not use SASL: try --sasl-mechanism none)"
+        self._fail(
+            f"{self._where} does not speak AMQP 1.0 as asked: it answered with "
+            f"{event.version_name}{hint}"
+        )
+
+    def _on_protocol_error(self, event: amqp.ProtocolError) -> None:
+        self._fail(f"protocol error ({event.scope}): {describe_error(event.error)}")
+
+    def _on_idle_timed_out(self, event: amqp.IdleTimedOut) -> None:
+        self._fail(f"{self._where} sent nothing within our idle time-out", EXIT_TIMEOUT)
+
+    def _on_closed(self, event: amqp.ConnectionClosed) -> None:
+        if event.error is not None:
+            self._fail(f"the broker closed the connection: {describe_error(event.error)}")
+        elif not self._closing:
+            self._fail("the broker closed the connection")
+
+    def _on_session_ended(self, event: amqp.SessionEnded) -> None:
+        if not self._closing:
+            self._fail(f"the broker ended the session: {describe_error(event.error)}")
+
+    def _on_link_detached(self, event: amqp.LinkDetached) -> None:
+        clean = event.error is None and self.detach_ok is not None and self.detach_ok()
+        if not self._closing and not clean:
+            link = event.link
+            address = _address(link)
+            what = "refused" if _refused(link) else "detached"
+            self._fail(f"the broker {what} the link {address}: {describe_error(event.error)}")
+
+    def _on_connection_ended(self, event: amqp.ConnectionEnded) -> None:
+        if not self._closing:
+            self._fail(f"the connection to {self._where} ended")
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -388,6 +401,23 @@ class Client:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+#: The events that may fail a command, by type, and what makes of each the command's error
+#: (the engine's events are of these very classes; the others only go to ``on_event``).
+_FAILURES: dict[type, Callable[[Client, Any], None]] = {
+    amqp.AuthenticationFailed: Client._on_authentication_failed,
+    amqp.TLSFailed: Client._on_tls_failed,
+    amqp.TLSHeaderMismatch: Client._on_tls_mismatch,
+    amqp.UnsupportedProtocol: Client._on_unsupported,
+    amqp.PeerWithoutSASL: Client._on_unsupported,
+    amqp.ProtocolError: Client._on_protocol_error,
+    amqp.IdleTimedOut: Client._on_idle_timed_out,
+    amqp.ConnectionClosed: Client._on_closed,
+    amqp.SessionEnded: Client._on_session_ended,
+    amqp.LinkDetached: Client._on_link_detached,
+    amqp.ConnectionEnded: Client._on_connection_ended,
+}
 
 
 def _host_port(url: AMQPURL) -> str:

@@ -4,6 +4,7 @@ engine's byte interface, and the connection's links, messages and transactions."
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -213,39 +214,40 @@ class BrokerConnection:
         broker._dispatch()
 
     def _on_other(self, event: Event) -> None:
-        if isinstance(event, ConnectionOpened):
-            self.engine.open()
-        elif isinstance(event, SessionBegun):
-            event.session.begin()  # (the broker never begins a session itself)
-        elif isinstance(event, LinkAttached):
-            if event.link.state is LinkState.ATTACH_RCVD:
-                self._on_attach(event.link)
-        elif isinstance(event, LinkDetached):
-            endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
-            if endpoint is not None:
-                self._remove(endpoint, closed=event.closed)
-        elif isinstance(event, SessionEnded):
-            self._sweep(event.session)
-        elif isinstance(event, ProtocolError):
-            self._sweep()
-        elif isinstance(event, ConnectionEnded):
-            self._lost()
-        elif isinstance(event, Authenticated):
-            self.identity = event.identity
-        elif isinstance(event, PeerWithoutSASL):
-            self.refused = (
-                "it sent the bare AMQP header (no SASL layer), and this broker requires SASL "
-                "authentication (anonymous access is not allowed)"
-            )
-        elif isinstance(event, AuthenticationFailed):
-            self.refused = f"authentication failed: {event.description}"
-        elif isinstance(event, DeclareRequested):
-            event.request.declare()
-        elif isinstance(event, DischargeRequested):
-            self._discharge(event.request)
-        elif isinstance(event, TransactionRolledBack):
-            assert isinstance(event.transaction, TransactionRecord)
-            self._roll_back(event.transaction)
+        handler = _OTHER_EVENTS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _on_opened(self, event: ConnectionOpened) -> None:
+        self.engine.open()
+
+    def _on_session_begun(self, event: SessionBegun) -> None:
+        event.session.begin()  # (the broker never begins a session itself)
+
+    def _on_link_attached(self, event: LinkAttached) -> None:
+        if event.link.state is LinkState.ATTACH_RCVD:
+            self._on_attach(event.link)
+
+    def _on_link_detached(self, event: LinkDetached) -> None:
+        endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
+        if endpoint is not None:
+            self._remove(endpoint, closed=event.closed)
+
+    def _on_authenticated(self, event: Authenticated) -> None:
+        self.identity = event.identity
+
+    def _on_without_sasl(self, event: PeerWithoutSASL) -> None:
+        self.refused = (
+            "it sent the bare AMQP header (no SASL layer), and this broker requires SASL "
+            "authentication (anonymous access is not allowed)"
+        )
+
+    def _on_authentication_failed(self, event: AuthenticationFailed) -> None:
+        self.refused = f"authentication failed: {event.description}"
+
+    def _on_rolled_back(self, event: TransactionRolledBack) -> None:
+        assert isinstance(event.transaction, TransactionRecord)
+        self._roll_back(event.transaction)
 
     # -- links --------------------------------------------------------------------------------
 
@@ -629,37 +631,40 @@ class BrokerConnection:
             else:
                 node = routed
         if delivery.transaction is not None:
+            self._post_in_txn(link, delivery, node, state, message)
+        else:
             if node is None:
-                self._unroutable_in_txn(delivery, state)
+                if delivery.remote_settled:
+                    broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
+            elif message.expires is not None and message.expires <= broker.wall:
+                broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
             else:
-                # Posted in a transaction: held, and provisionally accepted, until the
-                # discharge (core spec 4.4.1).
-                self._held[delivery] = (node, message)
-                link.update(delivery, _ACCEPTED)
-            if link.link_credit * 2 <= broker.config.link_credit:
-                link.flow(broker.config.link_credit)
-            return
-        if node is None:
+                why = node.offer(message)
+                if why is not None:
+                    state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
+                    if producer.node is None and delivery.remote_settled:
+                        broker.unroutable += 1
+                else:
+                    self.broker._touch(node)
             if delivery.remote_settled:
-                broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
-        elif message.expires is not None and message.expires <= broker.wall:
-            broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
-        else:
-            why = node.offer(message)
-            if why is not None:
-                state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
-                if producer.node is None and delivery.remote_settled:
-                    broker.unroutable += 1
+                pass
+            elif message.durable and state is _ACCEPTED:
+                self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
-                self.broker._touch(node)
-        if delivery.remote_settled:
-            pass
-        elif message.durable and state is _ACCEPTED:
-            self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
-        else:
-            link.settle(delivery, state)
+                link.settle(delivery, state)
         if link.link_credit * 2 <= broker.config.link_credit:
             link.flow(broker.config.link_credit)
+
+    def _post_in_txn(
+        self, link: Receiver, delivery: Delivery, node: Node | None, state: Any, message: Any
+    ) -> None:
+        """A message posted in a transaction: held, and provisionally accepted, until the
+        discharge (core spec 4.4.1); one that cannot be routed gets ``state``."""
+        if node is None:
+            self._unroutable_in_txn(delivery, state)
+        else:
+            self._held[delivery] = (node, message)
+            link.update(delivery, _ACCEPTED)
 
     def _on_credit(self, event: CreditChanged) -> None:
         consumer = self.consumers.get(event.link)
@@ -865,3 +870,22 @@ class BrokerConnection:
     def _taken(self, queue: Queue, message: StoredMessage) -> None:
         if queue.settled(message):
             self.broker.delete_node(queue)
+
+
+#: What the broker does on each event other than a delivery's or a credit change, by the
+#: event's type (the engine's events are of these very classes); the others need nothing.
+_OTHER_EVENTS: dict[type, Callable[[BrokerConnection, Any], None]] = {
+    ConnectionOpened: BrokerConnection._on_opened,
+    SessionBegun: BrokerConnection._on_session_begun,
+    LinkAttached: BrokerConnection._on_link_attached,
+    LinkDetached: BrokerConnection._on_link_detached,
+    SessionEnded: lambda conn, event: conn._sweep(event.session),
+    ProtocolError: lambda conn, event: conn._sweep(),
+    ConnectionEnded: lambda conn, event: conn._lost(),
+    Authenticated: BrokerConnection._on_authenticated,
+    PeerWithoutSASL: BrokerConnection._on_without_sasl,
+    AuthenticationFailed: BrokerConnection._on_authentication_failed,
+    DeclareRequested: lambda conn, event: event.request.declare(),
+    DischargeRequested: lambda conn, event: conn._discharge(event.request),
+    TransactionRolledBack: BrokerConnection._on_rolled_back,
+}

@@ -146,78 +146,93 @@ def _tokens(text: str) -> list[_Token]:
         if c in _SPACE:
             i += 1
             continue
-        start = i
         if c == "'":
-            parts = []
-            i += 1
-            while True:
-                j = text.find("'", i)
-                if j < 0:
-                    raise SelectorError("unterminated string literal", start)
-                parts.append(text[i:j])
-                if j + 1 < n and text[j + 1] == "'":
-                    parts.append("'")
-                    i = j + 2
-                    continue
-                i = j + 1
-                break
-            out.append(_Token("str", "".join(parts), start))
-            continue
-        if c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
-            m = _HEX.match(text, i)
-            if m is not None:
-                value = int(m.group(1), 16)
-                if value > 2**64 - 1:
-                    raise SelectorError("hexadecimal literal out of range", start)
-                i = m.end()
-                out.append(_Token("int", _wrap(value), start, text[start:i]))
-            else:
-                m = _NUMBER.match(text, i)
-                assert m is not None
-                if m.group("float") is not None:
-                    literal = m.group("float").rstrip("fFdD")
-                    number = float(literal)
-                    if math.isinf(number):
-                        raise SelectorError("floating-point literal out of range", start)
-                    out.append(_Token("float", number, start, m.group(0)))
-                else:
-                    digits = m.group("int")
-                    if len(digits) > 1 and digits[0] == "0":
-                        if any(d in "89" for d in digits):
-                            raise SelectorError("invalid octal literal", start)
-                        value = int(digits, 8)
-                        if value > 2**64 - 1:
-                            raise SelectorError("octal literal out of range", start)
-                        out.append(_Token("int", _wrap(value), start, m.group(0)))
-                    else:
-                        value = int(digits)
-                        if value > 2**63:
-                            raise SelectorError("integer literal out of range", start)
-                        out.append(_Token("int", value, start, m.group(0)))
-                i = m.end()
-            if i < n and (_is_part(text[i]) or text[i] == "."):
-                raise SelectorError(f"unexpected {text[i]!r} after a number", i)
-            continue
-        if _is_start(c):
-            i += 1
-            while i < n and _is_part(text[i]):
-                i += 1
-            word = text[start:i]
-            upper = word.upper()
-            if upper in _KEYWORDS:
-                out.append(_Token("kw", upper, start, word))
-            else:
-                out.append(_Token("ident", word, start, word))
-            continue
-        for op in _OPERATORS:
-            if text.startswith(op, i):
-                out.append(_Token("op", op, start, op))
-                i += len(op)
-                break
+            token, i = _string_literal(text, i)
+        elif c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
+            token, i = _numeric_literal(text, i)
+        elif _is_start(c):
+            token, i = _word(text, i)
         else:
-            raise SelectorError(f"unexpected character {c!r}", start)
+            token, i = _operator(text, i)
+        out.append(token)
     out.append(_Token("end", None, n))
     return out
+
+
+def _string_literal(text: str, start: int) -> tuple[_Token, int]:
+    """The string literal at ``start`` (a quote; two quotes stand for one within it), and
+    where it ends."""
+    parts = []
+    i = start + 1
+    while True:
+        j = text.find("'", i)
+        if j < 0:
+            raise SelectorError("unterminated string literal", start)
+        parts.append(text[i:j])
+        if text[j + 1 : j + 2] != "'":
+            return _Token("str", "".join(parts), start), j + 1
+        parts.append("'")
+        i = j + 2
+
+
+def _numeric_literal(text: str, start: int) -> tuple[_Token, int]:
+    """The numeric literal at ``start`` (hexadecimal, octal, decimal or floating-point),
+    and where it ends."""
+    m = _HEX.match(text, start)
+    if m is not None:
+        value = int(m.group(1), 16)
+        if value > 2**64 - 1:
+            raise SelectorError("hexadecimal literal out of range", start)
+        token = _Token("int", _wrap(value), start, m.group(0))
+    else:
+        m = _NUMBER.match(text, start)
+        assert m is not None
+        token = _decimal(m, start)
+    i = m.end()
+    if i < len(text) and (_is_part(text[i]) or text[i] == "."):
+        raise SelectorError(f"unexpected {text[i]!r} after a number", i)
+    return token, i
+
+
+def _decimal(m: re.Match[str], start: int) -> _Token:
+    """A floating-point, octal or decimal literal, as matched by :data:`_NUMBER`."""
+    if m.group("float") is not None:
+        number = float(m.group("float").rstrip("fFdD"))
+        if math.isinf(number):
+            raise SelectorError("floating-point literal out of range", start)
+        return _Token("float", number, start, m.group(0))
+    digits = m.group("int")
+    if len(digits) > 1 and digits[0] == "0":
+        if any(d in "89" for d in digits):
+            raise SelectorError("invalid octal literal", start)
+        value = int(digits, 8)
+        if value > 2**64 - 1:
+            raise SelectorError("octal literal out of range", start)
+        return _Token("int", _wrap(value), start, m.group(0))
+    value = int(digits)
+    if value > 2**63:
+        raise SelectorError("integer literal out of range", start)
+    return _Token("int", value, start, m.group(0))
+
+
+def _word(text: str, start: int) -> tuple[_Token, int]:
+    """The keyword or identifier at ``start``, and where it ends."""
+    i, n = start + 1, len(text)
+    while i < n and _is_part(text[i]):
+        i += 1
+    word = text[start:i]
+    upper = word.upper()
+    if upper in _KEYWORDS:
+        return _Token("kw", upper, start, word), i
+    return _Token("ident", word, start, word), i
+
+
+def _operator(text: str, start: int) -> tuple[_Token, int]:
+    """The operator or punctuation at ``start``, and where it ends."""
+    for op in _OPERATORS:
+        if text.startswith(op, start):
+            return _Token("op", op, start, op), start + len(op)
+    raise SelectorError(f"unexpected character {text[start]!r}", start)
 
 
 # -- evaluation helpers ---------------------------------------------------------------------
@@ -461,12 +476,7 @@ class _Parser:
         left, kind = self.sum_()
         tok = self.tok
         if tok.kind == "op" and tok.value in _COMPARISONS:
-            self.next()
-            right, _ = self.sum_()
-            op, equality = _COMPARISONS[tok.value]
-            if self.tok.kind == "op" and self.tok.value in _COMPARISONS:
-                raise self.error("comparisons do not chain; use AND")
-            return (lambda get: _compare(op, equality, left(get), right(get))), "bool"
+            return self.comparison(left, tok), "bool"
         negate = False
         if tok.is_("kw", "NOT"):
             following = self.tokens[self.i + 1]
@@ -484,49 +494,67 @@ class _Parser:
             self.next()
             if kind in ("num", "bool"):
                 raise SelectorError("LIKE applies to strings", tok.pos)
-            pattern = self.tok
-            if pattern.kind != "str":
-                raise self.error("expected a string literal as the LIKE pattern")
-            self.next()
-            escape: str | None = None
-            if self.tok.is_("kw", "ESCAPE"):
-                self.next()
-                esc = self.tok
-                if esc.kind != "str" or len(esc.value) != 1:
-                    raise self.error("expected a one-character string after ESCAPE")
-                escape = esc.value
-                self.next()
-            like = _Like(pattern.value, escape, pattern.pos)
-            return self.like(left, like, negate), "bool"
+            return self.like(left, self.like_pattern(), negate), "bool"
         if tok.is_("kw", "IN"):
             self.next()
             if kind in ("num", "bool"):
                 raise SelectorError("IN applies to strings", tok.pos)
-            self.expect("op", "(", "( after IN")
-            values = []
-            while True:
-                item = self.tok
-                if item.kind != "str":
-                    raise self.error("expected a string literal in the IN list")
-                values.append(item.value)
-                self.next()
-                if self.tok.is_("op", ","):
-                    self.next()
-                    continue
-                self.expect("op", ")", ", or ) in the IN list")
-                break
-            return self.in_(left, frozenset(values), negate), "bool"
+            return self.in_(left, self.in_list(), negate), "bool"
         if tok.is_("kw", "IS"):
             self.next()
-            null_negate = False
-            if self.tok.is_("kw", "NOT"):
-                self.next()
-                null_negate = True
-            self.expect("kw", "NULL", "NULL after IS")
-            if null_negate:
-                return (lambda get: left(get) is not None), "bool"
-            return (lambda get: left(get) is None), "bool"
+            return self.is_null(left), "bool"
         return left, kind
+
+    def comparison(self, left: _Fn, tok: _Token) -> _Fn:
+        """``left`` compared (``tok``, the operator) with the sum that follows."""
+        self.next()
+        right, _ = self.sum_()
+        op, equality = _COMPARISONS[tok.value]
+        if self.tok.kind == "op" and self.tok.value in _COMPARISONS:
+            raise self.error("comparisons do not chain; use AND")
+        return lambda get: _compare(op, equality, left(get), right(get))
+
+    def like_pattern(self) -> _Like:
+        """The pattern after LIKE: a string literal, with an ESCAPE character or not."""
+        pattern = self.tok
+        if pattern.kind != "str":
+            raise self.error("expected a string literal as the LIKE pattern")
+        self.next()
+        escape: str | None = None
+        if self.tok.is_("kw", "ESCAPE"):
+            self.next()
+            esc = self.tok
+            if esc.kind != "str" or len(esc.value) != 1:
+                raise self.error("expected a one-character string after ESCAPE")
+            escape = esc.value
+            self.next()
+        return _Like(pattern.value, escape, pattern.pos)
+
+    def in_list(self) -> frozenset[str]:
+        """The parenthesised list of string literals after IN."""
+        self.expect("op", "(", "( after IN")
+        values = []
+        while True:
+            item = self.tok
+            if item.kind != "str":
+                raise self.error("expected a string literal in the IN list")
+            values.append(item.value)
+            self.next()
+            if not self.tok.is_("op", ","):
+                self.expect("op", ")", ", or ) in the IN list")
+                return frozenset(values)
+            self.next()
+
+    def is_null(self, left: _Fn) -> _Fn:
+        """What follows IS: [NOT] NULL."""
+        null_negate = False
+        if self.tok.is_("kw", "NOT"):
+            self.next()
+            null_negate = True
+        self.expect("kw", "NULL", "NULL after IS")
+        if null_negate:
+            return lambda get: left(get) is not None
+        return lambda get: left(get) is None
 
     @staticmethod
     def between(left: _Fn, low: _Fn, high: _Fn, negate: bool) -> _Fn:

@@ -468,99 +468,124 @@ class Core:
                 link.detach(closed=True)
 
     def _on_event(self, event: a.Event) -> None:
-        if isinstance(event, a.DeliveryReceived):
-            self._on_delivery(event)
-        elif isinstance(event, a.DeliveryUpdated):
-            core = self._links.get(event.link)
-            if isinstance(core, SenderCore):
-                core._on_update(event.delivery, event.state)
-            server = self._server_links.get(event.link)
-            if isinstance(server, OutgoingLink) and server.on_outcome is not None:
-                server.on_outcome(event.delivery, event.state)
-        elif isinstance(event, a.CreditChanged):
-            self._on_credit(event)
-        elif isinstance(event, a.DrainCompleted):
-            core = self._links.get(event.link)
-            if isinstance(core, ReceiverCore):
-                core._on_drained()
-        elif isinstance(event, a.ConnectionOpened):
-            if not self.engine.client:
-                self._answer_open()
-            if self.backoff is not None:
-                if self.opened.done():
-                    reconnect_log.warning(
-                        "reconnected to %s after %d failed attempts; attaching %d links again",
-                        self.backoff.url,
-                        self.backoff.failures,
-                        len(self._links),
-                    )
-                self.backoff.succeeded()
-                self._restarting = False
-                if self.opened.done():
-                    self.reconnects += 1
-                    if self.on_reconnect is not None:
-                        self.on_reconnect()
-            self.opened.set(None)
-        elif isinstance(event, a.Authenticated):
-            self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
-        elif isinstance(event, a.TLSEstablished):
-            self.tls = event
-        elif isinstance(event, a.SessionBegun):
-            if event.session.state is a.SessionState.BEGIN_RCVD:
-                event.session.begin()
-        elif isinstance(event, a.LinkAttached):
-            self._on_attach(event.link, event.remote)
-        elif isinstance(event, a.LinkDetached):
-            self._on_detach(event.link, event.error)
-        elif isinstance(event, a.SessionEnded):
-            for link in event.session.links:
-                self._on_detach(link, event.error, "the session ended")
-            if event.session is self._session:
-                self._session = None
-        elif isinstance(event, a.TransactionDeclared | a.TransactionDeclareFailed):
-            self._on_declared(event)
-        elif isinstance(event, a.TransactionDischarged | a.TransactionRolledBack):
-            self._on_discharged(event)
-        elif isinstance(event, a.DeclareRequested):
-            event.request.declare()
-        elif isinstance(event, a.DischargeRequested):
-            self._on_discharge_request(event.request)
-        elif isinstance(event, a.ConnectionClosed):
-            if event.error is not None:
-                forced = event.error.condition == "amqp:connection:forced"
-                self._fail(
-                    ConnectionClosedError(
-                        "the peer closed the connection", event.error, retryable=forced
-                    )
-                )
-            elif not self._closing:
-                # A close without an error is the peer's choice (a planned restart, an
-                # operator): a reconnecting connection comes back.
-                self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
-        elif isinstance(event, a.IdleTimedOut):
-            self._fail(
-                ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
+        handler = _EVENT_HANDLERS.get(type(event))
+        if handler is None:
+            handler = _handler_for(type(event))
+        handler(self, event)
+
+    # -- the events, each to its handler (_EVENT_HANDLERS) --------------------------------------
+
+    def _on_update(self, event: a.DeliveryUpdated) -> None:
+        core = self._links.get(event.link)
+        if isinstance(core, SenderCore):
+            core._on_update(event.delivery, event.state)
+        server = self._server_links.get(event.link)
+        if isinstance(server, OutgoingLink) and server.on_outcome is not None:
+            server.on_outcome(event.delivery, event.state)
+
+    def _on_drained(self, event: a.DrainCompleted) -> None:
+        core = self._links.get(event.link)
+        if isinstance(core, ReceiverCore):
+            core._on_drained()
+
+    def _on_opened(self, event: a.ConnectionOpened) -> None:
+        if not self.engine.client:
+            self._answer_open()
+        if self.backoff is not None:
+            self._reopened(self.backoff)
+        self.opened.set(None)
+
+    def _reopened(self, backoff: Backoff) -> None:
+        """A ``reconnect=`` connection is open: the first time, or again."""
+        if self.opened.done():
+            reconnect_log.warning(
+                "reconnected to %s after %d failed attempts; attaching %d links again",
+                backoff.url,
+                backoff.failures,
+                len(self._links),
             )
-        elif isinstance(event, a.AuthenticationFailed):
-            self._fail(AuthenticationError(authentication_failure(event, self.url)))
-        elif isinstance(event, a.ProtocolError):
-            if event.scope == "connection":
-                self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
-        elif isinstance(event, a.PeerWithoutSASL):
-            if self.engine.client:
-                self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
-            else:
-                refused_without_sasl(self.peer)
-                self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
-        elif isinstance(event, a.UnsupportedProtocol):
-            self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
-        elif isinstance(event, a.TLSFailed):
-            self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
-        elif isinstance(event, a.TLSHeaderMismatch):
-            self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
-            self._on_ended()
-        elif isinstance(event, a.ConnectionEnded):
-            self._on_ended()
+        backoff.succeeded()
+        self._restarting = False
+        if self.opened.done():
+            self.reconnects += 1
+            if self.on_reconnect is not None:
+                self.on_reconnect()
+
+    def _on_authenticated(self, event: a.Authenticated) -> None:
+        self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
+
+    def _on_tls(self, event: a.TLSEstablished) -> None:
+        self.tls = event
+
+    def _on_session_begun(self, event: a.SessionBegun) -> None:
+        if event.session.state is a.SessionState.BEGIN_RCVD:
+            event.session.begin()
+
+    def _on_link_attached(self, event: a.LinkAttached) -> None:
+        self._on_attach(event.link, event.remote)
+
+    def _on_link_detached(self, event: a.LinkDetached) -> None:
+        self._on_detach(event.link, event.error)
+
+    def _on_session_ended(self, event: a.SessionEnded) -> None:
+        for link in event.session.links:
+            self._on_detach(link, event.error, "the session ended")
+        if event.session is self._session:
+            self._session = None
+
+    def _on_declare_request(self, event: a.DeclareRequested) -> None:
+        event.request.declare()
+
+    def _on_discharge_requested(self, event: a.DischargeRequested) -> None:
+        self._on_discharge_request(event.request)
+
+    def _on_closed(self, event: a.ConnectionClosed) -> None:
+        if event.error is not None:
+            forced = event.error.condition == "amqp:connection:forced"
+            self._fail(
+                ConnectionClosedError(
+                    "the peer closed the connection", event.error, retryable=forced
+                )
+            )
+        elif not self._closing:
+            # A close without an error is the peer's choice (a planned restart, an
+            # operator): a reconnecting connection comes back.
+            self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
+
+    def _on_idle_timed_out(self, event: a.IdleTimedOut) -> None:
+        self._fail(
+            ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
+        )
+
+    def _on_authentication_failed(self, event: a.AuthenticationFailed) -> None:
+        self._fail(AuthenticationError(authentication_failure(event, self.url)))
+
+    def _on_protocol_error(self, event: a.ProtocolError) -> None:
+        if event.scope == "connection":
+            self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
+
+    def _on_without_sasl(self, event: a.PeerWithoutSASL) -> None:
+        if self.engine.client:
+            self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
+        else:
+            refused_without_sasl(self.peer)
+            self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
+
+    def _on_unsupported(self, event: a.UnsupportedProtocol) -> None:
+        self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
+
+    def _on_tls_failed(self, event: a.TLSFailed) -> None:
+        self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
+
+    def _on_tls_mismatch(self, event: a.TLSHeaderMismatch) -> None:
+        self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
+        self._on_ended()
+
+    def _on_connection_ended(self, event: a.ConnectionEnded) -> None:
+        self._on_ended()
+
+    def _on_other(self, event: a.Event) -> None:
+        """An event the core has nothing to do with (the application may)."""
 
     def _on_ended(self) -> None:
         if self.ended.done() or self.lost:
@@ -720,6 +745,49 @@ class Core:
 
 
 # -- making cores ------------------------------------------------------------------------------
+
+
+#: Each event's handler in the core, by the event's type (a subclass of one is handled as
+#: that one: see _handler_for).
+_EVENT_HANDLERS: dict[type, Callable[[Core, Any], None]] = {
+    a.DeliveryReceived: Core._on_delivery,
+    a.DeliveryUpdated: Core._on_update,
+    a.CreditChanged: Core._on_credit,
+    a.DrainCompleted: Core._on_drained,
+    a.ConnectionOpened: Core._on_opened,
+    a.Authenticated: Core._on_authenticated,
+    a.TLSEstablished: Core._on_tls,
+    a.SessionBegun: Core._on_session_begun,
+    a.LinkAttached: Core._on_link_attached,
+    a.LinkDetached: Core._on_link_detached,
+    a.SessionEnded: Core._on_session_ended,
+    a.TransactionDeclared: Core._on_declared,
+    a.TransactionDeclareFailed: Core._on_declared,
+    a.TransactionDischarged: Core._on_discharged,
+    a.TransactionRolledBack: Core._on_discharged,
+    a.DeclareRequested: Core._on_declare_request,
+    a.DischargeRequested: Core._on_discharge_requested,
+    a.ConnectionClosed: Core._on_closed,
+    a.IdleTimedOut: Core._on_idle_timed_out,
+    a.AuthenticationFailed: Core._on_authentication_failed,
+    a.ProtocolError: Core._on_protocol_error,
+    a.PeerWithoutSASL: Core._on_without_sasl,
+    a.UnsupportedProtocol: Core._on_unsupported,
+    a.TLSFailed: Core._on_tls_failed,
+    a.TLSHeaderMismatch: Core._on_tls_mismatch,
+    a.ConnectionEnded: Core._on_connection_ended,
+}
+
+
+def _handler_for(kind: type) -> Callable[[Core, Any], None]:
+    """The handler of an event type not in the table: that of the nearest class it derives
+    from that is, else none; kept in the table."""
+    handler = next(
+        (_EVENT_HANDLERS[base] for base in kind.__mro__[1:] if base in _EVENT_HANDLERS),
+        Core._on_other,
+    )
+    _EVENT_HANDLERS[kind] = handler
+    return handler
 
 
 def client_core(

@@ -125,57 +125,99 @@ def _requires_ok(archetype: str, value: Any) -> bool:
 _RANGES = {"ubyte": 0xFF, "ushort": 0xFFFF, "uint": 0xFFFFFFFF, "ulong": 0xFFFFFFFFFFFFFFFF}
 
 
+def _is_bool(where: str, spec: FieldSpec, value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_unsigned(where: str, spec: FieldSpec, value: Any) -> bool:
+    """A ubyte, ushort, uint or ulong (``spec.kind``): an int in its range."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if ok and not 0 <= value <= _RANGES[spec.kind]:  # type: ignore[index]
+        raise ValueError(f"{where}: {value} is out of range for {spec.kind}")
+    return ok
+
+
+def _is_timestamp(where: str, spec: FieldSpec, value: Any) -> bool:
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if ok and not -(1 << 63) <= value < (1 << 63):
+        raise ValueError(f"{where}: {value} is out of range for a timestamp")
+    return ok
+
+
+def _is_str(where: str, spec: FieldSpec, value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_symbol(where: str, spec: FieldSpec, value: Any) -> bool:
+    ok = isinstance(value, str)
+    if ok and not value.isascii():
+        raise ValueError(f"{where}: a symbol must be ASCII, got {value!r}")
+    return ok
+
+
+def _is_bytes(where: str, spec: FieldSpec, value: Any) -> bool:
+    return isinstance(value, bytes)
+
+
+def _is_dict(where: str, spec: FieldSpec, value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_keyed_map(where: str, spec: FieldSpec, value: Any) -> bool:
+    """Fields (symbol keys) or annotations (symbol or ulong keys)."""
+    if not isinstance(value, dict):
+        return False
+    ints = spec.kind == "annotations"
+    for key in value:
+        if not (
+            isinstance(key, str) or (ints and isinstance(key, int) and not isinstance(key, bool))
+        ):
+            raise TypeError(f"{where}: key {key!r} must be a symbol")
+    return True
+
+
+def _is_required(where: str, spec: FieldSpec, value: Any) -> bool:
+    """A field of any type (``*``) that provides the archetype it requires, if any."""
+    if spec.requires is None or _requires_ok(spec.requires, value):
+        return True
+    if spec.requires == "message-id" and type(value) is int:
+        # A plain int message-id is sent as a ulong (core spec 3.2.11).
+        if not 0 <= value <= _RANGES["ulong"]:
+            raise ValueError(f"{where}: a message-id integer must be a ulong, got {value}")
+        return True
+    return False
+
+
+#: How a value of each named kind is checked on construction: true if it is of the kind
+#: (or raises, for a value of the kind that is out of range); a kind that is a class is
+#: checked with isinstance.
+_KIND_CHECKS: dict[str | type, Callable[[str, FieldSpec, Any], bool]] = {
+    "boolean": _is_bool,
+    **dict.fromkeys(_RANGES, _is_unsigned),
+    "timestamp": _is_timestamp,
+    "string": _is_str,
+    "symbol": _is_symbol,
+    "binary": _is_bytes,
+    "fields": _is_keyed_map,
+    "annotations": _is_keyed_map,
+    "map": _is_dict,
+    "*": _is_required,
+}
+
+
 def _check_one(cls_name: str, name: str, spec: FieldSpec, value: Any) -> None:
     kind = spec.kind
     where = f"{cls_name}.{name}"
-    if spec.enum is not None and isinstance(value, spec.enum):
-        return
     if spec.enum is not None:
+        if isinstance(value, spec.enum):
+            return
         try:
             spec.enum(value)
         except ValueError:
             raise ValueError(f"{where}: {value!r} is not one of {list(spec.enum)}") from None
         return
-    if kind == "boolean":
-        ok = isinstance(value, bool)
-    elif kind in _RANGES:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok and not 0 <= value <= _RANGES[kind]:
-            raise ValueError(f"{where}: {value} is out of range for {kind}")
-    elif kind == "timestamp":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok and not -(1 << 63) <= value < (1 << 63):
-            raise ValueError(f"{where}: {value} is out of range for a timestamp")
-    elif kind == "string":
-        ok = isinstance(value, str)
-    elif kind == "symbol":
-        ok = isinstance(value, str)
-        if ok and not value.isascii():
-            raise ValueError(f"{where}: a symbol must be ASCII, got {value!r}")
-    elif kind == "binary":
-        ok = isinstance(value, bytes)
-    elif kind in ("fields", "annotations"):
-        ok = isinstance(value, dict)
-        if ok:
-            for key in value:
-                if not (
-                    isinstance(key, str)
-                    or (
-                        kind == "annotations" and isinstance(key, int) and not isinstance(key, bool)
-                    )
-                ):
-                    raise TypeError(f"{where}: key {key!r} must be a symbol")
-    elif kind == "map":
-        ok = isinstance(value, dict)
-    elif kind == "*":
-        ok = spec.requires is None or _requires_ok(spec.requires, value)
-        if not ok and spec.requires == "message-id" and type(value) is int:
-            # A plain int message-id is sent as a ulong (core spec 3.2.11).
-            if not 0 <= value <= _RANGES["ulong"]:
-                raise ValueError(f"{where}: a message-id integer must be a ulong, got {value}")
-            ok = True
-    else:
-        ok = isinstance(value, kind)  # type: ignore[arg-type]
+    check = _KIND_CHECKS.get(kind)
+    ok = check(where, spec, value) if check is not None else isinstance(value, kind)  # type: ignore[arg-type]
     if not ok:
         want = spec.requires or (kind if isinstance(kind, str) else kind.__name__)
         raise TypeError(f"{where}: expected {want}, got {type(value).__name__} {value!r:.60}")
@@ -335,6 +377,21 @@ _DECODED_TYPES: dict[str, type] = {
 }
 
 
+def _check_decoded_map(cls_name: str, field: str, kind: str, v: Any, pos: int) -> Any:
+    """A map, fields (symbol keys) or annotations (symbol or ulong keys), decoded."""
+    if type(v) is not dict:
+        raise _type_error(cls_name, field, kind, v, pos)
+    if kind == "fields":
+        for key in v:
+            if type(key) is not Symbol:
+                raise _type_error(cls_name, field, "a map with symbol keys", key, pos)
+    elif kind == "annotations":
+        for key in v:
+            if type(key) is not Symbol and type(key) is not ULong:
+                raise _type_error(cls_name, field, "a map with symbol or ulong keys", key, pos)
+    return v
+
+
 def _check_decoded_one(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: int) -> Any:
     kind = spec.kind
     if isinstance(kind, str) and kind in _DECODED_TYPES:
@@ -344,17 +401,7 @@ def _check_decoded_one(cls_name: str, field: str, spec: FieldSpec, v: Any, pos: 
             raise _type_error(cls_name, field, kind, v, pos)
         return v
     if kind in ("fields", "annotations", "map"):
-        if type(v) is not dict:
-            raise _type_error(cls_name, field, str(kind), v, pos)
-        if kind == "fields":
-            for key in v:
-                if type(key) is not Symbol:
-                    raise _type_error(cls_name, field, "a map with symbol keys", key, pos)
-        elif kind == "annotations":
-            for key in v:
-                if type(key) is not Symbol and type(key) is not ULong:
-                    raise _type_error(cls_name, field, "a map with symbol or ulong keys", key, pos)
-        return v
+        return _check_decoded_map(cls_name, field, kind, v, pos)
     if kind == "list":
         if type(v) is not list:
             raise _type_error(cls_name, field, "list", v, pos)

@@ -271,18 +271,12 @@ def _list32(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
 
 
 def _map_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[Any, int]:
-    if end > len(buf):
-        raise truncated(pos)
-    if count > end - pos:
-        raise DecodeError("map count larger than its size allows", offset=pos)
-    if count & 1:
-        raise DecodeError("map has an odd number of elements", offset=pos)
-    if depth <= 0:
-        raise too_deep(pos)
+    L = len(buf)
+    if end > L or count > end - pos or count & 1 or depth <= 0:
+        raise _map_header_error(L, pos, end, count, depth)
     depth -= 1
     out: dict[Any, Any] = {}
     table = DECODERS
-    L = len(buf)
     for _ in range(count >> 1):
         at = pos
         c = buf[pos]
@@ -316,11 +310,22 @@ def _map_body(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[A
             out[k] = v
         except TypeError:
             out[_hashable_key(k, at)] = v
-    if len(out) != count >> 1:
-        raise DecodeError("a map key appears twice", offset=end)
-    if pos != end:
+    if len(out) != count >> 1 or pos != end:
+        if len(out) != count >> 1:
+            raise DecodeError("a map key appears twice", offset=end)
         raise DecodeError("map contents do not fill its declared size", offset=pos)
     return out, pos
+
+
+def _map_header_error(size: int, pos: int, end: int, count: int, depth: int) -> DecodeError:
+    """What is wrong with a map whose elements start at ``pos`` in bytes of ``size``."""
+    if end > size:
+        return truncated(pos)
+    if count > end - pos:
+        return DecodeError("map count larger than its size allows", offset=pos)
+    if count & 1:
+        return DecodeError("map has an odd number of elements", offset=pos)
+    return too_deep(pos)
 
 
 def _hashable_key(k: Any, at: int) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -181,11 +181,7 @@ class Message:
                 out += b"\x00\x53\x75"
                 encoder.enc_binary(value, out)
         elif type(body) is tuple:
-            for section in body:
-                if type(section) is Data and len(section.value) > _INLINE:
-                    _data_apart(section.value, out, parts)
-                else:
-                    enc(section, out)
+            _encode_sections(body, out, parts)
         elif body is not None:
             enc(body, out)
         if not bare and self.footer is not None:
@@ -226,6 +222,16 @@ class Message:
 #: into the message once (:func:`_data_apart`), not copied into a buffer and then out of it.
 _INLINE = 4096
 _pack_vbin32 = struct.Struct(">BI").pack
+
+
+def _encode_sections(body: tuple[Any, ...], out: bytearray, parts: list[bytes]) -> None:
+    """A body of several sections (data or amqp-sequence), as :meth:`Message._encode_into`
+    encodes a body of one."""
+    for section in body:
+        if type(section) is Data and len(section.value) > _INLINE:
+            _data_apart(section.value, out, parts)
+        else:
+            encoder.encode_into(section, out)
 
 
 def _data_apart(value: bytes, out: bytearray, parts: list[bytes]) -> None:
@@ -273,47 +279,102 @@ def _annotations(buf: bytes, pos: int, depth: int, what: str) -> tuple[Any, int]
     return value, end
 
 
+#: The sections that may follow each (0: none yet), in order (core spec 3.2): each at most
+#: once, but for data and amqp-sequence sections, which make a body of one kind only.
+_FOLLOWS = {
+    last: frozenset(
+        code
+        for code in _SECTION_NAMES
+        if (code > last or (code == last and code in (0x75, 0x76)))
+        and not (0x75 <= code <= 0x77 and last != code and 0x75 <= last <= 0x77)
+    )
+    for last in (0, *_SECTION_NAMES)
+}
+
+
+def _section_error(descriptor: Any, code: int, last: int, start: int) -> DecodeError:
+    """What is wrong with a section (``code``, -1 for none) after the section ``last``."""
+    if code not in _SECTION_NAMES:
+        shown = f"{descriptor:#x}" if type(descriptor) in (int, ULong) else repr(descriptor)
+        return DecodeError(f"not a message section (descriptor {shown:.60})", offset=start)
+    if code < last or (code == last and code not in (0x75, 0x76)):
+        return DecodeError(f"{_SECTION_NAMES[code]} section out of order or repeated", offset=start)
+    return DecodeError("a body holds one kind of section only", offset=start)
+
+
+def _long_descriptor(buf: bytes, pos: int, depth: int) -> tuple[Any, int, int]:
+    """A section descriptor other than a small ulong, at ``pos`` (after the 0x00): the
+    descriptor, its section code (-1 for none) and where the section's value starts."""
+    descriptor, pos = decoder.DECODERS[buf[pos]](buf, pos + 1, depth)
+    if type(descriptor) is ULong:
+        return descriptor, int(descriptor), pos
+    if type(descriptor) is Symbol and descriptor in _SYMBOLIC:
+        return descriptor, _SYMBOLIC[descriptor], pos
+    return descriptor, -1, pos
+
+
+def _app_properties(buf: bytes, pos: int, depth: int, start: int) -> tuple[dict[str, Any], int]:
+    """An application-properties section's map, at ``pos``: string keys only."""
+    ap, pos = decoder.DECODERS[buf[pos]](buf, pos + 1, depth)
+    if ap is None:
+        return {}, pos  # a null map has no entries; it re-encodes as an empty map
+    if type(ap) is not dict:
+        raise DecodeError("application-properties must be a map", offset=start)
+    for key in ap:
+        if type(key) is not str:
+            raise DecodeError(
+                f"application-properties keys must be strings, got {key!r:.40}", offset=start
+            )
+    return ap, pos
+
+
+def _annotations_of(what: str) -> Callable[[bytes, int, int], tuple[Any, int]]:
+    def decode(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+        return _annotations(buf, pos, depth, what)
+
+    return decode
+
+
+#: The sections other than the body and application-properties: how each is decoded, and
+#: its place among them (header, delivery-annotations, message-annotations, properties,
+#: footer).
+_OTHER_SECTIONS: dict[int, tuple[Callable[[bytes, int, int], tuple[Any, int]], int]] = {
+    0x70: (decoder.DESCRIBED[0x70], 0),
+    0x71: (_annotations_of("delivery-annotations"), 1),
+    0x72: (_annotations_of("message-annotations"), 2),
+    0x73: (decoder.DESCRIBED[0x73], 3),
+    0x78: (_annotations_of("footer"), 4),
+}
+
+
 def _decode_message(buf: bytes, depth: int) -> Message:
     L = len(buf)
     if L == 0:
         raise DecodeError("a message has at least one section", offset=0)
-    table = decoder.DECODERS
-    described = decoder.DESCRIBED
-    header = da = ma = props = ap = footer = None
-    body: Any = None
-    data_sections: list[Data] | None = None
-    seq_sections: list[AmqpSequence] | None = None
-    last = 0
-    pos = 0
     if depth <= 0:
         raise decoder.too_deep(0)
     depth -= 1  # the section's descriptor counts as one level, as in the generic decoder
+    described = decoder.DESCRIBED
+    others = _OTHER_SECTIONS
+    # header, delivery-annotations, message-annotations, properties, footer
+    found: list[Any] = [None, None, None, None, None]
+    ap = None
+    body: Any = None
+    # Data sections, amqp-sequence sections, or one amqp-value: one kind only.
+    body_sections: list[Any] = []
+    last = 0
+    pos = 0
     while pos < L:
         start = pos
         if buf[pos] != 0x00:
             raise DecodeError("a message section must be a described value", offset=pos)
-        c = buf[pos + 1]
-        if c == 0x53:
-            code = buf[pos + 2]
+        if buf[pos + 1] == 0x53:
+            code = descriptor = buf[pos + 2]
             pos += 3
-            descriptor: Any = code
         else:
-            descriptor, pos = table[c](buf, pos + 2, depth)
-            if type(descriptor) is ULong:
-                code = int(descriptor)
-            elif type(descriptor) is Symbol and descriptor in _SYMBOLIC:
-                code = _SYMBOLIC[descriptor]
-            else:
-                code = -1
-        if code not in _SECTION_NAMES:
-            shown = f"{descriptor:#x}" if type(descriptor) in (int, ULong) else repr(descriptor)
-            raise DecodeError(f"not a message section (descriptor {shown:.60})", offset=start)
-        if code < last or (code == last and code not in (0x75, 0x76)):
-            raise DecodeError(
-                f"{_SECTION_NAMES[code]} section out of order or repeated", offset=start
-            )
-        if 0x75 <= code <= 0x77 and last != code and 0x75 <= last <= 0x77:
-            raise DecodeError("a body holds one kind of section only", offset=start)
+            descriptor, code, pos = _long_descriptor(buf, pos + 1, depth)
+        if code not in _FOLLOWS[last]:
+            raise _section_error(descriptor, code, last, start)
         last = code
         if code == 0x75:
             c = buf[pos]
@@ -330,54 +391,25 @@ def _decode_message(buf: bytes, depth: int) -> Message:
             pos = end
             section = _new(Data)
             _DATA_SET(section, value)
-            if data_sections is None:
-                data_sections = [section]
-            else:
-                data_sections.append(section)
-        elif code == 0x73:
-            props, pos = described[0x73](buf, pos, depth)
+            body_sections.append(section)
         elif code == 0x74:
-            c = buf[pos]
-            ap, pos = table[c](buf, pos + 1, depth)
-            if ap is None:
-                ap = {}  # a null map has no entries; it re-encodes as an empty map
-            else:
-                if type(ap) is not dict:
-                    raise DecodeError("application-properties must be a map", offset=start)
-                for key in ap:
-                    if type(key) is not str:
-                        raise DecodeError(
-                            f"application-properties keys must be strings, got {key!r:.40}",
-                            offset=start,
-                        )
-        elif code == 0x70:
-            header, pos = described[0x70](buf, pos, depth)
-        elif code == 0x77:
-            body, pos = described[0x77](buf, pos, depth)
-        elif code == 0x76:
-            section, pos = described[0x76](buf, pos, depth)
-            if seq_sections is None:
-                seq_sections = [section]
-            else:
-                seq_sections.append(section)
-        elif code == 0x72:
-            ma, pos = _annotations(buf, pos, depth, "message-annotations")
-        elif code == 0x71:
-            da, pos = _annotations(buf, pos, depth, "delivery-annotations")
-        else:  # 0x78
-            footer, pos = _annotations(buf, pos, depth, "footer")
-    if data_sections is not None:
-        body = data_sections[0] if len(data_sections) == 1 else tuple(data_sections)
-    elif seq_sections is not None:
-        body = seq_sections[0] if len(seq_sections) == 1 else tuple(seq_sections)
+            ap, pos = _app_properties(buf, pos, depth, start)
+        elif code == 0x76 or code == 0x77:
+            section, pos = described[code](buf, pos, depth)
+            body_sections.append(section)
+        else:
+            decode, at = others[code]
+            found[at], pos = decode(buf, pos, depth)
+    if body_sections:
+        body = body_sections[0] if len(body_sections) == 1 else tuple(body_sections)
     m = _new(Message)
-    _set_header(m, header)
-    _set_da(m, da)
-    _set_ma(m, ma)
-    _set_props(m, props)
+    _set_header(m, found[0])
+    _set_da(m, found[1])
+    _set_ma(m, found[2])
+    _set_props(m, found[3])
     _set_ap(m, ap)
     _set_body(m, body)
-    _set_footer(m, footer)
+    _set_footer(m, found[4])
     return m
 
 

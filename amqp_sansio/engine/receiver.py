@@ -132,97 +132,24 @@ class Receiver(Link):
 
     def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         """A transfer on this link; the session has counted it against its window."""
-        session = self.session
-        events = session.connection._events
         delivery = self._current
         if delivery is None:
-            if self._destroyed:
-                # Sent before the peer saw our error detach (2.6.5): discarded.
+            delivery = self._first_transfer(transfer)
+            if delivery is None:
                 return
-            if transfer.delivery_id is None or transfer.delivery_tag is None:
-                raise _PeerError(
-                    "amqp:invalid-field",
-                    "the first transfer of a delivery needs its id and tag",
-                    scope="session",
-                    target=session,
-                )
-            if self._sent_incomplete and not transfer.resume:
-                raise _PeerError(
-                    "amqp:illegal-state",
-                    "a new delivery after our incomplete unsettled map (2.7.3)",
-                    scope="link",
-                    target=self,
-                )
-            # A violation is a transfer beyond the highest delivery-limit we ever granted: after
-            # we lowered the credit ("stop", 2.6.10), transfers sent under the old limit may
-            # still arrive, and are handled normally (2.6.7 lets the receiver choose).
-            if serial_diff(self._granted_limit, self.delivery_count) <= 0:
-                raise _PeerError(
-                    "amqp:link:transfer-limit-exceeded",
-                    "transfer without link credit",
-                    scope="link",
-                    target=self,
-                )
-            known = self.unsettled.get(transfer.delivery_tag) if transfer.resume else None
-            if known is not None:
-                # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
-                # under its new id.
-                session._in_deliveries.pop(known.id, None)
-                known.id = transfer.delivery_id
-                known.resumed = True
-                known.size = 0
-                known._chunks = []
-                delivery = known
-            else:
-                delivery = Delivery(
-                    self,
-                    transfer.delivery_tag,
-                    transfer.delivery_id,
-                    transfer.message_format or 0,
-                )
-                delivery.resumed = transfer.resume
-                # Resumed, but we hold no such delivery: we had settled it, so it is
-                # ignored (2.6.13) and settled, so that the sender can forget it too.
-                delivery._ignore = transfer.resume
-            self.delivery_count = serial_add(self.delivery_count, 1)
-            if self.link_credit > 0:
-                self.link_credit -= 1
-            if self.available:
-                self.available -= 1
-            if not transfer.settled:
-                if (
-                    self.max_unsettled is not None
-                    and known is None
-                    and len(self.unsettled) >= self.max_unsettled
-                ):
-                    raise _PeerError(
-                        "amqp:resource-limit-exceeded",
-                        f"more than {self.max_unsettled} unsettled deliveries",
-                        scope="link",
-                        target=self,
-                    )
-                self.unsettled[delivery.tag] = delivery
-                session._in_deliveries[delivery.id] = delivery
-            self._current = delivery
-            if transfer.state is not None or self._coordinator:
-                session._txn.first_transfer(session, self, delivery, transfer)
         elif transfer.delivery_id is not None and transfer.delivery_id != delivery.id:
             raise _PeerError(
                 "amqp:not-allowed",
                 "deliveries on one link must not interleave",
                 scope="session",
-                target=session,
+                target=self.session,
             )
         if transfer.settled:
             delivery.remote_settled = True
         if transfer.state is not None:
             delivery.remote_state = transfer.state
         if transfer.aborted:
-            self._current = None
-            delivery.aborted = True
-            delivery._chunks = []
-            self._forget(delivery)
-            events.append(DeliveryAborted(link=self, delivery=delivery))
+            self._abort(delivery)
             return
         # A payload cut across reads comes as the pieces it came in (FrameParser._gather).
         pieces = type(payload) is list
@@ -235,62 +162,170 @@ class Receiver(Link):
                 scope="link",
                 target=self,
             )
-        if delivery._ignore:
-            if not transfer.more:
-                self._current = None
-                delivery.complete = True
-                if not delivery.remote_settled:
-                    self.settle(delivery)
-                else:
-                    self._untrack(delivery)
+        if delivery._ignore or self.streaming:
+            self._unbuffered_transfer(delivery, transfer, payload, pieces)
             return
-        if self.streaming:
-            # Each transfer's bytes go to the application as they come.
-            if not transfer.more:
-                self._current = None
-                delivery.complete = True
-                if delivery.remote_settled:
-                    self._untrack(delivery)
-            events.append(
-                _delivery_received(
-                    link=self,
-                    delivery=delivery,
-                    data=b"".join(payload) if pieces else bytes(payload),  # type: ignore[arg-type]
-                    complete=not transfer.more,
-                )
-            )
+        # The usual case, inline: the delivery's bytes are kept until its last transfer.
+        if pieces:
+            self._gathered(delivery, payload, transfer.more)  # type: ignore[arg-type]
+        elif payload:
+            delivery._chunks.append(payload)  # type: ignore[arg-type]
+            if transfer.more and type(payload) is memoryview:
+                self._viewed(delivery)
+        if transfer.more:
+            return
+        self._current = None
+        delivery.complete = True
+        chunks = delivery._chunks
+        delivery._chunks = []
+        if delivery.remote_settled:
+            self._untrack(delivery)  # the sender has forgotten it: so do we
+        if self._coordinator:
+            # A declare or discharge (core spec 4.2).
+            self.session._txn.request(self, delivery, b"".join(chunks))
+            return
+        # A large frame's payload is a view of the bytes received: the event keeps the
+        # pieces, joined (copied) once if asked for its data, or decoded with only a large
+        # data section's bytes copied (message()).
+        data: bytes | tuple[bytes | memoryview, ...] = (
+            chunks[0]
+            if len(chunks) == 1 and type(chunks[0]) is bytes
+            else (tuple(chunks) if chunks else b"")
+        )
+        self.session.connection._events.append(
+            _delivery_received(link=self, delivery=delivery, data=data, complete=True)
+        )
+
+    def _unbuffered_transfer(
+        self, delivery: Delivery, transfer: Transfer, payload: FramePayload, pieces: bool
+    ) -> None:
+        """A transfer whose bytes are not kept: of a delivery ignored, or streamed."""
+        if delivery._ignore:
+            self._ignored_transfer(delivery, transfer)
         else:
-            if pieces:
-                delivery._chunks += payload  # type: ignore[arg-type]
-                if transfer.more:
-                    # A payload gathered across reads is the first frame of this read: no
-                    # delivery is in _viewing yet.
-                    session.connection._viewing.append(delivery)
-            elif payload:
-                delivery._chunks.append(payload)  # type: ignore[arg-type]
-                if transfer.more and type(payload) is memoryview:
-                    viewing = session.connection._viewing
-                    if not viewing or viewing[-1] is not delivery:
-                        viewing.append(delivery)
-            if not transfer.more:
-                self._current = None
-                delivery.complete = True
-                chunks = delivery._chunks
-                delivery._chunks = []
-                if delivery.remote_settled:
-                    self._untrack(delivery)  # the sender has forgotten it: so do we
-                if self._coordinator:
-                    # A declare or discharge (core spec 4.2).
-                    session._txn.request(self, delivery, b"".join(chunks))
-                else:
-                    # A large frame's payload is a view of the bytes received: the event
-                    # keeps the pieces, joined (copied) once if asked for its data, or
-                    # decoded with only a large data section's bytes copied (message()).
-                    data: bytes | tuple[bytes | memoryview, ...]
-                    if len(chunks) == 1 and type(chunks[0]) is bytes:
-                        data = chunks[0]
-                    else:
-                        data = tuple(chunks) if chunks else b""
-                    events.append(
-                        _delivery_received(link=self, delivery=delivery, data=data, complete=True)
-                    )
+            self._streamed_transfer(delivery, transfer, payload, pieces)
+
+    def _gathered(self, delivery: Delivery, payload: list[memoryview], more: bool | None) -> None:
+        """A payload gathered across reads: its pieces kept."""
+        delivery._chunks += payload
+        if more:
+            # A payload gathered across reads is the first frame of this read: no delivery
+            # is in _viewing yet.
+            self.session.connection._viewing.append(delivery)
+
+    def _first_transfer(self, transfer: Transfer) -> Delivery | None:
+        """The first transfer of a delivery: checked against the link's state and credit,
+        and its delivery started (or resumed); ``None`` when the transfer is discarded."""
+        if self._destroyed:
+            # Sent before the peer saw our error detach (2.6.5): discarded.
+            return None
+        if transfer.delivery_id is None or transfer.delivery_tag is None:
+            raise _PeerError(
+                "amqp:invalid-field",
+                "the first transfer of a delivery needs its id and tag",
+                scope="session",
+                target=self.session,
+            )
+        if self._sent_incomplete and not transfer.resume:
+            raise _PeerError(
+                "amqp:illegal-state",
+                "a new delivery after our incomplete unsettled map (2.7.3)",
+                scope="link",
+                target=self,
+            )
+        # A violation is a transfer beyond the highest delivery-limit we ever granted: after
+        # we lowered the credit ("stop", 2.6.10), transfers sent under the old limit may
+        # still arrive, and are handled normally (2.6.7 lets the receiver choose).
+        if serial_diff(self._granted_limit, self.delivery_count) <= 0:
+            raise _PeerError(
+                "amqp:link:transfer-limit-exceeded",
+                "transfer without link credit",
+                scope="link",
+                target=self,
+            )
+        known = self.unsettled.get(transfer.delivery_tag) if transfer.resume else None
+        if known is None:
+            delivery = Delivery(
+                self, transfer.delivery_tag, transfer.delivery_id, transfer.message_format or 0
+            )
+            delivery.resumed = transfer.resume
+            # Resumed, but we hold no such delivery: we had settled it, so it is
+            # ignored (2.6.13) and settled, so that the sender can forget it too.
+            delivery._ignore = transfer.resume
+        else:
+            # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
+            # under its new id.
+            self.session._in_deliveries.pop(known.id, None)
+            known.id = transfer.delivery_id
+            known.resumed = True
+            known.size = 0
+            known._chunks = []
+            delivery = known
+        self.delivery_count = serial_add(self.delivery_count, 1)
+        if self.link_credit > 0:
+            self.link_credit -= 1
+        if self.available:
+            self.available -= 1
+        if not transfer.settled:
+            if (
+                self.max_unsettled is not None
+                and known is None
+                and len(self.unsettled) >= self.max_unsettled
+            ):
+                raise _PeerError(
+                    "amqp:resource-limit-exceeded",
+                    f"more than {self.max_unsettled} unsettled deliveries",
+                    scope="link",
+                    target=self,
+                )
+            self.unsettled[delivery.tag] = delivery
+            self.session._in_deliveries[delivery.id] = delivery
+        self._current = delivery
+        if transfer.state is not None or self._coordinator:
+            session = self.session
+            session._txn.first_transfer(session, self, delivery, transfer)
+        return delivery
+
+    def _viewed(self, delivery: Delivery) -> None:
+        """A delivery still arriving keeps a view of the bytes received (a large frame's
+        payload): the connection weighs what it views once the read is done (_unpin)."""
+        viewing = self.session.connection._viewing
+        if not viewing or viewing[-1] is not delivery:
+            viewing.append(delivery)
+
+    def _abort(self, delivery: Delivery) -> None:
+        """The sender aborted the delivery: its bytes are dropped."""
+        self._current = None
+        delivery.aborted = True
+        delivery._chunks = []
+        self._forget(delivery)
+        self.session.connection._events.append(DeliveryAborted(link=self, delivery=delivery))
+
+    def _ignored_transfer(self, delivery: Delivery, transfer: Transfer) -> None:
+        """A transfer of a delivery resumed that we had settled: ignored, and the delivery
+        settled once whole."""
+        if not transfer.more:
+            self._current = None
+            delivery.complete = True
+            if not delivery.remote_settled:
+                self.settle(delivery)
+            else:
+                self._untrack(delivery)
+
+    def _streamed_transfer(
+        self, delivery: Delivery, transfer: Transfer, payload: FramePayload, pieces: bool
+    ) -> None:
+        """Streaming: each transfer's bytes go to the application as they come."""
+        if not transfer.more:
+            self._current = None
+            delivery.complete = True
+            if delivery.remote_settled:
+                self._untrack(delivery)
+        self.session.connection._events.append(
+            _delivery_received(
+                link=self,
+                delivery=delivery,
+                data=b"".join(payload) if pieces else bytes(payload),  # type: ignore[arg-type]
+                complete=not transfer.more,
+            )
+        )

@@ -35,6 +35,16 @@ _SND_SETTLED = SenderSettleMode.SETTLED
 _transfer = unchecked(Transfer)
 
 
+def _checked_tag(tag: Any) -> bytes:
+    """A delivery tag given by the caller: bytes of at most 32 (core spec 2.8.7)."""
+    if not isinstance(tag, bytes | bytearray | memoryview):
+        raise LocalProtocolError(f"a delivery tag is bytes, not {type(tag).__name__}")
+    checked = bytes(tag)
+    if len(checked) > 32:
+        raise LocalProtocolError("a delivery tag is at most 32 bytes (2.8.7)")
+    return checked
+
+
 class Sender(Link):
     """The sending end of a link."""
 
@@ -87,63 +97,7 @@ class Sender(Link):
                 f"message of {size} bytes exceeds the peer's max-message-size {limit}"
             )
         if delivery is None:
-            owner = None
-            if transaction is not None or self._acquiring is not None:
-                owner, state = self.session._txn.posting(self, transaction, state)
-            # The engine builds its transfers unchecked: check what the caller gave first,
-            # before anything changes.
-            if tag is not None:
-                if not isinstance(tag, bytes | bytearray | memoryview):
-                    raise LocalProtocolError(f"a delivery tag is bytes, not {type(tag).__name__}")
-                tag = bytes(tag)
-                if len(tag) > 32:
-                    raise LocalProtocolError("a delivery tag is at most 32 bytes (2.8.7)")
-            if type(message_format) is not int or not 0 <= message_format <= _UINT_MAX:
-                raise LocalProtocolError(f"message-format {message_format!r} is not a uint")
-            if state is not None and not _requires_ok("delivery-state", state):
-                raise LocalProtocolError(f"{state!r} is not a delivery state")
-            if self._current is not None:
-                raise LocalProtocolError("finish (or abort) the current delivery first")
-            if self.link_credit <= 0:
-                raise LocalProtocolError("no link credit: wait for CreditChanged")
-            if self._sent_incomplete or (
-                self.remote is not None and self.remote.incomplete_unsettled
-            ):
-                raise LocalProtocolError(
-                    "an unsettled map of this attach was incomplete: only resumed deliveries "
-                    "may be sent until the link is attached again with complete maps (2.6.13)"
-                )
-            if settled is None:
-                settled = self.snd_settle_mode is _SND_SETTLED
-            elif settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
-                raise LocalProtocolError("the link's snd-settle-mode is unsettled")
-            elif not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
-                raise LocalProtocolError("the link's snd-settle-mode is settled")
-            cap = self.max_unsettled
-            if not settled and cap is not None and len(self.unsettled) >= cap:
-                raise LocalProtocolError(
-                    f"{len(self.unsettled)} unsettled deliveries: the link's max_unsettled is {cap}"
-                )
-            if tag is None:
-                tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
-                while tag in self.unsettled:  # tags carried over from a resumed link
-                    tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
-            elif tag in self.unsettled:
-                raise LocalProtocolError(f"delivery tag {tag!r} is already in use")
-            s = self.session
-            delivery = Delivery(self, tag, s._next_delivery_id, message_format)
-            s._next_delivery_id = serial_add(s._next_delivery_id, 1)
-            delivery.settled = settled
-            delivery.local_state = state
-            self.delivery_count = serial_add(self.delivery_count, 1)
-            self.link_credit -= 1
-            if self.available:
-                self.available -= 1
-            if not settled:
-                self.unsettled[tag] = delivery
-                s._out_deliveries[delivery.id] = delivery
-            if owner is not None:
-                self.session._txn.posted(owner, delivery)
+            delivery = self._new_delivery(tag, settled, message_format, state, transaction)
             first = True
         else:
             if delivery is not self._current:
@@ -155,6 +109,83 @@ class Sender(Link):
             delivery.complete = True
         self.session._send_transfer(self, delivery, payload, first, more)
         return delivery
+
+    def _new_delivery(
+        self,
+        tag: bytes | None,
+        settled: bool | None,
+        message_format: int,
+        state: Any,
+        transaction: Any,
+    ) -> Delivery:
+        """A new delivery for :meth:`send`, from what the caller gave, checked: it takes a
+        unit of link credit, and is held until settled unless sent settled."""
+        owner = None
+        if transaction is not None or self._acquiring is not None:
+            owner, state = self.session._txn.posting(self, transaction, state)
+        # The engine builds its transfers unchecked: check what the caller gave first,
+        # before anything changes.
+        if tag is not None:
+            tag = _checked_tag(tag)
+        if type(message_format) is not int or not 0 <= message_format <= _UINT_MAX:
+            raise LocalProtocolError(f"message-format {message_format!r} is not a uint")
+        if state is not None and not _requires_ok("delivery-state", state):
+            raise LocalProtocolError(f"{state!r} is not a delivery state")
+        if (
+            self._current is not None
+            or self.link_credit <= 0
+            or self._sent_incomplete
+            or (self.remote is not None and self.remote.incomplete_unsettled)
+        ):
+            raise self._cannot_start()
+        if settled is None:
+            settled = self.snd_settle_mode is _SND_SETTLED
+        else:
+            self._check_settle_mode(settled)
+        cap = self.max_unsettled
+        if not settled and cap is not None and len(self.unsettled) >= cap:
+            raise LocalProtocolError(
+                f"{len(self.unsettled)} unsettled deliveries: the link's max_unsettled is {cap}"
+            )
+        if tag is None:
+            tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
+            while tag in self.unsettled:  # tags carried over from a resumed link
+                tag = next(self._tags).to_bytes(8, "big").lstrip(b"\x00") or b"\x00"
+        elif tag in self.unsettled:
+            raise LocalProtocolError(f"delivery tag {tag!r} is already in use")
+        s = self.session
+        delivery = Delivery(self, tag, s._next_delivery_id, message_format)
+        s._next_delivery_id = serial_add(s._next_delivery_id, 1)
+        delivery.settled = settled
+        delivery.local_state = state
+        self.delivery_count = serial_add(self.delivery_count, 1)
+        self.link_credit -= 1
+        if self.available:
+            self.available -= 1
+        if not settled:
+            self.unsettled[tag] = delivery
+            s._out_deliveries[delivery.id] = delivery
+        if owner is not None:
+            s._txn.posted(owner, delivery)
+        return delivery
+
+    def _check_settle_mode(self, settled: bool) -> None:
+        """``settled``, asked for, is what the link's snd-settle-mode allows."""
+        if settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
+            raise LocalProtocolError("the link's snd-settle-mode is unsettled")
+        if not settled and self.snd_settle_mode is SenderSettleMode.SETTLED:
+            raise LocalProtocolError("the link's snd-settle-mode is settled")
+
+    def _cannot_start(self) -> LocalProtocolError:
+        """Why no new delivery can be started now."""
+        if self._current is not None:
+            return LocalProtocolError("finish (or abort) the current delivery first")
+        if self.link_credit <= 0:
+            return LocalProtocolError("no link credit: wait for CreditChanged")
+        return LocalProtocolError(
+            "an unsettled map of this attach was incomplete: only resumed deliveries "
+            "may be sent until the link is attached again with complete maps (2.6.13)"
+        )
 
     def resume(self, delivery: Delivery, data: bytes | bytearray | memoryview | Message) -> None:
         """Send an unsettled delivery again on a resumed link, marked ``resume`` (core spec

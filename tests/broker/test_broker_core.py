@@ -508,94 +508,130 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(OPS)
-def test_every_published_message_is_accounted_for(ops: list[tuple[str, int, int | str]]) -> None:
-    net = Net(BrokerConfig(dead_letter="dlq"), seed=1)
-    p = net.connect()
-    s = p.sender("q")
-    consumers: list[tuple[Client, a.Receiver] | None] = [None, None]
-    accepted: list[bytes] = []
-    published: list[bytes] = []
-    pending: dict[int, list[a.DeliveryReceived]] = {0: [], 1: []}
+class _Ledger:
+    """The world of :func:`test_every_published_message_is_accounted_for`: a publisher, two
+    consumers made on demand, and what was published and accepted; one method per op."""
 
-    controllers: dict[Client, a.Controller] = {}
+    def __init__(self) -> None:
+        self.net = net = Net(BrokerConfig(dead_letter="dlq"), seed=1)
+        self.p = net.connect()
+        self.s = self.p.sender("q")
+        self.consumers: list[tuple[Client, a.Receiver] | None] = [None, None]
+        self.accepted: list[bytes] = []
+        self.published: list[bytes] = []
+        self.pending: dict[int, list[a.DeliveryReceived]] = {0: [], 1: []}
+        self.controllers: dict[Client, a.Controller] = {}
 
-    def consumer(i: int) -> tuple[Client, a.Receiver]:
-        if consumers[i] is None:
-            c = net.connect()
-            consumers[i] = (c, c.receiver("q"))
-        return consumers[i]  # type: ignore[return-value]
+    def consumer(self, i: int) -> tuple[Client, a.Receiver]:
+        if self.consumers[i] is None:
+            c = self.net.connect()
+            self.consumers[i] = (c, c.receiver("q"))
+        return self.consumers[i]  # type: ignore[return-value]
 
-    def transaction(client: Client) -> tuple[a.Controller, a.Transaction]:
+    def transaction(self, client: Client) -> tuple[a.Controller, a.Transaction]:
+        controllers = self.controllers
         if client not in controllers:
             assert client.session is not None
             controllers[client] = client.session.attach_controller(f"ctl-{id(client)}")
-            net.pump()
+            self.net.pump()
         ctl = controllers[client]
         txn = ctl.declare()
-        net.pump()
+        self.net.pump()
         return ctl, txn
 
+    def publish(self, n: int, i: int, arg: int | str) -> None:
+        value = b"%d" % n
+        self.published.append(value)
+        ttl = 2000 if arg == 9 else None
+        self.p.send(self.s, msg(value, ttl=ttl) if ttl else msg(value))
+
+    def credit(self, n: int, i: int, arg: int | str) -> None:
+        _, r = self.consumer(i)
+        r.flow(r.link_credit + int(arg))
+        self.net.pump()
+
+    def outcome(self, n: int, i: int, arg: int | str) -> None:
+        c, r = self.consumer(i)
+        pending = self.pending
+        pending[i] += c.received(r)
+        if not pending[i]:
+            return
+        e = pending[i].pop(0)
+        state = {
+            "accept": a.Accepted(),
+            "release": a.Released(),
+            "modify": a.Modified(delivery_failed=True),
+            "reject": a.Rejected(),
+            "none": None,
+        }[str(arg)]
+        if isinstance(state, a.Accepted):
+            self.accepted.append(body(e))
+        r.settle(e.delivery, state)
+        self.net.pump()
+
+    def lose(self, n: int, i: int, arg: int | str) -> None:
+        if self.consumers[i] is None:
+            return
+        self.net.lose(self.consumers[i][0])  # type: ignore[index]
+        self.consumers[i] = None
+        self.pending[i] = []
+
+    def tick(self, n: int, i: int, arg: int | str) -> None:
+        self.net.advance(float(arg))
+
+    def txn_publish(self, n: int, i: int, arg: int | str) -> None:
+        ctl, txn = self.transaction(self.p)
+        values = [b"%d.%d" % (n, k) for k in range(i + 1)]
+        for value in values:
+            self.s.send(msg(value).encode(), transaction=txn)
+        self.net.pump()
+        ctl.discharge(txn, fail=arg == "abort")
+        self.net.pump()
+        if arg == "commit":
+            self.published += values
+
+    def txn_accept(self, n: int, i: int, arg: int | str) -> None:
+        c, r = self.consumer(i)
+        pending = self.pending
+        pending[i] += c.received(r)
+        if not pending[i]:
+            return
+        e = pending[i].pop(0)
+        ctl, txn = self.transaction(c)
+        r.update(e.delivery, a.Accepted(), transaction=txn)
+        self.net.pump()
+        ctl.discharge(txn, fail=arg == "abort")
+        self.net.pump()
+        if arg == "commit":
+            self.accepted.append(body(e))
+        else:
+            r.settle(e.delivery, a.Released())  # still ours after the rollback: give back
+            self.net.pump()
+
+
+_LEDGER_OPS = {
+    "publish": _Ledger.publish,
+    "credit": _Ledger.credit,
+    "outcome": _Ledger.outcome,
+    "lose": _Ledger.lose,
+    "tick": _Ledger.tick,
+    "txn-publish": _Ledger.txn_publish,
+    "txn-accept": _Ledger.txn_accept,
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(OPS)
+def test_every_published_message_is_accounted_for(ops: list[tuple[str, int, int | str]]) -> None:
+    ledger = _Ledger()
+    net, consumers, accepted, published = (
+        ledger.net,
+        ledger.consumers,
+        ledger.accepted,
+        ledger.published,
+    )
     for n, (op, i, arg) in enumerate(ops):
-        if op == "publish":
-            value = b"%d" % n
-            published.append(value)
-            ttl = 2000 if arg == 9 else None
-            p.send(s, msg(value, ttl=ttl) if ttl else msg(value))
-        elif op == "credit":
-            c, r = consumer(i)
-            r.flow(r.link_credit + int(arg))
-            net.pump()
-        elif op == "outcome":
-            c, r = consumer(i)
-            pending[i] += c.received(r)
-            if not pending[i]:
-                continue
-            e = pending[i].pop(0)
-            state = {
-                "accept": a.Accepted(),
-                "release": a.Released(),
-                "modify": a.Modified(delivery_failed=True),
-                "reject": a.Rejected(),
-                "none": None,
-            }[str(arg)]
-            if isinstance(state, a.Accepted):
-                accepted.append(body(e))
-            r.settle(e.delivery, state)
-            net.pump()
-        elif op == "lose" and consumers[i] is not None:
-            net.lose(consumers[i][0])  # type: ignore[index]
-            consumers[i] = None
-            pending[i] = []
-        elif op == "tick":
-            net.advance(float(arg))
-        elif op == "txn-publish":
-            ctl, txn = transaction(p)
-            values = [b"%d.%d" % (n, k) for k in range(i + 1)]
-            for value in values:
-                s.send(msg(value).encode(), transaction=txn)
-            net.pump()
-            ctl.discharge(txn, fail=arg == "abort")
-            net.pump()
-            if arg == "commit":
-                published += values
-        elif op == "txn-accept":
-            c, r = consumer(i)
-            pending[i] += c.received(r)
-            if not pending[i]:
-                continue
-            e = pending[i].pop(0)
-            ctl, txn = transaction(c)
-            r.update(e.delivery, a.Accepted(), transaction=txn)
-            net.pump()
-            ctl.discharge(txn, fail=arg == "abort")
-            net.pump()
-            if arg == "commit":
-                accepted.append(body(e))
-            else:
-                r.settle(e.delivery, a.Released())  # still ours after the rollback: give back
-                net.pump()
+        _LEDGER_OPS[op](ledger, n, i, arg)
     for i in (0, 1):
         if consumers[i] is not None:
             net.lose(consumers[i][0])  # type: ignore[index]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 from amqp_sansio.adapters.broker.store import FILENAME, SQLiteStore, StoreError
@@ -476,6 +475,88 @@ _STEPS = st.lists(
 )
 
 
+class _Subscriber:
+    """The world of :func:`test_a_never_expiring_subscription_loses_nothing`: a publisher
+    and a durable subscriber ("app") whose link comes and goes; one method per step."""
+
+    def __init__(self, chunk: int | None) -> None:
+        self.net = net = Net(chunk=chunk)
+        self.pub = net.connect()
+        self.sender = self.pub.sender("topic/x")
+        self.client = net.connect(container_id="app")
+        self.link: a.Receiver | None = subscribe(self.client, credit=100)
+        self.published: list[bytes] = []
+        self.accepted: list[bytes] = []
+        self.firsts: list[bytes] = []
+        self.held: list[a.DeliveryReceived] = []  # received on the current link, not settled yet
+
+    def collect(self, count: int | None) -> None:
+        link = self.link
+        if link is None:
+            return
+        held = self.held
+        for e in self.client.received(link):
+            header = a.Message.decode(e.data).header
+            if header is None or header.delivery_count == 0:
+                self.firsts.append(body(e))
+            held.append(e)
+        take = len(held) if count is None else min(count, len(held))
+        for e in held[:take]:
+            link.settle(e.delivery, a.Accepted())
+            self.accepted.append(body(e))
+        del held[:take]
+        self.net.pump()
+
+    def publish(self, n: int) -> None:
+        for _ in range(n):
+            value = b"%d" % len(self.published)
+            self.published.append(value)
+            self.pub.send(self.sender, a.Message(body=value))
+
+    def attach(self, n: int) -> None:
+        if self.link is not None:
+            return
+        client = self.client
+        if client.gone or client.engine.state is not a.ConnectionState.OPENED:
+            client = self.client = self.net.connect(container_id="app")
+            client.session = None
+        self.link = subscribe(client, credit=100)
+
+    def detach(self, n: int) -> None:
+        if self.link is None:
+            return
+        self.collect(0)
+        self.link.detach(closed=False)
+        self.net.pump()
+        self.link = None
+
+    def lose(self, n: int) -> None:
+        if self.link is None:
+            return
+        self.collect(0)
+        self.net.lose(self.client)
+        self.link = None
+
+    def end(self, n: int) -> None:
+        if self.link is None:
+            return
+        self.collect(0)
+        self.client.session.end()  # type: ignore[union-attr]
+        self.net.pump()
+        self.client.session = None
+        self.link = None
+
+
+_SUBSCRIBER_STEPS = {
+    "publish": _Subscriber.publish,
+    "accept": _Subscriber.collect,
+    "attach": _Subscriber.attach,
+    "detach": _Subscriber.detach,
+    "lose": _Subscriber.lose,
+    "end": _Subscriber.end,
+}
+
+
 @settings(max_examples=60, deadline=None)
 @given(steps=_STEPS, chunk=st.sampled_from([None, 1, 7]))
 def test_a_never_expiring_subscription_loses_nothing(
@@ -484,70 +565,18 @@ def test_a_never_expiring_subscription_loses_nothing(
     """Whatever the subscriber does (detach without closing, lose its connection, end its
     session, come back) every message published after it subscribed is accepted exactly
     once in the end, each first delivery in publication order."""
-    net = Net(chunk=chunk)
-    pub = net.connect()
-    sender = pub.sender("topic/x")
-    state: dict[str, Any] = {"client": net.connect(container_id="app"), "link": None}
-    state["link"] = subscribe(state["client"], credit=100)
-    published: list[bytes] = []
-    accepted: list[bytes] = []
-    firsts: list[bytes] = []
-    held: list[a.DeliveryReceived] = []  # received on the current link, not settled yet
-
-    def collect(count: int | None) -> None:
-        link = state["link"]
-        if link is None:
-            return
-        for e in state["client"].received(link):
-            header = a.Message.decode(e.data).header
-            if header is None or header.delivery_count == 0:
-                firsts.append(body(e))
-            held.append(e)
-        take = len(held) if count is None else min(count, len(held))
-        for e in held[:take]:
-            link.settle(e.delivery, a.Accepted())
-            accepted.append(body(e))
-        del held[:take]
-        net.pump()
-
+    sub = _Subscriber(chunk)
+    net, published, accepted, firsts = sub.net, sub.published, sub.accepted, sub.firsts
     for kind, n in steps:
-        if kind == "publish":
-            for _ in range(n):
-                value = b"%d" % len(published)
-                published.append(value)
-                pub.send(sender, a.Message(body=value))
-        elif kind == "accept":
-            collect(n)
-        elif state["link"] is None:
-            if kind == "attach":
-                client = state["client"]
-                if client.gone or client.engine.state is not a.ConnectionState.OPENED:
-                    client = state["client"] = net.connect(container_id="app")
-                    client.session = None
-                state["link"] = subscribe(client, credit=100)
-        elif kind == "detach":
-            collect(0)
-            state["link"].detach(closed=False)
-            net.pump()
-            state["link"] = None
-        elif kind == "lose":
-            collect(0)
-            net.lose(state["client"])
-            state["link"] = None
-        elif kind == "end":
-            collect(0)
-            state["client"].session.end()
-            net.pump()
-            state["client"].session = None
-            state["link"] = None
-        if state["link"] is None:
-            held.clear()  # the broker sends them again when the subscriber is back
-    if state["link"] is None:
-        client = state["client"]
+        _SUBSCRIBER_STEPS[kind](sub, n)
+        if sub.link is None:
+            sub.held.clear()  # the broker sends them again when the subscriber is back
+    if sub.link is None:
+        client = sub.client
         if client.gone or client.engine.state is not a.ConnectionState.OPENED:
-            state["client"] = net.connect(container_id="app")
-        state["link"] = subscribe(state["client"], credit=1000)
-    collect(None)
+            sub.client = net.connect(container_id="app")
+        sub.link = subscribe(sub.client, credit=1000)
+    sub.collect(None)
     assert sorted(accepted, key=int) == published  # each once, none lost
     assert firsts == [m for m in published if m in firsts]  # first deliveries in order
     assert net.broker.nodes["topic/x"].depth == 0

@@ -715,62 +715,79 @@ def test_amqps_with_the_core_tls_layer(adapter: Adapter, tmp_path: Any) -> None:
 # -- Proton ----------------------------------------------------------------------------------
 
 
+class _ProtonBrokerLogic:
+    """What :func:`proton_broker`'s handler does (mixed into Proton's MessagingHandler by
+    :func:`_proton_broker_handler`, so that this module imports without Proton): queues by
+    address, each message to the consumers with credit."""
+
+    def __init__(self) -> None:
+        from proton.reactor import EventInjector
+
+        super().__init__(prefetch=200, auto_accept=True)  # type: ignore[call-arg]
+        self.queues: dict[str, deque[Any]] = defaultdict(deque)
+        self.consumers: dict[str, list[Any]] = defaultdict(list)
+        self.injector = EventInjector()
+        self.acceptor: Any = None
+        self.connections: list[Any] = []
+
+    def on_start(self, event: Any) -> None:
+        event.container.selectable(self.injector)
+
+    def on_link_opening(self, event: Any) -> None:
+        link = event.link
+        if link.is_sender:
+            link.source.copy(link.remote_source)
+            self.consumers[link.remote_source.address].append(link)
+        else:
+            link.target.copy(link.remote_target)
+
+    def on_link_closing(self, event: Any) -> None:
+        for links in self.consumers.values():
+            if event.link in links:
+                links.remove(event.link)
+
+    def on_message(self, event: Any) -> None:
+        address = event.link.target.address
+        self.queues[address].append(event.message)
+        self._pump(address)
+
+    def on_sendable(self, event: Any) -> None:
+        self._pump(event.link.source.address)
+
+    def _pump(self, address: str) -> None:
+        pending = self.queues[address]
+        for link in self.consumers[address]:
+            while pending and link.credit > 0:
+                link.send(pending.popleft())
+
+    def on_connection_opened(self, event: Any) -> None:
+        self.connections.append(event.connection)
+
+    def on_stop_request(self, event: Any) -> None:
+        self.acceptor.close()
+        for conn in self.connections:
+            conn.close()
+        self.injector.close()
+
+
+def _proton_broker_handler() -> Any:
+    """:func:`proton_broker`'s handler: :class:`_ProtonBrokerLogic` on Proton's
+    MessagingHandler."""
+    from proton.handlers import MessagingHandler
+
+    class ProtonBroker(_ProtonBrokerLogic, MessagingHandler):
+        pass
+
+    return ProtonBroker()
+
+
 @pytest.fixture(scope="module")
 def proton_broker() -> Iterator[int]:
     """A small queue broker on Qpid Proton, in a thread: its port."""
     proton = pytest.importorskip("proton", reason="python-qpid-proton is in the 'test' extra")
-    from proton.handlers import MessagingHandler
-    from proton.reactor import ApplicationEvent, Container, EventInjector
+    from proton.reactor import ApplicationEvent, Container
 
-    class ProtonBroker(MessagingHandler):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__(prefetch=200, auto_accept=True)
-            self.queues: dict[str, deque[Any]] = defaultdict(deque)
-            self.consumers: dict[str, list[Any]] = defaultdict(list)
-            self.injector = EventInjector()
-            self.acceptor: Any = None
-            self.connections: list[Any] = []
-
-        def on_start(self, event: Any) -> None:
-            event.container.selectable(self.injector)
-
-        def on_link_opening(self, event: Any) -> None:
-            link = event.link
-            if link.is_sender:
-                link.source.copy(link.remote_source)
-                self.consumers[link.remote_source.address].append(link)
-            else:
-                link.target.copy(link.remote_target)
-
-        def on_link_closing(self, event: Any) -> None:
-            for links in self.consumers.values():
-                if event.link in links:
-                    links.remove(event.link)
-
-        def on_message(self, event: Any) -> None:
-            address = event.link.target.address
-            self.queues[address].append(event.message)
-            self._pump(address)
-
-        def on_sendable(self, event: Any) -> None:
-            self._pump(event.link.source.address)
-
-        def _pump(self, address: str) -> None:
-            pending = self.queues[address]
-            for link in self.consumers[address]:
-                while pending and link.credit > 0:
-                    link.send(pending.popleft())
-
-        def on_connection_opened(self, event: Any) -> None:
-            self.connections.append(event.connection)
-
-        def on_stop_request(self, event: Any) -> None:
-            self.acceptor.close()
-            for conn in self.connections:
-                conn.close()
-            self.injector.close()
-
-    handler = ProtonBroker()
+    handler = _proton_broker_handler()
     container = Container(handler)
     handler.acceptor = container.acceptor("127.0.0.1", 0)
     port = handler.acceptor._selectable.getsockname()[1]

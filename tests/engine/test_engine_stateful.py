@@ -194,7 +194,6 @@ class Tap:
     def _emitted(self, side: str, frame: a.Frame) -> Arrival:
         body = frame.body
         ch = frame.channel
-        peer = other(side)
         kind = type(body).__name__
         if body is None:
             return Arrival("heartbeat")
@@ -203,74 +202,87 @@ class Tap:
                 self.close_emitted[side] = True
             return Arrival(kind, body)
         if isinstance(body, a.Begin):
-            if body.remote_channel is None:
-                uid = next(self._uids)
-            else:
-                assert (peer, body.remote_channel) in self.channel, "begin answers no begin"
-                uid = self.channel[(peer, body.remote_channel)]
-            self.channel[(side, ch)] = uid
-            self.next_out[(uid, side)] = self.initial_out[(uid, side)] = body.next_outgoing_id
-            self.granted[(uid, side)] = (None, body.incoming_window)
-            return Arrival(kind, body, uid)
+            return self._emitted_begin(side, ch, body)
         uid = self.channel[(side, ch)]
         if isinstance(body, a.Detach) and body.error is not None:
             name = self.handle.get((side, ch, body.handle))
             if name is not None and self.links[name].sender not in (None, side):
                 self.links[name].destroyed = True
         if isinstance(body, a.Attach):
-            self.handle[(side, ch, body.handle)] = body.name
-            link = self.links.setdefault(body.name, LinkTap())
-            if body.role is a.Role.SENDER and link.destroyed:
-                # The sender starts the link again: what it sent on the destroyed one and
-                # had not arrived before the receiver's detach never will.
-                link.destroyed = False
-                self.trims.append(body.name)
-            # (Re)attaching starts the flow state again: no credit until the next flow.
-            if body.role is a.Role.SENDER:
-                link.sender = side
-                link.initial = link.snd_count = link.wire_count = body.initial_delivery_count
-                link.known_at_sender = None
-            else:
-                link.granted = None
-            return Arrival(kind, body, uid, body.name)
+            return self._emitted_attach(side, ch, uid, body)
         if isinstance(body, a.Flow):
-            self.granted[(uid, side)] = (body.next_incoming_id, body.incoming_window)
-            name = None
-            limit = None
-            if body.handle is not None:
-                name = self.handle[(side, ch, body.handle)]
-                link = self.links[name]
-                if link.sender != side:  # a receiver's flow: a new delivery-limit
-                    assert link.initial is not None
-                    count = link.initial if body.delivery_count is None else body.delivery_count
-                    limit = s_add(count, body.link_credit or 0)
-                    if link.granted is None or s_lt(link.granted, limit):
-                        link.granted = limit
-                elif body.delivery_count is not None:
-                    assert link.snd_count is not None and link.wire_count is not None
-                    assert s_diff(body.delivery_count, link.wire_count) >= 0, (
-                        f"{side}'s delivery-count on {name} went back to {body.delivery_count}"
-                    )
-                    link.wire_count = body.delivery_count  # a drain moves it on
-                    if s_lt(link.snd_count, body.delivery_count):
-                        link.snd_count = body.delivery_count
-            return Arrival(kind, body, uid, name, limit=limit)
+            return self._emitted_flow(side, ch, uid, body)
         if isinstance(body, a.Transfer):
-            window = self.known.get((uid, side))
-            assert window is not None, f"{side} sent a transfer before the peer's begin arrived"
-            tid = self.next_out[(uid, side)]
-            assert s_lt(tid, self._limit(window, uid, side)), (
-                f"{side} sent transfer {tid} beyond the peer's incoming window {window}"
-            )
-            self.next_out[(uid, side)] = s_add(tid, 1)
+            return self._emitted_transfer(side, ch, uid, body)
+        return Arrival(kind, body, uid)
+
+    def _emitted_begin(self, side: str, ch: int, body: a.Begin) -> Arrival:
+        peer = other(side)
+        if body.remote_channel is None:
+            uid = next(self._uids)
+        else:
+            assert (peer, body.remote_channel) in self.channel, "begin answers no begin"
+            uid = self.channel[(peer, body.remote_channel)]
+        self.channel[(side, ch)] = uid
+        self.next_out[(uid, side)] = self.initial_out[(uid, side)] = body.next_outgoing_id
+        self.granted[(uid, side)] = (None, body.incoming_window)
+        return Arrival(type(body).__name__, body, uid)
+
+    def _emitted_attach(self, side: str, ch: int, uid: int, body: a.Attach) -> Arrival:
+        self.handle[(side, ch, body.handle)] = body.name
+        link = self.links.setdefault(body.name, LinkTap())
+        if body.role is a.Role.SENDER and link.destroyed:
+            # The sender starts the link again: what it sent on the destroyed one and
+            # had not arrived before the receiver's detach never will.
+            link.destroyed = False
+            self.trims.append(body.name)
+        # (Re)attaching starts the flow state again: no credit until the next flow.
+        if body.role is a.Role.SENDER:
+            link.sender = side
+            link.initial = link.snd_count = link.wire_count = body.initial_delivery_count
+            link.known_at_sender = None
+        else:
+            link.granted = None
+        return Arrival(type(body).__name__, body, uid, body.name)
+
+    def _emitted_flow(self, side: str, ch: int, uid: int, body: a.Flow) -> Arrival:
+        self.granted[(uid, side)] = (body.next_incoming_id, body.incoming_window)
+        name = None
+        limit = None
+        if body.handle is not None:
             name = self.handle[(side, ch, body.handle)]
             link = self.links[name]
-            first = not link.snd_in_progress
-            link.snd_in_progress = bool(body.more) and not body.aborted
-            if first and link.wire_count is not None:
-                link.wire_count = s_add(link.wire_count, 1)
-            return Arrival(kind, body, uid, name, transfer_id=tid, first=first)
-        return Arrival(kind, body, uid)
+            if link.sender != side:  # a receiver's flow: a new delivery-limit
+                assert link.initial is not None
+                count = link.initial if body.delivery_count is None else body.delivery_count
+                limit = s_add(count, body.link_credit or 0)
+                if link.granted is None or s_lt(link.granted, limit):
+                    link.granted = limit
+            elif body.delivery_count is not None:
+                assert link.snd_count is not None and link.wire_count is not None
+                assert s_diff(body.delivery_count, link.wire_count) >= 0, (
+                    f"{side}'s delivery-count on {name} went back to {body.delivery_count}"
+                )
+                link.wire_count = body.delivery_count  # a drain moves it on
+                if s_lt(link.snd_count, body.delivery_count):
+                    link.snd_count = body.delivery_count
+        return Arrival(type(body).__name__, body, uid, name, limit=limit)
+
+    def _emitted_transfer(self, side: str, ch: int, uid: int, body: a.Transfer) -> Arrival:
+        window = self.known.get((uid, side))
+        assert window is not None, f"{side} sent a transfer before the peer's begin arrived"
+        tid = self.next_out[(uid, side)]
+        assert s_lt(tid, self._limit(window, uid, side)), (
+            f"{side} sent transfer {tid} beyond the peer's incoming window {window}"
+        )
+        self.next_out[(uid, side)] = s_add(tid, 1)
+        name = self.handle[(side, ch, body.handle)]
+        link = self.links[name]
+        first = not link.snd_in_progress
+        link.snd_in_progress = bool(body.more) and not body.aborted
+        if first and link.wire_count is not None:
+            link.wire_count = s_add(link.wire_count, 1)
+        return Arrival(type(body).__name__, body, uid, name, transfer_id=tid, first=first)
 
     # -- arrival ----------------------------------------------------------------------------------
 

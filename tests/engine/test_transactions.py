@@ -62,29 +62,11 @@ class Resource:
         if isinstance(event, a.SessionBegun) and event.session.state is a.SessionState.BEGIN_RCVD:
             event.session.begin()
         elif isinstance(event, a.LinkAttached):
-            link = event.link
-            if link.state is not a.LinkState.ATTACH_RCVD:
-                return
-            link.attach()
-            if isinstance(link, a.CoordinatorLink):
-                self.coordinators.append(link)
-            elif isinstance(link, a.Receiver):
-                self.receivers[link.name] = link
-                link.flow(100)
-            else:
-                assert isinstance(link, a.Sender)
-                self.senders[link.name] = link
+            self.on_attach(event.link)
         elif isinstance(event, a.CreditChanged) and isinstance(event.link, a.Sender):
             self.pump(event.link)
         elif isinstance(event, a.DeliveryReceived):
-            self.data[event.delivery] = event.data
-            if event.delivery.transaction is not None:
-                # Posted in a transaction: the provisional outcome (4.4.1); the engine puts
-                # it in the transaction.
-                event.link.update(event.delivery, a.Accepted())
-            else:
-                self.queues[event.link.target.address].append(body(event.data))
-                event.link.settle(event.delivery, a.Accepted())
+            self.on_message(event)
         elif isinstance(event, a.DeliveryUpdated):
             delivery = event.delivery
             if delivery in self.unacked and delivery.transaction is None and event.settled:
@@ -102,6 +84,29 @@ class Resource:
             self.rolled_back.append(event.transaction)
         elif isinstance(event, a.TransactionWorkRefused):
             self.refused.append(event)
+
+    def on_attach(self, link: a.Link) -> None:
+        if link.state is not a.LinkState.ATTACH_RCVD:
+            return
+        link.attach()
+        if isinstance(link, a.CoordinatorLink):
+            self.coordinators.append(link)
+        elif isinstance(link, a.Receiver):
+            self.receivers[link.name] = link
+            link.flow(100)
+        else:
+            assert isinstance(link, a.Sender)
+            self.senders[link.name] = link
+
+    def on_message(self, event: a.DeliveryReceived) -> None:
+        self.data[event.delivery] = event.data
+        if event.delivery.transaction is not None:
+            # Posted in a transaction: the provisional outcome (4.4.1); the engine puts
+            # it in the transaction.
+            event.link.update(event.delivery, a.Accepted())
+        else:
+            self.queues[event.link.target.address].append(body(event.data))
+            event.link.settle(event.delivery, a.Accepted())
 
     def discharge(self, request: a.DischargeRequest) -> None:
         record = request.transaction

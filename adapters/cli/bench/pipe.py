@@ -132,7 +132,6 @@ def ours_pipe(
     client, server, sender, receiver = pipe.client, pipe.server, pipe.sender, pipe.receiver
     message_cls = amqp.Message
     delivery_received = amqp.DeliveryReceived
-    delivery_updated = amqp.DeliveryUpdated
     accepted = amqp.Accepted()
     data_section = amqp.Data
     window = max(1, min(CREDIT_WINDOW, count))
@@ -161,11 +160,7 @@ def ours_pipe(
                 done = received
         to_client = server.data_to_send(PIPE_CHUNK)
         if to_client:
-            for event in client.receive_data(to_client, 0.0):
-                if type(event) is delivery_updated and event.settled:
-                    if not event.delivery.settled:  # unless the engine settled it already
-                        sender.settle(event.delivery)
-                    done += 1
+            done += _ours_settled(client.receive_data(to_client, 0.0), sender)
         elif not to_server:
             raise Stalled(f"our pipe stalled after {received} of {count} messages")
         if progress is not None:
@@ -174,6 +169,21 @@ def ours_pipe(
     if sender.unsettled or receiver.unsettled:
         raise AssertionError("our pipe left deliveries unsettled")
     return elapsed
+
+
+_DELIVERY_UPDATED = amqp.DeliveryUpdated
+
+
+def _ours_settled(events: list[amqp.Event], sender: amqp.Sender) -> int:
+    """:func:`ours_pipe`'s sending end: the deliveries ``events`` report settled by the
+    receiver, settled here too; how many there were."""
+    done = 0
+    for event in events:
+        if type(event) is _DELIVERY_UPDATED and event.settled:
+            if not event.delivery.settled:  # unless the engine settled it already
+                sender.settle(event.delivery)
+            done += 1
+    return done
 
 
 def large_body(size: int) -> bytes:
