@@ -179,7 +179,7 @@ class Sender(client.SenderBase):
         a :class:`Tracker` once the message is out, without waiting for its outcome: sends
         then follow each other under the receiver's credit instead of taking a round trip
         each (``await tracker.outcome()`` later)."""
-        data = client.as_message(message)
+        data = client.encode(message)
         conn = self.connection
         await conn._wait(self.core.send_ready, timeout)
         op = self.core.send(data, settled=self.settled, transaction=transaction)

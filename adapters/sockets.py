@@ -541,7 +541,7 @@ class Sender(client.SenderBase):
         With ``wait=False``, return a :class:`Tracker` once the message is out, without
         waiting for its outcome (sends then follow each other under the receiver's credit;
         ``tracker.outcome()`` later)."""
-        data = client.as_message(message)
+        data = client.encode(message)
         self.connection._wait(self.core.send_ready, timeout)
         op = self.core.send(data, settled=self.settled, transaction=transaction)
         if not wait:

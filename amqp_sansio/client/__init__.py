@@ -44,7 +44,7 @@ from .ops import (
     Op,
     PeerWithoutSASLError,
     TransactionError,
-    as_message,
+    encode,
 )
 from .reconnect import Backoff, Reconnect
 from .url import AMQPURL, InsecureCredentialsError, URLError, parse_url
@@ -86,7 +86,7 @@ __all__ = [
     "authentication_failure",
     "authentication_hint",
     "refused_without_sasl",
-    "as_message",
+    "encode",
     # reconnection, URLs
     "Reconnect",
     "Backoff",

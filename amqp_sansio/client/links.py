@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import amqp_sansio as a
-from amqp_sansio import Error, Message, Symbol
+from amqp_sansio import Error, Symbol
 
 from .ops import (
     ClientError,
@@ -19,7 +19,7 @@ from .ops import (
     LinkRefusedError,
     Op,
     TransactionError,
-    as_message,
+    encode,
     engine_txn,
 )
 
@@ -140,23 +140,16 @@ class SenderCore(LinkCore):
         self.check()
         return self.attached.done() and not self._resend and self.link.link_credit > 0
 
-    def send(
-        self, data: bytes | Message, *, settled: bool = False, transaction: Any = None
-    ) -> Op[Any]:
-        """Send ``data`` (a :class:`~amqp_sansio.Message`, or its encoding) now
-        (:meth:`send_ready` must be true): the :class:`Op` is done at once if ``settled``,
-        else when the outcome arrives."""
+    def send(self, data: bytes, *, settled: bool = False, transaction: Any = None) -> Op[Any]:
+        """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
+        ``settled``, else when the outcome arrives."""
         txn = None if transaction is None else engine_txn(transaction)
-        keep: bytes | None = None
-        if not settled and self.core.reconnecting and txn is None:
-            # Kept to be sent again after a reconnect: as it is now, whatever the
-            # application changes in the message later (its maps are mutable).
-            data = keep = data.encode() if isinstance(data, Message) else data
         delivery = self.link.send(data, settled=settled, transaction=txn)
         op: Op[Any] = Op()
         if settled:
             op.set(None)
         else:
+            keep = data if self.core.reconnecting and txn is None else None
             self._unsettled[delivery] = (op, keep)
         self.core._changed()
         return op
@@ -516,9 +509,7 @@ class OutgoingLink(ServerLink):
     def send(self, message: Any, *, settled: bool = False) -> a.Delivery:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
         :class:`~amqp_sansio.LocalProtocolError` without credit."""
-        delivery = self.link.send(as_message(message), settled=settled)
-        self.core._changed()
-        return delivery
+        return self.send_data(encode(message), settled=settled)
 
     def send_data(self, data: bytes, *, settled: bool = False) -> a.Delivery:
         """Send an encoded message (such as a :class:`Delivery`'s ``data``, forwarded)."""

@@ -21,7 +21,7 @@ __all__ = [
     "Op",
     "PeerWithoutSASLError",
     "TransactionError",
-    "as_message",
+    "encode",
     "engine_txn",
 ]
 
@@ -201,11 +201,9 @@ def engine_txn(transaction: Any) -> Any:
     return getattr(transaction, "engine_transaction", transaction)
 
 
-def as_message(message: Any) -> Message:
-    """What to send: a :class:`~amqp_sansio.Message` as it is, any other value as the body
-    of one (bytes as a data section, others as an amqp-value). The engine encodes it into
-    its frames (a large data section's bytes go in as they are: no copy of the message is
-    made first, see :meth:`Sender.send <amqp_sansio.Sender.send>`)."""
+def encode(message: Any) -> bytes:
+    """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
+    sent as the body of a message (bytes as a data section, others as an amqp-value)."""
     if isinstance(message, Message):
-        return message
-    return Message(body=message)
+        return message.encode()
+    return Message(body=message).encode()
