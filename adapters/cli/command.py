@@ -349,7 +349,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "--messages",
         type=_positive_int,
         default=50_000,
-        help="messages per round, each a data body of 256 bytes (default 50,000)",
+        help="messages per round (default 50,000)",
+    )
+    loop.add_argument(
+        "--size",
+        type=_size,
+        default=bench.PIPE_BODY_SIZE,
+        metavar="SIZE",
+        help="each message's data body (e.g. 256, 1MiB; default 256 bytes)",
     )
     _rounds_options(loop)
     pl = sub.add_parser(
@@ -524,7 +531,7 @@ class _Progress:
 
 def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
     title = (
-        f"loopback ({args.adapter}): {args.messages:,} messages of {bench.PIPE_BODY_SIZE} "
+        f"loopback ({args.adapter}): {args.messages:,} messages of {args.size:,} "
         "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
     )
     progress = _Progress(args.messages)
@@ -532,6 +539,7 @@ def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
         results = bench.loopback_benchmark(
             args.messages,
             adapter=args.adapter,
+            size=args.size,
             rounds=args.rounds,
             seconds=args.seconds,
             progress=progress,

@@ -231,6 +231,17 @@ def test_bench_loopback_table(adapter: str) -> None:
     assert lines[2].split()[0] == f"loopback-{adapter}" and lines[2].split()[-1] == "msg/s"
 
 
+@pytest.mark.parametrize("adapter", ["sockets", "asyncio", "trio"])
+def test_bench_loopback_with_large_messages(adapter: str) -> None:
+    """``--size``: each side's receiver checks every body's length (a wrong one fails)."""
+    result = _run(
+        "bench", "loopback", "--adapter", adapter, "--messages", "20", "--size", "1MiB",
+        "--rounds", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"loopback ({adapter}): 20 messages of 1,048,576 bytes")
+
+
 def test_asyncio_loopback_runs_carry_every_message() -> None:
     seen: list[int] = []
     assert bench.ours_loopback_asyncio(2_500, progress=seen.append) > 0
