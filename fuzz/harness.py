@@ -66,6 +66,7 @@ import attrs
 import amqp_sansio as amqp
 from amqp_sansio import DecodeError, Described, Message, Symbol
 from amqp_sansio.codec import AMQPType, Array
+from amqp_sansio.definitions import messaging, performatives
 from amqp_sansio.errors import FramingError, UnsupportedProtocolError
 from amqp_sansio.framing import FrameParser, FrameType
 
@@ -503,9 +504,7 @@ class _ServerApp:
         d = e.delivery
         choice = n % 6
         if choice == 0:
-            self.command(
-                link.update, d, a.definitions.messaging.Received(section_number=0, section_offset=1)
-            )
+            self.command(link.update, d, messaging.Received(section_number=0, section_offset=1))
         outcome = (
             a.Accepted(),
             a.Rejected(error=a.Error(condition=Symbol("amqp:not-allowed"))),
@@ -587,7 +586,7 @@ class _OutputCheck:
                     f"a {size}-byte frame, over the peer's max-frame-size {self.peer_max}: "
                     f"{frame.body!r:.100}",
                 )
-            if isinstance(frame.body, amqp.definitions.performatives.Close):
+            if isinstance(frame.body, performatives.Close):
                 self.closed = True
             frames.append(frame)
         return frames
@@ -611,9 +610,7 @@ def _check_errors(
         answered = any(
             isinstance(
                 f.body,
-                amqp.definitions.performatives.Detach
-                | amqp.definitions.performatives.End
-                | amqp.definitions.performatives.Close,
+                performatives.Detach | performatives.End | performatives.Close,
             )
             and f.body.error == e.error
             for f in frames
@@ -818,9 +815,7 @@ def _scenario_pipelined(c: _Conversation) -> None:
     snd.set_available(5)
     c.pump()
     for got in c.deliveries:
-        got.link.update(
-            got.delivery, a.definitions.messaging.Received(section_number=0, section_offset=0)
-        )
+        got.link.update(got.delivery, messaging.Received(section_number=0, section_offset=0))
         got.link.settle(got.delivery, a.Modified(undeliverable_here=True))
     c.pump()
     s2.end(a.Error(condition=Symbol("amqp:internal-error"), description="done"))
@@ -982,7 +977,7 @@ class _SaslOutputCheck:
                 raise self._fail("layering", f"{frame.body!r:.100} in the {self.layer} layer")
             if self.outcome is not None and self.layer == "sasl":
                 raise self._fail("after-outcome", f"{frame.body!r:.100} after the outcome")
-            if isinstance(frame.body, amqp.definitions.performatives.SaslOutcome):
+            if isinstance(frame.body, performatives.SaslOutcome):
                 self.outcome = frame.body
 
     def _header(self, header: bytes) -> None:
@@ -994,8 +989,7 @@ class _SaslOutputCheck:
         if header != amqp.framing.AMQP_HEADER:
             raise self._fail("output", f"then the header {header!r}")
         if self.role == "sasl-server" and (
-            self.outcome is None
-            or self.outcome.code is not amqp.definitions.performatives.SaslCode.OK
+            self.outcome is None or self.outcome.code is not performatives.SaslCode.OK
         ):
             raise self._fail("after-outcome", "the AMQP header without a successful outcome")
         self.layer = "amqp"
@@ -1059,19 +1053,14 @@ def _sasl_server_seeds() -> list[bytes]:
         return amqp.framing.encode_frame(body, frame_type=FrameType.SASL)
 
     def init(name: str, response: bytes | None) -> bytes:
-        return frame(
-            amqp.definitions.performatives.SaslInit(
-                mechanism=Symbol(name), initial_response=response
-            )
-        )
+        return frame(performatives.SaslInit(mechanism=Symbol(name), initial_response=response))
 
     seeds = [
         init("ANONYMOUS", b"trace"),
         init("PLAIN", b"\0alice\0" + _SASL_PASSWORD.encode()),
         init("PLAIN", b"\0alice\0wrong"),
         init("EXTERNAL", b""),
-        init("PLAIN", None)
-        + frame(amqp.definitions.performatives.SaslResponse(response=b"\0alice\0x")),
+        init("PLAIN", None) + frame(performatives.SaslResponse(response=b"\0alice\0x")),
     ]
     for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
         client = sasl.ScramClient("alice", _SASL_PASSWORD, mechanism=mech, nonce="fuzzclient")
@@ -1082,15 +1071,13 @@ def _sasl_server_seeds() -> list[bytes]:
         challenge = server.start(first)
         assert isinstance(challenge, sasl.ServerChallenge)
         final = client.respond(challenge.data)
-        seeds.append(
-            init(mech, first) + frame(amqp.definitions.performatives.SaslResponse(response=final))
-        )
+        seeds.append(init(mech, first) + frame(performatives.SaslResponse(response=final)))
         seeds.append(init(mech, first))
     ok = seeds[1]
     seeds.append(
         ok
         + amqp.framing.AMQP_HEADER
-        + amqp.framing.encode_frame(amqp.definitions.performatives.Open(container_id="c"))
+        + amqp.framing.encode_frame(performatives.Open(container_id="c"))
     )
     return seeds
 
@@ -1103,16 +1090,12 @@ def _sasl_client_seeds() -> list[bytes]:
 
     def mechanisms(*names: str) -> bytes:
         return frame(
-            amqp.definitions.performatives.SaslMechanisms(
-                sasl_server_mechanisms=[Symbol(n) for n in names]
-            )
+            performatives.SaslMechanisms(sasl_server_mechanisms=[Symbol(n) for n in names])
         )
 
-    ok = frame(
-        amqp.definitions.performatives.SaslOutcome(code=amqp.definitions.performatives.SaslCode.OK)
-    )
+    ok = frame(performatives.SaslOutcome(code=performatives.SaslCode.OK))
     opened = amqp.framing.AMQP_HEADER + amqp.framing.encode_frame(
-        amqp.definitions.performatives.Open(container_id="s")
+        performatives.Open(container_id="s")
     )
     return [
         mechanisms("PLAIN") + ok + opened,
@@ -1120,26 +1103,16 @@ def _sasl_client_seeds() -> list[bytes]:
         mechanisms("ANONYMOUS", "PLAIN")
         + ok
         + opened
-        + amqp.framing.encode_frame(amqp.definitions.performatives.Close()),
+        + amqp.framing.encode_frame(performatives.Close()),
         mechanisms("PLAIN")
-        + frame(
-            amqp.definitions.performatives.SaslOutcome(
-                code=amqp.definitions.performatives.SaslCode.OK, additional_data=b"x"
-            )
-        ),
+        + frame(performatives.SaslOutcome(code=performatives.SaslCode.OK, additional_data=b"x")),
         mechanisms("XOAUTH2", "PLAIN", "ANONYMOUS") + ok + amqp.framing.AMQP_HEADER,
         mechanisms("PLAIN", "ANONYMOUS")
-        + frame(
-            amqp.definitions.performatives.SaslOutcome(
-                code=amqp.definitions.performatives.SaslCode.AUTH
-            )
-        ),
+        + frame(performatives.SaslOutcome(code=performatives.SaslCode.AUTH)),
         mechanisms("SCRAM-SHA-256")
-        + frame(amqp.definitions.performatives.SaslChallenge(challenge=b"r=abc,s=c2FsdA==,i=4096"))
+        + frame(performatives.SaslChallenge(challenge=b"r=abc,s=c2FsdA==,i=4096"))
         + ok,
-        mechanisms("XOAUTH2", "PLAIN")
-        + frame(amqp.definitions.performatives.SaslChallenge(challenge=b"{}"))
-        + ok,
+        mechanisms("XOAUTH2", "PLAIN") + frame(performatives.SaslChallenge(challenge=b"{}")) + ok,
         mechanisms("ANONYMOUS"),
         mechanisms("PLAIN"),
     ]
@@ -1399,13 +1372,11 @@ def _composites() -> list[Any]:
     )
     source = a.Source(
         address="queue",
-        durable=a.definitions.messaging.TerminusDurability.UNSETTLED_STATE,
-        expiry_policy=a.definitions.messaging.TerminusExpiryPolicy.NEVER,
+        durable=messaging.TerminusDurability.UNSETTLED_STATE,
+        expiry_policy=messaging.TerminusExpiryPolicy.NEVER,
         timeout=30,
         dynamic=True,
-        dynamic_node_properties={
-            Symbol("lifetime-policy"): a.definitions.messaging.DeleteOnClose()
-        },
+        dynamic_node_properties={Symbol("lifetime-policy"): messaging.DeleteOnClose()},
         distribution_mode=Symbol("move"),
         filter={Symbol("f"): Described(Symbol("apache.org:selector-filter:string"), "a > 1")},
         default_outcome=a.Released(),
@@ -1414,8 +1385,8 @@ def _composites() -> list[Any]:
     )
     target = a.Target(address="topic", capabilities=["topic"], dynamic=False, timeout=5)
     return [
-        a.definitions.performatives.Open(container_id="c1"),
-        a.definitions.performatives.Open(
+        performatives.Open(container_id="c1"),
+        performatives.Open(
             container_id="container",
             hostname="example.com",
             max_frame_size=65536,
@@ -1426,10 +1397,8 @@ def _composites() -> list[Any]:
             desired_capabilities="y",
             properties={Symbol("product"): "amqp-sansio"},
         ),
-        a.definitions.performatives.Begin(
-            next_outgoing_id=0, incoming_window=100, outgoing_window=100
-        ),
-        a.definitions.performatives.Begin(
+        performatives.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
+        performatives.Begin(
             remote_channel=3,
             next_outgoing_id=2**32 - 1,
             incoming_window=0,
@@ -1437,10 +1406,10 @@ def _composites() -> list[Any]:
             handle_max=10,
             properties={Symbol("k"): [1]},
         ),
-        a.definitions.performatives.Attach(
+        performatives.Attach(
             name="link",
             handle=0,
-            role=a.definitions.performatives.Role.RECEIVER,
+            role=performatives.Role.RECEIVER,
             source=source,
             target=target,
             unsettled={b"tag": a.Accepted()},
@@ -1450,16 +1419,16 @@ def _composites() -> list[Any]:
             snd_settle_mode=a.SenderSettleMode.SETTLED,
             rcv_settle_mode=a.ReceiverSettleMode.SECOND,
         ),
-        a.definitions.performatives.Attach(
+        performatives.Attach(
             name="coord",
             handle=1,
-            role=a.definitions.performatives.Role.SENDER,
+            role=performatives.Role.SENDER,
             source=a.Source(),
             target=a.definitions.transactions.Coordinator(
                 capabilities=[a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS]
             ),
         ),
-        a.definitions.performatives.Flow(
+        performatives.Flow(
             incoming_window=10,
             next_outgoing_id=1,
             outgoing_window=10,
@@ -1471,10 +1440,10 @@ def _composites() -> list[Any]:
             echo=True,
             properties={Symbol("p"): None},
         ),
-        a.definitions.performatives.Flow(
+        performatives.Flow(
             next_incoming_id=4, incoming_window=0, next_outgoing_id=0, outgoing_window=0
         ),
-        a.definitions.performatives.Transfer(
+        performatives.Transfer(
             handle=0,
             delivery_id=0,
             delivery_tag=b"\x00\x01",
@@ -1482,28 +1451,28 @@ def _composites() -> list[Any]:
             settled=False,
             more=True,
             rcv_settle_mode=a.ReceiverSettleMode.FIRST,
-            state=a.definitions.messaging.Received(section_number=1, section_offset=10),
+            state=messaging.Received(section_number=1, section_offset=10),
             resume=True,
             aborted=False,
             batchable=True,
         ),
-        a.definitions.performatives.Transfer(
+        performatives.Transfer(
             handle=7,
             state=a.definitions.transactions.TransactionalState(txn_id=b"tx", outcome=a.Accepted()),
         ),
-        a.definitions.performatives.Disposition(
-            role=a.definitions.performatives.Role.RECEIVER,
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
             first=0,
             last=10,
             settled=True,
             state=a.Accepted(),
             batchable=True,
         ),
-        a.definitions.performatives.Disposition(
-            role=a.definitions.performatives.Role.SENDER, first=3, state=a.Rejected(error=err)
+        performatives.Disposition(
+            role=performatives.Role.SENDER, first=3, state=a.Rejected(error=err)
         ),
-        a.definitions.performatives.Disposition(
-            role=a.definitions.performatives.Role.RECEIVER,
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
             first=3,
             state=a.Modified(
                 delivery_failed=True,
@@ -1511,27 +1480,25 @@ def _composites() -> list[Any]:
                 message_annotations={Symbol("x-opt"): 1},
             ),
         ),
-        a.definitions.performatives.Detach(handle=0, closed=True, error=err),
-        a.definitions.performatives.End(),
-        a.definitions.performatives.End(error=err),
-        a.definitions.performatives.Close(),
-        a.definitions.performatives.Close(error=a.Error(condition="amqp:connection:forced")),
+        performatives.Detach(handle=0, closed=True, error=err),
+        performatives.End(),
+        performatives.End(error=err),
+        performatives.Close(),
+        performatives.Close(error=a.Error(condition="amqp:connection:forced")),
         a.definitions.transactions.Declare(),
         a.definitions.transactions.Declare(global_id=b"gid"),
         a.definitions.transactions.Declared(txn_id=b"\x01"),
         a.definitions.transactions.Discharge(txn_id=b"\x01", fail=True),
-        a.definitions.messaging.DeleteOnNoLinks(),
-        a.definitions.messaging.DeleteOnNoMessages(),
-        a.definitions.messaging.DeleteOnNoLinksOrMessages(),
-        a.definitions.performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
-        a.definitions.performatives.SaslInit(
+        messaging.DeleteOnNoLinks(),
+        messaging.DeleteOnNoMessages(),
+        messaging.DeleteOnNoLinksOrMessages(),
+        performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
+        performatives.SaslInit(
             mechanism="PLAIN", initial_response=b"\x00user\x00pass", hostname="h"
         ),
-        a.definitions.performatives.SaslChallenge(challenge=b"c"),
-        a.definitions.performatives.SaslResponse(response=b"r"),
-        a.definitions.performatives.SaslOutcome(
-            code=a.definitions.performatives.SaslCode.AUTH, additional_data=b"no"
-        ),
+        performatives.SaslChallenge(challenge=b"c"),
+        performatives.SaslResponse(response=b"r"),
+        performatives.SaslOutcome(code=performatives.SaslCode.AUTH, additional_data=b"no"),
         a.Header(durable=True, priority=9, ttl=1000, first_acquirer=True, delivery_count=2),
         a.Properties(
             message_id=a.codec.ULong(2**40),
@@ -1548,13 +1515,13 @@ def _composites() -> list[Any]:
             group_sequence=3,
             reply_to_group_id="rg",
         ),
-        a.definitions.messaging.DeliveryAnnotations({Symbol("x-opt-d"): 1, 5: "ulong key"}),
-        a.definitions.messaging.MessageAnnotations({"x-opt-partition": "p"}),
-        a.definitions.messaging.ApplicationProperties({"color": "red", "n": 3}),
+        messaging.DeliveryAnnotations({Symbol("x-opt-d"): 1, 5: "ulong key"}),
+        messaging.MessageAnnotations({"x-opt-partition": "p"}),
+        messaging.ApplicationProperties({"color": "red", "n": 3}),
         a.Data(b"payload"),
         a.AmqpSequence([1, 2, 3]),
         a.AmqpValue({"k": "v"}),
-        a.definitions.messaging.Footer({Symbol("sig"): b"\x00" * 8}),
+        messaging.Footer({Symbol("sig"): b"\x00" * 8}),
     ]
 
 
@@ -1668,22 +1635,16 @@ def _raw_message_seeds() -> list[bytes]:
 def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
     a = amqp
     f = a.framing.encode_frame
-    open_ = f(
-        a.definitions.performatives.Open(
-            container_id="client", max_frame_size=65536, idle_time_out=1000
-        )
-    )
+    open_ = f(performatives.Open(container_id="client", max_frame_size=65536, idle_time_out=1000))
     begin = f(
-        a.definitions.performatives.Begin(
-            next_outgoing_id=0, incoming_window=2048, outgoing_window=2048
-        ),
+        performatives.Begin(next_outgoing_id=0, incoming_window=2048, outgoing_window=2048),
         channel=1,
     )
     attach = f(
-        a.definitions.performatives.Attach(
+        performatives.Attach(
             name="sender",
             handle=0,
-            role=a.definitions.performatives.Role.SENDER,
+            role=performatives.Role.SENDER,
             source=a.Source(address="s"),
             target=a.Target(address="q"),
             initial_delivery_count=0,
@@ -1691,7 +1652,7 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
         channel=1,
     )
     flow = f(
-        a.definitions.performatives.Flow(
+        performatives.Flow(
             incoming_window=2048,
             next_outgoing_id=0,
             outgoing_window=2048,
@@ -1703,7 +1664,7 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
     )
     transfers = [
         f(
-            a.definitions.performatives.Transfer(
+            performatives.Transfer(
                 handle=0, delivery_id=i, delivery_tag=bytes([i]), message_format=0
             ),
             channel=1,
@@ -1712,8 +1673,8 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
         for i, m in enumerate(messages[:6])
     ]
     disposition = f(
-        a.definitions.performatives.Disposition(
-            role=a.definitions.performatives.Role.RECEIVER,
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
             first=0,
             last=5,
             settled=True,
@@ -1721,33 +1682,29 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
         ),
         channel=1,
     )
-    detach = f(a.definitions.performatives.Detach(handle=0, closed=True), channel=1)
-    end = f(a.definitions.performatives.End(), channel=1)
+    detach = f(performatives.Detach(handle=0, closed=True), channel=1)
+    end = f(performatives.End(), channel=1)
     close = f(
-        a.definitions.performatives.Close(
-            error=a.Error(condition="amqp:connection:forced", description="bye")
-        )
+        performatives.Close(error=a.Error(condition="amqp:connection:forced", description="bye"))
     )
     sasl = [
         f(
-            a.definitions.performatives.SaslMechanisms(
-                sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]
-            ),
+            performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
             frame_type=FrameType.SASL,
         ),
         f(
-            a.definitions.performatives.SaslInit(mechanism="PLAIN", initial_response=b"\x00u\x00p"),
+            performatives.SaslInit(mechanism="PLAIN", initial_response=b"\x00u\x00p"),
             frame_type=FrameType.SASL,
         ),
-        f(a.definitions.performatives.SaslChallenge(challenge=b"?"), frame_type=FrameType.SASL),
-        f(a.definitions.performatives.SaslResponse(response=b"!"), frame_type=FrameType.SASL),
+        f(performatives.SaslChallenge(challenge=b"?"), frame_type=FrameType.SASL),
+        f(performatives.SaslResponse(response=b"!"), frame_type=FrameType.SASL),
         f(
-            a.definitions.performatives.SaslOutcome(code=a.definitions.performatives.SaslCode.OK),
+            performatives.SaslOutcome(code=performatives.SaslCode.OK),
             frame_type=FrameType.SASL,
         ),
     ]
     # A frame with an extended header (data offset 3): four ignored bytes before the body.
-    extended = bytearray(f(a.definitions.performatives.End()))
+    extended = bytearray(f(performatives.End()))
     extended[4] = 3
     extended[8:8] = b"\xde\xad\xbe\xef"
     extended[0:4] = len(extended).to_bytes(4, "big")

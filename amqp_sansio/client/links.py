@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import amqp_sansio as a
 from amqp_sansio import Error, Message, Symbol
+from amqp_sansio.definitions import performatives
 
 from .ops import (
     ClientError,
@@ -87,7 +88,7 @@ class LinkCore:
     def close_ready(self) -> bool:
         return self.detached.done() or self.core.gone or self.error is not None
 
-    def _on_attached(self, remote: a.definitions.performatives.Attach) -> None:
+    def _on_attached(self, remote: performatives.Attach) -> None:
         self.attached.set(None)
 
     def _on_lost(self) -> None:
@@ -174,7 +175,7 @@ class SenderCore(LinkCore):
             del self._unsettled[delivery]
             entry[0].set(outcome)
 
-    def _on_attached(self, remote: a.definitions.performatives.Attach) -> None:
+    def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
         self._send_again()
 
@@ -228,7 +229,7 @@ class ReceiverCore(LinkCore):
             return getattr(remote.source, "address", None)
         return getattr(self.link.source, "address", None)
 
-    def _on_attached(self, remote: a.definitions.performatives.Attach) -> None:
+    def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
         self._refill()
 
@@ -389,9 +390,7 @@ class ServerLink:
     address the application sets with :meth:`accept` (``address=``) before returning.
     ``on_detach`` (a callable taking the link) is called when the link goes."""
 
-    def __init__(
-        self, core: Core, link: a.Link, remote: a.definitions.performatives.Attach
-    ) -> None:
+    def __init__(self, core: Core, link: a.Link, remote: performatives.Attach) -> None:
         self.core = core
         self.link = link
         terminus = remote.target if isinstance(self, IncomingLink) else remote.source
@@ -459,9 +458,7 @@ class IncomingLink(ServerLink):
 
     link: a.Receiver
 
-    def __init__(
-        self, core: Core, link: a.Receiver, remote: a.definitions.performatives.Attach
-    ) -> None:
+    def __init__(self, core: Core, link: a.Receiver, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.credit = DEFAULT_CREDIT
         self.auto_accept = True
@@ -499,9 +496,7 @@ class OutgoingLink(ServerLink):
 
     link: a.Sender
 
-    def __init__(
-        self, core: Core, link: a.Sender, remote: a.definitions.performatives.Attach
-    ) -> None:
+    def __init__(self, core: Core, link: a.Sender, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.on_credit: Callable[[OutgoingLink], None] | None = None
         self.on_outcome: Callable[[a.Delivery, Any], None] | None = None

@@ -10,6 +10,7 @@ from support.broker_net import Client, Net, accept_all, body, msg, publish
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, parse_message
+from amqp_sansio.definitions import messaging
 
 SYM = a.Symbol
 
@@ -289,7 +290,7 @@ def test_received_state_is_not_an_outcome() -> None:
     publish(p, "q", b"1")
     r = c.receiver("q", 1)
     (got,) = c.received(r)
-    r.update(got.delivery, a.definitions.messaging.Received(section_number=0, section_offset=0))
+    r.update(got.delivery, messaging.Received(section_number=0, section_offset=0))
     net.pump()
     r.settle(got.delivery, a.Accepted())
     net.pump()
@@ -332,9 +333,9 @@ def test_dynamic_reply_queue_request_reply_and_delete_on_close() -> None:
 @pytest.mark.parametrize(
     "policy",
     [
-        a.definitions.messaging.DeleteOnNoLinks(),
-        a.definitions.messaging.DeleteOnNoMessages(),
-        a.definitions.messaging.DeleteOnNoLinksOrMessages(),
+        messaging.DeleteOnNoLinks(),
+        messaging.DeleteOnNoMessages(),
+        messaging.DeleteOnNoLinksOrMessages(),
     ],
 )
 def test_dynamic_lifetime_policies(policy: object) -> None:
@@ -351,7 +352,7 @@ def test_dynamic_lifetime_policies(policy: object) -> None:
     s.detach()
     net.pump()
     gone = address not in net.broker.nodes
-    assert gone is (type(policy) is not a.definitions.messaging.DeleteOnNoMessages)
+    assert gone is (type(policy) is not messaging.DeleteOnNoMessages)
     if not gone:
         r2 = c.receiver(address, 5)
         accept_all(c, r2)
@@ -668,7 +669,7 @@ def test_expiry_of_a_message_out_with_a_consumer() -> None:
 def test_expiry_empties_a_delete_on_no_messages_node() -> None:
     net = Net()
     c = net.connect()
-    props = {SYM("lifetime-policy"): a.definitions.messaging.DeleteOnNoMessages()}
+    props = {SYM("lifetime-policy"): messaging.DeleteOnNoMessages()}
     s = c.sender(None, target=a.Target(dynamic=True, dynamic_node_properties=props))
     address = s.remote.target.address  # type: ignore[union-attr]
     c.send(s, msg(b"x", ttl=1000))
@@ -680,7 +681,7 @@ def test_expiry_empties_a_delete_on_no_messages_node() -> None:
 def test_released_expired_message_empties_its_node() -> None:
     net = Net()
     c = net.connect()
-    props = {SYM("lifetime-policy"): a.definitions.messaging.DeleteOnNoMessages()}
+    props = {SYM("lifetime-policy"): messaging.DeleteOnNoMessages()}
     r = c.receiver(None, 1, source=a.Source(dynamic=True, dynamic_node_properties=props))
     address = r.remote.source.address  # type: ignore[union-attr]
     publish(c, address, b"x", ttl=1000)
@@ -705,7 +706,7 @@ def test_declare_delete_and_odd_dynamic_properties() -> None:
     props = {SYM("lifetime-policy"): "not a policy"}
     r = c.receiver(None, 0, source=a.Source(dynamic=True, dynamic_node_properties=props))
     node = broker.nodes[r.remote.source.address]  # type: ignore[union-attr]
-    assert type(node.policy) is a.definitions.messaging.DeleteOnClose
+    assert type(node.policy) is messaging.DeleteOnClose
 
 
 def test_dead_letter_queue_full_or_a_topic() -> None:

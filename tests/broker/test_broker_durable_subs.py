@@ -17,17 +17,18 @@ from support.broker_net import Client, Net, body
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
+from amqp_sansio.definitions import messaging
 
-NEVER = a.definitions.messaging.TerminusExpiryPolicy.NEVER
-DURABLE = a.definitions.messaging.TerminusDurability.UNSETTLED_STATE
+NEVER = messaging.TerminusExpiryPolicy.NEVER
+DURABLE = messaging.TerminusDurability.UNSETTLED_STATE
 
 
 def source(
     address: str = "topic/x",
-    policy: a.definitions.messaging.TerminusExpiryPolicy = NEVER,
+    policy: messaging.TerminusExpiryPolicy = NEVER,
     *,
     timeout: int = 0,
-    durable: a.definitions.messaging.TerminusDurability = DURABLE,
+    durable: messaging.TerminusDurability = DURABLE,
     **fields: object,
 ) -> a.Source:
     return a.Source(
@@ -80,10 +81,10 @@ def test_answer_says_what_the_broker_does() -> None:
     answered = sub.remote.source  # type: ignore[union-attr]
     assert answered.expiry_policy is NEVER
     # No durable store: nothing survives a restart, so durability is none.
-    assert answered.durable is a.definitions.messaging.TerminusDurability.NONE
+    assert answered.durable is messaging.TerminusDurability.NONE
     q = c.receiver("q", source=source("q"))
-    assert q.remote.source.expiry_policy is a.definitions.messaging.TerminusExpiryPolicy.LINK_DETACH  # type: ignore[union-attr]
-    assert q.remote.source.durable is a.definitions.messaging.TerminusDurability.NONE  # type: ignore[union-attr]
+    assert q.remote.source.expiry_policy is messaging.TerminusExpiryPolicy.LINK_DETACH  # type: ignore[union-attr]
+    assert q.remote.source.durable is messaging.TerminusDurability.NONE  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("same_session", [False, True])
@@ -154,7 +155,7 @@ def test_settled_on_the_detached_link_is_not_redelivered() -> None:
     sub.settle(got[0].delivery, a.Accepted())
     sub.update(got[1].delivery, a.Released())  # back to the buffer, not counted
     sub.update(
-        got[2].delivery, a.definitions.messaging.Received(section_number=0, section_offset=0)
+        got[2].delivery, messaging.Received(section_number=0, section_offset=0)
     )  # no outcome
     net.pump()
     (kept,) = net.broker.subscriptions.values()
@@ -230,14 +231,14 @@ def test_second_live_attach_of_the_same_subscription_is_refused() -> None:
 @pytest.mark.parametrize(
     ("policy", "kept_after_detach", "kept_after_end", "kept_after_close"),
     [
-        (a.definitions.messaging.TerminusExpiryPolicy.LINK_DETACH, False, False, False),
-        (a.definitions.messaging.TerminusExpiryPolicy.SESSION_END, True, False, False),
-        (a.definitions.messaging.TerminusExpiryPolicy.CONNECTION_CLOSE, True, True, False),
+        (messaging.TerminusExpiryPolicy.LINK_DETACH, False, False, False),
+        (messaging.TerminusExpiryPolicy.SESSION_END, True, False, False),
+        (messaging.TerminusExpiryPolicy.CONNECTION_CLOSE, True, True, False),
         (NEVER, True, True, True),
     ],
 )
 def test_expiry_policies(
-    policy: a.definitions.messaging.TerminusExpiryPolicy,
+    policy: messaging.TerminusExpiryPolicy,
     kept_after_detach: bool,
     kept_after_end: bool,
     kept_after_close: bool,
@@ -263,7 +264,7 @@ def test_session_end_starts_the_timer_of_the_most_recent_session_only() -> None:
     c = net.connect()
     first = c.begin()
     link = first.attach_receiver(
-        "s", source=source(policy=a.definitions.messaging.TerminusExpiryPolicy.SESSION_END)
+        "s", source=source(policy=messaging.TerminusExpiryPolicy.SESSION_END)
     )
     net.pump()
     link.detach(closed=False)
@@ -278,9 +279,9 @@ def test_session_end_starts_the_timer_of_the_most_recent_session_only() -> None:
     assert not net.broker.subscriptions
 
 
-@pytest.mark.parametrize("policy", list(a.definitions.messaging.TerminusExpiryPolicy)[:3])
+@pytest.mark.parametrize("policy", list(messaging.TerminusExpiryPolicy)[:3])
 def test_timeout_counts_on_the_injected_clock(
-    policy: a.definitions.messaging.TerminusExpiryPolicy,
+    policy: messaging.TerminusExpiryPolicy,
 ) -> None:
     net = Net()
     c, pub = net.connect(), net.connect()
@@ -318,9 +319,7 @@ def test_limits() -> None:
     subscribe(e, "a")
     assert e.of(a.events.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
     # A plain topic receiver (source expiring at its detach) is not a kept subscription.
-    plain = e.receiver(
-        "topic/x", source=source(policy=a.definitions.messaging.TerminusExpiryPolicy.LINK_DETACH)
-    )
+    plain = e.receiver("topic/x", source=source(policy=messaging.TerminusExpiryPolicy.LINK_DETACH))
     assert plain.state is a.LinkState.ATTACHED
     publish(e, b"1", b"2", b"3")
     # The three subscriptions and the plain receiver's buffer hold two each.
@@ -388,8 +387,8 @@ def test_configuration_durability_keeps_the_subscription_not_its_messages(
 ) -> None:
     net, store = _restart(tmp_path)
     c, pub = net.connect(container_id="app"), net.connect()
-    sub = subscribe(c, src=source(durable=a.definitions.messaging.TerminusDurability.CONFIGURATION))
-    assert sub.remote.source.durable is a.definitions.messaging.TerminusDurability.CONFIGURATION  # type: ignore[union-attr]
+    sub = subscribe(c, src=source(durable=messaging.TerminusDurability.CONFIGURATION))
+    assert sub.remote.source.durable is messaging.TerminusDurability.CONFIGURATION  # type: ignore[union-attr]
     sub.detach(closed=False)
     net.pump()
     pub.send(pub.sender("topic/x"), _durable(b"1"))
@@ -405,9 +404,7 @@ def test_restored_subscription_expires_by_its_timeout(tmp_path: Path) -> None:
     c = net.connect(container_id="app")
     subscribe(
         c,
-        src=source(
-            policy=a.definitions.messaging.TerminusExpiryPolicy.CONNECTION_CLOSE, timeout=30
-        ),
+        src=source(policy=messaging.TerminusExpiryPolicy.CONNECTION_CLOSE, timeout=30),
     )
     store.close()
     net, store = _restart(tmp_path, wall=1_700_000_100.0)
@@ -600,7 +597,7 @@ def test_a_never_expiring_subscription_loses_nothing(
 def test_expiry_with_unsettled_deliveries_and_the_per_container_count() -> None:
     net = Net()
     c, pub = net.connect(container_id="app"), net.connect()
-    link_detach = a.definitions.messaging.TerminusExpiryPolicy.LINK_DETACH
+    link_detach = messaging.TerminusExpiryPolicy.LINK_DETACH
     first = subscribe(c, "one", credit=10, src=source(policy=link_detach, timeout=5))
     subscribe(c, "two", src=source(policy=NEVER))
     publish(pub, b"0")

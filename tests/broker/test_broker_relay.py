@@ -11,6 +11,7 @@ from support.broker_net import Client, Net, body
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig, Users
+from amqp_sansio.engine import states
 
 RELAY = a.Symbol("ANONYMOUS-RELAY")
 
@@ -203,9 +204,7 @@ def test_in_a_transaction(commit: bool) -> None:
     ctl.discharge(txn, fail=not commit)
     net.pump()
     assert txn.state is (
-        a.engine.states.TransactionState.COMMITTED
-        if commit
-        else a.engine.states.TransactionState.ROLLED_BACK
+        states.TransactionState.COMMITTED if commit else states.TransactionState.ROLLED_BACK
     )
     assert take(other, reader) == ([b"1"] if commit else [])
 
@@ -232,7 +231,7 @@ def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
     relay.send(to("q", b"3"), transaction=txn)
     ctl.discharge(txn, fail=False)
     net.pump()
-    assert txn.state is a.engine.states.TransactionState.COMMITTED
+    assert txn.state is states.TransactionState.COMMITTED
     assert take(c, reader) == [b"3"]
 
 

@@ -10,50 +10,45 @@ import attrs
 import pytest
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def test_binary_fields_take_any_bytes_like_value() -> None:
-    t = a.definitions.performatives.Transfer(handle=0, delivery_tag=bytearray(b"tag"))
+    t = performatives.Transfer(handle=0, delivery_tag=bytearray(b"tag"))
     assert t.delivery_tag == b"tag" and type(t.delivery_tag) is bytes
-    assert (
-        a.definitions.performatives.Transfer(handle=0, delivery_tag=memoryview(b"m")).delivery_tag
-        == b"m"
-    )
+    assert performatives.Transfer(handle=0, delivery_tag=memoryview(b"m")).delivery_tag == b"m"
     with pytest.raises(TypeError):
-        a.definitions.performatives.Transfer(handle=0, delivery_tag=5)  # type: ignore[arg-type]
+        performatives.Transfer(handle=0, delivery_tag=5)  # type: ignore[arg-type]
 
 
 def test_restricted_fields_take_the_enum_or_its_value() -> None:
-    assert a.definitions.performatives.Attach(name="l", handle=0, role=1).role == 1  # type: ignore[arg-type]
+    assert performatives.Attach(name="l", handle=0, role=1).role == 1  # type: ignore[arg-type]
     assert (
-        a.decode(a.encode(a.definitions.performatives.Attach(name="l", handle=0, role=1))).role
-        is a.definitions.performatives.Role.RECEIVER
+        a.decode(a.encode(performatives.Attach(name="l", handle=0, role=1))).role
+        is performatives.Role.RECEIVER
     )  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="is not one of"):
-        a.definitions.performatives.Attach(name="l", handle=0, role=5)  # type: ignore[arg-type]
+        performatives.Attach(name="l", handle=0, role=5)  # type: ignore[arg-type]
 
 
 def test_field_ranges_and_key_types_are_checked_on_construction() -> None:
     with pytest.raises(ValueError, match="out of range for a timestamp"):
         a.Properties(creation_time=2**63)
     with pytest.raises(ValueError, match="out of range for uint"):
-        a.definitions.performatives.Flow(incoming_window=-1, next_outgoing_id=0, outgoing_window=0)
+        performatives.Flow(incoming_window=-1, next_outgoing_id=0, outgoing_window=0)
     with pytest.raises(TypeError, match="must be a symbol"):
-        a.definitions.performatives.Open(container_id="c", properties={1: 2})
+        performatives.Open(container_id="c", properties={1: 2})
     with pytest.raises(TypeError, match="mandatory"):
-        a.definitions.performatives.SaslMechanisms(sasl_server_mechanisms=[])
+        performatives.SaslMechanisms(sasl_server_mechanisms=[])
     with pytest.raises(ValueError, match="ASCII"):
-        a.definitions.performatives.Open(container_id="c", offered_capabilities=["é"])
+        performatives.Open(container_id="c", offered_capabilities=["é"])
 
 
 def test_empty_multiple_field_is_none() -> None:
     assert (
-        a.definitions.performatives.Open(
-            container_id="c", offered_capabilities=()
-        ).offered_capabilities
-        is None
+        performatives.Open(container_id="c", offered_capabilities=()).offered_capabilities is None
     )
-    assert a.definitions.performatives.Open(
+    assert performatives.Open(
         container_id="c", offered_capabilities=a.codec.Array(a.codec.AMQPType.SYMBOL, ["x"])
     ).offered_capabilities == ("x",)
 
@@ -150,13 +145,13 @@ def test_values_that_bypassed_construction_checks_still_fail_cleanly() -> None:
     object.__setattr__(props, "message_id", -1)
     with pytest.raises(a.EncodeError):
         a.encode(props)
-    end = a.definitions.performatives.End()
+    end = performatives.End()
     object.__setattr__(end, "error", "not an Error")
     ok = a.encode(end)  # a string is still a value: sent as one, and refused on decode
     with pytest.raises(a.DecodeError):
         a.decode(ok)
     begin = attrs.evolve(
-        a.definitions.performatives.Begin(next_outgoing_id=0, incoming_window=0, outgoing_window=0)
+        performatives.Begin(next_outgoing_id=0, incoming_window=0, outgoing_window=0)
     )
     object.__setattr__(begin, "offered_capabilities", (1,))
     with pytest.raises(a.EncodeError):
@@ -170,7 +165,7 @@ def test_max_depth_zero_refuses_even_a_message() -> None:
 
 def test_remaining_refusals() -> None:
     with pytest.raises(TypeError, match="expected fields"):
-        a.definitions.performatives.Open(container_id="c", properties=[1])  # type: ignore[arg-type]
+        performatives.Open(container_id="c", properties=[1])  # type: ignore[arg-type]
 
     class Level(enum.IntEnum):
         HIGH = 9

@@ -20,6 +20,7 @@ from support import strategies as S
 from support.strategies import assert_same
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 T = a.codec.AMQPType
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -95,25 +96,25 @@ TRUNCATION_CORPUS: list[Any] = [
     a.codec.Array(T.NULL, [None], a.Symbol("test:null")),
     a.Described(a.Symbol("test:x"), [1, 2]),
     a.Described(a.Described(a.codec.ULong(0x99), None), "v"),
-    a.definitions.performatives.Open(
+    performatives.Open(
         container_id="container",
         hostname="host",
         max_frame_size=512,
         offered_capabilities=("ANONYMOUS-RELAY",),
         properties={"product": "amqp-sansio"},
     ),
-    a.definitions.performatives.Attach(
+    performatives.Attach(
         name="link",
         handle=1,
-        role=a.definitions.performatives.Role.RECEIVER,
+        role=performatives.Role.RECEIVER,
         source=a.Source(address="q", filter={"f": a.Described(a.Symbol("test:f"), "x = 1")}),
         target=a.Target(address="t"),
     ),
-    a.definitions.performatives.Transfer(
+    performatives.Transfer(
         handle=0, delivery_id=5, delivery_tag=b"\x01", state=a.Rejected(error=None)
     ),
-    a.definitions.performatives.Disposition(
-        role=a.definitions.performatives.Role.SENDER,
+    performatives.Disposition(
+        role=performatives.Role.SENDER,
         first=1,
         state=a.definitions.transactions.TransactionalState(txn_id=b"t"),
     ),
@@ -362,7 +363,7 @@ def test_every_assigned_format_code_decodes_something() -> None:
 
 
 def test_trailing_bytes_are_an_error() -> None:
-    for value in (None, 1, "x", [1], a.definitions.performatives.Open(container_id="c")):
+    for value in (None, 1, "x", [1], performatives.Open(container_id="c")):
         data = a.encode(value)
         err = decode_error(data + b"\x40")
         assert err.offset == len(data)
@@ -649,25 +650,23 @@ def test_array_elements_that_do_not_fit_the_element_type(array: a.codec.Array) -
 
 def test_composite_construction_checks_fields() -> None:
     with pytest.raises(TypeError):
-        a.definitions.performatives.Open(container_id=None)  # type: ignore[arg-type]
+        performatives.Open(container_id=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        a.definitions.performatives.Open(container_id=5)  # type: ignore[arg-type]
+        performatives.Open(container_id=5)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        a.definitions.performatives.Begin(next_outgoing_id=-1, incoming_window=0, outgoing_window=0)
+        performatives.Begin(next_outgoing_id=-1, incoming_window=0, outgoing_window=0)
     with pytest.raises(ValueError):
-        a.definitions.performatives.Open(container_id="c", channel_max=2**16)
+        performatives.Open(container_id="c", channel_max=2**16)
     with pytest.raises(ValueError):
-        a.definitions.performatives.Attach(
-            name="l", handle=0, role=a.definitions.performatives.Role.SENDER, snd_settle_mode=7
-        )  # type: ignore[arg-type]
+        performatives.Attach(name="l", handle=0, role=performatives.Role.SENDER, snd_settle_mode=7)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        a.definitions.performatives.Transfer(handle=0, state=a.Source())  # not a delivery state
+        performatives.Transfer(handle=0, state=a.Source())  # not a delivery state
     with pytest.raises(TypeError):
-        a.definitions.performatives.SaslMechanisms(
+        performatives.SaslMechanisms(
             sasl_server_mechanisms=()
         )  # mandatory and multiple: one at least
     with pytest.raises(ValueError):
-        a.definitions.performatives.Open(container_id="c", offered_capabilities=["é"])
+        performatives.Open(container_id="c", offered_capabilities=["é"])
 
 
 def test_message_encode_errors() -> None:
@@ -694,7 +693,7 @@ COMPOSITE_OK = [
 @pytest.mark.parametrize(("hexed", "caps"), COMPOSITE_OK)
 def test_multiple_fields_take_a_single_value_or_an_array(hexed: str, caps: Any) -> None:
     got = a.decode(h(hexed))
-    assert type(got) is a.definitions.performatives.Open
+    assert type(got) is performatives.Open
     assert got.offered_capabilities == caps
     if caps is not None:
         assert all(type(c) is a.Symbol for c in got.offered_capabilities or ())

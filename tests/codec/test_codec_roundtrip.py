@@ -24,6 +24,7 @@ from support.strategies import assert_same, same
 
 import amqp_sansio as a
 from amqp_sansio import codec
+from amqp_sansio.definitions import messaging, performatives
 
 T = a.codec.AMQPType
 MAIN = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -304,11 +305,11 @@ def test_a_plain_int_message_id_is_sent_as_ulong() -> None:
 
 def test_null_annotation_maps_round_trip() -> None:
     classes: list[Any] = [
-        a.definitions.messaging.DeliveryAnnotations,
-        a.definitions.messaging.MessageAnnotations,
-        a.definitions.messaging.Footer,
+        messaging.DeliveryAnnotations,
+        messaging.MessageAnnotations,
+        messaging.Footer,
     ]
-    for cls in [*classes, a.definitions.messaging.ApplicationProperties]:
+    for cls in [*classes, messaging.ApplicationProperties]:
         value = cls(None)
         encoded = roundtrip(value)
         assert encoded == bytes((0x00, 0x53, cls.DESCRIPTOR_CODE, 0x40))
@@ -316,7 +317,7 @@ def test_null_annotation_maps_round_trip() -> None:
 
 # -- every encoding decodes ------------------------------------------------------------------
 
-OPEN_C = a.definitions.performatives.Open(container_id="c")
+OPEN_C = performatives.Open(container_id="c")
 
 #: (hex bytes, value) for encodings the encoder never writes, or writes only sometimes.
 OTHER_ENCODINGS: list[tuple[str, Any]] = [
@@ -390,7 +391,7 @@ OTHER_ENCODINGS: list[tuple[str, Any]] = [
     ("005310 c0 05 02 a10163 40", OPEN_C),
     (
         "005310 c0 0a 03 a10163 40 7000000005",
-        a.definitions.performatives.Open(container_id="c", max_frame_size=5),
+        performatives.Open(container_id="c", max_frame_size=5),
     ),
     ("005370 c0 03 01 5601", a.Header(durable=True)),
     ("005370 c0 07 05 42 5004 40 42 43", a.Header()),
@@ -398,15 +399,15 @@ OTHER_ENCODINGS: list[tuple[str, Any]] = [
     ("005324 d0 00000004 00000000", a.Accepted()),
     (
         "005311 c0 0a 04 40 5201 7000000002 43",
-        a.definitions.performatives.Begin(next_outgoing_id=1, incoming_window=2, outgoing_window=0),
+        performatives.Begin(next_outgoing_id=1, incoming_window=2, outgoing_window=0),
     ),
     (
         "005328 c0 07 02 40 7000000002",
-        a.Source(durable=a.definitions.messaging.TerminusDurability.UNSETTLED_STATE),
+        a.Source(durable=messaging.TerminusDurability.UNSETTLED_STATE),
     ),
     (
         "005328 c0 0a 03 40 43 a3 05 6e65766572",
-        a.Source(expiry_policy=a.definitions.messaging.TerminusExpiryPolicy.NEVER),
+        a.Source(expiry_policy=messaging.TerminusExpiryPolicy.NEVER),
     ),
 ]
 
@@ -586,13 +587,13 @@ SMALLEST: list[tuple[Any, str]] = [
     (a.Described(a.Symbol("test:x"), 1), "00a306746573743a785501"),
     (OPEN_C, "005310c00401a10163"),
     (
-        a.definitions.performatives.Open(container_id="c", max_frame_size=512),
+        performatives.Open(container_id="c", max_frame_size=512),
         "005310c00a03a10163407000000200",
     ),
-    (a.definitions.performatives.Close(), "00531845"),
+    (performatives.Close(), "00531845"),
     (a.Accepted(), "00532445"),
     (a.Header(durable=True), "005370c0020141"),
-    (a.definitions.performatives.Transfer(handle=0), "005314c0020143"),
+    (performatives.Transfer(handle=0), "005314c0020143"),
     (a.Data(b"x"), "005375a00178"),
 ]
 

@@ -8,6 +8,7 @@ import pytest
 from support.engine_pair import LARGE, Pair, large_on_the_wire, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import messaging, performatives
 
 S = a.ConnectionState
 
@@ -257,7 +258,7 @@ def test_max_frame_size_below_512_is_refused_both_ways() -> None:
         a.Connection(max_frame_size=511)
     server = a.Connection(client=False)
     raw = a.framing.AMQP_HEADER + a.framing.encode_frame(
-        a.definitions.performatives.Open(container_id="x", max_frame_size=100)
+        performatives.Open(container_id="x", max_frame_size=100)
     )
     events = server.receive_data(raw, 0)
     assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:invalid-field"
@@ -406,16 +407,14 @@ def test_end_with_error_discards_until_the_peer_ends() -> None:
 
 def test_frames_on_a_channel_without_a_session_close_the_connection() -> None:
     p = _opened()
-    events = p.server.receive_data(
-        a.framing.encode_frame(a.definitions.performatives.End(), channel=5), 0
-    )
+    events = p.server.receive_data(a.framing.encode_frame(performatives.End(), channel=5), 0)
     assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:not-allowed"
 
 
 def test_a_begin_answering_no_session_of_ours_is_refused() -> None:
     p = _opened()
     frame = a.framing.encode_frame(
-        a.definitions.performatives.Begin(
+        performatives.Begin(
             remote_channel=9, next_outgoing_id=0, incoming_window=1, outgoing_window=1
         )
     )
@@ -532,10 +531,10 @@ def test_handle_in_use_and_unattached_handle() -> None:
     cs, _ = p.session()
     p.link(cs)
     dup = a.framing.encode_frame(
-        a.definitions.performatives.Attach(
+        performatives.Attach(
             name="other",
             handle=0,
-            role=a.definitions.performatives.Role.SENDER,
+            role=performatives.Role.SENDER,
             initial_delivery_count=0,
         )
     )
@@ -544,9 +543,7 @@ def test_handle_in_use_and_unattached_handle() -> None:
     p2 = _opened()
     p2.session()
     flow = a.framing.encode_frame(
-        a.definitions.performatives.Flow(
-            incoming_window=1, next_outgoing_id=0, outgoing_window=1, handle=7
-        )
+        performatives.Flow(incoming_window=1, next_outgoing_id=0, outgoing_window=1, handle=7)
     )
     events = p2.server.receive_data(flow, 0)
     assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:session:unattached-handle"
@@ -633,7 +630,7 @@ def test_available_and_echo() -> None:
     snd.set_available(42)
     _, s = p.pump()
     assert of(s, a.events.CreditChanged)[-1].available == 42
-    flow = a.definitions.performatives.Flow(
+    flow = performatives.Flow(
         next_incoming_id=0,
         incoming_window=100,
         next_outgoing_id=0,
@@ -648,9 +645,7 @@ def test_available_and_echo() -> None:
     reply = a.framing.FrameParser(max_frame_size=65536)
     reply.feed(p.client.data_to_send())
     echoed = reply.next_frame()
-    assert (
-        isinstance(echoed.body, a.definitions.performatives.Flow) and echoed.body.link_credit == 3
-    )
+    assert isinstance(echoed.body, performatives.Flow) and echoed.body.link_credit == 3
 
 
 # -- deliveries (2.6.12-2.6.14, 3.4) ---------------------------------------------------------
@@ -697,13 +692,10 @@ def test_non_terminal_state_then_settlement() -> None:
     d = snd.send(b"x" * 10)
     _, s = p.pump()
     rd = of(s, a.events.DeliveryReceived)[0].delivery
-    rcv.update(rd, a.definitions.messaging.Received(section_number=0, section_offset=5))
+    rcv.update(rd, messaging.Received(section_number=0, section_offset=5))
     c, _ = p.pump()
     (upd,) = of(c, a.events.DeliveryUpdated)
-    assert (
-        upd.state == a.definitions.messaging.Received(section_number=0, section_offset=5)
-        and not upd.settled
-    )
+    assert upd.state == messaging.Received(section_number=0, section_offset=5) and not upd.settled
     snd.settle(d, a.Accepted())
     _, s = p.pump()
     (upd,) = of(s, a.events.DeliveryUpdated)
@@ -726,8 +718,8 @@ def test_contiguous_settlements_are_coalesced_into_one_disposition() -> None:
     while (f := parser.next_frame()) is not None:
         frames.append(f.body)
     assert frames == [
-        a.definitions.performatives.Disposition(
-            role=a.definitions.performatives.Role.RECEIVER,
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
             first=0,
             last=49,
             settled=True,
@@ -981,7 +973,7 @@ def test_a_bytearray_tag_and_a_state_go_out() -> None:
     d = snd.send(
         b"x",
         tag=bytearray(b"tg"),
-        state=a.definitions.messaging.Received(section_number=0, section_offset=0),
+        state=messaging.Received(section_number=0, section_offset=0),
     )
     _, s = p.pump()
     got = of(s, a.events.DeliveryReceived)[0].delivery

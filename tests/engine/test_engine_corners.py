@@ -7,6 +7,7 @@ import pytest
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def _ready() -> tuple[Pair, a.Session, a.Session]:
@@ -104,42 +105,38 @@ def test_sender_commands() -> None:
 def test_peer_violations_on_a_session() -> None:
     cases = [
         (
-            a.definitions.performatives.Attach(
+            performatives.Attach(
                 name="x",
                 handle=2**31,
-                role=a.definitions.performatives.Role.SENDER,
+                role=performatives.Role.SENDER,
                 initial_delivery_count=0,
             ),
             "amqp:resource-limit-exceeded",
         ),
         (
-            a.definitions.performatives.Attach(
-                name="x", handle=1, role=a.definitions.performatives.Role.SENDER
-            ),
+            performatives.Attach(name="x", handle=1, role=performatives.Role.SENDER),
             "amqp:invalid-field",
         ),
-        (a.definitions.performatives.Detach(handle=9), "amqp:session:unattached-handle"),
+        (performatives.Detach(handle=9), "amqp:session:unattached-handle"),
         (
-            a.definitions.performatives.Transfer(handle=9, delivery_id=0, delivery_tag=b"t"),
+            performatives.Transfer(handle=9, delivery_id=0, delivery_tag=b"t"),
             "amqp:session:unattached-handle",
         ),
         (
-            a.definitions.performatives.Disposition(
-                role=a.definitions.performatives.Role.RECEIVER, first=5, last=2
-            ),
+            performatives.Disposition(role=performatives.Role.RECEIVER, first=5, last=2),
             "amqp:invalid-field",
         ),
         (
-            a.definitions.performatives.Begin(
+            performatives.Begin(
                 remote_channel=0, next_outgoing_id=0, incoming_window=1, outgoing_window=1
             ),
             "amqp:illegal-state",
         ),
-        (a.definitions.performatives.Open(container_id="again"), "amqp:illegal-state"),
+        (performatives.Open(container_id="again"), "amqp:illegal-state"),
     ]
     for body, condition in cases:
         p, _cs, ss = _ready()
-        if type(body) is a.definitions.performatives.Attach and body.handle == 2**31:
+        if type(body) is performatives.Attach and body.handle == 2**31:
             ss.handle_max = 10
         events = _inject(p.server, body, channel=0)
         assert _condition(events) == condition, body
@@ -150,15 +147,11 @@ def test_transfer_violations() -> None:
     _, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
-    events = _inject(
-        p.server, a.definitions.performatives.Transfer(handle=0), channel=0
-    )  # no id or tag
+    events = _inject(p.server, performatives.Transfer(handle=0), channel=0)  # no id or tag
     assert _condition(events) == "amqp:invalid-field"
     p, cs, _ = _ready()
     _, rcv = p.link(cs, client_sends=False)  # the client receives: the server sends
-    events = _inject(
-        p.server, a.definitions.performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t")
-    )
+    events = _inject(p.server, performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"))
     assert _condition(events) == "amqp:not-allowed"
     p, cs, _ss = _ready()
     _snd, rcv = p.link(cs)
@@ -166,12 +159,12 @@ def test_transfer_violations() -> None:
     p.pump()
     _inject(
         p.server,
-        a.definitions.performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
+        performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
         payload=b"a",
     )
     events = _inject(
         p.server,
-        a.definitions.performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"),
+        performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"),
         payload=b"b",
     )
     assert _condition(events) == "amqp:not-allowed"  # interleaved on one link
@@ -184,12 +177,12 @@ def test_transfer_state_and_late_settlement_on_a_multi_frame_delivery() -> None:
     p.pump()
     _inject(
         p.server,
-        a.definitions.performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
+        performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
         payload=b"a",
     )
     events = _inject(
         p.server,
-        a.definitions.performatives.Transfer(handle=0, settled=True, state=a.Accepted()),
+        performatives.Transfer(handle=0, settled=True, state=a.Accepted()),
         payload=b"b",
     )
     (got,) = of(events, a.events.DeliveryReceived)
@@ -198,12 +191,10 @@ def test_transfer_state_and_late_settlement_on_a_multi_frame_delivery() -> None:
     rcv.streaming = True
     _inject(
         p.server,
-        a.definitions.performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"v", more=True),
+        performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"v", more=True),
         payload=b"",
     )
-    events = _inject(
-        p.server, a.definitions.performatives.Transfer(handle=0, settled=True), payload=b"z"
-    )
+    events = _inject(p.server, performatives.Transfer(handle=0, settled=True), payload=b"z")
     assert of(events, a.events.DeliveryReceived)[0].complete and not rcv.unsettled
 
 
@@ -212,9 +203,7 @@ def test_frames_before_open_and_on_other_channels() -> None:
     events = server.receive_data(
         a.framing.AMQP_HEADER
         + a.framing.encode_frame(
-            a.definitions.performatives.Begin(
-                next_outgoing_id=0, incoming_window=1, outgoing_window=1
-            )
+            performatives.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1)
         ),
         0,
     )
@@ -222,7 +211,7 @@ def test_frames_before_open_and_on_other_channels() -> None:
     server = a.Connection(client=False)
     events = server.receive_data(
         a.framing.AMQP_HEADER
-        + a.framing.encode_frame(a.definitions.performatives.Open(container_id="c"), channel=3),
+        + a.framing.encode_frame(performatives.Open(container_id="c"), channel=3),
         0,
     )
     assert _condition(events) == "amqp:connection:framing-error"
@@ -230,7 +219,7 @@ def test_frames_before_open_and_on_other_channels() -> None:
     p.open()
     events = _inject(
         p.server,
-        a.definitions.performatives.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1),
+        performatives.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1),
         channel=5,
     )
     assert _condition(events) == "amqp:connection:framing-error"
@@ -238,7 +227,7 @@ def test_frames_before_open_and_on_other_channels() -> None:
     p.open()
     events = p.server.receive_data(
         a.framing.encode_frame(
-            a.definitions.performatives.SaslOutcome(code=a.definitions.performatives.SaslCode.OK),
+            performatives.SaslOutcome(code=performatives.SaslCode.OK),
             frame_type=a.framing.FrameType.SASL,
         ),
         0,
@@ -251,7 +240,7 @@ def test_a_close_before_the_open_ends_all_the_same() -> None:
     client.open(now=0)
     client.data_to_send()
     events = client.receive_data(
-        a.framing.AMQP_HEADER + a.framing.encode_frame(a.definitions.performatives.Close()), 0
+        a.framing.AMQP_HEADER + a.framing.encode_frame(performatives.Close()), 0
     )
     assert [type(e) for e in events] == [a.events.ConnectionClosed, a.events.ConnectionEnded]
 
@@ -260,7 +249,7 @@ def test_an_end_in_the_wrong_state_and_a_stray_begin() -> None:
     p, cs, _ss = _ready()
     cs.end()
     p.pump()
-    events = _inject(p.server, a.definitions.performatives.End(), channel=0)
+    events = _inject(p.server, performatives.End(), channel=0)
     assert _condition(events) == "amqp:not-allowed"
 
 
@@ -273,8 +262,8 @@ def test_disposition_over_a_huge_range_looks_only_at_known_deliveries() -> None:
     p.pump()
     events = _inject(
         p.client,
-        a.definitions.performatives.Disposition(
-            role=a.definitions.performatives.Role.RECEIVER,
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
             first=0,
             last=2**31 - 1,
             settled=True,
@@ -289,17 +278,15 @@ def test_session_echo_and_flow_without_delivery_count() -> None:
     _snd, _rcv = p.link(cs)
     events = _inject(
         p.client,
-        a.definitions.performatives.Flow(
-            incoming_window=10, next_outgoing_id=0, outgoing_window=10, echo=True
-        ),
+        performatives.Flow(incoming_window=10, next_outgoing_id=0, outgoing_window=10, echo=True),
     )
     assert events == []
     frame = a.framing.FrameParser(max_frame_size=65536)
     frame.feed(p.client.data_to_send())
-    assert isinstance(frame.next_frame().body, a.definitions.performatives.Flow)
+    assert isinstance(frame.next_frame().body, performatives.Flow)
     events = _inject(
         p.server,
-        a.definitions.performatives.Flow(
+        performatives.Flow(
             incoming_window=10, next_outgoing_id=0, outgoing_window=10, handle=0, available=3
         ),
     )

@@ -9,6 +9,7 @@ import pytest
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def _ready(**kw: Any) -> tuple[Pair, a.Session, a.Session]:
@@ -110,8 +111,8 @@ def test_a_delivery_under_the_quick_bound_whose_frame_does_not_fit_is_split() ->
     out = p.client.data_to_send()
     frames = _frames(out)
     assert [type(f.body) for f in frames] == [
-        a.definitions.performatives.Transfer,
-        a.definitions.performatives.Transfer,
+        performatives.Transfer,
+        performatives.Transfer,
     ]
     assert [f.body.more for f in frames] == [True, False]
     sizes = _frame_sizes(out)
@@ -153,11 +154,11 @@ def test_dispositions_pending_at_a_close_go_out_before_it() -> None:
     out = p.server.data_to_send()
     bodies = _bodies(out)
     assert [type(b) for b in bodies] == [
-        a.definitions.performatives.Disposition,
-        a.definitions.performatives.Close,
+        performatives.Disposition,
+        performatives.Close,
     ]
     disp = bodies[0]
-    assert isinstance(disp, a.definitions.performatives.Disposition)
+    assert isinstance(disp, performatives.Disposition)
     assert disp.first == sent.id and disp.settled and disp.state == a.Accepted()
     events = p.client.receive_data(out, 0)
     (upd,) = of(events, a.events.DeliveryUpdated)
@@ -174,9 +175,7 @@ def test_a_malformed_frame_after_our_close_ends_the_connection_without_a_second_
     out."""
     p, _cs, _ss = _ready()
     p.client.close()
-    assert [type(b) for b in _bodies(p.client.data_to_send())] == [
-        a.definitions.performatives.Close
-    ]
+    assert [type(b) for b in _bodies(p.client.data_to_send())] == [performatives.Close]
     closing = p.client.state
     assert closing is a.ConnectionState.CLOSE_SENT
     bad = b"\x00\x00\x00\x04\x02\x00\x00\x00"  # a frame size below the header's 8 bytes
@@ -198,19 +197,17 @@ def test_an_end_before_we_answered_the_begin_closes_the_connection() -> None:
     (2.4.3); no begin of ours goes out for that session."""
     p = Pair()
     p.open()
-    begin = a.definitions.performatives.Begin(
-        next_outgoing_id=0, incoming_window=10, outgoing_window=10
-    )
+    begin = performatives.Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10)
     events = _inject(p.server, begin, channel=1)
     (begun,) = of(events, a.events.SessionBegun)
     assert begun.session.state is a.SessionState.BEGIN_RCVD
-    events = _inject(p.server, a.definitions.performatives.End(), channel=1)
+    events = _inject(p.server, performatives.End(), channel=1)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "connection"
     bodies = _bodies(p.server.data_to_send())
-    assert [type(b) for b in bodies] == [a.definitions.performatives.Close]
+    assert [type(b) for b in bodies] == [performatives.Close]
     close = bodies[0]
-    assert isinstance(close, a.definitions.performatives.Close) and close.error is not None
+    assert isinstance(close, performatives.Close) and close.error is not None
     assert close.error.condition == "amqp:illegal-state"
 
 
@@ -224,10 +221,10 @@ def test_a_second_attach_of_an_attached_link_ends_the_session() -> None:
     (2.5.4), and the link is not attached again."""
     p, cs, _ss = _ready()
     _snd, rcv = _links(p, cs)
-    again = a.definitions.performatives.Attach(
+    again = performatives.Attach(
         name="link",
         handle=1,
-        role=a.definitions.performatives.Role.SENDER,
+        role=performatives.Role.SENDER,
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
@@ -236,9 +233,9 @@ def test_a_second_attach_of_an_attached_link_ends_the_session() -> None:
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
     assert not of(events, a.events.LinkAttached)
     bodies = _bodies(p.server.data_to_send())
-    assert [type(b) for b in bodies] == [a.definitions.performatives.End]
+    assert [type(b) for b in bodies] == [performatives.End]
     end = bodies[0]
-    assert isinstance(end, a.definitions.performatives.End) and end.error is not None
+    assert isinstance(end, performatives.End) and end.error is not None
     assert end.error.condition == "amqp:illegal-state"
     assert rcv.session.state is a.SessionState.DISCARDING
 
@@ -250,13 +247,11 @@ def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_ses
     p, cs, ss = _ready()
     _snd, rcv = _links(p, cs)  # the client's handle 0
     rcv.detach()
-    assert [type(b) for b in _bodies(p.server.data_to_send())] == [
-        a.definitions.performatives.Detach
-    ]  # lost
-    again = a.definitions.performatives.Attach(
+    assert [type(b) for b in _bodies(p.server.data_to_send())] == [performatives.Detach]  # lost
+    again = performatives.Attach(
         name="link",
         handle=1,
-        role=a.definitions.performatives.Role.SENDER,
+        role=performatives.Role.SENDER,
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
@@ -264,9 +259,9 @@ def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_ses
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
     bodies = _bodies(p.server.data_to_send())
-    assert [type(b) for b in bodies] == [a.definitions.performatives.End]
+    assert [type(b) for b in bodies] == [performatives.End]
     end = bodies[0]
-    assert isinstance(end, a.definitions.performatives.End) and end.error is not None
+    assert isinstance(end, performatives.End) and end.error is not None
     assert end.error.condition == "amqp:illegal-state"
     assert ss.state is a.SessionState.DISCARDING
 
@@ -317,8 +312,8 @@ def test_a_disposition_range_over_settled_ids_updates_only_the_unsettled_ones() 
     c, _ = p.pump()
     assert [e.delivery for e in of(c, a.events.DeliveryUpdated)] == [sent[1]]
     assert [d.id for d in sent] == [0, 1, 2, 3]
-    disp = a.definitions.performatives.Disposition(
-        role=a.definitions.performatives.Role.RECEIVER,
+    disp = performatives.Disposition(
+        role=performatives.Role.RECEIVER,
         first=0,
         last=2,
         settled=True,

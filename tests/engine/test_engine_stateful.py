@@ -46,6 +46,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 SIDES = ("client", "server")
 
@@ -198,28 +199,26 @@ class Tap:
         kind = type(body).__name__
         if body is None:
             return Arrival("heartbeat")
-        if isinstance(body, a.definitions.performatives.Open | a.definitions.performatives.Close):
-            if isinstance(body, a.definitions.performatives.Close):
+        if isinstance(body, performatives.Open | performatives.Close):
+            if isinstance(body, performatives.Close):
                 self.close_emitted[side] = True
             return Arrival(kind, body)
-        if isinstance(body, a.definitions.performatives.Begin):
+        if isinstance(body, performatives.Begin):
             return self._emitted_begin(side, ch, body)
         uid = self.channel[(side, ch)]
-        if isinstance(body, a.definitions.performatives.Detach) and body.error is not None:
+        if isinstance(body, performatives.Detach) and body.error is not None:
             name = self.handle.get((side, ch, body.handle))
             if name is not None and self.links[name].sender not in (None, side):
                 self.links[name].destroyed = True
-        if isinstance(body, a.definitions.performatives.Attach):
+        if isinstance(body, performatives.Attach):
             return self._emitted_attach(side, ch, uid, body)
-        if isinstance(body, a.definitions.performatives.Flow):
+        if isinstance(body, performatives.Flow):
             return self._emitted_flow(side, ch, uid, body)
-        if isinstance(body, a.definitions.performatives.Transfer):
+        if isinstance(body, performatives.Transfer):
             return self._emitted_transfer(side, ch, uid, body)
         return Arrival(kind, body, uid)
 
-    def _emitted_begin(
-        self, side: str, ch: int, body: a.definitions.performatives.Begin
-    ) -> Arrival:
+    def _emitted_begin(self, side: str, ch: int, body: performatives.Begin) -> Arrival:
         peer = other(side)
         if body.remote_channel is None:
             uid = next(self._uids)
@@ -231,18 +230,16 @@ class Tap:
         self.granted[(uid, side)] = (None, body.incoming_window)
         return Arrival(type(body).__name__, body, uid)
 
-    def _emitted_attach(
-        self, side: str, ch: int, uid: int, body: a.definitions.performatives.Attach
-    ) -> Arrival:
+    def _emitted_attach(self, side: str, ch: int, uid: int, body: performatives.Attach) -> Arrival:
         self.handle[(side, ch, body.handle)] = body.name
         link = self.links.setdefault(body.name, LinkTap())
-        if body.role is a.definitions.performatives.Role.SENDER and link.destroyed:
+        if body.role is performatives.Role.SENDER and link.destroyed:
             # The sender starts the link again: what it sent on the destroyed one and
             # had not arrived before the receiver's detach never will.
             link.destroyed = False
             self.trims.append(body.name)
         # (Re)attaching starts the flow state again: no credit until the next flow.
-        if body.role is a.definitions.performatives.Role.SENDER:
+        if body.role is performatives.Role.SENDER:
             link.sender = side
             link.initial = link.snd_count = link.wire_count = body.initial_delivery_count
             link.known_at_sender = None
@@ -250,9 +247,7 @@ class Tap:
             link.granted = None
         return Arrival(type(body).__name__, body, uid, body.name)
 
-    def _emitted_flow(
-        self, side: str, ch: int, uid: int, body: a.definitions.performatives.Flow
-    ) -> Arrival:
+    def _emitted_flow(self, side: str, ch: int, uid: int, body: performatives.Flow) -> Arrival:
         self.granted[(uid, side)] = (body.next_incoming_id, body.incoming_window)
         name = None
         limit = None
@@ -276,7 +271,7 @@ class Tap:
         return Arrival(type(body).__name__, body, uid, name, limit=limit)
 
     def _emitted_transfer(
-        self, side: str, ch: int, uid: int, body: a.definitions.performatives.Transfer
+        self, side: str, ch: int, uid: int, body: performatives.Transfer
     ) -> Arrival:
         window = self.known.get((uid, side))
         assert window is not None, f"{side} sent a transfer before the peer's begin arrived"
@@ -314,9 +309,7 @@ class Tap:
             self.known[(what.uid, side)] = (None, body.incoming_window)
         elif what.kind == "Attach":
             link = self.links[body.name]
-            if (
-                body.role is a.definitions.performatives.Role.SENDER
-            ):  # (re)attached: counting starts from here
+            if body.role is performatives.Role.SENDER:  # (re)attached: counting starts from here
                 link.rcv_count = body.initial_delivery_count
         elif what.kind == "Flow":
             assert what.uid is not None

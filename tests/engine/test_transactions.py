@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import messaging
 
 T = a.engine.states.TransactionState
 CHUNKS = [None, 1 << 30]  # random chunk sizes, and whole
@@ -502,7 +503,7 @@ def test_retirement_misuse() -> None:
     with pytest.raises(a.LocalProtocolError, match="not an outcome"):
         rcv.update(
             deliveries[0],
-            a.definitions.messaging.Received(section_number=0, section_offset=0),
+            messaging.Received(section_number=0, section_offset=0),
             transaction=txn,
         )
     with pytest.raises(a.LocalProtocolError, match="not a Transaction"):
@@ -568,7 +569,7 @@ def test_acquisition_state_is_the_engines() -> None:
     t.pump()
     snd = t.res.senders["from-outbox"]
     with pytest.raises(a.LocalProtocolError, match="acquires"):
-        snd.send(b"x", state=a.definitions.messaging.Received(section_number=0, section_offset=0))
+        snd.send(b"x", state=messaging.Received(section_number=0, section_offset=0))
     with pytest.raises(a.LocalProtocolError, match="ACTIVE"):
         rcv.flow(1, transaction=a.Transaction(t.ctl, None))
 
@@ -1023,7 +1024,7 @@ def test_a_transfer_with_another_delivery_state_is_not_transactional() -> None:
     snd = t.sender()
     snd.send(
         a.Message(body="r").encode(),
-        state=a.definitions.messaging.Received(section_number=0, section_offset=0),
+        state=messaging.Received(section_number=0, section_offset=0),
     )
     t.pump()
     assert t.res.queues["orders"] == ["r"] and not t.res.refused

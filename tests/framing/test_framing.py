@@ -11,31 +11,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def _frames() -> list[bytes]:
     return [
         a.framing.encode_frame(
-            a.definitions.performatives.Open(container_id="c1", max_frame_size=65536, hostname="h")
+            performatives.Open(container_id="c1", max_frame_size=65536, hostname="h")
         ),
         a.framing.encode_frame(
-            a.definitions.performatives.Begin(
-                next_outgoing_id=0, incoming_window=100, outgoing_window=100
-            ),
+            performatives.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
             channel=3,
         ),
         a.framing.HEARTBEAT,
         a.framing.encode_frame(
-            a.definitions.performatives.Transfer(
-                handle=0, delivery_id=7, delivery_tag=b"t", more=False
-            ),
+            performatives.Transfer(handle=0, delivery_id=7, delivery_tag=b"t", more=False),
             channel=3,
             payload=a.Message(body=b"x" * 300).encode(),
         ),
         a.framing.encode_frame(
-            a.definitions.performatives.Close(
-                error=a.Error(condition="amqp:internal-error", description="bye")
-            )
+            performatives.Close(error=a.Error(condition="amqp:internal-error", description="bye"))
         ),
     ]
 
@@ -104,7 +99,7 @@ def test_frames_parse_in_random_chunks(rnd: random.Random) -> None:
 def test_buffer_stays_bounded_when_fed_byte_by_byte() -> None:
     """Compaction keeps the buffer near one frame: no quadratic growth or copying."""
     frame = a.framing.encode_frame(
-        a.definitions.performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
+        performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
     )
     parser = a.framing.FrameParser()
     largest = 0
@@ -167,7 +162,7 @@ def test_non_amqp_is_refused_before_eight_bytes() -> None:
 
 
 def test_framing_error_offsets_are_stream_offsets() -> None:
-    good = a.framing.encode_frame(a.definitions.performatives.End())
+    good = a.framing.encode_frame(performatives.End())
     data = a.framing.AMQP_HEADER + good * 3 + b"\x00\x00\x00\x08\x01\x00\x00\x00"
     for chunk in (1, 3, 7, len(data)):
         parser = a.framing.FrameParser()
@@ -221,18 +216,16 @@ def test_bad_frame_headers(raw: bytes, match: str) -> None:
 
 
 def test_extended_header_is_skipped() -> None:
-    body = a.encode(a.definitions.performatives.End())
+    body = a.encode(performatives.End())
     raw = (12 + len(body)).to_bytes(4, "big") + b"\x03\x00\x00\x05" + b"EXTN" + body
     parser = a.framing.FrameParser()
     parser.feed(raw)
     frame = parser.next_frame()
-    assert frame == a.framing.Frame(a.framing.FrameType.AMQP, 5, a.definitions.performatives.End())
+    assert frame == a.framing.Frame(a.framing.FrameType.AMQP, 5, performatives.End())
 
 
 def test_sasl_frames() -> None:
-    mechs = a.definitions.performatives.SaslMechanisms(
-        sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]
-    )
+    mechs = performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"])
     raw = a.framing.encode_frame(mechs, frame_type=a.framing.FrameType.SASL)
     parser = a.framing.FrameParser()
     parser.feed(a.framing.SASL_HEADER + raw)
@@ -244,12 +237,8 @@ def test_sasl_frames() -> None:
 
 def test_sasl_body_in_amqp_frame_and_the_reverse_are_decode_errors() -> None:
     wrong = [
-        a.framing.encode_frame(
-            a.definitions.performatives.SaslOutcome(code=a.definitions.performatives.SaslCode.OK)
-        ),
-        a.framing.encode_frame(
-            a.definitions.performatives.End(), frame_type=a.framing.FrameType.SASL
-        ),
+        a.framing.encode_frame(performatives.SaslOutcome(code=performatives.SaslCode.OK)),
+        a.framing.encode_frame(performatives.End(), frame_type=a.framing.FrameType.SASL),
         a.framing.encode_frame(None, payload=a.encode("not a performative")),
     ]
     for raw in wrong:
@@ -261,16 +250,14 @@ def test_sasl_body_in_amqp_frame_and_the_reverse_are_decode_errors() -> None:
 
 def test_payload_only_after_transfer() -> None:
     parser = a.framing.FrameParser()
-    parser.feed(a.framing.encode_frame(a.definitions.performatives.End(), payload=b"junk"))
+    parser.feed(a.framing.encode_frame(performatives.End(), payload=b"junk"))
     with pytest.raises(a.DecodeError, match="trailing"):
         parser.next_frame()
 
 
 def test_malformed_performative_is_a_decode_error() -> None:
     good = a.framing.encode_frame(
-        a.definitions.performatives.Attach(
-            name="l", handle=1, role=a.definitions.performatives.Role.RECEIVER
-        )
+        performatives.Attach(name="l", handle=1, role=performatives.Role.RECEIVER)
     )
     for cut in range(9, len(good)):
         raw = bytearray(good[:cut])
@@ -291,9 +278,9 @@ def test_take_remaining_hands_over_leftover_bytes() -> None:
 
 def test_encode_frame_limits() -> None:
     with pytest.raises(a.EncodeError):
-        a.framing.encode_frame(a.definitions.performatives.End(), max_frame_size=8)
+        a.framing.encode_frame(performatives.End(), max_frame_size=8)
     with pytest.raises(a.EncodeError):
-        a.framing.encode_frame(a.definitions.performatives.End(), channel=70000)
+        a.framing.encode_frame(performatives.End(), channel=70000)
     assert a.framing.encode_frame(None) == a.framing.HEARTBEAT
 
 
@@ -304,7 +291,7 @@ def test_protocol_header_parse_takes_exactly_eight_bytes() -> None:
 
 def test_sasl_frame_with_trailing_bytes_is_a_decode_error() -> None:
     raw = a.framing.encode_frame(
-        a.definitions.performatives.SaslOutcome(code=a.definitions.performatives.SaslCode.AUTH),
+        performatives.SaslOutcome(code=performatives.SaslCode.AUTH),
         frame_type=a.framing.FrameType.SASL,
         payload=b"?",
     )
@@ -317,13 +304,9 @@ def test_sasl_frame_with_trailing_bytes_is_a_decode_error() -> None:
 def test_large_frames_with_long_performatives_and_payloads() -> None:
     """Frames over 4 KiB take another path: the performative is read from a head copy (and
     from the whole body when it is longer than that head), the payload copied on its own."""
-    long_tag = a.definitions.performatives.Transfer(
-        handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True
-    )
+    long_tag = performatives.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
     raw = a.framing.encode_frame(long_tag, payload=b"p" * 5000)
-    long_attach = a.definitions.performatives.Attach(
-        name="n" * 6000, handle=0, role=a.definitions.performatives.Role.SENDER
-    )
+    long_attach = performatives.Attach(name="n" * 6000, handle=0, role=performatives.Role.SENDER)
     raw2 = a.framing.encode_frame(long_attach)
     parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(raw + raw2)
@@ -346,9 +329,7 @@ def test_large_frames_with_long_performatives_and_payloads() -> None:
 def _large_transfer(size: int = 10_000) -> tuple[bytes, bytes]:
     payload = bytes(range(256)) * (size // 256)
     frame = a.framing.encode_frame(
-        a.definitions.performatives.Transfer(
-            handle=0, delivery_id=1, delivery_tag=b"t", more=False
-        ),
+        performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=False),
         payload=payload,
     )
     return frame, payload
@@ -380,19 +361,19 @@ def test_a_large_payload_from_a_bytearray_is_copied_out() -> None:
 def test_a_frame_cut_short_in_bytes_is_completed_from_the_next(cut: int) -> None:
     frame, payload = _large_transfer()
     small = a.framing.encode_frame(
-        a.definitions.performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
+        performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
     )
     parser = a.framing.FrameParser(max_frame_size=65536)
     data = small + frame + small
     parser.feed(data[: len(small) + cut])
-    assert _parse_all(parser)[0].body == a.definitions.performatives.Flow(
+    assert _parse_all(parser)[0].body == performatives.Flow(
         incoming_window=1, next_outgoing_id=2, outgoing_window=3
     )
     parser.feed(data[len(small) + cut :])
     got = _parse_all(parser)
     assert [type(f.body) for f in got] == [
-        a.definitions.performatives.Transfer,
-        a.definitions.performatives.Flow,
+        performatives.Transfer,
+        performatives.Flow,
     ]
     assert type(got[0].payload) is bytes and got[0].payload == payload
     # Once all is parsed, bytes are read in place again.
@@ -485,7 +466,7 @@ def test_large_and_small_frames_in_any_cuts_parse_the_same(
     cuts: list[int], rnd: random.Random
 ) -> None:
     frames = [_large_transfer(rnd.choice([300, 5000, 20_000]))[0] for _ in range(6)]
-    frames.insert(rnd.randrange(7), a.framing.encode_frame(a.definitions.performatives.End()))
+    frames.insert(rnd.randrange(7), a.framing.encode_frame(performatives.End()))
     data = b"".join(frames)
     whole = a.framing.FrameParser(max_frame_size=65536)
     whole.feed(data)
@@ -640,7 +621,7 @@ def _fed(data: bytes) -> a.framing.FrameParser:
 
 def test_a_transfer_cut_at_every_offset_arrives_whole() -> None:
     frame, payload = _large_transfer(5120)
-    other = a.framing.encode_frame(a.definitions.performatives.End())
+    other = a.framing.encode_frame(performatives.End())
     stream = frame + other
     for cut in range(1, len(frame)):
         parser = a.framing.FrameParser(max_frame_size=65536)
@@ -655,20 +636,14 @@ def test_a_transfer_cut_at_every_offset_arrives_whole() -> None:
 def test_cut_frames_that_are_not_transfers_are_completed_by_copying() -> None:
     """Only a transfer's payload is gathered: another large frame cut short is completed in
     our buffer, and a bad or long performative is decoded (or reported) there."""
-    long_attach = a.definitions.performatives.Attach(
-        name="n" * 6000, handle=0, role=a.definitions.performatives.Role.SENDER
-    )
-    long_tag = a.definitions.performatives.Transfer(
-        handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True
-    )
+    long_attach = performatives.Attach(name="n" * 6000, handle=0, role=performatives.Role.SENDER)
+    long_tag = performatives.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
     longer_tag = attrs.evolve(long_tag, delivery_tag=b"t" * 1000)
     cases: list[tuple[bytes, int]] = [
         (a.framing.encode_frame(long_attach), 100),
         (
             a.framing.encode_frame(
-                a.definitions.performatives.SaslInit(
-                    mechanism="PLAIN", initial_response=b"x" * 6000
-                ),
+                performatives.SaslInit(mechanism="PLAIN", initial_response=b"x" * 6000),
                 frame_type=a.framing.FrameType.SASL,
             ),
             100,
@@ -685,9 +660,7 @@ def test_cut_frames_that_are_not_transfers_are_completed_by_copying() -> None:
         parser.feed(raw[cut:])
         assert parser.next_frame() == whole
     bad = a.framing.encode_frame(None, payload=b"\x00\x53\x14\xd0" + b"\xff" * 9000)
-    flow = a.definitions.performatives.Flow(
-        incoming_window=1, next_outgoing_id=2, outgoing_window=3
-    )
+    flow = performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
     trailing = a.framing.encode_frame(flow, payload=b"x" * 9000)
     for raw, match in ((bad, "."), (trailing, "trailing")):
         parser = a.framing.FrameParser(max_frame_size=65536)

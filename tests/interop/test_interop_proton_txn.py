@@ -17,6 +17,7 @@ import pytest
 from support.proton_peer import Interop, OurApp, ProtonPeer, Spec, interop_pairs
 
 import amqp_sansio as a
+from amqp_sansio.engine import states
 
 proton = pytest.importorskip("proton")
 from proton.handlers import TransactionHandler  # noqa: E402
@@ -129,7 +130,7 @@ def _start(interop: Callable[..., Interop]) -> tuple[Interop, ProtonController, 
     pair.start()
     peer.call(peer.declare)
     pair.wait(lambda: peer.declared == 1)
-    assert len(app.records) == 1 and app.records[0].state is a.engine.states.TransactionState.ACTIVE
+    assert len(app.records) == 1 and app.records[0].state is states.TransactionState.ACTIVE
     coord = app.records[0].link
     assert coord.remote is not None and isinstance(
         coord.remote.target, a.definitions.transactions.Coordinator
@@ -150,8 +151,7 @@ def test_proton_declares_posts_ten_and_commits(interop: Callable[..., Interop]) 
     assert [m.body.value for m in app.received["visible"]] == bodies  # type: ignore[union-attr]
     assert app.received["txn-orders"] == []  # nothing was visible outside the transaction
     assert (
-        app.discharges == [(record.id, False)]
-        and record.state is a.engine.states.TransactionState.COMMITTED
+        app.discharges == [(record.id, False)] and record.state is states.TransactionState.COMMITTED
     )
     assert len(record.posted) == COUNT
     assert all(
@@ -171,9 +171,7 @@ def test_proton_declares_posts_and_rolls_back(interop: Callable[..., Interop]) -
     assert peer.outcome == "aborted"
     assert app.received["visible"] == [] and app.received["txn-orders"] == []
     assert app.discharges == [(record.id, True)]
-    assert (
-        record.state is a.engine.states.TransactionState.ROLLED_BACK and len(record.posted) == COUNT
-    )
+    assert record.state is states.TransactionState.ROLLED_BACK and len(record.posted) == COUNT
     assert peer.errors == [] and app.errors == []
 
 
@@ -191,6 +189,6 @@ def test_proton_runs_two_transactions_one_after_the_other(
     assert [m.body.value for m in app.received["visible"]] == ["c", "d"]  # type: ignore[union-attr]
     first, second = app.records
     assert first.id != second.id
-    assert first.state is a.engine.states.TransactionState.ROLLED_BACK
-    assert second.state is a.engine.states.TransactionState.COMMITTED
+    assert first.state is states.TransactionState.ROLLED_BACK
+    assert second.state is states.TransactionState.COMMITTED
     assert peer.errors == [] and app.errors == []

@@ -38,6 +38,7 @@ from amqp_sansio.adapters.sockets import SocketDriver
 
 import amqp_sansio as a
 from amqp_sansio import sasl
+from amqp_sansio.definitions import performatives
 
 ENV = "AMQP_SANSIO_RABBITMQ_URL"
 COUNT = 10_000
@@ -223,7 +224,7 @@ def test_broker_offers_these_mechanisms(broker: Broker) -> None:
             header = header or parser.next_protocol_header()
             frame = parser.next_frame() if header else None
     assert header == a.framing.ProtocolHeader(protocol_id=a.framing.ProtocolId.SASL)
-    assert frame is not None and isinstance(frame.body, a.definitions.performatives.SaslMechanisms)
+    assert frame is not None and isinstance(frame.body, performatives.SaslMechanisms)
     offered = [str(m) for m in frame.body.sasl_server_mechanisms]
     assert len(offered) == len(set(offered))
     assert set(offered) == RABBITMQ_310_MECHANISMS
@@ -265,7 +266,7 @@ def test_wrong_password_is_refused_cleanly(connect: Callable[..., Client]) -> No
     client = connect(credentials=a.sasl.ClientCredentials(username="guest", password="not-guest"))
     client.wait(lambda: client.conn.state is a.ConnectionState.END)
     (failed,) = client.of_type(a.events.AuthenticationFailed)
-    assert failed.code is a.definitions.performatives.SaslCode.AUTH
+    assert failed.code is performatives.SaslCode.AUTH
     assert isinstance(failed.error, sasl.SASLAuthenticationError)
     assert "not-guest" not in failed.description
     assert [type(e) for e in client.driver.events] == [
@@ -276,9 +277,7 @@ def test_wrong_password_is_refused_cleanly(connect: Callable[..., Client]) -> No
     assert client.conn.data_to_send() == b""
     sent = wire_frames(client.sock.sent)
     assert sent[0] == a.framing.ProtocolHeader(protocol_id=a.framing.ProtocolId.SASL)
-    assert [type(b) for b in sent[1:]] == [
-        a.definitions.performatives.SaslInit
-    ]  # no AMQP header, no open
+    assert [type(b) for b in sent[1:]] == [performatives.SaslInit]  # no AMQP header, no open
     assert sent[1].mechanism == "PLAIN"
     with pytest.raises(a.LocalProtocolError):
         client.conn.begin()

@@ -9,6 +9,7 @@ from support.engine_pair import Pair, of
 
 import amqp_sansio as a
 from amqp_sansio import sasl
+from amqp_sansio.definitions import performatives
 
 PASSWORD = "pencil-s3cret"
 
@@ -160,10 +161,7 @@ def test_a_wrong_password_is_refused_cleanly(mechanism: str) -> None:
     c, s = p.pump()
     (cf,) = of(c, a.events.AuthenticationFailed)
     (sf,) = of(s, a.events.AuthenticationFailed)
-    assert (
-        cf.code is a.definitions.performatives.SaslCode.AUTH
-        and sf.code is a.definitions.performatives.SaslCode.AUTH
-    )
+    assert cf.code is performatives.SaslCode.AUTH and sf.code is performatives.SaslCode.AUTH
     assert isinstance(cf.error, sasl.SASLAuthenticationError)
     assert of(c, a.events.ConnectionEnded) and of(s, a.events.ConnectionEnded)
     assert not of(s, a.events.ConnectionOpened)  # the open the client held back never went
@@ -250,9 +248,7 @@ def _client() -> a.Connection:
 
 def _mechanisms(*names: str) -> bytes:
     return _sasl_frame(
-        a.definitions.performatives.SaslMechanisms(
-            sasl_server_mechanisms=[a.Symbol(n) for n in names]
-        )
+        performatives.SaslMechanisms(sasl_server_mechanisms=[a.Symbol(n) for n in names])
     )
 
 
@@ -260,9 +256,9 @@ def test_leftover_bytes_after_the_outcome_are_not_lost() -> None:
     """A client that pipelines its AMQP header and open right behind sasl-init: one chunk."""
     server = _server()
     init = _sasl_frame(
-        a.definitions.performatives.SaslInit(mechanism=a.Symbol("ANONYMOUS"), initial_response=b"")
+        performatives.SaslInit(mechanism=a.Symbol("ANONYMOUS"), initial_response=b"")
     )
-    opening = a.framing.encode_frame(a.definitions.performatives.Open(container_id="c"))
+    opening = a.framing.encode_frame(performatives.Open(container_id="c"))
     events = server.receive_data(
         a.framing.SASL_HEADER + init + a.framing.AMQP_HEADER + opening, 0.0
     )
@@ -275,22 +271,18 @@ def test_leftover_bytes_after_the_outcome_are_not_lost() -> None:
     "rogue",
     [
         pytest.param(
-            a.framing.encode_frame(a.definitions.performatives.Open(container_id="x")),
+            a.framing.encode_frame(performatives.Open(container_id="x")),
             id="amqp-frame-before-outcome",
         ),
         pytest.param(
             a.framing.encode_frame(None, frame_type=a.framing.FrameType.SASL), id="empty-sasl-frame"
         ),
         pytest.param(
-            _sasl_frame(
-                a.definitions.performatives.SaslOutcome(
-                    code=a.definitions.performatives.SaslCode.OK
-                )
-            ),
+            _sasl_frame(performatives.SaslOutcome(code=performatives.SaslCode.OK)),
             id="outcome-before-mechanisms",
         ),
         pytest.param(
-            _sasl_frame(a.definitions.performatives.SaslInit(mechanism=a.Symbol("PLAIN"))),
+            _sasl_frame(performatives.SaslInit(mechanism=a.Symbol("PLAIN"))),
             id="init-sent-to-a-client",
         ),
         pytest.param(b"\x00\x00\x00\x0c\x02\x01\x00\x00\x00S\x99\x00", id="malformed-body"),
@@ -312,7 +304,7 @@ def test_a_challenge_the_mechanism_cannot_answer_ends_the_client() -> None:
     client.receive_data(a.framing.SASL_HEADER + _mechanisms("SCRAM-SHA-256"), 0.0)
     assert client.data_to_send().startswith(b"\x00")  # sasl-init went
     events = client.receive_data(
-        _sasl_frame(a.definitions.performatives.SaslChallenge(challenge=b"r=bogus")), 0.0
+        _sasl_frame(performatives.SaslChallenge(challenge=b"r=bogus")), 0.0
     )
     (failed,) = of(events, a.events.AuthenticationFailed)
     assert isinstance(failed.error, sasl.SASLProtocolError)
@@ -331,15 +323,11 @@ def test_a_server_whose_signature_is_wrong_is_not_trusted() -> None:
     first = init.body.initial_response.decode()
     nonce = first.split("r=")[1]
     challenge = f"r={nonce}SERVER,s=c2FsdA==,i=4096".encode()
-    client.receive_data(
-        _sasl_frame(a.definitions.performatives.SaslChallenge(challenge=challenge)), 0.0
-    )
+    client.receive_data(_sasl_frame(performatives.SaslChallenge(challenge=challenge)), 0.0)
     client.data_to_send()
     events = client.receive_data(
         _sasl_frame(
-            a.definitions.performatives.SaslOutcome(
-                code=a.definitions.performatives.SaslCode.OK, additional_data=b"v=AAAA"
-            )
+            performatives.SaslOutcome(code=performatives.SaslCode.OK, additional_data=b"v=AAAA")
         ),
         0.0,
     )
@@ -352,12 +340,12 @@ def test_a_server_whose_signature_is_wrong_is_not_trusted() -> None:
     "rogue",
     [
         pytest.param(
-            _sasl_frame(a.definitions.performatives.SaslResponse(response=b"x")),
+            _sasl_frame(performatives.SaslResponse(response=b"x")),
             id="response-before-init",
         ),
         pytest.param(_mechanisms("PLAIN"), id="mechanisms-sent-to-a-server"),
         pytest.param(
-            a.framing.encode_frame(a.definitions.performatives.Open(container_id="x")),
+            a.framing.encode_frame(performatives.Open(container_id="x")),
             id="amqp-frame-before-outcome",
         ),
     ],
@@ -369,23 +357,21 @@ def test_a_server_fails_a_broken_exchange_with_an_outcome(rogue: bytes) -> None:
     parser = a.framing.FrameParser()
     parser.feed(server.data_to_send())
     assert parser.next_protocol_header() == a.framing.ProtocolHeader(a.framing.ProtocolId.SASL)
-    assert isinstance(parser.next_frame().body, a.definitions.performatives.SaslMechanisms)  # type: ignore[union-attr]
+    assert isinstance(parser.next_frame().body, performatives.SaslMechanisms)  # type: ignore[union-attr]
     outcome = parser.next_frame()
-    assert outcome is not None and outcome.body.code is not a.definitions.performatives.SaslCode.OK
+    assert outcome is not None and outcome.body.code is not performatives.SaslCode.OK
     assert parser.next_frame() is None
 
 
 def test_a_mechanism_not_offered_is_refused() -> None:
     server = _server(mechanisms=["ANONYMOUS"])
     init = _sasl_frame(
-        a.definitions.performatives.SaslInit(
-            mechanism=a.Symbol("PLAIN"), initial_response=b"\0a\0b"
-        )
+        performatives.SaslInit(mechanism=a.Symbol("PLAIN"), initial_response=b"\0a\0b")
     )
     events = server.receive_data(a.framing.SASL_HEADER + init, 0.0)
     (failed,) = of(events, a.events.AuthenticationFailed)
     assert isinstance(failed.error, sasl.SASLMechanismNotSupportedError)
-    assert failed.code is a.definitions.performatives.SaslCode.AUTH
+    assert failed.code is performatives.SaslCode.AUTH
 
 
 def test_a_server_that_requires_sasl_answers_plain_amqp_with_its_sasl_header() -> None:
@@ -440,7 +426,7 @@ def test_credentials_never_show() -> None:
 def test_an_oversized_challenge_is_refused_before_it_is_buffered() -> None:
     """SASL frames have their own bound (``sasl_max_frame_size``; the spec says 512)."""
     client = _client()
-    huge = _sasl_frame(a.definitions.performatives.SaslChallenge(challenge=b"x" * 20_000))
+    huge = _sasl_frame(performatives.SaslChallenge(challenge=b"x" * 20_000))
     events = client.receive_data(a.framing.SASL_HEADER + _mechanisms("ANONYMOUS") + huge[:64], 0.0)
     assert client.data_to_send()  # sasl-init went
     (failed,) = of(events, a.events.AuthenticationFailed)
@@ -454,13 +440,11 @@ def test_the_sasl_frame_bound_is_configurable_and_lifted_after_the_exchange() ->
     client = a.Connection(client=True, sasl=a.sasl.ClientCredentials(), sasl_max_frame_size=600)
     client.open(now=0.0)
     client.data_to_send()
-    ok = _sasl_frame(
-        a.definitions.performatives.SaslOutcome(code=a.definitions.performatives.SaslCode.OK)
-    )
+    ok = _sasl_frame(performatives.SaslOutcome(code=performatives.SaslCode.OK))
     events = client.receive_data(a.framing.SASL_HEADER + _mechanisms("ANONYMOUS") + ok, 0.0)
     assert of(events, a.events.Authenticated)
     big_open = a.framing.encode_frame(
-        a.definitions.performatives.Open(container_id="s" * 1000)
+        performatives.Open(container_id="s" * 1000)
     )  # over 600, under 65536
     events = client.receive_data(a.framing.AMQP_HEADER + big_open, 0.0)
     assert of(events, a.events.ConnectionOpened)
@@ -473,19 +457,14 @@ def test_a_transport_closed_mid_exchange_is_a_failure(cut: int) -> None:
     events = client.receive_data(stream[:cut], 0.0)
     events += client.receive_data(b"", 0.0)
     assert [type(e) for e in events] == [a.events.AuthenticationFailed, a.events.ConnectionEnded]
-    assert (
-        of(events, a.events.AuthenticationFailed)[0].code
-        is a.definitions.performatives.SaslCode.SYS
-    )
+    assert of(events, a.events.AuthenticationFailed)[0].code is performatives.SaslCode.SYS
     assert client.data_to_send() == b""
 
 
 def test_a_sasl_frame_after_the_outcome_is_not_amqp() -> None:
     """After the outcome the AMQP header must come: another SASL frame is refused."""
     client = _client()
-    ok = _sasl_frame(
-        a.definitions.performatives.SaslOutcome(code=a.definitions.performatives.SaslCode.OK)
-    )
+    ok = _sasl_frame(performatives.SaslOutcome(code=performatives.SaslCode.OK))
     client.receive_data(a.framing.SASL_HEADER + _mechanisms("ANONYMOUS") + ok, 0.0)
     sent = client.data_to_send()
     assert a.framing.AMQP_HEADER in sent  # the held-back header and open went
@@ -516,8 +495,7 @@ def test_no_downgrade_from_a_required_mechanism() -> None:
 def test_an_amqp_header_where_sasl_is_required_sends_only_our_sasl_header() -> None:
     server = a.Connection(client=False, sasl=a.sasl.ServerAuthenticator(Store()))
     events = server.receive_data(
-        a.framing.AMQP_HEADER
-        + a.framing.encode_frame(a.definitions.performatives.Open(container_id="x")),
+        a.framing.AMQP_HEADER + a.framing.encode_frame(performatives.Open(container_id="x")),
         0.0,
     )
     assert [type(e) for e in events] == [a.events.PeerWithoutSASL, a.events.ConnectionEnded]

@@ -19,6 +19,7 @@ import attrs
 from hypothesis import strategies as st
 
 import amqp_sansio as a
+from amqp_sansio.definitions import messaging, performatives
 
 T = a.codec.AMQPType
 Strategy = st.SearchStrategy
@@ -384,9 +385,7 @@ def make_composites(
     errors = st.builds(
         a.Error, condition=nonempty_symbols, description=opt(_short_text), info=opt(fields_maps)
     )
-    received = st.builds(
-        a.definitions.messaging.Received, section_number=uint_, section_offset=ulong_
-    )
+    received = st.builds(messaging.Received, section_number=uint_, section_offset=ulong_)
     accepted = st.builds(a.Accepted)
     rejected = st.builds(a.Rejected, error=opt(errors))
     released = st.builds(a.Released)
@@ -407,8 +406,8 @@ def make_composites(
 
     terminus_common: dict[str, Strategy[Any]] = dict(
         address=opt(_short_text),
-        durable=st.sampled_from(a.definitions.messaging.TerminusDurability),
-        expiry_policy=st.sampled_from(a.definitions.messaging.TerminusExpiryPolicy),
+        durable=st.sampled_from(messaging.TerminusDurability),
+        expiry_policy=st.sampled_from(messaging.TerminusExpiryPolicy),
         timeout=uint_,
         dynamic=booleans,
         dynamic_node_properties=opt(fields_maps),
@@ -446,8 +445,8 @@ def make_composites(
     )
 
     composites: dict[type, Strategy[Any]] = {
-        a.definitions.performatives.Open: st.builds(
-            a.definitions.performatives.Open,
+        performatives.Open: st.builds(
+            performatives.Open,
             container_id=_short_text,
             hostname=opt(_short_text),
             max_frame_size=uint_,
@@ -457,8 +456,8 @@ def make_composites(
             incoming_locales=opt(_symbol_tuples),
             **_caps,
         ),
-        a.definitions.performatives.Begin: st.builds(
-            a.definitions.performatives.Begin,
+        performatives.Begin: st.builds(
+            performatives.Begin,
             remote_channel=opt(ushort_),
             next_outgoing_id=uint_,
             incoming_window=uint_,
@@ -466,11 +465,11 @@ def make_composites(
             handle_max=uint_,
             **_caps,
         ),
-        a.definitions.performatives.Attach: st.builds(
-            a.definitions.performatives.Attach,
+        performatives.Attach: st.builds(
+            performatives.Attach,
             name=_short_text,
             handle=uint_,
-            role=st.sampled_from(a.definitions.performatives.Role),
+            role=st.sampled_from(performatives.Role),
             snd_settle_mode=st.sampled_from(a.SenderSettleMode),
             rcv_settle_mode=st.sampled_from(a.ReceiverSettleMode),
             source=opt(st.one_of(sources, extension)),
@@ -481,8 +480,8 @@ def make_composites(
             max_message_size=opt(ulong_),
             **_caps,
         ),
-        a.definitions.performatives.Flow: st.builds(
-            a.definitions.performatives.Flow,
+        performatives.Flow: st.builds(
+            performatives.Flow,
             next_incoming_id=opt(uint_),
             incoming_window=uint_,
             next_outgoing_id=uint_,
@@ -495,8 +494,8 @@ def make_composites(
             echo=booleans,
             properties=opt(fields_maps),
         ),
-        a.definitions.performatives.Transfer: st.builds(
-            a.definitions.performatives.Transfer,
+        performatives.Transfer: st.builds(
+            performatives.Transfer,
             handle=uint_,
             delivery_id=opt(uint_),
             delivery_tag=opt(st.binary(max_size=32)),
@@ -509,45 +508,41 @@ def make_composites(
             aborted=booleans,
             batchable=booleans,
         ),
-        a.definitions.performatives.Disposition: st.builds(
-            a.definitions.performatives.Disposition,
-            role=st.sampled_from(a.definitions.performatives.Role),
+        performatives.Disposition: st.builds(
+            performatives.Disposition,
+            role=st.sampled_from(performatives.Role),
             first=uint_,
             last=opt(uint_),
             settled=booleans,
             state=opt(delivery_states),
             batchable=booleans,
         ),
-        a.definitions.performatives.Detach: st.builds(
-            a.definitions.performatives.Detach, handle=uint_, closed=booleans, error=opt(errors)
+        performatives.Detach: st.builds(
+            performatives.Detach, handle=uint_, closed=booleans, error=opt(errors)
         ),
-        a.definitions.performatives.End: st.builds(
-            a.definitions.performatives.End, error=opt(errors)
-        ),
-        a.definitions.performatives.Close: st.builds(
-            a.definitions.performatives.Close, error=opt(errors)
-        ),
+        performatives.End: st.builds(performatives.End, error=opt(errors)),
+        performatives.Close: st.builds(performatives.Close, error=opt(errors)),
         a.Error: errors,
-        a.definitions.performatives.SaslMechanisms: st.builds(
-            a.definitions.performatives.SaslMechanisms,
+        performatives.SaslMechanisms: st.builds(
+            performatives.SaslMechanisms,
             # mandatory and multiple: at least one value (core spec 1.4)
             sasl_server_mechanisms=st.lists(symbols, min_size=1, max_size=3).map(tuple),
         ),
-        a.definitions.performatives.SaslInit: st.builds(
-            a.definitions.performatives.SaslInit,
+        performatives.SaslInit: st.builds(
+            performatives.SaslInit,
             mechanism=nonempty_symbols,
             initial_response=opt(st.binary(max_size=40)),
             hostname=opt(_short_text),
         ),
-        a.definitions.performatives.SaslChallenge: st.builds(
-            a.definitions.performatives.SaslChallenge, challenge=st.binary(max_size=40)
+        performatives.SaslChallenge: st.builds(
+            performatives.SaslChallenge, challenge=st.binary(max_size=40)
         ),
-        a.definitions.performatives.SaslResponse: st.builds(
-            a.definitions.performatives.SaslResponse, response=st.binary(max_size=40)
+        performatives.SaslResponse: st.builds(
+            performatives.SaslResponse, response=st.binary(max_size=40)
         ),
-        a.definitions.performatives.SaslOutcome: st.builds(
-            a.definitions.performatives.SaslOutcome,
-            code=st.sampled_from(a.definitions.performatives.SaslCode),
+        performatives.SaslOutcome: st.builds(
+            performatives.SaslOutcome,
+            code=st.sampled_from(performatives.SaslCode),
             additional_data=opt(st.binary(max_size=40)),
         ),
         a.Header: st.builds(
@@ -574,21 +569,17 @@ def make_composites(
             group_sequence=opt(uint_),
             reply_to_group_id=opt(_short_text),
         ),
-        a.definitions.messaging.Received: received,
+        messaging.Received: received,
         a.Accepted: accepted,
         a.Rejected: rejected,
         a.Released: released,
         a.Modified: modified,
         a.Source: sources,
         a.Target: targets,
-        a.definitions.messaging.DeleteOnClose: st.builds(a.definitions.messaging.DeleteOnClose),
-        a.definitions.messaging.DeleteOnNoLinks: st.builds(a.definitions.messaging.DeleteOnNoLinks),
-        a.definitions.messaging.DeleteOnNoMessages: st.builds(
-            a.definitions.messaging.DeleteOnNoMessages
-        ),
-        a.definitions.messaging.DeleteOnNoLinksOrMessages: st.builds(
-            a.definitions.messaging.DeleteOnNoLinksOrMessages
-        ),
+        messaging.DeleteOnClose: st.builds(messaging.DeleteOnClose),
+        messaging.DeleteOnNoLinks: st.builds(messaging.DeleteOnNoLinks),
+        messaging.DeleteOnNoMessages: st.builds(messaging.DeleteOnNoMessages),
+        messaging.DeleteOnNoLinksOrMessages: st.builds(messaging.DeleteOnNoLinksOrMessages),
         a.definitions.transactions.Coordinator: coordinators,
         a.definitions.transactions.Declare: st.builds(
             a.definitions.transactions.Declare, global_id=opt(field_values)
@@ -604,18 +595,16 @@ def make_composites(
         a.Data: st.builds(a.Data, binaries),
         a.AmqpValue: st.builds(a.AmqpValue, field_values),
         a.AmqpSequence: st.builds(a.AmqpSequence, st.lists(field_values, max_size=4)),
-        a.definitions.messaging.ApplicationProperties: st.builds(
-            a.definitions.messaging.ApplicationProperties, opt(application_properties_maps)
+        messaging.ApplicationProperties: st.builds(
+            messaging.ApplicationProperties, opt(application_properties_maps)
         ),
-        a.definitions.messaging.DeliveryAnnotations: st.builds(
-            a.definitions.messaging.DeliveryAnnotations, opt(annotations_maps)
+        messaging.DeliveryAnnotations: st.builds(
+            messaging.DeliveryAnnotations, opt(annotations_maps)
         ),
-        a.definitions.messaging.MessageAnnotations: st.builds(
-            a.definitions.messaging.MessageAnnotations, opt(annotations_maps)
+        messaging.MessageAnnotations: st.builds(
+            messaging.MessageAnnotations, opt(annotations_maps)
         ),
-        a.definitions.messaging.Footer: st.builds(
-            a.definitions.messaging.Footer, opt(annotations_maps)
-        ),
+        messaging.Footer: st.builds(messaging.Footer, opt(annotations_maps)),
     }
     return composites, sections
 
