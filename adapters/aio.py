@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Generator
 from types import TracebackType
 from typing import Any
 
-from amqp_sansio import ServerAuthenticator, client
+from amqp_sansio import client
 from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
@@ -41,6 +41,7 @@ from amqp_sansio.client import (
     ServerLink,
     TransactionError,
 )
+from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
 from ._async import Receiver, Sender, Tracker, Transaction

@@ -45,7 +45,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import amqp_sansio
-from amqp_sansio import ConnectionEnded, Error, Event, ServerAuthenticator, client
+from amqp_sansio import Error, Event, client
 from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
@@ -61,6 +61,8 @@ from amqp_sansio.client import (
     ServerLink,
     TransactionError,
 )
+from amqp_sansio.events import ConnectionEnded
+from amqp_sansio.sasl import ServerAuthenticator
 
 __all__ = [
     "AuthenticationError",
@@ -99,7 +101,7 @@ class ByteStream(Protocol):
     :class:`~amqp_sansio.Connection` and :class:`~amqp_sansio.TLSLayer` both offer.
     ``receive_data(b"", now)`` means the transport closed. An object that also has a
     ``close()`` (a security layer) has it called once the connection inside reports
-    :class:`~amqp_sansio.ConnectionEnded`."""
+    :class:`~amqp_sansio.events.ConnectionEnded`."""
 
     def receive_data(self, data: bytes, now: float) -> list[Event]: ...
 
@@ -115,7 +117,7 @@ class SocketDriver:
 
     ``connection`` is a :class:`~amqp_sansio.Connection`, or a layer around one such as
     :class:`~amqp_sansio.TLSLayer` (anything with the :class:`ByteStream` interface). When
-    the connection inside a layer ends (:class:`~amqp_sansio.ConnectionEnded` passes
+    the connection inside a layer ends (:class:`~amqp_sansio.events.ConnectionEnded` passes
     through), the driver calls the layer's ``close()``: its closing bytes (TLS
     close_notify) go out after the connection's last ones.
 
@@ -144,7 +146,7 @@ class SocketDriver:
         #: What ended the transport, if it failed rather than closed.
         self.error: OSError | None = None
         self.closed = False
-        #: The driven connection has reported :class:`~amqp_sansio.ConnectionEnded`.
+        #: The driven connection has reported :class:`~amqp_sansio.events.ConnectionEnded`.
         self.ended = False
         self._clock = clock
         self._read_size = read_size
@@ -866,7 +868,7 @@ def listen(
     identity, TLS certificate), and may refuse it. ``ssl_context``: TLS from the first byte
     (amqps). ``sasl`` (see :doc:`defaults`): by default anonymous access, through SASL
     ANONYMOUS or without SASL (the bare AMQP header), so that every client's default works;
-    a :class:`~amqp_sansio.ServerAuthenticator` without ``allow_anonymous`` requires
+    a :class:`~amqp_sansio.sasl.ServerAuthenticator` without ``allow_anonymous`` requires
     authentication (a client without SASL is refused, and logged); False: no SASL layer."""
     sock = socket.create_server((host, port), backlog=backlog)
     sock.setblocking(False)

@@ -42,7 +42,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 
-from amqp_sansio import ServerAuthenticator, client
+from amqp_sansio import client
 from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
@@ -58,6 +58,7 @@ from amqp_sansio.client import (
     ServerLink,
     TransactionError,
 )
+from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
 from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction

@@ -82,7 +82,7 @@ class Authenticated(Event):
     ``identity`` is who the server authenticated: on a server, the identity the mechanism
     established (for access control); on a client, the username it gave, or None.
 
-    On a server whose :class:`~amqp_sansio.ServerAuthenticator` allows anonymous access, a
+    On a server whose :class:`~amqp_sansio.sasl.ServerAuthenticator` allows anonymous access, a
     client that sent the bare AMQP header (no SASL layer, core spec 5.1) is reported so too,
     with ``mechanism`` None and the authenticator's anonymous identity: it gets what an
     ANONYMOUS client gets."""
@@ -96,7 +96,7 @@ class AuthenticationFailed(Event):
     """The SASL exchange failed (core spec 5.3): the server refused (``code``), the peer broke
     the exchange, no mechanism fits, or the server could not prove itself (SCRAM). The
     connection has ended; a server has sent its failed outcome, and nothing else follows.
-    ``error`` is the typed exception (a :class:`~amqp_sansio.SASLError` for SASL's own
+    ``error`` is the typed exception (a :class:`~amqp_sansio.sasl.SASLError` for SASL's own
     failures); its description never contains a credential."""
 
     code: SaslCode

@@ -96,7 +96,7 @@ class ProtocolHeader:
     @classmethod
     def parse(cls, data: bytes | bytearray | memoryview) -> ProtocolHeader:
         """Read 8 header bytes. Anything but AMQP 1.0.0 with id 0, 2 or 3 raises
-        :class:`~amqp_sansio.UnsupportedProtocolError` naming what the peer tried."""
+        :class:`~amqp_sansio.errors.UnsupportedProtocolError` naming what the peer tried."""
         raw = bytes(data)
         if len(raw) != 8:
             raise ValueError("a protocol header is exactly 8 bytes")
@@ -336,7 +336,7 @@ class FrameParser:
 
     def next_protocol_header(self) -> ProtocolHeader | None:
         """The next 8 bytes as a protocol header, or None if fewer are buffered. Raises
-        :class:`~amqp_sansio.UnsupportedProtocolError` for any other protocol or version (as
+        :class:`~amqp_sansio.errors.UnsupportedProtocolError` for any other protocol or version (as
         soon as the bytes seen already rule out AMQP 1.0)."""
         if self._rest is not None and len(self._buf) - self._pos < 8:
             self._absorb_rest()  # a header cut short (rare): no need to spare a copy
@@ -385,7 +385,7 @@ class FrameParser:
     def next_frame(self) -> Frame | None:
         """The next whole frame, or None if it is not all here yet.
 
-        Raises :class:`~amqp_sansio.FramingError` for a size below 8 or above
+        Raises :class:`~amqp_sansio.errors.FramingError` for a size below 8 or above
         :attr:`max_frame_size`, a data offset below 2 or beyond the frame, or an unknown frame
         type; :class:`~amqp_sansio.DecodeError` for a body that is not a performative (or
         SASL body) of the frame's type.

@@ -8,6 +8,8 @@ examples run with ``sphinx-build -W -b doctest docs docs/_build/doctest``.
 from __future__ import annotations
 
 import doctest
+import importlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,19 @@ napoleon_numpy_docstring = False
 doctest_global_setup = """
 import amqp_sansio
 from amqp_sansio import *
+from amqp_sansio import codec, errors, events, framing, sasl
 """
+
+#: The public modules: those with a section in api.rst (tests/project/test_public_api.py).
+PUBLIC_MODULES = tuple(
+    dict.fromkeys(
+        re.findall(
+            r"^\.\. (?:module|currentmodule|automodule):: (\S+)",
+            (Path(__file__).parent / "api.rst").read_text(),
+            re.M,
+        )
+    )
+)
 doctest_default_flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 doctest_test_doctest_blocks = "default"
 
@@ -63,7 +77,7 @@ doctest_test_doctest_blocks = "default"
 def _public_bases(app: Any, name: str, obj: Any, options: Any, bases: list[Any]) -> None:
     """Show a class's public bases: a private helper base (the bounded-int base, the composite
     base) is replaced by its own bases, up to ones that are public."""
-    public = set(amqp_sansio.__all__)
+    public = {name for module in PUBLIC_MODULES for name in importlib.import_module(module).__all__}
 
     def expand(base: Any) -> list[Any]:
         module = getattr(base, "__module__", "")
@@ -75,5 +89,22 @@ def _public_bases(app: Any, name: str, obj: Any, options: Any, bases: list[Any])
     bases[:] = list(dict.fromkeys(expanded)) or [object]
 
 
+def _top_level_names(app: Any, doctree: Any) -> None:
+    """Point a bare engine name (``Delivery`` in an annotation of :mod:`amqp_sansio.events`)
+    at its one public home, the top level, rather than let Sphinx guess among the adapters'
+    classes of the same name."""
+    from sphinx.addnodes import pending_xref
+
+    top = set(amqp_sansio.__all__)
+    for node in doctree.findall(pending_xref):
+        module = node.get("py:module") or ""
+        target = node.get("reftarget", "")
+        if node.get("refdomain") == "py" and target in top and module.startswith("amqp_sansio."):
+            if module.startswith("amqp_sansio.adapters") or module.startswith("amqp_sansio.broker"):
+                continue
+            node["reftarget"] = f"amqp_sansio.{target}"
+
+
 def setup(app: Any) -> None:
+    app.connect("doctree-read", _top_level_names)
     app.connect("autodoc-process-bases", _public_bases)

@@ -5,7 +5,8 @@ Eight targets take arbitrary bytes:
 ``decode``
     :func:`amqp_sansio.decode`.
 ``frames``
-    a :class:`amqp_sansio.FrameParser` fed the bytes whole and then in chunks, taking protocol
+    a :class:`amqp_sansio.framing.FrameParser` fed the bytes whole and then in chunks, taking
+    protocol
     headers and frames until it returns ``None``.
 ``message``
     :meth:`amqp_sansio.Message.decode`.
@@ -22,8 +23,9 @@ Eight targets take arbitrary bytes:
     (:func:`fuzz_selector`).
 
 The invariant for the codec's three: a target returns normally, or raises an error that
-blames the remote side (:class:`~amqp_sansio.DecodeError`, :class:`~amqp_sansio.FramingError`,
-:class:`~amqp_sansio.UnsupportedProtocolError`). Any other exception is a failure. When the
+blames the remote side (:class:`~amqp_sansio.DecodeError`,
+:class:`~amqp_sansio.errors.FramingError`,
+:class:`~amqp_sansio.errors.UnsupportedProtocolError`). Any other exception is a failure. When the
 bytes decode, the result must encode, the encoding must decode, and encoding that again must
 give the same bytes (the canonical form is stable). For frames, feeding the bytes in chunks
 must give the same headers, frames and error as feeding them whole.
@@ -62,18 +64,11 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-from amqp_sansio import (
-    AMQPType,
-    Array,
-    DecodeError,
-    Described,
-    FrameParser,
-    FrameType,
-    FramingError,
-    Message,
-    Symbol,
-    UnsupportedProtocolError,
-)
+from amqp_sansio import DecodeError, Described, Message, Symbol
+from amqp_sansio.codec import AMQPType, Array
+from amqp_sansio.definitions import messaging, performatives
+from amqp_sansio.errors import FramingError, UnsupportedProtocolError
+from amqp_sansio.framing import FrameParser, FrameType
 
 __all__ = [
     "CODEC_TARGETS",
@@ -259,7 +254,7 @@ Event = tuple[Any, ...]
 @dataclasses.dataclass
 class _StreamResult:
     events: list[Event]
-    frames: list[amqp.Frame]
+    frames: list[amqp.framing.Frame]
     error: BaseException | None
 
     def comparable(self) -> tuple[Any, ...]:
@@ -300,7 +295,7 @@ def _wants_header(view: bytes | bytearray, at_start: bool) -> bool:
 def _parse_stream(data: bytes, sizes: Iterable[int], max_frame_size: int) -> _StreamResult:
     parser = FrameParser(max_frame_size=max_frame_size)
     events: list[Event] = []
-    frames: list[amqp.Frame] = []
+    frames: list[amqp.framing.Frame] = []
     fed = 0
     chunks = iter(sizes)
     try:
@@ -349,13 +344,13 @@ def _chunk_sizes(data: bytes) -> list[int]:
     return [rng.randint(1, top) for _ in range(len(data) + 1)]
 
 
-def _frame_bytes(frame: amqp.Frame) -> bytes:
-    return amqp.encode_frame(
+def _frame_bytes(frame: amqp.framing.Frame) -> bytes:
+    return amqp.framing.encode_frame(
         frame.body, channel=frame.channel, payload=frame.payload, frame_type=frame.type
     )
 
 
-def _frame_roundtrip(frame: amqp.Frame) -> None:
+def _frame_roundtrip(frame: amqp.framing.Frame) -> None:
     try:
         first = _frame_bytes(frame)
     except Exception as exc:
@@ -472,14 +467,14 @@ class _ServerApp:
             if handler is not None:
                 handler(self, e, self.count)
 
-    def _on_opened(self, e: amqp.ConnectionOpened, n: int) -> None:
+    def _on_opened(self, e: amqp.events.ConnectionOpened, n: int) -> None:
         self.command(self.conn.open)
 
-    def _on_session_begun(self, e: amqp.SessionBegun, n: int) -> None:
+    def _on_session_begun(self, e: amqp.events.SessionBegun, n: int) -> None:
         if e.session.state is amqp.SessionState.BEGIN_RCVD:
             self.command(e.session.begin)
 
-    def _on_link_attached(self, e: amqp.LinkAttached, n: int) -> None:
+    def _on_link_attached(self, e: amqp.events.LinkAttached, n: int) -> None:
         link = e.link
         if link.state is not amqp.LinkState.ATTACH_RCVD:
             return
@@ -492,7 +487,7 @@ class _ServerApp:
         if isinstance(link, amqp.Receiver):
             self.command(link.flow, 4)
 
-    def _on_credit(self, e: amqp.CreditChanged, n: int) -> None:
+    def _on_credit(self, e: amqp.events.CreditChanged, n: int) -> None:
         if not isinstance(e.link, amqp.Sender):
             return
         if e.drain:
@@ -501,7 +496,7 @@ class _ServerApp:
             data = bytes(range(256)) * 6
             self.command(e.link.send, data[: self._SIZES[n % 4]])
 
-    def _on_delivery(self, e: amqp.DeliveryReceived, n: int) -> None:
+    def _on_delivery(self, e: amqp.events.DeliveryReceived, n: int) -> None:
         if not e.complete:
             return
         a = amqp
@@ -509,7 +504,7 @@ class _ServerApp:
         d = e.delivery
         choice = n % 6
         if choice == 0:
-            self.command(link.update, d, a.Received(section_number=0, section_offset=1))
+            self.command(link.update, d, messaging.Received(section_number=0, section_offset=1))
         outcome = (
             a.Accepted(),
             a.Rejected(error=a.Error(condition=Symbol("amqp:not-allowed"))),
@@ -523,19 +518,19 @@ class _ServerApp:
         if isinstance(link, a.Receiver) and link.link_credit < 2:
             self.command(link.add_credit, 4)
 
-    def _on_update(self, e: amqp.DeliveryUpdated, n: int) -> None:
+    def _on_update(self, e: amqp.events.DeliveryUpdated, n: int) -> None:
         if isinstance(e.link, amqp.Sender) and not e.delivery.settled:
             self.command(e.link.settle, e.delivery)
 
 
 #: What :class:`_ServerApp` does on each event, by its type (``n``: the events so far).
 _APP_HANDLERS: dict[type, Callable[[_ServerApp, Any, int], None]] = {
-    amqp.ConnectionOpened: _ServerApp._on_opened,
-    amqp.SessionBegun: _ServerApp._on_session_begun,
-    amqp.LinkAttached: _ServerApp._on_link_attached,
-    amqp.CreditChanged: _ServerApp._on_credit,
-    amqp.DeliveryReceived: _ServerApp._on_delivery,
-    amqp.DeliveryUpdated: _ServerApp._on_update,
+    amqp.events.ConnectionOpened: _ServerApp._on_opened,
+    amqp.events.SessionBegun: _ServerApp._on_session_begun,
+    amqp.events.LinkAttached: _ServerApp._on_link_attached,
+    amqp.events.CreditChanged: _ServerApp._on_credit,
+    amqp.events.DeliveryReceived: _ServerApp._on_delivery,
+    amqp.events.DeliveryUpdated: _ServerApp._on_update,
 }
 
 
@@ -547,10 +542,10 @@ class _OutputCheck:
         self.parser = FrameParser(max_frame_size=0xFFFFFFFF)
         self.header = False
         self.fed = 0
-        self.peer_max = amqp.MIN_MAX_FRAME_SIZE
+        self.peer_max = amqp.framing.MIN_MAX_FRAME_SIZE
         self.closed = False
 
-    def feed(self, data: bytes) -> list[amqp.Frame]:
+    def feed(self, data: bytes) -> list[amqp.framing.Frame]:
         if type(data) is not bytes:
             raise InvariantViolation(
                 "server", "output", f"data_to_send() returned {type(data).__name__}"
@@ -566,7 +561,7 @@ class _OutputCheck:
                     header = parser.next_protocol_header()
                     if header is None:
                         break
-                    if header.to_bytes() != amqp.AMQP_HEADER:
+                    if header.to_bytes() != amqp.framing.AMQP_HEADER:
                         raise InvariantViolation(
                             "server", "output", f"the server sent header {header.to_bytes()!r}"
                         )
@@ -591,7 +586,7 @@ class _OutputCheck:
                     f"a {size}-byte frame, over the peer's max-frame-size {self.peer_max}: "
                     f"{frame.body!r:.100}",
                 )
-            if isinstance(frame.body, amqp.Close):
+            if isinstance(frame.body, performatives.Close):
                 self.closed = True
             frames.append(frame)
         return frames
@@ -600,7 +595,7 @@ class _OutputCheck:
 def _check_errors(
     conn: amqp.Connection,
     events: Sequence[amqp.Event],
-    frames: Sequence[amqp.Frame],
+    frames: Sequence[amqp.framing.Frame],
     closed_before: bool,
 ) -> None:
     """Each ProtocolError was answered with a detach, end or close carrying its error (or
@@ -608,12 +603,16 @@ def _check_errors(
     for e in events:
         if not isinstance(e, amqp.Event):
             raise InvariantViolation("server", "events", f"receive_data returned {e!r}")
-        if not isinstance(e, amqp.ProtocolError):
+        if not isinstance(e, amqp.events.ProtocolError):
             continue
         if not str(e.error.condition).startswith("amqp:"):
             raise InvariantViolation("server", "condition", f"{e!r} has no AMQP condition")
         answered = any(
-            isinstance(f.body, amqp.Detach | amqp.End | amqp.Close) and f.body.error == e.error
+            isinstance(
+                f.body,
+                performatives.Detach | performatives.End | performatives.Close,
+            )
+            and f.body.error == e.error
             for f in frames
         )
         if not answered and not closed_before:
@@ -664,7 +663,7 @@ def fuzz_server(data: bytes, *, opened: bool = False, chunks: Sequence[int] | No
     conn = _server_connection()
     check = _OutputCheck()
     app = _ServerApp(conn, check.feed)
-    stream = (_server_prefix() if opened else amqp.AMQP_HEADER) + data
+    stream = (_server_prefix() if opened else amqp.framing.AMQP_HEADER) + data
     kinds: dict[str, None] = {}
     errors: dict[str, None] = {}
     now = 0.0
@@ -679,12 +678,12 @@ def fuzz_server(data: bytes, *, opened: bool = False, chunks: Sequence[int] | No
         if type(events) is not list:
             raise InvariantViolation("server", "events", f"receive_data returned {events!r}")
         for e in events:
-            if isinstance(e, amqp.ConnectionOpened):  # the frames we send may now be larger
+            if isinstance(e, amqp.events.ConnectionOpened):  # the frames we send may now be larger
                 check.peer_max = max(check.peer_max, e.remote.max_frame_size)
         _check_errors(conn, events, check.feed(conn.data_to_send()), closed_before)
         for e in events:
             kinds[type(e).__name__] = None
-            if isinstance(e, amqp.ProtocolError):
+            if isinstance(e, amqp.events.ProtocolError):
                 text = re.sub(r"\d+|'[^']*'", "#", e.error.description or "")
                 errors[f"{e.error.condition}:{text[:50]}"] = None
         app.respond(events)
@@ -729,7 +728,7 @@ class _Conversation:
         self.app = _ServerApp(self.server, self.pending.extend)
         self.now = 0.0
         self.sent = bytearray()
-        self.deliveries: list[amqp.DeliveryReceived] = []
+        self.deliveries: list[amqp.events.DeliveryReceived] = []
 
     def pump(self) -> None:
         for _ in range(1000):
@@ -744,7 +743,7 @@ class _Conversation:
                 self.app.respond(self.server.receive_data(to_server, self.now))
             if to_client:
                 for e in self.client.receive_data(to_client, self.now):
-                    if isinstance(e, amqp.DeliveryReceived) and e.complete:
+                    if isinstance(e, amqp.events.DeliveryReceived) and e.complete:
                         self.deliveries.append(e)
         raise AssertionError("the conversation never went quiet")
 
@@ -816,7 +815,7 @@ def _scenario_pipelined(c: _Conversation) -> None:
     snd.set_available(5)
     c.pump()
     for got in c.deliveries:
-        got.link.update(got.delivery, a.Received(section_number=0, section_offset=0))
+        got.link.update(got.delivery, messaging.Received(section_number=0, section_offset=0))
         got.link.settle(got.delivery, a.Modified(undeliverable_here=True))
     c.pump()
     s2.end(a.Error(condition=Symbol("amqp:internal-error"), description="done"))
@@ -869,7 +868,7 @@ def _server_prefix() -> bytes:
 
 
 def _server_seeds(opened: bool) -> list[bytes]:
-    prefix = _server_prefix() if opened else amqp.AMQP_HEADER
+    prefix = _server_prefix() if opened else amqp.framing.AMQP_HEADER
     seeds = []
     for stream in _client_streams():
         assert stream.startswith(prefix), "every scenario opens the same way"
@@ -894,7 +893,7 @@ class _SaslStore:
 
     def __init__(self) -> None:
         self.scram = {
-            mech: amqp.derive_scram_credentials(
+            mech: amqp.sasl.derive_scram_credentials(
                 _SASL_PASSWORD, mechanism=mech, salt=_SASL_SALT, iterations=4096
             )
             for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -916,7 +915,7 @@ def _sasl_server_connection() -> amqp.Connection:
     return amqp.Connection(
         client=False,
         container_id="fuzz-sasl-server",
-        sasl=amqp.ServerAuthenticator(
+        sasl=amqp.sasl.ServerAuthenticator(
             _sasl_store(),
             allow_anonymous=True,
             allow_cleartext_secrets=True,
@@ -931,7 +930,7 @@ def _sasl_client_connection() -> amqp.Connection:
     return amqp.Connection(
         client=True,
         container_id="fuzz-sasl-client",
-        sasl=amqp.ClientCredentials(username="alice", password=_SASL_PASSWORD),
+        sasl=amqp.sasl.ClientCredentials(username="alice", password=_SASL_PASSWORD),
         allow_plain_without_tls=True,
         sasl_max_frame_size=SERVER_FRAME_MAX,
     )
@@ -978,19 +977,19 @@ class _SaslOutputCheck:
                 raise self._fail("layering", f"{frame.body!r:.100} in the {self.layer} layer")
             if self.outcome is not None and self.layer == "sasl":
                 raise self._fail("after-outcome", f"{frame.body!r:.100} after the outcome")
-            if isinstance(frame.body, amqp.SaslOutcome):
+            if isinstance(frame.body, performatives.SaslOutcome):
                 self.outcome = frame.body
 
     def _header(self, header: bytes) -> None:
         if self.layer == "start":
-            if header != amqp.SASL_HEADER:
+            if header != amqp.framing.SASL_HEADER:
                 raise self._fail("output", f"the first header is {header!r}")
             self.layer = "sasl"
             return
-        if header != amqp.AMQP_HEADER:
+        if header != amqp.framing.AMQP_HEADER:
             raise self._fail("output", f"then the header {header!r}")
         if self.role == "sasl-server" and (
-            self.outcome is None or self.outcome.code is not amqp.SaslCode.OK
+            self.outcome is None or self.outcome.code is not performatives.SaslCode.OK
         ):
             raise self._fail("after-outcome", "the AMQP header without a successful outcome")
         self.layer = "amqp"
@@ -1002,7 +1001,7 @@ def _fuzz_sasl(role: str, data: bytes) -> str:
     check = _SaslOutputCheck(role)
     if not server:
         conn.open(now=0.0)
-    stream = amqp.SASL_HEADER + data
+    stream = amqp.framing.SASL_HEADER + data
     kinds: dict[str, None] = {}
     ended_output = False
     fed = 0
@@ -1018,7 +1017,7 @@ def _fuzz_sasl(role: str, data: bytes) -> str:
         check.feed(out)
         for e in events:
             kinds[type(e).__name__] = None
-            if isinstance(e, amqp.AuthenticationFailed):
+            if isinstance(e, amqp.events.AuthenticationFailed):
                 if conn.state is not amqp.ConnectionState.END:
                     raise InvariantViolation(role, "not-ended", f"{e!r} left it open")
                 if "fuzz-pw" in repr(e):
@@ -1051,17 +1050,17 @@ def _sasl_server_seeds() -> list[bytes]:
     from amqp_sansio import sasl
 
     def frame(body: Any) -> bytes:
-        return amqp.encode_frame(body, frame_type=FrameType.SASL)
+        return amqp.framing.encode_frame(body, frame_type=FrameType.SASL)
 
     def init(name: str, response: bytes | None) -> bytes:
-        return frame(amqp.SaslInit(mechanism=Symbol(name), initial_response=response))
+        return frame(performatives.SaslInit(mechanism=Symbol(name), initial_response=response))
 
     seeds = [
         init("ANONYMOUS", b"trace"),
         init("PLAIN", b"\0alice\0" + _SASL_PASSWORD.encode()),
         init("PLAIN", b"\0alice\0wrong"),
         init("EXTERNAL", b""),
-        init("PLAIN", None) + frame(amqp.SaslResponse(response=b"\0alice\0x")),
+        init("PLAIN", None) + frame(performatives.SaslResponse(response=b"\0alice\0x")),
     ]
     for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
         client = sasl.ScramClient("alice", _SASL_PASSWORD, mechanism=mech, nonce="fuzzclient")
@@ -1072,10 +1071,14 @@ def _sasl_server_seeds() -> list[bytes]:
         challenge = server.start(first)
         assert isinstance(challenge, sasl.ServerChallenge)
         final = client.respond(challenge.data)
-        seeds.append(init(mech, first) + frame(amqp.SaslResponse(response=final)))
+        seeds.append(init(mech, first) + frame(performatives.SaslResponse(response=final)))
         seeds.append(init(mech, first))
     ok = seeds[1]
-    seeds.append(ok + amqp.AMQP_HEADER + amqp.encode_frame(amqp.Open(container_id="c")))
+    seeds.append(
+        ok
+        + amqp.framing.AMQP_HEADER
+        + amqp.framing.encode_frame(performatives.Open(container_id="c"))
+    )
     return seeds
 
 
@@ -1083,24 +1086,33 @@ def _sasl_client_seeds() -> list[bytes]:
     """A server's side of exchanges the client target goes through."""
 
     def frame(body: Any) -> bytes:
-        return amqp.encode_frame(body, frame_type=FrameType.SASL)
+        return amqp.framing.encode_frame(body, frame_type=FrameType.SASL)
 
     def mechanisms(*names: str) -> bytes:
-        return frame(amqp.SaslMechanisms(sasl_server_mechanisms=[Symbol(n) for n in names]))
+        return frame(
+            performatives.SaslMechanisms(sasl_server_mechanisms=[Symbol(n) for n in names])
+        )
 
-    ok = frame(amqp.SaslOutcome(code=amqp.SaslCode.OK))
-    opened = amqp.AMQP_HEADER + amqp.encode_frame(amqp.Open(container_id="s"))
+    ok = frame(performatives.SaslOutcome(code=performatives.SaslCode.OK))
+    opened = amqp.framing.AMQP_HEADER + amqp.framing.encode_frame(
+        performatives.Open(container_id="s")
+    )
     return [
         mechanisms("PLAIN") + ok + opened,
         mechanisms("PLAIN") + ok,
-        mechanisms("ANONYMOUS", "PLAIN") + ok + opened + amqp.encode_frame(amqp.Close()),
-        mechanisms("PLAIN") + frame(amqp.SaslOutcome(code=amqp.SaslCode.OK, additional_data=b"x")),
-        mechanisms("XOAUTH2", "PLAIN", "ANONYMOUS") + ok + amqp.AMQP_HEADER,
-        mechanisms("PLAIN", "ANONYMOUS") + frame(amqp.SaslOutcome(code=amqp.SaslCode.AUTH)),
+        mechanisms("ANONYMOUS", "PLAIN")
+        + ok
+        + opened
+        + amqp.framing.encode_frame(performatives.Close()),
+        mechanisms("PLAIN")
+        + frame(performatives.SaslOutcome(code=performatives.SaslCode.OK, additional_data=b"x")),
+        mechanisms("XOAUTH2", "PLAIN", "ANONYMOUS") + ok + amqp.framing.AMQP_HEADER,
+        mechanisms("PLAIN", "ANONYMOUS")
+        + frame(performatives.SaslOutcome(code=performatives.SaslCode.AUTH)),
         mechanisms("SCRAM-SHA-256")
-        + frame(amqp.SaslChallenge(challenge=b"r=abc,s=c2FsdA==,i=4096"))
+        + frame(performatives.SaslChallenge(challenge=b"r=abc,s=c2FsdA==,i=4096"))
         + ok,
-        mechanisms("XOAUTH2", "PLAIN") + frame(amqp.SaslChallenge(challenge=b"{}")) + ok,
+        mechanisms("XOAUTH2", "PLAIN") + frame(performatives.SaslChallenge(challenge=b"{}")) + ok,
         mechanisms("ANONYMOUS"),
         mechanisms("PLAIN"),
     ]
@@ -1286,7 +1298,7 @@ def regression_cases() -> list[tuple[str, str, bytes]]:
 
 def _values() -> list[Any]:
     """Varied values covering every type, both widths of each encoding, and nesting."""
-    from amqp_sansio import (
+    from amqp_sansio.codec import (
         Byte,
         Char,
         Decimal32,
@@ -1360,11 +1372,11 @@ def _composites() -> list[Any]:
     )
     source = a.Source(
         address="queue",
-        durable=a.TerminusDurability.UNSETTLED_STATE,
-        expiry_policy=a.TerminusExpiryPolicy.NEVER,
+        durable=messaging.TerminusDurability.UNSETTLED_STATE,
+        expiry_policy=messaging.TerminusExpiryPolicy.NEVER,
         timeout=30,
         dynamic=True,
-        dynamic_node_properties={Symbol("lifetime-policy"): a.DeleteOnClose()},
+        dynamic_node_properties={Symbol("lifetime-policy"): messaging.DeleteOnClose()},
         distribution_mode=Symbol("move"),
         filter={Symbol("f"): Described(Symbol("apache.org:selector-filter:string"), "a > 1")},
         default_outcome=a.Released(),
@@ -1373,8 +1385,8 @@ def _composites() -> list[Any]:
     )
     target = a.Target(address="topic", capabilities=["topic"], dynamic=False, timeout=5)
     return [
-        a.Open(container_id="c1"),
-        a.Open(
+        performatives.Open(container_id="c1"),
+        performatives.Open(
             container_id="container",
             hostname="example.com",
             max_frame_size=65536,
@@ -1385,8 +1397,8 @@ def _composites() -> list[Any]:
             desired_capabilities="y",
             properties={Symbol("product"): "amqp-sansio"},
         ),
-        a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
-        a.Begin(
+        performatives.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
+        performatives.Begin(
             remote_channel=3,
             next_outgoing_id=2**32 - 1,
             incoming_window=0,
@@ -1394,10 +1406,10 @@ def _composites() -> list[Any]:
             handle_max=10,
             properties={Symbol("k"): [1]},
         ),
-        a.Attach(
+        performatives.Attach(
             name="link",
             handle=0,
-            role=a.Role.RECEIVER,
+            role=performatives.Role.RECEIVER,
             source=source,
             target=target,
             unsettled={b"tag": a.Accepted()},
@@ -1407,14 +1419,16 @@ def _composites() -> list[Any]:
             snd_settle_mode=a.SenderSettleMode.SETTLED,
             rcv_settle_mode=a.ReceiverSettleMode.SECOND,
         ),
-        a.Attach(
+        performatives.Attach(
             name="coord",
             handle=1,
-            role=a.Role.SENDER,
+            role=performatives.Role.SENDER,
             source=a.Source(),
-            target=a.Coordinator(capabilities=[a.TxnCapability.LOCAL_TRANSACTIONS]),
+            target=a.definitions.transactions.Coordinator(
+                capabilities=[a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS]
+            ),
         ),
-        a.Flow(
+        performatives.Flow(
             incoming_window=10,
             next_outgoing_id=1,
             outgoing_window=10,
@@ -1426,8 +1440,10 @@ def _composites() -> list[Any]:
             echo=True,
             properties={Symbol("p"): None},
         ),
-        a.Flow(next_incoming_id=4, incoming_window=0, next_outgoing_id=0, outgoing_window=0),
-        a.Transfer(
+        performatives.Flow(
+            next_incoming_id=4, incoming_window=0, next_outgoing_id=0, outgoing_window=0
+        ),
+        performatives.Transfer(
             handle=0,
             delivery_id=0,
             delivery_tag=b"\x00\x01",
@@ -1435,18 +1451,28 @@ def _composites() -> list[Any]:
             settled=False,
             more=True,
             rcv_settle_mode=a.ReceiverSettleMode.FIRST,
-            state=a.Received(section_number=1, section_offset=10),
+            state=messaging.Received(section_number=1, section_offset=10),
             resume=True,
             aborted=False,
             batchable=True,
         ),
-        a.Transfer(handle=7, state=a.TransactionalState(txn_id=b"tx", outcome=a.Accepted())),
-        a.Disposition(
-            role=a.Role.RECEIVER, first=0, last=10, settled=True, state=a.Accepted(), batchable=True
+        performatives.Transfer(
+            handle=7,
+            state=a.definitions.transactions.TransactionalState(txn_id=b"tx", outcome=a.Accepted()),
         ),
-        a.Disposition(role=a.Role.SENDER, first=3, state=a.Rejected(error=err)),
-        a.Disposition(
-            role=a.Role.RECEIVER,
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
+            first=0,
+            last=10,
+            settled=True,
+            state=a.Accepted(),
+            batchable=True,
+        ),
+        performatives.Disposition(
+            role=performatives.Role.SENDER, first=3, state=a.Rejected(error=err)
+        ),
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
             first=3,
             state=a.Modified(
                 delivery_failed=True,
@@ -1454,26 +1480,28 @@ def _composites() -> list[Any]:
                 message_annotations={Symbol("x-opt"): 1},
             ),
         ),
-        a.Detach(handle=0, closed=True, error=err),
-        a.End(),
-        a.End(error=err),
-        a.Close(),
-        a.Close(error=a.Error(condition="amqp:connection:forced")),
-        a.Declare(),
-        a.Declare(global_id=b"gid"),
-        a.Declared(txn_id=b"\x01"),
-        a.Discharge(txn_id=b"\x01", fail=True),
-        a.DeleteOnNoLinks(),
-        a.DeleteOnNoMessages(),
-        a.DeleteOnNoLinksOrMessages(),
-        a.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
-        a.SaslInit(mechanism="PLAIN", initial_response=b"\x00user\x00pass", hostname="h"),
-        a.SaslChallenge(challenge=b"c"),
-        a.SaslResponse(response=b"r"),
-        a.SaslOutcome(code=a.SaslCode.AUTH, additional_data=b"no"),
+        performatives.Detach(handle=0, closed=True, error=err),
+        performatives.End(),
+        performatives.End(error=err),
+        performatives.Close(),
+        performatives.Close(error=a.Error(condition="amqp:connection:forced")),
+        a.definitions.transactions.Declare(),
+        a.definitions.transactions.Declare(global_id=b"gid"),
+        a.definitions.transactions.Declared(txn_id=b"\x01"),
+        a.definitions.transactions.Discharge(txn_id=b"\x01", fail=True),
+        messaging.DeleteOnNoLinks(),
+        messaging.DeleteOnNoMessages(),
+        messaging.DeleteOnNoLinksOrMessages(),
+        performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
+        performatives.SaslInit(
+            mechanism="PLAIN", initial_response=b"\x00user\x00pass", hostname="h"
+        ),
+        performatives.SaslChallenge(challenge=b"c"),
+        performatives.SaslResponse(response=b"r"),
+        performatives.SaslOutcome(code=performatives.SaslCode.AUTH, additional_data=b"no"),
         a.Header(durable=True, priority=9, ttl=1000, first_acquirer=True, delivery_count=2),
         a.Properties(
-            message_id=a.ULong(2**40),
+            message_id=a.codec.ULong(2**40),
             user_id=b"u",
             to="q",
             subject="s",
@@ -1487,13 +1515,13 @@ def _composites() -> list[Any]:
             group_sequence=3,
             reply_to_group_id="rg",
         ),
-        a.DeliveryAnnotations({Symbol("x-opt-d"): 1, 5: "ulong key"}),
-        a.MessageAnnotations({"x-opt-partition": "p"}),
-        a.ApplicationProperties({"color": "red", "n": 3}),
+        messaging.DeliveryAnnotations({Symbol("x-opt-d"): 1, 5: "ulong key"}),
+        messaging.MessageAnnotations({"x-opt-partition": "p"}),
+        messaging.ApplicationProperties({"color": "red", "n": 3}),
         a.Data(b"payload"),
         a.AmqpSequence([1, 2, 3]),
         a.AmqpValue({"k": "v"}),
-        a.Footer({Symbol("sig"): b"\x00" * 8}),
+        messaging.Footer({Symbol("sig"): b"\x00" * 8}),
     ]
 
 
@@ -1547,7 +1575,7 @@ def _raw_value_seeds() -> list[bytes]:
         h("82 7ff0000000000001"),
     ]
     # Nest lists as deep as the default limit allows, then one more.
-    for depth in (amqp.DEFAULT_MAX_DEPTH, amqp.DEFAULT_MAX_DEPTH + 1):
+    for depth in (amqp.codec.DEFAULT_MAX_DEPTH, amqp.codec.DEFAULT_MAX_DEPTH + 1):
         v: Any = []
         for _ in range(depth - 1):
             v = [v]
@@ -1562,7 +1590,7 @@ def _messages() -> list[Message]:
         to="queue",
         content_type="application/json",
         creation_time=1_700_000_000_000,
-        correlation_id=amqp.ULong(9),
+        correlation_id=amqp.codec.ULong(9),
     )
     return [
         Message(body=b"hello"),
@@ -1572,9 +1600,9 @@ def _messages() -> list[Message]:
         Message(
             header=a.Header(durable=True, ttl=5000),
             delivery_annotations={Symbol("x-opt-lock"): uuid.UUID(int=7)},
-            message_annotations={"x-opt-enqueued-time": a.Timestamp(1), 17: "ulong key"},
+            message_annotations={"x-opt-enqueued-time": a.codec.Timestamp(1), 17: "ulong key"},
             properties=props,
-            application_properties={"n": a.UInt(3)},
+            application_properties={"n": a.codec.UInt(3)},
             body=[a.Data(b"one"), a.Data(b"two"), a.Data(b"")],
             footer={Symbol("hash"): b"\x01\x02"},
         ),
@@ -1584,7 +1612,7 @@ def _messages() -> list[Message]:
         Message(header=a.Header(), body=b"z" * 400),
         Message(
             properties=a.Properties(message_id=uuid.UUID(int=2), user_id=b"me"),
-            body=a.Array(AMQPType.INT, [1, 2, 3]),
+            body=a.codec.Array(AMQPType.INT, [1, 2, 3]),
         ),
     ]
 
@@ -1606,14 +1634,17 @@ def _raw_message_seeds() -> list[bytes]:
 
 def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
     a = amqp
-    f = a.encode_frame
-    open_ = f(a.Open(container_id="client", max_frame_size=65536, idle_time_out=1000))
-    begin = f(a.Begin(next_outgoing_id=0, incoming_window=2048, outgoing_window=2048), channel=1)
+    f = a.framing.encode_frame
+    open_ = f(performatives.Open(container_id="client", max_frame_size=65536, idle_time_out=1000))
+    begin = f(
+        performatives.Begin(next_outgoing_id=0, incoming_window=2048, outgoing_window=2048),
+        channel=1,
+    )
     attach = f(
-        a.Attach(
+        performatives.Attach(
             name="sender",
             handle=0,
-            role=a.Role.SENDER,
+            role=performatives.Role.SENDER,
             source=a.Source(address="s"),
             target=a.Target(address="q"),
             initial_delivery_count=0,
@@ -1621,7 +1652,7 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
         channel=1,
     )
     flow = f(
-        a.Flow(
+        performatives.Flow(
             incoming_window=2048,
             next_outgoing_id=0,
             outgoing_window=2048,
@@ -1633,49 +1664,69 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
     )
     transfers = [
         f(
-            a.Transfer(handle=0, delivery_id=i, delivery_tag=bytes([i]), message_format=0),
+            performatives.Transfer(
+                handle=0, delivery_id=i, delivery_tag=bytes([i]), message_format=0
+            ),
             channel=1,
             payload=m,
         )
         for i, m in enumerate(messages[:6])
     ]
     disposition = f(
-        a.Disposition(role=a.Role.RECEIVER, first=0, last=5, settled=True, state=a.Accepted()),
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
+            first=0,
+            last=5,
+            settled=True,
+            state=a.Accepted(),
+        ),
         channel=1,
     )
-    detach = f(a.Detach(handle=0, closed=True), channel=1)
-    end = f(a.End(), channel=1)
-    close = f(a.Close(error=a.Error(condition="amqp:connection:forced", description="bye")))
+    detach = f(performatives.Detach(handle=0, closed=True), channel=1)
+    end = f(performatives.End(), channel=1)
+    close = f(
+        performatives.Close(error=a.Error(condition="amqp:connection:forced", description="bye"))
+    )
     sasl = [
         f(
-            a.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
+            performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"]),
             frame_type=FrameType.SASL,
         ),
-        f(a.SaslInit(mechanism="PLAIN", initial_response=b"\x00u\x00p"), frame_type=FrameType.SASL),
-        f(a.SaslChallenge(challenge=b"?"), frame_type=FrameType.SASL),
-        f(a.SaslResponse(response=b"!"), frame_type=FrameType.SASL),
-        f(a.SaslOutcome(code=a.SaslCode.OK), frame_type=FrameType.SASL),
+        f(
+            performatives.SaslInit(mechanism="PLAIN", initial_response=b"\x00u\x00p"),
+            frame_type=FrameType.SASL,
+        ),
+        f(performatives.SaslChallenge(challenge=b"?"), frame_type=FrameType.SASL),
+        f(performatives.SaslResponse(response=b"!"), frame_type=FrameType.SASL),
+        f(
+            performatives.SaslOutcome(code=performatives.SaslCode.OK),
+            frame_type=FrameType.SASL,
+        ),
     ]
     # A frame with an extended header (data offset 3): four ignored bytes before the body.
-    extended = bytearray(f(a.End()))
+    extended = bytearray(f(performatives.End()))
     extended[4] = 3
     extended[8:8] = b"\xde\xad\xbe\xef"
     extended[0:4] = len(extended).to_bytes(4, "big")
     session = begin + attach + flow + b"".join(transfers) + disposition + detach + end
     return [
-        a.AMQP_HEADER + open_ + session + a.HEARTBEAT + close,
-        a.SASL_HEADER + b"".join(sasl) + a.AMQP_HEADER + open_ + a.HEARTBEAT,
-        a.TLS_HEADER,
-        a.AMQP_HEADER + bytes(extended) + a.HEARTBEAT * 3,
+        a.framing.AMQP_HEADER + open_ + session + a.framing.HEARTBEAT + close,
+        a.framing.SASL_HEADER
+        + b"".join(sasl)
+        + a.framing.AMQP_HEADER
+        + open_
+        + a.framing.HEARTBEAT,
+        a.framing.TLS_HEADER,
+        a.framing.AMQP_HEADER + bytes(extended) + a.framing.HEARTBEAT * 3,
         open_ + begin + transfers[0],
-        a.HEARTBEAT,
+        a.framing.HEARTBEAT,
         b"".join(transfers),
         b"AMQP\x00\x00\x09\x01",
         b"AMQP\x01\x01\x00\x0a",
         b"GET / HTTP/1.1\r\n",
         b"\x16\x03\x01\x00\xa5\x01\x00\x00",
-        a.AMQP_HEADER + b"\x00\x00\x00\x09\x02\x00\x00\x00\x40",  # a null where a body goes
-        a.AMQP_HEADER + f(a.Accepted()),  # not a performative
+        a.framing.AMQP_HEADER + b"\x00\x00\x00\x09\x02\x00\x00\x00\x40",  # a null where a body goes
+        a.framing.AMQP_HEADER + f(a.Accepted()),  # not a performative
     ]
 
 

@@ -9,7 +9,7 @@ options a URL gets is decided in one place for them and the high-level adapters,
 line's usage checks and messages):
 
 * SASL, the project's one default (``docs/defaults.rst``): the URL's user and password
-  (:class:`~amqp_sansio.ClientCredentials`), or ANONYMOUS without them, and once more without
+  (:class:`~amqp_sansio.sasl.ClientCredentials`), or ANONYMOUS without them, and once more without
   SASL if the server has no SASL layer (logged); ``sasl_mechanism`` forces one mechanism
   (no second attempt), ``"none"`` skips SASL altogether.
 * Credentials unencrypted: PLAIN over plain TCP only to a loopback host, or with
@@ -300,14 +300,14 @@ class Client:
 
     # -- the events that fail the command (_FAILURES) ---------------------------------------
 
-    def _on_authentication_failed(self, event: amqp.AuthenticationFailed) -> None:
+    def _on_authentication_failed(self, event: amqp.events.AuthenticationFailed) -> None:
         hint = client.authentication_hint(event, self.url)
         self._fail(
             f"authentication failed at {self._where}: {event.description}"
             + (f" ({hint})" if hint else "")
         )
 
-    def _on_tls_failed(self, event: amqp.TLSFailed) -> None:
+    def _on_tls_failed(self, event: amqp.security.tls.TLSFailed) -> None:
         if event.verify_error:
             hint = " (a private CA: --cafile)" if "issuer" in event.verify_error else ""
             self._fail(
@@ -317,14 +317,14 @@ class Client:
         else:
             self._fail(f"TLS with {self._where} failed: {event.error}")
 
-    def _on_tls_mismatch(self, event: amqp.TLSHeaderMismatch) -> None:
+    def _on_tls_mismatch(self, event: amqp.security.tls.TLSHeaderMismatch) -> None:
         self._fail(f"{self._where} does not speak TLS here: it sent {event.version_name}")
 
-    def _on_unsupported(self, event: amqp.UnsupportedProtocol) -> None:
+    def _on_unsupported(self, event: amqp.events.UnsupportedProtocol) -> None:
         hint = ""
         if "SASL" in event.version_name and not self._uses_sasl:
             hint = " (the broker asks for SASL: leave out --sasl-mechanism none)"
-        elif isinstance(event, amqp.PeerWithoutSASL):
+        elif isinstance(event, amqp.events.PeerWithoutSASL):
             self._without_sasl = True
             if self.url.username is not None or self.url.password is not None:
                 hint = " (the broker does not use SASL: remove the credentials from the URL)"
@@ -335,23 +335,23 @@ class Client:
             f"{event.version_name}{hint}"
         )
 
-    def _on_protocol_error(self, event: amqp.ProtocolError) -> None:
+    def _on_protocol_error(self, event: amqp.events.ProtocolError) -> None:
         self._fail(f"protocol error ({event.scope}): {describe_error(event.error)}")
 
-    def _on_idle_timed_out(self, event: amqp.IdleTimedOut) -> None:
+    def _on_idle_timed_out(self, event: amqp.events.IdleTimedOut) -> None:
         self._fail(f"{self._where} sent nothing within our idle time-out", EXIT_TIMEOUT)
 
-    def _on_closed(self, event: amqp.ConnectionClosed) -> None:
+    def _on_closed(self, event: amqp.events.ConnectionClosed) -> None:
         if event.error is not None:
             self._fail(f"the broker closed the connection: {describe_error(event.error)}")
         elif not self._closing:
             self._fail("the broker closed the connection")
 
-    def _on_session_ended(self, event: amqp.SessionEnded) -> None:
+    def _on_session_ended(self, event: amqp.events.SessionEnded) -> None:
         if not self._closing:
             self._fail(f"the broker ended the session: {describe_error(event.error)}")
 
-    def _on_link_detached(self, event: amqp.LinkDetached) -> None:
+    def _on_link_detached(self, event: amqp.events.LinkDetached) -> None:
         clean = event.error is None and self.detach_ok is not None and self.detach_ok()
         if not self._closing and not clean:
             link = event.link
@@ -359,7 +359,7 @@ class Client:
             what = "refused" if _refused(link) else "detached"
             self._fail(f"the broker {what} the link {address}: {describe_error(event.error)}")
 
-    def _on_connection_ended(self, event: amqp.ConnectionEnded) -> None:
+    def _on_connection_ended(self, event: amqp.events.ConnectionEnded) -> None:
         if not self._closing:
             self._fail(f"the connection to {self._where} ended")
 
@@ -406,17 +406,17 @@ class Client:
 #: The events that may fail a command, by type, and what makes of each the command's error
 #: (the engine's events are of these very classes; the others only go to ``on_event``).
 _FAILURES: dict[type, Callable[[Client, Any], None]] = {
-    amqp.AuthenticationFailed: Client._on_authentication_failed,
-    amqp.TLSFailed: Client._on_tls_failed,
-    amqp.TLSHeaderMismatch: Client._on_tls_mismatch,
-    amqp.UnsupportedProtocol: Client._on_unsupported,
-    amqp.PeerWithoutSASL: Client._on_unsupported,
-    amqp.ProtocolError: Client._on_protocol_error,
-    amqp.IdleTimedOut: Client._on_idle_timed_out,
-    amqp.ConnectionClosed: Client._on_closed,
-    amqp.SessionEnded: Client._on_session_ended,
-    amqp.LinkDetached: Client._on_link_detached,
-    amqp.ConnectionEnded: Client._on_connection_ended,
+    amqp.events.AuthenticationFailed: Client._on_authentication_failed,
+    amqp.security.tls.TLSFailed: Client._on_tls_failed,
+    amqp.security.tls.TLSHeaderMismatch: Client._on_tls_mismatch,
+    amqp.events.UnsupportedProtocol: Client._on_unsupported,
+    amqp.events.PeerWithoutSASL: Client._on_unsupported,
+    amqp.events.ProtocolError: Client._on_protocol_error,
+    amqp.events.IdleTimedOut: Client._on_idle_timed_out,
+    amqp.events.ConnectionClosed: Client._on_closed,
+    amqp.events.SessionEnded: Client._on_session_ended,
+    amqp.events.LinkDetached: Client._on_link_detached,
+    amqp.events.ConnectionEnded: Client._on_connection_ended,
 }
 
 

@@ -108,7 +108,7 @@ def send(
     progress = [0]  # settled deliveries
 
     def on_event(event: amqp.Event) -> None:
-        if type(event) is amqp.DeliveryUpdated and event.settled and event.link is sender:
+        if type(event) is amqp.events.DeliveryUpdated and event.settled and event.link is sender:
             outcomes[outcome_name(event.state)] += 1
             progress[0] += 1
 
@@ -175,7 +175,7 @@ def receive(
     accepted = amqp.Accepted()
 
     def on_event(event: amqp.Event) -> None:
-        if type(event) is not amqp.DeliveryReceived or event.link is not receiver:
+        if type(event) is not amqp.events.DeliveryReceived or event.link is not receiver:
             return
         if not event.complete:  # pragma: no cover - the link does not stream
             return

@@ -172,7 +172,7 @@ class _Options:
         if self.sasl_mechanisms is not None:
             options["sasl_mechanisms"] = self.sasl_mechanisms
         if self._parsed.tls:
-            context = amqp.client_context(cafile=self.ssl_cafile)
+            context = amqp.security.tls.client_context(cafile=self.ssl_cafile)
             if not self.ssl_verify:
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE

@@ -123,7 +123,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, .
             address,
             credit=max(1, min(options.credit, part.end - part.start)),
             auto_accept=True,  # taken and ignored by a stream: keeps the credit flowing
-            filters={OFFSET_FILTER: amqp.ULong(part.start)},
+            filters={OFFSET_FILTER: amqp.codec.ULong(part.start)},
             timeout=options.timeout,
         )
         first, _ = _bounds_of(receiver, address)

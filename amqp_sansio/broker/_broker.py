@@ -105,7 +105,7 @@ class Broker:
         self, now: float, *, wall: float | None = None, ssl_context: Any = None, sasl: Any = None
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
-        :class:`~amqp_sansio.ServerAuthenticator`, or the config's, see
+        :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
         :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``)."""
         self._clock(now, wall)
         config = self.config

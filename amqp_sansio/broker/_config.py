@@ -35,7 +35,7 @@ class BrokerConfig:
     refuses the attach with ``amqp:invalid-field``.
 
     The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds, None
-    for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.ServerAuthenticator`,
+    for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.sasl.ServerAuthenticator`,
     or None (the default): the ``users``' one if given, else anonymous access (SASL
     ANONYMOUS, or no SASL layer at all: both the SASL and the bare AMQP protocol header are
     answered, core spec 2.2, 5.1; see ``docs/defaults.rst``); False: no SASL layer (the bare

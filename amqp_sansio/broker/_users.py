@@ -20,7 +20,7 @@ The users file is JSON (the adapter reads it; this module only parses the text):
 authenticate with ANONYMOUS (the identity ``anonymous``, a name no user may take). A user
 has a ``password`` (PLAIN, and SCRAM derived from it when the file is loaded) or stored SCRAM
 credentials (``scram-sha-256`` and/or ``scram-sha-512``, as
-:func:`~amqp_sansio.derive_scram_credentials` makes them; PLAIN is then checked against
+:func:`~amqp_sansio.sasl.derive_scram_credentials` makes them; PLAIN is then checked against
 them). ``send`` and ``receive`` are address patterns (``*`` any run of characters, ``?``
 one, as :func:`fnmatch.fnmatchcase`); absent, nothing is allowed.
 """
@@ -65,7 +65,7 @@ def _matches(patterns: Iterable[str], address: str) -> bool:
 
 
 class Users:
-    """The broker's users: a SASL store for :class:`~amqp_sansio.ServerAuthenticator`
+    """The broker's users: a SASL store for :class:`~amqp_sansio.sasl.ServerAuthenticator`
     (``check_password`` for PLAIN, ``scram_credentials`` for SCRAM) and the access rules
     (:meth:`allows`). ``anonymous``: the rules for ANONYMOUS clients (None: not offered)."""
 

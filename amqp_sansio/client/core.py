@@ -105,7 +105,7 @@ class Core:
         #: What SASL and TLS established (see :class:`IncomingConnection`).
         self.sasl_identity: str | None = None
         self.sasl_mechanism: str | None = None
-        self.tls: a.TLSEstablished | None = None
+        self.tls: a.security.tls.TLSEstablished | None = None
         self.opened: Op[None] = Op()
         #: Done when the connection has ended (both closes exchanged, or lost).
         self.ended: Op[None] = Op()
@@ -475,7 +475,7 @@ class Core:
 
     # -- the events, each to its handler (_EVENT_HANDLERS) --------------------------------------
 
-    def _on_update(self, event: a.DeliveryUpdated) -> None:
+    def _on_update(self, event: a.events.DeliveryUpdated) -> None:
         core = self._links.get(event.link)
         if isinstance(core, SenderCore):
             core._on_update(event.delivery, event.state)
@@ -483,12 +483,12 @@ class Core:
         if isinstance(server, OutgoingLink) and server.on_outcome is not None:
             server.on_outcome(event.delivery, event.state)
 
-    def _on_drained(self, event: a.DrainCompleted) -> None:
+    def _on_drained(self, event: a.events.DrainCompleted) -> None:
         core = self._links.get(event.link)
         if isinstance(core, ReceiverCore):
             core._on_drained()
 
-    def _on_opened(self, event: a.ConnectionOpened) -> None:
+    def _on_opened(self, event: a.events.ConnectionOpened) -> None:
         if not self.engine.client:
             self._answer_open()
         if self.backoff is not None:
@@ -511,35 +511,35 @@ class Core:
             if self.on_reconnect is not None:
                 self.on_reconnect()
 
-    def _on_authenticated(self, event: a.Authenticated) -> None:
+    def _on_authenticated(self, event: a.events.Authenticated) -> None:
         self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
 
-    def _on_tls(self, event: a.TLSEstablished) -> None:
+    def _on_tls(self, event: a.security.tls.TLSEstablished) -> None:
         self.tls = event
 
-    def _on_session_begun(self, event: a.SessionBegun) -> None:
+    def _on_session_begun(self, event: a.events.SessionBegun) -> None:
         if event.session.state is a.SessionState.BEGIN_RCVD:
             event.session.begin()
 
-    def _on_link_attached(self, event: a.LinkAttached) -> None:
+    def _on_link_attached(self, event: a.events.LinkAttached) -> None:
         self._on_attach(event.link, event.remote)
 
-    def _on_link_detached(self, event: a.LinkDetached) -> None:
+    def _on_link_detached(self, event: a.events.LinkDetached) -> None:
         self._on_detach(event.link, event.error)
 
-    def _on_session_ended(self, event: a.SessionEnded) -> None:
+    def _on_session_ended(self, event: a.events.SessionEnded) -> None:
         for link in event.session.links:
             self._on_detach(link, event.error, "the session ended")
         if event.session is self._session:
             self._session = None
 
-    def _on_declare_request(self, event: a.DeclareRequested) -> None:
+    def _on_declare_request(self, event: a.engine.transactions.DeclareRequested) -> None:
         event.request.declare()
 
-    def _on_discharge_requested(self, event: a.DischargeRequested) -> None:
+    def _on_discharge_requested(self, event: a.engine.transactions.DischargeRequested) -> None:
         self._on_discharge_request(event.request)
 
-    def _on_closed(self, event: a.ConnectionClosed) -> None:
+    def _on_closed(self, event: a.events.ConnectionClosed) -> None:
         if event.error is not None:
             forced = event.error.condition == "amqp:connection:forced"
             self._fail(
@@ -552,36 +552,36 @@ class Core:
             # operator): a reconnecting connection comes back.
             self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
 
-    def _on_idle_timed_out(self, event: a.IdleTimedOut) -> None:
+    def _on_idle_timed_out(self, event: a.events.IdleTimedOut) -> None:
         self._fail(
             ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
         )
 
-    def _on_authentication_failed(self, event: a.AuthenticationFailed) -> None:
+    def _on_authentication_failed(self, event: a.events.AuthenticationFailed) -> None:
         self._fail(AuthenticationError(authentication_failure(event, self.url)))
 
-    def _on_protocol_error(self, event: a.ProtocolError) -> None:
+    def _on_protocol_error(self, event: a.events.ProtocolError) -> None:
         if event.scope == "connection":
             self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
 
-    def _on_without_sasl(self, event: a.PeerWithoutSASL) -> None:
+    def _on_without_sasl(self, event: a.events.PeerWithoutSASL) -> None:
         if self.engine.client:
             self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
         else:
             refused_without_sasl(self.peer)
             self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
 
-    def _on_unsupported(self, event: a.UnsupportedProtocol) -> None:
+    def _on_unsupported(self, event: a.events.UnsupportedProtocol) -> None:
         self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
 
-    def _on_tls_failed(self, event: a.TLSFailed) -> None:
+    def _on_tls_failed(self, event: a.security.tls.TLSFailed) -> None:
         self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
 
-    def _on_tls_mismatch(self, event: a.TLSHeaderMismatch) -> None:
+    def _on_tls_mismatch(self, event: a.security.tls.TLSHeaderMismatch) -> None:
         self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
         self._on_ended()
 
-    def _on_connection_ended(self, event: a.ConnectionEnded) -> None:
+    def _on_connection_ended(self, event: a.events.ConnectionEnded) -> None:
         self._on_ended()
 
     def _on_other(self, event: a.Event) -> None:
@@ -634,7 +634,7 @@ class Core:
         if incoming.refused is not None:
             self.close(incoming.refused)
 
-    def _on_attach(self, link: a.Link, remote: a.Attach) -> None:
+    def _on_attach(self, link: a.Link, remote: a.definitions.performatives.Attach) -> None:
         core = self._links.get(link)
         if core is not None:
             terminus = remote.source if isinstance(link, a.Receiver) else remote.target
@@ -646,7 +646,7 @@ class Core:
             return
         if link.state is not a.LinkState.ATTACH_RCVD:
             return
-        if isinstance(link, a.CoordinatorLink):
+        if isinstance(link, a.engine.transactions.CoordinatorLink):
             link.attach()  # we are a transactional resource
             return
         server: ServerLink
@@ -672,7 +672,7 @@ class Core:
         if server is not None:
             server._on_detached()
 
-    def _on_credit(self, event: a.CreditChanged) -> None:
+    def _on_credit(self, event: a.events.CreditChanged) -> None:
         link = event.link
         if isinstance(link, a.Sender) and link.drain:
             server = self._server_links.get(link)
@@ -687,7 +687,7 @@ class Core:
         if isinstance(core, SenderCore) and core._resend:
             core._send_again()
 
-    def _on_delivery(self, event: a.DeliveryReceived) -> None:
+    def _on_delivery(self, event: a.events.DeliveryReceived) -> None:
         if not event.complete:
             return
         link, engine_delivery = event.link, event.delivery
@@ -707,7 +707,7 @@ class Core:
             return
         server._deliver(delivery)
 
-    def _on_discharge_request(self, request: a.DischargeRequest) -> None:
+    def _on_discharge_request(self, request: a.engine.transactions.DischargeRequest) -> None:
         posted = request.transaction.posted
         held = [self._held.pop(d) for d in posted if d in self._held]
         request.accept()
@@ -717,19 +717,27 @@ class Core:
             delivery.link.settle(delivery.engine_delivery, a.Accepted())
             server._deliver(delivery)
 
-    def _on_declared(self, event: a.TransactionDeclared | a.TransactionDeclareFailed) -> None:
+    def _on_declared(
+        self,
+        event: a.engine.transactions.TransactionDeclared
+        | a.engine.transactions.TransactionDeclareFailed,
+    ) -> None:
         txn = self._transactions.get(event.transaction)
         if txn is None:
             return
-        if isinstance(event, a.TransactionDeclared):
+        if isinstance(event, a.engine.transactions.TransactionDeclared):
             txn.declared.set(None)
         else:
             txn.declared.fail(TransactionError("the declare was refused", event.error))
             del self._transactions[event.transaction]
 
-    def _on_discharged(self, event: a.TransactionDischarged | a.TransactionRolledBack) -> None:
-        if isinstance(event, a.TransactionRolledBack) and isinstance(
-            event.transaction, a.TransactionRecord
+    def _on_discharged(
+        self,
+        event: a.engine.transactions.TransactionDischarged
+        | a.engine.transactions.TransactionRolledBack,
+    ) -> None:
+        if isinstance(event, a.engine.transactions.TransactionRolledBack) and isinstance(
+            event.transaction, a.engine.transactions.TransactionRecord
         ):
             for delivery in event.transaction.posted:
                 self._held.pop(delivery, None)
@@ -738,7 +746,7 @@ class Core:
         txn = self._transactions.pop(event.transaction, None)
         if txn is None:
             return
-        if isinstance(event, a.TransactionDischarged):
+        if isinstance(event, a.engine.transactions.TransactionDischarged):
             txn.discharged.set(event.committed)
         else:
             txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
@@ -750,32 +758,32 @@ class Core:
 #: Each event's handler in the core, by the event's type (a subclass of one is handled as
 #: that one: see _handler_for).
 _EVENT_HANDLERS: dict[type, Callable[[Core, Any], None]] = {
-    a.DeliveryReceived: Core._on_delivery,
-    a.DeliveryUpdated: Core._on_update,
-    a.CreditChanged: Core._on_credit,
-    a.DrainCompleted: Core._on_drained,
-    a.ConnectionOpened: Core._on_opened,
-    a.Authenticated: Core._on_authenticated,
-    a.TLSEstablished: Core._on_tls,
-    a.SessionBegun: Core._on_session_begun,
-    a.LinkAttached: Core._on_link_attached,
-    a.LinkDetached: Core._on_link_detached,
-    a.SessionEnded: Core._on_session_ended,
-    a.TransactionDeclared: Core._on_declared,
-    a.TransactionDeclareFailed: Core._on_declared,
-    a.TransactionDischarged: Core._on_discharged,
-    a.TransactionRolledBack: Core._on_discharged,
-    a.DeclareRequested: Core._on_declare_request,
-    a.DischargeRequested: Core._on_discharge_requested,
-    a.ConnectionClosed: Core._on_closed,
-    a.IdleTimedOut: Core._on_idle_timed_out,
-    a.AuthenticationFailed: Core._on_authentication_failed,
-    a.ProtocolError: Core._on_protocol_error,
-    a.PeerWithoutSASL: Core._on_without_sasl,
-    a.UnsupportedProtocol: Core._on_unsupported,
-    a.TLSFailed: Core._on_tls_failed,
-    a.TLSHeaderMismatch: Core._on_tls_mismatch,
-    a.ConnectionEnded: Core._on_connection_ended,
+    a.events.DeliveryReceived: Core._on_delivery,
+    a.events.DeliveryUpdated: Core._on_update,
+    a.events.CreditChanged: Core._on_credit,
+    a.events.DrainCompleted: Core._on_drained,
+    a.events.ConnectionOpened: Core._on_opened,
+    a.events.Authenticated: Core._on_authenticated,
+    a.security.tls.TLSEstablished: Core._on_tls,
+    a.events.SessionBegun: Core._on_session_begun,
+    a.events.LinkAttached: Core._on_link_attached,
+    a.events.LinkDetached: Core._on_link_detached,
+    a.events.SessionEnded: Core._on_session_ended,
+    a.engine.transactions.TransactionDeclared: Core._on_declared,
+    a.engine.transactions.TransactionDeclareFailed: Core._on_declared,
+    a.engine.transactions.TransactionDischarged: Core._on_discharged,
+    a.engine.transactions.TransactionRolledBack: Core._on_discharged,
+    a.engine.transactions.DeclareRequested: Core._on_declare_request,
+    a.engine.transactions.DischargeRequested: Core._on_discharge_requested,
+    a.events.ConnectionClosed: Core._on_closed,
+    a.events.IdleTimedOut: Core._on_idle_timed_out,
+    a.events.AuthenticationFailed: Core._on_authentication_failed,
+    a.events.ProtocolError: Core._on_protocol_error,
+    a.events.PeerWithoutSASL: Core._on_without_sasl,
+    a.events.UnsupportedProtocol: Core._on_unsupported,
+    a.security.tls.TLSFailed: Core._on_tls_failed,
+    a.security.tls.TLSHeaderMismatch: Core._on_tls_mismatch,
+    a.events.ConnectionEnded: Core._on_connection_ended,
 }
 
 

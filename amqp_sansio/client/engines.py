@@ -58,7 +58,7 @@ def client_engine(
     PLAIN over an unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
     (:class:`~amqp_sansio.client.url.InsecureCredentialsError` otherwise, before
     anything is sent). TLS: ``ssl_context``, or one from
-    :func:`~amqp_sansio.client_context` with ``cafile`` and ``verify``."""
+    :func:`~amqp_sansio.security.tls.client_context` with ``cafile`` and ``verify``."""
     parsed = parse_url(url) if isinstance(url, str) else url
     parsed.check_credentials(allow_insecure_auth=allow_insecure_auth)
     tls = parsed.tls or ssl_context is not None
@@ -67,7 +67,9 @@ def client_engine(
         raise ValueError("credentials need SASL: remove them from the URL")
     credentials_layer = None
     if sasl is not False:  # none given: ANONYMOUS
-        credentials_layer = a.ClientCredentials(username=parsed.username, password=parsed.password)
+        credentials_layer = a.sasl.ClientCredentials(
+            username=parsed.username, password=parsed.password
+        )
     engine = a.Connection(
         client=True,
         container_id=container_id or f"amqp-sansio-{uuid.uuid4().hex[:12]}",
@@ -82,7 +84,7 @@ def client_engine(
     if tls:
         context = ssl_context
         if context is None:
-            context = a.client_context(cafile=cafile, verify=verify)
+            context = a.security.tls.client_context(cafile=cafile, verify=verify)
         stream = a.TLSLayer(
             stream, context, client=True, server_hostname=parsed.host, negotiate=False
         )
@@ -121,14 +123,14 @@ def without_sasl_failure(url: AMQPURL | None) -> str:
     return f"{text}: connect with sasl=False"
 
 
-def authentication_failure(event: a.AuthenticationFailed, url: AMQPURL | None) -> str:
+def authentication_failure(event: a.events.AuthenticationFailed, url: AMQPURL | None) -> str:
     """The message of a client's failed authentication, with :func:`authentication_hint`."""
     hint = authentication_hint(event, url)
     text = f"authentication failed: {event.description}"
     return f"{hint}; {text}" if hint else text
 
 
-def authentication_hint(event: a.AuthenticationFailed, url: AMQPURL | None) -> str:
+def authentication_hint(event: a.events.AuthenticationFailed, url: AMQPURL | None) -> str:
     """What to do where the server offers nothing a client without credentials can use (no
     ANONYMOUS): "this server requires authentication: put user:password in the URL (...)";
     else ""."""
@@ -164,15 +166,17 @@ def _peer_name(peer: Any) -> str:
     return "an unknown peer" if peer is None else str(peer)
 
 
-def server_sasl(sasl: a.ServerAuthenticator | bool | None) -> a.ServerAuthenticator | None:
+def server_sasl(
+    sasl: a.sasl.ServerAuthenticator | bool | None,
+) -> a.sasl.ServerAuthenticator | None:
     """A server's SASL layer from its ``sasl`` option (see :doc:`defaults`): None (the
     default) allows anonymous access, through ANONYMOUS or without SASL (the bare AMQP
     header, core spec 5.1), so that every client's default works; a
-    :class:`~amqp_sansio.ServerAuthenticator` is used as it is (one without
+    :class:`~amqp_sansio.sasl.ServerAuthenticator` is used as it is (one without
     ``allow_anonymous`` requires authentication); False: no SASL layer (only the bare
     header is taken)."""
     if sasl is None or sasl is True:
-        return a.ServerAuthenticator(None, allow_anonymous=True)
+        return a.sasl.ServerAuthenticator(None, allow_anonymous=True)
     if sasl is False:
         return None
     return sasl
@@ -183,7 +187,7 @@ def server_engine(
     container_id: str = "amqp-sansio-server",
     idle_timeout: float | None = None,
     ssl_context: Any = None,
-    sasl: a.ServerAuthenticator | bool | None = None,
+    sasl: a.sasl.ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     max_frame_size: int = 65536,
 ) -> tuple[a.Connection, Any]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import amqp_sansio as a
 from amqp_sansio import Error, Symbol
+from amqp_sansio.definitions import performatives
 
 from .ops import (
     ClientError,
@@ -87,7 +88,7 @@ class LinkCore:
     def close_ready(self) -> bool:
         return self.detached.done() or self.core.gone or self.error is not None
 
-    def _on_attached(self, remote: a.Attach) -> None:
+    def _on_attached(self, remote: performatives.Attach) -> None:
         self.attached.set(None)
 
     def _on_lost(self) -> None:
@@ -158,12 +159,16 @@ class SenderCore(LinkCore):
         entry = self._unsettled.get(delivery)
         if entry is None:
             return
-        outcome = state.outcome if isinstance(state, a.TransactionalState) else state
+        outcome = (
+            state.outcome
+            if isinstance(state, a.definitions.transactions.TransactionalState)
+            else state
+        )
         if delivery.remote_settled or isinstance(outcome, _OUTCOMES):
             del self._unsettled[delivery]
             entry[0].set(outcome)
 
-    def _on_attached(self, remote: a.Attach) -> None:
+    def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
         self._send_again()
 
@@ -217,7 +222,7 @@ class ReceiverCore(LinkCore):
             return getattr(remote.source, "address", None)
         return getattr(self.link.source, "address", None)
 
-    def _on_attached(self, remote: a.Attach) -> None:
+    def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
         self._refill()
 
@@ -337,7 +342,8 @@ class IncomingConnection:
     and ``mechanism`` from SASL (None on a server without SASL; a client that used ANONYMOUS,
     or came without a SASL layer to a server that allows anonymous access, has the
     authenticator's anonymous identity, and mechanism ``ANONYMOUS`` or None; EXTERNAL's
-    is the TLS client certificate's subject), ``tls`` is the :class:`~amqp_sansio.TLSEstablished`
+    is the TLS client certificate's subject), ``tls`` is the
+    :class:`~amqp_sansio.security.tls.TLSEstablished`
     event of an amqps connection (version, cipher, the client's certificate), or None."""
 
     def __init__(self, core: Core, peer: Any) -> None:
@@ -350,7 +356,7 @@ class IncomingConnection:
         self.properties: Any = remote.properties
         self.identity: str | None = core.sasl_identity
         self.mechanism: str | None = core.sasl_mechanism
-        self.tls: a.TLSEstablished | None = core.tls
+        self.tls: a.security.tls.TLSEstablished | None = core.tls
         self.refused: Error | None = None
 
     def __repr__(self) -> str:
@@ -377,7 +383,7 @@ class ServerLink:
     address the application sets with :meth:`accept` (``address=``) before returning.
     ``on_detach`` (a callable taking the link) is called when the link goes."""
 
-    def __init__(self, core: Core, link: a.Link, remote: a.Attach) -> None:
+    def __init__(self, core: Core, link: a.Link, remote: performatives.Attach) -> None:
         self.core = core
         self.link = link
         terminus = remote.target if isinstance(self, IncomingLink) else remote.source
@@ -445,7 +451,7 @@ class IncomingLink(ServerLink):
 
     link: a.Receiver
 
-    def __init__(self, core: Core, link: a.Receiver, remote: a.Attach) -> None:
+    def __init__(self, core: Core, link: a.Receiver, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.credit = DEFAULT_CREDIT
         self.auto_accept = True
@@ -483,7 +489,7 @@ class OutgoingLink(ServerLink):
 
     link: a.Sender
 
-    def __init__(self, core: Core, link: a.Sender, remote: a.Attach) -> None:
+    def __init__(self, core: Core, link: a.Sender, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.on_credit: Callable[[OutgoingLink], None] | None = None
         self.on_outcome: Callable[[a.Delivery, Any], None] | None = None

@@ -63,7 +63,7 @@ class AuthenticationError(ConnectionClosedError):
 
 class PeerWithoutSASLError(ConnectionClosedError):
     """The server answered our SASL header with the bare AMQP header: it has no SASL layer
-    (core spec 2.2, 5.1; the engine's :class:`~amqp_sansio.PeerWithoutSASL`). ``connect``
+    (core spec 2.2, 5.1; the engine's :class:`~amqp_sansio.events.PeerWithoutSASL`). ``connect``
     raises it only where it cannot connect again without SASL by itself: ``sasl=True``,
     credentials in the URL (a server without SASL cannot check them), or
     ``sasl_mechanisms``; otherwise it connects again once without SASL (see
@@ -130,7 +130,7 @@ class Delivery:
     __slots__ = ("_core", "_engine", "_message", "_received", "engine_delivery", "link")
 
     def __init__(
-        self, core: Core, link: a.Link, delivery: a.Delivery, received: a.DeliveryReceived
+        self, core: Core, link: a.Link, delivery: a.Delivery, received: a.events.DeliveryReceived
     ) -> None:
         self._core = core
         self._engine = core.engine

@@ -46,7 +46,7 @@ class _Direction:
     def __init__(self, name: str, arrow: str) -> None:
         self.name = name
         self.arrow = arrow
-        self.parser = amqp.FrameParser(max_frame_size=0xFFFFFFFF)
+        self.parser = amqp.framing.FrameParser(max_frame_size=0xFFFFFFFF)
         self.tail = bytearray()  # what the parser holds unparsed, to look ahead
         self.broken = False
 
@@ -73,7 +73,7 @@ class _Direction:
             self.broken = True
             self._log(f"(trace stops: {exc})")
 
-    def _frame(self, frame: amqp.Frame) -> None:
+    def _frame(self, frame: amqp.framing.Frame) -> None:
         if frame.body is None:
             self._log(f"[{frame.channel}] (empty frame)")
             return

@@ -1,6 +1,12 @@
-"""The AMQP 1.0 definitions the engine speaks, declared as composite types: the performatives
-(core spec 2.7), the messaging sections, outcomes and termini (part 3), the transaction types
-(part 4), and :class:`~amqp_sansio.Message`, the bare message and its annotations.
-
-The public names are exported by :mod:`amqp_sansio`; the modules here are the layout.
+"""The AMQP 1.0 definitions the engine speaks, declared as composite types, one public module
+each: :mod:`~amqp_sansio.definitions.performatives` (the frame bodies of core spec 2.7 and
+5.3.3), :mod:`~amqp_sansio.definitions.messaging` (the message sections, outcomes and termini
+of part 3), :mod:`~amqp_sansio.definitions.transactions` (the transaction types of part 4) and
+:mod:`~amqp_sansio.definitions.message` (:class:`~amqp_sansio.Message`, the bare message and
+its annotations). The most used names are also exported by :mod:`amqp_sansio`.
 """
+
+from . import message as message
+from . import messaging as messaging
+from . import performatives as performatives
+from . import transactions as transactions

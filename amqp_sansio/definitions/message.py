@@ -203,7 +203,7 @@ class Message:
 
         ``data`` may also be a list or tuple of pieces that join to the message (as a
         delivery's frames carry it, see :meth:`DeliveryReceived.message
-        <amqp_sansio.DeliveryReceived.message>`): the result is the same, but the bytes of
+        <amqp_sansio.events.DeliveryReceived.message>`): the result is the same, but the bytes of
         a large data section are copied from the pieces once, into the body's ``bytes``,
         without joining the whole message first."""
         if type(data) is list or type(data) is tuple:

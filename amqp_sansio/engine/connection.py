@@ -10,7 +10,7 @@ which :meth:`Connection.data_to_send` hands over; it never reads a clock: the ca
 The rule for errors: a command that is illegal in the current state, or has bad arguments,
 raises :class:`~amqp_sansio.LocalProtocolError` at once and sends nothing. A peer that breaks
 the protocol makes the engine send the close, end or detach with the spec's condition, and
-report a :class:`~amqp_sansio.ProtocolError` event.
+report a :class:`~amqp_sansio.events.ProtocolError` event.
 
 The engine answers by itself where the spec leaves no choice: the protocol header, a peer's
 close, end or detach (with its own), flow echo, heartbeats, and session windows (transfers
@@ -209,7 +209,7 @@ class Connection:
 
         ``bytes``, and views of ``bytes`` (such as the pieces of another engine's
         :meth:`buffers_to_send`), are read in place: a large transfer's payload is a view of
-        them, held by the delivery (and its :class:`~amqp_sansio.DeliveryReceived`) with
+        them, held by the delivery (and its :class:`~amqp_sansio.events.DeliveryReceived`) with
         the whole ``bytes`` object behind it. Other buffers (a ``bytearray``, which may
         change) are copied (core spec 2.3: frames may be cut anywhere)."""
         self._now = now  # _tick, inlined: this runs for every piece received
@@ -615,7 +615,7 @@ class Connection:
         The peer's header decides first (core spec 2.2, 5.1): SASL's starts the exchange.
         The bare AMQP header, on a server that allows anonymous access (the SASL layer is
         optional there), skips it: the client is anonymous. Anywhere else it is refused
-        with our own header and reported as :class:`~amqp_sansio.PeerWithoutSASL`: a
+        with our own header and reported as :class:`~amqp_sansio.events.PeerWithoutSASL`: a
         server that requires authentication, or a client whose server has no SASL layer."""
         sasl = self._sasl
         assert sasl is not None

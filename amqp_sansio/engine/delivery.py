@@ -88,7 +88,8 @@ class Delivery:
         self._ignore = False
         #: The transaction its work belongs to (posting, acquisition, retirement; core spec
         #: 4.4): a :class:`~amqp_sansio.Transaction` or a
-        #: :class:`~amqp_sansio.TransactionRecord`. Its outcome is final only once that
+        #: :class:`~amqp_sansio.engine.transactions.TransactionRecord`. Its outcome is final only
+        # once that
         #: transaction has committed.
         self.transaction: _Txn | None = None
 

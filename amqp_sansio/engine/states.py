@@ -233,7 +233,7 @@ SESSION_ENDING = (SessionState.DISCARDING, SessionState.END_SENT)
 class TransactionState(enum.Enum):
     """Where a transaction is (core spec 4.2, 4.3). The same states serve the controller's
     :class:`~amqp_sansio.Transaction` and the resource's
-    :class:`~amqp_sansio.TransactionRecord`."""
+    :class:`~amqp_sansio.engine.transactions.TransactionRecord`."""
 
     __hash__ = object.__hash__
 

@@ -7,14 +7,16 @@ posting (:meth:`Sender.send` with ``transaction=``), retirement (:meth:`Link.set
 ``transaction=``). Each :class:`Transaction` moves through :data:`TRANSACTION_TRANSITIONS`.
 
 The **transactional resource** recognises a peer's attach to a
-:class:`~amqp_sansio.Coordinator` target: the link is a :class:`CoordinatorLink`, whose
+:class:`~amqp_sansio.definitions.transactions.Coordinator` target: the link is a
+:class:`CoordinatorLink`, whose
 transfers the engine decodes into :class:`DeclareRequested` and :class:`DischargeRequested`
 events. The engine keeps, per connection, a :class:`TransactionRecord` for each live
 transaction, with the work the controller associated with it, so that the application can
 apply it, or discard it, in one go when the transaction is discharged.
 
 The rule for outcomes (both sides): an outcome carried in a
-:class:`~amqp_sansio.TransactionalState` is provisional while its transaction is live; it
+:class:`~amqp_sansio.definitions.transactions.TransactionalState` is provisional while its
+transaction is live; it
 takes effect only when the transaction commits, and is void when it is rolled back.
 ``Delivery.transaction`` says which transaction a delivery's work belongs to.
 
@@ -61,7 +63,6 @@ from .states import (
 )
 
 __all__ = [
-    "HOOKS",
     "Controller",
     "CoordinatorLink",
     "DeclareRequest",
@@ -428,7 +429,8 @@ DEFAULT_CAPABILITIES = (
 
 class CoordinatorLink(Receiver):
     """The resource's end of a control link: a peer's attach to a
-    :class:`~amqp_sansio.Coordinator` target (core spec 4.2). Accept it with :meth:`attach`
+    :class:`~amqp_sansio.definitions.transactions.Coordinator` target (core spec 4.2). Accept it
+    with :meth:`attach`
     (or refuse it with :meth:`refuse`); the engine then keeps its credit topped up to
     ``credit_window`` and turns what arrives into :class:`DeclareRequested` and
     :class:`DischargeRequested` events. Links to a coordinator cannot be resumed."""

@@ -1,5 +1,7 @@
 """Security layers (core spec part 5): the SASL layer and its mechanisms, and the TLS layer.
 
-The public names are exported by :mod:`amqp_sansio` and :mod:`amqp_sansio.sasl`; the modules
-here are the layout.
+The public modules are :mod:`amqp_sansio.sasl` (the mechanisms, as one module) and
+:mod:`amqp_sansio.security.tls` (the TLS layer); the other modules here are the layout.
 """
+
+from . import tls as tls

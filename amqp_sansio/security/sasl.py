@@ -9,7 +9,7 @@ for (a client's open, sessions and links are pipelined behind the exchange).
 
 The mechanisms themselves are in :mod:`amqp_sansio.security.mechanisms`; this module is the
 state machine that carries their data in frames. Failures end the connection with an
-:class:`~amqp_sansio.AuthenticationFailed` event; nothing follows on the wire but, for a
+:class:`~amqp_sansio.events.AuthenticationFailed` event; nothing follows on the wire but, for a
 server, the failed outcome.
 """
 

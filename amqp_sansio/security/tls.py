@@ -327,7 +327,7 @@ class TLSLayer:
     def close(self) -> None:
         """End our side of TLS: the inner object's last bytes are encrypted, then TLS
         close_notify follows (core spec 5.2 allows not waiting for the peer's). Call it once
-        the inner object has ended (e.g. on :class:`~amqp_sansio.ConnectionEnded`), then send
+        the inner object has ended (e.g. on :class:`~amqp_sansio.events.ConnectionEnded`), then send
         :meth:`data_to_send`; the peer's data is still decrypted and passed on until its
         close_notify or EOF. Before the handshake is done there is nothing to notify: the
         layer just ends. Calling it again does nothing."""

@@ -12,10 +12,22 @@ from docutils.parsers.rst import Directive
 import amqp_sansio as amqp
 
 _MACHINES: dict[str, tuple[Any, Any, Any]] = {
-    "connection": (amqp.ConnectionState, amqp.ConnectionInput, amqp.CONNECTION_TRANSITIONS),
-    "session": (amqp.SessionState, amqp.SessionInput, amqp.SESSION_TRANSITIONS),
-    "link": (amqp.LinkState, amqp.LinkInput, amqp.LINK_TRANSITIONS),
-    "transaction": (amqp.TransactionState, amqp.TransactionInput, amqp.TRANSACTION_TRANSITIONS),
+    "connection": (
+        amqp.ConnectionState,
+        amqp.engine.states.ConnectionInput,
+        amqp.engine.states.CONNECTION_TRANSITIONS,
+    ),
+    "session": (
+        amqp.SessionState,
+        amqp.engine.states.SessionInput,
+        amqp.engine.states.SESSION_TRANSITIONS,
+    ),
+    "link": (amqp.LinkState, amqp.engine.states.LinkInput, amqp.engine.states.LINK_TRANSITIONS),
+    "transaction": (
+        amqp.engine.states.TransactionState,
+        amqp.engine.states.TransactionInput,
+        amqp.engine.states.TRANSACTION_TRANSITIONS,
+    ),
 }
 
 

@@ -10,6 +10,7 @@ from support.broker_net import Client, Net, accept_all, body, msg, publish
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, parse_message
+from amqp_sansio.definitions import messaging
 
 SYM = a.Symbol
 
@@ -213,7 +214,7 @@ def test_conflicting_outcomes_detach_with_illegal_state() -> None:
     r.update(got.delivery, a.Rejected())  # before the broker's settlement reached us
     c.conn.receive_data(first + c.engine.data_to_send(), net.now)
     net.pump()
-    (detached,) = c.of(a.LinkDetached)
+    (detached,) = c.of(a.events.LinkDetached)
     assert detached.error.condition == "amqp:illegal-state"
 
 
@@ -289,7 +290,7 @@ def test_received_state_is_not_an_outcome() -> None:
     publish(p, "q", b"1")
     r = c.receiver("q", 1)
     (got,) = c.received(r)
-    r.update(got.delivery, a.Received(section_number=0, section_offset=0))
+    r.update(got.delivery, messaging.Received(section_number=0, section_offset=0))
     net.pump()
     r.settle(got.delivery, a.Accepted())
     net.pump()
@@ -302,7 +303,7 @@ def test_drain_with_nothing_advances_and_completes() -> None:
     r = c.receiver("q", 5)
     r.drain_credit()
     net.pump()
-    assert c.of(a.DrainCompleted)
+    assert c.of(a.events.DrainCompleted)
     assert r.link_credit == 0
 
 
@@ -325,13 +326,17 @@ def test_dynamic_reply_queue_request_reply_and_delete_on_close() -> None:
     reply.detach()
     net.pump()
     assert address not in net.broker.nodes
-    (gone,) = server.of(a.LinkDetached)
+    (gone,) = server.of(a.events.LinkDetached)
     assert gone.error.condition == "amqp:resource-deleted"
 
 
 @pytest.mark.parametrize(
     "policy",
-    [a.DeleteOnNoLinks(), a.DeleteOnNoMessages(), a.DeleteOnNoLinksOrMessages()],
+    [
+        messaging.DeleteOnNoLinks(),
+        messaging.DeleteOnNoMessages(),
+        messaging.DeleteOnNoLinksOrMessages(),
+    ],
 )
 def test_dynamic_lifetime_policies(policy: object) -> None:
     net = Net()
@@ -347,7 +352,7 @@ def test_dynamic_lifetime_policies(policy: object) -> None:
     s.detach()
     net.pump()
     gone = address not in net.broker.nodes
-    assert gone is (type(policy) is not a.DeleteOnNoMessages)
+    assert gone is (type(policy) is not messaging.DeleteOnNoMessages)
     if not gone:
         r2 = c.receiver(address, 5)
         accept_all(c, r2)
@@ -371,13 +376,13 @@ def test_refusals() -> None:
     unknown = c.receiver("nope")
     no_source = c.receiver(None, source=None)
     no_address = c.receiver(None)  # (a sender without one is the anonymous relay)
-    errors = [e.error.condition for e in c.of(a.LinkDetached)]
+    errors = [e.error.condition for e in c.of(a.events.LinkDetached)]
     assert errors == ["amqp:not-found", "amqp:invalid-field", "amqp:invalid-field"]
     assert unknown.remote.source is None and no_source.remote.source is None  # type: ignore[union-attr]
     assert no_address.remote.source is None  # type: ignore[union-attr]
     links = [c.receiver("known") for _ in range(4)]
     assert [link.state for link in links][-1] is not a.LinkState.ATTACHED
-    assert c.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
+    assert c.of(a.events.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
 
 
 def test_queue_limits_reject_with_resource_limit_exceeded() -> None:
@@ -399,7 +404,7 @@ def test_malformed_message_ends_the_session_with_decode_error() -> None:
     p, other = net.connect(), net.connect()
     s = p.sender("q")
     p.send(s, b"\x00\x53\x70\xc0\x01")  # a header whose list is cut short
-    (ended,) = p.of(a.SessionEnded)
+    (ended,) = p.of(a.events.SessionEnded)
     assert ended.error.condition == "amqp:decode-error"
     publish(other, "q", b"still fine")  # the broker and other connections go on
     r = other.receiver("q", 5)
@@ -519,7 +524,7 @@ class _Ledger:
         self.consumers: list[tuple[Client, a.Receiver] | None] = [None, None]
         self.accepted: list[bytes] = []
         self.published: list[bytes] = []
-        self.pending: dict[int, list[a.DeliveryReceived]] = {0: [], 1: []}
+        self.pending: dict[int, list[a.events.DeliveryReceived]] = {0: [], 1: []}
         self.controllers: dict[Client, a.Controller] = {}
 
     def consumer(self, i: int) -> tuple[Client, a.Receiver]:
@@ -664,7 +669,7 @@ def test_expiry_of_a_message_out_with_a_consumer() -> None:
 def test_expiry_empties_a_delete_on_no_messages_node() -> None:
     net = Net()
     c = net.connect()
-    props = {SYM("lifetime-policy"): a.DeleteOnNoMessages()}
+    props = {SYM("lifetime-policy"): messaging.DeleteOnNoMessages()}
     s = c.sender(None, target=a.Target(dynamic=True, dynamic_node_properties=props))
     address = s.remote.target.address  # type: ignore[union-attr]
     c.send(s, msg(b"x", ttl=1000))
@@ -676,7 +681,7 @@ def test_expiry_empties_a_delete_on_no_messages_node() -> None:
 def test_released_expired_message_empties_its_node() -> None:
     net = Net()
     c = net.connect()
-    props = {SYM("lifetime-policy"): a.DeleteOnNoMessages()}
+    props = {SYM("lifetime-policy"): messaging.DeleteOnNoMessages()}
     r = c.receiver(None, 1, source=a.Source(dynamic=True, dynamic_node_properties=props))
     address = r.remote.source.address  # type: ignore[union-attr]
     publish(c, address, b"x", ttl=1000)
@@ -701,7 +706,7 @@ def test_declare_delete_and_odd_dynamic_properties() -> None:
     props = {SYM("lifetime-policy"): "not a policy"}
     r = c.receiver(None, 0, source=a.Source(dynamic=True, dynamic_node_properties=props))
     node = broker.nodes[r.remote.source.address]  # type: ignore[union-attr]
-    assert type(node.policy) is a.DeleteOnClose
+    assert type(node.policy) is messaging.DeleteOnClose
 
 
 def test_dead_letter_queue_full_or_a_topic() -> None:
@@ -762,7 +767,7 @@ def test_a_detached_consumer_has_no_credit_and_browsers_skip_large_messages() ->
 
 def test_explicit_sasl_and_closing_twice() -> None:
     broker = Broker()
-    conn = broker.accept(0.0, sasl=a.ServerAuthenticator(None, allow_anonymous=True))
+    conn = broker.accept(0.0, sasl=a.sasl.ServerAuthenticator(None, allow_anonymous=True))
     assert conn.engine._sasl is not None
     net = Net()
     c = net.connect()
@@ -786,7 +791,10 @@ def test_transactional_corners() -> None:
     net.pump()
     ctl.discharge(txn)
     net.pump()
-    assert c.of(a.TransactionRolledBack)[-1].error.condition == "amqp:transaction:rollback"
+    assert (
+        c.of(a.engine.transactions.TransactionRolledBack)[-1].error.condition
+        == "amqp:transaction:rollback"
+    )
     txn2 = ctl.declare()
     net.pump()
     to_topic.send(msg(b"news").encode(), transaction=txn2)
@@ -822,7 +830,7 @@ def test_a_consumer_of_a_deleted_node_gives_back_nothing() -> None:
     r.detach()  # delete-on-close: the node goes, with what the other consumer holds
     net.pump()
     assert address not in net.broker.nodes
-    assert other.of(a.LinkDetached)[-1].error.condition == "amqp:resource-deleted"
+    assert other.of(a.events.LinkDetached)[-1].error.condition == "amqp:resource-deleted"
 
 
 def test_browsing_drops_expired_and_stops_at_its_credit() -> None:
@@ -1001,7 +1009,9 @@ def test_idle_timeout_closes_a_silent_client_and_gives_back_its_deliveries() -> 
     assert deadline is not None and deadline <= net.now + 5
     silent.conn.handle_timer(net.now + 6)  # only the broker's clock moves
     net.pump()
-    assert silent.of(a.ConnectionClosed)[-1].error.condition == "amqp:resource-limit-exceeded"
+    assert (
+        silent.of(a.events.ConnectionClosed)[-1].error.condition == "amqp:resource-limit-exceeded"
+    )
     assert silent.conn.ended and not silent.conn.consumers
     c = net.connect()
     got = c.received(c.receiver("q", 1))

@@ -17,17 +17,18 @@ from support.broker_net import Client, Net, body
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
+from amqp_sansio.definitions import messaging
 
-NEVER = a.TerminusExpiryPolicy.NEVER
-DURABLE = a.TerminusDurability.UNSETTLED_STATE
+NEVER = messaging.TerminusExpiryPolicy.NEVER
+DURABLE = messaging.TerminusDurability.UNSETTLED_STATE
 
 
 def source(
     address: str = "topic/x",
-    policy: a.TerminusExpiryPolicy = NEVER,
+    policy: messaging.TerminusExpiryPolicy = NEVER,
     *,
     timeout: int = 0,
-    durable: a.TerminusDurability = DURABLE,
+    durable: messaging.TerminusDurability = DURABLE,
     **fields: object,
 ) -> a.Source:
     return a.Source(
@@ -80,10 +81,10 @@ def test_answer_says_what_the_broker_does() -> None:
     answered = sub.remote.source  # type: ignore[union-attr]
     assert answered.expiry_policy is NEVER
     # No durable store: nothing survives a restart, so durability is none.
-    assert answered.durable is a.TerminusDurability.NONE
+    assert answered.durable is messaging.TerminusDurability.NONE
     q = c.receiver("q", source=source("q"))
-    assert q.remote.source.expiry_policy is a.TerminusExpiryPolicy.LINK_DETACH  # type: ignore[union-attr]
-    assert q.remote.source.durable is a.TerminusDurability.NONE  # type: ignore[union-attr]
+    assert q.remote.source.expiry_policy is messaging.TerminusExpiryPolicy.LINK_DETACH  # type: ignore[union-attr]
+    assert q.remote.source.durable is messaging.TerminusDurability.NONE  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("same_session", [False, True])
@@ -97,7 +98,7 @@ def test_detach_publish_reattach_resumes_unsettled_first(same_session: bool) -> 
     sub.settle(got[0].delivery, a.Accepted())  # 1 and 2 stay unsettled
     sub.detach(closed=False)
     net.pump()
-    (detached,) = sub_client.of(a.LinkDetached)
+    (detached,) = sub_client.of(a.events.LinkDetached)
     assert detached.closed is False
     publish(pub, b"3", b"4")
     assert [s.key for s in net.broker.subscriptions.values()] == [("c0", "sub1")]
@@ -153,7 +154,9 @@ def test_settled_on_the_detached_link_is_not_redelivered() -> None:
     net.pump()
     sub.settle(got[0].delivery, a.Accepted())
     sub.update(got[1].delivery, a.Released())  # back to the buffer, not counted
-    sub.update(got[2].delivery, a.Received(section_number=0, section_offset=0))  # no outcome
+    sub.update(
+        got[2].delivery, messaging.Received(section_number=0, section_offset=0)
+    )  # no outcome
     net.pump()
     (kept,) = net.broker.subscriptions.values()
     assert list(kept.unsettled) == [got[2].delivery.tag]
@@ -211,7 +214,7 @@ def test_attach_without_source_finds_the_kept_subscription_to_unsubscribe() -> N
     missing = c.session.attach_receiver("sub1", source=None)  # type: ignore[union-attr]
     net.pump()
     assert missing.remote.source is None  # type: ignore[union-attr]
-    assert c.of(a.LinkDetached)[-1].error.condition == "amqp:invalid-field"
+    assert c.of(a.events.LinkDetached)[-1].error.condition == "amqp:invalid-field"
 
 
 def test_second_live_attach_of_the_same_subscription_is_refused() -> None:
@@ -221,21 +224,21 @@ def test_second_live_attach_of_the_same_subscription_is_refused() -> None:
     second = net.connect(container_id="same")
     link = subscribe(second)
     assert link.remote.source is None  # type: ignore[union-attr]
-    (detached,) = second.of(a.LinkDetached)
+    (detached,) = second.of(a.events.LinkDetached)
     assert detached.error.condition == "amqp:resource-locked"
 
 
 @pytest.mark.parametrize(
     ("policy", "kept_after_detach", "kept_after_end", "kept_after_close"),
     [
-        (a.TerminusExpiryPolicy.LINK_DETACH, False, False, False),
-        (a.TerminusExpiryPolicy.SESSION_END, True, False, False),
-        (a.TerminusExpiryPolicy.CONNECTION_CLOSE, True, True, False),
+        (messaging.TerminusExpiryPolicy.LINK_DETACH, False, False, False),
+        (messaging.TerminusExpiryPolicy.SESSION_END, True, False, False),
+        (messaging.TerminusExpiryPolicy.CONNECTION_CLOSE, True, True, False),
         (NEVER, True, True, True),
     ],
 )
 def test_expiry_policies(
-    policy: a.TerminusExpiryPolicy,
+    policy: messaging.TerminusExpiryPolicy,
     kept_after_detach: bool,
     kept_after_end: bool,
     kept_after_close: bool,
@@ -260,7 +263,9 @@ def test_session_end_starts_the_timer_of_the_most_recent_session_only() -> None:
     net = Net()
     c = net.connect()
     first = c.begin()
-    link = first.attach_receiver("s", source=source(policy=a.TerminusExpiryPolicy.SESSION_END))
+    link = first.attach_receiver(
+        "s", source=source(policy=messaging.TerminusExpiryPolicy.SESSION_END)
+    )
     net.pump()
     link.detach(closed=False)
     net.pump()
@@ -274,8 +279,10 @@ def test_session_end_starts_the_timer_of_the_most_recent_session_only() -> None:
     assert not net.broker.subscriptions
 
 
-@pytest.mark.parametrize("policy", list(a.TerminusExpiryPolicy)[:3])
-def test_timeout_counts_on_the_injected_clock(policy: a.TerminusExpiryPolicy) -> None:
+@pytest.mark.parametrize("policy", list(messaging.TerminusExpiryPolicy)[:3])
+def test_timeout_counts_on_the_injected_clock(
+    policy: messaging.TerminusExpiryPolicy,
+) -> None:
     net = Net()
     c, pub = net.connect(), net.connect()
     subscribe(c, src=source(policy=policy, timeout=60))
@@ -306,13 +313,13 @@ def test_limits() -> None:
     assert subscribe(c, "a").state is a.LinkState.ATTACHED
     assert subscribe(c, "b").state is a.LinkState.ATTACHED
     refused = subscribe(c, "c")
-    assert c.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
+    assert c.of(a.events.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
     assert refused.remote.source is None  # type: ignore[union-attr]
     assert subscribe(d, "a").state is a.LinkState.ATTACHED
     subscribe(e, "a")
-    assert e.of(a.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
+    assert e.of(a.events.LinkDetached)[-1].error.condition == "amqp:resource-limit-exceeded"
     # A plain topic receiver (source expiring at its detach) is not a kept subscription.
-    plain = e.receiver("topic/x", source=source(policy=a.TerminusExpiryPolicy.LINK_DETACH))
+    plain = e.receiver("topic/x", source=source(policy=messaging.TerminusExpiryPolicy.LINK_DETACH))
     assert plain.state is a.LinkState.ATTACHED
     publish(e, b"1", b"2", b"3")
     # The three subscriptions and the plain receiver's buffer hold two each.
@@ -380,8 +387,8 @@ def test_configuration_durability_keeps_the_subscription_not_its_messages(
 ) -> None:
     net, store = _restart(tmp_path)
     c, pub = net.connect(container_id="app"), net.connect()
-    sub = subscribe(c, src=source(durable=a.TerminusDurability.CONFIGURATION))
-    assert sub.remote.source.durable is a.TerminusDurability.CONFIGURATION  # type: ignore[union-attr]
+    sub = subscribe(c, src=source(durable=messaging.TerminusDurability.CONFIGURATION))
+    assert sub.remote.source.durable is messaging.TerminusDurability.CONFIGURATION  # type: ignore[union-attr]
     sub.detach(closed=False)
     net.pump()
     pub.send(pub.sender("topic/x"), _durable(b"1"))
@@ -395,7 +402,10 @@ def test_configuration_durability_keeps_the_subscription_not_its_messages(
 def test_restored_subscription_expires_by_its_timeout(tmp_path: Path) -> None:
     net, store = _restart(tmp_path)
     c = net.connect(container_id="app")
-    subscribe(c, src=source(policy=a.TerminusExpiryPolicy.CONNECTION_CLOSE, timeout=30))
+    subscribe(
+        c,
+        src=source(policy=messaging.TerminusExpiryPolicy.CONNECTION_CLOSE, timeout=30),
+    )
     store.close()
     net, store = _restart(tmp_path, wall=1_700_000_100.0)
     assert net.broker.next_expiry() == pytest.approx(1_700_000_130.0)
@@ -488,7 +498,9 @@ class _Subscriber:
         self.published: list[bytes] = []
         self.accepted: list[bytes] = []
         self.firsts: list[bytes] = []
-        self.held: list[a.DeliveryReceived] = []  # received on the current link, not settled yet
+        self.held: list[
+            a.events.DeliveryReceived
+        ] = []  # received on the current link, not settled yet
 
     def collect(self, count: int | None) -> None:
         link = self.link
@@ -585,7 +597,7 @@ def test_a_never_expiring_subscription_loses_nothing(
 def test_expiry_with_unsettled_deliveries_and_the_per_container_count() -> None:
     net = Net()
     c, pub = net.connect(container_id="app"), net.connect()
-    link_detach = a.TerminusExpiryPolicy.LINK_DETACH
+    link_detach = messaging.TerminusExpiryPolicy.LINK_DETACH
     first = subscribe(c, "one", credit=10, src=source(policy=link_detach, timeout=5))
     subscribe(c, "two", src=source(policy=NEVER))
     publish(pub, b"0")
@@ -621,7 +633,7 @@ def test_deleting_the_topic_deletes_its_subscriptions() -> None:
     net.pump()
     assert net.broker.subscriptions == {}
     assert topic.depth == 0
-    (gone,) = d.of(a.LinkDetached)
+    (gone,) = d.of(a.events.LinkDetached)
     assert gone.error.condition == "amqp:resource-deleted" and attached.state is not (
         a.LinkState.ATTACHED
     )

@@ -17,9 +17,9 @@ from amqp_sansio.broker import BrokerConfig
 HANDLES = st.integers(0, 3)
 
 
-def _attach(draw: Any) -> a.Attach:
-    attach = draw(COMPOSITES[a.Attach])
-    return a.Attach(
+def _attach(draw: Any) -> a.definitions.performatives.Attach:
+    attach = draw(COMPOSITES[a.definitions.performatives.Attach])
+    return a.definitions.performatives.Attach(
         name=draw(st.sampled_from(["l0", "l1", attach.name])),
         handle=draw(HANDLES),
         role=attach.role,
@@ -36,7 +36,7 @@ def _attach(draw: Any) -> a.Attach:
             st.one_of(
                 st.just(attach.target),
                 st.builds(a.Target, address=st.sampled_from(["q", "topic/t"])),
-                st.just(a.Coordinator()),
+                st.just(a.definitions.transactions.Coordinator()),
             )
         ),
         initial_delivery_count=attach.initial_delivery_count,
@@ -48,23 +48,25 @@ def _attach(draw: Any) -> a.Attach:
 def frames(draw: Any) -> bytes:
     kind = draw(st.sampled_from(["attach", "transfer", "flow", "disposition", "detach", "raw"]))
     if kind == "attach":
-        return a.encode_frame(_attach(draw))
+        return a.framing.encode_frame(_attach(draw))
     if kind == "transfer":
         encoded = messages.filter(has_sections).map(lambda m: m.encode())
         payload = draw(st.one_of(encoded, st.binary(max_size=40)))
-        transfer = a.Transfer(
+        transfer = a.definitions.performatives.Transfer(
             handle=draw(HANDLES),
             delivery_id=draw(st.integers(0, 5)),
             delivery_tag=draw(st.binary(min_size=1, max_size=4)),
             settled=draw(st.booleans()),
             more=draw(st.booleans()),
-            state=draw(st.one_of(st.none(), COMPOSITES[a.TransactionalState])),
+            state=draw(
+                st.one_of(st.none(), COMPOSITES[a.definitions.transactions.TransactionalState])
+            ),
         )
-        return a.encode_frame(transfer, payload=payload)
+        return a.framing.encode_frame(transfer, payload=payload)
     if kind == "flow":
-        flow = draw(COMPOSITES[a.Flow])
-        return a.encode_frame(
-            a.Flow(
+        flow = draw(COMPOSITES[a.definitions.performatives.Flow])
+        return a.framing.encode_frame(
+            a.definitions.performatives.Flow(
                 next_incoming_id=0,
                 incoming_window=100,
                 next_outgoing_id=draw(st.integers(0, 5)),
@@ -78,9 +80,9 @@ def frames(draw: Any) -> bytes:
             )
         )
     if kind == "disposition":
-        disposition = draw(COMPOSITES[a.Disposition])
-        return a.encode_frame(
-            a.Disposition(
+        disposition = draw(COMPOSITES[a.definitions.performatives.Disposition])
+        return a.framing.encode_frame(
+            a.definitions.performatives.Disposition(
                 role=disposition.role,
                 first=draw(st.integers(0, 5)),
                 last=draw(st.one_of(st.none(), st.integers(0, 6))),
@@ -89,8 +91,10 @@ def frames(draw: Any) -> bytes:
             )
         )
     if kind == "detach":
-        return a.encode_frame(
-            a.Detach(handle=draw(HANDLES), closed=draw(st.booleans()), error=None)
+        return a.framing.encode_frame(
+            a.definitions.performatives.Detach(
+                handle=draw(HANDLES), closed=draw(st.booleans()), error=None
+            )
         )
     return draw(st.binary(min_size=1, max_size=30))
 
@@ -107,9 +111,13 @@ def test_hostile_frames_never_break_the_broker(sequence: list[bytes], lose: bool
     watcher = good.receiver("q", 100)
     hostile = net.broker.accept(net.now)
     opening = (
-        a.AMQP_HEADER
-        + a.encode_frame(a.Open(container_id="hostile"))
-        + a.encode_frame(a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+        a.framing.AMQP_HEADER
+        + a.framing.encode_frame(a.definitions.performatives.Open(container_id="hostile"))
+        + a.framing.encode_frame(
+            a.definitions.performatives.Begin(
+                next_outgoing_id=0, incoming_window=100, outgoing_window=100
+            )
+        )
     )
     hostile.receive_data(opening, net.now)
     for frame in sequence:

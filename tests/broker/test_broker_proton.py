@@ -23,7 +23,9 @@ WAIT = 10.0
 
 @pytest.fixture
 def server() -> Iterator[BrokerServer]:
-    config = BrokerConfig(dead_letter="dlq", sasl=a.ServerAuthenticator(None, allow_anonymous=True))
+    config = BrokerConfig(
+        dead_letter="dlq", sasl=a.sasl.ServerAuthenticator(None, allow_anonymous=True)
+    )
     with run_broker(config=config) as s:
         yield s
 
@@ -106,7 +108,9 @@ def test_proton_dynamic_node_lifetime_policy(conn: Any, server: BrokerServer) ->
 
 
 def test_proton_link_refusal() -> None:
-    config = BrokerConfig(auto_create=False, sasl=a.ServerAuthenticator(None, allow_anonymous=True))
+    config = BrokerConfig(
+        auto_create=False, sasl=a.sasl.ServerAuthenticator(None, allow_anonymous=True)
+    )
     with run_broker(config=config) as server:
         c = BlockingConnection(server.url, timeout=WAIT)
         try:

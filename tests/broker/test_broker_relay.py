@@ -11,6 +11,7 @@ from support.broker_net import Client, Net, body
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig, Users
+from amqp_sansio.engine import states
 
 RELAY = a.Symbol("ANONYMOUS-RELAY")
 
@@ -33,7 +34,7 @@ def take(client: Client, link: a.Receiver) -> list[object]:
 
 def condition(delivery: a.Delivery) -> str | None:
     state = delivery.remote_state
-    if isinstance(state, a.TransactionalState):
+    if isinstance(state, a.definitions.transactions.TransactionalState):
         state = state.outcome
     assert isinstance(state, a.Rejected), state
     assert state.error is not None
@@ -126,7 +127,7 @@ def test_forbidden_address_is_rejected_unauthorized_access() -> None:
     )
     net = Net(BrokerConfig(users=users, allow_insecure_auth=True))
     c = net.connect(
-        sasl=a.ClientCredentials(username="u", password="p"), allow_plain_without_tls=True
+        sasl=a.sasl.ClientCredentials(username="u", password="p"), allow_plain_without_tls=True
     )
     reader = c.receiver("secret", 10)
     open_reader = c.receiver("public/x", 10)
@@ -195,14 +196,16 @@ def test_in_a_transaction(commit: bool) -> None:
     bad = relay.send(to("nowhere", b"2"), transaction=txn)
     net.pump()
     assert take(other, reader) == []  # not before the commit
-    assert isinstance(good.remote_state, a.TransactionalState)
+    assert isinstance(good.remote_state, a.definitions.transactions.TransactionalState)
     assert isinstance(good.remote_state.outcome, a.Accepted)
     # The unknown address is rejected at post time, in the transaction's state; the
     # transaction goes on without it.
     assert condition(bad) == "amqp:not-found" and bad.remote_settled
     ctl.discharge(txn, fail=not commit)
     net.pump()
-    assert txn.state is (a.TransactionState.COMMITTED if commit else a.TransactionState.ROLLED_BACK)
+    assert txn.state is (
+        states.TransactionState.COMMITTED if commit else states.TransactionState.ROLLED_BACK
+    )
     assert take(other, reader) == ([b"1"] if commit else [])
 
 
@@ -219,7 +222,7 @@ def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
     net.pump()
     ctl.discharge(txn, fail=False)
     net.pump()
-    (rolled,) = c.of(a.TransactionRolledBack)
+    (rolled,) = c.of(a.engine.transactions.TransactionRolledBack)
     assert rolled.error is not None and rolled.error.condition == "amqp:transaction:rollback"
     assert take(c, reader) == []
     # The next transaction is not affected.
@@ -228,7 +231,7 @@ def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
     relay.send(to("q", b"3"), transaction=txn)
     ctl.discharge(txn, fail=False)
     net.pump()
-    assert txn.state is a.TransactionState.COMMITTED
+    assert txn.state is states.TransactionState.COMMITTED
     assert take(c, reader) == [b"3"]
 
 

@@ -216,7 +216,7 @@ def test_drain_with_nothing_matching_gives_the_credit_back() -> None:
     assert c.received(r) == []
     r.drain_credit()
     net.pump()
-    assert c.of(a.DrainCompleted)
+    assert c.of(a.events.DrainCompleted)
     assert r.link_credit == 0
     assert net.broker.nodes["q"].depth == 2
 
@@ -299,7 +299,7 @@ def test_bad_selector_refused_with_invalid_field_connection_usable(text: str, wh
     p, c = net.connect(), net.connect()
     r = consumer(c, "q", text)
     assert r.state is not a.LinkState.ATTACHED
-    (detached,) = c.of(a.LinkDetached)
+    (detached,) = c.of(a.events.LinkDetached)
     assert detached.error.condition == "amqp:invalid-field"
     assert why in detached.error.description and "selector" in detached.error.description
     assert r.remote is not None and r.remote.source is None  # refused: no source (2.6.3)
@@ -315,7 +315,7 @@ def test_selector_value_not_a_string_is_refused() -> None:
     bad = {SYM("jms-selector"): a.Described(SELECTOR_FILTER, 42)}
     r = c.receiver("q", source=a.Source(address="q", filter=bad))
     assert r.state is not a.LinkState.ATTACHED
-    assert c.of(a.LinkDetached)[0].error.condition == "amqp:invalid-field"
+    assert c.of(a.events.LinkDetached)[0].error.condition == "amqp:invalid-field"
 
 
 def test_limits_come_from_the_config() -> None:
@@ -324,7 +324,7 @@ def test_limits_come_from_the_config() -> None:
     consumer(c, "q", "colour = 'red'")
     consumer(c, "q", "((a = 1))")
     consumer(c, "q", "(((a=1)))")
-    errors = [e.error.description for e in c.of(a.LinkDetached)]
+    errors = [e.error.description for e in c.of(a.events.LinkDetached)]
     assert len(errors) == 2
     assert "longer than 10" in errors[0] and "deeper than 2" in errors[1]
 
@@ -408,14 +408,14 @@ def test_adapters_receiver_selector() -> None:
 def _speaks_sasl(port: int) -> bool:
     """Whether the broker answers a SASL protocol header with its own (core spec 5.3.1)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(a.SASL_HEADER)
+        sock.sendall(a.framing.SASL_HEADER)
         answer = b""
         while len(answer) < 8:
             chunk = sock.recv(8 - len(answer))
             if not chunk:
                 break
             answer += chunk
-        return answer == a.SASL_HEADER
+        return answer == a.framing.SASL_HEADER
 
 
 def test_proton_selector_option_against_the_broker_subprocess() -> None:

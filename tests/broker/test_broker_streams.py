@@ -101,7 +101,7 @@ def test_attach_answer_gives_bounds_filter_and_capability() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        (OFFSET_FILTER, a.ULong(1), [1, 2]),
+        (OFFSET_FILTER, a.codec.ULong(1), [1, 2]),
         (OFFSET_FILTER, "first", [0, 1, 2]),
         (OFFSET_FILTER, SYM("next"), []),
         (OFFSET_FILTER, a.Described(OFFSET_FILTER, 2), [2]),
@@ -123,7 +123,7 @@ def test_offset_filter_forms(key: Any, value: Any, expected: list[int]) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [-1, a.ULong(2**63), True, "middle", 1.5, a.Described(SYM("x:y"), 0), None]
+    "value", [-1, a.codec.ULong(2**63), True, "middle", 1.5, a.Described(SYM("x:y"), 0), None]
 )
 def test_bad_offset_filter_refuses_the_link(value: Any) -> None:
     net = Net()
@@ -131,7 +131,7 @@ def test_bad_offset_filter_refuses_the_link(value: Any) -> None:
     r = c.receiver(
         "stream/bad", 5, source=a.Source(address="stream/bad", filter={OFFSET_FILTER: value})
     )
-    detached = c.of(a.LinkDetached)
+    detached = c.of(a.events.LinkDetached)
     assert r.state is not a.LinkState.ATTACHED
     assert detached and detached[-1].error.condition == SYM("amqp:invalid-field")
     # The connection goes on.
@@ -238,7 +238,7 @@ def test_how_a_node_becomes_a_stream() -> None:
     source = a.Source(address="stream/not-a-prefix-here", capabilities=(STREAM_CAPABILITY,))
     refused = c.receiver("stream/not-a-prefix-here", 5, source=source)
     assert refused.state is not a.LinkState.ATTACHED
-    assert c.of(a.LinkDetached)[-1].error.condition == SYM("amqp:precondition-failed")
+    assert c.of(a.events.LinkDetached)[-1].error.condition == SYM("amqp:precondition-failed")
 
 
 def test_dead_letters_to_a_stream_and_deletion_detaches_its_consumers() -> None:
@@ -256,7 +256,7 @@ def test_dead_letters_to_a_stream_and_deletion_detaches_its_consumers() -> None:
     net.broker.delete_node(node)
     net.pump()
     assert dlq.state is not a.LinkState.ATTACHED
-    assert c.of(a.LinkDetached)[-1].error.condition == SYM("amqp:resource-deleted")
+    assert c.of(a.events.LinkDetached)[-1].error.condition == SYM("amqp:resource-deleted")
     assert node.depth == 0 and node.first == node.end == 1
     assert "stream/dlq" not in net.broker.nodes
 

@@ -26,11 +26,15 @@ def test_transactional_publish(commit: bool) -> None:
     net.pump()
     r = other.receiver("q", 10)
     assert other.received(r) == []  # posted, not visible before the commit
-    assert isinstance(ds[0].remote_state, a.TransactionalState)
+    assert isinstance(ds[0].remote_state, a.definitions.transactions.TransactionalState)
     discharge(c, ctl, txn, fail=not commit)
     got = [body(e) for e in other.received(r)]
     assert got == ([b"0", b"1", b"2"] if commit else [])
-    assert txn.state is (a.TransactionState.COMMITTED if commit else a.TransactionState.ROLLED_BACK)
+    assert txn.state is (
+        a.engine.states.TransactionState.COMMITTED
+        if commit
+        else a.engine.states.TransactionState.ROLLED_BACK
+    )
     if commit:
         assert all(isinstance(d.remote_state, a.Accepted) and d.settled for d in ds)
 
@@ -112,7 +116,7 @@ def test_commit_refused_when_a_queue_cannot_take_the_messages() -> None:
         s.send(a.Message(body=b"%d" % i).encode(), transaction=txn)
     net.pump()
     discharge(c, ctl, txn, fail=False)
-    (rolled,) = c.of(a.TransactionRolledBack)
+    (rolled,) = c.of(a.engine.transactions.TransactionRolledBack)
     assert rolled.error.condition == "amqp:transaction:rollback"
     assert net.broker.nodes["q"].depth == 0
 
@@ -197,7 +201,7 @@ def _run(client: _TxnClient) -> None:
 
 @pytest.mark.parametrize("commit", [True, False])
 def test_proton_transactional_publish_and_accept(commit: bool) -> None:
-    config = BrokerConfig(sasl=a.ServerAuthenticator(None, allow_anonymous=True))
+    config = BrokerConfig(sasl=a.sasl.ServerAuthenticator(None, allow_anonymous=True))
     with run_broker(config=config) as server:
         client = _TxnClient(server.url, "ptx", bodies=["a", "b", "c"], take=0, commit=commit)
         _run(client)

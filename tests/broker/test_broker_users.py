@@ -81,27 +81,27 @@ def test_bad_users_files(text: str, why: str) -> None:
 
 def test_access_enforced_on_attach(users: Users) -> None:
     net = Net(BrokerConfig(users=users, allow_insecure_auth=True))
-    bob = net.connect(sasl=a.ClientCredentials(username="bob", password="hunter2"))
+    bob = net.connect(sasl=a.sasl.ClientCredentials(username="bob", password="hunter2"))
     assert bob.conn.identity == "bob"
     ok = bob.receiver("orders")
     assert ok.state is a.LinkState.ATTACHED
     bob.sender("orders")
-    (refused,) = bob.of(a.LinkDetached)
+    (refused,) = bob.of(a.events.LinkDetached)
     assert refused.error.condition == "amqp:unauthorized-access"
     assert "orders" in net.broker.nodes and "secret" not in net.broker.nodes
     dyn = bob.receiver(None, source=a.Source(dynamic=True))  # a node of one's own: allowed
     assert dyn.state is a.LinkState.ATTACHED
-    anon = net.connect(sasl=a.ClientCredentials())
+    anon = net.connect(sasl=a.sasl.ClientCredentials())
     assert anon.conn.identity == ANONYMOUS
     anon.receiver("orders")
-    assert anon.of(a.LinkDetached)[-1].error.condition == "amqp:unauthorized-access"
+    assert anon.of(a.events.LinkDetached)[-1].error.condition == "amqp:unauthorized-access"
     assert anon.receiver("public/x").state is a.LinkState.ATTACHED
 
 
 def test_wrong_password_fails_sasl(users: Users) -> None:
     net = Net(BrokerConfig(users=users, allow_insecure_auth=True))
-    c = net.connect(sasl=a.ClientCredentials(username="alice", password="wrong"))
-    assert c.of(a.AuthenticationFailed)
+    c = net.connect(sasl=a.sasl.ClientCredentials(username="alice", password="wrong"))
+    assert c.of(a.events.AuthenticationFailed)
 
 
 def test_cli_users_file_scram_over_the_wire(tmp_path: Path) -> None:
@@ -169,11 +169,11 @@ def test_amqps_with_plain_inside_tls(users: Users, tmp_path: Path) -> None:
     ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(
         str(tmp_path / "server.pem")
     )
-    server_ctx = a.server_context(str(tmp_path / "server.pem"))
+    server_ctx = a.security.tls.server_context(str(tmp_path / "server.pem"))
     config = BrokerConfig(users=users)  # PLAIN only under TLS
     with run_broker(host="localhost", config=config, ssl_context=server_ctx) as server:
         assert server.url.startswith("amqps://localhost:")
-        client_ctx = a.client_context(cafile=str(tmp_path / "ca.pem"))
+        client_ctx = a.security.tls.client_context(cafile=str(tmp_path / "ca.pem"))
         url = f"amqps://alice:secret@localhost:{server.port}"
         with sockets.connect(url, timeout=WAIT, ssl_context=client_ctx) as conn:
             conn.sender("orders").send(b"secure")

@@ -297,13 +297,17 @@ def silent_peer() -> Iterator[int]:
     def serve() -> None:
         sock, _ = listener.accept()
         # A server's default SASL layer (anonymous access), which the client's default meets.
-        engine = a.Connection(client=False, sasl=a.ServerAuthenticator(None, allow_anonymous=True))
+        engine = a.Connection(
+            client=False, sasl=a.sasl.ServerAuthenticator(None, allow_anonymous=True)
+        )
         with sock:
             while not stop.is_set():
                 data = sock.recv(65536)
                 if not data:
                     return
-                if any(isinstance(e, a.ConnectionOpened) for e in engine.receive_data(data, 0.0)):
+                if any(
+                    isinstance(e, a.events.ConnectionOpened) for e in engine.receive_data(data, 0.0)
+                ):
                     engine.open()
                     sock.sendall(engine.data_to_send())
                     stop.wait(WAIT)  # silent from now on
@@ -600,7 +604,7 @@ def test_sasl_plain_to_our_server(adapter: Adapter) -> None:
             return (username, password) == ("alice", "s3cret")
 
     broker = Broker()
-    authenticator = a.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
+    authenticator = a.sasl.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
     with adapter.serve(broker.on_link, sasl=authenticator, allow_insecure_auth=True) as port:
 
         async def scenario() -> None:
@@ -642,7 +646,7 @@ def test_on_connection_sees_the_peer_and_may_refuse(adapter: Adapter) -> None:
         else:
             broker.on_link(link)
 
-    authenticator = a.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
+    authenticator = a.sasl.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
     options = {"sasl": authenticator, "allow_insecure_auth": True}
     with adapter.serve(on_link, on_connection=on_connection, **options) as port:
 
@@ -690,12 +694,12 @@ def test_amqps_with_the_core_tls_layer(adapter: Adapter, tmp_path: Any) -> None:
     broker = Broker()
     seen: list[Any] = []
     options = {
-        "ssl_context": a.server_context(str(tmp_path / "server.pem")),
-        "sasl": a.ServerAuthenticator(Store()),
+        "ssl_context": a.security.tls.server_context(str(tmp_path / "server.pem")),
+        "sasl": a.sasl.ServerAuthenticator(Store()),
         "on_connection": seen.append,
     }
     with adapter.serve(broker.on_link, **options) as port:
-        context = a.client_context(cafile=str(tmp_path / "ca.pem"))
+        context = a.security.tls.client_context(cafile=str(tmp_path / "ca.pem"))
         url = f"amqps://bob:pw@localhost:{port}/secure"
 
         async def scenario() -> None:
@@ -838,7 +842,7 @@ def test_naming_sasl_mechanisms_without_credentials_means_sasl(adapter: Adapter)
     plain AMQP header the server would refuse."""
     seen: list[Any] = []
     broker = Broker()
-    authenticator = a.ServerAuthenticator(None, allow_anonymous=True)
+    authenticator = a.sasl.ServerAuthenticator(None, allow_anonymous=True)
     with adapter.serve(broker.on_link, sasl=authenticator, on_connection=seen.append) as port:
 
         async def scenario() -> None:

@@ -277,7 +277,7 @@ def test_an_authentication_failure_is_not_retried(adapter: Adapter) -> None:
             return (username, password) == ("alice", "s3cret")
 
     broker = Broker()
-    authenticator = a.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
+    authenticator = a.sasl.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
     policy = Reconnect(initial_delay=0.01, max_attempts=5, jitter=0.0)
     with adapter.serve(broker.on_link, sasl=authenticator, allow_insecure_auth=True) as port:
 

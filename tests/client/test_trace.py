@@ -38,12 +38,12 @@ def test_every_frame_is_logged_both_ways_without_credentials(
     engine = a.Connection(
         client=True,
         container_id="traced",
-        sasl=a.ClientCredentials(username="alice", password=SECRET),
+        sasl=a.sasl.ClientCredentials(username="alice", password=SECRET),
         allow_plain_without_tls=True,
     )
     traced = trace.FrameTrace(engine, "traced")
     server = a.Connection(
-        client=False, sasl=a.ServerAuthenticator(Users(), allow_cleartext_secrets=True)
+        client=False, sasl=a.sasl.ServerAuthenticator(Users(), allow_cleartext_secrets=True)
     )
     engine.open(now=0.0)
     _exchange(traced, server)
@@ -69,10 +69,11 @@ def test_every_frame_is_logged_both_ways_without_credentials(
 def test_payload_sizes_heartbeats_and_a_broken_stream(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
     side = trace._Direction("x", "<-")
-    transfer = a.encode_frame(
-        a.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"), payload=b"12345"
+    transfer = a.framing.encode_frame(
+        a.definitions.performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"),
+        payload=b"12345",
     )
-    side.feed(a.AMQP_HEADER + a.HEARTBEAT + transfer)
+    side.feed(a.framing.AMQP_HEADER + a.framing.HEARTBEAT + transfer)
     side.feed(b"\x00\x00\x00\x09\x02\x00\x00\x00\x00")  # a frame that does not decode
     side.feed(transfer)  # ignored: the trace stopped
     lines = [r.getMessage() for r in caplog.records]

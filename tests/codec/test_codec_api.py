@@ -10,40 +10,46 @@ import attrs
 import pytest
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def test_binary_fields_take_any_bytes_like_value() -> None:
-    t = a.Transfer(handle=0, delivery_tag=bytearray(b"tag"))
+    t = performatives.Transfer(handle=0, delivery_tag=bytearray(b"tag"))
     assert t.delivery_tag == b"tag" and type(t.delivery_tag) is bytes
-    assert a.Transfer(handle=0, delivery_tag=memoryview(b"m")).delivery_tag == b"m"
+    assert performatives.Transfer(handle=0, delivery_tag=memoryview(b"m")).delivery_tag == b"m"
     with pytest.raises(TypeError):
-        a.Transfer(handle=0, delivery_tag=5)  # type: ignore[arg-type]
+        performatives.Transfer(handle=0, delivery_tag=5)  # type: ignore[arg-type]
 
 
 def test_restricted_fields_take_the_enum_or_its_value() -> None:
-    assert a.Attach(name="l", handle=0, role=1).role == 1  # type: ignore[arg-type]
-    assert a.decode(a.encode(a.Attach(name="l", handle=0, role=1))).role is a.Role.RECEIVER  # type: ignore[arg-type]
+    assert performatives.Attach(name="l", handle=0, role=1).role == 1  # type: ignore[arg-type]
+    assert (
+        a.decode(a.encode(performatives.Attach(name="l", handle=0, role=1))).role
+        is performatives.Role.RECEIVER
+    )  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="is not one of"):
-        a.Attach(name="l", handle=0, role=5)  # type: ignore[arg-type]
+        performatives.Attach(name="l", handle=0, role=5)  # type: ignore[arg-type]
 
 
 def test_field_ranges_and_key_types_are_checked_on_construction() -> None:
     with pytest.raises(ValueError, match="out of range for a timestamp"):
         a.Properties(creation_time=2**63)
     with pytest.raises(ValueError, match="out of range for uint"):
-        a.Flow(incoming_window=-1, next_outgoing_id=0, outgoing_window=0)
+        performatives.Flow(incoming_window=-1, next_outgoing_id=0, outgoing_window=0)
     with pytest.raises(TypeError, match="must be a symbol"):
-        a.Open(container_id="c", properties={1: 2})
+        performatives.Open(container_id="c", properties={1: 2})
     with pytest.raises(TypeError, match="mandatory"):
-        a.SaslMechanisms(sasl_server_mechanisms=[])
+        performatives.SaslMechanisms(sasl_server_mechanisms=[])
     with pytest.raises(ValueError, match="ASCII"):
-        a.Open(container_id="c", offered_capabilities=["é"])
+        performatives.Open(container_id="c", offered_capabilities=["é"])
 
 
 def test_empty_multiple_field_is_none() -> None:
-    assert a.Open(container_id="c", offered_capabilities=()).offered_capabilities is None
-    assert a.Open(
-        container_id="c", offered_capabilities=a.Array(a.AMQPType.SYMBOL, ["x"])
+    assert (
+        performatives.Open(container_id="c", offered_capabilities=()).offered_capabilities is None
+    )
+    assert performatives.Open(
+        container_id="c", offered_capabilities=a.codec.Array(a.codec.AMQPType.SYMBOL, ["x"])
     ).offered_capabilities == ("x",)
 
 
@@ -65,42 +71,42 @@ def test_section_wrappers_hold_their_type() -> None:
 
 def test_integer_wrappers_refuse_bools_and_non_integers() -> None:
     with pytest.raises(TypeError):
-        a.UInt(True)
+        a.codec.UInt(True)
     with pytest.raises(TypeError):
-        a.UInt("5")  # type: ignore[arg-type]
+        a.codec.UInt("5")  # type: ignore[arg-type]
 
     class Index:
         def __index__(self) -> int:
             return 7
 
-    assert a.UInt(Index()) == 7  # type: ignore[arg-type]
+    assert a.codec.UInt(Index()) == 7  # type: ignore[arg-type]
 
 
 def test_decimals_are_immutable_and_sized() -> None:
-    d = a.Decimal32.from_decimal("1.5")
+    d = a.codec.Decimal32.from_decimal("1.5")
     with pytest.raises(AttributeError):
         d.bits = 0  # type: ignore[misc]
     with pytest.raises(ValueError):
-        a.Decimal32.from_bytes(b"\x00" * 8)
-    assert a.Decimal32.from_bytes(d.to_bytes()) == d
+        a.codec.Decimal32.from_bytes(b"\x00" * 8)
+    assert a.codec.Decimal32.from_bytes(d.to_bytes()) == d
 
 
 def test_decimal_exponent_below_range_is_normalised_when_exact() -> None:
     # 1000E-104 is 1E-101: the same value, with an exponent decimal32 can hold.
-    d = a.Decimal32.from_decimal(decimal.Decimal("1000E-104"))
+    d = a.codec.Decimal32.from_decimal(decimal.Decimal("1000E-104"))
     assert d.to_decimal() == decimal.Decimal("1E-101")
     with pytest.raises(ValueError):
-        a.Decimal32.from_decimal(decimal.Decimal("1234E-104"))
+        a.codec.Decimal32.from_decimal(decimal.Decimal("1234E-104"))
 
 
 def test_array_is_a_sequence() -> None:
-    arr = a.Array(a.AMQPType.INT, [a.Int(1), a.Int(2)])
+    arr = a.codec.Array(a.codec.AMQPType.INT, [a.codec.Int(1), a.codec.Int(2)])
     assert list(arr) == [1, 2] and arr[1] == 2 and len(arr) == 2
 
 
 def test_decode_from_refuses_a_negative_offset() -> None:
     with pytest.raises(ValueError):
-        a.decode_from(b"\x40\x41", -1)
+        a.codec.decode_from(b"\x40\x41", -1)
 
 
 def test_subclasses_encode_as_their_base() -> None:
@@ -110,12 +116,12 @@ def test_subclasses_encode_as_their_base() -> None:
     class Name(str):
         pass
 
-    class Wide(a.UInt):
+    class Wide(a.codec.UInt):
         pass
 
     assert a.encode([Colour.RED, Name("n")]) == a.encode([1, "n"])
     assert a.encode({Name("k"): Colour.RED}) == a.encode({"k": 1})
-    assert a.encode(Wide(300)) == a.encode(a.UInt(300))
+    assert a.encode(Wide(300)) == a.encode(a.codec.UInt(300))
 
 
 def test_multidimensional_memoryview_encodes_as_its_bytes() -> None:
@@ -125,7 +131,7 @@ def test_multidimensional_memoryview_encodes_as_its_bytes() -> None:
 
 def test_array_of_maps_holds_only_dicts() -> None:
     with pytest.raises(a.EncodeError, match="only dicts"):
-        a.encode(a.Array(a.AMQPType.MAP, [[1]]))
+        a.encode(a.codec.Array(a.codec.AMQPType.MAP, [[1]]))
 
 
 def test_values_that_bypassed_construction_checks_still_fail_cleanly() -> None:
@@ -139,12 +145,14 @@ def test_values_that_bypassed_construction_checks_still_fail_cleanly() -> None:
     object.__setattr__(props, "message_id", -1)
     with pytest.raises(a.EncodeError):
         a.encode(props)
-    end = a.End()
+    end = performatives.End()
     object.__setattr__(end, "error", "not an Error")
     ok = a.encode(end)  # a string is still a value: sent as one, and refused on decode
     with pytest.raises(a.DecodeError):
         a.decode(ok)
-    begin = attrs.evolve(a.Begin(next_outgoing_id=0, incoming_window=0, outgoing_window=0))
+    begin = attrs.evolve(
+        performatives.Begin(next_outgoing_id=0, incoming_window=0, outgoing_window=0)
+    )
     object.__setattr__(begin, "offered_capabilities", (1,))
     with pytest.raises(a.EncodeError):
         a.encode(begin)
@@ -157,7 +165,7 @@ def test_max_depth_zero_refuses_even_a_message() -> None:
 
 def test_remaining_refusals() -> None:
     with pytest.raises(TypeError, match="expected fields"):
-        a.Open(container_id="c", properties=[1])  # type: ignore[arg-type]
+        performatives.Open(container_id="c", properties=[1])  # type: ignore[arg-type]
 
     class Level(enum.IntEnum):
         HIGH = 9

@@ -22,7 +22,7 @@ def _full() -> a.Message:
             content_type="t/p",
             content_encoding="gzip",
             absolute_expiry_time=5,
-            creation_time=a.Timestamp(4),
+            creation_time=a.codec.Timestamp(4),
             group_id="g",
             group_sequence=3,
             reply_to_group_id="rg",
@@ -39,7 +39,7 @@ def test_every_section_round_trips() -> None:
     assert decoded == m
     assert decoded.encode() == m.encode()
     # A plain int message-id is sent as a ulong (message-id-ulong, 3.2.11).
-    assert type(decoded.properties.message_id) is a.ULong  # type: ignore[union-attr]
+    assert type(decoded.properties.message_id) is a.codec.ULong  # type: ignore[union-attr]
     assert decoded.body == (a.Data(b"one"), a.Data(b"two"))
 
 

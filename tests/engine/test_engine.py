@@ -8,6 +8,7 @@ import pytest
 from support.engine_pair import LARGE, Pair, large_on_the_wire, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import messaging, performatives
 
 S = a.ConnectionState
 
@@ -22,19 +23,23 @@ def test_open_session_link_transfer_settle_close(chunk: int | None) -> None:
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     rcv.flow(5)
     c, _ = p.pump()
-    assert of(c, a.CreditChanged)[-1].credit == 5
+    assert of(c, a.events.CreditChanged)[-1].credit == 5
     payload = a.Message(body=b"hello").encode()
     snd.send(payload)
     _, s = p.pump()
-    (got,) = of(s, a.DeliveryReceived)
+    (got,) = of(s, a.events.DeliveryReceived)
     assert got.data == payload and got.complete
     rcv.settle(got.delivery, a.Accepted())
     c, _ = p.pump()
-    (upd,) = of(c, a.DeliveryUpdated)
+    (upd,) = of(c, a.events.DeliveryUpdated)
     assert upd.settled and upd.state == a.Accepted()
     p.client.close()
     c, s = p.pump()
-    assert of(c, a.ConnectionEnded) and of(s, a.ConnectionClosed) and of(s, a.ConnectionEnded)
+    assert (
+        of(c, a.events.ConnectionEnded)
+        and of(s, a.events.ConnectionClosed)
+        and of(s, a.events.ConnectionEnded)
+    )
     assert p.client.state is S.END and p.server.state is S.END
 
 
@@ -48,7 +53,7 @@ def test_large_message_is_split_at_the_peer_max_frame_size_and_reassembled() -> 
     big = bytes(range(256)) * 1000
     snd.send(big)
     _, s = p.pump()
-    assert of(s, a.DeliveryReceived)[0].data == big
+    assert of(s, a.events.DeliveryReceived)[0].data == big
     frames = [d for way, d in p.wire if way == "c>s"]
     assert all(len(chunk) > 0 for chunk in frames)
 
@@ -71,7 +76,7 @@ def test_large_frames_received_whole_reach_the_application_as_bytes(
     snd.send(big)
     snd.send(big[:10_000])
     _, s = p.pump()
-    got = of(s, a.DeliveryReceived)
+    got = of(s, a.events.DeliveryReceived)
     assert all(type(e.data) is bytes for e in got)
     if streaming:
         assert b"".join(e.data for e in got) == big + big[:10_000]
@@ -90,7 +95,11 @@ def test_pipelined_open_begin_attach_before_the_server_answers() -> None:
     session = p.client.begin()  # pipelined on channel 0: allowed before the peer's open
     session.attach_sender("early", target="q")
     _, s = p.pump()
-    assert [type(e) for e in s] == [a.ConnectionOpened, a.SessionBegun, a.LinkAttached]
+    assert [type(e) for e in s] == [
+        a.events.ConnectionOpened,
+        a.events.SessionBegun,
+        a.events.LinkAttached,
+    ]
     assert p.client.state is S.OPEN_SENT
     with pytest.raises(a.LocalProtocolError):
         s[1].session.begin()  # nothing may be sent before our open
@@ -98,7 +107,11 @@ def test_pipelined_open_begin_attach_before_the_server_answers() -> None:
     s[1].session.begin()
     s[2].link.attach()
     c, _ = p.pump()
-    assert [type(e) for e in c] == [a.ConnectionOpened, a.SessionBegun, a.LinkAttached]
+    assert [type(e) for e in c] == [
+        a.events.ConnectionOpened,
+        a.events.SessionBegun,
+        a.events.LinkAttached,
+    ]
     assert s[2].link.state is a.LinkState.ATTACHED
 
 
@@ -108,15 +121,23 @@ def test_open_then_close_pipelined_oc_pipe() -> None:
     p.client.close()
     assert p.client.state is S.OC_PIPE
     out = p.client.data_to_send()
-    assert out.startswith(a.AMQP_HEADER)
+    assert out.startswith(a.framing.AMQP_HEADER)
     events = p.server.receive_data(out, 0)
     # The server answers the pipelined open and close with its own open and close.
-    assert [type(e) for e in events] == [a.ConnectionOpened, a.ConnectionClosed, a.ConnectionEnded]
+    assert [type(e) for e in events] == [
+        a.events.ConnectionOpened,
+        a.events.ConnectionClosed,
+        a.events.ConnectionEnded,
+    ]
     reply = p.server.data_to_send()
     p.client.receive_data(reply[:8], 0)
     assert p.client.state is S.CLOSE_PIPE
     c = p.client.receive_data(reply[8:], 0)
-    assert [type(e) for e in c] == [a.ConnectionOpened, a.ConnectionClosed, a.ConnectionEnded]
+    assert [type(e) for e in c] == [
+        a.events.ConnectionOpened,
+        a.events.ConnectionClosed,
+        a.events.ConnectionEnded,
+    ]
     assert p.client.state is S.END and p.server.state is S.END
 
 
@@ -138,8 +159,8 @@ def test_simultaneous_close() -> None:
     p.client.close()
     p.server.close(a.Error(condition="amqp:internal-error", description="going away"))
     c, s = p.pump()
-    assert of(c, a.ConnectionClosed)[0].error.description == "going away"
-    assert of(s, a.ConnectionClosed)[0].error is None
+    assert of(c, a.events.ConnectionClosed)[0].error.description == "going away"
+    assert of(s, a.events.ConnectionClosed)[0].error is None
     assert p.client.state is S.END and p.server.state is S.END
 
 
@@ -150,8 +171,12 @@ def test_server_refuses_an_open_with_open_then_close() -> None:
     assert p.server.state is S.OPEN_RCVD
     p.server.close(a.Error(condition="amqp:unauthorized-access"))
     c, _ = p.pump()
-    assert [type(e) for e in c] == [a.ConnectionOpened, a.ConnectionClosed, a.ConnectionEnded]
-    assert of(c, a.ConnectionClosed)[0].error.condition == "amqp:unauthorized-access"
+    assert [type(e) for e in c] == [
+        a.events.ConnectionOpened,
+        a.events.ConnectionClosed,
+        a.events.ConnectionEnded,
+    ]
+    assert of(c, a.events.ConnectionClosed)[0].error.condition == "amqp:unauthorized-access"
 
 
 def test_close_with_error_discards_until_the_peer_closes() -> None:
@@ -162,7 +187,7 @@ def test_close_with_error_discards_until_the_peer_closes() -> None:
     assert p.server.state is S.DISCARDING
     cs.end()  # crosses the server's close: the server discards it
     _c, s = p.pump()
-    assert not of(s, a.SessionEnded)
+    assert not of(s, a.events.SessionEnded)
     assert p.server.state is S.END and p.client.state is S.END
 
 
@@ -197,19 +222,19 @@ def test_close_before_anything_was_said_just_ends() -> None:
 def test_another_protocol_version_gets_our_header_and_the_end(header: bytes, name: str) -> None:
     server = a.Connection(client=False)
     events = server.receive_data(header, 0)
-    (bad,) = of(events, a.UnsupportedProtocol)
+    (bad,) = of(events, a.events.UnsupportedProtocol)
     assert bad.version_name == name and bad.header == header
-    assert of(events, a.ConnectionEnded)
-    assert server.data_to_send() == a.AMQP_HEADER
+    assert of(events, a.events.ConnectionEnded)
+    assert server.data_to_send() == a.framing.AMQP_HEADER
     assert server.state is S.END
     assert server.receive_data(b"more", 1) == []
 
 
 def test_a_sasl_header_where_amqp_is_expected_is_refused() -> None:
     server = a.Connection(client=False)
-    events = server.receive_data(a.SASL_HEADER, 0)
-    assert "SASL" in of(events, a.UnsupportedProtocol)[0].version_name
-    assert server.data_to_send() == a.AMQP_HEADER
+    events = server.receive_data(a.framing.SASL_HEADER, 0)
+    assert "SASL" in of(events, a.events.UnsupportedProtocol)[0].version_name
+    assert server.data_to_send() == a.framing.AMQP_HEADER
 
 
 def test_the_client_learns_the_server_speaks_another_version() -> None:
@@ -217,7 +242,7 @@ def test_the_client_learns_the_server_speaks_another_version() -> None:
     client.open(now=0)
     client.data_to_send()
     events = client.receive_data(b"AMQP\x00\x00\x09\x01", 0)
-    assert of(events, a.UnsupportedProtocol) and client.state is S.END
+    assert of(events, a.events.UnsupportedProtocol) and client.state is S.END
     assert client.data_to_send() == b""  # our header went out already
 
 
@@ -225,27 +250,29 @@ def test_transport_closed_by_the_peer_ends_the_connection() -> None:
     p = Pair()
     p.open()
     events = p.client.receive_data(b"", 0)
-    assert of(events, a.ConnectionEnded) and p.client.state is S.END
+    assert of(events, a.events.ConnectionEnded) and p.client.state is S.END
 
 
 def test_max_frame_size_below_512_is_refused_both_ways() -> None:
     with pytest.raises(a.LocalProtocolError):
         a.Connection(max_frame_size=511)
     server = a.Connection(client=False)
-    raw = a.AMQP_HEADER + a.encode_frame(a.Open(container_id="x", max_frame_size=100))
+    raw = a.framing.AMQP_HEADER + a.framing.encode_frame(
+        performatives.Open(container_id="x", max_frame_size=100)
+    )
     events = server.receive_data(raw, 0)
-    assert of(events, a.ProtocolError)[0].error.condition == "amqp:invalid-field"
+    assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:invalid-field"
 
 
 def test_frames_larger_than_our_max_are_a_framing_error() -> None:
     p = Pair(server={"max_frame_size": 512})
     p.open()
     events = p.server.receive_data(b"\x00\x00\x10\x00\x02\x00\x00\x00", 0)
-    (err,) = of(events, a.ProtocolError)
+    (err,) = of(events, a.events.ProtocolError)
     assert err.error.condition == "amqp:connection:framing-error"
     assert p.server.state is S.END
     c, _ = p.pump()
-    assert of(c, a.ConnectionClosed)[0].error.condition == "amqp:connection:framing-error"
+    assert of(c, a.events.ConnectionClosed)[0].error.condition == "amqp:connection:framing-error"
 
 
 @pytest.mark.parametrize(
@@ -261,10 +288,10 @@ def test_malformed_performatives_close_with_the_decode_condition(
 ) -> None:
     p = Pair()
     p.open()
-    events = p.server.receive_data(a.encode_frame(None, payload=body), 0)
-    assert of(events, a.ProtocolError)[0].error.condition == condition
+    events = p.server.receive_data(a.framing.encode_frame(None, payload=body), 0)
+    assert of(events, a.events.ProtocolError)[0].error.condition == condition
     c, _ = p.pump()
-    assert of(c, a.ConnectionClosed)[0].error.condition == condition
+    assert of(c, a.events.ConnectionClosed)[0].error.condition == condition
 
 
 # -- time (2.4.5) ---------------------------------------------------------------------------
@@ -280,7 +307,7 @@ def test_heartbeats_keep_an_idle_connection_open_for_three_time_outs() -> None:
         p.advance(deadline - p.now)
     assert p.now >= 6.0
     assert p.client.state is S.OPENED and p.server.state is S.OPENED
-    assert a.HEARTBEAT in [d for _, d in p.wire]
+    assert a.framing.HEARTBEAT in [d for _, d in p.wire]
 
 
 def test_a_silent_peer_is_detected_by_our_time_out() -> None:
@@ -288,9 +315,9 @@ def test_a_silent_peer_is_detected_by_our_time_out() -> None:
     p.open()
     p.now += 2.0
     events = p.client.handle_timer(p.now)
-    assert of(events, a.IdleTimedOut) and of(events, a.ConnectionEnded)
+    assert of(events, a.events.IdleTimedOut) and of(events, a.events.ConnectionEnded)
     _, s = p.pump()
-    assert of(s, a.ConnectionClosed)[0].error.condition == "amqp:resource-limit-exceeded"
+    assert of(s, a.events.ConnectionClosed)[0].error.condition == "amqp:resource-limit-exceeded"
     assert p.client.next_deadline() is None
 
 
@@ -320,7 +347,7 @@ def test_session_begin_and_end_both_ways() -> None:
     ss.end()
     assert ss.state is SS.END_SENT
     c, s = p.pump()
-    assert of(c, a.SessionEnded)[0].error is None and of(s, a.SessionEnded)
+    assert of(c, a.events.SessionEnded)[0].error is None and of(s, a.events.SessionEnded)
     assert cs.state is SS.UNMAPPED and ss.state is SS.UNMAPPED
 
 
@@ -349,16 +376,16 @@ def test_simultaneous_end() -> None:
     ss.end()
     c, s = p.pump()
     assert cs.state is SS.UNMAPPED and ss.state is SS.UNMAPPED
-    assert of(c, a.SessionEnded) and of(s, a.SessionEnded)
+    assert of(c, a.events.SessionEnded) and of(s, a.events.SessionEnded)
 
 
 def test_refusing_a_session_begins_then_ends_with_the_error() -> None:
     p = _opened()
     cs = p.client.begin()
     _, s = p.pump()
-    of(s, a.SessionBegun)[0].session.end(a.Error(condition="amqp:resource-limit-exceeded"))
+    of(s, a.events.SessionBegun)[0].session.end(a.Error(condition="amqp:resource-limit-exceeded"))
     c, _ = p.pump()
-    assert of(c, a.SessionBegun) and of(c, a.SessionEnded)[0].error.condition == (
+    assert of(c, a.events.SessionBegun) and of(c, a.events.SessionEnded)[0].error.condition == (
         "amqp:resource-limit-exceeded"
     )
     assert cs.state is SS.UNMAPPED
@@ -374,30 +401,32 @@ def test_end_with_error_discards_until_the_peer_ends() -> None:
     assert ss.state is SS.DISCARDING
     snd.send(b"in flight")  # crosses the end: discarded
     _c, s = p.pump()
-    assert not of(s, a.DeliveryReceived)
+    assert not of(s, a.events.DeliveryReceived)
     assert ss.state is SS.UNMAPPED and cs.state is SS.UNMAPPED
 
 
 def test_frames_on_a_channel_without_a_session_close_the_connection() -> None:
     p = _opened()
-    events = p.server.receive_data(a.encode_frame(a.End(), channel=5), 0)
-    assert of(events, a.ProtocolError)[0].error.condition == "amqp:not-allowed"
+    events = p.server.receive_data(a.framing.encode_frame(performatives.End(), channel=5), 0)
+    assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:not-allowed"
 
 
 def test_a_begin_answering_no_session_of_ours_is_refused() -> None:
     p = _opened()
-    frame = a.encode_frame(
-        a.Begin(remote_channel=9, next_outgoing_id=0, incoming_window=1, outgoing_window=1)
+    frame = a.framing.encode_frame(
+        performatives.Begin(
+            remote_channel=9, next_outgoing_id=0, incoming_window=1, outgoing_window=1
+        )
     )
     events = p.client.receive_data(frame, 0)
-    assert of(events, a.ProtocolError)[0].error.condition == "amqp:not-allowed"
+    assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:not-allowed"
 
 
 def test_session_window_is_respected_and_topped_up() -> None:
     p = _opened()
     cs = p.client.begin()
     _, s = p.pump()
-    remote = of(s, a.SessionBegun)[0].session
+    remote = of(s, a.events.SessionBegun)[0].session
     remote.incoming_window = remote._max_incoming_window = 4  # a small window, for the test
     remote.begin()
     p.pump()
@@ -408,7 +437,7 @@ def test_session_window_is_respected_and_topped_up() -> None:
     for i in range(20):
         snd.send(b"m%d" % i)
     _, s = p.pump()
-    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"m%d" % i for i in range(20)]
+    assert [e.data for e in of(s, a.events.DeliveryReceived)] == [b"m%d" % i for i in range(20)]
     assert rcv.session.incoming_window >= 2
 
 
@@ -422,15 +451,15 @@ def test_a_transfer_beyond_our_window_is_a_window_violation() -> None:
     cs.remote_incoming_window = 10
     snd.send(b"x")
     c, s = p.pump()
-    assert of(s, a.ProtocolError)[0].error.condition == "amqp:session:window-violation"
-    assert of(c, a.SessionEnded)[0].error.condition == "amqp:session:window-violation"
+    assert of(s, a.events.ProtocolError)[0].error.condition == "amqp:session:window-violation"
+    assert of(c, a.events.SessionEnded)[0].error.condition == "amqp:session:window-violation"
 
 
 def test_serial_numbers_wrap() -> None:
-    assert a.serial_add(0xFFFFFFFF, 1) == 0
-    assert a.serial_diff(0, 0xFFFFFFFF) == 1
-    assert a.serial_lt(0xFFFFFFF0, 5) and not a.serial_lt(5, 0xFFFFFFF0)
-    assert a.serial_le(7, 7)
+    assert a.engine.serial.serial_add(0xFFFFFFFF, 1) == 0
+    assert a.engine.serial.serial_diff(0, 0xFFFFFFFF) == 1
+    assert a.engine.serial.serial_lt(0xFFFFFFF0, 5) and not a.engine.serial.serial_lt(5, 0xFFFFFFF0)
+    assert a.engine.serial.serial_le(7, 7)
 
 
 def test_ids_and_delivery_counts_survive_wrap_around() -> None:
@@ -440,21 +469,21 @@ def test_ids_and_delivery_counts_survive_wrap_around() -> None:
     cs._next_delivery_id = 0xFFFFFFFE
     snd = cs.attach_sender("w", target="q", initial_delivery_count=0xFFFFFFFD)
     _, s = p.pump()
-    rcv = of(s, a.LinkAttached)[0].link
+    rcv = of(s, a.events.LinkAttached)[0].link
     rcv.attach()
     rcv.flow(10)
     p.pump()
     for i in range(6):
         snd.send(b"%d" % i)
     _, s = p.pump()
-    got = of(s, a.DeliveryReceived)
+    got = of(s, a.events.DeliveryReceived)
     assert [e.data for e in got] == [b"%d" % i for i in range(6)]
     assert [e.delivery.id for e in got] == [0xFFFFFFFE, 0xFFFFFFFF, 0, 1, 2, 3]
     assert snd.delivery_count == 3 and snd.link_credit == 4
     for e in got:
         rcv.settle(e.delivery, a.Accepted())
     c, _ = p.pump()
-    assert len(of(c, a.DeliveryUpdated)) == 6
+    assert len(of(c, a.events.DeliveryUpdated)) == 6
 
 
 # -- links (2.6) ----------------------------------------------------------------------------
@@ -465,11 +494,11 @@ def test_refused_link_is_attached_without_terminus_then_detached() -> None:
     cs, _ = p.session()
     snd = cs.attach_sender("l", target="nowhere")
     _, s = p.pump()
-    of(s, a.LinkAttached)[0].link.refuse(a.Error(condition="amqp:not-found"))
+    of(s, a.events.LinkAttached)[0].link.refuse(a.Error(condition="amqp:not-found"))
     c, _ = p.pump()
-    (att,) = of(c, a.LinkAttached)
+    (att,) = of(c, a.events.LinkAttached)
     assert att.remote.target is None
-    (det,) = of(c, a.LinkDetached)
+    (det,) = of(c, a.events.LinkDetached)
     assert det.error.condition == "amqp:not-found" and det.closed
     assert snd.state is a.LinkState.DETACHED
 
@@ -480,12 +509,12 @@ def test_link_detach_and_close_both_ways() -> None:
     snd, rcv = p.link(cs)
     rcv.detach(closed=False)
     c, _ = p.pump()
-    assert of(c, a.LinkDetached)[0].closed is False
+    assert of(c, a.events.LinkDetached)[0].closed is False
     assert snd.state is a.LinkState.DETACHED and rcv.state is a.LinkState.DETACHED
     snd2, _rcv2 = p.link(cs, name="again")
     snd2.detach()
     _, s = p.pump()
-    assert of(s, a.LinkDetached)[0].closed
+    assert of(s, a.events.LinkDetached)[0].closed
 
 
 def test_link_names_are_unique_per_direction() -> None:
@@ -501,18 +530,23 @@ def test_handle_in_use_and_unattached_handle() -> None:
     p = _opened()
     cs, _ = p.session()
     p.link(cs)
-    dup = a.encode_frame(
-        a.Attach(name="other", handle=0, role=a.Role.SENDER, initial_delivery_count=0)
+    dup = a.framing.encode_frame(
+        performatives.Attach(
+            name="other",
+            handle=0,
+            role=performatives.Role.SENDER,
+            initial_delivery_count=0,
+        )
     )
     events = p.server.receive_data(dup, 0)
-    assert of(events, a.ProtocolError)[0].error.condition == "amqp:session:handle-in-use"
+    assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:session:handle-in-use"
     p2 = _opened()
     p2.session()
-    flow = a.encode_frame(
-        a.Flow(incoming_window=1, next_outgoing_id=0, outgoing_window=1, handle=7)
+    flow = a.framing.encode_frame(
+        performatives.Flow(incoming_window=1, next_outgoing_id=0, outgoing_window=1, handle=7)
     )
     events = p2.server.receive_data(flow, 0)
-    assert of(events, a.ProtocolError)[0].error.condition == "amqp:session:unattached-handle"
+    assert of(events, a.events.ProtocolError)[0].error.condition == "amqp:session:unattached-handle"
 
 
 def test_handle_max_limits_the_peers_links() -> None:
@@ -520,7 +554,7 @@ def test_handle_max_limits_the_peers_links() -> None:
     p = _opened()
     cs = p.client.begin(handle_max=1)
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.handle_max = 2
     ss.begin()
     p.pump()
@@ -533,7 +567,7 @@ def test_handle_max_limits_the_peers_links() -> None:
     with pytest.raises(a.LocalProtocolError, match="handle-max 2"):
         cs.attach_sender("w", target="q")
     c, s = p.pump()
-    assert not of(c, a.ProtocolError) and not of(s, a.ProtocolError)
+    assert not of(c, a.events.ProtocolError) and not of(s, a.events.ProtocolError)
 
 
 def test_sending_needs_credit() -> None:
@@ -552,8 +586,8 @@ def test_a_transfer_without_credit_detaches_with_transfer_limit_exceeded() -> No
     snd.link_credit = 1  # a sender that ignores the receiver's flow
     snd.send(b"x")
     c, s = p.pump()
-    assert of(s, a.ProtocolError)[0].error.condition == "amqp:link:transfer-limit-exceeded"
-    assert of(c, a.LinkDetached)[0].error.condition == "amqp:link:transfer-limit-exceeded"
+    assert of(s, a.events.ProtocolError)[0].error.condition == "amqp:link:transfer-limit-exceeded"
+    assert of(c, a.events.LinkDetached)[0].error.condition == "amqp:link:transfer-limit-exceeded"
 
 
 def test_max_message_size_is_enforced_both_ways() -> None:
@@ -569,8 +603,8 @@ def test_max_message_size_is_enforced_both_ways() -> None:
     snd.remote = None  # a sender that ignores the limit
     snd.send(b"x" * 1001)
     c, s = p.pump()
-    assert of(c, a.ProtocolError)[0].error.condition == "amqp:link:message-size-exceeded"
-    assert of(s, a.LinkDetached)[0].error.condition == "amqp:link:message-size-exceeded"
+    assert of(c, a.events.ProtocolError)[0].error.condition == "amqp:link:message-size-exceeded"
+    assert of(s, a.events.LinkDetached)[0].error.condition == "amqp:link:message-size-exceeded"
 
 
 def test_drain_uses_up_credit_and_completes() -> None:
@@ -582,10 +616,10 @@ def test_drain_uses_up_credit_and_completes() -> None:
     snd.send(b"one")
     rcv.drain_credit()
     c, s = p.pump()
-    assert of(c, a.CreditChanged)[-1].drain
+    assert of(c, a.events.CreditChanged)[-1].drain
     snd.drained()
     _, s = p.pump()
-    assert of(s, a.DrainCompleted) and rcv.link_credit == 0
+    assert of(s, a.events.DrainCompleted) and rcv.link_credit == 0
     assert snd.link_credit == 0 and snd.delivery_count == 10
 
 
@@ -595,8 +629,8 @@ def test_available_and_echo() -> None:
     snd, rcv = p.link(cs)
     snd.set_available(42)
     _, s = p.pump()
-    assert of(s, a.CreditChanged)[-1].available == 42
-    flow = a.Flow(
+    assert of(s, a.events.CreditChanged)[-1].available == 42
+    flow = performatives.Flow(
         next_incoming_id=0,
         incoming_window=100,
         next_outgoing_id=0,
@@ -606,12 +640,12 @@ def test_available_and_echo() -> None:
         link_credit=3,
         echo=True,
     )
-    frame = a.encode_frame(flow, channel=ss.channel)
+    frame = a.framing.encode_frame(flow, channel=ss.channel)
     p.client.receive_data(frame, 0)
-    reply = a.FrameParser(max_frame_size=65536)
+    reply = a.framing.FrameParser(max_frame_size=65536)
     reply.feed(p.client.data_to_send())
     echoed = reply.next_frame()
-    assert isinstance(echoed.body, a.Flow) and echoed.body.link_credit == 3
+    assert isinstance(echoed.body, performatives.Flow) and echoed.body.link_credit == 3
 
 
 # -- deliveries (2.6.12-2.6.14, 3.4) ---------------------------------------------------------
@@ -643,9 +677,9 @@ def test_every_outcome_reaches_the_sender(outcome: object) -> None:
     p, snd, rcv = _link_pair()
     d = snd.send(b"x")
     _, s = p.pump()
-    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, outcome)
+    rcv.settle(of(s, a.events.DeliveryReceived)[0].delivery, outcome)
     c, _ = p.pump()
-    (upd,) = of(c, a.DeliveryUpdated)
+    (upd,) = of(c, a.events.DeliveryUpdated)
     assert upd.delivery is d and upd.state == outcome and upd.settled
     assert d.remote_state == outcome
     assert d.settled and not snd.unsettled  # auto-settled: the receiver settled first
@@ -657,14 +691,14 @@ def test_non_terminal_state_then_settlement() -> None:
     p, snd, rcv = _link_pair()
     d = snd.send(b"x" * 10)
     _, s = p.pump()
-    rd = of(s, a.DeliveryReceived)[0].delivery
-    rcv.update(rd, a.Received(section_number=0, section_offset=5))
+    rd = of(s, a.events.DeliveryReceived)[0].delivery
+    rcv.update(rd, messaging.Received(section_number=0, section_offset=5))
     c, _ = p.pump()
-    (upd,) = of(c, a.DeliveryUpdated)
-    assert upd.state == a.Received(section_number=0, section_offset=5) and not upd.settled
+    (upd,) = of(c, a.events.DeliveryUpdated)
+    assert upd.state == messaging.Received(section_number=0, section_offset=5) and not upd.settled
     snd.settle(d, a.Accepted())
     _, s = p.pump()
-    (upd,) = of(s, a.DeliveryUpdated)
+    (upd,) = of(s, a.events.DeliveryUpdated)
     assert upd.settled and upd.state == a.Accepted()
     rcv.settle(rd)
     assert p.server.data_to_send() == b""  # the sender settled first
@@ -675,16 +709,22 @@ def test_contiguous_settlements_are_coalesced_into_one_disposition() -> None:
     for i in range(50):
         snd.send(b"%d" % i)
     _, s = p.pump()
-    for e in of(s, a.DeliveryReceived):
+    for e in of(s, a.events.DeliveryReceived):
         rcv.settle(e.delivery, a.Accepted())
     out = p.server.data_to_send()
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(out)
     frames = []
     while (f := parser.next_frame()) is not None:
         frames.append(f.body)
     assert frames == [
-        a.Disposition(role=a.Role.RECEIVER, first=0, last=49, settled=True, state=a.Accepted())
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
+            first=0,
+            last=49,
+            settled=True,
+            state=a.Accepted(),
+        )
     ]
     p.client.receive_data(out, 0)
     assert not snd.unsettled or all(d.remote_settled for d in snd.unsettled.values())
@@ -695,13 +735,13 @@ def test_different_outcomes_split_the_ranges() -> None:
     for i in range(4):
         snd.send(b"%d" % i)
     _, s = p.pump()
-    got = of(s, a.DeliveryReceived)
+    got = of(s, a.events.DeliveryReceived)
     for e, outcome in zip(
         got, [a.Accepted(), a.Accepted(), a.Released(), a.Accepted()], strict=True
     ):
         rcv.settle(e.delivery, outcome)
     c, _ = p.pump()
-    assert [type(e.state) for e in of(c, a.DeliveryUpdated)] == [
+    assert [type(e.state) for e in of(c, a.events.DeliveryUpdated)] == [
         a.Accepted,
         a.Accepted,
         a.Released,
@@ -714,7 +754,7 @@ def test_pre_settled_deliveries() -> None:
     d = snd.send(b"fire and forget")
     assert d.settled and not snd.unsettled
     _, s = p.pump()
-    (got,) = of(s, a.DeliveryReceived)
+    (got,) = of(s, a.events.DeliveryReceived)
     assert got.delivery.remote_settled and not rcv.unsettled
     rcv.settle(got.delivery, a.Accepted())
     assert p.server.data_to_send() == b""
@@ -739,15 +779,15 @@ def test_receiver_settle_mode_second_settles_after_the_sender() -> None:
     assert rcv.rcv_settle_mode is a.ReceiverSettleMode.SECOND
     d = snd.send(b"exactly once")
     _, s = p.pump()
-    rd = of(s, a.DeliveryReceived)[0].delivery
+    rd = of(s, a.events.DeliveryReceived)[0].delivery
     rcv.settle(rd, a.Accepted())
     assert not rd.settled  # first the state goes out, unsettled
     c, _ = p.pump()
-    (upd,) = of(c, a.DeliveryUpdated)
+    (upd,) = of(c, a.events.DeliveryUpdated)
     assert upd.state == a.Accepted() and not upd.settled
     snd.settle(d)
     _, s = p.pump()
-    assert of(s, a.DeliveryUpdated)[0].settled
+    assert of(s, a.events.DeliveryUpdated)[0].settled
     assert rd.settled and not rcv.unsettled  # ... and the receiver settles once the sender has
     assert p.server.data_to_send() == b""  # without a word: the sender has forgotten it
 
@@ -761,7 +801,7 @@ def test_streaming_send_and_streaming_receive() -> None:
     snd.send(b"part two, ", delivery=d, more=True)
     snd.send(b"end", delivery=d)
     _, s = p.pump()
-    got = of(s, a.DeliveryReceived)
+    got = of(s, a.events.DeliveryReceived)
     assert [e.data for e in got] == [b"part one, ", b"part two, ", b"end"]
     assert [e.complete for e in got] == [False, False, True]
     assert len({id(e.delivery) for e in got}) == 1
@@ -773,8 +813,8 @@ def test_abort_discards_a_partial_delivery() -> None:
     snd.abort(d)
     snd.send(b"next")
     _, s = p.pump()
-    assert of(s, a.DeliveryAborted)[0].delivery.aborted
-    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"next"]
+    assert of(s, a.events.DeliveryAborted)[0].delivery.aborted
+    assert [e.data for e in of(s, a.events.DeliveryReceived)] == [b"next"]
     with pytest.raises(a.LocalProtocolError):
         snd.abort(d)
 
@@ -804,7 +844,7 @@ def test_resuming_a_link_resends_what_both_ends_hold_unsettled() -> None:
     p.pump()
     sent = [snd.send(b"m%d" % i) for i in range(3)]
     _, s = p.pump()
-    got = of(s, a.DeliveryReceived)
+    got = of(s, a.events.DeliveryReceived)
     rcv.settle(got[0].delivery, a.Accepted())  # m0 is done; m1 and m2 stay unsettled
     p.pump()
     snd.settle(sent[0])
@@ -815,25 +855,25 @@ def test_resuming_a_link_resends_what_both_ends_hold_unsettled() -> None:
     snd2 = cs.attach_sender("durable", target="q")
     assert set(snd2.unsettled) == {sent[1].tag, sent[2].tag}
     _, s = p.pump()
-    (att,) = of(s, a.LinkAttached)
+    (att,) = of(s, a.events.LinkAttached)
     assert set(att.remote.unsettled) == {sent[1].tag, sent[2].tag}
     rcv2 = att.link
     assert set(rcv2.unsettled) == {sent[1].tag, sent[2].tag}
     rcv2.attach()
     rcv2.flow(10)
     c, _ = p.pump()
-    assert set(of(c, a.LinkAttached)[0].remote.unsettled) == {sent[1].tag, sent[2].tag}
+    assert set(of(c, a.events.LinkAttached)[0].remote.unsettled) == {sent[1].tag, sent[2].tag}
     for d in sent[1:]:
         snd2.resume(d, b"again")
     _, s = p.pump()
-    again = of(s, a.DeliveryReceived)
+    again = of(s, a.events.DeliveryReceived)
     assert [e.delivery.tag for e in again] == [sent[1].tag, sent[2].tag]
     assert all(e.delivery.resumed for e in again)
     assert again[0].delivery is got[1].delivery  # the receiver's own record, resumed
     for e in again:
         rcv2.settle(e.delivery, a.Accepted())
     c, _ = p.pump()
-    assert all(e.settled for e in of(c, a.DeliveryUpdated))
+    assert all(e.settled for e in of(c, a.events.DeliveryUpdated))
 
 
 def test_deliveries_only_the_receiver_holds_are_settled_on_resume() -> None:
@@ -844,16 +884,16 @@ def test_deliveries_only_the_receiver_holds_are_settled_on_resume() -> None:
     p.pump()
     d = snd.send(b"x")
     _, s = p.pump()
-    rd = of(s, a.DeliveryReceived)[0].delivery
+    rd = of(s, a.events.DeliveryReceived)[0].delivery
     snd.settle(d, a.Accepted())  # the sender forgets, but its disposition is lost...
     p.client.data_to_send()
     snd.detach(closed=False)
     p.pump()
     cs.attach_sender("l", target="q")
     _, s = p.pump()
-    upd = of(s, a.DeliveryUpdated)
+    upd = of(s, a.events.DeliveryUpdated)
     assert [u.delivery for u in upd] == [rd] and upd[0].settled  # ... and resuming says so
-    assert not of(s, a.LinkAttached)[0].link.unsettled
+    assert not of(s, a.events.LinkAttached)[0].link.unsettled
 
 
 def test_a_resumed_delivery_the_receiver_no_longer_holds_is_ignored_and_settled() -> None:
@@ -864,20 +904,20 @@ def test_a_resumed_delivery_the_receiver_no_longer_holds_is_ignored_and_settled(
     p.pump()
     d = snd.send(b"x")
     _, s = p.pump()
-    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    rcv.settle(of(s, a.events.DeliveryReceived)[0].delivery, a.Accepted())
     p.server.data_to_send()  # the receiver's settlement is lost on the way
     snd.detach(closed=False)
     p.pump()
     snd2 = cs.attach_sender("l", target="q")
     _, s = p.pump()
-    rcv2 = of(s, a.LinkAttached)[0].link
+    rcv2 = of(s, a.events.LinkAttached)[0].link
     rcv2.attach()
     rcv2.flow(10)
     p.pump()
     snd2.resume(d, b"x")
     c, s = p.pump()
-    assert not of(s, a.DeliveryReceived)  # ignored ...
-    assert of(c, a.DeliveryUpdated)[0].settled  # ... and settled, so the sender forgets it
+    assert not of(s, a.events.DeliveryReceived)  # ignored ...
+    assert of(c, a.events.DeliveryUpdated)[0].settled  # ... and settled, so the sender forgets it
     snd2.settle(d)
     with pytest.raises(a.LocalProtocolError):
         snd2.resume(d, b"x")  # only unsettled deliveries of the link
@@ -888,7 +928,7 @@ def test_without_auto_settle_the_sender_settles_itself() -> None:
     snd.auto_settle = False
     d = snd.send(b"x")
     _, s = p.pump()
-    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    rcv.settle(of(s, a.events.DeliveryReceived)[0].delivery, a.Accepted())
     p.pump()
     assert d.remote_settled and not d.settled and d.tag in snd.unsettled
     snd.settle(d)
@@ -901,7 +941,7 @@ def test_a_bare_settlement_keeps_the_outcome_already_given() -> None:
     snd.auto_settle = False
     d = snd.send(b"x")
     _, s = p.pump()
-    rd = of(s, a.DeliveryReceived)[0].delivery
+    rd = of(s, a.events.DeliveryReceived)[0].delivery
     rcv.update(rd, a.Accepted())
     p.pump()
     rcv.settle(rd)  # settled with no state: the outcome stays Accepted
@@ -930,9 +970,13 @@ def test_bad_send_arguments_raise_before_anything_changes(kwargs: dict) -> None:
 
 def test_a_bytearray_tag_and_a_state_go_out() -> None:
     p, snd, _ = _link_pair()
-    d = snd.send(b"x", tag=bytearray(b"tg"), state=a.Received(section_number=0, section_offset=0))
+    d = snd.send(
+        b"x",
+        tag=bytearray(b"tg"),
+        state=messaging.Received(section_number=0, section_offset=0),
+    )
     _, s = p.pump()
-    got = of(s, a.DeliveryReceived)[0].delivery
+    got = of(s, a.events.DeliveryReceived)[0].delivery
     assert got.tag == d.tag == b"tg" and got.remote_state == d.local_state
 
 
@@ -948,7 +992,7 @@ def test_the_caller_may_reuse_its_buffer_right_after_send() -> None:
     buf[:] = b"b" * 5000
     snd.send(memoryview(buf))
     _, s = p.pump()
-    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"a" * 5000, b"b" * 5000]
+    assert [e.data for e in of(s, a.events.DeliveryReceived)] == [b"a" * 5000, b"b" * 5000]
 
 
 def test_stopping_a_link_lets_transfers_in_flight_arrive() -> None:
@@ -956,8 +1000,8 @@ def test_stopping_a_link_lets_transfers_in_flight_arrive() -> None:
     snd.send(b"already on its way")
     rcv.flow(0)  # "stop" (2.6.10), crossing the transfer
     _, s = p.pump()
-    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"already on its way"]
-    assert not of(s, a.ProtocolError) and snd.link_credit == 0
+    assert [e.data for e in of(s, a.events.DeliveryReceived)] == [b"already on its way"]
+    assert not of(s, a.events.ProtocolError) and snd.link_credit == 0
     with pytest.raises(a.LocalProtocolError, match="credit"):
         snd.send(b"no more")
 
@@ -968,11 +1012,11 @@ def test_a_link_detached_before_we_answered_its_attach() -> None:
     snd = cs.attach_sender("hasty", target="q")
     snd.detach()  # before the peer answered
     c, s = p.pump()
-    assert [type(e) for e in s] == [a.LinkAttached, a.LinkDetached]
-    assert [type(e) for e in c] == [a.LinkAttached, a.LinkDetached]
-    assert of(c, a.LinkAttached)[0].remote.target is None  # answered without a terminus
+    assert [type(e) for e in s] == [a.events.LinkAttached, a.events.LinkDetached]
+    assert [type(e) for e in c] == [a.events.LinkAttached, a.events.LinkDetached]
+    assert of(c, a.events.LinkAttached)[0].remote.target is None  # answered without a terminus
     assert snd.state is a.LinkState.DETACHED
-    assert of(s, a.LinkAttached)[0].link.state is a.LinkState.DETACHED
+    assert of(s, a.events.LinkAttached)[0].link.state is a.LinkState.DETACHED
 
 
 def test_a_link_detached_before_we_answered_its_session_is_answered_after_our_begin() -> None:
@@ -983,15 +1027,23 @@ def test_a_link_detached_before_we_answered_its_session_is_answered_after_our_be
     snd = cs.attach_sender("hasty", target="q")
     snd.detach()
     _, s = p.pump()
-    assert [type(e) for e in s] == [a.SessionBegun, a.LinkAttached, a.LinkDetached]
-    link = of(s, a.LinkAttached)[0].link
+    assert [type(e) for e in s] == [
+        a.events.SessionBegun,
+        a.events.LinkAttached,
+        a.events.LinkDetached,
+    ]
+    link = of(s, a.events.LinkAttached)[0].link
     assert link.state is a.LinkState.DETACHED
     with pytest.raises(a.LocalProtocolError, match="BEGIN_RCVD"):
         link.attach()  # (the engine answers for it, after our begin)
-    of(s, a.SessionBegun)[0].session.begin()
+    of(s, a.events.SessionBegun)[0].session.begin()
     c, s = p.pump()
-    assert [type(e) for e in c] == [a.SessionBegun, a.LinkAttached, a.LinkDetached]
-    assert of(c, a.LinkAttached)[0].remote.target is None
+    assert [type(e) for e in c] == [
+        a.events.SessionBegun,
+        a.events.LinkAttached,
+        a.events.LinkDetached,
+    ]
+    assert of(c, a.events.LinkAttached)[0].remote.target is None
     assert snd.state is a.LinkState.DETACHED and not s
 
 
@@ -999,21 +1051,21 @@ def test_a_link_detached_before_we_had_a_handle_to_answer_is_answered_when_one_f
     p = _opened()
     cs = p.client.begin(handle_max=0)
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.begin()
     p.pump()
     ours = ss.attach_sender("first", target="q")  # takes the only handle the client allows
     c, _ = p.pump()
-    of(c, a.LinkAttached)[0].link.attach()
+    of(c, a.events.LinkAttached)[0].link.attach()
     p.pump()
     theirs = cs.attach_sender("second", target="q")
     _, s = p.pump()
-    waiting = of(s, a.LinkAttached)[0].link
+    waiting = of(s, a.events.LinkAttached)[0].link
     with pytest.raises(a.LocalProtocolError, match="no free link handle"):
         waiting.attach()
     theirs.detach()  # before we could answer
     c, s = p.pump()
-    assert not c and [type(e) for e in s] == [a.LinkDetached]
+    assert not c and [type(e) for e in s] == [a.events.LinkDetached]
     assert theirs.state is a.LinkState.DETACH_SENT
     with pytest.raises(a.LocalProtocolError, match="owes"):
         waiting.attach()  # the engine answers for it first
@@ -1021,9 +1073,13 @@ def test_a_link_detached_before_we_had_a_handle_to_answer_is_answered_when_one_f
         ss.attach_receiver("second", source="q")
     ours.detach()  # frees the handle: the owed answer follows
     c, s = p.pump()
-    assert [type(e) for e in c] == [a.LinkDetached, a.LinkAttached, a.LinkDetached]
+    assert [type(e) for e in c] == [
+        a.events.LinkDetached,
+        a.events.LinkAttached,
+        a.events.LinkDetached,
+    ]
     assert theirs.state is a.LinkState.DETACHED and ours.state is a.LinkState.DETACHED
-    assert not of(s, a.ProtocolError) and not of(c, a.ProtocolError)
+    assert not of(s, a.events.ProtocolError) and not of(c, a.events.ProtocolError)
 
 
 def test_a_disposition_after_a_suspending_detach_still_reaches_the_delivery() -> None:
@@ -1036,13 +1092,13 @@ def test_a_disposition_after_a_suspending_detach_still_reaches_the_delivery() ->
     p.pump()
     sent = snd.send(b"m")
     _, s = p.pump()
-    (got,) = of(s, a.DeliveryReceived)
+    (got,) = of(s, a.events.DeliveryReceived)
     snd.detach(closed=False)
     p.pump()
     assert rcv.state is a.LinkState.DETACHED and snd.state is a.LinkState.DETACHED
     rcv.settle(got.delivery, a.Accepted())
     c, _ = p.pump()
-    (upd,) = of(c, a.DeliveryUpdated)
+    (upd,) = of(c, a.events.DeliveryUpdated)
     assert upd.delivery is sent and upd.settled and upd.state == a.Accepted()
     assert sent.settled and not snd.unsettled  # auto-settled: nothing left to resume
 
@@ -1057,14 +1113,14 @@ def test_closing_a_link_discards_its_unsettled_deliveries() -> None:
     p.pump()
     snd.send(b"m")
     _, s = p.pump()
-    (got,) = of(s, a.DeliveryReceived)
+    (got,) = of(s, a.events.DeliveryReceived)
     snd.detach()
     p.pump()
     assert not snd.unsettled and not rcv.unsettled
     snd2 = cs.attach_sender("gone", target="q")
     assert not snd2.unsettled
     _, s = p.pump()
-    assert of(s, a.LinkAttached)[0].remote.unsettled is None
+    assert of(s, a.events.LinkAttached)[0].remote.unsettled is None
     with pytest.raises(a.LocalProtocolError):
         rcv.settle(got.delivery, a.Accepted())  # its session no longer knows it
 
@@ -1079,7 +1135,7 @@ def test_a_replaced_link_endpoint_cannot_attach_again() -> None:
     p.pump()
     snd2 = cs.attach_sender("again", target="q")
     _, s = p.pump()
-    (att,) = of(s, a.LinkAttached)
+    (att,) = of(s, a.events.LinkAttached)
     assert att.link is not rcv
     before = p.server.data_to_send()
     with pytest.raises(a.LocalProtocolError, match="newer endpoint"):
@@ -1087,7 +1143,7 @@ def test_a_replaced_link_endpoint_cannot_attach_again() -> None:
     assert p.server.data_to_send() == before == b""
     att.link.attach()
     c, _ = p.pump()
-    assert of(c, a.LinkAttached) and snd2.state is a.LinkState.ATTACHED
+    assert of(c, a.events.LinkAttached) and snd2.state is a.LinkState.ATTACHED
 
 
 def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -> None:
@@ -1100,7 +1156,7 @@ def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -
     rcv.flow(2)
     p.pump()
     wire, ends = large_on_the_wire(snd, p.client)  # 256 KiB: five frames
-    padding = a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
+    padding = a.framing.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
 
     def retained(start: int, stop: int, extra: bytes = b"") -> int:
         """Bytes still allocated after a piece of the wire was received and dropped."""
@@ -1117,7 +1173,7 @@ def test_a_delivery_arriving_over_several_reads_holds_at_most_twice_its_size() -
     finally:
         tracemalloc.stop()
     assert 60_000 < alone < 80_000 and 60_000 < padded < 200_000
-    (e,) = of(p.server.receive_data(wire[ends[2] :], p.now), a.DeliveryReceived)
+    (e,) = of(p.server.receive_data(wire[ends[2] :], p.now), a.events.DeliveryReceived)
     assert e.data == LARGE and type(e.data) is bytes
 
 
@@ -1141,7 +1197,7 @@ def test_transfers_cut_inside_their_payload_arrive_as_the_views_they_came_in(
     while pieces := p.client.buffers_to_send(100_000):  # cuts inside the 2nd and 4th frames
         for piece in pieces:
             got += p.server.receive_data(piece, p.now)
-    received = of(got, a.DeliveryReceived)
+    received = of(got, a.events.DeliveryReceived)
     if streaming:
         assert [type(e.data) for e in received] == [bytes] * 5
         assert b"".join(e.data for e in received) == big
@@ -1168,7 +1224,7 @@ def test_a_last_transfer_cut_inside_its_payload_ends_the_delivery_with_its_views
     while pieces := p.client.buffers_to_send(270_000):  # cuts inside the last frame
         for piece in pieces:
             got += p.server.receive_data(piece, p.now)
-    (e,) = of(got, a.DeliveryReceived)
+    (e,) = of(got, a.events.DeliveryReceived)
     assert type(e._data) is tuple
     assert [type(piece) for piece in e._data] == [memoryview] * 6
     assert e._data[-1].obj is e._data[-2].obj is big  # type: ignore[union-attr]
@@ -1200,7 +1256,7 @@ def test_a_delivery_arriving_in_cut_frames_holds_at_most_twice_its_size() -> Non
     big = bytes(range(256)) * 1024
     snd.send(big)
     wire = p.client.data_to_send()
-    padding = a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
+    padding = a.framing.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -1213,7 +1269,7 @@ def test_a_delivery_arriving_in_cut_frames_holds_at_most_twice_its_size() -> Non
     finally:
         tracemalloc.stop()
     assert 60_000 < held < 200_000
-    (e,) = of(p.server.receive_data(wire[70_000:], p.now), a.DeliveryReceived)
+    (e,) = of(p.server.receive_data(wire[70_000:], p.now), a.events.DeliveryReceived)
     assert e.data == big
 
 
@@ -1248,7 +1304,7 @@ def test_data_to_send_with_a_bound_hands_over_the_same_bytes_in_pieces(bound: in
     assert b"".join(pieces) == expected
     # And the receiver takes them in those pieces: two deliveries, the same bytes.
     got = [e for piece in pieces for e in cut.server.receive_data(piece, cut.now)]
-    assert [e.data for e in of(got, a.DeliveryReceived)] == [body, b"small"]
+    assert [e.data for e in of(got, a.events.DeliveryReceived)] == [body, b"small"]
 
 
 @pytest.mark.parametrize("bound", [0, -1, 1.5, "10"])
@@ -1259,9 +1315,9 @@ def test_data_to_send_refuses_a_bound_that_is_not_a_positive_int(bound: object) 
 
 
 def test_data_to_send_with_a_bound_during_sasl() -> None:
-    client = a.Connection(client=True, sasl=a.ClientCredentials())
+    client = a.Connection(client=True, sasl=a.sasl.ClientCredentials())
     client.open(now=0.0)
-    whole = a.Connection(client=True, sasl=a.ClientCredentials())
+    whole = a.Connection(client=True, sasl=a.sasl.ClientCredentials())
     whole.open(now=0.0)
     expected = whole.data_to_send()
     pieces = []
@@ -1300,7 +1356,7 @@ def test_sending_a_message_puts_its_encoding_on_the_wire_in_the_same_frames(
     assert first.size == second.size == len(message.encode())
     wire = given.client.data_to_send()
     assert wire == encoded.client.data_to_send()
-    (got,) = of(given.server.receive_data(wire, given.now), a.DeliveryReceived)
+    (got,) = of(given.server.receive_data(wire, given.now), a.events.DeliveryReceived)
     assert a.Message.decode(got.data) == message
 
 
@@ -1336,5 +1392,5 @@ def test_a_delivery_read_in_cuts_keeps_views_of_the_bytes_behind_a_frame_cut_sho
     wire = p.client.data_to_send()
     assert not p.server.receive_data(wire[:70_000], p.now)
     assert not p.server.receive_data(wire[70_000:200_000], p.now)
-    (e,) = of(p.server.receive_data(wire[200_000:], p.now), a.DeliveryReceived)
+    (e,) = of(p.server.receive_data(wire[200_000:], p.now), a.events.DeliveryReceived)
     assert e.data == big

@@ -102,7 +102,7 @@ def test_a_large_payload_goes_out_as_views_of_the_message_bytes() -> None:
     assert all(len(h) < 300 for h in heads)  # frame headers and performatives, and the tail
     assert b"".join(pieces).endswith(body[-50:])
     events = _feed(p.server, pieces, "whole")
-    (got,) = of(events, a.DeliveryReceived)
+    (got,) = of(events, a.events.DeliveryReceived)
     assert got.message() == a.Message(body=body)
 
 
@@ -114,7 +114,9 @@ def test_small_frames_are_handed_over_joined() -> None:
     assert len(pieces) == 1 and type(pieces[0]) is bytes
     assert p.client.buffers_to_send() == []
     events = _feed(p.server, pieces, "whole")
-    assert [e.data for e in of(events, a.DeliveryReceived)] == [b"m%d" % i for i in range(20)]
+    assert [e.data for e in of(events, a.events.DeliveryReceived)] == [
+        b"m%d" % i for i in range(20)
+    ]
 
 
 def test_a_large_whole_frame_goes_out_as_a_read_only_view() -> None:
@@ -132,9 +134,9 @@ def test_buffers_to_send_refuses_a_bad_bound() -> None:
 
 
 def test_buffers_to_send_during_sasl() -> None:
-    client = a.Connection(sasl=a.ClientCredentials(username="u", password="p"))
+    client = a.Connection(sasl=a.sasl.ClientCredentials(username="u", password="p"))
     client.open()
-    twin = a.Connection(sasl=a.ClientCredentials(username="u", password="p"))
+    twin = a.Connection(sasl=a.sasl.ClientCredentials(username="u", password="p"))
     twin.open()
     assert b"".join(client.buffers_to_send(3)) == twin.data_to_send(3)
     assert b"".join(client.buffers_to_send()) == twin.data_to_send()
@@ -159,7 +161,7 @@ def test_pieces_fed_in_turn_deliver_the_message(
     events: list[a.Event] = []
     while pieces := p.client.buffers_to_send(max_bytes):
         events += _feed(p.server, pieces, how)
-    (got,) = of(events, a.DeliveryReceived)
+    (got,) = of(events, a.events.DeliveryReceived)
     assert_same(got.message(), message)
     assert got.data == message.encode()
     assert_same(got.message(), message)  # from the joined bytes this time
@@ -171,20 +173,22 @@ def test_pieces_fed_byte_by_byte_deliver_the_message() -> None:
     message = a.Message(properties=a.Properties(subject="s"), body=body)
     snd.send(message)
     events = _feed(p.server, p.client.buffers_to_send(), "bytes")
-    (got,) = of(events, a.DeliveryReceived)
+    (got,) = of(events, a.events.DeliveryReceived)
     assert got.message() == message and got.data == message.encode()
 
 
 def test_a_frame_whose_payload_is_fed_apart_is_received_as_a_view() -> None:
     """The frame's header and performative in one piece, its payload in the next: the
     payload is a view of the bytes fed, not copied."""
-    frame = a.encode_frame(
-        a.Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=False),
+    frame = a.framing.encode_frame(
+        a.definitions.performatives.Transfer(
+            handle=0, delivery_id=1, delivery_tag=b"t", more=False
+        ),
         payload=bytes(range(256)) * 40,
     )
     head_size = len(frame) - 256 * 40
     for payload in (frame, memoryview(frame)):
-        parser = a.FrameParser(max_frame_size=65536)
+        parser = a.framing.FrameParser(max_frame_size=65536)
         parser.feed(frame[:head_size])
         assert parser.next_frame() is None
         tail = payload[head_size:]
@@ -198,13 +202,16 @@ def test_a_frame_whose_payload_is_fed_apart_is_received_as_a_view() -> None:
 
 def test_a_view_of_a_bytearray_is_copied() -> None:
     """A view of bytes that may change is not kept: what was handed out keeps its value."""
-    frame = a.encode_frame(
-        a.Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=False), payload=b"x" * 9000
+    frame = a.framing.encode_frame(
+        a.definitions.performatives.Transfer(
+            handle=0, delivery_id=1, delivery_tag=b"t", more=False
+        ),
+        payload=b"x" * 9000,
     )
     head_size = len(frame) - 9000
     for whole in (True, False):
         data = bytearray(frame)
-        parser = a.FrameParser(max_frame_size=65536)
+        parser = a.framing.FrameParser(max_frame_size=65536)
         if whole:
             parser.feed(memoryview(data))
         else:
@@ -216,10 +223,11 @@ def test_a_view_of_a_bytearray_is_copied() -> None:
 
 
 def test_views_of_bytes_in_another_shape_are_copied() -> None:
-    frame = a.encode_frame(
-        a.Transfer(handle=0, delivery_id=1, delivery_tag=b"t"), payload=b"y" * 9000
+    frame = a.framing.encode_frame(
+        a.definitions.performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"t"),
+        payload=b"y" * 9000,
     )
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(memoryview(frame).cast("B", (len(frame) // 2, 2)))  # two dimensions
     got = parser.next_frame()
     assert got is not None and type(got.payload) is bytes and got.payload == b"y" * 9000
@@ -231,7 +239,9 @@ def test_views_fed_are_kept_or_copied_out_as_bytes_are() -> None:
     out otherwise (the bytes behind the view fed are weighed by what it covers)."""
     p, snd, _ = _sender_pair()
     wire, ends = large_on_the_wire(snd, p.client)  # 256 KiB: five frames
-    padded = wire[ends[1] : ends[2]] + a.encode_frame(None) * (1 << 17)  # 1 MiB of empty frames
+    padded = wire[ends[1] : ends[2]] + a.framing.encode_frame(None) * (
+        1 << 17
+    )  # 1 MiB of empty frames
 
     def retained(view: memoryview) -> int:
         before = tracemalloc.get_traced_memory()[0]
@@ -245,7 +255,7 @@ def test_views_fed_are_kept_or_copied_out_as_bytes_are() -> None:
     finally:
         tracemalloc.stop()
     assert alone < 10_000 and 60_000 < copied < 200_000
-    (e,) = of(p.server.receive_data(memoryview(wire)[ends[2] :], p.now), a.DeliveryReceived)
+    (e,) = of(p.server.receive_data(memoryview(wire)[ends[2] :], p.now), a.events.DeliveryReceived)
     assert e.data == LARGE
 
 
@@ -254,17 +264,17 @@ def test_the_data_of_a_delivery_in_pieces_is_joined_once() -> None:
     body = b"z" * 5000
     snd.send(body)
     events = _feed(p.server, p.client.buffers_to_send(), "whole")
-    (got,) = of(events, a.DeliveryReceived)
+    (got,) = of(events, a.events.DeliveryReceived)
     assert got.data is got.data == body
-    same = a.DeliveryReceived(link=got.link, delivery=got.delivery, data=body, complete=True)
+    same = a.events.DeliveryReceived(link=got.link, delivery=got.delivery, data=body, complete=True)
     assert same == got and hash(same) == hash(got) and repr(same) == repr(got)
     assert "data=b'zzz" in repr(got)
 
 
 def test_an_event_built_from_pieces_compares_by_its_bytes() -> None:
     pieces = (b"ab", memoryview(b"cd"))
-    built = a.DeliveryReceived(link=None, delivery=None, data=pieces, complete=True)  # type: ignore[arg-type]
-    plain = a.DeliveryReceived(link=None, delivery=None, data=b"abcd", complete=True)  # type: ignore[arg-type]
+    built = a.events.DeliveryReceived(link=None, delivery=None, data=pieces, complete=True)  # type: ignore[arg-type]
+    plain = a.events.DeliveryReceived(link=None, delivery=None, data=b"abcd", complete=True)  # type: ignore[arg-type]
     assert built == plain and repr(built) == repr(plain)
     assert built.data == b"abcd" and type(built.data) is bytes
 

@@ -7,6 +7,7 @@ import pytest
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def _ready() -> tuple[Pair, a.Session, a.Session]:
@@ -17,11 +18,11 @@ def _ready() -> tuple[Pair, a.Session, a.Session]:
 
 
 def _inject(conn: a.Connection, body: object, channel: int = 0, payload: bytes = b"") -> list:
-    return conn.receive_data(a.encode_frame(body, channel=channel, payload=payload), 0)
+    return conn.receive_data(a.framing.encode_frame(body, channel=channel, payload=payload), 0)
 
 
 def _condition(events: list) -> str:
-    return str(of(events, a.ProtocolError)[0].error.condition)
+    return str(of(events, a.events.ProtocolError)[0].error.condition)
 
 
 def test_reprs_and_collections() -> None:
@@ -58,10 +59,10 @@ def test_accepting_a_link_with_our_own_termini() -> None:
     p, cs, _ = _ready()
     cs.attach_receiver("r", source="from-here")
     _, s = p.pump()
-    link = of(s, a.LinkAttached)[0].link
+    link = of(s, a.events.LinkAttached)[0].link
     link.attach(source=a.Source(address="really-here"), target=a.Target(address="t"))
     c, _ = p.pump()
-    remote = of(c, a.LinkAttached)[0].remote
+    remote = of(c, a.events.LinkAttached)[0].remote
     assert remote.source.address == "really-here" and remote.target.address == "t"
 
 
@@ -69,10 +70,10 @@ def test_refusing_a_receiver_attach_sends_no_source() -> None:
     p, cs, _ = _ready()
     cs.attach_receiver("r", source="nothing")
     _, s = p.pump()
-    of(s, a.LinkAttached)[0].link.refuse()
+    of(s, a.events.LinkAttached)[0].link.refuse()
     c, _ = p.pump()
-    assert of(c, a.LinkAttached)[0].remote.source is None
-    assert of(c, a.LinkDetached)[0].error.condition == "amqp:not-found"
+    assert of(c, a.events.LinkAttached)[0].remote.source is None
+    assert of(c, a.events.LinkDetached)[0].error.condition == "amqp:not-found"
 
 
 def test_sender_commands() -> None:
@@ -98,28 +99,44 @@ def test_sender_commands() -> None:
     with pytest.raises(a.LocalProtocolError, match="credit"):
         snd.resume(d, b"ab")
     _, s = p.pump()
-    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"ab", b"c", b"d"]
+    assert [e.data for e in of(s, a.events.DeliveryReceived)] == [b"ab", b"c", b"d"]
 
 
 def test_peer_violations_on_a_session() -> None:
     cases = [
         (
-            a.Attach(name="x", handle=2**31, role=a.Role.SENDER, initial_delivery_count=0),
+            performatives.Attach(
+                name="x",
+                handle=2**31,
+                role=performatives.Role.SENDER,
+                initial_delivery_count=0,
+            ),
             "amqp:resource-limit-exceeded",
         ),
-        (a.Attach(name="x", handle=1, role=a.Role.SENDER), "amqp:invalid-field"),
-        (a.Detach(handle=9), "amqp:session:unattached-handle"),
-        (a.Transfer(handle=9, delivery_id=0, delivery_tag=b"t"), "amqp:session:unattached-handle"),
-        (a.Disposition(role=a.Role.RECEIVER, first=5, last=2), "amqp:invalid-field"),
         (
-            a.Begin(remote_channel=0, next_outgoing_id=0, incoming_window=1, outgoing_window=1),
+            performatives.Attach(name="x", handle=1, role=performatives.Role.SENDER),
+            "amqp:invalid-field",
+        ),
+        (performatives.Detach(handle=9), "amqp:session:unattached-handle"),
+        (
+            performatives.Transfer(handle=9, delivery_id=0, delivery_tag=b"t"),
+            "amqp:session:unattached-handle",
+        ),
+        (
+            performatives.Disposition(role=performatives.Role.RECEIVER, first=5, last=2),
+            "amqp:invalid-field",
+        ),
+        (
+            performatives.Begin(
+                remote_channel=0, next_outgoing_id=0, incoming_window=1, outgoing_window=1
+            ),
             "amqp:illegal-state",
         ),
-        (a.Open(container_id="again"), "amqp:illegal-state"),
+        (performatives.Open(container_id="again"), "amqp:illegal-state"),
     ]
     for body, condition in cases:
         p, _cs, ss = _ready()
-        if type(body) is a.Attach and body.handle == 2**31:
+        if type(body) is performatives.Attach and body.handle == 2**31:
             ss.handle_max = 10
         events = _inject(p.server, body, channel=0)
         assert _condition(events) == condition, body
@@ -130,20 +147,26 @@ def test_transfer_violations() -> None:
     _, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
-    events = _inject(p.server, a.Transfer(handle=0), channel=0)  # no id or tag
+    events = _inject(p.server, performatives.Transfer(handle=0), channel=0)  # no id or tag
     assert _condition(events) == "amqp:invalid-field"
     p, cs, _ = _ready()
     _, rcv = p.link(cs, client_sends=False)  # the client receives: the server sends
-    events = _inject(p.server, a.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"))
+    events = _inject(p.server, performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"))
     assert _condition(events) == "amqp:not-allowed"
     p, cs, _ss = _ready()
     _snd, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
     _inject(
-        p.server, a.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True), payload=b"a"
+        p.server,
+        performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
+        payload=b"a",
     )
-    events = _inject(p.server, a.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"), payload=b"b")
+    events = _inject(
+        p.server,
+        performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"),
+        payload=b"b",
+    )
     assert _condition(events) == "amqp:not-allowed"  # interleaved on one link
 
 
@@ -153,43 +176,61 @@ def test_transfer_state_and_late_settlement_on_a_multi_frame_delivery() -> None:
     rcv.flow(5)
     p.pump()
     _inject(
-        p.server, a.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True), payload=b"a"
+        p.server,
+        performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
+        payload=b"a",
     )
-    events = _inject(p.server, a.Transfer(handle=0, settled=True, state=a.Accepted()), payload=b"b")
-    (got,) = of(events, a.DeliveryReceived)
+    events = _inject(
+        p.server,
+        performatives.Transfer(handle=0, settled=True, state=a.Accepted()),
+        payload=b"b",
+    )
+    (got,) = of(events, a.events.DeliveryReceived)
     assert got.data == b"ab" and got.delivery.remote_settled
     assert got.delivery.remote_state == a.Accepted() and not rcv.unsettled
     rcv.streaming = True
     _inject(
-        p.server, a.Transfer(handle=0, delivery_id=1, delivery_tag=b"v", more=True), payload=b""
+        p.server,
+        performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"v", more=True),
+        payload=b"",
     )
-    events = _inject(p.server, a.Transfer(handle=0, settled=True), payload=b"z")
-    assert of(events, a.DeliveryReceived)[0].complete and not rcv.unsettled
+    events = _inject(p.server, performatives.Transfer(handle=0, settled=True), payload=b"z")
+    assert of(events, a.events.DeliveryReceived)[0].complete and not rcv.unsettled
 
 
 def test_frames_before_open_and_on_other_channels() -> None:
     server = a.Connection(client=False)
     events = server.receive_data(
-        a.AMQP_HEADER
-        + a.encode_frame(a.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1)),
+        a.framing.AMQP_HEADER
+        + a.framing.encode_frame(
+            performatives.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1)
+        ),
         0,
     )
     assert _condition(events) == "amqp:illegal-state"
     server = a.Connection(client=False)
     events = server.receive_data(
-        a.AMQP_HEADER + a.encode_frame(a.Open(container_id="c"), channel=3), 0
+        a.framing.AMQP_HEADER
+        + a.framing.encode_frame(performatives.Open(container_id="c"), channel=3),
+        0,
     )
     assert _condition(events) == "amqp:connection:framing-error"
     p = Pair(server={"channel_max": 2})
     p.open()
     events = _inject(
-        p.server, a.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1), channel=5
+        p.server,
+        performatives.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1),
+        channel=5,
     )
     assert _condition(events) == "amqp:connection:framing-error"
     p = Pair()
     p.open()
     events = p.server.receive_data(
-        a.encode_frame(a.SaslOutcome(code=a.SaslCode.OK), frame_type=a.FrameType.SASL), 0
+        a.framing.encode_frame(
+            performatives.SaslOutcome(code=performatives.SaslCode.OK),
+            frame_type=a.framing.FrameType.SASL,
+        ),
+        0,
     )
     assert _condition(events) == "amqp:connection:framing-error"
 
@@ -198,15 +239,17 @@ def test_a_close_before_the_open_ends_all_the_same() -> None:
     client = a.Connection()
     client.open(now=0)
     client.data_to_send()
-    events = client.receive_data(a.AMQP_HEADER + a.encode_frame(a.Close()), 0)
-    assert [type(e) for e in events] == [a.ConnectionClosed, a.ConnectionEnded]
+    events = client.receive_data(
+        a.framing.AMQP_HEADER + a.framing.encode_frame(performatives.Close()), 0
+    )
+    assert [type(e) for e in events] == [a.events.ConnectionClosed, a.events.ConnectionEnded]
 
 
 def test_an_end_in_the_wrong_state_and_a_stray_begin() -> None:
     p, cs, _ss = _ready()
     cs.end()
     p.pump()
-    events = _inject(p.server, a.End(), channel=0)
+    events = _inject(p.server, performatives.End(), channel=0)
     assert _condition(events) == "amqp:not-allowed"
 
 
@@ -219,28 +262,35 @@ def test_disposition_over_a_huge_range_looks_only_at_known_deliveries() -> None:
     p.pump()
     events = _inject(
         p.client,
-        a.Disposition(
-            role=a.Role.RECEIVER, first=0, last=2**31 - 1, settled=True, state=a.Accepted()
+        performatives.Disposition(
+            role=performatives.Role.RECEIVER,
+            first=0,
+            last=2**31 - 1,
+            settled=True,
+            state=a.Accepted(),
         ),
     )
-    assert [e.delivery for e in of(events, a.DeliveryUpdated)] == [d]
+    assert [e.delivery for e in of(events, a.events.DeliveryUpdated)] == [d]
 
 
 def test_session_echo_and_flow_without_delivery_count() -> None:
     p, cs, _ss = _ready()
     _snd, _rcv = p.link(cs)
     events = _inject(
-        p.client, a.Flow(incoming_window=10, next_outgoing_id=0, outgoing_window=10, echo=True)
+        p.client,
+        performatives.Flow(incoming_window=10, next_outgoing_id=0, outgoing_window=10, echo=True),
     )
     assert events == []
-    frame = a.FrameParser(max_frame_size=65536)
+    frame = a.framing.FrameParser(max_frame_size=65536)
     frame.feed(p.client.data_to_send())
-    assert isinstance(frame.next_frame().body, a.Flow)
+    assert isinstance(frame.next_frame().body, performatives.Flow)
     events = _inject(
         p.server,
-        a.Flow(incoming_window=10, next_outgoing_id=0, outgoing_window=10, handle=0, available=3),
+        performatives.Flow(
+            incoming_window=10, next_outgoing_id=0, outgoing_window=10, handle=0, available=3
+        ),
     )
-    assert of(events, a.CreditChanged)[0].available == 3
+    assert of(events, a.events.CreditChanged)[0].available == 3
 
 
 def test_idle_time_out_while_closing() -> None:
@@ -250,4 +300,4 @@ def test_idle_time_out_while_closing() -> None:
     p.client.data_to_send()  # the close is lost
     p.now += 1.0
     events = p.client.handle_timer(p.now)
-    assert of(events, a.IdleTimedOut) and p.client.state is a.ConnectionState.END
+    assert of(events, a.events.IdleTimedOut) and p.client.state is a.ConnectionState.END

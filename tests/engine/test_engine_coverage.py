@@ -9,6 +9,7 @@ import pytest
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def _ready(**kw: Any) -> tuple[Pair, a.Session, a.Session]:
@@ -21,7 +22,7 @@ def _ready(**kw: Any) -> tuple[Pair, a.Session, a.Session]:
 def _inject(
     conn: a.Connection, body: object, channel: int = 0, payload: bytes = b""
 ) -> list[a.Event]:
-    return conn.receive_data(a.encode_frame(body, channel=channel, payload=payload), 0)
+    return conn.receive_data(a.framing.encode_frame(body, channel=channel, payload=payload), 0)
 
 
 def _links(p: Pair, cs: a.Session, **kw: Any) -> tuple[a.Sender, a.Receiver]:
@@ -31,9 +32,9 @@ def _links(p: Pair, cs: a.Session, **kw: Any) -> tuple[a.Sender, a.Receiver]:
     return snd, rcv
 
 
-def _frames(data: bytes) -> list[a.Frame]:
+def _frames(data: bytes) -> list[a.framing.Frame]:
     """The frames in ``data`` (no protocol header)."""
-    parser = a.FrameParser(max_frame_size=1 << 20)
+    parser = a.framing.FrameParser(max_frame_size=1 << 20)
     parser.feed(data)
     out = []
     while (frame := parser.next_frame()) is not None:
@@ -54,9 +55,9 @@ def _bodies(data: bytes) -> list[object]:
     return [f.body for f in _frames(data)]
 
 
-def _protocol_error(events: list[a.Event]) -> a.ProtocolError:
-    (error,) = of(events, a.ProtocolError)
-    assert isinstance(error, a.ProtocolError)
+def _protocol_error(events: list[a.Event]) -> a.events.ProtocolError:
+    (error,) = of(events, a.events.ProtocolError)
+    assert isinstance(error, a.events.ProtocolError)
     return error
 
 
@@ -78,7 +79,7 @@ def test_an_automatic_tag_skips_the_tags_a_resumed_link_carries_over() -> None:
     p.pump()
     snd2 = cs.attach_sender("durable", target="q")
     _, s = p.pump()
-    rcv2 = of(s, a.LinkAttached)[0].link
+    rcv2 = of(s, a.events.LinkAttached)[0].link
     rcv2.attach()
     rcv2.flow(10)
     p.pump()
@@ -87,9 +88,9 @@ def test_an_automatic_tag_skips_the_tags_a_resumed_link_carries_over() -> None:
     assert new.tag == b"\x02"  # \x00 and \x01 are carried over from the resumed link
     assert set(snd2.unsettled) == {b"\x00", b"\x01", b"\x02"}
     _, s = p.pump()
-    (got,) = of(s, a.DeliveryReceived)
+    (got,) = of(s, a.events.DeliveryReceived)
     assert got.data == b"new" and got.delivery.tag == b"\x02"
-    assert not of(s, a.ProtocolError)
+    assert not of(s, a.events.ProtocolError)
 
 
 # -- 2.6.14, 2.7.5: splitting a delivery at the peer's max-frame-size ----------------------------
@@ -105,17 +106,20 @@ def test_a_delivery_under_the_quick_bound_whose_frame_does_not_fit_is_split() ->
     rcv.flow(1)
     p.pump()
     data = b"x" * (512 - 65)
-    state = a.Received(section_number=70000, section_offset=2**40)
+    state = a.definitions.messaging.Received(section_number=70000, section_offset=2**40)
     snd.send(data, tag=b"T" * 32, state=state)
     out = p.client.data_to_send()
     frames = _frames(out)
-    assert [type(f.body) for f in frames] == [a.Transfer, a.Transfer]
+    assert [type(f.body) for f in frames] == [
+        performatives.Transfer,
+        performatives.Transfer,
+    ]
     assert [f.body.more for f in frames] == [True, False]
     sizes = _frame_sizes(out)
     assert len(sizes) == 2 and max(sizes) <= 512 and sum(sizes) == len(out)
     assert frames[0].body.delivery_tag == b"T" * 32 and frames[0].body.state == state
     events = p.server.receive_data(out, 0)
-    (got,) = of(events, a.DeliveryReceived)
+    (got,) = of(events, a.events.DeliveryReceived)
     assert got.data == data and got.complete and got.delivery.tag == b"T" * 32
 
 
@@ -145,18 +149,21 @@ def test_dispositions_pending_at_a_close_go_out_before_it() -> None:
     p.pump()
     sent = snd.send(b"m")
     _, s = p.pump()
-    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    rcv.settle(of(s, a.events.DeliveryReceived)[0].delivery, a.Accepted())
     p.server.close()  # no data_to_send in between: the disposition is still pending
     out = p.server.data_to_send()
     bodies = _bodies(out)
-    assert [type(b) for b in bodies] == [a.Disposition, a.Close]
+    assert [type(b) for b in bodies] == [
+        performatives.Disposition,
+        performatives.Close,
+    ]
     disp = bodies[0]
-    assert isinstance(disp, a.Disposition)
+    assert isinstance(disp, performatives.Disposition)
     assert disp.first == sent.id and disp.settled and disp.state == a.Accepted()
     events = p.client.receive_data(out, 0)
-    (upd,) = of(events, a.DeliveryUpdated)
+    (upd,) = of(events, a.events.DeliveryUpdated)
     assert upd.delivery is sent and upd.settled and upd.state == a.Accepted()
-    assert events.index(upd) < events.index(of(events, a.ConnectionClosed)[0])
+    assert events.index(upd) < events.index(of(events, a.events.ConnectionClosed)[0])
 
 
 # -- 2.4.3: nothing after our close --------------------------------------------------------------
@@ -168,7 +175,7 @@ def test_a_malformed_frame_after_our_close_ends_the_connection_without_a_second_
     out."""
     p, _cs, _ss = _ready()
     p.client.close()
-    assert [type(b) for b in _bodies(p.client.data_to_send())] == [a.Close]
+    assert [type(b) for b in _bodies(p.client.data_to_send())] == [performatives.Close]
     closing = p.client.state
     assert closing is a.ConnectionState.CLOSE_SENT
     bad = b"\x00\x00\x00\x04\x02\x00\x00\x00"  # a frame size below the header's 8 bytes
@@ -176,7 +183,7 @@ def test_a_malformed_frame_after_our_close_ends_the_connection_without_a_second_
     error = _protocol_error(events)
     assert error.error.condition == "amqp:connection:framing-error"
     assert error.scope == "connection"
-    assert of(events, a.ConnectionEnded)
+    assert of(events, a.events.ConnectionEnded)
     assert p.client.state is a.ConnectionState.END
     assert p.client.data_to_send() == b""
 
@@ -190,17 +197,17 @@ def test_an_end_before_we_answered_the_begin_closes_the_connection() -> None:
     (2.4.3); no begin of ours goes out for that session."""
     p = Pair()
     p.open()
-    begin = a.Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10)
+    begin = performatives.Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10)
     events = _inject(p.server, begin, channel=1)
-    (begun,) = of(events, a.SessionBegun)
+    (begun,) = of(events, a.events.SessionBegun)
     assert begun.session.state is a.SessionState.BEGIN_RCVD
-    events = _inject(p.server, a.End(), channel=1)
+    events = _inject(p.server, performatives.End(), channel=1)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "connection"
     bodies = _bodies(p.server.data_to_send())
-    assert [type(b) for b in bodies] == [a.Close]
+    assert [type(b) for b in bodies] == [performatives.Close]
     close = bodies[0]
-    assert isinstance(close, a.Close) and close.error is not None
+    assert isinstance(close, performatives.Close) and close.error is not None
     assert close.error.condition == "amqp:illegal-state"
 
 
@@ -214,21 +221,21 @@ def test_a_second_attach_of_an_attached_link_ends_the_session() -> None:
     (2.5.4), and the link is not attached again."""
     p, cs, _ss = _ready()
     _snd, rcv = _links(p, cs)
-    again = a.Attach(
+    again = performatives.Attach(
         name="link",
         handle=1,
-        role=a.Role.SENDER,
+        role=performatives.Role.SENDER,
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
     events = _inject(p.server, again)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
-    assert not of(events, a.LinkAttached)
+    assert not of(events, a.events.LinkAttached)
     bodies = _bodies(p.server.data_to_send())
-    assert [type(b) for b in bodies] == [a.End]
+    assert [type(b) for b in bodies] == [performatives.End]
     end = bodies[0]
-    assert isinstance(end, a.End) and end.error is not None
+    assert isinstance(end, performatives.End) and end.error is not None
     assert end.error.condition == "amqp:illegal-state"
     assert rcv.session.state is a.SessionState.DISCARDING
 
@@ -240,11 +247,11 @@ def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_ses
     p, cs, ss = _ready()
     _snd, rcv = _links(p, cs)  # the client's handle 0
     rcv.detach()
-    assert [type(b) for b in _bodies(p.server.data_to_send())] == [a.Detach]  # lost
-    again = a.Attach(
+    assert [type(b) for b in _bodies(p.server.data_to_send())] == [performatives.Detach]  # lost
+    again = performatives.Attach(
         name="link",
         handle=1,
-        role=a.Role.SENDER,
+        role=performatives.Role.SENDER,
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
@@ -252,9 +259,9 @@ def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_ses
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
     bodies = _bodies(p.server.data_to_send())
-    assert [type(b) for b in bodies] == [a.End]
+    assert [type(b) for b in bodies] == [performatives.End]
     end = bodies[0]
-    assert isinstance(end, a.End) and end.error is not None
+    assert isinstance(end, performatives.End) and end.error is not None
     assert end.error.condition == "amqp:illegal-state"
     assert ss.state is a.SessionState.DISCARDING
 
@@ -273,7 +280,7 @@ def test_a_transfer_beyond_the_peers_outgoing_window_is_taken_and_the_window_sta
     p.open()
     cs = p.client.begin(outgoing_window=0)
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.begin()
     p.pump()
     assert ss.remote_outgoing_window == 0
@@ -283,8 +290,8 @@ def test_a_transfer_beyond_the_peers_outgoing_window_is_taken_and_the_window_sta
     snd.send(b"a")
     snd.send(b"b")
     _, s = p.pump()
-    assert [e.data for e in of(s, a.DeliveryReceived)] == [b"a", b"b"]
-    assert not of(s, a.ProtocolError)
+    assert [e.data for e in of(s, a.events.DeliveryReceived)] == [b"a", b"b"]
+    assert not of(s, a.events.ProtocolError)
     assert ss.remote_outgoing_window == 0
 
 
@@ -301,17 +308,23 @@ def test_a_disposition_range_over_settled_ids_updates_only_the_unsettled_ones() 
     p.pump()
     sent = [snd.send(b"m%d" % i) for i in range(4)]
     _, s = p.pump()
-    rcv.settle(of(s, a.DeliveryReceived)[1].delivery, a.Accepted())
+    rcv.settle(of(s, a.events.DeliveryReceived)[1].delivery, a.Accepted())
     c, _ = p.pump()
-    assert [e.delivery for e in of(c, a.DeliveryUpdated)] == [sent[1]]
+    assert [e.delivery for e in of(c, a.events.DeliveryUpdated)] == [sent[1]]
     assert [d.id for d in sent] == [0, 1, 2, 3]
-    disp = a.Disposition(role=a.Role.RECEIVER, first=0, last=2, settled=True, state=a.Released())
+    disp = performatives.Disposition(
+        role=performatives.Role.RECEIVER,
+        first=0,
+        last=2,
+        settled=True,
+        state=a.Released(),
+    )
     events = _inject(p.client, disp)
-    updated = of(events, a.DeliveryUpdated)
+    updated = of(events, a.events.DeliveryUpdated)
     assert [e.delivery for e in updated] == [sent[0], sent[2]]
     assert all(e.settled and e.state == a.Released() for e in updated)
     assert set(snd.unsettled) == {sent[3].tag}
-    assert not of(events, a.ProtocolError)
+    assert not of(events, a.events.ProtocolError)
 
 
 # -- the error rule: a frame too large for the peer is refused before anything changes -------------
@@ -381,7 +394,7 @@ def test_an_outcome_too_large_is_refused_and_the_delivery_stays_unsettled() -> N
     p.pump()
     snd.send(b"m")
     _, s = p.pump()
-    (got,) = of(s, a.DeliveryReceived)
+    (got,) = of(s, a.events.DeliveryReceived)
     with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
         rcv.settle(got.delivery, a.Rejected(error=_BIG))
     with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
@@ -390,5 +403,5 @@ def test_an_outcome_too_large_is_refused_and_the_delivery_stays_unsettled() -> N
     assert p.server.data_to_send() == b""
     rcv.settle(got.delivery, a.Rejected(error=a.Error(condition=a.Symbol("amqp:not-allowed"))))
     c, _ = p.pump()
-    (upd,) = of(c, a.DeliveryUpdated)
+    (upd,) = of(c, a.events.DeliveryUpdated)
     assert isinstance(upd.state, a.Rejected) and upd.settled

@@ -20,11 +20,11 @@ def _ready(**kwargs: object) -> tuple[Pair, a.Session, a.Session]:
 
 
 def _inject(conn: a.Connection, body: object, payload: bytes = b"") -> list[a.Event]:
-    return conn.receive_data(a.encode_frame(body, channel=0, payload=payload), 0)
+    return conn.receive_data(a.framing.encode_frame(body, channel=0, payload=payload), 0)
 
 
 def _conditions(events: list[a.Event]) -> list[str]:
-    return [str(e.error.condition) for e in of(events, a.ProtocolError)]
+    return [str(e.error.condition) for e in of(events, a.events.ProtocolError)]
 
 
 def _ended_with(session: a.Session, events: list[a.Event], condition: str) -> None:
@@ -45,18 +45,31 @@ def test_what_the_peer_sent_before_seeing_our_error_detach_is_discarded() -> Non
     p.pump()
     rcv.max_message_size = 10
     tag = {"delivery_id": 0, "delivery_tag": b"t"}
-    events = _inject(p.server, a.Transfer(handle=0, more=True, **tag), payload=b"x" * 20)
+    events = _inject(
+        p.server,
+        a.definitions.performatives.Transfer(handle=0, more=True, **tag),
+        payload=b"x" * 20,
+    )
     assert _conditions(events) == ["amqp:link:message-size-exceeded"]
     assert rcv.state is a.LinkState.DETACH_SENT and not rcv.unsettled
     window = ss.incoming_window
-    events = _inject(p.server, a.Transfer(handle=0), payload=b"rest")  # the rest of it
-    events += _inject(p.server, a.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"))
-    events += _inject(p.server, a.Flow(**_session_flow(), handle=0, delivery_count=2, echo=True))
+    events = _inject(
+        p.server, a.definitions.performatives.Transfer(handle=0), payload=b"rest"
+    )  # the rest of it
+    events += _inject(
+        p.server, a.definitions.performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"u")
+    )
+    events += _inject(
+        p.server,
+        a.definitions.performatives.Flow(**_session_flow(), handle=0, delivery_count=2, echo=True),
+    )
     assert events == [] and ss.state is a.SessionState.MAPPED
     assert ss.incoming_window == window - 2  # the session still counted them
-    _inject(p.server, a.Detach(handle=0, closed=True))
+    _inject(p.server, a.definitions.performatives.Detach(handle=0, closed=True))
     assert rcv.state is a.LinkState.DETACHED
-    events = _inject(p.server, a.Transfer(handle=0, delivery_id=2, delivery_tag=b"v"))
+    events = _inject(
+        p.server, a.definitions.performatives.Transfer(handle=0, delivery_id=2, delivery_tag=b"v")
+    )
     _ended_with(ss, events, "amqp:session:errant-link")
 
 
@@ -75,10 +88,12 @@ def test_real_transfers_in_flight_when_we_detach_with_an_error() -> None:
         snd.send(b"m" * 2000)
     rcv.detach(error=ERROR)
     c, s = p.pump()
-    assert not of(s, a.DeliveryReceived) and not of(c + s, a.ProtocolError)
-    assert of(c, a.LinkDetached)[0].error == ERROR
+    assert not of(s, a.events.DeliveryReceived) and not of(c + s, a.events.ProtocolError)
+    assert of(c, a.events.LinkDetached)[0].error == ERROR
     assert snd.state is rcv.state is a.LinkState.DETACHED
-    events = _inject(p.server, a.Flow(**_session_flow(), handle=0, delivery_count=0))
+    events = _inject(
+        p.server, a.definitions.performatives.Flow(**_session_flow(), handle=0, delivery_count=0)
+    )
     _ended_with(ss, events, "amqp:session:errant-link")
 
 
@@ -89,7 +104,7 @@ def test_a_detach_or_a_new_attach_on_the_errant_handle() -> None:
     _snd, rcv = p.link(cs)
     rcv.detach(error=ERROR)
     p.pump()
-    events = _inject(p.server, a.Detach(handle=0))
+    events = _inject(p.server, a.definitions.performatives.Detach(handle=0))
     _ended_with(ss, events, "amqp:session:unattached-handle")
     p, cs, _ss = _ready()
     _snd, rcv = p.link(cs)
@@ -98,12 +113,12 @@ def test_a_detach_or_a_new_attach_on_the_errant_handle() -> None:
     snd2 = cs.attach_sender("other", target="q")
     assert snd2.handle == 0
     _, s = p.pump()
-    of(s, a.LinkAttached)[0].link.attach()
-    of(s, a.LinkAttached)[0].link.flow(1)
+    of(s, a.events.LinkAttached)[0].link.attach()
+    of(s, a.events.LinkAttached)[0].link.flow(1)
     p.pump()
     snd2.send(b"fine")
     c, s = p.pump()
-    assert of(s, a.DeliveryReceived) and not of(c + s, a.ProtocolError)
+    assert of(s, a.events.DeliveryReceived) and not of(c + s, a.events.ProtocolError)
 
 
 def _sent_and_received(p: Pair, cs: a.Session, n: int) -> tuple[a.Sender, a.Receiver, list]:
@@ -115,7 +130,7 @@ def _sent_and_received(p: Pair, cs: a.Session, n: int) -> tuple[a.Sender, a.Rece
     for _ in range(n):
         snd.send(b"m")
     c, _ = p.pump()
-    return snd, rcv, [e.delivery for e in of(c, a.DeliveryReceived)]
+    return snd, rcv, [e.delivery for e in of(c, a.events.DeliveryReceived)]
 
 
 def test_dispositions_of_an_errant_link_are_ignored() -> None:
@@ -127,10 +142,15 @@ def test_dispositions_of_an_errant_link_are_ignored() -> None:
     assert not snd.unsettled
     rcv.settle(got[0], a.Accepted())  # crosses our detach
     c, s = p.pump()
-    assert not of(c + s, a.ProtocolError) and not of(s, a.DeliveryUpdated)
+    assert not of(c + s, a.events.ProtocolError) and not of(s, a.events.DeliveryUpdated)
     with pytest.raises(a.LocalProtocolError, match="destroyed"):
         rcv.settle(got[1], a.Accepted())
-    events = _inject(p.server, a.Disposition(role=a.Role.RECEIVER, first=0, last=5, settled=True))
+    events = _inject(
+        p.server,
+        a.definitions.performatives.Disposition(
+            role=a.definitions.performatives.Role.RECEIVER, first=0, last=5, settled=True
+        ),
+    )
     assert events == [] and ss.state is a.SessionState.MAPPED
 
 
@@ -143,7 +163,12 @@ def test_dispositions_after_a_non_closing_answer_are_ignored() -> None:
     snd.detach(error=ERROR, closed=False)  # crossing
     p.pump()
     assert rcv.state is snd.state is a.LinkState.DETACHED
-    events = _inject(p.server, a.Disposition(role=a.Role.RECEIVER, first=0, last=1, settled=True))
+    events = _inject(
+        p.server,
+        a.definitions.performatives.Disposition(
+            role=a.definitions.performatives.Role.RECEIVER, first=0, last=1, settled=True
+        ),
+    )
     assert events == [] and ss.state is a.SessionState.MAPPED
 
 
@@ -154,11 +179,16 @@ def test_after_an_error_without_close_the_peer_must_resume() -> None:
     snd, rcv, got = _sent_and_received(p, cs, 1)
     snd.detach(error=ERROR, closed=False)
     c, _ = p.pump()
-    assert of(c, a.LinkDetached)[0].closed is False
+    assert of(c, a.events.LinkDetached)[0].closed is False
     with pytest.raises(a.LocalProtocolError, match="destroyed"):
         rcv.settle(got[0], a.Accepted())  # its id means nothing to the peer now
     assert list(rcv.unsettled) == [got[0].tag]  # ... but it can be resumed
-    events = _inject(p.server, a.Attach(name="link", handle=0, role=a.Role.RECEIVER))
+    events = _inject(
+        p.server,
+        a.definitions.performatives.Attach(
+            name="link", handle=0, role=a.definitions.performatives.Role.RECEIVER
+        ),
+    )
     _ended_with(ss, events, "amqp:session:errant-link")
 
     p, cs, ss = _ready()
@@ -167,8 +197,8 @@ def test_after_an_error_without_close_the_peer_must_resume() -> None:
     p.pump()
     rcv2 = cs.attach_receiver("link", source="q")
     _, s = p.pump()
-    (att,) = of(s, a.LinkAttached)
-    assert att.remote.unsettled == {} and not of(s, a.ProtocolError)
+    (att,) = of(s, a.events.LinkAttached)
+    assert att.remote.unsettled == {} and not of(s, a.events.ProtocolError)
     snd2 = att.link
     assert isinstance(snd2, a.Sender)
     snd2.attach()
@@ -177,7 +207,7 @@ def test_after_an_error_without_close_the_peer_must_resume() -> None:
     p.pump()
     snd2.send(b"again")
     c, _ = p.pump()
-    assert of(c, a.DeliveryReceived)[0].data == b"again"
+    assert of(c, a.events.DeliveryReceived)[0].data == b"again"
 
 
 def test_our_endpoint_reattached_after_our_error_starts_afresh() -> None:
@@ -187,8 +217,8 @@ def test_our_endpoint_reattached_after_our_error_starts_afresh() -> None:
     p.pump()
     snd.attach()  # the same, destroyed, endpoint
     _, s = p.pump()
-    assert of(s, a.LinkAttached)[0].remote.unsettled is None
-    assert not snd._destroyed and not of(s, a.ProtocolError)
+    assert of(s, a.events.LinkAttached)[0].remote.unsettled is None
+    assert not snd._destroyed and not of(s, a.events.ProtocolError)
 
 
 def test_a_refused_link_may_be_attached_again_as_usual() -> None:
@@ -197,24 +227,26 @@ def test_a_refused_link_may_be_attached_again_as_usual() -> None:
     p, cs, _ss = _ready()
     cs.attach_receiver("r", source="nothing")
     _, s = p.pump()
-    of(s, a.LinkAttached)[0].link.refuse()
+    of(s, a.events.LinkAttached)[0].link.refuse()
     p.pump()
     cs.attach_receiver("r", source="something")
     c, s = p.pump()
-    assert of(s, a.LinkAttached) and not of(c + s, a.ProtocolError)
+    assert of(s, a.events.LinkAttached) and not of(c + s, a.events.ProtocolError)
 
 
 def test_a_link_errored_before_we_answered_is_resumed_when_attached_again() -> None:
     p, cs, _ss = _ready()
     cs.attach_receiver("early", source="q")
     _, s = p.pump()
-    late = of(s, a.LinkAttached)[0].link
+    late = of(s, a.events.LinkAttached)[0].link
     cs.links[0].detach(error=ERROR, closed=False)
     _, s = p.pump()  # answered by the engine: attach without terminus, detach
-    assert of(s, a.LinkDetached) and late.state is a.LinkState.DETACHED
+    assert of(s, a.events.LinkDetached) and late.state is a.LinkState.DETACHED
     late.attach()
     c, _ = p.pump()
-    assert of(c, a.LinkAttached)[0].remote.unsettled == {} and not of(c, a.ProtocolError)
+    assert of(c, a.events.LinkAttached)[0].remote.unsettled == {} and not of(
+        c, a.events.ProtocolError
+    )
 
 
 def test_an_error_detach_of_a_resumed_link_before_its_deliveries_are_resumed() -> None:
@@ -228,7 +260,7 @@ def test_an_error_detach_of_a_resumed_link_before_its_deliveries_are_resumed() -
     assert list(rcv2.unsettled) == [got[0].tag]
     rcv2.detach(error=ERROR)  # before the peer's answer
     c, s = p.pump()
-    assert not rcv2.unsettled and not of(c + s, a.ProtocolError)
+    assert not rcv2.unsettled and not of(c + s, a.events.ProtocolError)
 
 
 # -- 2.6.6: a closing detach crossing a non-closing one ----------------------------------------
@@ -236,7 +268,7 @@ def test_an_error_detach_of_a_resumed_link_before_its_deliveries_are_resumed() -
 
 def _bodies(data: bytes) -> list[object]:
     """The performatives in ``data`` (frames only, no protocol header)."""
-    parser = a.FrameParser(max_frame_size=1 << 20)
+    parser = a.framing.FrameParser(max_frame_size=1 << 20)
     parser.feed(data)
     out = []
     while (frame := parser.next_frame()) is not None:
@@ -257,18 +289,22 @@ def test_a_closing_detach_crossing_a_suspending_one_is_closed_by_a_reattach() ->
     rcv.detach(closed=False)
     snd.detach(closed=True)
     c, s = p.pump()
-    assert [e.closed for e in of(c, a.LinkDetached)] == [True]
-    assert [e.closed for e in of(s, a.LinkDetached)] == [False, True]
-    assert not of(c + s, a.LinkAttached) and not of(c + s, a.ProtocolError)
-    assert [d.closed for d in _sent(p, "c>s", a.Detach)] == [False, True]
-    assert len(_sent(p, "c>s", a.Attach)) == len(_sent(p, "s>c", a.Attach)) == 1
+    assert [e.closed for e in of(c, a.events.LinkDetached)] == [True]
+    assert [e.closed for e in of(s, a.events.LinkDetached)] == [False, True]
+    assert not of(c + s, a.events.LinkAttached) and not of(c + s, a.events.ProtocolError)
+    assert [d.closed for d in _sent(p, "c>s", a.definitions.performatives.Detach)] == [False, True]
+    assert (
+        len(_sent(p, "c>s", a.definitions.performatives.Attach))
+        == len(_sent(p, "s>c", a.definitions.performatives.Attach))
+        == 1
+    )
     assert rcv.state is snd.state is a.LinkState.DETACHED
     assert not rcv.unsettled and not snd.unsettled  # closed: nothing to resume
     with pytest.raises(a.LocalProtocolError):
         rcv.settle(got[0], a.Accepted())
     rcv2 = cs.attach_receiver("link", source="q")  # the name starts afresh
     c, s = p.pump()
-    assert of(s, a.LinkAttached)[0].remote.unsettled is None and rcv2.state is not None
+    assert of(s, a.events.LinkAttached)[0].remote.unsettled is None and rcv2.state is not None
 
 
 def test_the_peer_re_attaching_to_close_is_answered_and_the_link_stays_unusable() -> None:
@@ -276,18 +312,27 @@ def test_the_peer_re_attaching_to_close_is_answered_and_the_link_stays_unusable(
     _snd, rcv = p.link(cs)  # the client's sender on handle 0
     assert isinstance(rcv, a.Receiver)
     rcv.detach()  # closing
-    _inject(p.server, a.Detach(handle=0, closed=False))  # the client's, crossing
+    _inject(
+        p.server, a.definitions.performatives.Detach(handle=0, closed=False)
+    )  # the client's, crossing
     p.server.data_to_send()
-    attach = a.Attach(name="link", handle=0, role=a.Role.SENDER, initial_delivery_count=0)
+    attach = a.definitions.performatives.Attach(
+        name="link",
+        handle=0,
+        role=a.definitions.performatives.Role.SENDER,
+        initial_delivery_count=0,
+    )
     assert _inject(p.server, attach) == []
-    assert [type(b) for b in _bodies(p.server.data_to_send())] == [a.Attach]
+    assert [type(b) for b in _bodies(p.server.data_to_send())] == [
+        a.definitions.performatives.Attach
+    ]
     assert rcv.state is a.LinkState.ATTACHED
     for command in (lambda: rcv.flow(1), rcv.detach):
         with pytest.raises(a.LocalProtocolError, match="being closed"):
             command()
     assert p.server.data_to_send() == b""
-    events = _inject(p.server, a.Detach(handle=0, closed=True))
-    assert [e.closed for e in of(events, a.LinkDetached)] == [True]
+    events = _inject(p.server, a.definitions.performatives.Detach(handle=0, closed=True))
+    assert [e.closed for e in of(events, a.events.LinkDetached)] == [True]
     assert [b.closed for b in _bodies(p.server.data_to_send())] == [True]
     assert rcv.state is a.LinkState.DETACHED and ss.state is a.SessionState.MAPPED
 
@@ -297,25 +342,36 @@ def test_the_peer_re_attaching_to_close_while_we_have_no_free_handle() -> None:
     p.open()
     p.client.begin(handle_max=0)  # the server may use handle 0 only
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.begin()
     p.pump()
     ss.attach_receiver("link", source="q")
     c, _ = p.pump()
-    of(c, a.LinkAttached)[0].link.attach()
+    of(c, a.events.LinkAttached)[0].link.attach()
     p.pump()
     (rcv,) = ss.links
     rcv.detach()  # closing; handle 0 is free
-    _inject(p.server, a.Detach(handle=0, closed=False))  # the client's, crossing
+    _inject(
+        p.server, a.definitions.performatives.Detach(handle=0, closed=False)
+    )  # the client's, crossing
     other = ss.attach_sender("other", target="q")  # takes handle 0
     p.server.data_to_send()
-    attach = a.Attach(name="link", handle=1, role=a.Role.SENDER, initial_delivery_count=0)
+    attach = a.definitions.performatives.Attach(
+        name="link",
+        handle=1,
+        role=a.definitions.performatives.Role.SENDER,
+        initial_delivery_count=0,
+    )
     assert _inject(p.server, attach) == []
     assert p.server.data_to_send() == b""  # no handle to answer with yet
-    events = _inject(p.server, a.Detach(handle=1, closed=True))
-    assert [e.closed for e in of(events, a.LinkDetached)] == [True]
+    events = _inject(p.server, a.definitions.performatives.Detach(handle=1, closed=True))
+    assert [e.closed for e in of(events, a.events.LinkDetached)] == [True]
     other.detach()
-    assert [type(b) for b in _bodies(p.server.data_to_send())] == [a.Detach, a.Attach, a.Detach]
+    assert [type(b) for b in _bodies(p.server.data_to_send())] == [
+        a.definitions.performatives.Detach,
+        a.definitions.performatives.Attach,
+        a.definitions.performatives.Detach,
+    ]
 
 
 def test_re_attaching_to_close_waits_for_a_free_handle() -> None:
@@ -323,7 +379,7 @@ def test_re_attaching_to_close_waits_for_a_free_handle() -> None:
     p.open()
     cs = p.client.begin()
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.handle_max = 1  # the client may use handles 0 and 1
     ss.begin()
     p.pump()
@@ -339,9 +395,9 @@ def test_re_attaching_to_close_waits_for_a_free_handle() -> None:
         first.attach()
     second.detach()  # frees handle 1: the re-attach and close go out
     c, s = p.pump()
-    assert not of(c + s, a.ProtocolError)
+    assert not of(c + s, a.events.ProtocolError)
     assert first.state is a.LinkState.DETACHED and first not in cs._owed
-    assert [e.link.name for e in of(s, a.LinkDetached)] == ["second", "first"]
+    assert [e.link.name for e in of(s, a.events.LinkDetached)] == ["second", "first"]
     assert third.handle == 0
 
 
@@ -370,21 +426,21 @@ def test_an_unsettled_map_too_large_for_a_frame_is_sent_incomplete() -> None:
     p.wire.clear()
     snd2 = cs.attach_sender("many", target="q")
     _, s = p.pump()
-    (ours,) = _sent(p, "c>s", a.Attach)
+    (ours,) = _sent(p, "c>s", a.definitions.performatives.Attach)
     assert ours.incomplete_unsettled and 0 < len(ours.unsettled) < 200
-    assert len(a.encode_frame(ours)) <= 512
+    assert len(a.framing.encode_frame(ours)) <= 512
     assert list(ours.unsettled) == [d.tag for d in sent[: len(ours.unsettled)]]  # oldest first
-    (att,) = of(s, a.LinkAttached)
+    (att,) = of(s, a.events.LinkAttached)
     assert att.remote.incomplete_unsettled
     receiver = att.link
     assert isinstance(receiver, a.Receiver)
     receiver.attach()
     c, _ = p.pump()
-    (theirs,) = _sent(p, "s>c", a.Attach)
+    (theirs,) = _sent(p, "s>c", a.definitions.performatives.Attach)
     assert theirs.incomplete_unsettled  # the receiver's is too large as well
     # Neither end took a missing tag for a settlement.
     assert len(snd2.unsettled) == len(receiver.unsettled) == 200
-    assert not of(c, a.DeliveryUpdated)
+    assert not of(c, a.events.DeliveryUpdated)
     receiver.flow(10)
     p.pump()
     with pytest.raises(a.LocalProtocolError, match="incomplete"):
@@ -402,21 +458,23 @@ def test_resume_settle_and_detach_until_the_maps_are_complete() -> None:
         rounds += 1
         snd = cs.attach_sender("many", target="q")
         _, s = p.pump()
-        rcv = of(s, a.LinkAttached)[0].link
+        rcv = of(s, a.events.LinkAttached)[0].link
         assert isinstance(rcv, a.Receiver)
         rcv.attach()
         c, _ = p.pump()
-        if not (snd._sent_incomplete or of(c, a.LinkAttached)[0].remote.incomplete_unsettled):
+        if not (
+            snd._sent_incomplete or of(c, a.events.LinkAttached)[0].remote.incomplete_unsettled
+        ):
             break
         rcv.flow(100)
         p.pump()
         for delivery in list(snd.unsettled.values())[:100]:
             snd.resume(delivery, b"m")
         _, s = p.pump()
-        for e in of(s, a.DeliveryReceived):
+        for e in of(s, a.events.DeliveryReceived):
             rcv.settle(e.delivery, a.Accepted())
         c, s = p.pump()
-        assert not of(c + s, a.ProtocolError)
+        assert not of(c + s, a.events.ProtocolError)
         snd.detach(closed=False)
         p.pump()
     assert rounds == 2 and len(snd.unsettled) == len(rcv.unsettled) == 100  # complete maps
@@ -424,22 +482,26 @@ def test_resume_settle_and_detach_until_the_maps_are_complete() -> None:
     p.pump()
     snd.send(b"new at last")
     _, s = p.pump()
-    assert of(s, a.DeliveryReceived)[0].data == b"new at last"
+    assert of(s, a.events.DeliveryReceived)[0].data == b"new at last"
 
 
 def test_a_new_delivery_after_our_incomplete_map_detaches_the_link() -> None:
     p, cs, _snd, _rcv, _deliveries = _suspended_with(200)
     snd = cs.attach_sender("many", target="q")  # incomplete
     _, s = p.pump()
-    rcv = of(s, a.LinkAttached)[0].link
+    rcv = of(s, a.events.LinkAttached)[0].link
     assert isinstance(rcv, a.Receiver)
     rcv.attach()
     rcv.flow(5)
     p.pump()
     assert rcv._sent_incomplete and snd.handle is not None
-    resumed = a.Transfer(handle=snd.handle, delivery_id=500, delivery_tag=b"\x00", resume=True)
-    assert not of(_inject(p.server, resumed), a.ProtocolError)
-    new = a.Transfer(handle=snd.handle, delivery_id=501, delivery_tag=b"new")
+    resumed = a.definitions.performatives.Transfer(
+        handle=snd.handle, delivery_id=500, delivery_tag=b"\x00", resume=True
+    )
+    assert not of(_inject(p.server, resumed), a.events.ProtocolError)
+    new = a.definitions.performatives.Transfer(
+        handle=snd.handle, delivery_id=501, delivery_tag=b"new"
+    )
     events = _inject(p.server, new)
     assert _conditions(events) == ["amqp:illegal-state"]
     assert rcv.state is a.LinkState.DETACH_SENT
@@ -459,7 +521,7 @@ def test_the_receivers_incomplete_map_alone_stops_new_deliveries() -> None:
     assert not snd.unsettled and len(rcv.unsettled) == 200
     rcv.attach()  # the receiver resumes: its map is too large
     c, _ = p.pump()
-    (att,) = of(c, a.LinkAttached)
+    (att,) = of(c, a.events.LinkAttached)
     assert att.remote.incomplete_unsettled
     snd2 = att.link
     assert isinstance(snd2, a.Sender)
@@ -489,7 +551,7 @@ def test_a_sender_refuses_to_start_more_unsettled_deliveries_than_its_limit() ->
     assert snd.link_credit == 8 and len(snd.unsettled) == 2
     snd.send(b"pre-settled", settled=True)  # creates no unsettled state
     _, s = p.pump()
-    rcv.settle(of(s, a.DeliveryReceived)[0].delivery, a.Accepted())
+    rcv.settle(of(s, a.events.DeliveryReceived)[0].delivery, a.Accepted())
     p.pump()
     assert len(snd.unsettled) == 1
     snd.send(b"3")
@@ -501,11 +563,11 @@ def test_a_receiver_grants_no_credit_beyond_its_limit() -> None:
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     rcv.flow(10)
     _, s = p.pump()
-    assert rcv.link_credit == 3 and of(s, a.CreditChanged)[-1].credit == 3
+    assert rcv.link_credit == 3 and of(s, a.events.CreditChanged)[-1].credit == 3
     for _ in range(3):
         snd.send(b"m")
     c, _ = p.pump()
-    got = [e.delivery for e in of(c, a.DeliveryReceived)]
+    got = [e.delivery for e in of(c, a.events.DeliveryReceived)]
     rcv.flow(10)
     assert rcv.link_credit == 0
     rcv.settle(got[0], a.Accepted())
@@ -527,8 +589,8 @@ def test_a_peer_beyond_our_limit_gets_a_detach() -> None:
     snd.send(b"3")
     c, s = p.pump()
     assert _conditions(s) == ["amqp:resource-limit-exceeded"]
-    assert of(c, a.LinkDetached)[0].error.condition == "amqp:resource-limit-exceeded"
-    assert len(of(s, a.DeliveryReceived)) == 2
+    assert of(c, a.events.LinkDetached)[0].error.condition == "amqp:resource-limit-exceeded"
+    assert len(of(s, a.events.DeliveryReceived)) == 2
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "3"])
@@ -548,14 +610,14 @@ def _peer_link_without_a_free_handle() -> tuple[Pair, a.Link]:
     p.open()
     p.client.begin(handle_max=0)  # the server may use handle 0 only
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.begin()
     p.pump()
     ss.attach_sender("mine", target="q")  # takes it
     cs = p.client.sessions[0]
     cs.attach_sender("theirs", target=a.Target(address="t"))
     _, s = p.pump()
-    link = of(s, a.LinkAttached)[0].link
+    link = of(s, a.events.LinkAttached)[0].link
     p.server.data_to_send()
     return p, link
 
@@ -585,7 +647,7 @@ def test_resuming_a_suspended_link_without_a_free_handle_changes_nothing() -> No
     p.open()
     cs = p.client.begin()
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     ss.handle_max = 0  # the client may use handle 0 only
     ss.begin()
     p.pump()
@@ -620,7 +682,7 @@ def test_a_session_the_peer_begins_has_the_default_windows() -> None:
     p.open()
     cs = p.client.begin()
     _, s = p.pump()
-    ss = of(s, a.SessionBegun)[0].session
+    ss = of(s, a.events.SessionBegun)[0].session
     for attr in ("incoming_window", "outgoing_window", "handle_max"):
         assert getattr(ss, attr) == getattr(cs, attr)
 
@@ -637,13 +699,16 @@ def test_an_idle_time_out_before_our_open_sends_open_then_close(client_sends: by
     client = a.Connection(client=True)
     client.open(now=0.0)
     data = client.data_to_send()
-    server.receive_data(data if client_sends else a.AMQP_HEADER, 0.0)
+    server.receive_data(data if client_sends else a.framing.AMQP_HEADER, 0.0)
     expected = a.ConnectionState.OPEN_RCVD if client_sends else a.ConnectionState.HDR_EXCH
     assert server.state is expected
     server.data_to_send()  # (our header)
     events = server.handle_timer(2.0)
-    assert of(events, a.IdleTimedOut) and of(events, a.ConnectionEnded)
-    assert [type(b) for b in _bodies(server.data_to_send())] == [a.Open, a.Close]
+    assert of(events, a.events.IdleTimedOut) and of(events, a.events.ConnectionEnded)
+    assert [type(b) for b in _bodies(server.data_to_send())] == [
+        a.definitions.performatives.Open,
+        a.definitions.performatives.Close,
+    ]
 
 
 def test_an_idle_time_out_before_our_open_reaches_the_peer_as_open_and_close() -> None:
@@ -653,5 +718,7 @@ def test_an_idle_time_out_before_our_open_reaches_the_peer_as_open_and_close() -
     server.receive_data(client.data_to_send(), 0.0)
     server.handle_timer(2.0)
     events = client.receive_data(server.data_to_send(), 2.0)
-    assert of(events, a.ConnectionOpened)
-    assert of(events, a.ConnectionClosed)[0].error.condition == "amqp:resource-limit-exceeded"
+    assert of(events, a.events.ConnectionOpened)
+    assert (
+        of(events, a.events.ConnectionClosed)[0].error.condition == "amqp:resource-limit-exceeded"
+    )

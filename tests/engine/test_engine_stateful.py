@@ -11,7 +11,8 @@ What must hold between two correct engines:
 
 * a command either works or raises :class:`~amqp_sansio.LocalProtocolError`, and a refused
   command sends nothing and changes nothing; no other exception, ever;
-* no :class:`~amqp_sansio.ProtocolError` (nor :class:`~amqp_sansio.UnsupportedProtocol`) on
+* no :class:`~amqp_sansio.events.ProtocolError` (nor
+:class:`~amqp_sansio.events.UnsupportedProtocol`) on
   either side;
 * every message arrives byte-identical, with its tag, in order, per link;
 * link credit is never exceeded: a sender starts a delivery only within the credit the
@@ -45,6 +46,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 SIDES = ("client", "server")
 
@@ -137,13 +139,13 @@ class Tap:
     from ``data_to_send`` and *arrives* when its last byte is handed to the peer."""
 
     def __init__(self) -> None:
-        self.parsers = {side: a.FrameParser(max_frame_size=_MASK) for side in SIDES}
+        self.parsers = {side: a.framing.FrameParser(max_frame_size=_MASK) for side in SIDES}
         self.header_done = dict.fromkeys(SIDES, False)
         self.emitted = dict.fromkeys(SIDES, 0)
         self.delivered = dict.fromkeys(SIDES, 0)
         self.in_flight: dict[str, deque[tuple[int, Arrival]]] = {side: deque() for side in SIDES}
         #: The max-frame-size of the peer's open, once it has arrived (512 before).
-        self.peer_max = dict.fromkeys(SIDES, a.MIN_MAX_FRAME_SIZE)
+        self.peer_max = dict.fromkeys(SIDES, a.framing.MIN_MAX_FRAME_SIZE)
         self.last_arrival: dict[str, float | None] = dict.fromkeys(SIDES)
         self.close_emitted = dict.fromkeys(SIDES, False)
         self._uids = itertools.count()
@@ -175,14 +177,14 @@ class Tap:
                 header = parser.next_protocol_header()
                 if header is None:
                     return
-                assert header.to_bytes() == a.AMQP_HEADER, f"{side} sent header {header}"
+                assert header.to_bytes() == a.framing.AMQP_HEADER, f"{side} sent header {header}"
                 self.header_done[side] = True
                 continue
             frame = parser.next_frame()
             if frame is None:
                 return
             end = self.emitted[side] - parser.buffered
-            assert frame.type is a.FrameType.AMQP
+            assert frame.type is a.framing.FrameType.AMQP
             assert not self.close_emitted[side], f"{side} sent {frame.body!r:.200} after its close"
             size = end - start
             assert size <= self.peer_max[side], (
@@ -191,32 +193,32 @@ class Tap:
             )
             self.in_flight[side].append((end, self._emitted(side, frame)))
 
-    def _emitted(self, side: str, frame: a.Frame) -> Arrival:
+    def _emitted(self, side: str, frame: a.framing.Frame) -> Arrival:
         body = frame.body
         ch = frame.channel
         kind = type(body).__name__
         if body is None:
             return Arrival("heartbeat")
-        if isinstance(body, a.Open | a.Close):
-            if isinstance(body, a.Close):
+        if isinstance(body, performatives.Open | performatives.Close):
+            if isinstance(body, performatives.Close):
                 self.close_emitted[side] = True
             return Arrival(kind, body)
-        if isinstance(body, a.Begin):
+        if isinstance(body, performatives.Begin):
             return self._emitted_begin(side, ch, body)
         uid = self.channel[(side, ch)]
-        if isinstance(body, a.Detach) and body.error is not None:
+        if isinstance(body, performatives.Detach) and body.error is not None:
             name = self.handle.get((side, ch, body.handle))
             if name is not None and self.links[name].sender not in (None, side):
                 self.links[name].destroyed = True
-        if isinstance(body, a.Attach):
+        if isinstance(body, performatives.Attach):
             return self._emitted_attach(side, ch, uid, body)
-        if isinstance(body, a.Flow):
+        if isinstance(body, performatives.Flow):
             return self._emitted_flow(side, ch, uid, body)
-        if isinstance(body, a.Transfer):
+        if isinstance(body, performatives.Transfer):
             return self._emitted_transfer(side, ch, uid, body)
         return Arrival(kind, body, uid)
 
-    def _emitted_begin(self, side: str, ch: int, body: a.Begin) -> Arrival:
+    def _emitted_begin(self, side: str, ch: int, body: performatives.Begin) -> Arrival:
         peer = other(side)
         if body.remote_channel is None:
             uid = next(self._uids)
@@ -228,16 +230,16 @@ class Tap:
         self.granted[(uid, side)] = (None, body.incoming_window)
         return Arrival(type(body).__name__, body, uid)
 
-    def _emitted_attach(self, side: str, ch: int, uid: int, body: a.Attach) -> Arrival:
+    def _emitted_attach(self, side: str, ch: int, uid: int, body: performatives.Attach) -> Arrival:
         self.handle[(side, ch, body.handle)] = body.name
         link = self.links.setdefault(body.name, LinkTap())
-        if body.role is a.Role.SENDER and link.destroyed:
+        if body.role is performatives.Role.SENDER and link.destroyed:
             # The sender starts the link again: what it sent on the destroyed one and
             # had not arrived before the receiver's detach never will.
             link.destroyed = False
             self.trims.append(body.name)
         # (Re)attaching starts the flow state again: no credit until the next flow.
-        if body.role is a.Role.SENDER:
+        if body.role is performatives.Role.SENDER:
             link.sender = side
             link.initial = link.snd_count = link.wire_count = body.initial_delivery_count
             link.known_at_sender = None
@@ -245,7 +247,7 @@ class Tap:
             link.granted = None
         return Arrival(type(body).__name__, body, uid, body.name)
 
-    def _emitted_flow(self, side: str, ch: int, uid: int, body: a.Flow) -> Arrival:
+    def _emitted_flow(self, side: str, ch: int, uid: int, body: performatives.Flow) -> Arrival:
         self.granted[(uid, side)] = (body.next_incoming_id, body.incoming_window)
         name = None
         limit = None
@@ -268,7 +270,9 @@ class Tap:
                     link.snd_count = body.delivery_count
         return Arrival(type(body).__name__, body, uid, name, limit=limit)
 
-    def _emitted_transfer(self, side: str, ch: int, uid: int, body: a.Transfer) -> Arrival:
+    def _emitted_transfer(
+        self, side: str, ch: int, uid: int, body: performatives.Transfer
+    ) -> Arrival:
         window = self.known.get((uid, side))
         assert window is not None, f"{side} sent a transfer before the peer's begin arrived"
         tid = self.next_out[(uid, side)]
@@ -305,7 +309,7 @@ class Tap:
             self.known[(what.uid, side)] = (None, body.incoming_window)
         elif what.kind == "Attach":
             link = self.links[body.name]
-            if body.role is a.Role.SENDER:  # (re)attached: counting starts from here
+            if body.role is performatives.Role.SENDER:  # (re)attached: counting starts from here
                 link.rcv_count = body.initial_delivery_count
         elif what.kind == "Flow":
             assert what.uid is not None
@@ -346,7 +350,11 @@ OUTCOMES = st.sampled_from(
 )
 STATES = st.one_of(
     OUTCOMES,
-    st.builds(a.Received, section_number=st.integers(0, 3), section_offset=st.integers(0, 99)),
+    st.builds(
+        a.definitions.messaging.Received,
+        section_number=st.integers(0, 3),
+        section_offset=st.integers(0, 99),
+    ),
 )
 ERRORS = st.sampled_from(
     [None, a.Error(condition=a.Symbol("amqp:internal-error"), description="bye")]
@@ -492,30 +500,30 @@ class EnginePair(RuleBasedStateMachine):
 
     def _handle(self, side: str, events: list[a.Event]) -> None:
         self.events[side] += events
-        credit: dict[int, a.CreditChanged] = {}
+        credit: dict[int, a.events.CreditChanged] = {}
         for e in events:
-            assert not isinstance(e, a.ProtocolError | a.UnsupportedProtocol), (
+            assert not isinstance(e, a.events.ProtocolError | a.events.UnsupportedProtocol), (
                 f"{side} reports {e!r} between two correct engines"
             )
-            if isinstance(e, a.SessionBegun):
+            if isinstance(e, a.events.SessionBegun):
                 if e.session not in self.sessions[side]:
                     self.sessions[side].append(e.session)
                 if e.session.state is a.SessionState.BEGIN_RCVD:
                     self.pending_begins[side].append(e.session)
-            elif isinstance(e, a.LinkAttached):
+            elif isinstance(e, a.events.LinkAttached):
                 self._register(side, e.link)
                 if e.link.state is a.LinkState.ATTACH_RCVD:
                     self.pending_attaches[side].append(e.link)
-            elif isinstance(e, a.DeliveryReceived):
+            elif isinstance(e, a.events.DeliveryReceived):
                 self._on_received(side, e)
-            elif isinstance(e, a.DeliveryAborted):
+            elif isinstance(e, a.events.DeliveryAborted):
                 self.partial.pop(id(e.delivery), None)
                 self._arrived(e.link.name, e.delivery.tag, ABORTED)
-            elif isinstance(e, a.DeliveryUpdated):
+            elif isinstance(e, a.events.DeliveryUpdated):
                 self._on_updated(side, e)
-            elif isinstance(e, a.CreditChanged) and isinstance(e.link, a.Sender):
+            elif isinstance(e, a.events.CreditChanged) and isinstance(e.link, a.Sender):
                 credit[id(e.link)] = e  # a receiver's credit also moves with each transfer
-            elif isinstance(e, a.IdleTimedOut):
+            elif isinstance(e, a.events.IdleTimedOut):
                 last = self.tap.last_arrival[side]
                 timeout = self.conns[side].idle_timeout
                 assert timeout is not None
@@ -526,7 +534,7 @@ class EnginePair(RuleBasedStateMachine):
         for e in credit.values():  # the last report for each link is the link's state
             assert e.credit == e.link.link_credit, f"{e!r}: the link says {e.link.link_credit}"
 
-    def _on_received(self, side: str, e: a.DeliveryReceived) -> None:
+    def _on_received(self, side: str, e: a.events.DeliveryReceived) -> None:
         d = e.delivery
         if id(d) not in self.partial:
             self.partial[id(d)] = []
@@ -545,7 +553,7 @@ class EnginePair(RuleBasedStateMachine):
             f"({'aborted' if data is ABORTED else len(data)}), not as sent"
         )
 
-    def _on_updated(self, side: str, e: a.DeliveryUpdated) -> None:
+    def _on_updated(self, side: str, e: a.events.DeliveryUpdated) -> None:
         key = (other(side), e.link.name, e.delivery.tag)
         if e.settled and key[:2] in self.destroyed:
             return  # settled by a resume: the peer destroyed the link's state (2.6.13)
@@ -1156,7 +1164,7 @@ def test_a_delivery_cut_short_by_a_detach_cannot_go_on_after_a_reattach() -> Non
     p.pump()
     snd.attach()
     _, s = p.pump()
-    (attached,) = of(s, a.LinkAttached)
+    (attached,) = of(s, a.events.LinkAttached)
     attached.link.attach()
     attached.link.flow(5)
     p.pump()
@@ -1164,7 +1172,7 @@ def test_a_delivery_cut_short_by_a_detach_cannot_go_on_after_a_reattach() -> Non
         snd.send(b"part two", delivery=delivery)  # its first transfer went to the old link
     assert p.client.data_to_send() == b""
     _, s = p.pump()
-    assert not of(s, a.ProtocolError)
+    assert not of(s, a.events.ProtocolError)
 
 
 def test_a_reattached_sender_waits_for_new_credit() -> None:
@@ -1321,7 +1329,11 @@ def test_what_a_destroyed_receiver_discards_is_not_expected() -> None:
     m.settle(i=44, side="server", state=None)
     m.send(count=3, i=1, settled=True, side="client", size=6000)
     m.answer_attach(accept=False, i=21, side="client", streaming=False)
-    m.update(i=20, side="server", state=a.Received(section_number=1, section_offset=52))
+    m.update(
+        i=20,
+        side="server",
+        state=a.definitions.messaging.Received(section_number=1, section_offset=52),
+    )
     m.send(count=12, i=34, settled=True, side="server", size=474)
     m.send(count=12, i=23, settled=True, side="client", size=2396)
     m.exchange(

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+from amqp_sansio.definitions import messaging
 
-T = a.TransactionState
+T = a.engine.states.TransactionState
 CHUNKS = [None, 1 << 30]  # random chunk sizes, and whole
 
 
@@ -42,15 +43,15 @@ class Resource:
         self.data: dict[a.Delivery, bytes] = {}
         self.unacked: dict[a.Delivery, Any] = {}
         self.outgoing: dict[str, deque[Any]] = defaultdict(deque)
-        self.coordinators: list[a.CoordinatorLink] = []
+        self.coordinators: list[a.engine.transactions.CoordinatorLink] = []
         self.senders: dict[str, a.Sender] = {}
         self.receivers: dict[str, a.Receiver] = {}
         self.declare_with: Any = None  # a txn-id to declare with, or an Error to refuse with
         self.commit_refusal: a.Error | None = None
-        self.committed: list[a.TransactionRecord] = []
-        self.rolled_back: list[a.TransactionRecord] = []
+        self.committed: list[a.engine.transactions.TransactionRecord] = []
+        self.rolled_back: list[a.engine.transactions.TransactionRecord] = []
         self.applied: list[tuple[a.Delivery, Any]] = []
-        self.refused: list[a.TransactionWorkRefused] = []
+        self.refused: list[a.engine.transactions.TransactionWorkRefused] = []
         self.events: list[a.Event] = []
 
     def handle(self, events: list[a.Event]) -> None:
@@ -59,37 +60,40 @@ class Resource:
             self.on(event)
 
     def on(self, event: a.Event) -> None:
-        if isinstance(event, a.SessionBegun) and event.session.state is a.SessionState.BEGIN_RCVD:
+        if (
+            isinstance(event, a.events.SessionBegun)
+            and event.session.state is a.SessionState.BEGIN_RCVD
+        ):
             event.session.begin()
-        elif isinstance(event, a.LinkAttached):
+        elif isinstance(event, a.events.LinkAttached):
             self.on_attach(event.link)
-        elif isinstance(event, a.CreditChanged) and isinstance(event.link, a.Sender):
+        elif isinstance(event, a.events.CreditChanged) and isinstance(event.link, a.Sender):
             self.pump(event.link)
-        elif isinstance(event, a.DeliveryReceived):
+        elif isinstance(event, a.events.DeliveryReceived):
             self.on_message(event)
-        elif isinstance(event, a.DeliveryUpdated):
+        elif isinstance(event, a.events.DeliveryUpdated):
             delivery = event.delivery
             if delivery in self.unacked and delivery.transaction is None and event.settled:
                 self.applied.append((delivery, event.state))
                 del self.unacked[delivery]
-        elif isinstance(event, a.DeclareRequested):
+        elif isinstance(event, a.engine.transactions.DeclareRequested):
             if isinstance(self.declare_with, a.Error):
                 event.request.reject(self.declare_with)
             else:
                 event.request.declare(self.declare_with)
-        elif isinstance(event, a.DischargeRequested):
+        elif isinstance(event, a.engine.transactions.DischargeRequested):
             self.discharge(event.request)
-        elif isinstance(event, a.TransactionRolledBack):
-            assert isinstance(event.transaction, a.TransactionRecord)
+        elif isinstance(event, a.engine.transactions.TransactionRolledBack):
+            assert isinstance(event.transaction, a.engine.transactions.TransactionRecord)
             self.rolled_back.append(event.transaction)
-        elif isinstance(event, a.TransactionWorkRefused):
+        elif isinstance(event, a.engine.transactions.TransactionWorkRefused):
             self.refused.append(event)
 
     def on_attach(self, link: a.Link) -> None:
         if link.state is not a.LinkState.ATTACH_RCVD:
             return
         link.attach()
-        if isinstance(link, a.CoordinatorLink):
+        if isinstance(link, a.engine.transactions.CoordinatorLink):
             self.coordinators.append(link)
         elif isinstance(link, a.Receiver):
             self.receivers[link.name] = link
@@ -98,7 +102,7 @@ class Resource:
             assert isinstance(link, a.Sender)
             self.senders[link.name] = link
 
-    def on_message(self, event: a.DeliveryReceived) -> None:
+    def on_message(self, event: a.events.DeliveryReceived) -> None:
         self.data[event.delivery] = event.data
         if event.delivery.transaction is not None:
             # Posted in a transaction: the provisional outcome (4.4.1); the engine puts
@@ -108,7 +112,7 @@ class Resource:
             self.queues[event.link.target.address].append(body(event.data))
             event.link.settle(event.delivery, a.Accepted())
 
-    def discharge(self, request: a.DischargeRequest) -> None:
+    def discharge(self, request: a.engine.transactions.DischargeRequest) -> None:
         record = request.transaction
         if request.fail or self.commit_refusal is not None:
             if request.fail:
@@ -172,7 +176,7 @@ class Setup:
     def declare(self, **kwargs: Any) -> a.Transaction:
         txn = self.ctl.declare(**kwargs)
         assert txn.state is T.DECLARING and txn.id is None
-        (declared,) = of(self.pump(), a.TransactionDeclared)
+        (declared,) = of(self.pump(), a.engine.transactions.TransactionDeclared)
         assert declared.transaction is txn and txn.state is T.ACTIVE
         assert isinstance(txn.id, bytes)
         return txn
@@ -195,23 +199,37 @@ class Setup:
         assert txn.state is T.DISCHARGING
         return self.pump()
 
-    def record(self, txn: a.Transaction) -> a.TransactionRecord:
+    def record(self, txn: a.Transaction) -> a.engine.transactions.TransactionRecord:
         (record,) = [r for r in self.coord.records if r.id == txn.id]
         return record
 
 
-def received(events: list[a.Event]) -> list[a.DeliveryReceived]:
-    return of(events, a.DeliveryReceived)
+def received(events: list[a.Event]) -> list[a.events.DeliveryReceived]:
+    return of(events, a.events.DeliveryReceived)
 
 
 # -- declare and discharge -----------------------------------------------------------------
 
 
 def test_the_control_link_is_a_coordinator_link_with_the_capabilities() -> None:
-    t = Setup(capabilities=[a.TxnCapability.LOCAL_TRANSACTIONS, a.TxnCapability.MULTI_TXNS_PER_SSN])
-    assert isinstance(t.ctl, a.Controller) and isinstance(t.coord, a.CoordinatorLink)
-    assert t.coord.remote is not None and t.coord.remote.target == a.Coordinator(
-        capabilities=[a.TxnCapability.LOCAL_TRANSACTIONS, a.TxnCapability.MULTI_TXNS_PER_SSN]
+    t = Setup(
+        capabilities=[
+            a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS,
+            a.definitions.transactions.TxnCapability.MULTI_TXNS_PER_SSN,
+        ]
+    )
+    assert isinstance(t.ctl, a.Controller) and isinstance(
+        t.coord, a.engine.transactions.CoordinatorLink
+    )
+    assert (
+        t.coord.remote is not None
+        and t.coord.remote.target
+        == a.definitions.transactions.Coordinator(
+            capabilities=[
+                a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS,
+                a.definitions.transactions.TxnCapability.MULTI_TXNS_PER_SSN,
+            ]
+        )
     )
     # The controller allows the rejected outcome (4.2); the coordinator says what it has.
     assert t.coord.remote.source.outcomes == (
@@ -219,9 +237,9 @@ def test_the_control_link_is_a_coordinator_link_with_the_capabilities() -> None:
         a.Symbol("amqp:rejected:list"),
     )
     assert t.ctl.capabilities == (
-        a.TxnCapability.LOCAL_TRANSACTIONS,
-        a.TxnCapability.MULTI_TXNS_PER_SSN,
-        a.TxnCapability.MULTI_SSNS_PER_TXN,
+        a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS,
+        a.definitions.transactions.TxnCapability.MULTI_TXNS_PER_SSN,
+        a.definitions.transactions.TxnCapability.MULTI_SSNS_PER_TXN,
     )
     assert t.ctl.snd_settle_mode is a.SenderSettleMode.UNSETTLED
     assert not t.coord.streaming
@@ -240,11 +258,14 @@ def test_declare_post_ten_and_commit_makes_all_ten_visible(chunk: int | None) ->
     assert t.res.queues["orders"] == []  # nothing visible before the commit
     assert len(record.posted) == 10 and all(d.transaction is record for d in record.posted)
     # The resource's provisional outcomes come in the transaction (4.4.1).
-    states = [u.state for u in of(events, a.DeliveryUpdated)]
-    assert states == [a.TransactionalState(txn_id=txn.id, outcome=a.Accepted())] * 10
+    states = [u.state for u in of(events, a.events.DeliveryUpdated)]
+    assert (
+        states
+        == [a.definitions.transactions.TransactionalState(txn_id=txn.id, outcome=a.Accepted())] * 10
+    )
     assert not any(d.settled for d in sent)
     events = t.discharge(txn)
-    (done,) = of(events, a.TransactionDischarged)
+    (done,) = of(events, a.engine.transactions.TransactionDischarged)
     assert done.transaction is txn and done.committed and txn.state is T.COMMITTED
     assert t.res.queues["orders"] == [f"m{i}" for i in range(10)]
     assert record.state is T.COMMITTED and t.coord.records == []
@@ -263,7 +284,7 @@ def test_declare_post_ten_and_roll_back_makes_none_visible(chunk: int | None) ->
         snd.send(a.Message(body=f"m{i}").encode(), transaction=txn)
     t.pump()
     events = t.discharge(txn, fail=True)
-    (done,) = of(events, a.TransactionDischarged)
+    (done,) = of(events, a.engine.transactions.TransactionDischarged)
     assert not done.committed and txn.state is T.ROLLED_BACK
     assert t.res.queues["orders"] == [] and record.state is T.ROLLED_BACK
     assert t.res.rolled_back == [record]
@@ -287,15 +308,15 @@ def test_global_id_reaches_a_coordinator_that_offers_distributed_transactions() 
     t.pump()
     ctl = t.cs.attach_controller("txn-2")
     _, s = t.p.pump()
-    (attached,) = of(s, a.LinkAttached)
+    (attached,) = of(s, a.events.LinkAttached)
     coord = attached.link
-    assert isinstance(coord, a.CoordinatorLink)
-    coord.attach(capabilities=[a.TxnCapability.DISTRIBUTED_TRANSACTIONS])
+    assert isinstance(coord, a.engine.transactions.CoordinatorLink)
+    coord.attach(capabilities=[a.definitions.transactions.TxnCapability.DISTRIBUTED_TRANSACTIONS])
     t.p.pump()
-    assert ctl.capabilities == (a.TxnCapability.DISTRIBUTED_TRANSACTIONS,)
+    assert ctl.capabilities == (a.definitions.transactions.TxnCapability.DISTRIBUTED_TRANSACTIONS,)
     ctl.declare(global_id=b"gtrid")
     _, s = t.p.pump()
-    (req,) = of(s, a.DeclareRequested)
+    (req,) = of(s, a.engine.transactions.DeclareRequested)
     assert req.link is coord and req.request.global_id == b"gtrid"
     record = req.request.declare()
     assert record.global_id == b"gtrid"
@@ -305,7 +326,7 @@ def test_declare_refused_is_reported_with_the_transaction_error() -> None:
     t = Setup()
     t.res.declare_with = a.Error(condition=a.Symbol("amqp:transaction:rollback"), description="no")
     txn = t.ctl.declare()
-    (failed,) = of(t.pump(), a.TransactionDeclareFailed)
+    (failed,) = of(t.pump(), a.engine.transactions.TransactionDeclareFailed)
     assert failed.transaction is txn and txn.state is T.FAILED
     assert failed.error == t.res.declare_with and txn.error == failed.error
     assert t.ctl.transactions == [] and t.ctl.state is a.LinkState.ATTACHED
@@ -317,10 +338,10 @@ def test_declare_refused_by_default_condition() -> None:
     t = Setup()
     t.ctl.declare()
     _, s = t.p.pump()
-    (req,) = of(s, a.DeclareRequested)
+    (req,) = of(s, a.engine.transactions.DeclareRequested)
     req.request.reject()
     c, _ = t.p.pump()
-    (failed,) = of(c, a.TransactionDeclareFailed)
+    (failed,) = of(c, a.engine.transactions.TransactionDeclareFailed)
     assert failed.error is not None
     assert failed.error.condition == "amqp:transaction:rollback"
     with pytest.raises(a.LocalProtocolError, match="answered"):
@@ -334,15 +355,19 @@ def test_a_refusal_detaches_when_the_controllers_source_cannot_reject() -> None:
     snd = t.cs.attach_sender(
         "plain-ctl",
         source=a.Source(outcomes=[a.Symbol("amqp:accepted:list")]),
-        target=a.Coordinator(capabilities=[a.TxnCapability.LOCAL_TRANSACTIONS]),
+        target=a.definitions.transactions.Coordinator(
+            capabilities=[a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS]
+        ),
     )
     t.pump()
     coord = t.res.coordinators[-1]
     assert coord.name == "plain-ctl"
     t.res.declare_with = a.Error(condition=a.Symbol("amqp:transaction:rollback"))
-    snd.send(a.Message(body=a.AmqpValue(a.Declare())).encode(), settled=False)
+    snd.send(
+        a.Message(body=a.AmqpValue(a.definitions.transactions.Declare())).encode(), settled=False
+    )
     events = t.pump()
-    (detached,) = of(events, a.LinkDetached)
+    (detached,) = of(events, a.events.LinkDetached)
     assert detached.link is snd and detached.error == t.res.declare_with
 
 
@@ -360,7 +385,7 @@ def test_discharge_refused_is_a_rollback_with_the_error() -> None:
     t.pump()
     t.res.commit_refusal = a.Error(condition=a.Symbol("amqp:transaction:rollback"), description="x")
     events = t.discharge(txn)
-    (rolled,) = of(events, a.TransactionRolledBack)
+    (rolled,) = of(events, a.engine.transactions.TransactionRolledBack)
     assert rolled.transaction is txn and rolled.error == t.res.commit_refusal
     assert txn.state is T.ROLLED_BACK and record.state is T.ROLLED_BACK
     assert t.res.queues["orders"] == []
@@ -380,11 +405,11 @@ def test_a_timed_out_transaction_is_refused_at_its_discharge() -> None:
     events = t.pump()
     (refused,) = t.res.refused
     assert refused.error.condition == "amqp:transaction:timeout"
-    (upd,) = of(events, a.DeliveryUpdated)
+    (upd,) = of(events, a.events.DeliveryUpdated)
     assert isinstance(upd.state, a.Rejected) and upd.state.error == refused.error
     assert not received(t.res.events)
     events = t.discharge(txn)
-    (rolled,) = of(events, a.TransactionRolledBack)
+    (rolled,) = of(events, a.engine.transactions.TransactionRolledBack)
     assert rolled.error is not None and rolled.error.condition == "amqp:transaction:timeout"
 
 
@@ -393,11 +418,11 @@ def test_a_released_discharge_is_reported_as_a_rollback() -> None:
     txn = t.declare()
     t.ctl.discharge(txn)
     _, s = t.p.pump()
-    (req,) = of(s, a.DischargeRequested)
+    (req,) = of(s, a.engine.transactions.DischargeRequested)
     # An application that answers with another outcome, bypassing the request.
     t.coord.settle(req.request.delivery, a.Released())
     c, _ = t.p.pump()
-    (rolled,) = of(c, a.TransactionRolledBack)
+    (rolled,) = of(c, a.engine.transactions.TransactionRolledBack)
     assert rolled.error is not None and rolled.error.condition == "amqp:transaction:rollback"
 
 
@@ -426,7 +451,7 @@ def test_transactional_retirement_with_commit(chunk: int | None) -> None:
     assert txn.retired == [(d, a.Accepted()) for d in deliveries]
     assert all(d.transaction is txn for d in deliveries)
     assert t.res.applied == [] and len(t.res.unacked) == 3  # provisional
-    (done,) = of(t.discharge(txn), a.TransactionDischarged)
+    (done,) = of(t.discharge(txn), a.engine.transactions.TransactionDischarged)
     assert done.committed
     assert [o for _, o in t.res.applied] == [a.Accepted()] * 3 and t.res.unacked == {}
     # Final now: the controller settles (4.4.4.2); the outcome is not re-sent in a txn.
@@ -448,8 +473,10 @@ def test_transactional_retirement_with_rollback_leaves_the_deliveries_live(
     t.pump()
     record = t.record(txn)
     theirs = [d for d, _ in record.retired]
-    assert all(isinstance(d.remote_state, a.TransactionalState) for d in theirs)
-    (done,) = of(t.discharge(txn, fail=True), a.TransactionDischarged)
+    assert all(
+        isinstance(d.remote_state, a.definitions.transactions.TransactionalState) for d in theirs
+    )
+    (done,) = of(t.discharge(txn, fail=True), a.engine.transactions.TransactionDischarged)
     assert not done.committed
     # Rolled back: the outcome is not applied; the deliveries are live again, at both ends,
     # in the state they had before (4.4.2).
@@ -474,7 +501,11 @@ def test_retirement_misuse() -> None:
     with pytest.raises(a.LocalProtocolError, match="needs an outcome"):
         rcv.update(deliveries[0], None, transaction=txn)
     with pytest.raises(a.LocalProtocolError, match="not an outcome"):
-        rcv.update(deliveries[0], a.Received(section_number=0, section_offset=0), transaction=txn)
+        rcv.update(
+            deliveries[0],
+            messaging.Received(section_number=0, section_offset=0),
+            transaction=txn,
+        )
     with pytest.raises(a.LocalProtocolError, match="not a Transaction"):
         rcv.update(deliveries[0], a.Accepted(), transaction="txn")
     rcv.update(deliveries[0], a.Accepted(), transaction=txn)
@@ -482,7 +513,9 @@ def test_retirement_misuse() -> None:
         rcv.update(deliveries[0], a.Accepted(), transaction=other)
     # The delivery belongs to a live transaction: a plain outcome goes in it (4.4.4.3).
     rcv.update(deliveries[0], a.Rejected())
-    assert deliveries[0].local_state == a.TransactionalState(txn_id=txn.id, outcome=a.Rejected())
+    assert deliveries[0].local_state == a.definitions.transactions.TransactionalState(
+        txn_id=txn.id, outcome=a.Rejected()
+    )
     assert txn.retired == [(deliveries[0], a.Rejected())]
     t.pump()
     assert t.record(txn).retired[0][1] == a.Rejected()
@@ -507,7 +540,9 @@ def test_transactional_acquisition(chunk: int | None) -> None:
     assert [body(e.data) for e in got] == [f"a{i}" for i in range(5)]
     mine = [e.delivery for e in got]
     # The resource's transfers say the transaction (4.4.3).
-    assert all(d.remote_state == a.TransactionalState(txn_id=txn.id) for d in mine)
+    assert all(
+        d.remote_state == a.definitions.transactions.TransactionalState(txn_id=txn.id) for d in mine
+    )
     assert txn.acquired == mine and all(d.transaction is txn for d in mine)
     assert [d.tag for d in record.acquired] == [d.tag for d in mine]
     # Outcomes of deliveries acquired in a transaction go in it without being told.
@@ -515,7 +550,7 @@ def test_transactional_acquisition(chunk: int | None) -> None:
         rcv.update(d, a.Accepted())
     t.pump()
     assert [o for _, o in record.retired] == [a.Accepted()] * 5
-    assert of(t.discharge(txn), a.TransactionDischarged)[0].committed
+    assert of(t.discharge(txn), a.engine.transactions.TransactionDischarged)[0].committed
     assert len(t.res.applied) == 5
     # Discharged: the link's txn-id is cleared; what is sent now is not in a transaction.
     assert snd._acquiring is None
@@ -534,7 +569,7 @@ def test_acquisition_state_is_the_engines() -> None:
     t.pump()
     snd = t.res.senders["from-outbox"]
     with pytest.raises(a.LocalProtocolError, match="acquires"):
-        snd.send(b"x", state=a.Received(section_number=0, section_offset=0))
+        snd.send(b"x", state=messaging.Received(section_number=0, section_offset=0))
     with pytest.raises(a.LocalProtocolError, match="ACTIVE"):
         rcv.flow(1, transaction=a.Transaction(t.ctl, None))
 
@@ -548,7 +583,7 @@ def test_two_transactions_interleaved_on_one_session(chunk: int | None) -> None:
     snd = t.sender()
     snd2 = t.sender("audit")
     t1, t2 = t.ctl.declare(), t.ctl.declare()
-    declared = of(t.pump(), a.TransactionDeclared)
+    declared = of(t.pump(), a.engine.transactions.TransactionDeclared)
     assert [e.transaction for e in declared] == [t1, t2] and t1.id != t2.id
     assert set(t.ctl.transactions) == {t1, t2}
     for i in range(6):
@@ -563,7 +598,10 @@ def test_two_transactions_interleaved_on_one_session(chunk: int | None) -> None:
     t.ctl.discharge(t2, fail=True)
     t.ctl.discharge(t1)
     events = t.pump()
-    assert [(e.transaction, e.committed) for e in of(events, a.TransactionDischarged)] == [
+    assert [
+        (e.transaction, e.committed)
+        for e in of(events, a.engine.transactions.TransactionDischarged)
+    ] == [
         (t2, False),
         (t1, True),
     ]
@@ -578,12 +616,14 @@ def test_two_transactions_interleaved_on_one_session(chunk: int | None) -> None:
 def test_posting_with_an_unknown_txn_id_is_rejected(chunk: int | None) -> None:
     t = Setup(chunk, max_frame_size=512)
     snd = t.sender()
-    d = snd.send(bytes(3000), state=a.TransactionalState(txn_id=b"nope"))  # several frames
+    d = snd.send(
+        bytes(3000), state=a.definitions.transactions.TransactionalState(txn_id=b"nope")
+    )  # several frames
     events = t.pump()
     (refused,) = t.res.refused
     assert refused.error.condition == "amqp:transaction:unknown-id"
     assert refused.link.name == "to-orders" and not received(t.res.events)
-    (upd,) = of(events, a.DeliveryUpdated)
+    (upd,) = of(events, a.events.DeliveryUpdated)
     assert upd.delivery is d and isinstance(upd.state, a.Rejected) and upd.settled
     assert upd.state.error == refused.error
 
@@ -591,32 +631,39 @@ def test_posting_with_an_unknown_txn_id_is_rejected(chunk: int | None) -> None:
 def test_posting_presettled_with_an_unknown_txn_id_is_dropped() -> None:
     t = Setup()
     snd = t.sender()
-    snd.send(b"x", state=a.TransactionalState(txn_id=b"nope"), settled=True)
+    snd.send(
+        b"x", state=a.definitions.transactions.TransactionalState(txn_id=b"nope"), settled=True
+    )
     events = t.pump()
     assert len(t.res.refused) == 1 and not received(t.res.events)
-    assert not of(events, a.DeliveryUpdated)
+    assert not of(events, a.events.DeliveryUpdated)
 
 
 def test_a_discharge_of_an_unknown_txn_id_is_rejected() -> None:
     t = Setup()
-    data = a.Message(body=a.AmqpValue(a.Discharge(txn_id=b"nope"))).encode()
+    data = a.Message(
+        body=a.AmqpValue(a.definitions.transactions.Discharge(txn_id=b"nope"))
+    ).encode()
     d = a.Sender.send(t.ctl, data, settled=False)
     events = t.pump()
     (refused,) = t.res.refused
     assert refused.link is t.coord and refused.error.condition == "amqp:transaction:unknown-id"
-    (upd,) = of(events, a.DeliveryUpdated)
+    (upd,) = of(events, a.events.DeliveryUpdated)
     assert upd.delivery is d and isinstance(upd.state, a.Rejected)
-    assert not of(t.res.events, a.DischargeRequested)
+    assert not of(t.res.events, a.engine.transactions.DischargeRequested)
 
 
 def test_a_disposition_with_an_unknown_txn_id_detaches_the_link() -> None:
     t = Setup()
     rcv, deliveries = _three_from_the_resource(t)
-    rcv.update(deliveries[0], a.TransactionalState(txn_id=b"nope", outcome=a.Accepted()))
+    rcv.update(
+        deliveries[0],
+        a.definitions.transactions.TransactionalState(txn_id=b"nope", outcome=a.Accepted()),
+    )
     events = t.pump()
-    (err,) = of(t.res.events, a.ProtocolError)
+    (err,) = of(t.res.events, a.events.ProtocolError)
     assert err.scope == "link" and err.error.condition == "amqp:transaction:unknown-id"
-    (detached,) = of(events, a.LinkDetached)
+    (detached,) = of(events, a.events.LinkDetached)
     assert detached.link is rcv and detached.error == err.error
 
 
@@ -627,9 +674,9 @@ def test_a_flow_with_an_unknown_txn_id_detaches_the_link() -> None:
     t.coord.roll_back(t.record(txn), a.Error(condition=a.Symbol("amqp:transaction:rollback")))
     rcv.flow(1, transaction=txn)  # the controller does not know yet
     events = t.pump()
-    (err,) = of(t.res.events, a.ProtocolError)
+    (err,) = of(t.res.events, a.events.ProtocolError)
     assert err.error.condition == "amqp:transaction:unknown-id"
-    assert of(events, a.LinkDetached)[0].link is rcv
+    assert of(events, a.events.LinkDetached)[0].link is rcv
 
 
 def test_a_retirement_in_another_transaction_than_the_acquisitions_rolls_back() -> None:
@@ -643,11 +690,14 @@ def test_a_retirement_in_another_transaction_than_the_acquisitions_rolls_back() 
     t.res.send("outbox", ["x"])
     (got,) = received(t.pump())
     # Bypassing the controller's own check, with a hand-made state.
-    rcv.update(got.delivery, a.TransactionalState(txn_id=t2.id, outcome=a.Accepted()))
+    rcv.update(
+        got.delivery,
+        a.definitions.transactions.TransactionalState(txn_id=t2.id, outcome=a.Accepted()),
+    )
     events = t.pump()
-    (err,) = of(t.res.events, a.ProtocolError)
+    (err,) = of(t.res.events, a.events.ProtocolError)
     assert err.error.condition == "amqp:transaction:rollback"
-    rolled = of(events, a.TransactionRolledBack)
+    rolled = of(events, a.engine.transactions.TransactionRolledBack)
     assert {e.transaction for e in rolled} == {t1, t2}
     assert t1.state is T.ROLLED_BACK and t2.state is T.ROLLED_BACK
     assert {r.id for r in t.res.rolled_back} == {t1.id, t2.id}
@@ -668,9 +718,9 @@ def test_coordinator_detach_mid_transaction_rolls_back(chunk: int | None) -> Non
     error = a.Error(condition=a.Symbol("amqp:internal-error"), description="going")
     t.coord.detach(error=error)
     events = t.pump()
-    (rolled,) = of(events, a.TransactionRolledBack)
+    (rolled,) = of(events, a.engine.transactions.TransactionRolledBack)
     assert rolled.transaction is txn and rolled.error == error and txn.state is T.ROLLED_BACK
-    (failed,) = of(events, a.TransactionDeclareFailed)
+    (failed,) = of(events, a.engine.transactions.TransactionDeclareFailed)
     assert failed.transaction is pending and pending.state is T.FAILED
     assert t.res.rolled_back == [record] and record.state is T.ROLLED_BACK
     assert t.res.queues["orders"] == []
@@ -688,11 +738,11 @@ def test_controller_detach_mid_transaction_rolls_back_at_the_resource() -> None:
     t.pump()
     t.ctl.detach()
     events = t.pump()
-    assert of(events, a.TransactionRolledBack)[0].transaction is txn
-    (rolled,) = of(t.res.events, a.TransactionRolledBack)
+    assert of(events, a.engine.transactions.TransactionRolledBack)[0].transaction is txn
+    (rolled,) = of(t.res.events, a.engine.transactions.TransactionRolledBack)
     assert rolled.transaction is record and rolled.error is None
     # The posted delivery is refused now that its transaction is gone.
-    snd.send(b"y", state=a.TransactionalState(txn_id=txn.id))  # type: ignore[arg-type]
+    snd.send(b"y", state=a.definitions.transactions.TransactionalState(txn_id=txn.id))  # type: ignore[arg-type]
     t.pump()
     assert len(t.res.refused) == 1
 
@@ -703,19 +753,23 @@ def test_session_end_rolls_back_both_sides() -> None:
     record = t.record(txn)
     t.cs.end()
     events = t.pump()
-    assert of(events, a.TransactionRolledBack)[0].transaction is txn
-    assert [e.transaction for e in of(t.res.events, a.TransactionRolledBack)] == [record]
+    assert of(events, a.engine.transactions.TransactionRolledBack)[0].transaction is txn
+    assert [
+        e.transaction for e in of(t.res.events, a.engine.transactions.TransactionRolledBack)
+    ] == [record]
 
 
 def test_a_settled_declare_detaches_with_illegal_state() -> None:
     t = Setup()
-    snd = t.cs.attach_sender("raw-ctl", target=a.Coordinator())
+    snd = t.cs.attach_sender("raw-ctl", target=a.definitions.transactions.Coordinator())
     t.pump()
-    snd.send(a.Message(body=a.AmqpValue(a.Declare())).encode(), settled=True)
+    snd.send(
+        a.Message(body=a.AmqpValue(a.definitions.transactions.Declare())).encode(), settled=True
+    )
     events = t.pump()
-    (err,) = of(t.res.events, a.ProtocolError)
+    (err,) = of(t.res.events, a.events.ProtocolError)
     assert err.scope == "link" and err.error.condition == "amqp:illegal-state"
-    assert of(events, a.LinkDetached)[0].link is snd
+    assert of(events, a.events.LinkDetached)[0].link is snd
 
 
 @pytest.mark.parametrize(
@@ -729,7 +783,7 @@ def test_a_malformed_request_is_rejected_with_decode_error(payload: bytes) -> No
     events = t.pump()
     (refused,) = t.res.refused
     assert refused.error.condition == "amqp:decode-error"
-    (upd,) = of(events, a.DeliveryUpdated)
+    (upd,) = of(events, a.events.DeliveryUpdated)
     assert upd.delivery is d and isinstance(upd.state, a.Rejected)
 
 
@@ -742,9 +796,9 @@ def test_discharge_with_a_partial_delivery_posted_terminates_the_control_link() 
     t.pump()
     assert len(record.posted) == 1 and not record.posted[0].complete
     events = t.discharge(txn)
-    (err,) = of(t.res.events, a.ProtocolError)
+    (err,) = of(t.res.events, a.events.ProtocolError)
     assert err.error.condition == "amqp:transaction:rollback"
-    (rolled,) = of(events, a.TransactionRolledBack)
+    (rolled,) = of(events, a.engine.transactions.TransactionRolledBack)
     assert rolled.transaction is txn and rolled.error == err.error
     assert record.state is T.ROLLED_BACK and t.res.rolled_back == [record]
 
@@ -801,7 +855,7 @@ def test_coordinator_misuse_raises() -> None:
     t.declare()
     t.ctl.declare()
     _, s = t.p.pump()
-    (req,) = of(s, a.DeclareRequested)
+    (req,) = of(s, a.engine.transactions.DeclareRequested)
     with pytest.raises(a.LocalProtocolError, match="in use"):
         req.request.declare(b"dup")
     with pytest.raises(a.LocalProtocolError, match="32 bytes"):
@@ -819,18 +873,20 @@ def test_a_commit_needs_the_outcome_of_every_posted_delivery_first() -> None:
     snd.send(b"x", transaction=txn)
     t.ctl.discharge(txn)
     _, s = t.p.pump()  # bypass the Resource: answer by hand
-    (got,) = of(s, a.DeliveryReceived)
-    (req,) = of(s, a.DischargeRequested)
+    (got,) = of(s, a.events.DeliveryReceived)
+    (req,) = of(s, a.engine.transactions.DischargeRequested)
     assert req.request.transaction.posted == [got.delivery] and not req.request.fail
     with pytest.raises(a.LocalProtocolError, match="no outcome"):
         req.request.accept()
     got.link.settle(got.delivery, a.Accepted())  # in the transaction, as it is live
-    assert got.delivery.local_state == a.TransactionalState(txn_id=txn.id, outcome=a.Accepted())
+    assert got.delivery.local_state == a.definitions.transactions.TransactionalState(
+        txn_id=txn.id, outcome=a.Accepted()
+    )
     req.request.accept()
     with pytest.raises(a.LocalProtocolError, match="answered"):
         req.request.reject()
     c, _ = t.p.pump()
-    assert of(c, a.TransactionDischarged)[0].committed
+    assert of(c, a.engine.transactions.TransactionDischarged)[0].committed
 
 
 def test_a_rollback_cannot_be_refused() -> None:
@@ -838,7 +894,7 @@ def test_a_rollback_cannot_be_refused() -> None:
     txn = t.declare()
     t.ctl.discharge(txn, fail=True)
     _, s = t.p.pump()
-    (req,) = of(s, a.DischargeRequested)
+    (req,) = of(s, a.engine.transactions.DischargeRequested)
     with pytest.raises(a.LocalProtocolError, match="roll back"):
         req.request.reject()
     t.coord.detach()
@@ -851,26 +907,33 @@ def test_a_refused_commit_on_a_link_that_cannot_reject_detaches() -> None:
     snd = t.cs.attach_sender(
         "plain-ctl",
         source=a.Source(outcomes=[a.Symbol("amqp:accepted:list")]),
-        target=a.Coordinator(),
+        target=a.definitions.transactions.Coordinator(),
     )
     t.pump()
     coord = t.res.coordinators[-1]
-    snd.send(a.Message(body=a.AmqpValue(a.Declare())).encode(), settled=False)
+    snd.send(
+        a.Message(body=a.AmqpValue(a.definitions.transactions.Declare())).encode(), settled=False
+    )
     t.pump()
     (record,) = coord.records
-    snd.send(a.Message(body=a.AmqpValue(a.Discharge(txn_id=record.id))).encode(), settled=False)
+    snd.send(
+        a.Message(
+            body=a.AmqpValue(a.definitions.transactions.Discharge(txn_id=record.id))
+        ).encode(),
+        settled=False,
+    )
     _, s = t.p.pump()
-    (req,) = of(s, a.DischargeRequested)
+    (req,) = of(s, a.engine.transactions.DischargeRequested)
     req.request.reject()
     assert record.state is T.ROLLED_BACK and coord.state is not a.LinkState.ATTACHED
     c, _ = t.p.pump()
-    assert of(c, a.LinkDetached)[0].error.condition == "amqp:transaction:rollback"
+    assert of(c, a.events.LinkDetached)[0].error.condition == "amqp:transaction:rollback"
 
 
 def test_the_transition_table() -> None:
-    table = a.TRANSACTION_TRANSITIONS
-    assert table[(T.DECLARING, a.TransactionInput.DECLARED)] is T.ACTIVE
-    assert (T.COMMITTED, a.TransactionInput.DISCHARGE) not in table
+    table = a.engine.states.TRANSACTION_TRANSITIONS
+    assert table[(T.DECLARING, a.engine.states.TransactionInput.DECLARED)] is T.ACTIVE
+    assert (T.COMMITTED, a.engine.states.TransactionInput.DISCHARGE) not in table
     txn = a.Transaction.__new__(a.Transaction)
     assert "Transaction" in repr(Setup().declare())
     del txn
@@ -887,7 +950,9 @@ def test_rollback_leaves_a_retirement_settled_by_the_controller_settled() -> Non
     t.pump()
     t.discharge(txn, fail=True)
     assert deliveries[0].settled
-    assert deliveries[0].local_state == a.TransactionalState(txn_id=txn.id, outcome=a.Accepted())
+    assert deliveries[0].local_state == a.definitions.transactions.TransactionalState(
+        txn_id=txn.id, outcome=a.Accepted()
+    )
     assert deliveries[1].local_state is None and not deliveries[1].settled
 
 
@@ -895,20 +960,27 @@ def test_an_explicit_target_and_the_credit_window() -> None:
     t = Setup()
     ctl = t.cs.attach_controller("small")
     _, s = t.p.pump()
-    (attached,) = of(s, a.LinkAttached)
+    (attached,) = of(s, a.events.LinkAttached)
     coord = attached.link
-    assert isinstance(coord, a.CoordinatorLink)
+    assert isinstance(coord, a.engine.transactions.CoordinatorLink)
     coord.credit_window = 4
-    coord.attach(target=a.Coordinator(capabilities=[a.TxnCapability.LOCAL_TRANSACTIONS]))
+    coord.attach(
+        target=a.definitions.transactions.Coordinator(
+            capabilities=[a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS]
+        )
+    )
     t.p.pump()
-    assert ctl.capabilities == (a.TxnCapability.LOCAL_TRANSACTIONS,) and ctl.link_credit == 4
+    assert (
+        ctl.capabilities == (a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS,)
+        and ctl.link_credit == 4
+    )
     for _ in range(3):
         ctl.declare()
     _, s = t.p.pump()
-    for event in of(s, a.DeclareRequested):
+    for event in of(s, a.engine.transactions.DeclareRequested):
         event.request.declare()
     c, _ = t.p.pump()
-    assert len(of(c, a.TransactionDeclared)) == 3
+    assert len(of(c, a.engine.transactions.TransactionDeclared)) == 3
     assert ctl.link_credit == 4  # topped up once half was used
 
 
@@ -939,18 +1011,21 @@ def test_what_is_sent_while_the_discharge_is_answered_is_not_acquired() -> None:
     snd = t.res.senders["from-outbox"]
     t.ctl.discharge(txn)
     _, s = t.p.pump()
-    (req,) = of(s, a.DischargeRequested)
+    (req,) = of(s, a.engine.transactions.DischargeRequested)
     d = snd.send(b"meanwhile")
     assert d.local_state is None and d.transaction is None and snd._acquiring is None
     req.request.accept()
     c, _ = t.p.pump()
-    assert of(c, a.TransactionDischarged)[0].committed
+    assert of(c, a.engine.transactions.TransactionDischarged)[0].committed
 
 
 def test_a_transfer_with_another_delivery_state_is_not_transactional() -> None:
     t = Setup()
     snd = t.sender()
-    snd.send(a.Message(body="r").encode(), state=a.Received(section_number=0, section_offset=0))
+    snd.send(
+        a.Message(body="r").encode(),
+        state=messaging.Received(section_number=0, section_offset=0),
+    )
     t.pump()
     assert t.res.queues["orders"] == ["r"] and not t.res.refused
 
@@ -1003,7 +1078,9 @@ def test_two_interleaved_transactions_apply_exactly_the_committed_work(
     for which in (1, 0) if second_first else (0, 1):
         t.ctl.discharge(txns[which], fail=not commits[which])
     events = t.pump()
-    assert sorted(e.committed for e in of(events, a.TransactionDischarged)) == sorted(commits)
+    assert sorted(
+        e.committed for e in of(events, a.engine.transactions.TransactionDischarged)
+    ) == sorted(commits)
     assert sorted(t.res.queues["orders"]) == sorted(posted)
     assert {d.tag for d, _ in t.res.applied} == retired
     assert len(t.res.unacked) == 16 - len(retired)

@@ -11,33 +11,39 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import amqp_sansio as a
+from amqp_sansio.definitions import performatives
 
 
 def _frames() -> list[bytes]:
     return [
-        a.encode_frame(a.Open(container_id="c1", max_frame_size=65536, hostname="h")),
-        a.encode_frame(
-            a.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100), channel=3
+        a.framing.encode_frame(
+            performatives.Open(container_id="c1", max_frame_size=65536, hostname="h")
         ),
-        a.HEARTBEAT,
-        a.encode_frame(
-            a.Transfer(handle=0, delivery_id=7, delivery_tag=b"t", more=False),
+        a.framing.encode_frame(
+            performatives.Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100),
+            channel=3,
+        ),
+        a.framing.HEARTBEAT,
+        a.framing.encode_frame(
+            performatives.Transfer(handle=0, delivery_id=7, delivery_tag=b"t", more=False),
             channel=3,
             payload=a.Message(body=b"x" * 300).encode(),
         ),
-        a.encode_frame(a.Close(error=a.Error(condition="amqp:internal-error", description="bye"))),
+        a.framing.encode_frame(
+            performatives.Close(error=a.Error(condition="amqp:internal-error", description="bye"))
+        ),
     ]
 
 
-def _parse_all(parser: a.FrameParser) -> list[a.Frame]:
+def _parse_all(parser: a.framing.FrameParser) -> list[a.framing.Frame]:
     out = []
     while (frame := parser.next_frame()) is not None:
         out.append(frame)
     return out
 
 
-def _expected() -> list[a.Frame]:
-    parser = a.FrameParser(max_frame_size=65536)
+def _expected() -> list[a.framing.Frame]:
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(b"".join(_frames()))
     return _parse_all(parser)
 
@@ -55,11 +61,11 @@ def test_frames_parse_whole() -> None:
     assert frames[2].is_heartbeat
     assert a.Message.decode(frames[3].payload).body == a.Data(b"x" * 300)
     assert frames[4].body.error.description == "bye"
-    assert all(f.type is a.FrameType.AMQP for f in frames)
+    assert all(f.type is a.framing.FrameType.AMQP for f in frames)
 
 
 def test_frames_parse_byte_by_byte() -> None:
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     got = []
     for b in b"".join(_frames()):
         parser.feed(bytes([b]))
@@ -71,8 +77,8 @@ def test_frames_parse_byte_by_byte() -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_frames_parse_in_random_chunks(rnd: random.Random) -> None:
-    data = a.AMQP_HEADER + b"".join(_frames())
-    parser = a.FrameParser(max_frame_size=65536)
+    data = a.framing.AMQP_HEADER + b"".join(_frames())
+    parser = a.framing.FrameParser(max_frame_size=65536)
     got: list[object] = []
     header_seen = False
     i = 0
@@ -84,7 +90,7 @@ def test_frames_parse_in_random_chunks(rnd: random.Random) -> None:
             header = parser.next_protocol_header()
             if header is None:
                 continue
-            assert header == a.ProtocolHeader(a.ProtocolId.AMQP)
+            assert header == a.framing.ProtocolHeader(a.framing.ProtocolId.AMQP)
             header_seen = True
         got += _parse_all(parser)
     assert got == _expected()
@@ -92,8 +98,10 @@ def test_frames_parse_in_random_chunks(rnd: random.Random) -> None:
 
 def test_buffer_stays_bounded_when_fed_byte_by_byte() -> None:
     """Compaction keeps the buffer near one frame: no quadratic growth or copying."""
-    frame = a.encode_frame(a.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3))
-    parser = a.FrameParser()
+    frame = a.framing.encode_frame(
+        performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
+    )
+    parser = a.framing.FrameParser()
     largest = 0
     for _ in range(500):
         for b in frame:
@@ -107,20 +115,20 @@ def test_buffer_stays_bounded_when_fed_byte_by_byte() -> None:
 @pytest.mark.parametrize(
     "header, pid",
     [
-        (a.AMQP_HEADER, a.ProtocolId.AMQP),
-        (a.TLS_HEADER, a.ProtocolId.TLS),
-        (a.SASL_HEADER, a.ProtocolId.SASL),
+        (a.framing.AMQP_HEADER, a.framing.ProtocolId.AMQP),
+        (a.framing.TLS_HEADER, a.framing.ProtocolId.TLS),
+        (a.framing.SASL_HEADER, a.framing.ProtocolId.SASL),
     ],
 )
-def test_protocol_headers(header: bytes, pid: a.ProtocolId) -> None:
-    assert a.ProtocolHeader.parse(header).protocol_id is pid
-    assert a.ProtocolHeader(pid).to_bytes() == header
-    parser = a.FrameParser()
+def test_protocol_headers(header: bytes, pid: a.framing.ProtocolId) -> None:
+    assert a.framing.ProtocolHeader.parse(header).protocol_id is pid
+    assert a.framing.ProtocolHeader(pid).to_bytes() == header
+    parser = a.framing.FrameParser()
     for b in header[:-1]:
         parser.feed(bytes([b]))
         assert parser.next_protocol_header() is None
     parser.feed(header[-1:])
-    assert parser.next_protocol_header() == a.ProtocolHeader(pid)
+    assert parser.next_protocol_header() == a.framing.ProtocolHeader(pid)
 
 
 @pytest.mark.parametrize(
@@ -136,9 +144,9 @@ def test_protocol_headers(header: bytes, pid: a.ProtocolId) -> None:
     ],
 )
 def test_other_protocols_are_named(header: bytes, name: str) -> None:
-    parser = a.FrameParser()
+    parser = a.framing.FrameParser()
     parser.feed(header)
-    with pytest.raises(a.UnsupportedProtocolError) as info:
+    with pytest.raises(a.errors.UnsupportedProtocolError) as info:
         parser.next_protocol_header()
     assert info.value.version_name == name
     assert info.value.condition == "amqp:connection:framing-error"
@@ -146,18 +154,18 @@ def test_other_protocols_are_named(header: bytes, name: str) -> None:
 
 
 def test_non_amqp_is_refused_before_eight_bytes() -> None:
-    parser = a.FrameParser()
+    parser = a.framing.FrameParser()
     parser.feed(b"GE")
-    with pytest.raises(a.UnsupportedProtocolError) as info:
+    with pytest.raises(a.errors.UnsupportedProtocolError) as info:
         parser.next_protocol_header()
     assert info.value.header == b"GE"  # what the peer sent, not padded
 
 
 def test_framing_error_offsets_are_stream_offsets() -> None:
-    good = a.encode_frame(a.End())
-    data = a.AMQP_HEADER + good * 3 + b"\x00\x00\x00\x08\x01\x00\x00\x00"
+    good = a.framing.encode_frame(performatives.End())
+    data = a.framing.AMQP_HEADER + good * 3 + b"\x00\x00\x00\x08\x01\x00\x00\x00"
     for chunk in (1, 3, 7, len(data)):
-        parser = a.FrameParser()
+        parser = a.framing.FrameParser()
         header = None
         offset = None
         for i in range(0, len(data), chunk):
@@ -169,24 +177,24 @@ def test_framing_error_offsets_are_stream_offsets() -> None:
             try:
                 while parser.next_frame() is not None:
                     pass
-            except a.FramingError as exc:
+            except a.errors.FramingError as exc:
                 offset = exc.offset
                 break
         assert offset == 8 + 3 * len(good), chunk
 
 
 def test_size_checked_from_the_header_before_the_body_is_buffered() -> None:
-    parser = a.FrameParser(max_frame_size=4096)
+    parser = a.framing.FrameParser(max_frame_size=4096)
     parser.feed(b"\x7f\xff\xff\xff")  # claims a 2 GiB frame; nothing else has arrived
-    with pytest.raises(a.FramingError, match="exceeds max-frame-size"):
+    with pytest.raises(a.errors.FramingError, match="exceeds max-frame-size"):
         parser.next_frame()
 
 
 def test_default_limit_before_open_is_512() -> None:
-    parser = a.FrameParser()
-    assert parser.max_frame_size == a.MIN_MAX_FRAME_SIZE == 512
+    parser = a.framing.FrameParser()
+    assert parser.max_frame_size == a.framing.MIN_MAX_FRAME_SIZE == 512
     parser.feed((513).to_bytes(4, "big"))
-    with pytest.raises(a.FramingError):
+    with pytest.raises(a.errors.FramingError):
         parser.next_frame()
 
 
@@ -200,90 +208,94 @@ def test_default_limit_before_open_is_512() -> None:
     ],
 )
 def test_bad_frame_headers(raw: bytes, match: str) -> None:
-    parser = a.FrameParser()
+    parser = a.framing.FrameParser()
     parser.feed(raw)
-    with pytest.raises(a.FramingError, match=match) as info:
+    with pytest.raises(a.errors.FramingError, match=match) as info:
         parser.next_frame()
     assert info.value.condition == "amqp:connection:framing-error"
 
 
 def test_extended_header_is_skipped() -> None:
-    body = a.encode(a.End())
+    body = a.encode(performatives.End())
     raw = (12 + len(body)).to_bytes(4, "big") + b"\x03\x00\x00\x05" + b"EXTN" + body
-    parser = a.FrameParser()
+    parser = a.framing.FrameParser()
     parser.feed(raw)
     frame = parser.next_frame()
-    assert frame == a.Frame(a.FrameType.AMQP, 5, a.End())
+    assert frame == a.framing.Frame(a.framing.FrameType.AMQP, 5, performatives.End())
 
 
 def test_sasl_frames() -> None:
-    mechs = a.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"])
-    raw = a.encode_frame(mechs, frame_type=a.FrameType.SASL)
-    parser = a.FrameParser()
-    parser.feed(a.SASL_HEADER + raw)
-    assert parser.next_protocol_header() == a.ProtocolHeader(a.ProtocolId.SASL)
+    mechs = performatives.SaslMechanisms(sasl_server_mechanisms=["PLAIN", "ANONYMOUS"])
+    raw = a.framing.encode_frame(mechs, frame_type=a.framing.FrameType.SASL)
+    parser = a.framing.FrameParser()
+    parser.feed(a.framing.SASL_HEADER + raw)
+    assert parser.next_protocol_header() == a.framing.ProtocolHeader(a.framing.ProtocolId.SASL)
     frame = parser.next_frame()
-    assert frame is not None and frame.type is a.FrameType.SASL
+    assert frame is not None and frame.type is a.framing.FrameType.SASL
     assert frame.body.sasl_server_mechanisms == ("PLAIN", "ANONYMOUS")
 
 
 def test_sasl_body_in_amqp_frame_and_the_reverse_are_decode_errors() -> None:
     wrong = [
-        a.encode_frame(a.SaslOutcome(code=a.SaslCode.OK)),
-        a.encode_frame(a.End(), frame_type=a.FrameType.SASL),
-        a.encode_frame(None, payload=a.encode("not a performative")),
+        a.framing.encode_frame(performatives.SaslOutcome(code=performatives.SaslCode.OK)),
+        a.framing.encode_frame(performatives.End(), frame_type=a.framing.FrameType.SASL),
+        a.framing.encode_frame(None, payload=a.encode("not a performative")),
     ]
     for raw in wrong:
-        parser = a.FrameParser()
+        parser = a.framing.FrameParser()
         parser.feed(raw)
         with pytest.raises(a.DecodeError):
             parser.next_frame()
 
 
 def test_payload_only_after_transfer() -> None:
-    parser = a.FrameParser()
-    parser.feed(a.encode_frame(a.End(), payload=b"junk"))
+    parser = a.framing.FrameParser()
+    parser.feed(a.framing.encode_frame(performatives.End(), payload=b"junk"))
     with pytest.raises(a.DecodeError, match="trailing"):
         parser.next_frame()
 
 
 def test_malformed_performative_is_a_decode_error() -> None:
-    good = a.encode_frame(a.Attach(name="l", handle=1, role=a.Role.RECEIVER))
+    good = a.framing.encode_frame(
+        performatives.Attach(name="l", handle=1, role=performatives.Role.RECEIVER)
+    )
     for cut in range(9, len(good)):
         raw = bytearray(good[:cut])
         raw[0:4] = cut.to_bytes(4, "big")
-        parser = a.FrameParser()
+        parser = a.framing.FrameParser()
         parser.feed(bytes(raw))
         with pytest.raises(a.DecodeError):
             parser.next_frame()
 
 
 def test_take_remaining_hands_over_leftover_bytes() -> None:
-    parser = a.FrameParser()
-    parser.feed(a.TLS_HEADER + b"\x16\x03\x01rest")
-    assert parser.next_protocol_header() == a.ProtocolHeader(a.ProtocolId.TLS)
+    parser = a.framing.FrameParser()
+    parser.feed(a.framing.TLS_HEADER + b"\x16\x03\x01rest")
+    assert parser.next_protocol_header() == a.framing.ProtocolHeader(a.framing.ProtocolId.TLS)
     assert parser.take_remaining() == b"\x16\x03\x01rest"
     assert parser.buffered == 0
 
 
 def test_encode_frame_limits() -> None:
     with pytest.raises(a.EncodeError):
-        a.encode_frame(a.End(), max_frame_size=8)
+        a.framing.encode_frame(performatives.End(), max_frame_size=8)
     with pytest.raises(a.EncodeError):
-        a.encode_frame(a.End(), channel=70000)
-    assert a.encode_frame(None) == a.HEARTBEAT
+        a.framing.encode_frame(performatives.End(), channel=70000)
+    assert a.framing.encode_frame(None) == a.framing.HEARTBEAT
 
 
 def test_protocol_header_parse_takes_exactly_eight_bytes() -> None:
     with pytest.raises(ValueError):
-        a.ProtocolHeader.parse(b"AMQP")
+        a.framing.ProtocolHeader.parse(b"AMQP")
 
 
 def test_sasl_frame_with_trailing_bytes_is_a_decode_error() -> None:
-    raw = a.encode_frame(
-        a.SaslOutcome(code=a.SaslCode.AUTH), frame_type=a.FrameType.SASL, payload=b"?"
+    raw = a.framing.encode_frame(
+        performatives.SaslOutcome(code=performatives.SaslCode.AUTH),
+        frame_type=a.framing.FrameType.SASL,
+        payload=b"?",
     )
-    parser = a.FrameParser()
+    parser = a.framing.FrameParser()
     parser.feed(raw)
     with pytest.raises(a.DecodeError, match="trailing"):
         parser.next_frame()
@@ -292,15 +304,15 @@ def test_sasl_frame_with_trailing_bytes_is_a_decode_error() -> None:
 def test_large_frames_with_long_performatives_and_payloads() -> None:
     """Frames over 4 KiB take another path: the performative is read from a head copy (and
     from the whole body when it is longer than that head), the payload copied on its own."""
-    long_tag = a.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
-    raw = a.encode_frame(long_tag, payload=b"p" * 5000)
-    long_attach = a.Attach(name="n" * 6000, handle=0, role=a.Role.SENDER)
-    raw2 = a.encode_frame(long_attach)
-    parser = a.FrameParser(max_frame_size=65536)
+    long_tag = performatives.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
+    raw = a.framing.encode_frame(long_tag, payload=b"p" * 5000)
+    long_attach = performatives.Attach(name="n" * 6000, handle=0, role=performatives.Role.SENDER)
+    raw2 = a.framing.encode_frame(long_attach)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(raw + raw2)
     first, second = parser.next_frame(), parser.next_frame()
-    assert first == a.Frame(a.FrameType.AMQP, 0, long_tag, b"p" * 5000)
-    assert second == a.Frame(a.FrameType.AMQP, 0, long_attach)
+    assert first == a.framing.Frame(a.framing.FrameType.AMQP, 0, long_tag, b"p" * 5000)
+    assert second == a.framing.Frame(a.framing.FrameType.AMQP, 0, long_attach)
     bad_utf8 = bytearray(raw2[8:])
     bad_utf8[-100] = 0xFF  # inside the long name: not UTF-8
     for bad in (
@@ -308,23 +320,24 @@ def test_large_frames_with_long_performatives_and_payloads() -> None:
         b"\x00\x53\x12\xc0" + b"\x00" * 5000,
         bytes(bad_utf8),
     ):
-        parser = a.FrameParser(max_frame_size=65536)
-        parser.feed(a.encode_frame(None, payload=bad))
+        parser = a.framing.FrameParser(max_frame_size=65536)
+        parser.feed(a.framing.encode_frame(None, payload=bad))
         with pytest.raises(a.DecodeError):
             parser.next_frame()
 
 
 def _large_transfer(size: int = 10_000) -> tuple[bytes, bytes]:
     payload = bytes(range(256)) * (size // 256)
-    frame = a.encode_frame(
-        a.Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=False), payload=payload
+    frame = a.framing.encode_frame(
+        performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=False),
+        payload=payload,
     )
     return frame, payload
 
 
 def test_bytes_are_parsed_in_place_and_a_large_payload_is_a_view_of_them() -> None:
     frame, payload = _large_transfer()
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     for _ in range(2):
         parser.feed(frame)
         (f,) = _parse_all(parser)
@@ -337,7 +350,7 @@ def test_a_large_payload_from_a_bytearray_is_copied_out() -> None:
     """The caller may reuse its bytearray: nothing handed out may see the change."""
     frame, payload = _large_transfer()
     data = bytearray(frame)
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(data)
     data[:] = bytes(len(data))
     (got,) = _parse_all(parser)
@@ -347,16 +360,21 @@ def test_a_large_payload_from_a_bytearray_is_copied_out() -> None:
 @pytest.mark.parametrize("cut", [1, 7, 8, 100, 5000, 9999])
 def test_a_frame_cut_short_in_bytes_is_completed_from_the_next(cut: int) -> None:
     frame, payload = _large_transfer()
-    small = a.encode_frame(a.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3))
-    parser = a.FrameParser(max_frame_size=65536)
+    small = a.framing.encode_frame(
+        performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
+    )
+    parser = a.framing.FrameParser(max_frame_size=65536)
     data = small + frame + small
     parser.feed(data[: len(small) + cut])
-    assert _parse_all(parser)[0].body == a.Flow(
+    assert _parse_all(parser)[0].body == performatives.Flow(
         incoming_window=1, next_outgoing_id=2, outgoing_window=3
     )
     parser.feed(data[len(small) + cut :])
     got = _parse_all(parser)
-    assert [type(f.body) for f in got] == [a.Transfer, a.Flow]
+    assert [type(f.body) for f in got] == [
+        performatives.Transfer,
+        performatives.Flow,
+    ]
     assert type(got[0].payload) is bytes and got[0].payload == payload
     # Once all is parsed, bytes are read in place again.
     parser.feed(frame)
@@ -366,12 +384,12 @@ def test_a_frame_cut_short_in_bytes_is_completed_from_the_next(cut: int) -> None
 
 def test_error_offsets_count_bytes_read_in_place() -> None:
     frame, _ = _large_transfer()
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame)
     _parse_all(parser)
     parser.feed(bytearray(b"\x00\x00\x00\x07"))
     parser.feed(b"\x02\x00\x00\x00")
-    with pytest.raises(a.FramingError) as info:
+    with pytest.raises(a.errors.FramingError) as info:
         parser.next_frame()
     assert info.value.offset == len(frame)
 
@@ -380,7 +398,7 @@ def test_bytes_behind_a_frame_cut_short_are_read_in_place_once_it_is_whole() -> 
     """A stream cut anywhere (as a socket cuts it): only what completes the frame cut short
     is copied; the frames after it in the next bytes are views of them."""
     frame, payload = _large_transfer()
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     data = frame * 3
     first, second = data[:5000], data[5000:]
     parser.feed(first)
@@ -398,7 +416,7 @@ def test_bytes_behind_a_frame_cut_short_are_read_in_place_once_it_is_whole() -> 
 @pytest.mark.parametrize("cut", [1, 3, 4, 6, 8, 9])
 def test_a_header_cut_short_is_completed_before_its_size_is_known(cut: int) -> None:
     frame, payload = _large_transfer()
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame[:cut])
     assert parser.next_frame() is None
     parser.feed(frame[cut:] + frame)
@@ -410,7 +428,7 @@ def test_a_header_cut_short_is_completed_before_its_size_is_known(cut: int) -> N
 def test_bytes_fed_twice_behind_a_cut_frame_keep_their_order() -> None:
     frame, payload = _large_transfer()
     data = frame * 3
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(data[:100])
     assert parser.next_frame() is None
     parser.feed(data[100:15_000])
@@ -421,25 +439,25 @@ def test_bytes_fed_twice_behind_a_cut_frame_keep_their_order() -> None:
 
 def test_a_bad_size_behind_a_cut_frame_is_a_framing_error_at_its_offset() -> None:
     frame, _ = _large_transfer()
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame[:2])
     parser.feed(frame[2:] + b"\x7f\xff\xff\xff" + bytes(5000))
     assert parser.next_frame() is not None
-    with pytest.raises(a.FramingError) as info:
+    with pytest.raises(a.errors.FramingError) as info:
         parser.next_frame()
     assert info.value.offset == len(frame)
 
 
 def test_remaining_bytes_include_those_behind_a_cut_frame() -> None:
-    parser = a.FrameParser()
-    parser.feed(a.TLS_HEADER[:3])
-    parser.feed(a.TLS_HEADER[3:] + b"x" * 5000)
-    assert parser.next_protocol_header() == a.ProtocolHeader(a.ProtocolId.TLS)
+    parser = a.framing.FrameParser()
+    parser.feed(a.framing.TLS_HEADER[:3])
+    parser.feed(a.framing.TLS_HEADER[3:] + b"x" * 5000)
+    assert parser.next_protocol_header() == a.framing.ProtocolHeader(a.framing.ProtocolId.TLS)
     assert parser.take_remaining() == b"x" * 5000
     assert parser.buffered == 0
-    parser.feed(a.encode_frame(None)[:4])
-    parser.feed(a.encode_frame(None)[4:] + b"y" * 5000)
-    assert parser.take_remaining() == a.encode_frame(None) + b"y" * 5000
+    parser.feed(a.framing.encode_frame(None)[:4])
+    parser.feed(a.framing.encode_frame(None)[4:] + b"y" * 5000)
+    assert parser.take_remaining() == a.framing.encode_frame(None) + b"y" * 5000
 
 
 @settings(max_examples=60, deadline=None)
@@ -448,13 +466,13 @@ def test_large_and_small_frames_in_any_cuts_parse_the_same(
     cuts: list[int], rnd: random.Random
 ) -> None:
     frames = [_large_transfer(rnd.choice([300, 5000, 20_000]))[0] for _ in range(6)]
-    frames.insert(rnd.randrange(7), a.encode_frame(a.End()))
+    frames.insert(rnd.randrange(7), a.framing.encode_frame(performatives.End()))
     data = b"".join(frames)
-    whole = a.FrameParser(max_frame_size=65536)
+    whole = a.framing.FrameParser(max_frame_size=65536)
     whole.feed(data)
     expected = _parse_all(whole)
-    parser = a.FrameParser(max_frame_size=65536)
-    got: list[a.Frame] = []
+    parser = a.framing.FrameParser(max_frame_size=65536)
+    got: list[a.framing.Frame] = []
     at = 0
     for n in cuts * (len(data) // sum(cuts) + 1):
         if at >= len(data):
@@ -469,7 +487,7 @@ def test_large_and_small_frames_in_any_cuts_parse_the_same(
 # -- a transfer cut inside its payload keeps the pieces it came in ------------------------
 
 
-def _pieces(parser: a.FrameParser) -> list[object]:
+def _pieces(parser: a.framing.FrameParser) -> list[object]:
     """The payload pieces of the next frame as the engine takes them (``_next``)."""
     got = parser._next()
     assert got is not None
@@ -479,7 +497,7 @@ def _pieces(parser: a.FrameParser) -> list[object]:
 
 def _head_of(frame: bytes) -> int:
     """Where a transfer frame's payload begins."""
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame)
     f = parser.next_frame()
     assert f is not None
@@ -492,7 +510,7 @@ def test_a_payload_cut_across_bytes_is_the_views_of_them() -> None:
     frame, payload = _large_transfer(20_000)
     head = _head_of(frame)
     first, second = frame[head : head + 9000], frame[head + 9000 :]
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame[:head])
     assert parser._next() is None
     parser.feed(memoryview(first))
@@ -519,7 +537,7 @@ def test_a_small_or_mutable_piece_of_a_cut_payload_is_copied() -> None:
     copies next to each other into one piece; the frame still arrives whole."""
     frame, payload = _large_transfer(30_000)
     head = _head_of(frame)
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame[: head + 5000])  # the head, and 5,000 bytes of payload behind it
     parser.feed(frame[head + 5000 : head + 12_000])
     assert parser._next() is None
@@ -542,9 +560,9 @@ def test_a_cut_payload_pins_at_most_twice_what_it_views() -> None:
     the bytes it came in: a large read whose tail starts a frame gives a copy of the tail."""
     frame, payload = _large_transfer(30_000)
     head = _head_of(frame)
-    padding = a.encode_frame(None) * 10_000  # 80,000 bytes of empty frames
+    padding = a.framing.encode_frame(None) * 10_000  # 80,000 bytes of empty frames
     for before, viewed in ((padding, False), (b"", True)):
-        parser = a.FrameParser(max_frame_size=65536)
+        parser = a.framing.FrameParser(max_frame_size=65536)
         read = before + frame[: head + 10_000]
         parser.feed(read)
         assert all(f.is_heartbeat for f in _parse_all(parser))
@@ -566,8 +584,11 @@ def test_a_cut_transfer_arrives_byte_identical(data: st.DataObject) -> None:
     expected = _parse_all(_fed(stream))
     cuts = sorted(data.draw(st.sets(st.integers(1, len(stream) - 1), max_size=8)))
     kinds = data.draw(st.lists(st.sampled_from(["bytes", "view", "bytearray", "bytewise"])))
-    public, engine = a.FrameParser(max_frame_size=65536), a.FrameParser(max_frame_size=65536)
-    got: list[a.Frame] = []
+    public, engine = (
+        a.framing.FrameParser(max_frame_size=65536),
+        a.framing.FrameParser(max_frame_size=65536),
+    )
+    got: list[a.framing.Frame] = []
     joined: list[bytes] = []
     for i, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(stream)], strict=True)):
         kind = kinds[i] if i < len(kinds) else "bytes"
@@ -592,18 +613,18 @@ def test_a_cut_transfer_arrives_byte_identical(data: st.DataObject) -> None:
     assert public.buffered == engine.buffered == 0
 
 
-def _fed(data: bytes) -> a.FrameParser:
-    parser = a.FrameParser(max_frame_size=65536)
+def _fed(data: bytes) -> a.framing.FrameParser:
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(data)
     return parser
 
 
 def test_a_transfer_cut_at_every_offset_arrives_whole() -> None:
     frame, payload = _large_transfer(5120)
-    other = a.encode_frame(a.End())
+    other = a.framing.encode_frame(performatives.End())
     stream = frame + other
     for cut in range(1, len(frame)):
-        parser = a.FrameParser(max_frame_size=65536)
+        parser = a.framing.FrameParser(max_frame_size=65536)
         parser.feed(stream[:cut])
         got = _parse_all(parser)
         parser.feed(stream[cut:])
@@ -615,34 +636,34 @@ def test_a_transfer_cut_at_every_offset_arrives_whole() -> None:
 def test_cut_frames_that_are_not_transfers_are_completed_by_copying() -> None:
     """Only a transfer's payload is gathered: another large frame cut short is completed in
     our buffer, and a bad or long performative is decoded (or reported) there."""
-    long_attach = a.Attach(name="n" * 6000, handle=0, role=a.Role.SENDER)
-    long_tag = a.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
+    long_attach = performatives.Attach(name="n" * 6000, handle=0, role=performatives.Role.SENDER)
+    long_tag = performatives.Transfer(handle=1, delivery_id=2, delivery_tag=b"t" * 300, more=True)
     longer_tag = attrs.evolve(long_tag, delivery_tag=b"t" * 1000)
     cases: list[tuple[bytes, int]] = [
-        (a.encode_frame(long_attach), 100),
+        (a.framing.encode_frame(long_attach), 100),
         (
-            a.encode_frame(
-                a.SaslInit(mechanism="PLAIN", initial_response=b"x" * 6000),
-                frame_type=a.FrameType.SASL,
+            a.framing.encode_frame(
+                performatives.SaslInit(mechanism="PLAIN", initial_response=b"x" * 6000),
+                frame_type=a.framing.FrameType.SASL,
             ),
             100,
         ),
-        (a.encode_frame(long_tag, payload=b"p" * 9000), 100),  # performative cut short
-        (a.encode_frame(long_tag, payload=b"p" * 9000), 400),  # longer than the head copy
-        (a.encode_frame(longer_tag, payload=b"p" * 9000), 400),  # and cut short
+        (a.framing.encode_frame(long_tag, payload=b"p" * 9000), 100),  # performative cut short
+        (a.framing.encode_frame(long_tag, payload=b"p" * 9000), 400),  # longer than the head copy
+        (a.framing.encode_frame(longer_tag, payload=b"p" * 9000), 400),  # and cut short
     ]
     for raw, cut in cases:
         whole = _fed(raw).next_frame()
-        parser = a.FrameParser(max_frame_size=65536)
+        parser = a.framing.FrameParser(max_frame_size=65536)
         parser.feed(raw[:cut])
         assert parser.next_frame() is None
         parser.feed(raw[cut:])
         assert parser.next_frame() == whole
-    bad = a.encode_frame(None, payload=b"\x00\x53\x14\xd0" + b"\xff" * 9000)
-    flow = a.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
-    trailing = a.encode_frame(flow, payload=b"x" * 9000)
+    bad = a.framing.encode_frame(None, payload=b"\x00\x53\x14\xd0" + b"\xff" * 9000)
+    flow = performatives.Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
+    trailing = a.framing.encode_frame(flow, payload=b"x" * 9000)
     for raw, match in ((bad, "."), (trailing, "trailing")):
-        parser = a.FrameParser(max_frame_size=65536)
+        parser = a.framing.FrameParser(max_frame_size=65536)
         parser.feed(raw[:100])
         parser.feed(raw[100:])
         with pytest.raises(a.DecodeError, match=match):
@@ -651,7 +672,7 @@ def test_cut_frames_that_are_not_transfers_are_completed_by_copying() -> None:
 
 def test_remaining_bytes_include_a_payload_being_gathered() -> None:
     frame, _ = _large_transfer(20_000)
-    parser = a.FrameParser(max_frame_size=65536)
+    parser = a.framing.FrameParser(max_frame_size=65536)
     parser.feed(frame[:100])
     parser.feed(frame[100:15_000])
     assert parser.next_frame() is None

@@ -164,9 +164,9 @@ def test_we_drain_a_proton_sender(role: str, waiting: int, interop: Callable[...
     start_count = receiver.delivery_count
     receiver.flow(10)
     receiver.drain_credit()
-    pair.wait_for(a.DrainCompleted)
+    pair.wait_for(a.events.DrainCompleted)
     assert receiver.link_credit == 0 and not receiver.drain
-    assert a.serial_diff(receiver.delivery_count, start_count) == 10
+    assert a.engine.serial.serial_diff(receiver.delivery_count, start_count) == 10
     assert [body_of(m) for m in pair.app.received["drain"]] == bodies
     assert pair.peer.drains_answered["drain"] == 10 - waiting
     assert pair.peer.errors == [] and pair.app.errors == []
@@ -270,9 +270,9 @@ def test_heartbeats_keep_an_idle_connection_open(
     pair.wait(lambda: driver.now() >= end)
     assert pair.conn.state is a.ConnectionState.OPENED
     assert not pair.peer.closed and pair.peer.errors == [] and pair.app.errors == []
-    assert not any(isinstance(e, a.IdleTimedOut) for e in driver.events)
+    assert not any(isinstance(e, a.events.IdleTimedOut) for e in driver.events)
     pair.conn.close()
-    pair.wait_for(a.ConnectionEnded)
+    pair.wait_for(a.events.ConnectionEnded)
 
 
 @pytest.mark.parametrize("closer", ["we", "proton"])
@@ -286,11 +286,11 @@ def test_clean_close(role: str, closer: str, interop: Callable[..., Interop]) ->
             link.detach()
         assert pair.app.session is not None
         pair.app.session.end()
-        pair.wait_for(a.SessionEnded)
+        pair.wait_for(a.events.SessionEnded)
         assert sorted(name for name, _ in peer.closed_links) == ["down", "up"]
         assert peer.closed_sessions == [None]
         pair.conn.close()
-        pair.wait_for(a.ConnectionEnded)
+        pair.wait_for(a.events.ConnectionEnded)
         pair.wait(lambda: peer.closed)
         assert peer.remote_close == [None]
         assert all(condition is None for _, condition in peer.closed_links)
@@ -303,12 +303,14 @@ def test_clean_close(role: str, closer: str, interop: Callable[..., Interop]) ->
             peer.connection.close()
 
         peer.call(close_all)
-        pair.wait_for(a.ConnectionEnded)
-        detached = [e for e in driver.events if isinstance(e, a.LinkDetached)]
+        pair.wait_for(a.events.ConnectionEnded)
+        detached = [e for e in driver.events if isinstance(e, a.events.LinkDetached)]
         assert sorted(e.link.name for e in detached) == ["down", "up"]
         assert all(e.closed and e.error is None for e in detached)
-        assert [e.error for e in driver.events if isinstance(e, a.SessionEnded)] == [None]
-        assert [e.error for e in driver.events if isinstance(e, a.ConnectionClosed)] == [None]
+        assert [e.error for e in driver.events if isinstance(e, a.events.SessionEnded)] == [None]
+        assert [e.error for e in driver.events if isinstance(e, a.events.ConnectionClosed)] == [
+            None
+        ]
         pair.wait(lambda: peer.closed)
     assert pair.conn.state is a.ConnectionState.END
     assert all(link.state is a.LinkState.DETACHED for link in pair.app.links.values())
@@ -359,19 +361,21 @@ def test_a_silent_peer_is_detected_by_our_idle_timeout(role: str) -> None:
             ours.open()
             driver.flush()
     with raw, driver:
-        _read_until(raw, silent, a.ConnectionOpened, WAIT)
+        _read_until(raw, silent, a.events.ConnectionOpened, WAIT)
         if role == "client":
             silent.open()
             raw.sendall(silent.data_to_send())
         driver.run_until(lambda: ours.state is a.ConnectionState.OPENED, WAIT)
         opened_at = driver.now()
-        driver.run_until(lambda: any(isinstance(e, a.IdleTimedOut) for e in driver.events), WAIT)
+        driver.run_until(
+            lambda: any(isinstance(e, a.events.IdleTimedOut) for e in driver.events), WAIT
+        )
         waited = driver.now() - opened_at
         assert idle * 0.9 <= waited < idle + 2.0
         assert ours.state is a.ConnectionState.END
-        assert isinstance(driver.events[-1], a.ConnectionEnded)
+        assert isinstance(driver.events[-1], a.events.ConnectionEnded)
         driver.flush()
-        closed = _read_until(raw, silent, a.ConnectionClosed, WAIT)
+        closed = _read_until(raw, silent, a.events.ConnectionClosed, WAIT)
         assert closed.error is not None
         assert closed.error.condition == "amqp:resource-limit-exceeded"
 
@@ -390,10 +394,10 @@ def test_the_driver_bounds_its_waits_and_sees_the_peer_hang_up() -> None:
         with pytest.raises(TimeoutError):
             driver.run_until(lambda: False, 0.2)
         assert 0.2 <= time.monotonic() - started < 2.0
-        assert raw.recv(8) == a.AMQP_HEADER
+        assert raw.recv(8) == a.framing.AMQP_HEADER
         raw.close()
         with pytest.raises(ConnectionError):
             driver.run_until(lambda: False, WAIT)
         assert driver.eof and conn.state is a.ConnectionState.END
-        assert isinstance(driver.events[-1], a.ConnectionEnded)
+        assert isinstance(driver.events[-1], a.events.ConnectionEnded)
     assert driver.closed

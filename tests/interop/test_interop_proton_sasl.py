@@ -52,7 +52,7 @@ def test_proton_client_authenticates_with_plain(interop: Callable[..., Interop])
     pair = interop(
         "server",
         _specs(),
-        sasl=a.ServerAuthenticator(Users(), allow_cleartext_secrets=True),
+        sasl=a.sasl.ServerAuthenticator(Users(), allow_cleartext_secrets=True),
         proton_connect={
             "sasl_enabled": True,
             "user": "alice",
@@ -64,8 +64,8 @@ def test_proton_client_authenticates_with_plain(interop: Callable[..., Interop])
     pair.start()
     assert pair.conn.sasl_mechanism == "PLAIN"
     assert pair.conn.authenticated_identity == "alice"
-    (done,) = [e for e in pair.driver.events if isinstance(e, a.Authenticated)]  # type: ignore[union-attr]
-    assert done == a.Authenticated(mechanism="PLAIN", identity="alice")
+    (done,) = [e for e in pair.driver.events if isinstance(e, a.events.Authenticated)]  # type: ignore[union-attr]
+    assert done == a.events.Authenticated(mechanism="PLAIN", identity="alice")
     _traffic(pair)
 
 
@@ -73,7 +73,7 @@ def test_proton_client_authenticates_anonymously(interop: Callable[..., Interop]
     pair = interop(
         "server",
         _specs(),
-        sasl=a.ServerAuthenticator(allow_anonymous=True),
+        sasl=a.sasl.ServerAuthenticator(allow_anonymous=True),
         proton_connect={"sasl_enabled": True, "allowed_mechs": "ANONYMOUS"},
     )
     pair.start()
@@ -87,7 +87,7 @@ def test_proton_client_with_a_wrong_password_is_refused(
     pair = interop(
         "server",
         _specs(),
-        sasl=a.ServerAuthenticator(Users(), allow_cleartext_secrets=True),
+        sasl=a.sasl.ServerAuthenticator(Users(), allow_cleartext_secrets=True),
         proton_connect={
             "sasl_enabled": True,
             "user": "alice",
@@ -99,8 +99,8 @@ def test_proton_client_with_a_wrong_password_is_refused(
     pair.thread.start()
     assert pair.listener is not None
     pair.driver = SocketDriver.accept(pair.conn, pair.listener, on_event=pair.app)
-    failed = pair.wait_for(a.AuthenticationFailed)
-    assert failed.code is a.SaslCode.AUTH
+    failed = pair.wait_for(a.events.AuthenticationFailed)
+    assert failed.code is a.definitions.performatives.SaslCode.AUTH
     pair.wait(lambda: pair.conn.state is a.ConnectionState.END)
     pair.driver.close()
     deadline_ok = _poll(lambda: bool(pair.peer.errors))
@@ -112,7 +112,7 @@ def test_proton_client_with_a_wrong_password_is_refused(
 def test_our_client_authenticates_anonymously_to_proton(
     interop: Callable[..., Interop],
 ) -> None:
-    pair = interop("client", _specs(), sasl=a.ClientCredentials())
+    pair = interop("client", _specs(), sasl=a.sasl.ClientCredentials())
     pair.start()
     assert pair.conn.sasl_mechanism == "ANONYMOUS"
     _traffic(pair)
@@ -126,13 +126,13 @@ def test_our_client_refuses_when_no_offered_mechanism_fits(
     pair = interop(
         "client",
         _specs(),
-        sasl=a.ClientCredentials(username="alice", password=PASSWORD),
+        sasl=a.sasl.ClientCredentials(username="alice", password=PASSWORD),
         sasl_mechanisms=["SCRAM-SHA-256", "PLAIN"],
     )
     pair.thread.start()
     pair.driver = SocketDriver.connect(pair.conn, ("127.0.0.1", pair.port), on_event=pair.app)
     pair.conn.open(now=pair.driver.now())
-    failed = pair.wait_for(a.AuthenticationFailed)
+    failed = pair.wait_for(a.events.AuthenticationFailed)
     assert isinstance(failed.error, sasl.SASLNoMechanismError)
     assert pair.conn.state is a.ConnectionState.END
     assert not pair.peer.opened

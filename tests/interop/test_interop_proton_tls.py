@@ -107,7 +107,7 @@ def proton_client(certs: Certs, *, cert: tuple[str, str] | None = None) -> SSLDo
 def our_client(
     certs: Certs, *, hostname: str = HOST, cert: tuple[str, str] | None = None
 ) -> Callable[[a.Connection], a.TLSLayer]:
-    context = a.client_context(
+    context = a.security.tls.client_context(
         cafile=certs.ca,
         certfile=cert[0] if cert else None,
         keyfile=cert[1] if cert else None,
@@ -125,7 +125,7 @@ def our_client(
 def our_server(
     cert: tuple[str, str], *, client_ca: str | None = None, negotiate: bool = False
 ) -> Callable[[a.Connection], a.TLSLayer]:
-    context = a.server_context(
+    context = a.security.tls.server_context(
         cert[0], cert[1], cafile=client_ca, require_client_cert=client_ca is not None
     )
     return lambda conn: a.TLSLayer(conn, context, client=False, negotiate=negotiate)
@@ -180,9 +180,9 @@ def _traffic(pair: Interop) -> None:
     assert pair.peer.errors == [] and pair.app.errors == []
 
 
-def _established(pair: Interop) -> a.TLSEstablished:
+def _established(pair: Interop) -> a.security.tls.TLSEstablished:
     assert pair.driver is not None
-    (established,) = [e for e in pair.driver.events if isinstance(e, a.TLSEstablished)]
+    (established,) = [e for e in pair.driver.events if isinstance(e, a.security.tls.TLSEstablished)]
     assert pair.driver.events[0] is established  # before anything of the connection's
     return established
 
@@ -196,7 +196,7 @@ def _poll(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
     return predicate()
 
 
-def _refused(pair: Interop) -> a.TLSFailed:
+def _refused(pair: Interop) -> a.security.tls.TLSFailed:
     """Connect (our side of ``pair`` in its role) and wait for our layer's ``TLSFailed``;
     nothing of AMQP ever reaches either side."""
     pair.thread.start()
@@ -206,13 +206,13 @@ def _refused(pair: Interop) -> a.TLSFailed:
     else:
         assert pair.listener is not None
         pair.driver = SocketDriver.accept(pair.transport, pair.listener)
-    failed = pair.wait_for(a.TLSFailed)
+    failed = pair.wait_for(a.security.tls.TLSFailed)
     layer = pair.transport
     assert isinstance(layer, a.TLSLayer)
-    assert layer.state is a.TLSState.FAILED
+    assert layer.state is a.security.tls.TLSState.FAILED
     assert layer.data_to_send() == b""  # the alert went; nothing follows it
     # Nothing else was reported: the connection inside never got a byte.
-    assert [type(e) for e in pair.driver.events] == [a.TLSFailed]
+    assert [type(e) for e in pair.driver.events] == [a.security.tls.TLSFailed]
     assert pair.conn.remote is None
     assert _poll(lambda: bool(pair.peer.errors)), "Proton saw no failure"
     assert not pair.peer.opened
@@ -245,16 +245,20 @@ def test_direct_tls_traffic_and_clean_close(
         pair.conn.close()
     else:
         pair.peer.call(lambda: pair.peer.connection.close())
-    pair.wait_for(a.ConnectionEnded)
+    pair.wait_for(a.events.ConnectionEnded)
     pair.wait(lambda: driver.eof)  # Proton hangs up once the closes are exchanged
     # The driver closed the layer once the connection ended: our close_notify followed the
     # AMQP close. Proton sent its own before hanging up: nothing was cut short.
     kinds = [type(e) for e in driver.events]
-    assert kinds[-3:] == [a.ConnectionClosed, a.ConnectionEnded, a.TLSClosed]
-    assert driver.events[-1] == a.TLSClosed(truncated=False)
-    assert driver.events[-3] == a.ConnectionClosed(error=None)
+    assert kinds[-3:] == [
+        a.events.ConnectionClosed,
+        a.events.ConnectionEnded,
+        a.security.tls.TLSClosed,
+    ]
+    assert driver.events[-1] == a.security.tls.TLSClosed(truncated=False)
+    assert driver.events[-3] == a.events.ConnectionClosed(error=None)
     assert isinstance(pair.transport, a.TLSLayer)
-    assert pair.transport.state is a.TLSState.CLOSED
+    assert pair.transport.state is a.security.tls.TLSState.CLOSED
     assert _poll(lambda: pair.peer.closed and pair.peer.transport_closed)
     assert pair.peer.remote_close == ([None] if closer == "we" else [])
     assert pair.peer.errors == []
@@ -276,10 +280,10 @@ def test_a_proton_client_without_the_tls_header_is_refused_by_a_negotiating_serv
     pair.thread.start()
     assert pair.listener is not None
     pair.driver = SocketDriver.accept(pair.transport, pair.listener)
-    mismatch = pair.wait_for(a.TLSHeaderMismatch)
+    mismatch = pair.wait_for(a.security.tls.TLSHeaderMismatch)
     assert mismatch.header[:3] == b"\x16\x03\x01"  # a TLS handshake record
     assert mismatch.version_name == "a TLS handshake without the AMQP TLS header"
-    assert [type(e) for e in pair.driver.events] == [a.TLSHeaderMismatch]
+    assert [type(e) for e in pair.driver.events] == [a.security.tls.TLSHeaderMismatch]
     pair.driver.close()  # after our TLS header
     assert _poll(lambda: bool(pair.peer.errors))
     assert any("wrong version number" in e for e in pair.peer.errors), pair.peer.errors
@@ -379,7 +383,7 @@ def test_a_proton_client_authenticates_with_plain_inside_tls(
         interop,
         "server",
         certs,
-        sasl=a.ServerAuthenticator(Users()),
+        sasl=a.sasl.ServerAuthenticator(Users()),
         proton_connect={
             "sasl_enabled": True,
             "user": "alice",
@@ -398,7 +402,7 @@ def test_a_proton_client_authenticates_with_plain_inside_tls(
 def test_our_client_authenticates_anonymously_inside_tls(
     certs: Certs, interop: Callable[..., Interop]
 ) -> None:
-    pair = tls_pair(interop, "client", certs, sasl=a.ClientCredentials())
+    pair = tls_pair(interop, "client", certs, sasl=a.sasl.ClientCredentials())
     pair.start()
     _established(pair)
     assert pair.conn.sasl_mechanism == "ANONYMOUS"
@@ -415,7 +419,7 @@ def test_a_proton_client_certificate_gives_our_server_its_identity_and_external(
         "server",
         certs,
         client_cert=True,
-        sasl=a.ServerAuthenticator(Users()),
+        sasl=a.sasl.ServerAuthenticator(Users()),
         proton_connect={"sasl_enabled": True, "allowed_mechs": "EXTERNAL"},
     )
     pair.start()
@@ -432,7 +436,7 @@ def test_our_client_certificate_authenticates_with_external_to_proton(
 ) -> None:
     """Proton's listener requires and verifies our client certificate and offers EXTERNAL;
     our client, whose layer says it presented a certificate, prefers it."""
-    pair = tls_pair(interop, "client", certs, client_cert=True, sasl=a.ClientCredentials())
+    pair = tls_pair(interop, "client", certs, client_cert=True, sasl=a.sasl.ClientCredentials())
     pair.start()
     _established(pair)
     assert pair.conn.sasl_mechanism == "EXTERNAL"

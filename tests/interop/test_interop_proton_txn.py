@@ -17,6 +17,7 @@ import pytest
 from support.proton_peer import Interop, OurApp, ProtonPeer, Spec, interop_pairs
 
 import amqp_sansio as a
+from amqp_sansio.engine import states
 
 proton = pytest.importorskip("proton")
 from proton.handlers import TransactionHandler  # noqa: E402
@@ -79,16 +80,20 @@ class OurResource(OurApp):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.pending: dict[a.TransactionRecord, list[a.Message]] = defaultdict(list)
-        self.records: list[a.TransactionRecord] = []
+        self.pending: dict[a.engine.transactions.TransactionRecord, list[a.Message]] = defaultdict(
+            list
+        )
+        self.records: list[a.engine.transactions.TransactionRecord] = []
         self.discharges: list[tuple[bytes, bool]] = []
 
     def __call__(self, event: a.Event) -> None:
-        if isinstance(event, a.LinkAttached) and isinstance(event.link, a.CoordinatorLink):
+        if isinstance(event, a.events.LinkAttached) and isinstance(
+            event.link, a.engine.transactions.CoordinatorLink
+        ):
             event.link.attach()
-        elif isinstance(event, a.DeclareRequested):
+        elif isinstance(event, a.engine.transactions.DeclareRequested):
             self.records.append(event.request.declare())
-        elif isinstance(event, a.DischargeRequested):
+        elif isinstance(event, a.engine.transactions.DischargeRequested):
             request = event.request
             record = request.transaction
             self.discharges.append((record.id, request.fail))
@@ -99,12 +104,12 @@ class OurResource(OurApp):
         else:
             super().__call__(event)
 
-    def _received(self, event: a.DeliveryReceived) -> None:
+    def _received(self, event: a.events.DeliveryReceived) -> None:
         record = event.delivery.transaction
         if record is None:
             super()._received(event)
             return
-        assert isinstance(record, a.TransactionRecord)
+        assert isinstance(record, a.engine.transactions.TransactionRecord)
         self.pending[record].append(a.Message.decode(event.data))
         # The provisional outcome; the engine sends it in the transaction (4.4.1).
         event.link.settle(event.delivery, a.Accepted())
@@ -125,10 +130,14 @@ def _start(interop: Callable[..., Interop]) -> tuple[Interop, ProtonController, 
     pair.start()
     peer.call(peer.declare)
     pair.wait(lambda: peer.declared == 1)
-    assert len(app.records) == 1 and app.records[0].state is a.TransactionState.ACTIVE
+    assert len(app.records) == 1 and app.records[0].state is states.TransactionState.ACTIVE
     coord = app.records[0].link
-    assert coord.remote is not None and isinstance(coord.remote.target, a.Coordinator)
-    assert a.TxnCapability.LOCAL_TRANSACTIONS in (coord.remote.target.capabilities or ())
+    assert coord.remote is not None and isinstance(
+        coord.remote.target, a.definitions.transactions.Coordinator
+    )
+    assert a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS in (
+        coord.remote.target.capabilities or ()
+    )
     return pair, peer, app
 
 
@@ -141,10 +150,13 @@ def test_proton_declares_posts_ten_and_commits(interop: Callable[..., Interop]) 
     assert peer.outcome == "committed"
     assert [m.body.value for m in app.received["visible"]] == bodies  # type: ignore[union-attr]
     assert app.received["txn-orders"] == []  # nothing was visible outside the transaction
-    assert app.discharges == [(record.id, False)] and record.state is a.TransactionState.COMMITTED
+    assert (
+        app.discharges == [(record.id, False)] and record.state is states.TransactionState.COMMITTED
+    )
     assert len(record.posted) == COUNT
     assert all(
-        d.local_state == a.TransactionalState(txn_id=record.id, outcome=a.Accepted())
+        d.local_state
+        == a.definitions.transactions.TransactionalState(txn_id=record.id, outcome=a.Accepted())
         for d in record.posted
     )
     assert peer.errors == [] and app.errors == []
@@ -159,7 +171,7 @@ def test_proton_declares_posts_and_rolls_back(interop: Callable[..., Interop]) -
     assert peer.outcome == "aborted"
     assert app.received["visible"] == [] and app.received["txn-orders"] == []
     assert app.discharges == [(record.id, True)]
-    assert record.state is a.TransactionState.ROLLED_BACK and len(record.posted) == COUNT
+    assert record.state is states.TransactionState.ROLLED_BACK and len(record.posted) == COUNT
     assert peer.errors == [] and app.errors == []
 
 
@@ -177,6 +189,6 @@ def test_proton_runs_two_transactions_one_after_the_other(
     assert [m.body.value for m in app.received["visible"]] == ["c", "d"]  # type: ignore[union-attr]
     first, second = app.records
     assert first.id != second.id
-    assert first.state is a.TransactionState.ROLLED_BACK
-    assert second.state is a.TransactionState.COMMITTED
+    assert first.state is states.TransactionState.ROLLED_BACK
+    assert second.state is states.TransactionState.COMMITTED
     assert peer.errors == [] and app.errors == []

@@ -38,6 +38,7 @@ from amqp_sansio.adapters.sockets import SocketDriver
 
 import amqp_sansio as a
 from amqp_sansio import sasl
+from amqp_sansio.definitions import performatives
 
 ENV = "AMQP_SANSIO_RABBITMQ_URL"
 COUNT = 10_000
@@ -120,12 +121,14 @@ class Client:
         self,
         broker: Broker,
         *,
-        credentials: a.ClientCredentials | None = None,
+        credentials: a.sasl.ClientCredentials | None = None,
         allow_plain_without_tls: bool = True,
         **options: Any,
     ) -> None:
         if credentials is None:
-            credentials = a.ClientCredentials(username=broker.username, password=broker.password)
+            credentials = a.sasl.ClientCredentials(
+                username=broker.username, password=broker.password
+            )
         self.conn = a.Connection(
             client=True,
             container_id=unique("client"),
@@ -187,7 +190,7 @@ def connect(broker: Broker) -> Iterator[Callable[..., Client]]:
 
 def wire_frames(data: bytes | bytearray) -> list[Any]:
     """Parse what we sent: the protocol header, then the frame bodies, in order."""
-    parser = a.FrameParser(max_frame_size=1 << 20)
+    parser = a.framing.FrameParser(max_frame_size=1 << 20)
     parser.feed(bytes(data))
     out: list[Any] = [parser.next_protocol_header()]
     while parser.buffered:
@@ -209,8 +212,8 @@ def test_broker_offers_these_mechanisms(broker: Broker) -> None:
     """What RabbitMQ 3.10 offers, read straight off the wire (our SASL header, its
     sasl-mechanisms frame)."""
     with socket.create_connection((broker.host, broker.port), 10) as sock:
-        sock.sendall(a.SASL_HEADER)
-        parser = a.FrameParser()
+        sock.sendall(a.framing.SASL_HEADER)
+        parser = a.framing.FrameParser()
         frame = None
         header = None
         end = time.monotonic() + 10
@@ -220,8 +223,8 @@ def test_broker_offers_these_mechanisms(broker: Broker) -> None:
             parser.feed(data)
             header = header or parser.next_protocol_header()
             frame = parser.next_frame() if header else None
-    assert header == a.ProtocolHeader(protocol_id=a.ProtocolId.SASL)
-    assert frame is not None and isinstance(frame.body, a.SaslMechanisms)
+    assert header == a.framing.ProtocolHeader(protocol_id=a.framing.ProtocolId.SASL)
+    assert frame is not None and isinstance(frame.body, performatives.SaslMechanisms)
     offered = [str(m) for m in frame.body.sasl_server_mechanisms]
     assert len(offered) == len(set(offered))
     assert set(offered) == RABBITMQ_310_MECHANISMS
@@ -231,7 +234,9 @@ def test_plain_guest_authenticates_and_opens(connect: Callable[..., Client]) -> 
     client = connect().opened()
     # Credentials and an explicit opt-in on loopback: of ANONYMOUS, PLAIN and AMQPLAIN we
     # pick PLAIN (we have no AMQPLAIN, and never fall back to ANONYMOUS with a password).
-    assert client.of_type(a.Authenticated) == [a.Authenticated(mechanism="PLAIN", identity="guest")]
+    assert client.of_type(a.events.Authenticated) == [
+        a.events.Authenticated(mechanism="PLAIN", identity="guest")
+    ]
     assert client.conn.sasl_mechanism == "PLAIN"
     remote = client.conn.remote
     assert remote is not None and remote.properties is not None
@@ -239,8 +244,8 @@ def test_plain_guest_authenticates_and_opens(connect: Callable[..., Client]) -> 
     session = client.session()
     assert session.state is a.SessionState.MAPPED
     client.close()
-    assert client.of_type(a.ConnectionClosed) == [a.ConnectionClosed(error=None)]
-    assert client.of_type(a.ProtocolError) == []
+    assert client.of_type(a.events.ConnectionClosed) == [a.events.ConnectionClosed(error=None)]
+    assert client.of_type(a.events.ProtocolError) == []
 
 
 def test_plain_only_list_authenticates(connect: Callable[..., Client]) -> None:
@@ -251,25 +256,28 @@ def test_plain_only_list_authenticates(connect: Callable[..., Client]) -> None:
 
 def test_anonymous_authenticates(connect: Callable[..., Client]) -> None:
     """No credentials: ANONYMOUS, which the plugin maps to its default user."""
-    client = connect(credentials=a.ClientCredentials()).opened()
+    client = connect(credentials=a.sasl.ClientCredentials()).opened()
     assert client.conn.sasl_mechanism == "ANONYMOUS"
     client.session()
     client.close()
 
 
 def test_wrong_password_is_refused_cleanly(connect: Callable[..., Client]) -> None:
-    client = connect(credentials=a.ClientCredentials(username="guest", password="not-guest"))
+    client = connect(credentials=a.sasl.ClientCredentials(username="guest", password="not-guest"))
     client.wait(lambda: client.conn.state is a.ConnectionState.END)
-    (failed,) = client.of_type(a.AuthenticationFailed)
-    assert failed.code is a.SaslCode.AUTH
+    (failed,) = client.of_type(a.events.AuthenticationFailed)
+    assert failed.code is performatives.SaslCode.AUTH
     assert isinstance(failed.error, sasl.SASLAuthenticationError)
     assert "not-guest" not in failed.description
-    assert [type(e) for e in client.driver.events] == [a.AuthenticationFailed, a.ConnectionEnded]
+    assert [type(e) for e in client.driver.events] == [
+        a.events.AuthenticationFailed,
+        a.events.ConnectionEnded,
+    ]
     client.settle_for(0.3)  # whatever the broker does next, we send nothing
     assert client.conn.data_to_send() == b""
     sent = wire_frames(client.sock.sent)
-    assert sent[0] == a.ProtocolHeader(protocol_id=a.ProtocolId.SASL)
-    assert [type(b) for b in sent[1:]] == [a.SaslInit]  # no AMQP header, no open
+    assert sent[0] == a.framing.ProtocolHeader(protocol_id=a.framing.ProtocolId.SASL)
+    assert [type(b) for b in sent[1:]] == [performatives.SaslInit]  # no AMQP header, no open
     assert sent[1].mechanism == "PLAIN"
     with pytest.raises(a.LocalProtocolError):
         client.conn.begin()
@@ -280,7 +288,7 @@ def test_password_not_sent_without_tls_unless_allowed(connect: Callable[..., Cli
     """Without the opt-in, PLAIN over plain TCP is refused by us: the password never leaves."""
     client = connect(allow_plain_without_tls=False)
     client.wait(lambda: client.conn.state is a.ConnectionState.END)
-    (failed,) = client.of_type(a.AuthenticationFailed)
+    (failed,) = client.of_type(a.events.AuthenticationFailed)
     assert isinstance(failed.error, sasl.SASLError)
     assert b"guest" not in client.sock.sent
     client.driver.close()
@@ -302,9 +310,9 @@ class Pump:
         self.pump()
 
     def _on_event(self, event: a.Event) -> None:
-        if isinstance(event, a.CreditChanged) and event.link is self.sender:
+        if isinstance(event, a.events.CreditChanged) and event.link is self.sender:
             self.pump()
-        elif isinstance(event, a.DeliveryUpdated) and event.link is self.sender:
+        elif isinstance(event, a.events.DeliveryUpdated) and event.link is self.sender:
             if event.settled:
                 self.outcomes.append(event.state)
             else:
@@ -342,7 +350,7 @@ class Collect:
         receiver.flow(WINDOW)
 
     def _on_event(self, event: a.Event) -> None:
-        if not (isinstance(event, a.DeliveryReceived) and event.link is self.receiver):
+        if not (isinstance(event, a.events.DeliveryReceived) and event.link is self.receiver):
             return
         assert event.complete
         self.bodies.append(body_of(event.data))
@@ -370,7 +378,7 @@ def _detach(client: Client, link: a.Link) -> None:
     stands, so the link is destroyed (its unsettled state dropped), not kept as suspended."""
     link.detach()
     client.wait(lambda: link.state is a.LinkState.DETACHED)
-    (detached,) = [e for e in client.of_type(a.LinkDetached) if e.link is link]
+    (detached,) = [e for e in client.of_type(a.events.LinkDetached) if e.link is link]
     assert detached.error is None
     assert link.state is a.LinkState.DETACHED and link.unsettled == {}
 
@@ -418,7 +426,7 @@ def test_ten_thousand_messages_through_a_queue_each_accepted(
     assert check.bodies == []
     _detach(client, again)
     client.close()
-    assert client.of_type(a.ProtocolError) == []
+    assert client.of_type(a.events.ProtocolError) == []
     total = time.monotonic() - started
     print(f"\n{COUNT} sent and accepted in {sent_in:.2f} s; through the queue in {total:.2f} s")
 
@@ -473,7 +481,7 @@ def test_missing_node_ends_the_session(
     else:
         link = session.attach_receiver("from-nowhere", source=address.format(name=name))
     client.wait(lambda: session.state is a.SessionState.UNMAPPED)
-    (ended,) = client.of_type(a.SessionEnded)
+    (ended,) = client.of_type(a.events.SessionEnded)
     assert ended.session is session
     assert ended.error is not None and ended.error.condition == "amqp:not-found"
     assert name in (ended.error.description or "")
@@ -481,7 +489,7 @@ def test_missing_node_ends_the_session(
     if isinstance(link, a.Sender):
         with pytest.raises(a.LocalProtocolError):
             link.send(a.Message(body="lost").encode())
-    assert client.of_type(a.ProtocolError) == []
+    assert client.of_type(a.events.ProtocolError) == []
     assert client.conn.state is a.ConnectionState.OPENED
 
     # The connection carries on: a new session, a link to a real queue, one message.
@@ -527,13 +535,15 @@ def test_clean_close_at_every_level(connect: Callable[..., Client]) -> None:
 
     session.end()
     client.wait(lambda: session.state is a.SessionState.UNMAPPED)
-    assert client.of_type(a.SessionEnded) == [a.SessionEnded(session=session, error=None)]
+    assert client.of_type(a.events.SessionEnded) == [
+        a.events.SessionEnded(session=session, error=None)
+    ]
 
     client.conn.close()
     client.wait(lambda: client.conn.state is a.ConnectionState.END)
-    assert client.of_type(a.ConnectionClosed) == [a.ConnectionClosed(error=None)]
-    assert isinstance(client.driver.events[-1], a.ConnectionEnded)
+    assert client.of_type(a.events.ConnectionClosed) == [a.events.ConnectionClosed(error=None)]
+    assert isinstance(client.driver.events[-1], a.events.ConnectionEnded)
     assert client.conn.data_to_send() == b""
     assert client.driver.error is None
-    assert client.of_type(a.ProtocolError) == []
+    assert client.of_type(a.events.ProtocolError) == []
     client.driver.close()

@@ -178,7 +178,7 @@ def test_server_target_reports_an_engine_exception(monkeypatch: pytest.MonkeyPat
 
     def broken(self: amqp_sansio.Connection, data: bytes, now: float) -> list[object]:
         events = real(self, data, now)
-        if any(isinstance(e, amqp_sansio.SessionBegun) for e in events):
+        if any(isinstance(e, amqp_sansio.events.SessionBegun) for e in events):
             raise KeyError("an engine bug")
         return list(events)
 
@@ -212,7 +212,7 @@ def test_server_chunking_covers_both_styles() -> None:
 
     styles = set()
     for data in harness.seed_corpus()["server"]:
-        whole = amqp_sansio.AMQP_HEADER + data
+        whole = amqp_sansio.framing.AMQP_HEADER + data
         sizes = harness._server_chunks(whole, data)
         assert sum(sizes) >= len(whole)
         styles.add(sizes == harness._chunk_sizes(data))

@@ -4,7 +4,7 @@
   the SASL header (ANONYMOUS) and the bare AMQP header (core spec 2.2, 5.1), whole and byte
   by byte; one that requires authentication answers the bare header with its SASL header
   and nothing else; a client that asked for SASL and got the bare header reports
-  :class:`~amqp_sansio.PeerWithoutSASL`.
+  :class:`~amqp_sansio.events.PeerWithoutSASL`.
 * ``amqp-sansio broker`` as a user starts it (only ``--port 0``): Proton's blocking client
   and its Container with their defaults, our ``connect(url)``, ``amqp-sansio send`` and
   ``receive``, and a bare-header client all get through; with ``--users`` and no anonymous
@@ -51,12 +51,12 @@ class Store:
         return username == "alice" and password == PASSWORD
 
 
-def _anonymous() -> a.ServerAuthenticator:
-    return a.ServerAuthenticator(None, allow_anonymous=True)
+def _anonymous() -> a.sasl.ServerAuthenticator:
+    return a.sasl.ServerAuthenticator(None, allow_anonymous=True)
 
 
-def _requiring() -> a.ServerAuthenticator:
-    return a.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
+def _requiring() -> a.sasl.ServerAuthenticator:
+    return a.sasl.ServerAuthenticator(Store(), allow_cleartext_secrets=True)
 
 
 def _sent(p: Pair, direction: str) -> bytes:
@@ -64,7 +64,7 @@ def _sent(p: Pair, direction: str) -> bytes:
 
 
 def _open_frame() -> bytes:
-    return a.encode_frame(a.Open(container_id="bare-client"))
+    return a.framing.encode_frame(a.definitions.performatives.Open(container_id="bare-client"))
 
 
 # -- the engine, both roles ------------------------------------------------------------------
@@ -72,14 +72,16 @@ def _open_frame() -> bytes:
 
 @pytest.mark.parametrize("chunk", [1, None])
 def test_an_anonymous_server_takes_the_sasl_header(chunk: int | None) -> None:
-    p = Pair(chunk=chunk, client={"sasl": a.ClientCredentials()}, server={"sasl": _anonymous()})
+    p = Pair(
+        chunk=chunk, client={"sasl": a.sasl.ClientCredentials()}, server={"sasl": _anonymous()}
+    )
     p.open()
     assert p.client.state is p.server.state is a.ConnectionState.OPENED
-    assert of(p.server_events, a.Authenticated) == [
-        a.Authenticated(mechanism="ANONYMOUS", identity="anonymous")
+    assert of(p.server_events, a.events.Authenticated) == [
+        a.events.Authenticated(mechanism="ANONYMOUS", identity="anonymous")
     ]
     assert p.server.sasl_mechanism == "ANONYMOUS"
-    assert _sent(p, "s>c").startswith(a.SASL_HEADER)
+    assert _sent(p, "s>c").startswith(a.framing.SASL_HEADER)
 
 
 @pytest.mark.parametrize("chunk", [1, 3, None])
@@ -88,13 +90,13 @@ def test_an_anonymous_server_takes_the_bare_amqp_header(chunk: int | None) -> No
     p.open()
     assert p.client.state is p.server.state is a.ConnectionState.OPENED
     # Reported as an anonymous client without a mechanism: what ANONYMOUS would give.
-    assert of(p.server_events, a.Authenticated) == [
-        a.Authenticated(mechanism=None, identity="anonymous")
+    assert of(p.server_events, a.events.Authenticated) == [
+        a.events.Authenticated(mechanism=None, identity="anonymous")
     ]
     assert p.server.authenticated_identity == "anonymous"
     assert p.server.sasl_mechanism is None
     answer = _sent(p, "s>c")
-    assert answer.startswith(a.AMQP_HEADER) and a.SASL_HEADER not in answer
+    assert answer.startswith(a.framing.AMQP_HEADER) and a.framing.SASL_HEADER not in answer
     # The connection works on: a session and a message.
     client_session, _ = p.session()
     sender, receiver = p.link(client_session)
@@ -103,25 +105,27 @@ def test_an_anonymous_server_takes_the_bare_amqp_header(chunk: int | None) -> No
     p.pump()
     sender.send(a.Message(body=b"hi").encode())
     p.pump()
-    assert [e.message().body.value for e in of(p.server_events, a.DeliveryReceived)] == [b"hi"]
+    assert [e.message().body.value for e in of(p.server_events, a.events.DeliveryReceived)] == [
+        b"hi"
+    ]
 
 
 def test_the_bare_header_byte_by_byte_on_the_raw_engine() -> None:
     server = a.Connection(client=False, sasl=_anonymous())
-    stream = a.AMQP_HEADER + _open_frame()
+    stream = a.framing.AMQP_HEADER + _open_frame()
     events: list[a.Event] = []
     for i in range(len(stream)):
         events += server.receive_data(stream[i : i + 1], float(i))
-        if i < len(a.AMQP_HEADER) - 1:
+        if i < len(a.framing.AMQP_HEADER) - 1:
             assert events == [] and server.data_to_send() == b""
-    assert [type(e) for e in events] == [a.Authenticated, a.ConnectionOpened]
+    assert [type(e) for e in events] == [a.events.Authenticated, a.events.ConnectionOpened]
     server.open()
     out = server.data_to_send()
-    assert out.startswith(a.AMQP_HEADER)
-    parser = a.FrameParser()
+    assert out.startswith(a.framing.AMQP_HEADER)
+    parser = a.framing.FrameParser()
     parser.feed(out[8:])
     frame = parser.next_frame()
-    assert frame is not None and isinstance(frame.body, a.Open)
+    assert frame is not None and isinstance(frame.body, a.definitions.performatives.Open)
 
 
 @settings(max_examples=60, deadline=None)
@@ -129,7 +133,7 @@ def test_the_bare_header_byte_by_byte_on_the_raw_engine() -> None:
 def test_the_bare_header_anywhere_cut(cuts: list[int]) -> None:
     """Wherever the stream is cut, the anonymous server hears the same thing."""
     server = a.Connection(client=False, sasl=_anonymous())
-    stream = a.AMQP_HEADER + _open_frame()
+    stream = a.framing.AMQP_HEADER + _open_frame()
     events: list[a.Event] = []
     at = 0
     for n in [*cuts, len(stream)]:
@@ -137,8 +141,8 @@ def test_the_bare_header_anywhere_cut(cuts: list[int]) -> None:
         if piece:  # (empty data means the transport closed)
             events += server.receive_data(piece, 0.0)
         at += n
-    assert [type(e) for e in events] == [a.Authenticated, a.ConnectionOpened]
-    assert server.data_to_send() == a.AMQP_HEADER
+    assert [type(e) for e in events] == [a.events.Authenticated, a.events.ConnectionOpened]
+    assert server.data_to_send() == a.framing.AMQP_HEADER
 
 
 @pytest.mark.parametrize("chunk", [1, None])
@@ -146,62 +150,66 @@ def test_a_server_that_requires_authentication_refuses_the_bare_header(
     chunk: int | None,
 ) -> None:
     server = a.Connection(client=False, sasl=_requiring())
-    stream = a.AMQP_HEADER + _open_frame()
+    stream = a.framing.AMQP_HEADER + _open_frame()
     step = chunk or len(stream)
     events: list[a.Event] = []
     for i in range(0, len(stream), step):
         events += server.receive_data(stream[i : i + step], 0.0)
-    assert [type(e) for e in events] == [a.PeerWithoutSASL, a.ConnectionEnded]
-    (refused,) = of(events, a.PeerWithoutSASL)
-    assert refused.header == a.AMQP_HEADER and isinstance(refused, a.UnsupportedProtocol)
-    assert server.data_to_send() == a.SASL_HEADER  # its own header, then the close
-    assert server.receive_data(a.SASL_HEADER, 1.0) == [] and server.data_to_send() == b""
+    assert [type(e) for e in events] == [a.events.PeerWithoutSASL, a.events.ConnectionEnded]
+    (refused,) = of(events, a.events.PeerWithoutSASL)
+    assert refused.header == a.framing.AMQP_HEADER and isinstance(
+        refused, a.events.UnsupportedProtocol
+    )
+    assert server.data_to_send() == a.framing.SASL_HEADER  # its own header, then the close
+    assert server.receive_data(a.framing.SASL_HEADER, 1.0) == [] and server.data_to_send() == b""
     assert server.authenticated_identity is None
 
 
 def test_anonymous_must_be_offered_for_the_bare_header() -> None:
     """``allow_anonymous`` with ANONYMOUS left out of ``mechanisms`` is not anonymous access."""
-    restricted = a.ServerAuthenticator(
+    restricted = a.sasl.ServerAuthenticator(
         Store(), allow_anonymous=True, allow_cleartext_secrets=True, mechanisms=["PLAIN"]
     )
     assert not restricted.allows_anonymous and _anonymous().allows_anonymous
     server = a.Connection(client=False, sasl=restricted)
-    assert of(server.receive_data(a.AMQP_HEADER, 0.0), a.PeerWithoutSASL)
+    assert of(server.receive_data(a.framing.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
 
 
 def test_after_its_sasl_header_went_an_anonymous_server_wants_sasl() -> None:
     """A server that opened first has announced SASL (5.1): the bare header is refused."""
     server = a.Connection(client=False, sasl=_anonymous())
     server.open()
-    assert server.data_to_send() == a.SASL_HEADER
-    assert of(server.receive_data(a.AMQP_HEADER, 0.0), a.PeerWithoutSASL)
+    assert server.data_to_send() == a.framing.SASL_HEADER
+    assert of(server.receive_data(a.framing.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
     assert server.data_to_send() == b""
 
 
 @pytest.mark.parametrize("chunk", [1, None])
 def test_a_client_meeting_a_server_without_sasl_says_so(chunk: int | None) -> None:
-    p = Pair(chunk=chunk, client={"sasl": a.ClientCredentials()}, server={"sasl": None})
+    p = Pair(chunk=chunk, client={"sasl": a.sasl.ClientCredentials()}, server={"sasl": None})
     p.client.open(now=0.0)
     c, s = p.pump()
-    (outcome,) = of(c, a.PeerWithoutSASL)
-    assert outcome.header == a.AMQP_HEADER
-    assert of(c, a.ConnectionEnded) and not of(c, a.AuthenticationFailed)
+    (outcome,) = of(c, a.events.PeerWithoutSASL)
+    assert outcome.header == a.framing.AMQP_HEADER
+    assert of(c, a.events.ConnectionEnded) and not of(c, a.events.AuthenticationFailed)
     assert p.client.state is a.ConnectionState.END
-    assert _sent(p, "c>s") == a.SASL_HEADER  # the held-back open never went
+    assert _sent(p, "c>s") == a.framing.SASL_HEADER  # the held-back open never went
     # The server (no SASL layer) saw a SASL header: a plain UnsupportedProtocol, not ours.
-    (theirs,) = of(s, a.UnsupportedProtocol)
-    assert type(theirs) is a.UnsupportedProtocol
+    (theirs,) = of(s, a.events.UnsupportedProtocol)
+    assert type(theirs) is a.events.UnsupportedProtocol
 
 
 def test_users_with_an_anonymous_entry_take_the_bare_header() -> None:
     rules = {"anonymous": {"send": ["public/*"], "receive": ["public/*"]}, "users": {}}
     users = Users.from_json(json.dumps(rules))
     server = a.Connection(client=False, sasl=users.authenticator())
-    events = server.receive_data(a.AMQP_HEADER + _open_frame(), 0.0)
-    assert of(events, a.Authenticated) == [a.Authenticated(mechanism=None, identity="anonymous")]
+    events = server.receive_data(a.framing.AMQP_HEADER + _open_frame(), 0.0)
+    assert of(events, a.events.Authenticated) == [
+        a.events.Authenticated(mechanism=None, identity="anonymous")
+    ]
     without = Users.from_json(json.dumps({"users": {"alice": {"password": PASSWORD}}}))
     server = a.Connection(client=False, sasl=without.authenticator())
-    assert of(server.receive_data(a.AMQP_HEADER, 0.0), a.PeerWithoutSASL)
+    assert of(server.receive_data(a.framing.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
 
 
 def _broker_accepts(broker: Broker, header: bytes) -> tuple[Any, bytes]:
@@ -213,19 +221,19 @@ def _broker_accepts(broker: Broker, header: bytes) -> tuple[Any, bytes]:
 def test_the_broker_core_defaults() -> None:
     """No users, no ``sasl``: both headers; ``sasl=False``: the bare one only."""
     broker = Broker()
-    conn, out = _broker_accepts(broker, a.AMQP_HEADER)
-    assert out == a.AMQP_HEADER and conn.identity == "anonymous" and conn.refused is None
-    conn, out = _broker_accepts(broker, a.SASL_HEADER)
-    assert out.startswith(a.SASL_HEADER) and b"ANONYMOUS" in out
+    conn, out = _broker_accepts(broker, a.framing.AMQP_HEADER)
+    assert out == a.framing.AMQP_HEADER and conn.identity == "anonymous" and conn.refused is None
+    conn, out = _broker_accepts(broker, a.framing.SASL_HEADER)
+    assert out.startswith(a.framing.SASL_HEADER) and b"ANONYMOUS" in out
     plain = Broker(BrokerConfig(sasl=False))
-    conn, out = _broker_accepts(plain, a.AMQP_HEADER)
-    assert out == a.AMQP_HEADER
-    conn, out = _broker_accepts(plain, a.SASL_HEADER)
-    assert out == a.AMQP_HEADER and conn.ended
+    conn, out = _broker_accepts(plain, a.framing.AMQP_HEADER)
+    assert out == a.framing.AMQP_HEADER
+    conn, out = _broker_accepts(plain, a.framing.SASL_HEADER)
+    assert out == a.framing.AMQP_HEADER and conn.ended
     users = Users.from_json(json.dumps({"users": {"alice": {"password": PASSWORD}}}))
     strict = Broker(BrokerConfig(users=users, allow_insecure_auth=True))
-    conn, out = _broker_accepts(strict, a.AMQP_HEADER)
-    assert out == a.SASL_HEADER and conn.ended
+    conn, out = _broker_accepts(strict, a.framing.AMQP_HEADER)
+    assert out == a.framing.SASL_HEADER and conn.ended
     assert conn.refused is not None and "requires SASL" in conn.refused
 
 
@@ -234,7 +242,7 @@ def test_the_broker_core_says_why_authentication_failed() -> None:
     broker = Broker(BrokerConfig(users=users, allow_insecure_auth=True))
     conn = broker.accept(0.0)
     client = a.Connection(
-        sasl=a.ClientCredentials(username="alice", password="wrong-pw"),
+        sasl=a.sasl.ClientCredentials(username="alice", password="wrong-pw"),
         sasl_mechanisms=["PLAIN"],
         allow_plain_without_tls=True,
     )
@@ -252,16 +260,16 @@ def test_the_broker_core_says_why_authentication_failed() -> None:
 def test_client_engine_defaults_to_sasl_and_server_engine_to_anonymous() -> None:
     _, engine, _ = client_engine("amqp://127.0.0.1")
     engine.open(now=0.0)
-    assert engine.data_to_send() == a.SASL_HEADER
+    assert engine.data_to_send() == a.framing.SASL_HEADER
     _, bare, _ = client_engine("amqp://127.0.0.1", sasl=False)
     bare.open(now=0.0)
-    assert bare.data_to_send().startswith(a.AMQP_HEADER)
+    assert bare.data_to_send().startswith(a.framing.AMQP_HEADER)
     server, _ = server_engine()
-    assert server.receive_data(a.AMQP_HEADER, 0.0)[0] == a.Authenticated(
+    assert server.receive_data(a.framing.AMQP_HEADER, 0.0)[0] == a.events.Authenticated(
         mechanism=None, identity="anonymous"
     )
     none, _ = server_engine(sasl=False)
-    assert of(none.receive_data(a.SASL_HEADER, 0.0), a.UnsupportedProtocol)
+    assert of(none.receive_data(a.framing.SASL_HEADER, 0.0), a.events.UnsupportedProtocol)
 
 
 def test_the_fallback_is_only_for_our_own_choice() -> None:
@@ -405,9 +413,10 @@ def test_a_bare_header_client(broker: RunningBroker) -> None:
         sender.send(a.Message(body=b"bare").encode())
         receiver.flow(1)
         driver.run_until(
-            lambda: any(isinstance(e, a.DeliveryReceived) for e in driver.events), timeout=WAIT
+            lambda: any(isinstance(e, a.events.DeliveryReceived) for e in driver.events),
+            timeout=WAIT,
         )
-        (got,) = [e for e in driver.events if isinstance(e, a.DeliveryReceived)]
+        (got,) = [e for e in driver.events if isinstance(e, a.events.DeliveryReceived)]
         assert got.message().body.value == b"bare"
         conn.close()
         driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
@@ -432,8 +441,8 @@ def test_users_without_anonymous_refuse_the_bare_header_and_log_why(
     conn, driver = _bare_client(users_broker.port)
     with driver:
         driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
-        (refused,) = [e for e in driver.events if isinstance(e, a.UnsupportedProtocol)]
-        assert refused.header == a.SASL_HEADER  # the broker's own header, then the close
+        (refused,) = [e for e in driver.events if isinstance(e, a.events.UnsupportedProtocol)]
+        assert refused.header == a.framing.SASL_HEADER  # the broker's own header, then the close
         local_port = driver.sock.getsockname()[1]
     with sockets.connect(f"amqp://alice:{PASSWORD}@127.0.0.1:{users_broker.port}/q") as ok:
         assert ok.core.sasl_mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
@@ -506,8 +515,8 @@ def test_listen_requiring_authentication_refuses_and_logs_a_bare_header(
         conn, driver = _bare_client(server.port)
         with driver:
             driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
-            (refused,) = [e for e in driver.events if isinstance(e, a.UnsupportedProtocol)]
-            assert refused.header == a.SASL_HEADER
+            (refused,) = [e for e in driver.events if isinstance(e, a.events.UnsupportedProtocol)]
+            assert refused.header == a.framing.SASL_HEADER
             local_port = driver.sock.getsockname()[1]
         url = f"amqp://alice:{PASSWORD}@127.0.0.1:{server.port}"
         with sockets.connect(url) as ok:

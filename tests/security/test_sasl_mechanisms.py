@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_sansio import LocalProtocolError, RemoteProtocolError, SaslCode, Symbol
+from amqp_sansio import LocalProtocolError, RemoteProtocolError, Symbol
+from amqp_sansio.definitions.performatives import SaslCode
 from amqp_sansio.security.mechanisms import (
     MECHANISM_PREFERENCE,
     AnonymousClient,

@@ -345,14 +345,14 @@ def test_the_engine_runs_inside(certs: Certs) -> None:
     )
     cconn.open()
     w.pump()
-    assert any(isinstance(e, a.ConnectionOpened) for e in w.server_events)
+    assert any(isinstance(e, a.events.ConnectionOpened) for e in w.server_events)
     sconn.open()
     w.pump()
-    assert any(isinstance(e, a.ConnectionOpened) for e in w.client_events)
+    assert any(isinstance(e, a.events.ConnectionOpened) for e in w.client_events)
     cconn.close()  # the server's engine answers the close by itself
     w.pump()
-    assert any(isinstance(e, a.ConnectionEnded) for e in w.server_events)
-    assert any(isinstance(e, a.ConnectionEnded) for e in w.client_events)
+    assert any(isinstance(e, a.events.ConnectionEnded) for e in w.server_events)
+    assert any(isinstance(e, a.events.ConnectionEnded) for e in w.client_events)
     w.client.close()
     w.pump()
     assert w.client.state is w.server.state is TLSState.CLOSED
@@ -372,8 +372,10 @@ def test_sasl_plain_over_tls_needs_no_opt_in(certs: Certs, chunker: str) -> None
     """TLS header, handshake, then SASL inside TLS: the layer tells the engine the transport
     is encrypted, so PLAIN goes without ``allow_plain_without_tls`` (core spec 5.2, 5.3)."""
     cctx, sctx = contexts(certs)
-    cconn = a.Connection(client=True, sasl=a.ClientCredentials(username="alice", password=LONG))
-    sconn = a.Connection(client=False, sasl=a.ServerAuthenticator(_Users()))
+    cconn = a.Connection(
+        client=True, sasl=a.sasl.ClientCredentials(username="alice", password=LONG)
+    )
+    sconn = a.Connection(client=False, sasl=a.sasl.ServerAuthenticator(_Users()))
     w = Wire(
         TLSLayer(cconn, cctx, client=True, server_hostname="localhost"),
         TLSLayer(sconn, sctx, client=False),
@@ -381,23 +383,27 @@ def test_sasl_plain_over_tls_needs_no_opt_in(certs: Certs, chunker: str) -> None
     )
     cconn.open()
     w.pump()
-    assert kinds(w.server_events)[:3] == [TLSEstablished, a.Authenticated, a.ConnectionOpened]
+    assert kinds(w.server_events)[:3] == [
+        TLSEstablished,
+        a.events.Authenticated,
+        a.events.ConnectionOpened,
+    ]
     assert sconn.authenticated_identity == "alice" and sconn.sasl_mechanism == "PLAIN"
     wire_bytes = b"".join(data for _, data in w.log)
     assert LONG.encode() not in wire_bytes  # encrypted on the wire
 
 
 def test_sasl_plain_without_tls_is_not_offered_by_default(certs: Certs) -> None:
-    server = a.Connection(client=False, sasl=a.ServerAuthenticator(_Users()))
+    server = a.Connection(client=False, sasl=a.sasl.ServerAuthenticator(_Users()))
     events = server.receive_data(SASL_HEADER, 0.0)
-    (failed,) = [e for e in events if isinstance(e, a.AuthenticationFailed)]
+    (failed,) = [e for e in events if isinstance(e, a.events.AuthenticationFailed)]
     assert "no SASL mechanism" in failed.description
 
 
 def test_sasl_external_stands_on_the_client_certificate(certs: Certs) -> None:
     cctx, sctx = contexts(certs, client_cert=True, cafile=certs.ca, require_client_cert=True)
-    cconn = a.Connection(client=True, sasl=a.ClientCredentials())
-    sconn = a.Connection(client=False, sasl=a.ServerAuthenticator())
+    cconn = a.Connection(client=True, sasl=a.sasl.ClientCredentials())
+    sconn = a.Connection(client=False, sasl=a.sasl.ServerAuthenticator())
     w = Wire(
         TLSLayer(cconn, cctx, client=True, server_hostname="localhost", client_certificate=True),
         TLSLayer(sconn, sctx, client=False),
@@ -405,8 +411,8 @@ def test_sasl_external_stands_on_the_client_certificate(certs: Certs) -> None:
     )
     cconn.open()
     w.pump()
-    (done,) = [e for e in w.server_events if isinstance(e, a.Authenticated)]
-    assert done == a.Authenticated(mechanism="EXTERNAL", identity=certs.client_subject)
+    (done,) = [e for e in w.server_events if isinstance(e, a.events.Authenticated)]
+    assert done == a.events.Authenticated(mechanism="EXTERNAL", identity=certs.client_subject)
     assert sconn.authenticated_identity == "CN=alice,OU=Dev,O=Example\\, Inc."
 
 

@@ -57,7 +57,7 @@ def test_header_properties_and_maps() -> None:
             to="q",
             subject="s",
             reply_to="r",
-            correlation_id=a.ULong(9),
+            correlation_id=a.codec.ULong(9),
             content_type="text/plain",
             content_encoding="utf-8",
             absolute_expiry_time=ms,

@@ -8,3 +8,23 @@ from pathlib import Path
 
 #: The repository's root (this file is tests/support/__init__.py).
 ROOT = Path(__file__).resolve().parents[2]
+
+#: The public modules: the top level and the submodules users import names from. Each has a
+#: section in docs/api.rst (tests/project/test_public_api.py); the layers that may use the
+#: top level may use all of them (tests/project/test_layers.py).
+PUBLIC_MODULES = (
+    "amqp_sansio",
+    "amqp_sansio.events",
+    "amqp_sansio.codec",
+    "amqp_sansio.definitions.performatives",
+    "amqp_sansio.definitions.messaging",
+    "amqp_sansio.definitions.message",
+    "amqp_sansio.definitions.transactions",
+    "amqp_sansio.engine.transactions",
+    "amqp_sansio.engine.states",
+    "amqp_sansio.engine.serial",
+    "amqp_sansio.framing",
+    "amqp_sansio.sasl",
+    "amqp_sansio.security.tls",
+    "amqp_sansio.errors",
+)

@@ -52,12 +52,12 @@ class Client:
         self.net.pump()
         return delivery
 
-    def received(self, link: a.Link | None = None) -> list[a.DeliveryReceived]:
+    def received(self, link: a.Link | None = None) -> list[a.events.DeliveryReceived]:
         """The deliveries received (on ``link``) since the last call, taken off the list."""
         got = [
             e
             for e in self.events
-            if isinstance(e, a.DeliveryReceived) and (link is None or e.link is link)
+            if isinstance(e, a.events.DeliveryReceived) and (link is None or e.link is link)
         ]
         taken = {id(e) for e in got}
         self.events = [e for e in self.events if id(e) not in taken]
@@ -67,7 +67,7 @@ class Client:
         return [e for e in self.events if isinstance(e, kind)]
 
 
-def body(event: a.DeliveryReceived) -> Any:
+def body(event: a.events.DeliveryReceived) -> Any:
     b = a.Message.decode(event.data).body
     return b.value if isinstance(b, a.Data | a.AmqpValue) else b
 
@@ -175,7 +175,7 @@ def controller(client: Client) -> a.Controller:
 def declare(client: Client, ctl: a.Controller) -> a.Transaction:
     txn = ctl.declare()
     client.net.pump()
-    assert txn.state is a.TransactionState.ACTIVE
+    assert txn.state is a.engine.states.TransactionState.ACTIVE
     return txn
 
 

@@ -145,7 +145,7 @@ class TestBroker:
     def _serve(self, sock: socket.socket) -> None:
         sasl = None
         if self.sasl:
-            sasl = amqp.ServerAuthenticator(
+            sasl = amqp.sasl.ServerAuthenticator(
                 _Passwords(self.users) if self.users else None,
                 allow_anonymous=self.allow_anonymous,
                 allow_cleartext_secrets=True,
@@ -181,24 +181,24 @@ class _Peer:
 
     def on_event(self, event: amqp.Event) -> None:
         broker = self.broker
-        if isinstance(event, amqp.Authenticated):
+        if isinstance(event, amqp.events.Authenticated):
             with broker.lock:
                 broker.identities.append(event.identity)
-        elif isinstance(event, amqp.ConnectionOpened):
+        elif isinstance(event, amqp.events.ConnectionOpened):
             self.conn.open()
-        elif isinstance(event, amqp.SessionBegun):
+        elif isinstance(event, amqp.events.SessionBegun):
             if event.session.state is amqp.SessionState.BEGIN_RCVD:
                 event.session.begin()
-        elif isinstance(event, amqp.LinkAttached):
+        elif isinstance(event, amqp.events.LinkAttached):
             self._attached(event.link)
-        elif isinstance(event, amqp.DeliveryReceived) and event.complete:
+        elif isinstance(event, amqp.events.DeliveryReceived) and event.complete:
             self._received(event)
-        elif isinstance(event, amqp.DeliveryUpdated) and event.settled:
+        elif isinstance(event, amqp.events.DeliveryUpdated) and event.settled:
             sent = self.in_flight.pop(event.delivery, None)
             if sent is not None and isinstance(event.state, amqp.Released | amqp.Modified):
                 with broker.lock:
                     broker.queues[sent[0]].appendleft(sent[1])
-        elif isinstance(event, amqp.LinkDetached) and event.link in self.outgoing:
+        elif isinstance(event, amqp.events.LinkDetached) and event.link in self.outgoing:
             self.outgoing.remove(event.link)
 
     def _attached(self, link: amqp.Link) -> None:
@@ -222,7 +222,7 @@ class _Peer:
             assert isinstance(link, amqp.Sender)
             self.outgoing.append(link)
 
-    def _received(self, event: amqp.DeliveryReceived) -> None:
+    def _received(self, event: amqp.events.DeliveryReceived) -> None:
         link = event.link
         assert isinstance(link, amqp.Receiver)
         address = getattr(link.remote.target if link.remote else None, "address", "")

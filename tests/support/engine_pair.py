@@ -80,7 +80,7 @@ class Pair:
     def session(self) -> tuple[a.Session, a.Session]:
         cs = self.client.begin()
         _, evs = self.pump()
-        (begun,) = [e for e in evs if isinstance(e, a.SessionBegun)]
+        (begun,) = [e for e in evs if isinstance(e, a.events.SessionBegun)]
         begun.session.begin()
         self.pump()
         return cs, begun.session
@@ -93,7 +93,7 @@ class Pair:
         else:
             ours = cs.attach_receiver(name, source="q", **kwargs)
         _, evs = self.pump()
-        (attached,) = [e for e in evs if isinstance(e, a.LinkAttached)]
+        (attached,) = [e for e in evs if isinstance(e, a.events.LinkAttached)]
         attached.link.attach()
         self.pump()
         return ours, attached.link
@@ -112,7 +112,7 @@ def large_on_the_wire(sender: a.Sender, client: a.Connection) -> tuple[bytes, li
     queues: the bytes, and the offsets at which each frame ends (after a leading 0)."""
     sender.send(LARGE)
     wire = client.data_to_send()
-    frames = a.FrameParser(max_frame_size=65536)
+    frames = a.framing.FrameParser(max_frame_size=65536)
     frames.feed(wire)
     ends = [0]
     while frames.next_frame() is not None:

@@ -332,18 +332,18 @@ class OurApp:
         self.outgoing: dict[str, deque[bytes]] = defaultdict(deque)
         self.received: dict[str, list[a.Message]] = defaultdict(list)
         self.remote_settled: dict[str, int] = defaultdict(int)
-        self.updates: dict[str, list[a.DeliveryUpdated]] = defaultdict(list)
+        self.updates: dict[str, list[a.events.DeliveryUpdated]] = defaultdict(list)
         self.errors: list[a.Event] = []
 
     def __call__(self, event: a.Event) -> None:
-        if isinstance(event, a.ConnectionOpened):
+        if isinstance(event, a.events.ConnectionOpened):
             if self.server:
                 self.conn.open()
-        elif isinstance(event, a.SessionBegun):
+        elif isinstance(event, a.events.SessionBegun):
             self.session = event.session
             if event.session.state is a.SessionState.BEGIN_RCVD:
                 event.session.begin()
-        elif isinstance(event, a.LinkAttached):
+        elif isinstance(event, a.events.LinkAttached):
             link = event.link
             self.links[link.name] = link
             if link.state is a.LinkState.ATTACH_RCVD:
@@ -351,19 +351,19 @@ class OurApp:
             spec = self.specs[link.name]
             if isinstance(link, a.Receiver) and spec.window:
                 link.flow(spec.window)
-        elif isinstance(event, a.CreditChanged):
+        elif isinstance(event, a.events.CreditChanged):
             if isinstance(event.link, a.Sender):
                 self.pump(event.link)
-        elif isinstance(event, a.DeliveryReceived):
+        elif isinstance(event, a.events.DeliveryReceived):
             self._received(event)
-        elif isinstance(event, a.DeliveryUpdated):
+        elif isinstance(event, a.events.DeliveryUpdated):
             self.updates[event.link.name].append(event)
             if event.settled and not event.delivery.settled:
                 event.link.settle(event.delivery)  # the peer has forgotten it: so do we
-        elif isinstance(event, a.ProtocolError | a.IdleTimedOut):
+        elif isinstance(event, a.events.ProtocolError | a.events.IdleTimedOut):
             self.errors.append(event)
 
-    def _received(self, event: a.DeliveryReceived) -> None:
+    def _received(self, event: a.events.DeliveryReceived) -> None:
         link = event.link
         assert isinstance(link, a.Receiver)
         assert event.complete
@@ -549,5 +549,5 @@ def interop_pairs() -> Iterator[Callable[..., Interop]]:
         pair.finish()
 
 
-def settled_count(updates: list[a.DeliveryUpdated]) -> int:
+def settled_count(updates: list[a.events.DeliveryUpdated]) -> int:
     return sum(1 for u in updates if u.settled)

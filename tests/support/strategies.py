@@ -19,8 +19,9 @@ import attrs
 from hypothesis import strategies as st
 
 import amqp_sansio as a
+from amqp_sansio.definitions import messaging, performatives
 
-T = a.AMQPType
+T = a.codec.AMQPType
 Strategy = st.SearchStrategy
 
 # -- equality -----------------------------------------------------------------------------
@@ -37,7 +38,7 @@ def same(x: Any, y: Any) -> bool:
     if isinstance(x, enum.Enum):
         return x is y
     if isinstance(x, float):
-        fmt = ">f" if tx is a.Float else ">d"
+        fmt = ">f" if tx is a.codec.Float else ">d"
         return struct.pack(fmt, x) == struct.pack(fmt, y)
     if isinstance(x, list | tuple):
         return len(x) == len(y) and all(same(p, q) for p, q in zip(x, y, strict=True))
@@ -93,19 +94,19 @@ def wrapped(cls: type, lo: int, hi: int) -> Strategy[Any]:
 
 nulls: Strategy[None] = st.none()
 booleans: Strategy[bool] = st.booleans()
-ubytes = wrapped(a.UByte, 0, 0xFF)
-ushorts = wrapped(a.UShort, 0, 0xFFFF)
-uints = wrapped(a.UInt, 0, 0xFFFFFFFF)
-ulongs = wrapped(a.ULong, 0, 0xFFFFFFFFFFFFFFFF)
-bytes_ = wrapped(a.Byte, -0x80, 0x7F)
-shorts = wrapped(a.Short, -0x8000, 0x7FFF)
-ints = wrapped(a.Int, -0x80000000, 0x7FFFFFFF)
+ubytes = wrapped(a.codec.UByte, 0, 0xFF)
+ushorts = wrapped(a.codec.UShort, 0, 0xFFFF)
+uints = wrapped(a.codec.UInt, 0, 0xFFFFFFFF)
+ulongs = wrapped(a.codec.ULong, 0, 0xFFFFFFFFFFFFFFFF)
+bytes_ = wrapped(a.codec.Byte, -0x80, 0x7F)
+shorts = wrapped(a.codec.Short, -0x8000, 0x7FFF)
+ints = wrapped(a.codec.Int, -0x80000000, 0x7FFFFFFF)
 longs: Strategy[int] = bounded(-0x8000000000000000, 0x7FFFFFFFFFFFFFFF)
-timestamps = wrapped(a.Timestamp, -0x8000000000000000, 0x7FFFFFFFFFFFFFFF)
+timestamps = wrapped(a.codec.Timestamp, -0x8000000000000000, 0x7FFFFFFFFFFFFFFF)
 
 _FLOAT32_MAX = struct.unpack(">f", b"\x7f\x7f\xff\xff")[0]
 _FLOAT32_TINY = struct.unpack(">f", b"\x00\x00\x00\x01")[0]
-floats: Strategy[a.Float] = st.one_of(
+floats: Strategy[a.codec.Float] = st.one_of(
     st.sampled_from(
         [
             0.0,
@@ -121,7 +122,7 @@ floats: Strategy[a.Float] = st.one_of(
         ]
     ),
     st.floats(width=32),
-).map(a.Float)
+).map(a.codec.Float)
 doubles: Strategy[float] = st.one_of(
     st.sampled_from(
         [
@@ -164,18 +165,22 @@ _DECIMAL_SAMPLES = (
     "1E+10",
     "1E-10",
 )
-decimal32s = _raw_decimal(a.Decimal32, 32, (*_DECIMAL_SAMPLES, "9999999", "9999999E+90", "1E-101"))
-decimal64s = _raw_decimal(
-    a.Decimal64, 64, (*_DECIMAL_SAMPLES, "9999999999999999", "1E+369", "1E-398")
+decimal32s = _raw_decimal(
+    a.codec.Decimal32, 32, (*_DECIMAL_SAMPLES, "9999999", "9999999E+90", "1E-101")
 )
-decimal128s = _raw_decimal(a.Decimal128, 128, (*_DECIMAL_SAMPLES, "9" * 34, "1E+6111", "1E-6176"))
+decimal64s = _raw_decimal(
+    a.codec.Decimal64, 64, (*_DECIMAL_SAMPLES, "9999999999999999", "1E+369", "1E-398")
+)
+decimal128s = _raw_decimal(
+    a.codec.Decimal128, 128, (*_DECIMAL_SAMPLES, "9" * 34, "1E+6111", "1E-6176")
+)
 
 #: Any Unicode scalar value (no surrogates): ASCII, Latin-1, BMP, astral planes.
 unicode_chars = st.characters(codec="utf-8")
-chars: Strategy[a.Char] = st.one_of(
+chars: Strategy[a.codec.Char] = st.one_of(
     st.sampled_from(["\x00", "a", "\x7f", "\x80", "é", "\uffff", "\U0001f600", "\U0010ffff"]),
     unicode_chars,
-).map(a.Char)
+).map(a.codec.Char)
 uuids: Strategy[uuid.UUID] = st.one_of(
     st.sampled_from([uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1)]),
     st.integers(0, (1 << 128) - 1).map(lambda n: uuid.UUID(int=n)),
@@ -199,7 +204,7 @@ nonempty_symbols = st.text(st.characters(codec="ascii"), min_size=1, max_size=16
 
 #: Descriptors of no registered composite type.
 descriptors: Strategy[Any] = st.one_of(
-    st.integers(0, 0xFFFFFFFF).map(lambda n: a.ULong((0x1234 << 32) | n)),
+    st.integers(0, 0xFFFFFFFF).map(lambda n: a.codec.ULong((0x1234 << 32) | n)),
     _ascii_text.map(lambda s: a.Symbol("test:" + s)),
 )
 
@@ -250,7 +255,7 @@ _small_lists = st.lists(scalars, max_size=4)
 _small_maps = st.dictionaries(hashable_scalars, scalars, max_size=3)
 
 #: The strategy for one element of an array of each element type (arrays of arrays apart).
-ARRAY_ELEMENTS: dict[a.AMQPType, Strategy[Any]] = {
+ARRAY_ELEMENTS: dict[a.codec.AMQPType, Strategy[Any]] = {
     T.NULL: nulls,
     T.BOOLEAN: booleans,
     T.UBYTE: ubytes,
@@ -278,18 +283,18 @@ ARRAY_ELEMENTS: dict[a.AMQPType, Strategy[Any]] = {
 
 
 @st.composite
-def _null_arrays(draw: Callable[..., Any], described: bool | None = None) -> a.Array:
+def _null_arrays(draw: Callable[..., Any], described: bool | None = None) -> a.codec.Array:
     # Null elements take no bytes: the decoder accepts at most MAX_ZERO_WIDTH_ELEMENTS (2)
     # of them in one array and the encoder refuses to write more.
     descriptor = None
     if described or (described is None and draw(st.booleans())):
         descriptor = draw(descriptors)
-    return a.Array(T.NULL, [None] * draw(st.integers(0, 2)), descriptor)
+    return a.codec.Array(T.NULL, [None] * draw(st.integers(0, 2)), descriptor)
 
 
 def arrays_of(
-    element_type: a.AMQPType, *, described: bool | None = None, max_size: int = 5
-) -> Strategy[a.Array]:
+    element_type: a.codec.AMQPType, *, described: bool | None = None, max_size: int = 5
+) -> Strategy[a.codec.Array]:
     """Arrays of one element type, described or not (``None``: either)."""
     if element_type is T.NULL:
         return _null_arrays(described)
@@ -305,16 +310,19 @@ def arrays_of(
         if described is False
         else st.one_of(st.none(), descriptors)
     )
-    return st.builds(a.Array, st.just(element_type), items, descs)
+    return st.builds(a.codec.Array, st.just(element_type), items, descs)
 
 
 ARRAY_TYPES = [*ARRAY_ELEMENTS, T.ARRAY]
-arrays: Strategy[a.Array] = st.sampled_from(ARRAY_TYPES).flatmap(arrays_of)
+arrays: Strategy[a.codec.Array] = st.sampled_from(ARRAY_TYPES).flatmap(arrays_of)
 #: Arrays of arrays of arrays ..., several levels deep, some described.
-arrays_of_arrays: Strategy[a.Array] = st.recursive(
+arrays_of_arrays: Strategy[a.codec.Array] = st.recursive(
     arrays_of(T.ARRAY, max_size=2),
     lambda inner: st.builds(
-        a.Array, st.just(T.ARRAY), st.lists(inner, max_size=3), st.one_of(st.none(), descriptors)
+        a.codec.Array,
+        st.just(T.ARRAY),
+        st.lists(inner, max_size=3),
+        st.one_of(st.none(), descriptors),
     ),
     max_leaves=6,
 )
@@ -377,7 +385,7 @@ def make_composites(
     errors = st.builds(
         a.Error, condition=nonempty_symbols, description=opt(_short_text), info=opt(fields_maps)
     )
-    received = st.builds(a.Received, section_number=uint_, section_offset=ulong_)
+    received = st.builds(messaging.Received, section_number=uint_, section_offset=ulong_)
     accepted = st.builds(a.Accepted)
     rejected = st.builds(a.Rejected, error=opt(errors))
     released = st.builds(a.Released)
@@ -387,17 +395,19 @@ def make_composites(
         undeliverable_here=opt(booleans),
         message_annotations=opt(fields_maps),
     )
-    declared = st.builds(a.Declared, txn_id=st.binary(max_size=8))
+    declared = st.builds(a.definitions.transactions.Declared, txn_id=st.binary(max_size=8))
     outcomes = st.one_of(accepted, rejected, released, modified, declared, extension)
     transactional_states = st.builds(
-        a.TransactionalState, txn_id=st.binary(max_size=8), outcome=opt(outcomes)
+        a.definitions.transactions.TransactionalState,
+        txn_id=st.binary(max_size=8),
+        outcome=opt(outcomes),
     )
     delivery_states = st.one_of(received, outcomes, transactional_states)
 
     terminus_common: dict[str, Strategy[Any]] = dict(
         address=opt(_short_text),
-        durable=st.sampled_from(a.TerminusDurability),
-        expiry_policy=st.sampled_from(a.TerminusExpiryPolicy),
+        durable=st.sampled_from(messaging.TerminusDurability),
+        expiry_policy=st.sampled_from(messaging.TerminusExpiryPolicy),
         timeout=uint_,
         dynamic=booleans,
         dynamic_node_properties=opt(fields_maps),
@@ -413,14 +423,14 @@ def make_composites(
     )
     targets = st.builds(a.Target, **terminus_common)
     coordinators = st.builds(
-        a.Coordinator,
+        a.definitions.transactions.Coordinator,
         capabilities=opt(
             st.lists(
                 st.sampled_from(
                     [
-                        a.TxnCapability.LOCAL_TRANSACTIONS,
-                        a.TxnCapability.MULTI_TXNS_PER_SSN,
-                        a.TxnCapability.DISTRIBUTED_TRANSACTIONS,
+                        a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS,
+                        a.definitions.transactions.TxnCapability.MULTI_TXNS_PER_SSN,
+                        a.definitions.transactions.TxnCapability.DISTRIBUTED_TRANSACTIONS,
                     ]
                 ),
                 max_size=3,
@@ -435,8 +445,8 @@ def make_composites(
     )
 
     composites: dict[type, Strategy[Any]] = {
-        a.Open: st.builds(
-            a.Open,
+        performatives.Open: st.builds(
+            performatives.Open,
             container_id=_short_text,
             hostname=opt(_short_text),
             max_frame_size=uint_,
@@ -446,8 +456,8 @@ def make_composites(
             incoming_locales=opt(_symbol_tuples),
             **_caps,
         ),
-        a.Begin: st.builds(
-            a.Begin,
+        performatives.Begin: st.builds(
+            performatives.Begin,
             remote_channel=opt(ushort_),
             next_outgoing_id=uint_,
             incoming_window=uint_,
@@ -455,11 +465,11 @@ def make_composites(
             handle_max=uint_,
             **_caps,
         ),
-        a.Attach: st.builds(
-            a.Attach,
+        performatives.Attach: st.builds(
+            performatives.Attach,
             name=_short_text,
             handle=uint_,
-            role=st.sampled_from(a.Role),
+            role=st.sampled_from(performatives.Role),
             snd_settle_mode=st.sampled_from(a.SenderSettleMode),
             rcv_settle_mode=st.sampled_from(a.ReceiverSettleMode),
             source=opt(st.one_of(sources, extension)),
@@ -470,8 +480,8 @@ def make_composites(
             max_message_size=opt(ulong_),
             **_caps,
         ),
-        a.Flow: st.builds(
-            a.Flow,
+        performatives.Flow: st.builds(
+            performatives.Flow,
             next_incoming_id=opt(uint_),
             incoming_window=uint_,
             next_outgoing_id=uint_,
@@ -484,8 +494,8 @@ def make_composites(
             echo=booleans,
             properties=opt(fields_maps),
         ),
-        a.Transfer: st.builds(
-            a.Transfer,
+        performatives.Transfer: st.builds(
+            performatives.Transfer,
             handle=uint_,
             delivery_id=opt(uint_),
             delivery_tag=opt(st.binary(max_size=32)),
@@ -498,35 +508,41 @@ def make_composites(
             aborted=booleans,
             batchable=booleans,
         ),
-        a.Disposition: st.builds(
-            a.Disposition,
-            role=st.sampled_from(a.Role),
+        performatives.Disposition: st.builds(
+            performatives.Disposition,
+            role=st.sampled_from(performatives.Role),
             first=uint_,
             last=opt(uint_),
             settled=booleans,
             state=opt(delivery_states),
             batchable=booleans,
         ),
-        a.Detach: st.builds(a.Detach, handle=uint_, closed=booleans, error=opt(errors)),
-        a.End: st.builds(a.End, error=opt(errors)),
-        a.Close: st.builds(a.Close, error=opt(errors)),
+        performatives.Detach: st.builds(
+            performatives.Detach, handle=uint_, closed=booleans, error=opt(errors)
+        ),
+        performatives.End: st.builds(performatives.End, error=opt(errors)),
+        performatives.Close: st.builds(performatives.Close, error=opt(errors)),
         a.Error: errors,
-        a.SaslMechanisms: st.builds(
-            a.SaslMechanisms,
+        performatives.SaslMechanisms: st.builds(
+            performatives.SaslMechanisms,
             # mandatory and multiple: at least one value (core spec 1.4)
             sasl_server_mechanisms=st.lists(symbols, min_size=1, max_size=3).map(tuple),
         ),
-        a.SaslInit: st.builds(
-            a.SaslInit,
+        performatives.SaslInit: st.builds(
+            performatives.SaslInit,
             mechanism=nonempty_symbols,
             initial_response=opt(st.binary(max_size=40)),
             hostname=opt(_short_text),
         ),
-        a.SaslChallenge: st.builds(a.SaslChallenge, challenge=st.binary(max_size=40)),
-        a.SaslResponse: st.builds(a.SaslResponse, response=st.binary(max_size=40)),
-        a.SaslOutcome: st.builds(
-            a.SaslOutcome,
-            code=st.sampled_from(a.SaslCode),
+        performatives.SaslChallenge: st.builds(
+            performatives.SaslChallenge, challenge=st.binary(max_size=40)
+        ),
+        performatives.SaslResponse: st.builds(
+            performatives.SaslResponse, response=st.binary(max_size=40)
+        ),
+        performatives.SaslOutcome: st.builds(
+            performatives.SaslOutcome,
+            code=st.sampled_from(performatives.SaslCode),
             additional_data=opt(st.binary(max_size=40)),
         ),
         a.Header: st.builds(
@@ -553,34 +569,42 @@ def make_composites(
             group_sequence=opt(uint_),
             reply_to_group_id=opt(_short_text),
         ),
-        a.Received: received,
+        messaging.Received: received,
         a.Accepted: accepted,
         a.Rejected: rejected,
         a.Released: released,
         a.Modified: modified,
         a.Source: sources,
         a.Target: targets,
-        a.DeleteOnClose: st.builds(a.DeleteOnClose),
-        a.DeleteOnNoLinks: st.builds(a.DeleteOnNoLinks),
-        a.DeleteOnNoMessages: st.builds(a.DeleteOnNoMessages),
-        a.DeleteOnNoLinksOrMessages: st.builds(a.DeleteOnNoLinksOrMessages),
-        a.Coordinator: coordinators,
-        a.Declare: st.builds(a.Declare, global_id=opt(field_values)),
-        a.Discharge: st.builds(a.Discharge, txn_id=st.binary(max_size=8), fail=opt(booleans)),
-        a.Declared: declared,
-        a.TransactionalState: transactional_states,
+        messaging.DeleteOnClose: st.builds(messaging.DeleteOnClose),
+        messaging.DeleteOnNoLinks: st.builds(messaging.DeleteOnNoLinks),
+        messaging.DeleteOnNoMessages: st.builds(messaging.DeleteOnNoMessages),
+        messaging.DeleteOnNoLinksOrMessages: st.builds(messaging.DeleteOnNoLinksOrMessages),
+        a.definitions.transactions.Coordinator: coordinators,
+        a.definitions.transactions.Declare: st.builds(
+            a.definitions.transactions.Declare, global_id=opt(field_values)
+        ),
+        a.definitions.transactions.Discharge: st.builds(
+            a.definitions.transactions.Discharge, txn_id=st.binary(max_size=8), fail=opt(booleans)
+        ),
+        a.definitions.transactions.Declared: declared,
+        a.definitions.transactions.TransactionalState: transactional_states,
     }
 
     sections: dict[type, Strategy[Any]] = {
         a.Data: st.builds(a.Data, binaries),
         a.AmqpValue: st.builds(a.AmqpValue, field_values),
         a.AmqpSequence: st.builds(a.AmqpSequence, st.lists(field_values, max_size=4)),
-        a.ApplicationProperties: st.builds(
-            a.ApplicationProperties, opt(application_properties_maps)
+        messaging.ApplicationProperties: st.builds(
+            messaging.ApplicationProperties, opt(application_properties_maps)
         ),
-        a.DeliveryAnnotations: st.builds(a.DeliveryAnnotations, opt(annotations_maps)),
-        a.MessageAnnotations: st.builds(a.MessageAnnotations, opt(annotations_maps)),
-        a.Footer: st.builds(a.Footer, opt(annotations_maps)),
+        messaging.DeliveryAnnotations: st.builds(
+            messaging.DeliveryAnnotations, opt(annotations_maps)
+        ),
+        messaging.MessageAnnotations: st.builds(
+            messaging.MessageAnnotations, opt(annotations_maps)
+        ),
+        messaging.Footer: st.builds(messaging.Footer, opt(annotations_maps)),
     }
     return composites, sections
 

@@ -34,7 +34,7 @@ _APP_PROPS: dict[str, Any] = {
     "amount": 1234,
     "rate": 0.25,
     "express": True,
-    "created": amqp.Timestamp(1_700_000_000_000),
+    "created": amqp.codec.Timestamp(1_700_000_000_000),
 }
 
 

@@ -56,7 +56,7 @@ class _LoopbackServer(threading.Thread):
         conn = amqp.Connection(client=False, container_id="bench-server")
         driver = SocketDriver.accept(conn, self.listener, timeout=LOOPBACK_STALL)
         decode = amqp.Message.decode
-        delivery_received = amqp.DeliveryReceived
+        delivery_received = amqp.events.DeliveryReceived
         data_section = amqp.Data
         accepted = amqp.Accepted()
         window = max(1, min(CREDIT_WINDOW, self.count))
@@ -80,11 +80,11 @@ class _LoopbackServer(threading.Thread):
                             raise AssertionError("our loopback mangled a message")
                         self.received += 1
                         receiver.settle(event.delivery, accepted)
-                    elif isinstance(event, amqp.ConnectionOpened):
+                    elif isinstance(event, amqp.events.ConnectionOpened):
                         conn.open()
-                    elif isinstance(event, amqp.SessionBegun):
+                    elif isinstance(event, amqp.events.SessionBegun):
                         event.session.begin()
-                    elif isinstance(event, amqp.LinkAttached):
+                    elif isinstance(event, amqp.events.LinkAttached):
                         link = event.link
                         assert isinstance(link, amqp.Receiver)
                         link.attach()
@@ -121,7 +121,7 @@ def ours_loopback(
             )
             driver.run_until(lambda: sender.link_credit > 0, timeout=LOOPBACK_STALL)
             message_cls = amqp.Message
-            delivery_updated = amqp.DeliveryUpdated
+            delivery_updated = amqp.events.DeliveryUpdated
             sent = done = 0
             step = max(1, count // 100)
             next_report = step

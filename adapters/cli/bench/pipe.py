@@ -82,13 +82,13 @@ class OursPipe:
             client=False, container_id="bench-server", max_frame_size=max_frame_size
         )
         self.client.open(now=0.0)
-        self._until(amqp.ConnectionOpened)
+        self._until(amqp.events.ConnectionOpened)
         self.server.open()
         session = self.client.begin()
-        self._until(amqp.SessionBegun).session.begin()
+        self._until(amqp.events.SessionBegun).session.begin()
         mode = amqp.SenderSettleMode.SETTLED if settled else amqp.SenderSettleMode.UNSETTLED
         self.sender = session.attach_sender("bench", target="bench", snd_settle_mode=mode)
-        receiver = self._until(amqp.LinkAttached).link
+        receiver = self._until(amqp.events.LinkAttached).link
         assert isinstance(receiver, amqp.Receiver)
         receiver.attach()
         self.receiver = receiver
@@ -131,7 +131,7 @@ def ours_pipe(
     pipe = OursPipe(settled=settled, max_frame_size=max_frame_size)
     client, server, sender, receiver = pipe.client, pipe.server, pipe.sender, pipe.receiver
     message_cls = amqp.Message
-    delivery_received = amqp.DeliveryReceived
+    delivery_received = amqp.events.DeliveryReceived
     accepted = amqp.Accepted()
     data_section = amqp.Data
     window = max(1, min(CREDIT_WINDOW, count))
@@ -171,7 +171,7 @@ def ours_pipe(
     return elapsed
 
 
-_DELIVERY_UPDATED = amqp.DeliveryUpdated
+_DELIVERY_UPDATED = amqp.events.DeliveryUpdated
 
 
 def _ours_settled(events: list[amqp.Event], sender: amqp.Sender) -> int:
@@ -457,7 +457,7 @@ def _bytes_per_unsettled(count: int) -> float:
             sender.send(amqp.Message(body=body).encode())
             if sent % CREDIT_WINDOW == 0 or sent == count:
                 for event in pipe.pump()[1]:
-                    if type(event) is amqp.DeliveryReceived:
+                    if type(event) is amqp.events.DeliveryReceived:
                         amqp.Message.decode(event.data)
                         received += 1
                 del event
