@@ -193,6 +193,11 @@ def receive(
                 print(format_body(message), file=out)
         if delivery.remote_settled and outcome is accepted:
             outcomes["pre-settled"] += 1
+        elif receiver.state is not amqp.LinkState.ATTACHED:
+            # The peer closed the link in the same bytes (2.6.6): its deliveries can no
+            # longer be settled, and go back to the broker unaccepted (the detach says so).
+            outcomes["unsettled"] += 1
+            return
         else:
             outcomes[outcome_name(outcome)] += 1
         receiver.settle(delivery, outcome)

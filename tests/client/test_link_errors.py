@@ -179,3 +179,37 @@ def test_send_fails_when_the_peer_detaches_before_every_outcome(
     _, err = capsys.readouterr()
     assert status == 3, err
     assert "the broker detached the link to orders" in err
+
+
+def send_then_detach(count: int) -> Any:
+    """An application that sends ``count`` messages on each link a peer receives from,
+    then detaches it cleanly (closed, no error) in the same bytes."""
+
+    def on_link(link: Any) -> None:
+        sent = [0]
+
+        def on_credit(link: Any) -> None:
+            while link.credit > 0 and sent[0] < count:
+                link.send(f"message {sent[0] + 1}")
+                sent[0] += 1
+            if sent[0] == count:
+                link.close()
+
+        link.on_credit = on_credit
+
+    return on_link
+
+
+@pytest.mark.parametrize("sent", [2, 3])
+def test_receive_reports_a_link_closed_with_the_messages(
+    sent: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The peer closes the link right after its transfers: they can no longer be settled
+    (2.6.6), so they were not accepted: one line and exit status 3, no traceback."""
+    with listener(send_then_detach(sent)) as port:
+        status = cli.main(["receive", f"amqp://127.0.0.1:{port}/orders", "--count", "3"])
+    _, err = capsys.readouterr()
+    assert status == 3, err
+    assert err.splitlines() == [
+        "amqp-sansio receive: error: the broker detached the link from orders: no error given"
+    ]
