@@ -32,6 +32,7 @@ import attrs
 
 import amqp_sansio as amqp
 from amqp_sansio import client
+from amqp_sansio.client.links import describe_link
 from amqp_sansio.client.url import AMQPURL, URLError
 
 from ..sockets import ByteStream, SocketDriver
@@ -355,7 +356,7 @@ class Client:
         clean = event.error is None and self.detach_ok is not None and self.detach_ok()
         if not self._closing and not clean:
             link = event.link
-            address = _address(link)
+            address = describe_link(link)
             what = "refused" if _refused(link) else "detached"
             self._fail(f"the broker {what} the link {address}: {describe_error(event.error)}")
 
@@ -422,14 +423,6 @@ _FAILURES: dict[type, Callable[[Client, Any], None]] = {
 
 def _host_port(url: AMQPURL) -> str:
     return f"[{url.host}]:{url.port}" if ":" in url.host else f"{url.host}:{url.port}"
-
-
-def _address(link: amqp.Link) -> str:
-    if isinstance(link, amqp.Sender):
-        target = link.target
-        return f"to {getattr(target, 'address', None)}"
-    source = link.source
-    return f"from {getattr(source, 'address', None)}"
 
 
 def _refused(link: amqp.Link) -> bool:

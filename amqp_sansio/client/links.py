@@ -41,6 +41,7 @@ __all__ = [
     "TrackerBase",
     "TransactionBase",
     "TransactionCore",
+    "describe_link",
 ]
 
 #: The default credit of a receiver (how many messages it lets the sender start).
@@ -105,12 +106,17 @@ class LinkCore:
 
     @property
     def what(self) -> str:
-        """The link, for a message: ``to ADDRESS`` or ``from ADDRESS``."""
-        if isinstance(self.link, a.Sender):
-            return f"to {getattr(self.link.target, 'address', None)}"
-        if isinstance(self.link, a.Receiver):
-            return f"from {getattr(self.link.source, 'address', None)}"
+        return describe_link(self.link)
+
+
+def describe_link(link: a.Link) -> str:
+    """A link, for a message: ``to ADDRESS`` (a sender), ``from ADDRESS`` (a receiver), or
+    ``to the transaction coordinator`` (a controller, the sender whose target is one)."""
+    if isinstance(link, a.Controller):
         return "to the transaction coordinator"
+    if isinstance(link, a.Sender):
+        return f"to {getattr(link.target, 'address', None)}"
+    return f"from {getattr(link.source, 'address', None)}"
 
 
 class SenderCore(LinkCore):
