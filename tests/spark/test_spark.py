@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -55,6 +56,19 @@ def publish(url: str, address: str, count: int, *, start: int = 0) -> None:
 def depth(server: Any, address: str) -> int:
     node = server.broker.nodes.get(address)
     return 0 if node is None else int(node.depth)
+
+
+def depth_after_accepts(server: Any, address: str, expected: int, wait: float = 5.0) -> int:
+    """The depth once the accepts already sent have reached the broker: settling does not
+    wait for the broker (the dispositions go out on the reader's loop and are applied by
+    the broker's), so a depth above ``expected`` is read again for up to ``wait`` seconds.
+    A depth below it is returned at once: waiting cannot undo an accept too many."""
+    deadline = time.monotonic() + wait
+    found = depth(server, address)
+    while found > expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+        found = depth(server, address)
+    return found
 
 
 def test_batch_write_then_read(spark: Any, broker: Any) -> None:
@@ -323,7 +337,8 @@ def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
             end = reader.latestOffset(offset, None)
             assert end["staged"] > offset["staged"], "a batch found nothing"
             # The earlier batches are accepted, nothing of this one before its commit.
-            assert depth(broker, address) == len(bodies) - sum(map(len, batches))
+            expected = len(bodies) - sum(map(len, batches))
+            assert depth_after_accepts(broker, address, expected) == expected
             ((_first, _last, path),) = spark_adapter.staged_batches(staging)
             with pa.memory_map(path) as f:
                 batches.append(pa.ipc.open_file(f).read_all().column("body").to_pylist())
