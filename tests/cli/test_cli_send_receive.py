@@ -18,6 +18,7 @@ import pytest
 from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import send_receive
 from amqp_sansio.adapters.cli.connect import ClientOptions, CommandError, engine_for
+from support.broker_process import free_port
 from support.cli_broker import TestBroker
 
 import amqp_sansio as amqp
@@ -145,13 +146,6 @@ def test_timeout_is_status_4(broker: TestBroker, capsys: pytest.CaptureFixture[s
     assert err == "amqp-sansio receive: error: timed out after 0.3 s waiting for message 1 of 2\n"
 
 
-def _unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_connection_refused_is_status_3_without_a_traceback() -> None:
     # The installed command, as a user runs it.
     result = subprocess.run(
@@ -160,7 +154,7 @@ def test_connection_refused_is_status_3_without_a_traceback() -> None:
             "-m",
             "amqp_sansio.adapters.cli",
             "send",
-            f"amqp://127.0.0.1:{_unused_port()}/q",
+            f"amqp://127.0.0.1:{free_port()}/q",
         ],
         capture_output=True,
         text=True,

@@ -52,9 +52,9 @@ def amqp_sansio_command() -> list[str]:
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on now, for a program that must be told its port
-    before it listens (Proton's ``Container.listen``). A broker needs none: it starts on
-    ``--port 0`` and says where it listens."""
+    """A loopback port nothing listens on now: one to be refused at, or one for a program
+    that must be told its port before it listens (Proton's ``Container.listen``). A broker
+    needs none: it starts on ``--port 0`` and says where it listens."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
