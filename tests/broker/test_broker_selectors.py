@@ -15,7 +15,7 @@ from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters.broker import run_broker
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.broker_net import Client, Net, body
+from support.broker_net import Client, Net, accept_all, body
 from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
@@ -41,14 +41,6 @@ def publish(client: Client, address: str, *messages: tuple[bytes, dict[str, obje
 def colours(*pairs: str) -> list[tuple[bytes, dict[str, object]]]:
     """Messages b"<index>-<colour>" with the application-property colour."""
     return [(f"{i}-{c}".encode(), {"colour": c, "n": i}) for i, c in enumerate(pairs)]
-
-
-def accept_all(client: Client, link: a.Receiver) -> list[object]:
-    got = client.received(link)
-    for e in got:
-        link.settle(e.delivery, a.Accepted())
-    client.net.pump()
-    return [body(e) for e in got]
 
 
 def consumer(

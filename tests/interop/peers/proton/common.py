@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from proton.handlers import MessagingHandler
+from proton.handlers import MessagingHandler, TransactionHandler
 from proton.reactor import Container
 
 
@@ -47,6 +47,30 @@ class Program(MessagingHandler):
     def on_transport_error(self, event: Any) -> None:
         self.report["errors"].append(f"transport: {event.transport.condition}")
         self.end(event.connection)
+
+
+class Transactional(Program, TransactionHandler):
+    """A program with one transaction: how it ended goes into ``report["ended"]``
+    (``committed``, ``aborted``, ``declare-failed`` or ``commit-failed``), and then the
+    program ends (it closes ``connection``)."""
+
+    connection: Any
+
+    def ended(self, how: str) -> None:
+        self.report["ended"] = how
+        self.end(self.connection)
+
+    def on_transaction_committed(self, event: Any) -> None:
+        self.ended("committed")
+
+    def on_transaction_aborted(self, event: Any) -> None:
+        self.ended("aborted")
+
+    def on_transaction_declare_failed(self, event: Any) -> None:
+        self.ended("declare-failed")
+
+    def on_transaction_commit_failed(self, event: Any) -> None:
+        self.ended("commit-failed")
 
 
 def arguments(*positional: str, timeout: bool = False) -> argparse.ArgumentParser:

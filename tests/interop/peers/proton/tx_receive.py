@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from common import Program, arguments, run
-from proton.handlers import TransactionHandler
+from common import Transactional, arguments, run
 
 
-class TxReceive(Program, TransactionHandler):
+class TxReceive(Transactional):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(prefetch=0, auto_accept=False)
         self.args = args
@@ -45,23 +44,6 @@ class TxReceive(Program, TransactionHandler):
                 self.transaction.commit()
             else:
                 self.transaction.abort()
-
-    def ended(self, how: str) -> None:
-        self.report["ended"] = how
-        self.timer.cancel()
-        self.connection.close()
-
-    def on_transaction_committed(self, event: Any) -> None:
-        self.ended("committed")
-
-    def on_transaction_aborted(self, event: Any) -> None:
-        self.ended("aborted")
-
-    def on_transaction_declare_failed(self, event: Any) -> None:
-        self.ended("declare-failed")
-
-    def on_transaction_commit_failed(self, event: Any) -> None:
-        self.ended("commit-failed")
 
 
 def main() -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from common import Program, arguments, run
+from common import Transactional, arguments, run
 from proton import Message
-from proton.handlers import TransactionHandler
 
 
-class TxSend(Program, TransactionHandler):
+class TxSend(Transactional):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -56,22 +55,6 @@ class TxSend(Program, TransactionHandler):
             else:
                 self.transaction.abort()
             self.transaction = None
-
-    def ended(self, how: str) -> None:
-        self.report["ended"] = how
-        self.connection.close()
-
-    def on_transaction_committed(self, event: Any) -> None:
-        self.ended("committed")
-
-    def on_transaction_aborted(self, event: Any) -> None:
-        self.ended("aborted")
-
-    def on_transaction_declare_failed(self, event: Any) -> None:
-        self.ended("declare-failed")
-
-    def on_transaction_commit_failed(self, event: Any) -> None:
-        self.ended("commit-failed")
 
 
 def main() -> None:
