@@ -6,8 +6,6 @@ test), over TLS with ``trustme`` certificates, and against RabbitMQ when
 
 from __future__ import annotations
 
-import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -20,6 +18,7 @@ from amqp_sansio.adapters.cli import send_receive
 from amqp_sansio.adapters.cli.connect import ClientOptions, CommandError, engine_for
 from support.broker_process import free_port
 from support.cli_broker import TestBroker
+from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as amqp
 from amqp_sansio.client.url import parse_url
@@ -311,20 +310,10 @@ def test_format_body(body: object, line: str) -> None:
 
 # -- RabbitMQ -------------------------------------------------------------------------------------
 
-ENV = "AMQP_SANSIO_RABBITMQ_URL"
-
 
 @pytest.fixture
 def rabbitmq() -> str:
-    base = os.environ.get(ENV)
-    if not base:
-        pytest.skip(f"{ENV} is not set: no RabbitMQ to test against (.ci/run starts one)")
-    url = parse_url(base)
-    try:
-        socket.create_connection((url.host, url.port), timeout=2).close()
-    except OSError as exc:
-        pytest.skip(f"nothing answers at {url.host}:{url.port} ({ENV}): {exc}")
-    return base.rstrip("/")
+    return rabbitmq_url()
 
 
 def test_rabbitmq_send_then_receive(rabbitmq: str, capsys: pytest.CaptureFixture[str]) -> None:
