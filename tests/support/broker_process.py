@@ -32,7 +32,6 @@ import sys
 import sysconfig
 import threading
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import urlsplit
 
 __all__ = ["WAIT", "BrokerProcess", "Lines", "amqp_sansio_command", "free_port"]
@@ -201,10 +200,5 @@ class BrokerProcess:
     def __enter__(self) -> BrokerProcess:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
