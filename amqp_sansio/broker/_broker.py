@@ -14,7 +14,7 @@ import heapq
 import itertools
 import secrets
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codec.decoder import decode
 from ..codec.encoder import encode
@@ -40,6 +40,9 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["Broker"]
 
@@ -102,7 +105,12 @@ class Broker:
     # -- the driver's interface ---------------------------------------------------------------
 
     def accept(
-        self, now: float, *, wall: float | None = None, ssl_context: Any = None, sasl: Any = None
+        self,
+        now: float,
+        *,
+        wall: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: ServerAuthenticator | None = None,
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
         :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
+
+if TYPE_CHECKING:
+    from ..security.mechanisms import ServerAuthenticator
+    from ._users import Users
 
 __all__ = ["BrokerConfig"]
 
@@ -80,9 +84,9 @@ class BrokerConfig:
     container_id: str = "amqp-sansio-broker"
     idle_timeout: float | None = None
     max_frame_size: int = 65536
-    sasl: Any = None
+    sasl: ServerAuthenticator | None = None
     allow_insecure_auth: bool = False
-    users: Any = None
+    users: Users | None = None
 
     def is_topic(self, address: str) -> bool:
         """Whether ``address`` names a topic (copy to every subscriber) rather than a queue."""

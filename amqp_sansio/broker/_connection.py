@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -315,7 +315,8 @@ class BrokerConnection:
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
-            link.attach(target=attrs.evolve(terminus, address=node.address, **_TRANSIENT))
+            target = cast(Target, terminus)  # a receiver's terminus: checked above
+            link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
             link.flow(config.link_credit)
             producer = _Producer(self, link, node)
             self.producers[link] = producer

@@ -12,17 +12,21 @@ from __future__ import annotations
 import abc
 import bisect
 from collections import deque
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..definitions.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
     DeleteOnNoLinksOrMessages,
     DeleteOnNoMessages,
+    LifetimePolicy,
 )
 from ._config import BrokerConfig
 from ._selector import MessageFields, Selector
 from ._store import Store, StoredMessage
+
+if TYPE_CHECKING:
+    from ._subscriptions import Subscription
 
 __all__ = ["Node", "Queue", "Topic"]
 
@@ -80,7 +84,12 @@ class Node(abc.ABC):
     kind = "node"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         self.broker = broker
         self.address = address
@@ -128,11 +137,11 @@ class Node(abc.ABC):
     def remove_consumer(self, consumer: Any) -> None:
         """A consumer went."""
 
-    def link_added(self, link: Any) -> None:
+    def link_added(self, link: object) -> None:
         self.links.add(link)
         self._had_links = True
 
-    def link_removed(self, link: Any) -> bool:
+    def link_removed(self, link: object) -> bool:
         """Forget ``link``; return whether the node's lifetime policy now deletes it."""
         self.links.discard(link)
         policy = self.policy
@@ -175,7 +184,12 @@ class Queue(Node):
     kind = "queue"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         self._levels: dict[int, deque[StoredMessage]] = {}
@@ -421,7 +435,12 @@ class Topic(Node):
     kind = "topic"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         #: The buffers, by consumer (or by kept subscription).
@@ -469,7 +488,7 @@ class Topic(Node):
         else:
             subscription.buffer.remove_consumer(consumer)  # kept, or dropped by the broker
 
-    def drop_subscription(self, subscription: Any) -> None:
+    def drop_subscription(self, subscription: Subscription) -> None:
         """A kept subscription is deleted: its buffer and what it holds go."""
         self.subscriptions.pop(subscription, None)
         subscription.buffer.clear()
