@@ -643,7 +643,8 @@ def bench_spark(
             rows, batches, spark_seconds, phases = _noop_read(
                 session, url, "bench-spark", messages, batch, partitions, work, progress
             )
-            left = int(server.broker.nodes["bench-spark"].depth)
+            node = server.broker.nodes.get("bench-spark")  # (deleted once emptied and unused)
+            left = 0 if node is None else int(node.depth)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if rows != messages or left:
