@@ -166,7 +166,7 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         type=_or_none(_size),
         default=default["max_message_size"],
         metavar="SIZE",
-        help="largest message taken (e.g. 64MiB), announced in every attach; a larger "
+        help="largest message taken (e.g. 64MiB), announced in a publisher's attach; a larger "
         "one detaches its link with amqp:link:message-size-exceeded "
         f"(default {default['max_message_size'] // mib}MiB)",
     )

@@ -55,7 +55,7 @@ class BrokerConfig:
     the wire; each is None for no limit):
 
     * ``max_message_size`` (bytes, default 16 MiB): announced in the broker's attach of
-      every publisher's link (core spec 2.7.3 ``max-message-size``); a publisher's delivery that grows
+      every publisher's link (core spec 2.7.3 ``max-message-size``); a delivery that grows
       past it detaches its link with ``amqp:link:message-size-exceeded`` (2.8.17), checked
       as each transfer arrives, so no more than the limit and a frame is held.
     * ``max_queue_depth`` (messages, default 1,000,000) and ``max_queue_bytes`` (bytes of

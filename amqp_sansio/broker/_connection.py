@@ -571,7 +571,10 @@ class BrokerConnection:
                 endpoint.node.remove_consumer(endpoint)
                 self._suspend(subscription)
             else:
-                for message, queue in inflight.values():
+                # Last sent first: each goes back to the head of its priority ahead of the
+                # ones after it, one step each (in sending order, each would be placed
+                # behind the ones before it by a scan: quadratic for many unsettled).
+                for message, queue in reversed(inflight.values()):
                     self._apply(endpoint, message, queue, endpoint.default)
                 endpoint.node.remove_consumer(endpoint)
                 if subscription is not None:
