@@ -6,6 +6,8 @@ it: tests/broker/test_broker_limits_queues.py."""
 
 from __future__ import annotations
 
+import time
+
 import attrs
 import pytest
 from support.broker_net import Client, Net, accept_all, msg, publish
@@ -399,3 +401,27 @@ def test_the_default_queue_depth_is_reached_at_a_million() -> None:
     assert queue.depth == 1_000_000
     why = queue.offer(first.copy(broker.next_seq()))
     assert why is not None and "1000000" in why
+
+
+def test_many_unsettled_deliveries_go_back_at_once_and_in_order() -> None:
+    """A consumer lost with 20,000 unsettled deliveries (the default allows 100,000): they
+    go back to the head of the queue in their order, at once (each was placed by a scan
+    of those before it: minutes for 100,000)."""
+    net = Net(chunk=1 << 20)
+    p, c = net.connect(), net.connect()
+    sender = p.sender("q")
+    for i in range(20_000):
+        sender.send(msg(b"%d" % i).encode())
+        if i % 500 == 499:
+            net.pump()  # (the broker's credit: 1,000, topped up once half is used)
+    receiver = c.receiver("q", 20_000)
+    assert len(c.received(receiver)) == 20_000
+    publish(p, "q", b"after")
+    start = time.perf_counter()
+    net.lose(c)
+    assert time.perf_counter() - start < 5
+    d = net.connect()
+    got = d.received(d.receiver("q", 3))
+    assert [a.Message.decode(e.data).body.value for e in got] == [b"0", b"1", b"2"]  # type: ignore[union-attr]
+    assert all(a.Message.decode(e.data).header.delivery_count == 1 for e in got)  # type: ignore[union-attr]
+    assert net.broker.nodes["q"].depth == 20_001
