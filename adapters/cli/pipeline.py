@@ -619,9 +619,14 @@ def bench_spark(
     body = bytes(size)
     work = tempfile.mkdtemp(prefix="amqp-sansio-bench-")
     try:
+        from amqp_sansio.broker import BrokerConfig
+
         from ..broker import run_broker
 
-        with _session(spark, master) as session, run_broker() as server:
+        # The queues are filled before they are read, with as many messages as asked: no
+        # queue limit (docs/broker.rst "Limits") on this broker of the benchmark's own.
+        unbounded = BrokerConfig(max_queue_depth=None, max_queue_bytes=None)
+        with _session(spark, master) as session, run_broker(config=unbounded) as server:
             url = server.url
 
             def fill(address: str, count: int, shown: Progress | None) -> None:
