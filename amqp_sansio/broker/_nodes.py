@@ -51,6 +51,9 @@ class Consumer(Protocol):
 
     copy: bool
     cursor: int
+    #: Its credit is held back: it holds as many unsettled deliveries as it may
+    #: (``BrokerConfig.max_unsettled_per_link``); a drain then gives the credit back.
+    blocked: bool
     #: Its selector (None: it takes every message).
     selector: Selector | None
 
@@ -431,7 +434,7 @@ class Queue(Node):
         for browser in self.browsers:
             self._browse(browser, wall)
         for consumer in consumers:
-            if consumer.credit > 0:
+            if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
 
     def _browse(self, browser: Consumer, wall: float) -> None:
@@ -451,7 +454,7 @@ class Queue(Node):
                 browser.deliver(message, self)
                 if browser.credit <= 0:
                     break
-        if browser.credit > 0:
+        if browser.credit > 0 or browser.blocked:
             browser.drained()
 
     def clear(self) -> None:

@@ -355,6 +355,18 @@ def test_a_consumer_gets_no_more_than_the_unsettled_maximum() -> None:
     _works(net)
 
 
+def test_a_drain_at_the_unsettled_maximum_gives_the_credit_back() -> None:
+    net = Net(BrokerConfig(max_unsettled_per_link=2))
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"a", b"b", b"c")
+    receiver = c.receiver("q", 10)
+    assert len(c.received(receiver)) == 2
+    receiver.drain_credit()
+    net.pump()
+    assert receiver.link_credit == 0 and c.of(a.events.DrainCompleted)
+    assert net.broker.nodes["q"].depth == 3  # "c" waits for the next credit
+
+
 def test_a_publishers_credit_is_capped_at_the_unsettled_room() -> None:
     net = Net(BrokerConfig(max_unsettled_per_link=5))
     p = net.connect()
