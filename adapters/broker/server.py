@@ -29,7 +29,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from amqp_sansio import Error, Symbol
@@ -300,20 +300,20 @@ def main(
     *,
     users_file: str | None = None,
     store_dir: str | None = None,
-    settings: Mapping[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
     without TLS only on a loopback address. ``store_dir``: the durable store's directory
-    (:mod:`amqp_sansio.adapters.broker.store`). ``settings``: other
-    :class:`~amqp_sansio.broker.BrokerConfig` fields (the command's options on limits)."""
+    (:mod:`amqp_sansio.adapters.broker.store`). ``limits``: fields of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues)."""
     import signal
 
     users = None
     if users_file is not None:
         with open(users_file, encoding="utf-8") as f:
             users = Users.from_json(f.read())
-    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **(settings or {}))
+    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **(limits or {}))
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -733,7 +733,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.port,
                 users_file=args.users,
                 store_dir=args.store,
-                settings={name: getattr(args, name) for name in _MESSAGES_AND_QUEUES},
+                limits={name: getattr(args, name) for name in _MESSAGES_AND_QUEUES},
             )
         except (OSError, UsersFileError, StoreError) as exc:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
