@@ -295,19 +295,25 @@ def _loopback(host: str) -> bool:
 
 
 def main(
-    host: str, port: int, *, users_file: str | None = None, store_dir: str | None = None
+    host: str,
+    port: int,
+    *,
+    users_file: str | None = None,
+    store_dir: str | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
     without TLS only on a loopback address. ``store_dir``: the durable store's directory
-    (:mod:`amqp_sansio.adapters.broker.store`)."""
+    (:mod:`amqp_sansio.adapters.broker.store`). ``limits``: fields of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues)."""
     import signal
 
     users = None
     if users_file is not None:
         with open(users_file, encoding="utf-8") as f:
             users = Users.from_json(f.read())
-    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host))
+    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **(limits or {}))
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -277,6 +277,15 @@ class BrokerConnection:
             return
         users = config.users
         address = terminus.address
+        limit = config.max_address_length
+        if (
+            limit is not None
+            and isinstance(address, str)
+            and len(address) > limit // 4  # (at most 4 bytes a character: encode only then)
+            and len(address.encode("utf-8", "surrogatepass")) > limit
+        ):
+            link.refuse(_error("amqp:invalid-field", f"an address longer than {limit} bytes"))
+            return
         if (
             users is not None
             and not terminus.dynamic
@@ -366,6 +375,7 @@ class BrokerConnection:
                 applied = {key: value}
         except SelectorError as exc:
             link.refuse(_error("amqp:invalid-field", f"selector filter: {exc}"))
+            self.broker.release(node)  # (made for this attach, perhaps)
             return
         copy = source.distribution_mode == _COPY and isinstance(node, Queue)
         default = source.default_outcome
@@ -386,6 +396,7 @@ class BrokerConnection:
             kept = self._subscription(link, node, source, answered)
             if isinstance(kept, Error):
                 link.refuse(kept)
+                self.broker.release(node)
                 return
             subscription = kept
         link.attach(source=answered)
@@ -441,7 +452,8 @@ class BrokerConnection:
                 subscription.answered = answered
                 broker._save(subscription)
                 return subscription
-            broker._delete_subscription(subscription)  # replaced (a new address or filter)
+            # Replaced (a new address or filter): its topic is about to be used again.
+            broker._delete_subscription(subscription, release=False)
         why = broker._room_for_subscription(container)
         if why is not None:
             return _error("amqp:resource-limit-exceeded", why)
@@ -529,6 +541,7 @@ class BrokerConnection:
 
     def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
         node.link_added(endpoint)
+        self.broker.linked(node)
         if dynamic:
             node.creator = endpoint
 
@@ -559,7 +572,10 @@ class BrokerConnection:
                 endpoint.node.remove_consumer(endpoint)
                 self._suspend(subscription)
             else:
-                for message, queue in inflight.values():
+                # Last sent first: each goes back to the head of its priority ahead of the
+                # ones after it, one step each (in sending order, each would be placed
+                # behind the ones before it by a scan: quadratic for many unsettled).
+                for message, queue in reversed(inflight.values()):
                     self._apply(endpoint, message, queue, endpoint.default)
                 endpoint.node.remove_consumer(endpoint)
                 if subscription is not None:
@@ -569,6 +585,8 @@ class BrokerConnection:
         node = endpoint.node
         if node.link_removed(endpoint) and lifetime:
             self.broker.delete_node(node)
+        elif lifetime:
+            self.broker.release(node)  # made on first use: deleted once unused
 
     def _suspend(self, subscription: Subscription) -> None:
         """The subscription's link went without closing: the subscription waits, and its
@@ -653,8 +671,14 @@ class BrokerConnection:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
                 link.settle(delivery, state)
-        if link.link_credit * 2 <= broker.config.link_credit:
-            link.flow(broker.config.link_credit)
+        self._credit(link)
+
+    def _credit(self, link: Receiver) -> None:
+        """Top a publisher's credit up to ``link_credit`` once half is used (the engine
+        caps it at the room under ``max_unsettled_per_link``)."""
+        credit = self.broker.config.link_credit
+        if link.link_credit * 2 <= credit and link.state is _ATTACHED:
+            link.flow(credit)
 
     def _post_in_txn(
         self, link: Receiver, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -677,7 +701,14 @@ class BrokerConnection:
         if consumer is None:
             if event.delivery in self._parked:
                 self._on_parked(event)
+            elif event.settled:
+                producer = self.producers.get(event.link)
+                if producer is not None:
+                    self._credit(producer.link)  # room under max_unsettled_per_link again
             return
+        if consumer.blocked and consumer.queue is not None:
+            consumer.blocked = False  # below max_unsettled_per_link once this settles
+            self.broker._dirty[consumer.queue] = None
         delivery = event.delivery
         state = event.state
         if type(state) is TransactionalState:
@@ -754,6 +785,8 @@ class BrokerConnection:
             broker.expired += 1
             if queue.emptied():
                 broker.delete_node(queue)
+            elif not queue.links:
+                broker.release(queue)
             return
         if changed:
             broker.store.update(queue, message)
@@ -787,6 +820,8 @@ class BrokerConnection:
             if held is None:
                 continue
             node, message = held
+            if node.deleted and node.auto:  # deleted once unused since: made again
+                node = broker._resolve(node.address) or node
             if not node.deleted and node.offer(message) is None:
                 broker._touch(node)
             posted.append(delivery)
@@ -871,6 +906,8 @@ class BrokerConnection:
     def _taken(self, queue: Queue, message: StoredMessage) -> None:
         if queue.settled(message):
             self.broker.delete_node(queue)
+        elif not queue.links:
+            self.broker.release(queue)
 
 
 #: What the broker does on each event other than a delivery's or a credit change, by the

@@ -187,7 +187,7 @@ class Stream(Node):
                 offset = max(consumer.cursor, self.first)
                 consumer.cursor = offset + 1
                 consumer.deliver(self._log[self._head + offset - self.first], self)
-            if consumer.credit > 0:
+            if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
 
     def clear(self) -> None:
