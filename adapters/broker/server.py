@@ -29,7 +29,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from amqp_sansio import Error, Symbol
@@ -300,7 +300,7 @@ def main(
     *,
     users_file: str | None = None,
     store_dir: str | None = None,
-    limits: dict[str, Any] | None = None,
+    limits: Mapping[str, object] | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
@@ -313,7 +313,8 @@ def main(
     if users_file is not None:
         with open(users_file, encoding="utf-8") as f:
             users = Users.from_json(f.read())
-    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **(limits or {}))
+    fields: dict[str, Any] = dict(limits or {})  # checked by BrokerConfig itself
+    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **fields)
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
