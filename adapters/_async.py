@@ -15,7 +15,7 @@ call does.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Literal, Protocol, TypeVar, overload
 
 from amqp_sansio import Error, client
@@ -35,6 +35,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_Wait = recipes.Wait
+_DRAIN = recipes.DRAIN
 
 #: How long a cleanup (a close, a transaction's discharge) may take when the block that
 #: ends is being cancelled, seconds.
@@ -92,40 +95,39 @@ async def run(
     :class:`~amqp_sansio.client.recipes.Start` makes the connection whose driver the waits
     use from then on. What a step raises (a time-out, a cancellation) is thrown into the
     recipe."""
-    value: object = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = recipe.send(value) if error is None else recipe.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value = error = None
-        try:
-            if type(step) is recipes.Wait:
-                assert driver is not None
-                await driver.wait(step.ready, timeout)
-            elif step is recipes.DRAIN:
-                assert driver is not None
-                await driver.drain()
+    send = recipe.send
+    try:
+        step = send(None)
+        while True:
+            value: object = None
+            try:
+                if type(step) is _Wait:
+                    await driver.wait(step.ready, timeout)  # type: ignore[union-attr]
+                elif step is _DRAIN:
+                    await driver.drain()  # type: ignore[union-attr]
+                else:
+                    assert loop is not None
+                    if step is recipes.NOW:
+                        value = loop.now()
+                    elif isinstance(step, recipes.Sleep):
+                        await loop.sleep_until(step.until)
+                    elif isinstance(step, recipes.Connect):
+                        value = await loop.connect(step.host, step.port, step.timeout)
+                    elif isinstance(step, recipes.Start):
+                        value = conn = loop.start(step.core, step.transport, timeout)
+                        driver = conn._driver
+                    elif isinstance(step, recipes.Abort):
+                        assert isinstance(step.connection, Connection)
+                        await loop.abort(step.connection)
+                    else:  # pragma: no cover - every step is above
+                        raise TypeError(f"not a step: {step!r}")
+            except BaseException as exc:  # to the recipe (cancellations too)
+                step = recipe.throw(exc)
             else:
-                assert loop is not None
-                if step is recipes.NOW:
-                    value = loop.now()
-                elif isinstance(step, recipes.Sleep):
-                    await loop.sleep_until(step.until)
-                elif isinstance(step, recipes.Connect):
-                    value = await loop.connect(step.host, step.port, step.timeout)
-                elif isinstance(step, recipes.Start):
-                    value = conn = loop.start(step.core, step.transport, timeout)
-                    driver = conn._driver
-                elif isinstance(step, recipes.Abort):
-                    assert isinstance(step.connection, Connection)
-                    await loop.abort(step.connection)
-                else:  # pragma: no cover - every step is above
-                    raise TypeError(f"not a step: {step!r}")
-        except BaseException as exc:  # to the recipe (cancellations too)
-            error = exc
+                step = send(value)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
 
 
 async def close_all(drivers: list[Driver], timeout: float) -> None:
@@ -159,10 +161,11 @@ class Connection:
     def __repr__(self) -> str:
         return f"<{self.adapter}.Connection {self.core.engine!r}>"
 
-    async def _run(self, recipe: Recipe[T], timeout: float | None) -> T:
+    def _run(self, recipe: Recipe[T], timeout: float | None) -> Coroutine[object, None, T]:
         """Carry out a call's recipe, each wait bounded by ``timeout`` (None: the
-        connection's)."""
-        return await run(recipe, None, self._driver, self.timeout if timeout is None else timeout)
+        connection's). (A plain function returning :func:`run`'s coroutine: one frame less
+        on every call.)"""
+        return run(recipe, None, self._driver, self.timeout if timeout is None else timeout)
 
     @property
     def reconnects(self) -> int:

@@ -699,40 +699,42 @@ def _run(recipe: Recipe[T], timeout: float | None, conn: Connection | None = Non
     :class:`~amqp_sansio.client.recipes.Wait` runs ``conn``'s I/O (bounded by ``timeout``,
     None: the connection's own), a :class:`~amqp_sansio.client.recipes.Start` makes the
     connection, the other steps use :func:`time.monotonic` and blocking sockets."""
-    value: object = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = recipe.send(value) if error is None else recipe.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value = error = None
-        try:
-            if type(step) is recipes.Wait:
-                assert conn is not None
-                conn._wait(step.ready, timeout)
-            elif step is recipes.DRAIN:
-                pass  # a blocking connection writes as it goes
-            elif step is recipes.NOW:
-                value = time.monotonic()
-            elif isinstance(step, recipes.Sleep):
-                time.sleep(max(0.0, step.until - time.monotonic()))
-            elif isinstance(step, recipes.Connect):
-                sock = socket.create_connection((step.host, step.port), timeout=step.timeout)
-                value = sock
-            elif isinstance(step, recipes.Start):
-                assert isinstance(step.transport, socket.socket)
-                address = None if step.core.url is None else step.core.url.address
-                driver = SocketDriver._drive(step.core, step.transport)
-                value = conn = Connection(step.core, driver, address=address, timeout=timeout)
-            elif isinstance(step, recipes.Abort):
-                assert isinstance(step.connection, Connection)
-                step.connection.driver.close()
-            else:  # pragma: no cover - every step is above
-                raise TypeError(f"not a step: {step!r}")
-        except BaseException as exc:
-            error = exc
+    send = recipe.send
+    try:
+        step = send(None)
+        while True:
+            value: object = None
+            try:
+                if type(step) is _Wait:
+                    conn._wait(step.ready, timeout)  # type: ignore[union-attr]
+                elif step is recipes.DRAIN:
+                    pass  # a blocking connection writes as it goes
+                elif step is recipes.NOW:
+                    value = time.monotonic()
+                elif isinstance(step, recipes.Sleep):
+                    time.sleep(max(0.0, step.until - time.monotonic()))
+                elif isinstance(step, recipes.Connect):
+                    value = socket.create_connection((step.host, step.port), timeout=step.timeout)
+                elif isinstance(step, recipes.Start):
+                    assert isinstance(step.transport, socket.socket)
+                    address = None if step.core.url is None else step.core.url.address
+                    driver = SocketDriver._drive(step.core, step.transport)
+                    value = conn = Connection(step.core, driver, address=address, timeout=timeout)
+                elif isinstance(step, recipes.Abort):
+                    assert isinstance(step.connection, Connection)
+                    step.connection.driver.close()
+                else:  # pragma: no cover - every step is above
+                    raise TypeError(f"not a step: {step!r}")
+            except BaseException as exc:  # to the recipe
+                step = recipe.throw(exc)
+            else:
+                step = send(value)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+
+
+_Wait = recipes.Wait
 
 
 class Server:
