@@ -407,10 +407,13 @@ def declare(txn: TransactionBase, core: Core) -> Recipe[None]:
 def discharge(txn: TransactionBase, core: Core, *, commit: bool) -> Recipe[bool]:
     """Commit (or roll back) ``txn``; returns whether it committed."""
     assert txn.core is not None, "declare first"
-    yield Wait(core.declare_ready)
-    core.discharge(txn.core, fail=not commit)
-    yield Wait(txn.core.discharged.done)
-    txn.committed = txn.core.discharged.result()
+    discharged = txn.core.discharged
+    if not discharged.done():  # (else a lost connection ended it: its error is the answer)
+        yield Wait(core.declare_ready)
+        if not discharged.done():  # (lost meanwhile, and connected again)
+            core.discharge(txn.core, fail=not commit)
+        yield Wait(discharged.done)
+    txn.committed = discharged.result()
     return txn.committed
 
 

@@ -114,9 +114,7 @@ class Memory:
                 continue
             if self.pump():
                 continue
-            deadlines = [
-                d for d in (self.core.next_deadline(), self.server.next_deadline()) if d
-            ]
+            deadlines = [d for d in (self.core.next_deadline(), self.server.next_deadline()) if d]
             if not deadlines or min(deadlines) > end:
                 self.now = end
                 raise TimeoutError(f"not done within {timeout} s")
@@ -205,7 +203,7 @@ def test_connect_attach_send_receive_close() -> None:
 def test_a_send_waits_for_credit_and_a_time_out_sends_nothing() -> None:
     mem = Memory(Broker()).connect()
     sender = mem.sender("hold/q")
-    with pytest.raises(TimeoutError, match="not done within 0.5 s"):
+    with pytest.raises(TimeoutError, match=r"not done within 0\.5 s"):
         mem.send(sender, "x", timeout=0.5)
     assert sender.unsettled == 0
     assert mem.steps[-1] == "Wait"  # the first wait, for credit: nothing was sent
@@ -247,7 +245,7 @@ def test_a_time_out_while_connecting_names_it() -> None:
                 raise TimeoutError("timed out")
             return super().do(step, timeout)
 
-    with pytest.raises(TimeoutError, match="could not connect within 5.0 s"):
+    with pytest.raises(TimeoutError, match=r"could not connect within 5\.0 s"):
         Slow(Broker()).connect()
 
 
@@ -273,7 +271,7 @@ def test_a_reconnecting_connect_is_bounded_by_its_time_out() -> None:
     mem = Memory(Broker(), refuse=100, timeout=2.0)
     policy = Reconnect(initial_delay=1.5, multiplier=1.0, jitter=0.0)
     start = mem.now
-    with pytest.raises(TimeoutError, match="could not connect within 2.0 s"):
+    with pytest.raises(TimeoutError, match=r"could not connect within 2\.0 s"):
         mem.connect(reconnect=policy)
     assert mem.now == start + 2.0  # slept until the end, not past it
     assert mem.steps.count("Connect") == 2  # at once, then after 1.5 s
@@ -347,3 +345,134 @@ def test_the_steps_say_what_they_are() -> None:
     assert repr(recipes.Connect("h", 1, None)) == "Connect('h', 1, None)"
     assert repr(recipes.Abort("c")) == "Abort('c')"
     assert repr(recipes.Start(None, "t")).startswith("Start(None")  # type: ignore[arg-type]
+
+
+# -- the core's branches, through the recipes ------------------------------------------------
+
+
+class Breaking(Memory):
+    """The first ``break_opens`` transports fail as soon as they carry bytes (before the
+    open is answered)."""
+
+    break_opens = 0
+
+    def pump(self) -> bool:
+        if self.break_opens:
+            self.break_opens -= 1
+            self.drop()
+            return True
+        return super().pump()
+
+
+def test_an_attempt_that_fails_before_the_open_counts_as_failed() -> None:
+    mem = Breaking(Broker())
+    mem.break_opens = 1
+    policy = Reconnect(initial_delay=0.1, jitter=0.0, max_attempts=3)
+    mem.connect(reconnect=policy)
+    assert mem.steps.count("Connect") == 2
+    assert mem.core is not None and mem.core.opened.done()
+    lost = Breaking(Broker())
+    lost.break_opens = 5
+    with pytest.raises(ConnectionClosedError, match="gave up after 2 attempts"):
+        lost.connect(reconnect=Reconnect(initial_delay=0.1, jitter=0.0, max_attempts=2))
+
+
+def test_a_server_without_on_link_refuses_every_link() -> None:
+    class NoLinks(Memory):
+        def do(self, step: recipes.Step, timeout: float) -> object:
+            server = super().do(step, timeout)
+            if isinstance(server, client.Core):
+                server.on_link = None
+            return server
+
+    mem = NoLinks(Broker()).connect()
+    with pytest.raises(LinkRefusedError, match="refused the link to q"):
+        mem.sender()
+
+
+def test_a_receiver_s_credit_is_at_least_one() -> None:
+    mem = Memory(Broker()).connect()
+    with pytest.raises(ValueError, match="at least 1"):
+        mem.receiver(credit=0)
+
+
+def test_a_loss_ends_transactions_and_what_was_closing() -> None:
+    mem = Memory(Broker())
+    mem.connect(reconnect=Reconnect(initial_delay=0.1, jitter=0.0))
+    assert mem.core is not None
+    txn = client.TransactionBase(mem, None)
+    mem.run(recipes.declare(txn, mem.core))
+    sender = mem.sender("unsettled/q")
+    assert isinstance(mem.send(sender, "in txn", transaction=txn), a.Accepted)  # provisional
+    closing = mem.receiver("other")
+    pending = mem.send(sender, "unanswered", transaction=txn, wait=False)
+    closing.close()  # its detach is not answered before the loss
+    mem.drop()
+    assert mem.core.lost
+    with pytest.raises(TransactionError, match="the transaction is over"):
+        mem.run(recipes.outcome(pending._op))  # not sent again: the loss rolled it back
+    assert closing.detached.done() and closing.take() is None  # closed, as asked
+    with pytest.raises(TransactionError, match="the transaction is over"):
+        mem.run(recipes.end_transaction(txn, mem.core, failed=False))
+    lost_link = sender.core
+    lost_link.close()  # while lost: nothing to detach, the link is not made again
+    assert lost_link.detached.done()
+    mem.run(recipes.wait(mem.core), 1.0)  # made again meanwhile
+    assert not mem.core.lost and lost_link.link not in mem.core._links
+
+
+def test_the_peer_ending_the_session_detaches_its_links() -> None:
+    mem = Memory(Broker()).connect()
+    receiver = mem.receiver("q")
+    assert mem.server is not None
+    (session,) = mem.server.engine.sessions
+    session.end(a.Error(condition=a.Symbol("amqp:internal-error"), description="gone"))
+    with pytest.raises(client.LinkDetachedError, match="the session ended"):
+        mem.run(recipes.receive(receiver))
+
+
+def test_the_peer_breaking_the_protocol_closes_the_connection() -> None:
+    mem = Memory(Broker()).connect()
+    assert mem.core is not None
+    bogus = bytes([0, 0, 0, 12, 2, 0, 0, 0, 0x00, 0x53, 0x99, 0x45])  # an unknown performative
+    mem.core.receive_data(bogus, mem.now)
+    with pytest.raises(ConnectionClosedError, match="broke the protocol"):
+        mem.run(recipes.attach_sender(mem.core, "q", settled=False, name=None))
+
+
+def test_drain_with_no_credit_left_is_done_at_once() -> None:
+    broker = Broker()
+    mem = Memory(broker).connect()
+    sender = mem.sender("q")
+    mem.send(sender, "one")
+    receiver = mem.receiver("q", credit=1)
+    mem.run(recipes.receive(receiver)).accept()
+    mem.send(sender, "two")
+    mem.run(recipes.wait(mem.core), 0.1)  # it arrives, and waits to be taken: no credit
+    assert receiver.link.link_credit == 0
+    assert receiver.drain().done()
+
+
+def test_a_server_link_closed_by_the_server_ends_the_client_s_iteration() -> None:
+    links: list[client.ServerLink] = []
+
+    class Keeping(Broker):
+        def on_link(self, link: client.ServerLink) -> None:
+            links.append(link)
+            super().on_link(link)
+
+    mem = Memory(Keeping()).connect()
+    receiver = mem.receiver("q")
+    (server_link,) = links
+    assert server_link.container_id == "c"
+    server_link.close()
+    assert mem.run(recipes.receive(receiver)) is None  # a clean close: the loop ends
+    assert mem.run(recipes.receive(receiver)) is None
+    sender = mem.sender("p")
+    incoming = links[-1]
+    assert isinstance(incoming, client.IncomingLink)
+    incoming.flow(5)
+    mem.run(recipes.wait(mem.core), 0.1)  # type: ignore[arg-type]
+    assert sender.core.link.link_credit >= 5
+    tracker = mem.send(sender, "x", wait=False)
+    assert repr(tracker).startswith("<TrackerBase done=")
