@@ -245,7 +245,9 @@ def _open(
         core.on_reconnect = lambda: on_reconnect(conn)
     try:
         yield Wait(core.open_ready)
-    except BaseException:
+    except GeneratorExit:  # (the runner dropped the recipe: nothing more may be yielded)
+        raise
+    except BaseException:  # a time-out, a refusal, a cancellation: end the I/O first
         yield Abort(conn)
         raise
     return conn
