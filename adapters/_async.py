@@ -121,7 +121,9 @@ async def run(
                         await loop.abort(step.connection)
                     else:  # pragma: no cover - every step is above
                         raise TypeError(f"not a step: {step!r}")
-            except BaseException as exc:  # to the recipe (cancellations too)
+            # Thrown into the recipe, which raises it again (no recipe catches a
+            # cancellation: each catches only its own time-outs and errors).
+            except BaseException as exc:  # noqa: ASYNC103
                 step = recipe.throw(exc)
             else:
                 step = send(value)

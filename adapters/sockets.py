@@ -725,7 +725,7 @@ def _run(recipe: Recipe[T], timeout: float | None, conn: Connection | None = Non
                     step.connection.driver.close()
                 else:  # pragma: no cover - every step is above
                     raise TypeError(f"not a step: {step!r}")
-            except BaseException as exc:  # to the recipe
+            except BaseException as exc:  # noqa: ASYNC103 (thrown into the recipe)
                 step = recipe.throw(exc)
             else:
                 step = send(value)
