@@ -79,6 +79,9 @@ CONNECT_TIMEOUT = 10.0
 class _Driver:
     """The I/O of one :class:`~amqp_sansio.client.Core` over a stream pair."""
 
+    #: A wait that need not wait returns without suspending (see :class:`~._async.Driver`).
+    eager = True
+
     def __init__(
         self, core: client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:

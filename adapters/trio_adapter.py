@@ -103,6 +103,9 @@ _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError
 class _Driver:
     """The I/O of one :class:`~amqp_sansio.client.Core` over a trio stream."""
 
+    #: Every wait is a cancel point and counts towards :data:`FAST_CALLS`.
+    eager = False
+
     def __init__(self, core: client.Core, stream: trio.abc.Stream) -> None:
         self.core = core
         self.stream = stream
