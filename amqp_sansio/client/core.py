@@ -29,6 +29,9 @@ import amqp_sansio as a
 from amqp_sansio import Error, Symbol
 
 from .engines import (
+    ConnectOptions,
+    ListenOptions,
+    Stream,
     authentication_failure,
     client_engine,
     refused_without_sasl,
@@ -51,6 +54,7 @@ from .ops import (
     ClientError,
     ConnectionClosedError,
     Delivery,
+    Filters,
     Op,
     PeerWithoutSASLError,
     TransactionError,
@@ -86,14 +90,14 @@ class Core:
         self,
         engine: a.Connection,
         *,
-        stream: Any = None,
+        stream: Stream | None = None,
         notify: Callable[[], None] | None = None,
         on_link: Callable[[ServerLink], None] | None = None,
         on_connection: Callable[[IncomingConnection], None] | None = None,
-        peer: Any = None,
+        peer: object = None,
     ) -> None:
         self.engine = engine
-        self.stream = engine if stream is None else stream
+        self.stream: Stream = engine if stream is None else stream
         #: A client's URL (see :func:`client_core`).
         self.url: AMQPURL | None = None
         self.notify: Callable[[], None] = notify or (lambda: None)
@@ -128,7 +132,7 @@ class Core:
         self.default_address: str | None = None
         #: Reconnection (a client's, opt-in): the schedule, and the options of its engines.
         self.backoff: Backoff | None = None
-        self._options: dict[str, Any] = {}
+        self._options: ConnectOptions = {}
         #: The transport is gone and a new one is wanted (see :meth:`next_attempt`).
         self.lost = False
         #: How many times the connection was made again after a loss.
@@ -298,12 +302,10 @@ class Core:
         return []
 
     def next_deadline(self) -> float | None:
-        deadline: float | None = self.stream.next_deadline()
-        return deadline
+        return self.stream.next_deadline()
 
     def data_to_send(self) -> bytes:
-        data: bytes = self.stream.data_to_send()
-        return data
+        return self.stream.data_to_send()
 
     @property
     def gone(self) -> bool:
@@ -382,7 +384,7 @@ class Core:
         credit: int = DEFAULT_CREDIT,
         auto_accept: bool = False,
         dynamic: bool = False,
-        filters: dict[Any, Any] | None = None,
+        filters: Filters | None = None,
         selector: str | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
@@ -800,14 +802,16 @@ def _handler_for(kind: type) -> Callable[[Core, Any], None]:
 
 def client_core(
     url: str,
+    options: ConnectOptions | None = None,
     *,
     reconnect: Reconnect | bool | None = None,
-    **options: Any,
 ) -> Core:
-    """The core of a client connection to ``url`` (``options`` are :func:`client_engine`'s).
+    """The core of a client connection to ``url`` (``options`` are :func:`client_engine`'s,
+    made by :func:`~.engines.connect_options`).
     Without ``reconnect`` its engine is ready: the adapter connects to :attr:`Core.url`.
     With it (``True``: the defaults of :class:`Reconnect`), the core starts :attr:`lost`:
     the adapter connects as :meth:`Core.next_attempt` says, then :meth:`Core.restart`."""
+    options = {} if options is None else options
     parsed, engine, stream = client_engine(url, **options)
     core = Core(engine, stream=stream)
     core.url = parsed
@@ -815,17 +819,18 @@ def client_core(
     if reconnect:
         policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
         core.backoff = Backoff(policy, parsed)
-        core._options = dict(options, container_id=engine.container_id)
+        core._options = options.copy()
+        core._options["container_id"] = engine.container_id
         core.lost = True
     return core
 
 
 def server_core(
-    options: dict[str, Any],
+    options: ListenOptions,
     *,
     on_link: Callable[[ServerLink], None] | None,
     on_connection: Callable[[IncomingConnection], None] | None,
-    peer: Any,
+    peer: object,
 ) -> Core:
     """The core of one accepted server connection, on the engine (and TLS layer) that
     :func:`server_engine` makes from a :func:`listen`'s ``options``."""

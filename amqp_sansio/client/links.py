@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import amqp_sansio as a
 from amqp_sansio import Error, Symbol
@@ -19,7 +19,9 @@ from .ops import (
     LinkDetachedError,
     LinkRefusedError,
     Op,
+    Outcome,
     TransactionError,
+    TransactionLike,
     encode,
     engine_txn,
 )
@@ -128,9 +130,9 @@ class SenderCore(LinkCore):
     def __init__(self, core: Core, link: a.Sender) -> None:
         super().__init__(core, link)
         #: Each unsettled delivery's op, and (on a reconnecting connection) its bytes.
-        self._unsettled: dict[a.Delivery, tuple[Op[Any], bytes | None]] = {}
+        self._unsettled: dict[a.Delivery, tuple[Op[Outcome | None], bytes | None]] = {}
         #: After a reconnect: what was unsettled, sent again before any new send.
-        self._resend: deque[tuple[bytes, Op[Any]]] = deque()
+        self._resend: deque[tuple[bytes, Op[Outcome | None]]] = deque()
 
     @property
     def address(self) -> str | None:
@@ -147,12 +149,14 @@ class SenderCore(LinkCore):
         self.check()
         return self.attached.done() and not self._resend and self.link.link_credit > 0
 
-    def send(self, data: bytes, *, settled: bool = False, transaction: Any = None) -> Op[Any]:
+    def send(
+        self, data: bytes, *, settled: bool = False, transaction: TransactionLike | None = None
+    ) -> Op[Outcome | None]:
         """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
         ``settled``, else when the outcome arrives."""
         txn = None if transaction is None else engine_txn(transaction)
         delivery = self.link.send(data, settled=settled, transaction=txn)
-        op: Op[Any] = Op()
+        op: Op[Outcome | None] = Op()
         if settled:
             op.set(None)
         else:
@@ -161,7 +165,7 @@ class SenderCore(LinkCore):
         self.core._changed()
         return op
 
-    def _on_update(self, delivery: a.Delivery, state: Any) -> None:
+    def _on_update(self, delivery: a.Delivery, state: object) -> None:
         entry = self._unsettled.get(delivery)
         if entry is None:
             return
@@ -172,7 +176,7 @@ class SenderCore(LinkCore):
         )
         if delivery.remote_settled or isinstance(outcome, _OUTCOMES):
             del self._unsettled[delivery]
-            entry[0].set(outcome)
+            entry[0].set(outcome if isinstance(outcome, _OUTCOMES) else None)
 
     def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
@@ -187,7 +191,7 @@ class SenderCore(LinkCore):
 
     def _on_lost(self) -> None:
         super()._on_lost()
-        again: deque[tuple[bytes, Op[Any]]] = deque()
+        again: deque[tuple[bytes, Op[Outcome | None]]] = deque()
         for op, data in self._unsettled.values():
             if data is None:  # sent in a transaction, which the loss rolled back
                 op.fail(TransactionError("the connection was lost: the transaction is over"))
@@ -352,14 +356,14 @@ class IncomingConnection:
     :class:`~amqp_sansio.security.tls.TLSEstablished`
     event of an amqps connection (version, cipher, the client's certificate), or None."""
 
-    def __init__(self, core: Core, peer: Any) -> None:
+    def __init__(self, core: Core, peer: object) -> None:
         self.core = core
         self.peer = peer
         remote = core.engine.remote
         assert remote is not None
         self.container_id: str = remote.container_id
         self.hostname: str | None = remote.hostname
-        self.properties: Any = remote.properties
+        self.properties: dict[Symbol, object] | None = remote.properties
         self.identity: str | None = core.sasl_identity
         self.mechanism: str | None = core.sasl_mechanism
         self.tls: a.security.tls.TLSEstablished | None = core.tls
@@ -498,7 +502,7 @@ class OutgoingLink(ServerLink):
     def __init__(self, core: Core, link: a.Sender, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.on_credit: Callable[[OutgoingLink], None] | None = None
-        self.on_outcome: Callable[[a.Delivery, Any], None] | None = None
+        self.on_outcome: Callable[[a.Delivery, object], None] | None = None
 
     @property
     def credit(self) -> int:
@@ -518,7 +522,7 @@ class OutgoingLink(ServerLink):
             source = a.Source(address=self.address, dynamic=True)
         self.link.attach(source=source)
 
-    def send(self, message: Any, *, settled: bool = False) -> a.Delivery:
+    def send(self, message: object, *, settled: bool = False) -> a.Delivery:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
         :class:`~amqp_sansio.LocalProtocolError` without credit."""
         return self.send_data(encode(message), settled=settled)
@@ -542,7 +546,7 @@ class OutgoingLink(ServerLink):
 class SenderBase:
     """The adapters' senders: their state (the waiting is each adapter's own)."""
 
-    def __init__(self, conn: Any, core: SenderCore, settled: bool) -> None:
+    def __init__(self, conn: object, core: SenderCore, settled: bool) -> None:
         self.connection = conn
         self.core = core
         self.settled = settled
@@ -566,7 +570,7 @@ class TrackerBase:
 
     __slots__ = ("_op", "sender")
 
-    def __init__(self, sender: SenderBase, op: Op[Any]) -> None:
+    def __init__(self, sender: SenderBase, op: Op[Outcome | None]) -> None:
         self.sender = sender
         self._op = op
 
@@ -582,7 +586,7 @@ class TrackerBase:
 class ReceiverBase:
     """The adapters' receivers: their state."""
 
-    def __init__(self, conn: Any, core: ReceiverCore) -> None:
+    def __init__(self, conn: object, core: ReceiverCore) -> None:
         self.connection = conn
         self.core = core
 
@@ -596,7 +600,7 @@ class TransactionBase:
     """The adapters' transactions: pass one as ``transaction=`` to a sender's ``send`` or a
     delivery's ``accept``."""
 
-    def __init__(self, conn: Any, timeout: float | None) -> None:
+    def __init__(self, conn: object, timeout: float | None) -> None:
         self.connection = conn
         self.timeout = timeout
         self.core: TransactionCore | None = None
@@ -604,5 +608,5 @@ class TransactionBase:
         self.committed: bool | None = None
 
     @property
-    def engine_transaction(self) -> Any:
+    def engine_transaction(self) -> a.Transaction | None:
         return None if self.core is None else self.core.engine_transaction

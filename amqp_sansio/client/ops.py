@@ -3,29 +3,61 @@ operation (:class:`Op`), a delivery that arrived (:class:`Delivery`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import amqp_sansio as a
-from amqp_sansio import Error, Message
+from amqp_sansio import Error, Message, Symbol
 
 if TYPE_CHECKING:
     from .core import Core
 
 __all__ = [
     "AuthenticationError",
+    "Annotations",
     "ClientError",
     "ConnectionClosedError",
     "Delivery",
+    "Filters",
+    "HasEngineTransaction",
     "LinkDetachedError",
     "LinkRefusedError",
     "Op",
+    "Outcome",
     "PeerWithoutSASLError",
+    "Sendable",
     "TransactionError",
+    "TransactionLike",
     "encode",
     "engine_txn",
 ]
 
 T = TypeVar("T")
+
+#: The outcome of a delivery (messaging spec 3.4): what a sender's ``send`` returns, what a
+#: delivery is settled with.
+Outcome = a.Accepted | a.Rejected | a.Released | a.Modified
+
+#: What a ``send`` takes: a :class:`~amqp_sansio.Message`, or any value the codec encodes,
+#: sent as the body of a message (bytes as a data section, others as an amqp-value).
+Sendable = object
+
+#: A source's filter-set (core spec 3.5.8): filter descriptors by their keys.
+Filters = dict[Symbol | str, object]
+
+#: Message annotations (messaging spec 3.2.3), as a :class:`~amqp_sansio.Modified` outcome
+#: carries them: values by symbolic (or numeric) keys.
+Annotations = dict[Symbol | str | int, object]
+
+
+class HasEngineTransaction(Protocol):
+    """An adapter's transaction: it carries the engine's."""
+
+    @property
+    def engine_transaction(self) -> a.Transaction | None: ...
+
+
+#: What ``transaction=`` takes: an adapter's transaction, or the engine's.
+TransactionLike = HasEngineTransaction | a.Transaction
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -161,13 +193,15 @@ class Delivery:
         d = self.engine_delivery
         return d.settled or d.remote_settled
 
-    def accept(self, *, transaction: Any = None) -> None:
+    def accept(self, *, transaction: TransactionLike | None = None) -> None:
         self.settle(a.Accepted(), transaction=transaction)
 
-    def reject(self, error: Error | None = None, *, transaction: Any = None) -> None:
+    def reject(
+        self, error: Error | None = None, *, transaction: TransactionLike | None = None
+    ) -> None:
         self.settle(a.Rejected(error=error), transaction=transaction)
 
-    def release(self, *, transaction: Any = None) -> None:
+    def release(self, *, transaction: TransactionLike | None = None) -> None:
         self.settle(a.Released(), transaction=transaction)
 
     def modify(
@@ -175,8 +209,8 @@ class Delivery:
         *,
         delivery_failed: bool = True,
         undeliverable_here: bool = False,
-        annotations: dict[Any, Any] | None = None,
-        transaction: Any = None,
+        annotations: Annotations | None = None,
+        transaction: TransactionLike | None = None,
     ) -> None:
         outcome = a.Modified(
             delivery_failed=delivery_failed,
@@ -185,7 +219,7 @@ class Delivery:
         )
         self.settle(outcome, transaction=transaction)
 
-    def settle(self, outcome: Any, *, transaction: Any = None) -> None:
+    def settle(self, outcome: Outcome, *, transaction: TransactionLike | None = None) -> None:
         """Settle with ``outcome`` (any outcome of core spec 3.4). A delivery that came on a
         connection since lost (and reconnected) can no longer be settled: this does
         nothing, and the peer delivers the message again."""
@@ -196,12 +230,14 @@ class Delivery:
         self._core._changed()
 
 
-def engine_txn(transaction: Any) -> Any:
+def engine_txn(transaction: TransactionLike | None) -> a.Transaction | None:
     """An adapter's transaction object carries the engine's as ``engine_transaction``."""
-    return getattr(transaction, "engine_transaction", transaction)
+    if transaction is None or isinstance(transaction, a.Transaction):
+        return transaction
+    return transaction.engine_transaction
 
 
-def encode(message: Any) -> bytes:
+def encode(message: Sendable) -> bytes:
     """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
     sent as the body of a message (bytes as a data section, others as an amqp-value)."""
     if isinstance(message, Message):
