@@ -3,12 +3,14 @@ operation (:class:`Op`), a delivery that arrived (:class:`Delivery`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 import amqp_sansio as a
 from amqp_sansio import Error, Message, Symbol
 
 if TYPE_CHECKING:
+    from amqp_sansio.codec import AMQPValue
+
     from .core import Core
 
 __all__ = [
@@ -242,4 +244,5 @@ def encode(message: Sendable) -> bytes:
     sent as the body of a message (bytes as a data section, others as an amqp-value)."""
     if isinstance(message, Message):
         return message.encode()
-    return Message(body=message).encode()
+    # Any value the codec takes (see amqp_sansio.codec.encode: ``object``, for invariance).
+    return Message(body=cast("AMQPValue", message)).encode()
