@@ -402,6 +402,7 @@ class Connection:
         core.default_address = address
         self.timeout = timeout
         self._stepping = False
+        self._batching = 0
         core.notify = self._notify
 
     def __repr__(self) -> str:
@@ -410,8 +411,24 @@ class Connection:
     # -- waiting ---------------------------------------------------------------------------
 
     def _notify(self) -> None:
-        if not self._stepping and not self.driver.closed:
+        if not self._stepping and not self._batching and not self.driver.closed:
             self.driver.send_pending()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Within the block, what the calls produce goes out when a call has to wait (for
+        credit, an outcome, a delivery) and when the block ends, not at once: a run of
+        ``send(message, wait=False)`` that credit allows goes out in one write instead of
+        one each, and so do the outcomes of a run of deliveries taken from a receiver (as
+        the asyncio adapter writes once per turn of its loop). Outside a block each call
+        writes before it returns."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self._notify()
 
     def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
         """Run the connection's I/O until ``ready()``; TimeoutError after ``timeout``."""
@@ -544,8 +561,10 @@ class Sender(client.SenderBase):
         waiting for its outcome (sends then follow each other under the receiver's credit;
         ``tracker.outcome()`` later)."""
         data = client.encode(message)
-        self.connection._wait(self.core.send_ready, timeout)
-        op = self.core.send(data, settled=self.settled, transaction=transaction)
+        core = self.core
+        if not core.send_ready():  # (credit at hand: no wait to set up)
+            self.connection._wait(core.send_ready, timeout)
+        op = core.send(data, settled=self.settled, transaction=transaction)
         if not wait:
             return Tracker(self, op)
         self.connection._wait(op.done, timeout)
