@@ -452,6 +452,7 @@ class Connection:
                 self.driver.step(remaining)
             finally:
                 self._stepping = False
+                self.driver.events.clear()  # the core has handled them: keep none
 
     def wait(self, seconds: float) -> None:
         """Keep the connection serviced (heartbeats, incoming frames) for ``seconds``: what
@@ -820,6 +821,7 @@ class Server:
         and the others go on."""
         try:
             driver.step(0)
+            driver.events.clear()  # the core has handled them: keep none
         except Exception:
             _log.exception("dropping a connection after an error")
             driver.close()

@@ -8,7 +8,8 @@
 * a receiver's ``credit`` can be lowered as the messages wanted run out, so that the sender
   is never let start more than those;
 * a delivery that came with its link's detach (2.6.6) cannot be settled: settling it does
-  nothing (it raised the engine's LocalProtocolError).
+  nothing (it raised the engine's LocalProtocolError);
+* a connection keeps none of the engine's events once they are handled.
 
 The peers are our own ``sockets.listen`` applications and ``support/cli_broker.py``."""
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ssl
 import threading
 import time
@@ -174,6 +176,20 @@ def test_a_batch_writes_when_a_call_waits() -> None:
             assert len(got) >= 100
         assert all(t.outcome(timeout=WAIT) == a.Accepted() for t in trackers)
     assert len(got) == 250
+
+
+def test_the_connection_keeps_no_event_it_has_handled() -> None:
+    """The engine's events are the core's to handle: a long run of sends leaves none of them
+    behind (the socket driver's list of events used to keep every one)."""
+    on_link, got = counting()
+    with listener(on_link) as url, sockets.connect(f"{url}/q", timeout=WAIT) as conn:
+        sender = conn.sender()
+        with conn.batch():
+            trackers = [sender.send(i, wait=False) for i in range(500)]
+        assert all(t.outcome(timeout=WAIT) == a.Accepted() for t in trackers)
+        updates = [o for o in gc.get_objects() if isinstance(o, a.events.DeliveryUpdated)]
+        assert len(updates) < 10, len(updates)
+    assert len(got) == 500
 
 
 # -- Receiver.credit ----------------------------------------------------------------------
