@@ -19,13 +19,13 @@ import asyncio
 import contextlib
 import gc
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from amqp_sansio.adapters import aio, sockets
+from support.adapters import ADAPTERS
 from support.cli_broker import TestBroker
 
 import amqp_sansio as a
@@ -35,15 +35,9 @@ WAIT = 20.0
 
 @contextlib.contextmanager
 def listener(on_link: Any) -> Iterator[str]:
-    """Our ``listen`` serving ``on_link`` in a thread: its URL."""
-    server = sockets.listen("127.0.0.1", 0, on_link)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"amqp://127.0.0.1:{server.port}"
-    finally:
-        server.close()
-        thread.join(WAIT)
+    """Our ``listen`` serving ``on_link`` in a thread (``support.adapters``): its URL."""
+    with ADAPTERS["sockets"].serve(on_link) as port:
+        yield f"amqp://127.0.0.1:{port}"
 
 
 # -- ClientError.event ------------------------------------------------------------------------
