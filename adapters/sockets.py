@@ -419,6 +419,7 @@ class Connection:
         core.default_address = address
         self.timeout = timeout
         self._stepping = False
+        self._batching = 0
         core.notify = self._notify
 
     def __repr__(self) -> str:
@@ -427,13 +428,29 @@ class Connection:
     # -- running recipes -------------------------------------------------------------------
 
     def _notify(self) -> None:
-        if not self._stepping and not self.driver.closed:
+        if not self._stepping and not self._batching and not self.driver.closed:
             self.driver.send_pending()
 
     def _run(self, recipe: Recipe[T], timeout: float | None) -> T:
         """Carry out a call's recipe (:mod:`amqp_sansio.client.recipes`): each wait bounded
         by ``timeout`` (None: the connection's)."""
         return _run(recipe, timeout, self)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Within the block, what the calls produce goes out when a call has to wait (for
+        credit, an outcome, a delivery) and when the block ends, not at once: a run of
+        ``send(message, wait=False)`` that credit allows goes out in one write instead of
+        one each, and so do the outcomes of a run of deliveries taken from a receiver (as
+        the asyncio adapter writes once per turn of its loop). Outside a block each call
+        writes before it returns."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self._notify()
 
     def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
         """Run the connection's I/O until ``ready()``; TimeoutError after ``timeout``. A
@@ -460,6 +477,7 @@ class Connection:
                 self.driver.step(remaining)
             finally:
                 self._stepping = False
+                self.driver.events.clear()  # the core has handled them: keep none
 
     # -- the API ---------------------------------------------------------------------------
 
@@ -814,6 +832,7 @@ class Server:
         and the others go on."""
         try:
             driver.step(0)
+            driver.events.clear()  # the core has handled them: keep none
         except Exception:
             _log.exception("dropping a connection after an error")
             driver.close()

@@ -527,11 +527,11 @@ class Core:
         self._on_attach(event.link, event.remote)
 
     def _on_link_detached(self, event: a.events.LinkDetached) -> None:
-        self._on_detach(event.link, event.error)
+        self._on_detach(event.link, event.error, event=event)
 
     def _on_session_ended(self, event: a.events.SessionEnded) -> None:
         for link in event.session.links:
-            self._on_detach(link, event.error, "the session ended")
+            self._on_detach(link, event.error, "the session ended", event=event)
         if event.session is self._session:
             self._session = None
 
@@ -546,54 +546,66 @@ class Core:
             forced = event.error.condition == "amqp:connection:forced"
             self._fail(
                 ConnectionClosedError(
-                    "the peer closed the connection", event.error, retryable=forced
+                    "the peer closed the connection", event.error, retryable=forced, event=event
                 )
             )
         elif not self._closing:
             # A close without an error is the peer's choice (a planned restart, an
             # operator): a reconnecting connection comes back.
-            self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
+            self._fail(
+                ConnectionClosedError("the peer closed the connection", retryable=True, event=event)
+            )
 
     def _on_idle_timed_out(self, event: a.events.IdleTimedOut) -> None:
         self._fail(
-            ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
+            ConnectionClosedError(
+                "the peer stopped answering (idle time-out)", retryable=True, event=event
+            )
         )
 
     def _on_authentication_failed(self, event: a.events.AuthenticationFailed) -> None:
-        self._fail(AuthenticationError(authentication_failure(event, self.url)))
+        self._fail(AuthenticationError(authentication_failure(event, self.url), event=event))
 
     def _on_protocol_error(self, event: a.events.ProtocolError) -> None:
         if event.scope == "connection":
-            self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
+            self._fail(
+                ConnectionClosedError("the peer broke the protocol", event.error, event=event)
+            )
 
     def _on_without_sasl(self, event: a.events.PeerWithoutSASL) -> None:
         if self.engine.client:
-            self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
+            self._fail(PeerWithoutSASLError(without_sasl_failure(self.url), event=event))
         else:
             refused_without_sasl(self.peer)
-            self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
+            self._fail(
+                ConnectionClosedError("the peer came without SASL, which we require", event=event)
+            )
 
     def _on_unsupported(self, event: a.events.UnsupportedProtocol) -> None:
-        self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
+        self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}", event=event))
 
     def _on_tls_failed(self, event: a.security.tls.TLSFailed) -> None:
-        self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
+        self._fail(ConnectionClosedError(f"TLS failed: {event.error}", event=event))
 
     def _on_tls_mismatch(self, event: a.security.tls.TLSHeaderMismatch) -> None:
-        self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
-        self._on_ended()
+        self._fail(
+            ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}", event=event)
+        )
+        self._on_ended(event)
 
     def _on_connection_ended(self, event: a.events.ConnectionEnded) -> None:
-        self._on_ended()
+        self._on_ended(event)
 
     def _on_other(self, event: a.Event) -> None:
         """An event the core has nothing to do with (the application may)."""
 
-    def _on_ended(self) -> None:
+    def _on_ended(self, event: a.Event) -> None:
         if self.ended.done() or self.lost:
             return
         if self.error is None and not self._closing:
-            self._fail(ConnectionClosedError("the connection was lost", retryable=True))
+            self._fail(
+                ConnectionClosedError("the connection was lost", retryable=True, event=event)
+            )
         close = getattr(self.stream, "close", None)
         if self.stream is not self.engine and close is not None:
             close()  # TLS close_notify after the AMQP close
@@ -664,10 +676,12 @@ class Core:
         self.on_link(server)
         server.accept()  # unless the application decided
 
-    def _on_detach(self, link: a.Link, error: Error | None, reason: str = "") -> None:
+    def _on_detach(
+        self, link: a.Link, error: Error | None, reason: str = "", *, event: a.Event | None = None
+    ) -> None:
         core = self._links.pop(link, None)
         if core is not None:
-            core._on_detached(error, reason or "the link was detached")
+            core._on_detached(error, reason or "the link was detached", event=event)
             if link is self._controller:
                 self._controller = None
         server = self._server_links.pop(link, None)

@@ -98,12 +98,20 @@ class LinkCore:
         """The connection was lost and will be re-made: the link is attached again then."""
         self.attached = Op()
 
-    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+    def _on_detached(
+        self,
+        error: Error | None,
+        reason: str = "the link was detached",
+        *,
+        event: a.Event | None = None,
+    ) -> None:
         if self.error is None:
             if self.refused:
-                self.error = LinkRefusedError(f"the peer refused the link {self.what}", error)
+                self.error = LinkRefusedError(
+                    f"the peer refused the link {self.what}", error, event=event
+                )
             else:
-                self.error = LinkDetachedError(reason, error)
+                self.error = LinkDetachedError(reason, error, event=event)
         self.detached.set(None)
 
     @property
@@ -201,8 +209,14 @@ class SenderCore(LinkCore):
         again.extend(self._resend)
         self._resend = again
 
-    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
-        super()._on_detached(error, reason)
+    def _on_detached(
+        self,
+        error: Error | None,
+        reason: str = "the link was detached",
+        *,
+        event: a.Event | None = None,
+    ) -> None:
+        super()._on_detached(error, reason, event=event)
         assert self.error is not None
         for op, _ in self._unsettled.values():
             op.fail(self.error)
@@ -317,9 +331,15 @@ class ReceiverCore(LinkCore):
         self.queue = deque(d for d in self.queue if d.settled)
         self._on_drained()
 
-    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+    def _on_detached(
+        self,
+        error: Error | None,
+        reason: str = "the link was detached",
+        *,
+        event: a.Event | None = None,
+    ) -> None:
         closed_cleanly = error is None and not self.refused
-        super()._on_detached(error, reason)
+        super()._on_detached(error, reason, event=event)
         if closed_cleanly:
             self.error = None  # a clean close ends iteration; an error raises
         if self._drain is not None:
@@ -594,6 +614,20 @@ class ReceiverBase:
     def address(self) -> str | None:
         """The source's address; for a dynamic receiver, the peer's temporary node."""
         return self.core.address
+
+    @property
+    def credit(self) -> int:
+        """The window of credit the receiver keeps granted (``credit=`` when it was made).
+        Setting it changes the grants that follow, never credit already granted: lower it
+        as the messages still wanted run out, and the sender is never let start more than
+        those (0: grant no more)."""
+        return self.core.credit
+
+    @credit.setter
+    def credit(self, value: int) -> None:
+        if value < 0:
+            raise ValueError("a receiver's credit is at least 0")
+        self.core.credit = value
 
 
 class TransactionBase:

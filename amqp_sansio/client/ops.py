@@ -67,15 +67,25 @@ TransactionLike = HasEngineTransaction | a.Transaction
 
 class ClientError(Exception):
     """Base class of the errors the high-level API raises. ``error`` is the AMQP error the
-    peer gave (an :class:`~amqp_sansio.Error`), if any."""
+    peer gave (an :class:`~amqp_sansio.Error`), if any. ``event`` is the engine's event that
+    caused it, when one did (None for a transport that failed, a connection closed by this
+    side): the details a report may want beyond the message, such as the peer's SASL
+    description (:class:`~amqp_sansio.events.AuthenticationFailed`), the certificate check
+    that failed (:class:`~amqp_sansio.security.tls.TLSFailed`), the protocol the peer
+    answered with (:class:`~amqp_sansio.events.UnsupportedProtocol`), or whether a link
+    went because its session ended (:class:`~amqp_sansio.events.SessionEnded`) or was
+    detached (:class:`~amqp_sansio.events.LinkDetached`)."""
 
-    def __init__(self, description: str, error: Error | None = None) -> None:
+    def __init__(
+        self, description: str, error: Error | None = None, *, event: a.Event | None = None
+    ) -> None:
         if error is not None:
             description = f"{description}: {error.condition}"
             if error.description:
                 description += f" ({error.description})"
         super().__init__(description)
         self.error = error
+        self.event = event
 
 
 class ConnectionClosedError(ClientError, ConnectionError):
@@ -85,9 +95,14 @@ class ConnectionClosedError(ClientError, ConnectionError):
     without an error, as in a planned restart, or with ``amqp:connection:forced``)."""
 
     def __init__(
-        self, description: str, error: Error | None = None, *, retryable: bool = False
+        self,
+        description: str,
+        error: Error | None = None,
+        *,
+        retryable: bool = False,
+        event: a.Event | None = None,
     ) -> None:
-        super().__init__(description, error)
+        super().__init__(description, error, event=event)
         self.retryable = retryable
 
 
@@ -223,9 +238,13 @@ class Delivery:
 
     def settle(self, outcome: Outcome, *, transaction: TransactionLike | None = None) -> None:
         """Settle with ``outcome`` (any outcome of core spec 3.4). A delivery that came on a
-        connection since lost (and reconnected) can no longer be settled: this does
-        nothing, and the peer delivers the message again."""
+        connection since lost (and reconnected), or on a link the peer has detached since
+        (perhaps in the same bytes as the delivery), can no longer be settled (core spec
+        2.6.6): this does nothing, :attr:`settled` stays false, and the peer delivers the
+        message again."""
         if self.settled or self._engine is not self._core.engine or self._core.lost:
+            return
+        if self.link.state is not a.LinkState.ATTACHED:
             return
         txn = None if transaction is None else engine_txn(transaction)
         self.link.settle(self.engine_delivery, outcome, transaction=txn)
