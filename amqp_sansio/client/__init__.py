@@ -58,7 +58,7 @@ from .ops import (
     Sendable,
     TransactionError,
     TransactionLike,
-    encode,
+    as_message,
 )
 from .reconnect import Backoff, Reconnect
 from .url import AMQPURL, InsecureCredentialsError, URLError, parse_url
@@ -113,7 +113,7 @@ __all__ = [
     "authentication_failure",
     "authentication_hint",
     "refused_without_sasl",
-    "encode",
+    "as_message",
     # reconnection, URLs
     "Reconnect",
     "Backoff",

@@ -22,7 +22,7 @@ from .ops import (
     Outcome,
     TransactionError,
     TransactionLike,
-    encode,
+    as_message,
     engine_txn,
 )
 
@@ -158,17 +158,26 @@ class SenderCore(LinkCore):
         return self.attached.done() and not self._resend and self.link.link_credit > 0
 
     def send(
-        self, data: bytes, *, settled: bool = False, transaction: TransactionLike | None = None
+        self,
+        data: bytes | a.Message,
+        *,
+        settled: bool = False,
+        transaction: TransactionLike | None = None,
     ) -> Op[Outcome | None]:
-        """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
-        ``settled``, else when the outcome arrives."""
+        """Send ``data`` (a :class:`~amqp_sansio.Message`, or its encoding) now
+        (:meth:`send_ready` must be true): the :class:`Op` is done at once if ``settled``,
+        else when the outcome arrives."""
         txn = None if transaction is None else engine_txn(transaction)
+        keep: bytes | None = None
+        if not settled and txn is None and self.core.reconnecting:
+            # Kept to be sent again after a reconnect as it is now, whatever the application
+            # changes in the message later (its maps are mutable): encoded once, here.
+            data = keep = data.encode() if isinstance(data, a.Message) else data
         delivery = self.link.send(data, settled=settled, transaction=txn)
         op: Op[Outcome | None] = Op()
         if settled:
             op.set(None)
         else:
-            keep = data if self.core.reconnecting and txn is None else None
             self._unsettled[delivery] = (op, keep)
         self.core._changed()
         return op
@@ -545,7 +554,9 @@ class OutgoingLink(ServerLink):
     def send(self, message: object, *, settled: bool = False) -> a.Delivery:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
         :class:`~amqp_sansio.LocalProtocolError` without credit."""
-        return self.send_data(encode(message), settled=settled)
+        delivery = self.link.send(as_message(message), settled=settled)
+        self.core._changed()
+        return delivery
 
     def send_data(self, data: bytes, *, settled: bool = False) -> a.Delivery:
         """Send an encoded message (such as a :class:`Delivery`'s ``data``, forwarded)."""

@@ -29,7 +29,7 @@ __all__ = [
     "Sendable",
     "TransactionError",
     "TransactionLike",
-    "encode",
+    "as_message",
     "engine_txn",
 ]
 
@@ -258,10 +258,13 @@ def engine_txn(transaction: TransactionLike | None) -> a.Transaction | None:
     return transaction.engine_transaction
 
 
-def encode(message: Sendable) -> bytes:
-    """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
-    sent as the body of a message (bytes as a data section, others as an amqp-value)."""
+def as_message(message: Sendable) -> Message:
+    """What to send: a :class:`~amqp_sansio.Message` as it is, any other value as the body
+    of one (bytes as a data section, others as an amqp-value). It goes to the engine as the
+    message, not as its encoding: the engine encodes it into its transfer frames, a large
+    data section's bytes as they are (see :meth:`amqp_sansio.Sender.send`), so the only
+    copy of the body before the socket is the one into the bytes the adapter writes."""
     if isinstance(message, Message):
-        return message.encode()
+        return message
     # Any value the codec takes (see amqp_sansio.codec.encode: ``object``, for invariance).
-    return Message(body=cast("AMQPValue", message)).encode()
+    return Message(body=cast("AMQPValue", message))

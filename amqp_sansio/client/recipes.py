@@ -52,7 +52,7 @@ from .ops import (
     PeerWithoutSASLError,
     Sendable,
     TransactionLike,
-    encode,
+    as_message,
 )
 from .reconnect import Reconnect
 
@@ -357,7 +357,7 @@ def send(
     """Wait for credit, send (a time-out until then sends nothing), wait while the transport
     is full; then, unless ``wait`` is false (a ``tracker(sender, op)`` is returned at
     once), wait for the outcome (a time-out then leaves the delivery tracked)."""
-    data = encode(message)
+    data = as_message(message)
     core = sender.core
     yield Wait(core.send_ready)
     op = core.send(data, settled=sender.settled, transaction=transaction)

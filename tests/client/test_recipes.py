@@ -476,3 +476,26 @@ def test_a_server_link_closed_by_the_server_ends_the_client_s_iteration() -> Non
     assert sender.core.link.link_credit >= 5
     tracker = mem.send(sender, "x", wait=False)
     assert repr(tracker).startswith("<TrackerBase done=")
+
+
+def test_a_message_goes_to_the_engine_as_it_is_so_its_body_is_copied_once() -> None:
+    """``send`` hands the engine the Message, not its encoding: the transfer frames the
+    engine has ready to write are views of the body the application gave (core spec 2.7.5,
+    3.2), so the one copy of the body before the socket is the adapter's join of them."""
+    mem = Memory(Broker()).connect()
+    sender = mem.sender()
+    body = bytes(range(256)) * 1024  # 256 KiB: several frames
+    recipe = recipes.send(sender, a.Message(body=body), None, False, client.TrackerBase)
+    step = recipe.send(None)
+    assert isinstance(step, recipes.Wait) and step.ready()  # credit at hand
+    assert recipe.send(None) is recipes.DRAIN  # sent
+    assert mem.core is not None and mem.server is not None
+    pieces = mem.core.engine.buffers_to_send()
+    views = [p for p in pieces if isinstance(p, memoryview)]
+    assert views and all(v.obj is body for v in views)
+    assert sum(map(len, views)) > len(body) * 0.9  # the body travels as those views
+    mem.server.receive_data(b"".join(pieces), mem.now)
+    tracker = mem.run(recipe)
+    assert isinstance(mem.run(recipes.outcome(tracker._op)), a.Accepted)
+    delivery = mem.run(recipes.receive(mem.receiver()))
+    assert delivery.message.body == a.Data(body)
