@@ -13,11 +13,11 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
-``amqp-sansio broker [--host H] [--port P] [--store DIR] [--users FILE]`` runs the reference
-broker (docs/broker.rst); ``amqp-sansio bench broker [--messages N] [--size B] [--url U]
-[--store DIR] [--no-durable] [--rabbitmq URL | --no-rabbitmq] [--json]`` measures one
-producer and one consumer through it (with durable messages too), and through RabbitMQ when
-it answers.
+``amqp-sansio broker [--host H] [--port P] [--store DIR] [--users FILE] [--allow-anonymous]
+[connection limits]`` runs the reference broker (docs/broker.rst); ``amqp-sansio bench
+broker [--messages N] [--size B] [--url U] [--store DIR] [--no-durable] [--rabbitmq URL |
+--no-rabbitmq] [--json]`` measures one producer and one consumer through it (with durable
+messages too), and through RabbitMQ when it answers.
 
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
@@ -35,7 +35,9 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
+
+import attrs
 
 from amqp_sansio.client.url import URLError, parse_url
 
@@ -108,6 +110,81 @@ def _rounds_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+
+
+def _connection_limits(brk: argparse.ArgumentParser) -> None:
+    """The broker's group "connections": its connection limits (BrokerConfig, and the
+    "Limits" table of docs/broker.rst). Left out, each keeps BrokerConfig's default."""
+    from amqp_sansio.broker import BrokerConfig
+
+    defaults = {f.name: f.default for f in attrs.fields(BrokerConfig)}
+    group = brk.add_argument_group(
+        "connections",
+        'limits on connections and their handshake (docs/broker.rst, "Limits"); 0 '
+        "turns off --handshake-timeout and the --max-connections limits",
+    )
+    group.add_argument(
+        "--allow-anonymous",
+        action="store_true",
+        help="let an open broker (no --users) listen beyond the loopback (e.g. --host "
+        "0.0.0.0): anyone who can reach it may then use it",
+    )
+    options: list[tuple[str, type, str]] = [
+        ("handshake_timeout", float, "seconds from the TCP connection to the client's open"),
+        ("max_connections", int, "connections in all"),
+        ("max_connections_per_address", int, "connections from one source address"),
+        ("max_connections_per_user", int, "open connections of one authenticated user"),
+        ("channel_max", int, "highest channel a client may use (channel-max; sessions - 1)"),
+        ("handle_max", int, "highest link handle per session (handle-max; links - 1)"),
+        ("open_max_frame_size", int, "largest frame before the client's open, in bytes"),
+        ("login_delay_after", int, "failed logins from one address before they are slowed"),
+        ("login_delay", float, "seconds the next failed login's answer waits (doubling)"),
+        ("login_delay_max", float, "the longest wait of a failed login's answer, seconds"),
+        ("login_failure_window", float, "seconds after which failed logins are forgotten"),
+    ]
+    for name, kind, text in options:
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=None,
+            dest=name,
+            metavar="S" if kind is float else "N",
+            help=f"{text} (default {defaults[name]})",
+        )
+
+
+def _broker_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The broker's connection limits given on the command line (0 for an optional one:
+    none)."""
+    from amqp_sansio.broker import BrokerConfig
+
+    fields = attrs.fields_dict(BrokerConfig)
+    limits: dict[str, Any] = {}
+    for name in _LIMIT_NAMES:
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if value < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 0")
+        optional = "None" in str(fields[name].type)
+        limits[name] = None if value == 0 and optional else value
+    BrokerConfig(**limits)  # (ValueError for a value out of its range)
+    return limits
+
+
+_LIMIT_NAMES = (
+    "handshake_timeout",
+    "max_connections",
+    "max_connections_per_address",
+    "max_connections_per_user",
+    "channel_max",
+    "handle_max",
+    "open_max_frame_size",
+    "login_delay_after",
+    "login_delay",
+    "login_delay_max",
+    "login_failure_window",
+)
 
 
 def _positive_int(text: str) -> int:
@@ -235,7 +312,13 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="print_bodies",
         help="print each body on a line of its own (the summary then goes to stderr)",
     )
-    brk = sub.add_parser("broker", help="run the reference broker until SIGINT or SIGTERM")
+    brk = sub.add_parser(
+        "broker",
+        help="run the reference broker until SIGINT or SIGTERM",
+        description="Run the reference broker until SIGINT or SIGTERM. Without --users it "
+        "is OPEN (anyone who reaches it may use it): it says so at start, and listens only "
+        "on a loopback address unless --allow-anonymous.",
+    )
     brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
     brk.add_argument("--port", type=int, default=5672, help="port (0: any free port)")
     brk.add_argument(
@@ -244,7 +327,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="directory of the durable message store (SQLite; made if missing): durable "
         "messages survive a restart",
     )
-    brk.add_argument("--users", default=None, help="file of users (SASL) and access rules")
+    brk.add_argument(
+        "--users",
+        default=None,
+        help="file of users (SASL) and access rules; without it the broker is OPEN: any "
+        "client may connect (anonymously) and send and receive anywhere, which it says at "
+        "start, and it listens only on a loopback address unless --allow-anonymous",
+    )
+    _connection_limits(brk)
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
@@ -617,8 +707,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..broker.store import StoreError
 
         try:
-            broker.main(args.host, args.port, users_file=args.users, store_dir=args.store)
-        except (OSError, UsersFileError, StoreError) as exc:
+            limits = _broker_limits(args)
+        except ValueError as exc:
+            print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            broker.main(
+                args.host,
+                args.port,
+                users_file=args.users,
+                store_dir=args.store,
+                allow_anonymous=args.allow_anonymous,
+                limits=limits,
+            )
+        except (OSError, broker.OpenBrokerRefused, UsersFileError, StoreError) as exc:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         return 0

@@ -28,7 +28,7 @@ from ..engine.link import Link
 from ..engine.receiver import Receiver
 from ..engine.sender import Sender
 from ..engine.session import Session
-from ..engine.states import ConnectionState, LinkState
+from ..engine.states import CONNECTION_OPEN_FIRST, ConnectionState, LinkState
 from ..engine.transactions import (
     CoordinatorLink,
     DeclareRequested,
@@ -70,6 +70,8 @@ __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 
 _ATTACHED = LinkState.ATTACHED
 _OPENED = ConnectionState.OPENED
+#: Connection states in which the engine's close sends its open first (core spec 2.4.7).
+_OPEN_FIRST = CONNECTION_OPEN_FIRST
 _ACCEPTED = Accepted()
 _OUTCOMES = (Accepted, Rejected, Released, Modified)
 #: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
@@ -109,8 +111,26 @@ class BrokerConnection:
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
     authenticated, if anyone."""
 
-    def __init__(self, broker: Broker, engine: Any, stream: Any) -> None:
+    def __init__(
+        self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
+    ) -> None:
         self.broker = broker
+        #: The client's source address (the host), if the driver gave it.
+        self.address = address
+        #: When (``now`` clock) the handshake time-out cuts the connection, until the
+        #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
+        self._handshake_until: float | None = None
+        #: The handshake timed out: the transport goes once what is queued is written.
+        self.cut = False
+        #: A failed login's outcome held back until then (``now`` clock; see
+        #: BrokerConfig.login_delay); None: nothing held.
+        self._held_until: float | None = None
+        #: The user this open connection is counted for (max_connections_per_user).
+        self._counted_user: str | None = None
+        #: It counts against the broker's connection limits (until :meth:`_gone`).
+        self._counted = False
+        #: The latest ``now`` given.
+        self._now = 0.0
         #: The server engine (an :class:`amqp_sansio.Connection`).
         self.engine: Connection = engine
         self._stream = stream
@@ -150,24 +170,62 @@ class BrokerConnection:
     ) -> None:
         """Feed bytes from the client."""
         self.broker._clock(now, wall)
+        self._now = now
         self._handle(self._stream.receive_data(data, now))
 
     def data_to_send(self) -> bytes:
+        if self._held_until is not None:
+            return b""  # a failed login's outcome, held back (see handle_timer)
         return self._stream.data_to_send()  # type: ignore[no-any-return]
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
-        return self._stream.next_deadline()  # type: ignore[no-any-return]
+        if self._held_until is not None:
+            return self._held_until
+        deadline: float | None = self._stream.next_deadline()
+        until = self._handshake_until
+        if until is not None and not self.cut and (deadline is None or until < deadline):
+            return until
+        return deadline
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
+        """Act on what is due at ``now``: the engine's timers, the handshake time-out, the
+        release of a failed login's held outcome."""
         self.broker._clock(now, wall)
+        self._now = now
+        held = self._held_until
+        if held is not None:
+            if now >= held:
+                self._held_until = None
+                self.broker._pending[self] = None
+            return
+        until = self._handshake_until
+        if until is not None and now >= until and not self.cut:
+            self._handshake_timed_out()
+            return
         self._handle(self._stream.handle_timer(now))
+
+    def _handshake_timed_out(self) -> None:
+        """No open within the handshake time-out: once the AMQP headers are exchanged the
+        connection is refused with an open and a close (``amqp:resource-limit-exceeded``,
+        core spec 2.4.1, 2.8.15); before that (no header, TLS or SASL unfinished) nothing
+        can be said, and the transport is closed."""
+        self._handshake_until = None
+        timeout = self.broker.config.handshake_timeout
+        self.refused = f"no open within the handshake time-out ({timeout} s)"
+        engine = self.engine
+        if engine.state in _OPEN_FIRST:
+            engine.close(_error("amqp:resource-limit-exceeded", self.refused))
+        self.cut = True
+        self.broker._pending[self] = None
 
     @property
     def ended(self) -> bool:
         """Nothing more will be exchanged: the transport can be closed once
         :meth:`data_to_send` is empty."""
-        return self.lost or self.engine.state is ConnectionState.END
+        if self._held_until is not None:
+            return False
+        return self.lost or self.cut or self.engine.state is ConnectionState.END
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
@@ -179,7 +237,10 @@ class BrokerConnection:
         """The transport is gone: every unsettled delivery gets its default outcome (broker
         draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
         self.broker._clock(now, wall)
+        self._now = now
+        self._held_until = None
         self._lost()
+        self._gone()
         self.broker.store.flush()  # the default outcomes' new delivery-counts
         self.broker._dispatch()
 
@@ -219,10 +280,22 @@ class BrokerConnection:
             handler(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
+        self._handshake_until = None
+        identity = self.identity
+        if identity is not None and self.engine.sasl_mechanism != "ANONYMOUS":
+            why = self.broker._room_for_user(identity)
+            if why is not None:
+                self.refused = why
+                self.engine.close(_error("amqp:resource-limit-exceeded", why))
+                return
+            self._counted_user = identity
         self.engine.open()
 
     def _on_session_begun(self, event: SessionBegun) -> None:
-        event.session.begin()  # (the broker never begins a session itself)
+        session = event.session
+        # Our handle-max bounds the client's links on the session (core spec 2.7.2).
+        session.handle_max = self.broker.config.handle_max
+        session.begin()  # (the broker never begins a session itself)
 
     def _on_link_attached(self, event: LinkAttached) -> None:
         if event.link.state is LinkState.ATTACH_RCVD:
@@ -244,6 +317,12 @@ class BrokerConnection:
 
     def _on_authentication_failed(self, event: AuthenticationFailed) -> None:
         self.refused = f"authentication failed: {event.description}"
+        self._handshake_until = None
+        broker = self.broker
+        now = self._now
+        delay = broker._login_failed(self.address, now)
+        if delay > 0:
+            self._held_until = now + delay  # the outcome waits (see BrokerConfig.login_delay)
 
     def _on_rolled_back(self, event: TransactionRolledBack) -> None:
         assert isinstance(event.transaction, TransactionRecord)
@@ -604,7 +683,14 @@ class BrokerConnection:
         self.lost = True
         self._sweep()
         self._ended(None)
-        self.broker.connections.discard(self)
+        if self._held_until is None:  # (else its transport stays until the outcome goes)
+            self._gone()
+
+    def _gone(self) -> None:
+        """The connection no longer counts against the connection limits."""
+        if self._counted:
+            self._counted = False
+            self.broker._connection_gone(self)
 
     # -- messages -----------------------------------------------------------------------------
 
