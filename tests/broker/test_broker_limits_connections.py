@@ -18,69 +18,19 @@ from typing import Any
 import pytest
 from amqp_sansio.adapters import sockets
 from amqp_sansio.adapters.broker import OPEN_WARNING
-from support.broker_command import CommandBroker, command
+from support.broker_command import WAIT, CommandBroker, GoodClient, command
 
 import amqp_sansio as a
 from amqp_sansio import framing
 from amqp_sansio.client import AuthenticationError, ConnectionClosedError
 from amqp_sansio.definitions import performatives
 
-WAIT = 10.0
 USERS = {
     "users": {
         "alice": {"password": "secret", "send": ["*"], "receive": ["*"]},
         "bob": {"password": "hunter2", "send": ["*"], "receive": ["*"]},
     }
 }
-
-
-class GoodClient:
-    """A well-behaved client: sends a message and receives it back, again and again, on a
-    thread of its own, until stopped; ``rounds`` counts the round trips, ``errors`` what
-    went wrong (nothing should)."""
-
-    def __init__(self, url: str, address: str = "good") -> None:
-        self.url, self.address = url, address
-        self.rounds = 0
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> GoodClient:
-        self._thread.start()
-        deadline = time.monotonic() + WAIT
-        while self.rounds == 0 and not self.errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert self.rounds > 0, self.errors
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(WAIT)
-        assert not self.errors, self.errors
-
-    def _run(self) -> None:
-        try:
-            with sockets.connect(self.url, timeout=WAIT) as conn:
-                sender = conn.sender(self.address)
-                receiver = conn.receiver(self.address, credit=10)
-                while not self._stop.is_set():
-                    sender.send(f"m{self.rounds}".encode())
-                    delivery = receiver.receive(timeout=WAIT)
-                    assert delivery is not None, "no message back within the wait"
-                    delivery.accept()
-                    self.rounds += 1
-                    time.sleep(0.05)
-        except BaseException as exc:  # reported by __exit__
-            self.errors.append(exc)
-
-    def goes_on(self) -> None:
-        """More round trips happen from now on."""
-        before = self.rounds
-        deadline = time.monotonic() + WAIT
-        while self.rounds < before + 3 and not self.errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert self.rounds >= before + 3 and not self.errors, self.errors
 
 
 def _frames(data: bytes) -> list[Any]:

@@ -8,6 +8,9 @@ shared ``support.broker_process`` lands (then these tests move to it).
     with CommandBroker() as broker:         # amqp-sansio broker --port 0
         socket.create_connection((broker.host, broker.port))
         broker.fds(), broker.rss()          # the broker process's /proc figures
+        with GoodClient(broker.url) as good:  # sends and receives on a thread
+            ...
+            good.goes_on()                  # it still does
 """
 
 from __future__ import annotations
@@ -16,13 +19,18 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["WAIT", "CommandBroker", "command"]
+from amqp_sansio.adapters import sockets
 
-#: The bound of every wait on the process (its start, its stop), seconds.
-WAIT = 30.0
+__all__ = ["START_WAIT", "WAIT", "CommandBroker", "GoodClient", "command"]
+
+#: The bound of a wait on the process (its start, its stop), seconds.
+START_WAIT = 30.0
+#: The bound of every wait on the broker's answers, seconds.
+WAIT = 10.0
 
 
 def command(*args: str) -> list[str]:
@@ -60,7 +68,7 @@ class CommandBroker:
             daemon=True,
         )
         line_reader.start()
-        line_reader.join(WAIT)
+        line_reader.join(START_WAIT)
         if not first or "listening on" not in first[0]:
             self._stop()
             raise AssertionError(f"the broker did not start: {first!r} {self.stderr!r}")
@@ -85,14 +93,14 @@ class CommandBroker:
             if proc.poll() is None:
                 proc.terminate()
                 try:
-                    proc.wait(WAIT)
+                    proc.wait(START_WAIT)
                 except subprocess.TimeoutExpired:  # pragma: no cover - a broker that hangs
                     proc.kill()
-                    proc.wait(WAIT)
+                    proc.wait(START_WAIT)
                     raise AssertionError("the broker did not stop on SIGTERM") from None
         finally:
             if self._reader is not None:
-                self._reader.join(WAIT)
+                self._reader.join(START_WAIT)
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
@@ -117,3 +125,52 @@ class CommandBroker:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
         raise AssertionError("no VmRSS")  # pragma: no cover
+
+
+class GoodClient:
+    """A well-behaved client: sends a message and receives it back, again and again, on a
+    thread of its own, until stopped; ``rounds`` counts the round trips, ``errors`` what
+    went wrong (nothing should)."""
+
+    def __init__(self, url: str, address: str = "good") -> None:
+        self.url, self.address = url, address
+        self.rounds = 0
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> GoodClient:
+        self._thread.start()
+        deadline = time.monotonic() + WAIT
+        while self.rounds == 0 and not self.errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.rounds > 0, self.errors
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(WAIT)
+        assert not self.errors, self.errors
+
+    def _run(self) -> None:
+        try:
+            with sockets.connect(self.url, timeout=WAIT) as conn:
+                sender = conn.sender(self.address)
+                receiver = conn.receiver(self.address, credit=10)
+                while not self._stop.is_set():
+                    sender.send(f"m{self.rounds}".encode())
+                    delivery = receiver.receive(timeout=WAIT)
+                    assert delivery is not None, "no message back within the wait"
+                    delivery.accept()
+                    self.rounds += 1
+                    time.sleep(0.05)
+        except BaseException as exc:  # reported by __exit__
+            self.errors.append(exc)
+
+    def goes_on(self) -> None:
+        """More round trips happen from now on."""
+        before = self.rounds
+        deadline = time.monotonic() + WAIT
+        while self.rounds < before + 3 and not self.errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.rounds >= before + 3 and not self.errors, self.errors
