@@ -113,15 +113,16 @@ def _rounds_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _connection_limits(brk: argparse.ArgumentParser) -> None:
-    """The broker's group "connections": its connection limits (BrokerConfig, and the
-    "Limits" table of docs/broker.rst). Left out, each keeps BrokerConfig's default."""
+    """The broker's group "connections": its connection limits, each a field of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its ``dest``, its default), listed in
+    docs/broker.rst "Limits" and docs/defaults.rst."""
     from amqp_sansio.broker import BrokerConfig
 
-    defaults = {f.name: f.default for f in attrs.fields(BrokerConfig)}
+    fields = attrs.fields_dict(BrokerConfig)
     group = brk.add_argument_group(
         "connections",
-        'limits on connections and their handshake (docs/broker.rst, "Limits"); 0 '
-        "turns off --handshake-timeout and the --max-connections limits",
+        "limits on connections and their handshake, on by default (docs/broker.rst, "
+        "Limits); 'none' lifts a limit that has 'or none'",
     )
     group.add_argument(
         "--allow-anonymous",
@@ -129,62 +130,57 @@ def _connection_limits(brk: argparse.ArgumentParser) -> None:
         help="let an open broker (no --users) listen beyond the loopback (e.g. --host "
         "0.0.0.0): anyone who can reach it may then use it",
     )
-    options: list[tuple[str, type, str]] = [
-        ("handshake_timeout", float, "seconds from the TCP connection to the client's open"),
-        ("max_connections", int, "connections in all"),
-        ("max_connections_per_address", int, "connections from one source address"),
-        ("max_connections_per_user", int, "open connections of one authenticated user"),
-        ("channel_max", int, "highest channel a client may use (channel-max; sessions - 1)"),
-        ("handle_max", int, "highest link handle per session (handle-max; links - 1)"),
-        ("open_max_frame_size", int, "largest frame before the client's open, in bytes"),
-        ("login_delay_after", int, "failed logins from one address before they are slowed"),
-        ("login_delay", float, "seconds the next failed login's answer waits (doubling)"),
-        ("login_delay_max", float, "the longest wait of a failed login's answer, seconds"),
-        ("login_failure_window", float, "seconds after which failed logins are forgotten"),
-    ]
-    for name, kind, text in options:
+    for name, kind, text in _CONNECTION_LIMITS:
+        default = fields[name].default
+        optional = "None" in str(fields[name].type)
         group.add_argument(
             "--" + name.replace("_", "-"),
-            type=kind,
-            default=None,
+            type=_limit(kind, optional),
+            default=default,
             dest=name,
             metavar="S" if kind is float else "N",
-            help=f"{text} (default {defaults[name]})",
+            help=f"{text} (default {default}{' or none' if optional else ''})",
         )
 
 
+def _limit(kind: type, optional: bool) -> Any:
+    """An option's value: a number at least 0 (or ``none``, where the limit may be lifted)."""
+
+    def parse(text: str) -> Any:
+        if optional and text.strip().lower() == "none":
+            return None
+        value = kind(text)
+        if value < 0:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = kind.__name__  # (argparse names the type in its errors)
+    return parse
+
+
+#: The ``dest`` of the group "connections" (BrokerConfig fields), each option's type and help.
+_CONNECTION_LIMITS: tuple[tuple[str, type, str], ...] = (
+    ("handshake_timeout", float, "seconds from the TCP connection to the client's open"),
+    ("max_connections", int, "connections in all"),
+    ("max_connections_per_address", int, "connections from one source address"),
+    ("max_connections_per_user", int, "open connections of one authenticated user"),
+    ("channel_max", int, "highest channel a client may use (channel-max; sessions - 1)"),
+    ("handle_max", int, "highest link handle per session (handle-max; links - 1)"),
+    ("open_max_frame_size", int, "largest frame before the client's open, in bytes"),
+    ("login_delay_after", int, "failed logins from one address before they are slowed"),
+    ("login_delay", float, "seconds the next failed login's answer waits (doubling)"),
+    ("login_delay_max", float, "the longest wait of a failed login's answer, seconds"),
+    ("login_failure_window", float, "seconds after which failed logins are forgotten"),
+)
+
+
 def _broker_limits(args: argparse.Namespace) -> dict[str, Any]:
-    """The broker's connection limits given on the command line (0 for an optional one:
-    none)."""
+    """The broker's connection limits from the command line, checked (ValueError)."""
     from amqp_sansio.broker import BrokerConfig
 
-    fields = attrs.fields_dict(BrokerConfig)
-    limits: dict[str, Any] = {}
-    for name in _LIMIT_NAMES:
-        value = getattr(args, name)
-        if value is None:
-            continue
-        if value < 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 0")
-        optional = "None" in str(fields[name].type)
-        limits[name] = None if value == 0 and optional else value
+    limits = {name: getattr(args, name) for name, _, _ in _CONNECTION_LIMITS}
     BrokerConfig(**limits)  # (ValueError for a value out of its range)
     return limits
-
-
-_LIMIT_NAMES = (
-    "handshake_timeout",
-    "max_connections",
-    "max_connections_per_address",
-    "max_connections_per_user",
-    "channel_max",
-    "handle_max",
-    "open_max_frame_size",
-    "login_delay_after",
-    "login_delay",
-    "login_delay_max",
-    "login_failure_window",
-)
 
 
 def _positive_int(text: str) -> int:

@@ -381,3 +381,16 @@ def test_failed_logins_are_slowed_per_address(tmp_path: Path) -> None:
             ok, took = _timed_login(f"amqp://alice:secret@{hostport}")
             assert ok and took < 1.0
             good.goes_on()
+
+
+def test_limit_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    from amqp_sansio.adapters import cli
+
+    assert cli.main(["broker", "--port", "0", "--channel-max", "70000"]) == 2
+    assert "channel_max must be from 0 to 65535" in capsys.readouterr().err
+    assert cli.main(["broker", "--port", "0", "--open-max-frame-size", "100"]) == 2
+    assert "open_max_frame_size" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["broker", "--max-connections", "-1"])
+    with pytest.raises(SystemExit):
+        cli.main(["broker", "--channel-max", "none"])  # channel-max cannot be lifted
