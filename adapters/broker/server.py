@@ -355,11 +355,11 @@ def main(
                 loop.add_signal_handler(sig, stop.set)
         async with serve_broker(host=host, port=port, config=config, store=store_dir) as server:
             print(f"amqp-sansio broker listening on {server.url}", flush=True)
-            if users is None:
-                print(OPEN_WARNING, file=sys.stderr, flush=True)
             if store_dir is not None:
                 kept = sum(node.depth for node in server.broker.nodes.values())
                 print(f"{kept} durable messages restored from {store_dir}", flush=True)
+            if users is None:  # (after the lines on stdout, which programs read in order)
+                print(OPEN_WARNING, file=sys.stderr, flush=True)
             await stop.wait()
 
     asyncio.run(run())
