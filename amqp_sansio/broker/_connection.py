@@ -61,6 +61,7 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from ._subscriptions import Subscription, keeps
+from ._users import ANONYMOUS
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -109,7 +110,11 @@ class BrokerConnection:
     """The broker's side of one client connection: the engine's byte interface
     (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
-    authenticated, if anyone."""
+    authenticated, if anyone; ``address`` the client's source address, if the driver gave
+    it. The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` live here: the
+    handshake time-out and a failed login's held outcome are among :meth:`next_deadline`;
+    ``cut`` says the handshake timed out, ``refused`` why the connection was refused (for
+    the driver's log)."""
 
     def __init__(
         self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
@@ -280,15 +285,21 @@ class BrokerConnection:
             handler(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
-        self._handshake_until = None
         identity = self.identity
-        if identity is not None and self.engine.sasl_mechanism != "ANONYMOUS":
+        if (
+            identity is not None
+            and self.engine.sasl_mechanism not in (None, "ANONYMOUS")
+            and identity != ANONYMOUS
+        ):
             why = self.broker._room_for_user(identity)
             if why is not None:
+                # Refused with our open and a close (2.4.1); the handshake time-out still
+                # runs, for a client that never answers the close.
                 self.refused = why
                 self.engine.close(_error("amqp:resource-limit-exceeded", why))
                 return
             self._counted_user = identity
+        self._handshake_until = None
         self.engine.open()
 
     def _on_session_begun(self, event: SessionBegun) -> None:

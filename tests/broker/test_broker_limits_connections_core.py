@@ -266,7 +266,11 @@ def test_a_delivery_tag_over_32_octets_detaches_the_link() -> None:
 # -- failed logins slowed -----------------------------------------------------------------------
 
 
-def _login(broker: Broker, now: float, password: str, address: str = "10.0.0.1") -> Any:
+def _login(
+    broker: Broker, now: float, password: str, address: str = "10.0.0.1", *, mute: bool = False
+) -> Any:
+    """A client's SASL PLAIN login and open at ``now``; ``mute``: it stops sending once the
+    broker closes (it never answers the close)."""
     conn = broker.accept(now, address=address)
     engine = a.Connection(
         client=True,
@@ -283,6 +287,8 @@ def _login(broker: Broker, now: float, password: str, address: str = "10.0.0.1")
         if back:
             events += engine.receive_data(back, now)
         if not out and not back:
+            break
+        if mute and any(isinstance(e, a.events.ConnectionClosed) for e in events):
             break
     return conn, engine, events
 
@@ -344,3 +350,28 @@ def test_the_failure_table_is_bounded() -> None:
     for i in range(_broker._FAILURES_MAX + 50):
         broker._login_failed(f"a{i}", float(i) / 1000)
     assert len(broker._failures) <= _broker._FAILURES_MAX
+
+
+def test_a_refused_user_that_never_answers_the_close_is_cut_at_the_timeout() -> None:
+    config = BrokerConfig(users=USERS, allow_insecure_auth=True, max_connections_per_user=1)
+    broker = Broker(config)
+    _, first, _ = _login(broker, 0.0, "secret")
+    assert first.state is a.ConnectionState.OPENED
+    conn, _, events = _login(broker, 1.0, "secret", mute=True)
+    closed = [e for e in events if isinstance(e, a.events.ConnectionClosed)]
+    assert closed and closed[0].error.condition == "amqp:resource-limit-exceeded"
+    # Our engine answers the close at once; a client that does not is cut at 10 s.
+    assert not conn.ended
+    assert conn.next_deadline() == 11.0
+    conn.handle_timer(11.0)
+    assert conn.ended and conn.cut
+
+
+def test_anonymous_clients_are_not_counted_per_user() -> None:
+    anonymous = Users.from_json(json.dumps({"anonymous": {"send": ["*"], "receive": ["*"]}}))
+    net = Net(BrokerConfig(users=anonymous, max_connections_per_user=1))
+    clients = [net.connect(), net.connect(sasl=a.sasl.ClientCredentials()), net.connect()]
+    assert all(c.engine.state is a.ConnectionState.OPENED for c in clients)
+    assert {c.conn.engine.sasl_mechanism for c in clients} == {None, "ANONYMOUS"}
+    assert {c.conn.identity for c in clients} == {"anonymous"}
+    assert net.broker._by_user == {}
