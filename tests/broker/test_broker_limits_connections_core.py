@@ -375,3 +375,21 @@ def test_anonymous_clients_are_not_counted_per_user() -> None:
     assert {c.conn.engine.sasl_mechanism for c in clients} == {None, "ANONYMOUS"}
     assert {c.conn.identity for c in clients} == {"anonymous"}
     assert net.broker._by_user == {}
+
+
+def test_a_client_engine_takes_a_larger_open_from_its_server() -> None:
+    """The 512-byte bound before the open is the server role's default; a client takes its
+    chosen server's larger open (RabbitMQ's is 280 bytes, others' larger), up to its own
+    max_frame_size, unless told otherwise."""
+    properties = {a.Symbol("information"): "x" * 2000}
+    for bound, ok in ((None, True), (512, False)):
+        server = a.Connection(client=False, properties=properties)
+        client = a.Connection(open_max_frame_size=bound)
+        client.open(now=0)
+        server.receive_data(client.data_to_send(), 0)
+        server.open()
+        events = client.receive_data(server.data_to_send(), 0)
+        opened = any(isinstance(e, a.events.ConnectionOpened) for e in events)
+        assert opened is ok, events
+    with pytest.raises(a.LocalProtocolError, match="open_max_frame_size"):
+        a.Connection(open_max_frame_size=100)
