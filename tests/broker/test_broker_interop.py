@@ -7,8 +7,6 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ import pytest
 import trio
 from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters.broker import BrokerServer, run_broker, serve_broker
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
@@ -169,20 +168,11 @@ def test_trio_adapter(server: BrokerServer) -> None:
 
 
 def test_cli_broker_runs_until_sigterm() -> None:
-    command = [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert "listening on amqp://127.0.0.1:" in line
-            url = line.split()[-1]
-            with sockets.connect(url, timeout=WAIT) as conn:
-                conn.sender("x").send(b"1")
-                assert bodies(conn.receiver("x", credit=1), 1) == [b"1"]
-            proc.terminate()
-            assert proc.wait(timeout=WAIT) == 0
-        finally:
-            proc.kill()
+    with BrokerProcess(wait=WAIT) as broker:
+        with sockets.connect(broker.url, timeout=WAIT) as conn:
+            conn.sender("x").send(b"1")
+            assert bodies(conn.receiver("x", credit=1), 1) == [b"1"]
+        assert broker.stop() == 0
 
 
 def test_cli_store_that_cannot_be_used_is_one_line(

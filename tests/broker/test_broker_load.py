@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
-import subprocess
-import sys
 import time
 
 from amqp_sansio.adapters import aio
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
@@ -75,17 +74,10 @@ async def _move(url: str) -> tuple[collections.Counter[str], list[tuple[str, int
 
 
 def test_ten_producers_ten_consumers_at_least_once() -> None:
-    command = [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().split()[-1]
-            start = time.perf_counter()
-            seen, copies, accepted = asyncio.run(_move(url))
-            elapsed = time.perf_counter() - start
-        finally:
-            proc.terminate()
-            proc.wait(timeout=WAIT)
+    with BrokerProcess(wait=WAIT) as broker:
+        start = time.perf_counter()
+        seen, copies, accepted = asyncio.run(_move(broker.url))
+        elapsed = time.perf_counter() - start
     total = (COUNT // PRODUCERS) * PRODUCERS
     expected = {f"{i}-{j}" for i in range(PRODUCERS) for j in range(COUNT // PRODUCERS)}
     assert accepted == expected  # no loss

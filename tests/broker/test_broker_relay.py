@@ -7,7 +7,7 @@ server."""
 from __future__ import annotations
 
 import pytest
-from support.broker_net import Client, Net, body
+from support.broker_net import Client, Net, accept_all
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig, Users
@@ -22,14 +22,6 @@ def to(address: str | None, value: bytes, **header: object) -> bytes:
         properties=a.Properties(to=address) if address is not None else None,
         body=value,
     ).encode()
-
-
-def take(client: Client, link: a.Receiver) -> list[object]:
-    got = client.received(link)
-    for e in got:
-        link.settle(e.delivery, a.Accepted())
-    client.net.pump()
-    return [body(e) for e in got]
 
 
 def condition(delivery: a.Delivery) -> str | None:
@@ -73,10 +65,10 @@ def test_routes_to_queue_topic_stream_and_dynamic_reply_to() -> None:
         ]
     ]
     assert all(isinstance(d.remote_state, a.Accepted) and d.remote_settled for d in outcomes)
-    assert take(server, queue_reader) == [b"q"]
-    assert take(server, topic_reader) == [b"t"]
-    assert take(server, stream_reader) == [b"s"]
-    assert take(client, reply) == [b"r"]
+    assert accept_all(server, queue_reader) == [b"q"]
+    assert accept_all(server, topic_reader) == [b"t"]
+    assert accept_all(server, stream_reader) == [b"s"]
+    assert accept_all(client, reply) == [b"r"]
 
 
 def test_unknown_or_missing_to_is_rejected_per_message_the_link_stays_up() -> None:
@@ -93,7 +85,7 @@ def test_unknown_or_missing_to_is_rejected_per_message_the_link_stays_up() -> No
     assert isinstance(good.remote_state, a.Accepted)
     assert relay.state is a.LinkState.ATTACHED
     assert "goood" not in net.broker.nodes  # the relay makes no node
-    assert take(c, reader) == [b"3"]
+    assert accept_all(c, reader) == [b"3"]
 
 
 def test_presettled_unroutable_messages_are_dropped_and_counted() -> None:
@@ -105,7 +97,7 @@ def test_presettled_unroutable_messages_are_dropped_and_counted() -> None:
     c.send(relay, to("good", b"2"))
     assert net.broker.unroutable == 1
     assert relay.state is a.LinkState.ATTACHED
-    assert take(c, reader) == [b"2"]
+    assert accept_all(c, reader) == [b"2"]
 
 
 def test_presettled_to_a_full_queue_is_counted_and_a_bare_header_has_no_to() -> None:
@@ -137,7 +129,7 @@ def test_forbidden_address_is_rejected_unauthorized_access() -> None:
     allowed = c.send(relay, to("public/x", b"2"))
     assert condition(denied) == "amqp:unauthorized-access"
     assert isinstance(allowed.remote_state, a.Accepted)
-    assert take(c, reader) == [] and take(c, open_reader) == [b"2"]
+    assert accept_all(c, reader) == [] and accept_all(c, open_reader) == [b"2"]
 
 
 def test_queue_limit_is_resource_limit_exceeded() -> None:
@@ -195,7 +187,7 @@ def test_in_a_transaction(commit: bool) -> None:
     good = relay.send(to("q", b"1"), transaction=txn)
     bad = relay.send(to("nowhere", b"2"), transaction=txn)
     net.pump()
-    assert take(other, reader) == []  # not before the commit
+    assert accept_all(other, reader) == []  # not before the commit
     assert isinstance(good.remote_state, a.definitions.transactions.TransactionalState)
     assert isinstance(good.remote_state.outcome, a.Accepted)
     # The unknown address is rejected at post time, in the transaction's state; the
@@ -206,7 +198,7 @@ def test_in_a_transaction(commit: bool) -> None:
     assert txn.state is (
         states.TransactionState.COMMITTED if commit else states.TransactionState.ROLLED_BACK
     )
-    assert take(other, reader) == ([b"1"] if commit else [])
+    assert accept_all(other, reader) == ([b"1"] if commit else [])
 
 
 def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
@@ -224,7 +216,7 @@ def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
     net.pump()
     (rolled,) = c.of(a.engine.transactions.TransactionRolledBack)
     assert rolled.error is not None and rolled.error.condition == "amqp:transaction:rollback"
-    assert take(c, reader) == []
+    assert accept_all(c, reader) == []
     # The next transaction is not affected.
     txn = ctl.declare()
     net.pump()
@@ -232,7 +224,7 @@ def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
     ctl.discharge(txn, fail=False)
     net.pump()
     assert txn.state is states.TransactionState.COMMITTED
-    assert take(c, reader) == [b"3"]
+    assert accept_all(c, reader) == [b"3"]
 
 
 def test_our_blocking_adapter_sends_through_the_relay() -> None:

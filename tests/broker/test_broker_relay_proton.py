@@ -9,11 +9,6 @@ Proton's clients keep their defaults."""
 
 from __future__ import annotations
 
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +16,7 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters import sockets
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
@@ -32,42 +28,21 @@ from proton.reactor import Container, DurableSubscription  # noqa: E402
 WAIT = 20.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class BrokerProcess:
+class Broker(BrokerProcess):
     """``amqp-sansio broker --port P [--store DIR]``, the command a user types."""
 
-    def __init__(self, port: int, store: Path | None = None) -> None:
-        command = shutil.which("amqp-sansio", path=str(Path(sys.executable).parent))
-        prefix = [command] if command else [sys.executable, "-m", "amqp_sansio.adapters.cli"]
-        args = [*prefix, "broker", "--port", str(port)]
-        if store is not None:
-            args += ["--store", str(store)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "listening on" in line, line
-        self.url = line.split()[-1]
-        self.address = f"127.0.0.1:{port}"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=WAIT)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+    @property
+    def address(self) -> str:
+        """``host:port``, as Proton's ``Container.connect`` takes it."""
+        return f"127.0.0.1:{self.port}"
 
 
 @pytest.fixture
 def start() -> Iterator[Any]:
-    started: list[BrokerProcess] = []
+    started: list[Broker] = []
 
-    def run(port: int, store: Path | None = None) -> BrokerProcess:
-        broker = BrokerProcess(port, store)
+    def run(port: int = 0, store: Path | None = None) -> Broker:
+        broker = Broker(port=port, store=store, wait=WAIT)
         started.append(broker)
         return broker
 
@@ -178,7 +153,7 @@ class Client(MessagingHandler):  # type: ignore[misc]
 
 
 def test_proton_request_response_through_the_anonymous_relay(start: Any) -> None:
-    broker = start(_free_port())
+    broker = start()
     server = Server(broker.address, "requests", outcomes=3)
     client = Client(broker.address, "requests", ["one", "two", "three"])
     run(Container(server), Container(client))
@@ -197,7 +172,7 @@ class TypoServer(Server):
 
 
 def test_proton_reply_to_an_unknown_address_is_rejected_not_found(start: Any) -> None:
-    broker = start(_free_port())
+    broker = start()
     server = TypoServer(broker.address, "requests", outcomes=2)
     client = Client(broker.address, "requests", ["x"])
     run(Container(server), Container(client))
@@ -264,7 +239,7 @@ def subscribe(url: str, expect: int, *, detach: bool = True) -> Subscriber:
 
 
 def test_proton_durable_subscriber_gets_what_was_published_while_away(start: Any) -> None:
-    broker = start(_free_port())
+    broker = start()
     assert subscribe(broker.address, 0).got == []  # subscribes, detaches, goes
     publish(broker.url, "m1", "m2", "m3")
     back = subscribe(broker.address, 3, detach=False)  # comes back, then unsubscribes
@@ -276,11 +251,11 @@ def test_proton_durable_subscriber_gets_what_was_published_while_away(start: Any
 
 
 def test_proton_durable_subscriber_across_a_broker_restart(start: Any, tmp_path: Path) -> None:
-    port, store = _free_port(), tmp_path / "store"
-    broker = start(port, store)
+    store = tmp_path / "store"
+    broker = start(0, store)
     subscribe(broker.address, 0)
     publish(broker.url, "m1", "m2")
     broker.stop()
-    broker = start(port, store)
+    broker = start(broker.port, store)
     back = subscribe(broker.address, 2)
     assert back.got == ["m1", "m2"]

@@ -6,15 +6,13 @@ and consumers are our sockets adapter and Qpid Proton's blocking client."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from amqp_sansio.adapters import sockets
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
@@ -24,47 +22,22 @@ from proton.utils import BlockingConnection  # noqa: E402
 WAIT = 30.0
 
 
-class BrokerProcess:
-    """``amqp-sansio broker --store DIR`` in a process of its own, anonymous clients allowed
-    (SASL ANONYMOUS, which Proton's client uses)."""
-
-    def __init__(self, store: Path, users: Path) -> None:
-        command = [
-            sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0",
-            "--store", str(store), "--users", str(users),
-        ]  # fmt: skip
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "listening on" in line, line
-        self.url = line.split()[-1]
-        self.restored = int(self.proc.stdout.readline().split()[0])
+class Broker(BrokerProcess):
+    """``amqp-sansio broker --store DIR --users FILE``, anonymous clients allowed (SASL
+    ANONYMOUS, which Proton's client uses)."""
 
     def connect(self) -> sockets.Connection:
         return sockets.connect(self.url, timeout=WAIT, sasl_mechanisms=["ANONYMOUS"])
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        assert self.proc.wait(timeout=WAIT) == -signal.SIGKILL
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=WAIT)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[Any]:
     users = tmp_path / "users.json"
     users.write_text(json.dumps({"anonymous": {"send": ["*"], "receive": ["*"]}}))
-    started: list[BrokerProcess] = []
+    started: list[Broker] = []
 
-    def run() -> BrokerProcess:
-        broker = BrokerProcess(tmp_path / "store", users)
+    def run() -> Broker:
+        broker = Broker("--users", str(users), store=tmp_path / "store", wait=WAIT)
         started.append(broker)
         return broker
 
@@ -77,7 +50,7 @@ def durable(i: int) -> a.Message:
     return a.Message(header=a.Header(durable=True), body=f"m{i}".encode())
 
 
-def drain(broker: BrokerProcess, address: str, expect: int) -> list[str]:
+def drain(broker: Broker, address: str, expect: int) -> list[str]:
     """Every message at ``address``, accepted, in the order they come."""
     out: list[str] = []
     with broker.connect() as conn:

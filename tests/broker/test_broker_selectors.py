@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -17,7 +15,8 @@ from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters.broker import run_broker
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.broker_net import Client, Net, body
+from support.broker_net import Client, Net, accept_all, body
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.broker import SELECTOR_FILTER, SELECTOR_FILTER_CODE, BrokerConfig
@@ -42,14 +41,6 @@ def publish(client: Client, address: str, *messages: tuple[bytes, dict[str, obje
 def colours(*pairs: str) -> list[tuple[bytes, dict[str, object]]]:
     """Messages b"<index>-<colour>" with the application-property colour."""
     return [(f"{i}-{c}".encode(), {"colour": c, "n": i}) for i, c in enumerate(pairs)]
-
-
-def accept_all(client: Client, link: a.Receiver) -> list[object]:
-    got = client.received(link)
-    for e in got:
-        link.settle(e.delivery, a.Accepted())
-    client.net.pump()
-    return [body(e) for e in got]
 
 
 def consumer(
@@ -421,59 +412,46 @@ def _speaks_sasl(port: int) -> bool:
 def test_proton_selector_option_against_the_broker_subprocess() -> None:
     pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 
-    command = [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as broker:
-        _run_proton_client(broker)
+    with BrokerProcess() as broker:
+        _run_proton_client(broker.url, broker.port)
 
 
-def _run_proton_client(broker: subprocess.Popen[str]) -> None:
+def _run_proton_client(url: str, port: int) -> None:
     from proton import Message
     from proton.reactor import Selector
     from proton.utils import BlockingConnection
 
+    # Proton's defaults, SASL included, when the broker's defaults offer it; a broker
+    # without a SASL layer can only be reached with Proton's SASL turned off.
+    options: dict[str, Any] = {} if _speaks_sasl(port) else {"sasl_enabled": False}
+    conn = BlockingConnection(url, timeout=10, **options)
     try:
-        assert broker.stdout is not None
-        line = broker.stdout.readline()
-        assert "listening on amqp://127.0.0.1:" in line, line
-        url = line.split()[-1]
-        port = int(url.rsplit(":", 1)[1])
-        # Proton's defaults, SASL included, when the broker's defaults offer it; a broker
-        # without a SASL layer can only be reached with Proton's SASL turned off.
-        options: dict[str, Any] = {} if _speaks_sasl(port) else {"sasl_enabled": False}
-        conn = BlockingConnection(url, timeout=10, **options)
-        try:
-            sender = conn.create_sender("orders")
-            for i, (colour, weight) in enumerate(
-                [("red", 1), ("blue", 5), ("red", 9), ("green", 7), ("red", 3.5)]
-            ):
-                sender.send(Message(body=f"m{i}", properties={"colour": colour, "weight": weight}))
-            receiver = conn.create_receiver(
-                "orders",
-                name="selected",
-                options=Selector("colour = 'red' AND weight > 2"),
-                credit=10,
-            )
-            got = []
-            while True:
-                try:
-                    message = receiver.receive(timeout=1)
-                except Exception:  # proton.Timeout: nothing more is selected
-                    break
-                got.append(message.body)
-                receiver.accept()
-            assert got == ["m2", "m4"]
-            # The rest stays for a consumer without a selector, in order.
-            plain = conn.create_receiver("orders", name="plain", credit=10)
-            rest = []
-            for _ in range(3):
-                rest.append(plain.receive(timeout=5).body)
-                plain.accept()
-            assert rest == ["m0", "m1", "m3"]
-        finally:
-            conn.close()
+        sender = conn.create_sender("orders")
+        for i, (colour, weight) in enumerate(
+            [("red", 1), ("blue", 5), ("red", 9), ("green", 7), ("red", 3.5)]
+        ):
+            sender.send(Message(body=f"m{i}", properties={"colour": colour, "weight": weight}))
+        receiver = conn.create_receiver(
+            "orders",
+            name="selected",
+            options=Selector("colour = 'red' AND weight > 2"),
+            credit=10,
+        )
+        got = []
+        while True:
+            try:
+                message = receiver.receive(timeout=1)
+            except Exception:  # proton.Timeout: nothing more is selected
+                break
+            got.append(message.body)
+            receiver.accept()
+        assert got == ["m2", "m4"]
+        # The rest stays for a consumer without a selector, in order.
+        plain = conn.create_receiver("orders", name="plain", credit=10)
+        rest = []
+        for _ in range(3):
+            rest.append(plain.receive(timeout=5).body)
+            plain.accept()
+        assert rest == ["m0", "m1", "m3"]
     finally:
-        broker.terminate()
-        try:
-            broker.wait(timeout=10)
-        finally:
-            broker.kill()
+        conn.close()

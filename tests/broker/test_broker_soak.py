@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from amqp_sansio.adapters import aio
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
@@ -84,15 +83,8 @@ async def _soak(url: str, pid: int) -> tuple[list[int], list[int], int]:
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 def test_steady_rate_and_flat_memory() -> None:
-    command = [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().split()[-1]
-            samples, memory, moved = asyncio.run(_soak(url, proc.pid))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with BrokerProcess() as broker:
+        samples, memory, moved = asyncio.run(_soak(broker.url, broker.proc.pid))
     steady = samples[1:]  # the first second starts the connections
     print(f"\nmessages/s each second: {samples}\nbroker RSS (MiB): {[m >> 20 for m in memory]}")
     assert moved >= RATE * (SECONDS - 2)

@@ -4,8 +4,6 @@ per-user access rule (who may send to or receive from which address)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ import pytest
 from amqp_sansio.adapters import sockets
 from amqp_sansio.adapters.broker import run_broker
 from support.broker_net import Net
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.broker import ANONYMOUS, BrokerConfig, Users, UsersFileError, scram_entry
@@ -107,26 +106,16 @@ def test_wrong_password_fails_sasl(users: Users) -> None:
 def test_cli_users_file_scram_over_the_wire(tmp_path: Path) -> None:
     path = tmp_path / "users.json"
     path.write_text(json.dumps(FILE))
-    command = [
-        sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0",
-        "--users", str(path),
-    ]  # fmt: skip
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().split()[-1]
-            host = url.removeprefix("amqp://")
-            with sockets.connect(f"amqp://alice:secret@{host}", timeout=WAIT) as conn:
-                conn.sender("orders").send(b"1")
-                with pytest.raises(LinkDetachedError, match="unauthorized-access"):
-                    conn.receiver("secret")
-            with sockets.connect(f"amqp://bob:hunter2@{host}", timeout=WAIT) as conn:
-                d = conn.receiver("orders", credit=1).receive(timeout=WAIT)
-                assert d is not None and d.message.body.value == b"1"
-                d.accept()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=WAIT)
+    with BrokerProcess("--users", str(path), wait=WAIT) as broker:
+        host = broker.url.removeprefix("amqp://")
+        with sockets.connect(f"amqp://alice:secret@{host}", timeout=WAIT) as conn:
+            conn.sender("orders").send(b"1")
+            with pytest.raises(LinkDetachedError, match="unauthorized-access"):
+                conn.receiver("secret")
+        with sockets.connect(f"amqp://bob:hunter2@{host}", timeout=WAIT) as conn:
+            d = conn.receiver("orders", credit=1).receive(timeout=WAIT)
+            assert d is not None and d.message.body.value == b"1"
+            d.accept()
 
 
 def test_cli_bad_users_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,6 @@ test), over TLS with ``trustme`` certificates, and against RabbitMQ when
 
 from __future__ import annotations
 
-import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -18,7 +16,9 @@ import pytest
 from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import send_receive
 from amqp_sansio.adapters.cli.connect import ClientOptions, CommandError, engine_for
+from support.broker_process import free_port
 from support.cli_broker import TestBroker
+from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as amqp
 from amqp_sansio.client.url import parse_url
@@ -145,13 +145,6 @@ def test_timeout_is_status_4(broker: TestBroker, capsys: pytest.CaptureFixture[s
     assert err == "amqp-sansio receive: error: timed out after 0.3 s waiting for message 1 of 2\n"
 
 
-def _unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_connection_refused_is_status_3_without_a_traceback() -> None:
     # The installed command, as a user runs it.
     result = subprocess.run(
@@ -160,7 +153,7 @@ def test_connection_refused_is_status_3_without_a_traceback() -> None:
             "-m",
             "amqp_sansio.adapters.cli",
             "send",
-            f"amqp://127.0.0.1:{_unused_port()}/q",
+            f"amqp://127.0.0.1:{free_port()}/q",
         ],
         capture_output=True,
         text=True,
@@ -317,20 +310,10 @@ def test_format_body(body: object, line: str) -> None:
 
 # -- RabbitMQ -------------------------------------------------------------------------------------
 
-ENV = "AMQP_SANSIO_RABBITMQ_URL"
-
 
 @pytest.fixture
 def rabbitmq() -> str:
-    base = os.environ.get(ENV)
-    if not base:
-        pytest.skip(f"{ENV} is not set: no RabbitMQ to test against (.ci/run starts one)")
-    url = parse_url(base)
-    try:
-        socket.create_connection((url.host, url.port), timeout=2).close()
-    except OSError as exc:
-        pytest.skip(f"nothing answers at {url.host}:{url.port} ({ENV}): {exc}")
-    return base.rstrip("/")
+    return rabbitmq_url()
 
 
 def test_rabbitmq_send_then_receive(rabbitmq: str, capsys: pytest.CaptureFixture[str]) -> None:

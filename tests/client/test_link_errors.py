@@ -10,10 +10,6 @@ The peers are ``amqp-sansio broker`` started as a user starts it (no options) an
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,37 +25,20 @@ AT_ONCE = 3.0
 
 trio = pytest.importorskip("trio", reason="trio is in the 'trio' and 'test' extras")
 from amqp_sansio.adapters import trio_adapter  # noqa: E402
+from support.adapters import ADAPTERS  # noqa: E402
+from support.broker_process import BrokerProcess  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def broker_url() -> Iterator[str]:
     """``amqp-sansio broker --port 0``: the user's command, on a free port."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amqp_sansio.adapters.cli", "broker", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert "listening on" in line, line
-    try:
-        yield line.split()[-1]
-    finally:
-        proc.terminate()
-        proc.wait(WAIT)
-        proc.stdout.close()
+    with BrokerProcess(wait=WAIT) as broker:
+        yield broker.url
 
 
-@contextlib.contextmanager
-def listener(on_link: Any) -> Iterator[int]:
-    server = sockets.listen("127.0.0.1", 0, on_link)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.port
-    finally:
-        server.close()
-        thread.join(WAIT)
+def listener(on_link: Any) -> Any:
+    """Our ``sockets.listen`` with ``on_link``, serving in a thread: yields its port."""
+    return ADAPTERS["sockets"].serve(on_link)
 
 
 def refuse_everything(link: Any) -> None:

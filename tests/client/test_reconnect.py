@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from support.adapter_broker import Broker
 from support.adapters import ADAPTERS, WAIT, Adapter, aw, connected
+from support.broker_process import free_port
 
 import amqp_sansio as a
 from amqp_sansio.client import Backoff, ConnectionClosedError, LinkDetachedError, Reconnect
@@ -120,14 +121,6 @@ def proxy(target: int, **options: Any) -> Iterator[Proxy]:
         p.close()
 
 
-def dead_port() -> int:
-    """A port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 # -- the core's schedule ------------------------------------------------------------------------
 
 
@@ -210,7 +203,7 @@ def test_a_fallback_url_when_the_first_is_down(adapter: Adapter, own: tuple[int,
     policy = Reconnect(urls=[f"amqp://127.0.0.1:{port}"], initial_delay=0.01, jitter=0.0)
 
     async def scenario() -> None:
-        async with connected(adapter, f"amqp://127.0.0.1:{dead_port()}", reconnect=policy) as c:
+        async with connected(adapter, f"amqp://127.0.0.1:{free_port()}", reconnect=policy) as c:
             sender = await aw(c.sender("fallback"))
             assert isinstance(await aw(sender.send("x")), a.Accepted)
             assert c.reconnects == 0  # the first connection is not a reconnection
@@ -224,7 +217,7 @@ def test_giving_up_after_max_attempts(adapter: Adapter) -> None:
 
     async def scenario() -> None:
         with pytest.raises(ConnectionClosedError, match="gave up after 3 attempts"):
-            async with connected(adapter, f"amqp://127.0.0.1:{dead_port()}", reconnect=policy):
+            async with connected(adapter, f"amqp://127.0.0.1:{free_port()}", reconnect=policy):
                 pass
 
     adapter.run(scenario)

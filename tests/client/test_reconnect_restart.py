@@ -1,9 +1,10 @@
 """Reconnection through a planned restart and a crash (issue 14): ``amqp-sansio broker
---store DIR`` (the user's command; only the port is fixed, so that it comes back where it
-was) is stopped with SIGTERM and later killed with SIGKILL, each time started again at once,
-in the middle of a stream of 10,000 durable messages from ``connect(url, reconnect=True)``
-in each adapter. Every message arrives (at least once), and the log of
-``amqp_sansio.adapters.reconnect`` tells each disconnect and reconnect, without credentials.
+--store DIR`` (the user's command; started again on the port it listened on, so that it
+comes back where it was) is stopped with SIGTERM and later killed with SIGKILL, each time
+started again at once, in the middle of a stream of 10,000 durable messages from
+``connect(url, reconnect=True)`` in each adapter. Every message arrives (at least once), and
+the log of ``amqp_sansio.adapters.reconnect`` tells each disconnect and reconnect, without
+credentials.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ import json
 import logging
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -25,6 +23,7 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters import aio, sockets
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
@@ -36,55 +35,9 @@ STREAM = int(os.environ.get("AMQP_SANSIO_RECONNECT_STREAM", "10000"))
 LOGGER = "amqp_sansio.adapters.reconnect"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-class BrokerProcess:
-    """``amqp-sansio broker --port PORT --store DIR`` [``--users FILE``], restartable."""
-
-    def __init__(self, store: Path, *extra: str) -> None:
-        self.port = free_port()
-        self.command = [
-            sys.executable, "-m", "amqp_sansio.adapters.cli", "broker",
-            "--port", str(self.port), "--store", str(store), *extra,
-        ]  # fmt: skip
-        self.proc: subprocess.Popen[str] | None = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"amqp://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "listening on" in line, line
-
-    def restart(self, sig: signal.Signals) -> int:
-        """Stop with ``sig``, start again: the stopped process's exit status."""
-        assert self.proc is not None and self.proc.stdout is not None
-        self.proc.send_signal(sig)
-        status = self.proc.wait(WAIT)
-        self.proc.stdout.close()
-        self.start()
-        return status
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(WAIT)
-        if self.proc is not None and self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    started = BrokerProcess(tmp_path / "store")
+    started = BrokerProcess(store=tmp_path / "store", wait=WAIT)
     yield started
     started.stop()
 
@@ -213,7 +166,7 @@ def test_the_log_has_no_credentials(tmp_path: Path, caplog: pytest.LogCaptureFix
     users.write_text(
         json.dumps({"users": {"alice": {"password": "s3cret-pw", "send": ["*"], "receive": ["*"]}}})
     )
-    broker = BrokerProcess(tmp_path / "store", "--users", str(users))
+    broker = BrokerProcess("--users", str(users), store=tmp_path / "store", wait=WAIT)
     caplog.set_level(logging.INFO, logger=LOGGER)
     try:
         with sockets.connect(

@@ -4,21 +4,10 @@ hand-made frames."""
 from __future__ import annotations
 
 import pytest
-from support.engine_pair import Pair, of
+from support.engine_pair import Pair, inject, of, ready
 
 import amqp_sansio as a
 from amqp_sansio.definitions import performatives
-
-
-def _ready() -> tuple[Pair, a.Session, a.Session]:
-    p = Pair()
-    p.open()
-    cs, ss = p.session()
-    return p, cs, ss
-
-
-def _inject(conn: a.Connection, body: object, channel: int = 0, payload: bytes = b"") -> list:
-    return conn.receive_data(a.framing.encode_frame(body, channel=channel, payload=payload), 0)
 
 
 def _condition(events: list) -> str:
@@ -26,7 +15,7 @@ def _condition(events: list) -> str:
 
 
 def test_reprs_and_collections() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, _ = p.link(cs)
     assert "Sender 'link' ATTACHED" in repr(snd)
     assert "Session channel=0 MAPPED" in repr(cs)
@@ -36,7 +25,7 @@ def test_reprs_and_collections() -> None:
 
 
 def test_illegal_link_and_session_commands() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv = p.link(cs)
     with pytest.raises(a.LocalProtocolError):
         snd.refuse()  # only a link the peer started
@@ -56,7 +45,7 @@ def test_illegal_link_and_session_commands() -> None:
 
 
 def test_accepting_a_link_with_our_own_termini() -> None:
-    p, cs, _ = _ready()
+    p, cs, _ = ready()
     cs.attach_receiver("r", source="from-here")
     _, s = p.pump()
     link = of(s, a.events.LinkAttached)[0].link
@@ -67,7 +56,7 @@ def test_accepting_a_link_with_our_own_termini() -> None:
 
 
 def test_refusing_a_receiver_attach_sends_no_source() -> None:
-    p, cs, _ = _ready()
+    p, cs, _ = ready()
     cs.attach_receiver("r", source="nothing")
     _, s = p.pump()
     of(s, a.events.LinkAttached)[0].link.refuse()
@@ -77,7 +66,7 @@ def test_refusing_a_receiver_attach_sends_no_source() -> None:
 
 
 def test_sender_commands() -> None:
-    p, cs, _ = _ready()
+    p, cs, _ = ready()
     snd, rcv = p.link(cs)
     snd.drained()  # not asked to drain: nothing happens
     assert p.client.data_to_send() == b""
@@ -135,34 +124,34 @@ def test_peer_violations_on_a_session() -> None:
         (performatives.Open(container_id="again"), "amqp:illegal-state"),
     ]
     for body, condition in cases:
-        p, _cs, ss = _ready()
+        p, _cs, ss = ready()
         if type(body) is performatives.Attach and body.handle == 2**31:
             ss.handle_max = 10
-        events = _inject(p.server, body, channel=0)
+        events = inject(p.server, body, channel=0)
         assert _condition(events) == condition, body
 
 
 def test_transfer_violations() -> None:
-    p, cs, _ = _ready()
+    p, cs, _ = ready()
     _, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
-    events = _inject(p.server, performatives.Transfer(handle=0), channel=0)  # no id or tag
+    events = inject(p.server, performatives.Transfer(handle=0), channel=0)  # no id or tag
     assert _condition(events) == "amqp:invalid-field"
-    p, cs, _ = _ready()
+    p, cs, _ = ready()
     _, rcv = p.link(cs, client_sends=False)  # the client receives: the server sends
-    events = _inject(p.server, performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"))
+    events = inject(p.server, performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"))
     assert _condition(events) == "amqp:not-allowed"
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     _snd, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
-    _inject(
+    inject(
         p.server,
         performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
         payload=b"a",
     )
-    events = _inject(
+    events = inject(
         p.server,
         performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"u"),
         payload=b"b",
@@ -171,16 +160,16 @@ def test_transfer_violations() -> None:
 
 
 def test_transfer_state_and_late_settlement_on_a_multi_frame_delivery() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     _snd, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
-    _inject(
+    inject(
         p.server,
         performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", more=True),
         payload=b"a",
     )
-    events = _inject(
+    events = inject(
         p.server,
         performatives.Transfer(handle=0, settled=True, state=a.Accepted()),
         payload=b"b",
@@ -189,12 +178,12 @@ def test_transfer_state_and_late_settlement_on_a_multi_frame_delivery() -> None:
     assert got.data == b"ab" and got.delivery.remote_settled
     assert got.delivery.remote_state == a.Accepted() and not rcv.unsettled
     rcv.streaming = True
-    _inject(
+    inject(
         p.server,
         performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"v", more=True),
         payload=b"",
     )
-    events = _inject(p.server, performatives.Transfer(handle=0, settled=True), payload=b"z")
+    events = inject(p.server, performatives.Transfer(handle=0, settled=True), payload=b"z")
     assert of(events, a.events.DeliveryReceived)[0].complete and not rcv.unsettled
 
 
@@ -217,7 +206,7 @@ def test_frames_before_open_and_on_other_channels() -> None:
     assert _condition(events) == "amqp:connection:framing-error"
     p = Pair(server={"channel_max": 2})
     p.open()
-    events = _inject(
+    events = inject(
         p.server,
         performatives.Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=1),
         channel=5,
@@ -246,21 +235,21 @@ def test_a_close_before_the_open_ends_all_the_same() -> None:
 
 
 def test_an_end_in_the_wrong_state_and_a_stray_begin() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     cs.end()
     p.pump()
-    events = _inject(p.server, performatives.End(), channel=0)
+    events = inject(p.server, performatives.End(), channel=0)
     assert _condition(events) == "amqp:not-allowed"
 
 
 def test_disposition_over_a_huge_range_looks_only_at_known_deliveries() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv = p.link(cs)
     rcv.flow(5)
     p.pump()
     d = snd.send(b"x")
     p.pump()
-    events = _inject(
+    events = inject(
         p.client,
         performatives.Disposition(
             role=performatives.Role.RECEIVER,
@@ -274,9 +263,9 @@ def test_disposition_over_a_huge_range_looks_only_at_known_deliveries() -> None:
 
 
 def test_session_echo_and_flow_without_delivery_count() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     _snd, _rcv = p.link(cs)
-    events = _inject(
+    events = inject(
         p.client,
         performatives.Flow(incoming_window=10, next_outgoing_id=0, outgoing_window=10, echo=True),
     )
@@ -284,7 +273,7 @@ def test_session_echo_and_flow_without_delivery_count() -> None:
     frame = a.framing.FrameParser(max_frame_size=65536)
     frame.feed(p.client.data_to_send())
     assert isinstance(frame.next_frame().body, performatives.Flow)
-    events = _inject(
+    events = inject(
         p.server,
         performatives.Flow(
             incoming_window=10, next_outgoing_id=0, outgoing_window=10, handle=0, available=3

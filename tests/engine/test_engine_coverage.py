@@ -6,23 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.engine_pair import Pair, of
+from support.engine_pair import Pair, inject, of, ready
 
 import amqp_sansio as a
 from amqp_sansio.definitions import performatives
-
-
-def _ready(**kw: Any) -> tuple[Pair, a.Session, a.Session]:
-    p = Pair(**kw)
-    p.open()
-    cs, ss = p.session()
-    return p, cs, ss
-
-
-def _inject(
-    conn: a.Connection, body: object, channel: int = 0, payload: bytes = b""
-) -> list[a.Event]:
-    return conn.receive_data(a.framing.encode_frame(body, channel=channel, payload=payload), 0)
 
 
 def _links(p: Pair, cs: a.Session, **kw: Any) -> tuple[a.Sender, a.Receiver]:
@@ -68,7 +55,7 @@ def test_an_automatic_tag_skips_the_tags_a_resumed_link_carries_over() -> None:
     """A delivery tag is unique among a link's unsettled deliveries (2.8.7, 2.6.12). A
     suspended link re-attached by a new endpoint carries over its unsettled deliveries
     (2.6.13); the new endpoint's automatic tags start afresh, and skip the ones in use."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv = _links(p, cs, name="durable")
     rcv.flow(10)
     p.pump()
@@ -101,7 +88,7 @@ def test_a_delivery_under_the_quick_bound_whose_frame_does_not_fit_is_split() ->
     fit one transfer goes in several, all but the last with ``more`` (2.6.14). The payload
     is 65 bytes short of the limit, but a 32-byte tag (2.8.7) and a delivery state (2.7.5)
     make the transfer's frame too large for it: it is split all the same."""
-    p, cs, _ss = _ready(server={"max_frame_size": 512})
+    p, cs, _ss = ready(server={"max_frame_size": 512})
     snd, rcv = _links(p, cs)
     rcv.flow(1)
     p.pump()
@@ -129,7 +116,7 @@ def test_a_delivery_under_the_quick_bound_whose_frame_does_not_fit_is_split() ->
 def test_a_frame_larger_than_the_peers_max_frame_size_is_refused_and_not_sent() -> None:
     """A peer may not be sent a frame larger than its max-frame-size (2.7.1): a detach whose
     error does not fit is refused with LocalProtocolError, and nothing goes out."""
-    p, cs, _ss = _ready(server={"max_frame_size": 512})
+    p, cs, _ss = ready(server={"max_frame_size": 512})
     snd, _rcv = _links(p, cs)
     big = a.Error(condition=a.Symbol("amqp:internal-error"), description="x" * 600)
     with pytest.raises(a.LocalProtocolError, match=r"Detach frame of .* max-frame-size 512"):
@@ -143,7 +130,7 @@ def test_a_frame_larger_than_the_peers_max_frame_size_is_refused_and_not_sent() 
 def test_dispositions_pending_at_a_close_go_out_before_it() -> None:
     """The close is the last frame written on a connection (2.4.3): a settlement made before
     it (2.7.6), still waiting to be coalesced, goes out first, and the peer sees it."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv = _links(p, cs)
     rcv.flow(1)
     p.pump()
@@ -173,7 +160,7 @@ def test_a_malformed_frame_after_our_close_ends_the_connection_without_a_second_
     """Our close is the last frame we write (2.4.3): a framing error (2.3.1) found while we
     wait for the peer's close is reported, and ends the connection, but no second close goes
     out."""
-    p, _cs, _ss = _ready()
+    p, _cs, _ss = ready()
     p.client.close()
     assert [type(b) for b in _bodies(p.client.data_to_send())] == [performatives.Close]
     closing = p.client.state
@@ -198,10 +185,10 @@ def test_an_end_before_we_answered_the_begin_closes_the_connection() -> None:
     p = Pair()
     p.open()
     begin = performatives.Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10)
-    events = _inject(p.server, begin, channel=1)
+    events = inject(p.server, begin, channel=1)
     (begun,) = of(events, a.events.SessionBegun)
     assert begun.session.state is a.SessionState.BEGIN_RCVD
-    events = _inject(p.server, performatives.End(), channel=1)
+    events = inject(p.server, performatives.End(), channel=1)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "connection"
     bodies = _bodies(p.server.data_to_send())
@@ -219,7 +206,7 @@ def test_a_second_attach_of_an_attached_link_ends_the_session() -> None:
     handle that stays in use until the link detaches (2.6.2). An attach of a link already
     attached, under another handle, is an illegal-state (2.8.15): the session ends with it
     (2.5.4), and the link is not attached again."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     _snd, rcv = _links(p, cs)
     again = performatives.Attach(
         name="link",
@@ -228,7 +215,7 @@ def test_a_second_attach_of_an_attached_link_ends_the_session() -> None:
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
-    events = _inject(p.server, again)
+    events = inject(p.server, again)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
     assert not of(events, a.events.LinkAttached)
@@ -244,7 +231,7 @@ def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_ses
     """While we detach a link (DETACH_SENT) the peer attaches it again under a second handle
     without detaching the first: its end is still attached there, so the attach is an
     illegal-state (2.6.2, 2.8.15) that ends the session (2.5.4)."""
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     _snd, rcv = _links(p, cs)  # the client's handle 0
     rcv.detach()
     assert [type(b) for b in _bodies(p.server.data_to_send())] == [performatives.Detach]  # lost
@@ -255,7 +242,7 @@ def test_a_second_attach_of_a_link_still_attached_on_another_handle_ends_the_ses
         target=a.Target(address="q"),
         initial_delivery_count=0,
     )
-    events = _inject(p.server, again)
+    events = inject(p.server, again)
     error = _protocol_error(events)
     assert error.error.condition == "amqp:illegal-state" and error.scope == "session"
     bodies = _bodies(p.server.data_to_send())
@@ -302,7 +289,7 @@ def test_a_disposition_range_over_settled_ids_updates_only_the_unsettled_ones() 
     """A disposition names a range of delivery-ids, first to last inclusive (2.7.6): those of
     deliveries already settled (here the middle one) are passed over; the others are
     updated and, settled by the receiver, settled at the sender too."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv = _links(p, cs)
     rcv.flow(5)
     p.pump()
@@ -319,7 +306,7 @@ def test_a_disposition_range_over_settled_ids_updates_only_the_unsettled_ones() 
         settled=True,
         state=a.Released(),
     )
-    events = _inject(p.client, disp)
+    events = inject(p.client, disp)
     updated = of(events, a.events.DeliveryUpdated)
     assert [e.delivery for e in updated] == [sent[0], sent[2]]
     assert all(e.settled and e.state == a.Released() for e in updated)
@@ -334,7 +321,7 @@ _BIG = a.Error(condition=a.Symbol("amqp:internal-error"), description="x" * 700)
 
 def _small_peer() -> tuple[Pair, a.Session, a.Session]:
     """Both ends accept frames of at most 512 bytes (the minimum, 2.7.1)."""
-    return _ready(client={"max_frame_size": 512}, server={"max_frame_size": 512})
+    return ready(client={"max_frame_size": 512}, server={"max_frame_size": 512})
 
 
 def test_a_detach_too_large_changes_nothing_and_a_smaller_one_goes() -> None:
@@ -383,7 +370,7 @@ def test_an_open_too_large_sends_not_even_the_header() -> None:
         client.open(now=0.0)
     assert client.state is a.ConnectionState.START and client.data_to_send() == b""
     with pytest.raises(a.LocalProtocolError, match="cannot open"):
-        p, _, _ = _ready()
+        p, _, _ = ready()
         p.client.open()  # already open
 
 

@@ -5,22 +5,11 @@ deliveries."""
 from __future__ import annotations
 
 import pytest
-from support.engine_pair import Pair, of
+from support.engine_pair import Pair, inject, of, ready
 
 import amqp_sansio as a
 
 ERROR = a.Error(condition=a.Symbol("amqp:internal-error"), description="broken")
-
-
-def _ready(**kwargs: object) -> tuple[Pair, a.Session, a.Session]:
-    p = Pair(**kwargs)  # type: ignore[arg-type]
-    p.open()
-    cs, ss = p.session()
-    return p, cs, ss
-
-
-def _inject(conn: a.Connection, body: object, payload: bytes = b"") -> list[a.Event]:
-    return conn.receive_data(a.framing.encode_frame(body, channel=0, payload=payload), 0)
 
 
 def _conditions(events: list[a.Event]) -> list[str]:
@@ -38,14 +27,14 @@ def _ended_with(session: a.Session, events: list[a.Event], condition: str) -> No
 def test_what_the_peer_sent_before_seeing_our_error_detach_is_discarded() -> None:
     """Transfers (even the rest of a delivery cut short) and flows already on their way when
     we detach with an error are dropped, not taken for violations."""
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     _snd, rcv = p.link(cs)
     assert isinstance(rcv, a.Receiver)
     rcv.flow(5)
     p.pump()
     rcv.max_message_size = 10
     tag = {"delivery_id": 0, "delivery_tag": b"t"}
-    events = _inject(
+    events = inject(
         p.server,
         a.definitions.performatives.Transfer(handle=0, more=True, **tag),
         payload=b"x" * 20,
@@ -53,21 +42,21 @@ def test_what_the_peer_sent_before_seeing_our_error_detach_is_discarded() -> Non
     assert _conditions(events) == ["amqp:link:message-size-exceeded"]
     assert rcv.state is a.LinkState.DETACH_SENT and not rcv.unsettled
     window = ss.incoming_window
-    events = _inject(
+    events = inject(
         p.server, a.definitions.performatives.Transfer(handle=0), payload=b"rest"
     )  # the rest of it
-    events += _inject(
+    events += inject(
         p.server, a.definitions.performatives.Transfer(handle=0, delivery_id=1, delivery_tag=b"u")
     )
-    events += _inject(
+    events += inject(
         p.server,
         a.definitions.performatives.Flow(**_session_flow(), handle=0, delivery_count=2, echo=True),
     )
     assert events == [] and ss.state is a.SessionState.MAPPED
     assert ss.incoming_window == window - 2  # the session still counted them
-    _inject(p.server, a.definitions.performatives.Detach(handle=0, closed=True))
+    inject(p.server, a.definitions.performatives.Detach(handle=0, closed=True))
     assert rcv.state is a.LinkState.DETACHED
-    events = _inject(
+    events = inject(
         p.server, a.definitions.performatives.Transfer(handle=0, delivery_id=2, delivery_tag=b"v")
     )
     _ended_with(ss, events, "amqp:session:errant-link")
@@ -79,7 +68,7 @@ def _session_flow() -> dict[str, int]:
 
 
 def test_real_transfers_in_flight_when_we_detach_with_an_error() -> None:
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     snd, rcv = p.link(cs)
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     rcv.flow(5)
@@ -91,7 +80,7 @@ def test_real_transfers_in_flight_when_we_detach_with_an_error() -> None:
     assert not of(s, a.events.DeliveryReceived) and not of(c + s, a.events.ProtocolError)
     assert of(c, a.events.LinkDetached)[0].error == ERROR
     assert snd.state is rcv.state is a.LinkState.DETACHED
-    events = _inject(
+    events = inject(
         p.server, a.definitions.performatives.Flow(**_session_flow(), handle=0, delivery_count=0)
     )
     _ended_with(ss, events, "amqp:session:errant-link")
@@ -100,13 +89,13 @@ def test_real_transfers_in_flight_when_we_detach_with_an_error() -> None:
 def test_a_detach_or_a_new_attach_on_the_errant_handle() -> None:
     """A detach is not errant input (2.6.5), but no link is attached to the handle; an attach
     reusing the released handle for another link is fine."""
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     _snd, rcv = p.link(cs)
     rcv.detach(error=ERROR)
     p.pump()
-    events = _inject(p.server, a.definitions.performatives.Detach(handle=0))
+    events = inject(p.server, a.definitions.performatives.Detach(handle=0))
     _ended_with(ss, events, "amqp:session:unattached-handle")
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     _snd, rcv = p.link(cs)
     rcv.detach(error=ERROR)
     p.pump()
@@ -136,7 +125,7 @@ def _sent_and_received(p: Pair, cs: a.Session, n: int) -> tuple[a.Sender, a.Rece
 def test_dispositions_of_an_errant_link_are_ignored() -> None:
     """Settled before the peer saw our error detach, or after: ignored (the two cannot be
     told apart, see Link.detach)."""
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     snd, rcv, got = _sent_and_received(p, cs, 2)
     snd.detach(error=ERROR)
     assert not snd.unsettled
@@ -145,7 +134,7 @@ def test_dispositions_of_an_errant_link_are_ignored() -> None:
     assert not of(c + s, a.events.ProtocolError) and not of(s, a.events.DeliveryUpdated)
     with pytest.raises(a.LocalProtocolError, match="destroyed"):
         rcv.settle(got[1], a.Accepted())
-    events = _inject(
+    events = inject(
         p.server,
         a.definitions.performatives.Disposition(
             role=a.definitions.performatives.Role.RECEIVER, first=0, last=5, settled=True
@@ -157,13 +146,13 @@ def test_dispositions_of_an_errant_link_are_ignored() -> None:
 def test_dispositions_after_a_non_closing_answer_are_ignored() -> None:
     """A peer that suspended the link may settle its deliveries until our error detach
     reaches it: such dispositions cannot be told from errant ones, and are dropped."""
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     snd, rcv, _got = _sent_and_received(p, cs, 2)
     rcv.detach(closed=False)
     snd.detach(error=ERROR, closed=False)  # crossing
     p.pump()
     assert rcv.state is snd.state is a.LinkState.DETACHED
-    events = _inject(
+    events = inject(
         p.server,
         a.definitions.performatives.Disposition(
             role=a.definitions.performatives.Role.RECEIVER, first=0, last=1, settled=True
@@ -175,7 +164,7 @@ def test_dispositions_after_a_non_closing_answer_are_ignored() -> None:
 def test_after_an_error_without_close_the_peer_must_resume() -> None:
     """A re-attach without an unsettled map is errant; our engine, told of the error, resumes
     (it sends an unsettled map, empty if need be), and the link works again."""
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     snd, rcv, got = _sent_and_received(p, cs, 1)
     snd.detach(error=ERROR, closed=False)
     c, _ = p.pump()
@@ -183,7 +172,7 @@ def test_after_an_error_without_close_the_peer_must_resume() -> None:
     with pytest.raises(a.LocalProtocolError, match="destroyed"):
         rcv.settle(got[0], a.Accepted())  # its id means nothing to the peer now
     assert list(rcv.unsettled) == [got[0].tag]  # ... but it can be resumed
-    events = _inject(
+    events = inject(
         p.server,
         a.definitions.performatives.Attach(
             name="link", handle=0, role=a.definitions.performatives.Role.RECEIVER
@@ -191,7 +180,7 @@ def test_after_an_error_without_close_the_peer_must_resume() -> None:
     )
     _ended_with(ss, events, "amqp:session:errant-link")
 
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     snd, rcv, got = _sent_and_received(p, cs, 0)
     snd.detach(error=ERROR, closed=False)
     p.pump()
@@ -211,7 +200,7 @@ def test_after_an_error_without_close_the_peer_must_resume() -> None:
 
 
 def test_our_endpoint_reattached_after_our_error_starts_afresh() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, _rcv = p.link(cs)
     snd.detach(error=ERROR, closed=False)
     p.pump()
@@ -224,7 +213,7 @@ def test_our_endpoint_reattached_after_our_error_starts_afresh() -> None:
 def test_a_refused_link_may_be_attached_again_as_usual() -> None:
     """A refusal detaches with an error but closes the link: a new attach of the name is a
     new link, not a pipelined re-attach."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     cs.attach_receiver("r", source="nothing")
     _, s = p.pump()
     of(s, a.events.LinkAttached)[0].link.refuse()
@@ -235,7 +224,7 @@ def test_a_refused_link_may_be_attached_again_as_usual() -> None:
 
 
 def test_a_link_errored_before_we_answered_is_resumed_when_attached_again() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     cs.attach_receiver("early", source="q")
     _, s = p.pump()
     late = of(s, a.events.LinkAttached)[0].link
@@ -252,7 +241,7 @@ def test_a_link_errored_before_we_answered_is_resumed_when_attached_again() -> N
 def test_an_error_detach_of_a_resumed_link_before_its_deliveries_are_resumed() -> None:
     """Deliveries carried over by a resume have no delivery-id until resumed (2.6.13):
     destroying the link then forgets them all the same."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, _rcv, got = _sent_and_received(p, cs, 1)
     snd.detach(error=ERROR, closed=False)
     p.pump()
@@ -283,7 +272,7 @@ def _sent(p: Pair, way: str, kind: type) -> list:
 def test_a_closing_detach_crossing_a_suspending_one_is_closed_by_a_reattach() -> None:
     """We suspend while the peer closes: we re-attach and close (core spec 2.6.6), and the
     peer answers both; neither application sees an attach."""
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv, got = _sent_and_received(p, cs, 1)  # the server sends, the client receives
     p.wire.clear()
     rcv.detach(closed=False)
@@ -308,11 +297,11 @@ def test_a_closing_detach_crossing_a_suspending_one_is_closed_by_a_reattach() ->
 
 
 def test_the_peer_re_attaching_to_close_is_answered_and_the_link_stays_unusable() -> None:
-    p, cs, ss = _ready()
+    p, cs, ss = ready()
     _snd, rcv = p.link(cs)  # the client's sender on handle 0
     assert isinstance(rcv, a.Receiver)
     rcv.detach()  # closing
-    _inject(
+    inject(
         p.server, a.definitions.performatives.Detach(handle=0, closed=False)
     )  # the client's, crossing
     p.server.data_to_send()
@@ -322,7 +311,7 @@ def test_the_peer_re_attaching_to_close_is_answered_and_the_link_stays_unusable(
         role=a.definitions.performatives.Role.SENDER,
         initial_delivery_count=0,
     )
-    assert _inject(p.server, attach) == []
+    assert inject(p.server, attach) == []
     assert [type(b) for b in _bodies(p.server.data_to_send())] == [
         a.definitions.performatives.Attach
     ]
@@ -331,7 +320,7 @@ def test_the_peer_re_attaching_to_close_is_answered_and_the_link_stays_unusable(
         with pytest.raises(a.LocalProtocolError, match="being closed"):
             command()
     assert p.server.data_to_send() == b""
-    events = _inject(p.server, a.definitions.performatives.Detach(handle=0, closed=True))
+    events = inject(p.server, a.definitions.performatives.Detach(handle=0, closed=True))
     assert [e.closed for e in of(events, a.events.LinkDetached)] == [True]
     assert [b.closed for b in _bodies(p.server.data_to_send())] == [True]
     assert rcv.state is a.LinkState.DETACHED and ss.state is a.SessionState.MAPPED
@@ -351,7 +340,7 @@ def test_the_peer_re_attaching_to_close_while_we_have_no_free_handle() -> None:
     p.pump()
     (rcv,) = ss.links
     rcv.detach()  # closing; handle 0 is free
-    _inject(
+    inject(
         p.server, a.definitions.performatives.Detach(handle=0, closed=False)
     )  # the client's, crossing
     other = ss.attach_sender("other", target="q")  # takes handle 0
@@ -362,9 +351,9 @@ def test_the_peer_re_attaching_to_close_while_we_have_no_free_handle() -> None:
         role=a.definitions.performatives.Role.SENDER,
         initial_delivery_count=0,
     )
-    assert _inject(p.server, attach) == []
+    assert inject(p.server, attach) == []
     assert p.server.data_to_send() == b""  # no handle to answer with yet
-    events = _inject(p.server, a.definitions.performatives.Detach(handle=1, closed=True))
+    events = inject(p.server, a.definitions.performatives.Detach(handle=1, closed=True))
     assert [e.closed for e in of(events, a.events.LinkDetached)] == [True]
     other.detach()
     assert [type(b) for b in _bodies(p.server.data_to_send())] == [
@@ -408,7 +397,7 @@ SMALL = {"max_frame_size": 512}
 
 def _suspended_with(n: int) -> tuple[Pair, a.Session, a.Sender, a.Receiver, list]:
     """``n`` unsettled deliveries, held by both ends of a link the client then suspends."""
-    p, cs, _ss = _ready(client=SMALL, server=SMALL)
+    p, cs, _ss = ready(client=SMALL, server=SMALL)
     snd, rcv = p.link(cs, name="many")
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     rcv.flow(n)
@@ -498,17 +487,17 @@ def test_a_new_delivery_after_our_incomplete_map_detaches_the_link() -> None:
     resumed = a.definitions.performatives.Transfer(
         handle=snd.handle, delivery_id=500, delivery_tag=b"\x00", resume=True
     )
-    assert not of(_inject(p.server, resumed), a.events.ProtocolError)
+    assert not of(inject(p.server, resumed), a.events.ProtocolError)
     new = a.definitions.performatives.Transfer(
         handle=snd.handle, delivery_id=501, delivery_tag=b"new"
     )
-    events = _inject(p.server, new)
+    events = inject(p.server, new)
     assert _conditions(events) == ["amqp:illegal-state"]
     assert rcv.state is a.LinkState.DETACH_SENT
 
 
 def test_the_receivers_incomplete_map_alone_stops_new_deliveries() -> None:
-    p, cs, _ss = _ready(client=SMALL, server=SMALL)
+    p, cs, _ss = ready(client=SMALL, server=SMALL)
     snd, rcv = p.link(cs, name="many")
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     rcv.flow(200)
@@ -538,7 +527,7 @@ def test_the_receivers_incomplete_map_alone_stops_new_deliveries() -> None:
 
 
 def test_a_sender_refuses_to_start_more_unsettled_deliveries_than_its_limit() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, rcv = p.link(cs, max_unsettled=2)
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     assert snd.max_unsettled == 2 and rcv.max_unsettled is None
@@ -558,7 +547,7 @@ def test_a_sender_refuses_to_start_more_unsettled_deliveries_than_its_limit() ->
 
 
 def test_a_receiver_grants_no_credit_beyond_its_limit() -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     rcv, snd = p.link(cs, client_sends=False, max_unsettled=3)  # the client receives
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     rcv.flow(10)
@@ -576,7 +565,7 @@ def test_a_receiver_grants_no_credit_beyond_its_limit() -> None:
 
 
 def test_a_peer_beyond_our_limit_gets_a_detach() -> None:
-    p, cs, _ss = _ready(server={"max_unsettled": 2})  # the default of the server's links
+    p, cs, _ss = ready(server={"max_unsettled": 2})  # the default of the server's links
     snd, rcv = p.link(cs)
     assert isinstance(snd, a.Sender) and isinstance(rcv, a.Receiver)
     assert rcv.max_unsettled == 2
@@ -595,7 +584,7 @@ def test_a_peer_beyond_our_limit_gets_a_detach() -> None:
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "3"])
 def test_a_bad_limit_is_refused(bad: object) -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     for attach in (cs.attach_sender, cs.attach_receiver):
         with pytest.raises(a.LocalProtocolError, match="max_unsettled"):
             attach("x", max_unsettled=bad)  # type: ignore[operator]
@@ -636,7 +625,7 @@ def test_accepting_or_refusing_without_a_free_handle_leaves_the_termini_alone() 
 
 
 def test_an_attach_too_large_for_the_peer_is_refused_before_any_change() -> None:
-    p, cs, _ss = _ready(server=SMALL)
+    p, cs, _ss = ready(server=SMALL)
     with pytest.raises(a.LocalProtocolError, match="max-frame-size"):
         cs.attach_sender("big", target="q", properties={"x": "y" * 600})
     assert not cs.links and p.client.data_to_send() == b""
@@ -668,7 +657,7 @@ def test_resuming_a_suspended_link_without_a_free_handle_changes_nothing() -> No
 
 @pytest.mark.parametrize("bad", [-1, 2**32, 1.0, None])
 def test_set_available_checks_its_argument_first(bad: object) -> None:
-    p, cs, _ss = _ready()
+    p, cs, _ss = ready()
     snd, _ = p.link(cs)
     assert isinstance(snd, a.Sender)
     snd.detach()

@@ -21,10 +21,8 @@ import hashlib
 import json
 import queue
 import signal
-import socket
 import subprocess
 import sys
-import sysconfig
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,6 +31,7 @@ from typing import Any, TypeVar
 
 import pytest
 from amqp_sansio.adapters import aio, sockets
+from support.broker_process import BrokerProcess, amqp_sansio_command, free_port
 
 import amqp_sansio as amqp
 
@@ -54,22 +53,6 @@ T = TypeVar("T")
 # -- processes -----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def amqp_sansio_command() -> list[str]:
-    """The ``amqp-sansio`` command as installed next to this interpreter (the console
-    script), else the module it runs."""
-    script = Path(sysconfig.get_path("scripts")) / "amqp-sansio"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "amqp_sansio.adapters.cli"]
-
-
 def read_line(proc: subprocess.Popen[str], timeout: float) -> str:
     """The next line the process prints, waiting at most ``timeout`` seconds (from a thread:
     the pipe's reader buffers, so ``select`` on it would not see a line already read)."""
@@ -86,38 +69,10 @@ def read_line(proc: subprocess.Popen[str], timeout: float) -> str:
         pytest.fail(f"{proc.args!r} printed nothing within {timeout} s")
 
 
-class BrokerProcess:
-    """``amqp-sansio broker --port PORT [--store DIR]``, as a user starts it."""
-
-    def __init__(self, port: int, store: Path | None = None) -> None:
-        command = [*amqp_sansio_command(), "broker", "--port", str(port)]
-        if store is not None:
-            command += ["--store", str(store)]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        line = read_line(self.proc, WAIT)
-        assert "listening on" in line, (line, self.proc.poll())
-        self.url = line.split()[-1]
-        if store is not None:
-            self.restored = int(read_line(self.proc, WAIT).split()[0])
-
-    def stop(self) -> int:
-        """SIGTERM, as a service manager stops it; its exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=WAIT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        return self.proc.returncode
-
-
 @pytest.fixture(scope="module")
 def broker() -> Iterator[BrokerProcess]:
     """One broker for the module: every test uses addresses of its own."""
-    b = BrokerProcess(free_port())
+    b = BrokerProcess(wait=WAIT)
     yield b
     b.stop()
 
@@ -342,8 +297,7 @@ def test_durable_subscription_across_a_detach(broker: BrokerProcess) -> None:
 
 
 def test_durable_subscription_across_a_restart(tmp_path: Path) -> None:
-    port = free_port()
-    first = BrokerProcess(port, tmp_path)
+    first = BrokerProcess(store=tmp_path, wait=WAIT)
     try:
         topic = "topic/" + unique("alerts")
         report = subscribe(first.url, topic, "--before", "1", "--end", "detach")
@@ -352,7 +306,7 @@ def test_durable_subscription_across_a_restart(tmp_path: Path) -> None:
     finally:
         status = first.stop()
     assert status == 0
-    second = BrokerProcess(port, tmp_path)  # the same port and store
+    second = BrokerProcess(port=first.port, store=tmp_path, wait=WAIT)  # the same port, store
     try:
         assert second.url == first.url
         report = subscribe(second.url, topic, "--expect", "3", "--end", "close")

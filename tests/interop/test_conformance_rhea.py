@@ -18,14 +18,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import sysconfig
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,6 +30,7 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters import aio, sockets
+from support.broker_process import BrokerProcess, Lines, amqp_sansio_command
 
 import amqp_sansio as a
 
@@ -85,96 +82,9 @@ def fresh(name: str) -> str:
 # -- processes --------------------------------------------------------------------------------
 
 
-def amqp_sansio_command() -> list[str]:
-    """The installed ``amqp-sansio`` command: the console script next to this interpreter
-    (a virtual environment), in its scripts directory, or on PATH."""
-    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
-        if (folder / "amqp-sansio").is_file():
-            return [str(folder / "amqp-sansio")]
-    found = shutil.which("amqp-sansio")
-    if found is None:  # pragma: no cover - the package is installed with its script
-        pytest.skip("the amqp-sansio command is not installed (pip install -e .)")
-    return [found]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Lines:
-    """The lines a process prints, read by a thread of their own, so that a test waits for
-    the next one with a time-out (select() cannot see what a text stream has buffered)."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.queue: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        with self.proc.stdout:
-            for line in self.proc.stdout:
-                self.queue.put(line)
-        self.queue.put(None)
-
-    def next(self, timeout: float) -> str:
-        try:
-            line = self.queue.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"{self.proc.args!r} printed nothing in {timeout} s") from None
-        if line is None:
-            self.queue.put(None)
-            raise AssertionError(
-                f"{self.proc.args!r} ended (status {self.proc.poll()}) without a line"
-            )
-        return line
-
-    def rest(self, timeout: float) -> list[str]:
-        """Every line still to come, once the process has ended."""
-        self.proc.wait(timeout=timeout)
-        lines = []
-        while (line := self.queue.get(timeout=timeout)) is not None:
-            lines.append(line)
-        self.queue.put(None)
-        return lines
-
-
-class Broker:
-    """``amqp-sansio broker --port PORT [--store DIR]``, as a user starts it."""
-
-    def __init__(self, port: int, store: Path | None = None) -> None:
-        self.port = port
-        command = [*amqp_sansio_command(), "broker", "--port", str(port)]
-        if store is not None:
-            command += ["--store", str(store)]
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        self.lines = Lines(self.proc)
-        line = self.lines.next(BROKER_WAIT)
-        assert f"listening on amqp://127.0.0.1:{port}" in line, line
-        if store is not None:
-            line = self.lines.next(BROKER_WAIT)
-            assert "restored" in line, line
-
-    def stop(self) -> None:
-        """SIGTERM, as an init system stops it; it must exit by itself."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=BROKER_WAIT)
-            except subprocess.TimeoutExpired:  # pragma: no cover - reported below
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("the broker did not stop on SIGTERM") from None
-        self.lines.rest(BROKER_WAIT)
-
-
 @pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    started = Broker(free_port())
+def broker() -> Iterator[BrokerProcess]:
+    started = BrokerProcess(wait=BROKER_WAIT)
     yield started
     started.stop()
 
@@ -234,11 +144,11 @@ class Program:
         return result
 
 
-def send(broker: Broker, address: str, count: int, *options: str) -> dict[str, Any]:
+def send(broker: BrokerProcess, address: str, count: int, *options: str) -> dict[str, Any]:
     return node_ok("send", "127.0.0.1", str(broker.port), address, str(count), *options)
 
 
-def receive(broker: Broker, address: str, count: int, *options: str) -> dict[str, Any]:
+def receive(broker: BrokerProcess, address: str, count: int, *options: str) -> dict[str, Any]:
     return node_ok("receive", "127.0.0.1", str(broker.port), address, str(count), *options)
 
 
@@ -253,7 +163,7 @@ def texts(n: int, prefix: str = "m") -> list[dict[str, Any]]:
 # -- 1. send and receive, with and without SASL ---------------------------------------------
 
 
-def test_send_receive_with_rheas_defaults(broker: Broker) -> None:
+def test_send_receive_with_rheas_defaults(broker: BrokerProcess) -> None:
     """``container.connect({host, port})``: no credentials, so rhea opens with the bare AMQP
     header (no SASL layer); at-least-once both ways, each message accepted."""
     address = fresh("plain")
@@ -269,7 +179,7 @@ def test_send_receive_with_rheas_defaults(broker: Broker) -> None:
 @pytest.mark.parametrize(
     "options", [("--sasl-anonymous",), ("--username", "guest")], ids=["sasl_mechanisms", "username"]
 )
-def test_rheas_sasl_anonymous(broker: Broker, options: tuple[str, ...]) -> None:
+def test_rheas_sasl_anonymous(broker: BrokerProcess, options: tuple[str, ...]) -> None:
     """rhea's ANONYMOUS (``sasl_mechanisms`` with ANONYMOUS enabled, or a ``username``
     without a password) sends as its initial response a NUL byte followed by the name,
     PLAIN's layout. The ANONYMOUS response is trace information (RFC 4505 section 2), and
@@ -282,7 +192,7 @@ def test_rheas_sasl_anonymous(broker: Broker, options: tuple[str, ...]) -> None:
     assert receive(broker, address, 2)["received"] == texts(2)
 
 
-def test_username_password_is_refused_by_the_default_broker(broker: Broker) -> None:
+def test_username_password_is_refused_by_the_default_broker(broker: BrokerProcess) -> None:
     """``username``/``password``: rhea uses SASL PLAIN and nothing else. The default broker
     has no users to check a password against and offers ANONYMOUS only, so rhea gives up
     after the broker's sasl-mechanisms, reporting the connection error
@@ -302,7 +212,7 @@ def test_username_password_is_refused_by_the_default_broker(broker: Broker) -> N
 # -- 2. request/response through an anonymous relay -------------------------------------------
 
 
-def test_request_response_through_anonymous_relay(broker: Broker) -> None:
+def test_request_response_through_anonymous_relay(broker: BrokerProcess) -> None:
     """A rhea server answers through one sender with ``{target: {}}`` (a target without an
     address: the broker routes each reply by its ``to``); the rhea client's reply-to is a
     dynamic node (``{source: {dynamic: true}}``)."""
@@ -324,7 +234,7 @@ def test_request_response_through_anonymous_relay(broker: Broker) -> None:
     assert served["accepted"] == 3
 
 
-def test_sender_without_target_is_refused(broker: Broker) -> None:
+def test_sender_without_target_is_refused(broker: BrokerProcess) -> None:
     """``connection.open_sender()`` with no options attaches with no target at all, which
     core spec 2.7.3 (attach, target) makes a link that never permits messages (rhea's own anonymous
     sender, ``connection.send()``, uses ``{target: {}}``). The broker refuses it with
@@ -341,7 +251,7 @@ def test_sender_without_target_is_refused(broker: Broker) -> None:
 
 
 @pytest.mark.parametrize("discharge", ["commit", "rollback"])
-def test_transactional_accept(broker: Broker, discharge: str) -> None:
+def test_transactional_accept(broker: BrokerProcess, discharge: str) -> None:
     """rhea has no transaction API; a rhea program drives the coordinator itself (see
     ``txn.js``): declare, accept two of four messages in the transaction, discharge. On
     commit they are gone; on rollback they come back (rhea had settled them, so they take
@@ -359,7 +269,7 @@ def test_transactional_accept(broker: Broker, discharge: str) -> None:
 # -- 4. browsing ------------------------------------------------------------------------------
 
 
-def test_browsing_leaves_the_messages(broker: Broker) -> None:
+def test_browsing_leaves_the_messages(broker: BrokerProcess) -> None:
     """``source: {address, distribution_mode: 'copy'}``: the browser sees every message,
     twice over, and a consumer then takes them all."""
     address = fresh("browse")
@@ -374,7 +284,7 @@ def test_browsing_leaves_the_messages(broker: Broker) -> None:
 # -- 5. selectors -----------------------------------------------------------------------------
 
 
-def test_selector_receives_exactly_the_matching_messages(broker: Broker) -> None:
+def test_selector_receives_exactly_the_matching_messages(broker: BrokerProcess) -> None:
     """``filter: rhea.filter.selector("colour = 'red'")``: the broker applies the filter
     (and names it in its answering source, core spec 3.5.8), so the receiver gets the red
     messages only, and the others stay for a consumer without one."""
@@ -395,7 +305,7 @@ def test_selector_receives_exactly_the_matching_messages(broker: Broker) -> None
 
 
 def durable_subscriber(
-    broker: Broker, topic: str, container_id: str, count: int, *options: str
+    broker: BrokerProcess, topic: str, container_id: str, count: int, *options: str
 ) -> dict[str, Any]:
     return receive(
         broker,
@@ -410,7 +320,7 @@ def durable_subscriber(
     )
 
 
-def test_durable_subscription_across_a_detach(broker: Broker) -> None:
+def test_durable_subscription_across_a_detach(broker: BrokerProcess) -> None:
     """A fixed container id and link name, ``source: {address, durable: 2, expiry_policy:
     'never'}``: after ``receiver.detach()`` (not close) the subscription stays, and the
     messages published meanwhile arrive when the same link attaches again."""
@@ -429,17 +339,16 @@ def test_durable_subscription_across_a_broker_restart(tmp_path: Path) -> None:
     """The same across ``amqp-sansio broker --store DIR`` stopped with SIGTERM and started
     again on the same port and store: durable messages published to the detached durable
     subscription before the stop arrive after the restart."""
-    port = free_port()
     store = tmp_path / "store"
     topic = "topic/" + fresh("restart")
     container_id = fresh("subscriber")
-    first = Broker(port, store)
+    first = BrokerProcess(store=store, wait=BROKER_WAIT)
     try:
         durable_subscriber(first, topic, container_id, 0, "--detach")
         send(first, topic, 3, "--durable")
     finally:
         first.stop()
-    second = Broker(port, store)
+    second = BrokerProcess(port=first.port, store=store, wait=BROKER_WAIT)
     try:
         assert durable_subscriber(second, topic, container_id, 3)["received"] == texts(3)
     finally:
@@ -449,7 +358,7 @@ def test_durable_subscription_across_a_broker_restart(tmp_path: Path) -> None:
 # -- 7. drain ---------------------------------------------------------------------------------
 
 
-def test_drain_on_an_empty_queue(broker: Broker) -> None:
+def test_drain_on_an_empty_queue(broker: BrokerProcess) -> None:
     """``receiver.drain = true; receiver.add_credit(5)`` with nothing queued: the broker
     gives all the credit back at once (a flow with drain, credit 0, delivery-count
     advanced by 5, core spec 2.6.7), and rhea raises ``receiver_drained``."""
@@ -458,7 +367,7 @@ def test_drain_on_an_empty_queue(broker: Broker) -> None:
     assert done["drained"] == {"credit": 0, "delivery_count": 5}
 
 
-def test_drain_on_a_queue_with_fewer_messages_than_credit(broker: Broker) -> None:
+def test_drain_on_a_queue_with_fewer_messages_than_credit(broker: BrokerProcess) -> None:
     """Three queued, credit 5 in drain mode: the three come, then the rest of the credit
     is given back (delivery-count 5), then ``receiver_drained``."""
     address = fresh("drain")
@@ -471,7 +380,7 @@ def test_drain_on_a_queue_with_fewer_messages_than_credit(broker: Broker) -> Non
 # -- 8. a large message ------------------------------------------------------------------------
 
 
-def test_ten_mebibyte_message(broker: Broker) -> None:
+def test_ten_mebibyte_message(broker: BrokerProcess) -> None:
     """A 10 MiB data section: rhea splits it into frames of the broker's max-frame-size
     (64 KiB, from its open) and the broker sends it back in frames of at most rhea's
     (rhea announces none: 4 GiB - 1, so the broker's own limit applies); the body comes

@@ -10,12 +10,11 @@ are refused cleanly on both ends.
 from __future__ import annotations
 
 import hmac
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from amqp_sansio.adapters.sockets import SocketDriver
-from support.proton_peer import Interop, Spec, interop_pairs, settled_count
+from support.proton_peer import Interop, Spec, interop_pairs, poll, settled_count
 
 import amqp_sansio as a
 from amqp_sansio import sasl
@@ -103,7 +102,7 @@ def test_proton_client_with_a_wrong_password_is_refused(
     assert failed.code is a.definitions.performatives.SaslCode.AUTH
     pair.wait(lambda: pair.conn.state is a.ConnectionState.END)
     pair.driver.close()
-    deadline_ok = _poll(lambda: bool(pair.peer.errors))
+    deadline_ok = poll(lambda: bool(pair.peer.errors))
     assert deadline_ok, "Proton was not told"
     assert any("unauthorized" in e or "Authentication failed" in e for e in pair.peer.errors)
     assert not pair.peer.opened
@@ -136,12 +135,3 @@ def test_our_client_refuses_when_no_offered_mechanism_fits(
     assert isinstance(failed.error, sasl.SASLNoMechanismError)
     assert pair.conn.state is a.ConnectionState.END
     assert not pair.peer.opened
-
-
-def _poll(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()

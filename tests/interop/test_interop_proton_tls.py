@@ -26,13 +26,12 @@ What Proton (0.40) does, and so what is tested here:
 from __future__ import annotations
 
 import hmac
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 from amqp_sansio.adapters.sockets import SocketDriver
-from support.proton_peer import Interop, Spec, interop_pairs, settled_count
+from support.proton_peer import Interop, Spec, interop_pairs, poll, settled_count
 
 import amqp_sansio as a
 
@@ -187,15 +186,6 @@ def _established(pair: Interop) -> a.security.tls.TLSEstablished:
     return established
 
 
-def _poll(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def _refused(pair: Interop) -> a.security.tls.TLSFailed:
     """Connect (our side of ``pair`` in its role) and wait for our layer's ``TLSFailed``;
     nothing of AMQP ever reaches either side."""
@@ -214,7 +204,7 @@ def _refused(pair: Interop) -> a.security.tls.TLSFailed:
     # Nothing else was reported: the connection inside never got a byte.
     assert [type(e) for e in pair.driver.events] == [a.security.tls.TLSFailed]
     assert pair.conn.remote is None
-    assert _poll(lambda: bool(pair.peer.errors)), "Proton saw no failure"
+    assert poll(lambda: bool(pair.peer.errors)), "Proton saw no failure"
     assert not pair.peer.opened
     return failed
 
@@ -259,7 +249,7 @@ def test_direct_tls_traffic_and_clean_close(
     assert driver.events[-3] == a.events.ConnectionClosed(error=None)
     assert isinstance(pair.transport, a.TLSLayer)
     assert pair.transport.state is a.security.tls.TLSState.CLOSED
-    assert _poll(lambda: pair.peer.closed and pair.peer.transport_closed)
+    assert poll(lambda: pair.peer.closed and pair.peer.transport_closed)
     assert pair.peer.remote_close == ([None] if closer == "we" else [])
     assert pair.peer.errors == []
 
@@ -285,7 +275,7 @@ def test_a_proton_client_without_the_tls_header_is_refused_by_a_negotiating_serv
     assert mismatch.version_name == "a TLS handshake without the AMQP TLS header"
     assert [type(e) for e in pair.driver.events] == [a.security.tls.TLSHeaderMismatch]
     pair.driver.close()  # after our TLS header
-    assert _poll(lambda: bool(pair.peer.errors))
+    assert poll(lambda: bool(pair.peer.errors))
     assert any("wrong version number" in e for e in pair.peer.errors), pair.peer.errors
     assert not pair.peer.opened
 

@@ -24,7 +24,6 @@ receiver tops up while deliveries are under way, so receivers here refill at zer
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 import urllib.parse
@@ -35,12 +34,12 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters.sockets import SocketDriver
+from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as a
 from amqp_sansio import sasl
 from amqp_sansio.definitions import performatives
 
-ENV = "AMQP_SANSIO_RABBITMQ_URL"
 COUNT = 10_000
 WAIT = 60.0  # the bound on any one wait; the bulk tests take a few seconds
 WINDOW = 1000  # receiver credit, topped up when half is used
@@ -64,8 +63,7 @@ class Broker:
 
 def _parse(url: str) -> Broker:
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "amqp" or not parts.hostname:
-        raise ValueError(f"{ENV}={url!r} is not an amqp://user:password@host:port URL")
+    assert parts.hostname is not None  # rabbitmq_url checked it
     return Broker(
         host=parts.hostname,
         port=parts.port or 5672,
@@ -76,15 +74,7 @@ def _parse(url: str) -> Broker:
 
 @pytest.fixture(scope="module")
 def broker() -> Broker:
-    url = os.environ.get(ENV)
-    if not url:
-        pytest.skip(f"{ENV} is not set: no RabbitMQ to test against (.ci/run starts one)")
-    found = _parse(url)
-    try:
-        socket.create_connection((found.host, found.port), timeout=3).close()
-    except OSError as exc:
-        pytest.skip(f"no RabbitMQ reachable at {found.host}:{found.port} ({ENV}): {exc}")
-    return found
+    return _parse(rabbitmq_url())
 
 
 def unique(prefix: str) -> str:

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from amqp_sansio.adapters import aio, sockets, trio_adapter
 from amqp_sansio.adapters.sockets import SocketDriver
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.broker_process import BrokerProcess, amqp_sansio_command
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
@@ -282,44 +282,16 @@ def test_the_fallback_is_only_for_our_own_choice() -> None:
 # -- amqp-sansio broker, started as a user starts it ------------------------------------------
 
 
-def _command() -> list[str]:
-    script = Path(sys.executable).parent / "amqp-sansio"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "amqp_sansio.adapters.cli"]
-
-
-class RunningBroker:
-    def __init__(self, *extra: str) -> None:
-        self.proc = subprocess.Popen(
-            [*_command(), "broker", "--port", "0", *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "listening on amqp://127.0.0.1:" in line, line
-        self.url = line.split()[-1]
-        self.port = parse_url(self.url).port
-
-    def stop(self) -> str:
-        """Stop it; its stderr (the log)."""
-        self.proc.terminate()
-        _, err = self.proc.communicate(timeout=WAIT)
-        return err
-
-
 @pytest.fixture
-def broker() -> Iterator[RunningBroker]:
-    running = RunningBroker()
+def broker() -> Iterator[BrokerProcess]:
+    running = BrokerProcess()
     try:
         yield running
     finally:
         running.stop()
 
 
-def test_proton_blocking_connection_with_its_defaults(broker: RunningBroker) -> None:
+def test_proton_blocking_connection_with_its_defaults(broker: BrokerProcess) -> None:
     pytest.importorskip("proton", reason="python-qpid-proton is not installed")
     from proton import Message
     from proton.utils import BlockingConnection
@@ -334,7 +306,7 @@ def test_proton_blocking_connection_with_its_defaults(broker: RunningBroker) -> 
         conn.close()
 
 
-def test_proton_container_with_its_defaults(broker: RunningBroker) -> None:
+def test_proton_container_with_its_defaults(broker: BrokerProcess) -> None:
     pytest.importorskip("proton", reason="python-qpid-proton is not installed")
     from proton import Message
     from proton.handlers import MessagingHandler
@@ -370,7 +342,7 @@ def test_proton_container_with_its_defaults(broker: RunningBroker) -> None:
     assert handler.got == ["via container"]
 
 
-def test_our_connect_with_no_extras(broker: RunningBroker) -> None:
+def test_our_connect_with_no_extras(broker: BrokerProcess) -> None:
     with sockets.connect(broker.url + "/ours") as conn:
         assert conn.core.sasl_mechanism == "ANONYMOUS"  # no fallback was needed
         conn.sender().send(b"ours")
@@ -379,16 +351,22 @@ def test_our_connect_with_no_extras(broker: RunningBroker) -> None:
         delivery.accept()
 
 
-def test_the_send_and_receive_commands(broker: RunningBroker) -> None:
+def test_the_send_and_receive_commands(broker: BrokerProcess) -> None:
     url = broker.url + "/cli"
     sent = subprocess.run(
-        [*_command(), "send", url, "--count", "3"], capture_output=True, text=True, timeout=60
+        [*amqp_sansio_command(), "send", url, "--count", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert sent.returncode == 0, sent.stderr
     assert sent.stdout.startswith(f"sent 3 messages to {url}: 3 accepted")
     assert sent.stderr == ""  # no fallback, no warning
     got = subprocess.run(
-        [*_command(), "receive", url, "--count", "3"], capture_output=True, text=True, timeout=60
+        [*amqp_sansio_command(), "receive", url, "--count", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert got.returncode == 0, got.stderr
     assert got.stdout.startswith(f"received 3 messages from {url}: 3 accepted")
@@ -402,7 +380,7 @@ def _bare_client(port: int) -> tuple[a.Connection, SocketDriver]:
     return conn, driver
 
 
-def test_a_bare_header_client(broker: RunningBroker) -> None:
+def test_a_bare_header_client(broker: BrokerProcess) -> None:
     conn, driver = _bare_client(broker.port)
     with driver:
         driver.run_until(lambda: conn.state is a.ConnectionState.OPENED, timeout=WAIT)
@@ -423,12 +401,12 @@ def test_a_bare_header_client(broker: RunningBroker) -> None:
 
 
 @pytest.fixture
-def users_broker(tmp_path: Path) -> Iterator[RunningBroker]:
+def users_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     users = tmp_path / "users.json"
     users.write_text(
         json.dumps({"users": {"alice": {"password": PASSWORD, "send": ["*"], "receive": ["*"]}}})
     )
-    running = RunningBroker("--users", str(users))
+    running = BrokerProcess("--users", str(users))
     try:
         yield running
     finally:
@@ -436,7 +414,7 @@ def users_broker(tmp_path: Path) -> Iterator[RunningBroker]:
 
 
 def test_users_without_anonymous_refuse_the_bare_header_and_log_why(
-    users_broker: RunningBroker,
+    users_broker: BrokerProcess,
 ) -> None:
     conn, driver = _bare_client(users_broker.port)
     with driver:
@@ -450,7 +428,8 @@ def test_users_without_anonymous_refuse_the_bare_header_and_log_why(
     with pytest.raises(sockets.AuthenticationError) as info:
         sockets.connect(users_broker.url + "/q", timeout=WAIT)
     assert "this server requires authentication: put user:password in the URL" in str(info.value)
-    log = users_broker.stop()
+    users_broker.stop()
+    log = users_broker.log
     lines = [line for line in log.splitlines() if "refused the connection" in line]
     assert lines and f"127.0.0.1:{local_port}" in lines[0]
     assert "bare AMQP header" in lines[0] and "requires SASL" in lines[0]
@@ -589,11 +568,13 @@ def test_trio_connect_falls_back_once(
 
 def test_the_send_command_falls_back_once(bare_server: sockets.Server) -> None:
     url = f"amqp://127.0.0.1:{bare_server.port}/cli"
-    sent = subprocess.run([*_command(), "send", url], capture_output=True, text=True, timeout=60)
+    sent = subprocess.run(
+        [*amqp_sansio_command(), "send", url], capture_output=True, text=True, timeout=60
+    )
     assert sent.returncode == 0, sent.stderr
     assert "has no SASL layer" in sent.stderr and "connecting again without SASL" in sent.stderr
     forced = subprocess.run(
-        [*_command(), "send", url, "--sasl-mechanism", "ANONYMOUS"],
+        [*amqp_sansio_command(), "send", url, "--sasl-mechanism", "ANONYMOUS"],
         capture_output=True,
         text=True,
         timeout=60,

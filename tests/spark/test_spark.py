@@ -100,7 +100,16 @@ def test_a_consuming_batch_read_shares_the_queue_among_partitions(spark: Any, br
     address = f"shared-{uuid.uuid4().hex[:8]}"
     count = 2_000
     publish(broker.url, address, count)
-    options = {"url": broker.url, "address": address, "consume": "true", "partitions": "4"}
+    # A partition stops when its queue has had nothing for pollInterval: the default 0.1 s is
+    # a gap a loaded CI machine can open between two deliveries (1469 of 1500 taken once).
+    # This test is about sharing the queue, so it gives the partitions a second.
+    options = {
+        "url": broker.url,
+        "address": address,
+        "consume": "true",
+        "partitions": "4",
+        "pollInterval": "1",
+    }
     planned = spark_adapter.AMQPDataSource(options).reader(spark_adapter.SCHEMA).partitions()
     assert len(planned) == 4 and depth(broker, address) == count  # the tasks read, not planning
 

@@ -99,6 +99,23 @@ class Pair:
         return ours, attached.link
 
 
+def ready(**options: Any) -> tuple[Pair, a.Session, a.Session]:
+    """A :class:`Pair` (``options`` are its own) with both connections open and one session
+    begun: the pair, the client's session and the server's."""
+    p = Pair(**options)
+    p.open()
+    cs, ss = p.session()
+    return p, cs, ss
+
+
+def inject(
+    conn: a.Connection, body: object, channel: int = 0, payload: bytes = b""
+) -> list[a.Event]:
+    """Hand ``conn`` one frame made by hand (``body`` on ``channel``, then ``payload``), as
+    if its peer had sent it, at time 0: the events it gives."""
+    return conn.receive_data(a.framing.encode_frame(body, channel=channel, payload=payload), 0)
+
+
 def of(events: list[a.Event], kind: type) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 

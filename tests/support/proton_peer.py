@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -547,6 +548,17 @@ def interop_pairs() -> Iterator[Callable[..., Interop]]:
     yield make
     for pair in made:
         pair.finish()
+
+
+def poll(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Whether ``predicate()`` comes true within ``timeout`` seconds (asked every 20 ms):
+    for what Proton's container thread does while the test's thread waits."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
 
 
 def settled_count(updates: list[a.events.DeliveryUpdated]) -> int:

@@ -10,15 +10,13 @@ the order they came."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from common import Program, arguments, run
 from proton import Message
-from proton.handlers import MessagingHandler
-from proton.reactor import Container
 
 
-class Client(MessagingHandler):
+class Client(Program):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -47,35 +45,12 @@ class Client(MessagingHandler):
             self.timer.cancel()
             event.connection.close()
 
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        self.timer.cancel()
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        self.timer.cancel()
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address", timeout=True)
     parser.add_argument("requests", nargs="+")
-    parser.add_argument("--timeout", type=float, default=10.0)
     handler = Client(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ left, and any errors."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from proton.handlers import MessagingHandler
-from proton.reactor import Container
+from common import Program, arguments, run
 
 
-class Drain(MessagingHandler):
+class Drain(Program):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(prefetch=0)
         self.args = args
@@ -55,35 +53,12 @@ class Drain(MessagingHandler):
             self.timer.cancel()
             event.connection.close()
 
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        self.timer.cancel()
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        self.timer.cancel()
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address", timeout=True)
     parser.add_argument("--credit", type=int, required=True)
-    parser.add_argument("--timeout", type=float, default=10.0)
     handler = Drain(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
 
 
 if __name__ == "__main__":

@@ -20,15 +20,14 @@ One JSON line on standard output: the ids received in each step."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from common import Program, arguments, run
 from proton import Message
-from proton.handlers import MessagingHandler
-from proton.reactor import Container, DurableSubscription
+from proton.reactor import DurableSubscription
 
 
-class Subscriber(MessagingHandler):
+class Subscriber(Program):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -107,43 +106,18 @@ class Subscriber(MessagingHandler):
             self.receiver.close()
         self.connection.close()
 
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        self.timer.cancel()
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        self.timer.cancel()
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("topic")
+    parser = arguments("topic", timeout=True)
     parser.add_argument("--container-id", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--expect", type=int, default=0)
     parser.add_argument("--before", type=int, default=0)
     parser.add_argument("--during", type=int, default=0)
     parser.add_argument("--end", choices=["detach", "close"], default="close")
-    parser.add_argument("--timeout", type=float, default=10.0)
     args = parser.parse_args()
     handler = Subscriber(args)
-    container = Container(handler)
-    container.container_id = args.container_id  # the subscription is (container id, link name)
-    container.run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler, container_id=args.container_id)  # the subscription: (container id, link name)
 
 
 if __name__ == "__main__":

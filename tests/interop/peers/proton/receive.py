@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 from typing import Any
 
-from proton.handlers import MessagingHandler
-from proton.reactor import Container, Copy, Selector
+from common import Program, arguments, run
+from proton.reactor import Copy, Selector
 
 
 def describe(message: Any) -> dict[str, Any]:
@@ -28,7 +27,7 @@ def describe(message: Any) -> dict[str, Any]:
     return {"id": message.id, "body": body, "properties": message.properties}
 
 
-class Receive(MessagingHandler):
+class Receive(Program):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -62,37 +61,14 @@ class Receive(MessagingHandler):
             self.timer.cancel()
             event.connection.close()
 
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        self.timer.cancel()
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        self.timer.cancel()
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address", timeout=True)
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--copy", action="store_true")
     parser.add_argument("--selector")
-    parser.add_argument("--timeout", type=float, default=10.0)
     handler = Receive(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
 
 
 if __name__ == "__main__":

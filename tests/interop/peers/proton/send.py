@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 from typing import Any
 
+from common import Program, arguments, run
 from proton import Message
-from proton.handlers import MessagingHandler
-from proton.reactor import Container
 
 
 def payload(i: int, size: int) -> bytes:
@@ -28,7 +26,7 @@ def payload(i: int, size: int) -> bytes:
     return (block * (size // len(block) + 1))[:size]
 
 
-class Send(MessagingHandler):
+class Send(Program):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -76,37 +74,16 @@ class Send(MessagingHandler):
     def on_released(self, event: Any) -> None:
         self.settled(event, "released")
 
-    def error(self, event: Any, what: str) -> None:
-        condition = what and getattr(event, what).remote_condition
-        self.report["errors"].append(f"{what}: {condition}")
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address")
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--prefix", default="message")
     parser.add_argument("--size", type=int)
     parser.add_argument("--durable", action="store_true")
     parser.add_argument("--property", action="append", default=[])
     handler = Send(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
 
 
 if __name__ == "__main__":

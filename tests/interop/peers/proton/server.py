@@ -14,16 +14,14 @@ exits with status 2 if the broker does not offer ``ANONYMOUS-RELAY``."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from common import Program, arguments, run
 from proton import Message, symbol
-from proton.handlers import MessagingHandler
-from proton.reactor import Container
 
 
-class Server(MessagingHandler):
+class Server(Program):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -66,32 +64,12 @@ class Server(MessagingHandler):
     def on_rejected(self, event: Any) -> None:
         self.report["errors"].append(f"reply rejected: {event.delivery.remote.condition}")
 
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address")
     parser.add_argument("--count", type=int, default=1)
     handler = Server(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
     sys.exit(2 if handler.refused else 0)
 
 

@@ -10,14 +10,12 @@ output: the messages (id and body) and how the transaction ended."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from proton.handlers import MessagingHandler, TransactionHandler
-from proton.reactor import Container
+from common import Transactional, arguments, run
 
 
-class TxReceive(MessagingHandler, TransactionHandler):
+class TxReceive(Transactional):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(prefetch=0, auto_accept=False)
         self.args = args
@@ -47,55 +45,15 @@ class TxReceive(MessagingHandler, TransactionHandler):
             else:
                 self.transaction.abort()
 
-    def ended(self, how: str) -> None:
-        self.report["ended"] = how
-        self.timer.cancel()
-        self.connection.close()
-
-    def on_transaction_committed(self, event: Any) -> None:
-        self.ended("committed")
-
-    def on_transaction_aborted(self, event: Any) -> None:
-        self.ended("aborted")
-
-    def on_transaction_declare_failed(self, event: Any) -> None:
-        self.ended("declare-failed")
-
-    def on_transaction_commit_failed(self, event: Any) -> None:
-        self.ended("commit-failed")
-
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        self.timer.cancel()
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        self.timer.cancel()
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address", timeout=True)
     parser.add_argument("--count", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=10.0)
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--commit", action="store_true")
     how.add_argument("--abort", action="store_true")
     handler = TxReceive(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
 
 
 if __name__ == "__main__":

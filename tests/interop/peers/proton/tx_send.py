@@ -10,15 +10,13 @@ output: the ids sent and how the transaction ended
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from common import Transactional, arguments, run
 from proton import Message
-from proton.handlers import MessagingHandler, TransactionHandler
-from proton.reactor import Container
 
 
-class TxSend(MessagingHandler, TransactionHandler):
+class TxSend(Transactional):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
@@ -58,52 +56,16 @@ class TxSend(MessagingHandler, TransactionHandler):
                 self.transaction.abort()
             self.transaction = None
 
-    def ended(self, how: str) -> None:
-        self.report["ended"] = how
-        self.connection.close()
-
-    def on_transaction_committed(self, event: Any) -> None:
-        self.ended("committed")
-
-    def on_transaction_aborted(self, event: Any) -> None:
-        self.ended("aborted")
-
-    def on_transaction_declare_failed(self, event: Any) -> None:
-        self.ended("declare-failed")
-
-    def on_transaction_commit_failed(self, event: Any) -> None:
-        self.ended("commit-failed")
-
-    def error(self, event: Any, what: str) -> None:
-        self.report["errors"].append(f"{what}: {getattr(event, what).remote_condition}")
-        event.connection.close()
-
-    def on_link_error(self, event: Any) -> None:
-        self.error(event, "link")
-
-    def on_session_error(self, event: Any) -> None:
-        self.error(event, "session")
-
-    def on_connection_error(self, event: Any) -> None:
-        self.error(event, "connection")
-
-    def on_transport_error(self, event: Any) -> None:
-        self.report["errors"].append(f"transport: {event.transport.condition}")
-        event.connection.close()
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("address")
+    parser = arguments("address")
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--prefix", default="message")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--commit", action="store_true")
     how.add_argument("--abort", action="store_true")
     handler = TxSend(parser.parse_args())
-    Container(handler).run()
-    print(json.dumps(handler.report), flush=True)
+    run(handler)
 
 
 if __name__ == "__main__":
