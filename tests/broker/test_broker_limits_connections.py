@@ -1,8 +1,8 @@
 """Hostile clients against ``amqp-sansio broker`` started as a user starts it (issue 16,
 part B): each connection limit hit and answered as docs/broker.rst's "Limits" table says,
 while a well-behaved client on the same broker goes on sending and receiving. The broker is
-the command in a process of its own (support.broker_command); the clients speak raw bytes
-over TCP, or through our engine, or through the sockets adapter."""
+the command in a process of its own (support.broker_process.BrokerProcess); the clients
+speak raw bytes over TCP, or through our engine, or through the sockets adapter."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from amqp_sansio.adapters import sockets
 from amqp_sansio.adapters.broker import OPEN_WARNING
-from support.broker_command import WAIT, CommandBroker, GoodClient, command
+from support.broker_limits import WAIT, GoodClient, fds
+from support.broker_process import BrokerProcess, Lines, amqp_sansio_command
 
 import amqp_sansio as a
 from amqp_sansio import framing
@@ -72,8 +73,8 @@ def _read_to_eof(sock: socket.socket, wait: float = WAIT) -> tuple[bytes, float]
 class RawClient:
     """Our engine as a client over a blocking socket, for hand-made frames after its open."""
 
-    def __init__(self, broker: CommandBroker) -> None:
-        self.sock = socket.create_connection((broker.host, broker.port), timeout=WAIT)
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=WAIT)
         self.engine = a.Connection(client=True, container_id="raw")
         self.engine.open(now=time.monotonic())
         self.events: list[a.Event] = []
@@ -110,7 +111,7 @@ class RawClient:
 
 def test_an_open_broker_refuses_to_listen_beyond_the_loopback_and_says_it_is_open() -> None:
     refused = subprocess.run(
-        command("broker", "--host", "0.0.0.0", "--port", "0"),
+        [*amqp_sansio_command(), "broker", "--host", "0.0.0.0", "--port", "0"],
         capture_output=True,
         text=True,
         timeout=WAIT * 3,
@@ -118,19 +119,32 @@ def test_an_open_broker_refuses_to_listen_beyond_the_loopback_and_says_it_is_ope
     assert refused.returncode == 2 and refused.stdout == ""
     lines = refused.stderr.splitlines()
     assert len(lines) == 1 and "--allow-anonymous" in lines[0], refused.stderr
-    with CommandBroker() as broker:  # as a user starts it: open, on the loopback
+    with BrokerProcess() as broker:  # as a user starts it: open, on the loopback
         deadline = time.monotonic() + WAIT
-        while OPEN_WARNING not in broker.stderr and time.monotonic() < deadline:
+        while OPEN_WARNING not in broker.log and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert broker.stderr.splitlines() == [OPEN_WARNING]
-    with CommandBroker("--host", "0.0.0.0", "--allow-anonymous") as broker:
-        assert broker.url.startswith("amqp://0.0.0.0:")
-        deadline = time.monotonic() + WAIT
-        while OPEN_WARNING not in broker.stderr and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert OPEN_WARNING in broker.stderr
+        assert broker.log.splitlines() == [OPEN_WARNING]
+    beyond = [*amqp_sansio_command(), "broker", "--host", "0.0.0.0", "--port", "0"]
+    with subprocess.Popen(
+        [*beyond, "--allow-anonymous"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as proc:
+        output = Lines(proc)
+        try:
+            assert output.next(WAIT * 3).startswith(
+                "amqp-sansio broker listening on amqp://0.0.0.0:"
+            )
+            assert output.next(WAIT).rstrip("\n") == OPEN_WARNING
+        finally:
+            proc.terminate()
+            output.rest(WAIT * 3)
     helped = subprocess.run(
-        command("broker", "--help"), capture_output=True, text=True, timeout=WAIT * 3
+        [*amqp_sansio_command(), "broker", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
     )
     text = " ".join(helped.stdout.split())
     assert "OPEN" in text and "--allow-anonymous" in text and "connections:" in text
@@ -139,10 +153,10 @@ def test_an_open_broker_refuses_to_listen_beyond_the_loopback_and_says_it_is_ope
 def test_a_broker_with_users_does_not_say_it_is_open(tmp_path: Path) -> None:
     path = tmp_path / "users.json"
     path.write_text(json.dumps(USERS))
-    with CommandBroker("--users", str(path)) as broker:
-        with sockets.connect(f"amqp://bob:hunter2@{broker.host}:{broker.port}", timeout=WAIT):
+    with BrokerProcess("--users", str(path)) as broker:
+        with sockets.connect(f"amqp://bob:hunter2@127.0.0.1:{broker.port}", timeout=WAIT):
             pass
-        assert OPEN_WARNING not in broker.stderr
+        assert OPEN_WARNING not in broker.log
 
 
 # -- the handshake time-out -------------------------------------------------------------------
@@ -152,9 +166,9 @@ def test_silent_trickling_and_half_done_connections_are_cut_at_the_timeout() -> 
     """The command's default (10 s from the TCP connection): 300 silent connections, a client
     trickling a byte every 0.25 s, one that stops in the middle of SASL and one after the
     protocol headers are all cut; the well-behaved client goes on throughout."""
-    with CommandBroker() as broker, GoodClient(broker.url) as good:
-        baseline = broker.fds()
-        where = (broker.host, broker.port)
+    with BrokerProcess() as broker, GoodClient(broker.url) as good:
+        baseline = fds(broker.proc.pid)
+        where = ("127.0.0.1", broker.port)
         start = time.monotonic()
         silent = [socket.create_connection(where, timeout=WAIT) for _ in range(300)]
         mid_sasl = socket.create_connection(where, timeout=WAIT)
@@ -174,9 +188,9 @@ def test_silent_trickling_and_half_done_connections_are_cut_at_the_timeout() -> 
 
         threading.Thread(target=trickle, daemon=True).start()
         deadline = time.monotonic() + WAIT
-        while broker.fds() < baseline + 300 and time.monotonic() < deadline:
+        while fds(broker.proc.pid) < baseline + 300 and time.monotonic() < deadline:
             time.sleep(0.05)  # (the broker accepts them as it can)
-        assert broker.fds() >= baseline + 300
+        assert fds(broker.proc.pid) >= baseline + 300
         good.goes_on()
         ended: dict[socket.socket, tuple[bytes, float]] = {}
         everyone = [*silent, mid_sasl, headers_only, trickler]
@@ -213,9 +227,9 @@ def test_silent_trickling_and_half_done_connections_are_cut_at_the_timeout() -> 
             sock.close()
         good.goes_on()
         deadline = time.monotonic() + WAIT
-        while broker.fds() > baseline and time.monotonic() < deadline:
+        while fds(broker.proc.pid) > baseline and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert broker.fds() <= baseline
+        assert fds(broker.proc.pid) <= baseline
 
 
 # -- connection caps --------------------------------------------------------------------------
@@ -243,8 +257,8 @@ def test_connections_in_all_and_per_address_are_closed_at_once() -> None:
     well-behaved client is) two more; from 127.0.0.2 three; from 127.0.0.3 one more fills
     the broker. One more from any of them is closed at once without a byte."""
     options = ("--max-connections", "7", "--max-connections-per-address", "3")
-    with CommandBroker(*options) as broker, GoodClient(broker.url) as good:
-        where = (broker.host, broker.port)
+    with BrokerProcess(*options) as broker, GoodClient(broker.url) as good:
+        where = ("127.0.0.1", broker.port)
         held = []
         for source, count in (("127.0.0.1", 2), ("127.0.0.2", 3)):
             for _ in range(count):
@@ -267,16 +281,16 @@ def test_connections_in_all_and_per_address_are_closed_at_once() -> None:
         for sock in held:
             sock.close()
         good.goes_on()
-        assert "at most 3 connections from one address" in broker.stderr
-        assert "the broker takes at most 7 connections" in broker.stderr
+        assert "at most 3 connections from one address" in broker.log
+        assert "the broker takes at most 7 connections" in broker.log
 
 
 def test_connections_per_user_are_refused_with_resource_limit_exceeded(tmp_path: Path) -> None:
     path = tmp_path / "users.json"
     path.write_text(json.dumps(USERS))
     options = ("--users", str(path), "--max-connections-per-user", "2")
-    with CommandBroker(*options) as broker:
-        hostport = f"{broker.host}:{broker.port}"
+    with BrokerProcess(*options) as broker:
+        hostport = f"127.0.0.1:{broker.port}"
         with GoodClient(f"amqp://bob:hunter2@{hostport}") as good:
             first = sockets.connect(f"amqp://alice:secret@{hostport}", timeout=WAIT)
             second = sockets.connect(f"amqp://alice:secret@{hostport}", timeout=WAIT)
@@ -304,7 +318,7 @@ def test_connections_per_user_are_refused_with_resource_limit_exceeded(tmp_path:
 
 
 def test_channel_max_handle_max_tags_and_early_frames_on_the_wire() -> None:
-    with CommandBroker() as broker, GoodClient(broker.url) as good:
+    with BrokerProcess() as broker, GoodClient(broker.url) as good:
         raw = RawClient(broker)
         remote = raw.engine.remote
         assert remote is not None and remote.channel_max == 255
@@ -342,7 +356,7 @@ def test_channel_max_handle_max_tags_and_early_frames_on_the_wire() -> None:
         assert _condition(got, performatives.Detach) == "amqp:invalid-field"
         raw.sock.close()
 
-        sock = socket.create_connection((broker.host, broker.port), timeout=WAIT)
+        sock = socket.create_connection(("127.0.0.1", broker.port), timeout=WAIT)
         with sock:
             big = performatives.Open(container_id="c" * 600)
             sock.sendall(framing.AMQP_HEADER + framing.encode_frame(big))
@@ -368,8 +382,8 @@ def test_failed_logins_are_slowed_per_address(tmp_path: Path) -> None:
     fourth after 1 s, the fifth after 2 s; a right password is not slowed."""
     path = tmp_path / "users.json"
     path.write_text(json.dumps(USERS))
-    with CommandBroker("--users", str(path)) as broker:
-        hostport = f"{broker.host}:{broker.port}"
+    with BrokerProcess("--users", str(path)) as broker:
+        hostport = f"127.0.0.1:{broker.port}"
         with GoodClient(f"amqp://bob:hunter2@{hostport}") as good:
             wrong = f"amqp://alice:wrong@{hostport}"
             for _ in range(3):

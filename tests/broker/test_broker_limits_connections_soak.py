@@ -14,7 +14,8 @@ import socket
 import struct
 import time
 
-from support.broker_command import WAIT, CommandBroker, GoodClient
+from support.broker_limits import WAIT, GoodClient, fds, rss
+from support.broker_process import BrokerProcess
 
 from amqp_sansio import framing
 from amqp_sansio.definitions import performatives
@@ -57,10 +58,10 @@ def _abandon(where: tuple[str, int], kind: int) -> socket.socket | None:
 
 
 def test_abandoned_connections_leave_fds_and_memory_flat() -> None:
-    with CommandBroker("--handshake-timeout", "2") as broker, GoodClient(broker.url) as good:
-        where = (broker.host, broker.port)
-        fds_before = broker.fds()
-        rss_start = broker.rss()
+    with BrokerProcess("--handshake-timeout", "2") as broker, GoodClient(broker.url) as good:
+        where = ("127.0.0.1", broker.port)
+        fds_before = fds(broker.proc.pid)
+        rss_start = rss(broker.proc.pid)
         live: collections.deque[socket.socket] = collections.deque()
         opened = 0
         peak_fds = 0
@@ -78,8 +79,8 @@ def test_abandoned_connections_leave_fds_and_memory_flat() -> None:
             now = time.monotonic()
             if now >= next_sample:
                 next_sample += 1.0
-                rss_samples.append(broker.rss())
-                peak_fds = max(peak_fds, broker.fds())
+                rss_samples.append(rss(broker.proc.pid))
+                peak_fds = max(peak_fds, fds(broker.proc.pid))
                 if baseline is None and now - start >= WARM_UP:
                     baseline = rss_samples[-1]
             time.sleep(0.003)
@@ -87,10 +88,10 @@ def test_abandoned_connections_leave_fds_and_memory_flat() -> None:
             _reset(sock)
         good.goes_on()
         deadline = time.monotonic() + WAIT
-        while broker.fds() > fds_before and time.monotonic() < deadline:
+        while fds(broker.proc.pid) > fds_before and time.monotonic() < deadline:
             time.sleep(0.1)
-        fds_after = broker.fds()
-        rss_after = broker.rss()
+        fds_after = fds(broker.proc.pid)
+        rss_after = rss(broker.proc.pid)
         assert baseline is not None
         print(
             f"\nabandoned-connection soak: {opened} connections in {SECONDS:.0f} s; broker fds "
