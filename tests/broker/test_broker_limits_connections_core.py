@@ -6,6 +6,7 @@ come out as on the wire; no clock is read (``now`` is given)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -393,3 +394,28 @@ def test_a_client_engine_takes_a_larger_open_from_its_server() -> None:
         assert opened is ok, events
     with pytest.raises(a.LocalProtocolError, match="open_max_frame_size"):
         a.Connection(open_max_frame_size=100)
+
+
+def test_a_tls_handshake_that_never_ends_is_cut_at_the_timeout(tmp_path: Path) -> None:
+    """amqps (TLS from the first byte): a client that stops in the middle of its TLS
+    ClientHello is cut at the time-out like any other, the transport closed."""
+    import ssl
+
+    trustme = pytest.importorskip("trustme", reason="trustme is in the 'test' extra")
+    ca = trustme.CA()
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(
+        str(tmp_path / "server.pem")
+    )
+    server_ctx = a.security.tls.server_context(str(tmp_path / "server.pem"))
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        client.do_handshake()
+    hello = outgoing.read()
+    broker = Broker()
+    conn = broker.accept(0.0, ssl_context=server_ctx, address="10.0.0.1")
+    conn.receive_data(hello[: len(hello) // 2], 1.0)
+    assert conn.data_to_send() == b"" and not conn.ended
+    assert conn.next_deadline() == 10.0
+    conn.handle_timer(10.0)
+    assert conn.ended and conn.cut and conn.data_to_send() == b""
