@@ -8,7 +8,7 @@ through which the application answers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -17,6 +17,7 @@ from .definitions.message import Message
 from .definitions.performatives import Attach, Begin, Error, Open, SaslCode
 
 if TYPE_CHECKING:
+    from .definitions.messaging import DeliveryState
     from .engine.delivery import Delivery
     from .engine.link import Link
     from .engine.session import Session
@@ -256,5 +257,5 @@ class DeliveryUpdated(Event):
 
     link: Link
     delivery: Delivery
-    state: Any
+    state: DeliveryState | None
     settled: bool

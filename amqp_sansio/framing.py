@@ -146,7 +146,7 @@ class Frame:
 
     type: FrameType
     channel: int
-    body: Any
+    body: Performative | SaslFrameBody | None
     payload: bytes | memoryview = b""
 
     @property
@@ -155,7 +155,7 @@ class Frame:
 
 
 def encode_frame(
-    body: Any,
+    body: Performative | SaslFrameBody | None,
     *,
     channel: int = 0,
     payload: bytes | bytearray | memoryview = b"",

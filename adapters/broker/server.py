@@ -34,7 +34,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from amqp_sansio import Error, Symbol
@@ -322,13 +322,14 @@ def main(
     users_file: str | None = None,
     store_dir: str | None = None,
     allow_anonymous: bool = False,
-    limits: dict[str, Any] | None = None,
+    limits: Mapping[str, object] | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
     without TLS only on a loopback address. ``store_dir``: the durable store's directory
     (:mod:`amqp_sansio.adapters.broker.store`). ``limits``: fields of
-    :class:`~amqp_sansio.broker.BrokerConfig` (its connection limits).
+    :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues, and on
+    connections).
 
     Without ``users_file`` the broker is open: it says so on stderr at start, and refuses
     (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
@@ -345,7 +346,8 @@ def main(
             f"an open broker (no --users) listens only on a loopback address, not {host!r}, "
             "unless --allow-anonymous"
         )
-    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **(limits or {}))
+    fields: dict[str, Any] = dict(limits or {})  # checked by BrokerConfig itself
+    config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **fields)
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -34,7 +34,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import attrs
@@ -210,6 +210,116 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _or_none(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option's value, or ``none`` (no limit)."""
+
+    def parse_or_none(text: str) -> Any:
+        return None if text.strip().lower() == "none" else parse(text)
+
+    parse_or_none.__name__ = parse.__name__  # (argparse names the type in its errors)
+    return parse_or_none
+
+
+def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
+    """``amqp-sansio broker``'s options on messages and queues: each a field of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its ``dest``), defaults in docs/defaults.rst
+    and docs/broker.rst "Limits"."""
+    import attrs
+
+    from amqp_sansio.broker import BrokerConfig
+
+    default: dict[str, Any] = {field.name: field.default for field in attrs.fields(BrokerConfig)}
+    group = brk.add_argument_group(
+        "messages and queues",
+        "limits on by default (docs/broker.rst, Limits); 'none' lifts a limit",
+    )
+    mib = 1024 * 1024
+    group.add_argument(
+        "--max-message-size",
+        type=_or_none(_size),
+        default=default["max_message_size"],
+        metavar="SIZE",
+        help="largest message taken (e.g. 64MiB), announced in a publisher's attach; a larger "
+        "one detaches its link with amqp:link:message-size-exceeded "
+        f"(default {default['max_message_size'] // mib}MiB)",
+    )
+    group.add_argument(
+        "--max-queue-depth",
+        type=_or_none(_positive_int),
+        default=default["max_queue_depth"],
+        metavar="N",
+        help=f"messages one queue holds (default {default['max_queue_depth']:,})",
+    )
+    group.add_argument(
+        "--max-queue-bytes",
+        type=_or_none(_size),
+        default=default["max_queue_bytes"],
+        metavar="SIZE",
+        help=f"bytes one queue holds (default {default['max_queue_bytes'] // mib}MiB)",
+    )
+    group.add_argument(
+        "--queue-overflow",
+        choices=("reject-publish", "drop-head"),
+        default=default["queue_overflow"],
+        help="a full queue's answer to a new message: reject-publish (rejected, "
+        "amqp:resource-limit-exceeded; the default) or drop-head (the oldest goes to "
+        "--dead-letter, or is dropped)",
+    )
+    group.add_argument(
+        "--dead-letter",
+        default=None,
+        metavar="ADDRESS",
+        help="the queue that rejected and dropped-head messages go to (default: none, "
+        "they are dropped)",
+    )
+    group.add_argument(
+        "--no-auto-delete",
+        dest="auto_delete",
+        action="store_false",
+        help="keep queues made on first use (by default one is deleted once it has no "
+        "link and no message)",
+    )
+    group.add_argument(
+        "--queue-expiry",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="delete a queue made on first use, messages and all, after it has had no "
+        "link this long (default: never while it holds messages)",
+    )
+    group.add_argument(
+        "--max-address-length",
+        type=_or_none(_positive_int),
+        default=default["max_address_length"],
+        metavar="BYTES",
+        help="longest source or target address; a longer one is refused with "
+        f"amqp:invalid-field (default {default['max_address_length']:,})",
+    )
+    group.add_argument(
+        "--max-unsettled-per-link",
+        type=_or_none(_positive_int),
+        default=default["max_unsettled_per_link"],
+        metavar="N",
+        help="unsettled deliveries the broker holds on one link: a consumer waits for "
+        "settlements, a publisher's credit stops "
+        f"(default {default['max_unsettled_per_link']:,})",
+    )
+
+
+#: The ``dest`` of :func:`_messages_and_queues`' options: BrokerConfig fields.
+_MESSAGES_AND_QUEUES = (
+    "max_message_size",
+    "max_queue_depth",
+    "max_queue_bytes",
+    "queue_overflow",
+    "dead_letter",
+    "auto_delete",
+    "queue_expiry",
+    "max_address_length",
+    "max_unsettled_per_link",
+)
+
+
 def _connection_options() -> argparse.ArgumentParser:
     """The options of every command that connects to a broker."""
     common = argparse.ArgumentParser(add_help=False)
@@ -330,6 +440,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "client may connect (anonymously) and send and receive anywhere, which it says at "
         "start, and it listens only on a loopback address unless --allow-anonymous",
     )
+    _messages_and_queues(brk)
     _connection_limits(brk)
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
@@ -703,7 +814,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..broker.store import StoreError
 
         try:
-            limits = _broker_limits(args)
+            limits = {name: getattr(args, name) for name in _MESSAGES_AND_QUEUES}
+            limits.update(_broker_limits(args))
         except ValueError as exc:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
             return EXIT_USAGE

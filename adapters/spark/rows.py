@@ -25,7 +25,7 @@ import datetime
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import amqp_sansio as amqp
 
@@ -193,7 +193,7 @@ def _row_body(body: Any, body_type: str | None) -> Any:
         raise ValueError("a sequence body is the AMQP encoding of a list of lists")
     if not sections:
         raise ValueError("a sequence body has at least one amqp-sequence section")
-    return [amqp.AmqpSequence(s) for s in sections]
+    return [amqp.AmqpSequence(cast(list[Any], s)) for s in sections]  # lists: checked above
 
 
 def row_to_message(row: Mapping[str, Any], *, message_id: str | None = None) -> amqp.Message:

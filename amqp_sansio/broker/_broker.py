@@ -14,7 +14,7 @@ import heapq
 import itertools
 import secrets
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..codec.decoder import decode
 from ..codec.encoder import encode
@@ -40,6 +40,9 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["Broker"]
 
@@ -97,6 +100,11 @@ class Broker:
         self._by_address: dict[str, int] = {}
         self._by_user: dict[str, int] = {}
         self._failures: dict[str, tuple[int, float]] = {}
+        #: Queues made on first use that have no link, by when they expire
+        #: (``BrokerConfig.queue_expiry``): (when, tie, queue); stale once re-linked.
+        self._idle: list[tuple[float, int, Node]] = []
+        #: When each such queue expires.
+        self._idle_at: dict[Node, float] = {}
         self._subscription_store: SubscriptionStore | None = (
             self.store if isinstance(self.store, SubscriptionStore) else None
         )
@@ -114,8 +122,8 @@ class Broker:
         now: float,
         *,
         wall: float | None = None,
-        ssl_context: Any = None,
-        sasl: Any = None,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: ServerAuthenticator | Literal[False] | None = None,
         address: str | None = None,
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
@@ -153,6 +161,7 @@ class Broker:
             open_max_frame_size=min(config.open_max_frame_size, config.max_frame_size),
             channel_max=config.channel_max,
             offered_capabilities=(ANONYMOUS_RELAY,),
+            max_unsettled=config.max_unsettled_per_link,
         )
         stream: Any = engine
         if ssl_context is not None:
@@ -247,7 +256,10 @@ class Broker:
         timers = self._timers
         while timers and timers[0][2].expires != timers[0][0]:
             heapq.heappop(timers)  # re-attached or deleted since
-        times = [heap[0][0] for heap in (self._expiry, timers) if heap]
+        idle = self._idle
+        while idle and self._idle_at.get(idle[0][2]) != idle[0][0]:
+            heapq.heappop(idle)  # linked again or deleted since
+        times = [heap[0][0] for heap in (self._expiry, timers, idle) if heap]
         return min(times) if times else None
 
     def expire(self, wall: float) -> int:
@@ -262,9 +274,14 @@ class Broker:
             if queue.available.get(message.seq) is message:
                 queue.drop(message)
                 dropped += 1
-                if queue.emptied():
+                if queue.emptied() or queue.unused():
                     self.delete_node(queue)
         self.expired += dropped
+        idle = self._idle
+        while idle and idle[0][0] <= wall:
+            when, _, node = heapq.heappop(idle)
+            if self._idle_at.get(node) == when:
+                self.delete_node(node)  # unused for queue_expiry seconds: gone, messages too
         timers = self._timers
         while timers and timers[0][0] <= wall:
             when, _, subscription = heapq.heappop(timers)
@@ -297,6 +314,9 @@ class Broker:
             node = self.nodes.get(address)
             if node is None and not self.config.is_topic(address):
                 node = self.nodes[address] = Queue(self, address)
+                # Made on first use before the restart: deleted once unused, as then.
+                node.auto = self.config.auto_delete and address != self.config.dead_letter
+                self._unlinked(node)
             if not isinstance(node, Queue) or (expires is not None and expires <= wall):
                 dropped.append(seq)
                 continue
@@ -432,7 +452,7 @@ class Broker:
         subscription.expires = when = self.wall + timeout
         heapq.heappush(self._timers, (when, next(self._ties), subscription))
 
-    def _delete_subscription(self, subscription: Subscription) -> None:
+    def _delete_subscription(self, subscription: Subscription, *, release: bool = True) -> None:
         """The subscription expired, was closed, or replaced: its buffer and its unsettled
         messages go. (Each is deleted once: from the registry when suspended, or through
         its consumer's closing removal when attached.)"""
@@ -455,6 +475,8 @@ class Broker:
         subscription.topic.drop_subscription(subscription)
         if subscription.conn is not None:
             subscription.conn._kept.discard(subscription)
+        if release:  # (not when it is replaced: its topic is about to be used again)
+            self.release(subscription.topic)
         if self._subscription_store is not None:
             self._subscription_store.forget_subscription(subscription.ident)
 
@@ -477,6 +499,7 @@ class Broker:
         if self.nodes.get(node.address) is node:
             del self.nodes[node.address]
         node.deleted = True
+        self._idle_at.pop(node, None)
         if isinstance(node, Topic):
             for subscription in list(self.subscriptions.values()):
                 if subscription.topic is node and subscription.consumer is None:
@@ -488,12 +511,38 @@ class Broker:
             )
         node.clear()
 
+    def release(self, node: Node) -> None:
+        """A link left ``node``, or a message, or a kept subscription: delete it if it was
+        made on first use and is now unused (``BrokerConfig.auto_delete``: no link, nothing
+        held), or start its expiry (``queue_expiry``) if it has no link but holds messages."""
+        if node.deleted or not node.auto:
+            return
+        if node.unused():
+            self.delete_node(node)
+        elif not node.links:
+            self._unlinked(node)
+
+    def _unlinked(self, node: Node) -> None:
+        """An auto-deleted queue has no link but holds messages: with ``queue_expiry`` it is
+        deleted, messages and all, if it stays so that long."""
+        expiry = self.config.queue_expiry
+        if expiry is None or not node.auto or node in self._idle_at:
+            return
+        when = self._idle_at[node] = self.wall + expiry
+        heapq.heappush(self._idle, (when, next(self._ties), node))
+
+    def linked(self, node: Node) -> None:
+        """A link attached to ``node``: its expiry (``queue_expiry``) stops."""
+        self._idle_at.pop(node, None)
+
     def _resolve(self, address: str, *, stream: bool = False) -> Node | None:
         node = self.nodes.get(address)
         config = self.config
         if node is None and config.auto_create:
             stream = stream or config.is_stream(address)
             node = self.declare(address, topic=config.is_topic(address), stream=stream)
+            # Made on first use (not a stream: its log keeps its own retention rules).
+            node.auto = config.auto_delete and not stream and address != config.dead_letter
         return node
 
     def _dynamic(self, properties: Any) -> Node:

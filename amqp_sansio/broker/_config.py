@@ -2,15 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-__all__ = ["BrokerConfig"]
+if TYPE_CHECKING:
+    from ..security.mechanisms import ServerAuthenticator
+    from ._users import Users
+
+__all__ = [
+    "DEFAULT_MAX_ADDRESS_LENGTH",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_MAX_QUEUE_BYTES",
+    "DEFAULT_MAX_QUEUE_DEPTH",
+    "DEFAULT_MAX_UNSETTLED_PER_LINK",
+    "DROP_HEAD",
+    "QUEUE_OVERFLOW_POLICIES",
+    "REJECT_PUBLISH",
+    "BrokerConfig",
+]
+
+#: The largest message the broker takes by default: 16 MiB, RabbitMQ 4's default too
+#: (``max_message_size``).
+DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+#: Messages one queue holds by default (``max_queue_depth``).
+DEFAULT_MAX_QUEUE_DEPTH = 1_000_000
+#: Bytes (encoded messages) one queue holds by default (``max_queue_bytes``).
+DEFAULT_MAX_QUEUE_BYTES = 256 * 1024 * 1024
+#: The longest source or target address by default, in bytes of UTF-8
+#: (``max_address_length``).
+DEFAULT_MAX_ADDRESS_LENGTH = 1024
+#: Unsettled deliveries the broker holds on one link by default (``max_unsettled_per_link``).
+DEFAULT_MAX_UNSETTLED_PER_LINK = 100_000
+#: ``queue_overflow``: a message past a queue's limits is rejected (the default).
+REJECT_PUBLISH = "reject-publish"
+#: ``queue_overflow``: the oldest messages make room (dead-lettered, or dropped).
+DROP_HEAD = "drop-head"
+QUEUE_OVERFLOW_POLICIES = (REJECT_PUBLISH, DROP_HEAD)
 
 
-def _between(low: int, high: int) -> Any:
-    def check(config: Any, attribute: Any, value: int) -> None:
+def _between(low: int, high: int) -> Callable[[object, attrs.Attribute[int], int], None]:
+    """An attrs validator: ``low <= value <= high`` (ValueError)."""
+
+    def check(config: object, attribute: attrs.Attribute[int], value: int) -> None:
         if not low <= value <= high:
             raise ValueError(f"{attribute.name} must be from {low} to {high}, not {value}")
 
@@ -31,11 +66,36 @@ class BrokerConfig:
     its oldest messages are dropped (retention; the newest is always kept). ``dead_letter``
     names the queue rejected messages go to (none: they are dropped).
 
-    Limits, each enforced with ``amqp:resource-limit-exceeded``: ``max_queue_depth`` and
-    ``max_queue_bytes`` (a publish that would exceed them is rejected), ``max_message_size``
-    (announced on every link the broker answers, and enforced by the engine),
-    ``max_links_per_connection`` (further attaches are refused). ``link_credit`` is the
-    credit the broker keeps open on a publisher's link.
+    Messages and queues (``docs/broker.rst`` "Limits" lists each default and its answer on
+    the wire; each is None for no limit):
+
+    * ``max_message_size`` (bytes, default 16 MiB): announced in the broker's attach of
+      every publisher's link (core spec 2.7.3 ``max-message-size``); a delivery that grows
+      past it detaches its link with ``amqp:link:message-size-exceeded`` (2.8.17), checked
+      as each transfer arrives, so no more than the limit and a frame is held.
+    * ``max_queue_depth`` (messages, default 1,000,000) and ``max_queue_bytes`` (bytes of
+      encoded messages, default 256 MiB) per queue, and what happens past them,
+      ``queue_overflow``: ``"reject-publish"`` (the default: the new message is
+      ``rejected`` with ``amqp:resource-limit-exceeded``) or ``"drop-head"`` (the oldest
+      waiting messages go to ``dead_letter``, or are dropped if there is none, to make room;
+      a message that could never fit is rejected).
+    * ``auto_delete`` (default on): a queue made on first use (not one of ``queues``, not a
+      dynamic node, topic or stream) is deleted once it has no link and holds no message,
+      like RabbitMQ's auto-delete queues; ``queue_expiry`` (seconds, default None): such a
+      queue with no link for that long is deleted with its messages (RabbitMQ's
+      ``x-expires``). A topic made on first use goes when it has no link and keeps no
+      subscription.
+    * ``max_address_length`` (bytes of UTF-8, default 1024): an attach whose source or
+      target address is longer is refused with ``amqp:invalid-field`` (the address itself
+      is refused, as an over-long selector is: trying again later gets the same answer).
+    * ``max_unsettled_per_link`` (default 100,000): the unsettled deliveries the broker
+      holds on one link. To a consumer it sends no more until some are settled; a
+      publisher's credit is capped at the room left (the engine's ``max_unsettled``), and one
+      that sends beyond it is detached with ``amqp:resource-limit-exceeded``.
+
+    ``max_links_per_connection``: further attaches are refused with
+    ``amqp:resource-limit-exceeded``. ``link_credit`` is the credit the broker keeps open
+    on a publisher's link.
 
     Selectors (a consumer's ``apache.org:selector-filter:string`` filter, see
     ``docs/broker.rst``): one longer than ``selector_max_length`` characters, or nested
@@ -95,9 +155,18 @@ class BrokerConfig:
     stream_max_length: int | None = None
     stream_max_bytes: int | None = None
     dead_letter: str | None = None
-    max_queue_depth: int | None = None
-    max_queue_bytes: int | None = None
-    max_message_size: int | None = None
+    # -- messages and queues (docs/broker.rst "Limits") --
+    max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE
+    max_queue_depth: int | None = DEFAULT_MAX_QUEUE_DEPTH
+    max_queue_bytes: int | None = DEFAULT_MAX_QUEUE_BYTES
+    queue_overflow: str = attrs.field(
+        default=REJECT_PUBLISH, validator=attrs.validators.in_(QUEUE_OVERFLOW_POLICIES)
+    )
+    auto_delete: bool = True
+    queue_expiry: float | None = None
+    max_address_length: int | None = DEFAULT_MAX_ADDRESS_LENGTH
+    max_unsettled_per_link: int | None = DEFAULT_MAX_UNSETTLED_PER_LINK
+    # -- end of messages and queues --
     max_links_per_connection: int | None = 1000
     max_subscriptions: int | None = 10_000
     max_subscriptions_per_container: int | None = 1000
@@ -108,9 +177,9 @@ class BrokerConfig:
     container_id: str = "amqp-sansio-broker"
     idle_timeout: float | None = None
     max_frame_size: int = 65536
-    sasl: Any = None
+    sasl: ServerAuthenticator | Literal[False] | None = None
     allow_insecure_auth: bool = False
-    users: Any = None
+    users: Users | None = None
     # -- connections: handshake time-out, connection caps, channel-max and handle-max,
     # frames before the open, failed logins (docs/broker.rst, "Limits")
     handshake_timeout: float | None = 10.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -28,7 +28,7 @@ from ..engine.link import Link
 from ..engine.receiver import Receiver
 from ..engine.sender import Sender
 from ..engine.session import Session
-from ..engine.states import CONNECTION_OPEN_FIRST, ConnectionState, LinkState
+from ..engine.states import ConnectionState, LinkState
 from ..engine.transactions import (
     CoordinatorLink,
     DeclareRequested,
@@ -54,6 +54,7 @@ from ..events import (
     SessionBegun,
     SessionEnded,
 )
+from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
 from ._nodes import Node, Queue, Topic
 from ._relay import relay_address
@@ -61,7 +62,6 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from ._subscriptions import Subscription, keeps
-from ._users import ANONYMOUS
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -71,8 +71,6 @@ __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 
 _ATTACHED = LinkState.ATTACHED
 _OPENED = ConnectionState.OPENED
-#: Connection states in which the engine's close sends its open first (core spec 2.4.7).
-_OPEN_FIRST = CONNECTION_OPEN_FIRST
 _ACCEPTED = Accepted()
 _OUTCOMES = (Accepted, Rejected, Released, Modified)
 #: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
@@ -206,23 +204,9 @@ class BrokerConnection:
             return
         until = self._handshake_until
         if until is not None and now >= until and not self.cut:
-            self._handshake_timed_out()
+            handshake_timed_out(self)
             return
         self._handle(self._stream.handle_timer(now))
-
-    def _handshake_timed_out(self) -> None:
-        """No open within the handshake time-out: once the AMQP headers are exchanged the
-        connection is refused with an open and a close (``amqp:resource-limit-exceeded``,
-        core spec 2.4.1, 2.8.15); before that (no header, TLS or SASL unfinished) nothing
-        can be said, and the transport is closed."""
-        self._handshake_until = None
-        timeout = self.broker.config.handshake_timeout
-        self.refused = f"no open within the handshake time-out ({timeout} s)"
-        engine = self.engine
-        if engine.state in _OPEN_FIRST:
-            engine.close(_error("amqp:resource-limit-exceeded", self.refused))
-        self.cut = True
-        self.broker._pending[self] = None
 
     @property
     def ended(self) -> bool:
@@ -285,20 +269,10 @@ class BrokerConnection:
             handler(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
-        identity = self.identity
-        if (
-            identity is not None
-            and self.engine.sasl_mechanism not in (None, "ANONYMOUS")
-            and identity != ANONYMOUS
-        ):
-            why = self.broker._room_for_user(identity)
-            if why is not None:
-                # Refused with our open and a close (2.4.1); the handshake time-out still
-                # runs, for a client that never answers the close.
-                self.refused = why
-                self.engine.close(_error("amqp:resource-limit-exceeded", why))
-                return
-            self._counted_user = identity
+        why = admit_user(self)
+        if why is not None:
+            self.engine.close(_error("amqp:resource-limit-exceeded", why))
+            return
         self._handshake_until = None
         self.engine.open()
 
@@ -328,12 +302,7 @@ class BrokerConnection:
 
     def _on_authentication_failed(self, event: AuthenticationFailed) -> None:
         self.refused = f"authentication failed: {event.description}"
-        self._handshake_until = None
-        broker = self.broker
-        now = self._now
-        delay = broker._login_failed(self.address, now)
-        if delay > 0:
-            self._held_until = now + delay  # the outcome waits (see BrokerConfig.login_delay)
+        hold_failed_login(self)
 
     def _on_rolled_back(self, event: TransactionRolledBack) -> None:
         assert isinstance(event.transaction, TransactionRecord)
@@ -367,6 +336,15 @@ class BrokerConnection:
             return
         users = config.users
         address = terminus.address
+        limit = config.max_address_length
+        if (
+            limit is not None
+            and isinstance(address, str)
+            and len(address) > limit // 4  # (at most 4 bytes a character: encode only then)
+            and len(address.encode("utf-8", "surrogatepass")) > limit
+        ):
+            link.refuse(_error("amqp:invalid-field", f"an address longer than {limit} bytes"))
+            return
         if (
             users is not None
             and not terminus.dynamic
@@ -405,7 +383,8 @@ class BrokerConnection:
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
-            link.attach(target=attrs.evolve(terminus, address=node.address, **_TRANSIENT))
+            target = cast(Target, terminus)  # a receiver's terminus: checked above
+            link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
             link.flow(config.link_credit)
             producer = _Producer(self, link, node)
             self.producers[link] = producer
@@ -455,6 +434,7 @@ class BrokerConnection:
                 applied = {key: value}
         except SelectorError as exc:
             link.refuse(_error("amqp:invalid-field", f"selector filter: {exc}"))
+            self.broker.release(node)  # (made for this attach, perhaps)
             return
         copy = source.distribution_mode == _COPY and isinstance(node, Queue)
         default = source.default_outcome
@@ -475,6 +455,7 @@ class BrokerConnection:
             kept = self._subscription(link, node, source, answered)
             if isinstance(kept, Error):
                 link.refuse(kept)
+                self.broker.release(node)
                 return
             subscription = kept
         link.attach(source=answered)
@@ -530,7 +511,8 @@ class BrokerConnection:
                 subscription.answered = answered
                 broker._save(subscription)
                 return subscription
-            broker._delete_subscription(subscription)  # replaced (a new address or filter)
+            # Replaced (a new address or filter): its topic is about to be used again.
+            broker._delete_subscription(subscription, release=False)
         why = broker._room_for_subscription(container)
         if why is not None:
             return _error("amqp:resource-limit-exceeded", why)
@@ -618,6 +600,7 @@ class BrokerConnection:
 
     def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
         node.link_added(endpoint)
+        self.broker.linked(node)
         if dynamic:
             node.creator = endpoint
 
@@ -648,7 +631,10 @@ class BrokerConnection:
                 endpoint.node.remove_consumer(endpoint)
                 self._suspend(subscription)
             else:
-                for message, queue in inflight.values():
+                # Last sent first: each goes back to the head of its priority ahead of the
+                # ones after it, one step each (in sending order, each would be placed
+                # behind the ones before it by a scan: quadratic for many unsettled).
+                for message, queue in reversed(inflight.values()):
                     self._apply(endpoint, message, queue, endpoint.default)
                 endpoint.node.remove_consumer(endpoint)
                 if subscription is not None:
@@ -658,6 +644,8 @@ class BrokerConnection:
         node = endpoint.node
         if node.link_removed(endpoint) and lifetime:
             self.broker.delete_node(node)
+        elif lifetime:
+            self.broker.release(node)  # made on first use: deleted once unused
 
     def _suspend(self, subscription: Subscription) -> None:
         """The subscription's link went without closing: the subscription waits, and its
@@ -749,8 +737,14 @@ class BrokerConnection:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
                 link.settle(delivery, state)
-        if link.link_credit * 2 <= broker.config.link_credit:
-            link.flow(broker.config.link_credit)
+        self._credit(link)
+
+    def _credit(self, link: Receiver) -> None:
+        """Top a publisher's credit up to ``link_credit`` once half is used (the engine
+        caps it at the room under ``max_unsettled_per_link``)."""
+        credit = self.broker.config.link_credit
+        if link.link_credit * 2 <= credit and link.state is _ATTACHED:
+            link.flow(credit)
 
     def _post_in_txn(
         self, link: Receiver, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -773,7 +767,14 @@ class BrokerConnection:
         if consumer is None:
             if event.delivery in self._parked:
                 self._on_parked(event)
+            elif event.settled:
+                producer = self.producers.get(event.link)
+                if producer is not None:
+                    self._credit(producer.link)  # room under max_unsettled_per_link again
             return
+        if consumer.blocked and consumer.queue is not None:
+            consumer.blocked = False  # below max_unsettled_per_link once this settles
+            self.broker._dirty[consumer.queue] = None
         delivery = event.delivery
         state = event.state
         if type(state) is TransactionalState:
@@ -850,6 +851,8 @@ class BrokerConnection:
             broker.expired += 1
             if queue.emptied():
                 broker.delete_node(queue)
+            elif not queue.links:
+                broker.release(queue)
             return
         if changed:
             broker.store.update(queue, message)
@@ -883,6 +886,8 @@ class BrokerConnection:
             if held is None:
                 continue
             node, message = held
+            if node.deleted and node.auto:  # deleted once unused since: made again
+                node = broker._resolve(node.address) or node
             if not node.deleted and node.offer(message) is None:
                 broker._touch(node)
             posted.append(delivery)
@@ -967,6 +972,8 @@ class BrokerConnection:
     def _taken(self, queue: Queue, message: StoredMessage) -> None:
         if queue.settled(message):
             self.broker.delete_node(queue)
+        elif not queue.links:
+            self.broker.release(queue)
 
 
 #: What the broker does on each event other than a delivery's or a credit change, by the

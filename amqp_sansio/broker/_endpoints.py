@@ -28,6 +28,7 @@ class _Consumer:
     """A link on which the broker sends (the client receives) from a node."""
 
     __slots__ = (
+        "blocked",
         "conn",
         "copy",
         "cursor",
@@ -56,11 +57,18 @@ class _Consumer:
         self.inflight: dict[Delivery, tuple[StoredMessage, Queue]] = {}
         #: The kept topic subscription this link consumes, if it is one (._subscriptions).
         self.subscription: Subscription | None = None
+        #: It has credit, but as many unsettled deliveries as the link may hold
+        #: (``BrokerConfig.max_unsettled_per_link``): a settlement dispatches again.
+        self.blocked = False
 
     @property
     def credit(self) -> int:
         link = self.link
         if link.state is not _ATTACHED or self.conn.engine.state is not _OPENED:
+            return 0
+        cap = link.max_unsettled
+        if cap is not None and len(link.unsettled) >= cap:
+            self.blocked = True
             return 0
         return link.link_credit
 

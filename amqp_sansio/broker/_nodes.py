@@ -12,17 +12,21 @@ from __future__ import annotations
 import abc
 import bisect
 from collections import deque
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..definitions.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
     DeleteOnNoLinksOrMessages,
     DeleteOnNoMessages,
+    LifetimePolicy,
 )
-from ._config import BrokerConfig
+from ._config import DROP_HEAD, BrokerConfig
 from ._selector import MessageFields, Selector
 from ._store import Store, StoredMessage
+
+if TYPE_CHECKING:
+    from ._subscriptions import Subscription
 
 __all__ = ["Node", "Queue", "Topic"]
 
@@ -43,12 +47,17 @@ class NodeBroker(Protocol):
 
     def watch_expiry(self, message: StoredMessage, queue: Queue) -> None: ...
 
+    def _dead_letter(self, message: StoredMessage) -> None: ...
+
 
 class Consumer(Protocol):
     """What a node needs of a consumer (a link on which the broker sends)."""
 
     copy: bool
     cursor: int
+    #: Its credit is held back: it holds as many unsettled deliveries as it may
+    #: (``BrokerConfig.max_unsettled_per_link``); a drain then gives the credit back.
+    blocked: bool
     #: Its selector (None: it takes every message).
     selector: Selector | None
 
@@ -80,7 +89,12 @@ class Node(abc.ABC):
     kind = "node"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         self.broker = broker
         self.address = address
@@ -89,6 +103,9 @@ class Node(abc.ABC):
         self.creator: Any = None
         self.links: set[Any] = set()
         self.deleted = False
+        #: Made on first use, and deleted once unused (``BrokerConfig.auto_delete``): see
+        #: :meth:`unused`.
+        self.auto = False
         self._had_links = False
         self._had_messages = False
 
@@ -128,11 +145,11 @@ class Node(abc.ABC):
     def remove_consumer(self, consumer: Any) -> None:
         """A consumer went."""
 
-    def link_added(self, link: Any) -> None:
+    def link_added(self, link: object) -> None:
         self.links.add(link)
         self._had_links = True
 
-    def link_removed(self, link: Any) -> bool:
+    def link_removed(self, link: object) -> bool:
         """Forget ``link``; return whether the node's lifetime policy now deletes it."""
         self.links.discard(link)
         policy = self.policy
@@ -149,6 +166,17 @@ class Node(abc.ABC):
 
     def _no_messages(self) -> bool:
         return self._had_messages and self.depth == 0
+
+    def unused(self) -> bool:
+        """Whether the node was made on first use and is now of no use: no link, nothing
+        held (``BrokerConfig.auto_delete``). Only a node the broker names at its address."""
+        return (
+            self.auto
+            and not self.deleted
+            and not self.links
+            and self.depth == 0
+            and self.broker.nodes.get(self.address) is self
+        )
 
     def emptied(self) -> bool:
         """A message left: whether the lifetime policy now deletes the node (3.5.12)."""
@@ -175,7 +203,12 @@ class Queue(Node):
     kind = "queue"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         self._levels: dict[int, deque[StoredMessage]] = {}
@@ -203,15 +236,50 @@ class Queue(Node):
 
     def offer(self, message: StoredMessage) -> str | None:
         config = self.broker.config
-        if config.max_queue_depth is not None and self.depth >= config.max_queue_depth:
-            return f"queue {self.address!r} holds its maximum of {config.max_queue_depth}"
-        limit = config.max_queue_bytes
-        if limit is not None and self.bytes + message.size > limit:
-            return f"queue {self.address!r} would exceed its maximum of {limit} bytes"
+        why = self._full(message, config)
+        if why is not None and config.queue_overflow == DROP_HEAD:
+            limit = config.max_queue_bytes
+            if limit is None or message.size <= limit:  # (one that could never fit: refused)
+                while why is not None and self._drop_head():
+                    why = self._full(message, config)
+        if why is not None:
+            return why
         self.broker.store.put(self, message)
         self._put(message, front=False)
         self._had_messages = True
         return None
+
+    def _full(self, message: StoredMessage, config: BrokerConfig) -> str | None:
+        """Why the queue cannot take ``message`` (``max_queue_depth``, ``max_queue_bytes``
+        counting what waits: out with a consumer, a message counts for the depth only)."""
+        limit = config.max_queue_depth
+        if limit is not None and self.depth >= limit:
+            return f"queue {self.address!r} holds its maximum of {limit} messages"
+        limit = config.max_queue_bytes
+        if limit is not None and self.bytes + message.size > limit:
+            return f"queue {self.address!r} would exceed its maximum of {limit} bytes"
+        return None
+
+    def _drop_head(self) -> bool:
+        """Make room (``queue_overflow`` drop-head): the oldest waiting message goes to
+        the dead-letter queue (not from the dead-letter queue itself), or is dropped;
+        counted in ``Broker.overflowed``. False when nothing waits (every message is out
+        with a consumer)."""
+        oldest: StoredMessage | None = None
+        available = self.available
+        for level in self._levels.values():
+            while level and (level[0].dropped or available.get(level[0].seq) is not level[0]):
+                level.popleft()  # taken or expired while it waited
+            if level and (oldest is None or level[0].seq < oldest.seq):
+                oldest = level[0]
+        if oldest is None:
+            return False
+        broker = self.broker
+        if self.address != broker.config.dead_letter or self.subscription is not None:
+            broker._dead_letter(oldest)
+        self.drop(oldest)
+        broker.overflowed += 1
+        return True
 
     def restore(self, message: StoredMessage) -> None:
         """Take back a message a durable store kept (at the back of its priority: the
@@ -380,7 +448,7 @@ class Queue(Node):
         for browser in self.browsers:
             self._browse(browser, wall)
         for consumer in consumers:
-            if consumer.credit > 0:
+            if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
 
     def _browse(self, browser: Consumer, wall: float) -> None:
@@ -400,7 +468,7 @@ class Queue(Node):
                 browser.deliver(message, self)
                 if browser.credit <= 0:
                     break
-        if browser.credit > 0:
+        if browser.credit > 0 or browser.blocked:
             browser.drained()
 
     def clear(self) -> None:
@@ -421,7 +489,12 @@ class Topic(Node):
     kind = "topic"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         #: The buffers, by consumer (or by kept subscription).
@@ -430,6 +503,10 @@ class Topic(Node):
     @property
     def depth(self) -> int:
         return sum(q.depth for q in self.subscriptions.values())
+
+    def unused(self) -> bool:
+        # A topic holds nothing of its own: unused with no link and no subscription kept.
+        return not self.subscriptions and super().unused()
 
     def offer(self, message: StoredMessage) -> str | None:
         broker = self.broker
@@ -469,7 +546,7 @@ class Topic(Node):
         else:
             subscription.buffer.remove_consumer(consumer)  # kept, or dropped by the broker
 
-    def drop_subscription(self, subscription: Any) -> None:
+    def drop_subscription(self, subscription: Subscription) -> None:
         """A kept subscription is deleted: its buffer and what it holds go."""
         self.subscriptions.pop(subscription, None)
         subscription.buffer.clear()

@@ -10,8 +10,11 @@ as a reply-to queue): it never makes one, so a mistyped reply-to address is answ
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..codec.decoder import decode_from
 from ..codec.types import Symbol
+from ..definitions.messaging import Properties
 from ._store import _section_code
 
 __all__ = ["ANONYMOUS_RELAY", "relay_address"]
@@ -34,7 +37,7 @@ def relay_address(data: bytes) -> str | None:
             return None
         value, end = decode_from(data, pos)
         if code == _PROPERTIES:
-            to = value.to
+            to = cast(Properties, value).to
             return to if isinstance(to, str) else None
         pos = end
     return None

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
 from ..codec.decoder import decode_from
-from ..codec.types import Described, Symbol, Timestamp, ULong
+from ..codec.types import AMQPValue, Described, Symbol, Timestamp, ULong
 from ..definitions.messaging import ApplicationProperties, Header, Properties
 from ..errors import DecodeError, RemoteProtocolError
 
@@ -737,7 +737,7 @@ class Selector:
     def __repr__(self) -> str:
         return f"Selector({self.text!r})"
 
-    def evaluate(self, fields: Lookup | Mapping[str, Any]) -> bool | None:
+    def evaluate(self, fields: Lookup | Mapping[str, object]) -> bool | None:
         """TRUE, FALSE or UNKNOWN (None) for a message whose identifiers are ``fields``: a
         :class:`MessageFields`, any function from a name to a value, or a mapping of names
         to values (a missing name is NULL; values are taken as :class:`MessageFields` takes
@@ -753,7 +753,7 @@ class Selector:
             get = fields
         return _truth(self._fn(get))
 
-    def matches(self, fields: Lookup | Mapping[str, Any]) -> bool:
+    def matches(self, fields: Lookup | Mapping[str, object]) -> bool:
         """Whether the message is selected: the selector is TRUE for it."""
         return self.evaluate(fields) is True
 
@@ -942,7 +942,7 @@ _SPECIAL: dict[str, Callable[[MessageFields], Value]] = {
 }
 
 
-def selector_filter(filters: Any) -> tuple[Any, Any, str] | None:
+def selector_filter(filters: object) -> tuple[AMQPValue, Described, str] | None:
     """The selector filter of a source's filter-set (core spec 3.5.8), whatever its key
     (Proton names it ``selector``, Qpid JMS ``jms-selector``): ``(key, value, text)``, with
     the entry's key and value as given, or None if there is none (or its text is blank,
@@ -950,7 +950,7 @@ def selector_filter(filters: Any) -> tuple[Any, Any, str] | None:
     :class:`SelectorError` when its value is not a string, or there are two."""
     if not isinstance(filters, Mapping):
         return None
-    found: tuple[Any, Any, str] | None = None
+    found: tuple[AMQPValue, Described, str] | None = None
     for key, value in filters.items():
         if not isinstance(value, Described):
             continue

@@ -14,12 +14,12 @@ gives the broker back what it kept.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from ..codec.decoder import decode_from
 from ..codec.encoder import encode
 from ..definitions.message import Message
-from ..definitions.messaging import Header
+from ..definitions.messaging import Header, MessageAnnotations, Properties
 from ..errors import DecodeError
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class StoredMessage:
                 break
             value, end = decode_from(data, pos)  # read when the message arrived: well formed
             if code == _MESSAGE_ANNOTATIONS:
-                merged = dict(value.value or {})
+                merged = dict(cast(MessageAnnotations, value).value or {})
             else:
                 kept += data[pos:end]
             pos = end
@@ -151,10 +151,11 @@ def parse_message(data: bytes, *, seq: int, wall: float) -> StoredMessage:
             break
         value, end = decode_from(data, pos)  # the decoder checks each section's type
         if code == _HEADER and pos == 0:
-            header, rest = value, end
+            header, rest = cast(Header, value), end
         elif code == _PROPERTIES:
-            if value.absolute_expiry_time is not None:
-                expires = int(value.absolute_expiry_time) / 1000.0
+            expiry = cast(Properties, value).absolute_expiry_time
+            if expiry is not None:
+                expires = int(expiry) / 1000.0
             break
         pos = end
     if header is not None and header.ttl is not None:

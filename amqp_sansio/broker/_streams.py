@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..codec.types import Described, Symbol
-from ..definitions.messaging import Source
+from ..definitions.messaging import LifetimePolicy, Source
 from ._nodes import Consumer, Node, NodeBroker
 from ._store import StoredMessage
 
@@ -107,7 +107,12 @@ class Stream(Node):
     kind = "stream"
 
     def __init__(
-        self, broker: NodeBroker, address: str, *, dynamic: bool = False, policy: Any = None
+        self,
+        broker: NodeBroker,
+        address: str,
+        *,
+        dynamic: bool = False,
+        policy: LifetimePolicy | None = None,
     ) -> None:
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         # The messages from offset ``first`` on are ``_log[_head:]``: retention moves
@@ -152,7 +157,7 @@ class Stream(Node):
             del self._log[: self._head]
             self._head = 0
 
-    def position(self, start: Any) -> int:
+    def position(self, start: int | str) -> int:
         """The offset a consumer asking for ``start`` (from :func:`offset_filter`) reads
         first: an offset dropped by retention gives the first one held; ``last`` is the
         newest message (the end when there is none), ``next`` the end."""
@@ -164,7 +169,7 @@ class Stream(Node):
             return max(self.first, self.end - 1)
         return max(int(start), self.first)
 
-    def bounds(self) -> dict[Any, Any]:
+    def bounds(self) -> dict[Symbol, int]:
         """The attach answer's properties: the first offset held and the end."""
         return {FIRST_OFFSET: self.first, NEXT_OFFSET: self.end}
 
@@ -182,7 +187,7 @@ class Stream(Node):
                 offset = max(consumer.cursor, self.first)
                 consumer.cursor = offset + 1
                 consumer.deliver(self._log[self._head + offset - self.first], self)
-            if consumer.credit > 0:
+            if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
 
     def clear(self) -> None:

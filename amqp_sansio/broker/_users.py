@@ -185,7 +185,7 @@ def _credentials(value: Any) -> ScramCredentials:
     )
 
 
-def scram_entry(password: str, *, mechanism: str = "SCRAM-SHA-256") -> dict[str, Any]:
+def scram_entry(password: str, *, mechanism: str = "SCRAM-SHA-256") -> dict[str, str | int]:
     """The users file's entry for SCRAM credentials derived from ``password`` (so that the
     file need not hold the password itself)."""
     c = derive_scram_credentials(password, mechanism=mechanism)

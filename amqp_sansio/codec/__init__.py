@@ -10,6 +10,7 @@ from .decoder import DEFAULT_MAX_DEPTH, MAX_ZERO_WIDTH_ELEMENTS, decode, decode_
 from .encoder import encode, encode_into
 from .types import (
     AMQPType,
+    AMQPValue,
     Array,
     Byte,
     Char,
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "MAX_ZERO_WIDTH_ELEMENTS",
     "AMQPType",
+    "AMQPValue",
     "Array",
     "Byte",
     "Char",

@@ -22,7 +22,18 @@ import attrs
 
 from ..errors import DecodeError, EncodeError, InvalidFieldError
 from . import decoder, encoder
-from .types import AMQPType, Array, Described, Symbol, Timestamp, UByte, UInt, ULong, UShort
+from .types import (
+    AMQPType,
+    AMQPValue,
+    Array,
+    Described,
+    Symbol,
+    Timestamp,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
+)
 
 __all__ = ["amqp", "composite", "restricted"]
 
@@ -71,8 +82,9 @@ def amqp(
     return {"amqp": FieldSpec(kind, mandatory, multiple, requires, enum)}
 
 
-def to_tuple(value: Iterable[Any] | str | None) -> tuple[Any, ...] | None:
-    """Converter for ``multiple`` fields: one value or an iterable of values, kept as a tuple.
+def to_tuple(value: Iterable[AMQPValue] | str | bytes | None) -> tuple[AMQPValue, ...] | None:
+    """Converter for ``multiple`` fields: one value or an iterable of values (a list, a tuple,
+    an :class:`Array`), kept as a tuple.
     No values at all is held as ``None``: core spec 1.4 makes an empty array and null the
     same."""
     if value is None:

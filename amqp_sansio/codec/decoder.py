@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import DecodeError
 from .types import (
     AMQPType,
+    AMQPValue,
     Array,
     Byte,
     Char,
@@ -562,7 +563,7 @@ def _as_bytes(data: bytes | bytearray | memoryview) -> bytes:
 
 def decode_from(
     data: bytes | bytearray | memoryview, offset: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH
-) -> tuple[Any, int]:
+) -> tuple[AMQPValue, int]:
     """Decode the one value that starts at ``offset``; return it with the offset after it.
 
     This is the incremental form: the frame parser uses it to read a performative and find
@@ -579,7 +580,9 @@ def decode_from(
         raise as_decode_error(exc, offset) from None
 
 
-def decode(data: bytes | bytearray | memoryview, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+def decode(
+    data: bytes | bytearray | memoryview, *, max_depth: int = DEFAULT_MAX_DEPTH
+) -> AMQPValue:
     """Decode exactly one AMQP value; trailing bytes are an error.
 
     Raises :class:`~amqp_sansio.DecodeError` (condition ``amqp:decode-error``) for anything

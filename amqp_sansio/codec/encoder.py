@@ -535,16 +535,20 @@ def register_encoder(cls: type, encoder: Encoder) -> None:
     _ENCODERS[cls] = encoder
 
 
-def encode_into(value: Any, out: bytearray) -> None:
-    """Append the AMQP encoding of ``value`` to ``out``."""
+def encode_into(value: object, out: bytearray) -> None:
+    """Append the AMQP encoding of ``value`` (an :data:`AMQPValue`) to ``out``."""
     f = _ENCODERS.get(type(value))
     if f is None:
         f = _lookup(value)
     f(value, out)
 
 
-def encode(value: Any) -> bytes:
+def encode(value: object) -> bytes:
     """Encode one value with the smallest encoding its AMQP type allows (core spec 1.6).
+
+    ``value`` is an :data:`~amqp_sansio.codec.AMQPValue`; it is typed ``object`` because the
+    containers are checked as they are written (a ``list[int]`` is as good as a
+    ``list[AMQPValue]``), and anything else raises.
 
     Raises :class:`~amqp_sansio.EncodeError` for a value with no AMQP type, out of its type's
     range, or nested so deeply (or self-referencing) that it cannot be written.
@@ -554,12 +558,12 @@ def encode(value: Any) -> bytes:
     return bytes(out)
 
 
-def guarded_encode_into(value: Any, out: bytearray) -> None:
+def guarded_encode_into(value: object, out: bytearray) -> None:
     """:func:`encode_into`, with every failure turned into an EncodeError."""
     guarded(encode_into, value, out)
 
 
-def guarded(encoder: Encoder, value: Any, out: bytearray) -> None:
+def guarded(encoder: Encoder, value: object, out: bytearray) -> None:
     """Run ``encoder(value, out)``, turning every low-level failure into an EncodeError."""
     try:
         encoder(value, out)

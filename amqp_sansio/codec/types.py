@@ -14,13 +14,30 @@ import decimal as _decimal
 import enum
 import operator
 import struct
-from collections.abc import Iterable
-from typing import Any
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, Union
 
 import attrs
 
+if TYPE_CHECKING:
+    # The message sections are restricted types, not composites: the definitions register
+    # them with the codec, so decode returns them as well (for the types only: the codec
+    # does not import the definitions).
+    from ..definitions.messaging import (
+        AmqpSequence,
+        AmqpValue,
+        ApplicationProperties,
+        Data,
+        DeliveryAnnotations,
+        Footer,
+        MessageAnnotations,
+    )
+    from .composite import Composite
+
 __all__ = [
     "AMQPType",
+    "AMQPValue",
     "Array",
     "Byte",
     "Char",
@@ -69,12 +86,16 @@ class AMQPType(enum.Enum):
     ARRAY = "array"
 
 
+_I = TypeVar("_I", bound="_BoundedInt")
+_D = TypeVar("_D", bound="_DecimalBID")
+
+
 class _BoundedInt(int):
     _min: int = 0
     _max: int = 0
     __slots__ = ()
 
-    def __new__(cls, value: int = 0) -> Any:
+    def __new__(cls: type[_I], value: int = 0) -> _I:
         if isinstance(value, bool):
             raise TypeError(f"{cls.__name__} takes an integer, not a bool")
         if not isinstance(value, int):
@@ -259,7 +280,7 @@ class _DecimalBID:
         return self.bits.to_bytes(self._width // 8, "big")
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Any:
+    def from_bytes(cls: type[_D], data: bytes) -> _D:
         if len(data) != cls._width // 8:
             raise ValueError(f"{cls.__name__} takes exactly {cls._width // 8} bytes")
         return cls(int.from_bytes(data, "big"))
@@ -298,7 +319,7 @@ class _DecimalBID:
         return _decimal.Decimal((sign, digits, exponent - self._bias))
 
     @classmethod
-    def from_decimal(cls, value: _decimal.Decimal | str | int) -> Any:
+    def from_decimal(cls: type[_D], value: _decimal.Decimal | str | int) -> _D:
         """Encode a decimal exactly; raises ValueError when it needs more digits or a larger
         exponent than this format holds (no rounding is done behind your back)."""
         d = _decimal.Decimal(value)
@@ -366,11 +387,11 @@ class Described:
     (performatives, sections, outcomes, ...) decode to their own classes instead.
     """
 
-    descriptor: Any
-    value: Any
+    descriptor: AMQPValue
+    value: AMQPValue
 
 
-def _to_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+def _to_tuple(items: Iterable[AMQPValue]) -> tuple[AMQPValue, ...]:
     return tuple(items)
 
 
@@ -384,14 +405,48 @@ class Array:
     """
 
     type: AMQPType
-    items: tuple[Any, ...] = attrs.field(converter=_to_tuple)
-    descriptor: Any = None
+    items: tuple[AMQPValue, ...] = attrs.field(converter=_to_tuple)
+    descriptor: AMQPValue = None
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[AMQPValue]:
         return iter(self.items)
 
-    def __getitem__(self, index: int) -> Any:
+    def __getitem__(self, index: int) -> AMQPValue:
         return self.items[index]
+
+
+#: An AMQP value as Python holds it (core spec 1.6; see the codec docs for the mapping): what
+#: :func:`~amqp_sansio.decode` returns and what :func:`~amqp_sansio.encode` writes. The
+#: wrappers that subclass ``int``, ``float`` and ``str`` (:class:`UInt`, :class:`Float`,
+#: :class:`Symbol`, ...) are in those arms; a composite is a performative, outcome, terminus,
+#: transaction type or the header or properties section, and the other message sections
+#: (core spec 3.2) have their own classes; a tuple is written as a list (and is how a list
+#: used as a map key decodes).
+AMQPValue: TypeAlias = Union[
+    bool,
+    int,
+    float,
+    str,
+    bytes,
+    uuid.UUID,
+    Decimal32,
+    Decimal64,
+    Decimal128,
+    Described,
+    Array,
+    "Composite",
+    "Data",
+    "AmqpSequence",
+    "AmqpValue",
+    "DeliveryAnnotations",
+    "MessageAnnotations",
+    "ApplicationProperties",
+    "Footer",
+    "list[AMQPValue]",
+    "tuple[AMQPValue, ...]",
+    "dict[AMQPValue, AMQPValue]",
+    None,
+]

@@ -15,12 +15,12 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from ..codec import decoder, encoder
-from ..codec.types import Symbol, ULong
+from ..codec.types import AMQPValue, Symbol, ULong
 from ..errors import DecodeError, EncodeError
 from .messaging import (
     AmqpSequence,
@@ -36,7 +36,9 @@ __all__ = ["Body", "Message"]
 Body = Data | AmqpValue | AmqpSequence | tuple[Data, ...] | tuple[AmqpSequence, ...] | None
 
 
-def _to_body(value: Any) -> Body:
+def _to_body(
+    value: AMQPValue | bytearray | memoryview | list[Data] | list[AmqpSequence],
+) -> Body:
     """Body converter: ``bytes`` become a data section; a section or a tuple/list of data or
     amqp-sequence sections is kept; any other value becomes an amqp-value section."""
     kind = type(value)
@@ -45,7 +47,7 @@ def _to_body(value: Any) -> Body:
         _DATA_SET(section, value)
         return section
     if value is None or kind is Data or kind is AmqpValue or kind is AmqpSequence:
-        return value  # type: ignore[no-any-return]
+        return cast(Body, value)
     if isinstance(value, bytes | bytearray | memoryview):
         return Data(bytes(value))
     if (
@@ -54,10 +56,10 @@ def _to_body(value: Any) -> Body:
         and (all(type(v) is Data for v in value) or all(type(v) is AmqpSequence for v in value))
     ):
         # One section is held as itself, so that equal messages compare equal.
-        return value[0] if len(value) == 1 else tuple(value)
+        return cast(Body, value[0] if len(value) == 1 else tuple(value))
     if isinstance(value, list | tuple) and any(type(v) in (Data, AmqpSequence) for v in value):
         raise TypeError("a body holds data sections or amqp-sequence sections, not a mix")
-    return AmqpValue(value)
+    return AmqpValue(cast(AMQPValue, value))
 
 
 _SECTION_NAMES = {

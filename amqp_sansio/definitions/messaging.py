@@ -5,13 +5,15 @@ lifetime policies of dynamic nodes (3.5.10-3.5.13)."""
 from __future__ import annotations
 
 import enum
-from typing import Any
+import uuid
+from typing import Any, TypeAlias
 
 import attrs
 
 from ..codec.composite import Composite, amqp, composite, restricted, to_bytes, to_tuple
-from ..codec.types import Symbol
+from ..codec.types import AMQPValue, Described, Symbol
 from .performatives import Error
+from .transactions import Declared, TransactionalState
 
 __all__ = [
     "Accepted",
@@ -24,10 +26,13 @@ __all__ = [
     "DeleteOnNoLinksOrMessages",
     "DeleteOnNoMessages",
     "DeliveryAnnotations",
+    "DeliveryState",
+    "LifetimePolicy",
     "Footer",
     "Header",
     "MessageAnnotations",
     "Modified",
+    "Outcome",
     "Properties",
     "Received",
     "Rejected",
@@ -67,7 +72,7 @@ def _section_bytes(value: bytes | bytearray | memoryview) -> bytes:
     return bytes(value)
 
 
-def _section_list(value: list[Any] | tuple[Any, ...]) -> list[Any]:
+def _section_list(value: list[AMQPValue] | tuple[AMQPValue, ...]) -> list[AMQPValue]:
     if not isinstance(value, list | tuple):
         raise TypeError(f"an amqp-sequence section holds a list, not {type(value).__name__}")
     return list(value)
@@ -108,12 +113,16 @@ class Properties(Composite):
     """Immutable properties of the bare message (core spec 3.2.4). A message-id given as a
     plain ``int`` is sent as a ulong (3.2.11)."""
 
-    message_id: Any = attrs.field(default=None, metadata=amqp("*", requires="message-id"))
+    message_id: int | uuid.UUID | bytes | str | None = attrs.field(
+        default=None, metadata=amqp("*", requires="message-id")
+    )
     user_id: bytes | None = attrs.field(default=None, converter=to_bytes, metadata=amqp("binary"))
     to: str | None = attrs.field(default=None, metadata=amqp("*", requires="address"))
     subject: str | None = attrs.field(default=None, metadata=amqp("string"))
     reply_to: str | None = attrs.field(default=None, metadata=amqp("*", requires="address"))
-    correlation_id: Any = attrs.field(default=None, metadata=amqp("*", requires="message-id"))
+    correlation_id: int | uuid.UUID | bytes | str | None = attrs.field(
+        default=None, metadata=amqp("*", requires="message-id")
+    )
     content_type: str | None = attrs.field(default=None, metadata=amqp("symbol"))
     content_encoding: str | None = attrs.field(default=None, metadata=amqp("symbol"))
     absolute_expiry_time: int | None = attrs.field(default=None, metadata=amqp("timestamp"))
@@ -145,7 +154,7 @@ class AmqpSequence:
     """An amqp-sequence section: a list of AMQP values (core spec 3.2.7). Any sequence given
     is held as a list, as it decodes."""
 
-    value: list[Any] = attrs.field(converter=_section_list)
+    value: list[AMQPValue] = attrs.field(converter=_section_list)
 
 
 @restricted(0x77, "amqp:amqp-value:*", "*", provides=("section",))
@@ -153,7 +162,7 @@ class AmqpSequence:
 class AmqpValue:
     """An amqp-value section: one AMQP value of any type (core spec 3.2.8)."""
 
-    value: Any
+    value: AMQPValue
 
 
 @restricted(0x78, "amqp:footer:map", "annotations", provides=("section",))
@@ -228,7 +237,9 @@ class Source(Composite):
     )
     distribution_mode: str | None = attrs.field(default=None, metadata=amqp("symbol"))
     filter: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
-    default_outcome: Any = attrs.field(default=None, metadata=amqp("*", requires="outcome"))
+    default_outcome: Outcome | None = attrs.field(
+        default=None, metadata=amqp("*", requires="outcome")
+    )
     outcomes: tuple[Symbol, ...] | None = attrs.field(
         default=None, converter=to_tuple, metadata=amqp("symbol", multiple=True)
     )
@@ -281,3 +292,26 @@ class DeleteOnNoMessages(Composite):
 @attrs.frozen(kw_only=True)
 class DeleteOnNoLinksOrMessages(Composite):
     """Delete the dynamic node once it has neither links nor messages (core spec 3.5.13)."""
+
+
+# -- the archetypes as unions -----------------------------------------------------------------
+
+#: An outcome (core spec 3.4, and :class:`~amqp_sansio.definitions.transactions.Declared` of
+#: 4.5.5): the terminal state of a delivery, as a source's ``default_outcome`` and inside a
+#: transactional state. A :class:`~amqp_sansio.Described` value is an outcome the library does
+#: not know (an extension), which the peer may send.
+Outcome: TypeAlias = Accepted | Rejected | Released | Modified | Declared | Described
+
+#: A delivery state (core spec 3.4, 4.5.5 and 4.5.6): what a transfer or a disposition
+#: carries, and what :meth:`~amqp_sansio.Link.update` and :meth:`~amqp_sansio.Link.settle`
+#: take. As for :data:`Outcome`, a :class:`~amqp_sansio.Described` value is one the library
+#: does not know.
+DeliveryState: TypeAlias = (
+    Received | Accepted | Rejected | Released | Modified | Declared | TransactionalState | Described
+)
+
+#: A lifetime policy of a dynamic node (core spec 3.5.10-3.5.13), as the ``lifetime-policy``
+#: entry of a terminus's ``dynamic_node_properties``.
+LifetimePolicy: TypeAlias = (
+    DeleteOnClose | DeleteOnNoLinks | DeleteOnNoMessages | DeleteOnNoLinksOrMessages
+)

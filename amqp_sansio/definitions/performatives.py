@@ -9,12 +9,16 @@ equivalent.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ..codec.composite import Composite, amqp, composite, to_bytes, to_tuple
-from ..codec.types import Symbol
+from ..codec.types import Described, Symbol
+
+if TYPE_CHECKING:  # messaging imports this module (for Error)
+    from .messaging import DeliveryState, Source, Target
+    from .transactions import Coordinator
 
 __all__ = [
     "Attach",
@@ -157,8 +161,12 @@ class Attach(Performative):
     rcv_settle_mode: ReceiverSettleMode = attrs.field(
         default=ReceiverSettleMode.FIRST, metadata=amqp("ubyte", enum=ReceiverSettleMode)
     )
-    source: Any = attrs.field(default=None, metadata=amqp("*", requires="source"))
-    target: Any = attrs.field(default=None, metadata=amqp("*", requires="target"))
+    source: Source | Described | None = attrs.field(
+        default=None, metadata=amqp("*", requires="source")
+    )
+    target: Target | Coordinator | Described | None = attrs.field(
+        default=None, metadata=amqp("*", requires="target")
+    )
     unsettled: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("map"))
     incomplete_unsettled: bool = attrs.field(default=False, metadata=amqp("boolean"))
     initial_delivery_count: int | None = attrs.field(default=None, metadata=amqp("uint"))
@@ -207,7 +215,9 @@ class Transfer(Performative):
     rcv_settle_mode: ReceiverSettleMode | None = attrs.field(
         default=None, metadata=amqp("ubyte", enum=ReceiverSettleMode)
     )
-    state: Any = attrs.field(default=None, metadata=amqp("*", requires="delivery-state"))
+    state: DeliveryState | None = attrs.field(
+        default=None, metadata=amqp("*", requires="delivery-state")
+    )
     resume: bool = attrs.field(default=False, metadata=amqp("boolean"))
     aborted: bool = attrs.field(default=False, metadata=amqp("boolean"))
     batchable: bool = attrs.field(default=False, metadata=amqp("boolean"))
@@ -222,7 +232,9 @@ class Disposition(Performative):
     first: int = attrs.field(metadata=amqp("uint", mandatory=True))
     last: int | None = attrs.field(default=None, metadata=amqp("uint"))
     settled: bool = attrs.field(default=False, metadata=amqp("boolean"))
-    state: Any = attrs.field(default=None, metadata=amqp("*", requires="delivery-state"))
+    state: DeliveryState | None = attrs.field(
+        default=None, metadata=amqp("*", requires="delivery-state")
+    )
     batchable: bool = attrs.field(default=False, metadata=amqp("boolean"))
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ..codec.composite import Composite, amqp, composite, to_tuple
-from ..codec.types import Symbol
+from ..codec.types import AMQPValue, Symbol
+
+if TYPE_CHECKING:  # messaging imports this module, for its unions
+    from .messaging import Outcome
 
 __all__ = [
     "Coordinator",
@@ -46,7 +49,7 @@ class Coordinator(Composite):
 class Declare(Composite):
     """Ask the coordinator for a new transaction (core spec 4.5.2)."""
 
-    global_id: Any = attrs.field(default=None, metadata=amqp("*", requires="global-tx-id"))
+    global_id: AMQPValue = attrs.field(default=None, metadata=amqp("*", requires="global-tx-id"))
 
 
 @composite(0x32, "amqp:discharge:list")
@@ -72,4 +75,4 @@ class TransactionalState(Composite):
     """The state of a delivery within a transaction (core spec 4.5.6)."""
 
     txn_id: bytes = attrs.field(metadata=amqp("*", mandatory=True, requires="txn-id"))
-    outcome: Any = attrs.field(default=None, metadata=amqp("*", requires="outcome"))
+    outcome: Outcome | None = attrs.field(default=None, metadata=amqp("*", requires="outcome"))

@@ -22,7 +22,7 @@ refusing a peer's open, begin and attach, granting link credit, settling deliver
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from ..codec import decoder
@@ -129,8 +129,8 @@ class Connection:
         max_frame_size: int = 65536,
         channel_max: int = 65535,
         idle_timeout: float | None = None,
-        offered_capabilities: Any = None,
-        desired_capabilities: Any = None,
+        offered_capabilities: str | Iterable[str] | None = None,
+        desired_capabilities: str | Iterable[str] | None = None,
         properties: dict[Any, Any] | None = None,
         max_depth: int = decoder.DEFAULT_MAX_DEPTH,
         sasl: ClientCredentials | ServerAuthenticator | None = None,
@@ -437,8 +437,8 @@ class Connection:
         outgoing_window: int = _OUTGOING_WINDOW,
         handle_max: int = _HANDLE_MAX,
         properties: dict[Any, Any] | None = None,
-        offered_capabilities: Any = None,
-        desired_capabilities: Any = None,
+        offered_capabilities: str | Iterable[str] | None = None,
+        desired_capabilities: str | Iterable[str] | None = None,
     ) -> Session:
         """Begin a session (core spec 2.5.1) and return it."""
         session = Session(

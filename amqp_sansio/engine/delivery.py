@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..definitions.message import Message
 
 if TYPE_CHECKING:
+    from ..definitions.messaging import DeliveryState
     from .link import Link
     from .transactions import _Txn
 
@@ -80,8 +81,8 @@ class Delivery:
         self.message_format = message_format
         self.settled = False
         self.remote_settled = False
-        self.local_state: Any = None
-        self.remote_state: Any = None
+        self.local_state: DeliveryState | None = None
+        self.remote_state: DeliveryState | None = None
         self.aborted = False
         self.complete = False
         self.size = 0

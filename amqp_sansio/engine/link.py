@@ -33,7 +33,13 @@ from .peer_error import _PeerError
 from .states import CONNECTION_SENDING, LINK_TRANSITIONS, LinkInput, LinkState
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..codec.types import Described
+    from ..definitions.messaging import DeliveryState, Source, Target
+    from ..definitions.transactions import Coordinator
     from .session import Session
+    from .transactions import Transaction
 
 
 _LI = LinkInput
@@ -65,13 +71,13 @@ class Link:
         session: Session,
         name: str,
         *,
-        source: Any,
-        target: Any,
+        source: Source | Described | None,
+        target: Target | Coordinator | Described | None,
         snd_settle_mode: SenderSettleMode,
         rcv_settle_mode: ReceiverSettleMode,
         properties: dict[Any, Any] | None,
-        offered_capabilities: Any,
-        desired_capabilities: Any,
+        offered_capabilities: str | Iterable[str] | None,
+        desired_capabilities: str | Iterable[str] | None,
         max_message_size: int | None,
     ) -> None:
         self.session = session
@@ -128,7 +134,12 @@ class Link:
 
     # -- commands ---------------------------------------------------------------------------
 
-    def attach(self, *, source: Any = None, target: Any = None) -> None:
+    def attach(
+        self,
+        *,
+        source: Source | Described | None = None,
+        target: Target | Coordinator | Described | None = None,
+    ) -> None:
         """Send our attach: for a link we started, the first step; for a link the peer
         started (:class:`LinkAttached`), accepting it. A terminus not given is the link's
         own, or else the peer's. Refused (:class:`LocalProtocolError`), it changes nothing,
@@ -425,7 +436,13 @@ class Link:
         if self._controller:
             self.session._txn.outcome(self, delivery, state)  # a declare's or discharge's outcome
 
-    def update(self, delivery: Delivery, state: Any, *, transaction: Any = None) -> None:
+    def update(
+        self,
+        delivery: Delivery,
+        state: DeliveryState | None,
+        *,
+        transaction: Transaction | None = None,
+    ) -> None:
         """Tell the peer a new, unsettled state of ``delivery`` (core spec 2.7.6). With
         ``transaction``, the outcome ``state`` is retired in it (4.4.2); the outcome of a
         delivery that belongs to a live transaction goes in that one."""
@@ -440,7 +457,13 @@ class Link:
         delivery.local_state = state
         self.session._queue_disposition(self.role, delivery.id, False, state)
 
-    def settle(self, delivery: Delivery, state: Any = None, *, transaction: Any = None) -> None:
+    def settle(
+        self,
+        delivery: Delivery,
+        state: DeliveryState | None = None,
+        *,
+        transaction: Transaction | None = None,
+    ) -> None:
         """Settle ``delivery``, with a final state (an outcome) if given. On a receiver in
         rcv-settle-mode second the state is sent first and settlement waits for the sender's
         (core spec 2.8.3). Settling is idempotent (2.6): a settled delivery stays as it is.

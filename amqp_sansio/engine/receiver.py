@@ -27,6 +27,8 @@ from .peer_error import _PeerError
 from .serial import serial_add, serial_diff
 
 if TYPE_CHECKING:
+    from .transactions import Transaction
+
     pass
 
 
@@ -52,7 +54,9 @@ class Receiver(Link):
         #: sender may have seen, whatever we lowered the credit to since.
         self._granted_limit = 0
 
-    def flow(self, credit: int, *, drain: bool = False, transaction: Any = None) -> None:
+    def flow(
+        self, credit: int, *, drain: bool = False, transaction: Transaction | None = None
+    ) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
         from now) and the drain flag, and send the flow state (core spec 2.6.7). With
         ``transaction``, what the sender sends from now on is acquired in it (4.4.3).

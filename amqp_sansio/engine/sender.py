@@ -23,7 +23,8 @@ from .link import Link
 from .serial import serial_add, serial_diff
 
 if TYPE_CHECKING:
-    pass
+    from ..definitions.messaging import DeliveryState
+    from .transactions import Transaction
 
 
 _UINT_MAX = 0xFFFFFFFF
@@ -69,8 +70,8 @@ class Sender(Link):
         message_format: int = 0,
         more: bool = False,
         delivery: Delivery | None = None,
-        state: Any = None,
-        transaction: Any = None,
+        state: DeliveryState | None = None,
+        transaction: Transaction | None = None,
     ) -> Delivery:
         """Send a message (an encoded :class:`~amqp_sansio.Message`), or a chunk of one.
 

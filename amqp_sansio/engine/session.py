@@ -56,6 +56,7 @@ from .states import (
 )
 
 if TYPE_CHECKING:
+    from ..codec.types import Described
     from .connection import Connection
     from .transactions import Controller
 
@@ -91,8 +92,8 @@ class Session:
         outgoing_window: int,
         handle_max: int,
         properties: dict[Any, Any] | None,
-        offered_capabilities: Any,
-        desired_capabilities: Any,
+        offered_capabilities: str | Iterable[str] | None,
+        desired_capabilities: str | Iterable[str] | None,
     ) -> None:
         self.connection = conn
         #: Transactions (core spec part 4), as the connection hands them down.
@@ -197,13 +198,13 @@ class Session:
         self,
         name: str,
         *,
-        source: Any = None,
-        target: Any = None,
+        source: Source | Described | str | None = None,
+        target: Target | Coordinator | Described | str | None = None,
         snd_settle_mode: SenderSettleMode = SenderSettleMode.MIXED,
         rcv_settle_mode: ReceiverSettleMode = ReceiverSettleMode.FIRST,
         properties: dict[Any, Any] | None = None,
-        offered_capabilities: Any = None,
-        desired_capabilities: Any = None,
+        offered_capabilities: str | Iterable[str] | None = None,
+        desired_capabilities: str | Iterable[str] | None = None,
         max_message_size: int | None = None,
         initial_delivery_count: int = 0,
         max_unsettled: int | None = None,
@@ -233,13 +234,13 @@ class Session:
         self,
         name: str,
         *,
-        source: Any = None,
-        target: Any = None,
+        source: Source | Described | str | None = None,
+        target: Target | Coordinator | Described | str | None = None,
         snd_settle_mode: SenderSettleMode = SenderSettleMode.MIXED,
         rcv_settle_mode: ReceiverSettleMode = ReceiverSettleMode.FIRST,
         properties: dict[Any, Any] | None = None,
-        offered_capabilities: Any = None,
-        desired_capabilities: Any = None,
+        offered_capabilities: str | Iterable[str] | None = None,
+        desired_capabilities: str | Iterable[str] | None = None,
         max_message_size: int | None = None,
         max_unsettled: int | None = None,
     ) -> Receiver:

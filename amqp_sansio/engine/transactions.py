@@ -33,9 +33,19 @@ from typing import Any
 
 import attrs
 
-from ..codec.types import Symbol
+from ..codec.types import AMQPValue, Described, Symbol
 from ..definitions.message import Message
-from ..definitions.messaging import Accepted, AmqpValue, Modified, Rejected, Released, Source
+from ..definitions.messaging import (
+    Accepted,
+    AmqpValue,
+    DeliveryState,
+    Modified,
+    Outcome,
+    Rejected,
+    Released,
+    Source,
+    Target,
+)
 from ..definitions.performatives import Error, ReceiverSettleMode, SenderSettleMode
 from ..definitions.transactions import (
     Coordinator,
@@ -102,10 +112,10 @@ class _Txn:
         #: Why it failed or was rolled back, when the peer said.
         self.error: Error | None = None
         self._posted: list[Delivery] = []
-        self._retired: dict[Delivery, Any] = {}
+        self._retired: dict[Delivery, Outcome | None] = {}
         #: What the retired deliveries' state was before their transactional outcome:
         #: restored on rollback, when they are live again (4.4.2).
-        self._previous: dict[Delivery, Any] = {}
+        self._previous: dict[Delivery, DeliveryState | None] = {}
         self.acquired: list[Delivery] = []
 
     def __repr__(self) -> str:
@@ -122,8 +132,9 @@ class _Txn:
         return [d for d in self._posted if not d.aborted]
 
     @property
-    def retired(self) -> list[tuple[Delivery, Any]]:
-        """``(delivery, outcome)`` for each delivery retired in this transaction (4.4.2)."""
+    def retired(self) -> list[tuple[Delivery, Outcome | None]]:
+        """``(delivery, outcome)`` for each delivery retired in this transaction (4.4.2); the
+        outcome is None where the controller's transactional state named none."""
         return list(self._retired.items())
 
     def _move(self, what: TransactionInput) -> None:
@@ -140,7 +151,7 @@ class Transaction(_Txn):
     ``posted``, ``retired`` and ``acquired`` list the work associated with it; their
     outcomes are final only once :class:`TransactionDischarged` says ``committed``."""
 
-    def __init__(self, controller: Controller, global_id: Any) -> None:
+    def __init__(self, controller: Controller, global_id: AMQPValue) -> None:
         super().__init__()
         self.controller = controller
         self.global_id = global_id
@@ -158,7 +169,7 @@ class TransactionRecord(_Txn):
     sent that the controller retired in it (the outcome applies only on commit);
     ``acquired``: the deliveries we sent on links the controller's flow put in it."""
 
-    def __init__(self, link: CoordinatorLink, txn_id: bytes, global_id: Any) -> None:
+    def __init__(self, link: CoordinatorLink, txn_id: bytes, global_id: AMQPValue) -> None:
         super().__init__()
         self.link = link
         self.id: bytes = txn_id
@@ -321,10 +332,10 @@ class Controller(Sender):
         target = None if self.remote is None else self.remote.target
         return tuple(target.capabilities or ()) if isinstance(target, Coordinator) else ()
 
-    def send(self, *args: Any, **kwargs: Any) -> Delivery:
+    def send(self, *args: object, **kwargs: object) -> Delivery:
         raise LocalProtocolError("a control link carries declares and discharges only (4.1)")
 
-    def declare(self, *, global_id: Any = None) -> Transaction:
+    def declare(self, *, global_id: AMQPValue = None) -> Transaction:
         """Ask the coordinator for a new transaction; :class:`TransactionDeclared` (or
         :class:`TransactionDeclareFailed`) follows. Takes a unit of credit, as a send does.
         ``global_id`` needs a coordinator with distributed transactions (4.5.2)."""
@@ -457,8 +468,8 @@ class CoordinatorLink(Receiver):
     def attach(
         self,
         *,
-        source: Any = None,
-        target: Any = None,
+        source: Source | Described | None = None,
+        target: Target | Coordinator | Described | None = None,
         capabilities: Iterable[Symbol] = DEFAULT_CAPABILITIES,
     ) -> None:
         """Accept the controller's link, saying which ``capabilities`` this coordinator
@@ -583,7 +594,7 @@ class _Request:
 class DeclareRequest(_Request):
     """A controller's declare (4.2), handed over by :class:`DeclareRequested`."""
 
-    def __init__(self, link: CoordinatorLink, delivery: Delivery, global_id: Any) -> None:
+    def __init__(self, link: CoordinatorLink, delivery: Delivery, global_id: AMQPValue) -> None:
         super().__init__(link, delivery)
         #: The global transaction the controller names, if any (distributed transactions).
         self.global_id = global_id

@@ -22,7 +22,7 @@ import enum
 import re
 import ssl
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol, TypeAlias, cast
 
 import attrs
 
@@ -32,6 +32,8 @@ from ..framing import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
 
 __all__ = [
     "TLS_HEADER",
+    "DistinguishedName",
+    "PeerCertificate",
     "TLSClosed",
     "TLSEstablished",
     "TLSFailed",
@@ -44,6 +46,15 @@ __all__ = [
 ]
 
 _Password = str | bytes | Callable[[], str | bytes]
+
+#: A distinguished name as :meth:`ssl.SSLObject.getpeercert` decodes it: its relative
+#: distinguished names, most significant first, each a tuple of ``(attribute, value)`` pairs.
+DistinguishedName: TypeAlias = tuple[tuple[tuple[str, str], ...], ...]
+
+#: A certificate as :meth:`ssl.SSLObject.getpeercert` decodes it: ``"subject"`` and
+#: ``"issuer"`` are :data:`DistinguishedName`\ s, ``"subjectAltName"`` a tuple of
+#: ``(type, value)`` pairs, the rest (``"notAfter"``, ``"serialNumber"``, ...) strings.
+PeerCertificate: TypeAlias = dict[str, str | DistinguishedName | tuple[tuple[str, str], ...]]
 
 # -- events ------------------------------------------------------------------------------
 
@@ -58,7 +69,7 @@ class TLSEstablished(Event):
 
     version: str
     cipher: str
-    peer_certificate: dict[str, Any] | None
+    peer_certificate: PeerCertificate | None
     peer_identity: str | None
 
 
@@ -246,7 +257,7 @@ class TLSLayer:
         return self._info.cipher if self._info else None
 
     @property
-    def peer_certificate(self) -> dict[str, Any] | None:
+    def peer_certificate(self) -> PeerCertificate | None:
         """The peer's verified certificate, decoded as by :meth:`ssl.SSLObject.getpeercert`;
         None before the handshake, if the peer sent none, or if it was not verified."""
         return self._info.peer_certificate if self._info else None
@@ -377,7 +388,11 @@ class TLSLayer:
             version=self._ssl.version() or "",
             cipher=cipher[0] if cipher else "",
             peer_certificate=certificate,
-            peer_identity=subject_to_string(certificate["subject"]) if certificate else None,
+            peer_identity=(
+                subject_to_string(cast(DistinguishedName, certificate["subject"]))
+                if certificate
+                else None
+            ),
         )
         events.append(self._info)
         # Tell the layer above what it now runs over (5.2): SASL may then send PLAIN
@@ -514,7 +529,7 @@ def _escape(value: str) -> str:
     return out
 
 
-def subject_to_string(subject: Any) -> str | None:
+def subject_to_string(subject: DistinguishedName) -> str | None:
     """A certificate subject, as :meth:`ssl.SSLObject.getpeercert` decodes it (a tuple of
     relative distinguished names, most significant first), as an RFC 4514 string: least
     significant first, e.g. ``"CN=alice,OU=Dev,O=Example,C=GB"``. Attribute types RFC 4514
