@@ -1,24 +1,43 @@
 """The async high-level API, shared by :mod:`~amqp_sansio.adapters.aio` and
 :mod:`~amqp_sansio.adapters.trio_adapter`: :class:`Connection`, :class:`Sender`,
-:class:`Receiver`, :class:`Transaction`.
+:class:`Receiver`, :class:`Transaction`, and :func:`run`, the async runner of the calls'
+recipes (:mod:`amqp_sansio.client.recipes`).
 
 These classes only wait: every protocol decision is the core's
-(:mod:`amqp_sansio.client`), and all I/O is the driver's. A driver is the loop's
-own piece (see :class:`Driver`): it feeds the core, writes what it has to send, and wakes
-the waiters. So the two async adapters differ only in how a connection's background I/O is
-run (an asyncio task; a trio nursery) and how they wait, not in what a call does.
+(:mod:`amqp_sansio.client`), every call's steps are its recipe's, and all I/O is the
+driver's and the loop's. A driver is the loop's own piece (see :class:`Driver`): it feeds
+the core, writes what it has to send, and wakes the waiters; a :class:`Loop` sleeps,
+connects and starts drivers. So the two async adapters differ only in how a connection's
+background I/O is run (an asyncio task; a trio nursery) and how they wait, not in what a
+call does.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine
+from typing import Literal, Protocol, TypeVar, overload
 
 from amqp_sansio import Error, client
-from amqp_sansio.client import Delivery
+from amqp_sansio.client import Delivery, recipes
+from amqp_sansio.client.recipes import Recipe
 
-__all__ = ["CLOSE_GRACE", "Connection", "Driver", "Receiver", "Sender", "Transaction", "close_all"]
+__all__ = [
+    "CLOSE_GRACE",
+    "Connection",
+    "Driver",
+    "Loop",
+    "Receiver",
+    "Sender",
+    "Transaction",
+    "close_all",
+    "run",
+]
+
+T = TypeVar("T")
+
+_Wait = recipes.Wait
+_DRAIN = recipes.DRAIN
 
 #: How long a cleanup (a close, a transaction's discharge) may take when the block that
 #: ends is being cancelled, seconds.
@@ -29,6 +48,9 @@ class Driver(Protocol):
     """What an async adapter's driver gives the shared classes."""
 
     core: client.Core
+    #: A wait whose condition holds at once is no cancel point (asyncio's): :func:`run`
+    #: then need not call :meth:`wait`. (Trio's is one, and counts the calls.)
+    eager: bool
 
     async def wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
         """Wait until ``ready()`` (which raises what ends the wait); :class:`TimeoutError`
@@ -47,7 +69,74 @@ class Driver(Protocol):
         it completes even when the caller is being cancelled."""
 
 
-async def close_all(drivers: list[Any], timeout: float) -> None:
+class Loop(Protocol):
+    """What an async adapter's event loop gives :func:`run` for the steps that are not a
+    connection's: its clock, sleeping, connecting, starting and aborting a connection."""
+
+    def now(self) -> float:
+        """The loop's clock."""
+
+    async def sleep_until(self, deadline: float) -> None:
+        """Sleep until ``deadline`` on the loop's clock."""
+
+    async def connect(self, host: str, port: int, timeout: float | None) -> object:
+        """A new transport to ``host``:``port``; :class:`OSError` if it cannot be made,
+        :class:`TimeoutError` (``"timed out"``) after ``timeout`` seconds."""
+
+    def start(self, core: client.Core, transport: object, timeout: float | None) -> Connection:
+        """Drive ``core`` over ``transport`` (its I/O started): the connection."""
+
+    async def abort(self, conn: Connection) -> None:
+        """End ``conn``'s I/O at once (an open that failed)."""
+
+
+async def run(
+    recipe: Recipe[T], loop: Loop | None, driver: Driver | None, timeout: float | None
+) -> T:
+    """Carry out ``recipe`` (:mod:`amqp_sansio.client.recipes`): its waits on ``driver``
+    (each bounded by ``timeout``, None: no bound), its other steps on ``loop``; a
+    :class:`~amqp_sansio.client.recipes.Start` makes the connection whose driver the waits
+    use from then on. What a step raises (a time-out, a cancellation) is thrown into the
+    recipe."""
+    send = recipe.send
+    try:
+        step = send(None)
+        while True:
+            value: object = None
+            try:
+                if type(step) is _Wait:
+                    if not (driver.eager and step.ready()):  # type: ignore[union-attr]
+                        await driver.wait(step.ready, timeout)  # type: ignore[union-attr]
+                elif step is _DRAIN:
+                    await driver.drain()  # type: ignore[union-attr]
+                else:
+                    assert loop is not None
+                    if step is recipes.NOW:
+                        value = loop.now()
+                    elif isinstance(step, recipes.Sleep):
+                        await loop.sleep_until(step.until)
+                    elif isinstance(step, recipes.Connect):
+                        value = await loop.connect(step.host, step.port, step.timeout)
+                    elif isinstance(step, recipes.Start):
+                        value = conn = loop.start(step.core, step.transport, timeout)
+                        driver = conn._driver
+                    elif isinstance(step, recipes.Abort):
+                        assert isinstance(step.connection, Connection)
+                        await loop.abort(step.connection)
+                    else:  # pragma: no cover - every step is above
+                        raise TypeError(f"not a step: {step!r}")
+            # Thrown into the recipe, which raises it again (no recipe catches a
+            # cancellation: each catches only its own time-outs and errors).
+            except BaseException as exc:  # noqa: ASYNC103
+                step = recipe.throw(exc)
+            else:
+                step = send(value)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+
+
+async def close_all(drivers: list[Driver], timeout: float) -> None:
     """A server's close: send each connection's close, wait up to ``timeout`` for each
     answer, end each one's I/O."""
     for driver in drivers:
@@ -57,10 +146,6 @@ async def close_all(drivers: list[Any], timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
             await driver.wait(driver.core.close_ready, timeout)
         await driver.stop()
-
-
-def _always() -> bool:
-    return True
 
 
 class Connection:
@@ -82,8 +167,11 @@ class Connection:
     def __repr__(self) -> str:
         return f"<{self.adapter}.Connection {self.core.engine!r}>"
 
-    async def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
-        await self._driver.wait(ready, self.timeout if timeout is None else timeout)
+    def _run(self, recipe: Recipe[T], timeout: float | None) -> Coroutine[object, None, T]:
+        """Carry out a call's recipe, each wait bounded by ``timeout`` (None: the
+        connection's). (A plain function returning :func:`run`'s coroutine: one frame less
+        on every call.)"""
+        return run(recipe, None, self._driver, self.timeout if timeout is None else timeout)
 
     @property
     def reconnects(self) -> int:
@@ -100,10 +188,8 @@ class Connection:
     ) -> Sender:
         """Attach a sender to ``address`` (the URL's by default) once the peer answers;
         :class:`LinkDetachedError` if it refuses."""
-        await self._wait(self.core.connected_ready, timeout)
-        core = self.core.sender(address, settled=settled, name=name)
-        await self._wait(core.attach_ready, timeout)
-        return Sender(self, core, settled)
+        recipe = recipes.attach_sender(self.core, address, settled=settled, name=name)
+        return Sender(self, await self._run(recipe, timeout), settled)
 
     async def receiver(
         self,
@@ -114,7 +200,7 @@ class Connection:
         dynamic: bool = False,
         name: str | None = None,
         timeout: float | None = None,
-        filters: dict[Any, Any] | None = None,
+        filters: client.Filters | None = None,
         selector: str | None = None,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
@@ -122,8 +208,8 @@ class Connection:
         messages granted; ``filters``: the source's filter-set (core spec 3.5.8);
         ``selector``: a JMS message selector, added to it as the filter
         ``apache.org:selector-filter:string`` (key ``jms-selector``)."""
-        await self._wait(self.core.connected_ready, timeout)
-        core = self.core.receiver(
+        recipe = recipes.attach_receiver(
+            self.core,
             address,
             credit=credit,
             auto_accept=auto_accept,
@@ -132,8 +218,7 @@ class Connection:
             filters=filters,
             selector=selector,
         )
-        await self._wait(core.attach_ready, timeout)
-        return Receiver(self, core)
+        return Receiver(self, await self._run(recipe, timeout))
 
     def transaction(self, *, timeout: float | None = None) -> Transaction:
         """A transaction, declared on entering it (``async with``): committed when the
@@ -143,14 +228,11 @@ class Connection:
     async def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
         """Close the connection, wait (briefly) for the peer's answer, close the transport.
         Cancelled while it waits, it still closes the transport (then raises)."""
-        driver = self._driver
         try:
-            if not self.core.gone:
-                self.core.close(error)
-                with contextlib.suppress(TimeoutError):
-                    await driver.wait(self.core.close_ready, 5.0 if timeout is None else timeout)
+            bound = recipes.CLOSE_TIMEOUT if timeout is None else timeout
+            await self._run(recipes.close_connection(self.core, error), bound)
         finally:
-            await driver.stop()  # noqa: ASYNC102 (a driver's stop completes when cancelled)
+            await self._driver.stop()  # noqa: ASYNC102 (a driver's stop completes when cancelled)
 
     async def __aenter__(self) -> Connection:
         return self
@@ -165,33 +247,55 @@ class Sender(client.SenderBase):
 
     connection: Connection
 
+    @overload
     async def send(
         self,
-        message: Any,
+        message: client.Sendable,
         *,
         timeout: float | None = None,
-        transaction: Any = None,
+        transaction: Transaction | None = None,
+        wait: Literal[True] = True,
+    ) -> client.Outcome | None: ...
+
+    @overload
+    async def send(
+        self,
+        message: client.Sendable,
+        *,
+        timeout: float | None = None,
+        transaction: Transaction | None = None,
+        wait: Literal[False],
+    ) -> Tracker: ...
+
+    @overload
+    async def send(
+        self,
+        message: client.Sendable,
+        *,
+        timeout: float | None = None,
+        transaction: Transaction | None = None,
+        wait: bool,
+    ) -> client.Outcome | Tracker | None: ...
+
+    async def send(
+        self,
+        message: client.Sendable,
+        *,
+        timeout: float | None = None,
+        transaction: Transaction | None = None,
         wait: bool = True,
-    ) -> Any:
+    ) -> client.Outcome | Tracker | None:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
         send, and return the outcome, or None on a pre-settled sender (which waits for
         nothing but credit and the transport's write buffer). With ``wait=False``, return
         a :class:`Tracker` once the message is out, without waiting for its outcome: sends
         then follow each other under the receiver's credit instead of taking a round trip
         each (``await tracker.outcome()`` later)."""
-        data = client.encode(message)
-        conn = self.connection
-        await conn._wait(self.core.send_ready, timeout)
-        op = self.core.send(data, settled=self.settled, transaction=transaction)
-        await conn._driver.drain()
-        if not wait:
-            return Tracker(self, op)
-        await conn._wait(op.done, timeout)
-        return op.result()
+        recipe = recipes.send(self, message, transaction, wait, Tracker)
+        return await self.connection._run(recipe, timeout)
 
     async def close(self, *, timeout: float | None = None) -> None:
-        self.core.close()
-        await self.connection._wait(self.core.close_ready, timeout)
+        await self.connection._run(recipes.close_link(self.core), timeout)
 
 
 class Tracker(client.TrackerBase):
@@ -202,12 +306,10 @@ class Tracker(client.TrackerBase):
 
     sender: Sender
 
-    async def outcome(self, *, timeout: float | None = None) -> Any:
+    async def outcome(self, *, timeout: float | None = None) -> client.Outcome | None:
         """The receiver's outcome (None on a pre-settled sender); raises what ended the
         link or the connection first. A time-out leaves the delivery tracked."""
-        op = self._op
-        await self.sender.connection._wait(op.done, timeout)  # a cancel point even when done
-        return op.result()
+        return await self.sender.connection._run(recipes.outcome(self._op), timeout)
 
 
 class Receiver(client.ReceiverBase):
@@ -218,8 +320,7 @@ class Receiver(client.ReceiverBase):
 
     async def receive(self, *, timeout: float | None = None) -> Delivery | None:
         """The next delivery; None once the link is closed."""
-        await self.connection._wait(self.core.take_ready, timeout)
-        return self.core.take()
+        return await self.connection._run(recipes.receive(self.core), timeout)
 
     def __aiter__(self) -> Receiver:
         return self
@@ -233,14 +334,10 @@ class Receiver(client.ReceiverBase):
     async def drain(self, *, timeout: float | None = None) -> None:
         """Ask the sender for what it has now, and wait until it has used up or given back
         the credit; what came is then waiting to be received."""
-        conn = self.connection
-        await conn._wait(_always, timeout)  # a cancel point before the drain starts
-        op = self.core.drain()
-        await conn._wait(op.done, timeout)
+        await self.connection._run(recipes.drain(self.core), timeout)
 
     async def close(self, *, timeout: float | None = None) -> None:
-        self.core.close()
-        await self.connection._wait(self.core.close_ready, timeout)
+        await self.connection._run(recipes.close_link(self.core), timeout)
 
 
 class Transaction(client.TransactionBase):
@@ -250,34 +347,21 @@ class Transaction(client.TransactionBase):
     connection: Connection
 
     async def declare(self) -> None:
-        conn, core = self.connection, self.connection.core
-        await conn._wait(core.declare_ready, self.timeout)
-        self.core = core.declare()
-        await conn._wait(self.core.declared.done, self.timeout)
-        self.core.declared.result()
+        await self.connection._run(recipes.declare(self, self.connection.core), self.timeout)
 
     async def discharge(self, *, commit: bool = True) -> bool:
         """Commit (or roll back); returns whether it committed."""
-        assert self.core is not None, "declare first"
-        conn, core = self.connection, self.connection.core
-        await conn._wait(core.declare_ready, self.timeout)
-        core.discharge(self.core, fail=not commit)
-        await conn._wait(self.core.discharged.done, self.timeout)
-        self.committed = self.core.discharged.result()
-        return self.committed
+        recipe = recipes.discharge(self, self.connection.core, commit=commit)
+        return await self.connection._run(recipe, self.timeout)
 
     async def __aenter__(self) -> Transaction:
         await self.declare()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if self.committed is None:
-            # A cancelled block still rolls back, shielded (bounded by CLOSE_GRACE). If the
-            # discharge fails after the block failed, the block's exception is the one to
-            # see (the coordinator rolls back what is never discharged, core 4.3).
-            with self.connection._driver.shielded(CLOSE_GRACE):
-                try:
-                    await self.discharge(commit=exc_type is None)  # noqa: ASYNC102 (shielded)
-                except client.ClientError:
-                    if exc_type is None:
-                        raise
+        """Commit, or roll back if the block raised (then a failing rollback does not hide
+        the block's exception), unless discharged already; shielded, bounded by
+        :data:`CLOSE_GRACE`, so that a cancelled block still rolls back."""
+        recipe = recipes.end_transaction(self, self.connection.core, failed=exc_type is not None)
+        with self.connection._driver.shielded(CLOSE_GRACE):
+            await self.connection._run(recipe, self.timeout)  # noqa: ASYNC102 (shielded)

@@ -21,9 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Callable, Collection, Generator
+from collections.abc import Callable, Collection, Coroutine, Generator
 from types import TracebackType
-from typing import Any
 
 from amqp_sansio import client
 from amqp_sansio.client import (
@@ -40,7 +39,9 @@ from amqp_sansio.client import (
     Reconnect,
     ServerLink,
     TransactionError,
+    recipes,
 )
+from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
@@ -77,6 +78,9 @@ CONNECT_TIMEOUT = 10.0
 
 class _Driver:
     """The I/O of one :class:`~amqp_sansio.client.Core` over a stream pair."""
+
+    #: A wait that need not wait returns without suspending (see :class:`~._async.Driver`).
+    eager = True
 
     def __init__(
         self, core: client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -145,8 +149,9 @@ class _Driver:
         self.writer.close()
         with contextlib.suppress(OSError):
             await self.writer.wait_closed()
-        streams = await _attempt(self.core, CONNECT_TIMEOUT)
-        if streams is None:
+        attempts = recipes.reconnect_attempts(self.core, None, CONNECT_TIMEOUT)
+        streams = await _async.run(attempts, _LOOP, None, None)
+        if not isinstance(streams, _Streams):
             return False
         self.reader, self.writer = streams
         self._closed = False
@@ -210,34 +215,51 @@ class Connection(_async.Connection):
     adapter = "aio"
 
 
-async def _attempt(
-    core: client.Core, timeout: float | None
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-    """While the core is lost: sleep until its next attempt, connect (the core schedules
-    the next after a failure), restart the core; the new streams, or None if it gave up."""
-    loop = asyncio.get_running_loop()
-    while core.lost:
-        now = loop.time()
-        at, url = core.next_attempt(now)
-        await asyncio.sleep(max(0.0, at - now))
+class _Streams(tuple[asyncio.StreamReader, asyncio.StreamWriter]):
+    """A transport: the stream pair of a connection."""
+
+
+class _AsyncioLoop:
+    """The steps of the recipes (:mod:`amqp_sansio.client.recipes`) that are not a
+    connection's, on the running asyncio loop (see :class:`~._async.Loop`)."""
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def sleep_until(self, deadline: float) -> None:
+        await asyncio.sleep(max(0.0, deadline - self.now()))
+
+    async def connect(self, host: str, port: int, timeout: float | None) -> object:
         try:
-            streams = await asyncio.wait_for(asyncio.open_connection(url.host, url.port), timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
-            core.attempt_failed(exc, loop.time())
-            continue
-        core.restart(loop.time())
-        return streams
-    return None
+            streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError("timed out") from None
+        return _Streams(streams)
+
+    def start(self, core: client.Core, transport: object, timeout: float | None) -> Connection:
+        assert isinstance(transport, _Streams)
+        driver = _Driver(core, *transport)
+        address = None if core.url is None else core.url.address
+        conn = Connection(driver, address=address, timeout=timeout)
+        driver.start()
+        driver.flush()
+        return conn
+
+    async def abort(self, conn: _async.Connection) -> None:
+        await conn.close(timeout=0)
+
+
+_LOOP = _AsyncioLoop()
 
 
 class _Connecting:
     """What :func:`connect` returns: await it, or use it with ``async with``."""
 
-    def __init__(self, opening: Callable[[], Any]) -> None:
+    def __init__(self, opening: Callable[[], Coroutine[object, None, Connection]]) -> None:
         self._opening = opening
         self._conn: Connection | None = None
 
-    def __await__(self) -> Generator[Any, None, Connection]:
+    def __await__(self) -> Generator[object, None, Connection]:
         conn: Connection = yield from self._opening().__await__()
         return conn
 
@@ -273,51 +295,20 @@ def connect(
     :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect``, ``sasl``
     and its one fallback without SASL too)."""
 
-    first: dict[str, Any] = {
-        "container_id": container_id,
-        "idle_timeout": idle_timeout,
-        "ssl_context": ssl_context,
-        "allow_insecure_auth": allow_insecure_auth,
-        "sasl_mechanisms": sasl_mechanisms,
-        "sasl": sasl,
-    }
+    options = client.connect_options(
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        allow_insecure_auth=allow_insecure_auth,
+        sasl_mechanisms=sasl_mechanisms,
+        sasl=sasl,
+    )
 
     async def connecting() -> Connection:
-        try:
-            return await opening(first)
-        except PeerWithoutSASLError:
-            again = client.without_sasl(url, first)
-            if again is None:
-                raise
-            return await opening(again)
-
-    async def opening(options: dict[str, Any]) -> Connection:
-        core = client.client_core(url, reconnect=reconnect, **options)
-        parsed = core.url
-        assert parsed is not None
-        if core.lost:
-            streams = await asyncio.wait_for(_attempt(core, timeout), timeout)
-            if streams is None:
-                core.check()
-                raise ConnectionClosedError("could not connect")
-            reader, writer = streams
-        else:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(parsed.host, parsed.port), timeout
-            )
-            core.open(asyncio.get_running_loop().time())
-        driver = _Driver(core, reader, writer)
-        conn = Connection(driver, address=parsed.address, timeout=timeout)
-        if on_reconnect is not None:
-            core.on_reconnect = lambda: on_reconnect(conn)
-        driver.start()
-        driver.flush()
-        try:
-            await conn._wait(driver.core.open_ready, timeout)
-        except BaseException:
-            await conn.close(timeout=0)
-            raise
-        return conn
+        recipe: Recipe[Connection] = recipes.connect(
+            url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
+        )
+        return await _async.run(recipe, _LOOP, None, timeout)
 
     return _Connecting(connecting)
 
@@ -329,7 +320,7 @@ class Server:
     def __init__(
         self,
         on_link: Callable[[ServerLink], None],
-        options: dict[str, Any],
+        options: client.ListenOptions,
         on_connection: Callable[[IncomingConnection], None] | None = None,
     ) -> None:
         self.on_link = on_link
@@ -389,13 +380,13 @@ async def listen(
     :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
     attaches, in the connection's task (it must not block); so does ``on_connection``
     with each connection."""
-    options = {
-        "container_id": container_id,
-        "idle_timeout": idle_timeout,
-        "ssl_context": ssl_context,
-        "sasl": sasl,
-        "allow_insecure_auth": allow_insecure_auth,
-    }
+    options = client.listen_options(
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        sasl=sasl,
+        allow_insecure_auth=allow_insecure_auth,
+    )
     server = Server(on_link, options, on_connection)
     server._server = await asyncio.start_server(server._serve, host, port)
     return server

@@ -42,7 +42,7 @@ import ssl
 import time
 from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Literal, Protocol, TypeVar, overload
 
 import amqp_sansio
 from amqp_sansio import Error, Event, client
@@ -60,7 +60,9 @@ from amqp_sansio.client import (
     Reconnect,
     ServerLink,
     TransactionError,
+    recipes,
 )
+from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.events import ConnectionEnded
 from amqp_sansio.sasl import ServerAuthenticator
 
@@ -91,6 +93,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: The default size of one ``recv``.
 READ_SIZE = 65536
@@ -165,10 +169,14 @@ class SocketDriver:
         address: tuple[str, int],
         *,
         timeout: float | None = 10.0,
-        **kwargs: Any,
+        on_event: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        read_size: int = READ_SIZE,
     ) -> SocketDriver:
-        """Connect to ``address`` (host, port) as a client and drive ``connection`` over it."""
-        return cls._drive(connection, socket.create_connection(address, timeout=timeout), kwargs)
+        """Connect to ``address`` (host, port) as a client and drive ``connection`` over it
+        (the other arguments are the constructor's)."""
+        sock = socket.create_connection(address, timeout=timeout)
+        return cls._drive(connection, sock, on_event, clock, read_size)
 
     @classmethod
     def accept(
@@ -177,7 +185,9 @@ class SocketDriver:
         listener: socket.socket,
         *,
         timeout: float | None = 10.0,
-        **kwargs: Any,
+        on_event: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        read_size: int = READ_SIZE,
     ) -> SocketDriver:
         """Accept one connection on the listening socket ``listener`` (which stays open) and
         drive ``connection``, in the server role, over it. :class:`TimeoutError` if no peer
@@ -187,14 +197,21 @@ class SocketDriver:
             if not sel.select(timeout):
                 raise TimeoutError(f"no connection within {timeout} s")
         sock, _ = listener.accept()
-        return cls._drive(connection, sock, kwargs)
+        return cls._drive(connection, sock, on_event, clock, read_size)
 
     @classmethod
-    def _drive(cls, connection: ByteStream, sock: socket.socket, kwargs: Any) -> SocketDriver:
+    def _drive(
+        cls,
+        connection: ByteStream,
+        sock: socket.socket,
+        on_event: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        read_size: int = READ_SIZE,
+    ) -> SocketDriver:
         """A driver over the newly connected ``sock`` (closed if that fails)."""
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return cls(connection, sock, **kwargs)
+            return cls(connection, sock, on_event=on_event, clock=clock, read_size=read_size)
         except BaseException:
             sock.close()
             raise
@@ -402,19 +419,44 @@ class Connection:
         core.default_address = address
         self.timeout = timeout
         self._stepping = False
+        self._batching = 0
         core.notify = self._notify
 
     def __repr__(self) -> str:
         return f"<sockets.Connection {self.core.engine!r}>"
 
-    # -- waiting ---------------------------------------------------------------------------
+    # -- running recipes -------------------------------------------------------------------
 
     def _notify(self) -> None:
-        if not self._stepping and not self.driver.closed:
+        if not self._stepping and not self._batching and not self.driver.closed:
             self.driver.send_pending()
 
+    def _run(self, recipe: Recipe[T], timeout: float | None) -> T:
+        """Carry out a call's recipe (:mod:`amqp_sansio.client.recipes`): each wait bounded
+        by ``timeout`` (None: the connection's)."""
+        return _run(recipe, timeout, self)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Within the block, what the calls produce goes out when a call has to wait (for
+        credit, an outcome, a delivery) and when the block ends, not at once: a run of
+        ``send(message, wait=False)`` that credit allows goes out in one write instead of
+        one each, and so do the outcomes of a run of deliveries taken from a receiver (as
+        the asyncio adapter writes once per turn of its loop). Outside a block each call
+        writes before it returns."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self._notify()
+
     def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
-        """Run the connection's I/O until ``ready()``; TimeoutError after ``timeout``."""
+        """Run the connection's I/O until ``ready()``; TimeoutError after ``timeout``. A
+        lost connection is made again here (``reconnect=``), within the same bound."""
+        if ready():
+            return
         timeout = self.timeout if timeout is None else timeout
         end = None if timeout is None else self.driver.now() + timeout
         while not ready():
@@ -423,9 +465,9 @@ class Connection:
                 raise TimeoutError(f"not done within {timeout} s")
             if self.core.lost:
                 self.driver.close()
-                driver = _attempt(self.core, end, self.timeout)
-                if driver is not None:
-                    self.driver = driver
+                sock = _run(recipes.reconnect_attempts(self.core, end, self.timeout), None)
+                if isinstance(sock, socket.socket):
+                    self.driver = SocketDriver._drive(self.core, sock)
                 continue
             if self.driver.closed:
                 self.core.check()
@@ -435,25 +477,19 @@ class Connection:
                 self.driver.step(remaining)
             finally:
                 self._stepping = False
+                self.driver.events.clear()  # the core has handled them: keep none
+
+    # -- the API ---------------------------------------------------------------------------
 
     def wait(self, seconds: float) -> None:
         """Keep the connection serviced (heartbeats, incoming frames) for ``seconds``: what
         an idle application calls instead of sleeping. Raises if the connection ends."""
-        end = self.driver.now() + seconds
-
-        def over() -> bool:
-            self.core.check()
-            return self.driver.now() >= end
-
-        with contextlib.suppress(TimeoutError):
-            self._wait(over, seconds)
+        self._run(recipes.wait(self.core), seconds)
 
     @property
     def reconnects(self) -> int:
         """How many times the connection was made again after a loss (``reconnect=``)."""
         return self.core.reconnects
-
-    # -- the API ---------------------------------------------------------------------------
 
     def sender(
         self,
@@ -465,10 +501,8 @@ class Connection:
     ) -> Sender:
         """Attach a sender to ``address`` (the URL's by default) and wait until the peer
         has answered; :class:`LinkDetachedError` if it refuses."""
-        self._wait(self.core.connected_ready, timeout)
-        core = self.core.sender(address, settled=settled, name=name)
-        self._wait(core.attach_ready, timeout)
-        return Sender(self, core, settled)
+        recipe = recipes.attach_sender(self.core, address, settled=settled, name=name)
+        return Sender(self, self._run(recipe, timeout), settled)
 
     def receiver(
         self,
@@ -479,7 +513,7 @@ class Connection:
         dynamic: bool = False,
         name: str | None = None,
         timeout: float | None = None,
-        filters: dict[Any, Any] | None = None,
+        filters: client.Filters | None = None,
         selector: str | None = None,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
@@ -487,8 +521,8 @@ class Connection:
         ``credit`` messages granted; ``filters``: the source's filter-set (core spec 3.5.8);
         ``selector``: a JMS message selector, added to it as the filter
         ``apache.org:selector-filter:string`` (key ``jms-selector``)."""
-        self._wait(self.core.connected_ready, timeout)
-        core = self.core.receiver(
+        recipe = recipes.attach_receiver(
+            self.core,
             address,
             credit=credit,
             auto_accept=auto_accept,
@@ -497,8 +531,7 @@ class Connection:
             filters=filters,
             selector=selector,
         )
-        self._wait(core.attach_ready, timeout)
-        return Receiver(self, core)
+        return Receiver(self, self._run(recipe, timeout))
 
     def transaction(self, *, timeout: float | None = None) -> Transaction:
         """A transaction, declared on entering it as a context manager: committed when the
@@ -508,11 +541,8 @@ class Connection:
     def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
         """Close the connection, wait (briefly) for the peer's answer, close the socket."""
         try:
-            if not self.core.gone and (self.core.lost or not self.driver.closed):
-                self.core.close(error)
-                self._wait(self.core.close_ready, 5.0 if timeout is None else timeout)
-        except (TimeoutError, OSError):
-            pass
+            bound = recipes.CLOSE_TIMEOUT if timeout is None else timeout
+            self._run(recipes.close_connection(self.core, error), bound)
         finally:
             self.driver.close()
 
@@ -528,14 +558,44 @@ class Sender(client.SenderBase):
 
     connection: Connection
 
+    @overload
     def send(
         self,
-        message: Any,
+        message: client.Sendable,
         *,
         timeout: float | None = None,
-        transaction: Any = None,
+        transaction: Transaction | None = None,
+        wait: Literal[True] = True,
+    ) -> client.Outcome | None: ...
+
+    @overload
+    def send(
+        self,
+        message: client.Sendable,
+        *,
+        timeout: float | None = None,
+        transaction: Transaction | None = None,
+        wait: Literal[False],
+    ) -> Tracker: ...
+
+    @overload
+    def send(
+        self,
+        message: client.Sendable,
+        *,
+        timeout: float | None = None,
+        transaction: Transaction | None = None,
+        wait: bool,
+    ) -> client.Outcome | Tracker | None: ...
+
+    def send(
+        self,
+        message: client.Sendable,
+        *,
+        timeout: float | None = None,
+        transaction: Transaction | None = None,
         wait: bool = True,
-    ) -> Any:
+    ) -> client.Outcome | Tracker | None:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body): wait for credit,
         send, and return the outcome (:class:`~amqp_sansio.Accepted`, ...), or None at once
         on a pre-settled sender. A time-out while waiting for credit sends nothing; one
@@ -543,17 +603,12 @@ class Sender(client.SenderBase):
         With ``wait=False``, return a :class:`Tracker` once the message is out, without
         waiting for its outcome (sends then follow each other under the receiver's credit;
         ``tracker.outcome()`` later)."""
-        data = client.encode(message)
-        self.connection._wait(self.core.send_ready, timeout)
-        op = self.core.send(data, settled=self.settled, transaction=transaction)
-        if not wait:
-            return Tracker(self, op)
-        self.connection._wait(op.done, timeout)
-        return op.result()
+        return self.connection._run(
+            recipes.send(self, message, transaction, wait, Tracker), timeout
+        )
 
     def close(self, *, timeout: float | None = None) -> None:
-        self.core.close()
-        self.connection._wait(self.core.close_ready, timeout)
+        self.connection._run(recipes.close_link(self.core), timeout)
 
 
 class Tracker(client.TrackerBase):
@@ -564,13 +619,10 @@ class Tracker(client.TrackerBase):
 
     sender: Sender
 
-    def outcome(self, *, timeout: float | None = None) -> Any:
+    def outcome(self, *, timeout: float | None = None) -> client.Outcome | None:
         """The receiver's outcome (None on a pre-settled sender); raises what ended the
         link or the connection first. A time-out leaves the delivery tracked."""
-        op = self._op
-        if not op.done():
-            self.sender.connection._wait(op.done, timeout)
-        return op.result()
+        return self.sender.connection._run(recipes.outcome(self._op), timeout)
 
 
 class Receiver(client.ReceiverBase):
@@ -581,8 +633,7 @@ class Receiver(client.ReceiverBase):
 
     def receive(self, *, timeout: float | None = None) -> client.Delivery | None:
         """The next delivery; None once the link is closed."""
-        self.connection._wait(self.core.take_ready, timeout)
-        return self.core.take()
+        return self.connection._run(recipes.receive(self.core), timeout)
 
     def __iter__(self) -> Iterator[client.Delivery]:
         while (delivery := self.receive()) is not None:
@@ -591,12 +642,10 @@ class Receiver(client.ReceiverBase):
     def drain(self, *, timeout: float | None = None) -> None:
         """Ask the sender for what it has now, and wait until it has used up or given back
         the credit; what came is then waiting to be received."""
-        op = self.core.drain()
-        self.connection._wait(op.done, timeout)
+        self.connection._run(recipes.drain(self.core), timeout)
 
     def close(self, *, timeout: float | None = None) -> None:
-        self.core.close()
-        self.connection._wait(self.core.close_ready, timeout)
+        self.connection._run(recipes.close_link(self.core), timeout)
 
 
 class Transaction(client.TransactionBase):
@@ -606,29 +655,22 @@ class Transaction(client.TransactionBase):
     connection: Connection
 
     def declare(self) -> None:
-        conn, core = self.connection, self.connection.core
-        conn._wait(core.declare_ready, self.timeout)
-        self.core = core.declare()
-        conn._wait(self.core.declared.done, self.timeout)
-        self.core.declared.result()
+        self.connection._run(recipes.declare(self, self.connection.core), self.timeout)
 
     def discharge(self, *, commit: bool = True) -> bool:
         """Commit (or roll back); returns whether it committed."""
-        assert self.core is not None, "declare first"
-        conn, core = self.connection, self.connection.core
-        conn._wait(core.declare_ready, self.timeout)
-        core.discharge(self.core, fail=not commit)
-        conn._wait(self.core.discharged.done, self.timeout)
-        self.committed = self.core.discharged.result()
-        return self.committed
+        recipe = recipes.discharge(self, self.connection.core, commit=commit)
+        return self.connection._run(recipe, self.timeout)
 
     def __enter__(self) -> Transaction:
         self.declare()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if self.committed is None:
-            self.discharge(commit=exc_type is None)
+        """Commit, or roll back if the block raised (then a failing rollback does not hide
+        the block's exception), unless discharged already."""
+        recipe = recipes.end_transaction(self, self.connection.core, failed=exc_type is not None)
+        self.connection._run(recipe, self.timeout)
 
 
 def connect(
@@ -655,73 +697,62 @@ def connect(
     ``reconnect`` (a :class:`Reconnect`, or True for its defaults): when the connection is
     lost, connect again (to ``url`` or the fallbacks), re-attach the links and send again
     what was unsettled; ``on_reconnect(conn)`` is called each time (see :doc:`adapters`)."""
-    options: dict[str, Any] = {
-        "container_id": container_id,
-        "idle_timeout": idle_timeout,
-        "ssl_context": ssl_context,
-        "allow_insecure_auth": allow_insecure_auth,
-        "sasl_mechanisms": sasl_mechanisms,
-        "sasl": sasl,
-    }
-    try:
-        return _connect(url, timeout, reconnect, on_reconnect, options)
-    except PeerWithoutSASLError:
-        again = client.without_sasl(url, options)
-        if again is None:
-            raise
-        return _connect(url, timeout, reconnect, on_reconnect, again)
-
-
-def _connect(
-    url: str,
-    timeout: float | None,
-    reconnect: Reconnect | bool | None,
-    on_reconnect: Callable[[Connection], None] | None,
-    options: dict[str, Any],
-) -> Connection:
-    core = client.client_core(url, reconnect=reconnect, **options)
-    parsed = core.url
-    assert parsed is not None
-    if core.lost:
-        end = None if timeout is None else time.monotonic() + timeout
-        attempted = _attempt(core, end, timeout)
-        if attempted is None:
-            core.check()
-            raise TimeoutError(f"could not connect within {timeout} s")
-        driver = attempted
-    else:
-        driver = SocketDriver.connect(core, (parsed.host, parsed.port), timeout=timeout)
-        core.open(driver.now())
-    conn = Connection(core, driver, address=parsed.address, timeout=timeout)
-    if on_reconnect is not None:
-        core.on_reconnect = lambda: on_reconnect(conn)
-    try:
-        conn._wait(core.open_ready, timeout)
-    except BaseException:
-        conn.driver.close()
-        raise
+    options = client.connect_options(
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        allow_insecure_auth=allow_insecure_auth,
+        sasl_mechanisms=sasl_mechanisms,
+        sasl=sasl,
+    )
+    recipe = recipes.connect(
+        url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
+    )
+    conn: Connection = _run(recipe, timeout)
     return conn
 
 
-def _attempt(core: client.Core, end: float | None, timeout: float | None) -> SocketDriver | None:
-    """While the core is lost: sleep until its next attempt, connect (the core schedules
-    the next after a failure), and return the new transport's driver. None if the core gave
-    up, or ``end`` (on :func:`time.monotonic`) came first."""
-    while core.lost:
-        now = time.monotonic()
-        at, url = core.next_attempt(now)
-        if end is not None and at > end:
-            time.sleep(max(0.0, end - now))
-            return None
-        time.sleep(max(0.0, at - now))
-        try:
-            driver = SocketDriver.connect(core, (url.host, url.port), timeout=timeout)
-        except OSError as exc:
-            core.attempt_failed(exc, time.monotonic())
-            continue
-        core.restart(driver.now())
-        return driver
-    return None
+def _run(recipe: Recipe[T], timeout: float | None, conn: Connection | None = None) -> T:
+    """The blocking adapter's runner of recipes (:mod:`amqp_sansio.client.recipes`): each
+    :class:`~amqp_sansio.client.recipes.Wait` runs ``conn``'s I/O (bounded by ``timeout``,
+    None: the connection's own), a :class:`~amqp_sansio.client.recipes.Start` makes the
+    connection, the other steps use :func:`time.monotonic` and blocking sockets."""
+    send = recipe.send
+    try:
+        step = send(None)
+        while True:
+            value: object = None
+            try:
+                if type(step) is _Wait:
+                    conn._wait(step.ready, timeout)  # type: ignore[union-attr]
+                elif step is recipes.DRAIN:
+                    pass  # a blocking connection writes as it goes
+                elif step is recipes.NOW:
+                    value = time.monotonic()
+                elif isinstance(step, recipes.Sleep):
+                    time.sleep(max(0.0, step.until - time.monotonic()))
+                elif isinstance(step, recipes.Connect):
+                    value = socket.create_connection((step.host, step.port), timeout=step.timeout)
+                elif isinstance(step, recipes.Start):
+                    assert isinstance(step.transport, socket.socket)
+                    address = None if step.core.url is None else step.core.url.address
+                    driver = SocketDriver._drive(step.core, step.transport)
+                    value = conn = Connection(step.core, driver, address=address, timeout=timeout)
+                elif isinstance(step, recipes.Abort):
+                    assert isinstance(step.connection, Connection)
+                    step.connection.driver.close()
+                else:  # pragma: no cover - every step is above
+                    raise TypeError(f"not a step: {step!r}")
+            except BaseException as exc:  # noqa: ASYNC103 (thrown into the recipe)
+                step = recipe.throw(exc)
+            else:
+                step = send(value)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+
+
+_Wait = recipes.Wait
 
 
 class Server:
@@ -733,7 +764,7 @@ class Server:
         self,
         sock: socket.socket,
         on_link: Callable[[client.ServerLink], None],
-        options: dict[str, Any],
+        options: client.ListenOptions,
         on_connection: Callable[[client.IncomingConnection], None] | None = None,
     ) -> None:
         self.socket = sock
@@ -801,6 +832,7 @@ class Server:
         and the others go on."""
         try:
             driver.step(0)
+            driver.events.clear()  # the core has handled them: keep none
         except Exception:
             _log.exception("dropping a connection after an error")
             driver.close()
@@ -872,11 +904,11 @@ def listen(
     authentication (a client without SASL is refused, and logged); False: no SASL layer."""
     sock = socket.create_server((host, port), backlog=backlog)
     sock.setblocking(False)
-    options = {
-        "container_id": container_id,
-        "idle_timeout": idle_timeout,
-        "ssl_context": ssl_context,
-        "sasl": sasl,
-        "allow_insecure_auth": allow_insecure_auth,
-    }
+    options = client.listen_options(
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        sasl=sasl,
+        allow_insecure_auth=allow_insecure_auth,
+    )
     return Server(sock, on_link, options, on_connection)

@@ -38,7 +38,7 @@ import math
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Generator
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import trio
 
@@ -57,7 +57,9 @@ from amqp_sansio.client import (
     Reconnect,
     ServerLink,
     TransactionError,
+    recipes,
 )
+from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
@@ -100,6 +102,9 @@ _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError
 
 class _Driver:
     """The I/O of one :class:`~amqp_sansio.client.Core` over a trio stream."""
+
+    #: Every wait is a cancel point and counts towards :data:`FAST_CALLS`.
+    eager = False
 
     def __init__(self, core: client.Core, stream: trio.abc.Stream) -> None:
         self.core = core
@@ -156,8 +161,9 @@ class _Driver:
                     with trio.CancelScope(shield=True):
                         await trio.aclose_forcefully(self.stream)
                     self._outgoing.clear()
-                    stream = await _attempt(core, CONNECT_TIMEOUT)
-                    if stream is None:
+                    attempts = recipes.reconnect_attempts(core, None, CONNECT_TIMEOUT)
+                    stream = await _async.run(attempts, _TrioLoop(None), None, None)
+                    if not isinstance(stream, trio.SocketStream):
                         break
                     self.stream = stream
         finally:
@@ -269,25 +275,37 @@ class _Driver:
         raise TimeoutError(f"not done within {timeout} s")
 
 
-async def _attempt(core: client.Core, timeout: float | None) -> trio.SocketStream | None:
-    """While the core is lost: sleep until its next attempt, connect (the core schedules
-    the next after a failure), restart the core; the new stream, or None if it gave up."""
-    while core.lost:
-        at, url = core.next_attempt(trio.current_time())
-        await trio.sleep_until(at)
-        stream = None
-        try:
-            with trio.move_on_after(math.inf if timeout is None else timeout):
-                stream = await trio.open_tcp_stream(url.host, url.port)
-        except OSError as exc:
-            core.attempt_failed(exc, trio.current_time())
-            continue
-        if stream is None:
-            core.attempt_failed(TimeoutError("timed out"), trio.current_time())
-            continue
-        core.restart(trio.current_time())
-        return stream
-    return None
+class _TrioLoop:
+    """The steps of the recipes (:mod:`amqp_sansio.client.recipes`) that are not a
+    connection's, on trio (see :class:`~._async.Loop`): a connection started runs its
+    tasks in ``nursery``."""
+
+    def __init__(self, nursery: trio.Nursery | None) -> None:
+        self.nursery = nursery
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    async def sleep_until(self, deadline: float) -> None:
+        await trio.sleep_until(deadline)
+
+    async def connect(self, host: str, port: int, timeout: float | None) -> object:
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            return await trio.open_tcp_stream(host, port)
+        raise TimeoutError("timed out")
+
+    def start(self, core: client.Core, transport: object, timeout: float | None) -> Connection:
+        assert isinstance(transport, trio.SocketStream) and self.nursery is not None
+        driver = _Driver(core, transport)
+        address = None if core.url is None else core.url.address
+        conn = Connection(driver, address=address, timeout=timeout)
+        self.nursery.start_soon(driver.run)
+        return conn
+
+    async def abort(self, conn: _async.Connection) -> None:
+        driver = conn._driver
+        assert isinstance(driver, _Driver)
+        driver.cancel()
 
 
 class Connection(_async.Connection):
@@ -323,7 +341,7 @@ class _Running(Generic[C]):
         self._stack: contextlib.AsyncExitStack | None = None
         self._value: C | None = None
 
-    def __await__(self) -> Generator[Any, None, C]:
+    def __await__(self) -> Generator[object, None, C]:
         if self._nursery is None:
             raise TypeError(
                 f"await {self._what}(...) needs a nursery for its tasks: "
@@ -383,50 +401,20 @@ def connect(
     :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect``, ``sasl``
     and its one fallback without SASL too)."""
 
-    first: dict[str, Any] = {
-        "container_id": container_id,
-        "idle_timeout": idle_timeout,
-        "ssl_context": ssl_context,
-        "allow_insecure_auth": allow_insecure_auth,
-        "sasl_mechanisms": sasl_mechanisms,
-        "sasl": sasl,
-    }
+    options = client.connect_options(
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        allow_insecure_auth=allow_insecure_auth,
+        sasl_mechanisms=sasl_mechanisms,
+        sasl=sasl,
+    )
 
     async def connecting(nursery: trio.Nursery) -> Connection:
-        try:
-            return await opening(nursery, first)
-        except PeerWithoutSASLError:
-            again = client.without_sasl(url, first)
-            if again is None:
-                raise
-            return await opening(nursery, again)
-
-    async def opening(nursery: trio.Nursery, options: dict[str, Any]) -> Connection:
-        core = client.client_core(url, reconnect=reconnect, **options)
-        parsed = core.url
-        assert parsed is not None
-        tcp: trio.SocketStream | None = None
-        with trio.move_on_after(math.inf if timeout is None else timeout):
-            if core.lost:
-                tcp = await _attempt(core, timeout)
-                if tcp is None:
-                    core.check()
-            else:
-                tcp = await trio.open_tcp_stream(parsed.host, parsed.port)
-                core.open(trio.current_time())
-        if tcp is None:
-            raise TimeoutError(f"could not connect within {timeout} s")
-        driver = _Driver(core, tcp)
-        conn = Connection(driver, address=parsed.address, timeout=timeout)
-        if on_reconnect is not None:
-            core.on_reconnect = lambda: on_reconnect(conn)
-        nursery.start_soon(driver.run)
-        try:
-            await conn._wait(driver.core.open_ready, timeout)
-        except BaseException:
-            driver.cancel()
-            raise
-        return conn
+        recipe: Recipe[Connection] = recipes.connect(
+            url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
+        )
+        return await _async.run(recipe, _TrioLoop(nursery), None, timeout)
 
     return _Running("connect", connecting, nursery)
 
@@ -438,7 +426,7 @@ class Server:
     def __init__(
         self,
         on_link: Callable[[ServerLink], None],
-        options: dict[str, Any],
+        options: client.ListenOptions,
         listeners: list[trio.SocketListener],
         on_connection: Callable[[IncomingConnection], None] | None = None,
     ) -> None:
@@ -535,13 +523,13 @@ def listen(
     :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
     attaches, in the connection's task (it must not block); so does ``on_connection``
     with each connection."""
-    options = {
-        "container_id": container_id,
-        "idle_timeout": idle_timeout,
-        "ssl_context": ssl_context,
-        "sasl": sasl,
-        "allow_insecure_auth": allow_insecure_auth,
-    }
+    options = client.listen_options(
+        container_id=container_id,
+        idle_timeout=idle_timeout,
+        ssl_context=ssl_context,
+        sasl=sasl,
+        allow_insecure_auth=allow_insecure_auth,
+    )
 
     async def starting(nursery: trio.Nursery) -> Server:
         listeners = await trio.open_tcp_listeners(port, host=host)

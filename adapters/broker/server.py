@@ -32,6 +32,7 @@ import ipaddress
 import logging
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -68,7 +69,7 @@ class BrokerServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        ssl_context: Any = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.broker = broker
         self.host = host
@@ -235,7 +236,7 @@ async def serve_broker(
     port: int = 0,
     config: BrokerConfig | None = None,
     store: Store | str | os.PathLike[str] | None = None,
-    ssl_context: Any = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[BrokerServer]:
     """Serve a broker on the running loop for the duration of the block. ``store``: a
     :class:`~amqp_sansio.broker.Store`, or a directory for the durable SQLite store
@@ -260,7 +261,7 @@ def run_broker(
     port: int = 0,
     config: BrokerConfig | None = None,
     store: Store | str | os.PathLike[str] | None = None,
-    ssl_context: Any = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Iterator[BrokerServer]:
     """Serve a broker from a background thread (its own asyncio loop) for the duration of
     the block: for blocking code and tests. The server's ``broker`` is the loop's: inspect

@@ -1,5 +1,6 @@
 """``amqp-sansio send`` and ``amqp-sansio receive``: move messages to or from a broker's
-address, blocking, over :class:`~amqp_sansio.adapters.cli.connect.Client`.
+address over the public blocking API (:func:`amqp_sansio.adapters.sockets.connect`, its
+``Sender`` and ``Receiver``), as an application would.
 
 Each returns the exit status (see :mod:`amqp_sansio.adapters.cli.connect`) and prints a
 one-line summary; failures raise :class:`~amqp_sansio.adapters.cli.connect.CommandError`.
@@ -7,15 +8,29 @@ one-line summary; failures raise :class:`~amqp_sansio.adapters.cli.connect.Comma
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 import amqp_sansio as amqp
+from amqp_sansio.client import ClientError
 from amqp_sansio.client.url import AMQPURL
 
-from .connect import EXIT_INCOMPLETE, EXIT_OK, Client, ClientOptions, CommandError
+from .. import sockets
+from .connect import (
+    EXIT_CONNECTION,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ClientOptions,
+    CommandError,
+    describe_error,
+    failure,
+    open_connection,
+    timed_out,
+)
 
 __all__ = ["format_body", "outcome_name", "receive", "send"]
 
@@ -94,57 +109,68 @@ def send(
 ) -> int:
     """Send ``count`` messages to the URL's address: a data body of ``size`` bytes, the
     text ``body``, or (neither given) the text ``message N``. Exit status 0 when every
-    message was accepted (or sent pre-settled and the broker then answered our close); a
-    clean detach after the last outcome is no failure, one before it is (exit status 3)."""
+    message was accepted (or sent pre-settled and the broker then answered our detach); a
+    clean detach after the last outcome is no failure, one before it is (exit status 3).
+
+    The messages go out with ``send(message, wait=False)`` as credit allows, in one write
+    per run (``Connection.batch``); the outcomes are counted as their trackers complete."""
     out = sys.stdout if out is None else out
     address = _address(url)
     header = amqp.Header(durable=True) if durable else None
-    fixed: bytes | None = None
+    fixed: amqp.Message | None = None
     if size is not None:
-        fixed = amqp.Message(header=header, body=b"x" * size).encode()
+        fixed = amqp.Message(header=header, body=b"x" * size)
     elif body is not None:
-        fixed = amqp.Message(header=header, body=body).encode()
+        fixed = amqp.Message(header=header, body=body)
     outcomes: Counter[str] = Counter()
-    progress = [0]  # settled deliveries
-
-    def on_event(event: amqp.Event) -> None:
-        if type(event) is amqp.events.DeliveryUpdated and event.settled and event.link is sender:
-            outcomes[outcome_name(event.state)] += 1
-            progress[0] += 1
-
-    client = Client(url, options, role="send", on_event=on_event)
-    # Every outcome in, the peer may detach cleanly (core spec 2.6.6): that is success.
-    client.detach_ok = lambda: progress[0] >= count
-    try:
-        sender = client.attach_sender(address, settled=settled)
-        sent = 0
+    timeout = options.timeout
+    link = f"to {address}"
+    sent = 0
+    conn = open_connection(url, options, role="send")
+    with _closing(conn, options):
+        try:
+            sender = conn.sender(address, settled=settled, timeout=timeout)
+        except TimeoutError:
+            raise timed_out(options, f"the broker's attach of the link {link}") from None
+        except ClientError as exc:
+            raise failure(exc, url, options, link=link) from None
+        # The trackers whose outcome has not been counted, oldest first: as many as the
+        # broker's credit let out ahead of its outcomes.
+        window: deque[sockets.Tracker] = deque()
         start = time.perf_counter()
-        while True:
-            while sent < count and sender.link_credit > 0:
-                data = fixed
-                if data is None:
-                    data = amqp.Message(header=header, body=f"message {sent + 1}").encode()
-                sender.send(data)
-                sent += 1
-            if settled and sent == count:
-                client.close_checked()  # the broker's close follows what we sent
-                break
-            if progress[0] >= count:
-                break
-            done = progress[0]
-
-            def ready(done: int = done, sent: int = sent) -> bool:
-                return progress[0] > done or (sent < count and sender.link_credit > 0)
-
-            client.wait(
-                ready,
-                f"credit or outcomes ({sent:,} of {count:,} sent, {done:,} settled)"
-                if not settled
-                else f"credit ({sent:,} of {count:,} sent)",
-            )
+        try:
+            with conn.batch():
+                while sent < count:
+                    message = fixed
+                    if message is None:
+                        message = amqp.Message(header=header, body=f"message {sent + 1}")
+                    tracker = sender.send(message, wait=False, timeout=timeout)
+                    sent += 1
+                    if not settled:
+                        window.append(tracker)
+                        if len(window) >= WINDOW:  # count what came, to hold no more
+                            while window and window[0].done():
+                                outcomes[outcome_name(window.popleft().outcome())] += 1
+                while window:
+                    outcomes[outcome_name(window[0].outcome(timeout=timeout))] += 1
+                    window.popleft()
+            if settled:
+                # The broker's answer to our detach follows everything we sent before it.
+                sender.close(timeout=timeout)
+                conn.wait(0)  # raises what ended the connection meanwhile, if anything did
+        except TimeoutError:
+            done = sum(outcomes.values())
+            raise timed_out(
+                options,
+                f"the broker's detach ({sent:,} of {count:,} sent)"
+                if settled and sent == count
+                else f"credit ({sent:,} of {count:,} sent)"
+                if settled
+                else f"credit or outcomes ({sent:,} of {count:,} sent, {done:,} settled)",
+            ) from None
+        except ClientError as exc:
+            raise failure(exc, url, options, link=link) from None
         elapsed = time.perf_counter() - start
-    finally:
-        client.close()
     what = f"{_plural(count, 'message')} to {url.redacted()}"
     if settled:
         print(f"sent {what}: {count:,} pre-settled {_rate(count, elapsed)}", file=out)
@@ -166,67 +192,59 @@ def receive(
     """Receive ``count`` messages from the URL's address, granting ``credit`` at a time,
     and accept each (a message that does not decode is rejected). Exit status 0 when all
     ``count`` were received and accepted (or came pre-settled). With ``print_bodies`` each
-    body goes to ``out`` on a line of its own, and the summary to ``err``."""
+    body goes to ``out`` on a line of its own, and the summary to ``err``.
+
+    The receiver's window never reaches past the messages still wanted (its ``credit`` is
+    lowered as they run out), so the broker keeps the rest."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     address = _address(url)
     outcomes: Counter[str] = Counter()
-    progress = [0]  # messages received
-    accepted = amqp.Accepted()
-
-    def on_event(event: amqp.Event) -> None:
-        if type(event) is not amqp.events.DeliveryReceived or event.link is not receiver:
-            return
-        if not event.complete:  # pragma: no cover - the link does not stream
-            return
-        delivery = event.delivery
-        progress[0] += 1
+    timeout = options.timeout
+    link = f"from {address}"
+    received = 0
+    conn = open_connection(url, options, role="receive")
+    with _closing(conn, options):
         try:
-            message = amqp.Message.decode(event.data)
-        except amqp.DecodeError as exc:
-            outcome: Any = amqp.Rejected(
-                error=amqp.Error(condition=amqp.Symbol("amqp:decode-error"), description=str(exc))
-            )
-        else:
-            outcome = accepted
-            if print_bodies:
-                print(format_body(message), file=out)
-        if delivery.remote_settled and outcome is accepted:
-            outcomes["pre-settled"] += 1
-        elif receiver.state is not amqp.LinkState.ATTACHED:
-            # The peer closed the link in the same bytes (2.6.6): its deliveries can no
-            # longer be settled, and go back to the broker unaccepted (the detach says so).
-            outcomes["unsettled"] += 1
-            return
-        else:
-            outcomes[outcome_name(outcome)] += 1
-        receiver.settle(delivery, outcome)
-        # Credit is granted again once used up, never topped up while deliveries are under
-        # way (some brokers count it from what they sent, and would overshoot), and never
-        # beyond the messages still wanted.
-        wanted = count - progress[0]
-        if receiver.link_credit == 0 and wanted > 0:
-            receiver.flow(min(credit, wanted))
-
-    client = Client(url, options, role="receive", on_event=on_event)
-    try:
-        receiver = client.attach_receiver(address)
+            receiver = conn.receiver(address, credit=min(credit, count), timeout=timeout)
+        except TimeoutError:
+            raise timed_out(options, f"the broker's attach of the link {link}") from None
+        except ClientError as exc:
+            raise failure(exc, url, options, link=link) from None
         start = time.perf_counter()
-        receiver.flow(min(credit, count))
-        while progress[0] < count:
-            done = progress[0]
-
-            def arrived(done: int = done) -> bool:
-                return progress[0] > done
-
-            client.wait(
-                arrived,
-                f"message {done + 1:,} of {count:,}" if count > 1 else "a message",
-            )
+        try:
+            # The outcomes of half a window go out in one write, with the credit granted
+            # again meanwhile (the receiver grants it once half the window is taken).
+            burst = max(1, credit // 2)
+            while received < count:
+                with conn.batch():
+                    for _ in range(min(burst, count - received)):
+                        # What is granted from now on: never past the messages still wanted.
+                        receiver.credit = min(credit, count - received - 1)
+                        delivery = receiver.receive(timeout=timeout)
+                        if delivery is None:  # the broker detached the link, cleanly
+                            raise CommandError(
+                                f"the broker detached the link {link}: {describe_error(None)}",
+                                EXIT_CONNECTION,
+                            )
+                        received += 1
+                        outcomes[_settle(delivery, print_bodies, out)] += 1
+            if outcomes["unsettled"]:
+                # The link was detached in the same bytes as these deliveries (2.6.6):
+                # why (None: cleanly; else this raises the broker's reason).
+                receiver.receive(timeout=0)
+                raise CommandError(
+                    f"the broker detached the link {link}: {describe_error(None)}",
+                    EXIT_CONNECTION,
+                )
+        except TimeoutError:
+            raise timed_out(
+                options,
+                f"message {received + 1:,} of {count:,}" if count > 1 else "a message",
+            ) from None
+        except ClientError as exc:
+            raise failure(exc, url, options, link=link) from None
         elapsed = time.perf_counter() - start
-        client.driver.flush(timeout=options.timeout)  # our dispositions
-    finally:
-        client.close()
     if print_bodies:
         out.flush()
     ok = outcomes["accepted"] + outcomes["pre-settled"]
@@ -236,3 +254,46 @@ def receive(
         file=err if print_bodies else out,
     )
     return EXIT_OK if ok == count else EXIT_INCOMPLETE
+
+
+def _settle(delivery: sockets.Delivery, print_bodies: bool, out: TextIO) -> str:
+    """Accept ``delivery`` (reject it if it does not decode, printing its body if asked);
+    what it counts as."""
+    pre_settled = delivery.settled
+    try:
+        message = delivery.message
+    except amqp.DecodeError as exc:
+        error = amqp.Error(condition=amqp.Symbol("amqp:decode-error"), description=str(exc))
+        outcome: Any = amqp.Rejected(error=error)
+    else:
+        outcome = ACCEPTED
+        if print_bodies:
+            print(format_body(message), file=out)
+    if pre_settled:
+        return "pre-settled" if outcome is ACCEPTED else outcome_name(outcome)
+    delivery.settle(outcome)
+    if not delivery.settled:
+        # The peer closed the link in the same bytes (2.6.6): the delivery can no longer
+        # be settled, and goes back to the broker unaccepted (the detach says so).
+        return "unsettled"
+    return outcome_name(outcome)
+
+
+@contextlib.contextmanager
+def _closing(conn: sockets.Connection, options: ClientOptions) -> Iterator[None]:
+    """Close ``conn`` when the block ends, waiting briefly for the broker's answer (what
+    was to be done is done, or has failed already)."""
+    try:
+        yield
+    finally:
+        conn.close(timeout=min(CLOSE_WAIT, options.timeout))
+
+
+#: How many trackers ``send`` holds before it counts the outcomes that have come.
+WINDOW = 1024
+
+#: The longest wait for the broker's answer to our close, seconds.
+CLOSE_WAIT = 2.0
+
+#: The outcome of every message that decodes.
+ACCEPTED = amqp.Accepted()

@@ -2,18 +2,26 @@
 :mod:`~amqp_sansio.adapters.aio`, :mod:`~amqp_sansio.adapters.trio_adapter`) share: the
 pending operations and errors an application sees (:mod:`.ops`), the cores of its links
 (:mod:`.links`), the :class:`Core` that turns an engine's events into their completion
-(:mod:`.core`), how a URL and options become an engine (:mod:`.engines`), the
-reconnection policy (:mod:`.reconnect`), AMQP URLs (:mod:`.url`) and frame tracing
-(:mod:`.trace`). It does no I/O: an adapter feeds it bytes and time.
+(:mod:`.core`), each call of the adapters written once as a recipe of steps that each
+adapter carries out with its own I/O (:mod:`.recipes`), how a URL and options become an
+engine (:mod:`.engines`), the reconnection policy (:mod:`.reconnect`), AMQP URLs
+(:mod:`.url`) and frame tracing (:mod:`.trace`). It does no I/O: an adapter feeds it bytes
+and time.
 """
 
 from __future__ import annotations
 
+from . import recipes
 from .core import Core, client_core, server_core
 from .engines import (
+    ConnectOptions,
+    ListenOptions,
+    Stream,
     authentication_failure,
     authentication_hint,
     client_engine,
+    connect_options,
+    listen_options,
     refused_without_sasl,
     server_engine,
     server_sasl,
@@ -35,15 +43,21 @@ from .links import (
     TransactionCore,
 )
 from .ops import (
+    Annotations,
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
     Delivery,
+    Filters,
+    HasEngineTransaction,
     LinkDetachedError,
     LinkRefusedError,
     Op,
+    Outcome,
     PeerWithoutSASLError,
+    Sendable,
     TransactionError,
+    TransactionLike,
     encode,
 )
 from .reconnect import Backoff, Reconnect
@@ -60,6 +74,14 @@ __all__ = [
     "TransactionError",
     "Op",
     "Delivery",
+    # types
+    "Outcome",
+    "Sendable",
+    "Filters",
+    "Annotations",
+    "HasEngineTransaction",
+    "TransactionLike",
+    "Stream",
     # links
     "DEFAULT_CREDIT",
     "SenderCore",
@@ -73,9 +95,14 @@ __all__ = [
     "TrackerBase",
     "ReceiverBase",
     "TransactionBase",
-    # the core
+    # the core, and the recipes of the adapters' calls
     "Core",
+    "recipes",
     # making connections
+    "ConnectOptions",
+    "ListenOptions",
+    "connect_options",
+    "listen_options",
     "client_engine",
     "client_core",
     "server_engine",

@@ -29,6 +29,9 @@ import amqp_sansio as a
 from amqp_sansio import Error, Symbol
 
 from .engines import (
+    ConnectOptions,
+    ListenOptions,
+    Stream,
     authentication_failure,
     client_engine,
     refused_without_sasl,
@@ -51,6 +54,7 @@ from .ops import (
     ClientError,
     ConnectionClosedError,
     Delivery,
+    Filters,
     Op,
     PeerWithoutSASLError,
     TransactionError,
@@ -86,14 +90,14 @@ class Core:
         self,
         engine: a.Connection,
         *,
-        stream: Any = None,
+        stream: Stream | None = None,
         notify: Callable[[], None] | None = None,
         on_link: Callable[[ServerLink], None] | None = None,
         on_connection: Callable[[IncomingConnection], None] | None = None,
-        peer: Any = None,
+        peer: object = None,
     ) -> None:
         self.engine = engine
-        self.stream = engine if stream is None else stream
+        self.stream: Stream = engine if stream is None else stream
         #: A client's URL (see :func:`client_core`).
         self.url: AMQPURL | None = None
         self.notify: Callable[[], None] = notify or (lambda: None)
@@ -128,7 +132,7 @@ class Core:
         self.default_address: str | None = None
         #: Reconnection (a client's, opt-in): the schedule, and the options of its engines.
         self.backoff: Backoff | None = None
-        self._options: dict[str, Any] = {}
+        self._options: ConnectOptions = {}
         #: The transport is gone and a new one is wanted (see :meth:`next_attempt`).
         self.lost = False
         #: How many times the connection was made again after a loss.
@@ -298,12 +302,10 @@ class Core:
         return []
 
     def next_deadline(self) -> float | None:
-        deadline: float | None = self.stream.next_deadline()
-        return deadline
+        return self.stream.next_deadline()
 
     def data_to_send(self) -> bytes:
-        data: bytes = self.stream.data_to_send()
-        return data
+        return self.stream.data_to_send()
 
     @property
     def gone(self) -> bool:
@@ -382,7 +384,7 @@ class Core:
         credit: int = DEFAULT_CREDIT,
         auto_accept: bool = False,
         dynamic: bool = False,
-        filters: dict[Any, Any] | None = None,
+        filters: Filters | None = None,
         selector: str | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
@@ -525,11 +527,11 @@ class Core:
         self._on_attach(event.link, event.remote)
 
     def _on_link_detached(self, event: a.events.LinkDetached) -> None:
-        self._on_detach(event.link, event.error)
+        self._on_detach(event.link, event.error, event=event)
 
     def _on_session_ended(self, event: a.events.SessionEnded) -> None:
         for link in event.session.links:
-            self._on_detach(link, event.error, "the session ended")
+            self._on_detach(link, event.error, "the session ended", event=event)
         if event.session is self._session:
             self._session = None
 
@@ -544,54 +546,66 @@ class Core:
             forced = event.error.condition == "amqp:connection:forced"
             self._fail(
                 ConnectionClosedError(
-                    "the peer closed the connection", event.error, retryable=forced
+                    "the peer closed the connection", event.error, retryable=forced, event=event
                 )
             )
         elif not self._closing:
             # A close without an error is the peer's choice (a planned restart, an
             # operator): a reconnecting connection comes back.
-            self._fail(ConnectionClosedError("the peer closed the connection", retryable=True))
+            self._fail(
+                ConnectionClosedError("the peer closed the connection", retryable=True, event=event)
+            )
 
     def _on_idle_timed_out(self, event: a.events.IdleTimedOut) -> None:
         self._fail(
-            ConnectionClosedError("the peer stopped answering (idle time-out)", retryable=True)
+            ConnectionClosedError(
+                "the peer stopped answering (idle time-out)", retryable=True, event=event
+            )
         )
 
     def _on_authentication_failed(self, event: a.events.AuthenticationFailed) -> None:
-        self._fail(AuthenticationError(authentication_failure(event, self.url)))
+        self._fail(AuthenticationError(authentication_failure(event, self.url), event=event))
 
     def _on_protocol_error(self, event: a.events.ProtocolError) -> None:
         if event.scope == "connection":
-            self._fail(ConnectionClosedError("the peer broke the protocol", event.error))
+            self._fail(
+                ConnectionClosedError("the peer broke the protocol", event.error, event=event)
+            )
 
     def _on_without_sasl(self, event: a.events.PeerWithoutSASL) -> None:
         if self.engine.client:
-            self._fail(PeerWithoutSASLError(without_sasl_failure(self.url)))
+            self._fail(PeerWithoutSASLError(without_sasl_failure(self.url), event=event))
         else:
             refused_without_sasl(self.peer)
-            self._fail(ConnectionClosedError("the peer came without SASL, which we require"))
+            self._fail(
+                ConnectionClosedError("the peer came without SASL, which we require", event=event)
+            )
 
     def _on_unsupported(self, event: a.events.UnsupportedProtocol) -> None:
-        self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}"))
+        self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}", event=event))
 
     def _on_tls_failed(self, event: a.security.tls.TLSFailed) -> None:
-        self._fail(ConnectionClosedError(f"TLS failed: {event.error}"))
+        self._fail(ConnectionClosedError(f"TLS failed: {event.error}", event=event))
 
     def _on_tls_mismatch(self, event: a.security.tls.TLSHeaderMismatch) -> None:
-        self._fail(ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}"))
-        self._on_ended()
+        self._fail(
+            ConnectionClosedError(f"TLS refused: the peer speaks {event.version_name}", event=event)
+        )
+        self._on_ended(event)
 
     def _on_connection_ended(self, event: a.events.ConnectionEnded) -> None:
-        self._on_ended()
+        self._on_ended(event)
 
     def _on_other(self, event: a.Event) -> None:
         """An event the core has nothing to do with (the application may)."""
 
-    def _on_ended(self) -> None:
+    def _on_ended(self, event: a.Event) -> None:
         if self.ended.done() or self.lost:
             return
         if self.error is None and not self._closing:
-            self._fail(ConnectionClosedError("the connection was lost", retryable=True))
+            self._fail(
+                ConnectionClosedError("the connection was lost", retryable=True, event=event)
+            )
         close = getattr(self.stream, "close", None)
         if self.stream is not self.engine and close is not None:
             close()  # TLS close_notify after the AMQP close
@@ -662,10 +676,12 @@ class Core:
         self.on_link(server)
         server.accept()  # unless the application decided
 
-    def _on_detach(self, link: a.Link, error: Error | None, reason: str = "") -> None:
+    def _on_detach(
+        self, link: a.Link, error: Error | None, reason: str = "", *, event: a.Event | None = None
+    ) -> None:
         core = self._links.pop(link, None)
         if core is not None:
-            core._on_detached(error, reason or "the link was detached")
+            core._on_detached(error, reason or "the link was detached", event=event)
             if link is self._controller:
                 self._controller = None
         server = self._server_links.pop(link, None)
@@ -800,14 +816,16 @@ def _handler_for(kind: type) -> Callable[[Core, Any], None]:
 
 def client_core(
     url: str,
+    options: ConnectOptions | None = None,
     *,
     reconnect: Reconnect | bool | None = None,
-    **options: Any,
 ) -> Core:
-    """The core of a client connection to ``url`` (``options`` are :func:`client_engine`'s).
+    """The core of a client connection to ``url`` (``options`` are :func:`client_engine`'s,
+    made by :func:`~.engines.connect_options`).
     Without ``reconnect`` its engine is ready: the adapter connects to :attr:`Core.url`.
     With it (``True``: the defaults of :class:`Reconnect`), the core starts :attr:`lost`:
     the adapter connects as :meth:`Core.next_attempt` says, then :meth:`Core.restart`."""
+    options = {} if options is None else options
     parsed, engine, stream = client_engine(url, **options)
     core = Core(engine, stream=stream)
     core.url = parsed
@@ -815,17 +833,18 @@ def client_core(
     if reconnect:
         policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
         core.backoff = Backoff(policy, parsed)
-        core._options = dict(options, container_id=engine.container_id)
+        core._options = options.copy()
+        core._options["container_id"] = engine.container_id
         core.lost = True
     return core
 
 
 def server_core(
-    options: dict[str, Any],
+    options: ListenOptions,
     *,
     on_link: Callable[[ServerLink], None] | None,
     on_connection: Callable[[IncomingConnection], None] | None,
-    peer: Any,
+    peer: object,
 ) -> Core:
     """The core of one accepted server connection, on the engine (and TLS layer) that
     :func:`server_engine` makes from a :func:`listen`'s ``options``."""

@@ -5,8 +5,10 @@ or refuses ours."""
 from __future__ import annotations
 
 import logging
+import ssl
 import uuid
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Protocol, TypedDict, TypeVar, cast
 
 import amqp_sansio as a
 from amqp_sansio.sasl import SASLNoMechanismError
@@ -15,9 +17,14 @@ from . import trace
 from .url import AMQPURL, parse_url
 
 __all__ = [
+    "ConnectOptions",
+    "ListenOptions",
+    "Stream",
     "authentication_failure",
     "authentication_hint",
     "client_engine",
+    "connect_options",
+    "listen_options",
     "refused_without_sasl",
     "server_engine",
     "server_sasl",
@@ -26,6 +33,83 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])
+
+
+class Stream(Protocol):
+    """The engine's byte interface, which a :class:`~amqp_sansio.Connection`, a
+    :class:`~amqp_sansio.TLSLayer` around one and a frame trace offer: what an adapter
+    drives. ``receive_data(b"", now)`` means the transport closed."""
+
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]: ...
+
+    def data_to_send(self) -> bytes: ...
+
+    def next_deadline(self) -> float | None: ...
+
+    def handle_timer(self, now: float) -> list[a.Event]: ...
+
+
+class ConnectOptions(TypedDict, total=False):
+    """The options of every adapter's ``connect`` that make its engine (those of
+    :func:`client_engine`); :func:`connect_options` builds them."""
+
+    container_id: str | None
+    idle_timeout: float | None
+    ssl_context: ssl.SSLContext | None
+    allow_insecure_auth: bool
+    sasl_mechanisms: Collection[str] | None
+    sasl: bool | None
+
+
+class ListenOptions(TypedDict):
+    """The options of every adapter's ``listen`` that make each accepted connection's engine
+    (those of :func:`server_engine`); :func:`listen_options` builds them."""
+
+    container_id: str
+    idle_timeout: float | None
+    ssl_context: ssl.SSLContext | None
+    sasl: a.sasl.ServerAuthenticator | bool | None
+    allow_insecure_auth: bool
+
+
+def connect_options(
+    *,
+    container_id: str | None,
+    idle_timeout: float | None,
+    ssl_context: ssl.SSLContext | None,
+    allow_insecure_auth: bool,
+    sasl_mechanisms: Collection[str] | None,
+    sasl: bool | None,
+) -> ConnectOptions:
+    """The engine options of a ``connect`` call, the same in every adapter."""
+    return {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "allow_insecure_auth": allow_insecure_auth,
+        "sasl_mechanisms": sasl_mechanisms,
+        "sasl": sasl,
+    }
+
+
+def listen_options(
+    *,
+    container_id: str,
+    idle_timeout: float | None,
+    ssl_context: ssl.SSLContext | None,
+    sasl: a.sasl.ServerAuthenticator | bool | None,
+    allow_insecure_auth: bool,
+) -> ListenOptions:
+    """The engine options of a ``listen`` call, the same in every adapter."""
+    return {
+        "container_id": container_id,
+        "idle_timeout": idle_timeout,
+        "ssl_context": ssl_context,
+        "sasl": sasl,
+        "allow_insecure_auth": allow_insecure_auth,
+    }
 
 
 # -- making engines ----------------------------------------------------------------------------
@@ -36,15 +120,15 @@ def client_engine(
     *,
     container_id: str | None = None,
     idle_timeout: float | None = None,
-    ssl_context: Any = None,
+    ssl_context: ssl.SSLContext | None = None,
     allow_insecure_auth: bool = False,
-    sasl_mechanisms: Any = None,
+    sasl_mechanisms: Collection[str] | None = None,
     max_frame_size: int = 65536,
     hostname: str | None = None,
     sasl: bool | None = None,
     cafile: str | None = None,
     verify: bool = True,
-) -> tuple[AMQPURL, a.Connection, Any]:
+) -> tuple[AMQPURL, a.Connection, Stream]:
     """The engine (and TLS layer, for amqps) for a client connection to ``url``: returns
     ``(url, connection, stream)``. The one place where a URL and the options become a
     client engine, for the adapters and the command line alike.
@@ -80,7 +164,7 @@ def client_engine(
         allow_plain_without_tls=allow_insecure_auth or parsed.is_loopback,
         max_frame_size=max_frame_size,
     )
-    stream: Any = trace.wrap(engine, f"{engine.container_id}>{parsed.host}:{parsed.port}")
+    stream: Stream = trace.wrap(engine, f"{engine.container_id}>{parsed.host}:{parsed.port}")
     if tls:
         context = ssl_context
         if context is None:
@@ -91,7 +175,7 @@ def client_engine(
     return parsed, engine, stream
 
 
-def without_sasl(url: str | AMQPURL, options: dict[str, Any]) -> dict[str, Any] | None:
+def without_sasl(url: str | AMQPURL, options: OptionsT) -> OptionsT | None:
     """After a :class:`PeerWithoutSASLError`: the options (``client_engine``'s) to connect
     again with, without SASL, if SASL was only our default choice (``sasl`` None, no
     credentials in ``url``, no ``sasl_mechanisms``), saying so in the log (WARNING: it costs
@@ -111,7 +195,7 @@ def without_sasl(url: str | AMQPURL, options: dict[str, Any]) -> dict[str, Any] 
         parsed.host,
         parsed.port,
     )
-    return dict(options, sasl=False)
+    return cast(OptionsT, {**options, "sasl": False})
 
 
 def without_sasl_failure(url: AMQPURL | None) -> str:
@@ -149,7 +233,7 @@ def authentication_hint(event: a.events.AuthenticationFailed, url: AMQPURL | Non
     )
 
 
-def refused_without_sasl(peer: Any) -> None:
+def refused_without_sasl(peer: object) -> None:
     """Log a server's refusal of a client that sent the bare AMQP header where SASL is
     required (core spec 2.2: our SASL header went back, and the connection ended)."""
     _log.warning(
@@ -159,7 +243,7 @@ def refused_without_sasl(peer: Any) -> None:
     )
 
 
-def _peer_name(peer: Any) -> str:
+def _peer_name(peer: object) -> str:
     if isinstance(peer, tuple) and len(peer) >= 2:
         host, port = peer[0], peer[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
@@ -186,11 +270,11 @@ def server_engine(
     *,
     container_id: str = "amqp-sansio-server",
     idle_timeout: float | None = None,
-    ssl_context: Any = None,
+    ssl_context: ssl.SSLContext | None = None,
     sasl: a.sasl.ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     max_frame_size: int = 65536,
-) -> tuple[a.Connection, Any]:
+) -> tuple[a.Connection, Stream]:
     """The engine (and TLS layer, with ``ssl_context``: amqps from the first byte) of one
     accepted server connection; ``sasl`` as :func:`server_sasl` says."""
     engine = a.Connection(
@@ -201,7 +285,7 @@ def server_engine(
         allow_plain_without_tls=allow_insecure_auth,
         max_frame_size=max_frame_size,
     )
-    stream: Any = trace.wrap(engine, container_id)
+    stream: Stream = trace.wrap(engine, container_id)
     if ssl_context is not None:
         stream = a.TLSLayer(stream, ssl_context, client=False, negotiate=False)
     return engine, stream

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import amqp_sansio as a
 from amqp_sansio import Error, Symbol
@@ -19,7 +19,9 @@ from .ops import (
     LinkDetachedError,
     LinkRefusedError,
     Op,
+    Outcome,
     TransactionError,
+    TransactionLike,
     encode,
     engine_txn,
 )
@@ -96,12 +98,20 @@ class LinkCore:
         """The connection was lost and will be re-made: the link is attached again then."""
         self.attached = Op()
 
-    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+    def _on_detached(
+        self,
+        error: Error | None,
+        reason: str = "the link was detached",
+        *,
+        event: a.Event | None = None,
+    ) -> None:
         if self.error is None:
             if self.refused:
-                self.error = LinkRefusedError(f"the peer refused the link {self.what}", error)
+                self.error = LinkRefusedError(
+                    f"the peer refused the link {self.what}", error, event=event
+                )
             else:
-                self.error = LinkDetachedError(reason, error)
+                self.error = LinkDetachedError(reason, error, event=event)
         self.detached.set(None)
 
     @property
@@ -128,9 +138,9 @@ class SenderCore(LinkCore):
     def __init__(self, core: Core, link: a.Sender) -> None:
         super().__init__(core, link)
         #: Each unsettled delivery's op, and (on a reconnecting connection) its bytes.
-        self._unsettled: dict[a.Delivery, tuple[Op[Any], bytes | None]] = {}
+        self._unsettled: dict[a.Delivery, tuple[Op[Outcome | None], bytes | None]] = {}
         #: After a reconnect: what was unsettled, sent again before any new send.
-        self._resend: deque[tuple[bytes, Op[Any]]] = deque()
+        self._resend: deque[tuple[bytes, Op[Outcome | None]]] = deque()
 
     @property
     def address(self) -> str | None:
@@ -147,12 +157,14 @@ class SenderCore(LinkCore):
         self.check()
         return self.attached.done() and not self._resend and self.link.link_credit > 0
 
-    def send(self, data: bytes, *, settled: bool = False, transaction: Any = None) -> Op[Any]:
+    def send(
+        self, data: bytes, *, settled: bool = False, transaction: TransactionLike | None = None
+    ) -> Op[Outcome | None]:
         """Send now (:meth:`send_ready` must be true): the :class:`Op` is done at once if
         ``settled``, else when the outcome arrives."""
         txn = None if transaction is None else engine_txn(transaction)
         delivery = self.link.send(data, settled=settled, transaction=txn)
-        op: Op[Any] = Op()
+        op: Op[Outcome | None] = Op()
         if settled:
             op.set(None)
         else:
@@ -161,7 +173,7 @@ class SenderCore(LinkCore):
         self.core._changed()
         return op
 
-    def _on_update(self, delivery: a.Delivery, state: Any) -> None:
+    def _on_update(self, delivery: a.Delivery, state: object) -> None:
         entry = self._unsettled.get(delivery)
         if entry is None:
             return
@@ -172,7 +184,7 @@ class SenderCore(LinkCore):
         )
         if delivery.remote_settled or isinstance(outcome, _OUTCOMES):
             del self._unsettled[delivery]
-            entry[0].set(outcome)
+            entry[0].set(outcome if isinstance(outcome, _OUTCOMES) else None)
 
     def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
@@ -187,7 +199,7 @@ class SenderCore(LinkCore):
 
     def _on_lost(self) -> None:
         super()._on_lost()
-        again: deque[tuple[bytes, Op[Any]]] = deque()
+        again: deque[tuple[bytes, Op[Outcome | None]]] = deque()
         for op, data in self._unsettled.values():
             if data is None:  # sent in a transaction, which the loss rolled back
                 op.fail(TransactionError("the connection was lost: the transaction is over"))
@@ -197,8 +209,14 @@ class SenderCore(LinkCore):
         again.extend(self._resend)
         self._resend = again
 
-    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
-        super()._on_detached(error, reason)
+    def _on_detached(
+        self,
+        error: Error | None,
+        reason: str = "the link was detached",
+        *,
+        event: a.Event | None = None,
+    ) -> None:
+        super()._on_detached(error, reason, event=event)
         assert self.error is not None
         for op, _ in self._unsettled.values():
             op.fail(self.error)
@@ -313,9 +331,15 @@ class ReceiverCore(LinkCore):
         self.queue = deque(d for d in self.queue if d.settled)
         self._on_drained()
 
-    def _on_detached(self, error: Error | None, reason: str = "the link was detached") -> None:
+    def _on_detached(
+        self,
+        error: Error | None,
+        reason: str = "the link was detached",
+        *,
+        event: a.Event | None = None,
+    ) -> None:
         closed_cleanly = error is None and not self.refused
-        super()._on_detached(error, reason)
+        super()._on_detached(error, reason, event=event)
         if closed_cleanly:
             self.error = None  # a clean close ends iteration; an error raises
         if self._drain is not None:
@@ -352,14 +376,14 @@ class IncomingConnection:
     :class:`~amqp_sansio.security.tls.TLSEstablished`
     event of an amqps connection (version, cipher, the client's certificate), or None."""
 
-    def __init__(self, core: Core, peer: Any) -> None:
+    def __init__(self, core: Core, peer: object) -> None:
         self.core = core
         self.peer = peer
         remote = core.engine.remote
         assert remote is not None
         self.container_id: str = remote.container_id
         self.hostname: str | None = remote.hostname
-        self.properties: Any = remote.properties
+        self.properties: dict[Symbol, object] | None = remote.properties
         self.identity: str | None = core.sasl_identity
         self.mechanism: str | None = core.sasl_mechanism
         self.tls: a.security.tls.TLSEstablished | None = core.tls
@@ -498,7 +522,7 @@ class OutgoingLink(ServerLink):
     def __init__(self, core: Core, link: a.Sender, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.on_credit: Callable[[OutgoingLink], None] | None = None
-        self.on_outcome: Callable[[a.Delivery, Any], None] | None = None
+        self.on_outcome: Callable[[a.Delivery, object], None] | None = None
 
     @property
     def credit(self) -> int:
@@ -518,7 +542,7 @@ class OutgoingLink(ServerLink):
             source = a.Source(address=self.address, dynamic=True)
         self.link.attach(source=source)
 
-    def send(self, message: Any, *, settled: bool = False) -> a.Delivery:
+    def send(self, message: object, *, settled: bool = False) -> a.Delivery:
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
         :class:`~amqp_sansio.LocalProtocolError` without credit."""
         return self.send_data(encode(message), settled=settled)
@@ -542,7 +566,7 @@ class OutgoingLink(ServerLink):
 class SenderBase:
     """The adapters' senders: their state (the waiting is each adapter's own)."""
 
-    def __init__(self, conn: Any, core: SenderCore, settled: bool) -> None:
+    def __init__(self, conn: object, core: SenderCore, settled: bool) -> None:
         self.connection = conn
         self.core = core
         self.settled = settled
@@ -566,7 +590,7 @@ class TrackerBase:
 
     __slots__ = ("_op", "sender")
 
-    def __init__(self, sender: SenderBase, op: Op[Any]) -> None:
+    def __init__(self, sender: SenderBase, op: Op[Outcome | None]) -> None:
         self.sender = sender
         self._op = op
 
@@ -582,7 +606,7 @@ class TrackerBase:
 class ReceiverBase:
     """The adapters' receivers: their state."""
 
-    def __init__(self, conn: Any, core: ReceiverCore) -> None:
+    def __init__(self, conn: object, core: ReceiverCore) -> None:
         self.connection = conn
         self.core = core
 
@@ -591,12 +615,26 @@ class ReceiverBase:
         """The source's address; for a dynamic receiver, the peer's temporary node."""
         return self.core.address
 
+    @property
+    def credit(self) -> int:
+        """The window of credit the receiver keeps granted (``credit=`` when it was made).
+        Setting it changes the grants that follow, never credit already granted: lower it
+        as the messages still wanted run out, and the sender is never let start more than
+        those (0: grant no more)."""
+        return self.core.credit
+
+    @credit.setter
+    def credit(self, value: int) -> None:
+        if value < 0:
+            raise ValueError("a receiver's credit is at least 0")
+        self.core.credit = value
+
 
 class TransactionBase:
     """The adapters' transactions: pass one as ``transaction=`` to a sender's ``send`` or a
     delivery's ``accept``."""
 
-    def __init__(self, conn: Any, timeout: float | None) -> None:
+    def __init__(self, conn: object, timeout: float | None) -> None:
         self.connection = conn
         self.timeout = timeout
         self.core: TransactionCore | None = None
@@ -604,5 +642,5 @@ class TransactionBase:
         self.committed: bool | None = None
 
     @property
-    def engine_transaction(self) -> Any:
+    def engine_transaction(self) -> a.Transaction | None:
         return None if self.core is None else self.core.engine_transaction

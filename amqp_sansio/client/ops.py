@@ -3,29 +3,63 @@ operation (:class:`Op`), a delivery that arrived (:class:`Delivery`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 import amqp_sansio as a
-from amqp_sansio import Error, Message
+from amqp_sansio import Error, Message, Symbol
 
 if TYPE_CHECKING:
+    from amqp_sansio.codec import AMQPValue
+
     from .core import Core
 
 __all__ = [
     "AuthenticationError",
+    "Annotations",
     "ClientError",
     "ConnectionClosedError",
     "Delivery",
+    "Filters",
+    "HasEngineTransaction",
     "LinkDetachedError",
     "LinkRefusedError",
     "Op",
+    "Outcome",
     "PeerWithoutSASLError",
+    "Sendable",
     "TransactionError",
+    "TransactionLike",
     "encode",
     "engine_txn",
 ]
 
 T = TypeVar("T")
+
+#: The outcome of a delivery (messaging spec 3.4): what a sender's ``send`` returns, what a
+#: delivery is settled with.
+Outcome = a.Accepted | a.Rejected | a.Released | a.Modified
+
+#: What a ``send`` takes: a :class:`~amqp_sansio.Message`, or any value the codec encodes,
+#: sent as the body of a message (bytes as a data section, others as an amqp-value).
+Sendable = object
+
+#: A source's filter-set (core spec 3.5.8): filter descriptors by their keys.
+Filters = dict[Symbol | str, object]
+
+#: Message annotations (messaging spec 3.2.3), as a :class:`~amqp_sansio.Modified` outcome
+#: carries them: values by symbolic (or numeric) keys.
+Annotations = dict[Symbol | str | int, object]
+
+
+class HasEngineTransaction(Protocol):
+    """An adapter's transaction: it carries the engine's."""
+
+    @property
+    def engine_transaction(self) -> a.Transaction | None: ...
+
+
+#: What ``transaction=`` takes: an adapter's transaction, or the engine's.
+TransactionLike = HasEngineTransaction | a.Transaction
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -33,15 +67,25 @@ T = TypeVar("T")
 
 class ClientError(Exception):
     """Base class of the errors the high-level API raises. ``error`` is the AMQP error the
-    peer gave (an :class:`~amqp_sansio.Error`), if any."""
+    peer gave (an :class:`~amqp_sansio.Error`), if any. ``event`` is the engine's event that
+    caused it, when one did (None for a transport that failed, a connection closed by this
+    side): the details a report may want beyond the message, such as the peer's SASL
+    description (:class:`~amqp_sansio.events.AuthenticationFailed`), the certificate check
+    that failed (:class:`~amqp_sansio.security.tls.TLSFailed`), the protocol the peer
+    answered with (:class:`~amqp_sansio.events.UnsupportedProtocol`), or whether a link
+    went because its session ended (:class:`~amqp_sansio.events.SessionEnded`) or was
+    detached (:class:`~amqp_sansio.events.LinkDetached`)."""
 
-    def __init__(self, description: str, error: Error | None = None) -> None:
+    def __init__(
+        self, description: str, error: Error | None = None, *, event: a.Event | None = None
+    ) -> None:
         if error is not None:
             description = f"{description}: {error.condition}"
             if error.description:
                 description += f" ({error.description})"
         super().__init__(description)
         self.error = error
+        self.event = event
 
 
 class ConnectionClosedError(ClientError, ConnectionError):
@@ -51,9 +95,14 @@ class ConnectionClosedError(ClientError, ConnectionError):
     without an error, as in a planned restart, or with ``amqp:connection:forced``)."""
 
     def __init__(
-        self, description: str, error: Error | None = None, *, retryable: bool = False
+        self,
+        description: str,
+        error: Error | None = None,
+        *,
+        retryable: bool = False,
+        event: a.Event | None = None,
     ) -> None:
-        super().__init__(description, error)
+        super().__init__(description, error, event=event)
         self.retryable = retryable
 
 
@@ -161,13 +210,15 @@ class Delivery:
         d = self.engine_delivery
         return d.settled or d.remote_settled
 
-    def accept(self, *, transaction: Any = None) -> None:
+    def accept(self, *, transaction: TransactionLike | None = None) -> None:
         self.settle(a.Accepted(), transaction=transaction)
 
-    def reject(self, error: Error | None = None, *, transaction: Any = None) -> None:
+    def reject(
+        self, error: Error | None = None, *, transaction: TransactionLike | None = None
+    ) -> None:
         self.settle(a.Rejected(error=error), transaction=transaction)
 
-    def release(self, *, transaction: Any = None) -> None:
+    def release(self, *, transaction: TransactionLike | None = None) -> None:
         self.settle(a.Released(), transaction=transaction)
 
     def modify(
@@ -175,8 +226,8 @@ class Delivery:
         *,
         delivery_failed: bool = True,
         undeliverable_here: bool = False,
-        annotations: dict[Any, Any] | None = None,
-        transaction: Any = None,
+        annotations: Annotations | None = None,
+        transaction: TransactionLike | None = None,
     ) -> None:
         outcome = a.Modified(
             delivery_failed=delivery_failed,
@@ -185,25 +236,32 @@ class Delivery:
         )
         self.settle(outcome, transaction=transaction)
 
-    def settle(self, outcome: Any, *, transaction: Any = None) -> None:
+    def settle(self, outcome: Outcome, *, transaction: TransactionLike | None = None) -> None:
         """Settle with ``outcome`` (any outcome of core spec 3.4). A delivery that came on a
-        connection since lost (and reconnected) can no longer be settled: this does
-        nothing, and the peer delivers the message again."""
+        connection since lost (and reconnected), or on a link the peer has detached since
+        (perhaps in the same bytes as the delivery), can no longer be settled (core spec
+        2.6.6): this does nothing, :attr:`settled` stays false, and the peer delivers the
+        message again."""
         if self.settled or self._engine is not self._core.engine or self._core.lost:
+            return
+        if self.link.state is not a.LinkState.ATTACHED:
             return
         txn = None if transaction is None else engine_txn(transaction)
         self.link.settle(self.engine_delivery, outcome, transaction=txn)
         self._core._changed()
 
 
-def engine_txn(transaction: Any) -> Any:
+def engine_txn(transaction: TransactionLike | None) -> a.Transaction | None:
     """An adapter's transaction object carries the engine's as ``engine_transaction``."""
-    return getattr(transaction, "engine_transaction", transaction)
+    if transaction is None or isinstance(transaction, a.Transaction):
+        return transaction
+    return transaction.engine_transaction
 
 
-def encode(message: Any) -> bytes:
+def encode(message: Sendable) -> bytes:
     """The bytes of a message to send: a :class:`~amqp_sansio.Message`, or any other value,
     sent as the body of a message (bytes as a data section, others as an amqp-value)."""
     if isinstance(message, Message):
         return message.encode()
-    return Message(body=message).encode()
+    # Any value the codec takes (see amqp_sansio.codec.encode: ``object``, for invariance).
+    return Message(body=cast("AMQPValue", message)).encode()

@@ -15,9 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import amqp_sansio as amqp
+
+if TYPE_CHECKING:
+    from .engines import Stream
 
 __all__ = ["FrameTrace", "LOGGER", "enabled", "wrap"]
 
@@ -88,35 +91,32 @@ class FrameTrace:
     """Wraps an engine (or anything with its byte interface) and logs the frames that pass
     both ways; it has the byte interface only (the engine's commands go to the engine)."""
 
-    def __init__(self, inner: Any, name: str) -> None:
+    def __init__(self, inner: Stream, name: str) -> None:
         self.inner = inner
         self._in = _Direction(name, "<-")
         self._out = _Direction(name, "->")
 
     def receive_data(self, data: bytes, now: float) -> list[amqp.Event]:
         self._in.feed(data)
-        events: list[amqp.Event] = self.inner.receive_data(data, now)
-        return events
+        return self.inner.receive_data(data, now)
 
     def data_to_send(self) -> bytes:
-        data: bytes = self.inner.data_to_send()
+        data = self.inner.data_to_send()
         self._out.feed(data)
         return data
 
     def next_deadline(self) -> float | None:
-        deadline: float | None = self.inner.next_deadline()
-        return deadline
+        return self.inner.next_deadline()
 
     def handle_timer(self, now: float) -> list[amqp.Event]:
-        events: list[amqp.Event] = self.inner.handle_timer(now)
-        return events
+        return self.inner.handle_timer(now)
 
-    def set_transport_security(self, **kwargs: Any) -> None:
+    def set_transport_security(self, **kwargs: object) -> None:
         """(For a TLS layer above: passed on.)"""
-        self.inner.set_transport_security(**kwargs)
+        getattr(self.inner, "set_transport_security")(**kwargs)  # noqa: B009
 
 
-def wrap(engine: Any, name: str) -> Any:
+def wrap(engine: Stream, name: str) -> Stream:
     """``engine`` wrapped in a :class:`FrameTrace` if tracing is :func:`enabled`, else
     ``engine`` itself (no cost)."""
     return FrameTrace(engine, name) if enabled() else engine

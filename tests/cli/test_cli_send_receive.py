@@ -15,12 +15,18 @@ from collections.abc import Iterator
 import pytest
 from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import send_receive
-from amqp_sansio.adapters.cli.connect import ClientOptions, CommandError, engine_for
+from amqp_sansio.adapters.cli.connect import (
+    ClientOptions,
+    CommandError,
+    connect_options,
+    open_connection,
+)
 from support.broker_process import free_port
 from support.cli_broker import TestBroker
 from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as amqp
+from amqp_sansio.client import client_engine
 from amqp_sansio.client.url import parse_url
 
 USERS = {"alice": "s3cret"}
@@ -196,9 +202,10 @@ def test_credentials_in_the_clear_to_another_host_are_refused(
 def test_allow_insecure_auth_lets_plain_through() -> None:
     url = parse_url("amqp://alice:s3cret@broker.example/q")
     with pytest.raises(CommandError) as info:
-        engine_for(url, ClientOptions())
+        open_connection(url, ClientOptions(), role="send")
     assert info.value.status == 2
-    conn, _ = engine_for(url, ClientOptions(allow_insecure_auth=True))
+    options = connect_options(url, ClientOptions(allow_insecure_auth=True), role="send")
+    _, conn, _ = client_engine(url, **options)
     assert conn.hostname == "broker.example"
 
 

@@ -56,9 +56,10 @@ CORE_MODULES = (*PUBLIC_MODULES, "amqp_sansio.broker")
 #: values, a connection's engine and stream, and an annotations map.
 CORE_BUDGET = 67
 
-#: ``Any`` left in the client core's and the adapters' public signatures: their count when
-#: the core was typed (issue 15); their own typing lowers it.
-CLIENT_BUDGET = 55
+#: ``Any`` left in the client core's and the adapters' public signatures (55 when the core
+#: was typed, issue 15): the broker server's ``main`` and ``BrokerServer`` return their
+#: JSON-shaped figures as ``dict[str, Any]``.
+CLIENT_BUDGET = 2
 
 
 def _walk(
