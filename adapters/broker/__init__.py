@@ -10,11 +10,13 @@ from __future__ import annotations
 from .server import (
     FORCED,
     HIGH_WATER,
+    OPEN_WARNING,
     RABBITMQ_ENV,
     RABBITMQ_URL,
     READ_SIZE,
     STOP_GRACE,
     BrokerServer,
+    OpenBrokerRefused,
     benchmark,
     main,
     open_broker,
@@ -26,6 +28,8 @@ from .store import FILENAME, SQLiteStore, StoreError
 
 __all__ = [
     "BrokerServer",
+    "OpenBrokerRefused",
+    "OPEN_WARNING",
     "open_broker",
     "run_broker",
     "serve_broker",

@@ -16,7 +16,12 @@ Embedding::
 With ``store=DIR`` (a directory) durable messages are kept in the SQLite store of
 :mod:`amqp_sansio.adapters.broker.store` and come back when a broker starts on the same
 directory. From the shell: ``amqp-sansio broker [--host H] [--port P] [--store DIR]
-[--users FILE]``.
+[--users FILE] [--allow-anonymous] [connection limits]``.
+
+The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` are the core's; this
+adapter gives the core each client's address (per-address limits), drives its timers
+(handshake time-out, the held answer of a failed login) and closes a transport once its
+connection has :attr:`~amqp_sansio.broker.BrokerConnection.ended`.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection, Store, Us
 
 from .store import SQLiteStore
 
-__all__ = ["BrokerServer", "open_broker", "run_broker", "serve_broker"]
+__all__ = ["BrokerServer", "OpenBrokerRefused", "open_broker", "run_broker", "serve_broker"]
 
 log = logging.getLogger("amqp_sansio.adapters.broker")
 
@@ -122,7 +127,11 @@ class BrokerServer:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = self.broker.accept(loop.time(), wall=time.time(), ssl_context=self.ssl_context)
+        peer = writer.get_extra_info("peername")
+        address = peer[0] if isinstance(peer, tuple) and peer else None
+        conn = self.broker.accept(
+            loop.time(), wall=time.time(), ssl_context=self.ssl_context, address=address
+        )
         self._writers[conn] = writer
         try:
             while not conn.ended:
@@ -295,25 +304,49 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+class OpenBrokerRefused(Exception):
+    """An open broker (no users) asked to listen beyond the loopback without
+    ``allow_anonymous``."""
+
+
+#: What an open broker says at start (stderr), and why it may not listen beyond the loopback.
+OPEN_WARNING = (
+    "amqp-sansio broker: this broker is OPEN (no --users): any client that reaches it may "
+    "connect anonymously and send to and receive from any address"
+)
+
+
 def main(
     host: str,
     port: int,
     *,
     users_file: str | None = None,
     store_dir: str | None = None,
+    allow_anonymous: bool = False,
     limits: Mapping[str, object] | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
     without TLS only on a loopback address. ``store_dir``: the durable store's directory
     (:mod:`amqp_sansio.adapters.broker.store`). ``limits``: fields of
-    :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues)."""
+    :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues, and on
+    connections).
+
+    Without ``users_file`` the broker is open: it says so on stderr at start, and refuses
+    (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
+    ``allow_anonymous``."""
     import signal
+    import sys
 
     users = None
     if users_file is not None:
         with open(users_file, encoding="utf-8") as f:
             users = Users.from_json(f.read())
+    elif not _loopback(host) and not allow_anonymous:
+        raise OpenBrokerRefused(
+            f"an open broker (no --users) listens only on a loopback address, not {host!r}, "
+            "unless --allow-anonymous"
+        )
     fields: dict[str, Any] = dict(limits or {})  # checked by BrokerConfig itself
     config = BrokerConfig(users=users, allow_insecure_auth=_loopback(host), **fields)
 
@@ -328,6 +361,8 @@ def main(
             if store_dir is not None:
                 kept = sum(node.depth for node in server.broker.nodes.values())
                 print(f"{kept} durable messages restored from {store_dir}", flush=True)
+            if users is None:  # (after the lines on stdout, which programs read in order)
+                print(OPEN_WARNING, file=sys.stderr, flush=True)
             await stop.wait()
 
     asyncio.run(run())

@@ -13,11 +13,11 @@ python-qpid-proton (when it is installed) on the same message, in the same run.
 measures the protocol engine: two engines wired in memory, a sender and a receiver, ours
 next to Proton's, in the same run; ``--memory`` adds what our engines hold.
 
-``amqp-sansio broker [--host H] [--port P] [--store DIR] [--users FILE]`` runs the reference
-broker (docs/broker.rst); ``amqp-sansio bench broker [--messages N] [--size B] [--url U]
-[--store DIR] [--no-durable] [--rabbitmq URL | --no-rabbitmq] [--json]`` measures one
-producer and one consumer through it (with durable messages too), and through RabbitMQ when
-it answers.
+``amqp-sansio broker [--host H] [--port P] [--store DIR] [--users FILE] [--allow-anonymous]
+[connection limits]`` runs the reference broker (docs/broker.rst); ``amqp-sansio bench
+broker [--messages N] [--size B] [--url U] [--store DIR] [--no-durable] [--rabbitmq URL |
+--no-rabbitmq] [--json]`` measures one producer and one consumer through it (with durable
+messages too), and through RabbitMQ when it answers.
 
 ``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
 and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
@@ -36,6 +36,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
+
+import attrs
 
 from amqp_sansio.client.url import URLError, parse_url
 
@@ -108,6 +110,77 @@ def _rounds_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
+
+
+def _connection_limits(brk: argparse.ArgumentParser) -> None:
+    """The broker's group "connections": its connection limits, each a field of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its ``dest``, its default), listed in
+    docs/broker.rst "Limits" and docs/defaults.rst."""
+    from amqp_sansio.broker import BrokerConfig
+
+    fields = attrs.fields_dict(BrokerConfig)
+    group = brk.add_argument_group(
+        "connections",
+        "limits on connections and their handshake, on by default (docs/broker.rst, "
+        "Limits); 'none' lifts a limit that has 'or none'",
+    )
+    group.add_argument(
+        "--allow-anonymous",
+        action="store_true",
+        help="let an open broker (no --users) listen beyond the loopback (e.g. --host "
+        "0.0.0.0): anyone who can reach it may then use it",
+    )
+    for name, kind, text in _CONNECTION_LIMITS:
+        default = fields[name].default
+        optional = "None" in str(fields[name].type)
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            type=_limit(kind, optional),
+            default=default,
+            dest=name,
+            metavar="S" if kind is float else "N",
+            help=f"{text} (default {default}{' or none' if optional else ''})",
+        )
+
+
+def _limit(kind: type, optional: bool) -> Any:
+    """An option's value: a number at least 0 (or ``none``, where the limit may be lifted)."""
+
+    def parse(text: str) -> Any:
+        if optional and text.strip().lower() == "none":
+            return None
+        value = kind(text)
+        if value < 0:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = kind.__name__  # (argparse names the type in its errors)
+    return parse
+
+
+#: The ``dest`` of the group "connections" (BrokerConfig fields), each option's type and help.
+_CONNECTION_LIMITS: tuple[tuple[str, type, str], ...] = (
+    ("handshake_timeout", float, "seconds from the TCP connection to the client's open"),
+    ("max_connections", int, "connections in all"),
+    ("max_connections_per_address", int, "connections from one source address"),
+    ("max_connections_per_user", int, "open connections of one authenticated user"),
+    ("channel_max", int, "highest channel a client may use (channel-max; sessions - 1)"),
+    ("handle_max", int, "highest link handle per session (handle-max; links - 1)"),
+    ("open_max_frame_size", int, "largest frame before the client's open, in bytes"),
+    ("login_delay_after", int, "failed logins from one address before they are slowed"),
+    ("login_delay", float, "seconds the next failed login's answer waits (doubling)"),
+    ("login_delay_max", float, "the longest wait of a failed login's answer, seconds"),
+    ("login_failure_window", float, "seconds after which failed logins are forgotten"),
+)
+
+
+def _broker_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The broker's connection limits from the command line, checked (ValueError)."""
+    from amqp_sansio.broker import BrokerConfig
+
+    limits = {name: getattr(args, name) for name, _, _ in _CONNECTION_LIMITS}
+    BrokerConfig(**limits)  # (ValueError for a value out of its range)
+    return limits
 
 
 def _positive_int(text: str) -> int:
@@ -345,7 +418,13 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="print_bodies",
         help="print each body on a line of its own (the summary then goes to stderr)",
     )
-    brk = sub.add_parser("broker", help="run the reference broker until SIGINT or SIGTERM")
+    brk = sub.add_parser(
+        "broker",
+        help="run the reference broker until SIGINT or SIGTERM",
+        description="Run the reference broker until SIGINT or SIGTERM. Without --users it "
+        "is OPEN (anyone who reaches it may use it): it says so at start, and listens only "
+        "on a loopback address unless --allow-anonymous.",
+    )
     brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
     brk.add_argument("--port", type=int, default=5672, help="port (0: any free port)")
     brk.add_argument(
@@ -354,8 +433,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="directory of the durable message store (SQLite; made if missing): durable "
         "messages survive a restart",
     )
-    brk.add_argument("--users", default=None, help="file of users (SASL) and access rules")
+    brk.add_argument(
+        "--users",
+        default=None,
+        help="file of users (SASL) and access rules; without it the broker is OPEN: any "
+        "client may connect (anonymously) and send and receive anywhere, which it says at "
+        "start, and it listens only on a loopback address unless --allow-anonymous",
+    )
     _messages_and_queues(brk)
+    _connection_limits(brk)
     b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
@@ -728,14 +814,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..broker.store import StoreError
 
         try:
+            limits = {name: getattr(args, name) for name in _MESSAGES_AND_QUEUES}
+            limits.update(_broker_limits(args))
+        except ValueError as exc:
+            print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
             broker.main(
                 args.host,
                 args.port,
                 users_file=args.users,
                 store_dir=args.store,
-                limits={name: getattr(args, name) for name in _MESSAGES_AND_QUEUES},
+                allow_anonymous=args.allow_anonymous,
+                limits=limits,
             )
-        except (OSError, UsersFileError, StoreError) as exc:
+        except (OSError, broker.OpenBrokerRefused, UsersFileError, StoreError) as exc:
             print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         return 0

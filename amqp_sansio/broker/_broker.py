@@ -49,6 +49,8 @@ __all__ = ["Broker"]
 
 _POLICIES = (DeleteOnClose, DeleteOnNoLinks, DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
 _LIFETIME = Symbol("lifetime-policy")
+#: The most source addresses whose failed logins are remembered at once.
+_FAILURES_MAX = 10_000
 #: The expiry heap is compacted when it reaches this size, or twice its size after the last
 #: compaction.
 _COMPACT_MIN = 1024
@@ -92,6 +94,12 @@ class Broker:
         self._per_container: dict[str, int] = {}
         self._subscription_ids = itertools.count(1)
         self._timers: list[tuple[float, int, Subscription]] = []
+        #: Connections by source address (all of them, handshaking ones included), open
+        #: connections by authenticated user, and recent failed logins by source address:
+        #: (failures in a row, when the last one was, on the ``now`` clock).
+        self._by_address: dict[str, int] = {}
+        self._by_user: dict[str, int] = {}
+        self._failures: dict[str, tuple[int, float]] = {}
         #: Queues made on first use that have no link, by when they expire
         #: (``BrokerConfig.queue_expiry``): (when, tie, queue); stale once re-linked.
         self._idle: list[tuple[float, int, Node]] = []
@@ -116,12 +124,26 @@ class Broker:
         wall: float | None = None,
         ssl_context: ssl.SSLContext | None = None,
         sasl: ServerAuthenticator | Literal[False] | None = None,
+        address: str | None = None,
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
         :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
-        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``)."""
+        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``).
+        ``address`` is the client's source address (the host, without the port), for the
+        per-address limits; None: not counted per address.
+
+        A connection beyond ``max_connections`` or ``max_connections_per_address`` comes
+        back already :attr:`~BrokerConnection.ended`, with :attr:`~BrokerConnection.refused`
+        saying why: the driver closes its transport at once (nothing was said)."""
         self._clock(now, wall)
         config = self.config
+        why = self._room_for_connection(address)
+        if why is not None:
+            engine = _refused_engine()
+            refused = BrokerConnection(self, engine, engine, address=address)
+            refused.refused = why
+            refused.lost = True
+            return refused
         if sasl is None:
             sasl = config.sasl
         if sasl is None:
@@ -136,15 +158,91 @@ class Broker:
             sasl=sasl or None,
             allow_plain_without_tls=config.allow_insecure_auth,
             max_frame_size=config.max_frame_size,
+            open_max_frame_size=min(config.open_max_frame_size, config.max_frame_size),
+            channel_max=config.channel_max,
             offered_capabilities=(ANONYMOUS_RELAY,),
             max_unsettled=config.max_unsettled_per_link,
         )
         stream: Any = engine
         if ssl_context is not None:
             stream = TLSLayer(engine, ssl_context, client=False, negotiate=False)
-        conn = BrokerConnection(self, engine, stream)
+        conn = BrokerConnection(self, engine, stream, address=address)
+        conn._now = now
+        conn._counted = True
+        if config.handshake_timeout is not None:
+            conn._handshake_until = now + config.handshake_timeout
         self.connections.add(conn)
+        if address is not None:
+            self._by_address[address] = self._by_address.get(address, 0) + 1
         return conn
+
+    # -- connection limits (see BrokerConfig and docs/broker.rst, "Limits") -------------------
+
+    def _room_for_connection(self, address: str | None) -> str | None:
+        """Why one more connection from ``address`` is refused at once, or None."""
+        config = self.config
+        limit = config.max_connections
+        if limit is not None and len(self.connections) >= limit:
+            return f"the broker takes at most {limit} connections"
+        limit = config.max_connections_per_address
+        if limit is not None and address is not None and self._by_address.get(address, 0) >= limit:
+            return f"at most {limit} connections from one address"
+        return None
+
+    def _room_for_user(self, identity: str) -> str | None:
+        """Why one more open connection of ``identity`` is refused, or None (then it is
+        counted, until :meth:`_connection_gone`)."""
+        limit = self.config.max_connections_per_user
+        count = self._by_user.get(identity, 0)
+        if limit is not None and count >= limit:
+            return f"at most {limit} connections per user"
+        self._by_user[identity] = count + 1
+        return None
+
+    def _connection_gone(self, conn: BrokerConnection) -> None:
+        self.connections.discard(conn)
+        address = conn.address
+        if address is not None and address in self._by_address:
+            left = self._by_address[address] - 1
+            if left > 0:
+                self._by_address[address] = left
+            else:
+                del self._by_address[address]
+        user = conn._counted_user
+        if user is not None:
+            conn._counted_user = None
+            left = self._by_user[user] - 1
+            if left > 0:
+                self._by_user[user] = left
+            else:
+                del self._by_user[user]
+
+    def _login_failed(self, address: str | None, now: float) -> float:
+        """A failed authentication from ``address`` at ``now``: the seconds its outcome is
+        held back. Past ``login_delay_after`` failures from the address, each within
+        ``login_failure_window`` seconds of the one before, ``login_delay`` doubling with
+        each further failure, at most ``login_delay_max``. The record of an address is
+        forgotten once its window has passed (and the table is pruned when it grows past
+        :data:`_FAILURES_MAX` addresses)."""
+        if address is None:
+            return 0.0
+        config = self.config
+        failures = self._failures
+        count, last = failures.pop(address, (0, now))
+        if now - last > config.login_failure_window:
+            count = 0
+        count += 1
+        if len(failures) >= _FAILURES_MAX:
+            window = config.login_failure_window
+            for key in [k for k, (_, t) in failures.items() if now - t > window]:
+                del failures[key]
+            while len(failures) >= _FAILURES_MAX:
+                del failures[next(iter(failures))]  # the oldest (insertion order)
+        failures[address] = (count, now)
+        over = count - config.login_delay_after
+        if over <= 0:
+            return 0.0
+        return float(min(config.login_delay * 2 ** min(over - 1, 62), config.login_delay_max))
 
     def pending(self) -> list[BrokerConnection]:
         """The connections that may have bytes to send since the last call."""
@@ -509,3 +607,10 @@ class Broker:
             del self._dirty[queue]
             if not queue.deleted:
                 queue.dispatch()
+
+
+def _refused_engine() -> Connection:
+    """The engine of a connection refused before any byte: ended, it says nothing."""
+    engine = Connection(client=False)
+    engine.close()  # (in state START: it ends, nothing is sent)
+    return engine

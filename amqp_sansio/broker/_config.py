@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 import attrs
@@ -39,6 +40,16 @@ REJECT_PUBLISH = "reject-publish"
 #: ``queue_overflow``: the oldest messages make room (dead-lettered, or dropped).
 DROP_HEAD = "drop-head"
 QUEUE_OVERFLOW_POLICIES = (REJECT_PUBLISH, DROP_HEAD)
+
+
+def _between(low: int, high: int) -> Callable[[object, attrs.Attribute[int], int], None]:
+    """An attrs validator: ``low <= value <= high`` (ValueError)."""
+
+    def check(config: object, attribute: attrs.Attribute[int], value: int) -> None:
+        if not low <= value <= high:
+            raise ValueError(f"{attribute.name} must be from {low} to {high}, not {value}")
+
+    return check
 
 
 @attrs.frozen(kw_only=True)
@@ -107,6 +118,26 @@ class BrokerConfig:
     subscriber alone; ``max_queue_depth`` and ``max_queue_bytes`` apply too). None: no
     limit.
 
+    Connections (see the "Limits" table of ``docs/broker.rst``): a client that has not
+    sent its open within ``handshake_timeout`` seconds of its TCP connection (TLS, SASL and
+    the protocol headers included) is cut: with an open and a close
+    (``amqp:resource-limit-exceeded``) once the AMQP headers are exchanged, by closing the
+    transport before that (nothing can be said earlier). ``max_connections`` in all and
+    ``max_connections_per_address`` from one source address (handshaking ones included)
+    are counted when the transport is accepted: one more is closed at once, before any
+    byte. ``max_connections_per_user`` counts the open connections of each authenticated
+    user (not anonymous ones): one more is answered with an open and a close
+    (``amqp:resource-limit-exceeded``, core spec 2.4.1, 2.8.15). ``channel_max`` and
+    ``handle_max`` are announced in the open and each begin (core spec 2.7.1, 2.7.2): a
+    session on a higher channel closes the connection with
+    ``amqp:connection:framing-error``, a link on a higher handle ends its session with
+    ``amqp:resource-limit-exceeded`` (the engine's rule). ``open_max_frame_size`` bounds the
+    frames before the client's open (core spec 2.4.1: 512 until the open; SASL frames have
+    the engine's own bound). Failed logins are slowed per source address: past
+    ``login_delay_after`` failures within ``login_failure_window`` seconds, the outcome
+    of each further failure waits ``login_delay`` seconds, doubling each time, at most
+    ``login_delay_max``. None: no limit.
+
     ``users`` (a :class:`~amqp_sansio.broker.Users`): who may connect (its SASL store, used
     unless ``sasl`` is given) and what each may do: an attach to an address the
     authenticated user may not send to or receive from is refused with
@@ -149,6 +180,19 @@ class BrokerConfig:
     sasl: ServerAuthenticator | Literal[False] | None = None
     allow_insecure_auth: bool = False
     users: Users | None = None
+    # -- connections: handshake time-out, connection caps, channel-max and handle-max,
+    # frames before the open, failed logins (docs/broker.rst, "Limits")
+    handshake_timeout: float | None = 10.0
+    max_connections: int | None = 1000
+    max_connections_per_address: int | None = 500
+    max_connections_per_user: int | None = 500
+    channel_max: int = attrs.field(default=255, validator=_between(0, 0xFFFF))
+    handle_max: int = attrs.field(default=1023, validator=_between(0, 0xFFFFFFFF))
+    open_max_frame_size: int = attrs.field(default=512, validator=_between(512, 0xFFFFFFFF))
+    login_delay_after: int = 3
+    login_delay: float = 1.0
+    login_delay_max: float = 16.0
+    login_failure_window: float = 300.0
 
     def is_topic(self, address: str) -> bool:
         """Whether ``address`` names a topic (copy to every subscriber) rather than a queue."""

@@ -54,6 +54,7 @@ from ..events import (
     SessionBegun,
     SessionEnded,
 )
+from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
 from ._nodes import Node, Queue, Topic
 from ._relay import relay_address
@@ -107,10 +108,32 @@ class BrokerConnection:
     """The broker's side of one client connection: the engine's byte interface
     (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
-    authenticated, if anyone."""
+    authenticated, if anyone; ``address`` the client's source address, if the driver gave
+    it. The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` live here: the
+    handshake time-out and a failed login's held outcome are among :meth:`next_deadline`;
+    ``cut`` says the handshake timed out, ``refused`` why the connection was refused (for
+    the driver's log)."""
 
-    def __init__(self, broker: Broker, engine: Any, stream: Any) -> None:
+    def __init__(
+        self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
+    ) -> None:
         self.broker = broker
+        #: The client's source address (the host), if the driver gave it.
+        self.address = address
+        #: When (``now`` clock) the handshake time-out cuts the connection, until the
+        #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
+        self._handshake_until: float | None = None
+        #: The handshake timed out: the transport goes once what is queued is written.
+        self.cut = False
+        #: A failed login's outcome held back until then (``now`` clock; see
+        #: BrokerConfig.login_delay); None: nothing held.
+        self._held_until: float | None = None
+        #: The user this open connection is counted for (max_connections_per_user).
+        self._counted_user: str | None = None
+        #: It counts against the broker's connection limits (until :meth:`_gone`).
+        self._counted = False
+        #: The latest ``now`` given.
+        self._now = 0.0
         #: The server engine (an :class:`amqp_sansio.Connection`).
         self.engine: Connection = engine
         self._stream = stream
@@ -150,24 +173,48 @@ class BrokerConnection:
     ) -> None:
         """Feed bytes from the client."""
         self.broker._clock(now, wall)
+        self._now = now
         self._handle(self._stream.receive_data(data, now))
 
     def data_to_send(self) -> bytes:
+        if self._held_until is not None:
+            return b""  # a failed login's outcome, held back (see handle_timer)
         return self._stream.data_to_send()  # type: ignore[no-any-return]
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
-        return self._stream.next_deadline()  # type: ignore[no-any-return]
+        if self._held_until is not None:
+            return self._held_until
+        deadline: float | None = self._stream.next_deadline()
+        until = self._handshake_until
+        if until is not None and not self.cut and (deadline is None or until < deadline):
+            return until
+        return deadline
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
+        """Act on what is due at ``now``: the engine's timers, the handshake time-out, the
+        release of a failed login's held outcome."""
         self.broker._clock(now, wall)
+        self._now = now
+        held = self._held_until
+        if held is not None:
+            if now >= held:
+                self._held_until = None
+                self.broker._pending[self] = None
+            return
+        until = self._handshake_until
+        if until is not None and now >= until and not self.cut:
+            handshake_timed_out(self)
+            return
         self._handle(self._stream.handle_timer(now))
 
     @property
     def ended(self) -> bool:
         """Nothing more will be exchanged: the transport can be closed once
         :meth:`data_to_send` is empty."""
-        return self.lost or self.engine.state is ConnectionState.END
+        if self._held_until is not None:
+            return False
+        return self.lost or self.cut or self.engine.state is ConnectionState.END
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
@@ -179,7 +226,10 @@ class BrokerConnection:
         """The transport is gone: every unsettled delivery gets its default outcome (broker
         draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
         self.broker._clock(now, wall)
+        self._now = now
+        self._held_until = None
         self._lost()
+        self._gone()
         self.broker.store.flush()  # the default outcomes' new delivery-counts
         self.broker._dispatch()
 
@@ -219,10 +269,18 @@ class BrokerConnection:
             handler(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
+        why = admit_user(self)
+        if why is not None:
+            self.engine.close(_error("amqp:resource-limit-exceeded", why))
+            return
+        self._handshake_until = None
         self.engine.open()
 
     def _on_session_begun(self, event: SessionBegun) -> None:
-        event.session.begin()  # (the broker never begins a session itself)
+        session = event.session
+        # Our handle-max bounds the client's links on the session (core spec 2.7.2).
+        session.handle_max = self.broker.config.handle_max
+        session.begin()  # (the broker never begins a session itself)
 
     def _on_link_attached(self, event: LinkAttached) -> None:
         if event.link.state is LinkState.ATTACH_RCVD:
@@ -244,6 +302,7 @@ class BrokerConnection:
 
     def _on_authentication_failed(self, event: AuthenticationFailed) -> None:
         self.refused = f"authentication failed: {event.description}"
+        hold_failed_login(self)
 
     def _on_rolled_back(self, event: TransactionRolledBack) -> None:
         assert isinstance(event.transaction, TransactionRecord)
@@ -623,7 +682,14 @@ class BrokerConnection:
         self.lost = True
         self._sweep()
         self._ended(None)
-        self.broker.connections.discard(self)
+        if self._held_until is None:  # (else its transport stays until the outcome goes)
+            self._gone()
+
+    def _gone(self) -> None:
+        """The connection no longer counts against the connection limits."""
+        if self._counted:
+            self._counted = False
+            self.broker._connection_gone(self)
 
     # -- messages -----------------------------------------------------------------------------
 

@@ -110,6 +110,14 @@ class Connection:
     has arrived for that long. ``max_frame_size`` is the largest frame we accept.
     ``max_unsettled`` is the default limit on unsettled deliveries per link
     (:attr:`Link.max_unsettled`).
+
+    ``open_max_frame_size`` bounds the frames accepted before the peer's open, the open
+    included (core spec 2.4.1: before any negotiation the maximum frame size is 512; SASL
+    frames have their own bound, ``sasl_max_frame_size``). None (the default): 512
+    (``MIN_MAX_FRAME_SIZE``) in the server role, which faces unknown clients whose opens are
+    small; ``max_frame_size`` in the client role, which faces a server it chose (some send
+    opens of several hundred bytes: RabbitMQ's is 280). A larger frame closes the connection
+    with ``amqp:connection:framing-error``. ``max_frame_size`` applies from the open on.
     """
 
     def __init__(
@@ -131,9 +139,14 @@ class Connection:
         encrypted: bool = False,
         sasl_max_frame_size: int = 8192,
         max_unsettled: int | None = None,
+        open_max_frame_size: int | None = None,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
+        if open_max_frame_size is None:
+            open_max_frame_size = max_frame_size if client else MIN_MAX_FRAME_SIZE
+        if open_max_frame_size < MIN_MAX_FRAME_SIZE:
+            raise LocalProtocolError(f"open_max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
         self.client = client
         self.container_id = container_id
         self.hostname = hostname
@@ -144,9 +157,11 @@ class Connection:
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self.max_unsettled = max_unsettled  # the default of Link.max_unsettled
+        #: The bound on frames until the peer's open has arrived (2.4.1).
+        self.open_max_frame_size = min(open_max_frame_size, max_frame_size)
         self.state = ConnectionState.START
         self.remote: Open | None = None
-        self._parser = FrameParser(max_frame_size=max_frame_size, max_depth=max_depth)
+        self._parser = FrameParser(max_frame_size=self.open_max_frame_size, max_depth=max_depth)
         self._out: list[bytes | bytearray | memoryview] = []
         self._events: list[Event] = []
         #: Transactions (core spec part 4), handed down to sessions and links.
@@ -625,7 +640,7 @@ class Connection:
             if header is None:
                 return False
             if header.protocol_id is ProtocolId.AMQP and sasl.optional:
-                self._parser.max_frame_size = self.max_frame_size
+                self._parser.max_frame_size = self.open_max_frame_size
                 self.authenticated_identity = sasl.accept_without_sasl()
                 self._leave_sasl(keep_held=True)
                 self._amqp_header()
@@ -655,7 +670,7 @@ class Connection:
             self._sasl_failed()
             return False
         if sasl.done:
-            self._parser.max_frame_size = self.max_frame_size
+            self._parser.max_frame_size = self.open_max_frame_size
             self.sasl_mechanism = sasl.mechanism
             self.authenticated_identity = sasl.identity
             self._leave_sasl(keep_held=True)  # its last frame goes before what AMQP holds
@@ -696,6 +711,7 @@ class Connection:
             )
         self.state = new
         self.remote = open_
+        self._parser.max_frame_size = self.max_frame_size  # negotiated: ours from now on
         self._peer_max_frame_size = open_.max_frame_size
         self._peer_channel_max = open_.channel_max
         self._peer_idle_timeout = open_.idle_time_out / 1000 if open_.idle_time_out else None

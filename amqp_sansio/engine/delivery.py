@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from .transactions import _Txn
 
 
+#: The longest delivery-tag, in octets (core spec 2.8.7): the sender refuses a longer one
+#: (``LocalProtocolError``), the receiver detaches the link of a peer that sends one
+#: (``amqp:invalid-field``).
+MAX_DELIVERY_TAG = 32
 #: A transfer's bytes: a view of one immutable ``bytes``, or views of several (a message
 #: whose large data section is kept apart, see :meth:`Sender.send`).
 Payload = memoryview | list[memoryview]

@@ -21,7 +21,7 @@ from ..events import (
     DrainCompleted,
 )
 from ..framing import FramePayload
-from .delivery import Delivery
+from .delivery import MAX_DELIVERY_TAG, Delivery
 from .link import Link
 from .peer_error import _PeerError
 from .serial import serial_add, serial_diff
@@ -229,6 +229,16 @@ class Receiver(Link):
                 "the first transfer of a delivery needs its id and tag",
                 scope="session",
                 target=self.session,
+            )
+        if len(transfer.delivery_tag) > MAX_DELIVERY_TAG:
+            # A delivery-tag is up to 32 octets (2.8.7): a longer one is a field set wrong
+            # (2.8.15 invalid-field); the link goes, the session and its other links stay.
+            raise _PeerError(
+                "amqp:invalid-field",
+                f"a delivery-tag of {len(transfer.delivery_tag)} octets "
+                f"(at most {MAX_DELIVERY_TAG}, 2.8.7)",
+                scope="link",
+                target=self,
             )
         if self._sent_incomplete and not transfer.resume:
             raise _PeerError(

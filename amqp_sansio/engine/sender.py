@@ -17,7 +17,7 @@ from ..definitions.performatives import (
 )
 from ..errors import LocalProtocolError
 from ..events import CreditChanged
-from .delivery import Delivery, _payload
+from .delivery import MAX_DELIVERY_TAG, Delivery, _payload
 from .frames import _frame
 from .link import Link
 from .serial import serial_add, serial_diff
@@ -41,8 +41,8 @@ def _checked_tag(tag: Any) -> bytes:
     if not isinstance(tag, bytes | bytearray | memoryview):
         raise LocalProtocolError(f"a delivery tag is bytes, not {type(tag).__name__}")
     checked = bytes(tag)
-    if len(checked) > 32:
-        raise LocalProtocolError("a delivery tag is at most 32 bytes (2.8.7)")
+    if len(checked) > MAX_DELIVERY_TAG:
+        raise LocalProtocolError(f"a delivery tag is at most {MAX_DELIVERY_TAG} bytes (2.8.7)")
     return checked
 
 

@@ -1,0 +1,68 @@
+"""Who gets in, and how fast: the connection limits a :class:`BrokerConnection` applies
+before and at the client's open (see :class:`~amqp_sansio.broker.BrokerConfig` and the
+"Limits" table of ``docs/broker.rst``). The broker counts connections by source address and
+by user, and failed logins by source address (``Broker._room_for_connection``,
+``_room_for_user``, ``_login_failed``); these are the connection's side: the handshake
+time-out, the per-user cap at the open, and a failed login's held outcome. No clock is
+read: the connection's latest ``now`` is used."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..codec.types import Symbol
+from ..definitions.performatives import Error
+from ..engine.states import CONNECTION_OPEN_FIRST
+from ._users import ANONYMOUS
+
+if TYPE_CHECKING:
+    from ._connection import BrokerConnection
+
+__all__ = ["admit_user", "handshake_timed_out", "hold_failed_login"]
+
+_LIMIT = Symbol("amqp:resource-limit-exceeded")
+
+
+def handshake_timed_out(conn: BrokerConnection) -> None:
+    """No open within the handshake time-out: once the AMQP headers are exchanged the
+    connection is refused with an open and a close (``amqp:resource-limit-exceeded``, core
+    spec 2.4.1, 2.4.7, 2.8.15); before that (no header, TLS or SASL unfinished) nothing can
+    be said, and the transport is closed (``cut``)."""
+    conn._handshake_until = None
+    timeout = conn.broker.config.handshake_timeout
+    conn.refused = f"no open within the handshake time-out ({timeout} s)"
+    engine = conn.engine
+    if engine.state in CONNECTION_OPEN_FIRST:  # (its close sends its open first)
+        engine.close(Error(condition=_LIMIT, description=conn.refused))
+    conn.cut = True
+    conn.broker._pending[conn] = None
+
+
+def admit_user(conn: BrokerConnection) -> str | None:
+    """At the client's open: why the authenticated user has no room for one more
+    connection (``max_connections_per_user``), or None (then it is counted). Anonymous
+    clients (SASL ANONYMOUS, or the bare AMQP header) are not counted per user. A refused
+    connection keeps its handshake time-out, for a client that never answers the close."""
+    identity = conn.identity
+    if (
+        identity is None
+        or conn.engine.sasl_mechanism in (None, "ANONYMOUS")
+        or identity == ANONYMOUS
+    ):
+        return None
+    why = conn.broker._room_for_user(identity)
+    if why is not None:
+        conn.refused = why
+        return why
+    conn._counted_user = identity
+    return None
+
+
+def hold_failed_login(conn: BrokerConnection) -> None:
+    """A failed SASL exchange: its outcome is held back for the delay the broker gives the
+    client's source address (``login_delay``...), and the handshake time-out stops."""
+    conn._handshake_until = None
+    now = conn._now
+    delay = conn.broker._login_failed(conn.address, now)
+    if delay > 0:
+        conn._held_until = now + delay
