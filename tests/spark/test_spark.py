@@ -353,7 +353,7 @@ def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
                 batches.append(pa.ipc.open_file(f).read_all().column("body").to_pylist())
             reader.commit(end)
             offset = end
-        assert depth(broker, address) == 0
+        assert depth_after_accepts(broker, address, 0) == 0
     finally:
         reader.stop()
     assert [body for batch in batches for body in batch] == bodies
