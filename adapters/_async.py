@@ -56,6 +56,9 @@ class Driver(Protocol):
         """Wait until ``ready()`` (which raises what ends the wait); :class:`TimeoutError`
         after ``timeout`` seconds (None: no bound)."""
 
+    def drained(self) -> bool:
+        """Whether :meth:`drain` would return at once (checked first when :attr:`eager`)."""
+
     async def drain(self) -> None:
         """Back-pressure: wait while too much waits to be written."""
 
@@ -108,7 +111,8 @@ async def run(
                     if not (driver.eager and step.ready()):  # type: ignore[union-attr]
                         await driver.wait(step.ready, timeout)  # type: ignore[union-attr]
                 elif step is _DRAIN:
-                    await driver.drain()  # type: ignore[union-attr]
+                    if not (driver.eager and driver.drained()):  # type: ignore[union-attr]
+                        await driver.drain()  # type: ignore[union-attr]
                 else:
                     assert loop is not None
                     if step is recipes.NOW:

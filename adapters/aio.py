@@ -185,6 +185,17 @@ class _Driver:
             await asyncio.wait([self.task])
         await self._close_transport()
 
+    def drained(self) -> bool:
+        """Whether :meth:`drain` has nothing to wait for: the transport's write buffer is
+        not over its high-water mark (nor closing), or there is no transport to wait for.
+        (What :func:`~._async.run` checks before it awaits :meth:`drain`: a send under
+        credit then costs no coroutine for it.)"""
+        if self._closed or self.core.lost:
+            return True
+        transport = self.writer.transport
+        high = transport.get_write_buffer_limits()[1]
+        return not transport.is_closing() and transport.get_write_buffer_size() <= high
+
     async def drain(self) -> None:
         """Back-pressure: wait while the transport's write buffer is full."""
         if not self._closed and not self.core.lost:

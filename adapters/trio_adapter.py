@@ -122,6 +122,8 @@ class _Driver:
         self._scope = trio.CancelScope()
         #: The reader's wait: its deadline is the engine's next one.
         self._read_scope: trio.CancelScope | None = None
+        #: Its deadline as last set (setting a scope's deadline costs more than comparing).
+        self._read_deadline = math.inf
         self._done = trio.Event()
         #: Calls in a row that did not need to wait (see :meth:`wait`).
         self._fast = 0
@@ -134,11 +136,15 @@ class _Driver:
         if not self._closed:
             self._pending = True
             self._wake_writer.set()
-        if self._read_scope is not None:  # a call may have brought the next timer nearer
+        scope = self._read_scope
+        if scope is not None:  # a call may have brought the next timer nearer
             deadline = self.core.next_deadline()
-            self._read_scope.deadline = math.inf if deadline is None else deadline
+            if deadline is None:
+                deadline = math.inf
+            if deadline != self._read_deadline:
+                scope.deadline = self._read_deadline = deadline
             if self.core.lost:
-                self._read_scope.cancel()
+                scope.cancel()
         self._wake()
 
     def _wake(self) -> None:
@@ -184,7 +190,8 @@ class _Driver:
         while not core.finished and not core.lost:
             deadline = core.next_deadline()
             data = None
-            with trio.move_on_at(math.inf if deadline is None else deadline) as scope:
+            self._read_deadline = math.inf if deadline is None else deadline
+            with trio.move_on_at(self._read_deadline) as scope:
                 self._read_scope = scope
                 try:
                     data = await self.stream.receive_some(READ_SIZE)
@@ -230,13 +237,13 @@ class _Driver:
                 self._in_flight = 0
                 self._wake()  # for drain()
 
-    def _drained(self) -> bool:
+    def drained(self) -> bool:
         self._pull()  # (what waits in the core counts too)
         return self._closed or len(self._outgoing) + self._in_flight <= WRITE_HIGH_WATER
 
     async def drain(self) -> None:
         """Back-pressure: wait while more than :data:`WRITE_HIGH_WATER` bytes wait."""
-        await self.wait(self._drained, None)
+        await self.wait(self.drained, None)
 
     def shielded(self, seconds: float) -> contextlib.AbstractContextManager[object]:
         """A scope shielded from the caller's cancellation, ended after ``seconds``."""
