@@ -39,6 +39,7 @@ from typing import Any, TextIO
 
 import attrs
 
+from amqp_sansio import __version__
 from amqp_sansio.client.url import URLError, parse_url
 
 from . import bench, send_receive
@@ -190,6 +191,17 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free port) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {value}")
     return value
 
 
@@ -369,6 +381,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="amqp-sansio", description="AMQP 1.0, sans I/O: tools and benchmarks."
     )
+    parser.add_argument("--version", action="version", version=f"amqp-sansio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     common = _connection_options()
     send = sub.add_parser(
@@ -426,7 +439,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "on a loopback address unless --allow-anonymous.",
     )
     brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    brk.add_argument("--port", type=int, default=5672, help="port (0: any free port)")
+    brk.add_argument("--port", type=_port, default=5672, help="port (0: any free port)")
     brk.add_argument(
         "--store",
         default=None,

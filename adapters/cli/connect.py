@@ -26,6 +26,7 @@ import attrs
 import amqp_sansio as amqp
 from amqp_sansio import client
 from amqp_sansio.client.url import AMQPURL, URLError
+from amqp_sansio.sasl import MECHANISM_PREFERENCE
 
 from .. import sockets
 
@@ -93,6 +94,11 @@ class ClientOptions:
         return (self.sasl_mechanism or "").lower() == "none"
 
 
+#: The mechanisms ``--sasl-mechanism`` may name (besides ``none``): the ones this package
+#: implements.
+_MECHANISMS = MECHANISM_PREFERENCE
+
+
 def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[str, Any]:
     """The keyword arguments of :func:`~amqp_sansio.adapters.sockets.connect` (all but
     ``timeout``, which is ``options.timeout``) for ``options``, after the command line's own
@@ -105,6 +111,13 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
         raise CommandError(
             "--sasl-mechanism none sends no credentials: remove them from the URL", EXIT_USAGE
         )
+    mechanism = options.sasl_mechanism
+    if mechanism is not None and not options.no_sasl and mechanism.upper() not in _MECHANISMS:
+        raise CommandError(
+            f"unknown SASL mechanism {mechanism!r}: use one of {', '.join(_MECHANISMS)}, "
+            "or 'none' for no SASL",
+            EXIT_USAGE,
+        )
     context = None
     if url.tls:
         try:
@@ -115,7 +128,6 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
             raise CommandError(
                 f"cannot load --cafile {options.cafile}: {exc}", EXIT_USAGE
             ) from None
-    mechanism = options.sasl_mechanism
     return {
         "container_id": options.container_id or f"amqp-sansio-{role}-{uuid.uuid4().hex[:12]}",
         "idle_timeout": options.idle_timeout,

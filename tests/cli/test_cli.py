@@ -286,3 +286,33 @@ def test_progress_bar_on_a_terminal() -> None:
     assert text.count("\r") == 3 and "\n" not in text
     assert "[###############...............]" in text and "1,000 / 1,000" in text
     assert text.endswith("\r\033[K")
+
+
+# -- usage errors: one line, exit status 2, before anything is done ------------------------------
+
+
+def test_version_prints_the_package_s_version() -> None:
+    import amqp_sansio
+
+    result = _run("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"amqp-sansio {amqp_sansio.__version__}"
+
+
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback() -> None:
+    result = _run("broker", "--port", "70000")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "amqp-sansio broker: error: argument --port: a port is 0 to 65535, not 70000"
+    )
+
+
+@pytest.mark.parametrize("command", ["send", "receive"])
+def test_an_unknown_sasl_mechanism_is_named_before_connecting(command: str) -> None:
+    # Port 1 refuses connections: status 3 if the command tried; 2 says it did not.
+    result = _run(command, "amqp://127.0.0.1:1/q", "--sasl-mechanism", "FOO")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"amqp-sansio {command}: error: unknown SASL mechanism 'FOO': ")
+    assert "SCRAM-SHA-256" in line and "'none'" in line
