@@ -666,6 +666,13 @@ def _spark_command(args: argparse.Namespace) -> int:
     from . import pipeline
 
     name = "pipeline" if args.command == "pipeline" else "bench spark"
+    url = getattr(args, "url", None)
+    if url is not None:
+        try:  # a usage error at once, not after Spark has started
+            parse_url(url)
+        except URLError as exc:
+            print(f"amqp-sansio {name}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     shown = getattr(args, "progress", False) or sys.stderr.isatty()
     progress = _StageProgress(sys.stderr) if shown else None
     try:

