@@ -20,6 +20,7 @@ from amqp_sansio.adapters import sockets
 from amqp_sansio.adapters.broker import OPEN_WARNING
 from support.broker_limits import WAIT, GoodClient, fds
 from support.broker_process import BrokerProcess, Lines, amqp_sansio_command
+from support.engine_pair import frames_in
 
 import amqp_sansio as a
 from amqp_sansio import framing
@@ -34,27 +35,9 @@ USERS = {
 }
 
 
-def _frames(data: bytes) -> list[Any]:
-    """The frame bodies in ``data``, in order (protocol headers skipped where they come)."""
-    bodies: list[Any] = []
-    i = 0
-    while i < len(data):
-        if data[i : i + 4] == b"AMQP":
-            i += 8
-            continue
-        size = int.from_bytes(data[i : i + 4], "big")
-        parser = framing.FrameParser(max_frame_size=1 << 20)
-        parser.feed(data[i : i + size])
-        frame = parser.next_frame()
-        assert frame is not None
-        bodies.append(frame.body)
-        i += size
-    return bodies
-
-
 def _condition(data: bytes, kind: type) -> str | None:
-    found = [b for b in _frames(data) if isinstance(b, kind)]
-    assert len(found) == 1, _frames(data)
+    found = [b for b in frames_in(data) if isinstance(b, kind)]
+    assert len(found) == 1, frames_in(data)
     error = found[0].error
     return None if error is None else str(error.condition)
 
@@ -218,7 +201,7 @@ def test_silent_trickling_and_half_done_connections_are_cut_at_the_timeout() -> 
             assert data == b"" and 9.0 <= at <= 20.0, (data, at)
         data, at = ended[mid_sasl]
         assert data.startswith(framing.SASL_HEADER) and 9.0 <= at <= 20.0
-        assert not any(isinstance(b, performatives.Close) for b in _frames(data))
+        assert not any(isinstance(b, performatives.Close) for b in frames_in(data))
         for sock in (headers_only, trickler):
             data, at = ended[sock]
             assert data.startswith(framing.AMQP_HEADER) and 9.0 <= at <= 20.0, (data, at)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from support.broker_net import Net, publish
+from support.engine_pair import frames_in
 
 import amqp_sansio as a
 from amqp_sansio import framing
@@ -23,27 +24,9 @@ USERS = Users.from_json(
 SASL_HEADER = framing.SASL_HEADER
 
 
-def _frames(data: bytes) -> list[Any]:
-    """The frame bodies in ``data``, in order (protocol headers skipped where they come)."""
-    bodies: list[Any] = []
-    i = 0
-    while i < len(data):
-        if data[i : i + 4] == b"AMQP":
-            i += 8
-            continue
-        size = int.from_bytes(data[i : i + 4], "big")
-        parser = framing.FrameParser(max_frame_size=1 << 20)
-        parser.feed(data[i : i + size])
-        frame = parser.next_frame()
-        assert frame is not None
-        bodies.append(frame.body)
-        i += size
-    return bodies
-
-
 def _close_condition(data: bytes) -> str | None:
-    closes = [b for b in _frames(data) if isinstance(b, performatives.Close)]
-    assert len(closes) == 1, _frames(data)
+    closes = [b for b in frames_in(data) if isinstance(b, performatives.Close)]
+    assert len(closes) == 1, frames_in(data)
     error = closes[0].error
     return None if error is None else str(error.condition)
 
@@ -88,7 +71,7 @@ def test_a_trickling_client_is_cut_at_the_time_out_with_a_close_once_headers_are
     conn.handle_timer(10.0)
     out = conn.data_to_send()
     assert conn.ended
-    bodies = _frames(out)
+    bodies = frames_in(out)
     assert [type(b) for b in bodies] == [performatives.Open, performatives.Close]
     assert _close_condition(out) == "amqp:resource-limit-exceeded"
 
@@ -97,7 +80,7 @@ def test_mid_sasl_is_cut_by_closing_the_transport() -> None:
     broker = Broker(BrokerConfig(users=USERS, allow_insecure_auth=True))
     conn = broker.accept(0.0)
     conn.receive_data(SASL_HEADER, 1.0)
-    assert _frames(conn.data_to_send())  # the mechanisms
+    assert frames_in(conn.data_to_send())  # the mechanisms
     conn.handle_timer(10.0)
     assert conn.ended and conn.data_to_send() == b""
 
@@ -188,7 +171,7 @@ def test_channel_max_and_handle_max_are_announced_and_enforced() -> None:
         ),
         net.now,
     )
-    ends = [b for b in _frames(client.conn.data_to_send()) if isinstance(b, performatives.End)]
+    ends = [b for b in frames_in(client.conn.data_to_send()) if isinstance(b, performatives.End)]
     assert ends and ends[0].error.condition == "amqp:resource-limit-exceeded"
 
 
@@ -223,7 +206,7 @@ def test_frames_before_the_open_are_bounded_by_512_octets(sasl: bool) -> None:
         wire += framing.AMQP_HEADER + _open_frame(hostname="h" * pad)
         conn.receive_data(wire, 0.0)
         out = conn.data_to_send()
-        bodies = _frames(out)
+        bodies = frames_in(out)
         if ok:
             assert not any(isinstance(b, performatives.Close) for b in bodies)
             assert conn.engine.state is a.ConnectionState.OPENED
@@ -248,7 +231,7 @@ def test_a_delivery_tag_over_32_octets_detaches_the_link() -> None:
         framing.encode_frame(transfer, payload=a.Message(body=b"x").encode(), channel=0), net.now
     )
     detaches = [
-        b for b in _frames(client.conn.data_to_send()) if isinstance(b, performatives.Detach)
+        b for b in frames_in(client.conn.data_to_send()) if isinstance(b, performatives.Detach)
     ]
     assert len(detaches) == 1 and detaches[0].error.condition == "amqp:invalid-field"
     assert "33 octets" in detaches[0].error.description

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import amqp_sansio as a
+from amqp_sansio import framing
 
 
 class Pair:
@@ -135,3 +136,21 @@ def large_on_the_wire(sender: a.Sender, client: a.Connection) -> tuple[bytes, li
     while frames.next_frame() is not None:
         ends.append(len(wire) - frames.buffered)
     return wire, ends
+
+
+def frames_in(data: bytes) -> list[Any]:
+    """The frame bodies in ``data``, in order (protocol headers skipped where they come)."""
+    bodies: list[Any] = []
+    i = 0
+    while i < len(data):
+        if data[i : i + 4] == b"AMQP":
+            i += 8
+            continue
+        size = int.from_bytes(data[i : i + 4], "big")
+        parser = framing.FrameParser(max_frame_size=1 << 20)
+        parser.feed(data[i : i + size])
+        frame = parser.next_frame()
+        assert frame is not None
+        bodies.append(frame.body)
+        i += size
+    return bodies
