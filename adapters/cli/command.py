@@ -195,6 +195,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """A count of messages: a whole number, 0 or more."""
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _port(text: str) -> int:
     """A TCP port: 0 (any free port) to 65535."""
     try:
@@ -433,10 +444,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="receive messages from an address and accept each; exit status 0 when all came",
         description="Receive messages from the URL's address, accept each and print a "
         "summary. Exit status: 0 all received and accepted, 1 some could not be accepted, "
-        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out.",
+        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out, "
+        "130 interrupted before --count came.",
     )
     receive.add_argument(
-        "--count", type=_positive_int, default=1, metavar="N", help="messages (default 1)"
+        "--count",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="messages (default 1); 0: until interrupted (Ctrl-C), then the summary",
     )
     receive.add_argument(
         "--credit",

@@ -189,10 +189,13 @@ def receive(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """Receive ``count`` messages from the URL's address, granting ``credit`` at a time,
-    and accept each (a message that does not decode is rejected). Exit status 0 when all
-    ``count`` were received and accepted (or came pre-settled). With ``print_bodies`` each
-    body goes to ``out`` on a line of its own, and the summary to ``err``.
+    """Receive ``count`` messages from the URL's address (0: until interrupted), granting
+    ``credit`` at a time, and accept each (a message that does not decode is rejected).
+    Exit status 0 when all ``count`` were received and accepted (or came pre-settled), or,
+    with ``count`` 0, when every message that came before the interrupt was. With
+    ``print_bodies`` each body goes to ``out`` on a line of its own, and the summary to
+    ``err``. Interrupted (Ctrl-C) before ``count`` came, the summary says how many did,
+    and the exit status is 130.
 
     The receiver's window never reaches past the messages still wanted (its ``credit`` is
     lowered as they run out), so the broker keeps the rest."""
@@ -203,10 +206,13 @@ def receive(
     timeout = options.timeout
     link = f"from {address}"
     received = 0
+    forever = count == 0
+    interrupted = False
     conn = open_connection(url, options, role="receive")
     with _closing(conn, options):
         try:
-            receiver = conn.receiver(address, credit=min(credit, count), timeout=timeout)
+            window = credit if forever else min(credit, count)
+            receiver = conn.receiver(address, credit=window, timeout=timeout)
         except TimeoutError:
             raise timed_out(options, f"the broker's attach of the link {link}") from None
         except ClientError as exc:
@@ -216,12 +222,13 @@ def receive(
             # The outcomes of half a window go out in one write, with the credit granted
             # again meanwhile (the receiver grants it once half the window is taken).
             burst = max(1, credit // 2)
-            while received < count:
+            while forever or received < count:
                 with conn.batch():
-                    for _ in range(min(burst, count - received)):
+                    for _ in range(burst if forever else min(burst, count - received)):
                         # What is granted from now on: never past the messages still wanted.
-                        receiver.credit = min(credit, count - received - 1)
-                        delivery = receiver.receive(timeout=timeout)
+                        if not forever:
+                            receiver.credit = min(credit, count - received - 1)
+                        delivery = _next(receiver, None if forever else timeout)
                         if delivery is None:  # the broker detached the link, cleanly
                             raise CommandError(
                                 f"the broker detached the link {link}: {describe_error(None)}",
@@ -237,6 +244,8 @@ def receive(
                     f"the broker detached the link {link}: {describe_error(None)}",
                     EXIT_CONNECTION,
                 )
+        except KeyboardInterrupt:  # the end of --count 0; a stop before the count, else
+            interrupted = True
         except TimeoutError:
             raise timed_out(
                 options,
@@ -248,12 +257,29 @@ def receive(
     if print_bodies:
         out.flush()
     ok = outcomes["accepted"] + outcomes["pre-settled"]
+    what = _plural(received, "message") if forever else _plural(count, "message")
+    if interrupted and not forever:
+        what = f"{received:,} of {_plural(count, 'message')}"
     print(
-        f"received {_plural(count, 'message')} from {url.redacted()}: {_tally(outcomes)} "
-        f"{_rate(count, elapsed)}",
+        f"received {what} from {url.redacted()}: {_tally(outcomes)} "
+        f"{_rate(received, elapsed)}{' (interrupted)' if interrupted and not forever else ''}",
         file=err if print_bodies else out,
     )
-    return EXIT_OK if ok == count else EXIT_INCOMPLETE
+    if interrupted and not forever:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if ok == received else EXIT_INCOMPLETE
+
+
+def _next(receiver: sockets.Receiver, timeout: float | None) -> sockets.Delivery | None:
+    """The next delivery within ``timeout`` seconds; None (no bound): wait until one comes,
+    serving the connection meanwhile (heartbeats), however long that takes."""
+    if timeout is not None:
+        return receiver.receive(timeout=timeout)
+    while True:
+        try:
+            return receiver.receive(timeout=POLL)
+        except TimeoutError:
+            continue
 
 
 def _settle(delivery: sockets.Delivery, print_bodies: bool, out: TextIO) -> str:
@@ -291,6 +317,13 @@ def _closing(conn: sockets.Connection, options: ClientOptions) -> Iterator[None]
 
 #: How many trackers ``send`` holds before it counts the outcomes that have come.
 WINDOW = 1024
+
+#: ``receive --count 0`` waits for the next message this many seconds at a time (the wait
+#: itself has no bound).
+POLL = 1.0
+
+#: The exit status of a command interrupted (SIGINT, Ctrl-C) before its work was done.
+EXIT_INTERRUPTED = 130
 
 #: The longest wait for the broker's answer to our close, seconds.
 CLOSE_WAIT = 2.0
