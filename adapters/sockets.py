@@ -244,7 +244,13 @@ class SocketDriver:
         )
         if mask:
             if mask != self._mask:
-                self._selector.modify(self.sock, mask)
+                # Unknown until modify returns: an exception inside it (a KeyboardInterrupt)
+                # leaves the socket unregistered (selectors' modify unregisters on failure).
+                self._mask = 0
+                try:
+                    self._selector.modify(self.sock, mask)
+                except KeyError:
+                    self._selector.register(self.sock, mask)
                 self._mask = mask
             ready = self._selector.select(wait)
         else:  # nothing to read or write: only time can bring something

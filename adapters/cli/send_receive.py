@@ -9,6 +9,7 @@ one-line summary; failures raise :class:`~amqp_sansio.adapters.cli.connect.Comma
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import time
 from collections import Counter, deque
@@ -113,7 +114,9 @@ def send(
     clean detach after the last outcome is no failure, one before it is (exit status 3).
 
     The messages go out with ``send(message, wait=False)`` as credit allows, in one write
-    per run (``Connection.batch``); the outcomes are counted as their trackers complete."""
+    per run (``Connection.batch``); the outcomes are counted as their trackers complete.
+    Interrupted (Ctrl-C), it says how many were sent and what came of them (those whose
+    outcome had not come: ``without an outcome``), exit status 130."""
     out = sys.stdout if out is None else out
     address = _address(url)
     header = amqp.Header(durable=True) if durable else None
@@ -122,10 +125,10 @@ def send(
         fixed = amqp.Message(header=header, body=b"x" * size)
     elif body is not None:
         fixed = amqp.Message(header=header, body=body)
-    outcomes: Counter[str] = Counter()
     timeout = options.timeout
     link = f"to {address}"
-    sent = 0
+    state = _Sending(count, settled)
+    interrupted = False
     conn = open_connection(url, options, role="send")
     with _closing(conn, options):
         try:
@@ -134,49 +137,109 @@ def send(
             raise timed_out(options, f"the broker's attach of the link {link}") from None
         except ClientError as exc:
             raise failure(exc, url, options, link=link) from None
-        # The trackers whose outcome has not been counted, oldest first: as many as the
-        # broker's credit let out ahead of its outcomes.
-        window: deque[sockets.Tracker] = deque()
         start = time.perf_counter()
         try:
-            with conn.batch():
-                while sent < count:
-                    message = fixed
-                    if message is None:
-                        message = amqp.Message(header=header, body=f"message {sent + 1}")
-                    tracker = sender.send(message, wait=False, timeout=timeout)
-                    sent += 1
-                    if not settled:
-                        window.append(tracker)
-                        if len(window) >= WINDOW:  # count what came, to hold no more
-                            while window and window[0].done():
-                                outcomes[outcome_name(window.popleft().outcome())] += 1
-                while window:
-                    outcomes[outcome_name(window[0].outcome(timeout=timeout))] += 1
-                    window.popleft()
-            if settled:
-                # The broker's answer to our detach follows everything we sent before it.
-                sender.close(timeout=timeout)
-                conn.wait(0)  # raises what ended the connection meanwhile, if anything did
+            state.run(conn, sender, fixed, header, timeout)
+        except KeyboardInterrupt:  # stopped: what was sent, and what came of it
+            interrupted = True
         except TimeoutError:
-            done = sum(outcomes.values())
-            raise timed_out(
-                options,
-                f"the broker's detach ({sent:,} of {count:,} sent)"
-                if settled and sent == count
-                else f"credit ({sent:,} of {count:,} sent)"
-                if settled
-                else f"credit or outcomes ({sent:,} of {count:,} sent, {done:,} settled)",
-            ) from None
+            raise timed_out(options, state.waiting_for()) from None
         except ClientError as exc:
             raise failure(exc, url, options, link=link) from None
         elapsed = time.perf_counter() - start
+    if interrupted:
+        what, done = state.interrupted()
+        rate = _rate(state.sent, elapsed)
+        print(f"sent {what} to {url.redacted()}: {done} {rate} (interrupted)", file=out)
+        return EXIT_INTERRUPTED
     what = f"{_plural(count, 'message')} to {url.redacted()}"
     if settled:
         print(f"sent {what}: {count:,} pre-settled {_rate(count, elapsed)}", file=out)
         return EXIT_OK
-    print(f"sent {what}: {_tally(outcomes)} {_rate(count, elapsed)}", file=out)
-    return EXIT_OK if outcomes["accepted"] == count else EXIT_INCOMPLETE
+    print(f"sent {what}: {_tally(state.outcomes)} {_rate(count, elapsed)}", file=out)
+    return EXIT_OK if state.outcomes["accepted"] == count else EXIT_INCOMPLETE
+
+
+class _Sending:
+    """What ``send`` has done so far: the outcomes counted, and the trackers whose outcome
+    has not been counted, oldest first (as many as the broker's credit let out ahead of
+    its outcomes). Unsettled, what was sent is these two together, by construction: a
+    Ctrl-C (a KeyboardInterrupt, between any two steps) cannot leave a message sent and
+    not accounted for; the one change of two parts, a tracker counted and dropped, is made
+    with SIGINT held back."""
+
+    def __init__(self, count: int, settled: bool) -> None:
+        self.count, self.settled = count, settled
+        self.outcomes: Counter[str] = Counter()
+        self.window: deque[sockets.Tracker] = deque()
+        self._presettled = 0
+
+    @property
+    def sent(self) -> int:
+        if self.settled:
+            return self._presettled
+        return sum(self.outcomes.values()) + len(self.window)
+
+    def _count_first(self, name: str) -> None:
+        """The oldest tracker's outcome counted, and the tracker dropped (with SIGINT held
+        back by the caller: both or neither)."""
+        self.window.popleft()
+        self.outcomes[name] += 1
+
+    def run(
+        self,
+        conn: sockets.Connection,
+        sender: sockets.Sender,
+        fixed: amqp.Message | None,
+        header: amqp.Header | None,
+        timeout: float,
+    ) -> None:
+        """Send them all, then wait for the outcomes (pre-settled: for the broker's answer
+        to our detach, which follows everything sent before it)."""
+        window = self.window
+        with conn.batch():
+            for n in range(1, self.count + 1):
+                message = fixed
+                if message is None:
+                    message = amqp.Message(header=header, body=f"message {n}")
+                tracker = sender.send(message, wait=False, timeout=timeout)
+                if self.settled:
+                    self._presettled = n
+                    continue
+                window.append(tracker)
+                if len(window) >= WINDOW:  # count what came, to hold no more
+                    with _sigint_held():  # (the outcomes that came: no waiting in here)
+                        while window and window[0].done():
+                            self._count_first(outcome_name(window[0].outcome()))
+            while window:
+                name = outcome_name(window[0].outcome(timeout=timeout))
+                with _sigint_held():
+                    self._count_first(name)
+        if self.settled:
+            sender.close(timeout=timeout)
+            conn.wait(0)  # raises what ended the connection meanwhile, if anything did
+
+    def waiting_for(self) -> str:
+        """What a time-out interrupted."""
+        sent = f"{self.sent:,} of {self.count:,} sent"
+        if self.settled:
+            return (
+                f"the broker's detach ({sent})" if self.sent == self.count else f"credit ({sent})"
+            )
+        return f"credit or outcomes ({sent}, {sum(self.outcomes.values()):,} settled)"
+
+    def interrupted(self) -> tuple[str, str]:
+        """How many were sent, and what came of them (an outcome, or none: not yet, or the
+        link ended first)."""
+        while self.window:
+            try:
+                name = outcome_name(self.window[0].outcome(timeout=0))
+            except (ClientError, TimeoutError):
+                name = "without an outcome"
+            with _sigint_held():
+                self._count_first(name)
+        done = "pre-settled" if self.settled else _tally(self.outcomes)
+        return f"{self.sent:,} of {_plural(self.count, 'message')}", done
 
 
 def receive(
@@ -234,8 +297,9 @@ def receive(
                                 f"the broker detached the link {link}: {describe_error(None)}",
                                 EXIT_CONNECTION,
                             )
-                        received += 1
-                        outcomes[_settle(delivery, print_bodies, out)] += 1
+                        with _sigint_held():  # counted and settled, or neither
+                            received += 1
+                            outcomes[_settle(delivery, print_bodies, out)] += 1
             if outcomes["unsettled"]:
                 # The link was detached in the same bytes as these deliveries (2.6.6):
                 # why (None: cleanly; else this raises the broker's reason).
@@ -303,6 +367,20 @@ def _settle(delivery: sockets.Delivery, print_bodies: bool, out: TextIO) -> str:
         # be settled, and goes back to the broker unaccepted (the detach says so).
         return "unsettled"
     return outcome_name(outcome)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT held back (delivered when the block ends) where the platform can: a change
+    of two parts is then made whole or not at all."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ Against ``amqp-sansio broker`` as a user starts it, the commands run as a user r
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -103,3 +104,34 @@ def test_a_negative_count_is_a_usage_error() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith("argument --count: must be 0 or more, not -1")
+
+
+def test_an_interrupted_send_says_how_many_were_sent_and_what_came_of_them(
+    broker: BrokerProcess,
+) -> None:
+    proc = subprocess.Popen(
+        [*amqp_sansio_command(), "send", f"{broker.url}/big", "--count", "100000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with sockets.connect(broker.url, timeout=WAIT) as conn:  # wait until it is sending
+            receiver = conn.receiver("big", credit=1)
+            assert receiver.receive(timeout=WAIT) is not None
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        _end(proc)
+    assert proc.returncode == 130, err
+    assert err == ""
+    (summary,) = out.splitlines()
+    match = re.fullmatch(
+        rf"sent ([\d,]+) of 100,000,000 messages to {re.escape(broker.url)}/big: "
+        r"(.+) in [\d.]+ s \([\d,]+ msg/s\) \(interrupted\)",
+        summary,
+    )
+    assert match, summary
+    sent = int(match[1].replace(",", ""))
+    counted = sum(int(n.replace(",", "")) for n in re.findall(r"([\d,]+) [a-z]", match[2]))
+    assert 0 < sent < 100_000_000 and counted == sent  # every one sent is accounted for
