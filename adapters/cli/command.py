@@ -185,11 +185,16 @@ def _broker_limits(args: argparse.Namespace) -> dict[str, Any]:
     return limits
 
 
-def _positive_int(text: str) -> int:
+def _whole(text: str) -> int:
+    """A whole number as people write them (``1_000``, ``1,000``)."""
     try:
-        value = int(text.replace("_", "").replace(",", ""))
+        return int(text.replace("_", "").replace(",", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
@@ -197,10 +202,7 @@ def _positive_int(text: str) -> int:
 
 def _count(text: str) -> int:
     """A count of messages: a whole number, 0 or more."""
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    value = _whole(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
     return value

@@ -94,11 +94,6 @@ class ClientOptions:
         return (self.sasl_mechanism or "").lower() == "none"
 
 
-#: The mechanisms ``--sasl-mechanism`` may name (besides ``none``): the ones this package
-#: implements.
-_MECHANISMS = MECHANISM_PREFERENCE
-
-
 def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[str, Any]:
     """The keyword arguments of :func:`~amqp_sansio.adapters.sockets.connect` (all but
     ``timeout``, which is ``options.timeout``) for ``options``, after the command line's own
@@ -112,9 +107,10 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
             "--sasl-mechanism none sends no credentials: remove them from the URL", EXIT_USAGE
         )
     mechanism = options.sasl_mechanism
-    if mechanism is not None and not options.no_sasl and mechanism.upper() not in _MECHANISMS:
+    known = MECHANISM_PREFERENCE  # the mechanisms this package implements
+    if mechanism is not None and not options.no_sasl and mechanism.upper() not in known:
         raise CommandError(
-            f"unknown SASL mechanism {mechanism!r}: use one of {', '.join(_MECHANISMS)}, "
+            f"unknown SASL mechanism {mechanism!r}: use one of {', '.join(known)}, "
             "or 'none' for no SASL",
             EXIT_USAGE,
         )

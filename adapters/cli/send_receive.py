@@ -231,12 +231,12 @@ class _Sending:
     def interrupted(self) -> tuple[str, str]:
         """How many were sent, and what came of them (an outcome, or none: not yet, or the
         link ended first)."""
-        while self.window:
-            try:
-                name = outcome_name(self.window[0].outcome(timeout=0))
-            except (ClientError, TimeoutError):
-                name = "without an outcome"
-            with _sigint_held():
+        with _sigint_held():  # (outcome(timeout=0) does not wait)
+            while self.window:
+                try:
+                    name = outcome_name(self.window[0].outcome(timeout=0))
+                except (ClientError, TimeoutError):
+                    name = "without an outcome"
                 self._count_first(name)
         done = "pre-settled" if self.settled else _tally(self.outcomes)
         return f"{self.sent:,} of {_plural(self.count, 'message')}", done
