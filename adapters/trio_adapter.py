@@ -122,8 +122,6 @@ class _Driver:
         self._scope = trio.CancelScope()
         #: The reader's wait: its deadline is the engine's next one.
         self._read_scope: trio.CancelScope | None = None
-        #: Its deadline as last set (setting a scope's deadline costs more than comparing).
-        self._read_deadline = math.inf
         self._done = trio.Event()
         #: Calls in a row that did not need to wait (see :meth:`wait`).
         self._fast = 0
@@ -141,8 +139,8 @@ class _Driver:
             deadline = self.core.next_deadline()
             if deadline is None:
                 deadline = math.inf
-            if deadline != self._read_deadline:
-                scope.deadline = self._read_deadline = deadline
+            if deadline != scope.deadline:  # (setting it costs much more than reading it)
+                scope.deadline = deadline
             if self.core.lost:
                 scope.cancel()
         self._wake()
@@ -190,8 +188,7 @@ class _Driver:
         while not core.finished and not core.lost:
             deadline = core.next_deadline()
             data = None
-            self._read_deadline = math.inf if deadline is None else deadline
-            with trio.move_on_at(self._read_deadline) as scope:
+            with trio.move_on_at(math.inf if deadline is None else deadline) as scope:
                 self._read_scope = scope
                 try:
                     data = await self.stream.receive_some(READ_SIZE)
