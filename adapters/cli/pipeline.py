@@ -24,6 +24,7 @@ twice), ``lost`` the ids published (and accepted by the broker) that no total ho
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import decimal
@@ -44,18 +45,24 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-from amqp_sansio.client.url import parse_url
+from amqp_sansio.client.url import URLError, parse_url
+
+from . import options
+from .connect import EXIT_CONNECTION, EXIT_USAGE
+from .progress import StageProgress
 
 __all__ = [
     "MINUTES",
     "REGIONS",
     "Outcome",
     "Total",
+    "add_parser",
     "bench_spark",
     "describe",
     "format_bench",
     "format_outcome",
     "orders",
+    "run",
     "run_pipeline",
 ]
 
@@ -692,3 +699,96 @@ def format_bench(figures: dict[str, Any]) -> str:
             f"query time by phase: {phases}",
         ]
     )
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``pipeline`` to the command's subparsers (``bench spark``'s options are with the
+    other benchmarks', :mod:`amqp_sansio.adapters.cli.bench.command`)."""
+    pl = sub.add_parser(
+        "pipeline",
+        help="the Spark job: sample orders through a streaming query (format('amqp')), "
+        "revenue per region per minute back through the sink, and the accounting",
+        description="Publish sample orders to the embedded reference broker (or --url), "
+        "total them per region per minute in a Spark Structured Streaming query that reads "
+        "and writes through format('amqp'), read the totals back, print them and the "
+        "accounting line. Exit status: 0 nothing lost, 1 an order was lost, 2 usage error, "
+        "3 no Java runtime, the broker unreachable, or the query failed.",
+    )
+    pl.add_argument(
+        "--messages",
+        type=options.positive_int,
+        default=100_000,
+        metavar="N",
+        help="orders to publish (default 100,000)",
+    )
+    pl.add_argument(
+        "--url",
+        default=None,
+        help="an AMQP 1.0 broker to use (amqp://[user:password@]host[:port]) instead of "
+        "starting the embedded one",
+    )
+    pl.add_argument("--orders", default=None, metavar="ADDRESS", help="the orders' address")
+    pl.add_argument("--results", default=None, metavar="ADDRESS", help="the totals' address")
+    pl.add_argument(
+        "--batch",
+        type=options.positive_int,
+        default=20_000,
+        metavar="N",
+        help="the read limit of each micro-batch (maxMessagesPerTrigger; default 20,000)",
+    )
+    pl.add_argument(
+        "--master", type=options.master, default="local[*]", help="Spark master (default local[*])"
+    )
+    pl.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal",
+    )
+    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    pl.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``pipeline`` and ``bench spark``."""
+    name = "pipeline" if args.command == "pipeline" else "bench spark"
+    url = getattr(args, "url", None)
+    if url is not None:
+        try:  # a usage error at once, not after Spark has started
+            parse_url(url)
+        except URLError as exc:
+            print(f"amqp-sansio {name}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    shown = getattr(args, "progress", False) or sys.stderr.isatty()
+    progress = StageProgress(sys.stderr) if shown else None
+    try:
+        if args.command == "pipeline":
+            outcome = run_pipeline(
+                args.messages,
+                url=args.url,
+                source=args.orders,
+                sink=args.results,
+                master=args.master,
+                batch=args.batch,
+                progress=progress,
+            )
+        else:
+            figures = bench_spark(
+                args.messages,
+                size=args.size,
+                batch=args.batch,
+                partitions=args.partitions,
+                master=args.master,
+                progress=progress,
+            )
+    except Exception as exc:
+        if progress is not None:
+            progress.clear()
+        print(f"amqp-sansio {name}: error: {describe(exc)}", file=sys.stderr)
+        return EXIT_CONNECTION
+    if progress is not None:
+        progress.clear()
+    if args.command == "pipeline":
+        print(json.dumps(outcome.as_dict(), indent=2) if args.json else format_outcome(outcome))
+        return 1 if outcome.lost else 0
+    print(json.dumps(figures, indent=2) if args.json else format_bench(figures))
+    return 0

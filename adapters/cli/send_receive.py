@@ -8,6 +8,7 @@ one-line summary; failures raise :class:`~amqp_sansio.adapters.cli.connect.Comma
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import signal
 import sys
@@ -18,13 +19,15 @@ from typing import Any, TextIO
 
 import amqp_sansio as amqp
 from amqp_sansio.client import ClientError
-from amqp_sansio.client.url import AMQPURL
+from amqp_sansio.client.url import AMQPURL, URLError, parse_url
 
 from .. import sockets
+from . import options
 from .connect import (
     EXIT_CONNECTION,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    EXIT_USAGE,
     ClientOptions,
     CommandError,
     describe_error,
@@ -33,7 +36,7 @@ from .connect import (
     timed_out,
 )
 
-__all__ = ["format_body", "outcome_name", "receive", "send"]
+__all__ = ["add_parsers", "format_body", "outcome_name", "receive", "run", "send"]
 
 #: Outcome names for the tally, by delivery-state class.
 _OUTCOMES: dict[type, str] = {
@@ -408,3 +411,101 @@ CLOSE_WAIT = 2.0
 
 #: The outcome of every message that decodes.
 ACCEPTED = amqp.Accepted()
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``send`` and ``receive`` to the command's subparsers; ``common`` holds the
+    options of every command that connects (:func:`.options.connection_options`)."""
+    send = sub.add_parser(
+        "send",
+        parents=[common],
+        help="send messages to an address; exit status 0 when every one was accepted",
+        description="Send messages to the URL's address and print a summary. Exit status: "
+        "0 every message accepted (or sent pre-settled), 1 some not accepted, 2 usage "
+        "error, 3 connection, TLS, authentication or link refused, 4 timed out.",
+    )
+    send.add_argument(
+        "--count", type=options.positive_int, default=1, metavar="N", help="messages (default 1)"
+    )
+    body = send.add_mutually_exclusive_group()
+    body.add_argument(
+        "--size",
+        type=options.size,
+        metavar="BYTES",
+        help="a data body of this many bytes (e.g. 256, 64KiB); by default the text 'message N'",
+    )
+    body.add_argument("--body", metavar="TEXT", help="this text as every message's body")
+    send.add_argument(
+        "--settled", action="store_true", help="send pre-settled: no outcome is awaited"
+    )
+    send.add_argument("--durable", action="store_true", help="mark the messages durable (header)")
+    send.set_defaults(run=run)
+    receive = sub.add_parser(
+        "receive",
+        parents=[common],
+        help="receive messages from an address and accept each; exit status 0 when all came",
+        description="Receive messages from the URL's address, accept each and print a "
+        "summary. Exit status: 0 all received and accepted, 1 some could not be accepted, "
+        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out, "
+        "130 interrupted before --count came.",
+    )
+    receive.add_argument(
+        "--count",
+        type=options.count,
+        default=1,
+        metavar="N",
+        help="messages (default 1); 0: until interrupted (Ctrl-C), then the summary",
+    )
+    receive.add_argument(
+        "--credit",
+        type=options.positive_int,
+        default=100,
+        metavar="C",
+        help="messages the broker may send ahead, granted again once used up (default 100)",
+    )
+    receive.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_bodies",
+        help="print each body on a line of its own (the summary then goes to stderr)",
+    )
+    receive.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``send`` or ``receive``: the exit status, every failure as one line."""
+    try:
+        return _run(args)
+    except CommandError as exc:
+        print(f"amqp-sansio {args.command}: error: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        url = parse_url(args.url)
+    except URLError as exc:
+        raise CommandError(f"{exc}: {args.url!r}", EXIT_USAGE) from None
+    options = ClientOptions(
+        cafile=args.cafile,
+        insecure_skip_verify=args.insecure_skip_verify,
+        sasl_mechanism=args.sasl_mechanism,
+        allow_insecure_auth=args.allow_insecure_auth,
+        timeout=args.timeout,
+    )
+    if args.command == "send":
+        return send(
+            url,
+            options,
+            count=args.count,
+            size=args.size,
+            body=args.body,
+            settled=args.settled,
+            durable=args.durable,
+        )
+    return receive(
+        url, options, count=args.count, credit=args.credit, print_bodies=args.print_bodies
+    )

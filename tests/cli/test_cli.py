@@ -12,7 +12,7 @@ import sys
 import pytest
 from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import bench
-from amqp_sansio.adapters.cli.command import _Progress
+from amqp_sansio.adapters.cli.progress import Progress as _Progress
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -139,7 +139,7 @@ def test_a_master_that_is_not_a_spark_master_url_is_a_usage_error(
     ],
 )
 def test_every_form_of_spark_master_url_is_taken(master: str) -> None:
-    from amqp_sansio.adapters.cli.command import _build_parser
+    from amqp_sansio.adapters.cli.command import build_parser as _build_parser
 
     assert _build_parser().parse_args(["pipeline", "--master", master]).master == master
 

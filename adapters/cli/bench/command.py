@@ -1,0 +1,300 @@
+"""``amqp-sansio bench``: its subcommands' options and runs, each printing a table (or
+``--json``) of our figure next to the peer's from the same run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from amqp_sansio.client.url import URLError, parse_url
+
+from .. import bench, options, pipeline
+from ..connect import EXIT_USAGE, CommandError
+from ..progress import Progress
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``bench`` and its subcommands to the command's subparsers."""
+    b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
+    bsub = b.add_subparsers(dest="bench", required=True)
+    codec = bsub.add_parser(
+        "codec",
+        help="encode and decode one typical message (header, properties, "
+        "five application properties, a 256-byte data body)",
+    )
+    codec.add_argument(
+        "--json", action="store_true", help="print one JSON object with an entry per measurement"
+    )
+    codec.add_argument(
+        "--seconds",
+        type=float,
+        default=1.0,
+        help="time spent per measurement and implementation (default 1.0)",
+    )
+    pipe = bsub.add_parser(
+        "pipe",
+        help="two engines wired in memory: a client sender, a server receiver "
+        "that accepts each message; messages per second",
+    )
+    pipe.add_argument(
+        "--messages",
+        type=options.positive_int,
+        default=50_000,
+        help="messages per round, each a data body of 256 bytes (default 50,000)",
+    )
+    pipe.add_argument(
+        "--settled",
+        action="store_true",
+        help="send pre-settled (snd-settle-mode settled) instead of waiting for each "
+        "receiver's accept",
+    )
+    pipe.add_argument(
+        "--large",
+        type=options.size,
+        metavar="SIZE",
+        help="instead: one message of SIZE (e.g. 64MiB, 1MiB, 100KiB) in frames of 64 KiB; "
+        "MiB per second",
+    )
+    pipe.add_argument(
+        "--memory",
+        action="store_true",
+        help="also report our engines' memory (tracemalloc): the peak while "
+        "--memory-messages go through, and the bytes per delivery held unsettled",
+    )
+    pipe.add_argument(
+        "--memory-messages",
+        type=options.positive_int,
+        default=1_000_000,
+        help="messages pushed through for the memory peak (default 1,000,000)",
+    )
+    pipe.add_argument(
+        "--memory-unsettled",
+        type=options.positive_int,
+        default=10_000,
+        help="deliveries held unsettled at both ends for the bytes per delivery (default 10,000)",
+    )
+    _rounds_options(pipe)
+    bb = bsub.add_parser(
+        "broker",
+        help="one producer and one consumer through the reference broker over loopback",
+    )
+    bb.add_argument(
+        "--messages", type=options.positive_int, default=50_000, help="messages (default 50,000)"
+    )
+    bb.add_argument("--size", type=int, default=256, help="body bytes (default 256)")
+    bb.add_argument(
+        "--url", default=None, help="benchmark this running broker instead of starting one"
+    )
+    bb.add_argument(
+        "--store",
+        default=None,
+        help="store directory of the durable run (default: a temporary directory)",
+    )
+    bb.add_argument(
+        "--no-durable",
+        action="store_true",
+        help="skip the run with durable messages against a store",
+    )
+    bb.add_argument(
+        "--rabbitmq",
+        default=None,
+        metavar="URL",
+        help="the same workload against this RabbitMQ (default: $AMQP_SANSIO_RABBITMQ_URL, "
+        "else amqp://guest:guest@127.0.0.1:5672, skipped if nothing answers)",
+    )
+    bb.add_argument("--no-rabbitmq", action="store_true", help="do not run against RabbitMQ")
+    bb.add_argument("--json", action="store_true", help="print one JSON object")
+    loop = bsub.add_parser(
+        "loopback",
+        help="a sender and a receiver in one process over 127.0.0.1, each message "
+        "accepted; messages per second, ours next to Proton's Container",
+    )
+    loop.add_argument(
+        "--adapter",
+        choices=bench.LOOPBACK_ADAPTERS,
+        default="sockets",
+        help="our adapter to measure (default sockets)",
+    )
+    loop.add_argument(
+        "--messages",
+        type=options.positive_int,
+        default=50_000,
+        help="messages per round (default 50,000)",
+    )
+    loop.add_argument(
+        "--size",
+        type=options.size,
+        default=bench.PIPE_BODY_SIZE,
+        metavar="SIZE",
+        help="each message's data body (e.g. 256, 1MiB; default 256 bytes)",
+    )
+    _rounds_options(loop)
+    bs = bsub.add_parser(
+        "spark",
+        help="messages from the reference broker into a Spark streaming query "
+        "(format('amqp'), queue mode), next to the asyncio adapter's receive rate",
+    )
+    bs.add_argument(
+        "--messages",
+        type=options.positive_int,
+        default=200_000,
+        help="messages (default 200,000), each a data body of --size bytes",
+    )
+    bs.add_argument(
+        "--size", type=options.positive_int, default=256, help="body bytes (default 256)"
+    )
+    bs.add_argument(
+        "--batch",
+        type=options.positive_int,
+        default=50_000,
+        metavar="N",
+        help="the query's read limit per micro-batch (default 50,000)",
+    )
+    bs.add_argument(
+        "--partitions",
+        type=options.positive_int,
+        default=2,
+        help="Spark partitions each staged batch is cut into (default 2)",
+    )
+    bs.add_argument(
+        "--master", type=options.master, default="local[*]", help="Spark master (default local[*])"
+    )
+    bs.add_argument("--json", action="store_true", help="print one JSON object")
+    bs.set_defaults(run=pipeline.run)
+    b.set_defaults(run=run)
+
+
+def _bench_broker(args: argparse.Namespace) -> int:
+    """``bench broker``: ours (or the broker at ``--url``), ours with durable messages
+    against a store, and RabbitMQ, on the same workload in the same run."""
+
+    from ... import broker as broker_adapter
+
+    n, size = args.messages, args.size
+    figures = broker_adapter.benchmark(n, size=size, url=args.url)
+    runs = [("ours" if args.url is None else "broker", figures)]
+    if args.url is None and not args.no_durable:
+        durable = broker_adapter.benchmark(n, size=size, durable=True, store_dir=args.store)
+        figures["durable_run"] = durable
+        runs.append(("ours, durable, store", durable))
+    figures["rabbitmq"] = None
+    rabbit_url = args.rabbitmq or os.environ.get(broker_adapter.RABBITMQ_ENV)
+    if not args.no_rabbitmq:
+        try:
+            rabbit = broker_adapter.rabbitmq_benchmark(
+                rabbit_url or broker_adapter.RABBITMQ_URL, n, size=size
+            )
+        except URLError as exc:
+            print(f"amqp-sansio bench broker: error: --rabbitmq: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except Exception as exc:  # RabbitMQ is a reference: its failure is reported, not ours
+            print(f"bench broker: the RabbitMQ run failed: {exc!r}", file=sys.stderr)
+            rabbit = None
+        if rabbit is None and rabbit_url is not None:
+            print(f"bench broker: no RabbitMQ run at {parse_url(rabbit_url)}", file=sys.stderr)
+        if rabbit is not None:
+            figures["rabbitmq"] = rabbit
+            figures["ratio"] = figures["rate"] / rabbit["rate"]
+            runs.append(("RabbitMQ", rabbit))
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(
+        f"broker: {n:,} messages of {size} bytes, one producer and one consumer, "
+        "at-least-once, over 127.0.0.1"
+    )
+    for name, run in runs:
+        print(f"{name:>22}: {run['rate']:>9,.0f} msg/s ({run['seconds']:.2f} s)")
+    if figures["rabbitmq"] is not None:
+        print(f"{'ratio':>22}: {figures['ratio']:.2f} x RabbitMQ")
+    return 0
+
+
+def _rounds_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the benchmarks that alternate rounds of ours and Proton's."""
+    parser.add_argument(
+        "--rounds",
+        type=options.positive_int,
+        default=3,
+        help="alternating rounds per implementation; each keeps its median (default 3)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=0.0,
+        help="keep alternating rounds until each implementation has run this long "
+        "(default 0: --rounds only)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object with an entry per measurement"
+    )
+
+
+def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
+    title = (
+        f"loopback ({args.adapter}): {args.messages:,} messages of {args.size:,} "
+        "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
+    )
+    progress = Progress(args.messages)
+    try:
+        results = bench.loopback_benchmark(
+            args.messages,
+            adapter=args.adapter,
+            size=args.size,
+            rounds=args.rounds,
+            seconds=args.seconds,
+            progress=progress,
+        )
+    finally:
+        progress.clear()
+    return title, results
+
+
+def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
+    if args.large is not None:
+        title = (
+            f"pipe --large: one message of {args.large:,} bytes, "
+            f"{bench.LARGE_FRAME_SIZE // 1024} KiB frames, in memory"
+        )
+        results = bench.large_benchmark(args.large, rounds=args.rounds, seconds=args.seconds)
+    else:
+        settle = "pre-settled" if args.settled else "each accepted by the receiver"
+        title = (
+            f"pipe: {args.messages:,} messages of {bench.PIPE_BODY_SIZE} bytes, {settle}, "
+            "sender to receiver in memory"
+        )
+        results = bench.pipe_benchmark(
+            args.messages, settled=args.settled, rounds=args.rounds, seconds=args.seconds
+        )
+    if args.memory:
+        results.update(
+            bench.memory_benchmark(args.memory_messages, unsettled=args.memory_unsettled)
+        )
+    return title, results
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``bench codec``, ``pipe``, ``loopback`` or ``broker`` and print its table."""
+    if args.bench == "broker":
+        return _bench_broker(args)
+    if args.bench == "codec":
+        title = "codec: one typical message, encode and decode"
+        results = bench.codec_benchmark(seconds=args.seconds)
+    elif args.bench == "pipe":
+        title, results = _pipe(args)
+    else:
+        try:
+            title, results = _loopback(args)
+        except CommandError as exc:
+            print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
+            return exc.status
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(bench.format_table(title, results))
+    return 0

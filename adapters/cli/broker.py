@@ -1,0 +1,222 @@
+"""``amqp-sansio broker``: its options (each a field of
+:class:`~amqp_sansio.broker.BrokerConfig`, defaults in docs/defaults.rst) and its run
+(:func:`amqp_sansio.adapters.broker.main`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import attrs
+
+from amqp_sansio.broker import BrokerConfig, UsersFileError
+
+from . import options
+from .connect import EXIT_USAGE
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``broker`` to the command's subparsers."""
+    brk = sub.add_parser(
+        "broker",
+        help="run the reference broker until SIGINT or SIGTERM",
+        description="Run the reference broker until SIGINT or SIGTERM. Without --users it "
+        "is OPEN (anyone who reaches it may use it): it says so at start, and listens only "
+        "on a loopback address unless --allow-anonymous.",
+    )
+    brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    brk.add_argument("--port", type=options.port, default=5672, help="port (0: any free port)")
+    brk.add_argument(
+        "--store",
+        default=None,
+        help="directory of the durable message store (SQLite; made if missing): durable "
+        "messages survive a restart",
+    )
+    brk.add_argument(
+        "--users",
+        default=None,
+        help="file of users (SASL) and access rules; without it the broker is OPEN: any "
+        "client may connect (anonymously) and send and receive anywhere, which it says at "
+        "start, and it listens only on a loopback address unless --allow-anonymous",
+    )
+    _messages_and_queues(brk)
+    _connection_limits(brk)
+    brk.set_defaults(run=run)
+
+
+def _connection_limits(brk: argparse.ArgumentParser) -> None:
+    """The broker's group "connections": its connection limits, each a field of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its ``dest``, its default), listed in
+    docs/broker.rst "Limits" and docs/defaults.rst."""
+    fields = attrs.fields_dict(BrokerConfig)
+    group = brk.add_argument_group(
+        "connections",
+        "limits on connections and their handshake, on by default (docs/broker.rst, "
+        "Limits); 'none' lifts a limit that has 'or none'",
+    )
+    group.add_argument(
+        "--allow-anonymous",
+        action="store_true",
+        help="let an open broker (no --users) listen beyond the loopback (e.g. --host "
+        "0.0.0.0): anyone who can reach it may then use it",
+    )
+    for name, kind, text in _CONNECTION_LIMITS:
+        default = fields[name].default
+        optional = "None" in str(fields[name].type)
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            type=options.limit(kind, optional),
+            default=default,
+            dest=name,
+            metavar="S" if kind is float else "N",
+            help=f"{text} (default {default}{' or none' if optional else ''})",
+        )
+
+
+#: The ``dest`` of the group "connections" (BrokerConfig fields), each option's type and help.
+_CONNECTION_LIMITS: tuple[tuple[str, type, str], ...] = (
+    ("handshake_timeout", float, "seconds from the TCP connection to the client's open"),
+    ("max_connections", int, "connections in all"),
+    ("max_connections_per_address", int, "connections from one source address"),
+    ("max_connections_per_user", int, "open connections of one authenticated user"),
+    ("channel_max", int, "highest channel a client may use (channel-max; sessions - 1)"),
+    ("handle_max", int, "highest link handle per session (handle-max; links - 1)"),
+    ("open_max_frame_size", int, "largest frame before the client's open, in bytes"),
+    ("login_delay_after", int, "failed logins from one address before they are slowed"),
+    ("login_delay", float, "seconds the next failed login's answer waits (doubling)"),
+    ("login_delay_max", float, "the longest wait of a failed login's answer, seconds"),
+    ("login_failure_window", float, "seconds after which failed logins are forgotten"),
+)
+
+
+def _broker_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The broker's connection limits from the command line, checked (ValueError)."""
+    limits = {name: getattr(args, name) for name, _, _ in _CONNECTION_LIMITS}
+    BrokerConfig(**limits)  # (ValueError for a value out of its range)
+    return limits
+
+
+def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
+    """``amqp-sansio broker``'s options on messages and queues: each a field of
+    :class:`~amqp_sansio.broker.BrokerConfig` (its ``dest``), defaults in docs/defaults.rst
+    and docs/broker.rst "Limits"."""
+    default: dict[str, Any] = {field.name: field.default for field in attrs.fields(BrokerConfig)}
+    group = brk.add_argument_group(
+        "messages and queues",
+        "limits on by default (docs/broker.rst, Limits); 'none' lifts a limit",
+    )
+    mib = 1024 * 1024
+    group.add_argument(
+        "--max-message-size",
+        type=options.or_none(options.size),
+        default=default["max_message_size"],
+        metavar="SIZE",
+        help="largest message taken (e.g. 64MiB), announced in a publisher's attach; a larger "
+        "one detaches its link with amqp:link:message-size-exceeded "
+        f"(default {default['max_message_size'] // mib}MiB)",
+    )
+    group.add_argument(
+        "--max-queue-depth",
+        type=options.or_none(options.positive_int),
+        default=default["max_queue_depth"],
+        metavar="N",
+        help=f"messages one queue holds (default {default['max_queue_depth']:,})",
+    )
+    group.add_argument(
+        "--max-queue-bytes",
+        type=options.or_none(options.size),
+        default=default["max_queue_bytes"],
+        metavar="SIZE",
+        help=f"bytes one queue holds (default {default['max_queue_bytes'] // mib}MiB)",
+    )
+    group.add_argument(
+        "--queue-overflow",
+        choices=("reject-publish", "drop-head"),
+        default=default["queue_overflow"],
+        help="a full queue's answer to a new message: reject-publish (rejected, "
+        "amqp:resource-limit-exceeded; the default) or drop-head (the oldest goes to "
+        "--dead-letter, or is dropped)",
+    )
+    group.add_argument(
+        "--dead-letter",
+        default=None,
+        metavar="ADDRESS",
+        help="the queue that rejected and dropped-head messages go to (default: none, "
+        "they are dropped)",
+    )
+    group.add_argument(
+        "--no-auto-delete",
+        dest="auto_delete",
+        action="store_false",
+        help="keep queues made on first use (by default one is deleted once it has no "
+        "link and no message)",
+    )
+    group.add_argument(
+        "--queue-expiry",
+        type=options.seconds,
+        default=None,
+        metavar="SECONDS",
+        help="delete a queue made on first use, messages and all, after it has had no "
+        "link this long (default: never while it holds messages)",
+    )
+    group.add_argument(
+        "--max-address-length",
+        type=options.or_none(options.positive_int),
+        default=default["max_address_length"],
+        metavar="BYTES",
+        help="longest source or target address; a longer one is refused with "
+        f"amqp:invalid-field (default {default['max_address_length']:,})",
+    )
+    group.add_argument(
+        "--max-unsettled-per-link",
+        type=options.or_none(options.positive_int),
+        default=default["max_unsettled_per_link"],
+        metavar="N",
+        help="unsettled deliveries the broker holds on one link: a consumer waits for "
+        "settlements, a publisher's credit stops "
+        f"(default {default['max_unsettled_per_link']:,})",
+    )
+
+
+#: The ``dest`` of :func:`_messages_and_queues`' options: BrokerConfig fields.
+_MESSAGES_AND_QUEUES = (
+    "max_message_size",
+    "max_queue_depth",
+    "max_queue_bytes",
+    "queue_overflow",
+    "dead_letter",
+    "auto_delete",
+    "queue_expiry",
+    "max_address_length",
+    "max_unsettled_per_link",
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the broker until SIGINT or SIGTERM (exit status 0); 2 for a bad option, an
+    address in use, a bad users file or store."""
+    from .. import broker
+    from ..broker.store import StoreError
+
+    try:
+        limits = {name: getattr(args, name) for name in _MESSAGES_AND_QUEUES}
+        limits.update(_broker_limits(args))
+    except ValueError as exc:
+        print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        broker.main(
+            args.host,
+            args.port,
+            users_file=args.users,
+            store_dir=args.store,
+            allow_anonymous=args.allow_anonymous,
+            limits=limits,
+        )
+    except (OSError, broker.OpenBrokerRefused, UsersFileError, StoreError) as exc:
+        print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
