@@ -13,6 +13,8 @@ transactions and serial numbers in :mod:`amqp_sansio.engine`, frames in
 :mod:`amqp_sansio.security.tls`.
 """
 
+import os as _os
+
 from . import codec as codec
 from . import definitions as definitions
 from . import engine as engine
@@ -97,3 +99,26 @@ __all__ = [
     "decode",
     "encode",
 ]
+
+
+def _checkout_adapters() -> None:
+    """Let ``amqp_sansio.adapters`` import from a checkout's root.
+
+    The adapters live in the checkout's top-level ``adapters/`` folder, which pyproject.toml
+    installs as ``amqp_sansio.adapters``. Python run from the checkout's root (``python -c``,
+    ``python -m``) finds this source folder before any installed copy, and the folder has no
+    ``adapters`` inside. In a checkout (``adapters/`` and ``pyproject.toml`` beside this
+    folder) the folder above joins the package's search path, so the name resolves to
+    ``adapters/`` as installed. An installed copy has ``adapters`` inside and is unchanged.
+    Nothing is imported here: the core does not depend on the adapters (docs/architecture.rst).
+    """
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    root = _os.path.dirname(here)
+    if not _os.path.isdir(_os.path.join(here, "adapters")) and all(
+        _os.path.isfile(_os.path.join(root, *name))
+        for name in (("adapters", "__init__.py"), ("pyproject.toml",))
+    ):
+        __path__.append(root)
+
+
+_checkout_adapters()

@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+#: The coverage floor of each part of the package (pyproject.toml).
+pytest_plugins = ["support.coverage_floors"]
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:

@@ -27,8 +27,10 @@ def add_parser(sub: Any) -> None:
         "is OPEN (anyone who reaches it may use it): it says so at start, and listens only "
         "on a loopback address unless --allow-anonymous.",
     )
-    brk.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    brk.add_argument("--port", type=options.port, default=5672, help="port (0: any free port)")
+    brk.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    brk.add_argument(
+        "--port", type=options.port, default=5672, help="port (0: any free port; default 5672)"
+    )
     brk.add_argument(
         "--store",
         default=None,

@@ -13,6 +13,7 @@ from .bench.pipe import parse_size
 __all__ = [
     "connection_options",
     "count",
+    "duration",
     "limit",
     "master",
     "or_none",
@@ -106,6 +107,17 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value
+
+
+def duration(text: str) -> float:
+    """A number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
     return value
 
 

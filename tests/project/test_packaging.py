@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zipfile
 
+import attrs
 from support import ROOT
 
 import amqp_sansio
@@ -21,6 +22,16 @@ def test_import_from_another_directory(tmp_path: pathlib.Path) -> None:
         [sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_import_from_the_checkout_root() -> None:
+    """Run from the checkout's root, the source folder amqp_sansio/ comes before any installed
+    copy on the path: its adapters still import, from adapters/ beside it."""
+    result = subprocess.run(
+        [sys.executable, "-c", CHECK], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(ROOT / "adapters" / "__init__.py")
 
 
 def _sources(tmp_path: pathlib.Path) -> pathlib.Path:
@@ -85,6 +96,19 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert str(target) in result.stdout
+    # Installed from the wheel (not editable), Python run from the checkout's root: the source
+    # folder shadows the installed package, and finds its adapters beside it.
+    path = ["", str(target), str(pathlib.Path(attrs.__file__).parent.parent)]
+    result = subprocess.run(
+        # -S: no site module, so no editable install's finder; attrs from where it is.
+        [sys.executable, "-I", "-S", "-c", f"import sys; sys.path[:0] = {path!r}; " + CHECK],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(ROOT / "adapters" / "__init__.py")
 
 
 def test_py_typed_ships() -> None:

@@ -17,17 +17,22 @@ def _commands() -> list[str]:
 
 
 def test_readme_has_the_two_commands_near_the_top() -> None:
+    """A virtual environment first (a system Python may refuse pip), then the pipeline and
+    the test suite."""
     text = (ROOT / "README.md").read_text()
-    commands = _commands()
-    assert len(commands) >= 2
-    assert "amqp-sansio pipeline" in commands[0] and ".[spark]" in commands[0]
-    assert "pytest" in commands[1]
-    assert text.index(commands[1]) < len(text) // 2
+    venv, pipeline, tests = _commands()[:3]
+    assert venv == "python3 -m venv .venv && . .venv/bin/activate"
+    assert "amqp-sansio pipeline" in pipeline and ".[spark]" in pipeline
+    assert "pytest" in tests
+    assert text.index(tests) < len(text) // 2
 
 
-def test_ci_runs_exactly_the_readme_test_command() -> None:
+def test_ci_runs_exactly_the_readme_commands() -> None:
+    """CI makes the README's virtual environment and runs its test command in it."""
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert _commands()[1] in ci
+    venv, _, tests = _commands()[:3]
+    assert venv in ci and tests in ci
+    assert ci.index(venv) + 1 == ci.index(tests)
 
 
 def _examples() -> list[str]:

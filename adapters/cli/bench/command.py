@@ -20,19 +20,29 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """Add ``bench`` and its subcommands to the command's subparsers."""
-    b = sub.add_parser("bench", help="measure our speed next to Qpid Proton's on the same work")
+    b = sub.add_parser(
+        "bench",
+        help="measure our speed next to the peer's (Proton, RabbitMQ) on the same work",
+        description="Measure our speed next to a peer's on the same work, in the same run: "
+        "each prints both figures and their ratio (machines are noisy: compare ratios from "
+        "one run; docs/performance.rst). A peer that is not installed or does not answer is "
+        "left out, saying so. Exit status: 0 measured, 2 usage error, 3 our side failed.",
+    )
     bsub = b.add_subparsers(dest="bench", required=True)
     codec = bsub.add_parser(
         "codec",
         help="encode and decode one typical message (header, properties, "
         "five application properties, a 256-byte data body)",
+        description="Encode and decode one typical message (header, properties, five "
+        "application properties, a 256-byte data body) for --seconds each, ours and "
+        "python-qpid-proton's; messages per second and the ratio.",
     )
     codec.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
     )
     codec.add_argument(
         "--seconds",
-        type=float,
+        type=options.seconds,
         default=1.0,
         help="time spent per measurement and implementation (default 1.0)",
     )
@@ -40,6 +50,10 @@ def add_parser(sub: Any) -> None:
         "pipe",
         help="two engines wired in memory: a client sender, a server receiver "
         "that accepts each message; messages per second",
+        description="The protocol engine alone: a client sender and a server receiver "
+        "wired in memory, each message accepted (or pre-settled), ours next to Proton's "
+        "engine, in alternating rounds; or one --large message; --memory adds what our "
+        "engines hold.",
     )
     pipe.add_argument(
         "--messages",
@@ -82,11 +96,14 @@ def add_parser(sub: Any) -> None:
     bb = bsub.add_parser(
         "broker",
         help="one producer and one consumer through the reference broker over loopback",
+        description="One producer and one consumer, at-least-once, through our reference "
+        "broker over 127.0.0.1 (and with durable messages against a store), then through "
+        "RabbitMQ when it answers; messages per second and the ratio to RabbitMQ.",
     )
     bb.add_argument(
         "--messages", type=options.positive_int, default=50_000, help="messages (default 50,000)"
     )
-    bb.add_argument("--size", type=int, default=256, help="body bytes (default 256)")
+    bb.add_argument("--size", type=options.size, default=256, help="body bytes (default 256)")
     bb.add_argument(
         "--url", default=None, help="benchmark this running broker instead of starting one"
     )
@@ -113,6 +130,9 @@ def add_parser(sub: Any) -> None:
         "loopback",
         help="a sender and a receiver in one process over 127.0.0.1, each message "
         "accepted; messages per second, ours next to Proton's Container",
+        description="A sender and a receiver in one process over 127.0.0.1 through one of "
+        "our adapters, each message accepted, next to Proton's Container doing the same, "
+        "in alternating rounds; messages per second and the ratio.",
     )
     loop.add_argument(
         "--adapter",
@@ -138,6 +158,9 @@ def add_parser(sub: Any) -> None:
         "spark",
         help="messages from the reference broker into a Spark streaming query "
         "(format('amqp'), queue mode), next to the asyncio adapter's receive rate",
+        description="Messages from the embedded reference broker into a Spark Structured "
+        "Streaming query (format('amqp'), queue mode), next to the asyncio adapter's "
+        "receive rate in the same run. Needs pyspark and Java (the 'spark' extra).",
     )
     bs.add_argument(
         "--messages",
@@ -225,7 +248,7 @@ def _rounds_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seconds",
-        type=float,
+        type=options.duration,
         default=0.0,
         help="keep alternating rounds until each implementation has run this long "
         "(default 0: --rounds only)",
