@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from amqp_sansio import __version__
 
-from . import broker, pipeline, send_receive
+from . import broker, pipeline, queues, send_receive
 from .bench import command as bench_command
 from .options import connection_options
 
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_parser(sub)
     bench_command.add_parser(sub)
     pipeline.add_parser(sub)
+    queues.add_parser(sub, connection_options())
     return parser
 
 
