@@ -56,7 +56,7 @@ from ..events import (
 )
 from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
-from ._management import MANAGEMENT_ADDRESS, ManagementLinks
+from ._management import MANAGEMENT_ADDRESS
 from ._nodes import Node, Queue, Topic
 from ._relay import relay_address
 from ._selector import Selector, SelectorError, selector_filter
@@ -161,8 +161,6 @@ class BrokerConnection:
         self._kept: set[Subscription] = set()
         #: Publishers' transfers of durable messages, settled after the store's flush.
         self._unsynced: list[Delivery] = []
-        #: The client's senders to ``$management`` (see :mod:`._management`).
-        self._management = ManagementLinks(self)
         self.lost = False
 
     def __repr__(self) -> str:
@@ -293,8 +291,6 @@ class BrokerConnection:
         endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
         if endpoint is not None:
             self._remove(endpoint, closed=event.closed)
-        else:
-            self._management.forget(event.link)
 
     def _on_authenticated(self, event: Authenticated) -> None:
         self.identity = event.identity
@@ -360,19 +356,10 @@ class BrokerConnection:
             who = self.identity or "an unauthenticated client"
             link.refuse(_error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
             return
-        node: Node | None
         if address == MANAGEMENT_ADDRESS and not terminus.dynamic:
-            if isinstance(link, Receiver):
-                self._management.attach(link, cast(Target, terminus))
-            else:
-                link.refuse(
-                    _error(
-                        "amqp:not-found",
-                        f"{MANAGEMENT_ADDRESS} takes requests; their responses go to their "
-                        "reply-to (a dynamic node, or a queue)",
-                    )
-                )
+            broker.management.attach(self, link, terminus)
             return
+        node: Node | None
         if terminus.dynamic:
             node = broker._dynamic(terminus.dynamic_node_properties)
         elif (
@@ -690,9 +677,6 @@ class BrokerConnection:
             link = endpoint.link
             if link.state is not _ATTACHED or link.session is session or self.lost:
                 self._remove(endpoint, closed=False)  # detached, not closed (2.6.6)
-        for link in list(self._management.links):
-            if link.state is not _ATTACHED or link.session is session or self.lost:
-                self._management.forget(link)
         if session is not None:
             self._ended(session)
 
@@ -715,9 +699,8 @@ class BrokerConnection:
 
     def _on_message(self, event: DeliveryReceived) -> None:
         producer = self.producers.get(event.link)
-        if producer is None:
-            if event.link in self._management.links:
-                self._management.request(event.link, event.delivery, event.data)
+        if producer is None:  # (a request to $management; the engine reports attached links')
+            self.broker.management.request(self, event)
             return
         link = producer.link
         delivery = event.delivery

@@ -24,8 +24,8 @@ operation are answered 501 (the broker makes nodes on first use; it is not confi
 through here). ``docs/broker.rst`` ("Management") lists the attributes and status codes.
 
 Everything here is I/O-free: :func:`answer` turns a request into a response message;
-:class:`ManagementLinks` holds a connection's links to ``$management`` and routes the
-responses.
+:class:`Management` (the broker's ``management``) holds the links to ``$management`` and
+routes the responses.
 """
 
 from __future__ import annotations
@@ -36,11 +36,13 @@ import attrs
 
 from ..codec.types import Int, Symbol, UInt
 from ..definitions.message import Message
-from ..definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Target
+from ..definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
 from ..definitions.performatives import Error
-from ..engine.delivery import Delivery
+from ..engine.link import Link
 from ..engine.receiver import Receiver
+from ..engine.states import LinkState
 from ..errors import DecodeError, EncodeError
+from ..events import DeliveryReceived
 from ._endpoints import _Consumer
 from ._nodes import Node, Queue, Topic
 from ._store import MemoryStore, parse_message
@@ -59,7 +61,7 @@ __all__ = [
     "QUEUE_TYPE",
     "STREAM_TYPE",
     "TOPIC_TYPE",
-    "ManagementLinks",
+    "Management",
     "answer",
 ]
 
@@ -113,6 +115,7 @@ _OPERATIONS = {
     ],
     **{kind: ["READ"] for kind in ENTITY_TYPES},
 }
+_ATTACHED = LinkState.ATTACHED
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 501: "Not Implemented"}
 
 
@@ -353,38 +356,52 @@ def _error(condition: str, description: str) -> Error:
     return Error(condition=Symbol(condition), description=description)
 
 
-@attrs.define
-class ManagementLinks:
-    """The links of one connection on which the client sends management requests (its
-    senders to ``$management``; the broker's receivers). Each request is answered into the
-    node its ``reply-to`` names, and then accepted; a request whose response cannot go
-    anywhere is rejected: no ``reply-to`` (``amqp:invalid-field``), no node there
+class Management:
+    """The links on which clients send management requests (their senders to
+    ``$management``; the broker's receivers), and their answers. Each request is answered
+    into the node its ``reply-to`` names, and then accepted; a request whose response
+    cannot go anywhere is rejected: no ``reply-to`` (``amqp:invalid-field``), no node there
     (``amqp:not-found``), a node the client may not send to when the broker has users
     (``amqp:unauthorized-access``; the dynamic nodes the connection made are its own), a
-    full node (``amqp:resource-limit-exceeded``)."""
+    full node (``amqp:resource-limit-exceeded``). A request in a transaction is rejected
+    (``amqp:not-implemented``). A receiver from ``$management`` is refused
+    (``amqp:not-found``): the responses go to the reply-to, not to a link of the node."""
 
-    conn: BrokerConnection
-    links: set[Receiver] = attrs.field(factory=set)
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        #: The request links, and their connections (those gone are forgotten at the next
+        #: attach: the map holds no more than the links attached since).
+        self.links: dict[Receiver, BrokerConnection] = {}
 
-    def attach(self, link: Receiver, target: Target) -> None:
-        """A client's sender to ``$management``: attached, with credit."""
-        config = self.conn.broker.config
+    def attach(self, conn: BrokerConnection, link: Link, terminus: Source | Target) -> None:
+        """A client attaches a link to (or from) ``$management``."""
+        if not isinstance(link, Receiver):
+            link.refuse(
+                _error(
+                    "amqp:not-found",
+                    f"{MANAGEMENT_ADDRESS} takes requests; their responses go to their "
+                    "reply-to (a dynamic node, or a queue)",
+                )
+            )
+            return
+        assert isinstance(terminus, Target)
+        links = self.links
+        for gone in [k for k, c in links.items() if k.state is not _ATTACHED or c.lost]:
+            del links[gone]
+        config = self.broker.config
         link.max_message_size = config.max_message_size
-        link.attach(target=attrs.evolve(target, address=MANAGEMENT_ADDRESS))
+        link.attach(target=attrs.evolve(terminus, address=MANAGEMENT_ADDRESS))
         link.flow(config.link_credit)
-        self.links.add(link)
+        links[link] = conn
 
-    def forget(self, link: Any) -> bool:
-        """The link went (detached, or swept): whether it was one of these."""
-        if link in self.links:
-            self.links.discard(link)
-            return True
-        return False
-
-    def request(self, link: Receiver, delivery: Delivery, data: bytes) -> None:
-        """A request arrived: answer it, then settle it (unless it came settled)."""
-        conn = self.conn
-        broker = conn.broker
+    def request(self, conn: BrokerConnection, event: DeliveryReceived) -> None:
+        """A message arrived on a link of ``conn`` that is not a producer's: if it is a
+        request link, answer the request, then settle it (unless it came settled)."""
+        link = event.link
+        if self.links.get(link) is not conn:  # type: ignore[call-overload]
+            return  # pragma: no cover - the engine reports only attached links'
+        assert isinstance(link, Receiver)
+        delivery = event.delivery
         state: Any
         if delivery.transaction is not None:
             state = Rejected(
@@ -392,19 +409,18 @@ class ManagementLinks:
             )
         else:
             try:
-                request = Message.decode(data)
+                request = Message.decode(event.data)
             except DecodeError as exc:
                 state = Rejected(error=_error("amqp:decode-error", f"malformed message: {exc}"))
             else:
-                state = self._respond(request)
+                state = self._respond(conn, request)
         if not delivery.remote_settled:
             link.settle(delivery, state)
         conn._credit(link)
-        broker._pending[conn] = None
+        self.broker._pending[conn] = None
 
-    def _respond(self, request: Message) -> Any:
-        conn = self.conn
-        broker = conn.broker
+    def _respond(self, conn: BrokerConnection, request: Message) -> Any:
+        broker = self.broker
         properties = request.properties
         reply_to = None if properties is None else properties.reply_to
         if not isinstance(reply_to, str):
