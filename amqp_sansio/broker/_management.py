@@ -85,6 +85,7 @@ _COMMON = (
     "identity",
     "type",
     "depth",
+    "available",
     "bytes",
     "consumers",
     "producers",
@@ -333,9 +334,11 @@ def attributes(broker: Broker, node: Node) -> dict[str, Any]:
         "dynamic": node.dynamic,
     }
     if isinstance(node, Queue):
+        values["available"] = len(node.available)
         values["bytes"] = node.bytes
         values["unsettled"] = node.acquired
     elif isinstance(node, Stream):
+        values["available"] = node.depth  # (every message held is there to be read)
         values["bytes"] = node.bytes
         values["unsettled"] = sum(len(c.link.unsettled) for c in consumers)
         values["firstOffset"] = node.first
@@ -343,6 +346,7 @@ def attributes(broker: Broker, node: Node) -> dict[str, Any]:
     else:
         assert isinstance(node, Topic)
         buffers = node.subscriptions.values()
+        values["available"] = sum(len(b.available) for b in buffers)
         values["bytes"] = sum(b.bytes for b in buffers)
         values["unsettled"] = sum(b.acquired for b in buffers)
         values["subscriptions"] = len(node.subscriptions)

@@ -83,6 +83,7 @@ def test_query_counts_what_was_sent_and_received() -> None:
     queue = net.broker.nodes["orders"]
     assert row["depth"] == 6  # seven sent, one accepted
     assert row["unsettled"] == 1  # one out with the consumer, not settled
+    assert row["available"] == 5  # the others, waiting
     assert row["consumers"] == 1
     assert row["producers"] == 1 and sender.state is a.LinkState.ATTACHED
     sizes = sum(len(a.Message(body=b"order %d" % i).encode()) for i in range(2, 7))
