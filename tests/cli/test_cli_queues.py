@@ -181,7 +181,7 @@ def test_proton_management_query_and_read(broker: BrokerProcess) -> None:
     """A QUERY and a READ as qdmanage sends them (Proton's BlockingConnection, a dynamic
     receiver for the replies, correlation-id in the request), answered as Proton reads
     them."""
-    proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
+    pytest.importorskip("proton", reason="python-qpid-proton is not installed")
     from proton import Message
     from proton.utils import BlockingConnection
 
