@@ -350,7 +350,7 @@ def attributes(broker: Broker, node: Node) -> dict[str, Any]:
         values["bytes"] = sum(b.bytes for b in buffers)
         values["unsettled"] = sum(b.acquired for b in buffers)
         values["subscriptions"] = len(node.subscriptions)
-    return values
+    return {name: values[name] for name in ATTRIBUTES[values["type"]]}
 
 
 # -- the links to $management -----------------------------------------------------------------
