@@ -6,6 +6,9 @@ sends messages to the URL's address; ``amqp-sansio receive URL [--count N] [--cr
 ``--cafile``, ``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``;
 see docs/cli.rst for the exit statuses.
 
+``amqp-sansio queues URL [--json]`` lists a broker's queues, streams and topics through
+its AMQP management node (``$management``; :mod:`amqp_sansio.adapters.cli.queues`).
+
 ``amqp-sansio bench codec [--json] [--seconds S]`` measures the codec against
 python-qpid-proton (when it is installed) on the same message, in the same run.
 

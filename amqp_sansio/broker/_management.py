@@ -6,7 +6,8 @@ answer it.
 A client attaches a sender to ``$management`` and sends requests; each request's
 ``reply-to`` (core spec 3.2.4) names where the response goes: a node of the broker, most
 often the dynamic node of the client's receiver (core spec 3.5.3 ``dynamic``), or a queue it
-reads. A request is a message whose application-properties (management draft 3.1) carry
+reads; or the target address of the client's receiver from ``$management`` (Azure Service
+Bus's convention). A request is a message whose application-properties (management draft 3.1) carry
 ``operation`` and, as the operation needs them, ``type`` (the manageable entity type),
 ``name`` or ``identity``, ``locales``; the response carries ``correlation-id`` (the request's
 correlation-id if it has one, else its message-id) and the application-properties
@@ -40,6 +41,7 @@ from ..definitions.messaging import Accepted, AmqpValue, Properties, Rejected, S
 from ..definitions.performatives import Error
 from ..engine.link import Link
 from ..engine.receiver import Receiver
+from ..engine.sender import Sender
 from ..engine.states import LinkState
 from ..errors import DecodeError, EncodeError
 from ..events import DeliveryReceived
@@ -362,41 +364,65 @@ def _error(condition: str, description: str) -> Error:
 
 class Management:
     """The links on which clients send management requests (their senders to
-    ``$management``; the broker's receivers), and their answers. Each request is answered
-    into the node its ``reply-to`` names, and then accepted; a request whose response
-    cannot go anywhere is rejected: no ``reply-to`` (``amqp:invalid-field``), no node there
+    ``$management``; the broker's receivers), the links on which they take responses
+    (their receivers from ``$management``, Azure Service Bus's convention), and the
+    answers.
+
+    Each request is answered, then accepted. The response goes on the connection's
+    receiver from ``$management`` whose target address is the request's ``reply-to``, if
+    there is one; else into the node the ``reply-to`` names. A request whose response can
+    go nowhere is rejected: no ``reply-to`` (``amqp:invalid-field``), no node there
     (``amqp:not-found``), a node the client may not send to when the broker has users
     (``amqp:unauthorized-access``; the dynamic nodes the connection made are its own), a
     full node (``amqp:resource-limit-exceeded``). A request in a transaction is rejected
-    (``amqp:not-implemented``). A receiver from ``$management`` is refused
-    (``amqp:not-found``): the responses go to the reply-to, not to a link of the node."""
+    (``amqp:not-implemented``)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        #: The request links, and their connections (those gone are forgotten at the next
-        #: attach: the map holds no more than the links attached since).
+        #: The request links, and their connections; and the response links, by
+        #: connection and target address, with the queue that holds each one's responses
+        #: (not one of the broker's nodes). Those gone are forgotten at the next attach:
+        #: the maps hold no more than the links attached since.
         self.links: dict[Receiver, BrokerConnection] = {}
+        self.replies: dict[tuple[BrokerConnection, str], tuple[Sender, Queue]] = {}
 
     def attach(self, conn: BrokerConnection, link: Link, terminus: Source | Target) -> None:
         """A client attaches a link to (or from) ``$management``."""
-        if not isinstance(link, Receiver):
-            link.refuse(
-                _error(
-                    "amqp:not-found",
-                    f"{MANAGEMENT_ADDRESS} takes requests; their responses go to their "
-                    "reply-to (a dynamic node, or a queue)",
-                )
-            )
-            return
-        assert isinstance(terminus, Target)
-        links = self.links
+        links, replies = self.links, self.replies
         for gone in [k for k, c in links.items() if k.state is not _ATTACHED or c.lost]:
             del links[gone]
+        for key in [k for k, (s, _) in replies.items() if s.state is not _ATTACHED or k[0].lost]:
+            del replies[key]
+        if isinstance(link, Sender):
+            assert isinstance(terminus, Source)
+            self._response_link(conn, link, terminus)
+            return
+        assert isinstance(link, Receiver) and isinstance(terminus, Target)
         config = self.broker.config
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(terminus, address=MANAGEMENT_ADDRESS))
         link.flow(config.link_credit)
         links[link] = conn
+
+    def _response_link(self, conn: BrokerConnection, link: Sender, source: Source) -> None:
+        """A receiver from ``$management``: its target's address is where the client's
+        requests say to reply (``reply-to``); it consumes a queue of its own that holds
+        its responses (credit, outcomes and settlement as on any queue)."""
+        remote = link.remote
+        address = getattr(None if remote is None else remote.target, "address", None)
+        if not isinstance(address, str) or not address:
+            link.refuse(
+                _error(
+                    "amqp:invalid-field",
+                    f"a receiver from {MANAGEMENT_ADDRESS} names, as its target's address, "
+                    "the reply-to of the requests whose responses it takes",
+                )
+            )
+            return
+        queue = Queue(self.broker, MANAGEMENT_ADDRESS)
+        conn._consumer(link, queue, source)
+        if link.state is _ATTACHED:
+            self.replies[(conn, address)] = (link, queue)
 
     def request(self, conn: BrokerConnection, event: DeliveryReceived) -> None:
         """A message arrived on a link of ``conn`` that is not a producer's: if it is a
@@ -431,11 +457,16 @@ class Management:
             return Rejected(
                 error=_error("amqp:invalid-field", "a management request needs a reply-to")
             )
-        node = broker.nodes.get(reply_to)
-        if node is None or node.deleted:
-            return Rejected(error=_error("amqp:not-found", f"no node {reply_to!r} to reply to"))
+        reply = self.replies.get((conn, reply_to))
+        own = reply is not None and reply[0].state is _ATTACHED  # a response link of its own
+        node: Node | None = reply[1] if reply is not None and own else None
+        if node is None:
+            node = broker.nodes.get(reply_to)
+            if node is None or node.deleted:
+                return Rejected(error=_error("amqp:not-found", f"no node {reply_to!r} to reply to"))
+            own = node.dynamic and node.creator is not None and node.creator.conn is conn
+        assert node is not None
         users = broker.config.users
-        own = node.dynamic and node.creator is not None and node.creator.conn is conn
         if users is not None and not own and not users.allows(conn.identity, reply_to, send=True):
             who = conn.identity or "an unauthenticated client"
             return Rejected(

@@ -68,9 +68,11 @@ def query(manager: Manager, names: list[str] | None = None, **app: Any) -> list[
     return [dict(zip(body["attributeNames"], row, strict=True)) for row in body["results"]]
 
 
-def test_query_counts_what_was_sent_and_received() -> None:
-    """Seven sent; two received, one settled: depth, bytes, consumers, unsettled agree."""
-    net = Net()
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_query_counts_what_was_sent_and_received(chunk: int | None) -> None:
+    """Seven sent; two received, one settled: depth, bytes, consumers, unsettled agree
+    (the bytes moved in random pieces, and byte by byte)."""
+    net = Net(chunk=chunk)
     producer, consumer, admin = net.connect(), net.connect(), net.connect()
     sender = publish(producer, "orders", *(b"order %d" % i for i in range(7)))
     receiver = consumer.receiver("orders", 2)
@@ -242,9 +244,52 @@ def test_reply_to_a_named_queue_and_no_receiver_from_management() -> None:
     (event,) = admin.received(replies)
     response = a.Message.decode(event.data)
     assert status(response) == 200 and value(response)["consumers"] == 1
-    refused = admin.receiver("$management", 1)
-    assert refused.state is not a.LinkState.ATTACHED
     assert "$management" not in net.broker.nodes  # never made as a queue
+
+
+def test_responses_on_a_receiver_from_management_azure_style() -> None:
+    """Azure Service Bus's (and fe2o3-amqp-management's) convention: the responses come on a
+    receiver from ``$management`` whose target address is the requests' reply-to."""
+    net = Net()
+    publish(net.connect(), "q", b"1", b"2")
+    admin = net.connect()
+    session = admin.begin()
+    requests = admin.sender("$management")
+    responses = session.attach_receiver(
+        "mgmt-receiver",
+        source=a.Source(address="$management"),
+        target=a.Target(address="my-client-node"),
+    )
+    net.pump()
+    assert responses.state is a.LinkState.ATTACHED
+    responses.flow(1)
+    net.pump()
+    sent = [
+        admin.send(
+            requests,
+            a.Message(
+                properties=a.Properties(message_id=i, reply_to="my-client-node"),
+                application_properties={"operation": "READ", "type": "queue", "name": "q"},
+            ),
+        )
+        for i in range(2)
+    ]
+    assert all(isinstance(d.remote_state, a.Accepted) for d in sent)
+    (first,) = admin.received(responses)  # one credit: one response; the other waits
+    responses.settle(first.delivery, a.Accepted())
+    responses.flow(1)
+    net.pump()
+    (second,) = admin.received(responses)
+    decoded = [a.Message.decode(e.data) for e in (first, second)]
+    assert [m.properties.correlation_id for m in decoded if m.properties] == [0, 1]
+    assert all(status(m) == 200 and value(m)["depth"] == 2 for m in decoded)
+    assert "my-client-node" not in net.broker.nodes
+    rows = {r["name"] for r in query(Manager(admin))}
+    assert "$management" not in rows and rows >= {"q"}
+    # Without a target address there is nowhere to say to reply: refused.
+    nameless = session.attach_receiver("r-nameless", source=a.Source(address="$management"))
+    net.pump()
+    assert nameless.state is not a.LinkState.ATTACHED
 
 
 def test_management_obeys_the_users_file() -> None:
@@ -265,3 +310,34 @@ def test_management_obeys_the_users_file() -> None:
     guest.receiver(None, 1, source=a.Source(dynamic=True))
     denied = guest.sender("$management")
     assert denied.state is not a.LinkState.ATTACHED
+
+
+def test_a_presettled_request_is_answered_too() -> None:
+    net = Net()
+    manager = Manager(net.connect())
+    manager.client.send(
+        manager.requests,
+        a.Message(
+            properties=a.Properties(message_id="fire", reply_to=manager.reply_to),
+            application_properties={"operation": "GET-MGMT-NODES"},
+        ),
+        settled=True,
+    )
+    (event,) = manager.client.received(manager.replies)
+    response = a.Message.decode(event.data)
+    assert status(response) == 200 and value(response) == []
+    assert response.properties is not None and response.properties.correlation_id == "fire"
+
+
+def test_with_users_the_reply_goes_only_where_the_user_may_send() -> None:
+    users = Users.from_json(
+        '{"users": {"ops": {"password": "pw", "send": ["$management"], "receive": ["inbox"]}}}'
+    )
+    net = Net(BrokerConfig(users=users, allow_insecure_auth=True, queues=("inbox",)))
+    ops = net.connect(sasl=a.sasl.ClientCredentials(username="ops", password="pw"))
+    manager = Manager(ops)  # its own dynamic node: no rule needed
+    assert status(manager.ask({"operation": "QUERY"})) == 200
+    denied = manager.send({"operation": "QUERY"}, reply_to="inbox")  # may not send there
+    assert isinstance(denied.remote_state, a.Rejected)
+    assert denied.remote_state.error is not None
+    assert denied.remote_state.error.condition == "amqp:unauthorized-access"
