@@ -184,7 +184,7 @@ def _operation(
         return 200, _read(broker, props, identity), {}
     if operation == "QUERY":
         return _query(broker, props, request.body, identity)
-    wanted = _kinds(props, node_operation=True)
+    wanted = _kinds(props)
     if operation == "GET-TYPES":
         return 200, {kind: [] for kind in (*wanted, MANAGEMENT_TYPE)}, {}
     if operation == "GET-ATTRIBUTES":
@@ -210,16 +210,14 @@ def _entity_type(value: Any) -> str:
     return kind
 
 
-def _kinds(props: dict[str, Any], *, node_operation: bool) -> tuple[str, ...]:
+def _kinds(props: dict[str, Any]) -> tuple[str, ...]:
     """The entity types a Management Node Operation is about: the one its ``entityType``
     names (the draft's application-property for this), or its ``type`` when that names an
     entity type rather than the management node; all of them when neither does."""
     given = props.get("entityType")
     if given is None:
         given = props.get("type")
-        if given == MANAGEMENT_TYPE or (given is None and node_operation):
-            return ENTITY_TYPES
-    if given is None:
+    if given is None or given == MANAGEMENT_TYPE:
         return ENTITY_TYPES
     return (_entity_type(given),)
 
@@ -283,7 +281,7 @@ def _query(
     ``count`` of them (default: all). The response's body is a map with ``attributeNames``
     and ``results`` (a list per node, positionally matching the names; an attribute a type
     has not is null), its application-properties carry ``count``, the number of results."""
-    kinds = _kinds(props, node_operation=False)
+    kinds = _kinds(props)
     offset, count = _whole(props, "offset"), _whole(props, "count")
     if body is None:
         body = {}

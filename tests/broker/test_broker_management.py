@@ -11,7 +11,7 @@ import pytest
 from support.broker_net import Client, Net, publish
 
 import amqp_sansio as a
-from amqp_sansio.broker import BrokerConfig, Users
+from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, Users
 from amqp_sansio.broker._management import MAX_ATTRIBUTE_NAMES
 
 QUEUE = "org.amqp-sansio.queue"
@@ -341,3 +341,41 @@ def test_with_users_the_reply_goes_only_where_the_user_may_send() -> None:
     assert isinstance(denied.remote_state, a.Rejected)
     assert denied.remote_state.error is not None
     assert denied.remote_state.error.condition == "amqp:unauthorized-access"
+
+
+class DiskLike:
+    """A store other than the memory store: what the broker takes for a durable one (the
+    SQLite store of ``--store`` lives with the adapters); it counts what it is told."""
+
+    def __init__(self) -> None:
+        self.kept: set[int] = set()
+
+    def put(self, node: Any, message: Any) -> None:
+        if node.persistent and message.durable:
+            self.kept.add(message.seq)
+
+    def remove(self, node: Any, message: Any) -> None:
+        self.kept.discard(message.seq)
+
+    def update(self, node: Any, message: Any) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+def test_durable_means_the_queue_outlives_a_restart() -> None:
+    store = DiskLike()
+    net = Net(broker=Broker(BrokerConfig(), store=store))
+    publish(net.connect(), "kept", b"1", b"2", durable=True)
+    assert len(store.kept) == 2
+    manager = Manager(net.connect())
+    rows = {r["name"]: r for r in query(manager, ["name", "durable", "dynamic"])}
+    assert rows["kept"]["durable"] is True  # a named queue, with a durable store
+    assert rows[manager.reply_to] == {"name": manager.reply_to, "durable": False, "dynamic": True}
+    memory = Net(broker=Broker(BrokerConfig(), store=MemoryStore()))
+    publish(memory.connect(), "kept", b"1", durable=True)
+    (row,) = [
+        r for r in query(Manager(memory.connect()), ["name", "durable"]) if r["name"] == "kept"
+    ]
+    assert row["durable"] is False  # memory only

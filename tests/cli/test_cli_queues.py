@@ -11,6 +11,7 @@ import json
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,6 +149,22 @@ def test_empty_broker_says_so() -> None:
         done = queues(fresh.url)
         assert (done.returncode, done.stdout) == (0, "no queues\n")
         assert listed(fresh.url) == {}
+
+
+def test_durable_queues_with_a_store_across_a_restart(tmp_path: Path) -> None:
+    with BrokerProcess(store=tmp_path / "store") as stored:
+        with sockets.connect(f"{stored.url}/kept", timeout=WAIT) as conn:
+            sender = conn.sender("kept")
+            for i in range(4):
+                message = amqp.Message(header=amqp.Header(durable=True), body=f"d{i}")
+                assert isinstance(sender.send(message), amqp.Accepted)
+        assert listed(stored.url)["kept"]["durable"] is True
+        stored.restart()
+        assert stored.restored == 4
+        row = listed(stored.url)["kept"]
+        assert (row["depth"], row["durable"]) == (4, True)
+        (line,) = [ln for ln in queues(stored.url).stdout.splitlines() if ln.startswith("kept")]
+        assert line.split()[2] == "4" and line.split()[-1] == "yes"
 
 
 def test_format_table_aligns_numbers_right() -> None:
