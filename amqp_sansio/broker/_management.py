@@ -5,12 +5,13 @@ answer it.
 
 A client attaches a sender to ``$management`` and sends requests; each request's
 ``reply-to`` (core spec 3.2.4) names where the response goes: a node of the broker, most
-often the dynamic node of the client's receiver (core spec 3.5.3 ``dynamic``), or a queue it
-reads; or the target address of the client's receiver from ``$management`` (Azure Service
-Bus's convention). A request is a message whose application-properties (management draft 3.1) carry
-``operation`` and, as the operation needs them, ``type`` (the manageable entity type),
-``name`` or ``identity``, ``locales``; the response carries ``correlation-id`` (the request's
-correlation-id if it has one, else its message-id) and the application-properties
+often the dynamic node of the client's receiver (core spec 3.5.3 ``dynamic``), or a queue
+it reads; or the target address of the client's receiver from ``$management`` (Azure
+Service Bus's convention). A request is a message whose application-properties
+(management draft 3.1) carry ``operation`` and, as the operation needs them, ``type`` (the
+manageable entity type), ``name`` or ``identity``, ``locales`` (ignored: the descriptions
+are in English, the draft's fallback); the response carries ``correlation-id`` (the
+request's correlation-id if it has one, else its message-id) and the application-properties
 ``statusCode`` (an int, as in HTTP: 200, 400, 404, 501, ...) and ``statusDescription``; its
 body, on success, is an amqp-value holding what the operation returns.
 
@@ -67,8 +68,7 @@ __all__ = [
     "answer",
 ]
 
-#: The address of the management node (management draft: the node every container
-#: answers at).
+#: The address of the management node (the management draft's well-known address).
 MANAGEMENT_ADDRESS = "$management"
 #: The type of the management node itself (management draft: ``type`` of the Management
 #: Node Operations, with ``name`` ``self``).
@@ -145,21 +145,20 @@ def answer(broker: Broker, request: Message, identity: str | None = None) -> Mes
     request holds: a request that makes no sense is answered 400, an unknown operation 501,
     an unknown type, name or identity 404."""
     properties = request.properties
-    correlation = None
+    correlation = reply_to = None
     if properties is not None:
         correlation = properties.correlation_id
         if correlation is None:
             correlation = properties.message_id
+        if isinstance(properties.reply_to, str):
+            reply_to = properties.reply_to
     try:
         code, body, extra = _operation(broker, request, identity)
         description = _REASONS[code]
     except _Status as status:
         code, body, extra, description = status.code, None, {}, status.description
     return Message(
-        properties=Properties(
-            correlation_id=correlation,
-            to=None if properties is None else properties.reply_to,
-        ),
+        properties=Properties(correlation_id=correlation, to=reply_to),
         application_properties={
             "statusCode": Int(code),
             "statusDescription": description,
