@@ -68,11 +68,11 @@ class _Management:
         self.url = url
         self.where = where
         timeout = options.timeout
-        link = f"to {MANAGEMENT_NODE}"
+        link = "from a dynamic reply node"
         try:
-            self.requests = conn.sender(MANAGEMENT_NODE, timeout=timeout)
-            link = "from a dynamic reply node"
             self.replies = conn.receiver(None, dynamic=True, credit=1, timeout=timeout)
+            link = f"to {MANAGEMENT_NODE}"
+            self.requests = conn.sender(MANAGEMENT_NODE, timeout=timeout)
         except TimeoutError:
             raise timed_out(options, f"the broker's attach of the link {link}") from None
         except ClientError as exc:
@@ -86,8 +86,8 @@ class _Management:
 
     def _no_management(self, exc: ClientError, link: str) -> CommandError:
         if isinstance(exc, amqp.client.LinkDetachedError):
-            # A broker without the management node (RabbitMQ 3's AMQP 1.0 plugin takes the
-            # address, but makes no dynamic node for the responses).
+            # A broker without the management node (RabbitMQ 3's AMQP 1.0 plugin makes no
+            # dynamic node for the responses; others refuse the address).
             return CommandError(
                 f"{self.where} does not answer AMQP management requests at {MANAGEMENT_NODE}: "
                 f"it refused the link {link}: {describe_error(exc.error)}"
