@@ -6,6 +6,9 @@ sends messages to the URL's address; ``amqp-sansio receive URL [--count N] [--cr
 ``--cafile``, ``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``;
 see docs/cli.rst for the exit statuses.
 
+``amqp-sansio queues URL [--json]`` lists a broker's queues, streams and topics through
+its AMQP management node (``$management``; :mod:`amqp_sansio.adapters.cli.queues`).
+
 ``amqp-sansio bench codec [--json] [--seconds S]`` measures the codec against
 python-qpid-proton (when it is installed) on the same message, in the same run.
 
@@ -35,7 +38,7 @@ from collections.abc import Sequence
 
 from amqp_sansio import __version__
 
-from . import broker, pipeline, send_receive
+from . import broker, pipeline, queues, send_receive
 from .bench import command as bench_command
 from .options import connection_options
 
@@ -54,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_parser(sub)
     bench_command.add_parser(sub)
     pipeline.add_parser(sub)
+    queues.add_parser(sub, connection_options())
     return parser
 
 

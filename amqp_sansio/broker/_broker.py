@@ -34,6 +34,7 @@ from ..security.mechanisms import ServerAuthenticator
 from ..security.tls import TLSLayer
 from ._config import BrokerConfig
 from ._connection import BrokerConnection, _error
+from ._management import Management
 from ._nodes import Node, Queue, Topic
 from ._relay import ANONYMOUS_RELAY
 from ._selector import Selector, SelectorError, selector_filter
@@ -105,6 +106,8 @@ class Broker:
         self._idle: list[tuple[float, int, Node]] = []
         #: When each such queue expires.
         self._idle_at: dict[Node, float] = {}
+        #: The management node, ``$management`` (see :mod:`._management`).
+        self.management = Management(self)
         self._subscription_store: SubscriptionStore | None = (
             self.store if isinstance(self.store, SubscriptionStore) else None
         )

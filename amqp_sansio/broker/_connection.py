@@ -56,6 +56,7 @@ from ..events import (
 )
 from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
+from ._management import MANAGEMENT_ADDRESS
 from ._nodes import Node, Queue, Topic
 from ._relay import relay_address
 from ._selector import Selector, SelectorError, selector_filter
@@ -354,6 +355,9 @@ class BrokerConnection:
             verb = "send to" if isinstance(link, Receiver) else "receive from"
             who = self.identity or "an unauthenticated client"
             link.refuse(_error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
+            return
+        if address == MANAGEMENT_ADDRESS and not terminus.dynamic:
+            broker.management.attach(self, link, terminus)
             return
         node: Node | None
         if terminus.dynamic:
@@ -695,7 +699,8 @@ class BrokerConnection:
 
     def _on_message(self, event: DeliveryReceived) -> None:
         producer = self.producers.get(event.link)
-        if producer is None:  # pragma: no cover - the engine reports only attached links'
+        if producer is None:  # (a request to $management; the engine reports attached links')
+            self.broker.management.request(self, event)
             return
         link = producer.link
         delivery = event.delivery
