@@ -57,6 +57,7 @@ from ..events import (
 from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
 from ._nodes import Node, Queue, Topic
+from ._record import ConnectionRecord
 from ._relay import relay_address
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
@@ -111,8 +112,8 @@ class BrokerConnection:
     authenticated, if anyone; ``address`` the client's source address, if the driver gave
     it. The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` live here: the
     handshake time-out and a failed login's held outcome are among :meth:`next_deadline`;
-    ``cut`` says the handshake timed out, ``refused`` why the connection was refused (for
-    the driver's log)."""
+    ``cut`` that the transport goes, ``refused`` why the connection was refused; ``record``
+    the rest the driver's log says (:class:`~amqp_sansio.broker.ConnectionRecord`)."""
 
     def __init__(
         self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
@@ -123,7 +124,7 @@ class BrokerConnection:
         #: When (``now`` clock) the handshake time-out cuts the connection, until the
         #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
         self._handshake_until: float | None = None
-        #: The handshake timed out: the transport goes once what is queued is written.
+        #: The transport goes once what is queued is written (handshake time-out, TLS failed).
         self.cut = False
         #: A failed login's outcome held back until then (``now`` clock; see
         #: BrokerConfig.login_delay); None: nothing held.
@@ -142,6 +143,7 @@ class BrokerConnection:
         #: without SASL where the broker requires it, a failed authentication); never a
         #: credential.
         self.refused: str | None = None
+        self.record = ConnectionRecord()  # what the driver's log says of it
         self.consumers: dict[Link, _Consumer] = {}
         self.producers: dict[Link, _Producer] = {}
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
@@ -219,6 +221,7 @@ class BrokerConnection:
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
         if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
+            self.record.ending_because("closed by the broker", error)
             self.engine.close(error)
         self.broker._pending[self] = None
 
@@ -267,6 +270,7 @@ class BrokerConnection:
         handler = _OTHER_EVENTS.get(type(event))
         if handler is not None:
             handler(self, event)
+        self.record.saw(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
         why = admit_user(self)
@@ -697,6 +701,7 @@ class BrokerConnection:
         producer = self.producers.get(event.link)
         if producer is None:  # pragma: no cover - the engine reports only attached links'
             return
+        self.record.messages_in += 1
         link = producer.link
         delivery = event.delivery
         broker = self.broker

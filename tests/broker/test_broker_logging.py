@@ -1,0 +1,207 @@
+"""The broker's log (``amqp-sansio broker``, stderr, logger ``amqp_sansio.broker``): a line
+per connection opened and closed, with its peer, user, TLS, container-id, why it ended, how
+long it lived and its messages in and out; never a password; ``--log-level``; connections
+that end before their open (refused, gone) at most once per address per second, the rest
+counted. The broker runs as a user starts it (:class:`BrokerProcess`); its clients are ours,
+over real sockets."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from amqp_sansio.adapters import sockets
+from amqp_sansio.adapters.broker import LOG_PREFIX, OPEN_WARNING
+from amqp_sansio.adapters.sockets import SocketDriver
+from support.broker_process import BrokerProcess
+
+import amqp_sansio as a
+from amqp_sansio import framing
+
+WAIT = 30.0
+PASSWORD = "plain-pw-never-logged"
+
+
+@pytest.fixture
+def users(tmp_path: Path) -> Path:
+    path = tmp_path / "users.json"
+    alice = {"password": PASSWORD, "send": ["*"], "receive": ["*"]}
+    path.write_text(json.dumps({"users": {"alice": alice}}))
+    return path
+
+
+def _lines(broker: BrokerProcess, what: str) -> list[str]:
+    return [line for line in broker.log.splitlines() if what in line]
+
+
+def _wait_for(broker: BrokerProcess, what: str, count: int = 1) -> list[str]:
+    """The broker's log lines with ``what``, once there are ``count`` of them."""
+    deadline = time.monotonic() + WAIT
+    while len(found := _lines(broker, what)) < count:
+        assert time.monotonic() < deadline, f"no {count} lines with {what!r} in:\n{broker.log}"
+        time.sleep(0.02)
+    return found
+
+
+def _engine_client(port: int, **options: object) -> tuple[a.Connection, SocketDriver]:
+    """Our engine (the bare AMQP header) on a socket, opened."""
+    conn = a.Connection(client=True, hostname="127.0.0.1", **options)  # type: ignore[arg-type]
+    driver = SocketDriver.connect(conn, ("127.0.0.1", port), timeout=WAIT)
+    conn.open(now=driver.now())
+    driver.run_until(lambda: conn.state is a.ConnectionState.OPENED, timeout=WAIT)
+    return conn, driver
+
+
+def test_a_line_when_a_connection_opens_and_one_when_it_closes(users: Path) -> None:
+    """PLAIN (as the command offers it on a loopback address): the user's name, never its
+    password; the messages counted each way; a clean close."""
+    with BrokerProcess("--users", str(users)) as broker:
+        url = f"amqp://alice:{PASSWORD}@127.0.0.1:{broker.port}/logged"
+        with sockets.connect(
+            url, timeout=WAIT, sasl_mechanisms=["PLAIN"], container_id="logging-test"
+        ) as conn:
+            sender = conn.sender()  # (to /logged, where they stay)
+            sender.send(b"one")
+            sender.send(b"two")
+            conn.sender("logged-back").send(b"three")
+            delivery = conn.receiver("logged-back", credit=10).receive(timeout=WAIT)
+            assert delivery is not None
+            delivery.accept()
+        (closed,) = _wait_for(broker, " closed after ")
+        broker.stop()
+    (opened,) = _lines(broker, " opened: ")
+    where = re.match(rf"{LOG_PREFIX}connection from (127\.0\.0\.1:\d+) opened: ", opened)
+    assert where is not None, opened
+    assert opened == (
+        f"{LOG_PREFIX}connection from {where[1]} opened: user alice (PLAIN), no TLS, "
+        "container-id logging-test"
+    )
+    assert re.fullmatch(
+        rf"{LOG_PREFIX}connection from {where[1]} closed after \d+\.\d\d s: closed by the "
+        r"client; user alice \(PLAIN\), messages 3 in, 1 out",
+        closed,
+    ), closed
+    assert PASSWORD not in broker.log
+    assert all(line.startswith(LOG_PREFIX) for line in broker.log.splitlines())
+
+
+def test_why_a_connection_ended(tmp_path: Path) -> None:
+    """The client's close with an error, a client that goes without a close, a protocol
+    error, the broker stopping, a client gone before its open."""
+    with BrokerProcess() as broker:
+        conn, driver = _engine_client(broker.port, container_id="with-error")
+        with driver:
+            conn.close(a.Error(condition=a.Symbol("amqp:internal-error"), description="boom"))
+            driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
+        conn, driver = _engine_client(broker.port, container_id="goes")
+        driver.close()  # the transport, without a close
+        conn, driver = _engine_client(broker.port, container_id="breaks")
+        with driver:
+            driver.sock.sendall(b"\x00\x00\x00\x04\x02\x00\x00\x00")  # a size below 8
+            driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=WAIT) as early:
+            early.sendall(framing.AMQP_HEADER[:4])
+        _wait_for(broker, " closed after ", 3)
+        _wait_for(broker, "before its open")
+        conn, driver = _engine_client(broker.port, container_id="stays")
+        with driver:
+            _wait_for(broker, " opened: ", 4)
+            broker.stop()
+    log = broker.log
+    closed = {cid: _closed(log, cid) for cid in ("with-error", "goes", "breaks", "stays")}
+    assert "closed by the client with amqp:internal-error: boom" in closed["with-error"]
+    assert "the client went away without a close" in closed["goes"]
+    assert "closed by the broker for a protocol error with amqp:" in closed["breaks"]
+    assert (
+        "closed by the broker with amqp:connection:forced: the broker is stopping"
+        in closed["stays"]
+    )
+    (early_line,) = _lines(broker, "before its open")
+    assert "the client went away without a close" in early_line
+
+
+def _closed(log: str, container_id: str) -> str:
+    """The close line of the connection whose open line names ``container_id``."""
+    (opened,) = [x for x in log.splitlines() if x.endswith(f"container-id {container_id}")]
+    peer = opened.split("connection from ")[1].split()[0]
+    (line,) = [x for x in log.splitlines() if f"connection from {peer} closed after " in x]
+    return line
+
+
+def test_a_forged_line_in_a_container_id_stays_in_its_own_line() -> None:
+    forged = "x\namqp-sansio broker: refused the connection from 6.6.6.6:1: forged"
+    with BrokerProcess() as broker:
+        conn, driver = _engine_client(broker.port, container_id=forged)
+        with driver:
+            conn.close()
+            driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
+        _wait_for(broker, " closed after ")
+    assert "6.6.6.6" in broker.log
+    assert not any(line.startswith(f"{LOG_PREFIX}refused") for line in broker.log.splitlines())
+    (opened,) = _lines(broker, " opened: ")
+    assert opened.endswith(f"container-id {forged!r}")
+
+
+def test_log_level_warning_hides_opens_and_closes_but_not_refusals(users: Path) -> None:
+    with BrokerProcess("--users", str(users), "--log-level", "warning") as broker:
+        url = f"amqp://alice:{PASSWORD}@127.0.0.1:{broker.port}/quiet"
+        with sockets.connect(url, timeout=WAIT) as conn:
+            conn.sender().send(b"quiet")
+        with pytest.raises(sockets.AuthenticationError):
+            sockets.connect(f"amqp://alice:wrong@127.0.0.1:{broker.port}", timeout=WAIT)
+        _wait_for(broker, "refused the connection")
+        broker.stop()
+    assert not _lines(broker, " opened: ") and not _lines(broker, " closed after ")
+    assert PASSWORD not in broker.log and "wrong" not in broker.log
+    with BrokerProcess("--log-level", "error") as quiet:
+        with sockets.connect(f"{quiet.url}/quiet", timeout=WAIT) as conn:
+            conn.sender().send(b"quiet")
+        quiet.stop()
+    assert quiet.log == ""  # not even the OPEN notice
+
+
+def test_log_level_debug_says_each_tcp_connection_and_info_is_the_default() -> None:
+    with BrokerProcess("--log-level", "debug") as broker:
+        with sockets.connect(f"{broker.url}/debug", timeout=WAIT):
+            pass
+        _wait_for(broker, " closed after ")
+        broker.stop()
+    assert _lines(broker, "accepted")
+    with BrokerProcess() as default:
+        with sockets.connect(f"{default.url}/debug", timeout=WAIT):
+            pass
+        _wait_for(default, " closed after ")
+        default.stop()
+    assert not _lines(default, "accepted")
+    assert default.log.splitlines()[0] == OPEN_WARNING
+
+
+def test_connections_that_end_before_their_open_are_logged_once_a_second_per_address(
+    users: Path,
+) -> None:
+    """A client that sends the bare header to a broker that requires SASL, again and again:
+    its first refusal is logged whole, the rest within the second are counted in one line
+    after it; together they account for every one."""
+    refusals = 25
+    with BrokerProcess("--users", str(users)) as broker:
+        start = time.monotonic()
+        for _ in range(refusals):
+            with socket.create_connection(("127.0.0.1", broker.port), timeout=WAIT) as sock:
+                sock.sendall(framing.AMQP_HEADER)
+                assert sock.recv(8) == framing.SASL_HEADER
+                sock.recv(8)  # the end (the broker closes)
+        elapsed = time.monotonic() - start
+        _wait_for(broker, "more connection")
+        broker.stop()
+    whole = _lines(broker, f"{LOG_PREFIX}refused the connection from 127.0.0.1:")
+    summed = [
+        int(line.removeprefix(LOG_PREFIX).split()[0]) for line in _lines(broker, "more connection")
+    ]
+    assert len(whole) + sum(summed) == refusals, broker.log
+    assert len(whole) + len(summed) <= 2 * (elapsed + 2), broker.log
+    assert all("from 127.0.0.1 ended before their open in 1 s" in x for x in _lines(broker, "more"))
+    assert "bare AMQP header" in _lines(broker, "more connection")[-1]
