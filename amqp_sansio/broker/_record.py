@@ -14,7 +14,6 @@ from ..events import (
     ConnectionOpened,
     Event,
     IdleTimedOut,
-    PeerWithoutSASL,
     ProtocolError,
     UnsupportedProtocol,
 )
@@ -105,10 +104,9 @@ _EVENTS: dict[type, Any] = {
         "idle time-out: no frame from the client within the broker's idle time-out"
     ),
     ProtocolError: _protocol_error,
-    UnsupportedProtocol: lambda r, c, e: r.ending_because(
+    UnsupportedProtocol: lambda r, c, e: r.ending_because(  # (not PeerWithoutSASL: refused)
         f"it sent the protocol header of {e.version_name}"
     ),
-    PeerWithoutSASL: lambda r, c, e: None,  # (refused: the connection says why)
     TLSEstablished: lambda r, c, e: setattr(r, "tls", e.version),
     TLSFailed: _tls_failed,
 }

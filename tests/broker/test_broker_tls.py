@@ -185,6 +185,24 @@ def test_the_command_line_sends_and_receives_over_amqps(
     assert refused.stderr.count("\n") == 1 and "certificate was refused" in refused.stderr
 
 
+def test_embedded_the_server_listens_on_both_ports_with_a_tls_port(certs: Certs) -> None:
+    from amqp_sansio.adapters.broker import BrokerServer, run_broker
+
+    context = server_context(str(certs.cert), str(certs.key))
+    with run_broker(ssl_context=context, tls_port=0) as server:
+        assert server.url == f"amqp://127.0.0.1:{server.port}"
+        assert server.tls_url == f"amqps://127.0.0.1:{server.tls_port}"
+        assert server.tls_port not in (None, 0, server.port)
+        url = f"amqps://localhost:{server.tls_port}/embedded"
+        ours = client_context(cafile=str(certs.ca))
+        assert _round_trip(url, b"embedded", ssl_context=ours) == b"embedded"
+        assert _round_trip(f"{server.url}/embedded", b"plain") == b"plain"
+    with run_broker(ssl_context=context) as server:  # one port, amqps
+        assert server.url.startswith("amqps://") and server.tls_url is None
+    with pytest.raises(ValueError, match="tls_port needs an ssl_context"):
+        BrokerServer(Broker(), tls_port=0)
+
+
 # -- the TLS protocol header on the plain port (core spec 5.2) ---------------------------------
 
 
