@@ -205,3 +205,122 @@ def test_connections_that_end_before_their_open_are_logged_once_a_second_per_add
     assert len(whole) + len(summed) <= 2 * (elapsed + 2), broker.log
     assert all("from 127.0.0.1 ended before their open in 1 s" in x for x in _lines(broker, "more"))
     assert "bare AMQP header" in _lines(broker, "more connection")[-1]
+
+
+# -- the core's record of a connection, on a simulated clock ------------------------------------
+
+
+def _pump(conn: object, client: a.Connection, now: float) -> None:
+    """Bytes both ways between a broker connection and our client until neither sends."""
+    for _ in range(50):
+        out = client.data_to_send()
+        if out:
+            conn.receive_data(out, now)  # type: ignore[attr-defined]
+        back = conn.data_to_send()  # type: ignore[attr-defined]
+        if back:
+            client.receive_data(back, now)
+        if not out and not back:
+            return
+    raise AssertionError("the exchange did not settle")
+
+
+def test_the_record_counts_messages_and_says_the_clients_close() -> None:
+    from amqp_sansio.broker import Broker, BrokerConfig
+
+    broker = Broker(BrokerConfig())
+    conn = broker.accept(0.0, address="10.0.0.1")
+    client = a.Connection(client=True, container_id="recorded")
+    client.open(now=0.0)
+    _pump(conn, client, 0.0)
+    assert conn.record.opened and conn.record.tls is None
+    session = client.begin()
+    sender = session.attach_sender("s", target=a.Target(address="q"))
+    receiver = session.attach_receiver("r", source=a.Source(address="q"))
+    _pump(conn, client, 0.0)
+    for body in (b"1", b"2"):
+        sender.send(a.Message(body=body).encode())
+    receiver.flow(1)
+    _pump(conn, client, 0.0)
+    assert (conn.record.messages_in, conn.record.messages_out) == (2, 1)
+    client.close(a.Error(condition=a.Symbol("amqp:internal-error")))
+    _pump(conn, client, 0.0)
+    assert conn.record.ending == "closed by the client with amqp:internal-error"
+    assert "opened=True" in repr(conn.record)
+
+
+def test_the_record_says_an_idle_time_out_and_a_header_it_does_not_speak() -> None:
+    from amqp_sansio.broker import Broker, BrokerConfig
+
+    broker = Broker(BrokerConfig(idle_timeout=1.0, handshake_timeout=None))
+    conn = broker.accept(0.0)
+    client = a.Connection(client=True)
+    client.open(now=0.0)
+    _pump(conn, client, 0.0)
+    deadline = conn.next_deadline()
+    assert deadline is not None
+    conn.handle_timer(deadline + 1.0)
+    assert conn.record.ending is not None and conn.record.ending.startswith("idle time-out")
+    other = broker.accept(0.0)
+    other.receive_data(b"AMQP\x00\x00\x09\x01", 0.0)
+    assert other.record.ending == "it sent the protocol header of AMQP 0-9-1"
+    assert not other.record.opened
+
+
+def test_a_peers_text_is_escaped_and_cut_for_the_log() -> None:
+    from amqp_sansio.broker._record import TEXT_MAX, describe, printable
+
+    assert printable("two\nlines") == "two\\nlines"
+    assert len(printable("x" * 1000)) == TEXT_MAX
+    error = a.Error(condition=a.Symbol("amqp:internal-error"), description="bad\r\nforged")
+    assert describe(error) == "amqp:internal-error: bad\\r\\nforged"
+
+
+def test_the_record_keeps_the_first_cause_a_protocol_error_and_a_tls_failure(
+    tmp_path: Path,
+) -> None:
+    from amqp_sansio.broker import Broker, BrokerConfig
+    from amqp_sansio.security.tls import TLSLayer, client_context, server_context
+
+    broker = Broker(BrokerConfig())
+    conn = broker.accept(0.0)
+    client = a.Connection(client=True)
+    client.open(now=0.0)
+    _pump(conn, client, 0.0)
+    conn.close(a.Error(condition=a.Symbol("amqp:connection:forced"), description="stopping"))
+    _pump(conn, client, 0.0)  # the client answers with its own close: not the cause
+    assert conn.record.ending == "closed by the broker with amqp:connection:forced: stopping"
+    broken = broker.accept(0.0)
+    broken.receive_data(framing.AMQP_HEADER + b"\x00\x00\x00\x04\x02\x00\x00\x00", 0.0)
+    assert broken.record.ending is not None
+    assert broken.record.ending.startswith("closed by the broker for a protocol error with amqp:")
+    session_error = a.events.ProtocolError(
+        error=a.Error(condition=a.Symbol("amqp:session:errant-link")), scope="session"
+    )
+    conn.record.ending = None
+    conn.record.saw(conn, session_error)  # a session's error does not end the connection
+    assert conn.record.ending is None
+    trustme = pytest.importorskip("trustme", reason="trustme is in the 'test' extra")
+    ca, stranger = trustme.CA(), trustme.CA()
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(
+        str(tmp_path / "server.pem")
+    )
+    stranger.cert_pem.write_to_path(str(tmp_path / "stranger.pem"))
+    secured = broker.accept(0.0, ssl_context=server_context(str(tmp_path / "server.pem")))
+    distrusting = TLSLayer(
+        a.Connection(client=True, hostname="localhost"),
+        client_context(cafile=str(tmp_path / "stranger.pem")),
+        client=True,
+        server_hostname="localhost",
+        negotiate=False,
+    )
+    for _ in range(10):  # until the client's alert has reached the broker
+        out = distrusting.data_to_send()
+        if out:
+            secured.receive_data(out, 0.0)
+        back = secured.data_to_send()
+        if back:
+            distrusting.receive_data(back, 0.0)
+        if not out and not back:
+            break
+    assert secured.record.ending is not None and "TLSV1_ALERT_UNKNOWN_CA" in secured.record.ending
+    assert secured.cut and secured.ended and secured.record.tls is None

@@ -450,3 +450,41 @@ def test_tls_or_plain_hands_a_cut_header_to_the_engine() -> None:
 def _no_certificate() -> ssl.SSLContext:
     """A server context without a certificate: enough for a layer that is never used."""
     return ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+
+
+def test_tls_or_plain_passes_timers_and_close_to_what_was_chosen(certs: Certs) -> None:
+    """Before the choice and after a plain one, the engine's deadline and timer; after TLS,
+    the layer's (which passes them on), and ``close`` sends TLS close_notify."""
+
+    class Bare:  # an inner object without timers
+        def receive_data(self, data: bytes, now: float) -> list[a.Event]:
+            return []
+
+        def data_to_send(self) -> bytes:
+            return b""
+
+    bare = TLSOrPlain(Bare(), _no_certificate())
+    assert bare.next_deadline() is None and bare.handle_timer(0.0) == []
+    bare.close()  # nothing chosen: nothing to end
+    engine = a.Connection(client=False, idle_timeout=2.0)
+    switch = TLSOrPlain(engine, server_context(str(certs.cert), str(certs.key)))
+    client = a.Connection(client=True, hostname="localhost")
+    layer = TLSLayer(
+        client, client_context(cafile=str(certs.ca)), client=True, server_hostname="localhost"
+    )
+    client.open(now=0.0)
+    for _ in range(20):
+        out = layer.data_to_send()
+        if out:
+            switch.receive_data(out, 0.0)
+        back = switch.data_to_send()
+        if back:
+            layer.receive_data(back, 0.0)
+        if not out and not back:
+            break
+    assert switch.tls is not None and repr(switch) == "<TLSOrPlain tls>"
+    assert engine.remote is not None  # the client's open came through TLS
+    assert switch.next_deadline() == engine.next_deadline() is not None
+    assert switch.handle_timer(0.5) == []
+    switch.close()
+    assert switch.tls.state in (a.security.tls.TLSState.CLOSING, a.security.tls.TLSState.CLOSED)
