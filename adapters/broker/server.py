@@ -19,8 +19,8 @@ directory. From the shell: ``amqp-sansio broker [--host H] [--port P] [--store D
 [--users FILE] [--allow-anonymous] [--tls-cert PEM ...] [--log-level L] [limits]``.
 
 TLS: with an ``ssl_context`` alone the port is amqps (TLS from the first byte, core spec
-5.2.1); with ``tls_port`` too, amqps listens there and the plain port takes the TLS protocol
-header as well (TLS negotiated after it, core spec 5.2) as plain AMQP and SASL.
+5.2.1); with ``tls_port`` too, amqps listens there, and the plain port takes the TLS
+protocol header (TLS negotiated after it, core spec 5.2) as well as plain AMQP and SASL.
 
 Logs, on the logger ``amqp_sansio.broker`` (never a password or other secret): a line per
 connection opened (INFO: peer, user, TLS, container-id) and closed (INFO: why, how long,
@@ -75,7 +75,9 @@ LOG_INTERVAL = 1.0
 class BrokerServer:
     """A listening broker on an asyncio loop. ``broker`` is the core
     :class:`~amqp_sansio.broker.Broker` (its nodes can be inspected); ``port`` and ``url``
-    say where it listens."""
+    say where it listens. ``ssl_context`` alone makes ``port`` amqps; with ``tls_port``
+    too (0: any free port) amqps listens there (``tls_url``) and ``port`` stays plain,
+    taking the TLS protocol header as well (core spec 5.2)."""
 
     def __init__(
         self,
@@ -513,18 +515,27 @@ LOG_LEVEL = "info"
 TLS_PORT = 5671
 
 
-def log_to_stderr(level: str = LOG_LEVEL) -> None:
-    """The command's log: each line on stderr after :data:`LOG_PREFIX`, the package's
-    loggers (``amqp_sansio.*``) from ``level`` up (one of :data:`LOG_LEVELS`), others' from
-    WARNING."""
+@contextlib.contextmanager
+def log_to_stderr(level: str = LOG_LEVEL) -> Iterator[None]:
+    """For the duration of the block, the command's log: each line on stderr after
+    :data:`LOG_PREFIX`, the package's loggers (``amqp_sansio.*``) from ``level`` up (one of
+    :data:`LOG_LEVELS`), others' from WARNING. The handler and the levels go at the end (the
+    command may run inside another program, or a test)."""
     import sys
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_PREFIX + "%(message)s"))
-    root = logging.getLogger()
+    root, package = logging.getLogger(), logging.getLogger("amqp_sansio")
+    levels = root.level, package.level
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
-    logging.getLogger("amqp_sansio").setLevel(level.upper())
+    package.setLevel(level.upper())
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        package.setLevel(levels[1])
 
 
 def main(
@@ -591,8 +602,8 @@ def main(
                 log.warning("%s", OPEN_WARNING.removeprefix(LOG_PREFIX))
             await stop.wait()
 
-    log_to_stderr(log_level)
-    asyncio.run(run())
+    with log_to_stderr(log_level):
+        asyncio.run(run())
 
 
 #: Where ``bench broker`` looks for RabbitMQ when neither ``--rabbitmq`` nor

@@ -324,3 +324,17 @@ def test_the_record_keeps_the_first_cause_a_protocol_error_and_a_tls_failure(
             break
     assert secured.record.ending is not None and "TLSV1_ALERT_UNKNOWN_CA" in secured.record.ending
     assert secured.cut and secured.ended and secured.record.tls is None
+
+
+def test_the_command_run_in_a_program_leaves_its_logging_as_it_was(tmp_path: Path) -> None:
+    """``amqp-sansio broker`` run inside another program (here a test) that ends, as with a
+    store it cannot use: its log handler and levels are gone with it."""
+    import logging
+
+    from amqp_sansio.adapters import cli
+
+    before = logging.getLogger().handlers[:], logging.getLogger("amqp_sansio").level
+    (tmp_path / "not-a-directory").write_text("")
+    assert cli.main(["broker", "--port", "0", "--store", str(tmp_path / "not-a-directory")]) == 2
+    after = logging.getLogger().handlers[:], logging.getLogger("amqp_sansio").level
+    assert after == before
