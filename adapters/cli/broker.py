@@ -97,7 +97,7 @@ def add_parser(sub: Any) -> None:
     brk.set_defaults(run=run)
 
 
-def tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The broker's TLS context from ``--tls-cert``, ``--tls-key`` and ``--tls-ca`` (None
     without a certificate): TLS 1.2 at least, a client certificate required with
     ``--tls-ca``. ValueError, in one line, for options that do not go together or files it
@@ -310,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         limits = {name: getattr(args, name) for name in _MESSAGES_AND_QUEUES}
         limits.update(_broker_limits(args))
-        context = tls_context(args)
+        context = _tls_context(args)
     except ValueError as exc:
         print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
