@@ -16,7 +16,17 @@ Embedding::
 With ``store=DIR`` (a directory) durable messages are kept in the SQLite store of
 :mod:`amqp_sansio.adapters.broker.store` and come back when a broker starts on the same
 directory. From the shell: ``amqp-sansio broker [--host H] [--port P] [--store DIR]
-[--users FILE] [--allow-anonymous] [connection limits]``.
+[--users FILE] [--allow-anonymous] [--tls-cert PEM ...] [--log-level L] [limits]``.
+
+TLS: with an ``ssl_context`` alone the port is amqps (TLS from the first byte, core spec
+5.2.1); with ``tls_port`` too, amqps listens there, and the plain port takes the TLS
+protocol header (TLS negotiated after it, core spec 5.2) as well as plain AMQP and SASL.
+
+Logs, on the logger ``amqp_sansio.broker`` (never a password or other secret): a line per
+connection opened (INFO: peer, user, TLS, container-id) and closed (INFO: why, how long,
+messages in and out); a connection that ends before its open (refused, TLS failed, the
+client gone) gets one line (WARNING, or INFO for a client that just went), at most one per
+source address per :data:`LOG_INTERVAL` seconds, the rest counted in one line after it.
 
 The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` are the core's; this
 adapter gives the core each client's address (per-address limits), drives its timers
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 import os
@@ -45,7 +56,7 @@ from .store import SQLiteStore
 
 __all__ = ["BrokerServer", "OpenBrokerRefused", "open_broker", "run_broker", "serve_broker"]
 
-log = logging.getLogger("amqp_sansio.adapters.broker")
+log = logging.getLogger("amqp_sansio.broker")
 
 #: Bytes read from a socket at a time.
 READ_SIZE = 256 * 1024
@@ -56,12 +67,17 @@ HIGH_WATER = 4 * 1024 * 1024
 STOP_GRACE = 1.0
 #: The condition of a stopping broker's close (core spec 2.8.15).
 FORCED = Symbol("amqp:connection:forced")
+#: Seconds within which one source address gets at most one log line for connections that
+#: ended before their open (refused, TLS failed, gone); the rest are counted, in one line.
+LOG_INTERVAL = 1.0
 
 
 class BrokerServer:
     """A listening broker on an asyncio loop. ``broker`` is the core
     :class:`~amqp_sansio.broker.Broker` (its nodes can be inspected); ``port`` and ``url``
-    say where it listens."""
+    say where it listens. ``ssl_context`` alone makes ``port`` amqps; with ``tls_port``
+    too (0: any free port) amqps listens there (``tls_url``) and ``port`` stays plain,
+    taking the TLS protocol header as well (core spec 5.2)."""
 
     def __init__(
         self,
@@ -70,12 +86,20 @@ class BrokerServer:
         host: str = "127.0.0.1",
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
+        tls_port: int | None = None,
     ) -> None:
+        if tls_port is not None and ssl_context is None:
+            raise ValueError("tls_port needs an ssl_context")
         self.broker = broker
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
+        #: The amqps port (TLS from the first byte) beside the plain one; None: ``port``
+        #: alone, amqps if there is an ``ssl_context``.
+        self.tls_port = tls_port
         self._server: asyncio.base_events.Server | None = None
+        self._tls_server: asyncio.base_events.Server | None = None
+        self._early = _EarlyEnds(log)
         self._writers: dict[BrokerConnection, asyncio.StreamWriter] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._timer: asyncio.TimerHandle | None = None
@@ -83,20 +107,44 @@ class BrokerServer:
 
     @property
     def url(self) -> str:
-        scheme = "amqps" if self.ssl_context is not None else "amqp"
+        """``amqp://HOST:PORT``, or ``amqps://`` when ``port`` is amqps (an ``ssl_context``
+        without ``tls_port``)."""
+        amqps = self.ssl_context is not None and self.tls_port is None
+        return self._url("amqps" if amqps else "amqp", self.port)
+
+    @property
+    def tls_url(self) -> str | None:
+        """``amqps://HOST:TLS_PORT`` with a ``tls_port``, else None."""
+        return None if self.tls_port is None else self._url("amqps", self.tls_port)
+
+    def _url(self, scheme: str, port: int) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}"
+        return f"{scheme}://{host}:{port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        context = self.ssl_context
+        if context is not None and self.tls_port is not None:
+            plain = functools.partial(self._serve, tls=context, tls_header=True)
+            amqps = functools.partial(self._serve, tls=context, tls_header=False)
+            self._server = await asyncio.start_server(plain, self.host, self.port)
+            try:
+                self._tls_server = await asyncio.start_server(amqps, self.host, self.tls_port)
+            except BaseException:
+                self._server.close()
+                raise
+            self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+        else:
+            serve = functools.partial(self._serve, tls=context, tls_header=False)
+            self._server = await asyncio.start_server(serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
         2.8.15: the clients' reconnection policies come back), wait up to ``grace`` seconds
         for their answering closes, then end what is left."""
-        if self._server is not None:
-            self._server.close()
+        for listening in (self._server, self._tls_server):
+            if listening is not None:
+                listening.close()
         stopping = Error(condition=FORCED, description="the broker is stopping")
         for conn in list(self._writers):
             conn.close(stopping)
@@ -111,14 +159,23 @@ class BrokerServer:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for listening in (self._server, self._tls_server):
+            if listening is not None:
+                await listening.wait_closed()
         if self._timer is not None:
             self._timer.cancel()
+        self._early.flush()
 
     # -- serving ----------------------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        tls: ssl.SSLContext | None,
+        tls_header: bool,
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
@@ -129,27 +186,52 @@ class BrokerServer:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = writer.get_extra_info("peername")
         address = peer[0] if isinstance(peer, tuple) and peer else None
+        where = _where(peer)
+        started = loop.time()
         conn = self.broker.accept(
-            loop.time(), wall=time.time(), ssl_context=self.ssl_context, address=address
+            started, wall=time.time(), ssl_context=tls, tls_header=tls_header, address=address
+        )
+        log.debug(
+            "connection from %s accepted%s", where, " (amqps)" if tls and not tls_header else ""
         )
         self._writers[conn] = writer
+        said_open = False
+        went = "the client went away without a close"
         try:
             while not conn.ended:
                 data = await reader.read(READ_SIZE)
                 if not data:
                     break
                 conn.receive_data(data, loop.time(), wall=time.time())
+                if conn.record.opened and not said_open:
+                    said_open = True
+                    _log_opened(conn, where)
                 self._flush()
                 transport = writer.transport
                 if transport.get_write_buffer_size() > HIGH_WATER:
                     await writer.drain()
-        except ConnectionError:
-            pass
+        except ConnectionError as exc:
+            went = f"the connection broke ({exc.strerror or type(exc).__name__})"
         except Exception:  # a bug met by one connection: that connection goes, no other
             log.exception("broker connection failed")
+            went = "a failure of the broker (logged above)"
         finally:
+            lived = loop.time() - started
             if conn.refused is not None:
-                _log_refusal(conn, writer.get_extra_info("peername"))
+                self._early.line(
+                    address or where,
+                    logging.WARNING,
+                    f"refused the connection from {where}: {conn.refused}",
+                )
+            elif not said_open:
+                why = conn.record.ending or went
+                self._early.line(
+                    address or where,
+                    logging.INFO if conn.record.ending is None else logging.WARNING,
+                    f"connection from {where} ended before its open, after {lived:.2f} s: {why}",
+                )
+            else:
+                _log_closed(conn, where, conn.record.ending or went, lived)
             self._writers.pop(conn, None)
             conn.connection_lost(loop.time(), wall=time.time())
             self._flush()
@@ -203,11 +285,111 @@ class BrokerServer:
         self._flush()
 
 
-def _log_refusal(conn: BrokerConnection, peer: Any) -> None:
-    """Say in the log why a client was refused before AMQP began (no SASL where the broker
-    requires it, a failed authentication), with its address; never a credential."""
-    where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "a client"
-    log.warning("refused the connection from %s: %s", where, conn.refused)
+def _where(peer: Any) -> str:
+    """A client's address and port for the log: ``127.0.0.1:50912``, ``[::1]:50912``."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = f"[{peer[0]}]" if ":" in str(peer[0]) else peer[0]
+        return f"{host}:{peer[1]}"
+    return "a client"
+
+
+def _user(conn: BrokerConnection) -> str:
+    """Who the connection is, for the log: the SASL identity and its mechanism."""
+    mechanism = conn.engine.sasl_mechanism or "no SASL"
+    return f"{_quoted(conn.identity or 'anonymous')} ({mechanism})"
+
+
+def _quoted(text: str) -> str:
+    """A client's text (a container-id, a user name) in a log line: as is when it is plain,
+    else quoted with escapes (a line break could forge a line), at most 200 characters."""
+    text = text if len(text) <= 200 else text[:197] + "..."
+    plain = text.isprintable() and text.strip() == text and " " not in text and text
+    return text if plain else repr(text)
+
+
+def _log_opened(conn: BrokerConnection, where: str) -> None:
+    remote = conn.engine.remote
+    container = _quoted(remote.container_id) if remote is not None else "?"
+    log.info(
+        "connection from %s opened: user %s, %s, container-id %s",
+        where,
+        _user(conn),
+        conn.record.tls or "no TLS",
+        container,
+    )
+
+
+def _log_closed(conn: BrokerConnection, where: str, why: str, lived: float) -> None:
+    log.info(
+        "connection from %s closed after %s: %s; user %s, messages %d in, %d out",
+        where,
+        _duration(lived),
+        why,
+        _user(conn),
+        conn.record.messages_in,
+        conn.record.messages_out,
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
+
+
+class _EarlyEnds:
+    """The log lines of connections that ended before their open (refused, TLS failed, the
+    client gone): at most one per source address per :data:`LOG_INTERVAL` seconds, on the
+    running loop's clock. Those that come within the interval are counted, and said in one
+    line when it ends (which starts the next interval), with the last one's words."""
+
+    def __init__(self, logger: logging.Logger, interval: float = LOG_INTERVAL) -> None:
+        self._log = logger
+        self.interval = interval
+        #: By source address: [lines held, highest level, last line, the interval's timer].
+        self._held: dict[str, list[Any]] = {}
+
+    def line(self, address: str, level: int, text: str) -> None:
+        held = self._held.get(address)
+        if held is None:
+            self._log.log(level, "%s", text)
+            self._start(address)
+        else:
+            held[0] += 1
+            held[1] = max(held[1], level)
+            held[2] = text
+
+    def _start(self, address: str) -> None:
+        timer = asyncio.get_running_loop().call_later(self.interval, self._end, address)
+        self._held[address] = [0, logging.NOTSET, "", timer]
+
+    def _end(self, address: str) -> None:
+        count, level, text, _ = self._held.pop(address)
+        if count:
+            self._say(address, count, level, text)
+            self._start(address)
+
+    def _say(self, address: str, count: int, level: int, text: str) -> None:
+        self._log.log(
+            level,
+            "%d more connection%s from %s ended before their open in %g s, not logged one "
+            "by one; the last: %s",
+            count,
+            "" if count == 1 else "s",
+            address,
+            self.interval,
+            text,
+        )
+
+    def flush(self) -> None:
+        """Say what is held at once (the broker is stopping)."""
+        held, self._held = self._held, {}
+        for address, (count, level, text, timer) in held.items():
+            timer.cancel()
+            if count:
+                self._say(address, count, level, text)
 
 
 def open_broker(
@@ -237,13 +419,17 @@ async def serve_broker(
     config: BrokerConfig | None = None,
     store: Store | str | os.PathLike[str] | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    tls_port: int | None = None,
 ) -> AsyncIterator[BrokerServer]:
     """Serve a broker on the running loop for the duration of the block. ``store``: a
     :class:`~amqp_sansio.broker.Store`, or a directory for the durable SQLite store
-    (opened, its messages restored, closed at the end; see :func:`open_broker`)."""
+    (opened, its messages restored, closed at the end; see :func:`open_broker`).
+    ``ssl_context`` and ``tls_port``: TLS, as :class:`BrokerServer` takes them."""
     broker, opened = open_broker(config, store)
     try:
-        server = BrokerServer(broker, host=host, port=port, ssl_context=ssl_context)
+        server = BrokerServer(
+            broker, host=host, port=port, ssl_context=ssl_context, tls_port=tls_port
+        )
         await server.start()
         try:
             yield server
@@ -262,6 +448,7 @@ def run_broker(
     config: BrokerConfig | None = None,
     store: Store | str | os.PathLike[str] | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    tls_port: int | None = None,
 ) -> Iterator[BrokerServer]:
     """Serve a broker from a background thread (its own asyncio loop) for the duration of
     the block: for blocking code and tests. The server's ``broker`` is the loop's: inspect
@@ -274,7 +461,12 @@ def run_broker(
         box["loop"], box["stop"] = asyncio.get_running_loop(), stop
         try:
             async with serve_broker(
-                host=host, port=port, config=config, store=store, ssl_context=ssl_context
+                host=host,
+                port=port,
+                config=config,
+                store=store,
+                ssl_context=ssl_context,
+                tls_port=tls_port,
             ) as server:
                 box["server"] = server
                 ready.set()
@@ -309,11 +501,41 @@ class OpenBrokerRefused(Exception):
     ``allow_anonymous``."""
 
 
+#: What begins every line the command writes to stderr (its log).
+LOG_PREFIX = "amqp-sansio broker: "
 #: What an open broker says at start (stderr), and why it may not listen beyond the loopback.
 OPEN_WARNING = (
-    "amqp-sansio broker: this broker is OPEN (no --users): any client that reaches it may "
+    LOG_PREFIX + "this broker is OPEN (no --users): any client that reaches it may "
     "connect anonymously and send to and receive from any address"
 )
+#: The command's log levels (``--log-level``), and its default.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_LEVEL = "info"
+#: The amqps port of the command (``--tls-port``) when it has a certificate.
+TLS_PORT = 5671
+
+
+@contextlib.contextmanager
+def log_to_stderr(level: str = LOG_LEVEL) -> Iterator[None]:
+    """For the duration of the block, the command's log: each line on stderr after
+    :data:`LOG_PREFIX`, the package's loggers (``amqp_sansio.*``) from ``level`` up (one of
+    :data:`LOG_LEVELS`), others' from WARNING. The handler and the levels go at the end (the
+    command may run inside another program, or a test)."""
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_PREFIX + "%(message)s"))
+    root, package = logging.getLogger(), logging.getLogger("amqp_sansio")
+    levels = root.level, package.level
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    package.setLevel(level.upper())
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        package.setLevel(levels[1])
 
 
 def main(
@@ -324,19 +546,25 @@ def main(
     store_dir: str | None = None,
     allow_anonymous: bool = False,
     limits: Mapping[str, object] | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    tls_port: int = TLS_PORT,
+    log_level: str = LOG_LEVEL,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
     without TLS only on a loopback address. ``store_dir``: the durable store's directory
     (:mod:`amqp_sansio.adapters.broker.store`). ``limits``: fields of
     :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues, and on
-    connections).
+    connections). ``ssl_context`` (the broker's certificate): amqps on ``tls_port`` too,
+    and the TLS protocol header taken on ``port``. ``log_level``: see
+    :func:`log_to_stderr`.
 
-    Without ``users_file`` the broker is open: it says so on stderr at start, and refuses
+    It prints ``amqp-sansio broker listening on URL`` on stdout for each port (amqp, then
+    amqps), then the count of messages restored from ``store_dir``. Without ``users_file``
+    the broker is open: it says so on stderr at start, and refuses
     (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
     ``allow_anonymous``."""
     import signal
-    import sys
 
     users = None
     if users_file is not None:
@@ -356,16 +584,26 @@ def main(
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        async with serve_broker(host=host, port=port, config=config, store=store_dir) as server:
+        async with serve_broker(
+            host=host,
+            port=port,
+            config=config,
+            store=store_dir,
+            ssl_context=ssl_context,
+            tls_port=None if ssl_context is None else tls_port,
+        ) as server:
             print(f"amqp-sansio broker listening on {server.url}", flush=True)
+            if server.tls_url is not None:
+                print(f"amqp-sansio broker listening on {server.tls_url}", flush=True)
             if store_dir is not None:
                 kept = sum(node.depth for node in server.broker.nodes.values())
                 print(f"{kept} durable messages restored from {store_dir}", flush=True)
             if users is None:  # (after the lines on stdout, which programs read in order)
-                print(OPEN_WARNING, file=sys.stderr, flush=True)
+                log.warning("%s", OPEN_WARNING.removeprefix(LOG_PREFIX))
             await stop.wait()
 
-    asyncio.run(run())
+    with log_to_stderr(log_level):
+        asyncio.run(run())
 
 
 #: Where ``bench broker`` looks for RabbitMQ when neither ``--rabbitmq`` nor

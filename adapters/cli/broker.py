@@ -1,10 +1,12 @@
-"""``amqp-sansio broker``: its options (each a field of
-:class:`~amqp_sansio.broker.BrokerConfig`, defaults in docs/defaults.rst) and its run
-(:func:`amqp_sansio.adapters.broker.main`)."""
+"""``amqp-sansio broker``: its options (most a field of
+:class:`~amqp_sansio.broker.BrokerConfig`, defaults in docs/defaults.rst; TLS and the log
+are the server's) and its run (:func:`amqp_sansio.adapters.broker.main`)."""
 
 from __future__ import annotations
 
 import argparse
+import re
+import ssl
 import sys
 from typing import Any
 
@@ -20,12 +22,17 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """Add ``broker`` to the command's subparsers."""
+    from ..broker.server import LOG_LEVEL, LOG_LEVELS, TLS_PORT
+
     brk = sub.add_parser(
         "broker",
         help="run the reference broker until SIGINT or SIGTERM",
-        description="Run the reference broker until SIGINT or SIGTERM. Without --users it "
-        "is OPEN (anyone who reaches it may use it): it says so at start, and listens only "
-        "on a loopback address unless --allow-anonymous.",
+        description="Run the reference broker until SIGINT or SIGTERM; it prints "
+        "'amqp-sansio broker listening on URL' for each port and logs each connection on "
+        "stderr. Without --users it is OPEN (anyone who reaches it may use it): it says so "
+        "at start, and listens only on a loopback address unless --allow-anonymous. Exit "
+        "status: 0 stopped by SIGINT or SIGTERM, 2 usage error (a bad option, an address "
+        "in use, a users file, store, certificate or key it cannot use).",
     )
     brk.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     brk.add_argument(
@@ -35,18 +42,114 @@ def add_parser(sub: Any) -> None:
         "--store",
         default=None,
         help="directory of the durable message store (SQLite; made if missing): durable "
-        "messages survive a restart",
+        "messages survive a restart (default: none, messages are kept in memory)",
     )
     brk.add_argument(
         "--users",
         default=None,
         help="file of users (SASL) and access rules; without it the broker is OPEN: any "
         "client may connect (anonymously) and send and receive anywhere, which it says at "
-        "start, and it listens only on a loopback address unless --allow-anonymous",
+        "start, and it listens only on a loopback address unless --allow-anonymous "
+        "(default: none)",
+    )
+    brk.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=LOG_LEVEL,
+        help="what the log on stderr says: debug, info (a line per connection opened and "
+        "closed), warning (refusals, failures, the OPEN notice) or error "
+        f"(default {LOG_LEVEL})",
+    )
+    tls = brk.add_argument_group(
+        "TLS",
+        "with a certificate the broker also listens for amqps (TLS from the first byte) on "
+        "--tls-port, and takes the AMQP TLS header on --port (docs/broker.rst, TLS)",
+    )
+    tls.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        default=None,
+        help="the broker's certificate (PEM; its chain after it, and its key if no "
+        "--tls-key) (default: none, no TLS)",
+    )
+    tls.add_argument(
+        "--tls-key",
+        metavar="PEM",
+        default=None,
+        help="the certificate's private key, unencrypted (default: in --tls-cert)",
+    )
+    tls.add_argument(
+        "--tls-ca",
+        metavar="PEM",
+        default=None,
+        help="require a client certificate issued by these CAs (mutual TLS) (default: "
+        "none, clients are not asked for one)",
+    )
+    tls.add_argument(
+        "--tls-port",
+        type=options.port,
+        default=None,
+        metavar="PORT",
+        help=f"the amqps port (0: any free port; default {TLS_PORT})",
     )
     _messages_and_queues(brk)
     _connection_limits(brk)
     brk.set_defaults(run=run)
+
+
+def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The broker's TLS context from ``--tls-cert``, ``--tls-key`` and ``--tls-ca`` (None
+    without a certificate): TLS 1.2 at least, a client certificate required with
+    ``--tls-ca``. ValueError, in one line, for options that do not go together or files it
+    cannot use."""
+    from amqp_sansio.security.tls import server_context
+
+    if args.tls_cert is None:
+        given = [
+            name
+            for name, value in (
+                ("--tls-key", args.tls_key),
+                ("--tls-ca", args.tls_ca),
+                ("--tls-port", args.tls_port),
+            )
+            if value is not None
+        ]
+        if given:
+            raise ValueError(f"{' and '.join(given)} need --tls-cert")
+        return None
+    files = f"--tls-cert {args.tls_cert}" + (
+        f" with --tls-key {args.tls_key}" if args.tls_key else ""
+    )
+    try:  # (an empty password: an encrypted key fails here instead of prompting)
+        context = server_context(args.tls_cert, args.tls_key, b"")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot use {files}: {_tls_reason(exc)}") from None
+    if args.tls_ca is None:
+        return context
+    try:
+        return server_context(
+            args.tls_cert, args.tls_key, b"", cafile=args.tls_ca, require_client_cert=True
+        )
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot use --tls-ca {args.tls_ca}: {_tls_reason(exc)}") from None
+
+
+def _tls_reason(exc: Exception) -> str:
+    """What went wrong loading a certificate, a key or CAs, in words."""
+    if isinstance(exc, ssl.SSLError):
+        reasons = {
+            "KEY_VALUES_MISMATCH": "the key is not the certificate's",
+            "NO_CERTIFICATE_OR_CRL_FOUND": "no CA certificate (PEM) in it",
+            "BAD_DECRYPT": "the key is encrypted (give it unencrypted)",
+        }
+        if exc.reason in reasons:
+            return reasons[exc.reason]
+        if "PEM lib" in str(exc):  # (OpenSSL's words for a file that is not what it wants)
+            return "not a PEM certificate and its private key (an encrypted key is not taken)"
+        return re.sub(r"\s*\(_ssl\.c:\d+\)$", "", str(exc))
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
 
 
 def _connection_limits(brk: argparse.ArgumentParser) -> None:
@@ -139,8 +242,8 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         choices=("reject-publish", "drop-head"),
         default=default["queue_overflow"],
         help="a full queue's answer to a new message: reject-publish (rejected, "
-        "amqp:resource-limit-exceeded; the default) or drop-head (the oldest goes to "
-        "--dead-letter, or is dropped)",
+        "amqp:resource-limit-exceeded) or drop-head (the oldest goes to --dead-letter, or "
+        f"is dropped) (default {default['queue_overflow']})",
     )
     group.add_argument(
         "--dead-letter",
@@ -153,8 +256,8 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         "--no-auto-delete",
         dest="auto_delete",
         action="store_false",
-        help="keep queues made on first use (by default one is deleted once it has no "
-        "link and no message)",
+        help="keep queues made on first use (default: one is deleted once it has no link "
+        "and no message)",
     )
     group.add_argument(
         "--queue-expiry",
@@ -201,11 +304,13 @@ def run(args: argparse.Namespace) -> int:
     """Run the broker until SIGINT or SIGTERM (exit status 0); 2 for a bad option, an
     address in use, a bad users file or store."""
     from .. import broker
+    from ..broker.server import TLS_PORT
     from ..broker.store import StoreError
 
     try:
         limits = {name: getattr(args, name) for name in _MESSAGES_AND_QUEUES}
         limits.update(_broker_limits(args))
+        context = _tls_context(args)
     except ValueError as exc:
         print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -217,6 +322,9 @@ def run(args: argparse.Namespace) -> int:
             store_dir=args.store,
             allow_anonymous=args.allow_anonymous,
             limits=limits,
+            ssl_context=context,
+            tls_port=TLS_PORT if args.tls_port is None else args.tls_port,
+            log_level=args.log_level,
         )
     except (OSError, broker.OpenBrokerRefused, UsersFileError, StoreError) as exc:
         print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)

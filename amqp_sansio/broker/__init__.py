@@ -6,6 +6,7 @@ from ._broker import Broker
 from ._config import BrokerConfig
 from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
 from ._nodes import Node, Queue, Topic
+from ._record import ConnectionRecord
 from ._relay import ANONYMOUS_RELAY
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,
@@ -50,6 +51,7 @@ __all__ = [
     "Broker",
     "BrokerConfig",
     "BrokerConnection",
+    "ConnectionRecord",
     "MemoryStore",
     "MessageFields",
     "Node",

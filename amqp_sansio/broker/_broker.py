@@ -31,11 +31,11 @@ from ..definitions.messaging import (
 from ..engine.connection import Connection
 from ..errors import DecodeError
 from ..security.mechanisms import ServerAuthenticator
-from ..security.tls import TLSLayer
+from ..security.tls import TLSLayer, TLSOrPlain
 from ._config import BrokerConfig
-from ._connection import BrokerConnection, _error
+from ._connection import BrokerConnection
 from ._management import Management
-from ._nodes import Node, Queue, Topic
+from ._nodes import Node, Queue, Topic, error
 from ._relay import ANONYMOUS_RELAY
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
@@ -126,12 +126,16 @@ class Broker:
         *,
         wall: float | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        tls_header: bool = False,
         sasl: ServerAuthenticator | Literal[False] | None = None,
         address: str | None = None,
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
         :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
-        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``).
+        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``,
+        amqps, core spec 5.2.1). With ``tls_header`` too, the connection is a plain port's
+        that offers TLS: the client's TLS protocol header starts TLS (core spec 5.2), its
+        SASL or AMQP header goes on without (:class:`~amqp_sansio.security.tls.TLSOrPlain`).
         ``address`` is the client's source address (the host, without the port), for the
         per-address limits; None: not counted per address.
 
@@ -167,7 +171,9 @@ class Broker:
             max_unsettled=config.max_unsettled_per_link,
         )
         stream: Any = engine
-        if ssl_context is not None:
+        if ssl_context is not None and tls_header:
+            stream = TLSOrPlain(engine, ssl_context)
+        elif ssl_context is not None:
             stream = TLSLayer(engine, ssl_context, client=False, negotiate=False)
         conn = BrokerConnection(self, engine, stream, address=address)
         conn._now = now
@@ -510,7 +516,7 @@ class Broker:
         for endpoint in list(node.links):
             endpoint.conn._remove(endpoint, lifetime=False)
             endpoint.conn._detach(
-                endpoint.link, _error("amqp:resource-deleted", f"node {node.address!r} deleted")
+                endpoint.link, error("amqp:resource-deleted", f"node {node.address!r} deleted")
             )
         node.clear()
 

@@ -32,7 +32,6 @@ from ..engine.states import ConnectionState, LinkState
 from ..engine.transactions import (
     CoordinatorLink,
     DeclareRequested,
-    DischargeRequest,
     DischargeRequested,
     TransactionRecord,
     TransactionRolledBack,
@@ -57,12 +56,14 @@ from ..events import (
 from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
 from ._management import MANAGEMENT_ADDRESS
-from ._nodes import Node, Queue, Topic
+from ._nodes import Node, Queue, Topic, error
+from ._record import ConnectionRecord
 from ._relay import relay_address
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from ._subscriptions import Subscription, keeps
+from ._transactions import discharge, roll_back, unroutable_in_txn
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -101,10 +102,6 @@ _TRANSIENT: dict[str, Any] = {
 }
 
 
-def _error(condition: str, description: str) -> Error:
-    return Error(condition=Symbol(condition), description=description)
-
-
 class BrokerConnection:
     """The broker's side of one client connection: the engine's byte interface
     (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
@@ -112,8 +109,8 @@ class BrokerConnection:
     authenticated, if anyone; ``address`` the client's source address, if the driver gave
     it. The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` live here: the
     handshake time-out and a failed login's held outcome are among :meth:`next_deadline`;
-    ``cut`` says the handshake timed out, ``refused`` why the connection was refused (for
-    the driver's log)."""
+    ``cut`` that the transport goes, ``refused`` why the connection was refused; ``record``
+    the rest the driver's log says (:class:`~amqp_sansio.broker.ConnectionRecord`)."""
 
     def __init__(
         self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
@@ -124,7 +121,7 @@ class BrokerConnection:
         #: When (``now`` clock) the handshake time-out cuts the connection, until the
         #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
         self._handshake_until: float | None = None
-        #: The handshake timed out: the transport goes once what is queued is written.
+        #: The transport goes once what is queued is written (handshake time-out, TLS failed).
         self.cut = False
         #: A failed login's outcome held back until then (``now`` clock; see
         #: BrokerConfig.login_delay); None: nothing held.
@@ -143,6 +140,7 @@ class BrokerConnection:
         #: without SASL where the broker requires it, a failed authentication); never a
         #: credential.
         self.refused: str | None = None
+        self.record = ConnectionRecord()  # what the driver's log says of it
         self.consumers: dict[Link, _Consumer] = {}
         self.producers: dict[Link, _Producer] = {}
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
@@ -220,6 +218,7 @@ class BrokerConnection:
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
         if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
+            self.record.ending_because("closed by the broker", error)
             self.engine.close(error)
         self.broker._pending[self] = None
 
@@ -268,11 +267,12 @@ class BrokerConnection:
         handler = _OTHER_EVENTS.get(type(event))
         if handler is not None:
             handler(self, event)
+        self.record.saw(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
         why = admit_user(self)
         if why is not None:
-            self.engine.close(_error("amqp:resource-limit-exceeded", why))
+            self.engine.close(error("amqp:resource-limit-exceeded", why))
             return
         self._handshake_until = None
         self.engine.open()
@@ -307,7 +307,7 @@ class BrokerConnection:
 
     def _on_rolled_back(self, event: TransactionRolledBack) -> None:
         assert isinstance(event.transaction, TransactionRecord)
-        self._roll_back(event.transaction)
+        roll_back(self, event.transaction)
 
     # -- links --------------------------------------------------------------------------------
 
@@ -319,7 +319,7 @@ class BrokerConnection:
             return
         limit = config.max_links_per_connection
         if limit is not None and len(self.consumers) + len(self.producers) >= limit:
-            link.refuse(_error("amqp:resource-limit-exceeded", f"at most {limit} links"))
+            link.refuse(error("amqp:resource-limit-exceeded", f"at most {limit} links"))
             return
         remote = link.remote
         assert remote is not None
@@ -332,7 +332,7 @@ class BrokerConnection:
             terminus = self._kept_source(link)
         if not isinstance(terminus, expected):
             link.refuse(
-                _error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
+                error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
             )
             return
         users = config.users
@@ -344,7 +344,7 @@ class BrokerConnection:
             and len(address) > limit // 4  # (at most 4 bytes a character: encode only then)
             and len(address.encode("utf-8", "surrogatepass")) > limit
         ):
-            link.refuse(_error("amqp:invalid-field", f"an address longer than {limit} bytes"))
+            link.refuse(error("amqp:invalid-field", f"an address longer than {limit} bytes"))
             return
         if (
             users is not None
@@ -354,7 +354,7 @@ class BrokerConnection:
         ):
             verb = "send to" if isinstance(link, Receiver) else "receive from"
             who = self.identity or "an unauthenticated client"
-            link.refuse(_error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
+            link.refuse(error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
             return
         if address == MANAGEMENT_ADDRESS and not terminus.dynamic:
             broker.management.attach(self, link, terminus)
@@ -368,18 +368,16 @@ class BrokerConnection:
             self._relay_producer(link, terminus)
             return
         elif not isinstance(terminus.address, str):
-            link.refuse(_error("amqp:invalid-field", "a source needs an address"))
+            link.refuse(error("amqp:invalid-field", "a source needs an address"))
             return
         else:
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
             node = broker._resolve(terminus.address, stream=stream)
             if node is None:
-                link.refuse(_error("amqp:not-found", f"no node {terminus.address!r}"))
+                link.refuse(error("amqp:not-found", f"no node {terminus.address!r}"))
                 return
             if stream and not isinstance(node, Stream):
-                link.refuse(
-                    _error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}")
-                )
+                link.refuse(error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}"))
                 return
         if isinstance(link, Sender):
             assert isinstance(terminus, Source)
@@ -409,14 +407,14 @@ class BrokerConnection:
         none) or ``amqp:unauthorized-access`` (the user may not send there)."""
         address = relay_address(message.data)
         if address is None:
-            return _error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
+            return error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
         users = self.broker.config.users
         if users is not None and not users.allows(self.identity, address, send=True):
             who = self.identity or "an unauthenticated client"
-            return _error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+            return error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
         node = self.broker.nodes.get(address)
         if node is None or node.deleted:
-            return _error("amqp:not-found", f"no node {address!r}")
+            return error("amqp:not-found", f"no node {address!r}")
         return node
 
     def _consumer(self, link: Sender, node: Node, source: Source) -> None:
@@ -437,7 +435,7 @@ class BrokerConnection:
                 )
                 applied = {key: value}
         except SelectorError as exc:
-            link.refuse(_error("amqp:invalid-field", f"selector filter: {exc}"))
+            link.refuse(error("amqp:invalid-field", f"selector filter: {exc}"))
             self.broker.release(node)  # (made for this attach, perhaps)
             return
         copy = source.distribution_mode == _COPY and isinstance(node, Queue)
@@ -507,7 +505,7 @@ class BrokerConnection:
         subscription = broker.subscriptions.get(key)
         if subscription is not None:
             if subscription.consumer is not None:
-                return _error(
+                return error(
                     "amqp:resource-locked",
                     f"the subscription {link.name!r} of {container!r} is attached on another link",
                 )
@@ -519,7 +517,7 @@ class BrokerConnection:
             broker._delete_subscription(subscription, release=False)
         why = broker._room_for_subscription(container)
         if why is not None:
-            return _error("amqp:resource-limit-exceeded", why)
+            return error("amqp:resource-limit-exceeded", why)
         subscription = Subscription(
             next(broker._subscription_ids),
             key,
@@ -580,7 +578,7 @@ class BrokerConnection:
         try:
             applied, start = offset_filter(source)
         except OffsetFilterError as exc:
-            link.refuse(_error("amqp:invalid-field", str(exc)))
+            link.refuse(error("amqp:invalid-field", str(exc)))
             return
         link.properties = node.bounds()
         link.attach(
@@ -702,6 +700,7 @@ class BrokerConnection:
         if producer is None:  # (a request to $management; the engine reports attached links')
             self.broker.management.request(self, event)
             return
+        self.record.messages_in += 1
         link = producer.link
         delivery = event.delivery
         broker = self.broker
@@ -709,7 +708,7 @@ class BrokerConnection:
             message = parse_message(event.data, seq=broker.next_seq(), wall=broker.wall)
         except DecodeError as exc:
             # A message that misrepresents its sections: a session error (broker draft 2.2.1).
-            link.session.end(_error("amqp:decode-error", f"malformed message: {exc}"))
+            link.session.end(error("amqp:decode-error", f"malformed message: {exc}"))
             self._sweep(link.session)
             return
         node = producer.node
@@ -731,7 +730,7 @@ class BrokerConnection:
             else:
                 why = node.offer(message)
                 if why is not None:
-                    state = Rejected(error=_error("amqp:resource-limit-exceeded", why))
+                    state = Rejected(error=error("amqp:resource-limit-exceeded", why))
                     if producer.node is None and delivery.remote_settled:
                         broker.unroutable += 1
                 else:
@@ -757,7 +756,7 @@ class BrokerConnection:
         """A message posted in a transaction: held, and provisionally accepted, until the
         discharge (core spec 4.4.1); one that cannot be routed gets ``state``."""
         if node is None:
-            self._unroutable_in_txn(delivery, state)
+            unroutable_in_txn(self, delivery, state)
         else:
             self._held[delivery] = (node, message)
             link.update(delivery, _ACCEPTED)
@@ -793,7 +792,7 @@ class BrokerConnection:
                 self._remove(consumer)
                 self._detach(
                     consumer.link,
-                    _error("amqp:illegal-state", "conflicting outcomes for one delivery"),
+                    error("amqp:illegal-state", "conflicting outcomes for one delivery"),
                 )
             elif terminal and not delivery.settled:
                 consumer.link.settle(delivery)  # a browser's delivery
@@ -864,116 +863,6 @@ class BrokerConnection:
         queue.requeue(message)
         broker._dirty[queue] = None
 
-    # -- transactions (core spec part 4; broker draft 3) ---------------------------------------
-
-    def _discharge(self, request: DischargeRequest) -> None:
-        """Commit: the posted messages reach their nodes and the retired outcomes apply,
-        all at once; or roll back: none of it happens, and acquisitions are undone."""
-        record = request.transaction
-        if request.fail:
-            self._doomed.pop(record, None)
-            request.accept()
-            self._roll_back(record)
-            return
-        why = self._doomed.pop(record, None)
-        if why is not None:
-            why = f"a pre-settled message of the transaction went nowhere: {why}"
-        else:
-            why = self._room_for(record)
-        if why is not None:
-            request.reject(_error("amqp:transaction:rollback", why))
-            self._roll_back(record)
-            return
-        broker = self.broker
-        posted = []
-        for delivery in record.posted:
-            held = self._held.pop(delivery, None)
-            if held is None:
-                continue
-            node, message = held
-            if node.deleted and node.auto:  # deleted once unused since: made again
-                node = broker._resolve(node.address) or node
-            if not node.deleted and node.offer(message) is None:
-                broker._touch(node)
-            posted.append(delivery)
-        retired = []
-        for delivery, outcome in record.retired:
-            consumer = self.consumers.get(delivery.link)
-            entry = None if consumer is None else consumer.inflight.pop(delivery, None)
-            if entry is None:
-                continue
-            assert consumer is not None
-            self._apply(consumer, entry[0], entry[1], outcome)
-            retired.append(delivery)
-        broker.store.flush()  # the commit is durable before it is accepted
-        request.accept()
-        for delivery in posted:
-            if not delivery.settled and not delivery.remote_settled:
-                delivery.link.settle(delivery, _ACCEPTED)  # final now (4.4.4.1)
-        for delivery in retired:
-            if not delivery.settled and delivery.link.state is _ATTACHED:
-                delivery.link.settle(delivery)
-        broker._pending[self] = None
-
-    def _unroutable_in_txn(self, delivery: Delivery, state: Rejected) -> None:
-        """An anonymous-relay message posted in a transaction that goes nowhere (core spec
-        4.4.4.1). Unsettled, the broker settles it at once with its outcome, ``rejected``,
-        in the transaction's transactional-state: the transaction goes on without it (a
-        commit posts the rest). Pre-settled, nobody can be told, so the transaction may
-        not commit: its discharge is rejected (``amqp:transaction:rollback``)."""
-        if delivery.remote_settled:
-            self.broker.unroutable += 1
-            record = delivery.transaction
-            assert isinstance(record, TransactionRecord)  # the broker's side of a transaction
-            error = state.error
-            self._doomed[record] = "" if error is None else str(error.description)
-            return
-        delivery.link.settle(delivery, state)
-
-    def _room_for(self, record: TransactionRecord) -> str | None:
-        """Whether the queues can take every message posted in ``record`` (the commit is
-        all or nothing)."""
-        wanted: dict[Node, list[int]] = {}
-        for delivery in record.posted:
-            held = self._held.get(delivery)
-            if held is not None:
-                need = wanted.setdefault(held[0], [0, 0])
-                need[0] += 1
-                need[1] += held[1].size
-        config = self.broker.config
-        for node, (count, size) in wanted.items():
-            if not isinstance(node, Queue):
-                continue
-            if config.max_queue_depth is not None and node.depth + count > config.max_queue_depth:
-                return f"queue {node.address!r} cannot take {count} more messages"
-            if config.max_queue_bytes is not None and node.bytes + size > config.max_queue_bytes:
-                return f"queue {node.address!r} cannot take {size} more bytes"
-        return None
-
-    def _roll_back(self, record: TransactionRecord) -> None:
-        """The transaction's work is void: posted messages are dropped, retirements are
-        undone (a delivery the consumer already settled takes its default outcome,
-        4.4.4.2), and what was acquired in it goes back to its queue."""
-        self._doomed.pop(record, None)
-        for delivery in record.posted:
-            if self._held.pop(delivery, None) is not None and not delivery.remote_settled:
-                link = delivery.link
-                if link.state is _ATTACHED and self.engine.state is _OPENED:
-                    link.settle(delivery, Released())
-        for delivery, _ in record.retired:
-            consumer = self.consumers.get(delivery.link)
-            if consumer is not None and delivery.settled and delivery in consumer.inflight:
-                message, queue = consumer.inflight.pop(delivery)
-                self._apply(consumer, message, queue, consumer.default)
-        for delivery in record.acquired:
-            consumer = self.consumers.get(delivery.link)
-            if consumer is not None and delivery in consumer.inflight:
-                message, queue = consumer.inflight.pop(delivery)
-                self._apply(consumer, message, queue, Released())
-                if not delivery.settled and delivery.link.state is _ATTACHED:
-                    delivery.link.settle(delivery, Released())
-        self.broker._pending[self] = None
-
     def _taken(self, queue: Queue, message: StoredMessage) -> None:
         if queue.settled(message):
             self.broker.delete_node(queue)
@@ -995,6 +884,6 @@ _OTHER_EVENTS: dict[type, Callable[[BrokerConnection, Any], None]] = {
     PeerWithoutSASL: BrokerConnection._on_without_sasl,
     AuthenticationFailed: BrokerConnection._on_authentication_failed,
     DeclareRequested: lambda conn, event: event.request.declare(),
-    DischargeRequested: lambda conn, event: conn._discharge(event.request),
+    DischargeRequested: lambda conn, event: discharge(conn, event.request),
     TransactionRolledBack: BrokerConnection._on_rolled_back,
 }

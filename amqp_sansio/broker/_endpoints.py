@@ -83,6 +83,7 @@ class _Consumer:
                 queue.requeue(message)
             return
         delivery = link.send(data)
+        self.conn.record.messages_out += 1
         self.conn.broker._pending[self.conn] = None
         if self.copy:
             return

@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..codec.types import Int, Symbol, UInt
+from ..codec.types import Int, UInt
 from ..definitions.message import Message
 from ..definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
-from ..definitions.performatives import Error
 from ..engine.link import Link
 from ..engine.receiver import Receiver
 from ..engine.sender import Sender
@@ -47,7 +46,7 @@ from ..engine.states import LinkState
 from ..errors import DecodeError, EncodeError
 from ..events import DeliveryReceived
 from ._endpoints import _Consumer
-from ._nodes import Node, Queue, Topic
+from ._nodes import Node, Queue, Topic, error
 from ._store import MemoryStore, parse_message
 from ._streams import Stream
 
@@ -355,10 +354,6 @@ def attributes(broker: Broker, node: Node) -> dict[str, Any]:
 # -- the links to $management -----------------------------------------------------------------
 
 
-def _error(condition: str, description: str) -> Error:
-    return Error(condition=Symbol(condition), description=description)
-
-
 class Management:
     """The links on which clients send management requests (their senders to
     ``$management``; the broker's receivers), the links on which they take responses
@@ -409,7 +404,7 @@ class Management:
         address = getattr(None if remote is None else remote.target, "address", None)
         if not isinstance(address, str) or not address:
             link.refuse(
-                _error(
+                error(
                     "amqp:invalid-field",
                     f"a receiver from {MANAGEMENT_ADDRESS} names, as its target's address, "
                     "the reply-to of the requests whose responses it takes",
@@ -432,13 +427,13 @@ class Management:
         state: Any
         if delivery.transaction is not None:
             state = Rejected(
-                error=_error("amqp:not-implemented", "management requests are not transactional")
+                error=error("amqp:not-implemented", "management requests are not transactional")
             )
         else:
             try:
                 request = Message.decode(event.data)
             except DecodeError as exc:
-                state = Rejected(error=_error("amqp:decode-error", f"malformed message: {exc}"))
+                state = Rejected(error=error("amqp:decode-error", f"malformed message: {exc}"))
             else:
                 state = self._respond(conn, request)
         if not delivery.remote_settled:
@@ -452,7 +447,7 @@ class Management:
         reply_to = None if properties is None else properties.reply_to
         if not isinstance(reply_to, str):
             return Rejected(
-                error=_error("amqp:invalid-field", "a management request needs a reply-to")
+                error=error("amqp:invalid-field", "a management request needs a reply-to")
             )
         reply = self.replies.get((conn, reply_to))
         own = reply is not None and reply[0].state is _ATTACHED  # a response link of its own
@@ -460,22 +455,22 @@ class Management:
         if node is None:
             node = broker.nodes.get(reply_to)
             if node is None or node.deleted:
-                return Rejected(error=_error("amqp:not-found", f"no node {reply_to!r} to reply to"))
+                return Rejected(error=error("amqp:not-found", f"no node {reply_to!r} to reply to"))
             own = node.dynamic and node.creator is not None and node.creator.conn is conn
         assert node is not None
         users = broker.config.users
         if users is not None and not own and not users.allows(conn.identity, reply_to, send=True):
             who = conn.identity or "an unauthenticated client"
             return Rejected(
-                error=_error("amqp:unauthorized-access", f"{who} may not send to {reply_to!r}")
+                error=error("amqp:unauthorized-access", f"{who} may not send to {reply_to!r}")
             )
         response = answer(broker, request, conn.identity)
         try:
             data = response.encode()
         except EncodeError as exc:  # pragma: no cover - a correlation-id the codec refuses
-            return Rejected(error=_error("amqp:invalid-field", f"cannot answer: {exc}"))
+            return Rejected(error=error("amqp:invalid-field", f"cannot answer: {exc}"))
         why = node.offer(parse_message(data, seq=broker.next_seq(), wall=broker.wall))
         if why is not None:
-            return Rejected(error=_error("amqp:resource-limit-exceeded", why))
+            return Rejected(error=error("amqp:resource-limit-exceeded", why))
         broker._touch(node)
         return Accepted()

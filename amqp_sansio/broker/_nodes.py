@@ -14,6 +14,7 @@ import bisect
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..codec.types import Symbol
 from ..definitions.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
@@ -21,6 +22,7 @@ from ..definitions.messaging import (
     DeleteOnNoMessages,
     LifetimePolicy,
 )
+from ..definitions.performatives import Error
 from ._config import DROP_HEAD, BrokerConfig
 from ._selector import MessageFields, Selector
 from ._store import Store, StoredMessage
@@ -28,7 +30,13 @@ from ._store import Store, StoredMessage
 if TYPE_CHECKING:
     from ._subscriptions import Subscription
 
-__all__ = ["Node", "Queue", "Topic"]
+__all__ = ["error", "Node", "Queue", "Topic"]
+
+
+def error(condition: str, description: str) -> Error:
+    """The error the broker answers with (core spec 2.8.14): its condition by the symbol's
+    name (``amqp:not-found``, ...) and a description for people."""
+    return Error(condition=Symbol(condition), description=description)
 
 
 class NodeBroker(Protocol):

@@ -39,6 +39,7 @@ __all__ = [
     "TLSFailed",
     "TLSHeaderMismatch",
     "TLSLayer",
+    "TLSOrPlain",
     "TLSState",
     "client_context",
     "server_context",
@@ -493,6 +494,73 @@ class TLSLayer:
         self._incoming.read()  # drop what will never be read
         self.state = TLSState.FAILED
         events.append(failure)
+
+
+class TLSOrPlain:
+    """A server's plain port that also offers TLS (core spec 5.2): the client's first bytes
+    choose. The TLS protocol header ``AMQP 2.1.0.0`` starts a :class:`TLSLayer` (which
+    answers it and negotiates TLS; the inner object then meets the client's next header,
+    SASL's or AMQP's, inside TLS); any other header goes to ``inner`` unchanged, which
+    answers it as core spec 2.2 says (the bare AMQP or the SASL header taken, anything
+    else answered with its own and ended).
+
+    At most 8 bytes wait for the choice (fewer as soon as one differs from the TLS header);
+    until then nothing is sent (a server speaks after the client's header) and the inner
+    object's output waits inside it. :attr:`tls` is the layer once TLS was chosen, else
+    None. Drive it like the engine: ``receive_data``, ``data_to_send``, ``next_deadline``,
+    ``handle_timer`` and ``close`` (the layer's, once TLS was chosen)."""
+
+    def __init__(self, inner: ByteLayer, context: ssl.SSLContext) -> None:
+        self.inner = inner
+        self._context = context
+        self._seen = b""
+        self._chosen: ByteLayer | None = None
+        #: The TLS layer, once the client's TLS header chose it.
+        self.tls: TLSLayer | None = None
+
+    def __repr__(self) -> str:
+        chosen = "undecided" if self._chosen is None else "tls" if self.tls else "plain"
+        return f"<TLSOrPlain {chosen}>"
+
+    def receive_data(self, data: bytes, now: float) -> list[Event]:
+        """Take bytes from the network (empty: the transport closed); return what happened,
+        as the chosen layer reports it."""
+        chosen = self._chosen
+        if chosen is None:
+            seen = self._seen + data
+            if data and len(seen) < 8 and TLS_HEADER.startswith(seen):
+                self._seen = seen  # still possibly the TLS header
+                return []
+            self._seen = b""
+            if seen[:8] == TLS_HEADER:
+                chosen = self.tls = TLSLayer(self.inner, self._context, client=False)
+            else:
+                chosen = self.inner
+            self._chosen = chosen
+            events = chosen.receive_data(seen, now) if seen else []
+            if not data:  # the transport closed (after what was seen, if anything)
+                events.extend(chosen.receive_data(b"", now))
+            return events
+        return chosen.receive_data(data, now)
+
+    def data_to_send(self) -> bytes:
+        """The chosen layer's bytes; none before the choice."""
+        return b"" if self._chosen is None else self._chosen.data_to_send()
+
+    def next_deadline(self) -> float | None:
+        """The inner object's next deadline (through the TLS layer, once chosen)."""
+        deadline = getattr(self._chosen or self.inner, "next_deadline", None)
+        return None if deadline is None else cast("float | None", deadline())
+
+    def handle_timer(self, now: float) -> list[Event]:
+        """Pass the timer on (through the TLS layer, once chosen)."""
+        handle = getattr(self._chosen or self.inner, "handle_timer", None)
+        return [] if handle is None else cast("list[Event]", handle(now))
+
+    def close(self) -> None:
+        """End TLS (close_notify, see :meth:`TLSLayer.close`) if it was chosen."""
+        if self.tls is not None:
+            self.tls.close()
 
 
 def _failure(exc: ssl.SSLError) -> TLSFailed:

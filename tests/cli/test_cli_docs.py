@@ -4,14 +4,18 @@ say it prints.
 An example is a ``.. code-block:: console`` of ``$ command`` lines, each followed by the
 output it shows (standard output and standard error together, as a terminal shows them).
 Each example runs in a fresh temporary directory against a fresh ``amqp-sansio broker``:
-the broker the example starts itself when its first command is ``amqp-sansio broker ...``
-(run in the background, as with ``&``), otherwise one started with no options. Since CI has
-RabbitMQ on 5672, the broker listens on a port of its own, and ``localhost:PORT`` (or a
-plain ``localhost``) in the example's URLs and output becomes that port. Output is compared
-as doctest compares it, ``...`` matching anything (rates and times). A command must exit
-with status 0 unless the output shown has an ``error:`` line or the next command is
-``echo $?``, which prints the status. ``text`` blocks are not run: use them for what needs
-what CI lacks (a second machine, a minute of Spark).
+the broker the example starts itself when one of its commands is ``amqp-sansio broker ...``
+(run in the background, as with ``&``, in that directory), otherwise one started with no
+options. Commands before the broker's are set-up, run first in the directory (e.g.
+``python -m trustme``, which writes a certificate there; ``python`` is the interpreter
+running the tests). Since CI has RabbitMQ on 5672, the broker listens on a port of its own,
+and ``localhost:PORT`` (or a plain ``localhost``) in the example's ``amqp://`` URLs and
+output becomes that port; with ``--tls-cert`` its amqps port is one of its own too, and
+``amqps://localhost`` (port 5671) becomes that one. Output is compared as doctest compares
+it, ``...`` matching anything (rates and times). A command must exit with status 0 unless
+the output shown has an ``error:`` line or the next command is ``echo $?``, which prints the
+status. ``text`` blocks are not run: use them for what needs what CI lacks (a second
+machine, a minute of Spark).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,40 +92,61 @@ _CHECKER = doctest.OutputChecker()
 _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-def _on_port(text: str, port: int) -> str:
-    """``localhost`` and ``localhost:5672`` in URLs become ``localhost:PORT``."""
-    return re.sub(r"(amqp://(?:[^@/\s]+@)?localhost)(?::5672)?(?=[/\s]|$)", rf"\1:{port}", text)
+def _on_port(text: str, port: int, tls_port: int | None = None) -> str:
+    """``localhost`` and ``localhost:5672`` in ``amqp://`` URLs become ``localhost:PORT``;
+    ``localhost`` and ``localhost:5671`` in ``amqps://`` URLs ``localhost:TLS_PORT``."""
+    text = re.sub(r"(amqp://(?:[^@/\s]+@)?localhost)(?::5672)?(?=[/\s]|$)", rf"\1:{port}", text)
+    if tls_port is not None:
+        text = re.sub(
+            r"(amqps://(?:[^@/\s]+@)?localhost)(?::5671)?(?=[/\s]|$)", rf"\1:{tls_port}", text
+        )
+    return text
+
+
+def _run(command: str, program: str, cwd: Path, env: dict[str, str]) -> tuple[str, int]:
+    """One command as bash runs it, ``amqp-sansio`` and a leading ``python`` being this
+    environment's; its output (stdout and stderr) and exit status."""
+    line = re.sub(r"(?<![\w-])amqp-sansio(?![\w-])", program, command)
+    line = re.sub(r"^python(?=\s)", shlex.quote(sys.executable), line)
+    result = subprocess.run(
+        ["bash", "-c", line],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    return result.stdout, result.returncode
 
 
 @pytest.mark.parametrize("where, commands", [pytest.param(*e, id=e[0]) for e in examples()])
 def test_console_example(where: str, commands: list[tuple[str, str]], tmp_path: Path) -> None:
     assert commands, f"{where}: a console block without a '$ ' command"
     program = shlex.join(amqp_sansio_command())
-    if commands[0][0].startswith("amqp-sansio broker"):
-        options = shlex.split(commands[0][0])[2:]
-        broker = BrokerProcess(*options)
-        commands = commands[1:]
+    env = {**os.environ, "COLUMNS": "100"}
+    starts = [i for i, (cmd, _) in enumerate(commands) if cmd.startswith("amqp-sansio broker")]
+    if starts:
+        first = starts[0]
+        for command, shown in commands[:first]:  # set-up, before the broker
+            got, status = _run(command, program, tmp_path, env)
+            assert status == 0 and _CHECKER.check_output(
+                shown + "\n" if shown else "", got, _FLAGS
+            ), f"{where}: $ {command}\nexpected:\n{shown}\ngot (status {status}):\n{got}"
+        broker = BrokerProcess(*shlex.split(commands[first][0])[2:], cwd=tmp_path)
+        commands = commands[first + 1 :]
     else:
         broker = BrokerProcess()
-    env = {**os.environ, "COLUMNS": "100"}
     status = 0
     with broker:
         for index, (command, shown) in enumerate(commands):
             if command == "echo $?":
                 got = f"{status}\n"
             else:
-                line = re.sub(r"(?<![\w-])amqp-sansio(?![\w-])", program, command)
-                result = subprocess.run(
-                    ["bash", "-c", _on_port(line, broker.port)],
-                    cwd=tmp_path,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    timeout=120,
+                got, status = _run(
+                    _on_port(command, broker.port, broker.tls_port), program, tmp_path, env
                 )
-                got, status = result.stdout, result.returncode
-            want = _on_port(shown, broker.port)
+            want = _on_port(shown, broker.port, broker.tls_port)
             assert _CHECKER.check_output(want + "\n" if want else "", got, _FLAGS), (
                 f"{where}: $ {command}\nexpected:\n{want}\ngot (status {status}):\n{got}"
             )

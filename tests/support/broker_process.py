@@ -12,6 +12,8 @@ port and store. Also what other tests that run programs share: :func:`amqp_sansi
         with sockets.connect(f"{broker.url}/orders") as conn: ...
 
     broker = BrokerProcess("--users", str(users), store=tmp_path / "store")
+    tls = BrokerProcess("--tls-cert", "server.pem", "--tls-key", "server.key", cwd=tmp_path)
+    tls.tls_url                                            # amqps://127.0.0.1:<tls_port>
     assert broker.restored == 0                            # "N durable messages restored"
     assert broker.kill() == -signal.SIGKILL                # a crash: no clean stop
     broker.restart()                                       # same port, store and options
@@ -108,16 +110,27 @@ class BrokerProcess:
     ``port``: 0 (the default) lets the system choose; :attr:`port` and :attr:`url` say where
     it listens. ``store``: the durable store's directory; :attr:`restored` is then the count
     the broker prints of the messages it restored (``None`` without a store). ``options``:
-    further command-line options, as strings (``"--users", path``)."""
+    further command-line options, as strings (``"--users", path``). With ``--tls-cert``
+    among them the broker also listens for amqps, on ``--tls-port 0`` unless the options
+    give one: :attr:`tls_port` and :attr:`tls_url` say where (None without). ``cwd``: the
+    directory it runs in (relative paths in the options are from there)."""
 
     def __init__(
-        self, *options: str, port: int = 0, store: Path | None = None, wait: float = WAIT
+        self,
+        *options: str,
+        port: int = 0,
+        store: Path | None = None,
+        wait: float = WAIT,
+        cwd: Path | None = None,
     ) -> None:
         self.options = options
         self.store = store
         self.wait = wait
+        self.cwd = cwd
         self.port = port
         self.url = ""
+        self.tls_port: int | None = None
+        self.tls_url: str | None = None
         self.restored: int | None = None
         self._log: list[str] = []
         self.start()
@@ -128,6 +141,8 @@ class BrokerProcess:
         command = [*amqp_sansio_command(), "broker", "--port", str(self.port)]
         if self.store is not None:
             command += ["--store", str(self.store)]
+        if "--tls-cert" in self.options and "--tls-port" not in self.options:
+            command += ["--tls-port", str(self.tls_port or 0)]
         return [*command, *self.options]
 
     @property
@@ -138,7 +153,7 @@ class BrokerProcess:
     def start(self) -> None:
         """Start the process and wait until it listens (and has restored its store)."""
         self.proc = subprocess.Popen(
-            self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.cwd
         )
         self._stderr = threading.Thread(target=self._read_log, args=(self.proc,), daemon=True)
         self._stderr.start()
@@ -150,6 +165,11 @@ class BrokerProcess:
             port = urlsplit(self.url).port
             assert port is not None and (self.port in (0, port)), (self.port, line)
             self.port = port
+            if "--tls-cert" in self.options:
+                line = self.lines.next(self.wait)
+                assert "listening on amqps://127.0.0.1:" in line, line
+                self.tls_url = line.split()[-1]
+                self.tls_port = urlsplit(self.tls_url).port
             if self.store is not None:
                 line = self.lines.next(self.wait)
                 assert "restored" in line, line
