@@ -67,6 +67,10 @@ __all__ = [
 #: itself has no bound).
 POLL = 1.0
 
+#: The distribution-mode of a browser, and the key of the JMS selector filter (core spec
+#: 3.5.3; the filter is ``apache.org:selector-filter:string``).
+BROWSE, SELECTOR_KEY = Symbol("copy"), Symbol("jms-selector")
+
 #: The filter-set keys (core spec 3.5.8) ``--offset`` sends its start under: the reference
 #: broker's (docs/broker.rst, "Streams") and RabbitMQ's, so that either applies it.
 OFFSET_FILTERS = (Symbol("amqp-sansio:stream-offset"), Symbol("rabbitmq:stream-offset-spec"))
@@ -164,14 +168,19 @@ def receive(
     with closing(conn, options):
         try:
             window = credit if forever else min(credit, count)
+            asked = browse or selector is not None or start is not None
             receiver = conn.receiver(
                 address,
-                credit=window,
+                # (one message until the broker's answer shows it applies what was asked)
+                credit=1 if asked else window,
                 timeout=timeout,
                 selector=selector,
                 browse=browse,
                 filters=None if start is None else offset_filters(start),
             )
+            if asked:
+                _check_applied(receiver, link, timeout, browse, selector, start)
+                receiver.credit = window
         except TimeoutError:
             raise timed_out(options, f"the broker's attach of the link {link}") from None
         except ClientError as exc:
@@ -195,7 +204,7 @@ def receive(
                             )
                         with sigint_held():  # counted and settled, or neither
                             received += 1
-                            outcomes[_settle(delivery, print_bodies, as_json, out)] += 1
+                            outcomes[_settle(delivery, print_bodies, as_json, browse, out)] += 1
                         ticker(received)
             if outcomes["unsettled"]:
                 # The link was detached in the same bytes as these deliveries (2.6.6):
@@ -246,7 +255,7 @@ def _report(
     """Print the summary (on ``summary``; when timed out, only if any message came, and
     then the error line) and return the exit status."""
     forever = count == 0
-    ok = outcomes["accepted"] + outcomes["pre-settled"]
+    ok = outcomes["accepted"] + outcomes["pre-settled"] + outcomes["browsed"]
     stopped = (interrupted and not forever) or waited_for is not None
     what = plural(received, "message") if forever else plural(count, "message")
     if stopped:
@@ -267,6 +276,36 @@ def _report(
     return EXIT_OK if ok == received else EXIT_INCOMPLETE
 
 
+def _check_applied(
+    receiver: sockets.Receiver,
+    link: str,
+    timeout: float,
+    browse: bool,
+    selector: str | None,
+    start: Any,
+) -> None:
+    """The broker's answer to the attach names what it applies (core spec 3.5.3: the
+    filters in place, its distribution-mode): one that leaves out what was asked would
+    take messages the user meant to leave, or the wrong ones. The link is then closed
+    with nothing accepted (what came is the broker's again), and the command fails."""
+    source = receiver.source
+    filters = (source.filter if source is not None else None) or {}
+    missing = []
+    if browse and (source is None or source.distribution_mode != BROWSE):
+        missing.append("--browse (distribution-mode copy)")
+    if selector is not None and SELECTOR_KEY not in filters:
+        missing.append("--selector (the JMS selector filter)")
+    if start is not None and not any(key in filters for key in OFFSET_FILTERS):
+        missing.append("--offset (a stream offset filter)")
+    if missing:
+        receiver.close(timeout=timeout)
+        raise CommandError(
+            f"the broker does not apply {' or '.join(missing)} to the link {link} "
+            "(its answer leaves it out, core spec 3.5.3); nothing was received",
+            EXIT_CONNECTION,
+        )
+
+
 def _next(receiver: sockets.Receiver, timeout: float | None) -> sockets.Delivery | None:
     """The next delivery within ``timeout`` seconds; None (no bound): wait until one comes,
     serving the connection meanwhile (heartbeats), however long that takes."""
@@ -279,9 +318,13 @@ def _next(receiver: sockets.Receiver, timeout: float | None) -> sockets.Delivery
             continue
 
 
-def _settle(delivery: sockets.Delivery, print_bodies: bool, as_json: bool, out: TextIO) -> str:
+def _settle(
+    delivery: sockets.Delivery, print_bodies: bool, as_json: bool, browse: bool, out: TextIO
+) -> str:
     """Accept ``delivery`` (reject it if it does not decode, printing its body or JSON if
-    asked); what it counts as."""
+    asked); what it counts as. Browsing, settle nothing: the message is the node's (a
+    broker that took it all the same, as RabbitMQ 3.x's AMQP 1.0 plugin does while
+    answering ``copy``, has it back when the link closes, core spec 3.4: unsettled)."""
     pre_settled = delivery.settled
     try:
         message = delivery.message
@@ -294,6 +337,8 @@ def _settle(delivery: sockets.Delivery, print_bodies: bool, as_json: bool, out: 
             print(json.dumps(values.message_json(message), ensure_ascii=False), file=out)
         elif print_bodies:
             print(format_body(message), file=out)
+    if browse:
+        return "browsed" if outcome is ACCEPTED else "not decoded"
     if pre_settled:
         return "pre-settled" if outcome is ACCEPTED else outcome_name(outcome)
     delivery.settle(outcome)
