@@ -163,7 +163,6 @@ def receive(
     interrupted = False
     waited_for: str | None = None
     printing = print_bodies or as_json
-    ticker = Ticker(Bar("receiving", count or None, stream=err))
     conn = open_connection(url, options, role="receive")
     with closing(conn, options):
         try:
@@ -185,6 +184,7 @@ def receive(
             raise timed_out(options, f"the broker's attach of the link {link}") from None
         except ClientError as exc:
             raise failure(exc, url, options, link=link) from None
+        ticker = Ticker(Bar("receiving", count or None, stream=err))
         start_time = time.perf_counter()
         try:
             # The outcomes of half a window go out in one write, with the credit granted

@@ -130,7 +130,6 @@ def send(
     state = _Sending(count, settled)
     interrupted = False
     waited_for: str | None = None
-    ticker = Ticker(Bar("sending", count or None, stream=err))
     conn = open_connection(url, options, role="send")
     with closing(conn, options):
         try:
@@ -139,6 +138,7 @@ def send(
             raise timed_out(options, f"the broker's attach of the link {link}") from None
         except ClientError as exc:
             raise failure(exc, url, options, link=link) from None
+        ticker = Ticker(Bar("sending", count or None, stream=err))
         start = time.perf_counter()
         try:
             state.run(conn, sender, make, timeout, ticker)
