@@ -411,7 +411,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--selector",
         metavar="EXPR",
         help="only the messages this JMS selector matches (header and properties fields, "
-        "application properties: \"color = 'red' AND weight > 2\"); default none",
+        "application properties: \"color = 'red' AND weight > 2\") (default none: every message)",
     )
     receive.add_argument(
         "--browse",
@@ -424,6 +424,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         type=offset,
         metavar="WHERE",
         help="a stream node's start: first, last, next, an offset N, or a time "
-        "(2026-11-26T10:00:00Z); default none: the broker's (next)",
+        "(2026-11-26T10:00:00Z) (default none: the broker's, next)",
     )
     receive.set_defaults(run=run)

@@ -438,7 +438,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--priority",
         type=_ubyte,
         metavar="P",
-        help="the header's priority, 0 to 255 (default none: the header's 4)",
+        help="the header's priority, 0 to 255 (default none: the spec's 4)",
     )
     sections.add_argument(
         "--ttl", type=_ttl, metavar="MS", help="the header's ttl, milliseconds (default none)"

@@ -10,8 +10,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from amqp_sansio.adapters import sockets
 from support.broker_process import BrokerProcess, amqp_sansio_command
 from support.rabbitmq import rabbitmq_url
+
+import amqp_sansio as amqp
 
 WAIT = 60.0
 
@@ -117,3 +120,19 @@ def test_rabbitmq_browse_leaves_the_messages() -> None:
     taken = cli("receive", url, "--count", "2", "--print")
     assert taken.returncode == 0, taken.stderr
     assert browsed.stdout == taken.stdout == "message 1\nmessage 2\n"
+
+
+def test_the_public_receiver_browses_and_shows_the_brokers_answer(broker: BrokerProcess) -> None:
+    name = fresh()
+    with sockets.connect(broker.url, timeout=WAIT) as conn:
+        assert conn.sender(name).send("kept") is not None
+        browser = conn.receiver(name, browse=True, selector="TRUE", timeout=WAIT)
+        assert browser.source is not None and browser.source.distribution_mode == "copy"
+        assert browser.source.filter is not None and "jms-selector" in browser.source.filter
+        delivery = browser.receive(timeout=WAIT)
+        assert delivery is not None and delivery.message.body is not None
+        taker = conn.receiver(name, timeout=WAIT)
+        assert taker.source is not None and taker.source.distribution_mode != "copy"
+        taken = taker.receive(timeout=WAIT)  # still there for a receiver that takes it
+        assert taken is not None and taken.message.body == delivery.message.body
+        taken.settle(amqp.Accepted())
