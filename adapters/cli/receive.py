@@ -20,7 +20,6 @@ from typing import Any, TextIO
 import amqp_sansio as amqp
 from amqp_sansio.client import ClientError, Filters
 from amqp_sansio.client.url import AMQPURL
-from amqp_sansio.codec.types import Symbol, ULong
 
 from .. import sockets
 from . import options as opts
@@ -69,11 +68,14 @@ POLL = 1.0
 
 #: The distribution-mode of a browser, and the key of the JMS selector filter (core spec
 #: 3.5.3; the filter is ``apache.org:selector-filter:string``).
-BROWSE, SELECTOR_KEY = Symbol("copy"), Symbol("jms-selector")
+BROWSE, SELECTOR_KEY = amqp.Symbol("copy"), amqp.Symbol("jms-selector")
 
 #: The filter-set keys (core spec 3.5.8) ``--offset`` sends its start under: the reference
 #: broker's (docs/broker.rst, "Streams") and RabbitMQ's, so that either applies it.
-OFFSET_FILTERS = (Symbol("amqp-sansio:stream-offset"), Symbol("rabbitmq:stream-offset-spec"))
+OFFSET_FILTERS = (
+    amqp.Symbol("amqp-sansio:stream-offset"),
+    amqp.Symbol("rabbitmq:stream-offset-spec"),
+)
 
 
 def format_body(message: amqp.Message) -> str:
@@ -108,7 +110,7 @@ def offset(text: str) -> Any:
     else:
         if not 0 <= value < 2**64:
             raise argparse.ArgumentTypeError(f"an offset is 0 or more, not {value}")
-        return ULong(value)
+        return amqp.codec.ULong(value)
     try:
         return values.timestamp(text.removeprefix("timestamp:"))
     except ValueError:
