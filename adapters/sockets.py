@@ -521,12 +521,15 @@ class Connection:
         timeout: float | None = None,
         filters: client.Filters | None = None,
         selector: str | None = None,
+        browse: bool = False,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, whose address is :attr:`Receiver.address`), keeping
         ``credit`` messages granted; ``filters``: the source's filter-set (core spec 3.5.8);
         ``selector``: a JMS message selector, added to it as the filter
-        ``apache.org:selector-filter:string`` (key ``jms-selector``)."""
+        ``apache.org:selector-filter:string`` (key ``jms-selector``); ``browse``: read the
+        messages without taking them (the source's distribution-mode ``copy``, core spec
+        3.5.3), so they stay on the node."""
         recipe = recipes.attach_receiver(
             self.core,
             address,
@@ -536,6 +539,7 @@ class Connection:
             name=name,
             filters=filters,
             selector=selector,
+            browse=browse,
         )
         return Receiver(self, self._run(recipe, timeout))
 

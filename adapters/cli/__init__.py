@@ -1,5 +1,6 @@
 """The ``amqp-sansio`` command (:mod:`.command`: its arguments and :func:`main`): ``send`` and
-``receive`` (:mod:`.send_receive`, connecting through :mod:`.connect`), ``broker``, the Spark
+``receive`` (:mod:`.send`, :mod:`.receive`, sharing :mod:`.transfer` and :mod:`.values`,
+connecting through :mod:`.connect`), ``broker``, the Spark
 ``pipeline`` (:mod:`.pipeline`) and the benchmarks (:mod:`.bench`). Run it as
 ``amqp-sansio ...`` or ``python -m amqp_sansio.adapters.cli ...``.
 """

@@ -1,10 +1,13 @@
 """The ``amqp-sansio`` command.
 
-``amqp-sansio send URL [--count N] [--size BYTES | --body TEXT] [--settled] [--durable]``
-sends messages to the URL's address; ``amqp-sansio receive URL [--count N] [--credit C]
-[--print]`` receives them. Both take ``--timeout S`` and the connection options
-``--cafile``, ``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``;
-see docs/cli.rst for the exit statuses.
+``amqp-sansio send URL [--count N] [--size BYTES | --body TEXT | --body-file PATH | --lines
+PATH] [--property NAME=VALUE] [--app-property KEY=VALUE] [--annotation KEY=VALUE]
+[--durable] [--priority P] [--ttl MS] [--settled] [--json]`` sends messages to the URL's
+address (:mod:`.send`); ``amqp-sansio receive URL [--count N|0] [--credit C] [--print |
+--json] [--selector EXPR] [--browse] [--offset WHERE]`` receives them (:mod:`.receive`).
+Both take ``--timeout S`` and the connection options ``--cafile``,
+``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``; see
+docs/cli.rst for the exit statuses.
 
 ``amqp-sansio queues URL [--json]`` lists a broker's queues, streams and topics through
 its AMQP management node (``$management``; :mod:`amqp_sansio.adapters.cli.queues`).
@@ -38,7 +41,7 @@ from collections.abc import Sequence
 
 from amqp_sansio import __version__
 
-from . import broker, pipeline, queues, send_receive
+from . import broker, pipeline, queues, receive, send
 from .bench import command as bench_command
 from .options import connection_options
 
@@ -53,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"amqp-sansio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    send_receive.add_parsers(sub, connection_options())
+    common = connection_options()
+    send.add_parser(sub, common)
+    receive.add_parser(sub, common)
     broker.add_parser(sub)
     bench_command.add_parser(sub)
     pipeline.add_parser(sub)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codec.types import Described, Symbol
+from ..codec.types import Described, Symbol, Timestamp
 from ..definitions.messaging import LifetimePolicy, Source
 from ._nodes import Consumer, Node, NodeBroker
 from ._store import StoredMessage
@@ -93,7 +93,13 @@ def _start(given: Any) -> Any:
         value = value.value
     if isinstance(value, str) and str(value) in _NAMED:
         return str(value)
-    if type(value) is not bool and isinstance(value, int) and 0 <= value <= _LONG_MAX:
+    # (A timestamp is an int in Python but no offset: RabbitMQ's "from this time" form,
+    # which this broker does not keep the times for.)
+    if (
+        not isinstance(value, (bool, Timestamp))
+        and isinstance(value, int)
+        and 0 <= value <= _LONG_MAX
+    ):
         return int(value)
     raise OffsetFilterError(
         f"an offset filter is an offset (0 to 2**63-1) or first, last or next; not {value!r}"

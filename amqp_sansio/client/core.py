@@ -72,6 +72,8 @@ reconnect_log = logging.getLogger("amqp_sansio.adapters.reconnect")
 #: descriptor, and the key Qpid JMS gives it (a broker knows it by the descriptor).
 SELECTOR_FILTER = Symbol("apache.org:selector-filter:string")
 SELECTOR_KEY = Symbol("jms-selector")
+#: The distribution-mode of a browsing receiver's source (core spec 3.5.3).
+BROWSE = Symbol("copy")
 
 
 # -- the core ----------------------------------------------------------------------------------
@@ -386,12 +388,14 @@ class Core:
         dynamic: bool = False,
         filters: Filters | None = None,
         selector: str | None = None,
+        browse: bool = False,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
         filter-set (core spec 3.5.8) if given, and ``selector`` (a JMS message selector)
         added to it as the ``apache.org:selector-filter:string`` filter under the key
-        ``jms-selector``."""
+        ``jms-selector``. ``browse``: the source's distribution-mode is ``copy`` (core spec
+        3.5.3): the messages are read, not taken, and stay on the node for others."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
@@ -400,7 +404,11 @@ class Core:
         if dynamic:
             source = a.Source(address=None, dynamic=True)
         else:
-            source = a.Source(address=address or self.default_address, filter=filters)
+            source = a.Source(
+                address=address or self.default_address,
+                filter=filters,
+                distribution_mode=BROWSE if browse else None,
+            )
         link = self.session().attach_receiver(name or self._name("receiver"), source=source)
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core

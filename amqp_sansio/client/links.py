@@ -255,6 +255,15 @@ class ReceiverCore(LinkCore):
             return getattr(remote.source, "address", None)
         return getattr(self.link.source, "address", None)
 
+    @property
+    def source(self) -> a.Source | None:
+        """The source as the peer's attach gave it (None before the answer, or without
+        one): what it applies, core spec 3.5.3 (the filters in place, its
+        distribution-mode)."""
+        remote = self.link.remote
+        source = None if remote is None else remote.source
+        return source if isinstance(source, a.Source) else None
+
     def _on_attached(self, remote: performatives.Attach) -> None:
         super()._on_attached(remote)
         self._refill()
@@ -625,6 +634,13 @@ class ReceiverBase:
     def address(self) -> str | None:
         """The source's address; for a dynamic receiver, the peer's temporary node."""
         return self.core.address
+
+    @property
+    def source(self) -> a.Source | None:
+        """The source as the peer answered the attach (core spec 2.7.3, 3.5.3): the
+        filters it applies (those it does not are left out), its distribution-mode
+        (``copy`` when it browses). None before the answer."""
+        return self.core.source
 
     @property
     def credit(self) -> int:

@@ -331,6 +331,7 @@ def attach_receiver(
     name: str | None,
     filters: Filters | None,
     selector: str | None,
+    browse: bool = False,
 ) -> Recipe[ReceiverCore]:
     """Attach a receiver (as :func:`attach_sender`)."""
     yield Wait(core.connected_ready)
@@ -342,6 +343,7 @@ def attach_receiver(
         name=name,
         filters=filters,
         selector=selector,
+        browse=browse,
     )
     yield Wait(link.attach_ready)
     return link

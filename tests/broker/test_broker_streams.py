@@ -123,7 +123,17 @@ def test_offset_filter_forms(key: Any, value: Any, expected: list[int]) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [-1, a.codec.ULong(2**63), True, "middle", 1.5, a.Described(SYM("x:y"), 0), None]
+    "value",
+    [
+        -1,
+        a.codec.ULong(2**63),
+        True,
+        "middle",
+        1.5,
+        a.Described(SYM("x:y"), 0),
+        None,
+        a.codec.Timestamp(5),  # a time (RabbitMQ's form), not an offset
+    ],
 )
 def test_bad_offset_filter_refuses_the_link(value: Any) -> None:
     net = Net()

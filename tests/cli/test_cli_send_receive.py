@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from amqp_sansio.adapters import cli
-from amqp_sansio.adapters.cli import send_receive
+from amqp_sansio.adapters.cli import receive
 from amqp_sansio.adapters.cli.connect import (
     ClientOptions,
     CommandError,
@@ -312,7 +312,7 @@ def test_amqps_checks_the_host_name(
     ],
 )
 def test_format_body(body: object, line: str) -> None:
-    assert send_receive.format_body(amqp.Message(body=body)) == line
+    assert receive.format_body(amqp.Message(body=body)) == line
 
 
 # -- RabbitMQ -------------------------------------------------------------------------------------

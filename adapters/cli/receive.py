@@ -1,0 +1,431 @@
+"""``amqp-sansio receive``: messages from a broker's address over the public blocking API
+(:func:`amqp_sansio.adapters.sockets.connect` and its ``Receiver``), as an application
+would: taken and accepted, or browsed (``--browse``: the source's distribution-mode
+``copy``), filtered by a JMS selector, read from a stream node from an offset; each body
+printed, or each message as a JSON object (:func:`.values.message_json`).
+
+It returns the exit status (see :mod:`amqp_sansio.adapters.cli.connect`) and prints a
+one-line summary; failures raise :class:`~amqp_sansio.adapters.cli.connect.CommandError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from typing import Any, TextIO
+
+import amqp_sansio as amqp
+from amqp_sansio.client import ClientError, Filters
+from amqp_sansio.client.url import AMQPURL
+
+from .. import sockets
+from . import options as opts
+from . import values
+from .connect import (
+    EXIT_CONNECTION,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    ClientOptions,
+    CommandError,
+    describe_error,
+    failure,
+    open_connection,
+    timed_out,
+)
+from .progress import Bar
+from .transfer import (
+    ACCEPTED,
+    EXIT_INTERRUPTED,
+    Ticker,
+    address_of,
+    closing,
+    outcome_name,
+    plural,
+    rate,
+    run_command,
+    sigint_held,
+    tally,
+)
+
+__all__ = [
+    "OFFSET_FILTERS",
+    "POLL",
+    "add_parser",
+    "format_body",
+    "offset",
+    "offset_filters",
+    "receive",
+    "run",
+]
+
+#: ``receive --count 0`` waits for the next message this many seconds at a time (the wait
+#: itself has no bound).
+POLL = 1.0
+
+#: The distribution-mode of a browser, and the key of the JMS selector filter (core spec
+#: 3.5.3; the filter is ``apache.org:selector-filter:string``).
+BROWSE, SELECTOR_KEY = amqp.Symbol("copy"), amqp.Symbol("jms-selector")
+
+#: The filter-set keys (core spec 3.5.8) ``--offset`` sends its start under: the reference
+#: broker's (docs/broker.rst, "Streams") and RabbitMQ's, so that either applies it.
+OFFSET_FILTERS = (
+    amqp.Symbol("amqp-sansio:stream-offset"),
+    amqp.Symbol("rabbitmq:stream-offset-spec"),
+)
+
+
+def format_body(message: amqp.Message) -> str:
+    """A message's body as one printable line: text as it is, bytes as UTF-8 (undecodable
+    bytes escaped), anything else as its Python repr."""
+    body = message.body
+    if isinstance(body, amqp.Data):
+        return body.value.decode("utf-8", errors="backslashreplace")
+    if isinstance(body, amqp.AmqpValue):
+        value = body.value
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="backslashreplace")
+        return repr(value)
+    if isinstance(body, tuple) and body and all(isinstance(s, amqp.Data) for s in body):
+        joined = b"".join(s.value for s in body if isinstance(s, amqp.Data))
+        return joined.decode("utf-8", errors="backslashreplace")
+    return "" if body is None else repr(body)
+
+
+def offset(text: str) -> Any:
+    """``--offset``: where a stream consumer starts: ``first``, ``last``, ``next``, an
+    offset (``0``, ``1500``), or a time (``2026-11-26T10:00:00Z``, ``timestamp:MS``): the
+    first message stored at or after it (RabbitMQ; the reference broker has no times)."""
+    if text in ("first", "last", "next"):
+        return text
+    try:
+        value = opts.whole(text)
+    except argparse.ArgumentTypeError:
+        pass
+    else:
+        if not 0 <= value < 2**64:
+            raise argparse.ArgumentTypeError(f"an offset is 0 or more, not {value}")
+        return amqp.codec.ULong(value)
+    try:
+        return values.timestamp(text.removeprefix("timestamp:"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an offset: {text!r} (first, last, next, a number, or a time: "
+            "2026-11-26T10:00:00Z)"
+        ) from None
+
+
+def offset_filters(start: Any) -> Filters:
+    """The source's filter-set for ``start`` (:func:`offset`'s value)."""
+    return {key: start for key in OFFSET_FILTERS}
+
+
+def receive(
+    url: AMQPURL,
+    options: ClientOptions,
+    *,
+    count: int = 1,
+    credit: int = 100,
+    print_bodies: bool = False,
+    as_json: bool = False,
+    selector: str | None = None,
+    browse: bool = False,
+    start: Any = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Receive ``count`` messages from the URL's address (0: until interrupted), granting
+    ``credit`` at a time, and accept each (a message that does not decode is rejected).
+    Exit status 0 when all ``count`` were received and accepted (or came pre-settled), or,
+    with ``count`` 0, when every message that came before the interrupt was. With
+    ``print_bodies`` each body goes to ``out`` on a line of its own, with ``as_json`` each
+    message as a JSON object on a line of its own, and the summary then to ``err``.
+    ``selector``: only the messages it matches (a JMS selector); ``browse``: read them,
+    leaving them on the node (distribution-mode ``copy``, core spec 3.5.3); ``start``: a
+    stream's offset (:func:`offset`). Interrupted (Ctrl-C) before ``count`` came, the
+    summary says how many did, and the exit status is 130; timed out, the same (when any
+    came), then the error line, exit status 4.
+
+    The receiver's window never reaches past the messages still wanted (its ``credit`` is
+    lowered as they run out), so the broker keeps the rest. Progress goes to ``err``
+    (:class:`~.progress.Bar`)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    address = address_of(url)
+    outcomes: Counter[str] = Counter()
+    timeout = options.timeout
+    link = f"from {address}"
+    received = 0
+    forever = count == 0
+    interrupted = False
+    waited_for: str | None = None
+    printing = print_bodies or as_json
+    conn = open_connection(url, options, role="receive")
+    with closing(conn, options):
+        try:
+            window = credit if forever else min(credit, count)
+            asked = browse or selector is not None or start is not None
+            receiver = conn.receiver(
+                address,
+                # (one message until the broker's answer shows it applies what was asked)
+                credit=1 if asked else window,
+                timeout=timeout,
+                selector=selector,
+                browse=browse,
+                filters=None if start is None else offset_filters(start),
+            )
+            if asked:
+                _check_applied(receiver, link, timeout, browse, selector, start)
+                receiver.credit = window
+        except TimeoutError:
+            raise timed_out(options, f"the broker's attach of the link {link}") from None
+        except ClientError as exc:
+            raise failure(exc, url, options, link=link) from None
+        ticker = Ticker(Bar("receiving", count or None, stream=err))
+        start_time = time.perf_counter()
+        try:
+            # The outcomes of half a window go out in one write, with the credit granted
+            # again meanwhile (the receiver grants it once half the window is taken).
+            burst = max(1, credit // 2)
+            while forever or received < count:
+                with conn.batch():
+                    for _ in range(burst if forever else min(burst, count - received)):
+                        # What is granted from now on: never past the messages still wanted.
+                        if not forever:
+                            receiver.credit = min(credit, count - received - 1)
+                        delivery = _next(receiver, None if forever else timeout)
+                        if delivery is None:  # the broker detached the link, cleanly
+                            raise CommandError(
+                                f"the broker detached the link {link}: {describe_error(None)}",
+                                EXIT_CONNECTION,
+                            )
+                        with sigint_held():  # counted and settled, or neither
+                            received += 1
+                            outcomes[_settle(delivery, print_bodies, as_json, browse, out)] += 1
+                        ticker(received)
+            if outcomes["unsettled"]:
+                # The link was detached in the same bytes as these deliveries (2.6.6):
+                # why (None: cleanly; else this raises the broker's reason).
+                receiver.receive(timeout=0)
+                raise CommandError(
+                    f"the broker detached the link {link}: {describe_error(None)}",
+                    EXIT_CONNECTION,
+                )
+        except KeyboardInterrupt:  # the end of --count 0; a stop before the count, else
+            interrupted = True
+        except TimeoutError:
+            waited_for = f"message {received + 1:,} of {count:,}" if count > 1 else "a message"
+        except ClientError as exc:
+            raise failure(exc, url, options, link=link) from None
+        finally:
+            ticker.close(received)
+        elapsed = time.perf_counter() - start_time
+    if printing:
+        out.flush()
+    return _report(
+        url,
+        options,
+        count,
+        received,
+        outcomes,
+        elapsed,
+        interrupted=interrupted,
+        waited_for=waited_for,
+        summary=err if printing else out,
+        err=err,
+    )
+
+
+def _report(
+    url: AMQPURL,
+    options: ClientOptions,
+    count: int,
+    received: int,
+    outcomes: Counter[str],
+    elapsed: float,
+    *,
+    interrupted: bool,
+    waited_for: str | None,
+    summary: TextIO,
+    err: TextIO,
+) -> int:
+    """Print the summary (on ``summary``; when timed out, only if any message came, and
+    then the error line) and return the exit status."""
+    forever = count == 0
+    ok = outcomes["accepted"] + outcomes["pre-settled"] + outcomes["browsed"]
+    stopped = (interrupted and not forever) or waited_for is not None
+    what = plural(received, "message") if forever else plural(count, "message")
+    if stopped:
+        what = f"{received:,} of {plural(count, 'message')}"
+    why = " (interrupted)" if interrupted and not forever else " (timed out)" if waited_for else ""
+    if waited_for is None or received:
+        print(
+            f"received {what} from {url.redacted()}: {tally(outcomes)} "
+            f"{rate(received, elapsed)}{why}",
+            file=summary,
+        )
+    if interrupted and not forever:
+        return EXIT_INTERRUPTED
+    if waited_for is not None:
+        summary.flush()
+        print(f"amqp-sansio receive: error: {timed_out(options, waited_for)}", file=err)
+        return EXIT_TIMEOUT
+    return EXIT_OK if ok == received else EXIT_INCOMPLETE
+
+
+def _check_applied(
+    receiver: sockets.Receiver,
+    link: str,
+    timeout: float,
+    browse: bool,
+    selector: str | None,
+    start: Any,
+) -> None:
+    """The broker's answer to the attach names what it applies (core spec 3.5.3: the
+    filters in place, its distribution-mode): one that leaves out what was asked would
+    take messages the user meant to leave, or the wrong ones. The link is then closed
+    with nothing accepted (what came is the broker's again), and the command fails."""
+    source = receiver.source
+    filters = (source.filter if source is not None else None) or {}
+    missing = []
+    if browse and (source is None or source.distribution_mode != BROWSE):
+        missing.append("--browse (distribution-mode copy)")
+    if selector is not None and SELECTOR_KEY not in filters:
+        missing.append("--selector (the JMS selector filter)")
+    if start is not None and not any(key in filters for key in OFFSET_FILTERS):
+        missing.append("--offset (a stream offset filter)")
+    if missing:
+        receiver.close(timeout=timeout)
+        raise CommandError(
+            f"the broker does not apply {' or '.join(missing)} to the link {link} "
+            "(its answer leaves it out, core spec 3.5.3); nothing was received",
+            EXIT_CONNECTION,
+        )
+
+
+def _next(receiver: sockets.Receiver, timeout: float | None) -> sockets.Delivery | None:
+    """The next delivery within ``timeout`` seconds; None (no bound): wait until one comes,
+    serving the connection meanwhile (heartbeats), however long that takes."""
+    if timeout is not None:
+        return receiver.receive(timeout=timeout)
+    while True:
+        try:
+            return receiver.receive(timeout=POLL)
+        except TimeoutError:
+            continue
+
+
+def _settle(
+    delivery: sockets.Delivery, print_bodies: bool, as_json: bool, browse: bool, out: TextIO
+) -> str:
+    """Accept ``delivery`` (reject it if it does not decode, printing its body or JSON if
+    asked); what it counts as. Browsing, settle nothing: the message is the node's (a
+    broker that took it all the same, as RabbitMQ 3.x's AMQP 1.0 plugin does while
+    answering ``copy``, has it back when the link closes, core spec 3.4: unsettled)."""
+    pre_settled = delivery.settled
+    try:
+        message = delivery.message
+    except amqp.DecodeError as exc:
+        error = amqp.Error(condition=amqp.Symbol("amqp:decode-error"), description=str(exc))
+        outcome: Any = amqp.Rejected(error=error)
+    else:
+        outcome = ACCEPTED
+        if as_json:
+            print(json.dumps(values.message_json(message), ensure_ascii=False), file=out)
+        elif print_bodies:
+            print(format_body(message), file=out)
+    if browse:
+        return "browsed" if outcome is ACCEPTED else "not decoded"
+    if pre_settled:
+        return "pre-settled" if outcome is ACCEPTED else outcome_name(outcome)
+    delivery.settle(outcome)
+    if not delivery.settled:
+        # The peer closed the link in the same bytes (2.6.6): the delivery can no longer
+        # be settled, and goes back to the broker unaccepted (the detach says so).
+        return "unsettled"
+    return outcome_name(outcome)
+
+
+def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
+    return receive(
+        url,
+        options,
+        count=args.count,
+        credit=args.credit,
+        print_bodies=args.print_bodies,
+        as_json=args.json,
+        selector=args.selector,
+        browse=args.browse,
+        start=args.offset,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``receive``: the exit status, every failure as one line."""
+    return run_command(args, _run)
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``receive`` to the command's subparsers; ``common`` holds the options of every
+    command that connects (:func:`.options.connection_options`)."""
+    receive = sub.add_parser(
+        "receive",
+        parents=[common],
+        help="receive messages from an address and accept each; exit status 0 when all came",
+        description="Receive messages from the URL's address, accept each and print a "
+        "summary. Exit status: 0 all received and accepted, 1 some could not be accepted, "
+        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out, "
+        "130 interrupted before --count came.",
+    )
+    receive.add_argument(
+        "--count",
+        type=opts.count,
+        default=1,
+        metavar="N",
+        help="messages (default 1); 0: until interrupted (Ctrl-C), then the summary",
+    )
+    receive.add_argument(
+        "--credit",
+        type=opts.positive_int,
+        default=100,
+        metavar="C",
+        help="messages the broker may send ahead, granted again once used up (default 100)",
+    )
+    output = receive.add_mutually_exclusive_group()
+    output.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_bodies",
+        help="print each body on a line of its own (the summary then goes to stderr)",
+    )
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help="print each message as one JSON object on a line of its own, every section "
+        "(docs/cli.rst; the summary then goes to stderr)",
+    )
+    receive.add_argument(
+        "--selector",
+        metavar="EXPR",
+        help="only the messages this JMS selector matches (header and properties fields, "
+        "application properties: \"color = 'red' AND weight > 2\") (default none: every message)",
+    )
+    receive.add_argument(
+        "--browse",
+        action="store_true",
+        help="read the messages without taking them: they stay on the queue "
+        "(distribution-mode copy)",
+    )
+    receive.add_argument(
+        "--offset",
+        type=offset,
+        metavar="WHERE",
+        help="a stream node's start: first, last, next, an offset N, or a time "
+        "(2026-11-26T10:00:00Z) (default none: the broker's, next)",
+    )
+    receive.set_defaults(run=run)

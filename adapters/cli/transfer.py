@@ -1,0 +1,190 @@
+"""What ``amqp-sansio send`` (:mod:`.send`) and ``amqp-sansio receive`` (:mod:`.receive`)
+share: the outcome tally and its line, the summary as JSON, progress on stderr, SIGINT held
+back around a change of two parts, the connection closed at the end, and the run that turns
+every failure into its one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import amqp_sansio as amqp
+from amqp_sansio.client.url import AMQPURL, URLError, parse_url
+
+from .. import sockets
+from .connect import EXIT_USAGE, ClientOptions, CommandError
+from .progress import Bar
+
+__all__ = [
+    "ACCEPTED",
+    "CLOSE_WAIT",
+    "EXIT_INTERRUPTED",
+    "Ticker",
+    "address_of",
+    "closing",
+    "outcome_name",
+    "plural",
+    "rate",
+    "run_command",
+    "sigint_held",
+    "summary_json",
+    "tally",
+]
+
+#: Outcome names for the tally, by delivery-state class.
+_OUTCOMES: dict[type, str] = {
+    amqp.Accepted: "accepted",
+    amqp.Rejected: "rejected",
+    amqp.Released: "released",
+    amqp.Modified: "modified",
+}
+
+#: The exit status of a command interrupted (SIGINT, Ctrl-C) before its work was done.
+EXIT_INTERRUPTED = 130
+
+#: The longest wait for the broker's answer to our close, seconds.
+CLOSE_WAIT = 2.0
+
+#: The outcome of every message that decodes.
+ACCEPTED = amqp.Accepted()
+
+
+def outcome_name(state: Any) -> str:
+    """``accepted``, ``rejected``, ``released``, ``modified``, or ``settled without an
+    outcome``."""
+    if state is None:
+        return "settled without an outcome"
+    return _OUTCOMES.get(type(state), type(state).__name__.lower())
+
+
+def tally(counts: Counter[str]) -> str:
+    """``3 accepted, 1 rejected``: the outcomes in the spec's order, then the others."""
+    order = [*_OUTCOMES.values()]
+    names = sorted(counts, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return ", ".join(f"{counts[n]:,} {n}" for n in names if counts[n]) or "nothing settled"
+
+
+def rate(count: int, seconds: float) -> str:
+    if count == 0 or seconds <= 0:
+        return f"in {seconds:.2f} s"
+    return f"in {seconds:.2f} s ({count / seconds:,.0f} msg/s)"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def summary_json(
+    verb: str,
+    done: int,
+    wanted: int | None,
+    outcomes: Counter[str],
+    seconds: float,
+    url: AMQPURL,
+    address: str,
+    *,
+    interrupted: bool,
+    timed_out: bool,
+) -> dict[str, Any]:
+    """The summary line as one JSON object (docs/cli.rst, "JSON")."""
+    return {
+        verb: done,
+        "requested": wanted,
+        "outcomes": {name: n for name, n in outcomes.items() if n},
+        "seconds": round(seconds, 6),
+        "rate": round(done / seconds, 1) if seconds > 0 and done else 0.0,
+        "url": url.redacted(),
+        "address": address,
+        "interrupted": interrupted,
+        "timed_out": timed_out,
+    }
+
+
+def address_of(url: AMQPURL) -> str:
+    """The URL's address; a usage error when it names none."""
+    if not url.address:
+        raise CommandError(
+            f"the URL names no address: {url.scheme}://HOST[:PORT]/ADDRESS "
+            "(amqp://host/q for address q, amqp://host//queue/q for /queue/q)",
+            EXIT_USAGE,
+        )
+    return url.address
+
+
+class Ticker:
+    """A :class:`~.progress.Bar` fed at most ten times a second, however often
+    :meth:`__call__` is (once a message): the bar's rate history stays small."""
+
+    INTERVAL = 0.1
+
+    def __init__(self, bar: Bar, clock: Callable[[], float] = time.monotonic) -> None:
+        self.bar = bar
+        self._clock = clock
+        self._next = 0.0
+
+    def __call__(self, done: int) -> None:
+        now = self._clock()
+        if now >= self._next:
+            self._next = now + self.INTERVAL
+            self.bar.update(done)
+
+    def close(self, done: int) -> None:
+        """The last count (drawn), then the bar taken off the terminal."""
+        self.bar.update(done)
+        self.bar.close()
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """SIGINT held back (delivered when the block ends) where the platform can: a change
+    of two parts is then made whole or not at all."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def closing(conn: sockets.Connection, options: ClientOptions) -> Iterator[None]:
+    """Close ``conn`` when the block ends, waiting briefly for the broker's answer (what
+    was to be done is done, or has failed already)."""
+    try:
+        yield
+    finally:
+        conn.close(timeout=min(CLOSE_WAIT, options.timeout))
+
+
+def run_command(
+    args: argparse.Namespace, work: Callable[[AMQPURL, ClientOptions, argparse.Namespace], int]
+) -> int:
+    """Run ``send`` or ``receive``: the exit status, every failure as one line."""
+    try:
+        try:
+            url = parse_url(args.url)
+        except URLError as exc:
+            raise CommandError(f"{exc}: {args.url!r}", EXIT_USAGE) from None
+        options = ClientOptions(
+            cafile=args.cafile,
+            insecure_skip_verify=args.insecure_skip_verify,
+            sasl_mechanism=args.sasl_mechanism,
+            allow_insecure_auth=args.allow_insecure_auth,
+            timeout=args.timeout,
+        )
+        return work(url, options, args)
+    except CommandError as exc:
+        print(f"amqp-sansio {args.command}: error: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
