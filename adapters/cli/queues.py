@@ -15,21 +15,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sys
 import uuid
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 import amqp_sansio as amqp
 from amqp_sansio.client import ClientError
-from amqp_sansio.client.url import AMQPURL, URLError, parse_url
+from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
 from .connect import (
     EXIT_CONNECTION,
     EXIT_INCOMPLETE,
     EXIT_OK,
-    EXIT_USAGE,
     ClientOptions,
     CommandError,
     describe_error,
@@ -37,6 +35,7 @@ from .connect import (
     open_connection,
     timed_out,
 )
+from .transfer import run_command
 
 __all__ = ["MANAGEMENT_NODE", "PAGE", "add_parser", "list_queues", "run"]
 
@@ -247,34 +246,19 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``queues``: the exit status, every failure as one line."""
-    out = sys.stdout if out is None else out
-    try:
-        try:
-            url = parse_url(args.url)
-        except URLError as exc:
-            raise CommandError(f"{exc}: {args.url!r}", EXIT_USAGE) from None
-        options = ClientOptions(
-            cafile=args.cafile,
-            insecure_skip_verify=args.insecure_skip_verify,
-            sasl_mechanism=args.sasl_mechanism,
-            allow_insecure_auth=args.allow_insecure_auth,
-            timeout=args.timeout,
-        )
-        rows = list_queues(url, options)
-    except CommandError as exc:
-        print(f"amqp-sansio queues: error: {exc}", file=sys.stderr)
-        return exc.status
-    except KeyboardInterrupt:
-        print("amqp-sansio queues: interrupted", file=sys.stderr)
-        return 130
+    return run_command(args, _list)
+
+
+def _list(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
+    rows = list_queues(url, options)
     if args.json:
         # (An attribute a node's type has not comes as null: left out.)
         objects = [{k: _jsonable(v) for k, v in row.items() if v is not None} for row in rows]
-        print(json.dumps(objects, indent=2), file=out)
+        print(json.dumps(objects, indent=2))
     elif rows:
-        print(format_table(rows), file=out)
+        print(format_table(rows))
     else:
-        print("no queues", file=out)
+        print("no queues")
     return EXIT_OK

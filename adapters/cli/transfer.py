@@ -1,7 +1,7 @@
 """What ``amqp-sansio send`` (:mod:`.send`) and ``amqp-sansio receive`` (:mod:`.receive`)
 share: the outcome tally and its line, the summary as JSON, progress on stderr, SIGINT held
 back around a change of two parts, the connection closed at the end, and the run that turns
-every failure into its one line.
+every failure into its one line (:func:`run_command`, which ``queues`` uses too).
 """
 
 from __future__ import annotations
