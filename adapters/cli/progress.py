@@ -1,6 +1,6 @@
 """Progress on stderr for the command's long work: :class:`Bar` (a count of messages with
-its rate and time left, for ``send``, ``receive`` and the pipeline), :class:`Progress` (a
-bar per benchmark run) and :class:`StageProgress` (a line per stage of the Spark commands)."""
+its rate and time left, for ``send``, ``receive`` and each stage of the Spark commands) and
+:class:`Progress` (a bar per benchmark run)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TextIO
 
-__all__ = ["Bar", "Progress", "StageProgress", "duration"]
+__all__ = ["Bar", "Progress", "duration"]
 
 
 def duration(seconds: float) -> str:
@@ -116,29 +116,6 @@ class Bar:
         """Take the bar off the terminal (a plain stream keeps its lines)."""
         if self._shown:
             self._shown = False
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
-class StageProgress:
-    """The pipeline's progress on stderr: a line redrawn in place per stage (publishing,
-    processing) on a terminal or when asked for; nothing otherwise."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self._last = 0.0
-        self._label = ""
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if label == self._label and now - self._last < 0.2 and done < total:
-            return
-        self._last, self._label = now, label
-        self.stream.write(f"\r\033[K{label}: {done:,} / {total:,}")
-        self.stream.flush()
-
-    def clear(self) -> None:
-        if self._label:
             self.stream.write("\r\033[K")
             self.stream.flush()
 
