@@ -35,6 +35,7 @@ import logging
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -257,12 +258,21 @@ def spark_session(master: str, *, partitions: int = 2, verbose: bool = False) ->
     way the JVM starts in a session of its own (``start_new_session``), so a Ctrl-C at the
     terminal reaches this process alone, which stops the query and then the JVM
     (``pipeline``'s Ctrl-C) instead of the JVM dying under the query's feet."""
-    _spark_context(master, partitions, verbose)
+    scratch = tempfile.mkdtemp(prefix="amqp-sansio-log4j2-")
+    try:
+        _spark_context(master, partitions, verbose, scratch, local=False)
+    finally:  # (read once, when the JVM's logging started)
+        shutil.rmtree(scratch, ignore_errors=True)
     return _spark_session(verbose)
 
 
-def _spark_context(master: str, partitions: int, verbose: bool) -> None:
-    """The first half of :func:`spark_session`, the slow one: the JVM and the SparkContext."""
+def _spark_context(
+    master: str, partitions: int, verbose: bool, scratch: str, *, local: bool
+) -> None:
+    """The first half of :func:`spark_session`, the slow one: the JVM and the SparkContext.
+    ``scratch``: a directory for our log4j 2 configuration and, if ``local``, for what the
+    JVM writes in temporary files (``spark.local.dir`` and ``java.io.tmpdir``), so that it
+    can all be removed once the JVM is gone, even killed."""
     from .. import spark as amqp_spark
 
     amqp_spark.ensure_java()
@@ -287,15 +297,17 @@ def _spark_context(master: str, partitions: int, verbose: bool) -> None:
         .set("spark.sql.session.timeZone", "UTC")
         .set("spark.sql.streaming.stopTimeout", "30s")
     )
-    config = None
+    java: list[str] = []
     if not verbose:
-        config = tempfile.mkdtemp(prefix="amqp-sansio-log4j2-")
-        with open(os.path.join(config, "log4j2.properties"), "w", encoding="utf-8") as out:
+        path = os.path.join(scratch, "log4j2.properties")
+        with open(path, "w", encoding="utf-8") as out:
             out.write(_LOG4J2)
-        conf.set(
-            "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile=file:{os.path.join(config, 'log4j2.properties')}",
-        )
+        java.append(f"-Dlog4j2.configurationFile=file:{path}")
+    if local:
+        conf.set("spark.local.dir", scratch)
+        java.append(f"-Djava.io.tmpdir={scratch}")
+    if java:
+        conf.set("spark.driver.extraJavaOptions", " ".join(shlex.quote(o) for o in java))
     # Spark's Python workers run ``python -m pyspark.daemon`` in the JVM's working directory,
     # which puts that directory first on their import path: started from a checkout of this
     # repository, they would import the source tree's ``amqp_sansio`` (which has no
@@ -311,8 +323,6 @@ def _spark_context(master: str, partitions: int, verbose: bool) -> None:
         SparkContext(conf=conf, gateway=gateway)
     finally:
         os.chdir(here)
-        if config is not None:  # (read once, when the JVM's logging started)
-            shutil.rmtree(config, ignore_errors=True)
 
 
 def _spark_session(verbose: bool) -> Any:
@@ -369,20 +379,22 @@ def _kill_spark(leader: int) -> None:
     _kill_session(leader)
 
 
-def _start(master: str, verbose: bool) -> tuple[Any, bool]:
+def _start(master: str, verbose: bool) -> tuple[Any, bool, str]:
     """:func:`spark_session`, its JVM and SparkContext started in a thread of its own, so
     that a Ctrl-C meanwhile interrupts this one at once: starting Spark takes seconds in
     calls into the JVM, which a KeyboardInterrupt would leave half done. The JVM being
     started (a child of this process that leads a session) is then killed. (The session,
-    and whether its JVM is ours: started now, not reused.)"""
+    whether its JVM is ours, started now, not reused, and the directory of its temporary
+    files, to be removed once it is gone.)"""
     from pyspark import SparkContext
 
     ours = SparkContext._gateway is None
+    scratch = tempfile.mkdtemp(prefix="amqp-sansio-spark-")
     failed: list[BaseException] = []
 
     def start() -> None:
         try:
-            _spark_context(master, 2, verbose)
+            _spark_context(master, 2, verbose, scratch, local=True)
         except BaseException as exc:  # (raised in the caller's thread)
             failed.append(exc)
 
@@ -393,13 +405,16 @@ def _start(master: str, verbose: bool) -> tuple[Any, bool]:
             thread.join(0.1)
         if failed:
             raise failed[0]
-        return _spark_session(verbose), ours
+        return _spark_session(verbose), ours, scratch
     except BaseException:
         if ours:
             me = os.getpid()
             for pid, parent, session in list(_processes()):
                 if parent == me and session == pid:
                     _kill_session(pid)
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
         raise
 
 
@@ -410,12 +425,12 @@ def _jvm(ours: bool) -> Any:
     return getattr(SparkContext._gateway, "proc", None) if ours else None
 
 
-def _stop(session: Any, jvm: Any, interrupted: bool) -> None:
+def _stop(session: Any, jvm: Any, scratch: str, interrupted: bool) -> None:
     """Stop ``session`` and then the JVM if it is ours (``jvm``): it exits when its
     standard input ends (Spark's gateway server watches it), else it is killed after
-    :data:`JVM_EXIT` seconds (half a second after a Ctrl-C), with what it started. After a
-    Ctrl-C, the JVM may have been killed already (:class:`_Interrupt`): the calls into it
-    then fail, quietly."""
+    :data:`JVM_EXIT` seconds (at once after a Ctrl-C), with what it started; then its
+    temporary files go (``scratch``). After a Ctrl-C, the JVM may have been killed already
+    (:class:`_Interrupt`): the calls into it then fail, quietly."""
     from pyspark import SparkContext
 
     try:
@@ -426,19 +441,19 @@ def _stop(session: Any, jvm: Any, interrupted: bool) -> None:
     except Exception:
         if not interrupted:
             raise
-    if jvm is None:
-        return
-    with contextlib.suppress(Exception):
-        gateway: Any = SparkContext._gateway
-        gateway.shutdown()
-    SparkContext._gateway = SparkContext._jvm = None  # (a next session starts a JVM again)
-    with contextlib.suppress(OSError):
-        jvm.stdin.close()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        if not interrupted:  # (after a Ctrl-C, there is no time to wait)
-            jvm.wait(JVM_EXIT)
-    _kill_session(jvm.pid)  # (and the Python workers it may have left behind)
-    jvm.wait()
+    if jvm is not None:
+        with contextlib.suppress(Exception):
+            gateway: Any = SparkContext._gateway
+            gateway.shutdown()
+        SparkContext._gateway = SparkContext._jvm = None  # (a next session starts a JVM again)
+        with contextlib.suppress(OSError):
+            jvm.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            if not interrupted:  # (after a Ctrl-C, there is no time to wait)
+                jvm.wait(JVM_EXIT)
+        _kill_session(jvm.pid)  # (and the Python workers it may have left behind)
+        jvm.wait()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 class _Interrupt:
@@ -452,7 +467,7 @@ class _Interrupt:
 
     #: Seconds from a Ctrl-C to the JVM killed, if the query and the session have not been
     #: stopped by then.
-    GRACE = 1.2
+    GRACE = 0.8
 
     def __init__(self, kill: Callable[[], None] | None) -> None:
         self.noted = False
@@ -506,13 +521,13 @@ def _session(
     amqp_spark.ensure_java()
     from pyspark.sql import SparkSession
 
-    made, ours = None, False  # (a session made here, and whether its JVM is ours)
+    made, ours, scratch = None, False, ""  # (a session made here, whether its JVM is ours)
     if spark is None:
         spark = SparkSession.getActiveSession()
         if spark is None:
             if stages is not None:
                 stages.stage("starting Spark", note=f"master {master}")
-            made, ours = _start(master, verbose)
+            made, ours, scratch = _start(master, verbose)
             spark = made
     amqp_spark.register(spark)
     jvm = _jvm(ours)
@@ -523,7 +538,7 @@ def _session(
                 yield spark, interrupt.check
             finally:
                 if made is not None:
-                    _stop(made, jvm, interrupt.noted)
+                    _stop(made, jvm, scratch, interrupt.noted)
         except Exception:
             if interrupt.noted:  # (a call into the JVM failed: it was killed after a Ctrl-C)
                 raise KeyboardInterrupt from None
