@@ -356,6 +356,24 @@ def test_ctrl_c_while_the_query_runs_stops_it_spark_and_the_broker_in_one_line(
     assert _gone(spark) == set(), "a process of the JVM's survived"
 
 
+def test_ctrl_c_while_publishing_says_how_many_were_published(tmp_path: Path) -> None:
+    term = Terminal("pipeline", "--messages", "2000000", cwd=tmp_path)
+    term.wait_for(r"publishing  \[")  # (the first thousand accepted)
+    seconds, lines = _interrupt(term)
+    assert term.proc.returncode == 130, term.text[-3000:]
+    said = [line for line in lines if not re.match(r"publishing  \[[#.]{20}\]  ", line)]
+    assert len(said) == 1 and said[0] == lines[-1], lines
+    match = re.fullmatch(
+        r"amqp-sansio pipeline: interrupted while publishing \(published ([\d,]+) of "
+        r"2,000,000\)",
+        said[0],
+    )
+    assert match is not None, lines
+    assert 1000 <= int(match[1].replace(",", "")) < 2_000_000
+    assert seconds < 2.0, f"{seconds:.2f} s from SIGINT to exit"
+    assert "starting Spark" not in term.text
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVM's processes in /proc")
 def test_ctrl_c_while_spark_starts_kills_the_jvm_being_started(tmp_path: Path) -> None:
     term = Terminal("bench", "spark", "--messages", "200", cwd=tmp_path)
