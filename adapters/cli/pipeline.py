@@ -375,13 +375,19 @@ def _kill_spark(leader: int) -> None:
     """Kill the JVM that leads a session of its own and what it started
     (:func:`_kill_session`), while this process still holds a session of it: pyspark's
     accumulator server, whose connection from the JVM then breaks, says nothing of it
-    (by default a socket server prints each failed request's traceback)."""
+    (by default a socket server prints each failed request's traceback), nor does py4j of
+    the call into the JVM that then fails."""
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
     server = getattr(context, "_accumulatorServer", None)
     if server is not None:
         server.handle_error = lambda request, address: None
+    # py4j reports a call that fails as the JVM goes on the root logger, which it configures
+    # (to print on stderr) if it has no handler; then it has one that prints nothing.
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
     _kill_session(leader)
 
 
@@ -473,7 +479,7 @@ class _Interrupt:
 
     #: Seconds from a Ctrl-C to the JVM killed, if the query and the session have not been
     #: stopped by then.
-    GRACE = 0.8
+    GRACE = 0.5
 
     def __init__(self, kill: Callable[[], None] | None) -> None:
         self.noted = False
