@@ -1,6 +1,6 @@
 """``amqp-sansio pipeline`` and ``bench spark`` as a user meets them: their ``--help``, the
 options refused before Spark starts, the stages shown on a terminal or a log
-(:class:`~amqp_sansio.adapters.cli.pipeline.StageBars`, on an injected clock), and Ctrl-C as
+(:class:`~amqp_sansio.adapters.cli.progress.StageBars`, on an injected clock), and Ctrl-C as
 a real SIGINT sent to the command's process group (as a terminal sends it) while Spark
 starts and while the query runs: one line, exit status 130, within two seconds, nothing of
 Spark's on stderr, and no process of the JVM's left. One full run, on a terminal, from a
@@ -28,6 +28,7 @@ pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import pipeline
 from amqp_sansio.adapters.cli.command import build_parser
+from amqp_sansio.adapters.cli.progress import StageBars
 
 COMMANDS = [["pipeline"], ["bench", "spark"]]
 
@@ -137,7 +138,7 @@ class Clock:
         return self.now
 
 
-def _run_stages(stages: pipeline.StageBars, clock: Clock) -> None:
+def _run_stages(stages: StageBars, clock: Clock) -> None:
     stages.stage("publishing", 1000, "1,000 orders to orders-1 at amqp://127.0.0.1:5672")
     for n in range(100, 1001, 100):
         clock.now += 0.5
@@ -155,7 +156,7 @@ def _run_stages(stages: pipeline.StageBars, clock: Clock) -> None:
 
 def test_a_log_gets_a_line_as_each_stage_begins_and_ends() -> None:
     out, clock = io.StringIO(), Clock()
-    stages = pipeline.StageBars(out, tty=False, clock=clock)
+    stages = StageBars(out, tty=False, clock=clock)
     _run_stages(stages, clock)
     assert out.getvalue().splitlines() == [
         "publishing: 1,000 orders to orders-1 at amqp://127.0.0.1:5672",
@@ -171,7 +172,7 @@ def test_a_log_gets_a_line_as_each_stage_begins_and_ends() -> None:
 
 def test_a_terminal_gets_a_bar_per_stage_that_gives_way_to_the_line_it_ends_with() -> None:
     out, clock = io.StringIO(), Clock()
-    stages = pipeline.StageBars(out, tty=True, clock=clock)
+    stages = StageBars(out, tty=True, clock=clock)
     _run_stages(stages, clock)
     text = out.getvalue()
     shown = [line.split("\r\033[K")[-1] for line in text.split("\n")]
@@ -192,7 +193,7 @@ def test_a_terminal_gets_a_bar_per_stage_that_gives_way_to_the_line_it_ends_with
 
 def test_an_interruption_says_where_and_the_counts_so_far() -> None:
     out, clock = io.StringIO(), Clock()
-    stages = pipeline.StageBars(out, tty=True, clock=clock)
+    stages = StageBars(out, tty=True, clock=clock)
     stages.stage("publishing", 1000)
     stages.done(1000)
     stages.stage("starting Spark")
@@ -205,11 +206,11 @@ def test_an_interruption_says_where_and_the_counts_so_far() -> None:
     assert stages.interrupted(where) == (
         "while processing (published 1,000 of 1,000, processed 400 of 1,000)"
     )
-    unseen = pipeline.StageBars(None)
+    unseen = StageBars(None)
     unseen.stage("publishing", 50)
     unseen.done(20)
     assert unseen.interrupted(unseen.name) == "while publishing (published 20 of 50)"
-    assert pipeline.StageBars(None).interrupted(None) == "at the end"
+    assert StageBars(None).interrupted(None) == "at the end"
 
 
 # -- Ctrl-C, for real ----------------------------------------------------------------------------
