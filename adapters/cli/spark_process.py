@@ -194,12 +194,12 @@ def _start(master: str, verbose: bool) -> tuple[Any, bool, str]:
 
     ours = SparkContext._gateway is None
     scratch = tempfile.mkdtemp(prefix="amqp-sansio-spark-")
-    failed: list[BaseException] = []
+    failed: list[Exception] = []
 
     def start() -> None:
         try:
             _spark_context(master, 2, verbose, scratch, local=True)
-        except BaseException as exc:  # (raised in the caller's thread)
+        except Exception as exc:  # (raised in the caller's thread; no signal comes here)
             failed.append(exc)
 
     thread = threading.Thread(target=start, name="amqp-sansio: starting Spark", daemon=True)
