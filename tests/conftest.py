@@ -15,16 +15,16 @@ pytest_plugins = ["support.coverage_floors"]
 def spark() -> Iterator[Any]:
     """One local Spark (``local[2]``, UI off, UTC) for every Spark test module, with
     ``format("amqp")`` registered: the session the commands make
-    (:func:`amqp_sansio.adapters.cli.pipeline.spark_session`). Starting Spark takes tens of
+    (:func:`amqp_sansio.adapters.cli.spark_process.spark_session`). Starting Spark takes tens of
     seconds, so it starts once. Skips, saying why, without pyspark or Java."""
     pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
     from amqp_sansio.adapters import spark as spark_adapter
-    from amqp_sansio.adapters.cli import pipeline
+    from amqp_sansio.adapters.cli import spark_process
 
     try:
         spark_adapter.ensure_java()
     except spark_adapter.JavaMissing as exc:
         pytest.skip(f"{exc} (.ci/run installs one)")
-    session = pipeline.spark_session("local[2]")
+    session = spark_process.spark_session("local[2]")
     yield session
     session.stop()

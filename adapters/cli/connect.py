@@ -35,6 +35,7 @@ __all__ = [
     "EXIT_INCOMPLETE",
     "EXIT_OK",
     "EXIT_TIMEOUT",
+    "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "ClientOptions",
     "CommandError",
@@ -57,6 +58,8 @@ EXIT_USAGE = 2
 EXIT_CONNECTION = 3
 #: Nothing happened for ``--timeout`` seconds.
 EXIT_TIMEOUT = 4
+#: Interrupted (SIGINT, Ctrl-C) before the work was done.
+EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):

@@ -48,19 +48,22 @@ import amqp_sansio as amqp
 from amqp_sansio.client.url import URLError, parse_url
 
 from . import options
-from .connect import EXIT_CONNECTION, EXIT_USAGE
-from .progress import StageProgress
+from .connect import EXIT_CONNECTION, EXIT_INTERRUPTED, EXIT_USAGE
+from .progress import StageBars, Stages
+from .spark_process import running_session
 
 __all__ = [
     "MINUTES",
     "REGIONS",
     "Outcome",
     "Total",
+    "add_bench_parser",
     "add_parser",
     "bench_spark",
     "describe",
     "format_bench",
     "format_outcome",
+    "order_id",
     "orders",
     "run",
     "run_pipeline",
@@ -74,8 +77,16 @@ MINUTES = 5
 START = 1_767_225_600_000
 #: How many sends may await their outcome at once while publishing.
 WINDOW = 2_000
+#: Seconds between two looks at a running query (its progress, and whether Ctrl-C was pressed).
+POLL = 0.1
 
-Progress = Callable[[str, int, int], None]
+
+class _Unseen:
+    def stage(self, name: str, total: int | None = None, note: str = "") -> None:
+        pass
+
+    def done(self, count: int) -> None:
+        pass
 
 
 @attrs.frozen
@@ -87,7 +98,7 @@ class Order:
 
     @property
     def message_id(self) -> str:
-        return f"order-{self.number}"
+        return order_id(self.number)
 
     def message(self) -> amqp.Message:
         body = json.dumps(
@@ -107,6 +118,11 @@ class Order:
             ),
             body=amqp.Data(body),
         )
+
+
+def order_id(number: int) -> str:
+    """The message-id of order ``number``."""
+    return f"order-{number}"
 
 
 def orders(count: int, *, seed: int = 8) -> Iterator[Order]:
@@ -200,87 +216,39 @@ def describe(exc: BaseException) -> str:
 # -- Spark ------------------------------------------------------------------------------------
 
 
-def spark_session(master: str, *, partitions: int = 2) -> Any:
-    """A local SparkSession for the commands (UI and console progress off, UTC, few shuffle
-    partitions: a stateful aggregation keeps a state store per shuffle partition), with
-    ``format("amqp")`` registered. Java is found by
-    :func:`~amqp_sansio.adapters.spark.ensure_java` first."""
-    from .. import spark as amqp_spark
-
-    amqp_spark.ensure_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("amqp-sansio")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-    )
-    # Spark's Python workers run ``python -m pyspark.daemon`` in the JVM's working directory,
-    # which puts that directory first on their import path: started from a checkout of this
-    # repository, they would import the source tree's ``amqp_sansio`` (which has no
-    # ``adapters``) instead of the installed package. So the JVM starts elsewhere.
-    here = os.getcwd()
-    os.chdir(tempfile.gettempdir())
-    try:
-        session = builder.getOrCreate()
-    finally:
-        os.chdir(here)
-    session.sparkContext.setLogLevel("ERROR")
-    amqp_spark.register(session)
-    return session
-
-
-@contextlib.contextmanager
-def _session(spark: Any, master: str) -> Iterator[Any]:
-    """``spark``, else the active session (a notebook's, a test's), else a new one made by
-    :func:`spark_session` and stopped at the end."""
-    if spark is None:
-        from .. import spark as amqp_spark
-
-        amqp_spark.ensure_java()
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.getActiveSession()
-        if spark is None:
-            made = spark_session(master)
-            try:
-                yield made
-            finally:
-                made.stop()
-            return
-    from .. import spark as amqp_spark
-
-    amqp_spark.register(spark)
-    yield spark
-
-
-def _watch(writer: Any, total: int, label: str, progress: Progress | None) -> tuple[Any, int, int]:
+def _watch(
+    writer: Any, total: int, stages: Stages, check: Callable[[], None]
+) -> tuple[Any, int, int]:
     """Run ``writer``'s query until what is there now is read (``run_available_now``),
     reporting the rows read so far; (the query, rows, batches) from its progress reports,
-    each batch counted once."""
+    each batch counted once. ``check`` raises KeyboardInterrupt after a SIGINT: the query
+    is then stopped, and the interrupt goes on."""
     from .. import spark as amqp_spark
 
     rows: dict[int, int] = {}
+    running: list[Any] = []
 
     def count(query: Any) -> None:
         for report in query.recentProgress:
             rows[int(report.batchId)] = int(report.numInputRows)
 
     def show(query: Any) -> None:
+        running[:] = [query]
+        check()
         count(query)
-        if progress is not None:
-            progress(label, sum(rows.values()), total)
+        stages.done(sum(rows.values()))
 
+    check()
     try:
-        query = amqp_spark.run_available_now(writer, watch=show)
+        query = amqp_spark.run_available_now(writer, watch=show, poll=POLL)
+    except KeyboardInterrupt:
+        for query in running:
+            query.stop()
+        raise
     except Exception as exc:
         raise RuntimeError(f"the streaming query failed: {exc}") from exc
     count(query)
+    stages.done(sum(rows.values()))
     return query, sum(rows.values()), sum(1 for n in rows.values() if n)
 
 
@@ -291,12 +259,11 @@ async def _publish(
     url: str,
     address: str,
     messages: Iterator[amqp.Message],
-    total: int,
-    progress: Progress | None,
+    done: Callable[[int], None] | None,
     options: dict[str, Any],
 ) -> int:
     """Send ``messages`` unsettled, ``WINDOW`` outcomes awaited at a time; the count
-    accepted (anything else raises)."""
+    accepted (anything else raises), told to ``done`` every thousand and at the end."""
     from .. import aio
 
     accepted = 0
@@ -311,13 +278,15 @@ async def _publish(
                 if not isinstance(outcome, amqp.Accepted):
                     raise RuntimeError(f"the broker did not accept a message: {outcome!r}")
                 accepted += 1
-                if progress is not None and accepted % 1000 == 0:
-                    progress("publishing", accepted, total)
+                if done is not None and accepted % 1000 == 0:
+                    done(accepted)
 
         for message in messages:
             outstanding.append(await sender.send(message, wait=False))
             await settle(WINDOW)
         await settle(0)
+    if done is not None:
+        done(accepted)
     return accepted
 
 
@@ -325,14 +294,13 @@ def publish(
     url: str,
     address: str,
     messages: Iterator[amqp.Message],
-    total: int,
     *,
-    progress: Progress | None = None,
+    done: Callable[[int], None] | None = None,
     **options: Any,
 ) -> int:
     """Publish ``messages`` to ``address`` with the asyncio adapter; how many the broker
-    accepted (all of them, or this raises)."""
-    return asyncio.run(_publish(url, address, messages, total, progress, options))
+    accepted (all of them, or this raises), told to ``done`` as they are."""
+    return asyncio.run(_publish(url, address, messages, done, options))
 
 
 async def _drain(
@@ -486,45 +454,59 @@ def run_pipeline(
     sink: str | None = None,
     master: str = "local[*]",
     batch: int = 20_000,
-    progress: Progress | None = None,
+    stages: Stages | None = None,
+    verbose: bool = False,
     spark: Any = None,
 ) -> Outcome:
     """Run the pipeline (the module's docstring) and return what it did. ``url``: a broker
     to use instead of starting the embedded one; ``source``/``sink``: the addresses
     (default: ``orders-<run>`` and ``revenue-<run>``, new each run); ``batch``: the read
-    limit of each micro-batch; ``spark``: a session to use (default: the active one, else
-    a new one on ``master``, stopped at the end)."""
+    limit of each micro-batch; ``stages``: told of each stage (publishing, starting Spark,
+    processing, reading back) and its progress; ``verbose``: Spark's own output on standard
+    error (:func:`~amqp_sansio.adapters.cli.spark_process.spark_session`); ``spark``: a
+    session to use (default: the active one, else a new one on ``master``, started once the
+    orders are published and stopped with
+    its JVM before the broker is).
+
+    A Ctrl-C (SIGINT) raises KeyboardInterrupt, at once while publishing or starting Spark
+    (a JVM being started is killed), else at the next look at the query (four times a
+    second), after stopping the query, then the session and its JVM, then the broker."""
+    shown = stages if stages is not None else _Unseen()
     run = uuid.uuid4().hex[:8]
     source = source or f"orders-{run}"
     sink = sink or f"revenue-{run}"
     work = tempfile.mkdtemp(prefix="amqp-sansio-pipeline-")
     try:
-        with _session(spark, master) as session, _broker(url) as broker_url:
+        with _broker(url) as broker_url:
             base = _base(broker_url)
-            sent_orders = list(orders(messages))
-            sent = publish(
-                broker_url,
-                source,
-                (o.message() for o in sent_orders),
-                messages,
-                progress=progress,
-            )
-            started = time.perf_counter()
-            writer = _aggregate(
-                session,
-                base,
-                source,
-                sink,
-                os.path.join(work, "staging"),
-                os.path.join(work, "checkpoint"),
-                batch,
-            )
-            _query, rows, batches = _watch(writer, messages, "processing", progress)
-            seconds = time.perf_counter() - started
+            shown.stage("publishing", messages, f"{messages:,} orders to {source} at {base}")
+            # (made as they are sent: the first is sent at once, whatever their number)
+            made = (o.message() for o in orders(messages))
+            sent = publish(broker_url, source, made, done=shown.done)
+            with running_session(spark, master, verbose=verbose, stages=shown) as (session, check):
+                shown.stage(
+                    "processing",
+                    messages,
+                    f"a streaming query, micro-batches of up to {batch:,} orders",
+                )
+                started = time.perf_counter()
+                writer = _aggregate(
+                    session,
+                    base,
+                    source,
+                    sink,
+                    os.path.join(work, "staging"),
+                    os.path.join(work, "checkpoint"),
+                    batch,
+                )
+                _query, rows, batches = _watch(writer, messages, shown, check)
+                seconds = time.perf_counter() - started
+            shown.stage("reading back", note=f"the totals from {sink}")
             totals = latest_totals(read_back(broker_url, sink))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    processed, duplicates, lost = account({o.message_id for o in sent_orders[:sent]}, totals)
+    # (the broker accepted each of the first ``sent``, or publish raised)
+    processed, duplicates, lost = account({order_id(n) for n in range(sent)}, totals)
     return Outcome(
         totals=totals,
         sent=sent,
@@ -557,21 +539,27 @@ def format_outcome(outcome: Outcome) -> str:
 # -- bench spark -------------------------------------------------------------------------------
 
 
-async def _receive_all(url: str, address: str, count: int, credit: int) -> float:
+async def _receive_all(
+    url: str, address: str, count: int, credit: int, done: Callable[[int], None]
+) -> float:
     """Seconds the asyncio adapter takes to receive, decode and accept ``count`` messages
-    (the work the Spark source does for each, short of making it a row)."""
+    (the work the Spark source does for each, short of making it a row), told to ``done``
+    every thousand."""
     from .. import aio
 
     async with aio.connect(url) as conn:
         receiver = await conn.receiver(address, credit=credit)
         start = time.perf_counter()
-        for _ in range(count):
+        for n in range(1, count + 1):
             delivery = await receiver.receive(timeout=60)
             if delivery is None:
                 raise RuntimeError("the broker closed the link before every message came")
             delivery.message  # noqa: B018 - decoded, as an application would
             delivery.accept()
+            if n % 1000 == 0:
+                done(n)
         seconds = time.perf_counter() - start
+    done(count)
     return seconds
 
 
@@ -583,7 +571,8 @@ def _noop_read(
     batch: int,
     partitions: int,
     work: str,
-    progress: Progress | None,
+    stages: Stages,
+    check: Callable[[], None],
 ) -> tuple[int, int, float, Counter[str]]:
     """Read ``address`` in a streaming query into the ``noop`` sink until it is empty:
     (rows, batches, seconds from start to end, Spark's durations by phase in ms)."""
@@ -600,7 +589,7 @@ def _noop_read(
     writer = stream.writeStream.format("noop").option(
         "checkpointLocation", os.path.join(work, address, "checkpoint")
     )
-    query, rows, batches = _watch(writer, count, "spark", progress)
+    query, rows, batches = _watch(writer, count, stages, check)
     seconds = time.perf_counter() - started
     phases: Counter[str] = Counter()
     for report in query.recentProgress:
@@ -615,14 +604,18 @@ def bench_spark(
     batch: int = 50_000,
     partitions: int = 2,
     master: str = "local[*]",
-    progress: Progress | None = None,
+    stages: Stages | None = None,
+    verbose: bool = False,
     spark: Any = None,
 ) -> dict[str, Any]:
     """``amqp-sansio bench spark``: ``messages`` of ``size`` bytes from the embedded broker
     into a streaming query (queue mode, the ``noop`` sink, ``Trigger.AvailableNow``, read
     limit ``batch``), next to the asyncio adapter receiving (and accepting) as many from the
-    same broker in the same run. Returns the figures: each side's seconds and messages/s,
-    the ratio, and where the query's time went (Spark's per-batch durations, summed)."""
+    same broker in the same run (before Spark starts). Returns the figures: each side's
+    seconds and messages/s, the ratio, and where the query's time went (Spark's per-batch
+    durations, summed). ``stages``, ``verbose``, ``spark`` and a Ctrl-C: as in
+    :func:`run_pipeline`."""
+    shown = stages if stages is not None else _Unseen()
     body = bytes(size)
     work = tempfile.mkdtemp(prefix="amqp-sansio-bench-")
     try:
@@ -633,28 +626,40 @@ def bench_spark(
         # The queues are filled before they are read, with as many messages as asked: no
         # queue limit (docs/broker.rst "Limits") on this broker of the benchmark's own.
         unbounded = BrokerConfig(max_queue_depth=None, max_queue_bytes=None)
-        with _session(spark, master) as session, run_broker(config=unbounded) as server:
+        with run_broker(config=unbounded) as server:
             url = server.url
 
-            def fill(address: str, count: int, shown: Progress | None) -> None:
+            def fill(address: str, count: int, done: Callable[[int], None] | None) -> None:
                 bodies = (amqp.Message(body=body) for _ in range(count))
-                publish(url, address, bodies, count, progress=shown)
+                publish(url, address, bodies, done=done)
 
-            fill("bench-asyncio", messages, progress)
-            if progress is not None:
-                progress("asyncio", 0, messages)
+            shown.stage("publishing", messages, f"{messages:,} messages to bench-asyncio")
+            fill("bench-asyncio", messages, shown.done)
+            shown.stage("receiving", messages, "with the asyncio adapter")
             aio_seconds = asyncio.run(
-                _receive_all(url, "bench-asyncio", messages, min(batch, 10_000))
+                _receive_all(url, "bench-asyncio", messages, min(batch, 10_000), shown.done)
             )
-            # Warm-up, not timed: the first query of a session starts Spark's Python
-            # workers and compiles what the JVM runs, which is no cost of the adapter's.
+            # Both of the query's queues are filled before Spark starts: the warm-up's, and
+            # the measured one's.
             warm = min(messages, 2_000)
+            shown.stage("publishing", messages, f"{messages:,} messages to bench-spark")
             fill("bench-warm-up", warm, None)
-            _noop_read(session, url, "bench-warm-up", warm, batch, partitions, work, None)
-            fill("bench-spark", messages, progress)
-            rows, batches, spark_seconds, phases = _noop_read(
-                session, url, "bench-spark", messages, batch, partitions, work, progress
-            )
+            fill("bench-spark", messages, shown.done)
+            with running_session(spark, master, verbose=verbose, stages=shown) as (session, check):
+                # Warm-up, not timed: the first query of a session starts Spark's Python
+                # workers and compiles what the JVM runs, which is no cost of the adapter's.
+                shown.stage("warming up", note=f"a first query of {warm:,} messages")
+                _noop_read(
+                    session, url, "bench-warm-up", warm, batch, partitions, work, _Unseen(), check
+                )
+                shown.stage(
+                    "processing",
+                    messages,
+                    f"a streaming query, micro-batches of up to {batch:,} messages",
+                )
+                rows, batches, spark_seconds, phases = _noop_read(
+                    session, url, "bench-spark", messages, batch, partitions, work, shown, check
+                )
             node = server.broker.nodes.get("bench-spark")  # (deleted once emptied and unused)
             left = 0 if node is None else int(node.depth)
     finally:
@@ -701,9 +706,40 @@ def format_bench(figures: dict[str, Any]) -> str:
     )
 
 
+# -- the commands ----------------------------------------------------------------------------
+
+
+_EXITS = (
+    "Exit status: 0 {ok}, 2 usage error (before Spark starts), 3 no Java runtime, the "
+    "broker unreachable, or the query failed (one line), 130 interrupted (Ctrl-C: the query, "
+    "Spark and the broker are stopped, and one line says what was done)."
+)
+
+
+def _common_options(parser: argparse.ArgumentParser, master: str) -> None:
+    parser.add_argument(
+        "--master",
+        type=options.master,
+        default=master,
+        help=f"Spark master URL: local[N], spark://HOST:PORT, ... (default {master})",
+    )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the stages and their progress on stderr even when it is not a terminal "
+        "(plain lines: one as each stage begins and ends, one every 10 s between)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="let Spark and the JVM write their own log and warnings to stderr "
+        "(by default they are discarded)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def add_parser(sub: Any) -> None:
-    """Add ``pipeline`` to the command's subparsers (``bench spark``'s options are with the
-    other benchmarks', :mod:`amqp_sansio.adapters.cli.bench.command`)."""
+    """Add ``pipeline`` to the command's subparsers."""
     pl = sub.add_parser(
         "pipeline",
         help="the Spark job: sample orders through a streaming query (format('amqp')), "
@@ -711,8 +747,9 @@ def add_parser(sub: Any) -> None:
         description="Publish sample orders to the embedded reference broker (or --url), "
         "total them per region per minute in a Spark Structured Streaming query that reads "
         "and writes through format('amqp'), read the totals back, print them and the "
-        "accounting line. Exit status: 0 nothing lost, 1 an order was lost, 2 usage error, "
-        "3 no Java runtime, the broker unreachable, or the query failed.",
+        "accounting line. Progress (publishing, starting Spark, processing) goes to "
+        "stderr when it is a terminal, or with --progress. "
+        + _EXITS.format(ok="nothing lost, 1 an order was lost"),
     )
     pl.add_argument(
         "--messages",
@@ -724,11 +761,21 @@ def add_parser(sub: Any) -> None:
     pl.add_argument(
         "--url",
         default=None,
-        help="an AMQP 1.0 broker to use (amqp://[user:password@]host[:port]) instead of "
-        "starting the embedded one",
+        help="an AMQP 1.0 broker to use, amqp://[user:password@]host[:port] with no "
+        "address (default: start the embedded reference broker on a free loopback port)",
     )
-    pl.add_argument("--orders", default=None, metavar="ADDRESS", help="the orders' address")
-    pl.add_argument("--results", default=None, metavar="ADDRESS", help="the totals' address")
+    pl.add_argument(
+        "--orders",
+        default=None,
+        metavar="ADDRESS",
+        help="the orders' address (default orders-<run>, new each run)",
+    )
+    pl.add_argument(
+        "--results",
+        default=None,
+        metavar="ADDRESS",
+        help="the totals' address (default revenue-<run>, new each run)",
+    )
     pl.add_argument(
         "--batch",
         type=options.positive_int,
@@ -736,30 +783,85 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="the read limit of each micro-batch (maxMessagesPerTrigger; default 20,000)",
     )
-    pl.add_argument(
-        "--master", type=options.master, default="local[*]", help="Spark master (default local[*])"
-    )
-    pl.add_argument(
-        "--progress",
-        action="store_true",
-        help="show progress on stderr even when it is not a terminal",
-    )
-    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    _common_options(pl, "local[*]")
     pl.set_defaults(run=run)
+
+
+def add_bench_parser(bsub: Any) -> None:
+    """Add ``spark`` to ``bench``'s subparsers."""
+    bs = bsub.add_parser(
+        "spark",
+        help="messages from the reference broker into a Spark streaming query "
+        "(format('amqp'), queue mode), next to the asyncio adapter's receive rate",
+        description="Measure a Spark Structured Streaming query reading from the embedded "
+        "reference broker through format('amqp') (queue mode, the noop sink), next to the "
+        "asyncio adapter receiving as many messages from the same broker in the same run, "
+        "and where the query's time went. Progress goes to stderr when it is a terminal, or "
+        "with --progress. " + _EXITS.format(ok="measured"),
+    )
+    bs.add_argument(
+        "--messages",
+        type=options.positive_int,
+        default=200_000,
+        metavar="N",
+        help="messages, each a data body of --size bytes (default 200,000)",
+    )
+    bs.add_argument(
+        "--size",
+        type=options.positive_int,
+        default=256,
+        metavar="BYTES",
+        help="body bytes (default 256)",
+    )
+    bs.add_argument(
+        "--batch",
+        type=options.positive_int,
+        default=50_000,
+        metavar="N",
+        help="the query's read limit per micro-batch (default 50,000)",
+    )
+    bs.add_argument(
+        "--partitions",
+        type=options.positive_int,
+        default=2,
+        metavar="N",
+        help="Spark partitions each staged batch is cut into (default 2)",
+    )
+    _common_options(bs, "local[*]")
+    bs.set_defaults(run=run)
+
+
+def _usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options that argparse cannot see alone, or None."""
+    url = getattr(args, "url", None)
+    if url is not None:
+        try:
+            parsed = parse_url(url)
+        except URLError as exc:
+            return str(exc)
+        if parsed.address:
+            return (
+                f"--url names a broker, not an address ({parsed.address!r}): "
+                "give the addresses with --orders and --results"
+            )
+    names = [getattr(args, "orders", None), getattr(args, "results", None)]
+    for option, address in zip(("--orders", "--results"), names, strict=True):
+        if address is not None and not address.strip():
+            return f"{option} is empty: give an address, or leave the option out"
+    if names[0] is not None and names[0] == names[1]:
+        return f"--orders and --results are the same address ({names[0]!r})"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     """``pipeline`` and ``bench spark``."""
     name = "pipeline" if args.command == "pipeline" else "bench spark"
-    url = getattr(args, "url", None)
-    if url is not None:
-        try:  # a usage error at once, not after Spark has started
-            parse_url(url)
-        except URLError as exc:
-            print(f"amqp-sansio {name}: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    shown = getattr(args, "progress", False) or sys.stderr.isatty()
-    progress = StageProgress(sys.stderr) if shown else None
+    problem = _usage(args)  # a usage error at once, not after Spark has started
+    if problem is not None:
+        print(f"amqp-sansio {name}: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    shown = args.progress or sys.stderr.isatty()
+    stages = StageBars(sys.stderr if shown else None)
     try:
         if args.command == "pipeline":
             outcome = run_pipeline(
@@ -769,7 +871,8 @@ def run(args: argparse.Namespace) -> int:
                 sink=args.results,
                 master=args.master,
                 batch=args.batch,
-                progress=progress,
+                stages=stages,
+                verbose=args.verbose,
             )
         else:
             figures = bench_spark(
@@ -778,15 +881,20 @@ def run(args: argparse.Namespace) -> int:
                 batch=args.batch,
                 partitions=args.partitions,
                 master=args.master,
-                progress=progress,
+                stages=stages,
+                verbose=args.verbose,
             )
+    except KeyboardInterrupt:
+        stage = stages.name
+        stages.abandon()
+        print(f"amqp-sansio {name}: interrupted {stages.interrupted(stage)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:
-        if progress is not None:
-            progress.clear()
-        print(f"amqp-sansio {name}: error: {describe(exc)}", file=sys.stderr)
+        stages.abandon()
+        hint = "" if args.verbose or isinstance(exc, ImportError) else " (--verbose: Spark's log)"
+        print(f"amqp-sansio {name}: error: {describe(exc)}{hint}", file=sys.stderr)
         return EXIT_CONNECTION
-    if progress is not None:
-        progress.clear()
+    stages.close()
     if args.command == "pipeline":
         print(json.dumps(outcome.as_dict(), indent=2) if args.json else format_outcome(outcome))
         return 1 if outcome.lost else 0

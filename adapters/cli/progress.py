@@ -1,6 +1,7 @@
 """Progress on stderr for the command's long work: :class:`Bar` (a count of messages with
-its rate and time left, for ``send``, ``receive`` and the pipeline), :class:`Progress` (a
-bar per benchmark run) and :class:`StageProgress` (a line per stage of the Spark commands)."""
+its rate and time left, for ``send``, ``receive`` and each stage of the Spark commands) and
+:class:`Progress` (a bar per benchmark run); :class:`StageBars` shows the Spark commands'
+:class:`Stages`, a Bar per stage."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TextIO
+from typing import ClassVar, Protocol, TextIO
 
-__all__ = ["Bar", "Progress", "StageProgress", "duration"]
+__all__ = ["Bar", "Progress", "StageBars", "Stages", "duration"]
 
 
 def duration(seconds: float) -> str:
@@ -120,27 +121,119 @@ class Bar:
             self.stream.flush()
 
 
-class StageProgress:
-    """The pipeline's progress on stderr: a line redrawn in place per stage (publishing,
-    processing) on a terminal or when asked for; nothing otherwise."""
+class Stages(Protocol):
+    """What the commands report as they go (:class:`StageBars` shows it): a stage begins
+    (the previous one has ended), with its total when it has one and a note of what it does;
+    then how much of it is done."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def stage(self, name: str, total: int | None = None, note: str = "") -> None: ...
+
+    def done(self, count: int) -> None: ...
+
+
+class StageBars:
+    """:class:`Stages` shown on ``stream`` (standard error): a line when a stage begins and
+    when it ends, and between them a :class:`~amqp_sansio.adapters.cli.progress.Bar` of its
+    count, with its rate and time left (on a terminal, redrawn in place; elsewhere, a plain
+    line every ten seconds)::
+
+        publishing: 100,000 / 100,000 in 2s, 48,211 msg/s
+        starting Spark: done in 9s
+        processing  [########............]   40,000 / 100,000  6,851 msg/s  9s left
+
+    On a terminal the line a stage begins with (``publishing: 100,000 orders to ...``) gives
+    way to its bar, and the bar to the line it ends with, which stays. Without a stream
+    nothing is shown; the counts are kept either way, for the line of an interrupted
+    command (:meth:`interrupted`). ``tty`` and ``clock`` are injected for tests."""
+
+    #: How a stage's count is said once done.
+    PAST: ClassVar[dict[str, str]] = {
+        "publishing": "published",
+        "receiving": "received",
+        "processing": "processed",
+    }
+
+    def __init__(
+        self,
+        stream: TextIO | None,
+        *,
+        tty: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream
-        self._last = 0.0
-        self._label = ""
+        self.tty = (stream is not None and stream.isatty()) if tty is None else tty
+        self._clock = clock
+        self.name: str | None = None
+        self.total: int | None = None
+        self.count = 0
+        self.counts: dict[str, tuple[int, int]] = {}  # a stage's count and total, by name
+        self._started = 0.0
+        self._bar: Bar | None = None
 
-    def __call__(self, label: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if label == self._label and now - self._last < 0.2 and done < total:
+    def stage(self, name: str, total: int | None = None, note: str = "") -> None:
+        self.close()
+        self.name, self.total, self.count = name, total, 0
+        self._started = self._clock()
+        if total is not None:
+            self.counts[name] = (0, total)
+        if self.stream is None:
             return
-        self._last, self._label = now, label
-        self.stream.write(f"\r\033[K{label}: {done:,} / {total:,}")
-        self.stream.flush()
+        line = f"{name}: {note}" if note else name
+        self._write(f"\r\033[K{line}" if self.tty else f"{line}\n")
+        if total:
+            self._bar = Bar(name, total, stream=self.stream, tty=self.tty, clock=self._clock)
 
-    def clear(self) -> None:
-        if self._label:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+    def done(self, count: int) -> None:
+        self.count = count
+        if self.name is not None and self.total is not None:
+            self.counts[self.name] = (count, self.total)
+        if self._bar is not None:
+            self._bar.update(count)
+
+    def close(self) -> None:
+        """End the stage: the line that says what it did (safe to call twice)."""
+        if self.name is None:
+            return
+        name, self.name = self.name, None
+        if self.stream is None:
+            return
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        seconds = self._clock() - self._started
+        if self.total is None:
+            line = f"{name}: done in {duration(seconds)}"
+        else:
+            rate = f", {self.count / seconds:,.0f} msg/s" if seconds > 0 else ""
+            line = f"{name}: {self.count:,} / {self.total:,} in {duration(seconds)}{rate}"
+        self._write(f"\r\033[K{line}\n" if self.tty else f"{line}\n")
+
+    def abandon(self) -> None:
+        """Take the stage off the terminal without its last line (the command's error or
+        interruption says what happened instead)."""
+        if self.name is None:
+            return
+        self.name = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        if self.stream is not None and self.tty:
+            self._write("\r\033[K")
+
+    def interrupted(self, stage: str | None) -> str:
+        """``while processing (published 100,000 of 100,000, processed 40,000 of
+        100,000)``: the stage an interruption stopped, and the counts so far."""
+        counts = ", ".join(
+            f"{self.PAST.get(name, name)} {count:,} of {total:,}"
+            for name, (count, total) in self.counts.items()
+        )
+        where = f"while {stage}" if stage else "at the end"
+        return f"{where} ({counts})" if counts else where
+
+    def _write(self, text: str) -> None:
+        assert self.stream is not None
+        self.stream.write(text)
+        self.stream.flush()
 
 
 class Progress:

@@ -27,6 +27,7 @@ from . import values
 from .connect import (
     EXIT_CONNECTION,
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TIMEOUT,
     ClientOptions,
@@ -39,7 +40,6 @@ from .connect import (
 from .progress import Bar
 from .transfer import (
     ACCEPTED,
-    EXIT_INTERRUPTED,
     Ticker,
     address_of,
     closing,

@@ -30,6 +30,7 @@ from . import options as opts
 from . import values
 from .connect import (
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_USAGE,
@@ -41,7 +42,6 @@ from .connect import (
 )
 from .progress import Bar
 from .transfer import (
-    EXIT_INTERRUPTED,
     Ticker,
     address_of,
     closing,

@@ -19,13 +19,12 @@ import amqp_sansio as amqp
 from amqp_sansio.client.url import AMQPURL, URLError, parse_url
 
 from .. import sockets
-from .connect import EXIT_USAGE, ClientOptions, CommandError
+from .connect import EXIT_INTERRUPTED, EXIT_USAGE, ClientOptions, CommandError
 from .progress import Bar
 
 __all__ = [
     "ACCEPTED",
     "CLOSE_WAIT",
-    "EXIT_INTERRUPTED",
     "Ticker",
     "address_of",
     "closing",
@@ -45,9 +44,6 @@ _OUTCOMES: dict[type, str] = {
     amqp.Released: "released",
     amqp.Modified: "modified",
 }
-
-#: The exit status of a command interrupted (SIGINT, Ctrl-C) before its work was done.
-EXIT_INTERRUPTED = 130
 
 #: The longest wait for the broker's answer to our close, seconds.
 CLOSE_WAIT = 2.0

@@ -293,36 +293,6 @@ def test_the_pipeline_against_rabbitmq(spark: Any, capsys: pytest.CaptureFixture
     assert sum(t["orders"] for t in outcome["totals"]) == 500
 
 
-def test_the_readme_command_runs_from_a_directory_with_another_amqp_sansio(
-    tmp_path: Any,
-) -> None:
-    """The README runs ``amqp-sansio pipeline`` in a checkout, whose ``amqp_sansio/`` is the
-    core without ``adapters``. Spark's Python workers put their working directory first on
-    their import path, so they must not start there (they failed to load the data source).
-    Here the directory holds a package of that name that cannot be imported at all."""
-    import shutil
-    import subprocess
-
-    decoy = tmp_path / "amqp_sansio"
-    decoy.mkdir()
-    (decoy / "__init__.py").write_text("raise ImportError('the decoy in the working directory')\n")
-    command = shutil.which("amqp-sansio")
-    assert command is not None, "the amqp-sansio command is installed with the package"
-    env = dict(os.environ, PYTHONPATH="")
-    result = subprocess.run(
-        [command, "pipeline", "--messages", "200"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    match = _ACCOUNTING.search(result.stdout)
-    assert match is not None, result.stdout
-    assert [_number(g) for g in match.groups()[:4]] == [200, 200, 0, 0]
-
-
 def test_a_python_error_inside_spark_is_named_in_its_one_line() -> None:
     class AnalysisException(Exception):
         pass

@@ -154,41 +154,7 @@ def add_parser(sub: Any) -> None:
         help="each message's data body (e.g. 256, 1MiB; default 256 bytes)",
     )
     _rounds_options(loop)
-    bs = bsub.add_parser(
-        "spark",
-        help="messages from the reference broker into a Spark streaming query "
-        "(format('amqp'), queue mode), next to the asyncio adapter's receive rate",
-        description="Messages from the embedded reference broker into a Spark Structured "
-        "Streaming query (format('amqp'), queue mode), next to the asyncio adapter's "
-        "receive rate in the same run. Needs pyspark and Java (the 'spark' extra).",
-    )
-    bs.add_argument(
-        "--messages",
-        type=options.positive_int,
-        default=200_000,
-        help="messages (default 200,000), each a data body of --size bytes",
-    )
-    bs.add_argument(
-        "--size", type=options.positive_int, default=256, help="body bytes (default 256)"
-    )
-    bs.add_argument(
-        "--batch",
-        type=options.positive_int,
-        default=50_000,
-        metavar="N",
-        help="the query's read limit per micro-batch (default 50,000)",
-    )
-    bs.add_argument(
-        "--partitions",
-        type=options.positive_int,
-        default=2,
-        help="Spark partitions each staged batch is cut into (default 2)",
-    )
-    bs.add_argument(
-        "--master", type=options.master, default="local[*]", help="Spark master (default local[*])"
-    )
-    bs.add_argument("--json", action="store_true", help="print one JSON object")
-    bs.set_defaults(run=pipeline.run)
+    pipeline.add_bench_parser(bsub)
     b.set_defaults(run=run)
 
 
