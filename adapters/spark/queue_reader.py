@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -35,6 +34,7 @@ from .staging import (
     read_staged,
     record_batch,
     refuse_undecodable,
+    remove_staged,
     split,
     stage,
     staged_batches,
@@ -234,7 +234,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # planned, never accepted, so redelivered by the broker. Drop them.
                 for first, _last, path in staged_batches(opts.staging_location or ""):
                     if first >= committed:
-                        os.unlink(path)
+                        remove_staged(path)
                 end = self._end = committed
         max_rows, max_bytes = opts.max_messages_per_trigger, opts.max_bytes_per_trigger
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
@@ -295,8 +295,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._receiving.settle(done, "accept")
         for _first, last, path in staged_batches(self.options.staging_location or ""):
             if last <= committed:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+                remove_staged(path)
 
     def stop(self) -> None:
         """The query ended: what was staged but not accepted stays unsettled and goes back
