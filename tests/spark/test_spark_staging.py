@@ -108,3 +108,49 @@ def test_a_filesystem_that_is_not_local(tmp_path: Path, monkeypatch: Any) -> Non
 def test_a_location_pyarrow_cannot_reach_names_the_option() -> None:
     with pytest.raises(OptionError, match="option 'stagingLocation': 'nosuch://x/y'"):
         staging.stage("nosuch://x/y", 0, rows(0, 1))
+
+
+def test_a_query_restarted_after_a_commit_goes_on_from_spark_s_offset(tmp_path: Path) -> None:
+    """A streaming read (queue mode) stopped right after a commit has no staged file left;
+    restarted, it goes on from Spark's committed offset, not from 0: found on the cluster,
+    where a batch planned below Spark's offset ran empty while its messages were accepted.
+    The reader called as pyspark 4.2 and later call it (``start`` given); a range that went
+    back is refused (what pyspark 4.0 and 4.1 then meet)."""
+    from amqp_sansio.adapters import sockets
+    from amqp_sansio.adapters import spark as spark_adapter
+    from amqp_sansio.adapters.broker import run_broker
+
+    location = (tmp_path / "staging").as_uri()
+    with run_broker() as server:
+        with sockets.connect(f"{server.url}/q") as conn:
+            sender = conn.sender("q")
+            for i in range(30):
+                assert isinstance(sender.send(a.Message(body=f"{i}".encode())), a.Accepted)
+        options = {
+            "url": server.url,
+            "address": "q",
+            "stagingLocation": location,
+            "maxMessagesPerTrigger": "20",
+        }
+
+        def reader() -> Any:
+            return spark_adapter.AMQPDataSource(options).streamReader(spark_adapter.SCHEMA)
+
+        first = reader()
+        end = first.latestOffset(first.initialOffset(), None)
+        assert end == {"staged": 20}
+        first.partitions({"staged": 0}, end)
+        first.commit(end)
+        first.stop()
+        assert staging.staged_batches(location) == []  # every file committed and gone
+        again = reader()
+        try:
+            following = again.latestOffset(end, None)
+            assert following == {"staged": 30}
+            parts = again.partitions(end, following)
+            got = [r["body"] for p in parts for b in again.read(p) for r in b.to_pylist()]
+            assert got == [f"{i}".encode() for i in range(20, 30)]
+            with pytest.raises(RuntimeError, match="went back from 30 to 20"):
+                again.partitions(following, end)
+        finally:
+            again.stop()
