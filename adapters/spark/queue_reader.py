@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -35,6 +34,7 @@ from .staging import (
     read_staged,
     record_batch,
     refuse_undecodable,
+    remove_staged,
     split,
     stage,
     staged_batches,
@@ -190,7 +190,10 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.__init__(state["options"])  # type: ignore[misc]
 
     # The staged batches are the record of where we are: a restarted query goes on from the
-    # last one, and replays the uncommitted ones from them.
+    # last one, and replays the uncommitted ones from them. With every staged file
+    # committed and removed, a restarted query counts from 0: :meth:`latestOffset` then
+    # goes on from Spark's ``start`` instead (pyspark 4.2 and later; on 4.0 and 4.1,
+    # :meth:`partitions` refuses the range that went back).
     def _current_end(self) -> int:
         if self._end is None:
             staged = staged_batches(self.options.staging_location or "")
@@ -229,12 +232,17 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             committed = int(start["staged"])
             self._settle_committed(committed)
+            if committed > end:
+                # Restarted after every staged batch was committed (and its file removed):
+                # the next batch starts where Spark is, never below it (a batch planned
+                # below would run empty while its messages were accepted).
+                end = self._end = committed
             if committed < end:
                 # Staged after the last batch Spark logged (a crash between the two): never
                 # planned, never accepted, so redelivered by the broker. Drop them.
                 for first, _last, path in staged_batches(opts.staging_location or ""):
                     if first >= committed:
-                        os.unlink(path)
+                        remove_staged(path)
                 end = self._end = committed
         max_rows, max_bytes = opts.max_messages_per_trigger, opts.max_bytes_per_trigger
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
@@ -274,7 +282,12 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         first, last = int(start["staged"]), int(end["staged"])
         self._planned = max(self._planned, last)
-        if first >= last:
+        if first > last:
+            raise RuntimeError(
+                f"the staged offsets went back from {first} to {last}: was the staging "
+                "location cleared, or is it not the one this query staged into?"
+            )
+        if first == last:
             return []
         staged = staged_batches(self.options.staging_location or "")
         partitions: list[InputPartition] = split(first, last, staged, self.options.partitions)
@@ -295,8 +308,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._receiving.settle(done, "accept")
         for _first, last, path in staged_batches(self.options.staging_location or ""):
             if last <= committed:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+                remove_staged(path)
 
     def stop(self) -> None:
         """The query ended: what was staged but not accepted stays unsettled and goes back
