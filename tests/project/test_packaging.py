@@ -3,6 +3,7 @@ and from the editable install the README uses, from any working directory."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -14,12 +15,21 @@ from support import ROOT
 
 import amqp_sansio
 
+#: The environment of the programs these tests run, without coverage's: what they import is a
+#: built copy of the package, not the checkout the suite measures.
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+
 CHECK = "import amqp_sansio.adapters.cli, amqp_sansio, sys; print(amqp_sansio.adapters.__file__)"
 
 
 def test_import_from_another_directory(tmp_path: pathlib.Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CHECK],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
     )
     assert result.returncode == 0, result.stderr
 
@@ -28,7 +38,12 @@ def test_import_from_the_checkout_root() -> None:
     """Run from the checkout's root, the source folder amqp_sansio/ comes before any installed
     copy on the path: its adapters still import, from adapters/ beside it."""
     result = subprocess.run(
-        [sys.executable, "-c", CHECK], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CHECK],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(ROOT / "adapters" / "__init__.py")
@@ -64,6 +79,7 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
         capture_output=True,
         text=True,
         timeout=600,
+        env=ENV,
     )
     assert build.returncode == 0, build.stdout + build.stderr
     (wheel,) = (tmp_path / "dist").glob("amqp_sansio-*.whl")
@@ -93,6 +109,7 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
         capture_output=True,
         text=True,
         timeout=120,
+        env=ENV,
     )
     assert result.returncode == 0, result.stderr
     assert str(target) in result.stdout
@@ -106,6 +123,7 @@ def test_wheel_holds_the_adapters_and_py_typed(tmp_path: pathlib.Path) -> None:
         capture_output=True,
         text=True,
         timeout=120,
+        env=ENV,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(ROOT / "adapters" / "__init__.py")

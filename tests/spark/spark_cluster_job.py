@@ -165,9 +165,9 @@ def stream_stop(spark: Any, name: str) -> dict[str, Any]:
 
 def main(master: str) -> None:
     warnings.simplefilter("ignore")  # pyspark's own warnings (pandas versions, configs)
-    from amqp_sansio.adapters.cli import pipeline
+    from amqp_sansio.adapters.cli import spark_process
 
-    spark = pipeline.spark_session(master)
+    spark = spark_process.spark_session(master)
     try:
         for line in sys.stdin:
             request = json.loads(line)
