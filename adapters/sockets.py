@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import selectors
+import signal
 import socket
 import ssl
 import time
@@ -114,6 +115,36 @@ class ByteStream(Protocol):
     def next_deadline(self) -> float | None: ...
 
     def handle_timer(self, now: float) -> list[Event]: ...
+
+
+class _Whole:
+    """A step of two parts (bytes taken from the engine or the socket, and put where they
+    go next) that a Ctrl-C must not cut in two: SIGINT is held back for its length and
+    delivered, as a KeyboardInterrupt, once the step is whole (bytes taken and lost, or
+    written twice, would tear the AMQP stream). Where the platform has no signal masks
+    (Windows), nothing is held."""
+
+    __slots__ = ("_old",)
+
+    def __enter__(self) -> None:
+        self._old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+
+    def __exit__(self, *exc: object) -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
+
+
+class _Nothing:  # pragma: no cover - Windows (no signal masks)
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+_SIGINT = {signal.SIGINT}
+_whole: Callable[[], _Whole | _Nothing] = _Whole if hasattr(signal, "pthread_sigmask") else _Nothing
 
 
 class SocketDriver:
@@ -347,9 +378,10 @@ class SocketDriver:
         return self.connection.next_deadline() is not None
 
     def _pull(self) -> None:
-        data = self.connection.data_to_send()
-        if data and not self.eof:
-            self._out += data
+        with _whole():
+            data = self.connection.data_to_send()
+            if data and not self.eof:
+                self._out += data
 
     def _dispatch(self, events: list[Event], new: list[Event]) -> None:
         for event in events:
@@ -370,31 +402,41 @@ class SocketDriver:
             close()
 
     def _read(self, new: list[Event]) -> None:
-        try:
-            data = self.sock.recv(self._read_size)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:  # reset, aborted: the transport is gone
-            self.error = exc
-            data = b""
-        if not data:
-            self.eof = True
-            self._out.clear()
-        self._dispatch(self.connection.receive_data(data, self._clock()), new)
+        with _whole():  # (what is read goes to the engine)
+            try:
+                data = self.sock.recv(self._read_size)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # reset, aborted: the transport is gone
+                self.error = exc
+                data = b""
+            if not data:
+                self.eof = True
+                self._out.clear()
+            events = self.connection.receive_data(data, self._clock())
+        self._dispatch(events, new)
 
     def _write(self, new: list[Event]) -> None:
-        try:
-            sent = self.sock.send(self._out)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:  # broken pipe, reset: nothing more can go out
-            self.error = exc
-            self.eof = True
-            self._out.clear()
-            if not self.ended:  # the connection is told, unless it has ended already
-                self._dispatch(self.connection.receive_data(b"", self._clock()), new)
-            return
-        del self._out[:sent]
+        with _whole():  # (what is written leaves the buffer)
+            try:
+                sent = self.sock.send(self._out)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                error: OSError | None = exc
+            else:
+                error = None
+                del self._out[:sent]
+        if error is not None:
+            self._lost_writing(error, new)
+
+    def _lost_writing(self, exc: OSError, new: list[Event]) -> None:
+        """A write failed (broken pipe, reset): nothing more can go out."""
+        self.error = exc
+        self.eof = True
+        self._out.clear()
+        if not self.ended:  # the connection is told, unless it has ended already
+            self._dispatch(self.connection.receive_data(b"", self._clock()), new)
 
 
 # -- the high-level, blocking API ------------------------------------------------------------
