@@ -122,7 +122,9 @@ def test_an_interrupted_send_says_how_many_were_sent_and_what_came_of_them(
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=WAIT)
     finally:
-        _end(proc)
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=WAIT)  # (its pipes closed, whatever came of it)
     assert proc.returncode == 130, err
     assert err == ""
     (summary,) = out.splitlines()
