@@ -35,7 +35,7 @@ from .connect import (
     open_connection,
     timed_out,
 )
-from .transfer import run_command
+from .transfer import CLOSE_WAIT, run_command
 
 __all__ = ["MANAGEMENT_NODE", "PAGE", "add_parser", "list_queues", "run"]
 
@@ -43,8 +43,6 @@ __all__ = ["MANAGEMENT_NODE", "PAGE", "add_parser", "list_queues", "run"]
 MANAGEMENT_NODE = "$management"
 #: Nodes asked for per QUERY request.
 PAGE = 1000
-#: The longest wait for the broker's answer to our close, seconds.
-CLOSE_WAIT = 2.0
 #: The table's columns: (heading, attribute).
 COLUMNS = (
     ("NAME", "name"),

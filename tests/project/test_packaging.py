@@ -22,31 +22,28 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
 CHECK = "import amqp_sansio.adapters.cli, amqp_sansio, sys; print(amqp_sansio.adapters.__file__)"
 
 
-def test_import_from_another_directory(tmp_path: pathlib.Path) -> None:
+def _check(cwd: pathlib.Path) -> str:
+    """CHECK run by this interpreter from ``cwd``: where the adapters came from."""
     result = subprocess.run(
         [sys.executable, "-c", CHECK],
-        cwd=tmp_path,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
         env=ENV,
     )
     assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_import_from_another_directory(tmp_path: pathlib.Path) -> None:
+    _check(tmp_path)
 
 
 def test_import_from_the_checkout_root() -> None:
     """Run from the checkout's root, the source folder amqp_sansio/ comes before any installed
     copy on the path: its adapters still import, from adapters/ beside it."""
-    result = subprocess.run(
-        [sys.executable, "-c", CHECK],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=ENV,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(ROOT / "adapters" / "__init__.py")
+    assert _check(ROOT) == str(ROOT / "adapters" / "__init__.py")
 
 
 def _sources(tmp_path: pathlib.Path) -> pathlib.Path:
