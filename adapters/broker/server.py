@@ -104,6 +104,8 @@ class BrokerServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
+        #: A further turn of handing messages to consumers is scheduled.
+        self._more = False
 
     @property
     def url(self) -> str:
@@ -249,7 +251,17 @@ class BrokerServer:
                 writer.write(data)
             if conn.ended:
                 writer.close()
+        if self.broker.dispatching and not self._more:
+            # This turn is written: consumers have it while the next is made, and what the
+            # other connections sent meanwhile is read first.
+            self._more = True
+            asyncio.get_running_loop().call_soon(self._dispatch_more)
         self._arm()
+
+    def _dispatch_more(self) -> None:
+        self._more = False
+        self.broker.dispatch_more()
+        self._flush()
 
     def _arm(self) -> None:
         loop = asyncio.get_running_loop()

@@ -57,11 +57,8 @@ __all__ = [
     "REGIONS",
     "Outcome",
     "Total",
-    "add_bench_parser",
     "add_parser",
-    "bench_spark",
     "describe",
-    "format_bench",
     "format_outcome",
     "order_id",
     "orders",
@@ -81,7 +78,9 @@ WINDOW = 2_000
 POLL = 0.1
 
 
-class _Unseen:
+class Unseen:
+    """Stages nobody sees."""
+
     def stage(self, name: str, total: int | None = None, note: str = "") -> None:
         pass
 
@@ -216,7 +215,7 @@ def describe(exc: BaseException) -> str:
 # -- Spark ------------------------------------------------------------------------------------
 
 
-def _watch(
+def watch(
     writer: Any, total: int, stages: Stages, check: Callable[[], None]
 ) -> tuple[Any, int, int]:
     """Run ``writer``'s query until what is there now is read (``run_available_now``),
@@ -471,7 +470,7 @@ def run_pipeline(
     A Ctrl-C (SIGINT) raises KeyboardInterrupt, at once while publishing or starting Spark
     (a JVM being started is killed), else at the next look at the query (four times a
     second), after stopping the query, then the session and its JVM, then the broker."""
-    shown = stages if stages is not None else _Unseen()
+    shown = stages if stages is not None else Unseen()
     run = uuid.uuid4().hex[:8]
     source = source or f"orders-{run}"
     sink = sink or f"revenue-{run}"
@@ -499,7 +498,7 @@ def run_pipeline(
                     os.path.join(work, "checkpoint"),
                     batch,
                 )
-                _query, rows, batches = _watch(writer, messages, shown, check)
+                _query, rows, batches = watch(writer, messages, shown, check)
                 seconds = time.perf_counter() - started
             shown.stage("reading back", note=f"the totals from {sink}")
             totals = latest_totals(read_back(broker_url, sink))
@@ -536,187 +535,17 @@ def format_outcome(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
-# -- bench spark -------------------------------------------------------------------------------
-
-
-async def _receive_all(
-    url: str, address: str, count: int, credit: int, done: Callable[[int], None]
-) -> float:
-    """Seconds the asyncio adapter takes to receive, decode and accept ``count`` messages
-    (the work the Spark source does for each, short of making it a row), told to ``done``
-    every thousand."""
-    from .. import aio
-
-    async with aio.connect(url) as conn:
-        receiver = await conn.receiver(address, credit=credit)
-        start = time.perf_counter()
-        for n in range(1, count + 1):
-            delivery = await receiver.receive(timeout=60)
-            if delivery is None:
-                raise RuntimeError("the broker closed the link before every message came")
-            delivery.message  # noqa: B018 - decoded, as an application would
-            delivery.accept()
-            if n % 1000 == 0:
-                done(n)
-        seconds = time.perf_counter() - start
-    done(count)
-    return seconds
-
-
-def _noop_read(
-    session: Any,
-    url: str,
-    address: str,
-    count: int,
-    batch: int,
-    partitions: int,
-    work: str,
-    stages: Stages,
-    check: Callable[[], None],
-) -> tuple[int, int, float, Counter[str]]:
-    """Read ``address`` in a streaming query into the ``noop`` sink until it is empty:
-    (rows, batches, seconds from start to end, Spark's durations by phase in ms)."""
-    stream = (
-        session.readStream.format("amqp")
-        .option("url", url)
-        .option("address", address)
-        .option("stagingLocation", os.path.join(work, address, "staging"))
-        .option("maxMessagesPerTrigger", str(batch))
-        .option("partitions", str(partitions))
-        .load()
-    )
-    started = time.perf_counter()
-    writer = stream.writeStream.format("noop").option(
-        "checkpointLocation", os.path.join(work, address, "checkpoint")
-    )
-    query, rows, batches = _watch(writer, count, stages, check)
-    seconds = time.perf_counter() - started
-    phases: Counter[str] = Counter()
-    for report in query.recentProgress:
-        phases.update({k: int(v) for k, v in report.durationMs.items()})
-    return rows, batches, seconds, phases
-
-
-def bench_spark(
-    messages: int = 200_000,
-    *,
-    size: int = 256,
-    batch: int = 50_000,
-    partitions: int = 2,
-    master: str = "local[*]",
-    stages: Stages | None = None,
-    verbose: bool = False,
-    spark: Any = None,
-) -> dict[str, Any]:
-    """``amqp-sansio bench spark``: ``messages`` of ``size`` bytes from the embedded broker
-    into a streaming query (queue mode, the ``noop`` sink, ``Trigger.AvailableNow``, read
-    limit ``batch``), next to the asyncio adapter receiving (and accepting) as many from the
-    same broker in the same run (before Spark starts). Returns the figures: each side's
-    seconds and messages/s, the ratio, and where the query's time went (Spark's per-batch
-    durations, summed). ``stages``, ``verbose``, ``spark`` and a Ctrl-C: as in
-    :func:`run_pipeline`."""
-    shown = stages if stages is not None else _Unseen()
-    body = bytes(size)
-    work = tempfile.mkdtemp(prefix="amqp-sansio-bench-")
-    try:
-        from amqp_sansio.broker import BrokerConfig
-
-        from ..broker import run_broker
-
-        # The queues are filled before they are read, with as many messages as asked: no
-        # queue limit (docs/broker.rst "Limits") on this broker of the benchmark's own.
-        unbounded = BrokerConfig(max_queue_depth=None, max_queue_bytes=None)
-        with run_broker(config=unbounded) as server:
-            url = server.url
-
-            def fill(address: str, count: int, done: Callable[[int], None] | None) -> None:
-                bodies = (amqp.Message(body=body) for _ in range(count))
-                publish(url, address, bodies, done=done)
-
-            shown.stage("publishing", messages, f"{messages:,} messages to bench-asyncio")
-            fill("bench-asyncio", messages, shown.done)
-            shown.stage("receiving", messages, "with the asyncio adapter")
-            aio_seconds = asyncio.run(
-                _receive_all(url, "bench-asyncio", messages, min(batch, 10_000), shown.done)
-            )
-            # Both of the query's queues are filled before Spark starts: the warm-up's, and
-            # the measured one's.
-            warm = min(messages, 2_000)
-            shown.stage("publishing", messages, f"{messages:,} messages to bench-spark")
-            fill("bench-warm-up", warm, None)
-            fill("bench-spark", messages, shown.done)
-            with running_session(spark, master, verbose=verbose, stages=shown) as (session, check):
-                # Warm-up, not timed: the first query of a session starts Spark's Python
-                # workers and compiles what the JVM runs, which is no cost of the adapter's.
-                shown.stage("warming up", note=f"a first query of {warm:,} messages")
-                _noop_read(
-                    session, url, "bench-warm-up", warm, batch, partitions, work, _Unseen(), check
-                )
-                shown.stage(
-                    "processing",
-                    messages,
-                    f"a streaming query, micro-batches of up to {batch:,} messages",
-                )
-                rows, batches, spark_seconds, phases = _noop_read(
-                    session, url, "bench-spark", messages, batch, partitions, work, shown, check
-                )
-            node = server.broker.nodes.get("bench-spark")  # (deleted once emptied and unused)
-            left = 0 if node is None else int(node.depth)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if rows != messages or left:
-        raise RuntimeError(
-            f"the streaming query read {rows:,} of {messages:,} messages ({left:,} left)"
-        )
-    aio_rate, spark_rate = messages / aio_seconds, messages / spark_seconds
-    return {
-        "messages": messages,
-        "size": size,
-        "asyncio": {"seconds": aio_seconds, "rate": aio_rate},
-        "spark": {
-            "seconds": spark_seconds,
-            "rate": spark_rate,
-            "batches": batches,
-            "read_limit": batch,
-            "partitions": partitions,
-            "phases_ms": dict(phases),
-        },
-        "ratio": spark_rate / aio_rate,
-    }
-
-
-def format_bench(figures: dict[str, Any]) -> str:
-    spark, aio = figures["spark"], figures["asyncio"]
-    phases = ", ".join(
-        f"{k} {v / 1000:.1f} s"
-        for k, v in sorted(spark["phases_ms"].items(), key=lambda kv: -kv[1])
-        if k != "triggerExecution"
-    )
-    return "\n".join(
-        [
-            f"spark: {figures['messages']:,} messages of {figures['size']} bytes from the "
-            "reference broker over 127.0.0.1, each accepted",
-            f"{'':30}{'msg/s':>12}{'seconds':>10}",
-            f"{'asyncio adapter receiver':30}{aio['rate']:>12,.0f}{aio['seconds']:>10.2f}",
-            f"{'Spark streaming query':30}{spark['rate']:>12,.0f}{spark['seconds']:>10.2f}",
-            f"ratio {figures['ratio']:.2f} (Spark / asyncio; {spark['batches']} micro-batches of "
-            f"up to {spark['read_limit']:,})",
-            f"query time by phase: {phases}",
-        ]
-    )
-
-
 # -- the commands ----------------------------------------------------------------------------
 
 
-_EXITS = (
+EXITS = (
     "Exit status: 0 {ok}, 2 usage error (before Spark starts), 3 no Java runtime, the "
     "broker unreachable, or the query failed (one line), 130 interrupted (Ctrl-C: the query, "
     "Spark and the broker are stopped, and one line says what was done)."
 )
 
 
-def _common_options(parser: argparse.ArgumentParser, master: str) -> None:
+def common_options(parser: argparse.ArgumentParser, master: str) -> None:
     parser.add_argument(
         "--master",
         type=options.master,
@@ -749,7 +578,7 @@ def add_parser(sub: Any) -> None:
         "and writes through format('amqp'), read the totals back, print them and the "
         "accounting line. Progress (publishing, starting Spark, processing) goes to "
         "stderr when it is a terminal, or with --progress. "
-        + _EXITS.format(ok="nothing lost, 1 an order was lost"),
+        + EXITS.format(ok="nothing lost, 1 an order was lost"),
     )
     pl.add_argument(
         "--messages",
@@ -783,52 +612,8 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="the read limit of each micro-batch (maxMessagesPerTrigger; default 20,000)",
     )
-    _common_options(pl, "local[*]")
+    common_options(pl, "local[*]")
     pl.set_defaults(run=run)
-
-
-def add_bench_parser(bsub: Any) -> None:
-    """Add ``spark`` to ``bench``'s subparsers."""
-    bs = bsub.add_parser(
-        "spark",
-        help="messages from the reference broker into a Spark streaming query "
-        "(format('amqp'), queue mode), next to the asyncio adapter's receive rate",
-        description="Measure a Spark Structured Streaming query reading from the embedded "
-        "reference broker through format('amqp') (queue mode, the noop sink), next to the "
-        "asyncio adapter receiving as many messages from the same broker in the same run, "
-        "and where the query's time went. Progress goes to stderr when it is a terminal, or "
-        "with --progress. " + _EXITS.format(ok="measured"),
-    )
-    bs.add_argument(
-        "--messages",
-        type=options.positive_int,
-        default=200_000,
-        metavar="N",
-        help="messages, each a data body of --size bytes (default 200,000)",
-    )
-    bs.add_argument(
-        "--size",
-        type=options.positive_int,
-        default=256,
-        metavar="BYTES",
-        help="body bytes (default 256)",
-    )
-    bs.add_argument(
-        "--batch",
-        type=options.positive_int,
-        default=50_000,
-        metavar="N",
-        help="the query's read limit per micro-batch (default 50,000)",
-    )
-    bs.add_argument(
-        "--partitions",
-        type=options.positive_int,
-        default=2,
-        metavar="N",
-        help="Spark partitions each staged batch is cut into (default 2)",
-    )
-    _common_options(bs, "local[*]")
-    bs.set_defaults(run=run)
 
 
 def _usage(args: argparse.Namespace) -> str | None:
@@ -854,8 +639,37 @@ def _usage(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``pipeline`` and ``bench spark``."""
-    name = "pipeline" if args.command == "pipeline" else "bench spark"
+    """``pipeline``."""
+
+    def work(stages: StageBars) -> Callable[[], int]:
+        outcome = run_pipeline(
+            args.messages,
+            url=args.url,
+            source=args.orders,
+            sink=args.results,
+            master=args.master,
+            batch=args.batch,
+            stages=stages,
+            verbose=args.verbose,
+        )
+
+        def report() -> int:
+            print(json.dumps(outcome.as_dict(), indent=2) if args.json else format_outcome(outcome))
+            return 1 if outcome.lost else 0
+
+        return report
+
+    return run_spark_command("pipeline", args, work)
+
+
+def run_spark_command(
+    name: str, args: argparse.Namespace, work: Callable[[StageBars], Callable[[], int]]
+) -> int:
+    """What the Spark commands (``pipeline``, ``bench spark``) share: options checked
+    before Spark starts, the stages shown on stderr (a terminal, or ``--progress``), a
+    Ctrl-C and an error each told in one line (``EXIT_INTERRUPTED``, ``EXIT_CONNECTION``).
+    ``work(stages)`` does the job and returns what prints its result and gives the exit
+    status."""
     problem = _usage(args)  # a usage error at once, not after Spark has started
     if problem is not None:
         print(f"amqp-sansio {name}: error: {problem}", file=sys.stderr)
@@ -863,27 +677,7 @@ def run(args: argparse.Namespace) -> int:
     shown = args.progress or sys.stderr.isatty()
     stages = StageBars(sys.stderr if shown else None)
     try:
-        if args.command == "pipeline":
-            outcome = run_pipeline(
-                args.messages,
-                url=args.url,
-                source=args.orders,
-                sink=args.results,
-                master=args.master,
-                batch=args.batch,
-                stages=stages,
-                verbose=args.verbose,
-            )
-        else:
-            figures = bench_spark(
-                args.messages,
-                size=args.size,
-                batch=args.batch,
-                partitions=args.partitions,
-                master=args.master,
-                stages=stages,
-                verbose=args.verbose,
-            )
+        report = work(stages)
     except KeyboardInterrupt:
         stage = stages.name
         stages.abandon()
@@ -895,8 +689,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"amqp-sansio {name}: error: {describe(exc)}{hint}", file=sys.stderr)
         return EXIT_CONNECTION
     stages.close()
-    if args.command == "pipeline":
-        print(json.dumps(outcome.as_dict(), indent=2) if args.json else format_outcome(outcome))
-        return 1 if outcome.lost else 0
-    print(json.dumps(figures, indent=2) if args.json else format_bench(figures))
-    return 0
+    return report()

@@ -13,17 +13,13 @@ mode guarantees.
               .option("stagingLocation", "/data/amqp-staging/orders")
               .load())
 
-How a streaming read keeps its promise (queue mode, at-least-once, nothing lost): one
-long-lived receiver runs in the stream reader's process on the driver (an asyncio loop in a
-thread of its own, so heartbeats go on between micro-batches). ``latestOffset`` takes what
-the receiver holds (up to the read limit), writes it as one Arrow file under
-``stagingLocation`` (fsync'd, then renamed into place), and returns the new offset, a count
-of staged messages. Executors read the staged file. The messages stay unsettled at the
-broker until Spark has committed the batch: they are accepted on ``commit(end)``, or at the
-next ``latestOffset`` (Spark asks for the next batch only once the previous one is in its
-commit log; pyspark 4.2 and later say where that is, ``start``, and on 4.0 and 4.1 every
-batch planned before is accepted). A restarted query replays its uncommitted batch from the
-staged file; the broker redelivers what was never accepted.
+How a streaming read in queue mode keeps its promise (at-least-once, nothing lost): each
+micro-batch is ``partitions`` receiver tasks on the executors, competing consumers on the
+addresses. A task takes its share of the read limit, writes it under ``stagingLocation`` as
+one Arrow file (published atomically), only then accepts it, and hands the rows to Spark. A
+batch that Spark runs again (a failed task, a lost executor, a restarted query) reads the
+staged files instead of receiving; the files go once Spark has committed their batch. The
+driver plans batches by number and never handles a message (:mod:`.queue_reader`).
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ if TYPE_CHECKING:
     from .java import JavaMissing, ensure_java
     from .schema import ADMISSION_CONTROL, SCHEMA
     from .source import AMQPDataSource, register, run_available_now
-    from .staging import StagedPartition, read_staged, stage, staged_batches
+    from .staging import read_staged, stage, staged_files
 
 __all__ = [
     "SCHEMA",
@@ -48,10 +44,9 @@ __all__ = [
     "register",
     "run_available_now",
     "ADMISSION_CONTROL",
-    "StagedPartition",
     "read_staged",
     "stage",
-    "staged_batches",
+    "staged_files",
 ]
 
 #: Where each name lives. They are imported when first used, so that the modules that need
@@ -64,10 +59,9 @@ _WHERE = {
     "run_available_now": "source",
     "JavaMissing": "java",
     "ensure_java": "java",
-    "StagedPartition": "staging",
     "read_staged": "staging",
     "stage": "staging",
-    "staged_batches": "staging",
+    "staged_files": "staging",
 }
 
 

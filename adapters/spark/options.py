@@ -50,6 +50,7 @@ _READ_OPTIONS = (
     "partitions",
     "undecodable",
     "pollInterval",
+    "maxReceiveSeconds",
     "maxMessages",
     "consume",
     "startingOffsets",
@@ -225,6 +226,7 @@ class ReadOptions(_Options):
                 f"option 'undecodable' must be 'reject' or 'modify', not {self.undecodable!r}"
             )
         self.poll_interval = _float("pollInterval", given.get("pollinterval", "0.1"))
+        self.max_receive_seconds = _float("maxReceiveSeconds", given.get("maxreceiveseconds", "5"))
         self.staging_location = given.get("staginglocation")
         if streaming and self.mode == "queue":
             if not self.staging_location:
@@ -236,7 +238,7 @@ class ReadOptions(_Options):
                 if name in given:
                     raise OptionError(f"option {_PROPER[name]!r} applies to a batch read only")
         elif not streaming:
-            for name in ("maxmessagespertrigger", "maxbytespertrigger"):
+            for name in ("maxmessagespertrigger", "maxbytespertrigger", "maxreceiveseconds"):
                 if name in given:
                     raise OptionError(
                         f"option {_PROPER[name]!r} applies to a streaming read; a batch read "
@@ -254,6 +256,7 @@ class ReadOptions(_Options):
             "consume",
             "maxmessages",
             "maxbytespertrigger",
+            "maxreceiveseconds",
         ):
             if name in given:
                 raise OptionError(

@@ -1,19 +1,34 @@
-"""``format("amqp")`` streaming in queue mode: one long-lived receiver on the driver, whose
-messages are staged per micro-batch and accepted once Spark has committed the batch
-(at-least-once, nothing lost; see :mod:`amqp_sansio.adapters.spark`)."""
+"""``format("amqp")`` streaming in queue mode: receivers on the executors.
+
+Each micro-batch is ``partitions`` receiver tasks, competing consumers on the addresses. A
+task takes its share of the batch's read limit from the broker, writes what it took to
+``stagingLocation`` (one Arrow file, published atomically), only then accepts it, and hands
+the rows to Spark. The driver plans micro-batches by number and never sees a message: it
+learns from the staged files whether the last batch found anything, and removes them once
+Spark has committed their batch.
+
+The promise (at-least-once, nothing lost; docs/spark.rst, "Delivery guarantees"):
+
+- A message is accepted only once it is staged. A task that fails before that takes nothing
+  away: its connection goes and the broker redelivers what it held, marked as redelivered
+  (``delivery_count``).
+- A micro-batch that Spark runs again (a failed task, a lost executor, a query restarted
+  from its checkpoint) reads each task's staged file instead of receiving: the same rows.
+  A task that had staged nothing receives afresh.
+- Staged files stay until Spark has committed their batch: ``stagingLocation`` must be
+  storage every executor reaches and that outlives them (a shared mount, HDFS, an object
+  store).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.ipc
 from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
@@ -30,157 +45,234 @@ from .schema import (
     SupportsTriggerAvailableNow,
 )
 from .staging import (
-    StagedPartition,
+    filesystem,
+    find_staged,
     read_staged,
     record_batch,
     refuse_undecodable,
     remove_staged,
-    split,
     stage,
-    staged_batches,
+    staged_files,
 )
 
 _log = logging.getLogger("amqp_sansio.spark")
 
-
-# -- the long-lived receiver -----------------------------------------------------------------
-
-
-#: A batch being filled ends when no message has come for this many seconds.
-_QUIET = 0.02
-#: Seconds the first batch of new receivers waits for a first message (at least): a broker
-#: may encode a whole grant of credit before the first message goes out (tens of thousands
-#: with a large read limit), and an empty first batch ends a ``Trigger.AvailableNow`` query.
-_FIRST_WAIT = 5.0
-#: Seconds a batch read waits for each address's first message (at least).
+#: A task's receiving ends when no message has come for this many seconds, or for
+#: ``_QUIET_FACTOR`` times the longest pause it has seen between messages (a broker that
+#: sends in bursts, or a loaded machine), at most ``_QUIET_MAX``.
+_QUIET = 0.05
+_QUIET_FACTOR = 3.0
+_QUIET_MAX = 1.0
+#: Seconds without a message after which what was under way is taken to have come.
+_SETTLING = 0.05
+#: Seconds a receiver waits for its first message (at least): a new link's first message
+#: may take a while on a loaded broker, and an empty look must not come of that. In a
+#: streaming read this is the first micro-batch's wait (Spark's Python workers and the
+#: broker may still be starting); later ones wait ``_NEXT_WAIT`` (at least).
 FIRST_BATCH_WAIT = 2.0
+_NEXT_WAIT = 0.5
+#: The most credit a receiver task grants first (the module's ``_receive_and_stage``).
+_START_CREDIT = 1000
+#: The file, under ``stagingLocation``, that keeps the number of the last micro-batch
+#: planned, for pyspark 4.0 and 4.1 (which do not tell a restarted reader where it is).
+_PLANNED = "planned"
 
 
-class _Receiving:
-    """Receivers on the configured addresses, on an asyncio loop in a thread of its own. The
-    stream reader's calls come from Spark's thread and hand work to the loop."""
+def share(total: int | None, parts: int, index: int) -> int | None:
+    """Task ``index``'s share of ``total`` (None: no limit) among ``parts`` tasks."""
+    if total is None:
+        return None
+    base, extra = divmod(total, parts)
+    return base + (index < extra)
 
-    def __init__(self, options: ReadOptions) -> None:
-        from .. import aio
 
-        self.options = options
-        self._aio = aio
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="amqp-spark-receiver", daemon=True
-        )
-        self._thread.start()
-        self._conn: Any = None
-        self.receivers: list[tuple[str, Any]] = []
-        self._next = 0
-        self._first = True
-        self._call(self._open())
+class ReceiverTask(InputPartition):
+    """Task ``index`` of micro-batch ``batch``: take up to ``max_rows`` messages (and about
+    ``max_bytes``; None: no limit), stage them, accept them."""
 
-    def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        return future.result(timeout)
+    def __init__(
+        self,
+        batch: int,
+        index: int,
+        max_rows: int | None,
+        max_bytes: int | None,
+        first_wait: float = 2.0,
+    ) -> None:
+        super().__init__((batch, index))
+        self.batch, self.index = batch, index
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        #: Seconds to wait for a first message before the task ends empty.
+        self.first_wait = first_wait
 
-    async def _open(self) -> None:
-        opts = self.options
-        # One connection (with reconnection: a lost transport comes back by itself, and what
-        # was unsettled on it is redelivered by the broker), a receiver per address.
-        self._conn = conn = await self._aio.connect(
-            opts.url_for(opts.addresses[0]), reconnect=True, **opts.connect_options()
-        )
-        for address in opts.addresses:
-            receiver = await conn.receiver(address, credit=opts.credit)
-            self.receivers.append((address, receiver))
 
-    def take(self, max_rows: int | None, max_bytes: int | None, wait: float) -> list[Any]:
-        """What the receivers hold, up to the limits (waiting up to ``wait`` seconds for the
-        first message; at least :data:`_FIRST_WAIT` the first time): (address, delivery)
-        pairs, unsettled."""
-        if self._first:
-            self._first, wait = False, max(wait, _FIRST_WAIT)
-        return list(self._call(self._take(max_rows, max_bytes, wait)))
+# -- on the executors ------------------------------------------------------------------------
 
-    async def _take(
-        self, max_rows: int | None, max_bytes: int | None, wait: float
-    ) -> list[tuple[str, Any]]:
-        taken: list[tuple[str, Any]] = []
-        size = 0
-        deadline = time.monotonic() + wait
-        quiet_since = time.monotonic()
-        while True:
-            before = len(taken)
-            for _ in range(len(self.receivers)):
-                address, receiver = self.receivers[self._next]
-                self._next = (self._next + 1) % len(self.receivers)
-                core = receiver.core
-                queue = core.queue
-                count = len(queue)
-                if max_rows is not None:
-                    count = min(count, max_rows - len(taken))
-                if max_bytes is not None:
-                    for index in range(count):
-                        size += len(queue[index].data)
-                        if size > max_bytes and (taken or index):
-                            count = index
-                            break
-                # Taken in one call: the link's credit topped up once, not once a message.
-                taken.extend([(address, d) for d in core.take_many(count)])
-                if max_bytes is not None and size > max_bytes:
-                    return taken
-            now = time.monotonic()
-            if len(taken) > before:
-                quiet_since = now
-            if max_rows is not None and len(taken) >= max_rows:
-                return taken
-            # Once messages come, the batch goes on filling while they keep coming (the
-            # broker sends on as the link's credit is topped up), up to the limit.
-            if taken and now - quiet_since >= _QUIET:
-                return taken
-            if not taken and now >= deadline:
-                return taken
-            await asyncio.sleep(0.002 if taken else min(0.01, max(0.0, deadline - now)))
 
-    def settle(self, deliveries: Sequence[Any], how: str) -> None:
-        """Accept (or reject, modify) deliveries, on the loop; those of a connection that
-        was lost meanwhile are skipped (the broker redelivers them)."""
-        if deliveries:
-            self._call(self._settle(list(deliveries), how))
+def run_task(options: ReadOptions, task: ReceiverTask) -> Iterator[pa.RecordBatch]:
+    """A receiver task (on an executor): its staged file if it has one (the batch is run
+    again), else what it takes from the broker, staged and then accepted."""
+    location = options.staging_location or ""
+    staged = find_staged(location, task.batch, task.index)
+    if staged is not None:
+        yield from read_staged(staged)
+        return
+    if task.max_rows == 0:
+        return
+    records = asyncio.run(_receive_and_stage(options, task))
+    if records is None:
+        # Another attempt of this task staged first (or it took nothing): its file, if any.
+        staged = find_staged(location, task.batch, task.index)
+        if staged is not None:
+            yield from read_staged(staged)
+    elif records.num_rows:
+        yield records
 
-    async def _settle(self, deliveries: list[Any], how: str) -> None:
-        for delivery in deliveries:
-            if delivery.settled:
-                continue
+
+async def _receive_and_stage(options: ReadOptions, task: ReceiverTask) -> pa.RecordBatch | None:
+    """Take messages (:func:`_take`), stage the decodable ones, then accept them; settle the
+    undecodable ones as option ``undecodable`` says. Returns the staged rows, or None when
+    another attempt of the task had staged its file first (these messages were given
+    back)."""
+    from .. import aio
+
+    location = options.staging_location or ""
+    url = options.url_for(options.addresses[0])
+    async with aio.connect(url, **options.connect_options()) as conn:
+        window = options.credit if task.max_rows is None else min(options.credit, task.max_rows)
+        # A first grant of at most _START_CREDIT: a broker that encodes a whole grant before
+        # it sends any (the reference broker does) sends the first message at once; the
+        # window is granted from the next grant on.
+        receivers = [
+            (address, await conn.receiver(address, credit=max(1, min(window, _START_CREDIT))))
+            for address in options.addresses
+        ]
+        for _address, receiver in receivers:
+            receiver.credit = max(1, window)
+        taken = await _take(receivers, task, options)
+        # What is under way still comes, and goes back below.
+        revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
+        rows, good = [], []
+        for address, delivery in taken:
             try:
-                if how == "accept":
-                    delivery.accept()
-                else:
-                    refuse_undecodable(delivery, how)
-            except Exception as exc:  # its link or connection went: redelivered, not lost
-                _log.info("could not settle a delivery (%s): the broker redelivers it", exc)
+                rows.append(message_to_row(delivery.message, address))
+            except (amqp.DecodeError, ValueError) as exc:
+                _log.warning(
+                    "an undecodable message from %s (%s): %s", address, exc, options.undecodable
+                )
+                refuse_undecodable(delivery, options.undecodable)
+            else:
+                good.append(delivery)
+        records: pa.RecordBatch | None = record_batch(rows)
+        if rows and stage(location, task.batch, task.index, records) is None:
+            # Another attempt of this task staged first: its file stands, these go back.
+            records = None
+            for delivery in good:
+                delivery.release()
+        else:
+            for delivery in good:
+                delivery.accept()
+        await _give_back_the_rest(receivers, settle=revoked > 0)
+    return records
 
-    def close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._call(self._conn.close(timeout=5), timeout=10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+
+async def _give_back_the_rest(receivers: list[tuple[str, Any]], *, settle: bool) -> None:
+    """Release what came after the task stopped taking (not this batch's: back to the head
+    of the queue, its delivery-count unchanged, core spec 3.4.4); if credit was taken back
+    (``settle``), until nothing has come for :data:`_SETTLING` seconds (at most one second),
+    for what was under way. What still came after that would be returned by the closing
+    connection, counted as a failed delivery (a possible duplicate): never lost."""
+    deadline = time.monotonic() + 1.0
+    quiet_since = time.monotonic()
+    while True:
+        for _address, receiver in receivers:
+            core = receiver.core
+            late = core.take_many(len(core.queue))
+            for delivery in late:
+                delivery.release()
+            if late:
+                quiet_since = time.monotonic()
+        now = time.monotonic()
+        if not settle or now - quiet_since >= _SETTLING or now >= deadline:
+            return
+        await asyncio.sleep(0.005)
 
 
-# -- reading: streaming (queue mode) ---------------------------------------------------------
+async def _take(
+    receivers: list[tuple[str, Any]], task: ReceiverTask, options: ReadOptions
+) -> list[tuple[str, Any]]:
+    """What the receivers bring, up to the limits: (address, delivery) pairs, unsettled. It
+    ends once no message has come for a moment (``_QUIET``, longer after long pauses
+    between messages: a slow broker is not an empty queue), or none at all within the
+    task's ``first_wait``, or after ``maxReceiveSeconds`` whatever comes. A message larger
+    than the task's ``max_bytes`` is taken alone."""
+    max_rows, max_bytes = task.max_rows, task.max_bytes
+    taken: list[tuple[str, Any]] = []
+    size = 0
+    started = quiet_since = time.monotonic()
+    quiet = _QUIET  # grows with the longest pause seen between messages (a slow broker)
+    first_wait = task.first_wait
+    turn = 0
+    while True:
+        before = len(taken)
+        for _ in range(len(receivers)):
+            address, receiver = receivers[turn]
+            turn = (turn + 1) % len(receivers)
+            core = receiver.core
+            queue = core.queue
+            count = len(queue)
+            if max_rows is not None:
+                count = min(count, max_rows - len(taken))
+            full = False
+            if max_bytes is not None:
+                for index in range(count):
+                    size += len(queue[index].data)
+                    if size > max_bytes and (taken or index):
+                        count, full = index, True
+                        break
+            # Taken in one call: the link's credit topped up once, not once a message.
+            taken.extend([(address, d) for d in core.take_many(count)])
+            if max_rows is not None:
+                receiver.credit = min(receiver.credit, max(0, max_rows - len(taken)))
+            if full or (max_bytes is not None and size >= max_bytes):
+                return taken
+        now = time.monotonic()
+        if len(taken) > before:
+            if before:
+                quiet = min(_QUIET_MAX, max(quiet, _QUIET_FACTOR * (now - quiet_since)))
+            quiet_since = now
+        if max_rows is not None and len(taken) >= max_rows:
+            return taken
+        if taken and now - quiet_since >= quiet:
+            return taken
+        if not taken and now - started >= first_wait:
+            return taken
+        if now - started >= options.max_receive_seconds:
+            return taken
+        await asyncio.sleep(0.002 if taken else 0.01)
+
+
+# -- on the driver ---------------------------------------------------------------------------
 
 
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """A streaming read in queue mode: at-least-once, nothing lost (the module's docstring).
-    Offsets are ``{"staged": n}``: how many messages have been staged so far."""
+    """A streaming read in queue mode (the module's docstring). Offsets are
+    ``{"batch": n}``: the number of micro-batches planned so far."""
 
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
-        self._receiving: _Receiving | None = None
-        #: Staged but not yet accepted: (end offset of its batch, its deliveries).
-        self._unsettled: list[tuple[int, list[Any]]] = []
-        self._end: int | None = None
-        #: The end of the last batch Spark planned (:meth:`partitions`).
-        self._planned = 0
+        #: The last micro-batch planned (None: not known yet; see :meth:`_last_planned`).
+        self._planned: int | None = None
+        #: When a committed micro-batch was found to have taken nothing (None: it took some).
+        self._idle_since: float | None = None
+        self._idle_told = False
+        #: The last micro-batch known to be committed (its files removed).
+        self._done = 0
+        #: The last micro-batch this reader made tasks for (:meth:`partitions`).
+        self._ran = 0
+        self._limit: tuple[int | None, int | None] = (
+            options.max_messages_per_trigger,
+            options.max_bytes_per_trigger,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the reader for read(): only its options go.
@@ -189,19 +281,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["options"])  # type: ignore[misc]
 
-    # The staged batches are the record of where we are: a restarted query goes on from the
-    # last one, and replays the uncommitted ones from them. With every staged file
-    # committed and removed, a restarted query counts from 0: :meth:`latestOffset` then
-    # goes on from Spark's ``start`` instead (pyspark 4.2 and later; on 4.0 and 4.1,
-    # :meth:`partitions` refuses the range that went back).
-    def _current_end(self) -> int:
-        if self._end is None:
-            staged = staged_batches(self.options.staging_location or "")
-            self._end = staged[-1][1] if staged else 0
-        return self._end
-
     def initialOffset(self) -> dict[str, int]:
-        return {"staged": 0}
+        return {"batch": 0}
 
     def getDefaultReadLimit(self) -> Any:
         opts = self.options
@@ -213,106 +294,123 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: nothing to prepare. A queue has no offset to fix the target
-        by (docs/spark.rst): the query reads until a batch finds the receivers empty, which
+        by (docs/spark.rst): the query reads until a micro-batch takes nothing, which
         :meth:`latestOffset` reports by returning its ``start``."""
 
     def latestOffset(
         self, start: dict[str, int] | None = None, limit: Any = None
     ) -> dict[str, int]:
-        """Accept what Spark has committed (everything up to ``start``), then stage the next
-        batch: what the receivers hold, up to the read limit.
-
-        pyspark 4.0 and 4.1 give no ``start``. Spark runs micro-batches one after another and
-        asks for the next end only once the batch before is in its commit log, so every batch
-        it has planned (:meth:`partitions`) is committed by then: those are accepted."""
-        opts = self.options
-        end = self._current_end()
+        """The next micro-batch's number, or ``start`` (nothing new) when the last one took
+        nothing: at the first call after it (so that ``Trigger.AvailableNow`` ends), and
+        for ``pollInterval`` seconds (so that an idle query does not run empty batches back
+        to back). pyspark 4.0 and 4.1 give no ``start``: the last batch planned is kept in
+        the staging location for a restarted query."""
+        last = _batch(start) if start is not None else self._last_planned()
+        # Spark asks for a next batch only once the last is in its commit log: what commit()
+        # would have done (pyspark 4.0 and 4.1 do not call it reliably) is done here.
+        self._committed(last)
+        self._limit = self._read_limit(limit)
+        if self._idle_since is not None:
+            if (
+                not self._idle_told
+                or time.monotonic() - self._idle_since < self.options.poll_interval
+            ):
+                self._idle_told = True
+                return {"batch": last}
+            self._idle_since = None
+        self._planned = last + 1
         if start is None:
-            self._settle_committed(self._planned)
-        else:
-            committed = int(start["staged"])
-            self._settle_committed(committed)
-            if committed > end:
-                # Restarted after every staged batch was committed (and its file removed):
-                # the next batch starts where Spark is, never below it (a batch planned
-                # below would run empty while its messages were accepted).
-                end = self._end = committed
-            if committed < end:
-                # Staged after the last batch Spark logged (a crash between the two): never
-                # planned, never accepted, so redelivered by the broker. Drop them.
-                for first, _last, path in staged_batches(opts.staging_location or ""):
-                    if first >= committed:
-                        remove_staged(path)
-                end = self._end = committed
-        max_rows, max_bytes = opts.max_messages_per_trigger, opts.max_bytes_per_trigger
+            self._keep_planned(last + 1)
+        return {"batch": last + 1}
+
+    def _read_limit(self, limit: Any) -> tuple[int | None, int | None]:
+        opts = self.options
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            max_rows = limit.max_rows
-        elif ReadMaxBytes is not None and isinstance(limit, ReadMaxBytes):
-            max_rows, max_bytes = None, limit.max_bytes
-        elif ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
-            max_rows = max_bytes = None
-        if self._receiving is None:
-            self._receiving = _Receiving(opts)
-            # pyarrow imports pandas when it makes its first array (half a second, more on
-            # a busy machine): done here, while the broker sends the first batch, rather
-            # than in the first stage().
-            record_batch([])
-        taken = self._receiving.take(max_rows, max_bytes, opts.poll_interval)
-        rows, good, bad = [], [], []
-        for address, delivery in taken:
+            return limit.max_rows, None
+        if ReadMaxBytes is not None and isinstance(limit, ReadMaxBytes):
+            return None, limit.max_bytes
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return None, None
+        return opts.max_messages_per_trigger, opts.max_bytes_per_trigger
+
+    def _last_planned(self) -> int:
+        if self._planned is None:
+            fs, path = filesystem(self.options.staging_location or "")
             try:
-                rows.append(message_to_row(delivery.message, address))
-                good.append(delivery)
-            except (amqp.DecodeError, ValueError) as exc:
-                _log.warning(
-                    "an undecodable message from %s (%s): %s", address, exc, opts.undecodable
-                )
-                bad.append(delivery)
-        self._receiving.settle(bad, opts.undecodable)
-        if not rows:
-            return {"staged": end}
-        stage(opts.staging_location or "", end, rows)
-        end = self._end = end + len(rows)
-        self._unsettled.append((end, good))
-        return {"staged": end}
+                with fs.open_input_stream(f"{path.rstrip('/')}/{_PLANNED}") as kept:
+                    self._planned = int(kept.read().decode())
+            except (FileNotFoundError, ValueError):
+                self._planned = 0
+        return self._planned
+
+    def _keep_planned(self, batch: int) -> None:
+        fs, path = filesystem(self.options.staging_location or "")
+        fs.create_dir(path, recursive=True)
+        temporary = f"{path.rstrip('/')}/{_PLANNED}.tmp"
+        with fs.open_output_stream(temporary) as out:
+            out.write(str(batch).encode())
+        fs.move(temporary, f"{path.rstrip('/')}/{_PLANNED}")
 
     def reportLatestOffset(self) -> dict[str, int] | None:
-        return None if self._end is None else {"staged": self._end}
+        return None if self._planned is None else {"batch": self._planned}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        first, last = int(start["staged"]), int(end["staged"])
-        self._planned = max(self._planned, last)
+        """``partitions`` receiver tasks for each micro-batch after ``start`` up to ``end``,
+        each with its share of the read limit."""
+        first, last = _batch(start), _batch(end)
         if first > last:
             raise RuntimeError(
-                f"the staged offsets went back from {first} to {last}: was the staging "
-                "location cleared, or is it not the one this query staged into?"
+                f"the micro-batch numbers went back from {first} to {last}: is the staging "
+                "location the one this query staged into?"
             )
-        if first == last:
-            return []
-        staged = staged_batches(self.options.staging_location or "")
-        partitions: list[InputPartition] = split(first, last, staged, self.options.partitions)
-        return partitions
+        self._planned = max(self._planned or 0, last)
+        poll = self.options.poll_interval
+        wait = max(poll, FIRST_BATCH_WAIT if not self._ran else _NEXT_WAIT)
+        self._ran = max(self._ran, last)
+        rows, size = self._limit
+        parts = self.options.partitions
+        return [
+            ReceiverTask(batch, i, share(rows, parts, i), share(size, parts, i), wait)
+            for batch in range(first + 1, last + 1)
+            for i in range(parts)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, StagedPartition)
-        return read_staged(partition)
+        assert isinstance(partition, ReceiverTask)
+        return run_task(self.options, partition)
 
     def commit(self, end: dict[str, int]) -> None:
-        """Spark has committed everything up to ``end``: accept it, drop its staged files."""
-        self._settle_committed(int(end["staged"]))
+        """Spark has committed every micro-batch up to ``end``: their staged files go. If the
+        last took nothing, the next :meth:`latestOffset` says so."""
+        self._committed(_batch(end))
 
-    def _settle_committed(self, committed: int) -> None:
-        done = [d for batch_end, ds in self._unsettled if batch_end <= committed for d in ds]
-        self._unsettled = [(e, ds) for e, ds in self._unsettled if e > committed]
-        if done and self._receiving is not None:
-            self._receiving.settle(done, "accept")
-        for _first, last, path in staged_batches(self.options.staging_location or ""):
-            if last <= committed:
-                remove_staged(path)
+    def _committed(self, committed: int) -> None:
+        if committed <= self._done:
+            return
+        self._done = committed
+        took = False
+        for batch, _index, reference in staged_files(self.options.staging_location or ""):
+            if batch <= committed:
+                took = took or batch == committed
+                remove_staged(reference)
+        if took or committed > self._ran:
+            # Took something, or ran before this reader (a restart): not a sign of an idle
+            # queue (the files of a batch committed before the restart are gone).
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since, self._idle_told = time.monotonic(), False
 
     def stop(self) -> None:
-        """The query ended: what was staged but not accepted stays unsettled and goes back
-        to the broker with the connection (redelivered to the next reader)."""
-        if self._receiving is not None:
-            self._receiving.close()
-            self._receiving = None
+        """The query ended. Nothing is held here: what was staged stays for the batches
+        Spark has not committed (run again from their files when the query restarts)."""
+
+
+def _batch(offset: dict[str, int]) -> int:
+    """The micro-batch number of an offset."""
+    if "batch" not in offset:
+        raise RuntimeError(
+            f"the checkpoint's offset {offset!r} is not a micro-batch number: it was written "
+            "by an earlier version of the source (queue mode's offsets changed in 0.x): "
+            "start the query with a new checkpoint location"
+        )
+    return int(offset["batch"])

@@ -1,13 +1,19 @@
-"""Staging: what a streaming read in queue mode takes from the broker, written as Arrow
-files under ``stagingLocation`` for executors to read, and cut into Spark partitions.
+"""Staging: what a queue-mode streaming read takes from the broker, written by the executor
+task that took it as an Arrow file under ``stagingLocation`` before the task accepts it (a log
+written ahead: once accepted, a message lives on in its staged file until Spark has committed
+its micro-batch), and read back when Spark runs the batch again.
+
+A file is the share of one receiver task (its index) of one micro-batch (its number):
+``BBBBBBBBBBBB-IIIII.arrow``. A task that took nothing stages nothing.
 
 ``stagingLocation`` is a local or shared path, or a URI that
 ``pyarrow.fs.FileSystem.from_uri`` takes (``file://``, ``hdfs://``, ``s3://``, ``gs://``, ...).
-A batch is published atomically: written under a temporary name, then renamed (moved) to its
-final name, so that a reader finds it whole or not at all. On a local filesystem (a path, or
-``file://``) the file is fsync'd before the rename and the directory after it; on another
-filesystem the file is complete when its stream is closed, and the move is the filesystem's
-(docs/spark.rst, "Deployment on a cluster", says what each guarantees)."""
+A file is published atomically and only once: written under a temporary name, then moved to
+its final name unless a file is there already (another attempt of the same task staged
+first: its file stands, and this attempt gives its messages back). On a local filesystem (a
+path, or ``file://``) the file is fsync'd before it is linked into place and the directory
+after; on another filesystem the file is complete when its stream is closed, and the move is
+the filesystem's (docs/spark.rst, "Deployment on a cluster", says what each guarantees)."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import contextlib
 import functools
 import os
 import re
+import uuid
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -22,9 +29,6 @@ from urllib.parse import urlsplit, urlunsplit
 import pyarrow as pa
 import pyarrow.fs
 import pyarrow.ipc
-from pyspark.sql.datasource import (
-    InputPartition,
-)
 
 import amqp_sansio as amqp
 
@@ -35,11 +39,11 @@ from .schema import (
 
 # -- staging ---------------------------------------------------------------------------------
 
-_STAGED = re.compile(r"^(\d{12})-(\d{12})\.arrow$")
+_STAGED = re.compile(r"^(\d{12})-(\d{5})\.arrow$")
 
 
-def _staged_name(start: int, end: int) -> str:
-    return f"{start:012d}-{end:012d}.arrow"
+def _staged_name(batch: int, index: int) -> str:
+    return f"{batch:012d}-{index:05d}.arrow"
 
 
 def _fsync_dir(path: str) -> None:
@@ -100,9 +104,10 @@ def _file(reference: str) -> tuple[Any, str]:
     return fs, f"{folder.rstrip('/')}/{name}"
 
 
-def staged_batches(location: str) -> list[tuple[int, int, str]]:
-    """The staged batches under ``location``: (start, end, reference), in order; the
-    reference is a path for a local location, a URI for a URI."""
+def staged_files(location: str) -> list[tuple[int, int, str]]:
+    """The files staged under ``location``: (micro-batch, task index, reference), in order;
+    the reference is a path for a local location, a URI for a URI. A file a crash left under
+    its temporary name is not one of them."""
     fs, path = filesystem(location)
     selector = pyarrow.fs.FileSelector(path, allow_not_found=True)
     found = []
@@ -111,6 +116,14 @@ def staged_batches(location: str) -> list[tuple[int, int, str]]:
         if match and info.type == pyarrow.fs.FileType.File:
             found.append((int(match[1]), int(match[2]), _join(location, info.base_name)))
     return sorted(found)
+
+
+def find_staged(location: str, batch: int, index: int) -> str | None:
+    """The reference of task ``index``'s file of micro-batch ``batch``, if it was staged."""
+    fs, path = filesystem(location)
+    name = _staged_name(batch, index)
+    info = fs.get_file_info(f"{path.rstrip('/')}/{name}")
+    return _join(location, name) if info.type == pyarrow.fs.FileType.File else None
 
 
 def remove_staged(reference: str) -> None:
@@ -132,85 +145,79 @@ def _arrow_struct() -> pa.StructType:
     return pa.struct(list(arrow_schema()))
 
 
-def stage(location: str, start: int, rows: list[tuple[Any, ...]]) -> str:
-    """Write ``rows`` as the batch [start, start + len(rows)) and publish it atomically
-    (written under a temporary name, then renamed into place: a batch is whole or absent);
-    on a local filesystem the file is fsync'd before the rename and the directory after.
-    Returns the staged file's reference (as :func:`staged_batches` gives it)."""
+def stage(location: str, batch: int, index: int, records: pa.RecordBatch) -> str | None:
+    """Write ``records`` as task ``index``'s file of micro-batch ``batch`` and publish it
+    atomically, unless that file is there already: returns the new file's reference, or
+    None when another attempt of the task had staged it (that file stands, this one is
+    dropped). On a local filesystem the file is fsync'd before it is linked into place
+    (a link fails where a file is: no attempt replaces another's) and the directory after;
+    elsewhere the move is the filesystem's, after a look for a file in the way."""
     fs, path = filesystem(location)
-    name = _staged_name(start, start + len(rows))
+    name = _staged_name(batch, index)
     final = f"{path.rstrip('/')}/{name}"
-    temporary = final + ".tmp"
-    batch = record_batch(rows)
+    temporary = f"{final}.{uuid.uuid4().hex[:12]}.tmp"
     if _local(fs):
         os.makedirs(path, exist_ok=True)
         with open(temporary, "wb") as out:
-            _write(out, batch)
+            _write(out, records)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temporary, final)
+        try:
+            _publish_local(temporary, final)
+        except FileExistsError:
+            return None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
         _fsync_dir(path)
     else:
         fs.create_dir(path, recursive=True)
         with fs.open_output_stream(temporary) as out:
-            _write(out, batch)
+            _write(out, records)
+        if fs.get_file_info(final).type != pyarrow.fs.FileType.NotFound:
+            fs.delete_file(temporary)
+            return None
         fs.move(temporary, final)
     return _join(location, name)
 
 
-def _write(out: Any, batch: pa.RecordBatch) -> None:
+def _publish_local(temporary: str, final: str) -> None:
+    """Give ``temporary`` the name ``final`` unless a file has it (FileExistsError): a hard
+    link, which cannot replace; where the filesystem has none, a look and a rename."""
+    try:
+        os.link(temporary, final)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some mounts): a look, then a rename
+        if os.path.exists(final):
+            raise FileExistsError(final) from None
+        os.replace(temporary, final)
+
+
+def _write(out: Any, records: pa.RecordBatch) -> None:
     with pa.ipc.new_file(out, arrow_schema()) as writer:
-        writer.write_batch(batch)
+        writer.write_batch(records)
 
 
-class StagedPartition(InputPartition):
-    """Rows [first, last) of a staged batch file (``path``: its reference, a path or a
-    URI)."""
-
-    def __init__(self, path: str, first: int, last: int) -> None:
-        super().__init__((path, first, last))
-        self.path, self.first, self.last = path, first, last
+def _open(reference: str) -> Any:
+    """A staged file opened for reading: memory-mapped if local, else through its
+    filesystem."""
+    fs, path = _file(reference)
+    return pa.memory_map(path) if _local(fs) else fs.open_input_file(path)
 
 
-def read_staged(partition: StagedPartition) -> Iterator[pa.RecordBatch]:
-    """The partition's rows (on an executor): a local file memory-mapped, another read
-    through its filesystem."""
-    fs, path = _file(partition.path)
-    opened = pa.memory_map(path) if _local(fs) else fs.open_input_file(path)
-    with opened as source:
+def read_staged(reference: str) -> Iterator[pa.RecordBatch]:
+    """The rows of a staged file: a local file memory-mapped, another read through its
+    filesystem."""
+    with _open(reference) as source:
         table = pa.ipc.open_file(source).read_all()
-    part = table.slice(partition.first, partition.last - partition.first)
-    yield from part.combine_chunks().to_batches()
+    yield from table.combine_chunks().to_batches()
 
 
 def even_pieces(count: int, parts: int) -> list[tuple[int, int]]:
     """[first, last) ranges cutting ``count`` rows in up to ``parts`` pieces of equal size."""
     size = max(1, -(-count // parts))
     return [(lo, min(count, lo + size)) for lo in range(0, count, size)]
-
-
-def split(start: int, end: int, staged: list[tuple[int, int, str]], parts: int) -> list[Any]:
-    """The partitions of the batch [start, end): each staged file inside it, cut in up to
-    ``parts`` pieces."""
-    partitions: list[Any] = []
-    covered = start
-    for first, last, path in staged:
-        if last <= start or first >= end:
-            continue
-        if first < start or last > end:
-            raise RuntimeError(
-                f"staged batch {first}-{last} straddles the planned batch {start}-{end}"
-            )
-        covered = max(covered, last)
-        partitions.extend(
-            StagedPartition(path, lo, hi) for lo, hi in even_pieces(last - first, parts)
-        )
-    if covered < end:
-        raise RuntimeError(
-            f"the staged messages of offsets {covered}-{end} are missing from the staging "
-            "location: was it cleared, or is it not the one this query staged into?"
-        )
-    return partitions
 
 
 def refuse_undecodable(delivery: Any, how: str) -> None:

@@ -611,11 +611,28 @@ class Broker:
                 self._dirty[buffer] = None
 
     def _dispatch(self) -> None:
+        """Hand messages to consumers, at most ``config.dispatch_batch`` in this turn: a
+        node cut short goes to the back of the line, and :attr:`dispatching` says that
+        :meth:`dispatch_more` has work."""
+        budget = self.config.dispatch_batch
         while self._dirty:
             queue = next(iter(self._dirty))
             del self._dirty[queue]
-            if not queue.deleted:
-                queue.dispatch()
+            if not queue.deleted and not queue.dispatch(budget):
+                self._dirty[queue] = None
+                return
+
+    @property
+    def dispatching(self) -> bool:
+        """Messages wait for consumers that have credit for them (a turn ended at
+        ``config.dispatch_batch``): call :meth:`dispatch_more` once this turn's output is
+        written."""
+        return bool(self._dirty)
+
+    def dispatch_more(self) -> None:
+        """Another turn of handing messages to consumers (``config.dispatch_batch`` at
+        most); the connections with output are then in :meth:`pending`."""
+        self._dispatch()
 
 
 def _refused_engine() -> Connection:

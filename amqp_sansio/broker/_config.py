@@ -97,6 +97,13 @@ class BrokerConfig:
     ``amqp:resource-limit-exceeded``. ``link_credit`` is the credit the broker keeps open
     on a publisher's link.
 
+    ``dispatch_batch`` is how many messages the broker hands to consumers in one turn (None:
+    all their credit allows): the rest waits for :meth:`Broker.dispatch_more`, which the
+    server calls once it has written the turn's output. So a consumer that grants a large
+    credit gets its first messages while the broker encodes the next, and no consumer holds
+    the broker's loop (other connections' frames, heartbeats) for the time of its whole
+    grant (core spec 2.6.7 sets no pace for using credit).
+
     Selectors (a consumer's ``apache.org:selector-filter:string`` filter, see
     ``docs/broker.rst``): one longer than ``selector_max_length`` characters, or nested
     (parentheses, ``NOT``, signs) deeper than ``selector_max_depth`` levels (at most 100),
@@ -172,6 +179,7 @@ class BrokerConfig:
     max_subscriptions_per_container: int | None = 1000
     max_subscription_depth: int | None = 100_000
     link_credit: int = 1000
+    dispatch_batch: int | None = 1000
     selector_max_length: int = 4096
     selector_max_depth: int = 32
     container_id: str = "amqp-sansio-broker"

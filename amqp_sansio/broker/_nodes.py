@@ -429,9 +429,14 @@ class Queue(Node):
         (self.browsers if consumer.copy else self.consumers).remove(consumer)
         self._passed.pop(consumer, None)
 
-    def dispatch(self) -> None:
+    def dispatch(self, budget: int | None = None) -> bool:
+        """Hand the available messages to the consumers with credit, in turn (and the
+        browsers theirs); at most ``budget`` to the consumers (None: no bound). Returns
+        False when it stopped at the budget (call again: the consumers' drains are answered
+        only once it is done), True when it is done."""
         wall = self.broker.wall
         consumers = self.consumers
+        sent = 0
         while self.available and consumers:
             moved = False
             for _ in range(len(consumers)):
@@ -451,6 +456,9 @@ class Queue(Node):
                     continue
                 consumer.deliver(message, self)
                 moved = True
+                sent += 1
+                if budget is not None and sent >= budget:
+                    return False
             if not moved:
                 break
         for browser in self.browsers:
@@ -458,6 +466,7 @@ class Queue(Node):
         for consumer in consumers:
             if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
+        return True
 
     def _browse(self, browser: Consumer, wall: float) -> None:
         """Send a browser (``copy``) the available messages it has not seen, by arrival."""

@@ -185,16 +185,23 @@ class Stream(Node):
     def remove_consumer(self, consumer: Any) -> None:
         self.consumers.remove(consumer)
 
-    def dispatch(self) -> None:
+    def dispatch(self, budget: int | None = None) -> bool:
         """Send each consumer with credit the messages from its position on; a consumer
-        whose position retention dropped goes on from the first message held."""
+        whose position retention dropped goes on from the first message held. At most
+        ``budget`` messages in all (None: no bound): False when it stopped there (call
+        again; a consumer's drain is answered only once it is done), True when done."""
+        sent = 0
         for consumer in self.consumers:
             while consumer.credit > 0 and consumer.cursor < self.end:
+                if budget is not None and sent >= budget:
+                    return False
                 offset = max(consumer.cursor, self.first)
                 consumer.cursor = offset + 1
                 consumer.deliver(self._log[self._head + offset - self.first], self)
+                sent += 1
             if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
+        return True
 
     def clear(self) -> None:
         super().clear()

@@ -316,6 +316,22 @@ class ReceiverCore(LinkCore):
             self.core._changed()
         return taken
 
+    def revoke(self) -> int:
+        """Take back the credit not used yet and grant no more (:attr:`credit` set to 0): a
+        flow with link-credit 0 (core spec 2.6.7). The sender starts no delivery once it has
+        the flow; those already under way still arrive (and are queued as usual). Unlike
+        :meth:`drain` it waits for no answer, so it works where a peer mishandles drains.
+        Returns the credit taken back (deliveries the sender may have started meanwhile)."""
+        self.check()
+        self.credit = 0
+        link = self.link
+        left = link.link_credit
+        if link.state is not a.LinkState.ATTACHED or left == 0 or self._drain is not None:
+            return 0
+        link.flow(0)
+        self.core._changed()
+        return left
+
     def drain(self) -> Op[None]:
         """Ask the sender to use up or give back the credit; done when it has."""
         self.check()

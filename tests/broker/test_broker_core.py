@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from support.broker_net import Client, Net, accept_all, body, msg, publish
 
 import amqp_sansio as a
-from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, parse_message
+from amqp_sansio.broker import OFFSET_FILTER, Broker, BrokerConfig, MemoryStore, parse_message
 from amqp_sansio.definitions import messaging
 
 SYM = a.Symbol
@@ -1028,3 +1028,36 @@ def test_max_message_size_is_announced_and_enforced() -> None:
         s.send(msg(b"x" * 2000).encode())  # our engine keeps to what the broker announced
     p.send(s, msg(b"x" * 500))
     assert net.broker.nodes["q"].depth == 1
+
+
+def _turn(net: Net, client: Client) -> None:
+    """One exchange of bytes each way, with no further turn of dispatching (what the server
+    does before it writes a turn out)."""
+    client.conn.receive_data(client.engine.data_to_send(), net.now, wall=net.wall)
+    client.events += client.engine.receive_data(client.conn.data_to_send(), net.now)
+
+
+@pytest.mark.parametrize("address", ["q", "events"])
+def test_a_turn_hands_out_at_most_dispatch_batch_messages(address: str) -> None:
+    """``BrokerConfig.dispatch_batch``: a turn delivers at most that many (to a queue's
+    consumers, or a stream's readers), the rest waits for ``dispatch_more`` (which the
+    server calls once the turn is written); a drain is answered only once every message
+    the credit allows has gone."""
+    net = Net(BrokerConfig(dispatch_batch=2, streams=["events"], stream_prefix=None))
+    p, c = net.connect(), net.connect()
+    publish(p, address, *(b"%d" % i for i in range(5)))
+    first = {OFFSET_FILTER: "first"} if address == "events" else None
+    link = c.receiver(address, source=a.Source(address=address, filter=first))  # no credit
+    link.flow(10, drain=True)
+    _turn(net, c)
+    assert [body(e) for e in c.received(link)] == [b"0", b"1"]
+    assert net.broker.dispatching and link.link_credit == 8  # not drained yet
+    got = []
+    while net.broker.dispatching:
+        net.broker.dispatch_more()
+        assert c.conn in net.broker.pending()
+        c.events += c.engine.receive_data(c.conn.data_to_send(), net.now)
+        got.append([body(e) for e in c.received(link)])
+    assert got == [[b"2", b"3"], [b"4"]]
+    assert link.link_credit == 0  # the drain's answer came with the last turn
+    assert not net.broker.dispatching

@@ -23,6 +23,7 @@ pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 spark_adapter = pytest.importorskip("amqp_sansio.adapters.spark")
 from amqp_sansio.adapters import cli  # noqa: E402
 from amqp_sansio.adapters.cli import pipeline  # noqa: E402
+from amqp_sansio.adapters.cli.bench import spark as bench_spark  # noqa: E402
 
 # -- without Spark -----------------------------------------------------------------------------
 
@@ -113,7 +114,7 @@ def test_a_master_that_is_not_a_spark_master_url_is_a_usage_error(
         raise AssertionError("Spark was started")
 
     monkeypatch.setattr(pipeline, "run_pipeline", no_spark)
-    monkeypatch.setattr(pipeline, "bench_spark", no_spark)
+    monkeypatch.setattr(bench_spark, "bench_spark", no_spark)
     with pytest.raises(SystemExit) as info:
         cli.main([*command, "--master", "bogus"])
     assert info.value.code == 2
@@ -262,8 +263,16 @@ def test_bench_spark_reports_both_rates(spark: Any, capsys: pytest.CaptureFixtur
     for side in ("asyncio", "spark"):
         assert figures[side]["rate"] == pytest.approx(3000 / figures[side]["seconds"])
     assert figures["ratio"] == pytest.approx(figures["spark"]["rate"] / figures["asyncio"]["rate"])
-    assert figures["spark"]["phases_ms"]["latestOffset"] > 0
-    assert "ratio" in pipeline.format_bench(figures)
+    assert figures["spark"]["phases_ms"]["addBatch"] > 0
+    # CPU by role: the tasks ran in the executors' Python workers, the planning in the
+    # driver's Python process (local mode: one JVM, counted for neither side).
+    used = figures["cpu_seconds"]
+    assert used["executor Python"] > 0 and used["driver Python"] > 0
+    per = figures["cpu_us_per_message"]
+    assert per["executors"] == pytest.approx(used["executor Python"] / 3000 * 1e6)
+    assert figures["driver_cpu_share"] == pytest.approx(per["driver"] / per["executors"])
+    text = bench_spark.format_bench(figures)
+    assert "ratio" in text and "CPU per message, whole query: driver" in text
 
 
 @pytest.mark.skipif(not RABBITMQ, reason="no RabbitMQ: set AMQP_SANSIO_RABBITMQ_URL (.ci/run does)")

@@ -27,6 +27,7 @@ from support.broker_process import amqp_sansio_command
 pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import pipeline
+from amqp_sansio.adapters.cli.bench import spark as bench_spark
 from amqp_sansio.adapters.cli.command import build_parser
 from amqp_sansio.adapters.cli.progress import StageBars
 
@@ -79,7 +80,7 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("Spark was started")
 
     monkeypatch.setattr(pipeline, "run_pipeline", started)
-    monkeypatch.setattr(pipeline, "bench_spark", started)
+    monkeypatch.setattr(bench_spark, "bench_spark", started)
 
 
 @pytest.mark.parametrize(

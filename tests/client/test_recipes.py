@@ -453,6 +453,27 @@ def test_drain_with_no_credit_left_is_done_at_once() -> None:
     assert receiver.drain().done()
 
 
+def test_revoke_takes_back_the_credit_left_and_grants_no_more() -> None:
+    """A flow with link-credit 0 (core spec 2.6.7): the broker starts nothing more; what was
+    queued stays to be taken; taking it grants nothing (credit 0); a second revoke, with
+    no credit left, sends nothing and takes back nothing."""
+    broker = Broker()
+    mem = Memory(broker).connect()
+    sender = mem.sender("q")
+    receiver = mem.receiver("q", credit=10)
+    mem.send(sender, "one")
+    mem.run(recipes.wait(mem.core), 0.1)  # type: ignore[arg-type]
+    assert receiver.link.link_credit == 9
+    assert receiver.revoke() == 9
+    assert (receiver.credit, receiver.link.link_credit) == (0, 0)
+    mem.send(sender, "two", wait=False)
+    mem.run(recipes.wait(mem.core), 0.1)  # type: ignore[arg-type]
+    assert [d.message.body.value for d in receiver.take_many(5)] == ["one"]
+    mem.run(recipes.wait(mem.core), 0.1)  # type: ignore[arg-type]
+    assert not receiver.queue and receiver.link.link_credit == 0  # "two" waits at the broker
+    assert receiver.revoke() == 0
+
+
 def test_a_server_link_closed_by_the_server_ends_the_client_s_iteration() -> None:
     links: list[client.ServerLink] = []
 

@@ -27,6 +27,8 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra
 spark_adapter = pytest.importorskip("amqp_sansio.adapters.spark")
 from amqp_sansio.adapters import sockets  # noqa: E402
 from amqp_sansio.adapters.broker import run_broker  # noqa: E402
+from amqp_sansio.adapters.spark.rows import message_to_row  # noqa: E402
+from amqp_sansio.adapters.spark.staging import record_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -156,29 +158,32 @@ def _each_batch(df: Any, on_batch: Any, checkpoint: str) -> Any:
     return spark_adapter.run_available_now(writer, timeout=180)
 
 
-def test_a_streaming_read_accepts_each_batch_when_it_commits(spark: Any, broker: Any) -> None:
+def test_a_streaming_read_stages_each_batch_before_it_accepts_it(spark: Any, broker: Any) -> None:
     address = f"stream-{uuid.uuid4().hex[:8]}"
     count, per_batch = 10_000, 2_000
     publish(broker.url, address, count)
     staging, checkpoint = tempfile.mkdtemp(), tempfile.mkdtemp()
-    seen: list[tuple[int, int, int]] = []  # batch id, rows, accepted while it ran
+    seen: list[tuple[int, int, int, int]] = []  # batch id, rows, accepted, files staged
     bodies: Counter[bytes] = Counter()
 
     def on_batch(df: Any, batch_id: int) -> None:
         got = df.select("body", "delivery_count").collect()
         bodies.update(bytes(r.body) for r in got)  # bytearray on pyspark 4.0 and 4.1
-        seen.append((batch_id, len(got), count - depth(broker, address)))
+        staged = len(spark_adapter.staged_files(staging))
+        seen.append((batch_id, len(got), count - depth(broker, address), staged))
 
     df = _stream(spark, broker.url, address, staging, maxMessagesPerTrigger=str(per_batch))
     query = _each_batch(df, on_batch, checkpoint)
     assert query.exception() is None
     batches = [s for s in seen if s[1]]
-    assert sum(n for _, n, _ in batches) == count
-    assert all(n <= per_batch for _, n, _ in batches)
+    assert sum(n for _, n, _, _ in batches) == count
+    assert all(n <= per_batch for _, n, _, _ in batches)
     done = 0
-    for _batch, rows_in_batch, accepted in batches:
-        assert accepted == done  # the earlier batches, and nothing of this one yet
+    for _batch, rows_in_batch, accepted, staged in batches:
+        # While a batch runs: its messages are staged and accepted, those of the earlier
+        # batches too, and only the running batch's file is left (the others committed).
         done += rows_in_batch
+        assert (accepted, staged) == (done, 1)
     assert set(bodies) == {f"payload {i}".encode() for i in range(count)}
     assert max(bodies.values()) == 1
     assert depth(broker, address) == 0  # the last batch too, once committed
@@ -214,11 +219,10 @@ def test_a_crashed_query_restarts_without_loss(spark: Any, broker: Any) -> None:
     assert query.exception() is None
     ids = Counter(i for i, _ in processed)
     assert set(ids) == {f"m{i}" for i in range(count)}  # nothing lost
-    duplicates = {i for i, n in ids.items() if n > 1}
-    assert duplicates <= set(crashed)  # only from the batch that never committed
-    for message_id in duplicates:
-        counts = sorted(n for i, n in processed if i == message_id)
-        assert counts[-1] >= 1  # the second copy is a redelivery
+    # The batch that never committed ran again from its staged file: the same messages,
+    # none taken from the broker twice.
+    assert max(ids.values()) == 1
+    assert set(crashed) <= set(ids)
     assert depth(broker, address) == 0
 
 
@@ -315,12 +319,24 @@ def test_a_batch_read_of_an_empty_queue_has_no_rows(spark: Any, broker: Any) -> 
     assert reader.option("consume", "true").option("partitions", "3").load().collect() == []
 
 
-def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
-    """The stream reader called as Spark calls it (no Spark needed): with
-    ``maxBytesPerTrigger`` each batch holds what fits, in the order sent, a message larger
-    than the limit alone; each message is staged once and accepted only on commit."""
-    import pyarrow as pa
+def _reader(url: str, address: str, staging: str, **options: str) -> Any:
+    """The queue-mode stream reader, to be called as Spark calls it (no Spark needed)."""
+    source = spark_adapter.AMQPDataSource(
+        {"url": url, "address": address, "stagingLocation": staging, **options}
+    )
+    return source.streamReader(spark_adapter.SCHEMA)
 
+
+def _run(reader: Any, task: Any, column: str = "body") -> list[Any]:
+    """Task ``task`` run as an executor runs it: its rows' ``column``."""
+    return [value for batch in reader.read(task) for value in batch.column(column).to_pylist()]
+
+
+def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
+    """The stream reader called as Spark calls it: with ``maxBytesPerTrigger`` each batch
+    holds what fits, in the order sent, a message larger than the limit alone; each task
+    stages its messages before it accepts them, a batch run again reads the staged file
+    (the same rows, nothing taken), and the files go once the batch is committed."""
     address = f"bytes-{uuid.uuid4().hex[:8]}"
     bodies = [bytes([i]) * 100 for i in range(20)] + [bytes(5000)] + [b"x" * 100] * 3
     with sockets.connect(f"{broker.url}/{address}") as conn:
@@ -330,37 +346,87 @@ def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
     small = len(a.Message(body=bodies[0]).encode())
     limit = 5 * small + small // 2
     staging = tempfile.mkdtemp()
-    source = spark_adapter.AMQPDataSource(
-        {
-            "url": broker.url,
-            "address": address,
-            "stagingLocation": staging,
-            "maxBytesPerTrigger": str(limit),
-        }
-    )
-    reader = source.streamReader(spark_adapter.SCHEMA)
+    reader = _reader(broker.url, address, staging, maxBytesPerTrigger=str(limit))
     batches: list[list[bytes]] = []
     offset = reader.initialOffset()
-    try:
-        while sum(map(len, batches)) < len(bodies):
-            end = reader.latestOffset(offset, None)
-            assert end["staged"] > offset["staged"], "a batch found nothing"
-            # The earlier batches are accepted, nothing of this one before its commit.
-            expected = len(bodies) - sum(map(len, batches))
-            assert depth_after_accepts(broker, address, expected) == expected
-            ((_first, _last, path),) = spark_adapter.staged_batches(staging)
-            with pa.memory_map(path) as f:
-                batches.append(pa.ipc.open_file(f).read_all().column("body").to_pylist())
-            reader.commit(end)
-            offset = end
-        assert depth_after_accepts(broker, address, 0) == 0
-    finally:
-        reader.stop()
+    while sum(map(len, batches)) < len(bodies):
+        end = reader.latestOffset(offset, None)
+        assert end == {"batch": offset["batch"] + 1}
+        (task,) = reader.partitions(offset, end)
+        got = _run(reader, task)
+        assert got, "a batch found nothing"
+        # Staged, then accepted: the file is there and the broker has let them go.
+        assert [(n, i) for n, i, _ in spark_adapter.staged_files(staging)] == [(end["batch"], 0)]
+        left = len(bodies) - sum(map(len, batches)) - len(got)
+        assert depth(broker, address) == left
+        assert _run(reader, task) == got  # run again: the staged rows, nothing taken
+        assert depth(broker, address) == left
+        reader.commit(end)
+        assert spark_adapter.staged_files(staging) == []
+        batches.append(got)
+        offset = end
     assert [body for batch in batches for body in batch] == bodies
     for batch in batches:
         assert len(batch) == 1 or sum(len(a.Message(body=b).encode()) for b in batch) <= limit
     assert [bodies[20]] in batches
     assert len(batches) >= 6
+    # The queue is empty: the next batch takes nothing, and the reader then says so.
+    end = reader.latestOffset(offset, None)
+    assert [_run(reader, t) for t in reader.partitions(offset, end)] == [[]]
+    reader.commit(end)
+    assert reader.latestOffset(end, None) == end
+
+
+def test_queue_mode_tasks_share_the_batch_and_stage_before_they_accept(broker: Any) -> None:
+    """``partitions`` tasks a batch, each with its share of the read limit (competing
+    consumers); a task that finds its file staged by another attempt gives back what it
+    took; a task that cannot stage accepts nothing (the broker redelivers it, marked)."""
+    address = f"tasks-{uuid.uuid4().hex[:8]}"
+    publish(broker.url, address, 100)
+    staging = tempfile.mkdtemp()
+    reader = _reader(broker.url, address, staging, partitions="3", maxMessagesPerTrigger="20")
+    offset = reader.initialOffset()
+    end = reader.latestOffset(offset, None)
+    tasks = reader.partitions(offset, end)
+    assert [(t.batch, t.index, t.max_rows) for t in tasks] == [(1, 0, 7), (1, 1, 7), (1, 2, 6)]
+    ids = [_run(reader, t, "message_id") for t in tasks]
+    assert [len(x) for x in ids] == [7, 7, 6]
+    assert sorted(i for x in ids for i in x) == sorted(f"m{i}" for i in range(20))
+    assert depth(broker, address) == 80
+    reader.commit(end)
+
+    # Another attempt of task 0 of batch 2 staged first: this one's messages go back.
+    offset, end = end, reader.latestOffset(end, None)
+    first, *_ = reader.partitions(offset, end)
+    row = message_to_row(a.Message(body=b"theirs"), address)
+    other = record_batch([row])
+    assert spark_adapter.stage(staging, 2, 0, other) is not None
+    assert spark_adapter.stage(staging, 2, 0, other) is None  # once only
+    assert _run(reader, first) == [b"theirs"]
+    assert depth(broker, address) == 80  # given back, not accepted
+
+    # A task that cannot stage (the location is a file) fails and accepts nothing.
+    blocked = os.path.join(tempfile.mkdtemp(), "not-a-directory")
+    open(blocked, "w").close()
+    failing = _reader(broker.url, address, blocked, maxMessagesPerTrigger="5")
+    (task,) = failing.partitions({"batch": 0}, {"batch": 1})
+    with pytest.raises(OSError):
+        _run(failing, task)
+    assert depth_after_accepts(broker, address, 80) == 80
+    with sockets.connect(f"{broker.url}/{address}") as conn:
+        receiver = conn.receiver(address, credit=5)
+        redelivered = [receiver.receive(timeout=10) for _ in range(5)]
+        assert all(d.message.header.delivery_count >= 1 for d in redelivered)
+        for d in redelivered:
+            d.release()
+
+
+def test_an_old_checkpoint_offset_is_refused_with_a_reason() -> None:
+    reader = _reader("amqp://h:5672", "q", tempfile.mkdtemp())
+    with pytest.raises(RuntimeError, match="new checkpoint location"):
+        reader.latestOffset({"staged": 12}, None)
+    with pytest.raises(RuntimeError, match="went back from 5 to 2"):
+        reader.partitions({"batch": 5}, {"batch": 2})
 
 
 def test_a_staged_batch_reads_back_as_its_rows() -> None:
@@ -398,18 +464,18 @@ def test_a_staged_batch_reads_back_as_its_rows() -> None:
     ]
     rows = [message_to_row(m, f"q{i}") for i, m in enumerate(messages)]
     staging = tempfile.mkdtemp()
-    path = spark_adapter.stage(staging, 10, rows)
-    assert os.path.basename(path) == "000000000010-000000000014.arrow"
-    assert spark_adapter.staged_batches(staging) == [(10, 14, path)]
-    partition = spark_adapter.StagedPartition(path, 1, 4)
-    got = [r for batch in spark_adapter.read_staged(partition) for r in batch.to_pylist()]
+    path = spark_adapter.stage(staging, 10, 3, record_batch(rows))
+    assert path is not None and os.path.basename(path) == "000000000010-00003.arrow"
+    assert spark_adapter.staged_files(staging) == [(10, 3, path)]
+    got = [r for batch in spark_adapter.read_staged(path) for r in batch.to_pylist()][1:]
     # Maps come back as (key, value) pairs.
     pairs = [tuple(list(v.items()) if isinstance(v, dict) else v for v in row) for row in rows]
     expected = [dict(zip(COLUMNS, row, strict=True)) for row in pairs[1:]]
     assert got == expected
     assert got[0]["creation_time"] == datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
     assert got[0]["message_id"] == str(uuid.UUID(int=42))
-    empty = spark_adapter.stage(staging, 14, [])
+    empty = spark_adapter.stage(staging, 14, 0, record_batch([]))
+    assert empty is not None
     with pa.memory_map(empty) as f:
         table = pa.ipc.open_file(f).read_all()
     assert table.num_rows == 0

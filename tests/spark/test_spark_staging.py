@@ -3,7 +3,7 @@ path, a shared mount (one directory under two paths: the driver writes through o
 read through the other), a ``file://`` URI, and the code path of a filesystem that is not
 local (pyarrow's own ``SubTreeFileSystem`` over a directory, standing in for ``hdfs://``,
 ``s3://`` or ``gs://``, which need a server). Each: a batch published whole (no temporary
-file left), listed, read back by a partition, removed. Without Spark."""
+file left), published once only, listed, read back, removed. Without Spark."""
 
 from __future__ import annotations
 
@@ -29,32 +29,37 @@ def rows(start: int, count: int) -> list[tuple[Any, ...]]:
     ]
 
 
-def ids(reference: str, first: int, last: int) -> list[str]:
-    partition = staging.StagedPartition(reference, first, last)
-    return [r["message_id"] for b in staging.read_staged(partition) for r in b.to_pylist()]
+def ids(reference: str) -> list[str]:
+    return [r["message_id"] for b in staging.read_staged(reference) for r in b.to_pylist()]
+
+
+def stage(location: str, batch: int, index: int, first: int, count: int) -> str | None:
+    return staging.stage(location, batch, index, staging.record_batch(rows(first, count)))
 
 
 def round_trip(written: str, read: str) -> None:
-    """Two batches staged at ``written``, listed and read back at ``read``; the first
-    removed."""
-    first = staging.stage(written, 0, rows(0, 5))
-    second = staging.stage(written, 5, rows(5, 3))
-    assert [(s, e) for s, e, _ in staging.staged_batches(written)] == [(0, 5), (5, 8)]
-    assert [r for _s, _e, r in staging.staged_batches(written)] == [first, second]
-    listed = staging.staged_batches(read)
-    assert [(s, e) for s, e, _ in listed] == [(0, 5), (5, 8)]
-    assert ids(listed[0][2], 1, 4) == ["m1", "m2", "m3"]
-    assert ids(listed[1][2], 0, 3) == ["m5", "m6", "m7"]
+    """Two tasks' files staged at ``written``, listed and read back at ``read``; the first
+    removed. A second attempt of a task stages nothing over the first's file."""
+    first = stage(written, 3, 0, 0, 5)
+    second = stage(written, 3, 1, 5, 3)
+    assert stage(written, 3, 1, 10, 2) is None  # task 1 was staged: its file stands
+    assert [(n, i) for n, i, _ in staging.staged_files(written)] == [(3, 0), (3, 1)]
+    assert [r for _n, _i, r in staging.staged_files(written)] == [first, second]
+    listed = staging.staged_files(read)
+    assert staging.find_staged(read, 3, 1) == listed[1][2]
+    assert staging.find_staged(read, 3, 2) is None
+    assert ids(listed[0][2]) == ["m0", "m1", "m2", "m3", "m4"]
+    assert ids(listed[1][2]) == ["m5", "m6", "m7"]
     staging.remove_staged(listed[0][2])
     staging.remove_staged(listed[0][2])  # gone already: nothing to do
-    assert [(s, e) for s, e, _ in staging.staged_batches(written)] == [(5, 8)]
+    assert [(n, i) for n, i, _ in staging.staged_files(written)] == [(3, 1)]
 
 
 def test_a_local_path(tmp_path: Path) -> None:
     location = str(tmp_path / "staging")
-    assert staging.staged_batches(location) == []  # not made yet: nothing staged
+    assert staging.staged_files(location) == []  # not made yet: nothing staged
     round_trip(location, location)
-    assert os.listdir(location) == ["000000000005-000000000008.arrow"]  # no .tmp left
+    assert os.listdir(location) == ["000000000003-00001.arrow"]  # no .tmp left
 
 
 def test_a_shared_mount_seen_under_two_paths(tmp_path: Path) -> None:
@@ -65,15 +70,15 @@ def test_a_shared_mount_seen_under_two_paths(tmp_path: Path) -> None:
     mount = tmp_path / "mount"
     mount.symlink_to(real, target_is_directory=True)
     round_trip(str(mount / "staging"), str(real / "staging"))
-    assert os.listdir(real / "staging") == ["000000000005-000000000008.arrow"]
+    assert os.listdir(real / "staging") == ["000000000003-00001.arrow"]
 
 
 def test_a_file_uri(tmp_path: Path) -> None:
     location = (tmp_path / "staging").as_uri()
     round_trip(location, location)
-    ((_s, _e, reference),) = staging.staged_batches(location)
-    assert reference == f"{location}/000000000005-000000000008.arrow"
-    assert os.listdir(tmp_path / "staging") == ["000000000005-000000000008.arrow"]
+    ((_n, _i, reference),) = staging.staged_files(location)
+    assert reference == f"{location}/000000000003-00001.arrow"
+    assert os.listdir(tmp_path / "staging") == ["000000000003-00001.arrow"]
 
 
 def test_a_filesystem_that_is_not_local(tmp_path: Path, monkeypatch: Any) -> None:
@@ -91,31 +96,30 @@ def test_a_filesystem_that_is_not_local(tmp_path: Path, monkeypatch: Any) -> Non
 
     monkeypatch.setattr(staging, "filesystem", filesystem)
     location = "remote://bucket/staging?opt=1"
-    reference = staging.stage(location, 0, rows(0, 2))
-    assert reference == "remote://bucket/staging/000000000000-000000000002.arrow?opt=1"
-    assert ids(reference, 0, 2) == ["m0", "m1"]
+    reference = stage(location, 1, 0, 0, 2)
+    assert reference == "remote://bucket/staging/000000000001-00000.arrow?opt=1"
+    assert ids(reference) == ["m0", "m1"]
     staging.remove_staged(reference)
-    # A file a crash left under its temporary name is not a staged batch.
-    (tmp_path / "bucket" / "staging" / "000000000002-000000000004.arrow.tmp").write_bytes(b"")
+    # A file a crash left under its temporary name is not a staged file.
+    (tmp_path / "bucket" / "staging" / "000000000002-00000.arrow.1.tmp").write_bytes(b"")
     round_trip(location, location)
     assert sorted(os.listdir(tmp_path / "bucket" / "staging")) == [
-        "000000000002-000000000004.arrow.tmp",
-        "000000000005-000000000008.arrow",
+        "000000000002-00000.arrow.1.tmp",
+        "000000000003-00001.arrow",
     ]
     assert set(made) == {location}
 
 
 def test_a_location_pyarrow_cannot_reach_names_the_option() -> None:
     with pytest.raises(OptionError, match="option 'stagingLocation': 'nosuch://x/y'"):
-        staging.stage("nosuch://x/y", 0, rows(0, 1))
+        stage("nosuch://x/y", 0, 0, 0, 1)
 
 
-def test_a_query_restarted_after_a_commit_goes_on_from_spark_s_offset(tmp_path: Path) -> None:
-    """A streaming read (queue mode) stopped right after a commit has no staged file left;
-    restarted, it goes on from Spark's committed offset, not from 0: found on the cluster,
-    where a batch planned below Spark's offset ran empty while its messages were accepted.
-    The reader called as pyspark 4.2 and later call it (``start`` given); a range that went
-    back is refused (what pyspark 4.0 and 4.1 then meet)."""
+def test_a_restarted_query_goes_on_from_its_last_batch(tmp_path: Path) -> None:
+    """A streaming read (queue mode) restarted after a commit goes on with the next batch
+    number, never one Spark has used: from Spark's ``start`` (pyspark 4.2 and later), or,
+    with no ``start`` (pyspark 4.0 and 4.1), from the last batch planned, which the reader
+    keeps in the staging location. A range that went back is refused."""
     from amqp_sansio.adapters import sockets
     from amqp_sansio.adapters import spark as spark_adapter
     from amqp_sansio.adapters.broker import run_broker
@@ -136,21 +140,23 @@ def test_a_query_restarted_after_a_commit_goes_on_from_spark_s_offset(tmp_path: 
         def reader() -> Any:
             return spark_adapter.AMQPDataSource(options).streamReader(spark_adapter.SCHEMA)
 
+        def run(r: Any, start: dict[str, int], end: dict[str, int]) -> list[bytes]:
+            parts = r.partitions(start, end)
+            return [row["body"] for p in parts for b in r.read(p) for row in b.to_pylist()]
+
         first = reader()
         end = first.latestOffset(first.initialOffset(), None)
-        assert end == {"staged": 20}
-        first.partitions({"staged": 0}, end)
+        assert end == {"batch": 1}
+        assert run(first, {"batch": 0}, end) == [f"{i}".encode() for i in range(20)]
         first.commit(end)
         first.stop()
-        assert staging.staged_batches(location) == []  # every file committed and gone
-        again = reader()
-        try:
-            following = again.latestOffset(end, None)
-            assert following == {"staged": 30}
-            parts = again.partitions(end, following)
-            got = [r["body"] for p in parts for b in again.read(p) for r in b.to_pylist()]
-            assert got == [f"{i}".encode() for i in range(20, 30)]
-            with pytest.raises(RuntimeError, match="went back from 30 to 20"):
-                again.partitions(following, end)
-        finally:
-            again.stop()
+        assert staging.staged_files(location) == []  # every file committed and gone
+        again = reader()  # as on pyspark 4.2: Spark says where it is
+        following = again.latestOffset(end, None)
+        assert following == {"batch": 2}
+        assert run(again, end, following) == [f"{i}".encode() for i in range(20, 30)]
+        with pytest.raises(RuntimeError, match="went back from 2 to 1"):
+            again.partitions(following, end)
+        old = reader()  # as on pyspark 4.0 and 4.1: no start, and a batch planned before
+        assert old.latestOffset() == {"batch": 1}
+        assert reader().latestOffset() == {"batch": 2}  # from the kept number

@@ -122,6 +122,9 @@ class Net:
                     moved = True
                     for piece in self._pieces(back):
                         c.events += c.engine.receive_data(piece, self.now)
+            if self.broker.dispatching:  # as the server does once a turn is written
+                self.broker.dispatch_more()
+                moved = True
             if not moved:
                 return
         raise AssertionError("never quiet")

@@ -3,7 +3,7 @@
 shape and table every benchmark shares), two engines wired in memory (:mod:`.pipe`), and a
 sender and a receiver over 127.0.0.1 through each adapter (:mod:`.loopback`). ``bench
 broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark``
-the pipeline's (:func:`amqp_sansio.adapters.cli.pipeline.bench_spark`).
+:mod:`.spark`'s, with :mod:`.processes` (CPU time by role in a Spark application).
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ from typing import Any
 
 from amqp_sansio.client.url import URLError, parse_url
 
-from .. import bench, options, pipeline
+from .. import bench, options
 from ..connect import EXIT_USAGE, CommandError
 from ..progress import Progress
+from . import spark as bench_spark_command
 
 __all__ = ["add_parser", "run"]
 
@@ -154,7 +155,7 @@ def add_parser(sub: Any) -> None:
         help="each message's data body (e.g. 256, 1MiB; default 256 bytes)",
     )
     _rounds_options(loop)
-    pipeline.add_bench_parser(bsub)
+    bench_spark_command.add_parser(bsub)
     b.set_defaults(run=run)
 
 

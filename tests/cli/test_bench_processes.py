@@ -1,0 +1,91 @@
+"""``bench spark``'s CPU time by role (adapters/cli/bench/processes.py): which process of a
+Spark application is the driver's and which the executors', read from ``/proc``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from amqp_sansio.adapters.cli.bench import processes
+
+
+@pytest.mark.parametrize(
+    ("command", "role"),
+    [
+        (
+            "/usr/bin/python3 -m pyspark.sql.streaming.python_streaming_source_runner",
+            "driver Python",
+        ),
+        (
+            "java -cp x org.apache.spark.executor.CoarseGrainedExecutorBackend --driver-url u",
+            "executor JVMs",
+        ),
+        ("/venv/bin/python -m pyspark.daemon pyspark.worker", "executor Python"),
+        ("/venv/bin/python -m pyspark.daemon", "executor Python"),
+        (
+            "/venv/bin/python -m pyspark.daemon pyspark.sql.worker.plan_data_source_read",
+            "driver Python",
+        ),
+        (
+            "/venv/bin/python -m pyspark.daemon pyspark.sql.worker.lookup_data_sources",
+            "driver Python",
+        ),
+        ("java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell", "driver JVM"),
+        ("java -cp x org.apache.spark.deploy.worker.Worker spark://h:7077", None),
+        ("bash", None),
+    ],
+)
+def test_each_process_is_given_its_role(command: str, role: str | None) -> None:
+    assert processes.role(command) == role
+
+
+def _burn(seconds: float, tag: str) -> subprocess.Popen[bytes]:
+    """A Python process that uses ``seconds`` of CPU, with ``tag`` in its command line."""
+    return subprocess.Popen([sys.executable, "-c", _CODE, str(seconds), tag])
+
+
+def test_cpu_is_counted_by_role_from_the_start() -> None:
+    before = _burn(0.6, "pyspark.daemon")  # there at the start: only what it uses after counts
+    time.sleep(0.3)
+    with processes.measuring(every=0.05) as cpu:
+        worker = _burn(0.5, "pyspark.daemon")
+        driver = _burn(0.2, "python_streaming_source_runner")
+        for process in (before, worker, driver):
+            process.wait(30)
+        time.sleep(0.01)
+    used = cpu.seconds()
+    assert set(used) == set(processes.ROLES)
+    # The worker's 0.5 s and what was left of the first one's 0.6 s (sampled until each
+    # ended: at most one sampling period of each is missed).
+    assert 0.5 <= used["executor Python"] <= 1.2, used
+    assert 0.1 <= used["driver Python"] <= 0.3, used
+    assert used["executor JVMs"] == 0.0
+
+
+def _orphan(seconds: float, *tags: str) -> None:
+    """A process that uses ``seconds`` of CPU with ``tags`` in its command line, outside this
+    process's tree (its parent ends at once: it goes to init)."""
+    inner = [sys.executable, "-c", _CODE, str(seconds), *tags]
+    subprocess.run([sys.executable, "-c", f"import subprocess; subprocess.Popen({inner!r})"])
+
+
+_CODE = (
+    "import sys, time\n"
+    "end = time.process_time() + float(sys.argv[1])\n"
+    "while time.process_time() < end: pass"
+)
+
+
+def test_only_this_application_s_processes_count() -> None:
+    """Another Spark application's processes on the machine are not counted; an executor
+    JVM outside this process's tree counts when it names this application."""
+    with processes.measuring(app_id="app-ours", every=0.05) as cpu:
+        _orphan(0.4, "pyspark.daemon pyspark.worker")  # another application's worker
+        _orphan(0.4, "CoarseGrainedExecutorBackend", "--app-id", "app-other")
+        _orphan(0.3, "CoarseGrainedExecutorBackend", "--app-id", "app-ours")
+        time.sleep(1.2)
+    used = cpu.seconds()
+    assert used["executor Python"] == 0.0, used
+    assert 0.2 <= used["executor JVMs"] <= 0.45, used
