@@ -226,7 +226,8 @@ class ReadOptions(_Options):
                 f"option 'undecodable' must be 'reject' or 'modify', not {self.undecodable!r}"
             )
         self.poll_interval = _float("pollInterval", given.get("pollinterval", "0.1"))
-        self.max_receive_seconds = _float("maxReceiveSeconds", given.get("maxreceiveseconds", "5"))
+        #: None: 5 s for a micro-batch with no read limit, no bound for one with a limit.
+        self.max_receive_seconds = self._given_as("maxReceiveSeconds", _float)
         self.staging_location = given.get("staginglocation")
         if streaming and self.mode == "queue":
             if not self.staging_location:

@@ -71,6 +71,9 @@ _SETTLING = 0.05
 #: broker may still be starting); later ones wait ``_NEXT_WAIT`` (at least).
 FIRST_BATCH_WAIT = 2.0
 _NEXT_WAIT = 0.5
+#: The longest a task of a micro-batch with no read limit takes messages (option
+#: ``maxReceiveSeconds`` sets it for every micro-batch).
+_UNLIMITED_SECONDS = 5.0
 #: The most credit a receiver task grants first (the module's ``_receive_and_stage``).
 _START_CREDIT = 1000
 #: The file, under ``stagingLocation``, that keeps the number of the last micro-batch
@@ -96,13 +99,16 @@ class ReceiverTask(InputPartition):
         index: int,
         max_rows: int | None,
         max_bytes: int | None,
-        first_wait: float = 2.0,
+        first_wait: float = FIRST_BATCH_WAIT,
+        max_seconds: float | None = None,
     ) -> None:
         super().__init__((batch, index))
         self.batch, self.index = batch, index
         self.max_rows, self.max_bytes = max_rows, max_bytes
         #: Seconds to wait for a first message before the task ends empty.
         self.first_wait = first_wait
+        #: The longest the task takes messages (None: until a limit, or the queue is empty).
+        self.max_seconds = max_seconds
 
 
 # -- on the executors ------------------------------------------------------------------------
@@ -148,7 +154,7 @@ async def _receive_and_stage(options: ReadOptions, task: ReceiverTask) -> pa.Rec
         ]
         for _address, receiver in receivers:
             receiver.credit = max(1, window)
-        taken = await _take(receivers, task, options)
+        taken = await _take(receivers, task)
         # What is under way still comes, and goes back below.
         revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
         rows, good = [], []
@@ -197,26 +203,61 @@ async def _give_back_the_rest(receivers: list[tuple[str, Any]], *, settle: bool)
         await asyncio.sleep(0.005)
 
 
-async def _take(
-    receivers: list[tuple[str, Any]], task: ReceiverTask, options: ReadOptions
-) -> list[tuple[str, Any]]:
+async def _take(receivers: list[tuple[str, Any]], task: ReceiverTask) -> list[tuple[str, Any]]:
     """What the receivers bring, up to the limits: (address, delivery) pairs, unsettled. It
     ends once no message has come for a moment (``_QUIET``, longer after long pauses
-    between messages: a slow broker is not an empty queue), or none at all within the
-    task's ``first_wait``, or after ``maxReceiveSeconds`` whatever comes. A message larger
+    between messages), or none at all within the task's ``first_wait``, or after its
+    ``max_seconds`` whatever comes. Before it ends for want of messages it asks the
+    broker (:meth:`~amqp_sansio.client.links.ReceiverCore.ask_available`): one that says it
+    has messages for a link is slow, not empty, and the task waits on. A message larger
     than the task's ``max_bytes`` is taken alone."""
-    max_rows, max_bytes = task.max_rows, task.max_bytes
-    taken: list[tuple[str, Any]] = []
-    size = 0
+    taking = _Taking(receivers, task)
     started = quiet_since = time.monotonic()
     quiet = _QUIET  # grows with the longest pause seen between messages (a slow broker)
-    first_wait = task.first_wait
-    turn = 0
+    wait = task.first_wait  # for the first message
+    asked: list[Any] | None = None  # the broker's answers awaited, once the task would end
+    asked_at = 0.0
     while True:
-        before = len(taken)
-        for _ in range(len(receivers)):
-            address, receiver = receivers[turn]
-            turn = (turn + 1) % len(receivers)
+        before = len(taking.taken)
+        if taking.take():
+            return taking.taken
+        now = time.monotonic()
+        if len(taking.taken) > before:
+            if before:
+                quiet = min(_QUIET_MAX, max(quiet, _QUIET_FACTOR * (now - quiet_since)))
+            quiet_since, wait, asked = now, quiet, None
+        if task.max_seconds is not None and now - started >= task.max_seconds:
+            return taking.taken
+        if now - quiet_since >= wait:
+            if asked is None:
+                asked, asked_at = [r.core.ask_available() for _a, r in receivers], now
+            elif all(op.done() for op in asked):
+                if not any(op.result() for op in asked):
+                    return taking.taken  # nothing more for these links (or it never says)
+                quiet_since, wait, asked = now, quiet, None  # it has some: slow, not empty
+            elif now - asked_at >= _QUIET_MAX:
+                return taking.taken  # no answer to the echo: a peer that gives none
+        await asyncio.sleep(0.002 if taking.taken else 0.01)
+
+
+class _Taking:
+    """The messages a task has taken so far, and the taking of more from its receivers in
+    turn, up to its limits."""
+
+    def __init__(self, receivers: list[tuple[str, Any]], task: ReceiverTask) -> None:
+        self.receivers = receivers
+        self.max_rows, self.max_bytes = task.max_rows, task.max_bytes
+        self.taken: list[tuple[str, Any]] = []
+        self.size = 0
+        self._turn = 0
+
+    def take(self) -> bool:
+        """Take what each receiver holds (in one call per receiver: its credit topped up
+        once, not once a message); true once a limit is reached."""
+        max_rows, max_bytes, taken = self.max_rows, self.max_bytes, self.taken
+        for _ in range(len(self.receivers)):
+            address, receiver = self.receivers[self._turn]
+            self._turn = (self._turn + 1) % len(self.receivers)
             core = receiver.core
             queue = core.queue
             count = len(queue)
@@ -225,30 +266,16 @@ async def _take(
             full = False
             if max_bytes is not None:
                 for index in range(count):
-                    size += len(queue[index].data)
-                    if size > max_bytes and (taken or index):
+                    self.size += len(queue[index].data)
+                    if self.size > max_bytes and (taken or index):
                         count, full = index, True
                         break
-            # Taken in one call: the link's credit topped up once, not once a message.
             taken.extend([(address, d) for d in core.take_many(count)])
             if max_rows is not None:
                 receiver.credit = min(receiver.credit, max(0, max_rows - len(taken)))
-            if full or (max_bytes is not None and size >= max_bytes):
-                return taken
-        now = time.monotonic()
-        if len(taken) > before:
-            if before:
-                quiet = min(_QUIET_MAX, max(quiet, _QUIET_FACTOR * (now - quiet_since)))
-            quiet_since = now
-        if max_rows is not None and len(taken) >= max_rows:
-            return taken
-        if taken and now - quiet_since >= quiet:
-            return taken
-        if not taken and now - started >= first_wait:
-            return taken
-        if now - started >= options.max_receive_seconds:
-            return taken
-        await asyncio.sleep(0.002 if taken else 0.01)
+            if full or (max_bytes is not None and self.size >= max_bytes):
+                return True
+        return max_rows is not None and len(taken) >= max_rows
 
 
 # -- on the driver ---------------------------------------------------------------------------
@@ -369,8 +396,11 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._ran = max(self._ran, last)
         rows, size = self._limit
         parts = self.options.partitions
+        seconds = self.options.max_receive_seconds
+        if seconds is None and rows is None and size is None:
+            seconds = _UNLIMITED_SECONDS
         return [
-            ReceiverTask(batch, i, share(rows, parts, i), share(size, parts, i), wait)
+            ReceiverTask(batch, i, share(rows, parts, i), share(size, parts, i), wait, seconds)
             for batch in range(first + 1, last + 1)
             for i in range(parts)
         ]

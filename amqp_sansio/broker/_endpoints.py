@@ -24,6 +24,9 @@ _ATTACHED = LinkState.ATTACHED
 _OPENED = ConnectionState.OPENED
 
 
+_UINT_MAX = 0xFFFFFFFF
+
+
 class _Consumer:
     """A link on which the broker sends (the client receives) from a node."""
 
@@ -91,6 +94,14 @@ class _Consumer:
             self.conn._taken(queue, message)
         else:
             self.inflight[delivery] = (message, queue)
+
+    def tell_available(self, count: int) -> None:
+        """Keep ``count`` (the node's messages not yet taken) as the link's ``available``
+        for the next flow the broker sends on it, an echo's answer or a drain's (core spec
+        2.6.7): a consumer that asks learns whether the node is empty or only slow."""
+        link = self.link
+        if link.available != count and link.state is _ATTACHED:
+            link.set_available(min(count, _UINT_MAX), send=False)
 
     def drained(self) -> None:
         if self.link.drain:

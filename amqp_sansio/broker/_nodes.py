@@ -74,6 +74,8 @@ class Consumer(Protocol):
 
     def deliver(self, message: StoredMessage, node: Node) -> None: ...
 
+    def tell_available(self, count: int) -> None: ...
+
     def drained(self) -> None: ...
 
 
@@ -464,6 +466,7 @@ class Queue(Node):
         for browser in self.browsers:
             self._browse(browser, wall)
         for consumer in consumers:
+            consumer.tell_available(len(self.available))
             if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
         return True

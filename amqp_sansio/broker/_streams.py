@@ -199,6 +199,7 @@ class Stream(Node):
                 consumer.cursor = offset + 1
                 consumer.deliver(self._log[self._head + offset - self.first], self)
                 sent += 1
+            consumer.tell_available(max(0, self.end - max(consumer.cursor, self.first)))
             if consumer.credit > 0 or consumer.blocked:
                 consumer.drained()
         return True

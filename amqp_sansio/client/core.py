@@ -710,6 +710,8 @@ class Core:
         core = self._links.get(link)
         if isinstance(core, SenderCore) and core._resend:
             core._send_again()
+        elif isinstance(core, ReceiverCore):
+            core._on_flow(event.available)
 
     def _on_delivery(self, event: a.events.DeliveryReceived) -> None:
         if not event.complete:

@@ -246,6 +246,7 @@ class ReceiverCore(LinkCore):
         self.auto_accept = auto_accept
         self.queue: deque[Delivery] = deque()
         self._drain: Op[None] | None = None
+        self._asks: list[Op[int]] = []
 
     @property
     def address(self) -> str | None:
@@ -315,6 +316,29 @@ class ReceiverCore(LinkCore):
             self._refill()
             self.core._changed()
         return taken
+
+    def ask_available(self) -> Op[int]:
+        """Ask the sender for its flow state (a flow with ``echo``, the credit as it is,
+        core spec 2.6.7): done with the ``available`` of the next flow the sender sends on
+        the link, how many messages it could send. The reference broker gives the messages
+        its node holds not yet taken, so 0 with nothing queued here means the node is empty,
+        not slow. A peer that never answers an echo leaves the operation pending: bound the
+        wait."""
+        self.check()
+        op: Op[int] = Op()
+        link = self.link
+        if link.state is not a.LinkState.ATTACHED or self.core.lost:
+            op.set(0)
+            return op
+        self._asks.append(op)
+        link.flow(link.link_credit, drain=link.drain, echo=True)
+        self.core._changed()
+        return op
+
+    def _on_flow(self, available: int) -> None:
+        asks, self._asks = self._asks, []
+        for op in asks:
+            op.set(available)
 
     def revoke(self) -> int:
         """Take back the credit not used yet and grant no more (:attr:`credit` set to 0): a

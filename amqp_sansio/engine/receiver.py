@@ -55,10 +55,16 @@ class Receiver(Link):
         self._granted_limit = 0
 
     def flow(
-        self, credit: int, *, drain: bool = False, transaction: Transaction | None = None
+        self,
+        credit: int,
+        *,
+        drain: bool = False,
+        echo: bool = False,
+        transaction: Transaction | None = None,
     ) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
-        from now) and the drain flag, and send the flow state (core spec 2.6.7). With
+        from now) and the drain flag, and send the flow state (core spec 2.6.7); ``echo``
+        asks the sender for its flow state in return (its ``available`` among it). With
         ``transaction``, what the sender sends from now on is acquired in it (4.4.3).
 
         With :attr:`max_unsettled` set, the credit is capped at the room left under it
@@ -75,7 +81,7 @@ class Receiver(Link):
         limit = serial_add(self.delivery_count, credit)
         if serial_diff(limit, self._granted_limit) > 0:
             self._granted_limit = limit
-        self._send_flow(properties=properties)
+        self._send_flow(echo=echo, properties=properties)
 
     def add_credit(self, credit: int) -> None:
         """Let the sender start ``credit`` more deliveries."""

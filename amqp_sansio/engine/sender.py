@@ -239,13 +239,15 @@ class Sender(Link):
             self.link_credit = 0
             self._send_flow()
 
-    def set_available(self, available: int) -> None:
-        """Tell the receiver how many messages we could send (core spec 2.6.7)."""
+    def set_available(self, available: int, *, send: bool = True) -> None:
+        """Tell the receiver how many messages we could send (core spec 2.6.7): in a flow
+        now, or (``send=False``) in the next flow that goes (an echo's answer, a drain's)."""
         if type(available) is not int or not 0 <= available <= _UINT_MAX:
             raise LocalProtocolError(f"available {available!r} is not a uint")
         self._check_attached()
         self.available = available
-        self._send_flow()
+        if send:
+            self._send_flow()
 
     def _on_attach(self, attach: Attach) -> bool:
         self.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose

@@ -1061,3 +1061,30 @@ def test_a_turn_hands_out_at_most_dispatch_batch_messages(address: str) -> None:
     assert got == [[b"2", b"3"], [b"4"]]
     assert link.link_credit == 0  # the drain's answer came with the last turn
     assert not net.broker.dispatching
+
+
+def test_an_echo_is_answered_with_what_the_node_holds_as_available() -> None:
+    """A consumer's flow with ``echo`` (core spec 2.6.7) gets the broker's flow back, whose
+    ``available`` is the messages its node holds not yet taken: how a receiver tells an
+    empty queue from a slow one."""
+    net = Net()
+    p, c = net.connect(), net.connect()
+    publish(p, "q", b"1", b"2", b"3")
+    link = c.receiver("q")  # no credit: nothing sent yet
+
+    def asked() -> int:
+        c.events.clear()
+        link.flow(link.link_credit, echo=True)
+        net.pump()
+        (answer,) = [e for e in c.of(a.events.CreditChanged) if e.link is link]
+        return int(answer.available)
+
+    assert asked() == 3
+    link.flow(2)
+    net.pump()
+    assert accept_all(c, link) == [b"1", b"2"]
+    assert asked() == 1
+    link.flow(5)
+    net.pump()
+    assert accept_all(c, link) == [b"3"]
+    assert asked() == 0

@@ -81,11 +81,12 @@ _CODE = (
 def test_only_this_application_s_processes_count() -> None:
     """Another Spark application's processes on the machine are not counted; an executor
     JVM outside this process's tree counts when it names this application."""
+    _orphan(1.5, "pyspark.daemon pyspark.worker")  # another application's worker
+    _orphan(1.5, "CoarseGrainedExecutorBackend", "--app-id", "app-other")
+    _orphan(1.5, "CoarseGrainedExecutorBackend", "--app-id", "app-ours")
+    # Each is orphaned now (its parent has ended): measured from here, for a second.
     with processes.measuring(app_id="app-ours", every=0.05) as cpu:
-        _orphan(0.4, "pyspark.daemon pyspark.worker")  # another application's worker
-        _orphan(0.4, "CoarseGrainedExecutorBackend", "--app-id", "app-other")
-        _orphan(0.3, "CoarseGrainedExecutorBackend", "--app-id", "app-ours")
-        time.sleep(1.2)
+        time.sleep(1.0)
     used = cpu.seconds()
     assert used["executor Python"] == 0.0, used
-    assert 0.2 <= used["executor JVMs"] <= 0.45, used
+    assert 0.05 <= used["executor JVMs"] <= 1.2, used  # a share of a busy machine

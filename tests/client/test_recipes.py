@@ -474,6 +474,22 @@ def test_revoke_takes_back_the_credit_left_and_grants_no_more() -> None:
     assert receiver.revoke() == 0
 
 
+def test_ask_available_is_answered_by_the_sender_s_next_flow() -> None:
+    """``ask_available`` sends a flow with ``echo`` (core spec 2.6.7), the credit as it was;
+    the sender's answer gives its ``available`` (0 from this test broker, which keeps no
+    count); on a link no longer attached it is 0 at once."""
+    mem = Memory(Broker()).connect()
+    receiver = mem.receiver("q", credit=4)
+    op = receiver.ask_available()
+    assert not op.done()
+    mem.run(recipes.wait(mem.core), 0.1)  # type: ignore[arg-type]
+    assert op.done() and op.result() == 0
+    assert receiver.link.link_credit == 4
+    mem.run(recipes.close_link(receiver))
+    closed = receiver.ask_available()
+    assert closed.done() and closed.result() == 0
+
+
 def test_a_server_link_closed_by_the_server_ends_the_client_s_iteration() -> None:
     links: list[client.ServerLink] = []
 
