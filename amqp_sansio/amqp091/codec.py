@@ -385,9 +385,8 @@ def read_table(buf: bytes, offset: int, depth: int = 1) -> tuple[FieldTable, int
             except UnicodeDecodeError:
                 value = data
         elif tag == 73:  # I
-            (value,) = _unpack_I(buf, offset)
-            if -0x8000 <= value < 0x8000:
-                value = Int32(value)
+            (number,) = _unpack_I(buf, offset)
+            value = Int32(number) if -0x8000 <= number < 0x8000 else number
             offset += 4
         elif tag == 116:  # t
             octet = buf[offset]

@@ -19,7 +19,7 @@ from amqp_sansio import amqp091
 ALL = sorted(amqp091.METHODS.values(), key=lambda cls: (cls.CLASS_ID, cls.METHOD_ID))
 IDS = [cls.NAME for cls in ALL]
 #: pamqp has every class but ``access`` (which 0-9-1 deprecates; RabbitMQ still defines it).
-WITH_PAMQP = [cls for cls in ALL if cls.CLASS_ID != amqp091.CLASS_IDS["access"]]
+WITH_PAMQP = [cls for cls in ALL if amqp091.CLASS_IDS["access"] != cls.CLASS_ID]
 PAMQP_IDS = [cls.NAME for cls in WITH_PAMQP]
 ROUND_TRIP = settings(max_examples=25, deadline=None)
 
@@ -150,7 +150,9 @@ def test_content_header_round_trip(props: amqp091.BasicProperties, body_size: in
 
 def _pamqp_properties(props: amqp091.BasicProperties) -> dict[str, Any]:
     values = {}
-    for (name, type_), theirs in zip(PROPERTY_FIELDS, commands.Basic.Properties.attributes()):
+    for (name, type_), theirs in zip(
+        PROPERTY_FIELDS, commands.Basic.Properties.attributes(), strict=True
+    ):
         value = getattr(props, name)
         if type_ == "timestamp" and value is not None:
             value = strategies.pamqp_timestamp(value)

@@ -53,8 +53,9 @@ scalars = st.one_of(
 def field_values(leaf: st.SearchStrategy[Any] = scalars) -> st.SearchStrategy[Any]:
     return st.recursive(
         leaf,
-        lambda children: st.lists(children, max_size=4)
-        | st.dictionaries(keys, children, max_size=4),
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4)
+        ),
         max_leaves=12,
     )
 
