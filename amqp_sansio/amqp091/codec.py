@@ -81,7 +81,7 @@ __all__ = [
 ]
 
 #: How deep tables and arrays may nest (the outermost table is depth 1).
-MAX_DEPTH = 32
+MAX_DEPTH = 64
 
 
 class UInt8(int):
@@ -129,6 +129,8 @@ class Float32(float):
 class Timestamp(int):
     """A ``timestamp`` (0-9-1 spec 4.2.5.4): whole seconds since the epoch, unsigned 64-bit.
 
+    >>> import datetime
+    >>> from amqp_sansio.amqp091 import Timestamp
     >>> Timestamp.from_datetime(datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc))
     Timestamp(1704067200)
     """
@@ -205,6 +207,7 @@ _unpack_I = _I.unpack_from
 def encode_table(table: FieldTable) -> bytes:
     """A field table's octets: its 32-bit length, then each key (shortstr) and value.
 
+    >>> from amqp_sansio.amqp091 import encode_table
     >>> encode_table({"a": 1, "b": "x"})
     b'\\x00\\x00\\x00\\x0c\\x01ab\\x01\\x01bS\\x00\\x00\\x00\\x01x'
     """
@@ -330,6 +333,7 @@ def _encode_value(parts: list[bytes], value: FieldValue, depth: int) -> None:
 def decode_table(data: bytes) -> FieldTable:
     """The field table ``data`` holds, whole (trailing octets are an error).
 
+    >>> from amqp_sansio.amqp091 import decode_table
     >>> decode_table(b'\\x00\\x00\\x00\\x0c\\x01ab\\x01\\x01bS\\x00\\x00\\x00\\x01x')
     {'a': 1, 'b': 'x'}
     """
