@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import attrs
 
@@ -60,6 +61,7 @@ FRAME_OVERHEAD = 8
 HEARTBEAT = bytes([FRAME_HEARTBEAT, 0, 0, 0, 0, 0, 0, FRAME_END])
 
 _HEAD = struct.Struct(">BHI")
+_unpack_head = _HEAD.unpack_from
 _END = bytes([FRAME_END])
 
 
@@ -72,16 +74,14 @@ class ProtocolHeader:
     revision: int = 1
 
 
-@attrs.frozen
-class MethodFrame:
+class MethodFrame(NamedTuple):
     """A method frame (type 1): ``method`` on ``channel`` (0 for the connection class)."""
 
     channel: int
     method: Method
 
 
-@attrs.frozen
-class ContentHeaderFrame:
+class ContentHeaderFrame(NamedTuple):
     """A content header frame (type 2, 0-9-1 spec 4.2.6.1): the class of the content, the
     total size of its body and its properties."""
 
@@ -91,21 +91,20 @@ class ContentHeaderFrame:
     properties: Properties
 
 
-@attrs.frozen
-class ContentBodyFrame:
+class ContentBodyFrame(NamedTuple):
     """A content body frame (type 3): a piece of the body."""
 
     channel: int
     payload: bytes
 
 
-@attrs.frozen
-class HeartbeatFrame:
+class HeartbeatFrame(NamedTuple):
     """A heartbeat frame (type 8, channel 0, 0-9-1 spec 4.2.7)."""
 
     channel: int = 0
 
 
+# Frames are named tuples: immutable, and made fast (a parser makes one per frame).
 Frame = MethodFrame | ContentHeaderFrame | ContentBodyFrame | HeartbeatFrame
 
 
@@ -212,8 +211,8 @@ class FrameParser:
 
     def feed(self, data: bytes) -> None:
         """Add received bytes."""
-        if self._offset and self._offset == len(self._buffer):
-            self._buffer.clear()
+        if self._offset:  # drop what was parsed: one move per feed, not per frame
+            del self._buffer[: self._offset]
             self._offset = 0
         self._buffer += data
 
@@ -230,7 +229,29 @@ class FrameParser:
                 header = self._read_protocol_header()
                 if header is not None or self._header_pending:
                     return header
-            return self._read_frame()
+            buf, at = self._buffer, self._offset
+            if len(buf) - at < 7:
+                return None
+            frame_type, channel, size = _unpack_head(buf, at)
+            if self.frame_max and size + FRAME_OVERHEAD > self.frame_max:
+                raise FrameError(
+                    f"frame of {size + FRAME_OVERHEAD} octets is over frame-max {self.frame_max}",
+                    offset=at,
+                )
+            end = at + 7 + size
+            if len(buf) <= end:
+                return None
+            if buf[end] != FRAME_END:
+                raise FrameError(f"frame-end octet {buf[end]:#04x}, not 0xce", offset=end)
+            payload = bytes(buf[at + 7 : end])
+            if end + 1 == len(buf):
+                buf.clear()
+                self._offset = 0
+            else:
+                self._offset = end + 1
+            if frame_type == FRAME_METHOD:
+                return MethodFrame(channel, decode_method(payload))
+            return _decode_frame(frame_type, channel, payload, at)
         except errors.AMQPError as exc:
             self._error = exc
             raise
@@ -263,32 +284,9 @@ class FrameParser:
         self._header_pending = False
         return ProtocolHeader()
 
-    def _read_frame(self) -> Frame | None:
-        buf, at = self._buffer, self._offset
-        if len(buf) - at < 7:
-            return None
-        frame_type, channel, size = _HEAD.unpack_from(buf, at)
-        if self.frame_max and size + FRAME_OVERHEAD > self.frame_max:
-            raise FrameError(
-                f"frame of {size + FRAME_OVERHEAD} octets is over frame-max {self.frame_max}",
-                offset=at,
-            )
-        end = at + 7 + size
-        if len(buf) <= end:
-            return None
-        if buf[end] != FRAME_END:
-            raise FrameError(f"frame-end octet {buf[end]:#04x}, not 0xce", offset=end)
-        payload = bytes(buf[at + 7 : end])
-        self._offset = end + 1
-        if self._offset == len(buf):
-            buf.clear()
-            self._offset = 0
-        return _decode_frame(frame_type, channel, payload, at)
-
 
 def _decode_frame(frame_type: int, channel: int, payload: bytes, at: int) -> Frame:
-    if frame_type == FRAME_METHOD:
-        return MethodFrame(channel, decode_method(payload))
+    """A frame other than a method frame (the parser decodes those itself)."""
     if frame_type == FRAME_BODY:
         if channel == 0:
             raise UnexpectedFrameError("content body frame on channel 0", offset=at)
