@@ -295,7 +295,7 @@ def method(
 _key = struct.Struct(">I").unpack_from
 
 
-def decode_method(payload: bytes) -> Method:
+def decode_method(payload: bytes | bytearray | memoryview) -> Method:
     """The method a method frame's payload holds (0-9-1 spec 4.2.6), whole.
 
     Raises :class:`~amqp_sansio.amqp091.errors.UnknownMethodError` (540) for an unknown
@@ -304,6 +304,8 @@ def decode_method(payload: bytes) -> Method:
     when octets are left after the arguments and
     :class:`~amqp_sansio.amqp091.errors.DecodeError` (502) for an illegal value.
     """
+    if type(payload) is not bytes:
+        payload = bytes(payload)  # the strings are slices of it
     try:
         (key,) = _key(payload, 0)
         decoder = _DECODERS.get(key)
@@ -400,7 +402,9 @@ def encode_content_header(body_size: int, properties: Properties) -> bytes:
     return head[:12] + properties.encode()
 
 
-def decode_content_header(payload: bytes) -> tuple[int, int, Properties]:
+def decode_content_header(
+    payload: bytes | bytearray | memoryview,
+) -> tuple[int, int, Properties]:
     """(class id, body size, properties) of a content header frame's payload, whole.
 
     Raises :class:`~amqp_sansio.amqp091.errors.UnknownMethodError` (540) for a class with
@@ -409,6 +413,8 @@ def decode_content_header(payload: bytes) -> tuple[int, int, Properties]:
     defined class needs a second flags word), and the errors of :func:`decode_method` for
     the rest.
     """
+    if type(payload) is not bytes:
+        payload = bytes(payload)  # the strings are slices of it
     try:
         class_id, weight, body_size, flags = _HEADER.unpack_from(payload, 0)
         entry = _PROPERTIES.get(class_id)

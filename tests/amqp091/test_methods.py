@@ -49,10 +49,15 @@ def test_round_trip(cls: type[amqp091.Method], data: st.DataObject) -> None:
     assert type(decoded) is cls
     assert decoded == method
     assert decoded.encode() == payload
+    assert amqp091.decode_method(memoryview(payload)) == method
     frame = amqp091.encode_method_frame(7, method)
     parser = amqp091.FrameParser(0)
     parser.feed(frame)
     assert parser.next_frame() == amqp091.MethodFrame(7, method)
+    for octet in frame:  # byte by byte
+        assert parser.next_frame() is None
+        parser.feed(bytes([octet]))
+    assert list(parser) == [amqp091.MethodFrame(7, method)]
 
 
 @pytest.mark.parametrize("cls", WITH_PAMQP, ids=PAMQP_IDS)
@@ -142,10 +147,14 @@ def properties(*, pamqp: bool = False) -> st.SearchStrategy[amqp091.BasicPropert
 def test_content_header_round_trip(props: amqp091.BasicProperties, body_size: int) -> None:
     payload = amqp091.encode_content_header(body_size, props)
     assert amqp091.decode_content_header(payload) == (60, body_size, props)
+    assert amqp091.decode_content_header(bytearray(payload)) == (60, body_size, props)
     frame = amqp091.encode_header_frame(9, body_size, props)
     parser = amqp091.FrameParser(0)
     parser.feed(frame)
     assert parser.next_frame() == amqp091.ContentHeaderFrame(9, 60, body_size, props)
+    for octet in frame:  # byte by byte
+        parser.feed(bytes([octet]))
+    assert list(parser) == [amqp091.ContentHeaderFrame(9, 60, body_size, props)]
 
 
 def _pamqp_properties(props: amqp091.BasicProperties) -> dict[str, Any]:
