@@ -108,7 +108,9 @@ class HeartbeatFrame(NamedTuple):
 Frame = MethodFrame | ContentHeaderFrame | ContentBodyFrame | HeartbeatFrame
 
 
-def _frame(frame_type: int, channel: int, payload: bytes, frame_max: int) -> bytes:
+def _frame(
+    frame_type: int, channel: int, payload: bytes | bytearray | memoryview, frame_max: int
+) -> bytes:
     if frame_max and len(payload) + FRAME_OVERHEAD > frame_max:
         raise EncodeError(
             f"frame of {len(payload) + FRAME_OVERHEAD} octets is over frame-max {frame_max}"
@@ -137,7 +139,7 @@ def encode_body_frame(
     channel: int, payload: bytes | bytearray | memoryview, frame_max: int = 0
 ) -> bytes:
     """A content body frame's octets."""
-    return _frame(FRAME_BODY, channel, bytes(payload), frame_max)
+    return _frame(FRAME_BODY, channel, payload, frame_max)  # joined once, not copied first
 
 
 def encode_content(
