@@ -16,7 +16,7 @@ Two sources, both in ``../shared/spec/`` beside the repository (or the folder gi
 
 Only facts are copied: names, numbers, types, defaults, which method answers which; no
 text. Run ``python tools/generate_amqp091.py`` after changing this script;
-``tests/amqp091/test_spec_tables.py`` fails when the module differs from what it writes.
+``tests/amqp091/test_amqp091_spec_tables.py`` fails when the module differs from what it writes.
 """
 
 from __future__ import annotations
