@@ -316,3 +316,45 @@ def test_an_unknown_sasl_mechanism_is_named_before_connecting(command: str) -> N
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"amqp-sansio {command}: error: unknown SASL mechanism 'FOO': ")
     assert "SCRAM-SHA-256" in line and "'none'" in line
+
+
+# -- bench codec --protocol 0-9-1: ours next to pamqp ----------------------------------------
+
+
+def test_bench_codec_091_json_compares_with_pamqp() -> None:
+    result = _run("bench", "codec", "--protocol", "0-9-1", "--json", "--seconds", "0.2")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) == {"method encode", "method decode", "header encode", "header decode"}
+    for entry in data.values():
+        assert set(entry) == {"ours", "pamqp", "ratio", "unit"}
+        assert entry["unit"] == "ops/s" and entry["ours"] > 0 and entry["pamqp"] > 0
+        assert entry["ratio"] == pytest.approx(entry["ours"] / entry["pamqp"], rel=1e-2)
+
+
+def test_bench_codec_091_table() -> None:
+    result = _run("bench", "codec", "--protocol", "0-9-1", "--seconds", "0.1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("codec 0-9-1")
+    assert lines[1].split() == ["ours", "pamqp", "ratio", "unit"]
+    assert [line.split()[:2] for line in lines[2:]] == [
+        ["method", "encode"],
+        ["method", "decode"],
+        ["header", "encode"],
+        ["header", "decode"],
+    ]
+
+
+def test_bench_codec_091_without_pamqp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pamqp only our figures: the table says which package to install."""
+    monkeypatch.setitem(sys.modules, "pamqp.frame", None)
+    results = bench.codec091_benchmark(seconds=0.05)
+    assert all(r["pamqp"] is None and r["ours"] > 0 for r in results.values())
+    text = bench.format_table("t", results, "pamqp")
+    assert "pamqp is not installed" in text and "n/a" in text
+
+
+def test_bench_codec_protocol_is_checked() -> None:
+    result = _run("bench", "codec", "--protocol", "0-10")
+    assert result.returncode == 2 and "invalid choice" in result.stderr

@@ -27,4 +27,5 @@ PUBLIC_MODULES = (
     "amqp_sansio.sasl",
     "amqp_sansio.security.tls",
     "amqp_sansio.errors",
+    "amqp_sansio.amqp091",
 )

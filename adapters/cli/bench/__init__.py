@@ -1,6 +1,7 @@
 """Benchmarks that put our figure next to Qpid Proton's, measured in the same run
 (``amqp-sansio bench codec|pipe|loopback``): the codec (:mod:`.codec`, with the result's
-shape and table every benchmark shares), two engines wired in memory (:mod:`.pipe`), and a
+shape and table every benchmark shares; :mod:`.codec091` for AMQP 0-9-1, against pamqp),
+two engines wired in memory (:mod:`.pipe`), and a
 sender and a receiver over 127.0.0.1 through each adapter (:mod:`.loopback`). ``bench
 broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark``
 :mod:`.spark`'s, with :mod:`.processes` (CPU time by role in a Spark application).
@@ -9,6 +10,7 @@ broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``benc
 from __future__ import annotations
 
 from .codec import Result, codec_benchmark, format_table, typical_message
+from .codec091 import codec091_benchmark
 from .loopback import (
     LOOPBACK_ADAPTERS,
     LOOPBACK_RUNNERS,
@@ -42,6 +44,7 @@ __all__ = [
     "typical_message",
     "codec_benchmark",
     "format_table",
+    "codec091_benchmark",
     # the engine pipe
     "PIPE_BODY_SIZE",
     "CREDIT_WINDOW",

@@ -99,9 +99,16 @@ def _rate(fn: Callable[[], object], seconds: float) -> float:
     return done / (now - start)
 
 
-def _compare(
-    ours: Callable[[], object], theirs: Callable[[], object] | None, seconds: float, rounds: int = 5
+def compare(
+    ours: Callable[[], object],
+    theirs: Callable[[], object] | None,
+    seconds: float,
+    rounds: int = 5,
+    *,
+    peer: str = "proton",
 ) -> dict[str, Any]:
+    """Ours and the peer's rates (medians of ``rounds`` alternating rounds) under the keys
+    ``"ours"`` and ``peer``, their ratio, and the unit."""
     per_round = seconds / rounds
     our_rates: list[float] = []
     their_rates: list[float] = []
@@ -113,7 +120,7 @@ def _compare(
     theirs_median = statistics.median(their_rates) if their_rates else None
     return {
         "ours": round(ours_median, 1),
-        "proton": None if theirs_median is None else round(theirs_median, 1),
+        peer: None if theirs_median is None else round(theirs_median, 1),
         "ratio": None if theirs_median is None else round(ours_median / theirs_median, 3),
         "unit": "ops/s",
     }
@@ -146,23 +153,29 @@ def codec_benchmark(seconds: float = 1.0) -> Result:
         proton_encode = pmsg.encode
         proton_decode = lambda: target.decode(pencoded)  # noqa: E731
     results: Result = {
-        "encode": _compare(message.encode, proton_encode, seconds),
-        "decode": _compare(lambda: amqp.Message.decode(encoded), proton_decode, seconds),
+        "encode": compare(message.encode, proton_encode, seconds),
+        "decode": compare(lambda: amqp.Message.decode(encoded), proton_decode, seconds),
     }
     return results
 
 
-def format_table(title: str, results: Result) -> str:
+#: The package to install for each peer a benchmark compares with.
+_PEER_PACKAGES = {"proton": "python-qpid-proton", "pamqp": "pamqp"}
+
+
+def format_table(title: str, results: Result, peer: str = "proton") -> str:
+    """The results as a table: ours, the peer's (``peer``: its key in each result), ratio."""
     width = max(10, *(len(name) + 2 for name in results))
-    lines = [title, f"{'':{width}}{'ours':>14}{'proton':>14}{'ratio':>10}  unit"]
+    lines = [title, f"{'':{width}}{'ours':>14}{peer:>14}{'ratio':>10}  unit"]
     for name, r in results.items():
-        proton = "n/a" if r["proton"] is None else f"{r['proton']:,.0f}"
+        theirs = "n/a" if r[peer] is None else f"{r[peer]:,.0f}"
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        lines.append(f"{name:{width}}{r['ours']:>14,.0f}{proton:>14}{ratio:>10}  {r['unit']}")
-    if any(r["proton"] is None and r["unit"] not in _MEMORY_UNITS for r in results.values()):
+        lines.append(f"{name:{width}}{r['ours']:>14,.0f}{theirs:>14}{ratio:>10}  {r['unit']}")
+    if any(r[peer] is None and r["unit"] not in _MEMORY_UNITS for r in results.values()):
+        package = _PEER_PACKAGES.get(peer, peer)
         lines.append(
-            "python-qpid-proton is not installed: no comparison "
-            "(pip install 'amqp-sansio[test]' or python-qpid-proton)"
+            f"{package} is not installed: no comparison "
+            f"(pip install 'amqp-sansio[test]' or {package})"
         )
     if any(r["unit"] in _MEMORY_UNITS for r in results.values()):
         lines.append("memory: ours only, as tracemalloc sees Python's allocations, not Proton's")
