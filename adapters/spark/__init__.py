@@ -15,11 +15,12 @@ mode guarantees.
 
 How a streaming read in queue mode keeps its promise (at-least-once, nothing lost): each
 micro-batch is ``partitions`` receiver tasks on the executors, competing consumers on the
-addresses. A task takes its share of the read limit, writes it under ``stagingLocation`` as
-one Arrow file (published atomically), only then accepts it, and hands the rows to Spark. A
-batch that Spark runs again (a failed task, a lost executor, a restarted query) reads the
-staged files instead of receiving; the files go once Spark has committed their batch. The
-driver plans batches by number and never handles a message (:mod:`.queue_reader`).
+addresses. A task takes its share of the read limit a part at a time: it writes each part
+under ``stagingLocation`` as an Arrow file (published atomically), only then accepts it, and
+hands the rows to Spark. A batch that Spark runs again (a failed task, a lost executor, a
+restarted query) reads the staged parts instead of receiving them again; the files go once
+Spark has committed their batch. The driver plans batches by number and never handles a
+message (:mod:`.queue_reader`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -46,13 +46,14 @@ from .schema import (
 )
 from .staging import (
     filesystem,
-    find_staged,
+    mark_done,
     read_staged,
     record_batch,
     refuse_undecodable,
     remove_staged,
     stage,
     staged_files,
+    task_files,
 )
 
 _log = logging.getLogger("amqp_sansio.spark")
@@ -74,6 +75,8 @@ _NEXT_WAIT = 0.5
 #: The longest a task of a micro-batch with no read limit takes messages (option
 #: ``maxReceiveSeconds`` sets it for every micro-batch).
 _UNLIMITED_SECONDS = 5.0
+#: The most messages a receiver task stages (and hands to Spark) at a time.
+_PART = 5000
 #: The most credit a receiver task grants first (the module's ``_receive_and_stage``).
 _START_CREDIT = 1000
 #: The file, under ``stagingLocation``, that keeps the number of the last micro-batch
@@ -115,70 +118,101 @@ class ReceiverTask(InputPartition):
 
 
 def run_task(options: ReadOptions, task: ReceiverTask) -> Iterator[pa.RecordBatch]:
-    """A receiver task (on an executor): its staged file if it has one (the batch is run
-    again), else what it takes from the broker, staged and then accepted."""
+    """A receiver task (on an executor): the parts it staged before, if it is run again;
+    then, unless it was done, what it takes from the broker, part by part (:data:`_PART`
+    messages at most), each staged, then accepted, then handed to Spark, so that Spark
+    works on a part while the next comes."""
     location = options.staging_location or ""
-    staged = find_staged(location, task.batch, task.index)
-    if staged is not None:
-        yield from read_staged(staged)
+    parts, done = task_files(location, task.batch, task.index)
+    had = 0
+    for reference in parts:
+        for records in read_staged(reference):
+            had += records.num_rows
+            yield records
+    if done or task.max_rows == 0 or (task.max_rows is not None and had >= task.max_rows):
         return
-    if task.max_rows == 0:
-        return
-    records = asyncio.run(_receive_and_stage(options, task))
-    if records is None:
-        # Another attempt of this task staged first (or it took nothing): its file, if any.
-        staged = find_staged(location, task.batch, task.index)
-        if staged is not None:
-            yield from read_staged(staged)
-    elif records.num_rows:
-        yield records
+    loop = asyncio.new_event_loop()
+    receiving = _receive(options, task, first_part=len(parts), had=had)
+    try:
+        while True:
+            try:
+                records = loop.run_until_complete(receiving.__anext__())
+            except StopAsyncIteration:
+                return
+            yield records
+    finally:
+        loop.run_until_complete(receiving.aclose())
+        loop.close()
 
 
-async def _receive_and_stage(options: ReadOptions, task: ReceiverTask) -> pa.RecordBatch | None:
-    """Take messages (:func:`_take`), stage the decodable ones, then accept them; settle the
-    undecodable ones as option ``undecodable`` says. Returns the staged rows, or None when
-    another attempt of the task had staged its file first (these messages were given
-    back)."""
+async def _receive(
+    options: ReadOptions, task: ReceiverTask, *, first_part: int, had: int
+) -> AsyncGenerator[pa.RecordBatch, None]:
+    """Take messages (:class:`_Taking`) a part at a time; stage each part's decodable ones,
+    then accept them, then give them; settle the undecodable ones as option
+    ``undecodable`` says. Once done, mark the task done. If another attempt of the task
+    staged a part first, what this one took goes back, that part is given instead, and
+    this attempt ends (the other goes on)."""
     from .. import aio
 
     location = options.staging_location or ""
     url = options.url_for(options.addresses[0])
+    max_rows = None if task.max_rows is None else task.max_rows - had
     async with aio.connect(url, **options.connect_options()) as conn:
-        window = options.credit if task.max_rows is None else min(options.credit, task.max_rows)
+        window = options.credit if max_rows is None else min(options.credit, max_rows)
         # A first grant of at most _START_CREDIT: a broker that encodes a whole grant before
-        # it sends any (the reference broker does) sends the first message at once; the
-        # window is granted from the next grant on.
+        # it sends any sends the first message at once; the window from the next grant on.
         receivers = [
             (address, await conn.receiver(address, credit=max(1, min(window, _START_CREDIT))))
             for address in options.addresses
         ]
         for _address, receiver in receivers:
             receiver.credit = max(1, window)
-        taken = await _take(receivers, task)
-        # What is under way still comes, and goes back below.
-        revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
-        rows, good = [], []
-        for address, delivery in taken:
-            try:
-                rows.append(message_to_row(delivery.message, address))
-            except (amqp.DecodeError, ValueError) as exc:
-                _log.warning(
-                    "an undecodable message from %s (%s): %s", address, exc, options.undecodable
-                )
-                refuse_undecodable(delivery, options.undecodable)
-            else:
-                good.append(delivery)
-        records: pa.RecordBatch | None = record_batch(rows)
-        if rows and stage(location, task.batch, task.index, records) is None:
-            # Another attempt of this task staged first: its file stands, these go back.
-            records = None
-            for delivery in good:
-                delivery.release()
-        else:
-            for delivery in good:
-                delivery.accept()
+        taking = _Taking(receivers, task, max_rows)
+        part = first_part
+        while True:
+            taken, finished = await taking.next_part(_PART)
+            if finished:
+                # What is under way still comes, and goes back below.
+                revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
+            rows, good = _decode(taken, options)
+            if rows:
+                records = record_batch(rows)
+                if stage(location, task.batch, task.index, part, records) is None:
+                    for delivery in good:  # another attempt staged this part first
+                        delivery.release()
+                    await _give_back_the_rest(receivers, settle=False)
+                    parts, _done = task_files(location, task.batch, task.index)
+                    for reference in parts[part:]:
+                        for theirs in read_staged(reference):
+                            yield theirs
+                    return
+                for delivery in good:
+                    delivery.accept()
+                part += 1
+                yield records
+            if finished:
+                break
         await _give_back_the_rest(receivers, settle=revoked > 0)
-    return records
+    if part > 0:
+        mark_done(location, task.batch, task.index)
+
+
+def _decode(taken: list[tuple[str, Any]], options: ReadOptions) -> tuple[list[Any], list[Any]]:
+    """The rows of what was taken, and the deliveries they came from; an undecodable
+    message is settled as option ``undecodable`` says, never dropped silently."""
+    rows, good = [], []
+    for address, delivery in taken:
+        try:
+            rows.append(message_to_row(delivery.message, address))
+        except (amqp.DecodeError, ValueError) as exc:
+            _log.warning(
+                "an undecodable message from %s (%s): %s", address, exc, options.undecodable
+            )
+            refuse_undecodable(delivery, options.undecodable)
+        else:
+            good.append(delivery)
+    return rows, good
 
 
 async def _give_back_the_rest(receivers: list[tuple[str, Any]], *, settle: bool) -> None:
@@ -203,79 +237,99 @@ async def _give_back_the_rest(receivers: list[tuple[str, Any]], *, settle: bool)
         await asyncio.sleep(0.005)
 
 
-async def _take(receivers: list[tuple[str, Any]], task: ReceiverTask) -> list[tuple[str, Any]]:
-    """What the receivers bring, up to the limits: (address, delivery) pairs, unsettled. It
-    ends once no message has come for a moment (``_QUIET``, longer after long pauses
-    between messages), or none at all within the task's ``first_wait``, or after its
-    ``max_seconds`` whatever comes. Before it ends for want of messages it asks the
-    broker (:meth:`~amqp_sansio.client.links.ReceiverCore.ask_available`): one that says it
-    has messages for a link is slow, not empty, and the task waits on. A message larger
-    than the task's ``max_bytes`` is taken alone."""
-    taking = _Taking(receivers, task)
-    started = quiet_since = time.monotonic()
-    quiet = _QUIET  # grows with the longest pause seen between messages (a slow broker)
-    wait = task.first_wait  # for the first message
-    asked: list[Any] | None = None  # the broker's answers awaited, once the task would end
-    asked_at = 0.0
-    while True:
-        before = len(taking.taken)
-        if taking.take():
-            return taking.taken
-        now = time.monotonic()
-        if len(taking.taken) > before:
-            if before:
-                quiet = min(_QUIET_MAX, max(quiet, _QUIET_FACTOR * (now - quiet_since)))
-            quiet_since, wait, asked = now, quiet, None
-        if task.max_seconds is not None and now - started >= task.max_seconds:
-            return taking.taken
-        if now - quiet_since >= wait:
-            if asked is None:
-                asked, asked_at = [r.core.ask_available() for _a, r in receivers], now
-            elif all(op.done() for op in asked):
-                if not any(op.result() for op in asked):
-                    return taking.taken  # nothing more for these links (or it never says)
-                quiet_since, wait, asked = now, quiet, None  # it has some: slow, not empty
-            elif now - asked_at >= _QUIET_MAX:
-                return taking.taken  # no answer to the echo: a peer that gives none
-        await asyncio.sleep(0.002 if taking.taken else 0.01)
-
-
 class _Taking:
-    """The messages a task has taken so far, and the taking of more from its receivers in
-    turn, up to its limits."""
+    """A task's taking from its receivers, in turn, up to its limits (``max_rows`` left,
+    its ``max_bytes``), part by part (:meth:`next_part`). It ends once no message has
+    come for a moment (``_QUIET``, longer after long pauses between messages), or none at
+    all within the task's ``first_wait``, or after its ``max_seconds`` whatever comes.
+    Before it ends for want of messages it asks the broker
+    (:meth:`~amqp_sansio.client.links.ReceiverCore.ask_available`): one that says it has
+    messages for a link is slow, not empty, and the task waits on. A message larger than
+    ``max_bytes`` is taken alone."""
 
-    def __init__(self, receivers: list[tuple[str, Any]], task: ReceiverTask) -> None:
+    def __init__(
+        self, receivers: list[tuple[str, Any]], task: ReceiverTask, max_rows: int | None
+    ) -> None:
         self.receivers = receivers
-        self.max_rows, self.max_bytes = task.max_rows, task.max_bytes
-        self.taken: list[tuple[str, Any]] = []
+        self.task = task
+        self.left, self.max_bytes = max_rows, task.max_bytes
         self.size = 0
+        #: Messages taken so far, in every part.
+        self.took = 0
         self._turn = 0
+        self.started = self._quiet_since = time.monotonic()
+        self._quiet = _QUIET  # grows with the longest pause between messages (a slow broker)
+        self._wait = task.first_wait  # for the first message
+        self._asked: list[Any] | None = None  # the broker's answers awaited
+        self._asked_at = 0.0
 
-    def take(self) -> bool:
-        """Take what each receiver holds (in one call per receiver: its credit topped up
-        once, not once a message); true once a limit is reached."""
-        max_rows, max_bytes, taken = self.max_rows, self.max_bytes, self.taken
+    async def next_part(self, most: int) -> tuple[list[tuple[str, Any]], bool]:
+        """Up to ``most`` messages (address, delivery), unsettled, and whether the task's
+        taking is over."""
+        taken: list[tuple[str, Any]] = []
+        while True:
+            before = self.took
+            if self._take(taken, most):
+                return taken, True
+            now = time.monotonic()
+            if self.took > before:
+                if before:  # a pause between two messages (not the wait for the first)
+                    gap = now - self._quiet_since
+                    self._quiet = min(_QUIET_MAX, max(self._quiet, _QUIET_FACTOR * gap))
+                self._quiet_since, self._wait, self._asked = now, self._quiet, None
+            if len(taken) >= most:
+                return taken, False
+            seconds = self.task.max_seconds
+            if seconds is not None and now - self.started >= seconds:
+                return taken, True
+            if now - self._quiet_since >= self._wait and self._ended(now):
+                return taken, True
+            await asyncio.sleep(0.002 if taken else 0.01)
+
+    def _ended(self, now: float) -> bool:
+        """Whether the taking ends for want of messages: asks the broker first."""
+        if self._asked is None:
+            self._asked = [r.core.ask_available() for _a, r in self.receivers]
+            self._asked_at = now
+            return False
+        if all(op.done() for op in self._asked):
+            if not any(op.result() for op in self._asked):
+                return True  # nothing more for these links (or a broker that never says)
+            self._quiet_since, self._wait, self._asked = now, self._quiet, None
+            return False  # it has some: slow, not empty
+        return now - self._asked_at >= _QUIET_MAX  # no answer to the echo: it gives none
+
+    def _take(self, taken: list[tuple[str, Any]], most: int) -> bool:
+        """Take what each receiver holds into ``taken`` (in one call per receiver: its
+        credit topped up once, not once a message), at most ``most`` in all; true once a
+        limit of the task is reached."""
+        max_bytes = self.max_bytes
         for _ in range(len(self.receivers)):
             address, receiver = self.receivers[self._turn]
             self._turn = (self._turn + 1) % len(self.receivers)
             core = receiver.core
             queue = core.queue
-            count = len(queue)
-            if max_rows is not None:
-                count = min(count, max_rows - len(taken))
+            count = min(len(queue), most - len(taken))
+            if self.left is not None:
+                count = min(count, self.left)
             full = False
             if max_bytes is not None:
                 for index in range(count):
                     self.size += len(queue[index].data)
-                    if self.size > max_bytes and (taken or index):
+                    if self.size > max_bytes and (self.took or index):
                         count, full = index, True
                         break
-            taken.extend([(address, d) for d in core.take_many(count)])
-            if max_rows is not None:
-                receiver.credit = min(receiver.credit, max(0, max_rows - len(taken)))
+            got = core.take_many(count)
+            self.took += len(got)
+            taken.extend([(address, d) for d in got])
+            if self.left is not None:
+                self.left -= len(got)
+                receiver.credit = min(receiver.credit, max(0, self.left))
             if full or (max_bytes is not None and self.size >= max_bytes):
                 return True
-        return max_rows is not None and len(taken) >= max_rows
+            if self.left is not None and self.left <= 0:
+                return True
+        return False
 
 
 # -- on the driver ---------------------------------------------------------------------------
@@ -419,9 +473,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         self._done = committed
         took = False
-        for batch, _index, reference in staged_files(self.options.staging_location or ""):
+        for batch, _index, part, reference in staged_files(self.options.staging_location or ""):
             if batch <= committed:
-                took = took or batch == committed
+                took = took or (batch == committed and part is not None)
                 remove_staged(reference)
         if took or committed > self._ran:
             # Took something, or ran before this reader (a restart): not a sign of an idle

@@ -3,8 +3,10 @@ task that took it as an Arrow file under ``stagingLocation`` before the task acc
 written ahead: once accepted, a message lives on in its staged file until Spark has committed
 its micro-batch), and read back when Spark runs the batch again.
 
-A file is the share of one receiver task (its index) of one micro-batch (its number):
-``BBBBBBBBBBBB-IIIII.arrow``. A task that took nothing stages nothing.
+A receiver task (its index) of a micro-batch (its number) stages what it takes in parts, as
+it goes: ``BBBBBBBBBBBB-IIIII-PPPPP.arrow``, then marks itself done with an empty
+``BBBBBBBBBBBB-IIIII.done``. A task run again reads the parts there are and, unless the
+task was done, goes on taking from the next part. A task that took nothing stages nothing.
 
 ``stagingLocation`` is a local or shared path, or a URI that
 ``pyarrow.fs.FileSystem.from_uri`` takes (``file://``, ``hdfs://``, ``s3://``, ``gs://``, ...).
@@ -39,11 +41,15 @@ from .schema import (
 
 # -- staging ---------------------------------------------------------------------------------
 
-_STAGED = re.compile(r"^(\d{12})-(\d{5})\.arrow$")
+_STAGED = re.compile(r"^(\d{12})-(\d{5})(?:-(\d{5})\.arrow|\.done)$")
 
 
-def _staged_name(batch: int, index: int) -> str:
-    return f"{batch:012d}-{index:05d}.arrow"
+def _staged_name(batch: int, index: int, part: int) -> str:
+    return f"{batch:012d}-{index:05d}-{part:05d}.arrow"
+
+
+def _done_name(batch: int, index: int) -> str:
+    return f"{batch:012d}-{index:05d}.done"
 
 
 def _fsync_dir(path: str) -> None:
@@ -104,26 +110,38 @@ def _file(reference: str) -> tuple[Any, str]:
     return fs, f"{folder.rstrip('/')}/{name}"
 
 
-def staged_files(location: str) -> list[tuple[int, int, str]]:
-    """The files staged under ``location``: (micro-batch, task index, reference), in order;
-    the reference is a path for a local location, a URI for a URI. A file a crash left under
-    its temporary name is not one of them."""
+def staged_files(location: str) -> list[tuple[int, int, int | None, str]]:
+    """What is staged under ``location``: (micro-batch, task index, part, reference), in
+    order, the part None for a task's done mark; the reference is a path for a local
+    location, a URI for a URI. A file a crash left under its temporary name is not one of
+    them."""
     fs, path = filesystem(location)
     selector = pyarrow.fs.FileSelector(path, allow_not_found=True)
     found = []
     for info in fs.get_file_info(selector):
         match = _STAGED.match(info.base_name)
         if match and info.type == pyarrow.fs.FileType.File:
-            found.append((int(match[1]), int(match[2]), _join(location, info.base_name)))
-    return sorted(found)
+            part = None if match[3] is None else int(match[3])
+            reference = _join(location, info.base_name)
+            found.append((int(match[1]), int(match[2]), part, reference))
+    return sorted(found, key=lambda f: (f[0], f[1], -1 if f[2] is None else f[2]))
 
 
-def find_staged(location: str, batch: int, index: int) -> str | None:
-    """The reference of task ``index``'s file of micro-batch ``batch``, if it was staged."""
+def task_files(location: str, batch: int, index: int) -> tuple[list[str], bool]:
+    """Task ``index`` of micro-batch ``batch``: the references of its staged parts, in
+    order, and whether it was marked done."""
+    found = [f for f in staged_files(location) if f[0] == batch and f[1] == index]
+    return [ref for *_n, part, ref in found if part is not None], any(
+        part is None for *_n, part, _ref in found
+    )
+
+
+def mark_done(location: str, batch: int, index: int) -> None:
+    """Mark task ``index`` of micro-batch ``batch`` done: every part it will stage is
+    staged (written after its last part; a task run again then only reads them)."""
     fs, path = filesystem(location)
-    name = _staged_name(batch, index)
-    info = fs.get_file_info(f"{path.rstrip('/')}/{name}")
-    return _join(location, name) if info.type == pyarrow.fs.FileType.File else None
+    with fs.open_output_stream(f"{path.rstrip('/')}/{_done_name(batch, index)}"):
+        pass
 
 
 def remove_staged(reference: str) -> None:
@@ -145,15 +163,15 @@ def _arrow_struct() -> pa.StructType:
     return pa.struct(list(arrow_schema()))
 
 
-def stage(location: str, batch: int, index: int, records: pa.RecordBatch) -> str | None:
-    """Write ``records`` as task ``index``'s file of micro-batch ``batch`` and publish it
-    atomically, unless that file is there already: returns the new file's reference, or
-    None when another attempt of the task had staged it (that file stands, this one is
-    dropped). On a local filesystem the file is fsync'd before it is linked into place
+def stage(location: str, batch: int, index: int, part: int, records: pa.RecordBatch) -> str | None:
+    """Write ``records`` as part ``part`` of task ``index`` of micro-batch ``batch`` and
+    publish it atomically, unless that part is there already: returns the new file's
+    reference, or None when another attempt of the task had staged it (that file stands,
+    this one is dropped). On a local filesystem the file is fsync'd before it is linked into place
     (a link fails where a file is: no attempt replaces another's) and the directory after;
     elsewhere the move is the filesystem's, after a look for a file in the way."""
     fs, path = filesystem(location)
-    name = _staged_name(batch, index)
+    name = _staged_name(batch, index, part)
     final = f"{path.rstrip('/')}/{name}"
     temporary = f"{final}.{uuid.uuid4().hex[:12]}.tmp"
     if _local(fs):

@@ -169,7 +169,7 @@ def test_a_streaming_read_stages_each_batch_before_it_accepts_it(spark: Any, bro
     def on_batch(df: Any, batch_id: int) -> None:
         got = df.select("body", "delivery_count").collect()
         bodies.update(bytes(r.body) for r in got)  # bytearray on pyspark 4.0 and 4.1
-        staged = len(spark_adapter.staged_files(staging))
+        staged = len({n for n, *_rest in spark_adapter.staged_files(staging)})
         seen.append((batch_id, len(got), count - depth(broker, address), staged))
 
     df = _stream(spark, broker.url, address, staging, maxMessagesPerTrigger=str(per_batch))
@@ -355,8 +355,10 @@ def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
         (task,) = reader.partitions(offset, end)
         got = _run(reader, task)
         assert got, "a batch found nothing"
-        # Staged, then accepted: the file is there and the broker has let them go.
-        assert [(n, i) for n, i, _ in spark_adapter.staged_files(staging)] == [(end["batch"], 0)]
+        # Staged, then accepted: the part is there, the task marked done, and the broker
+        # has let them go.
+        files = [(n, i, p) for n, i, p, _ in spark_adapter.staged_files(staging)]
+        assert files == [(end["batch"], 0, None), (end["batch"], 0, 0)]
         left = len(bodies) - sum(map(len, batches)) - len(got)
         assert depth(broker, address) == left
         assert _run(reader, task) == got  # run again: the staged rows, nothing taken
@@ -377,10 +379,15 @@ def test_the_queue_reader_cuts_batches_at_the_byte_limit(broker: Any) -> None:
     assert reader.latestOffset(end, None) == end
 
 
-def test_queue_mode_tasks_share_the_batch_and_stage_before_they_accept(broker: Any) -> None:
+def test_queue_mode_tasks_share_the_batch_and_stage_before_they_accept(
+    broker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``partitions`` tasks a batch, each with its share of the read limit (competing
-    consumers); a task that finds its file staged by another attempt gives back what it
-    took; a task that cannot stage accepts nothing (the broker redelivers it, marked)."""
+    consumers); a task run again reads the parts it staged and, unless it was done, takes
+    the rest of its share; a task whose part another attempt staged first gives back what
+    it took; a task that cannot stage accepts nothing (the broker redelivers it, marked)."""
+    from amqp_sansio.adapters.spark import queue_reader
+
     address = f"tasks-{uuid.uuid4().hex[:8]}"
     publish(broker.url, address, 100)
     staging = tempfile.mkdtemp()
@@ -395,24 +402,49 @@ def test_queue_mode_tasks_share_the_batch_and_stage_before_they_accept(broker: A
     assert depth(broker, address) == 80
     reader.commit(end)
 
-    # Another attempt of task 0 of batch 2 staged first: this one's messages go back.
     offset, end = end, reader.latestOffset(end, None)
-    first, *_ = reader.partitions(offset, end)
-    row = message_to_row(a.Message(body=b"theirs"), address)
-    other = record_batch([row])
-    assert spark_adapter.stage(staging, 2, 0, other) is not None
-    assert spark_adapter.stage(staging, 2, 0, other) is None  # once only
-    assert _run(reader, first) == [b"theirs"]
-    assert depth(broker, address) == 80  # given back, not accepted
+    first, second, third = reader.partitions(offset, end)
+    theirs = record_batch([message_to_row(a.Message(body=b"theirs"), address)])
+    # Task 0 of batch 2 ran before, staged a part of one message, and was lost: it reads
+    # that part, then takes the rest of its share (6 of 7).
+    assert spark_adapter.stage(staging, 2, 0, 0, theirs) is not None
+    assert spark_adapter.stage(staging, 2, 0, 0, theirs) is None  # a part is staged once
+    got = _run(reader, first)
+    assert got[0] == b"theirs" and len(got) == 7
+    assert depth(broker, address) == 74
+    # Task 1 ran before and was done: its parts, nothing taken.
+    spark_adapter.stage(staging, 2, 1, 0, theirs)
+    spark_adapter.staging.mark_done(staging, 2, 1)
+    assert _run(reader, second) == [b"theirs"]
+    assert depth(broker, address) == 74
 
-    # A task that cannot stage (the location is a file) fails and accepts nothing.
-    blocked = os.path.join(tempfile.mkdtemp(), "not-a-directory")
-    open(blocked, "w").close()
-    failing = _reader(broker.url, address, blocked, maxMessagesPerTrigger="5")
+    # Another attempt of task 2 stages its part 0 while this one takes: this one's messages
+    # go back, and it gives the other's part.
+    real_stage = queue_reader.stage
+
+    def raced(location: str, batch: int, index: int, part: int, records: Any) -> Any:
+        real_stage(location, batch, index, part, theirs)
+        return real_stage(location, batch, index, part, records)
+
+    monkeypatch.setattr(queue_reader, "stage", raced)
+    assert _run(reader, third) == [b"theirs"]
+    monkeypatch.undo()
+    assert depth_after_accepts(broker, address, 74) == 74  # given back, not accepted
+    reader.commit(end)
+    assert spark_adapter.staged_files(staging) == []
+
+    # A task that cannot stage (a full disk, say) fails and accepts nothing: what it took
+    # goes back marked as a failed delivery.
+    def full(*args: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(queue_reader, "stage", full)
+    failing = _reader(broker.url, address, tempfile.mkdtemp(), maxMessagesPerTrigger="5")
     (task,) = failing.partitions({"batch": 0}, {"batch": 1})
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="No space left"):
         _run(failing, task)
-    assert depth_after_accepts(broker, address, 80) == 80
+    monkeypatch.undo()
+    assert depth_after_accepts(broker, address, 74) == 74
     with sockets.connect(f"{broker.url}/{address}") as conn:
         receiver = conn.receiver(address, credit=5)
         redelivered = [receiver.receive(timeout=10) for _ in range(5)]
@@ -464,9 +496,9 @@ def test_a_staged_batch_reads_back_as_its_rows() -> None:
     ]
     rows = [message_to_row(m, f"q{i}") for i, m in enumerate(messages)]
     staging = tempfile.mkdtemp()
-    path = spark_adapter.stage(staging, 10, 3, record_batch(rows))
-    assert path is not None and os.path.basename(path) == "000000000010-00003.arrow"
-    assert spark_adapter.staged_files(staging) == [(10, 3, path)]
+    path = spark_adapter.stage(staging, 10, 3, 2, record_batch(rows))
+    assert path is not None and os.path.basename(path) == "000000000010-00003-00002.arrow"
+    assert spark_adapter.staged_files(staging) == [(10, 3, 2, path)]
     got = [r for batch in spark_adapter.read_staged(path) for r in batch.to_pylist()][1:]
     # Maps come back as (key, value) pairs.
     pairs = [tuple(list(v.items()) if isinstance(v, dict) else v for v in row) for row in rows]
@@ -474,7 +506,7 @@ def test_a_staged_batch_reads_back_as_its_rows() -> None:
     assert got == expected
     assert got[0]["creation_time"] == datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
     assert got[0]["message_id"] == str(uuid.UUID(int=42))
-    empty = spark_adapter.stage(staging, 14, 0, record_batch([]))
+    empty = spark_adapter.stage(staging, 14, 0, 0, record_batch([]))
     assert empty is not None
     with pa.memory_map(empty) as f:
         table = pa.ipc.open_file(f).read_all()

@@ -34,32 +34,40 @@ def ids(reference: str) -> list[str]:
 
 
 def stage(location: str, batch: int, index: int, first: int, count: int) -> str | None:
-    return staging.stage(location, batch, index, staging.record_batch(rows(first, count)))
+    """Rows ``first``.. (``count``) as part 0 of task ``index`` of micro-batch ``batch``."""
+    return staging.stage(location, batch, index, 0, staging.record_batch(rows(first, count)))
 
 
 def round_trip(written: str, read: str) -> None:
-    """Two tasks' files staged at ``written``, listed and read back at ``read``; the first
-    removed. A second attempt of a task stages nothing over the first's file."""
+    """Two tasks' parts staged at ``written``, one task marked done, listed and read back at
+    ``read``; the first removed. A second attempt of a task stages nothing over the first's
+    part."""
     first = stage(written, 3, 0, 0, 5)
     second = stage(written, 3, 1, 5, 3)
-    assert stage(written, 3, 1, 10, 2) is None  # task 1 was staged: its file stands
-    assert [(n, i) for n, i, _ in staging.staged_files(written)] == [(3, 0), (3, 1)]
-    assert [r for _n, _i, r in staging.staged_files(written)] == [first, second]
+    assert stage(written, 3, 1, 10, 2) is None  # task 1's part 0 was staged: it stands
+    staging.mark_done(written, 3, 0)
     listed = staging.staged_files(read)
-    assert staging.find_staged(read, 3, 1) == listed[1][2]
-    assert staging.find_staged(read, 3, 2) is None
-    assert ids(listed[0][2]) == ["m0", "m1", "m2", "m3", "m4"]
-    assert ids(listed[1][2]) == ["m5", "m6", "m7"]
-    staging.remove_staged(listed[0][2])
-    staging.remove_staged(listed[0][2])  # gone already: nothing to do
-    assert [(n, i) for n, i, _ in staging.staged_files(written)] == [(3, 1)]
+    assert [(n, i, p) for n, i, p, _ in listed] == [(3, 0, None), (3, 0, 0), (3, 1, 0)]
+    assert [r for _n, _i, p, r in staging.staged_files(written) if p is not None] == [
+        first,
+        second,
+    ]
+    assert staging.task_files(read, 3, 0) == ([listed[1][3]], True)
+    assert staging.task_files(read, 3, 1) == ([listed[2][3]], False)
+    assert staging.task_files(read, 3, 2) == ([], False)
+    assert ids(listed[1][3]) == ["m0", "m1", "m2", "m3", "m4"]
+    assert ids(listed[2][3]) == ["m5", "m6", "m7"]
+    for _n, _i, _p, reference in listed[:2]:
+        staging.remove_staged(reference)
+    staging.remove_staged(listed[1][3])  # gone already: nothing to do
+    assert [(n, i, p) for n, i, p, _ in staging.staged_files(written)] == [(3, 1, 0)]
 
 
 def test_a_local_path(tmp_path: Path) -> None:
     location = str(tmp_path / "staging")
     assert staging.staged_files(location) == []  # not made yet: nothing staged
     round_trip(location, location)
-    assert os.listdir(location) == ["000000000003-00001.arrow"]  # no .tmp left
+    assert os.listdir(location) == ["000000000003-00001-00000.arrow"]  # no .tmp left
 
 
 def test_a_shared_mount_seen_under_two_paths(tmp_path: Path) -> None:
@@ -70,15 +78,15 @@ def test_a_shared_mount_seen_under_two_paths(tmp_path: Path) -> None:
     mount = tmp_path / "mount"
     mount.symlink_to(real, target_is_directory=True)
     round_trip(str(mount / "staging"), str(real / "staging"))
-    assert os.listdir(real / "staging") == ["000000000003-00001.arrow"]
+    assert os.listdir(real / "staging") == ["000000000003-00001-00000.arrow"]
 
 
 def test_a_file_uri(tmp_path: Path) -> None:
     location = (tmp_path / "staging").as_uri()
     round_trip(location, location)
-    ((_n, _i, reference),) = staging.staged_files(location)
-    assert reference == f"{location}/000000000003-00001.arrow"
-    assert os.listdir(tmp_path / "staging") == ["000000000003-00001.arrow"]
+    ((_n, _i, _p, reference),) = staging.staged_files(location)
+    assert reference == f"{location}/000000000003-00001-00000.arrow"
+    assert os.listdir(tmp_path / "staging") == ["000000000003-00001-00000.arrow"]
 
 
 def test_a_filesystem_that_is_not_local(tmp_path: Path, monkeypatch: Any) -> None:
@@ -97,15 +105,15 @@ def test_a_filesystem_that_is_not_local(tmp_path: Path, monkeypatch: Any) -> Non
     monkeypatch.setattr(staging, "filesystem", filesystem)
     location = "remote://bucket/staging?opt=1"
     reference = stage(location, 1, 0, 0, 2)
-    assert reference == "remote://bucket/staging/000000000001-00000.arrow?opt=1"
+    assert reference == "remote://bucket/staging/000000000001-00000-00000.arrow?opt=1"
     assert ids(reference) == ["m0", "m1"]
     staging.remove_staged(reference)
     # A file a crash left under its temporary name is not a staged file.
-    (tmp_path / "bucket" / "staging" / "000000000002-00000.arrow.1.tmp").write_bytes(b"")
+    (tmp_path / "bucket" / "staging" / "000000000002-00000-00000.arrow.1.tmp").write_bytes(b"")
     round_trip(location, location)
     assert sorted(os.listdir(tmp_path / "bucket" / "staging")) == [
-        "000000000002-00000.arrow.1.tmp",
-        "000000000003-00001.arrow",
+        "000000000002-00000-00000.arrow.1.tmp",
+        "000000000003-00001-00000.arrow",
     ]
     assert set(made) == {location}
 
