@@ -1,11 +1,11 @@
 """``format("amqp")`` streaming in queue mode: receivers on the executors.
 
 Each micro-batch is ``partitions`` receiver tasks, competing consumers on the addresses. A
-task takes its share of the batch's read limit from the broker, writes what it took to
-``stagingLocation`` (one Arrow file, published atomically), only then accepts it, and hands
-the rows to Spark. The driver plans micro-batches by number and never sees a message: it
-learns from the staged files whether the last batch found anything, and removes them once
-Spark has committed their batch.
+task takes its share of the batch's read limit from the broker a part at a time: it writes
+each part to ``stagingLocation`` (an Arrow file, published atomically), only then accepts
+it, and hands its rows to Spark, then marks itself done. The driver plans micro-batches by
+number and never sees a message: it learns from the staged files whether the last batch
+found anything, and removes them once Spark has committed their batch.
 
 The promise (at-least-once, nothing lost; docs/spark.rst, "Delivery guarantees"):
 
@@ -13,8 +13,8 @@ The promise (at-least-once, nothing lost; docs/spark.rst, "Delivery guarantees")
   away: its connection goes and the broker redelivers what it held, marked as redelivered
   (``delivery_count``).
 - A micro-batch that Spark runs again (a failed task, a lost executor, a query restarted
-  from its checkpoint) reads each task's staged file instead of receiving: the same rows.
-  A task that had staged nothing receives afresh.
+  from its checkpoint) reads each task's staged parts instead of receiving them again; a
+  task that was not done then takes the rest of its share.
 - Staged files stay until Spark has committed their batch: ``stagingLocation`` must be
   storage every executor reaches and that outlives them (a shared mount, HDFS, an object
   store).
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -132,70 +132,98 @@ def run_task(options: ReadOptions, task: ReceiverTask) -> Iterator[pa.RecordBatc
     if done or task.max_rows == 0 or (task.max_rows is not None and had >= task.max_rows):
         return
     loop = asyncio.new_event_loop()
-    receiving = _receive(options, task, first_part=len(parts), had=had)
+    receiving = _TaskReceiving(options, task, first_part=len(parts), had=had)
     try:
-        while True:
-            try:
-                records = loop.run_until_complete(receiving.__anext__())
-            except StopAsyncIteration:
-                return
+        loop.run_until_complete(receiving.open())
+        while (records := loop.run_until_complete(receiving.next_part())) is not None:
             yield records
+        loop.run_until_complete(receiving.finish())
     finally:
-        loop.run_until_complete(receiving.aclose())
+        loop.run_until_complete(receiving.close())
         loop.close()
+    if receiving.lost_part is not None:
+        # Another attempt staged this part first: its parts from there are this task's.
+        parts, _done = task_files(location, task.batch, task.index)
+        for reference in parts[receiving.lost_part :]:
+            yield from read_staged(reference)
 
 
-async def _receive(
-    options: ReadOptions, task: ReceiverTask, *, first_part: int, had: int
-) -> AsyncGenerator[pa.RecordBatch, None]:
-    """Take messages (:class:`_Taking`) a part at a time; stage each part's decodable ones,
-    then accept them, then give them; settle the undecodable ones as option
-    ``undecodable`` says. Once done, mark the task done. If another attempt of the task
-    staged a part first, what this one took goes back, that part is given instead, and
-    this attempt ends (the other goes on)."""
-    from .. import aio
+class _TaskReceiving:
+    """A receiver task's connection and its taking (:class:`_Taking`), a part at a time:
+    each part's decodable messages staged, then accepted, then given; the undecodable ones
+    settled as option ``undecodable`` says. Once its taking is over (:meth:`finish`) the
+    task is marked done. If another attempt of the task staged a part first, what this one
+    took goes back, and it stops (:attr:`lost_part`: the other attempt's parts from there
+    on are the task's)."""
 
-    location = options.staging_location or ""
-    url = options.url_for(options.addresses[0])
-    max_rows = None if task.max_rows is None else task.max_rows - had
-    async with aio.connect(url, **options.connect_options()) as conn:
+    def __init__(
+        self, options: ReadOptions, task: ReceiverTask, *, first_part: int, had: int
+    ) -> None:
+        self.options, self.task = options, task
+        self.location = options.staging_location or ""
+        self.part = first_part
+        self.max_rows = None if task.max_rows is None else task.max_rows - had
+        self.lost_part: int | None = None
+        self._conn: Any = None
+        self._receivers: list[tuple[str, Any]] = []
+        self._taking: _Taking | None = None
+        self._over = False
+
+    async def open(self) -> None:
+        from .. import aio
+
+        options = self.options
+        url = options.url_for(options.addresses[0])
+        self._conn = conn = await aio.connect(url, **options.connect_options())
+        max_rows = self.max_rows
         window = options.credit if max_rows is None else min(options.credit, max_rows)
         # A first grant of at most _START_CREDIT: a broker that encodes a whole grant before
         # it sends any sends the first message at once; the window from the next grant on.
-        receivers = [
-            (address, await conn.receiver(address, credit=max(1, min(window, _START_CREDIT))))
-            for address in options.addresses
-        ]
-        for _address, receiver in receivers:
+        for address in options.addresses:
+            receiver = await conn.receiver(address, credit=max(1, min(window, _START_CREDIT)))
             receiver.credit = max(1, window)
-        taking = _Taking(receivers, task, max_rows)
-        part = first_part
-        while True:
-            taken, finished = await taking.next_part(_PART)
-            if finished:
-                # What is under way still comes, and goes back below.
-                revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
-            rows, good = _decode(taken, options)
-            if rows:
-                records = record_batch(rows)
-                if stage(location, task.batch, task.index, part, records) is None:
-                    for delivery in good:  # another attempt staged this part first
-                        delivery.release()
-                    await _give_back_the_rest(receivers, settle=False)
-                    parts, _done = task_files(location, task.batch, task.index)
-                    for reference in parts[part:]:
-                        for theirs in read_staged(reference):
-                            yield theirs
-                    return
+            self._receivers.append((address, receiver))
+        self._taking = _Taking(self._receivers, self.task, max_rows)
+
+    async def next_part(self) -> pa.RecordBatch | None:
+        """The next part, staged and accepted; None once the taking is over (or another
+        attempt staged the part first)."""
+        assert self._taking is not None
+        while not self._over:
+            taken, self._over = await self._taking.next_part(_PART)
+            rows, good = _decode(taken, self.options)
+            if not rows:
+                continue
+            records = record_batch(rows)
+            task = self.task
+            if stage(self.location, task.batch, task.index, self.part, records) is None:
                 for delivery in good:
-                    delivery.accept()
-                part += 1
-                yield records
-            if finished:
-                break
+                    delivery.release()
+                self.lost_part, self._over = self.part, True
+                return None
+            for delivery in good:
+                delivery.accept()
+            self.part += 1
+            return records
+        return None
+
+    async def finish(self) -> None:
+        """The taking is over: what came after it goes back, the connection closes, and the
+        task (if it staged a part and lost none) is marked done."""
+        receivers = self._receivers
+        # What is under way still comes, and goes back.
+        revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
         await _give_back_the_rest(receivers, settle=revoked > 0)
-    if part > 0:
-        mark_done(location, task.batch, task.index)
+        await self.close()
+        if self.part > 0 and self.lost_part is None:
+            task = self.task
+            mark_done(self.location, task.batch, task.index)
+
+    async def close(self) -> None:
+        """Close the connection (what it holds unsettled goes back to the broker)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
 
 
 def _decode(taken: list[tuple[str, Any]], options: ReadOptions) -> tuple[list[Any], list[Any]]:

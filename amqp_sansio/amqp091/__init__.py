@@ -3,7 +3,7 @@ frames, I/O-free (docs/amqp091.rst).
 
 * :mod:`~amqp_sansio.amqp091.codec`: the data types, field tables and arrays;
 * :mod:`~amqp_sansio.amqp091.spec`: constants, reply codes, every method class (generated
-  from the spec's XML and RabbitMQ's JSON by ``tools/generate_amqp091.py``) and the
+  from the spec's XML and RabbitMQ's JSON by ``tests/amqp091/generate_spec.py``) and the
   ``basic`` content properties;
 * :mod:`~amqp_sansio.amqp091.methods`: the method and property base classes, their
   registry, and the payload codecs;
