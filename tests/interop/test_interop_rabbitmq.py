@@ -537,3 +537,44 @@ def test_clean_close_at_every_level(connect: Callable[..., Client]) -> None:
     assert client.driver.error is None
     assert client.of_type(a.events.ProtocolError) == []
     client.driver.close()
+
+
+def test_an_echo_gives_the_queue_depth_and_a_revoke_stops_the_flow() -> None:
+    """What the Spark source relies on when it reads RabbitMQ 3.10 (adapters/spark): a flow
+    with ``echo`` is answered with ``available`` = the messages the queue holds for the
+    link (so an empty queue is told from a slow one), and a flow with link-credit 0 (a
+    revoke, not a drain: RabbitMQ 3.10 fails drains on classic queues) stops it sending."""
+    import asyncio
+
+    from amqp_sansio.adapters import aio
+
+    url = rabbitmq_url()
+    address = f"/queue/{unique('echo')}"
+
+    async def answered(receiver: Any) -> int:
+        op = receiver.core.ask_available()
+        for _ in range(500):
+            if op.done():
+                return int(op.result())
+            await asyncio.sleep(0.01)
+        raise AssertionError("RabbitMQ did not answer the echo within 5 s")
+
+    async def main() -> None:
+        async with aio.connect(f"{url}/") as conn:
+            receiver = await conn.receiver(address, credit=10)
+            assert await answered(receiver) == 0  # an empty queue
+            assert receiver.core.revoke() == 10
+            sender = await conn.sender(address)
+            for i in range(5):
+                await sender.send(a.Message(body=f"m{i}".encode()))
+            await asyncio.sleep(0.5)
+            assert not receiver.core.queue  # no credit: nothing sent
+            assert await answered(receiver) == 5  # held for the link
+            again = await conn.receiver(address, credit=10)
+            got = [await again.receive(timeout=10) for _ in range(5)]
+            assert [d.message.body.value for d in got] == [f"m{i}".encode() for i in range(5)]
+            for delivery in got:
+                delivery.accept()
+            assert await answered(again) == 0
+
+    asyncio.run(main())
