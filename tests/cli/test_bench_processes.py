@@ -3,6 +3,7 @@ Spark application is the driver's and which the executors', read from ``/proc``.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -41,26 +42,38 @@ def test_each_process_is_given_its_role(command: str, role: str | None) -> None:
     assert processes.role(command) == role
 
 
-def _burn(seconds: float, tag: str) -> subprocess.Popen[bytes]:
-    """A Python process that uses ``seconds`` of CPU, with ``tag`` in its command line."""
-    return subprocess.Popen([sys.executable, "-c", _CODE, str(seconds), tag])
+def _burn(seconds: float, tag: str, then_sleep: float = 0.0) -> subprocess.Popen[bytes]:
+    """A Python process that uses ``seconds`` of CPU, then sleeps ``then_sleep`` seconds,
+    with ``tag`` in its command line."""
+    return subprocess.Popen([sys.executable, "-c", _CODE, str(seconds), tag, f"sleep={then_sleep}"])
+
+
+def _cpu_of(process: subprocess.Popen[bytes]) -> float:
+    with open(f"/proc/{process.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_cpu_is_counted_by_role_from_the_start() -> None:
-    before = _burn(0.6, "pyspark.daemon")  # there at the start: only what it uses after counts
-    time.sleep(0.3)
+    # There at the start, done with its CPU before it: nothing of it counts.
+    before = _burn(0.3, "pyspark.daemon", then_sleep=3.0)
+    deadline = time.monotonic() + 20
+    while _cpu_of(before) < 0.3 and time.monotonic() < deadline:
+        time.sleep(0.05)
     with processes.measuring(every=0.05) as cpu:
         worker = _burn(0.5, "pyspark.daemon")
         driver = _burn(0.2, "python_streaming_source_runner")
-        for process in (before, worker, driver):
+        for process in (worker, driver):
             process.wait(30)
         time.sleep(0.01)
+    before.kill()
+    before.wait()
     used = cpu.seconds()
     assert set(used) == set(processes.ROLES)
-    # The worker's 0.5 s and what was left of the first one's 0.6 s (sampled until each
-    # ended: at most one sampling period of each is missed).
-    assert 0.5 <= used["executor Python"] <= 1.2, used
-    assert 0.1 <= used["driver Python"] <= 0.3, used
+    # The worker's 0.5 s and the driver's 0.2 s, each with its interpreter's start (and at
+    # most one sampling period missed at its end); none of the first process's.
+    assert 0.45 <= used["executor Python"] <= 0.5 + 0.45, used
+    assert 0.15 <= used["driver Python"] <= 0.2 + 0.45, used
     assert used["executor JVMs"] == 0.0
 
 
@@ -74,7 +87,9 @@ def _orphan(seconds: float, *tags: str) -> None:
 _CODE = (
     "import sys, time\n"
     "end = time.process_time() + float(sys.argv[1])\n"
-    "while time.process_time() < end: pass"
+    "while time.process_time() < end: pass\n"
+    "last = sys.argv[-1]\n"
+    "time.sleep(float(last[6:]) if last.startswith('sleep=') else 0.0)"
 )
 
 
