@@ -187,7 +187,10 @@ def test_a_streaming_read_stages_each_batch_before_it_accepts_it(spark: Any, bro
     assert set(bodies) == {f"payload {i}".encode() for i in range(count)}
     assert max(bodies.values()) == 1
     assert depth(broker, address) == 0  # the last batch too, once committed
-    assert not os.listdir(staging)  # staged files go once their batch is committed
+    # Staged files go once their batch is committed; on pyspark 4.0 and 4.1 the number of
+    # the last batch planned stays (docs/spark.rst, "pyspark versions").
+    assert spark_adapter.staged_files(staging) == []
+    assert set(os.listdir(staging)) <= {"planned"}
 
 
 def test_a_crashed_query_restarts_without_loss(spark: Any, broker: Any) -> None:
