@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 import amqp_sansio as amqp
 
 from .options import OptionError, ReadOptions, WriteOptions
-from .queue_reader import FIRST_BATCH_WAIT
+from .queue_reader import FIRST_BATCH_WAIT, share
 from .rows import COLUMNS, message_id_for, message_to_row, row_to_message
 from .staging import even_pieces, refuse_undecodable
 
@@ -50,10 +50,8 @@ class ReceiverPartition(InputPartition):
 
 def _shares(total: int | None, parts: int) -> list[int | None]:
     """``total`` messages (None: no limit) shared among up to ``parts`` receivers."""
-    if total is None:
-        return [None] * parts
-    base, extra = divmod(total, parts)
-    return [base + (i < extra) for i in range(min(parts, total))]
+    count = parts if total is None else min(parts, total)
+    return [share(total, parts, i) for i in range(count)]
 
 
 def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterator[tuple[Any, ...]]:

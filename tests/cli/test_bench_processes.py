@@ -3,7 +3,6 @@ Spark application is the driver's and which the executors', read from ``/proc``.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -49,9 +48,8 @@ def _burn(seconds: float, tag: str, then_sleep: float = 0.0) -> subprocess.Popen
 
 
 def _cpu_of(process: subprocess.Popen[bytes]) -> float:
-    with open(f"/proc/{process.pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    got = processes.stat(process.pid)
+    return 0.0 if got is None else got[1]
 
 
 def test_cpu_is_counted_by_role_from_the_start() -> None:

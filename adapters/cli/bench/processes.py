@@ -42,26 +42,17 @@ def role(command: str) -> str | None:
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu(pid: str) -> float | None:
-    """User plus system seconds of process ``pid`` (None: gone, or not readable)."""
+def stat(pid: int | str) -> tuple[str, float] | None:
+    """(parent pid, user plus system CPU seconds) of process ``pid``, from one read of
+    ``/proc/PID/stat`` (None: gone, or not readable)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
+            data = f.read()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: fields after it.
-    fields = stat[stat.rindex(b")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _parent(pid: str) -> str | None:
-    """The parent of process ``pid`` (None: gone, or not readable)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.rindex(b")") + 2 :].split()[1].decode()
+    fields = data[data.rindex(b")") + 2 :].split()
+    return fields[1].decode(), (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def _command(pid: str) -> str:
@@ -95,23 +86,24 @@ class CPUByRole:
             pids = [p for p in os.listdir("/proc") if p.isdigit()]
         except OSError:  # no /proc: nothing to measure
             return
-        parents = {pid: _parent(pid) for pid in pids}
+        stats = {pid: stat(pid) for pid in pids}
+        parents = {pid: got[0] for pid, got in stats.items() if got is not None}
         with self._lock:
-            for pid in pids:
+            for pid, got in stats.items():
+                if got is None:
+                    continue
+                seconds = got[1]
                 if pid not in self._roles:
-                    command = _command(pid)
-                    kind = role(command)
+                    kind = role(_command(pid))
                     if kind is None or not self._belongs(pid, parents):
                         continue
                     self._roles[pid] = kind
-                    self._first[pid] = 0.0 if self._started else (_cpu(pid) or 0.0)
-                seconds = _cpu(pid)
-                if seconds is not None:
-                    self._last[pid] = seconds
+                    self._first[pid] = 0.0 if self._started else seconds
+                self._last[pid] = seconds
 
     _started = False
 
-    def _belongs(self, pid: str, parents: dict[str, str | None]) -> bool:
+    def _belongs(self, pid: str, parents: dict[str, str]) -> bool:
         """Whether ``pid`` is under :attr:`root`, or is (or is under) an executor of
         :attr:`app_id`."""
         seen: list[str] = []
@@ -124,11 +116,13 @@ class CPUByRole:
             if current == self.root:
                 known = True
                 break
-            if self.app_id is not None and role(_command(current)) == "executor JVMs":
-                known = self.app_id in _command(current)
-                break
+            if self.app_id is not None:
+                command = _command(current)
+                if role(command) == "executor JVMs":
+                    known = self.app_id in command
+                    break
             seen.append(current)
-            current = parents.get(current) or _parent(current)
+            current = parents.get(current)
         result = bool(known)
         for each in seen:
             self._ours[each] = result
