@@ -1,5 +1,6 @@
-"""The AMQP 0-9-1 engine's states and limits: the :class:`Role`, the :class:`Limits`, the
-connection's states and its transition table (0-9-1 spec, class ``connection``), from which
+"""The AMQP 0-9-1 engine's states and limits: the :class:`~amqp_sansio.amqp091.Role`, the
+:class:`~amqp_sansio.amqp091.Limits`, the connection's states and its transition table
+(0-9-1 spec, class ``connection``), from which
 :class:`~amqp_sansio.amqp091.engine.Connection` dispatches every method on channel 0."""
 
 from __future__ import annotations
