@@ -5,6 +5,8 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 from ._broker import Broker
 from ._config import BrokerConfig
 from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
+from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
+from ._mapping import from_amqp10, to_amqp10
 from ._nodes import Node, Queue, Topic
 from ._record import ConnectionRecord
 from ._relay import ANONYMOUS_RELAY
@@ -31,9 +33,20 @@ from ._streams import (
 )
 from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
+from ._vhosts import (
+    DEFAULT_VHOST,
+    Published,
+    QueueArguments,
+    QueueRecord,
+    Refused,
+    VirtualHost,
+    parse_queue_arguments,
+)
 
 __all__ = [
     "ANONYMOUS",
+    "DEFAULT_VHOST",
+    "EXCHANGE_TYPES",
     "ANONYMOUS_RELAY",
     "DEFAULT_OUTCOME",
     "DEFAULT_SELECTOR_MAX_DEPTH",
@@ -48,14 +61,20 @@ __all__ = [
     "SELECTOR_FILTER_CODE",
     "STREAM_CAPABILITY",
     "SUPPORTED_OUTCOMES",
+    "Binding",
     "Broker",
     "BrokerConfig",
     "BrokerConnection",
     "ConnectionRecord",
+    "Exchange",
     "MemoryStore",
     "MessageFields",
     "Node",
+    "Published",
     "Queue",
+    "QueueArguments",
+    "QueueRecord",
+    "Refused",
     "Selector",
     "SelectorError",
     "Store",
@@ -67,7 +86,13 @@ __all__ = [
     "User",
     "Users",
     "UsersFileError",
+    "VirtualHost",
+    "from_amqp10",
+    "headers_match",
     "parse_message",
+    "parse_queue_arguments",
     "scram_entry",
     "selector_filter",
+    "to_amqp10",
+    "topic_matches",
 ]

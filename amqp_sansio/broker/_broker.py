@@ -41,6 +41,7 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
+from ._vhosts import DEFAULT_VHOST, VirtualHost
 
 if TYPE_CHECKING:
     import ssl
@@ -106,6 +107,12 @@ class Broker:
         self._idle: list[tuple[float, int, Node]] = []
         #: When each such queue expires.
         self._idle_at: dict[Node, float] = {}
+        #: The AMQP 0-9-1 virtual hosts by name (``/`` always: 1.0 connections see it; see
+        #: :mod:`._vhosts`).
+        self.vhosts: dict[str, VirtualHost] = {
+            name: VirtualHost(self, name)
+            for name in sorted({DEFAULT_VHOST, *self.config.virtual_hosts})
+        }
         #: The management node, ``$management`` (see :mod:`._management`).
         self.management = Management(self)
         self._subscription_store: SubscriptionStore | None = (
@@ -282,10 +289,10 @@ class Broker:
             _, _, message, queue = heapq.heappop(heap)
             if queue.available.get(message.seq) is message:
                 queue.drop(message)
+                queue.expired(message)
                 dropped += 1
                 if queue.emptied() or queue.unused():
                     self.delete_node(queue)
-        self.expired += dropped
         idle = self._idle
         while idle and idle[0][0] <= wall:
             when, _, node = heapq.heappop(idle)
@@ -505,9 +512,12 @@ class Broker:
         draft 2.3.3) and its messages dropped."""
         if node.deleted:
             return
-        if self.nodes.get(node.address) is node:
+        registered = self.nodes.get(node.address) is node
+        if registered:
             del self.nodes[node.address]
         node.deleted = True
+        for vhost in self.vhosts.values():
+            vhost.node_deleted(node, registered)
         self._idle_at.pop(node, None)
         if isinstance(node, Topic):
             for subscription in list(self.subscriptions.values()):

@@ -835,7 +835,7 @@ class BrokerConnection:
         kind = type(outcome)
         if kind is Accepted or kind is Rejected:
             if kind is Rejected:
-                broker._dead_letter(message)
+                queue.dead_letter(message, "rejected")
             self._taken(queue, message)
             return
         changed = False
@@ -852,7 +852,7 @@ class BrokerConnection:
             queue.acquired -= 1
             message.dropped = True
             broker.store.remove(queue, message)
-            broker.expired += 1
+            queue.expired(message)
             if queue.emptied():
                 broker.delete_node(queue)
             elif not queue.links:
