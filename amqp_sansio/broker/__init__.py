@@ -8,6 +8,7 @@ from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
 from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
 from ._mapping import from_amqp10, to_amqp10
 from ._nodes import Node, Queue, Topic
+from ._protocols import HEADER_091, pick_protocol
 from ._record import ConnectionRecord
 from ._relay import ANONYMOUS_RELAY
 from ._selector import (
@@ -52,6 +53,7 @@ __all__ = [
     "DEFAULT_SELECTOR_MAX_DEPTH",
     "DEFAULT_SELECTOR_MAX_LENGTH",
     "FIRST_OFFSET",
+    "HEADER_091",
     "MAX_SELECTOR_DEPTH",
     "NEXT_OFFSET",
     "OFFSET_ANNOTATION",
@@ -91,6 +93,7 @@ __all__ = [
     "headers_match",
     "parse_message",
     "parse_queue_arguments",
+    "pick_protocol",
     "scram_entry",
     "selector_filter",
     "to_amqp10",

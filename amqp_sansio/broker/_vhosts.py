@@ -20,7 +20,8 @@ when their last binding goes.
 
 The methods raise :class:`Refused` with the reply code a peer gets: 403 ACCESS_REFUSED,
 404 NOT_FOUND, 405 RESOURCE_LOCKED, 406 PRECONDITION_FAILED (soft errors: the channel
-closes), 503 COMMAND_INVALID and 530 NOT_ALLOWED (hard: the connection closes).
+closes), 503 COMMAND_INVALID, 530 NOT_ALLOWED and 540 NOT_IMPLEMENTED (hard: the
+connection closes).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..amqp091.spec import BasicProperties, ReplyCode
+from ..amqp091.spec import SOFT_ERRORS, BasicProperties, ReplyCode
 from ..codec import types as t10
 from ._exchanges import (
     EXCHANGE_TYPES,
@@ -101,7 +102,7 @@ class Refused(Exception):
 
     @property
     def hard(self) -> bool:
-        return self.reply_code in (ReplyCode.COMMAND_INVALID, ReplyCode.NOT_ALLOWED)
+        return self.reply_code not in SOFT_ERRORS
 
 
 # -- queue arguments ---------------------------------------------------------------------------
