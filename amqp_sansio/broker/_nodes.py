@@ -126,7 +126,8 @@ class Node(abc.ABC):
     def persistent(self) -> bool:
         """Whether a durable store keeps this node's durable messages: a queue the broker
         names at its address, and the buffer of a topic subscription whose durability is
-        ``unsettled-state`` (core spec 3.5.5, see :mod:`._subscriptions`). A dynamic node
+        ``unsettled-state`` (core spec 3.5.5, see :mod:`._subscriptions`); not a queue 0-9-1
+        declared transient (not durable, or exclusive). A dynamic node
         (whose lifetime ends with its links, core spec 3.5.10-3.5.13) and other topic
         subscribers' buffers do not outlive the process."""
         subscription = getattr(self, "subscription", None)
@@ -135,6 +136,7 @@ class Node(abc.ABC):
         return (
             self.kind == "queue"
             and not self.dynamic
+            and not getattr(self, "transient", False)
             and self.broker.nodes.get(self.address) is self
         )
 
@@ -245,6 +247,9 @@ class Queue(Node):
         self.max_depth: int | None = None
         self.max_bytes: int | None = None
         self.overflow: str | None = None
+        #: Declared by 0-9-1 as not durable (or exclusive): the store keeps none of its
+        #: messages (RabbitMQ's rule: a transient queue's messages do not survive a restart).
+        self.transient = False
         #: Milliseconds a message may wait here (``x-message-ttl``).
         self.message_ttl: int | None = None
         #: Where this queue's dead messages go (a 0-9-1 declare's

@@ -501,6 +501,7 @@ class VirtualHost:
             owner=owner if exclusive else None,
         )
         self.records[name] = record
+        node.transient = not durable or exclusive
         node.max_depth = parsed.max_length
         node.max_bytes = parsed.max_length_bytes
         # RabbitMQ's default past x-max-length(-bytes) is drop-head

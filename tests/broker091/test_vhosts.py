@@ -385,3 +385,12 @@ def test_1_0_queue_and_0_9_1_queue_are_one() -> None:
     receiver = receiver_client.receiver("both", 10)
     got = accept_all(receiver_client, receiver)
     assert got == [b"from 0-9-1", b"from 1.0"]
+
+
+def test_only_durable_queues_of_the_default_vhost_are_persistent() -> None:
+    net = Net(BrokerConfig(virtual_hosts={"v"}))
+    vh = net.broker.vhosts["/"]
+    assert vh.declare_queue("durable", durable=True)[0].persistent
+    assert not vh.declare_queue("transient")[0].persistent
+    assert not vh.declare_queue("excl", durable=True, exclusive=True)[0].persistent
+    assert not net.broker.vhosts["v"].declare_queue("elsewhere", durable=True)[0].persistent
