@@ -295,6 +295,12 @@ class VirtualHost:
             )
         return queue
 
+    def exclusive(self, queue: Queue) -> bool:
+        """Whether ``queue`` is a 0-9-1 exclusive queue (a 1.0 link may not attach to it:
+        ``amqp:resource-locked``)."""
+        record = self.records.get(queue.address)
+        return record is not None and record.queue is queue and record.exclusive
+
     def usable_queue(self, name: str, owner: object | None) -> Queue:
         """As for consuming, getting or binding: 404, 405 as :meth:`_usable_queue`."""
         return self._usable_queue(name, owner)

@@ -394,3 +394,13 @@ def test_only_durable_queues_of_the_default_vhost_are_persistent() -> None:
     assert not vh.declare_queue("transient")[0].persistent
     assert not vh.declare_queue("excl", durable=True, exclusive=True)[0].persistent
     assert not net.broker.vhosts["v"].declare_queue("elsewhere", durable=True)[0].persistent
+
+
+def test_a_1_0_link_may_not_attach_to_an_exclusive_queue() -> None:
+    net, vh = _net()
+    vh.declare_queue("mine", exclusive=True, owner=object())
+    client = net.connect()
+    client.receiver("mine", 1)
+    client.sender("mine")
+    conditions = [e.error.condition for e in client.of(a.events.LinkDetached)]
+    assert conditions == ["amqp:resource-locked", "amqp:resource-locked"]
