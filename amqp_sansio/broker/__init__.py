@@ -5,10 +5,11 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 from ._broker import Broker
 from ._config import BrokerConfig
 from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
+from ._connection091 import BrokerConnection091
 from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
 from ._mapping import from_amqp10, to_amqp10
 from ._nodes import Node, Queue, Topic
-from ._protocols import HEADER_091, pick_protocol
+from ._protocols import pick_protocol
 from ._record import ConnectionRecord
 from ._relay import ANONYMOUS_RELAY
 from ._selector import (
@@ -53,7 +54,6 @@ __all__ = [
     "DEFAULT_SELECTOR_MAX_DEPTH",
     "DEFAULT_SELECTOR_MAX_LENGTH",
     "FIRST_OFFSET",
-    "HEADER_091",
     "MAX_SELECTOR_DEPTH",
     "NEXT_OFFSET",
     "OFFSET_ANNOTATION",
@@ -67,6 +67,7 @@ __all__ = [
     "Broker",
     "BrokerConfig",
     "BrokerConnection",
+    "BrokerConnection091",
     "ConnectionRecord",
     "Exchange",
     "MemoryStore",

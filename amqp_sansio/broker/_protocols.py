@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["HEADER_091", "pick_protocol"]
+from ..amqp091.framing import PROTOCOL_HEADER
 
-#: The protocol header of AMQP 0-9-1.
-HEADER_091 = b"AMQP\x00\x00\x09\x01"
+__all__ = ["pick_protocol"]
+
 #: The octets a 1.0 header starts with after ``AMQP`` (its protocol id).
 _AMQP10_IDS = (0, 2, 3)
 
 
 def pick_protocol(header: bytes) -> Literal["1.0", "0-9-1", "0-9-1-older"]:
     """The engine for a client whose first octets are ``header`` (at least 8, or all it
-    sent before it went): ``"0-9-1"``, ``"0-9-1-older"`` (answer :data:`HEADER_091` and
-    close) or ``"1.0"`` (everything else, TLS records of the amqps port included)."""
-    if header[:8] == HEADER_091:
+    sent before it went): ``"0-9-1"``, ``"0-9-1-older"`` (answer 0-9-1's
+    :data:`~amqp_sansio.amqp091.PROTOCOL_HEADER` and close) or ``"1.0"`` (everything
+    else, TLS records of the amqps port included)."""
+    if header[:8] == PROTOCOL_HEADER:
         return "0-9-1"
     if header[:4] == b"AMQP" and len(header) >= 8:
         if header[4] == 1 and header[5] == 1:  # 0-8, 0-9, 0-10: class 1, instance 1

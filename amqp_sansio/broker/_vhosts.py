@@ -26,7 +26,6 @@ connection closes).
 
 from __future__ import annotations
 
-import heapq
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -601,10 +600,7 @@ class VirtualHost:
         record = self.records.get(queue.address)
         if record is None or record.parsed.expires is None or queue.consumers:
             return
-        broker = self.broker
-        when = broker.wall + record.parsed.expires / 1000.0
-        broker._idle_at[queue] = when
-        heapq.heappush(broker._idle, (when, next(broker._ties), queue))
+        self.broker.idle_until(queue, self.broker.wall + record.parsed.expires / 1000.0)
 
     def got(self, queue: Queue) -> None:
         """``basic.get`` read the queue (it counts as use for ``x-expires``)."""

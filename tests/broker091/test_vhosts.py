@@ -404,3 +404,17 @@ def test_a_1_0_link_may_not_attach_to_an_exclusive_queue() -> None:
     client.sender("mine")
     conditions = [e.error.condition for e in client.of(a.events.LinkDetached)]
     assert conditions == ["amqp:resource-locked", "amqp:resource-locked"]
+
+
+def test_expires_put_off_by_each_use() -> None:
+    net, vh = _net()
+    queue, _, _ = vh.declare_queue("polled", arguments={"x-expires": 5000})
+    for _ in range(20):
+        net.advance(1)
+        vh.got(queue)  # a basic.get: used
+    assert vh.queue("polled") is queue
+    assert net.broker.next_expiry() == pytest.approx(net.wall + 5)
+    net.advance(4.9)
+    assert vh.queue("polled") is queue
+    net.advance(0.2)
+    assert vh.queue("polled") is None
