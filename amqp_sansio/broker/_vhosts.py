@@ -46,11 +46,11 @@ from ._mapping import (
     EXCHANGE_ANNOTATION,
     ROUTING_KEY_ANNOTATION,
     _sections,
+    encode_091,
     from_amqp10,
-    to_amqp10,
 )
 from ._nodes import Node, Queue
-from ._store import StoredMessage, parse_message
+from ._store import StoredMessage
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -676,14 +676,25 @@ class VirtualHost:
         headers = None if properties is None else properties.headers
         queues = self.route(exchange, routing_key, headers)
         try:
-            data = to_amqp10(properties, body, exchange=exchange, routing_key=routing_key)
+            data, header, rest, ttl = encode_091(
+                properties, body, exchange=exchange, routing_key=routing_key
+            )
         except ValueError as exc:
             raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
         broker = self.broker
         published = Published(routed=len(queues))
+        # As parse_message reads it (the header, the ttl from arrival), without reading it
+        template = StoredMessage(
+            data,
+            seq=0,
+            header=header,
+            rest=rest,
+            expires=None if ttl is None else broker.wall + ttl / 1000.0,
+        )
+        template.basic = (properties or BasicProperties(), exchange, routing_key, len(body))
+        published.durable = template.durable
         for queue in queues:
-            message = parse_message(data, seq=broker.next_seq(), wall=broker.wall)
-            published.durable = message.durable
+            message = template.copy(broker.next_seq())
             if message.expires is not None and message.expires <= broker.wall:
                 broker.expired += 1  # expired on arrival (an expiration of 0 with no consumer)
                 continue
