@@ -312,7 +312,7 @@ class BrokerConnection091:
             return False
         return self.lost or self.cut or self.engine.closed
 
-    def close(self, error: Any = None) -> None:
+    def close(self, error: object = None) -> None:
         """Close from the broker's side (it is stopping): 320 CONNECTION_FORCED."""
         if not self.engine.closed:
             self.record.ending_because("closed by the broker")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..amqp091.codec import FieldValue
 from ..amqp091.spec import SOFT_ERRORS, BasicProperties, ReplyCode
 from ..codec import types as t10
 from ._exchanges import (
@@ -142,7 +143,7 @@ def _text(name: str, value: Any) -> str:
     raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not a string")
 
 
-def parse_queue_arguments(arguments: Mapping[str, Any]) -> QueueArguments:
+def parse_queue_arguments(arguments: Mapping[str, FieldValue]) -> QueueArguments:
     """Read RabbitMQ's common queue arguments; a value of the wrong kind is refused with 406
     PRECONDITION_FAILED (as RabbitMQ does). Arguments it does not know are kept, unused."""
     fields: dict[str, Any] = {}
@@ -203,14 +204,14 @@ class QueueRecord:
     durable: bool
     exclusive: bool
     auto_delete: bool
-    arguments: dict[str, Any]
+    arguments: dict[str, FieldValue]
     parsed: QueueArguments
     owner: object | None = None
     #: A 0-9-1 consumer was ever added (auto-delete waits for the first).
     had_consumers: bool = False
 
     def equivalent(
-        self, durable: bool, exclusive: bool, auto_delete: bool, arguments: Mapping[str, Any]
+        self, durable: bool, exclusive: bool, auto_delete: bool, arguments: Mapping[str, FieldValue]
     ) -> str | None:
         """Why a redeclaration is not equivalent (406), or None."""
         name = self.queue.address
@@ -315,7 +316,7 @@ class VirtualHost:
         durable: bool = False,
         auto_delete: bool = False,
         internal: bool = False,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
     ) -> Exchange:
         """``exchange.declare`` (0-9-1 spec 1.6.2.1)."""
         if name == "":
@@ -397,7 +398,7 @@ class VirtualHost:
         destination: Destination,
         source: str,
         routing_key: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
         *,
         owner: object | None = None,
     ) -> None:
@@ -417,7 +418,7 @@ class VirtualHost:
         destination: Destination,
         source: str,
         routing_key: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
         *,
         owner: object | None = None,
     ) -> None:
@@ -453,7 +454,7 @@ class VirtualHost:
         durable: bool = False,
         exclusive: bool = False,
         auto_delete: bool = False,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
         owner: object | None = None,
     ) -> tuple[Queue, int, int]:
         """``queue.declare`` (1.7.2.1): the queue, its ready messages and its consumers."""
@@ -612,7 +613,7 @@ class VirtualHost:
         self,
         exchange: str,
         routing_key: str,
-        headers: Mapping[str, Any] | None,
+        headers: Mapping[str, FieldValue] | None,
         *,
         publishing: bool = True,
     ) -> list[Queue]:
