@@ -468,3 +468,18 @@ def test_a_body_over_the_largest_message_closes_its_channel() -> None:
             ch.queue_declare("big", passive=True)
         assert info.value.reply_code == 311
         assert conn.channel().basic_get("big", auto_ack=True)[2] == b"x" * 1024
+
+
+def test_a_stopping_broker_closes_0_9_1_connections_with_320() -> None:
+    process = BrokerProcess()
+    try:
+        conn = _pika(process)
+        conn.channel().queue_declare("s.q")
+        process.stop()
+        deadline = time.monotonic() + WAIT
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as info:
+            while time.monotonic() < deadline:
+                conn.process_data_events(time_limit=0.2)
+        assert info.value.reply_code == 320
+    finally:
+        process.stop()
