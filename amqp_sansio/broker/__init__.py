@@ -5,7 +5,11 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 from ._broker import Broker
 from ._config import BrokerConfig
 from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
+from ._connection091 import BrokerConnection091
+from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
+from ._mapping import from_amqp10, to_amqp10
 from ._nodes import Node, Queue, Topic
+from ._protocols import pick_protocol
 from ._record import ConnectionRecord
 from ._relay import ANONYMOUS_RELAY
 from ._selector import (
@@ -31,9 +35,20 @@ from ._streams import (
 )
 from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
+from ._vhosts import (
+    DEFAULT_VHOST,
+    Published,
+    QueueArguments,
+    QueueRecord,
+    Refused,
+    VirtualHost,
+    parse_queue_arguments,
+)
 
 __all__ = [
     "ANONYMOUS",
+    "DEFAULT_VHOST",
+    "EXCHANGE_TYPES",
     "ANONYMOUS_RELAY",
     "DEFAULT_OUTCOME",
     "DEFAULT_SELECTOR_MAX_DEPTH",
@@ -48,14 +63,21 @@ __all__ = [
     "SELECTOR_FILTER_CODE",
     "STREAM_CAPABILITY",
     "SUPPORTED_OUTCOMES",
+    "Binding",
     "Broker",
     "BrokerConfig",
     "BrokerConnection",
+    "BrokerConnection091",
     "ConnectionRecord",
+    "Exchange",
     "MemoryStore",
     "MessageFields",
     "Node",
+    "Published",
     "Queue",
+    "QueueArguments",
+    "QueueRecord",
+    "Refused",
     "Selector",
     "SelectorError",
     "Store",
@@ -67,7 +89,14 @@ __all__ = [
     "User",
     "Users",
     "UsersFileError",
+    "VirtualHost",
+    "from_amqp10",
+    "headers_match",
     "parse_message",
+    "parse_queue_arguments",
+    "pick_protocol",
     "scram_entry",
     "selector_filter",
+    "to_amqp10",
+    "topic_matches",
 ]

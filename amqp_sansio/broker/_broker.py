@@ -16,6 +16,8 @@ import secrets
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..amqp091.engine import Connection as Engine091
+from ..amqp091.engine import Limits, Role
 from ..codec.decoder import decode
 from ..codec.encoder import encode
 from ..codec.types import Symbol
@@ -34,6 +36,7 @@ from ..security.mechanisms import ServerAuthenticator
 from ..security.tls import TLSLayer, TLSOrPlain
 from ._config import BrokerConfig
 from ._connection import BrokerConnection
+from ._connection091 import BrokerConnection091
 from ._management import Management
 from ._nodes import Node, Queue, Topic, error
 from ._relay import ANONYMOUS_RELAY
@@ -41,6 +44,7 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
+from ._vhosts import DEFAULT_VHOST, VirtualHost
 
 if TYPE_CHECKING:
     import ssl
@@ -71,7 +75,7 @@ class Broker:
         self._anonymous = ServerAuthenticator(None, allow_anonymous=True)
         #: The nodes by address.
         self.nodes: dict[str, Node] = {}
-        self.connections: set[BrokerConnection] = set()
+        self.connections: set[BrokerConnection | BrokerConnection091] = set()
         #: The latest wall-clock time a caller gave (seconds since the epoch).
         self.wall = 0.0
         #: Counters: messages dropped because they expired, and messages dead-lettered.
@@ -84,7 +88,7 @@ class Broker:
         self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
         self._ties = itertools.count()
         self._compact_at = _COMPACT_MIN
-        self._pending: dict[BrokerConnection, None] = {}
+        self._pending: dict[BrokerConnection | BrokerConnection091, None] = {}
         self._dirty: dict[Queue | Stream, None] = {}
         #: Topic subscriptions kept past their links, by (container-id, link name); see
         #: :mod:`._subscriptions`.
@@ -106,6 +110,12 @@ class Broker:
         self._idle: list[tuple[float, int, Node]] = []
         #: When each such queue expires.
         self._idle_at: dict[Node, float] = {}
+        #: The AMQP 0-9-1 virtual hosts by name (``/`` always: 1.0 connections see it; see
+        #: :mod:`._vhosts`).
+        self.vhosts: dict[str, VirtualHost] = {
+            name: VirtualHost(self, name)
+            for name in sorted({DEFAULT_VHOST, *self.config.virtual_hosts})
+        }
         #: The management node, ``$management`` (see :mod:`._management`).
         self.management = Management(self)
         self._subscription_store: SubscriptionStore | None = (
@@ -185,6 +195,50 @@ class Broker:
             self._by_address[address] = self._by_address.get(address, 0) + 1
         return conn
 
+    def accept_091(
+        self,
+        now: float,
+        *,
+        wall: float | None = None,
+        address: str | None = None,
+        replacing: BrokerConnection | None = None,
+    ) -> BrokerConnection091:
+        """A new AMQP 0-9-1 connection (its client sent the 0-9-1 protocol header, see
+        :func:`~amqp_sansio.broker.pick_protocol`): the 0-9-1 engine's server role, with
+        the same limits as :meth:`accept` (a connection beyond them comes back
+        :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface. The
+        driver feeds it the header too. ``replacing``: the 1.0 connection :meth:`accept`
+        gave for the same transport before its header was read (it is forgotten, unheard)."""
+        self._clock(now, wall)
+        if replacing is not None:
+            replacing.lost = True
+            replacing._gone()
+        why = self._room_for_connection(address)
+        config = self.config
+        engine = Engine091(
+            Role.SERVER,
+            server_properties={"cluster_name": config.container_id},
+            # the broker's largest message, and its handshake time-out, for 0-9-1 too
+            limits=Limits(
+                max_body=config.max_message_size or 0,
+                handshake_timeout=config.handshake_timeout or 0,
+            ),
+        )
+        conn = BrokerConnection091(self, engine, address=address)
+        conn._now = now
+        if why is not None:
+            conn.refused = why
+            conn.lost = True
+            return conn
+        engine.start(now)
+        conn._counted = True
+        if self.config.handshake_timeout is not None:
+            conn._handshake_until = now + self.config.handshake_timeout
+        self.connections.add(conn)
+        if address is not None:
+            self._by_address[address] = self._by_address.get(address, 0) + 1
+        return conn
+
     # -- connection limits (see BrokerConfig and docs/broker.rst, "Limits") -------------------
 
     def _room_for_connection(self, address: str | None) -> str | None:
@@ -208,7 +262,7 @@ class Broker:
         self._by_user[identity] = count + 1
         return None
 
-    def _connection_gone(self, conn: BrokerConnection) -> None:
+    def _connection_gone(self, conn: BrokerConnection | BrokerConnection091) -> None:
         self.connections.discard(conn)
         address = conn.address
         if address is not None and address in self._by_address:
@@ -253,7 +307,7 @@ class Broker:
             return 0.0
         return float(min(config.login_delay * 2 ** min(over - 1, 62), config.login_delay_max))
 
-    def pending(self) -> list[BrokerConnection]:
+    def pending(self) -> list[BrokerConnection | BrokerConnection091]:
         """The connections that may have bytes to send since the last call."""
         out = list(self._pending)
         self._pending.clear()
@@ -265,9 +319,8 @@ class Broker:
         timers = self._timers
         while timers and timers[0][2].expires != timers[0][0]:
             heapq.heappop(timers)  # re-attached or deleted since
+        self._idle_stale()
         idle = self._idle
-        while idle and self._idle_at.get(idle[0][2]) != idle[0][0]:
-            heapq.heappop(idle)  # linked again or deleted since
         times = [heap[0][0] for heap in (self._expiry, timers, idle) if heap]
         return min(times) if times else None
 
@@ -282,15 +335,15 @@ class Broker:
             _, _, message, queue = heapq.heappop(heap)
             if queue.available.get(message.seq) is message:
                 queue.drop(message)
+                queue.expired(message)
                 dropped += 1
                 if queue.emptied() or queue.unused():
                     self.delete_node(queue)
-        self.expired += dropped
         idle = self._idle
-        while idle and idle[0][0] <= wall:
-            when, _, node = heapq.heappop(idle)
-            if self._idle_at.get(node) == when:
-                self.delete_node(node)  # unused for queue_expiry seconds: gone, messages too
+        while self._idle_stale() and idle[0][0] <= wall:
+            _, _, node = heapq.heappop(idle)
+            del self._idle_at[node]
+            self.delete_node(node)  # unused for its expiry: gone, messages too
         timers = self._timers
         while timers and timers[0][0] <= wall:
             when, _, subscription = heapq.heappop(timers)
@@ -505,9 +558,16 @@ class Broker:
         draft 2.3.3) and its messages dropped."""
         if node.deleted:
             return
-        if self.nodes.get(node.address) is node:
+        registered = self.nodes.get(node.address) is node
+        if registered:
             del self.nodes[node.address]
         node.deleted = True
+        for consumer in list(getattr(node, "consumers", ())):
+            gone = getattr(consumer, "queue_deleted", None)
+            if gone is not None:  # a 0-9-1 consumer: cancelled (its client told, if it asked)
+                gone()
+        for vhost in self.vhosts.values():
+            vhost.node_deleted(node, registered)
         self._idle_at.pop(node, None)
         if isinstance(node, Topic):
             for subscription in list(self.subscriptions.values()):
@@ -539,6 +599,29 @@ class Broker:
             return
         when = self._idle_at[node] = self.wall + expiry
         heapq.heappush(self._idle, (when, next(self._ties), node))
+
+    def _idle_stale(self) -> bool:
+        """Drop the idle-expiry entries at the top that no longer count (the node linked
+        again, or deleted), and move on those whose time was put off (an x-expires queue
+        used again updates its time only); True while an entry is left."""
+        idle, at = self._idle, self._idle_at
+        while idle:
+            when, _, node = idle[0]
+            later = at.get(node)
+            if later == when:
+                return True
+            heapq.heappop(idle)
+            if later is not None:  # (its time moved: the entry moves with it)
+                heapq.heappush(idle, (later, next(self._ties), node))
+        return False
+
+    def idle_until(self, node: Node, when: float) -> None:
+        """``node`` is to be deleted at ``when`` (wall clock) unless used or linked before
+        (a 0-9-1 queue's ``x-expires``); a later time puts off an earlier one."""
+        pending = node in self._idle_at
+        self._idle_at[node] = when
+        if not pending:
+            heapq.heappush(self._idle, (when, next(self._ties), node))
 
     def linked(self, node: Node) -> None:
         """A link attached to ``node``: its expiry (``queue_expiry``) stops."""

@@ -145,6 +145,11 @@ class BrokerConfig:
     of each further failure waits ``login_delay`` seconds, doubling each time, at most
     ``login_delay_max``. None: no limit.
 
+    ``virtual_hosts``: the AMQP 0-9-1 virtual hosts (0-9-1 spec 3.1.2), ``/`` by default
+    and always (its queues are the broker's nodes, which 1.0 connections see; the others
+    keep theirs to themselves). A 0-9-1 ``connection.open`` of another is refused with 530
+    NOT_ALLOWED.
+
     ``users`` (a :class:`~amqp_sansio.broker.Users`): who may connect (its SASL store, used
     unless ``sasl`` is given) and what each may do: an attach to an address the
     authenticated user may not send to or receive from is refused with
@@ -154,6 +159,7 @@ class BrokerConfig:
     """
 
     auto_create: bool = True
+    virtual_hosts: frozenset[str] = attrs.field(default=frozenset({"/"}), converter=frozenset)
     queues: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     topics: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     topic_prefix: str | None = "topic/"

@@ -64,6 +64,7 @@ from ._store import StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from ._subscriptions import Subscription, keeps
 from ._transactions import discharge, roll_back, unroutable_in_txn
+from ._vhosts import DEFAULT_VHOST
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -378,6 +379,14 @@ class BrokerConnection:
                 return
             if stream and not isinstance(node, Stream):
                 link.refuse(error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}"))
+                return
+            if isinstance(node, Queue) and broker.vhosts[DEFAULT_VHOST].exclusive(node):
+                link.refuse(
+                    error(
+                        "amqp:resource-locked",
+                        f"queue {node.address!r} is exclusive to an AMQP 0-9-1 connection",
+                    )
+                )
                 return
         if isinstance(link, Sender):
             assert isinstance(terminus, Source)
@@ -835,7 +844,7 @@ class BrokerConnection:
         kind = type(outcome)
         if kind is Accepted or kind is Rejected:
             if kind is Rejected:
-                broker._dead_letter(message)
+                queue.dead_letter(message, "rejected")
             self._taken(queue, message)
             return
         changed = False
@@ -852,7 +861,7 @@ class BrokerConnection:
             queue.acquired -= 1
             message.dropped = True
             broker.store.remove(queue, message)
-            broker.expired += 1
+            queue.expired(message)
             if queue.emptied():
                 broker.delete_node(queue)
             elif not queue.links:

@@ -126,7 +126,8 @@ class Node(abc.ABC):
     def persistent(self) -> bool:
         """Whether a durable store keeps this node's durable messages: a queue the broker
         names at its address, and the buffer of a topic subscription whose durability is
-        ``unsettled-state`` (core spec 3.5.5, see :mod:`._subscriptions`). A dynamic node
+        ``unsettled-state`` (core spec 3.5.5, see :mod:`._subscriptions`); not a queue 0-9-1
+        declared transient (not durable, or exclusive). A dynamic node
         (whose lifetime ends with its links, core spec 3.5.10-3.5.13) and other topic
         subscribers' buffers do not outlive the process."""
         subscription = getattr(self, "subscription", None)
@@ -135,6 +136,7 @@ class Node(abc.ABC):
         return (
             self.kind == "queue"
             and not self.dynamic
+            and not getattr(self, "transient", False)
             and self.broker.nodes.get(self.address) is self
         )
 
@@ -239,6 +241,22 @@ class Queue(Node):
         #: Per consumer with a selector: (``_returns`` then, and per priority the last seq
         #: up to which every message there was found not for it); see :meth:`_select`.
         self._passed: dict[Consumer, tuple[int, dict[int, int]]] = {}
+        #: Limits of this queue alone (a 0-9-1 declare's ``x-max-length``,
+        #: ``x-max-length-bytes``, ``x-overflow``, ``x-message-ttl``, see
+        #: :mod:`._vhosts`), within the broker's: None each where it sets none.
+        self.max_depth: int | None = None
+        self.max_bytes: int | None = None
+        self.overflow: str | None = None
+        #: Declared by 0-9-1 as not durable (or exclusive): the store keeps none of its
+        #: messages (RabbitMQ's rule: a transient queue's messages do not survive a restart).
+        self.transient = False
+        #: Milliseconds a message may wait here (``x-message-ttl``).
+        self.message_ttl: int | None = None
+        #: Where this queue's dead messages go (a 0-9-1 declare's
+        #: ``x-dead-letter-exchange``): called with the message and the reason
+        #: (``rejected``, ``expired``, ``maxlen``); None: the broker's ``dead_letter``
+        #: queue, and expired messages are dropped.
+        self.dead_letter_to: Any = None
 
     @property
     def depth(self) -> int:
@@ -246,9 +264,13 @@ class Queue(Node):
 
     def offer(self, message: StoredMessage) -> str | None:
         config = self.broker.config
+        if self.message_ttl is not None:
+            by_ttl = self.broker.wall + self.message_ttl / 1000.0
+            if message.expires is None or by_ttl < message.expires:
+                message.expires = by_ttl
         why = self._full(message, config)
-        if why is not None and config.queue_overflow == DROP_HEAD:
-            limit = config.max_queue_bytes
+        if why is not None and (self.overflow or config.queue_overflow) == DROP_HEAD:
+            limit = _least(config.max_queue_bytes, self.max_bytes)
             if limit is None or message.size <= limit:  # (one that could never fit: refused)
                 while why is not None and self._drop_head():
                     why = self._full(message, config)
@@ -262,10 +284,10 @@ class Queue(Node):
     def _full(self, message: StoredMessage, config: BrokerConfig) -> str | None:
         """Why the queue cannot take ``message`` (``max_queue_depth``, ``max_queue_bytes``
         counting what waits: out with a consumer, a message counts for the depth only)."""
-        limit = config.max_queue_depth
+        limit = _least(config.max_queue_depth, self.max_depth)
         if limit is not None and self.depth >= limit:
             return f"queue {self.address!r} holds its maximum of {limit} messages"
-        limit = config.max_queue_bytes
+        limit = _least(config.max_queue_bytes, self.max_bytes)
         if limit is not None and self.bytes + message.size > limit:
             return f"queue {self.address!r} would exceed its maximum of {limit} bytes"
         return None
@@ -286,10 +308,25 @@ class Queue(Node):
             return False
         broker = self.broker
         if self.address != broker.config.dead_letter or self.subscription is not None:
-            broker._dead_letter(oldest)
+            self.dead_letter(oldest, "maxlen")
         self.drop(oldest)
         broker.overflowed += 1
         return True
+
+    def dead_letter(self, message: StoredMessage, reason: str) -> None:
+        """A message of this queue is dead (``rejected``, ``maxlen``): to the queue's
+        dead-letter exchange if it has one, else the broker's ``dead_letter`` queue."""
+        if self.dead_letter_to is not None:
+            self.dead_letter_to(message, reason)
+        else:
+            self.broker._dead_letter(message)
+
+    def expired(self, message: StoredMessage) -> None:
+        """A message of this queue expired: to the queue's dead-letter exchange if it has
+        one (RabbitMQ's rule); else it is just dropped. Counted in ``Broker.expired``."""
+        self.broker.expired += 1
+        if self.dead_letter_to is not None:
+            self.dead_letter_to(message, "expired")
 
     def restore(self, message: StoredMessage) -> None:
         """Take back a message a durable store kept (at the back of its priority: the
@@ -357,7 +394,7 @@ class Queue(Node):
                     continue  # expired or taken while it waited
                 if message.expires is not None and message.expires <= wall:
                     self.drop(message)
-                    self.broker.expired += 1
+                    self.expired(message)
                     continue
                 if message.excluded is not None and consumer in message.excluded:
                     skipped.append(message)
@@ -406,7 +443,7 @@ class Queue(Node):
                 if message.expires is not None and message.expires <= wall:
                     del level[index]
                     self.drop(message)
-                    self.broker.expired += 1
+                    self.expired(message)
                     continue
                 excluded = message.excluded
                 if (excluded is None or consumer not in excluded) and selects(
@@ -480,7 +517,7 @@ class Queue(Node):
                     continue
                 if message.expires is not None and message.expires <= wall:
                     self.drop(message)
-                    self.broker.expired += 1
+                    self.expired(message)
                     continue
                 browser.cursor = seq
                 if selector is not None and not selects(selector, message, self.address):
@@ -497,6 +534,13 @@ class Queue(Node):
             self.drop(message)
         self._levels.clear()
         self._order.clear()
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    """The lower of two limits (None: no limit)."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 class Topic(Node):

@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("public submodules", ("amqp_sansio.sasl",), ("security",)),
     ("api", ("amqp_sansio",), (*CORE, "public submodules")),
     ("client core", ("amqp_sansio.client",), API),
-    ("broker core", ("amqp_sansio.broker",), CORE + API),
+    ("broker core", ("amqp_sansio.broker",), (*CORE, "AMQP 0-9-1", *API)),
     ("I/O adapters", (
         "amqp_sansio.adapters", "amqp_sansio.adapters.sockets", "amqp_sansio.adapters.aio",
         "amqp_sansio.adapters.trio_adapter", "amqp_sansio.adapters._async",

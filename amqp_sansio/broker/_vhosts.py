@@ -1,0 +1,799 @@
+"""Virtual hosts of the broker's AMQP 0-9-1 side (0-9-1 spec 3.1.2 "Virtual hosts"): each
+has its exchanges (:mod:`._exchanges`), its queues and the bindings between them, and
+answers the ``exchange`` and ``queue`` classes' methods as RabbitMQ does.
+
+A 0-9-1 queue *is* a broker :class:`~amqp_sansio.broker.Queue` node: in the default virtual
+host ``/`` it is the node of the same name in :attr:`Broker.nodes
+<amqp_sansio.broker.Broker.nodes>`, which 1.0 links attach to by address (1.0 connections
+see ``/``), so the two protocols share it; a queue made by a 1.0 attach is there for 0-9-1
+too (its first 0-9-1 declare adopts it as declared). Other virtual hosts keep their queues to
+themselves.
+
+RabbitMQ's common queue arguments apply to the node (see :func:`parse_queue_arguments`):
+``x-message-ttl``, ``x-expires``, ``x-max-length``, ``x-max-length-bytes``, ``x-overflow``
+(``drop-head``, ``reject-publish``), ``x-dead-letter-exchange`` and
+``x-dead-letter-routing-key``; ``x-max-priority`` is taken (the broker's queues always order
+by priority, 0 to 9, core spec 3.2.1) and ``x-queue-type`` of ``classic`` or ``quorum``
+(no other). Exclusive queues belong to the connection that declared them and go with it;
+auto-delete queues go when their last 0-9-1 consumer is cancelled; auto-delete exchanges
+when their last binding goes.
+
+The methods raise :class:`Refused` with the reply code a peer gets: 403 ACCESS_REFUSED,
+404 NOT_FOUND, 405 RESOURCE_LOCKED, 406 PRECONDITION_FAILED (soft errors: the channel
+closes), 503 COMMAND_INVALID, 530 NOT_ALLOWED and 540 NOT_IMPLEMENTED (hard: the
+connection closes).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..amqp091.codec import FieldValue
+from ..amqp091.spec import SOFT_ERRORS, BasicProperties, ReplyCode
+from ..codec import types as t10
+from ._exchanges import (
+    EXCHANGE_TYPES,
+    Binding,
+    Destination,
+    Exchange,
+    _freeze,
+    check_binding_arguments,
+)
+from ._mapping import (
+    EXCHANGE_ANNOTATION,
+    ROUTING_KEY_ANNOTATION,
+    _sections,
+    encode_091,
+    from_amqp10,
+)
+from ._nodes import Node, Queue
+from ._store import StoredMessage
+
+if TYPE_CHECKING:
+    from ._broker import Broker
+
+__all__ = [
+    "DEFAULT_VHOST",
+    "Published",
+    "QueueArguments",
+    "QueueRecord",
+    "Refused",
+    "VirtualHost",
+    "parse_queue_arguments",
+]
+
+#: The virtual host a 0-9-1 client gets by default, and the one 1.0 connections see.
+DEFAULT_VHOST = "/"
+#: The exchanges every virtual host has (RabbitMQ's): name, type.
+STANDARD_EXCHANGES = (
+    ("", "direct"),
+    ("amq.direct", "direct"),
+    ("amq.fanout", "fanout"),
+    ("amq.topic", "topic"),
+    ("amq.headers", "headers"),
+    ("amq.match", "headers"),
+)
+#: The prefix of server-named queues (RabbitMQ's).
+SERVER_NAMED_PREFIX = "amq.gen-"
+#: Names a client may not declare (0-9-1 spec ``exchange.declare`` and ``queue.declare``
+#: rule "reserved names"): 403 ACCESS_REFUSED.
+RESERVED_PREFIX = "amq."
+_X_DEATH = t10.Symbol("x-death")
+_FIRST_DEATH = (
+    t10.Symbol("x-first-death-reason"),
+    t10.Symbol("x-first-death-queue"),
+    t10.Symbol("x-first-death-exchange"),
+)
+
+
+class Refused(Exception):
+    """A method the virtual host refuses: ``reply_code`` (a :class:`ReplyCode`) and
+    ``reply_text``; a soft error closes the channel, a hard one (503, 530) the
+    connection."""
+
+    def __init__(self, reply_code: int, reply_text: str) -> None:
+        super().__init__(f"{reply_code} {reply_text}")
+        self.reply_code = reply_code
+        self.reply_text = reply_text[:255]
+
+    @property
+    def hard(self) -> bool:
+        return self.reply_code not in SOFT_ERRORS
+
+
+# -- queue arguments ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class QueueArguments:
+    """RabbitMQ's common queue arguments, read (each None where not given): milliseconds
+    for ``message_ttl`` and ``expires``."""
+
+    message_ttl: int | None = None
+    expires: int | None = None
+    max_length: int | None = None
+    max_length_bytes: int | None = None
+    overflow: str | None = None
+    dead_letter_exchange: str | None = None
+    dead_letter_routing_key: str | None = None
+    max_priority: int | None = None
+
+
+def _integer(name: str, value: Any, *, positive: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not an integer")
+    if value < 0 or (positive and value == 0):
+        kind = "positive" if positive else "non-negative"
+        raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not {kind}")
+    return int(value)
+
+
+def _text(name: str, value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    elif isinstance(value, str):
+        return str(value)
+    raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not a string")
+
+
+def parse_queue_arguments(arguments: Mapping[str, FieldValue]) -> QueueArguments:
+    """Read RabbitMQ's common queue arguments; a value of the wrong kind is refused with 406
+    PRECONDITION_FAILED (as RabbitMQ does). Arguments it does not know are kept, unused."""
+    fields: dict[str, Any] = {}
+    for name, field, positive in (
+        ("x-message-ttl", "message_ttl", False),
+        ("x-expires", "expires", True),
+        ("x-max-length", "max_length", False),
+        ("x-max-length-bytes", "max_length_bytes", False),
+        ("x-max-priority", "max_priority", False),
+    ):
+        if name in arguments:
+            fields[field] = _integer(name, arguments[name], positive=positive)
+    if "x-overflow" in arguments:
+        overflow = _text("x-overflow", arguments["x-overflow"])
+        if overflow not in ("drop-head", "reject-publish"):
+            raise Refused(
+                ReplyCode.PRECONDITION_FAILED,
+                f"invalid arg 'x-overflow': {overflow!r} (drop-head or reject-publish)",
+            )
+        fields["overflow"] = overflow
+    if "x-dead-letter-exchange" in arguments:
+        fields["dead_letter_exchange"] = _text(
+            "x-dead-letter-exchange", arguments["x-dead-letter-exchange"]
+        )
+    if "x-dead-letter-routing-key" in arguments:
+        if "dead_letter_exchange" not in fields:
+            raise Refused(
+                ReplyCode.PRECONDITION_FAILED,
+                "invalid arg 'x-dead-letter-routing-key': x-dead-letter-exchange is not set",
+            )
+        fields["dead_letter_routing_key"] = _text(
+            "x-dead-letter-routing-key", arguments["x-dead-letter-routing-key"]
+        )
+    if "x-queue-type" in arguments:
+        kind = _text("x-queue-type", arguments["x-queue-type"])
+        if kind not in ("classic", "quorum"):
+            raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg 'x-queue-type': {kind!r}")
+    return QueueArguments(**fields)
+
+
+@attrs.define
+class Published:
+    """What a publish did: ``routed`` the queues the exchange found, ``refused`` those
+    that refused their copy (at their limits, ``reject-publish``) and why, ``durable``
+    whether the message is (delivery-mode 2: a publisher's confirm waits for the store)."""
+
+    routed: int = 0
+    refused: list[tuple[Queue, str]] = attrs.field(factory=list)
+    durable: bool = False
+
+
+@attrs.define
+class QueueRecord:
+    """A queue as 0-9-1 declared it: its flags, arguments and owner (the connection of an
+    exclusive queue)."""
+
+    queue: Queue
+    durable: bool
+    exclusive: bool
+    auto_delete: bool
+    arguments: dict[str, FieldValue]
+    parsed: QueueArguments
+    owner: object | None = None
+    #: A 0-9-1 consumer was ever added (auto-delete waits for the first).
+    had_consumers: bool = False
+
+    def equivalent(
+        self, durable: bool, exclusive: bool, auto_delete: bool, arguments: Mapping[str, FieldValue]
+    ) -> str | None:
+        """Why a redeclaration is not equivalent (406), or None."""
+        name = self.queue.address
+        for field, mine, theirs in (
+            ("durable", self.durable, durable),
+            ("exclusive", self.exclusive, exclusive),
+            ("auto_delete", self.auto_delete, auto_delete),
+        ):
+            if mine != theirs:
+                return (
+                    f"inequivalent arg '{field}' for queue '{name}': "
+                    f"received {theirs!r} but current is {mine!r}"
+                )
+        mine_args, theirs_args = self.arguments, dict(arguments)
+        for key in sorted(set(mine_args) | set(theirs_args)):
+            if _freeze(mine_args.get(key)) != _freeze(theirs_args.get(key)):
+                return f"inequivalent arg '{key}' for queue '{name}'"
+        return None
+
+
+# -- the virtual host --------------------------------------------------------------------------
+
+
+class VirtualHost:
+    """One virtual host: its exchanges, queues and bindings."""
+
+    def __init__(self, broker: Broker, name: str) -> None:
+        self.broker = broker
+        self.name = name
+        self.exchanges: dict[str, Exchange] = {
+            ex_name: Exchange(ex_name, kind, durable=True) for ex_name, kind in STANDARD_EXCHANGES
+        }
+        #: The queues of a virtual host other than ``/`` (``/``'s are the broker's nodes).
+        self._queues: dict[str, Queue] = {}
+        #: The 0-9-1 declarations, by queue name.
+        self.records: dict[str, QueueRecord] = {}
+        #: The bindings to each destination (to remove them when it is deleted).
+        self._bound_to: dict[Destination, dict[Binding, None]] = {}
+
+    def __repr__(self) -> str:
+        return f"<VirtualHost {self.name!r}>"
+
+    @property
+    def default(self) -> bool:
+        return self.name == DEFAULT_VHOST
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    def queue(self, name: str) -> Queue | None:
+        """The queue of that name, if there is one (in ``/``: a broker node that is a
+        queue, made by 0-9-1 or by 1.0)."""
+        node = self.broker.nodes.get(name) if self.default else self._queues.get(name)
+        if isinstance(node, Queue) and not node.deleted:
+            return node
+        return None
+
+    def queues(self) -> list[Queue]:
+        nodes = self.broker.nodes.values() if self.default else self._queues.values()
+        return [n for n in nodes if isinstance(n, Queue) and not n.deleted]
+
+    def exchange(self, name: str) -> Exchange:
+        """The exchange of that name, or 404 NOT_FOUND."""
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            raise Refused(ReplyCode.NOT_FOUND, f"no exchange '{name}' in vhost '{self.name}'")
+        return exchange
+
+    def _usable_queue(self, name: str, owner: object | None) -> Queue:
+        """The queue of that name for ``owner``'s connection: 404 if there is none, 405 if
+        it is exclusive to another connection."""
+        queue = self.queue(name)
+        if queue is None:
+            raise Refused(ReplyCode.NOT_FOUND, f"no queue '{name}' in vhost '{self.name}'")
+        record = self.records.get(name)
+        if record is not None and record.exclusive and record.owner is not owner:
+            raise Refused(
+                ReplyCode.RESOURCE_LOCKED,
+                f"cannot obtain exclusive access to locked queue '{name}' in vhost "
+                f"'{self.name}'. It could be originally declared on another connection or "
+                "the exclusive property value does not match that of the original declaration.",
+            )
+        return queue
+
+    def exclusive(self, queue: Queue) -> bool:
+        """Whether ``queue`` is a 0-9-1 exclusive queue (a 1.0 link may not attach to it:
+        ``amqp:resource-locked``)."""
+        record = self.records.get(queue.address)
+        return record is not None and record.queue is queue and record.exclusive
+
+    def usable_queue(self, name: str, owner: object | None) -> Queue:
+        """As for consuming, getting or binding: 404, 405 as :meth:`_usable_queue`."""
+        return self._usable_queue(name, owner)
+
+    # -- exchanges (exchange.declare, exchange.delete, exchange.bind, exchange.unbind) ----------
+
+    def declare_exchange(
+        self,
+        name: str,
+        type: str,
+        *,
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: Mapping[str, FieldValue] | None = None,
+    ) -> Exchange:
+        """``exchange.declare`` (0-9-1 spec 1.6.2.1)."""
+        if name == "":
+            raise Refused(
+                ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange"
+            )
+        existing = self.exchanges.get(name)
+        if passive:
+            if existing is None:
+                raise Refused(ReplyCode.NOT_FOUND, f"no exchange '{name}' in vhost '{self.name}'")
+            return existing
+        if name.startswith(RESERVED_PREFIX):
+            raise Refused(
+                ReplyCode.ACCESS_REFUSED,
+                f"exchange name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'",
+            )
+        if type not in EXCHANGE_TYPES:
+            raise Refused(ReplyCode.COMMAND_INVALID, f"invalid exchange type '{type}'")
+        if existing is not None:
+            why = existing.equivalent(type, durable, auto_delete, internal, arguments)
+            if why is not None:
+                raise Refused(ReplyCode.PRECONDITION_FAILED, why)
+            return existing
+        exchange = Exchange(
+            name,
+            type,
+            durable=durable,
+            auto_delete=auto_delete,
+            internal=internal,
+            arguments=arguments,
+        )
+        self.exchanges[name] = exchange
+        return exchange
+
+    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+        """``exchange.delete`` (1.6.2.3): deleting one that is not there is no error (as
+        in RabbitMQ); its bindings, as source and as destination, go with it."""
+        if name == "" or name.startswith(RESERVED_PREFIX):
+            raise Refused(ReplyCode.ACCESS_REFUSED, f"operation not permitted on exchange '{name}'")
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            return
+        if if_unused and exchange.bindings:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in use")
+        self._drop_exchange(exchange)
+
+    def _drop_exchange(self, exchange: Exchange) -> None:
+        del self.exchanges[exchange.name]
+        for binding in exchange.bindings:
+            exchange.unbind(binding)
+            self._forget(binding)
+        self._unbind_destination(("exchange", exchange.name))
+
+    def _forget(self, binding: Binding) -> None:
+        bound = self._bound_to.get(binding.destination)
+        if bound is not None:
+            bound.pop(binding, None)
+            if not bound:
+                del self._bound_to[binding.destination]
+
+    def _unbind_destination(self, destination: Destination) -> None:
+        for binding in list(self._bound_to.pop(destination, {})):
+            source = self.exchanges.get(binding.source)
+            if source is not None:
+                source.unbind(binding)
+                self._auto_delete_exchange(source)
+
+    def _auto_delete_exchange(self, exchange: Exchange) -> None:
+        if (
+            exchange.auto_delete
+            and exchange.had_bindings
+            and not exchange.bindings
+            and self.exchanges.get(exchange.name) is exchange
+        ):
+            self._drop_exchange(exchange)
+
+    def bind(
+        self,
+        destination: Destination,
+        source: str,
+        routing_key: str,
+        arguments: Mapping[str, FieldValue] | None = None,
+        *,
+        owner: object | None = None,
+    ) -> None:
+        """``queue.bind`` (1.7.2.3) or ``exchange.bind`` (RabbitMQ's extension). Binding to
+        or from the default exchange is refused (403); a binding made twice is one."""
+        exchange, destination = self._binding_ends(destination, source, owner)
+        arguments = dict(arguments or {})
+        why = check_binding_arguments(exchange.type, arguments)
+        if why is not None:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, why)
+        binding = Binding(source, destination, routing_key, arguments)
+        if exchange.bind(binding):
+            self._bound_to.setdefault(destination, {})[binding] = None
+
+    def unbind(
+        self,
+        destination: Destination,
+        source: str,
+        routing_key: str,
+        arguments: Mapping[str, FieldValue] | None = None,
+        *,
+        owner: object | None = None,
+    ) -> None:
+        """``queue.unbind`` (1.7.2.5) or ``exchange.unbind``: a binding that is not there
+        is no error (RabbitMQ's); a missing source or destination is 404."""
+        exchange, destination = self._binding_ends(destination, source, owner)
+        binding = Binding(source, destination, routing_key, dict(arguments or {}))
+        if exchange.unbind(binding):
+            self._forget(binding)
+            self._auto_delete_exchange(exchange)
+
+    def _binding_ends(
+        self, destination: Destination, source: str, owner: object | None
+    ) -> tuple[Exchange, Destination]:
+        kind, name = destination
+        if source == "" or (kind == "exchange" and name == ""):
+            raise Refused(
+                ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange"
+            )
+        if kind == "queue":
+            self._usable_queue(name, owner)
+        else:
+            self.exchange(name)
+        return self.exchange(source), destination
+
+    # -- queues (queue.declare, queue.purge, queue.delete) --------------------------------------
+
+    def declare_queue(
+        self,
+        name: str,
+        *,
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: Mapping[str, FieldValue] | None = None,
+        owner: object | None = None,
+    ) -> tuple[Queue, int, int]:
+        """``queue.declare`` (1.7.2.1): the queue, its ready messages and its consumers."""
+        arguments = dict(arguments or {})
+        if passive:
+            queue = self._usable_queue(name, owner)
+            self._used(queue)
+            return queue, len(queue.available), len(queue.consumers)
+        if name == "":
+            name = SERVER_NAMED_PREFIX + secrets.token_urlsafe(16)
+        node = self.broker.nodes.get(name) if self.default else self._queues.get(name)
+        if node is not None and not isinstance(node, Queue):
+            raise Refused(
+                ReplyCode.PRECONDITION_FAILED,
+                f"'{name}' is a {node.kind} of the broker's 1.0 side, not a queue",
+            )
+        if (
+            node is None
+            and name.startswith(RESERVED_PREFIX)
+            and not name.startswith(SERVER_NAMED_PREFIX)
+        ):
+            raise Refused(
+                ReplyCode.ACCESS_REFUSED,
+                f"queue name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'",
+            )
+        parsed = parse_queue_arguments(arguments)
+        record = self.records.get(name)
+        if node is not None and record is not None:
+            self._usable_queue(name, owner)
+            why = record.equivalent(durable, exclusive, auto_delete, arguments)
+            if why is not None:
+                raise Refused(ReplyCode.PRECONDITION_FAILED, why)
+            self._used(node)
+            return node, len(node.available), len(node.consumers)
+        if node is None:
+            node = Queue(self.broker, name)
+            if self.default:
+                self.broker.nodes[name] = node
+            else:
+                self._queues[name] = node
+        node.auto = False  # (a queue made by a 1.0 attach, adopted: 0-9-1 rules from now)
+        self.broker._idle_at.pop(node, None)
+        record = QueueRecord(
+            node,
+            durable=durable,
+            exclusive=exclusive,
+            auto_delete=auto_delete,
+            arguments=arguments,
+            parsed=parsed,
+            owner=owner if exclusive else None,
+        )
+        self.records[name] = record
+        node.transient = not durable or exclusive
+        node.max_depth = parsed.max_length
+        node.max_bytes = parsed.max_length_bytes
+        # RabbitMQ's default past x-max-length(-bytes) is drop-head
+        limited = parsed.max_length is not None or parsed.max_length_bytes is not None
+        node.overflow = parsed.overflow or ("drop-head" if limited else None)
+        node.message_ttl = parsed.message_ttl
+        if parsed.dead_letter_exchange is not None:
+            node.dead_letter_to = _DeadLetter(self, record)
+        self._used(node)
+        return node, len(node.available), len(node.consumers)
+
+    def purge_queue(self, name: str, *, owner: object | None = None) -> int:
+        """``queue.purge`` (1.7.2.7): the ready messages go (not those out with consumers);
+        returns how many."""
+        queue = self._usable_queue(name, owner)
+        count = len(queue.available)
+        for message in list(queue.available.values()):
+            queue.drop(message)
+        self.broker.store.flush()
+        return count
+
+    def delete_queue(
+        self,
+        name: str,
+        *,
+        if_unused: bool = False,
+        if_empty: bool = False,
+        owner: object | None = None,
+    ) -> int:
+        """``queue.delete`` (1.7.2.9): returns the messages it held. Deleting a queue that
+        is not there is no error (RabbitMQ's); ``if_unused`` refuses one with consumers,
+        ``if_empty`` one with messages (406)."""
+        if self.queue(name) is None:
+            return 0
+        queue = self._usable_queue(name, owner)
+        if if_unused and queue.consumers:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in use")
+        if if_empty and queue.depth:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' not empty")
+        count = len(queue.available)
+        self.broker.delete_node(queue)
+        self.broker.store.flush()
+        return count
+
+    def node_deleted(self, node: Node, registered: bool) -> None:
+        """The broker deleted a node (by 0-9-1, by 1.0's rules, by ``x-expires``;
+        ``registered``: it was the broker's node of its name, a node of ``/``): its record
+        and the bindings to it go."""
+        name = node.address
+        if not isinstance(node, Queue):
+            return
+        if self.default:
+            if not registered:
+                return
+        elif self._queues.get(name) is node:
+            del self._queues[name]
+        else:
+            return
+        record = self.records.get(name)
+        if record is not None and record.queue is node:
+            del self.records[name]
+        self._unbind_destination(("queue", name))
+
+    def owner_gone(self, owner: object) -> None:
+        """A connection closed: its exclusive queues are deleted."""
+        for record in [r for r in self.records.values() if r.owner is owner]:
+            self.broker.delete_node(record.queue)
+
+    def consumer_added(self, queue: Queue) -> None:
+        record = self.records.get(queue.address)
+        if record is not None and record.queue is queue:
+            record.had_consumers = True
+        self.broker._idle_at.pop(queue, None)
+
+    def consumer_removed(self, queue: Queue) -> None:
+        """A 0-9-1 consumer of ``queue`` went: an auto-delete queue with no consumer left
+        is deleted; a queue with ``x-expires`` and no consumer starts its timer."""
+        if queue.deleted or queue.consumers:
+            return
+        record = self.records.get(queue.address)
+        if record is None or record.queue is not queue:
+            return
+        if record.auto_delete and record.had_consumers:
+            self.broker.delete_node(queue)
+        else:
+            self._used(queue)
+
+    def _used(self, queue: Queue) -> None:
+        """The queue was used (declared, read with ``basic.get``, left by its last
+        consumer): its ``x-expires`` timer starts again (RabbitMQ's rule)."""
+        record = self.records.get(queue.address)
+        if record is None or record.parsed.expires is None or queue.consumers:
+            return
+        self.broker.idle_until(queue, self.broker.wall + record.parsed.expires / 1000.0)
+
+    def got(self, queue: Queue) -> None:
+        """``basic.get`` read the queue (it counts as use for ``x-expires``)."""
+        self._used(queue)
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def route(
+        self,
+        exchange: str,
+        routing_key: str,
+        headers: Mapping[str, FieldValue] | None,
+        *,
+        publishing: bool = True,
+    ) -> list[Queue]:
+        """The queues a message published to ``exchange`` with ``routing_key`` and
+        ``headers`` goes to, each once: the default exchange's queue of that name, or the
+        destinations of the exchange's matching bindings, following exchange-to-exchange
+        bindings (each exchange visited once) and alternate exchanges (RabbitMQ's
+        ``alternate-exchange`` argument: where an exchange routes nothing). 404 if the
+        exchange is not there; 403 to publish to an internal one."""
+        if exchange == "":
+            queue = self.queue(routing_key)
+            return [] if queue is None else [queue]
+        first = self.exchange(exchange)
+        if publishing and first.internal:
+            raise Refused(
+                ReplyCode.ACCESS_REFUSED, f"cannot publish to internal exchange '{exchange}'"
+            )
+        queues: dict[Queue, None] = {}
+        seen: set[str] = set()
+        todo = [first]
+        while todo:
+            current = todo.pop(0)
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            routed = False
+            for binding in current.match(routing_key, headers):
+                kind, name = binding.destination
+                if kind == "queue":
+                    queue = self.queue(name)
+                    if queue is not None:
+                        queues[queue] = None
+                        routed = True
+                else:
+                    target = self.exchanges.get(name)
+                    if target is not None:
+                        todo.append(target)
+                        routed = True
+            alternate = current.arguments.get("alternate-exchange")
+            if not routed and isinstance(alternate, str | bytes):
+                name = alternate.decode() if isinstance(alternate, bytes) else alternate
+                target = self.exchanges.get(name)
+                if target is not None:
+                    todo.append(target)
+        return list(queues)
+
+    # -- publishing -----------------------------------------------------------------------------
+
+    def publish(
+        self,
+        exchange: str,
+        routing_key: str,
+        properties: BasicProperties | None,
+        body: bytes,
+    ) -> Published:
+        """``basic.publish`` (1.8.3.7) without the protocol around it: the message, mapped
+        to its 1.0 form (:mod:`._mapping`), goes to each queue :meth:`route` finds. An
+        ``expiration`` that is not an integer is refused (406); a queue at its limits with
+        ``reject-publish`` refuses its copy (``Published.refused``). The caller dispatches
+        (the broker's consumers get the messages once its input is handled)."""
+        headers = None if properties is None else properties.headers
+        queues = self.route(exchange, routing_key, headers)
+        try:
+            data, header, rest, ttl = encode_091(
+                properties, body, exchange=exchange, routing_key=routing_key
+            )
+        except ValueError as exc:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
+        broker = self.broker
+        published = Published(routed=len(queues))
+        # As parse_message reads it (the header, the ttl from arrival), without reading it
+        template = StoredMessage(
+            data,
+            seq=0,
+            header=header,
+            rest=rest,
+            expires=None if ttl is None else broker.wall + ttl / 1000.0,
+        )
+        template.basic = (properties or BasicProperties(), exchange, routing_key, len(body))
+        published.durable = template.durable
+        for queue in queues:
+            message = template.copy(broker.next_seq())
+            if message.expires is not None and message.expires <= broker.wall:
+                broker.expired += 1  # expired on arrival (an expiration of 0 with no consumer)
+                continue
+            why = queue.offer(message)
+            if why is None:
+                broker._touch(queue)
+            else:
+                published.refused.append((queue, why))
+        return published
+
+    # -- dead-lettering ------------------------------------------------------------------------
+
+    def dead_letter(self, record: QueueRecord, message: StoredMessage, reason: str) -> None:
+        """A message of a queue with ``x-dead-letter-exchange`` is dead (``rejected``,
+        ``expired``, ``maxlen``): republished to that exchange, with the queue's
+        ``x-dead-letter-routing-key`` or its own routing key, its ``x-death`` history
+        (RabbitMQ's: one entry per queue and reason, with a count) in message annotations
+        and its expiry gone. A missing exchange drops it (RabbitMQ's rule), and so does a
+        cycle back to a queue it was dead-lettered from for a reason other than
+        ``rejected``."""
+        parsed = record.parsed
+        assert parsed.dead_letter_exchange is not None
+        broker = self.broker
+        _, annotations, _, _, _ = _sections(message.data)
+        original_key = annotations.get(ROUTING_KEY_ANNOTATION)
+        if not isinstance(original_key, str):
+            original_key = record.queue.address
+        original_exchange = annotations.get(EXCHANGE_ANNOTATION)
+        if not isinstance(original_exchange, str):
+            original_exchange = ""
+        routing_key = parsed.dead_letter_routing_key or original_key
+        deaths = _deaths(annotations.get(_X_DEATH))
+        queue_name = record.queue.address
+        entry = next(
+            (d for d in deaths if d.get("queue") == queue_name and d.get("reason") == reason),
+            None,
+        )
+        if entry is None:
+            entry = {
+                "count": 0,
+                "reason": reason,
+                "queue": queue_name,
+                "time": t10.Timestamp(int(broker.wall * 1000)),
+                "exchange": original_exchange,
+                "routing-keys": [original_key],
+            }
+            deaths.insert(0, entry)
+        else:
+            deaths.remove(entry)
+            deaths.insert(0, entry)
+        entry["count"] = int(entry["count"]) + 1
+        try:
+            targets = self.route(
+                parsed.dead_letter_exchange,
+                routing_key,
+                from_amqp10(message.data)[0].headers,
+                publishing=False,
+            )
+        except Refused:
+            return  # no such exchange: dropped
+        if all(d.get("reason") != "rejected" for d in deaths):
+            # a cycle with no rejection in it: not back to a queue it died in
+            died_in = {d.get("queue") for d in deaths}
+            targets = [q for q in targets if q.address not in died_in]
+        update: dict[Any, Any] = {
+            _X_DEATH: [{t10.Symbol(k): v for k, v in d.items()} for d in deaths],
+            ROUTING_KEY_ANNOTATION: routing_key,
+            EXCHANGE_ANNOTATION: parsed.dead_letter_exchange,
+        }
+        for key, value in zip(_FIRST_DEATH, (reason, queue_name, original_exchange), strict=True):
+            if key not in annotations:
+                update[key] = value
+        for target in targets:
+            copy = message.copy(broker.next_seq())
+            copy.expires = None
+            copy.annotate(update)
+            if target.offer(copy) is None:
+                broker.dead_lettered += 1
+                broker._touch(target)
+
+
+def _deaths(value: Any) -> list[dict[str, Any]]:
+    """The ``x-death`` entries of a message's annotations, as plain dicts."""
+    if not isinstance(value, list | tuple | t10.Array):
+        return []
+    out = []
+    for item in value:
+        if isinstance(item, dict):
+            out.append({str(k): v for k, v in item.items()})
+    return out
+
+
+@attrs.frozen
+class _DeadLetter:
+    """A queue's ``dead_letter_to``: its virtual host's :meth:`VirtualHost.dead_letter`."""
+
+    vhost: VirtualHost
+    record: QueueRecord
+
+    def __call__(self, message: StoredMessage, reason: str) -> None:
+        self.vhost.dead_letter(self.record, message, reason)

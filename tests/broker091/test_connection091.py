@@ -1,0 +1,128 @@
+"""The broker's 0-9-1 connection (amqp_sansio.broker.BrokerConnection091) driven through
+its byte interface by the 0-9-1 engine's client role, on a simulated clock: logins with the
+broker's users, virtual hosts, access rules, refusals as channel or connection closes,
+consumer cancel notification, delivery tags, recover, a lost connection's deliveries
+back to their queue."""
+
+from __future__ import annotations
+
+import pytest
+from support.broker091_net import Client
+
+from amqp_sansio.amqp091 import spec
+from amqp_sansio.amqp091.engine import events as ev
+from amqp_sansio.broker import Broker, BrokerConfig, User, Users
+
+
+def _opened(client: Client) -> bool:
+    return any(isinstance(e, ev.ConnectionOpened) for e in client.events)
+
+
+def _closed(client: Client) -> ev.ConnectionClosed:
+    (closed,) = client.of(ev.ConnectionClosed)
+    return closed  # type: ignore[no-any-return]
+
+
+def test_an_open_broker_takes_any_login() -> None:
+    client = Client(Broker(), username="anyone", password="anything")
+    assert _opened(client) and client.conn.identity == "anyone"
+
+
+def test_logins_with_users_and_virtual_hosts() -> None:
+    users = Users([User(name="alice", password="secret", send=("q*",), receive=("q*",))])
+    config = BrokerConfig(users=users, allow_insecure_auth=True, virtual_hosts={"prod"})
+    broker = Broker(config)
+    good = Client(broker, username="alice", password="secret", virtual_host="prod")
+    assert _opened(good) and good.conn.vhost is broker.vhosts["prod"]
+    bad = Client(broker, username="alice", password="wrong")
+    assert _closed(bad).reply_code == spec.ReplyCode.ACCESS_REFUSED
+    assert bad.conn.refused is not None and "authentication failed" in bad.conn.refused
+    amqplain = Client(broker, username="alice", password="secret", mechanism="AMQPLAIN")
+    assert _opened(amqplain)
+    nowhere = Client(broker, username="alice", password="secret", virtual_host="test")
+    assert _closed(nowhere).reply_code == spec.ReplyCode.NOT_ALLOWED
+    # PLAIN in the clear is refused unless the broker allows it (loopback)
+    strict = Broker(BrokerConfig(users=users))
+    assert _closed(Client(strict, username="alice", password="secret")).reply_code == 403
+
+
+def test_access_rules_apply_to_publish_and_consume() -> None:
+    users = Users([User(name="alice", password="secret", send=("q1",), receive=("q1",))])
+    broker = Broker(BrokerConfig(users=users, allow_insecure_auth=True))
+    client = Client(broker, username="alice", password="secret")
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="q1"))
+    client.call(ch, spec.QueueDeclare(queue="q2"))
+    client.events = []
+    client.engine.publish(ch, "", "q2", b"no")
+    client.pump()
+    (closed,) = client.of(ev.ChannelClosed)
+    assert closed.reply_code == spec.ReplyCode.ACCESS_REFUSED
+    ch = client.channel()
+    client.engine.publish(ch, "", "q1", b"yes")
+    client.pump()
+    events = client.call(ch, spec.BasicGet(queue="q1", no_ack=True))
+    (got,) = [e for e in events if isinstance(e, ev.ContentReceived)]
+    assert got.body == b"yes"
+    events = client.call(ch, spec.BasicConsume(queue="q2"))
+    assert [e.reply_code for e in events if isinstance(e, ev.ChannelClosed)] == [403]
+
+
+def test_hard_errors_close_the_connection() -> None:
+    client = Client(Broker())
+    ch = client.channel()
+    client.call(ch, spec.ExchangeDeclare(exchange="x", type="x-unknown"))
+    assert _closed(client).reply_code == spec.ReplyCode.COMMAND_INVALID
+    assert client.conn.ended
+
+
+def test_delivery_tags_recover_and_a_lost_connection() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="work"))
+    for i in range(3):
+        client.engine.publish(ch, "", "work", b"%d" % i)
+    client.pump()
+    events = client.call(ch, spec.BasicConsume(queue="work", consumer_tag="c"))
+    deliveries = [e for e in events if isinstance(e, ev.ContentReceived)]
+    assert [d.method.delivery_tag for d in deliveries] == [1, 2, 3]
+    assert not any(d.method.redelivered for d in deliveries)
+    events = client.call(ch, spec.BasicRecover(requeue=True))
+    again = [e for e in events if isinstance(e, ev.ContentReceived)]
+    assert [d.method.delivery_tag for d in again] == [4, 5, 6]  # tags go on counting
+    assert [d.body for d in again] == [b"0", b"1", b"2"]
+    assert all(d.method.redelivered for d in again)
+    client.call(ch, spec.BasicAck(delivery_tag=4))
+    queue = broker.nodes["work"]
+    assert queue.depth == 2
+    client.conn.connection_lost(client.now, wall=1e9)  # the unacked two go back
+    assert len(queue.available) == 2 and not queue.consumers  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("notify", [True, False])
+def test_consumer_cancel_notification(notify: bool) -> None:
+    broker = Broker()
+    properties = {"capabilities": {"consumer_cancel_notify": notify}}
+    client = Client(broker, client_properties=properties)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="gone"))
+    client.call(ch, spec.BasicConsume(queue="gone", consumer_tag="c"))
+    client.events = []
+    broker.vhosts["/"].delete_queue("gone")
+    client.pump()
+    cancels = [e for e in client.events if isinstance(e, ev.MethodReceived)]
+    assert [type(e.method) for e in cancels] == ([spec.BasicCancel] if notify else [])
+    assert not client.conn.channels[ch].consumers
+
+
+def test_exclusive_queues_go_with_their_connection() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    events = client.call(ch, spec.QueueDeclare(queue="", exclusive=True))
+    (ok,) = [e.method for e in events if isinstance(e, ev.MethodReceived)]
+    assert ok.queue in broker.nodes
+    client.engine.close()
+    client.pump()
+    assert client.conn.ended and ok.queue not in broker.nodes
