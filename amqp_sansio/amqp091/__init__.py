@@ -8,14 +8,16 @@ frames, I/O-free (docs/amqp091.rst).
 * :mod:`~amqp_sansio.amqp091.methods`: the method and property base classes, their
   registry, and the payload codecs;
 * :mod:`~amqp_sansio.amqp091.framing`: frames, the protocol header, the frame parser;
-* :mod:`~amqp_sansio.amqp091.errors`: the errors, each with its 0-9-1 reply code.
+* :mod:`~amqp_sansio.amqp091.errors`: the errors, each with its 0-9-1 reply code;
+* :mod:`~amqp_sansio.amqp091.engine`: the connection and channel state machines of both
+  roles (:class:`~amqp_sansio.amqp091.engine.Connection`).
 
 Everything below is importable from ``amqp_sansio.amqp091`` directly.
 """
 
 from __future__ import annotations
 
-from . import codec, errors, framing, methods, spec
+from . import codec, engine, errors, framing, methods, spec
 from .codec import (
     MAX_DEPTH,
     FieldArray,
@@ -32,6 +34,7 @@ from .codec import (
     decode_table,
     encode_table,
 )
+from .engine import Connection, Limits, Role
 from .errors import (
     DecodeError,
     EncodeError,
@@ -75,6 +78,11 @@ __all__ = [
     "framing",
     "methods",
     "spec",
+    "engine",
+    # engine
+    "Connection",
+    "Limits",
+    "Role",
     # codec
     "MAX_DEPTH",
     "FieldArray",

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("events", ("amqp_sansio.events",), CORE[:4]),
     ("security", ("amqp_sansio.security",), CORE[:5]),
     ("engine", ("amqp_sansio.engine",), CORE[:6]),
-    ("AMQP 0-9-1", ("amqp_sansio.amqp091",), CORE[:1]),
+    ("AMQP 0-9-1", ("amqp_sansio.amqp091",), ("errors", "events", "security")),
     ("public submodules", ("amqp_sansio.sasl",), ("security",)),
     ("api", ("amqp_sansio",), (*CORE, "public submodules")),
     ("client core", ("amqp_sansio.client",), API),

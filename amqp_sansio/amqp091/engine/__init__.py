@@ -1,0 +1,58 @@
+"""The AMQP 0-9-1 engine: the connection and channel state machines of both roles,
+I/O-free (docs/amqp091.rst, "The engine").
+
+* :mod:`~amqp_sansio.amqp091.engine.connection`: :class:`Connection`;
+* :mod:`~amqp_sansio.amqp091.engine.states`: :class:`Role`,
+  :class:`Limits`, :class:`ConnectionState`;
+* :mod:`~amqp_sansio.amqp091.engine.channel`: :class:`Channel`, :class:`ChannelState`;
+* :mod:`~amqp_sansio.amqp091.engine.events`: what the engine reports;
+* :mod:`~amqp_sansio.amqp091.engine.negotiation`: the SASL mechanisms as 0-9-1 carries
+  them (:class:`AMQPlainClient`), the properties each side announces, the tune rule.
+"""
+
+from __future__ import annotations
+
+from . import events, negotiation
+from .channel import Channel, ChannelState
+from .connection import Connection, ConnectionState, Limits, Role
+from .events import (
+    Blocked,
+    ChannelClosed,
+    ChannelOpened,
+    Confirmed,
+    ConnectionClosed,
+    ConnectionOpened,
+    ContentReceived,
+    Event,
+    FlowChanged,
+    LoginRequested,
+    MethodReceived,
+    OpenRequested,
+    Unblocked,
+)
+from .negotiation import AMQPlainClient
+
+__all__ = [
+    "events",
+    "negotiation",
+    "AMQPlainClient",
+    "Channel",
+    "ChannelState",
+    "Connection",
+    "ConnectionState",
+    "Limits",
+    "Role",
+    "Blocked",
+    "ChannelClosed",
+    "ChannelOpened",
+    "Confirmed",
+    "ConnectionClosed",
+    "ConnectionOpened",
+    "ContentReceived",
+    "Event",
+    "FlowChanged",
+    "LoginRequested",
+    "MethodReceived",
+    "OpenRequested",
+    "Unblocked",
+]

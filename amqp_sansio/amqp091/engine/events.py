@@ -1,0 +1,186 @@
+"""What an AMQP 0-9-1 :class:`~amqp_sansio.amqp091.engine.Connection` reports: one frozen
+class per happening, named for what the application sees (the project's rule, shared with
+the 1.0 engine's :mod:`amqp_sansio.events`: every class here subclasses
+:class:`amqp_sansio.events.Event`).
+
+The engine answers by itself what the protocol answers (``connection.*``, ``channel.open``,
+``channel.close``, ``channel.flow``, heartbeats) and reports it with these events; every
+other method surfaces as :class:`MethodReceived` or, with content, :class:`ContentReceived`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ... import events as _events
+from ..codec import FieldTable
+from ..methods import Method, Properties
+
+__all__ = [
+    "Event",
+    "LoginRequested",
+    "OpenRequested",
+    "ConnectionOpened",
+    "ConnectionClosed",
+    "ChannelOpened",
+    "ChannelClosed",
+    "MethodReceived",
+    "ContentReceived",
+    "Confirmed",
+    "Blocked",
+    "Unblocked",
+    "FlowChanged",
+]
+
+Event = _events.Event
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class LoginRequested(Event):
+    """Server role: the client's ``connection.start-ok`` (or ``connection.secure-ok``)
+    arrived (0-9-1 spec, class ``connection``, methods ``start-ok`` and ``secure-ok``).
+    Answer with :meth:`Connection.accept_login`, :meth:`Connection.refuse_login` or
+    :meth:`Connection.challenge`.
+
+    ``response`` is the mechanism's data as sent; for PLAIN and AMQPLAIN the engine has
+    read ``username`` and ``password`` from it, for EXTERNAL ``username`` is the
+    authorization identity the client asked for (empty: the one its certificate proves).
+    The password never appears in the ``repr``."""
+
+    mechanism: str
+    response: bytes
+    username: str | None
+    password: str | None
+    client_properties: FieldTable
+    locale: str
+
+    def __repr__(self) -> str:
+        return (
+            f"LoginRequested(mechanism={self.mechanism!r}, username={self.username!r}, "
+            f"locale={self.locale!r})"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class OpenRequested(Event):
+    """Server role: ``connection.open`` arrived for ``virtual_host`` (0-9-1 spec, class
+    ``connection``, method ``open``). Answer with :meth:`Connection.accept_open` or
+    :meth:`Connection.refuse_open`."""
+
+    virtual_host: str
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionOpened(Event):
+    """The connection is open (``connection.open-ok`` sent or received) with the negotiated
+    ``frame_max`` (0: no limit), ``channel_max`` and ``heartbeat`` (seconds, 0: none).
+    ``peer_properties`` are the server's ``server-properties`` (client role) or the
+    client's ``client-properties`` (server role); ``identity`` is who logged in (the
+    username the client gave, or the identity the server's application accepted)."""
+
+    virtual_host: str
+    frame_max: int
+    channel_max: int
+    heartbeat: int
+    peer_properties: FieldTable
+    identity: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionClosed(Event):
+    """The connection is over: the last event. ``reply_code`` and ``reply_text`` are those
+    of the ``connection.close`` that ended it (0-9-1 spec, class ``connection``, method
+    ``close``), ours (``by_peer`` false) or the peer's; for an ending without one (the
+    stream ended, missed heartbeats, a time-out, a refused protocol header) they say what
+    happened (see docs/amqp091.rst, "The engine")."""
+
+    reply_code: int
+    reply_text: str
+    class_id: int = 0
+    method_id: int = 0
+    by_peer: bool
+
+
+@attrs.frozen(kw_only=True)
+class ChannelOpened(Event):
+    """``channel`` is open (``channel.open-ok`` sent or received)."""
+
+    channel: int
+
+
+@attrs.frozen(kw_only=True)
+class ChannelClosed(Event):
+    """``channel`` is closed: its close handshake is over (0-9-1 spec, class ``channel``,
+    method ``close``). The reply fields are those of the ``channel.close`` that began it,
+    ours (``by_peer`` false) or the peer's. The channel number is free again."""
+
+    channel: int
+    reply_code: int
+    reply_text: str
+    class_id: int = 0
+    method_id: int = 0
+    by_peer: bool
+
+
+@attrs.frozen(kw_only=True)
+class MethodReceived(Event):
+    """A method without content the engine does not consume itself (``queue.*``,
+    ``exchange.*``, ``basic.qos``, ``basic.consume``, ``basic.ack`` on a server, ``tx.*``,
+    ``confirm.*``, ...)."""
+
+    channel: int
+    method: Method
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ContentReceived(Event):
+    """A content-carrying method (``basic.publish``, ``basic.deliver``, ``basic.return``,
+    ``basic.get-ok``) with its properties and whole body, assembled from its method,
+    header and body frames (0-9-1 spec 4.2.6.2), however the channels interleaved."""
+
+    channel: int
+    method: Method
+    properties: Properties
+    body: bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"ContentReceived(channel={self.channel!r}, method={self.method!r}, "
+            f"properties={self.properties!r}, body=<{len(self.body)} octets>)"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Confirmed(Event):
+    """Client role, confirm mode: the server confirmed (``ack``) or refused (not ``ack``,
+    a ``basic.nack``) publish ``delivery_tag``, and with ``multiple`` every earlier one
+    not confirmed yet (RabbitMQ's publisher confirms). ``Channel.unconfirmed`` is updated
+    already."""
+
+    channel: int
+    delivery_tag: int
+    multiple: bool
+    ack: bool
+
+
+@attrs.frozen(kw_only=True)
+class Blocked(Event):
+    """Client role: the server blocked publishing on the connection (RabbitMQ's
+    ``connection.blocked``), for ``reason``."""
+
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class Unblocked(Event):
+    """Client role: the server lifted its block (``connection.unblocked``)."""
+
+
+@attrs.frozen(kw_only=True)
+class FlowChanged(Event):
+    """The peer sent ``channel.flow`` (0-9-1 spec, class ``channel``, method ``flow``): the
+    engine answered ``channel.flow-ok``; ``active`` false means send no more content on
+    ``channel`` until it is true again."""
+
+    channel: int
+    active: bool
