@@ -21,7 +21,7 @@ that ends the wait (the link was detached, the connection closed).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import amqp_sansio as a
@@ -119,15 +119,6 @@ class Core(CoreBase[a.Connection]):
         self.default_address: str | None = None
         #: The options of a reconnecting client's engines.
         self._options: ConnectOptions = {}
-
-    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
-        """Bytes from the transport; ``b""`` when it closed. Returns the engine's events
-        (already handled), so that the core has the engine's byte interface."""
-        return super().receive_data(data, now)  # type: ignore[return-value]
-
-    def handle_timer(self, now: float) -> list[a.Event]:
-        """Call at (or after) :meth:`next_deadline`."""
-        return super().handle_timer(now)  # type: ignore[return-value]
 
     # -- reconnection: what is made again --------------------------------------------------
 
@@ -285,8 +276,7 @@ class Core(CoreBase[a.Connection]):
 
     # -- events ----------------------------------------------------------------------------
 
-    def _handle(self, events: Sequence[object]) -> list[a.Event]:
-        assert isinstance(events, list)
+    def _handle(self, events: list[a.Event]) -> list[a.Event]:
         for event in events:
             self._on_event(event)
         if self._refusals:

@@ -12,7 +12,7 @@ promise, its schedule and its log lines are the same for both protocols by const
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import amqp_sansio as a
@@ -34,13 +34,13 @@ class EngineStream(Protocol):
     """The byte interface of what a core drives: an engine, or a TLS layer around one.
     ``receive_data(b"", now)`` means the transport closed."""
 
-    def receive_data(self, data: bytes, now: float) -> Sequence[object]: ...
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]: ...
 
     def data_to_send(self) -> bytes: ...
 
     def next_deadline(self) -> float | None: ...
 
-    def handle_timer(self, now: float) -> Sequence[object]: ...
+    def handle_timer(self, now: float) -> list[a.Event]: ...
 
 
 class DrivenCore(Protocol):
@@ -53,13 +53,13 @@ class DrivenCore(Protocol):
     reconnects: int
     on_reconnect: Callable[[], None] | None
 
-    def receive_data(self, data: bytes, now: float) -> Sequence[object]: ...
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]: ...
 
     def transport_failed(self, error: BaseException, now: float) -> None: ...
 
     def stop(self, now: float) -> None: ...
 
-    def handle_timer(self, now: float) -> Sequence[object]: ...
+    def handle_timer(self, now: float) -> list[a.Event]: ...
 
     def next_deadline(self) -> float | None: ...
 
@@ -131,7 +131,7 @@ class CoreBase(Generic[E]):
 
     # -- the hooks of a protocol's core ------------------------------------------------------
 
-    def _handle(self, events: Sequence[object]) -> Sequence[object]:
+    def _handle(self, events: list[a.Event]) -> list[a.Event]:
         """Handle what the stream reported; call :meth:`_changed`; return the events."""
         raise NotImplementedError  # pragma: no cover - every core has its own
 
@@ -157,9 +157,9 @@ class CoreBase(Generic[E]):
 
     # -- the adapter's side --------------------------------------------------------------------
 
-    def receive_data(self, data: bytes, now: float) -> Sequence[object]:
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
         """Bytes from the transport; ``b""`` when it closed. Returns the stream's events
-        (already handled)."""
+        (already handled), so that the core has the byte interface of what it drives."""
         if self._transport_closed:
             return []
         if not data:
@@ -181,7 +181,7 @@ class CoreBase(Generic[E]):
         else:
             self.receive_data(b"", now)
 
-    def handle_timer(self, now: float) -> Sequence[object]:
+    def handle_timer(self, now: float) -> list[a.Event]:
         """Call at (or after) :meth:`next_deadline`."""
         deadline = self.stream.next_deadline()
         if deadline is not None and now >= deadline:

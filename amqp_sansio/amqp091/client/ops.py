@@ -18,10 +18,19 @@ __all__ = [
     "ChannelClosedError",
     "Confirmation",
     "ConnectionClosedError",
+    "BindOptions",
     "ConsumeOptions",
+    "DeclareOptions",
+    "ExchangeDeleteOptions",
     "ExchangeOptions",
+    "GetOptions",
+    "PublishOptions",
+    "QosOptions",
+    "QueueDeleteOptions",
     "QueueOptions",
+    "RecoverOptions",
     "Returned",
+    "Timeout",
     "TransactionError",
     "describe_reply",
 ]
@@ -34,6 +43,8 @@ def describe_reply(reply_code: int, reply_text: str) -> str:
         name = ReplyCode(reply_code).name
     except ValueError:
         name = "UNKNOWN"
+    if reply_text.startswith(f"{name} - "):  # (RabbitMQ's texts name the code already)
+        reply_text = reply_text[len(name) + 3 :]
     return f"{reply_code} {name}" + (f" - {reply_text}" if reply_text else "")
 
 
@@ -94,7 +105,7 @@ class TransactionError(client.TransactionError):
     server rolled it back); the channel is transactional again on the new connection."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class Returned:
     """A message the server gave back (``basic.return``): published ``mandatory`` and
     routed to no queue (312 ``NO_ROUTE``)."""
@@ -119,36 +130,101 @@ class Confirmation:
     returned: Returned | None = None
 
 
-class ExchangeOptions(TypedDict, total=False):
-    """``exchange.declare``'s options (0-9-1 spec, class ``exchange``): ``passive`` (only check that
-    it exists), ``durable``, ``auto_delete``, ``internal``, ``arguments``
-    (``alternate-exchange``, ...)."""
+class Timeout(TypedDict, total=False):
+    """Every call's ``timeout``: the bound of its wait in seconds (None, or absent: the
+    connection's)."""
+
+    timeout: float | None
+
+
+class DeclareOptions(Timeout, total=False):
+    """What ``exchange.declare`` and ``queue.declare`` share (0-9-1 spec, classes
+    ``exchange`` and ``queue``): ``passive`` (only check that it exists), ``durable``,
+    ``auto_delete``, ``arguments``."""
 
     passive: bool
     durable: bool
     auto_delete: bool
+    arguments: FieldTable
+
+
+class ExchangeOptions(DeclareOptions, total=False):
+    """``exchange.declare``'s options: :class:`DeclareOptions`' and ``internal`` (only
+    other exchanges publish to it); ``arguments`` such as ``alternate-exchange``."""
+
     internal: bool
-    arguments: FieldTable
 
 
-class QueueOptions(TypedDict, total=False):
-    """``queue.declare``'s options (0-9-1 spec, class ``queue``): ``passive``, ``durable``,
-    ``exclusive``, ``auto_delete``, ``arguments`` (RabbitMQ's ``x-message-ttl``,
-    ``x-max-length``, ``x-dead-letter-exchange``, ``x-queue-type``, ...)."""
+class ExchangeDeleteOptions(Timeout, total=False):
+    """``exchange.delete``'s options: ``if_unused`` (only if it has no bindings)."""
 
-    passive: bool
-    durable: bool
+    if_unused: bool
+
+
+class QueueOptions(DeclareOptions, total=False):
+    """``queue.declare``'s options: :class:`DeclareOptions`' and ``exclusive``;
+    ``arguments`` such as RabbitMQ's ``x-message-ttl``, ``x-max-length``,
+    ``x-dead-letter-exchange``, ``x-queue-type``."""
+
     exclusive: bool
-    auto_delete: bool
+
+
+class QueueDeleteOptions(Timeout, total=False):
+    """``queue.delete``'s options: ``if_unused`` (only if it has no consumers),
+    ``if_empty``."""
+
+    if_unused: bool
+    if_empty: bool
+
+
+class BindOptions(Timeout, total=False):
+    """The options of ``queue.bind``, ``queue.unbind``, ``exchange.bind`` and
+    ``exchange.unbind``: ``routing_key`` (the binding key, ``""`` by default),
+    ``arguments`` (a headers exchange's ``x-match`` and headers)."""
+
+    routing_key: str
     arguments: FieldTable
 
 
-class ConsumeOptions(TypedDict, total=False):
-    """``basic.consume``'s options (0-9-1 spec, class ``basic``): ``no_ack`` (the server counts
-    each message delivered as acknowledged), ``exclusive``, ``consumer_tag`` (the server
-    makes one when empty), ``arguments`` (``x-priority``, ...)."""
+class QosOptions(Timeout, total=False):
+    """``basic.qos``'s options besides ``prefetch_count``: ``prefetch_size`` (octets, 0:
+    no limit; RabbitMQ supports only 0) and ``global_`` (RabbitMQ: the limit is shared
+    by the channel's consumers instead of each consumer's own)."""
+
+    prefetch_size: int
+    global_: bool
+
+
+class ConsumeOptions(Timeout, total=False):
+    """``basic.consume``'s options (0-9-1 spec, class ``basic``): ``no_ack`` (the server
+    counts each message delivered as acknowledged), ``exclusive``, ``consumer_tag`` (the
+    server makes one when empty), ``arguments`` (``x-priority``, ...)."""
 
     no_ack: bool
     exclusive: bool
     consumer_tag: str
     arguments: FieldTable
+
+
+class GetOptions(Timeout, total=False):
+    """``basic.get``'s options: ``no_ack``."""
+
+    no_ack: bool
+
+
+class RecoverOptions(Timeout, total=False):
+    """``basic.recover``'s options: ``requeue`` (RabbitMQ supports only True, its
+    default here)."""
+
+    requeue: bool
+
+
+class PublishOptions(Timeout, total=False):
+    """``basic.publish``'s options: ``properties`` (a
+    :class:`~amqp_sansio.amqp091.BasicProperties`), ``mandatory`` (give the message back,
+    as a :class:`Returned`, if no queue takes it), ``wait`` (in confirm mode, wait for the
+    confirm: True by default; False returns a tracker once the message is out)."""
+
+    properties: BasicProperties | None
+    mandatory: bool
+    wait: bool
