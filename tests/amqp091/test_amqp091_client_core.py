@@ -46,9 +46,11 @@ class Server:
         self.held: list[tuple[int, Method]] = []
         self.confirming: dict[int, int] = {}
         self.tags = 0
+        self.engine_events: list[ev.Event] = []
 
     def handle(self) -> None:
         for event in self.engine.events():
+            self.engine_events.append(event)
             if isinstance(event, ev.LoginRequested):
                 if self.refuse_login:
                     self.engine.refuse_login("ACCESS_REFUSED - login refused")
@@ -452,3 +454,273 @@ def test_a_loss_ends_the_work_of_a_transaction() -> None:
         ch.tx_commit_ready()
     assert ch.tx_commit_ready()  # once: the channel is transactional again
     assert wire.server.sent(spec.TxSelect) and not wire.server.published
+
+
+# -- the corners -------------------------------------------------------------------------------
+
+
+def test_calls_made_before_the_channel_is_open_go_once_it_is() -> None:
+    wire = opened()
+    ch = wire.core.channel()
+    op = ch.call(spec.QueueDeclare(queue="early"))
+    assert repr(ch) == "<ChannelCore 1 opening>"
+    wire.pump()
+    assert op.result().queue == "early"  # type: ignore[attr-defined]
+    assert repr(ch) == "<ChannelCore 1 open>"
+
+
+def test_a_reply_that_answers_nothing_waiting_changes_nothing() -> None:
+    wire = opened()
+    ch = channel(wire)
+    wire.server.hold = True
+    waiting = ch.call(spec.QueueDeclare(queue="a"))
+    wire.pump()
+    wire.server.engine.send_method(n(ch), spec.BasicQosOk())  # nothing asked for it
+    wire.pump()
+    assert not waiting.done()
+    wire.server.release()
+    wire.pump()
+    assert waiting.result().queue == "a"  # type: ignore[attr-defined]
+    wire.server.engine.send_method(n(ch), spec.QueuePurgeOk(message_count=1))  # none waits
+    wire.pump()
+    assert not wire.core.gone and ch.open_ready()
+
+
+def test_closing_a_channel_fails_what_waits_on_it() -> None:
+    wire = opened()
+    ch = channel(wire)
+    ch.call(spec.ConfirmSelect())
+    wire.pump()
+    unconfirmed = ch.publish("", "q", b"x", None, False)
+    wire.server.hold = True
+    waiting = ch.call(spec.QueueDeclare(queue="a"))
+    consumer = ch.consume("q", {})
+    wire.pump()
+    ch.close()
+    ch.close()  # once
+    with pytest.raises(ChannelClosedError, match="200"):
+        ch.check()
+    wire.pump()
+    assert ch.close_ready() and repr(ch) == "<ChannelCore 1 closed>"
+    for op in (unconfirmed, waiting, consumer.started):
+        assert op is not None
+        with pytest.raises(ChannelClosedError) as closed:
+            op.result()
+        assert closed.value.reply_code == 200
+    assert consumer.take_ready() and consumer.take() is None
+
+
+def test_stray_deliveries_and_cancels_are_ignored_and_returns_need_no_callback() -> None:
+    wire = opened()
+    ch = channel(wire)
+    ch.call(spec.ConfirmSelect())
+    consumer = ch.consume("q", {"no_ack": True})
+    wire.pump()
+    op = ch.publish("x", "k", b"m", None, True)
+    wire.pump()
+    back = spec.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange="x", routing_key="k")
+    wire.server.engine.send_content(n(ch), back, spec.BasicProperties(), b"m")  # no on_return
+    wire.server.ack(n(ch), 1)
+    wire.server.deliver(n(ch), "unknown-tag", 1, b"?")
+    wire.server.engine.send_method(n(ch), spec.BasicCancel(consumer_tag="unknown-tag"))
+    wire.server.deliver(n(ch), consumer.tag, 2, b"kept")
+    wire.pump()
+    assert op is not None and op.result().returned is not None
+    delivery = consumer.take()
+    assert delivery is not None and (delivery.body, delivery.settled) == (b"kept", True)
+    assert "settled=True" in repr(delivery) and consumer.take() is None
+    assert wire.server.sent(spec.BasicCancelOk) == [spec.BasicCancelOk(consumer_tag="unknown-tag")]
+
+
+def test_a_recover_forgets_the_delivery_tags_it_gives_back() -> None:
+    wire = opened()
+    ch = channel(wire)
+    consumer = ch.consume("q", {})
+    wire.pump()
+    wire.server.deliver(n(ch), consumer.tag, 1, b"a")
+    wire.pump()
+    delivery = consumer.take()
+    assert delivery is not None
+    ch.call(spec.BasicRecover(requeue=True))
+    delivery.ack()  # its tag is gone: nothing is sent
+    wire.pump()
+    assert not delivery.settled and wire.server.sent(spec.BasicAck) == []
+
+
+def test_the_same_declaration_is_made_again_once() -> None:
+    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
+    wire = Wire(core, Server())
+    core.restart(0.0)
+    wire.pump()
+    ch = channel(wire)
+    lazy = core.channel()  # opened, then lost before it is open
+    for _ in range(2):
+        ch.call(spec.QueueDeclare(queue="twice"))
+    ch.call(spec.ExchangeDeclare(exchange="e", type="topic"))
+    ch.call(spec.ExchangeBind(destination="e", source="amq.topic", routing_key="#"))
+    ch.call(spec.QueueBind(queue="twice", exchange="e"))
+    ch.call(spec.ExchangeUnbind(destination="e", source="amq.topic", routing_key="#"))
+    ch.call(spec.ExchangeDeclare(exchange="gone", type="fanout"))
+    ch.call(spec.QueueBind(queue="twice", exchange="gone"))
+    ch.call(spec.ExchangeDelete(exchange="gone"))
+    ch.call(spec.QueueBind(queue="twice", exchange="e", routing_key="k"))
+    ch.call(spec.QueueUnbind(queue="twice", exchange="e", routing_key="k"))
+    wire.pump()
+    core.receive_data(b"", 1.0)
+    lost_too = core.channel()  # made while lost: opened with the others
+    wire.server = Server()
+    core.restart(1.0)
+    wire.pump()
+    made = [(type(m).__name__, getattr(m, "exchange", "")) for _, m in wire.server.methods]
+    assert made == [("QueueDeclare", ""), ("ExchangeDeclare", "e"), ("QueueBind", "e")]
+    assert lazy.open_ready() and lost_too.open_ready()
+
+
+def test_a_no_ack_consumers_deliveries_outlive_a_loss_and_commits_waiting_fail() -> None:
+    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
+    wire = Wire(core, Server())
+    core.restart(0.0)
+    wire.pump()
+    ch = channel(wire)
+    consumer = ch.consume("q", {"no_ack": True})
+    ch.call(spec.TxSelect())
+    wire.pump()
+    wire.server.deliver(n(ch), consumer.tag, 1, b"settled already")
+    wire.server.hold = True
+    commit = ch.call(spec.TxCommit())
+    wire.pump()
+    core.receive_data(b"", 1.0)
+    with pytest.raises(TransactionError):
+        commit.result()
+    delivery = consumer.take()
+    assert delivery is not None and delivery.body == b"settled already"
+    ch.close()  # while lost: at once
+    assert ch.closed.done()
+    core.close()
+    assert core.gone
+
+
+def test_the_servers_other_closes() -> None:
+    wire = opened()
+    wire.server.engine.close(530, "NOT_ALLOWED - vhost busy")  # once open: not a login
+    wire.pump()
+    with pytest.raises(ConnectionClosedError) as closed:
+        wire.core.check()
+    assert not isinstance(closed.value, AuthenticationError) and not closed.value.retryable
+
+    wire = opened()
+    wire.server.engine.receive_data(b"\x01\x00\x00\x00\x00\x00\x01garbage", 0.0)  # noise
+    wire.core.receive_data(b"\x09\x00\x00\x00\x00\x00\x00\xce", 0.0)  # an unknown frame type
+    with pytest.raises(ConnectionClosedError) as broken:
+        wire.core.check()
+    assert broken.value.reply_code == 501 and not broken.value.retryable
+    assert "broke the protocol" in str(broken.value)
+
+
+def test_options_of_the_engine_and_the_urls_query() -> None:
+    core = client_core(URL + "?heartbeat=7", {"frame_max": 8192, "channel_max": 16})
+    wire = Wire(core, Server())
+    core.open(0.0)
+    wire.pump()
+    opened_event = core.opened_event
+    assert opened_event is not None
+    assert (opened_event.heartbeat, opened_event.frame_max, opened_event.channel_max) == (
+        7,
+        8192,
+        16,
+    )
+    assert repr(core) == "<amqp091.Core amqp://guest:***@127.0.0.1:5672?heartbeat=7>"
+
+
+# -- TLS ---------------------------------------------------------------------------------------
+
+
+class _ServerBytes:
+    """A server engine's byte interface, for a server TLS layer."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def receive_data(self, data: bytes, now: float) -> list[Any]:
+        self.server.engine.receive_data(data, now)
+        return []
+
+    def data_to_send(self) -> bytes:
+        return self.server.engine.data_to_send()
+
+
+def _tls_wire(name: str, tmp_path: Any) -> tuple[Core, Any, Server]:
+    trustme = pytest.importorskip("trustme")
+    import ssl
+
+    from amqp_sansio import TLSLayer
+    from amqp_sansio.security.tls import client_context
+
+    ca = trustme.CA()
+    cert = ca.issue_cert(name)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(server_context)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server = Server()
+    layer = TLSLayer(_ServerBytes(server), server_context, client=False, negotiate=False)
+    core = client_core(
+        "amqps://alice:secret@localhost/%2f", {"ssl_context": client_context(cafile=str(ca_file))}
+    )
+    return core, layer, server
+
+
+def _pump_tls(core: Core, layer: Any, server: Server) -> None:
+    for _ in range(100):
+        moved = False
+        data = core.data_to_send()
+        if data:
+            moved = True
+            layer.receive_data(data, 0.0)
+        server.handle()
+        data = layer.data_to_send()
+        if data:
+            moved = True
+            core.receive_data(data, 0.0)
+        if not moved:
+            return
+
+
+def test_amqps_verifies_the_servers_certificate_and_name(tmp_path: Any) -> None:
+    core, layer, server = _tls_wire("localhost", tmp_path)
+    core.open(0.0)
+    _pump_tls(core, layer, server)
+    assert core.open_ready() and core.tls is not None and core.tls.version
+    login = next(e for e in server.engine_events if isinstance(e, ev.LoginRequested))
+    assert (login.username, login.password) == ("alice", "secret")
+
+    core, layer, server = _tls_wire("elsewhere.example", tmp_path)
+    core.open(0.0)
+    _pump_tls(core, layer, server)
+    with pytest.raises(ConnectionClosedError, match="TLS failed"):
+        core.open_ready()
+    assert core.gone
+
+
+def test_a_channel_closed_while_it_opens_is_closed_once_open_and_flow_holds_publishes() -> None:
+    wire = opened()
+    ch = wire.core.channel()
+    ch.close()
+    wire.pump()
+    assert ch.closed.done() and wire.server.engine.channels == {}
+    other = channel(wire)
+    assert other.number == ch.number  # the number is free again
+    wire.server.engine.send_method(n(other), spec.ChannelFlow(active=False))
+    wire.pump()
+    assert not other.flow_active and not other.publish_ready()
+    wire.server.engine.send_method(n(other), spec.ChannelFlow(active=True))
+    wire.pump()
+    assert other.publish_ready()
+
+
+def test_reply_codes_are_named() -> None:
+    from amqp_sansio.amqp091.client import describe_reply
+
+    assert describe_reply(404, "NOT_FOUND - no queue 'q'") == "404 NOT_FOUND - no queue 'q'"
+    assert describe_reply(406, "inequivalent arg") == "406 PRECONDITION_FAILED - inequivalent arg"
+    assert describe_reply(999, "") == "999 UNKNOWN"

@@ -183,6 +183,7 @@ def test_mandatory_publish_is_returned(adapter: Adapter, url: str) -> None:
             ch = await aw(conn.channel())
             returned: list[Returned] = []
             ch.on_return = returned.append
+            assert ch.on_return == returned.append and repr(ch) == f"<Channel {ch.number}>"
             await aw(ch.confirm_select())
             key = unique("nowhere")
             confirmation = await aw(ch.basic_publish("amq.direct", key, b"lost?", mandatory=True))

@@ -147,8 +147,7 @@ class ConsumerCore:
         return self.deliveries.popleft() if self.deliveries else None
 
     def _end(self, error: ClientError | None = None) -> None:
-        if self.error is None:
-            self.error = error
+        self.error = self.error or error
         self.started.fail(error or ChannelClosedError(200, "cancelled"))
         self.ended.set(None)
 
@@ -375,24 +374,20 @@ class ChannelCore:
         if self._closing or self.closed.done():
             return
         self._closing = True
-        if self.number is None or self.core.lost or not self._open:
+        if self.number is None or self.core.lost:  # not open on a connection: closed now
             self._end(None)
             self.core._channels.discard(self)
-            self.core._changed()
-            return
-        self.core.engine.close_channel(self.number)
+        elif self._open:
+            self.core.engine.close_channel(self.number)
+        # else it is closed once it is open (_on_opened)
         self.core._changed()
 
     def _settle(self, tag: int, method: Method, multiple: bool) -> None:
-        if self.number is None or self.core.lost or not self._open or self.core.gone:
-            return
-        if multiple:
-            for done in [t for t in self._unacked if t <= tag]:
-                self._unacked.pop(done).settled = True
-        else:
-            delivery = self._unacked.pop(tag, None)
-            if delivery is not None:
-                delivery.settled = True
+        """Settle ``tag`` (one the channel holds unsettled: it is open, on the current
+        connection, whose loss or close clears what it holds)."""
+        assert self.number is not None
+        for done in [t for t in self._unacked if t <= tag] if multiple else [tag]:
+            self._unacked.pop(done).settled = True
         self.core.engine.send_method(self.number, method)
         self.core._changed()
 
@@ -422,6 +417,10 @@ class ChannelCore:
         bindings, consumers), then what it had sent and not had answered, then the
         publishes whose confirms had not come."""
         self._open = True
+        if self._closing:  # closed while it was opening
+            assert self.number is not None
+            self.core.engine.close_channel(self.number)
+            return
         if self.opened.done():
             self._replay()
         self.opened.set(None)
@@ -458,8 +457,8 @@ class ChannelCore:
 
     def _on_redeclared(self, declared: _Declared) -> Callable[[object], object]:
         def renamed(reply: object) -> object:
-            if isinstance(reply, spec.QueueDeclareOk) and declared.first:
-                self.renamed[declared.first] = reply.queue
+            assert isinstance(reply, spec.QueueDeclareOk)  # (its one response)
+            self.renamed[declared.first] = reply.queue
             return reply
 
         return renamed
@@ -467,8 +466,7 @@ class ChannelCore:
     def _on_lost(self) -> None:
         """The connection was lost: the channel is to be opened again on the next one."""
         self._open = False
-        if self.number is not None:
-            self.core._by_number.pop(self.number, None)
+        self.core._by_number.pop(self.number, None)  # type: ignore[arg-type]
         self.number = None
         self._unacked.clear()
         self._resend = [self._unconfirmed[seq] for seq in sorted(self._unconfirmed)]
@@ -513,28 +511,32 @@ class ChannelCore:
             consumer._end(error)
         self.consumers.clear()
         self._starting.clear()
-        if self.number is not None:
-            self.core._by_number.pop(self.number, None)
+        self._unacked.clear()
+        self.core._by_number.pop(self.number, None)  # type: ignore[arg-type]
         self.opened.fail(failure)
         self.closed.set(None)
 
     # -- the engine's events for this channel -------------------------------------------------
 
-    def _reply(self, reply: object) -> bool:
-        """The server's answer to the oldest request it answers; False if none waits."""
-        name = getattr(type(reply), "NAME", "")
-        for request in self._requests:
-            if request.sent and name in request.method.RESPONSES:
-                self._requests.remove(request)
-                value = reply if request.on_reply is None else request.on_reply(reply)
-                self._remember(request, reply)
-                request.op.set(value)
-                if request.barrier:
-                    self._flush()
-                return True
-            if request.sent:
-                return False  # answered in order: this one's answer is still to come
-        return False
+    def _reply(self, reply: Method, result: object = None) -> None:
+        """The server's answer to the oldest request waiting (the sent ones come first, in
+        order), if it is one of that request's responses; else it answers nothing waiting
+        and changes nothing. The request's op completes with ``result``, or the reply (as
+        its ``on_reply`` makes it)."""
+        request = next((r for r in self._requests if r.sent), None)
+        if request is None or reply.NAME not in request.method.RESPONSES:
+            return
+        self._requests.remove(request)
+        if result is not None:
+            value = result
+        elif request.on_reply is not None:
+            value = request.on_reply(reply)
+        else:
+            value = reply
+        self._remember(request, reply)
+        request.op.set(value)
+        if request.barrier:
+            self._flush()
 
     def _remember(self, request: _Request, reply: object) -> None:
         method = request.method
@@ -591,12 +593,12 @@ class ChannelCore:
 
     def _on_consume_ok(self, consumer: ConsumerCore) -> Callable[[object], object]:
         def started(reply: object) -> object:
+            assert isinstance(reply, spec.BasicConsumeOk)  # (its one response)
             if consumer in self._starting:
                 self._starting.remove(consumer)
-            if isinstance(reply, spec.BasicConsumeOk):
-                consumer.tag = reply.consumer_tag
-                self.consumers[consumer.tag] = consumer
-                consumer.started.set(None)
+            consumer.tag = reply.consumer_tag
+            self.consumers[consumer.tag] = consumer
+            consumer.started.set(None)
             return consumer
 
         return started
@@ -636,21 +638,13 @@ class ChannelCore:
             delivery = Delivery(self, method, properties, body, settled=no_ack)
             if not no_ack:
                 self._unacked[delivery.delivery_tag] = delivery
-            self._reply_get(method, delivery)
+            self._reply(method, delivery)
         elif isinstance(method, spec.BasicReturn):
             returned = Returned(
                 method.reply_code, method.reply_text, method.exchange, method.routing_key,
                 properties, body,
             )  # fmt: skip
             self._on_returned(returned)
-
-    def _reply_get(self, method: spec.BasicGetOk, delivery: Delivery) -> None:
-        for request in self._requests:
-            if request.sent:
-                if isinstance(request.method, spec.BasicGet):
-                    self._requests.remove(request)
-                    request.op.set(delivery)
-                return
 
     def _on_returned(self, returned: Returned) -> None:
         """A ``basic.return``: in confirm mode it comes before the ack of the same publish
@@ -670,8 +664,7 @@ class ChannelCore:
             self.on_return(returned)
 
     def _on_confirmed(self, tag: int, multiple: bool, ack: bool) -> None:
-        seqs = [s for s in self._unconfirmed if s <= tag] if multiple else [tag]
-        for seq in seqs:
-            record = self._unconfirmed.pop(seq, None)
-            if record is not None:
-                record.op.set(Confirmation(ack=ack, returned=record.returned))
+        # (The engine checks the tags: one it never gave closes the channel, 406.)
+        for seq in [s for s in self._unconfirmed if (s <= tag if multiple else s == tag)]:
+            record = self._unconfirmed.pop(seq)
+            record.op.set(Confirmation(ack=ack, returned=record.returned))

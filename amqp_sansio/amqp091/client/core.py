@@ -235,10 +235,8 @@ class Core(CoreBase[e.Connection]):
         for channel in self._channels:
             channel._start()
 
-    def _on_channel_closed(self, event: e.events.ChannelClosed) -> None:
-        channel = self._by_number.pop(event.channel, None)
-        if channel is None:
-            return
+    def _on_channel_closed(self, channel: ChannelCore, event: e.events.ChannelClosed) -> None:
+        self._by_number.pop(event.channel)
         self._channels.discard(channel)
         error = None
         if event.by_peer or event.reply_code != spec.ReplyCode.REPLY_SUCCESS:
@@ -282,10 +280,10 @@ _CHANNEL_EVENTS: dict[type, Callable[[ChannelCore, Any], None]] = {
     e.events.Confirmed: lambda ch, ev: ch._on_confirmed(ev.delivery_tag, ev.multiple, ev.ack),
     e.events.ChannelOpened: lambda ch, ev: ch._on_opened(),
     e.events.FlowChanged: _on_flow,
+    e.events.ChannelClosed: lambda ch, ev: ch.core._on_channel_closed(ch, ev),
 }
 #: The handlers of the connection's events, by type.
 _CONNECTION_EVENTS: dict[type, Callable[[Core, Any], None]] = {
-    e.events.ChannelClosed: Core._on_channel_closed,
     e.events.Blocked: Core._on_blocked,
     e.events.Unblocked: Core._on_blocked,
     e.events.ConnectionOpened: Core._on_opened,
