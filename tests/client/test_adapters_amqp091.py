@@ -337,6 +337,57 @@ def test_cancelled_and_timed_out_calls_leave_the_channel_in_step(
     adapter.run(scenario)
 
 
+def test_cancelled_calls_in_the_async_adapters(url: str) -> None:
+    """An asyncio task or a trio cancel scope cancelled in a call: a receive has taken
+    nothing; a declare already sent leaves its reply to itself (the next call gets its
+    own); the connection goes on."""
+    import asyncio
+    import contextlib
+
+    import trio
+    from amqp_sansio.adapters import aio, trio_adapter
+
+    async def check(conn: Any, cancel_receive: Any, cancel_declare: Any) -> None:
+        ch = await conn.channel()
+        queue = (await ch.queue_declare("", exclusive=True)).queue
+        consumer = await ch.basic_consume(queue, no_ack=True)
+        await cancel_receive(consumer.receive())
+        await cancel_declare(ch.queue_declare(unique("cancelled"), auto_delete=True))
+        mine = unique("mine")
+        assert (await ch.queue_declare(mine, auto_delete=True)).queue == mine
+        await ch.basic_publish("", queue, b"after")
+        assert (await consumer.receive(timeout=WAIT)).body == b"after"
+
+    async def with_asyncio() -> None:
+        async def cancelled(call: Any) -> None:
+            task = asyncio.ensure_future(call)
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        async with aio.connect(url, protocol="0-9-1", timeout=WAIT) as conn:
+            await check(conn, cancelled, cancelled)
+
+    async def with_trio() -> None:
+        async def timed_out(call: Any) -> None:
+            with trio.move_on_after(0.05) as scope:
+                await call
+            assert scope.cancelled_caught
+
+        async def cancelled_at_once(call: Any) -> None:
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await call
+            assert scope.cancelled_caught
+
+        async with trio_adapter.connect(url, protocol="0-9-1", timeout=WAIT) as conn:
+            await check(conn, timed_out, cancelled_at_once)
+
+    asyncio.run(with_asyncio())
+    trio.run(with_trio)
+
+
 # -- the protocol is chosen, never guessed ---------------------------------------------------
 
 
