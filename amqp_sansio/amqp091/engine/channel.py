@@ -94,11 +94,6 @@ class Channel:
     def __repr__(self) -> str:
         return f"<Channel {self.number} {self.state.value}>"
 
-    @property
-    def assembling(self) -> bool:
-        """True between a content-carrying method and the last octet of its body."""
-        return self._method is not None
-
     def _reset(self) -> None:
         self._method = self._properties = None
         self._pieces = []
@@ -118,16 +113,12 @@ class Channel:
 
     def header(self, frame: ContentHeaderFrame) -> ContentReceived | None:
         """A content header frame: 505 without a content method before it, or after its
-        header already; 505 for the header of another class; 311 (soft) for a body over
-        the limit. Gives the content when its body is empty."""
+        header already; 311 (soft) for a body over the limit. (Class ``basic`` is the only
+        class with content: the frame parser refuses a header of another with 540.) Gives
+        the content when its body is empty."""
         method = self._method
         if method is None or self._properties is not None:
             raise _unexpected(f"content header on channel {self.number} without a method")
-        if frame.class_id != method.CLASS_ID:
-            raise _unexpected(
-                f"content header of class {frame.class_id} for {method.NAME} "
-                f"on channel {self.number}"
-            )
         if self._max_body and frame.body_size > self._max_body:
             self._reset()
             raise PeerError(

@@ -566,12 +566,13 @@ class Connection:
         (the parser is broken, so no ``close-ok`` could be read: the connection ends after
         our ``connection.close``)."""
         if isinstance(exc, UnsupportedProtocolError):
+            text = f"{exc.description} ({exc.version_name})"
             if self.role is Role.SERVER:
                 # spec, connection.start, rule "protocol-name": our header, then close
                 self._write(PROTOCOL_HEADER)
-                self._end(ReplyCode.FRAME_ERROR, exc.description, by_peer=False)
+                self._end(ReplyCode.FRAME_ERROR, text, by_peer=False)
             else:
-                self._end(ReplyCode.NOT_IMPLEMENTED, exc.description, by_peer=True)
+                self._end(ReplyCode.NOT_IMPLEMENTED, text, by_peer=True)
             return
         code = int(getattr(exc, "reply_code", ReplyCode.FRAME_ERROR))
         if self.state is not _S.CLOSING and self.state is not _S.NEW:

@@ -1,0 +1,379 @@
+"""Hostile input to the AMQP 0-9-1 engine: a catalogue of what a peer may send wrong, each
+answered on the wire with the reply code the spec (or RabbitMQ, where the spec names none)
+gives: a hard error closes the connection, a soft one the channel. Fed whole and byte by
+byte."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+from support.amqp091_engine import Pair, frames, methods, open_channel, open_pair
+
+from amqp_sansio import amqp091
+from amqp_sansio.amqp091 import engine
+from amqp_sansio.amqp091.engine import events as ev
+
+PUBLISH = amqp091.BasicPublish(exchange="", routing_key="q")
+PROPS = amqp091.BasicProperties()
+
+
+def frame(frame_type: int, channel: int, payload: bytes) -> bytes:
+    return struct.pack(">BHI", frame_type, channel, len(payload)) + payload + b"\xce"
+
+
+def method(channel: int, m: amqp091.Method) -> bytes:
+    return amqp091.encode_method_frame(channel, m)
+
+
+def header(channel: int, size: int, props: amqp091.Properties = PROPS) -> bytes:
+    return amqp091.encode_header_frame(channel, size, props)
+
+
+def body(channel: int, data: bytes) -> bytes:
+    return amqp091.encode_body_frame(channel, data)
+
+
+def publish(channel: int, size: int) -> bytes:
+    return method(channel, PUBLISH) + header(channel, size)
+
+
+# (name, bytes the client side sends to an open server with channel 1 open,
+#  expected: ("connection" | "channel", reply code))
+CATALOGUE: list[tuple[str, Any, tuple[str, int]]] = [
+    ("bad frame end", lambda: method(1, amqp091.BasicQos())[:-1] + b"\x00", ("connection", 501)),
+    ("unknown frame type", lambda: frame(9, 1, b""), ("connection", 501)),
+    ("heartbeat on a channel", lambda: frame(8, 1, b""), ("connection", 501)),
+    ("frame over frame-max", lambda: frame(3, 1, b"x" * 131072), ("connection", 501)),
+    ("unknown method", lambda: frame(1, 1, struct.pack(">HH", 60, 99)), ("connection", 540)),
+    ("truncated method", lambda: frame(1, 1, struct.pack(">HH", 50, 10)), ("connection", 501)),
+    ("body on channel 0", lambda: frame(3, 0, b"x"), ("connection", 505)),
+    ("header without a method", lambda: header(1, 3), ("connection", 505)),
+    ("body without a header", lambda: body(1, b"abc"), ("connection", 505)),
+    ("body with no method", lambda: method(1, PUBLISH) + body(1, b"x"), ("connection", 505)),
+    (
+        "second method mid-content",
+        lambda: publish(1, 5) + body(1, b"ab") + method(1, PUBLISH),
+        ("connection", 505),
+    ),
+    (
+        "method between method and header",
+        lambda: method(1, PUBLISH) + method(1, amqp091.BasicQos()),
+        ("connection", 505),
+    ),
+    ("second header", lambda: publish(1, 5) + header(1, 5), ("connection", 505)),
+    ("body larger than announced", lambda: publish(1, 2) + body(1, b"abc"), ("connection", 501)),
+    (
+        "header for a class without content",
+        lambda: method(1, PUBLISH) + frame(2, 1, struct.pack(">HHQH", 50, 0, 1, 0)),
+        ("connection", 540),
+    ),
+    ("content over max_body", lambda: publish(1, 200 * 1024 * 1024), ("channel", 311)),
+    ("frame on a channel never opened", lambda: method(7, amqp091.BasicQos()), ("connection", 504)),
+    ("content on a channel never opened", lambda: header(7, 1), ("connection", 504)),
+    (
+        "channel.open on an open channel",
+        lambda: method(1, amqp091.ChannelOpen()),
+        ("connection", 504),
+    ),
+    (
+        "channel.open over channel-max",
+        lambda: method(3000, amqp091.ChannelOpen()),
+        ("connection", 530),
+    ),
+    (
+        "channel.close-ok on an open channel",
+        lambda: method(1, amqp091.ChannelCloseOk()),
+        ("connection", 503),
+    ),
+    (
+        "queue method on channel 0",
+        lambda: method(0, amqp091.QueueDeclare(queue="q")),
+        ("connection", 503),
+    ),
+    (
+        "connection method on channel 1",
+        lambda: method(1, amqp091.ConnectionOpen()),
+        ("connection", 503),
+    ),
+    (
+        "connection.start-ok when open",
+        lambda: method(0, amqp091.ConnectionStartOk(client_properties={}, response=b"")),
+        ("connection", 503),
+    ),
+    (
+        "connection.close-ok when open",
+        lambda: method(0, amqp091.ConnectionCloseOk()),
+        ("connection", 503),
+    ),
+    (
+        "tx.select in confirm mode",
+        lambda: method(1, amqp091.ConfirmSelect()) + method(1, amqp091.TxSelect()),
+        ("channel", 406),
+    ),
+    (
+        "confirm.select in tx mode",
+        lambda: method(1, amqp091.TxSelect()) + method(1, amqp091.ConfirmSelect()),
+        ("channel", 406),
+    ),
+    (
+        "bad table type",
+        lambda: frame(
+            1, 1, amqp091.QueueDeclare(queue="q").encode()[:-4] + struct.pack(">I", 3) + b"\x01kZ"
+        ),
+        ("connection", 502),
+    ),
+]
+
+
+def _close_codes(data: bytes, *, server: bool = False) -> tuple[list[int], list[tuple[int, int]]]:
+    """(connection.close codes, (channel, channel.close code)) in ``data``."""
+    conn, chan = [], []
+    for f in frames(data, server=server):
+        if isinstance(f, amqp091.MethodFrame):
+            if isinstance(f.method, amqp091.ConnectionClose):
+                conn.append(f.method.reply_code)
+            elif isinstance(f.method, amqp091.ChannelClose):
+                chan.append((f.channel, f.method.reply_code))
+    return conn, chan
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+@pytest.mark.parametrize(("name", "make", "expected"), CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_catalogue(name: str, make: Any, expected: tuple[str, int], chunk: int | None) -> None:
+    pair = open_pair()
+    number = open_channel(pair)
+    assert number == 1
+    data = make()
+    if chunk:
+        for i in range(len(data)):
+            pair.server.receive_data(data[i : i + 1], 1.0)
+    else:
+        pair.server.receive_data(data, 1.0)
+    sent = pair.server.data_to_send()
+    conn, chan = _close_codes(sent)
+    pair.client.receive_data(sent, 1.0)
+    pair.pump()
+    client_events, server_events = pair.take()
+    scope, code = expected
+    if scope == "connection":
+        assert conn == [code], (conn, chan)
+        # the client answers the close; both report the code
+        assert [(e.reply_code, e.by_peer) for e in client_events] == [(code, True)]
+        assert [(e.reply_code, e.by_peer) for e in server_events] == [(code, False)]
+        assert pair.client.closed and pair.server.closed
+    else:
+        assert conn == [] and chan == [(1, code)], (conn, chan)
+        closed = [e for e in server_events if isinstance(e, ev.ChannelClosed)]
+        assert [(e.reply_code, e.by_peer) for e in closed] == [(code, False)]
+        assert pair.server.state is engine.ConnectionState.OPEN
+
+
+def test_parser_error_ends_the_connection_at_once() -> None:
+    pair = open_pair()
+    pair.server.receive_data(frame(9, 0, b""), 1.0)
+    assert pair.server.closed
+    assert list(pair.server.events()) == [
+        ev.ConnectionClosed(reply_code=501, reply_text="unknown frame type 9", by_peer=False)
+    ]
+    assert methods(pair.server.data_to_send()) == [
+        amqp091.ConnectionClose(
+            reply_code=501, reply_text="unknown frame type 9", class_id=0, method_id=0
+        )
+    ]
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_wrong_protocol_header_gets_ours_and_the_stream_closed(chunk: int | None) -> None:
+    server = engine.Connection(engine.Role.SERVER)
+    data = b"AMQP\x00\x01\x00\x00"
+    for piece in [data] if chunk is None else [data[i : i + 1] for i in range(len(data))]:
+        server.receive_data(piece, 0.0)
+    assert server.data_to_send() == amqp091.PROTOCOL_HEADER
+    assert server.closed
+    [closed] = server.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 501
+    assert "protocol header" in closed.reply_text
+    if chunk is None:
+        assert "AMQP 1.0" in closed.reply_text
+
+
+def test_http_gets_our_header() -> None:
+    server = engine.Connection(engine.Role.SERVER)
+    server.receive_data(b"GET / HTTP/1.1\r\n", 0.0)
+    assert server.data_to_send() == amqp091.PROTOCOL_HEADER and server.closed
+
+
+def test_client_told_another_version() -> None:
+    client = engine.Connection(engine.Role.CLIENT)
+    client.start(0.0)
+    client.receive_data(b"AMQP\x00\x00\x09\x00", 0.0)
+    [closed] = client.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 540
+    assert closed.by_peer and client.closed
+
+
+def _server_after_header() -> engine.Connection:
+    server = engine.Connection(engine.Role.SERVER, mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"))
+    server.start(0.0)
+    server.receive_data(amqp091.PROTOCOL_HEADER, 0.0)
+    server.data_to_send()
+    return server
+
+
+def test_mechanism_not_offered_closes_without_a_word() -> None:
+    server = _server_after_header()
+    server.receive_data(
+        method(
+            0, amqp091.ConnectionStartOk(client_properties={}, mechanism="CRAM-MD5", response=b"x")
+        ),
+        0.0,
+    )
+    assert server.data_to_send() == b"" and server.closed
+    [closed] = server.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 503
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "response"),
+    [
+        ("PLAIN", b"no-nuls"),
+        ("PLAIN", b"\x00\xff\x00x"),
+        ("AMQPLAIN", b"\x05LOGIN"),
+        ("AMQPLAIN", amqp091.encode_table({"LOGIN": 1, "PASSWORD": "p"})[4:]),
+    ],
+)
+def test_malformed_login_response_is_refused_with_403(mechanism: str, response: bytes) -> None:
+    server = _server_after_header()
+    server.receive_data(
+        method(
+            0,
+            amqp091.ConnectionStartOk(client_properties={}, mechanism=mechanism, response=response),
+        ),
+        0.0,
+    )
+    assert _close_codes(server.data_to_send())[0] == [403]
+    assert list(server.events()) == []
+    server.receive_data(method(0, amqp091.ConnectionCloseOk()), 0.0)
+    [closed] = server.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 403
+
+
+def test_tune_ok_over_our_channel_max_closes_without_a_word() -> None:
+    server = _server_after_header()
+    server.receive_data(
+        method(0, amqp091.ConnectionStartOk(client_properties={}, response=b"\x00u\x00p")), 0.0
+    )
+    list(server.events())
+    server.accept_login("u")
+    server.data_to_send()
+    server.receive_data(method(0, amqp091.ConnectionTuneOk(channel_max=4000, frame_max=4096)), 0.0)
+    assert server.data_to_send() == b"" and server.closed
+    [closed] = server.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 530
+
+
+@pytest.mark.parametrize("frame_max", [0, 1000, 200000])
+def test_tune_ok_with_a_bad_frame_max_is_530(frame_max: int) -> None:
+    server = _server_after_header()
+    server.receive_data(
+        method(0, amqp091.ConnectionStartOk(client_properties={}, response=b"\x00u\x00p")), 0.0
+    )
+    list(server.events())
+    server.accept_login("u")
+    server.data_to_send()
+    server.receive_data(
+        method(0, amqp091.ConnectionTuneOk(channel_max=10, frame_max=frame_max)), 0.0
+    )
+    assert _close_codes(server.data_to_send())[0] == [530]
+
+
+def test_client_refuses_a_tune_under_frame_min_size() -> None:
+    client = engine.Connection(engine.Role.CLIENT)
+    client.start(0.0)
+    client.receive_data(method(0, amqp091.ConnectionStart(server_properties={})), 0.0)
+    client.data_to_send()
+    client.receive_data(
+        method(0, amqp091.ConnectionTune(channel_max=0, frame_max=512, heartbeat=0)), 0.0
+    )
+    assert _close_codes(client.data_to_send())[0] == [530]
+
+
+def test_client_closes_silently_on_another_version_or_no_mechanism() -> None:
+    for start in (
+        amqp091.ConnectionStart(version_major=1, version_minor=0, server_properties={}),
+        amqp091.ConnectionStart(server_properties={}, mechanisms=b"EXTERNAL"),
+    ):
+        client = engine.Connection(engine.Role.CLIENT)
+        client.start(0.0)
+        client.data_to_send()
+        client.receive_data(method(0, start), 0.0)
+        assert client.data_to_send() == b"" and client.closed
+        [closed] = client.events()
+        assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code in (540, 403)
+
+
+def test_client_cannot_answer_a_plain_challenge() -> None:
+    client = engine.Connection(engine.Role.CLIENT)
+    client.start(0.0)
+    client.receive_data(method(0, amqp091.ConnectionStart(server_properties={})), 0.0)
+    client.data_to_send()
+    client.receive_data(method(0, amqp091.ConnectionSecure(challenge=b"?")), 0.0)
+    assert _close_codes(client.data_to_send())[0] == [503]
+
+
+def test_server_refuses_a_channel_open_before_the_connection_is_open() -> None:
+    server = _server_after_header()
+    server.receive_data(method(1, amqp091.ChannelOpen()), 0.0)
+    assert _close_codes(server.data_to_send())[0] == [504]
+
+
+def test_client_refuses_channel_open_from_a_server() -> None:
+    pair = open_pair()
+    pair.client.receive_data(method(5, amqp091.ChannelOpen()), 0.0)
+    assert _close_codes(pair.client.data_to_send())[0] == [503]
+
+
+def test_unknown_confirm_tag_is_406_on_the_channel() -> None:
+    pair = open_pair()
+    number = open_channel(pair)
+    pair.client.send_method(number, amqp091.ConfirmSelect())
+    pair.pump()
+    pair.server.send_method(number, amqp091.ConfirmSelectOk())
+    pair.pump()
+    pair.take()
+    seq = pair.client.publish(number, "", "q", b"x")
+    assert seq == 1
+    for bad in (amqp091.BasicAck(delivery_tag=2), amqp091.BasicAck(delivery_tag=5, multiple=True)):
+        pair2 = pair  # the same client, a fresh frame each time
+        pair2.client.receive_data(method(number, bad), 1.0)
+        assert _close_codes(pair2.client.data_to_send())[1] == [(number, 406)]
+        pair2.client.receive_data(method(number, amqp091.ChannelCloseOk()), 1.0)
+        [closed] = pair2.client.events()
+        assert isinstance(closed, ev.ChannelClosed) and closed.reply_code == 406
+        pair = open_pair()
+        number = open_channel(pair)
+        pair.client.send_method(number, amqp091.ConfirmSelect())
+        pair.pump()
+        pair.client.publish(number, "", "q", b"x")
+
+
+def test_channel_closing_discards_everything_but_close_and_close_ok() -> None:
+    pair: Pair = open_pair()
+    number = open_channel(pair)
+    pair.client.close_channel(number, 200, "bye")
+    pair.client.data_to_send()
+    pair.client.receive_data(
+        method(number, amqp091.BasicQosOk())
+        + publish(number, 3)
+        + body(number, b"abc")
+        + method(number, amqp091.ChannelClose(reply_code=406, class_id=0, method_id=0)),
+        0.0,
+    )
+    assert list(pair.client.events()) == []
+    assert methods(pair.client.data_to_send()) == [amqp091.ChannelCloseOk()]
+    pair.client.receive_data(method(number, amqp091.ChannelCloseOk()), 0.0)
+    assert list(pair.client.events()) == [
+        ev.ChannelClosed(channel=number, reply_code=200, reply_text="bye", by_peer=False)
+    ]
