@@ -27,6 +27,7 @@ from amqp_sansio.amqp091.engine import events as ev
 from amqp_sansio.amqp091.methods import METHODS_BY_NAME, Method
 from amqp_sansio.client import Reconnect
 from amqp_sansio.client.url import InsecureCredentialsError
+from amqp_sansio.security.mechanisms.errors import SASLConfigurationError
 
 URL = "amqp://guest:guest@127.0.0.1:5672/%2f"
 
@@ -684,6 +685,18 @@ def _pump_tls(core: Core, layer: Any, server: Server) -> None:
             core.receive_data(data, 0.0)
         if not moved:
             return
+
+
+def test_the_credentials_sent() -> None:
+    def login(url: str) -> tuple[str | None, str | None]:
+        wire = opened(url=url)
+        event = next(e for e in wire.server.engine_events if isinstance(e, ev.LoginRequested))
+        return event.username, event.password
+
+    assert login("amqp://127.0.0.1") == ("guest", "guest")
+    with pytest.raises(SASLConfigurationError, match="password"):  # PLAIN needs one
+        login("amqp://alice@127.0.0.1")
+    assert login("amqp://alice:s%40cret@127.0.0.1/%2f") == ("alice", "s@cret")
 
 
 def test_amqps_verifies_the_servers_certificate_and_name(tmp_path: Any) -> None:

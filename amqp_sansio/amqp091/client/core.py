@@ -75,8 +75,8 @@ def client_engine(
     url: str | URL, options: ConnectOptions | None = None
 ) -> tuple[URL, e.Connection, _Bytes | a.TLSLayer]:
     """The engine (and TLS layer, for amqps or an ``ssl_context``) of a client connection
-    to ``url``: ``(url, connection, stream)``. Credentials (the URL's, else RabbitMQ's
-    ``guest``/``guest``) go with SASL PLAIN, which crosses a plain TCP connection only to a
+    to ``url``: ``(url, connection, stream)``. Credentials (the URL's: a user needs a
+    password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN, which crosses a plain TCP connection only to a
     loopback host or with ``allow_insecure_auth``: the rule of the AMQP 1.0 client,
     :meth:`~amqp_sansio.client.AMQPURL.check_credentials`, applied to the credentials sent
     (:class:`~amqp_sansio.client.InsecureCredentialsError` before anything is sent). TLS
@@ -85,8 +85,10 @@ def client_engine(
     ``heartbeat``, ``frame_max`` and ``channel_max``."""
     options = options or {}
     parsed = parse_url(url) if isinstance(url, str) else url
-    username = "guest" if parsed.username is None else parsed.username
-    password = "guest" if parsed.password is None else parsed.password
+    if parsed.username is None and parsed.password is None:
+        username = password = "guest"  # RabbitMQ's default user
+    else:
+        username, password = parsed.username or "", parsed.password or ""
     sent = URL(
         scheme=parsed.scheme,
         host=parsed.host,
