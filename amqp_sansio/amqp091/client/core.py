@@ -76,8 +76,9 @@ def client_engine(
 ) -> tuple[URL, e.Connection, _Bytes | a.TLSLayer]:
     """The engine (and TLS layer, for amqps or an ``ssl_context``) of a client connection
     to ``url``: ``(url, connection, stream)``. Credentials (the URL's: a user needs a
-    password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN, which crosses a plain TCP connection only to a
-    loopback host or with ``allow_insecure_auth``: the rule of the AMQP 1.0 client,
+    password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN, which
+    crosses a plain TCP connection only to a loopback host or with
+    ``allow_insecure_auth``: the rule of the AMQP 1.0 client,
     :meth:`~amqp_sansio.client.AMQPURL.check_credentials`, applied to the credentials sent
     (:class:`~amqp_sansio.client.InsecureCredentialsError` before anything is sent). TLS
     verifies the server's certificate and host name (the default
