@@ -157,6 +157,17 @@ def n(ch: ChannelCore) -> int:
     return ch.number
 
 
+def reconnecting() -> Wire:
+    """A ``reconnect=`` core (it starts lost), connected and open: its first attempt."""
+    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
+    assert core.lost
+    wire = Wire(core, Server())
+    core.restart(0.0)
+    wire.pump()
+    assert core.open_ready() and core.reconnects == 0
+    return wire
+
+
 def channel(wire: Wire) -> ChannelCore:
     ch = wire.core.channel()
     wire.pump()
@@ -376,14 +387,8 @@ def test_credentials_cross_the_network_in_the_clear_only_as_the_1_0_client_allow
 
 
 def test_a_channel_is_made_again_after_a_loss() -> None:
-    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
-    assert core.lost
-    first = Server()
-    wire = Wire(core, first)
-    core.restart(0.0)
-    wire.pump()
-    assert core.open_ready()
-    ch = channel(wire)
+    wire = reconnecting()
+    core, ch = wire.core, channel(wire)
     for method in (
         spec.BasicQos(prefetch_count=10),
         spec.ConfirmSelect(),
@@ -439,11 +444,8 @@ def test_a_channel_is_made_again_after_a_loss() -> None:
 
 
 def test_a_loss_ends_the_work_of_a_transaction() -> None:
-    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
-    wire = Wire(core, Server())
-    core.restart(0.0)
-    wire.pump()
-    ch = channel(wire)
+    wire = reconnecting()
+    core, ch = wire.core, channel(wire)
     ch.call(spec.TxSelect())
     wire.pump()
     ch.publish("", "q", b"in tx", None, False)
@@ -549,11 +551,8 @@ def test_a_recover_forgets_the_delivery_tags_it_gives_back() -> None:
 
 
 def test_the_same_declaration_is_made_again_once() -> None:
-    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
-    wire = Wire(core, Server())
-    core.restart(0.0)
-    wire.pump()
-    ch = channel(wire)
+    wire = reconnecting()
+    core, ch = wire.core, channel(wire)
     lazy = core.channel()  # opened, then lost before it is open
     for _ in range(2):
         ch.call(spec.QueueDeclare(queue="twice"))
@@ -578,11 +577,8 @@ def test_the_same_declaration_is_made_again_once() -> None:
 
 
 def test_a_no_ack_consumers_deliveries_outlive_a_loss_and_commits_waiting_fail() -> None:
-    core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
-    wire = Wire(core, Server())
-    core.restart(0.0)
-    wire.pump()
-    ch = channel(wire)
+    wire = reconnecting()
+    core, ch = wire.core, channel(wire)
     consumer = ch.consume("q", {"no_ack": True})
     ch.call(spec.TxSelect())
     wire.pump()

@@ -3,52 +3,42 @@ the virtual host in the path, RabbitMQ's query parameters, the password never sh
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from amqp_sansio.amqp091.client import URL, parse_url
 from amqp_sansio.client.url import InsecureCredentialsError, URLError
 
 
+def url(**fields: object) -> URL:
+    """An ``amqp://h`` URL with ``fields`` changed."""
+    return attrs.evolve(URL(scheme="amqp", host="h", port=5672), **fields)
+
+
 @pytest.mark.parametrize(
-    ("url", "expected"),
+    ("text", "expected"),
     [
         # RabbitMQ's URI spec, its examples: no path is the default vhost, "/" the empty one.
-        ("amqp://h", URL(scheme="amqp", host="h", port=5672, virtual_host="/")),
-        ("amqp://h/", URL(scheme="amqp", host="h", port=5672, virtual_host="")),
-        ("amqp://h/%2f", URL(scheme="amqp", host="h", port=5672, virtual_host="/")),
-        ("amqp://h/%2Fprod", URL(scheme="amqp", host="h", port=5672, virtual_host="/prod")),
-        ("amqp://h/vhost", URL(scheme="amqp", host="h", port=5672, virtual_host="vhost")),
+        ("amqp://h", url()),
+        ("amqp://h/", url(virtual_host="")),
+        ("amqp://h/%2f", url(virtual_host="/")),
+        ("amqp://h/%2Fprod", url(virtual_host="/prod")),
+        ("amqp://h/vhost", url(virtual_host="vhost")),
         (
             "amqp://user:pass@host:10000/vhost",
-            URL(
-                scheme="amqp",
-                host="host",
-                port=10000,
-                username="user",
-                password="pass",
-                virtual_host="vhost",
-            ),
+            url(host="host", port=10000, username="user", password="pass", virtual_host="vhost"),
         ),
         (
             "amqp://user%61:%61pass@ho%61st:10000/v%2fhost",
-            URL(
-                scheme="amqp",
-                host="hoast",
-                port=10000,
-                username="usera",
-                password="apass",
-                virtual_host="v/host",
+            url(
+                host="hoast", port=10000, username="usera", password="apass", virtual_host="v/host"
             ),
         ),
-        (
-            "amqp://:@/",
-            None,  # no host: refused (we need one to connect to)
-        ),
-        ("amqps://h", URL(scheme="amqps", host="h", port=5671)),
+        ("amqp://:@/", None),  # no host: refused (we need one to connect to)
+        ("amqps://h", url(scheme="amqps", port=5671)),
         (
             "amqp://[::1]:5673/x?heartbeat=10&frame_max=8192&channel_max=16",
-            URL(
-                scheme="amqp",
+            url(
                 host="::1",
                 port=5673,
                 virtual_host="x",
@@ -57,15 +47,15 @@ from amqp_sansio.client.url import InsecureCredentialsError, URLError
                 channel_max=16,
             ),
         ),
-        ("amqp://h?heartbeat=0", URL(scheme="amqp", host="h", port=5672, heartbeat=0)),
+        ("amqp://h?heartbeat=0", url(heartbeat=0)),
     ],
 )
-def test_parse(url: str, expected: URL | None) -> None:
+def test_parse(text: str, expected: URL | None) -> None:
     if expected is None:
         with pytest.raises(URLError):
-            parse_url(url)
+            parse_url(text)
     else:
-        assert parse_url(url) == expected
+        assert parse_url(text) == expected
 
 
 @pytest.mark.parametrize(
