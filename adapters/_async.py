@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import Literal, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from amqp_sansio import Error, client
 from amqp_sansio.client import Delivery, recipes
+from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.recipes import Recipe
 
 __all__ = [
     "CLOSE_GRACE",
     "Connection",
+    "ConnectionBase",
     "Driver",
     "Loop",
     "Receiver",
+    "Receiving",
     "Sender",
     "Transaction",
     "close_all",
@@ -35,6 +38,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+K = TypeVar("K")
+CB = TypeVar("CB", bound="ConnectionBase[Any]")
+D = TypeVar("D")
+RV = TypeVar("RV", bound="Receiving[Any]")
 
 _Wait = recipes.Wait
 _DRAIN = recipes.DRAIN
@@ -45,9 +52,10 @@ CLOSE_GRACE = 5.0
 
 
 class Driver(Protocol):
-    """What an async adapter's driver gives the shared classes."""
+    """What an async adapter's driver gives the shared classes (for a core of either
+    protocol)."""
 
-    core: client.Core
+    core: DrivenCore
     #: A wait whose condition holds at once is no cancel point (asyncio's): :func:`run`
     #: then need not call :meth:`wait`. (Trio's is one, and counts the calls.)
     eager: bool
@@ -71,6 +79,9 @@ class Driver(Protocol):
         """End the connection's I/O (its background task or tasks) and close the transport;
         it completes even when the caller is being cancelled."""
 
+    def cancel(self) -> None:
+        """End the connection's I/O now, without waiting (the tasks end on their own)."""
+
 
 class Loop(Protocol):
     """What an async adapter's event loop gives :func:`run` for the steps that are not a
@@ -86,10 +97,13 @@ class Loop(Protocol):
         """A new transport to ``host``:``port``; :class:`OSError` if it cannot be made,
         :class:`TimeoutError` (``"timed out"``) after ``timeout`` seconds."""
 
-    def start(self, core: client.Core, transport: object, timeout: float | None) -> Connection:
-        """Drive ``core`` over ``transport`` (its I/O started): the connection."""
+    def start(
+        self, core: DrivenCore, transport: object, timeout: float | None
+    ) -> ConnectionBase[Any]:
+        """Drive ``core`` over ``transport`` (its I/O started): the connection (its
+        protocol's)."""
 
-    async def abort(self, conn: Connection) -> None:
+    async def abort(self, conn: ConnectionBase[Any]) -> None:
         """End ``conn``'s I/O at once (an open that failed)."""
 
 
@@ -125,7 +139,7 @@ async def run(
                         value = conn = loop.start(step.core, step.transport, timeout)
                         driver = conn._driver
                     elif isinstance(step, recipes.Abort):
-                        assert isinstance(step.connection, Connection)
+                        assert isinstance(step.connection, ConnectionBase)
                         await loop.abort(step.connection)
                     else:  # pragma: no cover - every step is above
                         raise TypeError(f"not a step: {step!r}")
@@ -152,24 +166,21 @@ async def close_all(drivers: list[Driver], timeout: float) -> None:
         await driver.stop()
 
 
-class Connection:
-    """A client connection made by :func:`connect` (an async context manager: leaving it
-    closes the connection). ``timeout`` bounds the calls not given their own (None: no
-    bound)."""
+class ConnectionBase(Generic[K]):
+    """What the connections of both protocols share: the driver, the core, running a
+    call's recipe, closing (an async context manager: leaving it closes the connection).
+    ``timeout`` bounds the calls not given their own (None: no bound)."""
 
     #: The adapter's name, in the repr.
     adapter = "async"
 
-    def __init__(
-        self, driver: Driver, *, address: str | None = None, timeout: float | None = None
-    ) -> None:
+    def __init__(self, driver: Driver, core: K, timeout: float | None) -> None:
         self._driver = driver
-        self.core = driver.core
-        driver.core.default_address = address
+        self.core = core
         self.timeout = timeout
 
     def __repr__(self) -> str:
-        return f"<{self.adapter}.Connection {self.core.engine!r}>"
+        return f"<{self.adapter}.Connection {self.core.engine!r}>"  # type: ignore[attr-defined]
 
     def _run(self, recipe: Recipe[T], timeout: float | None) -> Coroutine[object, None, T]:
         """Carry out a call's recipe, each wait bounded by ``timeout`` (None: the
@@ -180,7 +191,41 @@ class Connection:
     @property
     def reconnects(self) -> int:
         """How many times the connection was made again after a loss (``reconnect=``)."""
-        return self.core.reconnects
+        return self._driver.core.reconnects
+
+    async def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
+        """Close the connection, wait (briefly) for the peer's answer, close the transport.
+        Cancelled while it waits, it still closes the transport (then raises)."""
+        try:
+            bound = recipes.CLOSE_TIMEOUT if timeout is None else timeout
+            await self._run(recipes.close_connection(self._driver.core, error), bound)
+        finally:
+            await self._driver.stop()  # noqa: ASYNC102 (a driver's stop completes when cancelled)
+
+    def _cancel(self) -> None:
+        """End the connection's I/O now (without a close)."""
+        self._driver.cancel()
+
+    async def __aenter__(self: CB) -> CB:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with self._driver.shielded(CLOSE_GRACE):  # a graceful close, even when cancelled
+            await self.close()  # noqa: ASYNC102 (shielded by the driver)
+
+
+class Connection(ConnectionBase[client.Core]):
+    """A client connection made by :func:`connect` (an async context manager: leaving it
+    closes the connection). ``timeout`` bounds the calls not given their own (None: no
+    bound)."""
+
+    def __init__(
+        self, driver: Driver, *, address: str | None = None, timeout: float | None = None
+    ) -> None:
+        core = driver.core
+        assert isinstance(core, client.Core)
+        super().__init__(driver, core, timeout)
+        core.default_address = address
 
     async def sender(
         self,
@@ -232,22 +277,6 @@ class Connection:
         """A transaction, declared on entering it (``async with``): committed when the
         block ends normally, rolled back when it raises."""
         return Transaction(self, timeout)
-
-    async def close(self, error: Error | None = None, *, timeout: float | None = None) -> None:
-        """Close the connection, wait (briefly) for the peer's answer, close the transport.
-        Cancelled while it waits, it still closes the transport (then raises)."""
-        try:
-            bound = recipes.CLOSE_TIMEOUT if timeout is None else timeout
-            await self._run(recipes.close_connection(self.core, error), bound)
-        finally:
-            await self._driver.stop()  # noqa: ASYNC102 (a driver's stop completes when cancelled)
-
-    async def __aenter__(self) -> Connection:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        with self._driver.shielded(CLOSE_GRACE):  # a graceful close, even when cancelled
-            await self.close()  # noqa: ASYNC102 (shielded by the driver)
 
 
 class Sender(client.SenderBase):
@@ -320,7 +349,24 @@ class Tracker(client.TrackerBase):
         return await self.sender.connection._run(recipes.outcome(self._op), timeout)
 
 
-class Receiver(client.ReceiverBase):
+class Receiving(Generic[D]):
+    """``async for`` over what :meth:`receive` gives, until it gives None: a receiver's
+    deliveries (AMQP 1.0), a consumer's (0-9-1)."""
+
+    async def receive(self, *, timeout: float | None = None) -> D | None:
+        raise NotImplementedError  # pragma: no cover - each receiver has its own
+
+    def __aiter__(self: RV) -> RV:
+        return self
+
+    async def __anext__(self) -> D:
+        delivery = await self.receive()
+        if delivery is None:
+            raise StopAsyncIteration
+        return delivery
+
+
+class Receiver(client.ReceiverBase, Receiving[Delivery]):
     """A receiving link (:meth:`Connection.receiver`): ``async for`` its deliveries (the
     loop ends when the link is closed), or ``await`` :meth:`receive`."""
 
@@ -329,15 +375,6 @@ class Receiver(client.ReceiverBase):
     async def receive(self, *, timeout: float | None = None) -> Delivery | None:
         """The next delivery; None once the link is closed."""
         return await self.connection._run(recipes.receive(self.core), timeout)
-
-    def __aiter__(self) -> Receiver:
-        return self
-
-    async def __anext__(self) -> Delivery:
-        delivery = await self.receive()
-        if delivery is None:
-            raise StopAsyncIteration
-        return delivery
 
     async def drain(self, *, timeout: float | None = None) -> None:
         """Ask the sender for what it has now, and wait until it has used up or given back

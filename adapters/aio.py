@@ -23,8 +23,11 @@ import contextlib
 import ssl
 from collections.abc import Callable, Collection, Coroutine, Generator
 from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from amqp_sansio import client
+from amqp_sansio.amqp091.client import ChannelClosedError
+from amqp_sansio.amqp091.client.recipes import ConnectKeywords, connect_protocol
 from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
@@ -41,16 +44,26 @@ from amqp_sansio.client import (
     TransactionError,
     recipes,
 )
+from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.sasl import ServerAuthenticator
 
-from . import _async
+from . import _async, _async091
 from ._async import Receiver, Sender, Tracker, Transaction
+from ._async091 import Channel, ConfirmTracker, Connection091, Consumer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "AuthenticationError",
+    "Channel",
+    "ChannelClosedError",
     "ClientError",
+    "ConfirmTracker",
     "Connection",
+    "Connection091",
+    "Consumer",
     "ConnectionClosedError",
     "Delivery",
     "IncomingConnection",
@@ -71,19 +84,22 @@ __all__ = [
     "listen",
 ]
 
+C = TypeVar("C", bound="_async.ConnectionBase[Any]")
+
 READ_SIZE = 65536
 #: The bound of one reconnection attempt's connect, in seconds.
 CONNECT_TIMEOUT = 10.0
 
 
 class _Driver:
-    """The I/O of one :class:`~amqp_sansio.client.Core` over a stream pair."""
+    """The I/O of one core (:class:`~amqp_sansio.client.Core`, or the 0-9-1
+    :class:`~amqp_sansio.amqp091.client.Core`) over a stream pair."""
 
     #: A wait that need not wait returns without suspending (see :class:`~._async.Driver`).
     eager = True
 
     def __init__(
-        self, core: client.Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, core: DrivenCore, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         self.core = core
         self.reader = reader
@@ -177,6 +193,11 @@ class _Driver:
         follows it runs (and the close has its own time-out)."""
         return contextlib.nullcontext()
 
+    def cancel(self) -> None:
+        """Cancel the connection's task (it closes the transport as it ends)."""
+        if self.task is not None:
+            self.task.cancel()
+
     async def stop(self) -> None:
         """Cancel the connection's task, close the transport. (``asyncio.wait`` rather than
         awaiting the task: a cancellation of the caller is not swallowed with the task's.)"""
@@ -254,34 +275,35 @@ class _AsyncioLoop:
             raise TimeoutError("timed out") from None
         return _Streams(streams)
 
-    def start(self, core: client.Core, transport: object, timeout: float | None) -> Connection:
+    def start(
+        self, core: DrivenCore, transport: object, timeout: float | None
+    ) -> _async.ConnectionBase[Any]:
         assert isinstance(transport, _Streams)
         driver = _Driver(core, *transport)
-        address = None if core.url is None else core.url.address
-        conn = Connection(driver, address=address, timeout=timeout)
+        conn = _async091.start_connection(driver, timeout, Connection)
         driver.start()
         driver.flush()
         return conn
 
-    async def abort(self, conn: _async.Connection) -> None:
+    async def abort(self, conn: _async.ConnectionBase[Any]) -> None:
         await conn.close(timeout=0)
 
 
 _LOOP = _AsyncioLoop()
 
 
-class _Connecting:
+class _Connecting(Generic[C]):
     """What :func:`connect` returns: await it, or use it with ``async with``."""
 
-    def __init__(self, opening: Callable[[], Coroutine[object, None, Connection]]) -> None:
+    def __init__(self, opening: Callable[[], Coroutine[object, None, C]]) -> None:
         self._opening = opening
-        self._conn: Connection | None = None
+        self._conn: C | None = None
 
-    def __await__(self) -> Generator[object, None, Connection]:
-        conn: Connection = yield from self._opening().__await__()
+    def __await__(self) -> Generator[object, None, C]:
+        conn: C = yield from self._opening().__await__()
         return conn
 
-    async def __aenter__(self) -> Connection:
+    async def __aenter__(self) -> C:
         self._conn = await self._opening()
         return self._conn
 
@@ -295,9 +317,22 @@ class _Connecting:
         await self._conn.close()
 
 
+@overload
+def connect(
+    url: str, *, protocol: Literal["1.0"] = "1.0", **options: Unpack[ConnectKeywords]
+) -> _Connecting[Connection]: ...
+
+
+@overload
+def connect(
+    url: str, *, protocol: Literal["0-9-1"], **options: Unpack[ConnectKeywords]
+) -> _Connecting[Connection091]: ...
+
+
 def connect(
     url: str,
     *,
+    protocol: str = "1.0",
     timeout: float | None = 60.0,
     ssl_context: ssl.SSLContext | None = None,
     idle_timeout: float | None = None,
@@ -305,30 +340,32 @@ def connect(
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
-    on_reconnect: Callable[[Connection], None] | None = None,
+    on_reconnect: Callable[[Connection], None] | Callable[[Connection091], None] | None = None,
     sasl: bool | None = None,
-) -> _Connecting:
+) -> _Connecting[Connection] | _Connecting[Connection091]:
     """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
-    ``async with connect(url) as conn``. The options are those of the blocking
-    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect``, ``sasl``
-    and its one fallback without SASL too)."""
-
-    options = client.connect_options(
-        container_id=container_id,
-        idle_timeout=idle_timeout,
+    ``async with connect(url) as conn``. ``protocol``: ``"1.0"`` (the default) or
+    ``"0-9-1"`` (a :class:`Connection091`, see :doc:`amqp091`), never guessed. The options
+    are those of the blocking :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``,
+    ``on_reconnect``, ``sasl`` and its one fallback without SASL too)."""
+    recipe: Recipe[_async.ConnectionBase[Any]] = connect_protocol(
+        url,
+        protocol,
+        timeout=timeout,
         ssl_context=ssl_context,
         allow_insecure_auth=allow_insecure_auth,
+        reconnect=reconnect,
+        on_reconnect=on_reconnect,
+        idle_timeout=idle_timeout,
+        container_id=container_id,
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
     )
 
-    async def connecting() -> Connection:
-        recipe: Recipe[Connection] = recipes.connect(
-            url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
-        )
+    async def connecting() -> _async.ConnectionBase[Any]:
         return await _async.run(recipe, _LOOP, None, timeout)
 
-    return _Connecting(connecting)
+    return cast("_Connecting[Connection] | _Connecting[Connection091]", _Connecting(connecting))
 
 
 class Server:

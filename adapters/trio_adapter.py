@@ -38,11 +38,13 @@ import math
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Generator
 from types import TracebackType
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
 import trio
 
 from amqp_sansio import client
+from amqp_sansio.amqp091.client import ChannelClosedError
+from amqp_sansio.amqp091.client.recipes import ConnectKeywords, connect_protocol
 from amqp_sansio.client import (
     AuthenticationError,
     ClientError,
@@ -59,16 +61,26 @@ from amqp_sansio.client import (
     TransactionError,
     recipes,
 )
+from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.sasl import ServerAuthenticator
 
-from . import _async
+from . import _async, _async091
 from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction
+from ._async091 import Channel, ConfirmTracker, Connection091, Consumer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "AuthenticationError",
+    "Channel",
+    "ChannelClosedError",
     "ClientError",
+    "ConfirmTracker",
     "Connection",
+    "Connection091",
+    "Consumer",
     "ConnectionClosedError",
     "Delivery",
     "IncomingConnection",
@@ -101,12 +113,13 @@ _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError
 
 
 class _Driver:
-    """The I/O of one :class:`~amqp_sansio.client.Core` over a trio stream."""
+    """The I/O of one core (:class:`~amqp_sansio.client.Core`, or the 0-9-1
+    :class:`~amqp_sansio.amqp091.client.Core`) over a trio stream."""
 
     #: Every wait is a cancel point and counts towards :data:`FAST_CALLS`.
     eager = False
 
-    def __init__(self, core: client.Core, stream: trio.abc.Stream) -> None:
+    def __init__(self, core: DrivenCore, stream: trio.abc.Stream) -> None:
         self.core = core
         self.stream = stream
         self._changed = trio.Event()
@@ -305,15 +318,16 @@ class _TrioLoop:
             return await trio.open_tcp_stream(host, port)
         raise TimeoutError("timed out")
 
-    def start(self, core: client.Core, transport: object, timeout: float | None) -> Connection:
+    def start(
+        self, core: DrivenCore, transport: object, timeout: float | None
+    ) -> _async.ConnectionBase[Any]:
         assert isinstance(transport, trio.SocketStream) and self.nursery is not None
         driver = _Driver(core, transport)
-        address = None if core.url is None else core.url.address
-        conn = Connection(driver, address=address, timeout=timeout)
+        conn = _async091.start_connection(driver, timeout, Connection)
         self.nursery.start_soon(driver.run)
         return conn
 
-    async def abort(self, conn: _async.Connection) -> None:
+    async def abort(self, conn: _async.ConnectionBase[Any]) -> None:
         driver = conn._driver
         assert isinstance(driver, _Driver)
         driver.cancel()
@@ -322,12 +336,6 @@ class _TrioLoop:
 class Connection(_async.Connection):
     __doc__ = _async.Connection.__doc__
     adapter = "trio"
-
-    def _cancel(self) -> None:
-        """End the connection's tasks now (without a close)."""
-        driver = self._driver
-        assert isinstance(driver, _Driver)
-        driver.cancel()
 
 
 class _Closable(Protocol):
@@ -391,10 +399,31 @@ class _Running(Generic[C]):
             await self._stack.aclose()
 
 
+@overload
 def connect(
     url: str,
     *,
     nursery: trio.Nursery | None = None,
+    protocol: Literal["1.0"] = "1.0",
+    **options: Unpack[ConnectKeywords],
+) -> _Running[Connection]: ...
+
+
+@overload
+def connect(
+    url: str,
+    *,
+    nursery: trio.Nursery | None = None,
+    protocol: Literal["0-9-1"],
+    **options: Unpack[ConnectKeywords],
+) -> _Running[Connection091]: ...
+
+
+def connect(
+    url: str,
+    *,
+    nursery: trio.Nursery | None = None,
+    protocol: str = "1.0",
     timeout: float | None = 60.0,
     ssl_context: ssl.SSLContext | None = None,
     idle_timeout: float | None = None,
@@ -402,32 +431,35 @@ def connect(
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
-    on_reconnect: Callable[[Connection], None] | None = None,
+    on_reconnect: Callable[[Connection], None] | Callable[[Connection091], None] | None = None,
     sasl: bool | None = None,
-) -> _Running[Connection]:
+) -> _Running[Connection] | _Running[Connection091]:
     """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
     (the connection's tasks run in a nursery of its own), or
     ``conn = await connect(url, nursery=nursery)`` (in the given nursery; close the
-    connection before the nursery ends). The other options are those of the blocking
-    :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``, ``on_reconnect``, ``sasl``
-    and its one fallback without SASL too)."""
-
-    options = client.connect_options(
-        container_id=container_id,
-        idle_timeout=idle_timeout,
+    connection before the nursery ends). ``protocol``: ``"1.0"`` (the default) or
+    ``"0-9-1"`` (a :class:`Connection091`, see :doc:`amqp091`), never guessed. The other
+    options are those of the blocking :func:`amqp_sansio.adapters.sockets.connect`
+    (``reconnect``, ``on_reconnect``, ``sasl`` and its one fallback without SASL too)."""
+    recipe: Recipe[_async.ConnectionBase[Any]] = connect_protocol(
+        url,
+        protocol,
+        timeout=timeout,
         ssl_context=ssl_context,
         allow_insecure_auth=allow_insecure_auth,
+        reconnect=reconnect,
+        on_reconnect=on_reconnect,
+        idle_timeout=idle_timeout,
+        container_id=container_id,
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
     )
 
-    async def connecting(nursery: trio.Nursery) -> Connection:
-        recipe: Recipe[Connection] = recipes.connect(
-            url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
-        )
+    async def connecting(nursery: trio.Nursery) -> _async.ConnectionBase[Any]:
         return await _async.run(recipe, _TrioLoop(nursery), None, timeout)
 
-    return _Running("connect", connecting, nursery)
+    running = _Running("connect", connecting, nursery)
+    return cast("_Running[Connection] | _Running[Connection091]", running)
 
 
 class Server:

@@ -11,6 +11,7 @@ import doctest
 import importlib
 import re
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,12 @@ def _public_bases(app: Any, name: str, obj: Any, options: Any, bases: list[Any])
     public = {name for module in PUBLIC_MODULES for name in importlib.import_module(module).__all__}
 
     def expand(base: Any) -> list[Any]:
-        module = getattr(base, "__module__", "")
-        if module.startswith("amqp_sansio") and base.__name__ not in public:
-            return [b for parent in base.__bases__ for b in expand(parent)]
+        origin = typing.get_origin(base) or base  # (a generic base: ConnectionBase[Core])
+        if origin is typing.Generic:
+            return []
+        module = getattr(origin, "__module__", "")
+        if module.startswith("amqp_sansio") and origin.__name__ not in public:
+            return [b for parent in origin.__bases__ for b in expand(parent)]
         return [base]
 
     expanded = [b for base in bases for b in expand(base)]

@@ -145,7 +145,10 @@ def open_connection(url: AMQPURL, options: ClientOptions, *, role: str) -> socke
     kwargs = connect_options(url, options, role=role)
     where = _host_port(url)
     try:
-        return sockets.connect(url.unredacted(), timeout=options.timeout, **kwargs)
+        conn: sockets.Connection = sockets.connect(
+            url.unredacted(), timeout=options.timeout, **kwargs
+        )
+        return conn
     except client.ClientError as exc:
         raise failure(exc, url, options) from None
     except URLError as exc:

@@ -21,7 +21,6 @@ that ends the wait (the link was detached, the connection closed).
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +37,7 @@ from .engines import (
     server_engine,
     without_sasl_failure,
 )
+from .lifecycle import CoreBase
 from .links import (
     DEFAULT_CREDIT,
     IncomingConnection,
@@ -55,18 +55,12 @@ from .ops import (
     ConnectionClosedError,
     Delivery,
     Filters,
-    Op,
     PeerWithoutSASLError,
     TransactionError,
 )
 from .reconnect import Backoff, Reconnect
-from .url import AMQPURL
 
 __all__ = ["Core", "client_core", "server_core"]
-
-#: Where the disconnects, attempts and reconnects of a ``reconnect=`` connection are logged
-#: (see :doc:`adapters`, "Reconnection"): URLs without their credentials.
-reconnect_log = logging.getLogger("amqp_sansio.adapters.reconnect")
 
 #: The selector filter a receiver's ``selector`` adds to its source's filter-set: its
 #: descriptor, and the key Qpid JMS gives it (a broker knows it by the descriptor).
@@ -79,14 +73,17 @@ BROWSE = Symbol("copy")
 # -- the core ----------------------------------------------------------------------------------
 
 
-class Core:
+class Core(CoreBase[a.Connection]):
     """One connection's state for the high-level API, client or server; see the module's
     docstring. ``stream`` is the byte-level object the adapter drives: ``engine`` itself or
     a :class:`~amqp_sansio.TLSLayer` around it. ``notify`` is called whenever something
     changed. In the server role, ``on_connection`` gets the :class:`IncomingConnection`
     when the peer's open comes (``peer`` is the transport's remote address, for it), and
     ``on_link`` each :class:`ServerLink` the peer attaches (without it, links are
-    refused)."""
+    refused). The connection's life (the adapter's side, reconnection, the end) is
+    :class:`~.lifecycle.CoreBase`'s."""
+
+    stream: Stream
 
     def __init__(
         self,
@@ -98,11 +95,7 @@ class Core:
         on_connection: Callable[[IncomingConnection], None] | None = None,
         peer: object = None,
     ) -> None:
-        self.engine = engine
-        self.stream: Stream = engine if stream is None else stream
-        #: A client's URL (see :func:`client_core`).
-        self.url: AMQPURL | None = None
-        self.notify: Callable[[], None] = notify or (lambda: None)
+        super().__init__(engine, engine if stream is None else stream, notify)
         self.on_link = on_link
         self.on_connection = on_connection
         self.peer = peer
@@ -112,14 +105,6 @@ class Core:
         self.sasl_identity: str | None = None
         self.sasl_mechanism: str | None = None
         self.tls: a.security.tls.TLSEstablished | None = None
-        self.opened: Op[None] = Op()
-        #: Done when the connection has ended (both closes exchanged, or lost).
-        self.ended: Op[None] = Op()
-        #: What ended the connection abnormally, if anything did.
-        self.error: ClientError | None = None
-        self._closing = False
-        self._restarting = False
-        self._transport_closed = False
         self._session: a.Session | None = None
         self._links: dict[a.Link, LinkCore] = {}
         self._server_links: dict[a.Link, ServerLink] = {}
@@ -132,94 +117,19 @@ class Core:
         self._refusals: list[a.Link] = []
         #: The address of the URL: what links given none use.
         self.default_address: str | None = None
-        #: Reconnection (a client's, opt-in): the schedule, and the options of its engines.
-        self.backoff: Backoff | None = None
+        #: The options of a reconnecting client's engines.
         self._options: ConnectOptions = {}
-        #: The transport is gone and a new one is wanted (see :meth:`next_attempt`).
-        self.lost = False
-        #: How many times the connection was made again after a loss.
-        self.reconnects = 0
-        #: What made the connection go, the last time it was lost.
-        self.last_error: ClientError | None = None
-        #: Called once the connection is open again (links are being re-attached).
-        self.on_reconnect: Callable[[], None] | None = None
-        self._stopping = False
 
-    # -- the adapter's side --------------------------------------------------------------------
+    # -- reconnection: what is made again --------------------------------------------------
 
-    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
-        """Bytes from the transport; ``b""`` when it closed. Returns the engine's events
-        (already handled), so that the core has the engine's byte interface."""
-        if self._transport_closed:
-            return []
-        if not data:
-            self._transport_closed = True
-        return self._handle(self.stream.receive_data(data, now))
-
-    def transport_failed(self, error: BaseException, now: float) -> None:
-        """The transport failed (reset, broken pipe): the connection is lost."""
-        if self.error is None and not self.ended.done() and not self.lost:
-            self.error = ConnectionClosedError(f"the transport failed: {error}", retryable=True)
-        self.receive_data(b"", now)
-
-    def stop(self, now: float) -> None:
-        """The adapter stops driving the connection (its task was cancelled): it ends, as
-        lost, without another attempt."""
-        self._stopping = True
-        if self.lost:
-            self._give_up(ConnectionClosedError("the connection is closed"))
-        else:
-            self.receive_data(b"", now)
-
-    # -- reconnection (the adapter connects, the core decides) ----------------------------
-
-    @property
-    def reconnecting(self) -> bool:
-        """Reconnection is on."""
-        return self.backoff is not None
-
-    def next_attempt(self, now: float) -> tuple[float, AMQPURL]:
-        """While :attr:`lost`: when (on the adapter's clock) and to which URL to connect."""
-        assert self.backoff is not None and self.lost
-        return self.backoff.next_attempt(now), self.backoff.url
-
-    def attempt_failed(self, error: BaseException, now: float) -> None:
-        """The adapter could not connect (refused, unreachable, timed out): the next attempt
-        is scheduled, or, after ``max_attempts``, the connection ends with the error."""
+    def _restart_engine(self, now: float) -> None:
+        """A new engine opens, begins, and attaches every link the application has again
+        (same names, same termini); senders send again what was unsettled, receivers grant
+        their credit again."""
         assert self.backoff is not None
-        self.last_error = ConnectionClosedError(f"could not connect: {error}", retryable=True)
-        self._log_failed_attempt(self.last_error)
-        if not self.backoff.failed():
-            self._give_up(self.last_error)
-
-    def _log_failed_attempt(self, error: ClientError | None) -> None:
-        assert self.backoff is not None
-        reconnect_log.warning(
-            "attempt %d to %s %s failed: %s",
-            self.backoff.failures + 1,
-            "reconnect to" if self.opened.done() else "connect to",
-            self.backoff.url,
-            error,
-        )
-
-    def restart(self, now: float) -> None:
-        """The adapter has connected a new transport to :meth:`next_attempt`'s URL: a new
-        engine opens, begins, and attaches every link the application has again (same
-        names, same termini); senders send again what was unsettled, receivers grant their
-        credit again."""
-        assert self.backoff is not None and self.lost
-        if self.opened.done():
-            reconnect_log.info(
-                "attempt %d to reconnect to %s: connected, opening",
-                self.backoff.failures + 1,
-                self.backoff.url,
-            )
         parsed, engine, stream = client_engine(self.backoff.url, **self._options)
         self.engine, self.stream = engine, stream
         self.default_address = self.default_address or parsed.address
-        self.lost = False
-        self._restarting = True
-        self._transport_closed = False
         self._session = None
         engine.open(now=now)
         for link, core in list(self._links.items()):
@@ -237,31 +147,11 @@ class Core:
                 new = session.attach_receiver(link.name, source=link.source, target=link.target)
             core.link = new
             self._links[new] = core
-        self._changed()
 
-    def connected_ready(self) -> bool:
-        """Not waiting for a new transport (raises if the connection has ended)."""
-        self.check()
-        return not self.lost
+    def _summary(self) -> str:
+        return f"attaching {len(self._links)} links again"
 
-    def _lose(self) -> None:
-        """The connection was lost (a retryable error): keep what the application has, to be
-        re-made on the next transport."""
-        assert self.backoff is not None
-        cause, self.error = self.error, None
-        if self._restarting:  # the attempt failed before the open
-            self._log_failed_attempt(cause)
-            if not self.backoff.failed():
-                self.last_error = cause
-                self._give_up(cause or ConnectionClosedError("the connection was lost"))
-                return
-        else:
-            self.backoff.lost()
-            reconnect_log.warning(
-                "the connection to %s was lost (%s): reconnecting", self.backoff.url, cause
-            )
-        self.lost = True
-        self.last_error = cause
+    def _on_lost(self) -> None:
         error = TransactionError("the connection was lost: the transaction is over")
         for txn in self._transactions.values():
             txn.declared.fail(error)
@@ -277,81 +167,20 @@ class Core:
             else:
                 core._on_lost()
 
-    def _give_up(self, error: ClientError | None) -> None:
-        self.lost = False
-        if self.error is None:
-            if self.backoff is not None and self.backoff.failures:
-                failures = self.backoff.failures
-                reconnect_log.error(
-                    "gave up connecting to %s after %d attempts: %s",
-                    self.backoff.url,
-                    failures,
-                    error,
-                )
-                self.error = ConnectionClosedError(
-                    f"gave up after {failures} attempts; the last: {error}",
-                    error.error if error is not None else None,
-                )
-            else:
-                self.error = error
-        self._end()
-
-    def handle_timer(self, now: float) -> list[a.Event]:
-        """Call at (or after) :meth:`next_deadline`."""
-        deadline = self.stream.next_deadline()
-        if deadline is not None and now >= deadline:
-            return self._handle(self.stream.handle_timer(now))
-        return []
-
-    def next_deadline(self) -> float | None:
-        return self.stream.next_deadline()
-
-    def data_to_send(self) -> bytes:
-        return self.stream.data_to_send()
-
-    @property
-    def gone(self) -> bool:
-        """The connection has ended: nothing more is sent or received."""
-        return self.ended.done()
-
-    @property
-    def finished(self) -> bool:
-        """The adapter may close the transport (once it has written what is left)."""
-        return self.ended.done()
-
     # -- commands ------------------------------------------------------------------------------
-
-    def check(self) -> None:
-        """Raise what ended the connection, if it has ended."""
-        if self.error is not None:
-            raise self.error
-        if self.ended.done() or self._closing:
-            raise ConnectionClosedError("the connection is closed")
 
     def open(self, now: float) -> None:
         """Client: send the header and open (pipelined with what follows)."""
         self.engine.open(now=now)
         self._changed()
 
-    def open_ready(self) -> bool:
-        self.check()
-        return self.opened.done()
-
-    def close(self, error: Error | None = None) -> None:
+    def close(self, error: Error | None = None) -> None:  # type: ignore[override]
         """Close the connection; :attr:`ended` is done when the peer has answered."""
-        if self._closing or self.ended.done():
-            return
-        self._closing = True
-        if self.lost:  # no transport: nothing to say to the peer
-            self.lost = False
-            self._end()
-            self._changed()
-            return
-        self.engine.close(error)
-        self._changed()
+        super().close(error)
 
-    def close_ready(self) -> bool:
-        return self.ended.done()
+    def _close_engine(self, reply: object) -> None:
+        assert reply is None or isinstance(reply, Error)
+        self.engine.close(reply)
 
     def session(self) -> a.Session:
         if self._session is None:
@@ -447,13 +276,6 @@ class Core:
 
     # -- events ----------------------------------------------------------------------------
 
-    def _changed(self) -> None:
-        self.notify()
-
-    def _fail(self, error: ClientError) -> None:
-        if self.error is None:
-            self.error = error
-
     def _handle(self, events: list[a.Event]) -> list[a.Event]:
         for event in events:
             self._on_event(event)
@@ -504,22 +326,6 @@ class Core:
         if self.backoff is not None:
             self._reopened(self.backoff)
         self.opened.set(None)
-
-    def _reopened(self, backoff: Backoff) -> None:
-        """A ``reconnect=`` connection is open: the first time, or again."""
-        if self.opened.done():
-            reconnect_log.warning(
-                "reconnected to %s after %d failed attempts; attaching %d links again",
-                backoff.url,
-                backoff.failures,
-                len(self._links),
-            )
-        backoff.succeeded()
-        self._restarting = False
-        if self.opened.done():
-            self.reconnects += 1
-            if self.on_reconnect is not None:
-                self.on_reconnect()
 
     def _on_authenticated(self, event: a.events.Authenticated) -> None:
         self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
@@ -608,31 +414,9 @@ class Core:
         """An event the core has nothing to do with (the application may)."""
 
     def _on_ended(self, event: a.Event) -> None:
-        if self.ended.done() or self.lost:
-            return
-        if self.error is None and not self._closing:
-            self._fail(
-                ConnectionClosedError("the connection was lost", retryable=True, event=event)
-            )
-        close = getattr(self.stream, "close", None)
-        if self.stream is not self.engine and close is not None:
-            close()  # TLS close_notify after the AMQP close
-        error = self.error
-        if (
-            self.backoff is not None
-            and not self._closing
-            and not self._stopping
-            and isinstance(error, ConnectionClosedError)
-            and error.retryable
-        ):
-            self._lose()
-            return
-        self._end()
+        self._ended(event)
 
-    def _end(self) -> None:
-        """The connection has ended for good: everything waiting fails with the reason."""
-        error = self.error or ConnectionClosedError("the connection is closed")
-        self.opened.fail(error)
+    def _on_end(self, error: ClientError) -> None:
         for link, core in list(self._links.items()):
             core._on_detached(None if self.error is None else self.error.error, str(error))
             if self.error is not None:
@@ -644,7 +428,6 @@ class Core:
         for server_link in self._server_links.values():
             server_link._on_detached()
         self._server_links.clear()
-        self.ended.set(None)
 
     def _answer_open(self) -> None:
         """A server's answer to the peer's open: ours, after the application's

@@ -42,6 +42,7 @@ from amqp_sansio import Error
 
 from .core import Core, client_core
 from .engines import ConnectOptions, without_sasl
+from .lifecycle import DrivenCore
 from .links import ReceiverCore, SenderBase, SenderCore, TransactionBase
 from .ops import (
     ClientError,
@@ -77,6 +78,7 @@ __all__ = [
     "discharge",
     "drain",
     "end_transaction",
+    "open_core",
     "outcome",
     "receive",
     "reconnect_attempts",
@@ -159,12 +161,13 @@ class Connect(Step):
 
 
 class Start(Step):
-    """Drive ``core`` over the new ``transport`` (what :class:`Connect` answered): the
-    answer is the adapter's connection."""
+    """Drive ``core`` (of either protocol) over the new ``transport`` (what
+    :class:`Connect` answered): the answer is the adapter's connection for that
+    protocol."""
 
     __slots__ = ("core", "transport")
 
-    def __init__(self, core: Core, transport: object) -> None:
+    def __init__(self, core: DrivenCore, transport: object) -> None:
         self.core, self.transport = core, transport
 
     def __repr__(self) -> str:
@@ -225,10 +228,21 @@ def _open(
     reconnect: Reconnect | bool | None,
     on_reconnect: Callable[[C], None] | None,
 ) -> Recipe[C]:
-    core = client_core(url, options, reconnect=reconnect)
+    return (
+        yield from open_core(client_core(url, options, reconnect=reconnect), timeout, on_reconnect)
+    )
+
+
+def open_core(
+    core: DrivenCore, timeout: float | None, on_reconnect: Callable[[C], None] | None
+) -> Recipe[C]:
+    """Connect a new client ``core`` (of either protocol) and open it: a transport to its
+    URL (a ``reconnect`` core, which starts lost, makes its first attempt as it makes
+    every other), the adapter's connection over it, the open. ``timeout`` bounds the
+    connecting and the open."""
     parsed = core.url
     assert parsed is not None
-    if core.lost:  # a reconnecting core makes its first attempt as it makes every other
+    if core.lost:
         end = None if timeout is None else (yield NOW) + timeout
         transport = yield from reconnect_attempts(core, end, timeout)
         if transport is None:
@@ -254,7 +268,7 @@ def _open(
 
 
 def reconnect_attempts(
-    core: Core, end: float | None, timeout: float | None
+    core: DrivenCore, end: float | None, timeout: float | None
 ) -> Recipe[object | None]:
     """While ``core`` is lost: sleep until its next attempt, connect (each connect bounded
     by ``timeout`` and by ``end``), tell the core how it went (it schedules the next
@@ -281,7 +295,7 @@ def reconnect_attempts(
     return None
 
 
-def close_connection(core: Core, error: Error | None) -> Recipe[None]:
+def close_connection(core: DrivenCore, error: Error | None) -> Recipe[None]:
     """Close the connection and wait (for the call's time-out) for the peer's answer; a
     time-out, or a transport already gone, ends the wait quietly. The adapter closes its
     transport afterwards, whatever happened."""
@@ -292,7 +306,7 @@ def close_connection(core: Core, error: Error | None) -> Recipe[None]:
         yield Wait(core.close_ready)
 
 
-def _never_while_open(core: Core) -> Callable[[], bool]:
+def _never_while_open(core: DrivenCore) -> Callable[[], bool]:
     def never() -> bool:
         core.check()
         return False
@@ -300,7 +314,7 @@ def _never_while_open(core: Core) -> Callable[[], bool]:
     return never
 
 
-def wait(core: Core) -> Recipe[None]:
+def wait(core: DrivenCore) -> Recipe[None]:
     """Keep the connection serviced (heartbeats, incoming frames) for the call's time-out;
     raises if the connection ends meanwhile."""
     with contextlib.suppress(TimeoutError):

@@ -48,7 +48,8 @@ class Reconnect:
 
 class Backoff:
     """The schedule of one connection's attempts: the URLs in turn (the connection's own,
-    then the fallbacks), each after :meth:`Reconnect.delay`. A lost connection tries its own
+    then the fallbacks, read by ``parse``: the protocol's URLs), each after
+    :meth:`Reconnect.delay`. A lost connection tries its own
     URL again first; each failed attempt moves on to the next URL. The first connection
     (``connected=False``) makes its first attempt at once."""
 
@@ -58,9 +59,10 @@ class Backoff:
         url: AMQPURL,
         *,
         rand: Callable[[], float] = random.random,
+        parse: Callable[[str], AMQPURL] = parse_url,
     ) -> None:
         self.policy = policy
-        self.urls = [url, *(parse_url(u) for u in policy.urls)]
+        self.urls = [url, *(parse(u) for u in policy.urls)]
         self._rand = rand
         #: Failed attempts in a row (since the last success).
         self.failures = 0

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ipaddress
 import urllib.parse
+from typing import TypedDict
 
 import attrs
 
-__all__ = ["AMQPURL", "InsecureCredentialsError", "URLError", "parse_url"]
+__all__ = ["AMQPURL", "InsecureCredentialsError", "URLError", "URLFields", "parse_url", "split_url"]
 
 #: The default ports: AMQP (5672), and AMQP over TLS from the first byte (5671).
 PORTS = {"amqp": 5672, "amqps": 5671}
@@ -30,6 +31,16 @@ class URLError(ValueError):
 
 class InsecureCredentialsError(URLError):
     """Credentials would cross an unencrypted connection to another host."""
+
+
+class URLFields(TypedDict):
+    """The fields every AMQP URL has (see :func:`split_url`)."""
+
+    scheme: str
+    host: str
+    port: int
+    username: str | None
+    password: str | None
 
 
 def _hidden(value: object) -> str:
@@ -111,6 +122,23 @@ def parse_url(url: str) -> AMQPURL:
         URLError: not ``amqp://`` or ``amqps://``, no host, a bad port, or a query or
             fragment (which AMQP URLs do not have).
     """
+    parts, fields = split_url(url)
+    if parts.query or parts.fragment:
+        raise URLError("an AMQP URL has no query or fragment")
+    path = parts.path
+    address = urllib.parse.unquote(path[1:]) if len(path) > 1 else None
+    return AMQPURL(**fields, address=address)
+
+
+def split_url(url: str) -> tuple[urllib.parse.SplitResult, URLFields]:
+    """The parts of an ``amqp://`` or ``amqps://`` URL, and the fields of
+    :class:`AMQPURL` they give that every AMQP URL has (scheme, host, port, username and
+    password, percent-decoded); the path, query and fragment are the caller's (they differ
+    between AMQP 1.0 and 0-9-1 URLs).
+
+    Raises:
+        URLError: not ``amqp://`` or ``amqps://``, no host, or a bad port.
+    """
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
@@ -121,17 +149,12 @@ def parse_url(url: str) -> AMQPURL:
         raise URLError(f"the scheme must be amqp:// or amqps://, not {parts.scheme or 'none'}://")
     if not parts.hostname:
         raise URLError("the URL names no host")
-    if parts.query or parts.fragment:
-        raise URLError("an AMQP URL has no query or fragment")
-    path = parts.path
-    address = urllib.parse.unquote(path[1:]) if len(path) > 1 else None
     username = None if parts.username is None else urllib.parse.unquote(parts.username)
     password = None if parts.password is None else urllib.parse.unquote(parts.password)
-    return AMQPURL(
-        scheme=scheme,
-        host=parts.hostname,
-        port=PORTS[scheme] if port is None else port,
-        username=username,
-        password=password,
-        address=address,
-    )
+    return parts, {
+        "scheme": scheme,
+        "host": parts.hostname,
+        "port": PORTS[scheme] if port is None else port,
+        "username": username,
+        "password": password,
+    }

@@ -36,11 +36,14 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("public submodules", ("amqp_sansio.sasl",), ("security",)),
     ("api", ("amqp_sansio",), (*CORE, "public submodules")),
     ("client core", ("amqp_sansio.client",), API),
+    ("AMQP 0-9-1 client core", ("amqp_sansio.amqp091.client",), (
+        *API, "client core", "AMQP 0-9-1",
+    )),
     ("broker core", ("amqp_sansio.broker",), CORE + API),
     ("I/O adapters", (
         "amqp_sansio.adapters", "amqp_sansio.adapters.sockets", "amqp_sansio.adapters.aio",
         "amqp_sansio.adapters.trio_adapter", "amqp_sansio.adapters._async",
-    ), (*API, "client core")),
+    ), (*API, "client core", "AMQP 0-9-1 client core")),
     ("broker server", ("amqp_sansio.adapters.broker",), (
         *API, "client core", "broker core", "I/O adapters",
     )),

@@ -1,0 +1,336 @@
+"""The I/O-free AMQP 0-9-1 client core that the adapters drive (``connect(url,
+protocol="0-9-1")`` in :mod:`~amqp_sansio.adapters.sockets`, :mod:`~amqp_sansio.adapters.aio`
+and :mod:`~amqp_sansio.adapters.trio_adapter`).
+
+:class:`Core` owns one engine :class:`~amqp_sansio.amqp091.engine.Connection` in the client
+role (or a :class:`~amqp_sansio.TLSLayer` around it) and turns what the application asks
+into methods and the engine's events into the completion of what it waits for. The
+connection's life (bytes and time in, the end, reconnection) is
+:class:`~amqp_sansio.client.lifecycle.CoreBase`'s, shared with the AMQP 1.0 core.
+
+Its channels are :mod:`.channels`' :class:`~.channels.ChannelCore`.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import amqp_sansio as a
+import amqp_sansio.amqp091.engine as e
+from amqp_sansio.amqp091 import spec
+from amqp_sansio.amqp091.codec import FieldTable
+from amqp_sansio.client.lifecycle import CoreBase
+from amqp_sansio.client.ops import ClientError
+from amqp_sansio.client.reconnect import Backoff, Reconnect
+
+from .channels import ChannelCore
+from .ops import AuthenticationError, ChannelClosedError, ConnectionClosedError
+from .url import URL, parse_url
+
+__all__ = ["ConnectOptions", "Core", "client_core", "client_engine"]
+
+#: The reply codes of a peer's ``connection.close`` after which a reconnecting connection
+#: tries again: a planned close (200) and ``connection-forced`` (320: a broker shutting
+#: down, or an operator closing the connection).
+RETRYABLE = frozenset({spec.ReplyCode.REPLY_SUCCESS, spec.ReplyCode.CONNECTION_FORCED})
+
+
+class ConnectOptions(TypedDict, total=False):
+    """The options of every adapter's ``connect(url, protocol="0-9-1")`` that make the
+    engine (:func:`client_engine`'s)."""
+
+    ssl_context: ssl.SSLContext | None
+    allow_insecure_auth: bool
+    heartbeat: int | None
+    frame_max: int | None
+    channel_max: int | None
+    client_properties: FieldTable | None
+
+
+class _Bytes:
+    """The engine's byte interface as the shared core and the TLS layer drive it: the
+    engine queues its events, which the core takes after each call (:meth:`Core._handle`)."""
+
+    def __init__(self, engine: e.Connection) -> None:
+        self.engine = engine
+
+    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
+        self.engine.receive_data(data, now)
+        return []
+
+    def data_to_send(self) -> bytes:
+        return self.engine.data_to_send()
+
+    def next_deadline(self) -> float | None:
+        return self.engine.next_deadline()
+
+    def handle_timer(self, now: float) -> list[a.Event]:
+        self.engine.tick(now)
+        return []
+
+
+def client_engine(
+    url: str | URL, options: ConnectOptions | None = None
+) -> tuple[URL, e.Connection, _Bytes | a.TLSLayer]:
+    """The engine (and TLS layer, for amqps or an ``ssl_context``) of a client connection
+    to ``url``: ``(url, connection, stream)``. Credentials (the URL's: a user needs a
+    password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN, which
+    crosses a plain TCP connection only to a loopback host or with
+    ``allow_insecure_auth``: the rule of the AMQP 1.0 client,
+    :meth:`~amqp_sansio.client.AMQPURL.check_credentials`, applied to the credentials sent
+    (:class:`~amqp_sansio.client.InsecureCredentialsError` before anything is sent). TLS
+    verifies the server's certificate and host name (the default
+    :func:`~amqp_sansio.security.tls.client_context`). The URL's query parameters override
+    ``heartbeat``, ``frame_max`` and ``channel_max``."""
+    options = options or {}
+    parsed = parse_url(url) if isinstance(url, str) else url
+    if parsed.username is None and parsed.password is None:
+        username = password = "guest"  # RabbitMQ's default user
+    else:
+        username, password = parsed.username or "", parsed.password or ""
+    sent = URL(
+        scheme=parsed.scheme,
+        host=parsed.host,
+        port=parsed.port,
+        username=username,
+        password=password,
+    )
+    sent.check_credentials(allow_insecure_auth=options.get("allow_insecure_auth", False))
+    tuned: dict[str, int] = {}
+    for name in ("heartbeat", "frame_max", "channel_max"):
+        value = getattr(parsed, name)
+        if value is None:
+            value = options.get(name)
+        if value is not None:
+            tuned[name] = value
+    engine = e.Connection(
+        e.Role.CLIENT,
+        virtual_host=parsed.virtual_host,
+        mechanism="PLAIN",
+        username=username,
+        password=password,
+        client_properties=options.get("client_properties"),
+        **tuned,  # type: ignore[arg-type]
+    )
+    stream: _Bytes | a.TLSLayer = _Bytes(engine)
+    context = options.get("ssl_context")
+    if parsed.tls or context is not None:
+        if context is None:
+            context = a.security.tls.client_context()
+        stream = a.TLSLayer(
+            stream, context, client=True, server_hostname=parsed.host, negotiate=False
+        )
+    return parsed, engine, stream
+
+
+# -- the core ----------------------------------------------------------------------------------
+
+
+class Core(CoreBase[e.Connection]):
+    """One AMQP 0-9-1 client connection for the high-level API (see the module's
+    docstring)."""
+
+    closed_error = ConnectionClosedError
+
+    def __init__(
+        self,
+        engine: e.Connection,
+        stream: _Bytes | a.TLSLayer,
+        notify: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(engine, stream, notify)
+        self._channels: set[ChannelCore] = set()
+        self._by_number: dict[int, ChannelCore] = {}
+        #: ``connection.blocked``'s reason while the server blocks publishers, else None.
+        self.blocked: str | None = None
+        #: What TLS established (amqps), and what the server said in ``connection.open``.
+        self.tls: a.security.tls.TLSEstablished | None = None
+        self.opened_event: e.events.ConnectionOpened | None = None
+        self._options: ConnectOptions = {}
+
+    def __repr__(self) -> str:
+        url = "" if self.url is None else f" {self.url}"
+        return f"<amqp091.Core{url}>"
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def open(self, now: float) -> None:
+        """Send the protocol header; the negotiation follows as the server answers."""
+        self.engine.start(now)
+        self._changed()
+
+    def channel(self) -> ChannelCore:
+        """Open a channel (:meth:`ChannelCore.open_ready` says when it is open). While the
+        connection is lost, it opens on the next one."""
+        self.check()
+        channel = ChannelCore(self)
+        self._channels.add(channel)
+        if self.opened.done() and not self.lost:
+            channel._start()
+        self._changed()
+        return channel
+
+    def _close_engine(self, reply: object) -> None:
+        self.engine.close(200, "")
+
+    # -- reconnection --------------------------------------------------------------------------
+
+    def _restart_engine(self, now: float) -> None:
+        assert self.backoff is not None
+        backoff_url = self.backoff.url
+        url = backoff_url if isinstance(backoff_url, URL) else parse_url(backoff_url.unredacted())
+        _, engine, stream = client_engine(url, self._options)
+        self.engine, self.stream = engine, stream
+        self.blocked = None
+        engine.start(now)
+
+    def _summary(self) -> str:
+        return f"opening {len(self._channels)} channels again"
+
+    def _on_lost(self) -> None:
+        self._by_number.clear()
+        for channel in self._channels:
+            channel._on_lost()
+
+    def _on_end(self, error: ClientError) -> None:
+        for channel in list(self._channels):
+            channel._end(error if self.error is not None else None)
+        self._channels.clear()
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _handle(self, events: list[a.Event]) -> list[a.Event]:
+        for event in events:  # the TLS layer's
+            if isinstance(event, a.security.tls.TLSEstablished):
+                self.tls = event
+            elif isinstance(event, a.security.tls.TLSFailed):
+                self._fail(self.closed_error(f"TLS failed: {event.error}", event=event))
+                self._ended(None)
+        engine = self.engine
+        while (happened := engine.next_event()) is not None:
+            self._on_event(happened)
+        if engine.closed and not self.ended.done() and not self.lost:
+            self._ended(None)
+        self._changed()
+        return []
+
+    def _on_event(self, event: object) -> None:
+        channel_handler = _CHANNEL_EVENTS.get(type(event))
+        if channel_handler is not None:
+            channel = self._by_number.get(event.channel)  # type: ignore[attr-defined]
+            if channel is not None:
+                channel_handler(channel, event)
+            return
+        handler = _CONNECTION_EVENTS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _on_blocked(self, event: e.events.Blocked | e.events.Unblocked) -> None:
+        self.blocked = event.reason if isinstance(event, e.events.Blocked) else None
+
+    def _on_opened(self, event: e.events.ConnectionOpened) -> None:
+        self.opened_event = event
+        if self.backoff is not None:
+            self._reopened(self.backoff)
+        self.opened.set(None)
+        for channel in self._channels:
+            channel._start()
+
+    def _on_channel_closed(self, channel: ChannelCore, event: e.events.ChannelClosed) -> None:
+        self._by_number.pop(event.channel)
+        self._channels.discard(channel)
+        error = None
+        if event.by_peer or event.reply_code != spec.ReplyCode.REPLY_SUCCESS:
+            error = ChannelClosedError(
+                event.reply_code, event.reply_text, event.class_id, event.method_id
+            )
+        channel._end(error)
+
+    def _on_closed(self, event: e.events.ConnectionClosed) -> None:
+        """The ``connection.close`` that ended the connection: the server's (a refused
+        login or virtual host ends it for good; 200 and 320 are retried), or the engine's
+        (the transport went, or the server stopped answering: retried; the server broke
+        the protocol: not)."""
+        if self._closing and not event.by_peer:
+            return  # our close, answered
+        code = event.reply_code
+        error: ConnectionClosedError
+        if self._transport_closed:  # the stream ended without connection.close
+            error = ConnectionClosedError("the connection was lost", retryable=True, event=event)
+        elif event.by_peer and not self.opened.done() and code in _REFUSED:
+            error = _closed(AuthenticationError, "the server refused the connection", event)
+        elif event.by_peer:
+            error = _closed(ConnectionClosedError, "the server closed the connection", event)
+            error.retryable = code in RETRYABLE
+        elif code in _LOCAL_RETRYABLE:
+            error = _closed(ConnectionClosedError, "the server stopped answering", event)
+            error.retryable = True
+        else:
+            error = _closed(ConnectionClosedError, "the server broke the protocol", event)
+        self._fail(error)
+
+
+def _on_flow(channel: ChannelCore, event: e.events.FlowChanged) -> None:
+    channel.flow_active = event.active
+
+
+#: The handlers of the events of one channel, by type.
+_CHANNEL_EVENTS: dict[type, Callable[[ChannelCore, Any], None]] = {
+    e.events.MethodReceived: lambda ch, ev: ch._on_method(ev.method),
+    e.events.ContentReceived: lambda ch, ev: ch._on_content(ev.method, ev.properties, ev.body),
+    e.events.Confirmed: lambda ch, ev: ch._on_confirmed(ev.delivery_tag, ev.multiple, ev.ack),
+    e.events.ChannelOpened: lambda ch, ev: ch._on_opened(),
+    e.events.FlowChanged: _on_flow,
+    e.events.ChannelClosed: lambda ch, ev: ch.core._on_channel_closed(ch, ev),
+}
+#: The handlers of the connection's events, by type.
+_CONNECTION_EVENTS: dict[type, Callable[[Core, Any], None]] = {
+    e.events.Blocked: Core._on_blocked,
+    e.events.Unblocked: Core._on_blocked,
+    e.events.ConnectionOpened: Core._on_opened,
+    e.events.ConnectionClosed: Core._on_closed,
+}
+
+#: A server's refusal of the login (403) or of the virtual host (530).
+_REFUSED = frozenset({spec.ReplyCode.ACCESS_REFUSED, spec.ReplyCode.NOT_ALLOWED})
+#: The codes of the engine's own close that a reconnecting connection retries.
+_LOCAL_RETRYABLE = frozenset({0, spec.ReplyCode.REPLY_SUCCESS, spec.ReplyCode.CONNECTION_FORCED})
+
+
+def _closed(
+    kind: type[ConnectionClosedError], description: str, event: e.events.ConnectionClosed
+) -> ConnectionClosedError:
+    return kind(
+        description,
+        event=event,
+        reply_code=event.reply_code,
+        reply_text=event.reply_text,
+        class_id=event.class_id,
+        method_id=event.method_id,
+    )
+
+
+def client_core(
+    url: str,
+    options: ConnectOptions | None = None,
+    *,
+    reconnect: Reconnect | bool | None = None,
+) -> Core:
+    """The core of a client connection to ``url`` (an AMQP 0-9-1 URL, :mod:`.url`). Without
+    ``reconnect`` its engine is ready: the adapter connects to :attr:`Core.url`. With it
+    (``True``: the defaults of :class:`~amqp_sansio.client.Reconnect`) the core starts
+    :attr:`~amqp_sansio.client.lifecycle.CoreBase.lost`: the adapter connects as
+    :meth:`~amqp_sansio.client.lifecycle.CoreBase.next_attempt` says, then
+    :meth:`~amqp_sansio.client.lifecycle.CoreBase.restart`."""
+    options = {} if options is None else options
+    parsed, engine, stream = client_engine(url, options)
+    core = Core(engine, stream)
+    core.url = parsed
+    core._options = dict(options)  # type: ignore[assignment]
+    if reconnect:
+        policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
+        core.backoff = Backoff(policy, parsed, parse=parse_url)
+        core.lost = True
+    return core
