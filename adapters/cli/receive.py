@@ -23,7 +23,7 @@ from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
 from . import options as opts
-from . import values
+from . import transfer091, values
 from .connect import (
     EXIT_CONNECTION,
     EXIT_INCOMPLETE,
@@ -352,6 +352,17 @@ def _settle(
 
 
 def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
+    transfer091.check_options(args)
+    if args.protocol == "0-9-1":
+        return transfer091.receive(
+            url,
+            options,
+            vhost=args.vhost or "/",
+            count=args.count,
+            credit=args.credit,
+            print_bodies=args.print_bodies,
+            as_json=args.json,
+        )
     return receive(
         url,
         options,
@@ -378,9 +389,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="receive messages from an address and accept each; exit status 0 when all came",
         description="Receive messages from the URL's address, accept each and print a "
-        "summary. Exit status: 0 all received and accepted, 1 some could not be accepted, "
-        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out, "
-        "130 interrupted before --count came.",
+        "summary; with --protocol 0-9-1, consume the queue it names and ack each. Exit "
+        "status: 0 all received and accepted, 1 some could not be accepted, 2 usage error, "
+        "3 connection, TLS, authentication or link refused, 4 timed out, 130 interrupted "
+        "before --count came.",
     )
     receive.add_argument(
         "--count",
@@ -394,7 +406,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         type=opts.positive_int,
         default=100,
         metavar="C",
-        help="messages the broker may send ahead, granted again once used up (default 100)",
+        help="messages the broker may send ahead, granted again once used up (default 100; "
+        "0-9-1: the prefetch count, basic.qos)",
     )
     output = receive.add_mutually_exclusive_group()
     output.add_argument(
@@ -428,4 +441,5 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="a stream node's start: first, last, next, an offset N, or a time "
         "(2026-11-26T10:00:00Z) (default none: the broker's, next)",
     )
+    opts.protocol_options(receive)
     receive.set_defaults(run=run)
