@@ -5,7 +5,8 @@ and trio) next to aio-pika and pika, in alternating rounds of the same run; and,
 RabbitMQ.
 
 Each run is one producer connection and one consumer connection, started together, on a
-queue of its own (declared before the clock starts, deleted after it stops). The producer
+queue of its own (declared before the clock starts, deleted after it stops; auto-delete, so
+that RabbitMQ drops it with its consumer should a run fail). The producer
 publishes ``count`` messages of ``size`` bytes to the default exchange with the queue's
 name as routing key, on a channel in confirm mode (RabbitMQ's ``confirm.select``); the
 consumer takes them with ``basic.consume`` under a prefetch of :data:`PREFETCH` and acks
@@ -38,7 +39,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from .codec import Result
@@ -53,6 +54,8 @@ __all__ = [
     "RABBITMQ_ENV",
     "RABBITMQ_URL",
     "aio_pika_loopback",
+    "ours091_asyncio",
+    "ours091_trio",
     "broker_for_bench",
     "format_table091",
     "loopback091_benchmark",
@@ -123,49 +126,44 @@ async def _aio_pika_run(url: str, count: int, body: bytes, progress: Progress | 
     report = reporter(count, progress)
     producer = await aio_pika.connect_robust(url, timeout=LOOPBACK091_STALL)
     consumer = await aio_pika.connect_robust(url, timeout=LOOPBACK091_STALL)
-    try:
-        async with producer, consumer:
-            out = await producer.channel(publisher_confirms=True)
-            queue = await out.declare_queue(name, durable=False, auto_delete=False)
-            try:
-                inbound = await consumer.channel()
-                await inbound.set_qos(prefetch_count=PREFETCH)
-                their_queue = await inbound.get_queue(name)
+    async with producer, consumer:
+        out = await producer.channel(publisher_confirms=True)
+        queue = await out.declare_queue(name, durable=False, auto_delete=True)
+        inbound = await consumer.channel()
+        await inbound.set_qos(prefetch_count=PREFETCH)
+        their_queue = await inbound.get_queue(name)
 
-                async def produce() -> None:
-                    exchange = out.default_exchange
-                    sent = 0
-                    while sent < count:
-                        n = min(CONFIRM_BATCH, count - sent)
-                        await asyncio.gather(
-                            *(
-                                exchange.publish(aio_pika.Message(body), routing_key=name)
-                                for _ in range(n)
-                            )
-                        )
-                        sent += n
-
-                async def consume() -> None:
-                    taken = 0
-                    async with their_queue.iterator() as messages:
-                        async for message in messages:
-                            if len(message.body) != len(body):
-                                raise AssertionError("aio-pika's loopback mangled a message")
-                            await message.ack()
-                            taken += 1
-                            report(taken)
-                            if taken == count:
-                                break
-
-                start = time.perf_counter()
-                await asyncio.wait_for(
-                    asyncio.gather(produce(), consume()), LOOPBACK091_STALL + count / 100
+        async def produce() -> None:
+            exchange = out.default_exchange
+            sent = 0
+            while sent < count:
+                n = min(CONFIRM_BATCH, count - sent)
+                await asyncio.gather(
+                    *(exchange.publish(aio_pika.Message(body), routing_key=name) for _ in range(n))
                 )
-                elapsed = time.perf_counter() - start
-            finally:
-                await queue.delete(if_unused=False, if_empty=False)
-    except asyncio.TimeoutError:
-        raise Stalled("aio-pika's loopback stalled") from None
+                sent += n
+
+        async def consume() -> None:
+            taken = 0
+            async with their_queue.iterator() as messages:
+                async for message in messages:
+                    if len(message.body) != len(body):
+                        raise AssertionError("aio-pika's loopback mangled a message")
+                    await message.ack()
+                    taken += 1
+                    report(taken)
+                    if taken == count:
+                        break
+
+        start = time.perf_counter()
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(produce(), consume()), LOOPBACK091_STALL + count / 100
+            )
+        except asyncio.TimeoutError:
+            raise Stalled("aio-pika's loopback stalled") from None
+        elapsed = time.perf_counter() - start
+        await queue.delete(if_unused=False, if_empty=False)
     return elapsed
 
 
@@ -195,10 +193,10 @@ def pika_loopback(
     admin = pika.BlockingConnection(params)
     try:
         admin_channel = admin.channel()
-        admin_channel.queue_declare(name, durable=False, auto_delete=False)
+        admin_channel.queue_declare(name, durable=False, auto_delete=True)
         producer = pika.BlockingConnection(params)
         consumer = pika.BlockingConnection(params)
-        failed: list[BaseException] = []
+        failed: list[Exception] = []
 
         def produce() -> None:
             try:
@@ -207,7 +205,7 @@ def pika_loopback(
                 for _ in range(count):
                     channel.basic_publish(exchange="", routing_key=name, body=body)
                 producer.close()
-            except BaseException as exc:  # reported by the consuming thread
+            except Exception as exc:  # reported by the consuming thread
                 failed.append(exc)
 
         channel = consumer.channel()
@@ -250,6 +248,97 @@ def pika_loopback(
     return elapsed
 
 
+# -- ours ----------------------------------------------------------------------------------
+
+#: Runs two coroutine functions concurrently until both return (asyncio's gather, trio's
+#: nursery).
+Both = Callable[[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]], Awaitable[None]]
+
+
+async def _run(
+    adapter: Any, both: Both, url: str, count: int, body: bytes, progress: Progress | None
+) -> float:
+    """The work of :func:`aio_pika_loopback` through ``adapter``'s 0-9-1 client."""
+    name = queue_name("ours")
+    report = reporter(count, progress)
+    size = len(body)
+    connect = adapter.connect
+    async with (
+        connect(url, protocol="0-9-1", timeout=LOOPBACK091_STALL) as producer,
+        connect(url, protocol="0-9-1", timeout=LOOPBACK091_STALL) as consumer_conn,
+    ):
+        out = await producer.channel()
+        await out.queue_declare(name, durable=False, auto_delete=True)
+        inbound = await consumer_conn.channel()
+        await inbound.basic_qos(PREFETCH)
+        consumer = await inbound.basic_consume(name)
+        await out.confirm_select()
+
+        async def produce() -> None:
+            publish = out.basic_publish
+            sent = 0
+            while sent < count:
+                n = min(CONFIRM_BATCH, count - sent)
+                trackers = [await publish("", name, body, wait=False) for _ in range(n)]
+                for tracker in trackers:
+                    confirmation = await tracker.confirmation(timeout=LOOPBACK091_STALL)
+                    if not confirmation.ack or confirmation.returned is not None:
+                        raise AssertionError(f"our 0-9-1 loopback: {confirmation}")
+                sent += n
+
+        async def consume() -> None:
+            taken = 0
+            receive = consumer.receive
+            while taken < count:
+                delivery = await receive(timeout=LOOPBACK091_STALL)
+                if delivery is None:
+                    raise Stalled(f"our 0-9-1 consumer ended after {taken} of {count}")
+                if len(delivery.body) != size:
+                    raise AssertionError("our 0-9-1 loopback mangled a message")
+                delivery.ack()
+                taken += 1
+                report(taken)
+
+        start = time.perf_counter()
+        try:
+            await both(produce, consume)
+        except TimeoutError:
+            raise Stalled("our 0-9-1 loopback stalled") from None
+        elapsed = time.perf_counter() - start
+        await out.queue_delete(name)
+    return elapsed
+
+
+def ours091_asyncio(
+    url: str, count: int, *, body: bytes = bytes(PIPE_BODY_SIZE), progress: Progress | None = None
+) -> float:
+    """Seconds our asyncio adapter's 0-9-1 client takes on the work of
+    :func:`aio_pika_loopback` (a new event loop, in this thread)."""
+    from ... import aio
+
+    async def both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
+        await asyncio.gather(a(), b())
+
+    return asyncio.run(_run(aio, both, url, count, body, progress))
+
+
+def ours091_trio(
+    url: str, count: int, *, body: bytes = bytes(PIPE_BODY_SIZE), progress: Progress | None = None
+) -> float:
+    """Seconds our trio adapter's 0-9-1 client takes on the same work (a new trio run, in
+    this thread)."""
+    import trio
+
+    from ... import trio_adapter
+
+    async def both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a)
+            nursery.start_soon(b)
+
+    return float(trio.run(_run, trio_adapter, both, url, count, body, progress))
+
+
 # -- our broker -----------------------------------------------------------------------------
 
 
@@ -289,9 +378,7 @@ Runner = Callable[..., float]
 
 
 def _ours_runners() -> dict[str, Runner]:
-    """Our runners by adapter (imported when used: they need the 0-9-1 client)."""
-    from .loopback091_ours import ours091_asyncio, ours091_trio
-
+    """Our runners by adapter."""
     return {"asyncio": ours091_asyncio, "trio": ours091_trio}
 
 
