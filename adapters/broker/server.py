@@ -50,7 +50,16 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from amqp_sansio import Error, Symbol
-from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection, Store, Users
+from amqp_sansio.amqp091 import PROTOCOL_HEADER
+from amqp_sansio.broker import (
+    Broker,
+    BrokerConfig,
+    BrokerConnection,
+    BrokerConnection091,
+    Store,
+    Users,
+    pick_protocol,
+)
 
 from .store import SQLiteStore
 
@@ -58,6 +67,8 @@ __all__ = ["BrokerServer", "OpenBrokerRefused", "open_broker", "run_broker", "se
 
 log = logging.getLogger("amqp_sansio.broker")
 
+#: A connection of either protocol (the first 8 octets chose: see ``pick_protocol``).
+AnyConnection = BrokerConnection | BrokerConnection091
 #: Bytes read from a socket at a time.
 READ_SIZE = 256 * 1024
 #: Written bytes waiting in a transport above which its reader stops reading until they
@@ -100,7 +111,7 @@ class BrokerServer:
         self._server: asyncio.base_events.Server | None = None
         self._tls_server: asyncio.base_events.Server | None = None
         self._early = _EarlyEnds(log)
-        self._writers: dict[BrokerConnection, asyncio.StreamWriter] = {}
+        self._writers: dict[AnyConnection, asyncio.StreamWriter] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
@@ -190,9 +201,26 @@ class BrokerServer:
         address = peer[0] if isinstance(peer, tuple) and peer else None
         where = _where(peer)
         started = loop.time()
-        conn = self.broker.accept(
+        conn10 = self.broker.accept(
             started, wall=time.time(), ssl_context=tls, tls_header=tls_header, address=address
         )
+        conn: AnyConnection = conn10
+        first = b""
+        if not conn10.ended and (tls is None or tls_header):
+            # The first 8 octets pick the engine (the amqps port speaks 1.0 only: TLS first).
+            first = await self._header(reader)
+            protocol = pick_protocol(first)
+            if protocol == "0-9-1":
+                conn = self.broker.accept_091(
+                    loop.time(), wall=time.time(), address=address, replacing=conn10
+                )
+            elif protocol == "0-9-1-older":
+                # An earlier 0-x: the header we speak of that line, and the connection
+                # closes (0-9-1 spec 4.2.2), as RabbitMQ does.
+                writer.write(PROTOCOL_HEADER)
+                conn10.record.ending_because("the client asked for an AMQP 0-x we do not speak")
+                conn10.cut = True
+                first = b""
         log.debug(
             "connection from %s accepted%s", where, " (amqps)" if tls and not tls_header else ""
         )
@@ -200,6 +228,9 @@ class BrokerServer:
         said_open = False
         went = "the client went away without a close"
         try:
+            if first and not conn.ended:
+                conn.receive_data(first, loop.time(), wall=time.time())
+            self._flush()  # (and the timer: its handshake time-out may be due already)
             while not conn.ended:
                 data = await reader.read(READ_SIZE)
                 if not data:
@@ -239,6 +270,17 @@ class BrokerServer:
             self._flush()
             writer.close()
             self._tasks.discard(task)
+
+    async def _header(self, reader: asyncio.StreamReader) -> bytes:
+        """The client's first 8 octets (fewer if it goes, or is silent past the handshake
+        time-out): its protocol header, which picks the engine."""
+        timeout = self.broker.config.handshake_timeout
+        try:
+            return await asyncio.wait_for(reader.readexactly(8), timeout)
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
+        except (TimeoutError, ConnectionError):
+            return b""
 
     def _flush(self) -> None:
         """Write out every connection with pending output, and set the timer."""
@@ -305,8 +347,10 @@ def _where(peer: Any) -> str:
     return "a client"
 
 
-def _user(conn: BrokerConnection) -> str:
+def _user(conn: AnyConnection) -> str:
     """Who the connection is, for the log: the SASL identity and its mechanism."""
+    if isinstance(conn, BrokerConnection091):
+        return f"{_quoted(conn.identity or 'anonymous')} (AMQP 0-9-1)"
     mechanism = conn.engine.sasl_mechanism or "no SASL"
     return f"{_quoted(conn.identity or 'anonymous')} ({mechanism})"
 
@@ -319,7 +363,16 @@ def _quoted(text: str) -> str:
     return text if plain else repr(text)
 
 
-def _log_opened(conn: BrokerConnection, where: str) -> None:
+def _log_opened(conn: AnyConnection, where: str) -> None:
+    if isinstance(conn, BrokerConnection091):
+        vhost = conn.vhost.name if conn.vhost is not None else "?"
+        log.info(
+            "connection from %s opened: user %s, no TLS, vhost %s",
+            where,
+            _user(conn),
+            _quoted(vhost),
+        )
+        return
     remote = conn.engine.remote
     container = _quoted(remote.container_id) if remote is not None else "?"
     log.info(
@@ -331,7 +384,7 @@ def _log_opened(conn: BrokerConnection, where: str) -> None:
     )
 
 
-def _log_closed(conn: BrokerConnection, where: str, why: str, lived: float) -> None:
+def _log_closed(conn: AnyConnection, where: str, why: str, lived: float) -> None:
     log.info(
         "connection from %s closed after %s: %s; user %s, messages %d in, %d out",
         where,

@@ -276,6 +276,15 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         f"amqp:invalid-field (default {default['max_address_length']:,})",
     )
     group.add_argument(
+        "--vhost",
+        dest="virtual_hosts",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="an AMQP 0-9-1 virtual host besides / (repeat for more); 1.0 clients see / "
+        "(default: / alone)",
+    )
+    group.add_argument(
         "--max-unsettled-per-link",
         type=options.or_none(options.positive_int),
         default=default["max_unsettled_per_link"],
@@ -297,6 +306,7 @@ _MESSAGES_AND_QUEUES = (
     "queue_expiry",
     "max_address_length",
     "max_unsettled_per_link",
+    "virtual_hosts",
 )
 
 
@@ -309,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         limits = {name: getattr(args, name) for name in _MESSAGES_AND_QUEUES}
+        limits["virtual_hosts"] = {"/", *(limits["virtual_hosts"] or ())}
         limits.update(_broker_limits(args))
         context = _tls_context(args)
     except ValueError as exc:

@@ -138,7 +138,7 @@ class _Channel:
         conn = self.conn
         tag = self.next_tag
         self.next_tag += 1
-        props, body, exchange, routing_key = from_amqp10(message.encoded())
+        props, body, exchange, routing_key = basic_of(message)
         method = spec.BasicDeliver(
             consumer_tag=consumer.tag,
             delivery_tag=tag,
@@ -312,7 +312,7 @@ class BrokerConnection091:
             return False
         return self.lost or self.cut or self.engine.closed
 
-    def close(self, error: Any = None) -> None:
+    def close(self, error: object = None) -> None:
         """Close from the broker's side (it is stopping): 320 CONNECTION_FORCED."""
         if not self.engine.closed:
             self.record.ending_because("closed by the broker")
@@ -631,7 +631,7 @@ class BrokerConnection091:
             return
         tag = channel.next_tag
         channel.next_tag += 1
-        props, body, exchange, routing_key = from_amqp10(message.encoded())
+        props, body, exchange, routing_key = basic_of(message)
         method = spec.BasicGetOk(
             delivery_tag=tag,
             redelivered=message.delivery_count > 0,
@@ -836,6 +836,17 @@ class BrokerConnection091:
         if self._counted:
             self._counted = False
             self.broker._connection_gone(self)
+
+
+def basic_of(message: StoredMessage) -> tuple[spec.BasicProperties, bytes, str | None, str | None]:
+    """A stored message as a 0-9-1 consumer gets it: as published, for a message published
+    with 0-9-1 (its annotations unchanged since), else mapped from its 1.0 form."""
+    basic = message.basic
+    if basic is not None:
+        properties, exchange, routing_key, size = basic
+        data = message.data
+        return properties, data[len(data) - size :] if size else b"", exchange, routing_key
+    return from_amqp10(message.encoded())
 
 
 class _Getter:

@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ..amqp091.codec import FieldValue
+
 __all__ = [
     "EXCHANGE_TYPES",
     "Binding",
@@ -73,7 +75,7 @@ class Binding:
     source: str
     destination: Destination
     routing_key: str
-    arguments: Mapping[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+    arguments: Mapping[str, FieldValue] = attrs.field(factory=dict, eq=False, hash=False)
     _key: Any = attrs.field(init=False, repr=False, eq=True, hash=True)
 
     def __attrs_post_init__(self) -> None:
@@ -239,7 +241,9 @@ def _same(pattern: Any, value: Any) -> bool:
     return bool(pattern == value)
 
 
-def headers_match(arguments: Mapping[str, Any], headers: Mapping[str, Any] | None) -> bool:
+def headers_match(
+    arguments: Mapping[str, FieldValue], headers: Mapping[str, FieldValue] | None
+) -> bool:
     """Whether a headers-exchange binding with ``arguments`` matches a message with
     ``headers`` (its ``basic`` properties' field table, None for none); see the module's
     docstring for RabbitMQ's rules. An ``x-match`` other than :data:`X_MATCH` is refused
@@ -269,7 +273,7 @@ def headers_match(arguments: Mapping[str, Any], headers: Mapping[str, Any] | Non
     return want_all or matched_any
 
 
-def check_binding_arguments(exchange_type: str, arguments: Mapping[str, Any]) -> str | None:
+def check_binding_arguments(exchange_type: str, arguments: Mapping[str, FieldValue]) -> str | None:
     """Why a binding's arguments are refused (RabbitMQ: ``x-match`` of a headers binding
     must be one of :data:`X_MATCH`), or None."""
     if exchange_type != "headers" or "x-match" not in arguments:
@@ -300,7 +304,7 @@ class Exchange:
         durable: bool = False,
         auto_delete: bool = False,
         internal: bool = False,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
     ) -> None:
         if type not in EXCHANGE_TYPES:
             raise ValueError(f"unknown exchange type {type!r}")
@@ -309,7 +313,7 @@ class Exchange:
         self.durable = durable
         self.auto_delete = auto_delete
         self.internal = internal
-        self.arguments: dict[str, Any] = dict(arguments or {})
+        self.arguments: dict[str, FieldValue] = dict(arguments or {})
         self._bindings: dict[Binding, None] = {}
         self._by_key: dict[str, dict[Binding, None]] = {}  # direct
         self._trie = TopicTrie() if type == "topic" else None
@@ -329,7 +333,7 @@ class Exchange:
         durable: bool,
         auto_delete: bool,
         internal: bool,
-        arguments: Mapping[str, Any] | None,
+        arguments: Mapping[str, FieldValue] | None,
     ) -> str | None:
         """Why a redeclaration with these is not equivalent (406 PRECONDITION_FAILED, 0-9-1
         spec ``exchange.declare`` rule "equivalent"), or None."""
@@ -381,7 +385,9 @@ class Exchange:
             self.unbind(binding)
         return gone
 
-    def match(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterator[Binding]:
+    def match(
+        self, routing_key: str, headers: Mapping[str, FieldValue] | None
+    ) -> Iterator[Binding]:
         """The bindings a message with ``routing_key`` and ``headers`` follows."""
         kind = self.type
         if kind == "direct":

@@ -58,6 +58,7 @@ from ..codec.encoder import encode
 from ..definitions.message import Message
 from ..definitions.messaging import (
     Data,
+    Header,
     Properties,
 )
 from ..errors import DecodeError
@@ -253,6 +254,19 @@ def to_amqp10(
     """The encoded 1.0 message of a 0-9-1 publish (see the module's table); ``exchange``
     and ``routing_key`` go in message annotations when given. Raises ValueError for an
     ``expiration`` that is not an integer (RabbitMQ refuses such a publish)."""
+    return encode_091(properties, body, exchange=exchange, routing_key=routing_key)[0]
+
+
+def encode_091(
+    properties: BasicProperties | None,
+    body: bytes,
+    *,
+    exchange: str | None = None,
+    routing_key: str | None = None,
+) -> tuple[bytes, Header | None, int, int | None]:
+    """:func:`to_amqp10`, with what the broker reads of the message (as
+    :func:`~amqp_sansio.broker.parse_message` would read it back): the header as decoded
+    (None without one), where the sections after it start, and the ttl (ms)."""
     p = properties or BasicProperties()
     ttl = None if p.expiration is None else parse_expiration(p.expiration)
     # The header by hand: a field the publisher left out stays out (null), one it gave
@@ -265,6 +279,15 @@ def to_amqp10(
     while fields and fields[-1] is None:
         fields.pop()
     header = _HEADER_DESCRIPTOR + encode(fields) if fields else b""
+    decoded = (
+        Header(
+            durable=p.delivery_mode == 2,
+            priority=4 if p.priority is None else p.priority,
+            ttl=ttl,
+        )
+        if fields
+        else None
+    )
     annotations: dict[Any, Any] = {}
     if exchange is not None:
         annotations[EXCHANGE_ANNOTATION] = exchange
@@ -305,7 +328,7 @@ def to_amqp10(
         application_properties=application or None,
         body=Data(bytes(body)),
     )
-    return header + message.encode()
+    return header + message.encode(), decoded, len(header), ttl
 
 
 def _symbol(value: str | None, annotation: t10.Symbol, annotations: dict[Any, Any]) -> Any:

@@ -40,6 +40,7 @@ class StoredMessage:
 
     __slots__ = (
         "_rest",
+        "basic",
         "data",
         "delivery_count",
         "dropped",
@@ -76,6 +77,10 @@ class StoredMessage:
         #: Its identifiers as selectors see them, and their verdicts, once a consumer with a
         #: selector looked (a :class:`~amqp_sansio.broker.MessageFields`).
         self.selection: Any = None
+        #: A message published with AMQP 0-9-1: its ``basic`` properties, exchange, routing
+        #: key and body length as published, so that a 0-9-1 consumer gets them without
+        #: mapping the 1.0 form back (forgotten when the annotations change).
+        self.basic: Any = None
 
     def __repr__(self) -> str:
         return f"<StoredMessage seq={self.seq} priority={self.priority} size={len(self.data)}>"
@@ -90,6 +95,7 @@ class StoredMessage:
             self.data, seq=seq, header=self.header, rest=self._rest, expires=self.expires
         )
         other.delivery_count = self.delivery_count
+        other.basic = self.basic
         return other
 
     def annotate(self, annotations: dict[Any, Any]) -> None:
@@ -114,6 +120,7 @@ class StoredMessage:
         section = Message(message_annotations=merged).encode()
         self.data = data[: self._rest] + kept + section + data[pos:]
         self.selection = None  # its size changed: selectors look again
+        self.basic = None  # (its annotations changed: a 0-9-1 consumer maps them again)
 
     def encoded(self) -> bytes:
         """The bytes to send: as received, or with the header re-encoded when the

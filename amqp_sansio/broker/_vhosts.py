@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..amqp091.codec import FieldValue
 from ..amqp091.spec import SOFT_ERRORS, BasicProperties, ReplyCode
 from ..codec import types as t10
 from ._exchanges import (
@@ -46,11 +47,11 @@ from ._mapping import (
     EXCHANGE_ANNOTATION,
     ROUTING_KEY_ANNOTATION,
     _sections,
+    encode_091,
     from_amqp10,
-    to_amqp10,
 )
 from ._nodes import Node, Queue
-from ._store import StoredMessage, parse_message
+from ._store import StoredMessage
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -142,7 +143,7 @@ def _text(name: str, value: Any) -> str:
     raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not a string")
 
 
-def parse_queue_arguments(arguments: Mapping[str, Any]) -> QueueArguments:
+def parse_queue_arguments(arguments: Mapping[str, FieldValue]) -> QueueArguments:
     """Read RabbitMQ's common queue arguments; a value of the wrong kind is refused with 406
     PRECONDITION_FAILED (as RabbitMQ does). Arguments it does not know are kept, unused."""
     fields: dict[str, Any] = {}
@@ -203,14 +204,14 @@ class QueueRecord:
     durable: bool
     exclusive: bool
     auto_delete: bool
-    arguments: dict[str, Any]
+    arguments: dict[str, FieldValue]
     parsed: QueueArguments
     owner: object | None = None
     #: A 0-9-1 consumer was ever added (auto-delete waits for the first).
     had_consumers: bool = False
 
     def equivalent(
-        self, durable: bool, exclusive: bool, auto_delete: bool, arguments: Mapping[str, Any]
+        self, durable: bool, exclusive: bool, auto_delete: bool, arguments: Mapping[str, FieldValue]
     ) -> str | None:
         """Why a redeclaration is not equivalent (406), or None."""
         name = self.queue.address
@@ -315,7 +316,7 @@ class VirtualHost:
         durable: bool = False,
         auto_delete: bool = False,
         internal: bool = False,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
     ) -> Exchange:
         """``exchange.declare`` (0-9-1 spec 1.6.2.1)."""
         if name == "":
@@ -397,7 +398,7 @@ class VirtualHost:
         destination: Destination,
         source: str,
         routing_key: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
         *,
         owner: object | None = None,
     ) -> None:
@@ -417,7 +418,7 @@ class VirtualHost:
         destination: Destination,
         source: str,
         routing_key: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
         *,
         owner: object | None = None,
     ) -> None:
@@ -453,7 +454,7 @@ class VirtualHost:
         durable: bool = False,
         exclusive: bool = False,
         auto_delete: bool = False,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, FieldValue] | None = None,
         owner: object | None = None,
     ) -> tuple[Queue, int, int]:
         """``queue.declare`` (1.7.2.1): the queue, its ready messages and its consumers."""
@@ -612,7 +613,7 @@ class VirtualHost:
         self,
         exchange: str,
         routing_key: str,
-        headers: Mapping[str, Any] | None,
+        headers: Mapping[str, FieldValue] | None,
         *,
         publishing: bool = True,
     ) -> list[Queue]:
@@ -676,14 +677,25 @@ class VirtualHost:
         headers = None if properties is None else properties.headers
         queues = self.route(exchange, routing_key, headers)
         try:
-            data = to_amqp10(properties, body, exchange=exchange, routing_key=routing_key)
+            data, header, rest, ttl = encode_091(
+                properties, body, exchange=exchange, routing_key=routing_key
+            )
         except ValueError as exc:
             raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
         broker = self.broker
         published = Published(routed=len(queues))
+        # As parse_message reads it (the header, the ttl from arrival), without reading it
+        template = StoredMessage(
+            data,
+            seq=0,
+            header=header,
+            rest=rest,
+            expires=None if ttl is None else broker.wall + ttl / 1000.0,
+        )
+        template.basic = (properties or BasicProperties(), exchange, routing_key, len(body))
+        published.durable = template.durable
         for queue in queues:
-            message = parse_message(data, seq=broker.next_seq(), wall=broker.wall)
-            published.durable = message.durable
+            message = template.copy(broker.next_seq())
             if message.expires is not None and message.expires <= broker.wall:
                 broker.expired += 1  # expired on arrival (an expiration of 0 with no consumer)
                 continue

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from amqp_sansio.amqp091 import codec as c091
 from amqp_sansio.amqp091.spec import BasicProperties
+from amqp_sansio.broker import StoredMessage, parse_message
 from amqp_sansio.broker._mapping import (
     AMQP10_TYPE,
+    encode_091,
     from_amqp10,
     parse_expiration,
     to_amqp10,
@@ -210,3 +212,29 @@ def test_0_9_1_through_1_0_and_back_is_unchanged(
         # each header encodes to the same octets (its field type kept); order may differ
         for name, value in props.headers.items():
             assert c091.encode_table({name: back.headers[name]}) == c091.encode_table({name: value})
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.none() | st.sampled_from([1, 2]),
+    st.none() | st.integers(0, 255),
+    st.none() | st.integers(0, 2**32 - 1),
+    st.binary(max_size=300),
+)
+def test_what_the_broker_reads_of_a_0_9_1_message_is_what_parse_message_reads(
+    delivery_mode: int | None, priority: int | None, ttl: int | None, body: bytes
+) -> None:
+    props = BasicProperties(
+        delivery_mode=delivery_mode,
+        priority=priority,
+        expiration=None if ttl is None else str(ttl),
+    )
+    data, header, rest, got_ttl = encode_091(props, body, exchange="e", routing_key="k")
+    parsed = parse_message(data, seq=1, wall=1000.0)
+    assert header == parsed.header
+    # with a delivery-count to carry, the header is encoded again before the rest
+    ours = StoredMessage(data, seq=1, header=header, rest=rest, expires=None)
+    ours.delivery_count = parsed.delivery_count = 3
+    assert ours.encoded() == parsed.encoded()
+    assert got_ttl == (None if parsed.header is None else parsed.header.ttl)
+    assert data.endswith(body)

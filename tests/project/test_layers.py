@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("AMQP 0-9-1 client core", ("amqp_sansio.amqp091.client",), (
         *API, "client core", "AMQP 0-9-1",
     )),
-    ("broker core", ("amqp_sansio.broker",), CORE + API),
+    ("broker core", ("amqp_sansio.broker",), (*CORE, "AMQP 0-9-1", *API)),
     ("I/O adapters", (
         "amqp_sansio.adapters", "amqp_sansio.adapters.sockets", "amqp_sansio.adapters.aio",
         "amqp_sansio.adapters.trio_adapter", "amqp_sansio.adapters._async",
