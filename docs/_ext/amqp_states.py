@@ -1,6 +1,7 @@
 """Sphinx directive ``.. amqp-transitions:: connection|session|link|transaction``: draws a state
 machine's transition table, straight from the engine's own tables, so the docs cannot drift
-from the code."""
+from the code. ``.. amqp091-transitions:: client|server`` does the same for the AMQP 0-9-1
+connection: each state and the ``connection`` methods it takes in that role."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 
 import amqp_sansio as amqp
+from amqp_sansio.amqp091.engine import states as amqp091_states
 
 _MACHINES: dict[str, tuple[Any, Any, Any]] = {
     "connection": (
@@ -63,6 +65,28 @@ class Transitions(Directive):
         return [table_node]
 
 
+class Transitions091(Directive):
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        role = amqp091_states.Role(self.arguments[0])
+        tgroup = nodes.tgroup(cols=2)
+        tgroup += nodes.colspec(colwidth=12)
+        tgroup += nodes.colspec(colwidth=40)
+        head = nodes.thead()
+        head += _row(["state", "connection methods it takes (anything else on channel 0: 503)"])
+        tgroup += head
+        body = nodes.tbody()
+        for state in amqp091_states.ROLE_STATES[role]:
+            taken = [m.NAME for (r, s, m) in amqp091_states.TABLE if r is role and s is state]
+            body += _row([state.value, ", ".join(taken) or "(none)"])
+        tgroup += body
+        table_node = nodes.table()
+        table_node += tgroup
+        return [table_node]
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.add_directive("amqp-transitions", Transitions)
+    app.add_directive("amqp091-transitions", Transitions091)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

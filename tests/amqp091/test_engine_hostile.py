@@ -377,3 +377,28 @@ def test_channel_closing_discards_everything_but_close_and_close_ok() -> None:
     assert list(pair.client.events()) == [
         ev.ChannelClosed(channel=number, reply_code=200, reply_text="bye", by_peer=False)
     ]
+
+
+def test_frames_over_frame_min_size_before_tune_are_501() -> None:
+    """Spec, connection.tune field frame-max, rule "minimum": until tuned, frames of up to
+    frame-min-size (4096) octets; a larger one is a frame error."""
+    server = _server_after_header()
+    big = amqp091.ConnectionStartOk(client_properties={"pad": "x" * 5000}, response=b"\0u\0p")
+    server.receive_data(method(0, big), 0.0)
+    assert _close_codes(server.data_to_send())[0] == [501]
+    assert server.closed
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_frames_over_the_negotiated_frame_max_are_501(chunk: int | None) -> None:
+    pair = open_pair(client={"frame_max": 4096})
+    number = open_channel(pair)
+    data = amqp091.encode_body_frame(number, b"x" * 4089)  # 4097 octets
+    for piece in [data] if chunk is None else [data[i : i + 1] for i in range(len(data))]:
+        pair.server.receive_data(piece, 0.0)
+    assert _close_codes(pair.server.data_to_send())[0] == [501]
+    # one octet less is a frame the server reads (and a body without a header: 505)
+    pair = open_pair(client={"frame_max": 4096})
+    number = open_channel(pair)
+    pair.server.receive_data(amqp091.encode_body_frame(number, b"x" * 4088), 0.0)
+    assert _close_codes(pair.server.data_to_send())[0] == [505]

@@ -2,8 +2,8 @@
 I/O-free (docs/amqp091.rst, "The engine").
 
 * :mod:`~amqp_sansio.amqp091.engine.connection`: :class:`Connection`;
-* :mod:`~amqp_sansio.amqp091.engine.states`: :class:`Role`,
-  :class:`Limits`, :class:`ConnectionState`;
+* :mod:`~amqp_sansio.amqp091.engine.states`: :class:`~amqp_sansio.amqp091.Role`,
+  :class:`~amqp_sansio.amqp091.Limits`, :class:`ConnectionState`;
 * :mod:`~amqp_sansio.amqp091.engine.channel`: :class:`Channel`, :class:`ChannelState`;
 * :mod:`~amqp_sansio.amqp091.engine.events`: what the engine reports;
 * :mod:`~amqp_sansio.amqp091.engine.negotiation`: the SASL mechanisms as 0-9-1 carries

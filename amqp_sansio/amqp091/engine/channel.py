@@ -44,7 +44,7 @@ class PeerError(Exception):
         self, reply_code: int, text: str, *, hard: bool, class_id: int = 0, method_id: int = 0
     ) -> None:
         super().__init__(text)
-        self.reply_code = reply_code
+        self.reply_code = int(reply_code)
         self.text = text
         self.hard = hard
         self.class_id = class_id

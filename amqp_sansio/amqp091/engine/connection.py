@@ -90,7 +90,7 @@ class Connection:
     :class:`~amqp_sansio.amqp091.engine.events.MethodReceived` and waits for
     :meth:`accept_channel` (or :meth:`close_channel`). Both: the ``frame_max``,
     ``channel_max`` and ``heartbeat`` we propose (each capped by ``limits``; 0 is "no
-    limit", which the limit then sets) and the :class:`Limits`.
+    limit", which the limit then sets) and the :class:`~amqp_sansio.amqp091.Limits`.
     """
 
     def __init__(
@@ -542,7 +542,7 @@ class Connection:
         self._channels.clear()
         self._report(
             ConnectionClosed(
-                reply_code=code,
+                reply_code=int(code),
                 reply_text=text,
                 class_id=class_id,
                 method_id=method_id,

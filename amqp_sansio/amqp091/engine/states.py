@@ -1,5 +1,6 @@
-"""The AMQP 0-9-1 engine's states and limits: the :class:`Role`, the :class:`Limits`, the
-connection's states and its transition table (0-9-1 spec, class ``connection``), from which
+"""The AMQP 0-9-1 engine's states and limits: the :class:`~amqp_sansio.amqp091.Role`, the
+:class:`~amqp_sansio.amqp091.Limits`, the connection's states and its transition table
+(0-9-1 spec, class ``connection``), from which
 :class:`~amqp_sansio.amqp091.engine.Connection` dispatches every method on channel 0."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import attrs
 from .. import spec
 from ..methods import Method
 
-__all__ = ["TABLE", "ConnectionState", "Limits", "Role"]
+__all__ = ["ROLE_STATES", "TABLE", "ConnectionState", "Limits", "Role"]
 
 
 class Role(enum.Enum):
@@ -74,6 +75,31 @@ class ConnectionState(enum.Enum):
 
 _S = ConnectionState
 
+#: The states each role goes through, in order.
+ROLE_STATES: dict[Role, tuple[ConnectionState, ...]] = {
+    Role.CLIENT: (
+        _S.NEW,
+        _S.AWAIT_START,
+        _S.AWAIT_TUNE,
+        _S.AWAIT_OPEN_OK,
+        _S.OPEN,
+        _S.CLOSING,
+        _S.CLOSED,
+    ),
+    Role.SERVER: (
+        _S.NEW,
+        _S.AWAIT_START_OK,
+        _S.LOGIN_PENDING,
+        _S.AWAIT_SECURE_OK,
+        _S.AWAIT_TUNE_OK,
+        _S.AWAIT_OPEN,
+        _S.OPEN_PENDING,
+        _S.OPEN,
+        _S.CLOSING,
+        _S.CLOSED,
+    ),
+}
+
 #: The connection's transition table: the ``connection`` methods each (role, state) takes
 #: and the handler each goes to. A method on channel 0 not in it is 503
 #: ``command-invalid``; in ``CLOSING`` everything not in it is discarded (spec,
@@ -92,8 +118,7 @@ TABLE: dict[tuple[Role, ConnectionState, type[Method]], str] = {
     (Role.SERVER, _S.AWAIT_OPEN, spec.ConnectionOpen): "_on_open",
     (Role.SERVER, _S.OPEN, spec.ConnectionUpdateSecret): "_on_channel0_method",
 }
-for _role in Role:
-    for _state in _S:
-        if _state not in (_S.NEW, _S.CLOSED):
-            TABLE[_role, _state, spec.ConnectionClose] = "_on_close"
+for _role, _states in ROLE_STATES.items():
+    for _state in _states[1:-1]:  # a peer may close in every state but before and after
+        TABLE[_role, _state, spec.ConnectionClose] = "_on_close"
     TABLE[_role, _S.CLOSING, spec.ConnectionCloseOk] = "_on_close_ok"
