@@ -170,3 +170,20 @@ def test_bench_loopback_091_without_rabbitmq_is_status_3() -> None:
     assert result.returncode == 3, result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith("amqp-sansio bench loopback: error: no RabbitMQ at amqp://127.0.0.1:1")
+
+
+def test_bench_loopback_091_our_client_through_our_broker_and_rabbitmq() -> None:
+    url = rabbitmq_url()
+    result = _run(
+        "bench", "loopback", "--protocol", "0-9-1", "--url", url, "--adapter", "asyncio",
+        "--broker", "--json", "--messages", "300", "--rounds", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    entry = data["asyncio: our broker vs rabbitmq"]
+    assert set(entry) == {"ours", "rabbitmq", "ratio", "unit"}
+    assert entry["ours"] > 0 and entry["rabbitmq"] > 0
+    assert entry["ratio"] == pytest.approx(entry["ours"] / entry["rabbitmq"], rel=1e-2)
+    # The same client through RabbitMQ: the figure of the asyncio rows.
+    assert entry["rabbitmq"] == data["asyncio vs pika"]["ours"]
+    assert "ours asyncio, our broker, round 1: 300 messages, " in result.stderr

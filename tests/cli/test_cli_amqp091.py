@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.broker_process import Lines, amqp_sansio_command
+from support.broker_process import BrokerProcess, Lines, amqp_sansio_command
 from support.rabbitmq import rabbitmq_url
 
 WAIT = 60.0
@@ -333,3 +333,34 @@ def test_usage_errors(args: list[str], message: str) -> None:
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"amqp-sansio {command}: error: ") and message in line
+
+
+# -- against amqp-sansio broker, which serves both protocols on one port --------------------
+
+
+@pytest.fixture
+def our_broker() -> Iterator[str]:
+    with BrokerProcess() as process:
+        yield process.url
+
+
+def test_through_our_broker_sent_with_091_received_with_10_and_back(our_broker: str) -> None:
+    from amqp_sansio.adapters import sockets
+
+    name = f"cli091-{uuid.uuid4().hex[:8]}"
+    with sockets.connect(our_broker, protocol="0-9-1", timeout=WAIT) as conn:
+        conn.channel().queue_declare(name)
+    url = f"{our_broker}/{name}"
+    result = cli("send", url, "--protocol", "0-9-1", "--count", "20")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"sent 20 messages to {url}: 20 confirmed in ")
+    result = cli("receive", url, "--count", "20", "--print")  # AMQP 1.0
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"message {i}" for i in range(1, 21)]
+    assert cli("send", url, "--count", "3", "--size", "5").returncode == 0  # AMQP 1.0
+    result = cli("receive", url, "--protocol", "0-9-1", "--count", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [m["body"] for m in messages] == ["xxxxx"] * 3
+    assert all(m["routing-key"] == name and m["exchange"] == "" for m in messages)
+    assert "3 acked" in result.stderr
