@@ -43,6 +43,7 @@ from .transfer import (
     Ticker,
     address_of,
     closing,
+    next_delivery,
     outcome_name,
     plural,
     rate,
@@ -53,7 +54,6 @@ from .transfer import (
 
 __all__ = [
     "OFFSET_FILTERS",
-    "POLL",
     "add_parser",
     "format_body",
     "offset",
@@ -61,10 +61,6 @@ __all__ = [
     "receive",
     "run",
 ]
-
-#: ``receive --count 0`` waits for the next message this many seconds at a time (the wait
-#: itself has no bound).
-POLL = 1.0
 
 #: The distribution-mode of a browser, and the key of the JMS selector filter (core spec
 #: 3.5.3; the filter is ``apache.org:selector-filter:string``).
@@ -198,7 +194,9 @@ def receive(
                         # What is granted from now on: never past the messages still wanted.
                         if not forever:
                             receiver.credit = min(credit, count - received - 1)
-                        delivery = _next(receiver, None if forever else timeout)
+                        delivery: sockets.Delivery | None = next_delivery(
+                            receiver, None if forever else timeout
+                        )
                         if delivery is None:  # the broker detached the link, cleanly
                             raise CommandError(
                                 f"the broker detached the link {link}: {describe_error(None)}",
@@ -306,18 +304,6 @@ def _check_applied(
             "(its answer leaves it out, core spec 3.5.3); nothing was received",
             EXIT_CONNECTION,
         )
-
-
-def _next(receiver: sockets.Receiver, timeout: float | None) -> sockets.Delivery | None:
-    """The next delivery within ``timeout`` seconds; None (no bound): wait until one comes,
-    serving the connection meanwhile (heartbeats), however long that takes."""
-    if timeout is not None:
-        return receiver.receive(timeout=timeout)
-    while True:
-        try:
-            return receiver.receive(timeout=POLL)
-        except TimeoutError:
-            continue
 
 
 def _settle(

@@ -57,6 +57,7 @@ from .progress import Bar
 from .transfer import (
     Ticker,
     address_of,
+    next_delivery,
     plural,
     rate,
     sigint_held,
@@ -78,8 +79,6 @@ __all__ = [
 OUTCOMES = ("confirmed", "returned", "nacked", "unconfirmed")
 #: How many publishes ``send`` holds before it counts the confirms that have come.
 WINDOW = 1024
-#: ``receive --count 0`` waits for the next message this many seconds at a time.
-POLL = 1.0
 #: The longest wait for the broker's answer to our close, seconds.
 CLOSE_WAIT = 2.0
 
@@ -553,7 +552,7 @@ def receive(
         start = time.perf_counter()
         try:
             while forever or state.received < count:
-                delivery = _next(consumer, None if forever else options.timeout)
+                delivery = next_delivery(consumer, None if forever else options.timeout)
                 if delivery is None:
                     raise CommandError("the broker cancelled the consumer", EXIT_CONNECTION)
                 state.take(delivery, show)
@@ -581,16 +580,6 @@ def receive(
     return _receive_report(
         state, url, options, elapsed, interrupted, waited_for, err if printing else out, err
     )
-
-
-def _next(consumer: Any, timeout: float | None) -> Any:
-    if timeout is not None:
-        return consumer.receive(timeout=timeout)
-    while True:
-        try:
-            return consumer.receive(timeout=POLL)
-        except TimeoutError:
-            continue
 
 
 def _receive_report(
