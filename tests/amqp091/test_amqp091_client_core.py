@@ -18,6 +18,7 @@ from amqp_sansio.amqp091.client import (
     ChannelCore,
     Confirmation,
     ConnectionClosedError,
+    ConsumerCore,
     Core,
     Delivery,
     TransactionError,
@@ -157,6 +158,16 @@ def n(ch: ChannelCore) -> int:
     return ch.number
 
 
+def consuming() -> tuple[Wire, ChannelCore, ConsumerCore]:
+    """An open connection, a channel, and a consumer of queue ``q`` the server answered."""
+    wire = opened()
+    ch = channel(wire)
+    consumer = ch.consume("q", {})
+    wire.pump()
+    assert consumer.started.done()
+    return wire, ch, consumer
+
+
 def reconnecting() -> Wire:
     """A ``reconnect=`` core (it starts lost), connected and open: its first attempt."""
     core = client_core(URL, reconnect=Reconnect(initial_delay=0.0, jitter=0.0))
@@ -277,10 +288,7 @@ def test_publishes_wait_while_the_server_blocks_the_connection() -> None:
 
 
 def test_deliveries_are_settled_once_and_multiple_settles_the_earlier_ones() -> None:
-    wire = opened()
-    ch = channel(wire)
-    consumer = ch.consume("q", {})
-    wire.pump()
+    wire, ch, consumer = consuming()
     assert consumer.started.done() and consumer.tag.startswith("ctag-")
     for tag in (1, 2, 3):
         wire.server.deliver(n(ch), consumer.tag, tag, b"m%d" % tag)
@@ -301,10 +309,7 @@ def test_deliveries_are_settled_once_and_multiple_settles_the_earlier_ones() -> 
 
 
 def test_the_server_cancels_a_consumer() -> None:
-    wire = opened()
-    ch = channel(wire)
-    consumer = ch.consume("q", {})
-    wire.pump()
+    wire, ch, consumer = consuming()
     wire.server.deliver(n(ch), consumer.tag, 1, b"last")
     wire.server.engine.send_method(n(ch), spec.BasicCancel(consumer_tag=consumer.tag))
     wire.pump()
@@ -536,10 +541,7 @@ def test_stray_deliveries_and_cancels_are_ignored_and_returns_need_no_callback()
 
 
 def test_a_recover_forgets_the_delivery_tags_it_gives_back() -> None:
-    wire = opened()
-    ch = channel(wire)
-    consumer = ch.consume("q", {})
-    wire.pump()
+    wire, ch, consumer = consuming()
     wire.server.deliver(n(ch), consumer.tag, 1, b"a")
     wire.pump()
     delivery = consumer.take()
