@@ -7,7 +7,9 @@ address (:mod:`.send`); ``amqp-sansio receive URL [--count N|0] [--credit C] [--
 --json] [--selector EXPR] [--browse] [--offset WHERE]`` receives them (:mod:`.receive`).
 Both take ``--timeout S`` and the connection options ``--cafile``,
 ``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``; see
-docs/cli.rst for the exit statuses.
+docs/cli.rst for the exit statuses. With ``--protocol 0-9-1`` (and ``--vhost``) they speak
+AMQP 0-9-1 (:mod:`.transfer091`): ``send --exchange E --routing-key K`` publishes in
+confirm mode, ``receive`` consumes the queue with acks under a prefetch.
 
 ``amqp-sansio queues URL [--json]`` lists a broker's queues, streams and topics through
 its AMQP management node (``$management``; :mod:`amqp_sansio.adapters.cli.queues`).
@@ -25,8 +27,10 @@ broker [--messages N] [--size B] [--url U] [--store DIR] [--no-durable] [--rabbi
 --no-rabbitmq] [--json]`` measures one producer and one consumer through it (with durable
 messages too), and through RabbitMQ when it answers.
 
-``amqp-sansio bench loopback [--adapter sockets|asyncio] [--messages N] [--json]`` measures a sender
-and a receiver in one process over 127.0.0.1, ours next to Proton's Container.
+``amqp-sansio bench loopback [--adapter sockets|asyncio|trio] [--messages N] [--json]``
+measures a sender and a receiver in one process over 127.0.0.1, ours next to Proton's
+Container; with ``--protocol 0-9-1 [--url URL] [--broker]``, publishing with confirms and
+consuming with acks through RabbitMQ, ours next to aio-pika and pika (:mod:`.bench.loopback091`).
 
 ``amqp-sansio pipeline [--messages N] [--url URL] [--progress] [--json]`` runs the Spark
 pipeline (sample orders through a Structured Streaming query and back, with its

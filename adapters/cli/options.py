@@ -19,6 +19,7 @@ __all__ = [
     "or_none",
     "port",
     "positive_int",
+    "protocol_options",
     "seconds",
     "size",
     "whole",
@@ -174,3 +175,19 @@ def connection_options() -> argparse.ArgumentParser:
         "a loopback address",
     )
     return common
+
+
+def protocol_options(parser: argparse.ArgumentParser) -> None:
+    """``--protocol`` and ``--vhost``, of ``send`` and ``receive``."""
+    parser.add_argument(
+        "--protocol",
+        choices=("1.0", "0-9-1"),
+        default="1.0",
+        help="the protocol to speak: AMQP 1.0, or 0-9-1 (RabbitMQ's own: the URL's address "
+        "is then the queue, or the routing key) (default 1.0)",
+    )
+    parser.add_argument(
+        "--vhost",
+        metavar="NAME",
+        help="with --protocol 0-9-1: the virtual host (default /)",
+    )

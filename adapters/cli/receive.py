@@ -23,7 +23,7 @@ from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
 from . import options as opts
-from . import values
+from . import transfer091, values
 from .connect import (
     EXIT_CONNECTION,
     EXIT_INCOMPLETE,
@@ -43,6 +43,7 @@ from .transfer import (
     Ticker,
     address_of,
     closing,
+    next_delivery,
     outcome_name,
     plural,
     rate,
@@ -53,7 +54,6 @@ from .transfer import (
 
 __all__ = [
     "OFFSET_FILTERS",
-    "POLL",
     "add_parser",
     "format_body",
     "offset",
@@ -61,10 +61,6 @@ __all__ = [
     "receive",
     "run",
 ]
-
-#: ``receive --count 0`` waits for the next message this many seconds at a time (the wait
-#: itself has no bound).
-POLL = 1.0
 
 #: The distribution-mode of a browser, and the key of the JMS selector filter (core spec
 #: 3.5.3; the filter is ``apache.org:selector-filter:string``).
@@ -198,7 +194,9 @@ def receive(
                         # What is granted from now on: never past the messages still wanted.
                         if not forever:
                             receiver.credit = min(credit, count - received - 1)
-                        delivery = _next(receiver, None if forever else timeout)
+                        delivery: sockets.Delivery | None = next_delivery(
+                            receiver, None if forever else timeout
+                        )
                         if delivery is None:  # the broker detached the link, cleanly
                             raise CommandError(
                                 f"the broker detached the link {link}: {describe_error(None)}",
@@ -308,18 +306,6 @@ def _check_applied(
         )
 
 
-def _next(receiver: sockets.Receiver, timeout: float | None) -> sockets.Delivery | None:
-    """The next delivery within ``timeout`` seconds; None (no bound): wait until one comes,
-    serving the connection meanwhile (heartbeats), however long that takes."""
-    if timeout is not None:
-        return receiver.receive(timeout=timeout)
-    while True:
-        try:
-            return receiver.receive(timeout=POLL)
-        except TimeoutError:
-            continue
-
-
 def _settle(
     delivery: sockets.Delivery, print_bodies: bool, as_json: bool, browse: bool, out: TextIO
 ) -> str:
@@ -352,6 +338,17 @@ def _settle(
 
 
 def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
+    transfer091.check_options(args)
+    if args.protocol == "0-9-1":
+        return transfer091.receive(
+            url,
+            options,
+            vhost=args.vhost or "/",
+            count=args.count,
+            credit=args.credit,
+            print_bodies=args.print_bodies,
+            as_json=args.json,
+        )
     return receive(
         url,
         options,
@@ -378,9 +375,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="receive messages from an address and accept each; exit status 0 when all came",
         description="Receive messages from the URL's address, accept each and print a "
-        "summary. Exit status: 0 all received and accepted, 1 some could not be accepted, "
-        "2 usage error, 3 connection, TLS, authentication or link refused, 4 timed out, "
-        "130 interrupted before --count came.",
+        "summary; with --protocol 0-9-1, consume the queue it names and ack each. Exit "
+        "status: 0 all received and accepted, 1 some could not be accepted, 2 usage error, "
+        "3 connection, TLS, authentication or link refused, 4 timed out, 130 interrupted "
+        "before --count came.",
     )
     receive.add_argument(
         "--count",
@@ -394,7 +392,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         type=opts.positive_int,
         default=100,
         metavar="C",
-        help="messages the broker may send ahead, granted again once used up (default 100)",
+        help="messages the broker may send ahead, granted again once used up (default 100; "
+        "0-9-1: the prefetch count, basic.qos)",
     )
     output = receive.add_mutually_exclusive_group()
     output.add_argument(
@@ -428,4 +427,5 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="a stream node's start: first, last, next, an offset N, or a time "
         "(2026-11-26T10:00:00Z) (default none: the broker's, next)",
     )
+    opts.protocol_options(receive)
     receive.set_defaults(run=run)

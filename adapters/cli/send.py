@@ -27,7 +27,7 @@ from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
 from . import options as opts
-from . import values
+from . import transfer091, values
 from .connect import (
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
@@ -341,7 +341,7 @@ def template_of(args: argparse.Namespace) -> Template:
 
 
 def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
-    template = template_of(args)
+    transfer091.check_options(args)
     body: str | bytes | None = args.body
     lines = None
     if args.body_file is not None:
@@ -350,6 +350,21 @@ def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
         lines = _read_lines(args.lines)
         if args.count is not None:
             lines = lines[: args.count]
+    if args.protocol == "0-9-1":
+        return transfer091.send(
+            url,
+            options,
+            exchange=args.exchange or "",
+            routing_key=args.routing_key,
+            vhost=args.vhost or "/",
+            count=1 if args.count is None else args.count,
+            size=args.size,
+            body=body,
+            lines=lines,
+            settled=args.settled,
+            properties=transfer091.properties_of(args),
+            as_json=args.json,
+        )
     return send(
         url,
         options,
@@ -358,7 +373,7 @@ def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
         body=body,
         lines=lines,
         settled=args.settled,
-        template=template,
+        template=template_of(args),
         as_json=args.json,
     )
 
@@ -389,8 +404,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "send",
         parents=[common],
         help="send messages to an address; exit status 0 when every one was accepted",
-        description="Send messages to the URL's address and print a summary. Exit status: "
-        "0 every message accepted (or sent pre-settled), 1 some not accepted, 2 usage "
+        description="Send messages to the URL's address and print a summary; with "
+        "--protocol 0-9-1, publish them (to --exchange, with --routing-key) and wait for "
+        "the broker's confirms. Exit status: "
+        "0 every message accepted or confirmed (or sent pre-settled), 1 some not accepted "
+        "(0-9-1: returned or nacked), 2 usage "
         "error, 3 connection, TLS, authentication or link refused, 4 timed out, "
         "130 interrupted. Typed values: TYPE:VALUE with TYPE one of "
         f"{', '.join(values.PREFIXES)} (docs/cli.rst); a string otherwise.",
@@ -423,12 +441,28 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "each line as the text body",
     )
     send.add_argument(
-        "--settled", action="store_true", help="send pre-settled: no outcome is awaited"
+        "--settled",
+        action="store_true",
+        help="send pre-settled: no outcome is awaited (0-9-1: publish without confirms)",
     )
     send.add_argument(
         "--json",
         action="store_true",
         help="print the summary as one JSON object (sent, outcomes, seconds, rate, ...)",
+    )
+    opts.protocol_options(send)
+    a091 = send.add_argument_group("AMQP 0-9-1 (with --protocol 0-9-1)")
+    a091.add_argument(
+        "--exchange",
+        metavar="NAME",
+        help="publish to this exchange (default '': the default exchange, which routes to "
+        "the queue the routing key names)",
+    )
+    a091.add_argument(
+        "--routing-key",
+        metavar="KEY",
+        help="the routing key (default the URL's address: with the default exchange, the "
+        "queue of that name)",
     )
     sections = send.add_argument_group("message sections (repeatable options: core spec 3.2)")
     sections.add_argument(
@@ -438,7 +472,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--priority",
         type=_ubyte,
         metavar="P",
-        help="the header's priority, 0 to 255 (default none: the spec's 4)",
+        help="the header's priority, 0 to 255 (default none: the spec's 4; 0-9-1: the "
+        "priority property)",
     )
     sections.add_argument(
         "--ttl", type=_ttl, metavar="MS", help="the header's ttl, milliseconds (default none)"

@@ -25,8 +25,10 @@ from .progress import Bar
 __all__ = [
     "ACCEPTED",
     "CLOSE_WAIT",
+    "POLL",
     "Ticker",
     "address_of",
+    "next_delivery",
     "closing",
     "outcome_name",
     "plural",
@@ -50,6 +52,10 @@ CLOSE_WAIT = 2.0
 
 #: The outcome of every message that decodes.
 ACCEPTED = amqp.Accepted()
+
+#: ``receive --count 0`` waits for the next message this many seconds at a time (the wait
+#: itself has no bound).
+POLL = 1.0
 
 
 def outcome_name(state: Any) -> str:
@@ -135,6 +141,19 @@ class Ticker:
         """The last count (drawn), then the bar taken off the terminal."""
         self.bar.update(done)
         self.bar.close()
+
+
+def next_delivery(source: Any, timeout: float | None) -> Any:
+    """The next delivery of ``source`` (a 1.0 receiver or a 0-9-1 consumer: its
+    ``receive(timeout=)``) within ``timeout`` seconds; None (no bound): wait until one
+    comes, serving the connection meanwhile (heartbeats), however long that takes."""
+    if timeout is not None:
+        return source.receive(timeout=timeout)
+    while True:
+        try:
+            return source.receive(timeout=POLL)
+        except TimeoutError:
+            continue
 
 
 @contextlib.contextmanager

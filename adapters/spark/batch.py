@@ -3,6 +3,7 @@ writers, batch and streaming (a sender per task)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -64,9 +65,8 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
     for address in options.addresses:
         if remaining is not None and remaining <= 0:
             return
-        with options.connect(address) as conn:
-            credit = options.credit if remaining is None else min(options.credit, remaining)
-            receiver = conn.receiver(address, credit=max(1, credit))
+        credit = options.credit if remaining is None else min(options.credit, remaining)
+        with _receiver(options, address, max(1, credit)) as receiver:
             taken = []
             # The first message may take a while on a loaded broker (a new link, a grant
             # of credit): an empty look must not come of that.
@@ -96,6 +96,20 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
                     delivery.accept()
                 else:
                     delivery.release()
+
+
+@contextlib.contextmanager
+def _receiver(options: ReadOptions, address: str, credit: int) -> Iterator[Any]:
+    """A receiver from ``address`` with ``credit`` (0-9-1: a consumer with that prefetch,
+    its deliveries seen as 1.0's, :class:`.amqp091.Delivery091`), for the block."""
+    if options.protocol == "0-9-1":
+        from .amqp091 import blocking_consumer
+
+        with blocking_consumer(options, address, credit) as consumer:
+            yield consumer
+        return
+    with options.connect(address) as conn:
+        yield conn.receiver(address, credit=credit)
 
 
 class BatchReader(DataSourceReader):
@@ -152,8 +166,14 @@ def _task() -> tuple[int, str, str]:
 
 def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
     """Send each row unsettled; return once every one is accepted (a rejection, or any
-    outcome but accepted, fails the task with the broker's error)."""
+    outcome but accepted, fails the task with the broker's error). With 0-9-1: published
+    in confirm mode, every one confirmed (:func:`.amqp091.publish_rows`)."""
     partition, query, batch = _task()
+    messages = _messages(options, rows, query, batch, partition)
+    if options.protocol == "0-9-1":
+        from .amqp091 import publish_rows
+
+        return AMQPCommitMessage(partition, publish_rows(options, messages, options.timeout))
     sent = 0
     with options.connect(options.address) as conn:
         sender = conn.sender(options.address)
@@ -168,18 +188,24 @@ def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
                         f"{outcome!r}"
                     )
 
-        for index, row in enumerate(rows):
-            values = row.asDict() if hasattr(row, "asDict") else dict(row)
-            message = row_to_message(
-                values, message_id=message_id_for(query, batch, partition, index)
-            )
-            if options.durable and message.header is None:
-                message = attrs.evolve(message, header=amqp.Header(durable=True))
+        for message in messages:
             outstanding.append(sender.send(message, wait=False))
             sent += 1
             settle_some(options.window)
         settle_some(0)
     return AMQPCommitMessage(partition, sent)
+
+
+def _messages(
+    options: WriteOptions, rows: Iterator[Any], query: str, batch: str, partition: int
+) -> Iterator[amqp.Message]:
+    """The message of each row, as :func:`_send_rows` sends them."""
+    for index, row in enumerate(rows):
+        values = row.asDict() if hasattr(row, "asDict") else dict(row)
+        message = row_to_message(values, message_id=message_id_for(query, batch, partition, index))
+        if options.durable and message.header is None:
+            message = attrs.evolve(message, header=amqp.Header(durable=True))
+        yield message
 
 
 class BatchWriter(DataSourceWriter):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -40,6 +41,8 @@ _COMMON_OPTIONS = (
     "idleTimeout",
     "containerId",
     "saslMechanisms",
+    "protocol",
+    "virtualHost",
 )
 _READ_OPTIONS = (
     "mode",
@@ -151,6 +154,17 @@ class _Options:
         self.sasl_mechanisms = (
             [m.strip().upper() for m in mechanisms.split(",") if m.strip()] if mechanisms else None
         )
+        self.protocol = given.get("protocol", "1.0")
+        if self.protocol not in ("1.0", "0-9-1"):
+            raise OptionError(f"option 'protocol' must be '1.0' or '0-9-1', not {self.protocol!r}")
+        only = ("idletimeout", "containerid", "saslmechanisms")
+        if self.protocol == "0-9-1":
+            for name in only:
+                if name in given:
+                    raise OptionError(f"option {_PROPER[name]!r} is AMQP 1.0's, not 0-9-1's")
+        elif "virtualhost" in given:
+            raise OptionError("option 'virtualHost' is AMQP 0-9-1's: add protocol '0-9-1'")
+        self.virtual_host = given.get("virtualhost", "/")
 
     def _given_as(self, name: str, convert: Callable[[str, str], T]) -> T | None:
         """Option ``name`` (as users write it) converted, or None when not given."""
@@ -187,6 +201,25 @@ class _Options:
 
         return sockets.connect(self.url_for(address), **self.connect_options())
 
+    def url091(self) -> str:
+        """The 0-9-1 URL: this one's host, port and credentials, option ``virtualHost``
+        as its path (AMQP 0-9-1 names the queue in its methods, not in the URL)."""
+        parsed = attrs.evolve(self._parsed, address=None)
+        if self.username is not None:
+            parsed = attrs.evolve(parsed, username=self.username)
+        if self.password is not None:
+            parsed = attrs.evolve(parsed, password=self.password)
+        vhost = self.virtual_host
+        path = "" if vhost == "/" else "/" + urllib.parse.quote(vhost, safe="")
+        return parsed.unredacted() + path
+
+    def connect_options091(self) -> dict[str, Any]:
+        """Keyword arguments for an adapter's ``connect(..., protocol="0-9-1")``."""
+        options = self.connect_options()
+        for name in ("idle_timeout", "container_id", "sasl_mechanisms"):
+            options.pop(name, None)
+        return options
+
     def url_for(self, address: str) -> str:
         """The URL with the credentials (if given as options) and ``address``."""
         parsed = attrs.evolve(self._parsed, address=address)
@@ -208,6 +241,8 @@ class ReadOptions(_Options):
         self.mode = given.get("mode", "queue").lower()
         if self.mode not in ("queue", "stream"):
             raise OptionError(f"option 'mode' must be 'queue' or 'stream', not {self.mode!r}")
+        if self.protocol == "0-9-1" and self.mode != "queue":
+            raise OptionError("protocol '0-9-1' reads queues: option 'mode' must be 'queue'")
         if self.mode == "stream":
             self._stream_mode(given, streaming=streaming)
         for name in ("startingoffsets", "endingoffsets", "failondataloss"):

@@ -168,15 +168,26 @@ class _TaskReceiving:
         self._receivers: list[tuple[str, Any]] = []
         self._taking: _Taking | None = None
         self._over = False
+        #: The most messages a part holds: :data:`_PART`; with 0-9-1, the prefetch.
+        self.part_size = _PART
 
     async def open(self) -> None:
         from .. import aio
 
         options = self.options
-        url = options.url_for(options.addresses[0])
-        self._conn = conn = await aio.connect(url, **options.connect_options())
         max_rows = self.max_rows
         window = options.credit if max_rows is None else min(options.credit, max_rows)
+        if options.protocol == "0-9-1":
+            from .amqp091 import open_receivers
+
+            # A 0-9-1 broker sends no more than the prefetch unacked: a part is at most that.
+            self.part_size = max(1, min(window, _PART))
+            self._conn, receivers = await open_receivers(options, self.part_size)
+            self._receivers.extend(receivers)
+            self._taking = _Taking(self._receivers, self.task, max_rows)
+            return
+        url = options.url_for(options.addresses[0])
+        self._conn = conn = await aio.connect(url, **options.connect_options())
         # A first grant of at most _START_CREDIT: a broker that encodes a whole grant before
         # it sends any sends the first message at once; the window from the next grant on.
         for address in options.addresses:
@@ -190,7 +201,7 @@ class _TaskReceiving:
         attempt staged the part first)."""
         assert self._taking is not None
         while not self._over:
-            taken, self._over = await self._taking.next_part(_PART)
+            taken, self._over = await self._taking.next_part(self.part_size)
             rows, good = _decode(taken, self.options)
             if not rows:
                 continue
@@ -201,6 +212,9 @@ class _TaskReceiving:
                     delivery.release()
                 self.lost_part, self._over = self.part, True
                 return None
+            if self._over and self.options.protocol == "0-9-1":
+                # An ack lets a 0-9-1 broker send one more: the consumers go first.
+                await self._cancel_consumers()
             for delivery in good:
                 delivery.accept()
             self.part += 1
@@ -212,12 +226,23 @@ class _TaskReceiving:
         task (if it staged a part and lost none) is marked done."""
         receivers = self._receivers
         # What is under way still comes, and goes back.
-        revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
+        if self.options.protocol == "0-9-1":  # the consumers' cancel-ok: nothing more comes
+            await self._cancel_consumers()
+            revoked = 0
+        else:
+            revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
         await _give_back_the_rest(receivers, settle=revoked > 0)
         await self.close()
         if self.part > 0 and self.lost_part is None:
             task = self.task
             mark_done(self.location, task.batch, task.index)
+
+    async def _cancel_consumers(self) -> None:
+        """0-9-1: cancel every consumer and wait for the broker's answers."""
+        for _address, receiver in self._receivers:
+            receiver.core.revoke()
+        for _address, receiver in self._receivers:
+            await receiver.core.cancelled()
 
     async def close(self) -> None:
         """Close the connection (what it holds unsettled goes back to the broker)."""

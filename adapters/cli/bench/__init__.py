@@ -2,7 +2,8 @@
 (``amqp-sansio bench codec|pipe|loopback``): the codec (:mod:`.codec`, with the result's
 shape and table every benchmark shares; :mod:`.codec091` for AMQP 0-9-1, against pamqp),
 two engines wired in memory (:mod:`.pipe`), and a
-sender and a receiver over 127.0.0.1 through each adapter (:mod:`.loopback`). ``bench
+sender and a receiver over 127.0.0.1 through each adapter (:mod:`.loopback`; AMQP 0-9-1
+through RabbitMQ against aio-pika and pika, :mod:`.loopback091`). ``bench
 broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark``
 :mod:`.spark`'s, with :mod:`.processes` (CPU time by role in a Spark application).
 """
@@ -20,6 +21,22 @@ from .loopback import (
     ours_loopback_asyncio,
     ours_loopback_trio,
     proton_loopback,
+)
+from .loopback091 import (
+    CONFIRM_BATCH,
+    LOOPBACK091_ADAPTERS,
+    LOOPBACK091_PEERS,
+    LOOPBACK091_STALL,
+    PREFETCH,
+    RABBITMQ_ENV,
+    RABBITMQ_URL,
+    aio_pika_loopback,
+    broker_for_bench,
+    format_table091,
+    loopback091_benchmark,
+    peer_installed,
+    pika_loopback,
+    rabbitmq_answers,
 )
 from .pipe import (
     CREDIT_WINDOW,
@@ -69,4 +86,19 @@ __all__ = [
     "ours_loopback_asyncio",
     "ours_loopback_trio",
     "loopback_benchmark",
+    # AMQP 0-9-1 through RabbitMQ
+    "CONFIRM_BATCH",
+    "LOOPBACK091_ADAPTERS",
+    "LOOPBACK091_PEERS",
+    "LOOPBACK091_STALL",
+    "PREFETCH",
+    "RABBITMQ_ENV",
+    "RABBITMQ_URL",
+    "aio_pika_loopback",
+    "broker_for_bench",
+    "format_table091",
+    "loopback091_benchmark",
+    "peer_installed",
+    "pika_loopback",
+    "rabbitmq_answers",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 from amqp_sansio.client.url import URLError, parse_url
 
 from .. import bench, options
-from ..connect import EXIT_USAGE, CommandError
+from ..connect import EXIT_CONNECTION, EXIT_USAGE, CommandError
 from ..progress import Progress
 from . import spark as bench_spark_command
 
@@ -139,16 +139,42 @@ def add_parser(sub: Any) -> None:
     loop = bsub.add_parser(
         "loopback",
         help="a sender and a receiver in one process over 127.0.0.1, each message "
-        "accepted; messages per second, ours next to Proton's Container",
+        "accepted; messages per second, ours next to Proton's Container (with --protocol "
+        "0-9-1: through RabbitMQ, next to aio-pika and pika)",
         description="A sender and a receiver in one process over 127.0.0.1 through one of "
         "our adapters, each message accepted, next to Proton's Container doing the same, "
-        "in alternating rounds; messages per second and the ratio.",
+        "in alternating rounds; messages per second and the ratio. With --protocol 0-9-1: "
+        "a producer with publisher confirms and a consumer acking each message, through "
+        "the RabbitMQ at --url, ours (asyncio and trio) next to aio-pika and pika; "
+        "--broker adds our asyncio client through our broker next to the same client "
+        "through RabbitMQ. Exit status: 0 measured, 2 usage error, 3 our side failed or "
+        "RabbitMQ did not answer.",
+    )
+    loop.add_argument(
+        "--protocol",
+        choices=("1.0", "0-9-1"),
+        default="1.0",
+        help="1.0: sender and receiver connected to each other, against Proton; 0-9-1: "
+        "through RabbitMQ, against aio-pika and pika (default 1.0)",
     )
     loop.add_argument(
         "--adapter",
         choices=bench.LOOPBACK_ADAPTERS,
-        default="sockets",
-        help="our adapter to measure (default sockets)",
+        default=None,
+        help="our adapter to measure (default sockets; with --protocol 0-9-1 asyncio and "
+        "trio, both)",
+    )
+    loop.add_argument(
+        "--url",
+        default=None,
+        help="--protocol 0-9-1: the RabbitMQ to run through (default "
+        f"${bench.RABBITMQ_ENV}, else {bench.RABBITMQ_URL})",
+    )
+    loop.add_argument(
+        "--broker",
+        action="store_true",
+        help="--protocol 0-9-1: also our asyncio client through our broker (started in a "
+        "process of its own on a free port), next to the same client through RabbitMQ",
     )
     loop.add_argument(
         "--messages",
@@ -234,7 +260,70 @@ def _rounds_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _loopback091(args: argparse.Namespace) -> int:
+    """``bench loopback --protocol 0-9-1``: ours and the peers through one RabbitMQ."""
+    prog = "amqp-sansio bench loopback"
+    adapters = bench.LOOPBACK091_ADAPTERS if args.adapter is None else (args.adapter,)
+    if args.adapter is not None and args.adapter not in bench.LOOPBACK091_ADAPTERS:
+        print(
+            f"{prog}: error: --protocol 0-9-1 measures the adapters "
+            f"{', '.join(bench.LOOPBACK091_ADAPTERS)}, not {args.adapter}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    raw = args.url or os.environ.get(bench.RABBITMQ_ENV) or bench.RABBITMQ_URL
+    try:
+        url = parse_url(raw)
+    except URLError as exc:
+        print(f"{prog}: error: --url: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    why = bench.rabbitmq_answers(url.host, url.port)
+    if why is not None:
+        print(f"{prog}: error: no RabbitMQ at {url}: {why}", file=sys.stderr)
+        return EXIT_CONNECTION
+    missing = [p for p in bench.LOOPBACK091_PEERS if not bench.peer_installed(p)]
+    for peer in missing:
+        print(
+            f"bench loopback: {peer} is not installed: left out (pip install {peer})",
+            file=sys.stderr,
+        )
+
+    def peer_failed(peer: str, exc: BaseException) -> None:
+        print(f"bench loopback: {peer}'s run failed, left out: {exc!r}", file=sys.stderr)
+
+    progress = Progress(args.messages)
+    try:
+        with bench.broker_for_bench(args.broker) as broker_url:
+            results = bench.loopback091_benchmark(
+                url.unredacted(),
+                args.messages,
+                adapters=adapters,
+                size=args.size,
+                rounds=args.rounds,
+                seconds=args.seconds,
+                broker_url=broker_url,
+                progress=progress,
+                on_peer_failure=peer_failed,
+            )
+    except Exception as exc:  # ours failed (a peer's failure leaves it out instead)
+        progress.clear()
+        print(f"{prog}: error: our side failed: {exc!r}", file=sys.stderr)
+        return EXIT_CONNECTION
+    progress.clear()
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    title = (
+        f"loopback 0-9-1 through {url}: {args.messages:,} messages of {args.size:,} bytes, "
+        f"published with confirms, consumed with acks (prefetch {bench.PREFETCH:,})"
+    )
+    print(bench.format_table091(title, results))
+    return 0
+
+
 def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
+    if args.adapter is None:
+        args.adapter = "sockets"
     title = (
         f"loopback ({args.adapter}): {args.messages:,} messages of {args.size:,} "
         "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
@@ -291,7 +380,15 @@ def run(args: argparse.Namespace) -> int:
         results = bench.codec_benchmark(seconds=args.seconds)
     elif args.bench == "pipe":
         title, results = _pipe(args)
+    elif args.protocol == "0-9-1":
+        return _loopback091(args)
     else:
+        if args.broker or args.url is not None:
+            print(
+                "amqp-sansio bench loopback: error: --url and --broker are for --protocol 0-9-1",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         try:
             title, results = _loopback(args)
         except CommandError as exc:

@@ -1,0 +1,615 @@
+"""``amqp-sansio send`` and ``receive`` with ``--protocol 0-9-1``: the same commands over
+the blocking adapter's AMQP 0-9-1 client (:func:`amqp_sansio.adapters.sockets.connect`
+with ``protocol="0-9-1"``), in the nouns of 0-9-1.
+
+* ``send`` publishes to ``--exchange`` (default ``""``, the default exchange, which routes
+  to the queue named by the routing key) with ``--routing-key`` (default the URL's
+  address), ``mandatory``, on a channel in confirm mode (RabbitMQ's publisher confirms):
+  each message is ``confirmed``, ``nacked`` or ``returned`` (routed to no queue);
+  ``--settled`` publishes without confirm mode (each ``unconfirmed``: the connection's
+  close handshake still tells that the broker has read every one).
+* ``receive`` consumes the queue the URL's address names (``basic.consume``) under a
+  prefetch of ``--credit`` (``basic.qos``) and acks each message. Never past ``--count``:
+  once only a prefetch's worth is left to come, the acks wait until the consumer is
+  cancelled (an ack lets the broker send one more), so the broker keeps the rest.
+* The URL keeps the command's grammar (``amqp://user:password@host:port/ADDRESS``: the
+  path is the queue, not the virtual host); ``--vhost`` names the virtual host
+  (default ``/``).
+
+Exit statuses, progress, ``--json``, Ctrl-C and time-outs are those of 1.0
+(:mod:`.connect`, :mod:`.transfer`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import socket
+import sys
+import time
+import urllib.parse
+import uuid
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+import attrs
+
+import amqp_sansio as amqp
+from amqp_sansio import amqp091, client
+from amqp_sansio.client.url import AMQPURL, URLError
+
+from .. import sockets
+from .connect import (
+    EXIT_CONNECTION,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    ClientOptions,
+    CommandError,
+    timed_out,
+)
+from .progress import Bar
+from .transfer import (
+    Ticker,
+    address_of,
+    next_delivery,
+    plural,
+    rate,
+    sigint_held,
+    summary_json,
+    tally,
+)
+
+__all__ = [
+    "OUTCOMES",
+    "check_options",
+    "message_json",
+    "open_connection",
+    "properties_of",
+    "receive",
+    "send",
+]
+
+#: What ``send`` counts each message as, in this order.
+OUTCOMES = ("confirmed", "returned", "nacked", "unconfirmed")
+#: How many publishes ``send`` holds before it counts the confirms that have come.
+WINDOW = 1024
+#: The longest wait for the broker's answer to our close, seconds.
+CLOSE_WAIT = 2.0
+
+#: ``--property`` names (the 1.0 spec's) and the :class:`~amqp_sansio.amqp091.BasicProperties`
+#: field each maps to (as RabbitMQ maps them between its protocols).
+_PROPERTY_FIELDS = {
+    "message_id": "message_id",
+    "user_id": "user_id",
+    "reply_to": "reply_to",
+    "correlation_id": "correlation_id",
+    "content_type": "content_type",
+    "content_encoding": "content_encoding",
+    "creation_time": "timestamp",
+}
+#: The 1.0-only options of ``send`` and ``receive`` and their defaults.
+_ONLY_10 = {
+    "browse": ("--browse", False),
+    "selector": ("--selector", None),
+    "offset": ("--offset", None),
+    "annotations": ("--annotation", None),
+}
+#: The 0-9-1-only options and their defaults.
+_ONLY_091 = {
+    "exchange": ("--exchange", None),
+    "routing_key": ("--routing-key", None),
+    "vhost": ("--vhost", None),
+}
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """The options that one protocol has and the other lacks, refused as usage errors."""
+    if args.protocol == "0-9-1":
+        for name, (option, default) in _ONLY_10.items():
+            if getattr(args, name, default) != default:
+                raise CommandError(f"{option} is AMQP 1.0's: 0-9-1 has nothing like it", EXIT_USAGE)
+        if args.sasl_mechanism is not None:
+            raise CommandError(
+                "--sasl-mechanism is AMQP 1.0's: 0-9-1 logs in with PLAIN, with the URL's "
+                "credentials (RabbitMQ's guest:guest without them)",
+                EXIT_USAGE,
+            )
+        return
+    for name, (option, default) in _ONLY_091.items():
+        if getattr(args, name, default) != default:
+            raise CommandError(f"{option} is AMQP 0-9-1's: add --protocol 0-9-1", EXIT_USAGE)
+
+
+def _field_value(key: str, value: Any) -> Any:
+    """A typed command-line value as a 0-9-1 field table holds it."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, amqp.codec.Timestamp):
+        return amqp091.Timestamp(int(value) // 1000)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise CommandError(f"a 0-9-1 header cannot hold {key}'s {type(value).__name__}", EXIT_USAGE)
+
+
+def _property_value(field: str, value: Any) -> Any:
+    if field == "timestamp":
+        return amqp091.Timestamp(int(value) // 1000)
+    if field == "user_id" and isinstance(value, bytes):
+        return value.decode("utf-8", errors="strict")
+    return str(value)
+
+
+def properties_of(args: argparse.Namespace) -> amqp091.BasicProperties | None:
+    """The :class:`~amqp_sansio.amqp091.BasicProperties` the options give: ``--durable``
+    (delivery mode 2), ``--priority``, ``--ttl`` (``expiration``, milliseconds as text),
+    ``--property`` (those 0-9-1 has), ``--app-property`` (``headers``)."""
+    fields: dict[str, Any] = {}
+    if args.durable:
+        fields["delivery_mode"] = 2
+    if args.priority is not None:
+        fields["priority"] = args.priority
+    if args.ttl is not None:
+        fields["expiration"] = str(args.ttl)
+    for attribute, value in args.properties or ():
+        field = _PROPERTY_FIELDS.get(attribute)
+        if field is None:
+            name = attribute.replace("_", "-")
+            raise CommandError(
+                f"0-9-1 has no property {name} (it has "
+                f"{', '.join(a.replace('_', '-') for a in _PROPERTY_FIELDS)})",
+                EXIT_USAGE,
+            )
+        try:
+            fields[field] = _property_value(field, value)
+        except UnicodeDecodeError:
+            raise CommandError("a 0-9-1 user-id is text", EXIT_USAGE) from None
+    if args.app_properties:
+        fields["headers"] = {k: _field_value(k, v) for k, v in args.app_properties}
+    return amqp091.BasicProperties(**fields) if fields else None
+
+
+# -- connecting ---------------------------------------------------------------------------------
+
+
+def _url091(url: AMQPURL, vhost: str) -> str:
+    """The 0-9-1 URL of the command's URL (its path is the queue here) and ``vhost``."""
+    userinfo = ""
+    if url.username is not None or url.password is not None:
+        user = urllib.parse.quote(url.username or "", safe="")
+        password = "" if url.password is None else ":" + urllib.parse.quote(url.password, safe="")
+        userinfo = f"{user}{password}@"
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    path = "" if vhost == "/" else "/" + urllib.parse.quote(vhost, safe="")
+    return f"{url.scheme}://{userinfo}{host}:{url.port}{path}"
+
+
+def _where(url: AMQPURL) -> str:
+    return f"[{url.host}]:{url.port}" if ":" in url.host else f"{url.host}:{url.port}"
+
+
+def failure(exc: Exception, url: AMQPURL) -> CommandError:
+    """The command's error for the 0-9-1 client's."""
+    where = _where(url)
+    if isinstance(exc, amqp091.client.ChannelClosedError):
+        reply = amqp091.client.describe_reply(exc.reply_code, exc.reply_text)
+        return CommandError(f"the broker closed the channel: {reply}")
+    if isinstance(exc, amqp091.client.AuthenticationError):
+        return CommandError(f"the broker at {where} refused the login: {exc}")
+    if isinstance(exc, client.ClientError):
+        return CommandError(f"the connection to {where} failed: {exc}")
+    if isinstance(exc, TimeoutError):
+        return CommandError(f"timed out connecting to {where}", EXIT_TIMEOUT)
+    if isinstance(exc, socket.gaierror):
+        return CommandError(f"cannot resolve {url.host}: {exc.strerror}")
+    if isinstance(exc, ConnectionRefusedError):
+        return CommandError(f"cannot connect to {where}: connection refused")
+    if isinstance(exc, OSError):
+        return CommandError(f"cannot connect to {where}: {exc.strerror or exc}")
+    raise exc
+
+
+def open_connection(url: AMQPURL, options: ClientOptions, vhost: str) -> Any:
+    """Connect to ``url`` with 0-9-1 and open the connection on ``vhost``; every failure
+    as a :class:`CommandError`."""
+    from .connect import connect_options
+
+    kwargs = connect_options(url, options, role="0-9-1")
+    try:
+        return sockets.connect(
+            _url091(url, vhost),
+            protocol="0-9-1",
+            timeout=options.timeout,
+            ssl_context=kwargs["ssl_context"],
+            allow_insecure_auth=options.allow_insecure_auth,
+        )
+    except URLError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    except (client.ClientError, OSError) as exc:
+        raise failure(exc, url) from None
+
+
+def _close(conn: Any, options: ClientOptions) -> None:
+    # What was to be done is done, or has failed already.
+    with contextlib.suppress(client.ClientError, OSError, TimeoutError):
+        conn.close(timeout=min(CLOSE_WAIT, options.timeout))
+
+
+# -- send ---------------------------------------------------------------------------------------
+
+
+class _Publishing:
+    """What ``send`` has done so far, as :mod:`.send`'s ``_Sending`` for 1.0: the
+    outcomes counted, and the publishes whose confirm has not been counted (oldest first);
+    what was sent is the two together, whatever interrupts."""
+
+    def __init__(self, count: int, confirms: bool) -> None:
+        self.count, self.confirms = count, confirms
+        self.outcomes: Counter[str] = Counter()
+        self.window: deque[Any] = deque()
+
+    @property
+    def sent(self) -> int:
+        return sum(self.outcomes.values()) + len(self.window)
+
+    def _count_first(self, name: str) -> None:
+        self.window.popleft()
+        self.outcomes[name] += 1
+
+    def run(
+        self,
+        channel: Any,
+        exchange: str,
+        routing_key: str,
+        properties: amqp091.BasicProperties | None,
+        make: Callable[[int], bytes],
+        timeout: float,
+        tick: Callable[[int], None],
+    ) -> None:
+        window = self.window
+        for n in range(1, self.count + 1):
+            tracker = channel.basic_publish(
+                exchange,
+                routing_key,
+                make(n),
+                properties=properties,
+                mandatory=self.confirms,
+                wait=False,
+                timeout=timeout,
+            )
+            tick(n)
+            if not self.confirms:
+                with sigint_held():
+                    self.outcomes["unconfirmed"] += 1
+                continue
+            window.append(tracker)
+            if len(window) >= WINDOW:
+                with sigint_held():
+                    while window and window[0].done():
+                        self._count_first(_outcome(window[0].confirmation(timeout=0)))
+        while window:
+            name = _outcome(window[0].confirmation(timeout=timeout))
+            with sigint_held():
+                self._count_first(name)
+
+    def settle_the_rest(self) -> None:
+        with sigint_held():
+            while self.window:
+                try:
+                    name = _outcome(self.window[0].confirmation(timeout=0))
+                except (client.ClientError, TimeoutError):
+                    name = "without a confirm"
+                self._count_first(name)
+
+
+def _outcome(confirmation: Any) -> str:
+    if confirmation.returned is not None:
+        return "returned"
+    return "confirmed" if confirmation.ack else "nacked"
+
+
+def send(
+    url: AMQPURL,
+    options: ClientOptions,
+    *,
+    exchange: str = "",
+    routing_key: str | None = None,
+    vhost: str = "/",
+    count: int = 1,
+    size: int | None = None,
+    body: str | bytes | None = None,
+    lines: Sequence[str] | None = None,
+    settled: bool = False,
+    properties: amqp091.BasicProperties | None = None,
+    as_json: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Publish ``count`` messages (bodies as :func:`.send.send` makes them, text as UTF-8)
+    to ``exchange`` with ``routing_key`` (default the URL's address). Exit status 0 when
+    every one was confirmed (or, ``settled``, published), 1 when any was returned or
+    nacked; 130 interrupted, 4 timed out, as 1.0's."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    address = routing_key if routing_key is not None else address_of(url)
+    fixed: bytes | None = None
+    if lines is not None:
+        count = len(lines)
+    elif size is not None:
+        fixed = b"x" * size
+    elif body is not None:
+        fixed = body.encode() if isinstance(body, str) else body
+
+    def make(n: int) -> bytes:
+        if fixed is not None:
+            return fixed
+        return (lines[n - 1] if lines is not None else f"message {n}").encode()
+
+    state = _Publishing(count, confirms=not settled)
+    interrupted = False
+    waited_for: str | None = None
+    conn = open_connection(url, options, vhost)
+    try:
+        try:
+            channel = conn.channel(timeout=options.timeout)
+            if not settled:
+                channel.confirm_select(timeout=options.timeout)
+        except (client.ClientError, OSError, TimeoutError) as exc:
+            raise failure(exc, url) from None
+        ticker = Ticker(Bar("sending", count or None, stream=err))
+        start = time.perf_counter()
+        try:
+            state.run(channel, exchange, address, properties, make, options.timeout, ticker)
+        except KeyboardInterrupt:
+            interrupted = True
+        except TimeoutError:
+            waited_for = (
+                f"confirms ({state.sent:,} of {state.count:,} sent, "
+                f"{sum(state.outcomes.values()):,} confirmed)"
+            )
+        except client.ClientError as exc:
+            raise failure(exc, url) from None
+        finally:
+            ticker.close(state.sent)
+        elapsed = time.perf_counter() - start
+    finally:
+        _close(conn, options)
+    if interrupted or waited_for is not None:
+        state.settle_the_rest()
+    return _send_report(
+        state, url, options, address, elapsed, as_json, interrupted, waited_for, out, err
+    )
+
+
+def _send_report(
+    state: _Publishing,
+    url: AMQPURL,
+    options: ClientOptions,
+    address: str,
+    elapsed: float,
+    as_json: bool,
+    interrupted: bool,
+    waited_for: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    count = state.count
+    outcomes = state.outcomes
+    if as_json:
+        summary = summary_json(
+            "sent",
+            state.sent,
+            count,
+            outcomes,
+            elapsed,
+            url,
+            address,
+            interrupted=interrupted,
+            timed_out=waited_for is not None,
+        )
+        print(json.dumps(summary), file=out)
+    else:
+        what = plural(count, "message")
+        if interrupted or waited_for is not None:
+            what = f"{state.sent:,} of {what}"
+        why = " (interrupted)" if interrupted else " (timed out)" if waited_for else ""
+        print(
+            f"sent {what} to {url.redacted()}: {tally(outcomes)} {rate(state.sent, elapsed)}{why}",
+            file=out,
+        )
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if waited_for is not None:
+        out.flush()
+        print(f"amqp-sansio send: error: {timed_out(options, waited_for)}", file=err)
+        return EXIT_TIMEOUT
+    if not state.confirms:
+        return EXIT_OK
+    return EXIT_OK if outcomes["confirmed"] == count else EXIT_INCOMPLETE
+
+
+# -- receive ------------------------------------------------------------------------------------
+
+
+def message_json(delivery: Any) -> dict[str, Any]:
+    """One delivery as a JSON object: where it came from (``exchange``, ``routing-key``,
+    ``redelivered``), the properties set (``content-type``, ``delivery-mode``, ...: the
+    0-9-1 names with hyphens), ``headers`` (null when none), and the body with
+    ``body-encoding``: ``text`` (UTF-8) or ``base64``."""
+    from .values import to_json
+
+    props = delivery.properties
+    fields = {
+        name.replace("_", "-"): to_json(value)
+        for name in _FIELDS
+        if (value := getattr(props, name)) is not None
+    }
+    try:
+        body, encoding = delivery.body.decode("utf-8"), "text"
+    except UnicodeDecodeError:
+        body, encoding = base64.b64encode(delivery.body).decode("ascii"), "base64"
+    return {
+        "exchange": delivery.exchange,
+        "routing-key": delivery.routing_key,
+        "redelivered": delivery.redelivered,
+        "properties": fields,
+        "headers": to_json(props.headers),
+        "body-encoding": encoding,
+        "body": body,
+    }
+
+
+#: The :class:`~amqp_sansio.amqp091.BasicProperties` fields ``--json`` shows under
+#: ``properties`` (``headers`` goes apart).
+_FIELDS = tuple(f.name for f in attrs.fields(amqp091.BasicProperties) if f.name != "headers")
+
+
+class _Consuming:
+    """What ``receive`` has taken: the count, and the deliveries whose ack waits for the
+    consumer's cancel (the last prefetch's worth of ``count``)."""
+
+    def __init__(self, count: int, prefetch: int) -> None:
+        self.count, self.prefetch = count, prefetch
+        self.received = 0
+        self.acked = 0
+        self.held: list[Any] = []
+
+    def take(self, delivery: Any, show: Callable[[Any], None]) -> None:
+        """Count ``delivery``, show it, and ack it (or hold its ack), with SIGINT held."""
+        with sigint_held():
+            self.received += 1
+            show(delivery)
+            # An ack lets the broker send one more: only while that stays within the count.
+            if self.count == 0 or self.acked + self.prefetch < self.count:
+                delivery.ack()
+                self.acked += 1
+            else:
+                self.held.append(delivery)
+
+    def ack_held(self) -> None:
+        """After the cancel: the held acks (nothing more can come to this consumer)."""
+        with sigint_held():
+            for delivery in self.held:
+                delivery.ack()
+            self.acked += len(self.held)
+            self.held.clear()
+
+
+def receive(
+    url: AMQPURL,
+    options: ClientOptions,
+    *,
+    vhost: str = "/",
+    count: int = 1,
+    credit: int = 100,
+    print_bodies: bool = False,
+    as_json: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Consume ``count`` messages (0: until interrupted) from the queue the URL's address
+    names, with a prefetch of ``credit`` (never more than ``count``), acking each. Exit
+    status 0 when all came and were acked; 130 interrupted before the count, 4 timed out,
+    as 1.0's."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    queue = address_of(url)
+    forever = count == 0
+    prefetch = credit if forever else min(credit, count)
+    state = _Consuming(count, prefetch)
+    printing = print_bodies or as_json
+
+    def show(delivery: Any) -> None:
+        if as_json:
+            print(json.dumps(message_json(delivery), ensure_ascii=False), file=out)
+        elif print_bodies:
+            print(delivery.body.decode("utf-8", errors="backslashreplace"), file=out)
+
+    interrupted = False
+    waited_for: str | None = None
+    conn = open_connection(url, options, vhost)
+    try:
+        try:
+            channel = conn.channel(timeout=options.timeout)
+            channel.basic_qos(prefetch, timeout=options.timeout)
+            consumer = channel.basic_consume(queue, timeout=options.timeout)
+        except (client.ClientError, OSError, TimeoutError) as exc:
+            raise failure(exc, url) from None
+        ticker = Ticker(Bar("receiving", count or None, stream=err))
+        start = time.perf_counter()
+        try:
+            while forever or state.received < count:
+                delivery = next_delivery(consumer, None if forever else options.timeout)
+                if delivery is None:
+                    raise CommandError("the broker cancelled the consumer", EXIT_CONNECTION)
+                state.take(delivery, show)
+                ticker(state.received)
+        except KeyboardInterrupt:
+            interrupted = True
+        except TimeoutError:
+            n = state.received + 1
+            waited_for = f"message {n:,} of {count:,}" if count > 1 else "a message"
+        except client.ClientError as exc:
+            raise failure(exc, url) from None
+        finally:
+            ticker.close(state.received)
+        elapsed = time.perf_counter() - start
+        if state.held:
+            try:
+                consumer.cancel(timeout=options.timeout)
+            except (client.ClientError, TimeoutError) as exc:
+                raise failure(exc, url) from None
+            state.ack_held()
+    finally:
+        _close(conn, options)
+    if printing:
+        out.flush()
+    return _receive_report(
+        state, url, options, elapsed, interrupted, waited_for, err if printing else out, err
+    )
+
+
+def _receive_report(
+    state: _Consuming,
+    url: AMQPURL,
+    options: ClientOptions,
+    elapsed: float,
+    interrupted: bool,
+    waited_for: str | None,
+    summary: TextIO,
+    err: TextIO,
+) -> int:
+    count, received = state.count, state.received
+    forever = count == 0
+    stopped = (interrupted and not forever) or waited_for is not None
+    what = plural(received if forever else count, "message")
+    if stopped:
+        what = f"{received:,} of {plural(count, 'message')}"
+    why = " (interrupted)" if interrupted and not forever else " (timed out)" if waited_for else ""
+    outcomes = Counter({"acked": state.acked})
+    if waited_for is None or received:
+        print(
+            f"received {what} from {url.redacted()}: {tally(outcomes)} "
+            f"{rate(received, elapsed)}{why}",
+            file=summary,
+        )
+    if interrupted and not forever:
+        return EXIT_INTERRUPTED
+    if waited_for is not None:
+        summary.flush()
+        print(f"amqp-sansio receive: error: {timed_out(options, waited_for)}", file=err)
+        return EXIT_TIMEOUT
+    return EXIT_OK if state.acked == received else EXIT_INCOMPLETE
