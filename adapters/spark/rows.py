@@ -14,9 +14,10 @@ and ``body_type`` says what it was (core 3.2.5-3.2.8):
 
 Message ids and correlation ids (ulong, uuid, binary or string, 3.2.11) are strings: a
 ulong in decimal, a uuid in its canonical form, binary in hex. Timestamps are UTC. Map
-values (application properties, message annotations) are strings: ``str`` of simple
-values, the AMQP encoding in hex of the others is not needed by anyone yet, so they are
-``repr``-ed. The writer takes the same columns back (only ``body`` is required).
+values (application properties, message annotations) are strings: strings as they are,
+numbers as plain numbers whatever their AMQP type (``Int(5)`` is ``5``), UUIDs in their
+canonical form, and the others ``repr``-ed. The writer takes the same columns back (only
+``body`` is required).
 """
 
 from __future__ import annotations
@@ -90,10 +91,27 @@ def _timestamp(ms: int | None) -> datetime.datetime | None:
     return _EPOCH + datetime.timedelta(milliseconds=int(ms))
 
 
+def _text(value: Any) -> str:
+    """A map value as the schema's string: numbers as plain numbers whatever their AMQP
+    type (a decoded ``int`` is ``Int(5)``, shown ``5``), UUIDs canonical, the rest
+    ``repr``-ed."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return repr(value)
+
+
 def _map(value: Mapping[Any, Any] | None) -> dict[str, str] | None:
     if value is None:
         return None
-    return {str(k): v if isinstance(v, str) else repr(v) for k, v in value.items()}
+    return {str(k): _text(v) for k, v in value.items()}
 
 
 def _body(body: Any) -> tuple[bytes | None, str]:

@@ -165,3 +165,31 @@ def test_options_and_secrets() -> None:
     with pytest.raises(OptionError, match="one address"):
         WriteOptions({"url": "amqp://h/a", "address": "a,b"})
     assert WriteOptions({"host": "h", "port": "1", "address": "q"}).url_for("q") == "amqp://h:1/q"
+
+
+def test_map_values_as_decoded_show_as_plain_strings() -> None:
+    # What a receiver hands over: the decoder's typed values, not Python's plain ones.
+    ident = uuid.UUID(int=7)
+    decoded = a.decode(
+        a.encode(
+            {
+                "int": a.codec.Int(-5),
+                "ulong": a.codec.ULong(2**40),
+                "float": a.codec.Float(1.5),
+                "double": 2.25,
+                "uuid": ident,
+                "bool": True,
+                "symbol": a.codec.Symbol("sym"),
+            }
+        )
+    )
+    message = a.Message(application_properties=decoded, body=b"x")
+    assert dict(_row(message)["application_properties"]) == {
+        "int": "-5",
+        "ulong": str(2**40),
+        "float": "1.5",
+        "double": "2.25",
+        "uuid": str(ident),
+        "bool": "True",
+        "symbol": "sym",
+    }
