@@ -57,6 +57,7 @@ from .events import (
     MethodReceived,
     OpenRequested,
     Unblocked,
+    discard_requests,
 )
 from .states import TABLE, ConnectionState, Limits, Role
 
@@ -68,13 +69,8 @@ _S = ConnectionState
 
 #: Methods the application may not send with ``send_method``: the engine sends them.
 _ENGINE_METHODS = frozenset(
-    {
-        spec.ChannelOpen,
-        spec.ChannelOpenOk,
-        spec.ChannelClose,
-        spec.ChannelCloseOk,
-        spec.ChannelFlowOk,
-    }
+    {spec.ChannelOpen, spec.ChannelOpenOk, spec.ChannelClose, spec.ChannelCloseOk}
+    | {spec.ChannelFlowOk}
 )
 
 
@@ -177,8 +173,7 @@ class Connection:
 
     def start(self, now: float) -> None:
         """Start the clock (the handshake time-out runs from here); a client also writes
-        the protocol header (0-9-1 spec 4.2.2). A server writes nothing until the client's
-        header arrives."""
+        the protocol header (0-9-1 spec 4.2.2), a server waits for the client's."""
         if self._started is not None:
             raise LocalProtocolError("start() was called already")
         self._now = self._started = self._last_received = self._last_sent = now
@@ -318,13 +313,15 @@ class Connection:
         class_id: int = 0,
         method_id: int = 0,
     ) -> None:
-        """Begin channel ``number``'s close handshake (``channel.close``); ChannelClosed
-        follows its ``close-ok``. Refuses a server's pending ``channel.open`` too."""
+        """Begin channel ``number``'s close handshake (``channel.close``; refuses a
+        server's pending ``channel.open`` too). Its methods and contents not taken yet are
+        dropped, as is all but ``close``/``close-ok`` after; ChannelClosed follows."""
         ch = self._channels.get(number)
         if ch is None or ch.state is ChannelState.CLOSING:
             raise LocalProtocolError(f"channel {number} is not open")
         self._check_open("close a channel")
         self._close_channel(ch, int(reply_code), reply_text, class_id, method_id)
+        discard_requests(self._events, number)
 
     def send_method(self, channel: int, method: Method) -> None:
         """Send a method without content on ``channel`` (``queue.declare``, ``basic.ack``,
@@ -411,14 +408,16 @@ class Connection:
     def close(
         self, reply_code: int = 200, reply_text: str = "", class_id: int = 0, method_id: int = 0
     ) -> None:
-        """Begin the close handshake (``connection.close``); ConnectionClosed follows the
-        peer's ``close-ok``. Before anything was sent the connection simply ends."""
+        """Begin the close handshake (``connection.close``; methods and contents not taken
+        yet are dropped); ConnectionClosed follows the peer's ``close-ok``. Before
+        anything was sent the connection simply ends."""
         if self.state in (_S.CLOSING, _S.CLOSED):
             return
         if self.state is _S.NEW:
             self._end(int(reply_code), reply_text, class_id, method_id, by_peer=False)
             return
         self._send_close(int(reply_code), reply_text, class_id, method_id)
+        discard_requests(self._events, None)
 
     def accept_login(self, identity: str) -> None:
         """Server role, after LoginRequested: the login is good; ``connection.tune``
@@ -450,8 +449,7 @@ class Connection:
         self.state = _S.AWAIT_SECURE_OK
 
     def accept_open(self) -> None:
-        """Server role, after OpenRequested: ``connection.open-ok``; ConnectionOpened
-        follows."""
+        """Server role, after OpenRequested: ``connection.open-ok``, ConnectionOpened."""
         self._check_state(_S.OPEN_PENDING, "accept_open()")
         self._send(0, spec.ConnectionOpenOk())
         self._opened()
