@@ -22,7 +22,7 @@ catalogue of what answers what is in docs/amqp091.rst, "The engine".
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...errors import AMQPError, LocalProtocolError, UnsupportedProtocolError
@@ -78,7 +78,8 @@ class Connection:
     """One AMQP 0-9-1 connection, client or server role, I/O-free.
 
     Client role: ``virtual_host``, ``mechanism`` (a name, ``"PLAIN"``, ``"AMQPLAIN"`` or
-    ``"EXTERNAL"``, made with ``username`` and ``password``, or a
+    ``"EXTERNAL"``, made with ``username`` and ``password``; several names, preferred
+    first, of which the first the server offers is used; or a
     :class:`~amqp_sansio.security.mechanisms.SASLClientMechanism`), ``client_properties``
     (merged over the engine's, which announce pika's capabilities), ``locale``. Server
     role: ``server_properties`` and the ``mechanisms`` offered; with
@@ -94,7 +95,7 @@ class Connection:
         role: Role,
         *,
         virtual_host: str = "/",
-        mechanism: str | SASLClientMechanism = "PLAIN",
+        mechanism: str | SASLClientMechanism | Sequence[str] = "PLAIN",
         username: str | None = None,
         password: str | None = None,
         client_properties: FieldTable | None = None,
@@ -124,18 +125,15 @@ class Connection:
         self.virtual_host = virtual_host
         self._locale = locale
         self._auto_accept = auto_accept_channels
+        self._username = username
         if role is Role.CLIENT:
-            self._mechanism: SASLClientMechanism | None = negotiation.client_mechanism(
-                mechanism, username, password
-            )
+            self._choices = negotiation.client_mechanisms(mechanism, username, password)
             self._properties = negotiation.client_properties(client_properties)
-            self._username = username if self._mechanism.name != "EXTERNAL" else None
-            if self._username is None and self._mechanism.name in ("PLAIN", "AMQPLAIN"):
-                self._username = getattr(self._mechanism, "username", None)
         else:
-            self._mechanism = None
+            self._choices = ()
             self._properties = negotiation.server_properties(server_properties)
-            self._username = None
+        #: The mechanism the client logs in with (once the server's offer is known).
+        self.mechanism: SASLClientMechanism | None = None
         self._mechanisms = tuple(mechanisms)
         self.state = _S.NEW
         self._parser = FrameParser(FRAME_MIN_SIZE, protocol_header=role is Role.SERVER)
@@ -627,16 +625,17 @@ class Connection:
                 by_peer=False,
             )
             return
-        mech = self._mechanism
-        assert mech is not None
         offered = bytes(method.mechanisms).decode(errors="replace").split()
-        if mech.name not in offered:
+        self.mechanism = mech = negotiation.choose_mechanism(self._choices, offered)
+        if mech is None:
+            ours = " or ".join(m.name for m in self._choices)
             self._end(
                 ReplyCode.ACCESS_REFUSED,
-                f"the server offers {' '.join(offered) or 'no mechanism'}, not {mech.name}",
+                f"the server offers {' '.join(offered) or 'no mechanism'}, not {ours}",
                 by_peer=False,
             )
             return
+        self._username = negotiation.login_identity(mech, self._username)
         locales = bytes(method.locales).decode(errors="replace").split()
         locale = self._locale if self._locale in locales or not locales else locales[0]
         response = mech.initial_response() or b""
@@ -652,7 +651,7 @@ class Connection:
         self.state = _S.AWAIT_TUNE
 
     def _on_secure(self, method: spec.ConnectionSecure) -> None:
-        mech = self._mechanism
+        mech = self.mechanism
         assert mech is not None
         try:
             response = mech.respond(bytes(method.challenge))
