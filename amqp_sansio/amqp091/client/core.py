@@ -21,10 +21,12 @@ import amqp_sansio as a
 import amqp_sansio.amqp091.engine as e
 from amqp_sansio.amqp091 import spec
 from amqp_sansio.amqp091.codec import FieldTable
+from amqp_sansio.client.engines import Stream
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.reconnect import Backoff, Reconnect
 
+from . import trace
 from .channels import ChannelCore
 from .ops import AuthenticationError, ChannelClosedError, ConnectionClosedError
 from .url import URL, parse_url
@@ -120,7 +122,7 @@ def mechanisms(
 
 def client_engine(
     url: str | URL, options: ConnectOptions | None = None
-) -> tuple[URL, e.Connection, _Bytes | a.TLSLayer]:
+) -> tuple[URL, e.Connection, Stream]:
     """The engine (and TLS layer, for amqps or an ``ssl_context``) of a client connection
     to ``url``: ``(url, connection, stream)``. Credentials (the URL's: a user needs a
     password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN (or
@@ -170,7 +172,7 @@ def client_engine(
         client_properties=options.get("client_properties"),
         **tuned,  # type: ignore[arg-type]
     )
-    stream: _Bytes | a.TLSLayer = _Bytes(engine)
+    stream: Stream = trace.wrap(_Bytes(engine), f"0-9-1>{parsed.host}:{parsed.port}")
     if parsed.tls or context is not None:
         if context is None:
             context = a.security.tls.client_context()
@@ -192,7 +194,7 @@ class Core(CoreBase[e.Connection]):
     def __init__(
         self,
         engine: e.Connection,
-        stream: _Bytes | a.TLSLayer,
+        stream: Stream,
         notify: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(engine, stream, notify)
