@@ -8,6 +8,9 @@ the engine and what carries its bytes (under TLS, inside it: the trace shows pla
 
 Credentials never show: SASL bodies that carry them (sasl-init's initial response, sasl
 responses, challenges and outcome data) leave those fields out of their reprs.
+
+AMQP 0-9-1 connections are traced the same way, by the same switch and logger, with
+:mod:`amqp_sansio.amqp091.client.trace`'s reader of 0-9-1 frames in each direction.
 """
 
 from __future__ import annotations
@@ -15,14 +18,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import amqp_sansio as amqp
 
 if TYPE_CHECKING:
     from .engines import Stream
 
-__all__ = ["FrameTrace", "LOGGER", "enabled", "wrap"]
+__all__ = ["Direction", "FrameTrace", "LOGGER", "enabled", "log", "wrap"]
 
 LOGGER = logging.getLogger("amqp_sansio.frames")
 #: The environment variable that turns the trace on (any value but empty or ``0``).
@@ -39,6 +42,17 @@ def enabled() -> bool:
         LOGGER.setLevel(logging.DEBUG)
         return True
     return LOGGER.isEnabledFor(logging.DEBUG)
+
+
+def log(name: str, arrow: str, text: str) -> None:
+    """One line of the trace: the connection's ``name``, the direction and ``text``."""
+    LOGGER.debug("%s %s %s", name, arrow, text)
+
+
+class Direction(Protocol):
+    """What reads one direction of a stream for the trace (one per protocol)."""
+
+    def feed(self, data: bytes) -> None: ...
 
 
 class _Direction:
@@ -84,17 +98,21 @@ class _Direction:
         self._log(f"[{frame.channel}] {frame.body!r}{extra}")
 
     def _log(self, text: str) -> None:
-        LOGGER.debug("%s %s %s", self.name, self.arrow, text)
+        log(self.name, self.arrow, text)
 
 
 class FrameTrace:
     """Wraps an engine (or anything with its byte interface) and logs the frames that pass
-    both ways; it has the byte interface only (the engine's commands go to the engine)."""
+    both ways; it has the byte interface only (the engine's commands go to the engine).
+    ``directions`` reads what comes in and what goes out (default: AMQP 1.0 frames)."""
 
-    def __init__(self, inner: Stream, name: str) -> None:
+    def __init__(
+        self, inner: Stream, name: str, directions: tuple[Direction, Direction] | None = None
+    ) -> None:
         self.inner = inner
-        self._in = _Direction(name, "<-")
-        self._out = _Direction(name, "->")
+        if directions is None:
+            directions = (_Direction(name, "<-"), _Direction(name, "->"))
+        self._in, self._out = directions
 
     def receive_data(self, data: bytes, now: float) -> list[amqp.Event]:
         self._in.feed(data)
@@ -112,8 +130,10 @@ class FrameTrace:
         return self.inner.handle_timer(now)
 
     def set_transport_security(self, **kwargs: object) -> None:
-        """(For a TLS layer above: passed on.)"""
-        getattr(self.inner, "set_transport_security")(**kwargs)  # noqa: B009
+        """(For a TLS layer above: passed on, to an inner layer that takes it.)"""
+        secure = getattr(self.inner, "set_transport_security", None)
+        if secure is not None:
+            secure(**kwargs)
 
 
 def wrap(engine: Stream, name: str) -> Stream:

@@ -38,8 +38,16 @@ class Server:
     response (unless :attr:`hold`), records what it receives, and acks publishes in
     confirm mode when told (:meth:`ack`)."""
 
-    def __init__(self, *, refuse_login: bool = False, heartbeat: int = 60) -> None:
-        self.engine = engine.Connection(engine.Role.SERVER, heartbeat=heartbeat)
+    def __init__(
+        self,
+        *,
+        refuse_login: bool = False,
+        heartbeat: int = 60,
+        mechanisms: tuple[str, ...] = ("PLAIN", "AMQPLAIN"),
+    ) -> None:
+        self.engine = engine.Connection(
+            engine.Role.SERVER, heartbeat=heartbeat, mechanisms=mechanisms
+        )
         self.engine.start(0.0)
         self.refuse_login = refuse_login
         self.methods: list[tuple[int, Method]] = []
@@ -143,8 +151,8 @@ class Wire:
         self.pump()
 
 
-def opened(server: Server | None = None, url: str = URL) -> Wire:
-    core = client_core(url)
+def opened(server: Server | None = None, url: str = URL, **options: Any) -> Wire:
+    core = client_core(url, options)  # type: ignore[arg-type]
     wire = Wire(core, server or Server())
     core.open(0.0)
     wire.pump()
@@ -735,3 +743,111 @@ def test_reply_codes_are_named() -> None:
     assert describe_reply(404, "NOT_FOUND - no queue 'q'") == "404 NOT_FOUND - no queue 'q'"
     assert describe_reply(406, "inequivalent arg") == "406 PRECONDITION_FAILED - inequivalent arg"
     assert describe_reply(999, "") == "999 UNKNOWN"
+
+
+# -- SASL mechanisms ---------------------------------------------------------------------------
+
+
+def _login(wire: Wire) -> ev.LoginRequested:
+    return next(e for e in wire.server.engine_events if isinstance(e, ev.LoginRequested))
+
+
+def test_the_mechanism_is_plain_or_amqplain_where_the_server_offers_only_that() -> None:
+    """Without ``sasl_mechanisms``: PLAIN (RabbitMQ's and pika's default), AMQPLAIN from a
+    server that offers only AMQPLAIN; the credentials arrive either way."""
+    for offered, used in (
+        (("AMQPLAIN", "PLAIN"), "PLAIN"),
+        (("PLAIN",), "PLAIN"),
+        (("AMQPLAIN",), "AMQPLAIN"),
+    ):
+        wire = opened(Server(mechanisms=offered), "amqp://alice:s3cret@127.0.0.1/%2f")
+        login = _login(wire)
+        assert (login.mechanism, login.username, login.password) == (used, "alice", "s3cret")
+        assert wire.core.engine.mechanism is not None
+        assert wire.core.engine.mechanism.name == used
+
+
+def test_sasl_mechanisms_restricts_the_choice_and_one_name_forces_it() -> None:
+    """``sasl_mechanisms`` means what it means for AMQP 1.0: the client's choice among
+    those names (strongest first, whatever their order); a server offering none of them
+    is an authentication error, before any credential is sent."""
+    wire = opened(Server(), URL, sasl_mechanisms=["amqplain"])
+    login = _login(wire)
+    assert (login.mechanism, login.username, login.password) == ("AMQPLAIN", "guest", "guest")
+    wire = opened(Server(), URL, sasl_mechanisms=["AMQPLAIN", "PLAIN"])
+    assert _login(wire).mechanism == "PLAIN"
+
+    core = client_core(URL, {"sasl_mechanisms": ["PLAIN"]})
+    wire = Wire(core, Server(mechanisms=("AMQPLAIN",)))
+    core.open(0.0)
+    wire.pump()
+    with pytest.raises(AuthenticationError) as refused:
+        core.open_ready()
+    assert refused.value.reply_code == 403
+    assert "offers AMQPLAIN, not PLAIN" in str(refused.value)
+    assert not [e for e in wire.server.engine_events if isinstance(e, ev.LoginRequested)]
+
+
+def test_sasl_mechanisms_that_cannot_work_are_refused_before_anything_is_sent() -> None:
+    with pytest.raises(ValueError, match="among EXTERNAL, PLAIN, AMQPLAIN, not SCRAM-SHA-256"):
+        client_core(URL, {"sasl_mechanisms": ["SCRAM-SHA-256", "PLAIN"]})
+    with pytest.raises(ValueError, match="not none"):
+        client_core(URL, {"sasl_mechanisms": []})
+    with pytest.raises(ValueError, match="collection of names"):
+        client_core(URL, {"sasl_mechanisms": "PLAIN"})
+    with pytest.raises(ValueError, match="TLS client certificate"):
+        client_core("amqp://127.0.0.1", {"sasl_mechanisms": ["EXTERNAL"]})
+    with pytest.raises(ValueError, match="remove the credentials"):
+        client_core("amqps://alice:secret@localhost", {"sasl_mechanisms": ["EXTERNAL"]})
+    # EXTERNAL sends no password: the rule on credentials in the clear does not apply
+    client_core("amqps://broker.example", {"sasl_mechanisms": ["EXTERNAL"]})
+    with pytest.raises(InsecureCredentialsError):  # AMQPLAIN's password is in the clear too
+        client_core("amqp://alice:secret@broker.example", {"sasl_mechanisms": ["AMQPLAIN"]})
+
+
+def _external_wire(tmp_path: Any, *, client_cert: bool) -> tuple[Core, Any, Server]:
+    """A TLS server that asks for a client certificate (signed by its CA) and offers
+    EXTERNAL only, and a core with ``sasl_mechanisms=["EXTERNAL"]``."""
+    trustme = pytest.importorskip("trustme")
+    import ssl
+
+    from amqp_sansio import TLSLayer
+    from amqp_sansio.security.tls import client_context
+
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_context)
+    server_context.verify_mode = ssl.CERT_REQUIRED
+    ca.configure_trust(server_context)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    context = client_context(cafile=str(ca_file))
+    if client_cert:
+        ca.issue_cert("alice@example.com", common_name="alice").configure_cert(context)
+    server = Server(mechanisms=("EXTERNAL",))
+    layer = TLSLayer(_ServerBytes(server), server_context, client=False, negotiate=False)
+    core = client_core(
+        "amqps://localhost/%2f", {"ssl_context": context, "sasl_mechanisms": ["EXTERNAL"]}
+    )
+    return core, layer, server
+
+
+def test_external_logs_in_with_the_tls_client_certificate(tmp_path: Any) -> None:
+    """EXTERNAL (0-9-1 spec, connection.start-ok; RabbitMQ's rabbitmq_auth_mechanism_ssl):
+    no credentials cross the connection, the server takes the identity from the client
+    certificate TLS verified."""
+    core, layer, server = _external_wire(tmp_path, client_cert=True)
+    core.open(0.0)
+    _pump_tls(core, layer, server)
+    assert core.open_ready()
+    login = next(e for e in server.engine_events if isinstance(e, ev.LoginRequested))
+    assert (login.mechanism, login.response, login.password) == ("EXTERNAL", b"", None)
+    assert layer.peer_identity is not None and "CN=alice" in layer.peer_identity
+    assert core.opened_event is not None and core.opened_event.identity is None
+
+    core, layer, server = _external_wire(tmp_path, client_cert=False)
+    core.open(0.0)
+    _pump_tls(core, layer, server)
+    with pytest.raises(ConnectionClosedError, match="TLS failed"):  # no certificate: refused
+        core.open_ready()
+    assert not [e for e in server.engine_events if isinstance(e, ev.LoginRequested)]

@@ -300,6 +300,34 @@ def test_amqplain_is_a_table_without_its_length() -> None:
     assert (login.username, login.password) == ("ann", "pw")
 
 
+def test_several_mechanism_names_the_first_the_server_offers_is_used() -> None:
+    """``mechanism=`` with several names, preferred first: the first the server offers
+    (``connection.start`` field ``mechanisms``), whatever the server's order; none in
+    common ends the connection with 403 before any credential is sent."""
+    for offered, used in ((("PLAIN", "AMQPLAIN"), "AMQPLAIN"), (("EXTERNAL",), "EXTERNAL")):
+        pair = make_pair(
+            client={
+                "mechanism": ("AMQPLAIN", "EXTERNAL", "PLAIN"),
+                "username": "ann",
+                "password": "pw",
+            },
+            server={"mechanisms": offered},
+        )
+        pair.pump(accept=False)
+        _, [login] = pair.take()
+        assert isinstance(login, ev.LoginRequested) and login.mechanism == used
+        assert pair.client.mechanism is not None and pair.client.mechanism.name == used
+    pair = make_pair(client={"mechanism": ["AMQPLAIN"]}, server={"mechanisms": ("PLAIN",)})
+    pair.pump(accept=False)
+    [closed], server_events = pair.take()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 403
+    assert "offers PLAIN, not AMQPLAIN" in closed.reply_text
+    assert not [e for e in server_events if isinstance(e, ev.LoginRequested)]
+    for bad in ([], ["PLAIN", 7]):
+        with pytest.raises(SASLConfigurationError, match="mechanism names"):
+            engine.Connection(engine.Role.CLIENT, mechanism=bad)  # type: ignore[arg-type]
+
+
 def test_external_and_a_secure_round() -> None:
     pair = make_pair(
         client={"mechanism": "EXTERNAL", "username": "cn=app"},

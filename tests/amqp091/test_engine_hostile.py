@@ -402,3 +402,139 @@ def test_frames_over_the_negotiated_frame_max_are_501(chunk: int | None) -> None
     number = open_channel(pair)
     pair.server.receive_data(amqp091.encode_body_frame(number, b"x" * 4088), 0.0)
     assert _close_codes(pair.server.data_to_send())[0] == [505]
+
+
+def _pipelined(number: int, other: int) -> bytes:
+    """A client's pipelined write: three methods and a content on ``number``, one method
+    on ``other``."""
+    return (
+        method(number, amqp091.QueueDeclare(queue="a"))
+        + method(number, amqp091.QueueDeclare(queue="b"))
+        + publish(number, 3)
+        + body(number, b"abc")
+        + method(other, amqp091.QueueDeclare(queue="c"))
+        + method(number, amqp091.BasicQos(prefetch_count=1))
+    )
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_closing_a_channel_drops_what_it_queued_and_was_not_taken(chunk: int | None) -> None:
+    """Spec, channel.close: after sending close, everything but close and close-ok is
+    discarded. A server that refuses the first of a client's pipelined methods closes the
+    channel while the rest are queued: they are dropped, not surfaced (another channel's
+    stay), and so is what arrives on the channel until its close-ok."""
+    pair = open_pair()
+    number, other = open_channel(pair), open_channel(pair)
+    server = pair.server
+    data = _pipelined(number, other)
+    for piece in [data] if chunk is None else [data[i : i + 1] for i in range(len(data))]:
+        server.receive_data(piece, 0.0)
+    first = server.next_event()
+    assert first == ev.MethodReceived(channel=number, method=amqp091.QueueDeclare(queue="a"))
+    server.close_channel(number, 404, "NOT_FOUND - no queue 'a'", 50, 10)
+    assert list(server.events()) == [
+        ev.MethodReceived(channel=other, method=amqp091.QueueDeclare(queue="c"))
+    ]
+    assert methods(server.data_to_send()) == [
+        amqp091.ChannelClose(
+            reply_code=404, reply_text="NOT_FOUND - no queue 'a'", class_id=50, method_id=10
+        )
+    ]
+    # what the client sent before it saw the close: a content cut in the middle too
+    server.receive_data(
+        method(number, amqp091.QueueBind(queue="x", exchange="e"))
+        + publish(number, 5)
+        + body(number, b"ab"),
+        0.0,
+    )
+    assert list(server.events()) == [] and server.data_to_send() == b""
+    server.receive_data(body(number, b"cde") + method(number, amqp091.ChannelCloseOk()), 0.0)
+    assert list(server.events()) == [
+        ev.ChannelClosed(
+            channel=number,
+            reply_code=404,
+            reply_text="NOT_FOUND - no queue 'a'",
+            class_id=50,
+            method_id=10,
+            by_peer=False,
+        )
+    ]
+    assert not server.closed and server.data_to_send() == b""
+    # the channel number is free again, and the other channel works on
+    server.receive_data(method(number, amqp091.ChannelOpen()), 0.0)
+    server.receive_data(publish(other, 2) + body(other, b"hi"), 0.0)
+    assert list(server.events()) == [
+        ev.ChannelOpened(channel=number),
+        ev.ContentReceived(channel=other, method=PUBLISH, properties=PROPS, body=b"hi"),
+    ]
+
+
+def test_a_content_whose_method_came_before_the_close_is_discarded_whole() -> None:
+    """The content frames of a content whose method was queued (or taken) when the channel
+    closed are discarded with it: no 505 for a header or body without its method."""
+    for taken in (False, True):
+        pair = open_pair()
+        number = open_channel(pair)
+        server = pair.server
+        server.receive_data(method(number, PUBLISH), 0.0)
+        if taken:
+            assert list(server.events()) == []  # (content surfaces whole, at its end)
+        server.close_channel(number, 406, "PRECONDITION_FAILED - no")
+        server.data_to_send()
+        server.receive_data(header(number, 4) + body(number, b"ab") + body(number, b"cd"), 0.0)
+        assert list(server.events()) == [] and server.data_to_send() == b""
+        server.receive_data(method(number, amqp091.ChannelCloseOk()), 0.0)
+        [closed] = server.events()
+        assert isinstance(closed, ev.ChannelClosed) and closed.reply_code == 406
+        assert not server.closed
+
+
+def test_closing_the_connection_drops_every_queued_method_and_content() -> None:
+    """Spec, connection.close: after sending it, everything but close and close-ok is
+    discarded; a hard refusal of the first of pipelined methods drops the rest, on every
+    channel, so the application is not asked for answers it can no longer send."""
+    pair = open_pair()
+    number, other = open_channel(pair), open_channel(pair)
+    server = pair.server
+    server.receive_data(_pipelined(number, other), 0.0)
+    first = server.next_event()
+    assert isinstance(first, ev.MethodReceived)
+    server.close(503, "COMMAND_INVALID - invalid exchange type", 40, 10)
+    assert list(server.events()) == []
+    server.receive_data(method(other, amqp091.QueueDeclare(queue="d")), 0.0)
+    assert list(server.events()) == []
+    server.receive_data(method(0, amqp091.ConnectionCloseOk()), 0.0)
+    [closed] = server.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 503
+    assert server.closed
+
+
+def test_closing_keeps_the_events_that_report_a_state() -> None:
+    """Client role: a confirm and a flow queued when the application closes the channel
+    still surface (the publish was confirmed, the engine answered the flow); a delivery
+    queued with them is dropped (the server requeues it when the channel closes)."""
+    pair = open_pair()
+    number = open_channel(pair)
+    client = pair.client
+    client.send_method(number, amqp091.ConfirmSelect())
+    pair.pump()
+    pair.server.send_method(number, amqp091.ConfirmSelectOk())
+    pair.pump()
+    pair.take()
+    assert client.publish(number, "", "q", b"x") == 1
+    pair.pump()
+    pair.take()
+    deliver = amqp091.BasicDeliver(consumer_tag="c", delivery_tag=1, exchange="", routing_key="q")
+    client.receive_data(
+        method(number, amqp091.BasicAck(delivery_tag=1))
+        + method(number, deliver)
+        + header(number, 1)
+        + body(number, b"y")
+        + method(number, amqp091.ChannelFlow(active=False)),
+        1.0,
+    )
+    client.close_channel(number)
+    assert list(client.events()) == [
+        ev.Confirmed(channel=number, delivery_tag=1, multiple=False, ack=True),
+        ev.FlowChanged(channel=number, active=False),
+    ]

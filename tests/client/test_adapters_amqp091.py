@@ -405,6 +405,22 @@ def test_the_protocol_is_explicit(adapter: Adapter, url: str) -> None:
     adapter.run(scenario)
 
 
+def test_amqplain_logs_in_to_rabbitmq_when_asked(adapter: Adapter, url: str) -> None:
+    """``sasl_mechanisms`` means for 0-9-1 what it means for 1.0: one name forces the
+    mechanism. RabbitMQ offers PLAIN and AMQPLAIN; without the option PLAIN is used."""
+
+    async def scenario() -> None:
+        for asked, used in ((["AMQPLAIN"], "AMQPLAIN"), (None, "PLAIN")):
+            async with connected(adapter, url, sasl_mechanisms=asked) as conn:
+                mechanism = conn.core.engine.mechanism
+                assert mechanism is not None and mechanism.name == used
+                ch = await aw(conn.channel())
+                declared = await aw(ch.queue_declare("", exclusive=True))
+                assert declared.queue.startswith("amq.gen-")
+
+    adapter.run(scenario)
+
+
 def test_a_refused_login_is_an_authentication_error(adapter: Adapter, url: str) -> None:
     from amqp_sansio.amqp091.client import AuthenticationError
 
@@ -416,6 +432,10 @@ def test_a_refused_login_is_an_authentication_error(adapter: Adapter, url: str) 
                 pass
         assert refused.value.reply_code == 403
         assert "wrong" not in str(refused.value)
+        with pytest.raises(AuthenticationError) as refused:  # the same refusal by AMQPLAIN
+            async with connected(adapter, bad, sasl_mechanisms=["AMQPLAIN"]):
+                pass
+        assert refused.value.reply_code == 403 and "AMQPLAIN" in str(refused.value)
 
     adapter.run(scenario)
 

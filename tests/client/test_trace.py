@@ -110,3 +110,121 @@ def test_the_adapters_trace_inside_tls(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(stream, trace.FrameTrace)
     server, stream = server_engine()
     assert isinstance(stream, trace.FrameTrace) and stream.inner is server
+
+
+# -- AMQP 0-9-1 ------------------------------------------------------------------------------
+
+
+def _pump091(client: object, server: object) -> None:
+    """A 0-9-1 client stream and a server engine, the client's bytes byte by byte."""
+    for _ in range(100):
+        out_c = client.data_to_send()  # type: ignore[attr-defined]
+        for i in range(len(out_c)):
+            server.receive_data(out_c[i : i + 1], 0.0)  # type: ignore[attr-defined]
+        for event in server.events():  # type: ignore[attr-defined]
+            name = type(event).__name__
+            if name == "LoginRequested":
+                server.accept_login(event.username or "")  # type: ignore[attr-defined]
+            elif name == "OpenRequested":
+                server.accept_open()  # type: ignore[attr-defined]
+            elif name == "MethodReceived" and event.method.NAME == "connection.update-secret":
+                from amqp_sansio.amqp091 import spec
+
+                server.send_method(0, spec.ConnectionUpdateSecretOk())  # type: ignore[attr-defined]
+        out_s = server.data_to_send()  # type: ignore[attr-defined]
+        if out_s:
+            client.receive_data(out_s, 0.0)  # type: ignore[attr-defined]
+        if not out_c and not out_s:
+            return
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "AMQPLAIN"])
+def test_0_9_1_frames_are_traced_both_ways_without_credentials(
+    caplog: pytest.LogCaptureFixture, mechanism: str
+) -> None:
+    """The 0-9-1 client (``connect(url, protocol="0-9-1")``'s engine and stream) traces
+    under the same switch and logger: the protocol header, every method, content headers
+    and bodies (their size), heartbeats; ``start-ok``'s response never shows."""
+    from amqp_sansio.amqp091 import engine as e091
+    from amqp_sansio.amqp091 import spec
+    from amqp_sansio.amqp091.client import client_engine as client_engine_091
+    from amqp_sansio.amqp091.client import trace as trace091
+
+    caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
+    _, engine, stream = client_engine_091(
+        f"amqp://alice:{SECRET}@127.0.0.1/%2f", {"sasl_mechanisms": [mechanism]}
+    )
+    assert isinstance(stream, trace.FrameTrace)
+    server = e091.Connection(e091.Role.SERVER)
+    engine.start(0.0)
+    _pump091(stream, server)
+    number = engine.open_channel()
+    _pump091(stream, server)
+    engine.publish(number, "amq.topic", "k", b"x" * 5000, spec.BasicProperties(message_id="m1"))
+    engine.send_method(0, spec.ConnectionUpdateSecret(new_secret=SECRET.encode(), reason="r"))
+    stream.handle_timer(31.0)  # half the heartbeat: a heartbeat goes
+    _pump091(stream, server)
+    lines = [r.getMessage() for r in caplog.records]
+    name = "0-9-1>127.0.0.1:5672"
+    sent = [line.removeprefix(f"{name} -> ") for line in lines if line.startswith(f"{name} -> ")]
+    got = [line.removeprefix(f"{name} <- ") for line in lines if line.startswith(f"{name} <- ")]
+    assert sent[0] == "AMQP header 0-0-9-1"
+    assert sent[1] == (
+        "[0] ConnectionStartOk(client_properties="
+        + repr(e091.negotiation.client_properties())
+        + f", mechanism='{mechanism}', response=<redacted>, locale='en_US')"
+    )
+    assert sent[2].startswith("[0] ConnectionTuneOk(") and sent[3].startswith("[0] ConnectionOpen(")
+    assert sent[4] == f"[{number}] ChannelOpen(reserved_1='')"
+    assert sent[5].startswith(f"[{number}] BasicPublish(") and "routing_key='k'" in sent[5]
+    assert sent[6].startswith(f"[{number}] content header: 5000 bytes, BasicProperties(")
+    assert "message_id='m1'" in sent[6]
+    assert sent[7] == f"[{number}] content body: 5000 bytes"
+    assert sent[8] == "[0] ConnectionUpdateSecret(new_secret=<redacted>, reason='r')"
+    assert sent[9] == "[0] heartbeat"
+    assert got[0].startswith("[0] ConnectionStart(version_major=0, version_minor=9")
+    assert got[1].startswith("[0] ConnectionTune(") and got[2].startswith("[0] ConnectionOpenOk(")
+    assert got[3] == f"[{number}] ChannelOpenOk(reserved_1=b'')"
+    assert got[4] == "[0] ConnectionUpdateSecretOk()"
+    assert SECRET not in caplog.text and "alice" not in caplog.text
+    assert trace091.describe(spec.ConnectionSecure(challenge=b"c")) == (
+        "ConnectionSecure(challenge=<redacted>)"
+    )
+    assert trace091.describe(spec.ConnectionSecureOk(response=SECRET.encode())) == (
+        "ConnectionSecureOk(response=<redacted>)"
+    )
+
+
+def test_0_9_1_a_broken_stream_stops_the_trace(caplog: pytest.LogCaptureFixture) -> None:
+    from amqp_sansio.amqp091 import encode_method_frame, spec
+    from amqp_sansio.amqp091.client import trace as trace091
+
+    caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
+    side = trace091._Direction("x", "<-", header=False)
+    qos = encode_method_frame(1, spec.BasicQos(prefetch_count=3))
+    side.feed(qos[:5])
+    side.feed(qos[5:] + b"\x01\x00\x01\x00\x00\x00\x01\x00\x00")  # a frame-end that is not
+    side.feed(qos)  # ignored: the trace stopped
+    side = trace091._Direction("y", "<-", header=False)
+    side.feed(b"AMQP\x00\x00\x09\x01")  # a server refusing our version answers with a header
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "x <- [1] BasicQos(prefetch_size=0, prefetch_count=3, global_=False)"
+    assert lines[1].startswith("x <- (trace stops: ") and "frame-end" in lines[1]
+    assert lines[2].startswith("y <- (trace stops: ") and len(lines) == 3
+
+
+def test_0_9_1_off_by_default_and_inside_tls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from amqp_sansio.amqp091.client import client_engine as client_engine_091
+
+    monkeypatch.delenv(trace.ENV, raising=False)
+    monkeypatch.setattr(trace.LOGGER, "level", logging.NOTSET)
+    monkeypatch.setattr(trace.LOGGER, "handlers", [])
+    _, engine, stream = client_engine_091("amqp://127.0.0.1")
+    assert not isinstance(stream, trace.FrameTrace)  # no cost when off
+    monkeypatch.setenv(trace.ENV, "1")
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    _, engine, stream = client_engine_091("amqps://localhost")
+    assert isinstance(stream, a.TLSLayer) and isinstance(stream.inner, trace.FrameTrace)
+    assert stream.inner.inner.engine is engine  # type: ignore[attr-defined]
+    stream.inner.set_transport_security(encrypted=True)  # (TLS tells the layer under it)
+    trace.LOGGER.setLevel(logging.NOTSET)  # (and clears the logger's cached level)

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from . import recipes
 from .channels import ChannelCore, ConsumerCore, Delivery
-from .core import ConnectOptions, Core, client_core, client_engine
+from .core import (
+    DEFAULT_MECHANISMS,
+    MECHANISMS,
+    ConnectOptions,
+    Core,
+    client_core,
+    client_engine,
+    mechanisms,
+)
 from .ops import *  # noqa: F403 - the errors, values and options (ops.__all__)
 from .ops import __all__ as _ops_all
 from .url import URL, parse_url
@@ -24,6 +32,9 @@ __all__ = [
     "Delivery",
     "client_core",
     "client_engine",
+    "mechanisms",
+    "MECHANISMS",
+    "DEFAULT_MECHANISMS",
     "recipes",
     # URLs
     "URL",

@@ -14,22 +14,41 @@ Its channels are :mod:`.channels`' :class:`~.channels.ChannelCore`.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypedDict
 
 import amqp_sansio as a
 import amqp_sansio.amqp091.engine as e
 from amqp_sansio.amqp091 import spec
 from amqp_sansio.amqp091.codec import FieldTable
+from amqp_sansio.client.engines import Stream
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.reconnect import Backoff, Reconnect
 
+from . import trace
 from .channels import ChannelCore
 from .ops import AuthenticationError, ChannelClosedError, ConnectionClosedError
 from .url import URL, parse_url
 
-__all__ = ["ConnectOptions", "Core", "client_core", "client_engine"]
+__all__ = [
+    "DEFAULT_MECHANISMS",
+    "MECHANISMS",
+    "ConnectOptions",
+    "Core",
+    "client_core",
+    "client_engine",
+    "mechanisms",
+]
+
+#: The SASL mechanisms a 0-9-1 client logs in with, strongest first: the AMQP 1.0 client's
+#: order (:data:`~amqp_sansio.security.mechanisms.MECHANISM_PREFERENCE`) for the ones both
+#: protocols carry, AMQPLAIN (0-8's, which RabbitMQ still offers) after PLAIN.
+MECHANISMS = ("EXTERNAL", "PLAIN", "AMQPLAIN")
+#: Without ``sasl_mechanisms``: the URL's credentials (or guest/guest) by PLAIN, or by
+#: AMQPLAIN where the server offers only that. EXTERNAL is the caller's choice: it needs a
+#: client certificate in ``ssl_context``, which an SSL context does not tell.
+DEFAULT_MECHANISMS = ("PLAIN", "AMQPLAIN")
 
 #: The reply codes of a peer's ``connection.close`` after which a reconnecting connection
 #: tries again: a planned close (200) and ``connection-forced`` (320: a broker shutting
@@ -47,6 +66,7 @@ class ConnectOptions(TypedDict, total=False):
     frame_max: int | None
     channel_max: int | None
     client_properties: FieldTable | None
+    sasl_mechanisms: Collection[str] | None
 
 
 class _Bytes:
@@ -71,12 +91,42 @@ class _Bytes:
         return []
 
 
+def mechanisms(
+    sasl_mechanisms: Collection[str] | None, *, tls: bool, credentials: bool
+) -> tuple[str, ...]:
+    """The mechanisms a client may log in with, strongest first (:data:`MECHANISMS`'
+    order, whatever the caller's; the engine uses the first the server offers):
+    ``sasl_mechanisms`` restricts the choice and one name forces it, as for AMQP 1.0;
+    None is :data:`DEFAULT_MECHANISMS`. Raises :class:`ValueError` for a name 0-9-1 does
+    not carry, EXTERNAL without TLS (it logs in with the TLS client certificate) or with
+    credentials in the URL and no other mechanism to send them with."""
+    if sasl_mechanisms is None:
+        return DEFAULT_MECHANISMS
+    if isinstance(sasl_mechanisms, str):
+        raise ValueError(f"sasl_mechanisms is a collection of names, not {sasl_mechanisms!r}")
+    wanted = {str(name).upper() for name in sasl_mechanisms}
+    unknown = sorted(wanted.difference(MECHANISMS))
+    if unknown or not wanted:
+        raise ValueError(
+            f"sasl_mechanisms for AMQP 0-9-1 are among {', '.join(MECHANISMS)}, "
+            f"not {', '.join(unknown) or 'none'}"
+        )
+    if "EXTERNAL" in wanted and not tls:
+        raise ValueError(
+            "EXTERNAL logs in with a TLS client certificate: use amqps:// or ssl_context"
+        )
+    if wanted == {"EXTERNAL"} and credentials:
+        raise ValueError("EXTERNAL sends no password: remove the credentials from the URL")
+    return tuple(name for name in MECHANISMS if name in wanted)
+
+
 def client_engine(
     url: str | URL, options: ConnectOptions | None = None
-) -> tuple[URL, e.Connection, _Bytes | a.TLSLayer]:
+) -> tuple[URL, e.Connection, Stream]:
     """The engine (and TLS layer, for amqps or an ``ssl_context``) of a client connection
     to ``url``: ``(url, connection, stream)``. Credentials (the URL's: a user needs a
-    password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN, which
+    password; without either, RabbitMQ's ``guest``/``guest``) go with SASL PLAIN (or
+    AMQPLAIN, or what ``sasl_mechanisms`` allows: :func:`mechanisms`), which
     crosses a plain TCP connection only to a loopback host or with
     ``allow_insecure_auth``: the rule of the AMQP 1.0 client,
     :meth:`~amqp_sansio.client.AMQPURL.check_credentials`, applied to the credentials sent
@@ -86,18 +136,26 @@ def client_engine(
     ``heartbeat``, ``frame_max`` and ``channel_max``."""
     options = options or {}
     parsed = parse_url(url) if isinstance(url, str) else url
-    if parsed.username is None and parsed.password is None:
+    credentials = parsed.username is not None or parsed.password is not None
+    context = options.get("ssl_context")
+    names = mechanisms(
+        options.get("sasl_mechanisms"),
+        tls=parsed.tls or context is not None,
+        credentials=credentials,
+    )
+    if not credentials:
         username = password = "guest"  # RabbitMQ's default user
     else:
         username, password = parsed.username or "", parsed.password or ""
-    sent = URL(
-        scheme=parsed.scheme,
-        host=parsed.host,
-        port=parsed.port,
-        username=username,
-        password=password,
-    )
-    sent.check_credentials(allow_insecure_auth=options.get("allow_insecure_auth", False))
+    if names != ("EXTERNAL",):  # (EXTERNAL sends no password)
+        sent = URL(
+            scheme=parsed.scheme,
+            host=parsed.host,
+            port=parsed.port,
+            username=username,
+            password=password,
+        )
+        sent.check_credentials(allow_insecure_auth=options.get("allow_insecure_auth", False))
     tuned: dict[str, int] = {}
     for name in ("heartbeat", "frame_max", "channel_max"):
         value = getattr(parsed, name)
@@ -108,14 +166,13 @@ def client_engine(
     engine = e.Connection(
         e.Role.CLIENT,
         virtual_host=parsed.virtual_host,
-        mechanism="PLAIN",
-        username=username,
-        password=password,
+        mechanism=names,
+        username=None if names == ("EXTERNAL",) else username,
+        password=None if names == ("EXTERNAL",) else password,
         client_properties=options.get("client_properties"),
         **tuned,  # type: ignore[arg-type]
     )
-    stream: _Bytes | a.TLSLayer = _Bytes(engine)
-    context = options.get("ssl_context")
+    stream: Stream = trace.wrap(_Bytes(engine), f"0-9-1>{parsed.host}:{parsed.port}")
     if parsed.tls or context is not None:
         if context is None:
             context = a.security.tls.client_context()
@@ -137,7 +194,7 @@ class Core(CoreBase[e.Connection]):
     def __init__(
         self,
         engine: e.Connection,
-        stream: _Bytes | a.TLSLayer,
+        stream: Stream,
         notify: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(engine, stream, notify)
@@ -251,8 +308,8 @@ class Core(CoreBase[e.Connection]):
     def _on_closed(self, event: e.events.ConnectionClosed) -> None:
         """The ``connection.close`` that ended the connection: the server's (a refused
         login or virtual host ends it for good; 200 and 320 are retried), or the engine's
-        (the transport went, or the server stopped answering: retried; the server broke
-        the protocol: not)."""
+        (the transport went, or the server stopped answering: retried; the server offers
+        none of our mechanisms, or broke the protocol: not)."""
         if self._closing and not event.by_peer:
             return  # our close, answered
         code = event.reply_code
@@ -261,6 +318,8 @@ class Core(CoreBase[e.Connection]):
             error = ConnectionClosedError("the connection was lost", retryable=True, event=event)
         elif event.by_peer and not self.opened.done() and code in _REFUSED:
             error = _closed(AuthenticationError, "the server refused the connection", event)
+        elif not self.opened.done() and code == spec.ReplyCode.ACCESS_REFUSED:
+            error = _closed(AuthenticationError, "no SASL mechanism in common", event)
         elif event.by_peer:
             error = _closed(ConnectionClosedError, "the server closed the connection", event)
             error.retryable = code in RETRYABLE

@@ -238,9 +238,11 @@ def connect_protocol(
 ) -> Recipe[C]:
     """The recipe of every adapter's ``connect``: the protocol is the caller's choice,
     never guessed from the URL or the server: ``"1.0"`` (the default,
-    :func:`amqp_sansio.client.recipes.connect`) or ``"0-9-1"`` (:func:`connect`). The
-    options of AMQP 1.0's SASL and idle time-out (``idle_timeout``, ``container_id``,
-    ``sasl_mechanisms``, ``sasl``) have no 0-9-1 meaning: given with ``"0-9-1"`` they raise
+    :func:`amqp_sansio.client.recipes.connect`) or ``"0-9-1"`` (:func:`connect`).
+    ``sasl_mechanisms`` means the same for both (restricts the client's choice, one name
+    forces it; for 0-9-1 see :func:`~amqp_sansio.amqp091.client.mechanisms`). The
+    options of AMQP 1.0's SASL layer and idle time-out (``idle_timeout``,
+    ``container_id``, ``sasl``) have no 0-9-1 meaning: given with ``"0-9-1"`` they raise
     :class:`ValueError` (its heartbeat is the URL's ``heartbeat`` query parameter), as does
     any other protocol."""
     if protocol == "1.0":
@@ -260,7 +262,6 @@ def connect_protocol(
     only_10 = {
         "idle_timeout": idle_timeout,
         "container_id": container_id,
-        "sasl_mechanisms": sasl_mechanisms,
         "sasl": sasl,
     }
     given = [name for name, value in only_10.items() if value is not None]
@@ -269,5 +270,6 @@ def connect_protocol(
     options091: ConnectOptions = {
         "ssl_context": ssl_context,
         "allow_insecure_auth": allow_insecure_auth,
+        "sasl_mechanisms": sasl_mechanisms,
     }
     return open_core(client_core(url, options091, reconnect=reconnect), timeout, on_reconnect)

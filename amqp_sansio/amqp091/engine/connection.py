@@ -22,7 +22,7 @@ catalogue of what answers what is in docs/amqp091.rst, "The engine".
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...errors import AMQPError, LocalProtocolError, UnsupportedProtocolError
@@ -57,6 +57,7 @@ from .events import (
     MethodReceived,
     OpenRequested,
     Unblocked,
+    discard_requests,
 )
 from .states import TABLE, ConnectionState, Limits, Role
 
@@ -68,13 +69,8 @@ _S = ConnectionState
 
 #: Methods the application may not send with ``send_method``: the engine sends them.
 _ENGINE_METHODS = frozenset(
-    {
-        spec.ChannelOpen,
-        spec.ChannelOpenOk,
-        spec.ChannelClose,
-        spec.ChannelCloseOk,
-        spec.ChannelFlowOk,
-    }
+    {spec.ChannelOpen, spec.ChannelOpenOk, spec.ChannelClose, spec.ChannelCloseOk}
+    | {spec.ChannelFlowOk}
 )
 
 
@@ -82,7 +78,8 @@ class Connection:
     """One AMQP 0-9-1 connection, client or server role, I/O-free.
 
     Client role: ``virtual_host``, ``mechanism`` (a name, ``"PLAIN"``, ``"AMQPLAIN"`` or
-    ``"EXTERNAL"``, made with ``username`` and ``password``, or a
+    ``"EXTERNAL"``, made with ``username`` and ``password``; several names, preferred
+    first, of which the first the server offers is used; or a
     :class:`~amqp_sansio.security.mechanisms.SASLClientMechanism`), ``client_properties``
     (merged over the engine's, which announce pika's capabilities), ``locale``. Server
     role: ``server_properties`` and the ``mechanisms`` offered; with
@@ -98,7 +95,7 @@ class Connection:
         role: Role,
         *,
         virtual_host: str = "/",
-        mechanism: str | SASLClientMechanism = "PLAIN",
+        mechanism: str | SASLClientMechanism | Sequence[str] = "PLAIN",
         username: str | None = None,
         password: str | None = None,
         client_properties: FieldTable | None = None,
@@ -128,18 +125,15 @@ class Connection:
         self.virtual_host = virtual_host
         self._locale = locale
         self._auto_accept = auto_accept_channels
+        self._username = username
         if role is Role.CLIENT:
-            self._mechanism: SASLClientMechanism | None = negotiation.client_mechanism(
-                mechanism, username, password
-            )
+            self._choices = negotiation.client_mechanisms(mechanism, username, password)
             self._properties = negotiation.client_properties(client_properties)
-            self._username = username if self._mechanism.name != "EXTERNAL" else None
-            if self._username is None and self._mechanism.name in ("PLAIN", "AMQPLAIN"):
-                self._username = getattr(self._mechanism, "username", None)
         else:
-            self._mechanism = None
+            self._choices = ()
             self._properties = negotiation.server_properties(server_properties)
-            self._username = None
+        #: The mechanism the client logs in with (once the server's offer is known).
+        self.mechanism: SASLClientMechanism | None = None
         self._mechanisms = tuple(mechanisms)
         self.state = _S.NEW
         self._parser = FrameParser(FRAME_MIN_SIZE, protocol_header=role is Role.SERVER)
@@ -177,8 +171,7 @@ class Connection:
 
     def start(self, now: float) -> None:
         """Start the clock (the handshake time-out runs from here); a client also writes
-        the protocol header (0-9-1 spec 4.2.2). A server writes nothing until the client's
-        header arrives."""
+        the protocol header (0-9-1 spec 4.2.2), a server waits for the client's."""
         if self._started is not None:
             raise LocalProtocolError("start() was called already")
         self._now = self._started = self._last_received = self._last_sent = now
@@ -318,13 +311,15 @@ class Connection:
         class_id: int = 0,
         method_id: int = 0,
     ) -> None:
-        """Begin channel ``number``'s close handshake (``channel.close``); ChannelClosed
-        follows its ``close-ok``. Refuses a server's pending ``channel.open`` too."""
+        """Begin channel ``number``'s close handshake (``channel.close``; refuses a
+        server's pending ``channel.open`` too). Its methods and contents not taken yet are
+        dropped, as is all but ``close``/``close-ok`` after; ChannelClosed follows."""
         ch = self._channels.get(number)
         if ch is None or ch.state is ChannelState.CLOSING:
             raise LocalProtocolError(f"channel {number} is not open")
         self._check_open("close a channel")
         self._close_channel(ch, int(reply_code), reply_text, class_id, method_id)
+        discard_requests(self._events, number)
 
     def send_method(self, channel: int, method: Method) -> None:
         """Send a method without content on ``channel`` (``queue.declare``, ``basic.ack``,
@@ -411,14 +406,16 @@ class Connection:
     def close(
         self, reply_code: int = 200, reply_text: str = "", class_id: int = 0, method_id: int = 0
     ) -> None:
-        """Begin the close handshake (``connection.close``); ConnectionClosed follows the
-        peer's ``close-ok``. Before anything was sent the connection simply ends."""
+        """Begin the close handshake (``connection.close``; methods and contents not taken
+        yet are dropped); ConnectionClosed follows the peer's ``close-ok``. Before
+        anything was sent the connection simply ends."""
         if self.state in (_S.CLOSING, _S.CLOSED):
             return
         if self.state is _S.NEW:
             self._end(int(reply_code), reply_text, class_id, method_id, by_peer=False)
             return
         self._send_close(int(reply_code), reply_text, class_id, method_id)
+        discard_requests(self._events, None)
 
     def accept_login(self, identity: str) -> None:
         """Server role, after LoginRequested: the login is good; ``connection.tune``
@@ -450,8 +447,7 @@ class Connection:
         self.state = _S.AWAIT_SECURE_OK
 
     def accept_open(self) -> None:
-        """Server role, after OpenRequested: ``connection.open-ok``; ConnectionOpened
-        follows."""
+        """Server role, after OpenRequested: ``connection.open-ok``, ConnectionOpened."""
         self._check_state(_S.OPEN_PENDING, "accept_open()")
         self._send(0, spec.ConnectionOpenOk())
         self._opened()
@@ -629,16 +625,17 @@ class Connection:
                 by_peer=False,
             )
             return
-        mech = self._mechanism
-        assert mech is not None
         offered = bytes(method.mechanisms).decode(errors="replace").split()
-        if mech.name not in offered:
+        self.mechanism = mech = negotiation.choose_mechanism(self._choices, offered)
+        if mech is None:
+            ours = " or ".join(m.name for m in self._choices)
             self._end(
                 ReplyCode.ACCESS_REFUSED,
-                f"the server offers {' '.join(offered) or 'no mechanism'}, not {mech.name}",
+                f"the server offers {' '.join(offered) or 'no mechanism'}, not {ours}",
                 by_peer=False,
             )
             return
+        self._username = negotiation.login_identity(mech, self._username)
         locales = bytes(method.locales).decode(errors="replace").split()
         locale = self._locale if self._locale in locales or not locales else locales[0]
         response = mech.initial_response() or b""
@@ -654,7 +651,7 @@ class Connection:
         self.state = _S.AWAIT_TUNE
 
     def _on_secure(self, method: spec.ConnectionSecure) -> None:
-        mech = self._mechanism
+        mech = self.mechanism
         assert mech is not None
         try:
             response = mech.respond(bytes(method.challenge))

@@ -10,6 +10,8 @@ other method surfaces as :class:`MethodReceived` or, with content, :class:`Conte
 
 from __future__ import annotations
 
+from collections import deque
+
 import attrs
 
 from ... import events as _events
@@ -184,3 +186,23 @@ class FlowChanged(Event):
 
     channel: int
     active: bool
+
+
+def discard_requests(queue: deque[Event], channel: int | None) -> None:
+    """The application closed ``channel`` (None: the connection): the methods and contents
+    of it still in ``queue``, not taken yet, are dropped as if they had arrived after our
+    close (0-9-1 spec, ``channel.close`` and ``connection.close``: after sending close,
+    discard everything but close and close-ok). They ask for an answer the application
+    can no longer give; the events that report a state (ChannelOpened, Confirmed,
+    FlowChanged, ...) stay."""
+    kept = [
+        event
+        for event in queue
+        if not (
+            isinstance(event, MethodReceived | ContentReceived)
+            and (channel is None or event.channel == channel)
+        )
+    ]
+    if len(kept) != len(queue):
+        queue.clear()
+        queue.extend(kept)

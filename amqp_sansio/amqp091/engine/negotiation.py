@@ -12,6 +12,7 @@ EXTERNAL) plus :class:`AMQPlainClient`, the 0-8 mechanism RabbitMQ still offers.
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 
 from ...security.mechanisms import (
     ExternalClient,
@@ -26,7 +27,10 @@ __all__ = [
     "AMQPlainClient",
     "CLIENT_CAPABILITIES",
     "SERVER_CAPABILITIES",
+    "choose_mechanism",
     "client_mechanism",
+    "client_mechanisms",
+    "login_identity",
     "client_properties",
     "negotiate",
     "read_login",
@@ -146,6 +150,41 @@ def client_mechanism(
     raise SASLConfigurationError(
         f"no 0-9-1 client mechanism {mechanism!r}: PLAIN, AMQPLAIN, EXTERNAL or an object"
     )
+
+
+def client_mechanisms(
+    mechanism: str | SASLClientMechanism | Sequence[str],
+    username: str | None,
+    password: str | None,
+) -> tuple[SASLClientMechanism, ...]:
+    """The mechanisms a client may use, in its order of preference: one (a name or an
+    object, :func:`client_mechanism`), or several names, of which the connection uses the
+    first the server offers (:func:`choose_mechanism`)."""
+    if isinstance(mechanism, str | SASLClientMechanism):
+        return (client_mechanism(mechanism, username, password),)
+    names = list(mechanism)
+    if not names or not all(isinstance(name, str) for name in names):
+        raise SASLConfigurationError(f"mechanism names, at least one: not {mechanism!r}")
+    return tuple(client_mechanism(name, username, password) for name in names)
+
+
+def choose_mechanism(
+    choices: Sequence[SASLClientMechanism], offered: Sequence[str]
+) -> SASLClientMechanism | None:
+    """The first of ``choices`` that the server offers (``connection.start`` field
+    ``mechanisms``), or None."""
+    return next((mech for mech in choices if mech.name in offered), None)
+
+
+def login_identity(mechanism: SASLClientMechanism, username: str | None) -> str | None:
+    """Who the client logs in as: ``username``, the name a PLAIN or AMQPLAIN mechanism
+    carries, or None for EXTERNAL (the server names it, from the client certificate)."""
+    if mechanism.name == "EXTERNAL":
+        return None
+    if username is None and mechanism.name in ("PLAIN", "AMQPLAIN"):
+        found: str | None = getattr(mechanism, "username", None)
+        return found
+    return username
 
 
 def read_login(mechanism: str, response: bytes) -> tuple[str | None, str | None]:
