@@ -76,6 +76,36 @@ def test_hard_errors_close_the_connection() -> None:
     assert client.conn.ended
 
 
+@pytest.mark.parametrize("soft", [False, True])
+def test_methods_pipelined_after_a_refusal_are_dropped(soft: bool) -> None:
+    """A refusal and the methods a client pipelined behind it, all in one read: the broker
+    answers none of those behind it (0-9-1 spec, channel.close and connection.close: all
+    but close and close-ok are discarded); it once raised out of receive_data answering a
+    queue.declare on a connection it was closing."""
+    client = Client(Broker())
+    ch = client.channel()
+    client.events = []
+    refused = (
+        spec.QueueDeclare(queue="missing", passive=True)  # soft: 404 closes the channel
+        if soft
+        else spec.ExchangeDeclare(exchange="x", type="x-unknown")  # hard: 503
+    )
+    for method in (refused, spec.QueueDeclare(queue="q2"), spec.ExchangeDeclare(exchange="e")):
+        client.engine.send_method(ch, method)
+    client.pump()
+    assert not client.of(ev.MethodReceived)  # no declare-ok of what came after
+    if soft:
+        (closed,) = client.of(ev.ChannelClosed)
+        assert closed.reply_code == spec.ReplyCode.NOT_FOUND
+        # The connection is still usable, and nothing behind the refusal was done.
+        again = client.channel()
+        client.call(again, spec.QueueDeclare(queue="q2", passive=True))
+        assert client.of(ev.ChannelClosed)[0].reply_code == spec.ReplyCode.NOT_FOUND
+    else:
+        assert _closed(client).reply_code == spec.ReplyCode.COMMAND_INVALID
+        assert client.conn.ended
+
+
 def test_delivery_tags_recover_and_a_lost_connection() -> None:
     broker = Broker()
     client = Client(broker)
