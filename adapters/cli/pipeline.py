@@ -20,6 +20,11 @@ orders it sums (``collect_list`` in the streaming aggregation), so the totals re
 which orders went through the whole path. ``processed`` counts the distinct ids among them,
 ``duplicates`` the ids counted more than once (an order delivered twice and aggregated
 twice), ``lost`` the ids published (and accepted by the broker) that no total holds.
+
+With ``protocol`` ``0-9-1`` every step speaks AMQP 0-9-1 (the embedded broker speaks both):
+the two addresses are queues, declared first (:data:`QUEUE091`), the orders are published
+to the default exchange in confirm mode and the totals consumed and acked, with the Spark
+adapter's 0-9-1 code (:mod:`amqp_sansio.adapters.spark.amqp091`).
 """
 
 from __future__ import annotations
