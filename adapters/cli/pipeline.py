@@ -20,6 +20,11 @@ orders it sums (``collect_list`` in the streaming aggregation), so the totals re
 which orders went through the whole path. ``processed`` counts the distinct ids among them,
 ``duplicates`` the ids counted more than once (an order delivered twice and aggregated
 twice), ``lost`` the ids published (and accepted by the broker) that no total holds.
+
+With ``protocol`` ``0-9-1`` every step speaks AMQP 0-9-1 (the embedded broker speaks both):
+the two addresses are queues, declared first (:data:`QUEUE091`), the orders are published
+to the default exchange in confirm mode and the totals consumed and acked, with the Spark
+adapter's 0-9-1 code (:mod:`amqp_sansio.adapters.spark.amqp091`).
 """
 
 from __future__ import annotations
@@ -295,41 +300,91 @@ def publish(
     messages: Iterator[amqp.Message],
     *,
     done: Callable[[int], None] | None = None,
+    protocol: str = "1.0",
     **options: Any,
 ) -> int:
-    """Publish ``messages`` to ``address`` with the asyncio adapter; how many the broker
-    accepted (all of them, or this raises), told to ``done`` as they are."""
+    """Publish ``messages`` to ``address`` with the asyncio adapter (``options``: its
+    ``connect``'s); how many the broker accepted (all of them, or this raises), told to
+    ``done`` as they are. With ``protocol`` ``"0-9-1"``: to the queue ``address`` through
+    the default exchange, each message mapped as RabbitMQ maps 1.0 to 0-9-1, in confirm
+    mode, each confirmed (the Spark writer's code)."""
+    if protocol == "0-9-1":
+        from ..spark.amqp091 import publish_rows
+
+        _read, write = _options091(url, address)
+        return publish_rows(write, messages, write.timeout, done=done)
     return asyncio.run(_publish(url, address, messages, done, options))
 
 
-async def _drain(
-    url: str, address: str, first_wait: float, idle: float, options: dict[str, Any]
-) -> list[amqp.Message]:
-    from .. import aio
-
+def _take_all(receive: Callable[..., Any], first_wait: float, idle: float) -> list[amqp.Message]:
+    """The messages ``receive`` (a blocking receiver's or consumer's) gives, each accepted,
+    until nothing has come for ``idle`` seconds (``first_wait`` for the first message)."""
     got: list[amqp.Message] = []
-    async with aio.connect(url, **options) as conn:
-        receiver = await conn.receiver(address, credit=500)
-        wait = first_wait
-        while True:
-            try:
-                delivery = await receiver.receive(timeout=wait)
-            except TimeoutError:
-                break
-            if delivery is None:
-                break
-            got.append(delivery.message)
-            delivery.accept()
-            wait = idle
+    wait = first_wait
+    while True:
+        try:
+            delivery = receive(timeout=wait)
+        except TimeoutError:
+            break
+        if delivery is None:
+            break
+        got.append(delivery.message)
+        delivery.accept()
+        wait = idle
     return got
 
 
 def read_back(
-    url: str, address: str, *, first_wait: float = 10.0, idle: float = 1.0, **options: Any
+    url: str,
+    address: str,
+    *,
+    first_wait: float = 10.0,
+    idle: float = 1.0,
+    protocol: str = "1.0",
+    **options: Any,
 ) -> list[amqp.Message]:
     """Take (and accept) what ``address`` holds: until nothing has come for ``idle``
-    seconds (``first_wait`` for the first message)."""
-    return asyncio.run(_drain(url, address, first_wait, idle, options))
+    seconds (``first_wait`` for the first message). ``options``: the blocking adapter's
+    ``connect``'s. With ``protocol`` ``"0-9-1"``: consume the queue ``address`` and ack
+    each message, mapped to 1.0 as RabbitMQ maps it (the Spark reader's consumer)."""
+    if protocol == "0-9-1":
+        from ..spark.amqp091 import blocking_consumer
+
+        read, _write = _options091(url, address)
+        with blocking_consumer(read, address, 500) as consumer:
+            return _take_all(consumer.receive, first_wait, idle)
+    from .. import sockets
+
+    with sockets.connect(url, **options) as conn:
+        return _take_all(conn.receiver(address, credit=500).receive, first_wait, idle)
+
+
+def _options091(url: str, address: str) -> tuple[Any, Any]:
+    """The Spark adapter's 0-9-1 read and write options for ``address`` at ``url``: the
+    publishing and reading back with 0-9-1 are its code
+    (:mod:`amqp_sansio.adapters.spark.amqp091`)."""
+    from ..spark.options import ReadOptions, WriteOptions
+
+    given = {"url": url, "address": address, "protocol": "0-9-1"}
+    return ReadOptions(given, streaming=False), WriteOptions({**given, "window": str(WINDOW)})
+
+
+#: ``queue.declare``'s arguments for the pipeline's two queues with ``--protocol 0-9-1``:
+#: durable (they outlive a broker's restart), not exclusive, not auto-deleted, no
+#: ``arguments`` (the broker's default queue type: a classic queue on RabbitMQ).
+QUEUE091: dict[str, Any] = {"durable": True, "exclusive": False, "auto_delete": False}
+
+
+def declare091(url: str, queues: list[str]) -> None:
+    """Declare each of ``queues`` at ``url`` (0-9-1) as :data:`QUEUE091` says: a 0-9-1
+    broker routes a publish to no queue that was not declared."""
+    from .. import sockets
+
+    read, _write = _options091(url, queues[0])
+    with sockets.connect(read.url091(), protocol="0-9-1", **read.connect_options091()) as conn:
+        channel = conn.channel()
+        for queue in queues:
+            channel.queue_declare(queue, **QUEUE091)
 
 
 def latest_totals(messages: list[amqp.Message]) -> list[Total]:
@@ -372,7 +427,14 @@ def account(sent_ids: set[str], totals: list[Total]) -> tuple[int, int, int]:
 
 
 def _aggregate(
-    spark: Any, url: str, source: str, sink: str, staging: str, checkpoint: str, batch: int
+    spark: Any,
+    url: str,
+    source: str,
+    sink: str,
+    staging: str,
+    checkpoint: str,
+    batch: int,
+    protocol: str = "1.0",
 ) -> Any:
     """The streaming query, not yet started: orders in, revenue per region per minute out."""
     from pyspark.sql import functions as F
@@ -389,6 +451,7 @@ def _aggregate(
     stream = (
         spark.readStream.format("amqp")
         .option("url", url)
+        .option("protocol", protocol)
         .option("address", source)
         .option("stagingLocation", staging)
         .option("maxMessagesPerTrigger", str(batch))
@@ -423,6 +486,7 @@ def _aggregate(
         out.writeStream.format("amqp")
         .outputMode("complete")
         .option("url", url)
+        .option("protocol", protocol)
         .option("address", sink)
         .option("checkpointLocation", checkpoint)
     )
@@ -456,6 +520,7 @@ def run_pipeline(
     stages: Stages | None = None,
     verbose: bool = False,
     spark: Any = None,
+    protocol: str = "1.0",
 ) -> Outcome:
     """Run the pipeline (the module's docstring) and return what it did. ``url``: a broker
     to use instead of starting the embedded one; ``source``/``sink``: the addresses
@@ -465,7 +530,8 @@ def run_pipeline(
     error (:func:`~amqp_sansio.adapters.cli.spark_process.spark_session`); ``spark``: a
     session to use (default: the active one, else a new one on ``master``, started once the
     orders are published and stopped with
-    its JVM before the broker is).
+    its JVM before the broker is); ``protocol``: ``"1.0"`` or ``"0-9-1"`` (the addresses
+    are queues, declared first as :data:`QUEUE091` says, and left on the broker).
 
     A Ctrl-C (SIGINT) raises KeyboardInterrupt, at once while publishing or starting Spark
     (a JVM being started is killed), else at the next look at the query (four times a
@@ -478,10 +544,16 @@ def run_pipeline(
     try:
         with _broker(url) as broker_url:
             base = _base(broker_url)
-            shown.stage("publishing", messages, f"{messages:,} orders to {source} at {base}")
+            shown.stage(
+                "publishing",
+                messages,
+                f"{messages:,} orders to {source} at {parse_url(base).redacted()}",
+            )
             # (made as they are sent: the first is sent at once, whatever their number)
             made = (o.message() for o in orders(messages))
-            sent = publish(broker_url, source, made, done=shown.done)
+            if protocol == "0-9-1":
+                declare091(base, [source, sink])
+            sent = publish(base, source, made, done=shown.done, protocol=protocol)
             with running_session(spark, master, verbose=verbose, stages=shown) as (session, check):
                 shown.stage(
                     "processing",
@@ -497,11 +569,12 @@ def run_pipeline(
                     os.path.join(work, "staging"),
                     os.path.join(work, "checkpoint"),
                     batch,
+                    protocol,
                 )
                 _query, rows, batches = watch(writer, messages, shown, check)
                 seconds = time.perf_counter() - started
             shown.stage("reading back", note=f"the totals from {sink}")
-            totals = latest_totals(read_back(broker_url, sink))
+            totals = latest_totals(read_back(base, sink, protocol=protocol))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     # (the broker accepted each of the first ``sent``, or publish raised)
@@ -590,8 +663,17 @@ def add_parser(sub: Any) -> None:
     pl.add_argument(
         "--url",
         default=None,
-        help="an AMQP 1.0 broker to use, amqp://[user:password@]host[:port] with no "
-        "address (default: start the embedded reference broker on a free loopback port)",
+        help="an AMQP 1.0 broker to use (0-9-1 with --protocol 0-9-1), "
+        "amqp://[user:password@]host[:port] with no address (default: start the embedded "
+        "reference broker on a free loopback port)",
+    )
+    pl.add_argument(
+        "--protocol",
+        choices=("1.0", "0-9-1"),
+        default="1.0",
+        help="the AMQP version the orders and totals go through, published, read by the "
+        "query, written by its sink and read back: 0-9-1 declares the two addresses as "
+        "durable queues first (default 1.0)",
     )
     pl.add_argument(
         "--orders",
@@ -651,6 +733,7 @@ def run(args: argparse.Namespace) -> int:
             batch=args.batch,
             stages=stages,
             verbose=args.verbose,
+            protocol=args.protocol,
         )
 
         def report() -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -197,14 +197,21 @@ def blocking_consumer(
         yield _BlockingConsumer(channel.basic_consume(address))
 
 
-def publish_rows(options: WriteOptions, messages: Iterator[amqp.Message], timeout: float) -> int:
+def publish_rows(
+    options: WriteOptions,
+    messages: Iterator[amqp.Message],
+    timeout: float,
+    *,
+    done: Callable[[int], None] | None = None,
+) -> int:
     """Publish each message to the queue ``options.address`` (the default exchange),
     ``mandatory``, in confirm mode, at most ``options.window`` unconfirmed; return the
-    count once every one was confirmed (a nack or a return raises RuntimeError)."""
+    count once every one was confirmed (a nack or a return raises RuntimeError). ``done``
+    is told the count confirmed every thousand and at the end."""
     from .. import sockets
 
     address = options.address
-    sent = 0
+    sent = confirmed = 0
     with sockets.connect(
         options.url091(), protocol="0-9-1", **options.connect_options091()
     ) as conn:
@@ -213,6 +220,7 @@ def publish_rows(options: WriteOptions, messages: Iterator[amqp.Message], timeou
         outstanding: deque[Any] = deque()
 
         def confirm_some(keep: int) -> None:
+            nonlocal confirmed
             while len(outstanding) > keep:
                 confirmation = outstanding.popleft().confirmation(timeout=timeout)
                 if confirmation.returned is not None:
@@ -222,6 +230,9 @@ def publish_rows(options: WriteOptions, messages: Iterator[amqp.Message], timeou
                     )
                 if not confirmation.ack:
                     raise RuntimeError(f"the broker refused a message for {address!r} (nack)")
+                confirmed += 1
+                if done is not None and confirmed % 1000 == 0:
+                    done(confirmed)
 
         for message in messages:
             properties, body, _exchange, _key = from_amqp10(message.encode())
@@ -233,4 +244,6 @@ def publish_rows(options: WriteOptions, messages: Iterator[amqp.Message], timeou
             sent += 1
             confirm_some(options.window)
         confirm_some(0)
+    if done is not None:
+        done(confirmed)
     return sent

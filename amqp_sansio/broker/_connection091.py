@@ -687,8 +687,15 @@ class BrokerConnection091:
         props = event.properties
         assert isinstance(props, spec.BasicProperties)
         seq = 0
-        engine_channel = self.engine.channel(channel.number)
-        if engine_channel.confirm_mode:
+        try:
+            confirming = self.engine.channel(channel.number).confirm_mode
+        except KeyError:
+            # The client closed the channel (or the connection) in the same input: the
+            # engine has it gone, but the frames before the close are handled in the order
+            # they came (as RabbitMQ does): routed, with no confirm (nothing more goes out
+            # on the channel).
+            confirming = False
+        if confirming:
             channel.confirm_seq += 1
             seq = channel.confirm_seq
         try:

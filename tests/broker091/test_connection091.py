@@ -156,3 +156,33 @@ def test_exclusive_queues_go_with_their_connection() -> None:
     client.engine.close()
     client.pump()
     assert client.conn.ended and ok.queue not in broker.nodes
+
+
+@pytest.mark.parametrize("closing", ["channel", "connection"])
+def test_publishes_in_the_same_input_as_a_close_are_routed_first(closing: str) -> None:
+    """A client that publishes on a channel in confirm mode and closes the channel (or the
+    connection) sends it all in one write (a Ctrl-C while ``amqp-sansio pipeline
+    --protocol 0-9-1`` publishes): the engine has the channel gone by the time the broker
+    handles the publishes, which are still routed, in the order they came (as RabbitMQ
+    does), and the close is answered as usual."""
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="orders"))
+    client.call(ch, spec.ConfirmSelect())
+    client.events = []
+    for i in range(3):
+        client.engine.publish(ch, "", "orders", b"%d" % i, mandatory=True)
+    if closing == "channel":
+        client.engine.close_channel(ch)
+    else:
+        client.engine.close()
+    client.pump()
+    assert broker.nodes["orders"].depth == 3
+    if closing == "channel":
+        (closed,) = client.of(ev.ChannelClosed)
+        assert closed.channel == ch and closed.reply_code == 200
+        assert not client.conn.ended
+    else:
+        assert _closed(client).reply_code == 200
+        assert client.conn.ended and client.conn.refused is None

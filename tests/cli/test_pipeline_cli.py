@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import pty
 import re
@@ -19,10 +20,16 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
+import uuid
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.broker_process import amqp_sansio_command
+from support.rabbitmq import rabbitmq_url
 
 pytest.importorskip("pyspark", reason="pyspark is in the 'spark' extra")
 from amqp_sansio.adapters import cli
@@ -90,6 +97,7 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
         (["pipeline", "--messages", "0"], "argument --messages: must be at least 1, not 0"),
         (["pipeline", "--messages", "many"], "argument --messages: not a whole number: 'many'"),
         (["pipeline", "--master", "local[x]"], "argument --master: not a Spark master URL"),
+        (["pipeline", "--protocol", "0-10"], "argument --protocol: invalid choice: '0-10'"),
         (["bench", "spark", "--size", "0"], "argument --size: must be at least 1, not 0"),
         (["bench", "spark", "--partitions", "-1"], "argument --partitions: must be at least 1"),
         (["bench", "spark", "--batch", "1.5"], "argument --batch: not a whole number: '1.5'"),
@@ -334,11 +342,18 @@ def _interrupt(term: Terminal) -> tuple[float, list[str]]:
     return seconds, [line for line in re.split(r"\r\n|\r|\n", after.replace("\033[K", "")) if line]
 
 
+#: The pipeline's options for each protocol: 1.0 is the default.
+PROTOCOLS = {"1.0": [], "0-9-1": ["--protocol", "0-9-1"]}
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVM's processes in /proc")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_ctrl_c_while_the_query_runs_stops_it_spark_and_the_broker_in_one_line(
-    tmp_path: Path,
+    tmp_path: Path, protocol: str
 ) -> None:
-    term = Terminal("pipeline", "--messages", "2000", "--batch", "100", cwd=tmp_path)
+    term = Terminal(
+        "pipeline", *PROTOCOLS[protocol], "--messages", "2000", "--batch", "100", cwd=tmp_path
+    )
     # The bar of the processing stage is drawn at the first look at the running query.
     term.wait_for(r"processing  \[")
     spark = term.spark()
@@ -358,8 +373,11 @@ def test_ctrl_c_while_the_query_runs_stops_it_spark_and_the_broker_in_one_line(
     assert _gone(spark) == set(), "a process of the JVM's survived"
 
 
-def test_ctrl_c_while_publishing_says_how_many_were_published(tmp_path: Path) -> None:
-    term = Terminal("pipeline", "--messages", "2000000", cwd=tmp_path)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_ctrl_c_while_publishing_says_how_many_were_published(
+    tmp_path: Path, protocol: str
+) -> None:
+    term = Terminal("pipeline", *PROTOCOLS[protocol], "--messages", "2000000", cwd=tmp_path)
     term.wait_for(r"publishing  \[")  # (the first thousand accepted)
     seconds, lines = _interrupt(term)
     assert term.proc.returncode == 130, term.text[-3000:]
@@ -462,3 +480,131 @@ def test_the_readme_command_runs_from_a_directory_with_another_amqp_sansio(
         line + "\r" for line in ends
     ]
     assert _gone(spark) == set(), "a process of the JVM's survived"
+
+
+# -- AMQP 0-9-1 ---------------------------------------------------------------------------------
+
+
+def _run_pipeline(*argv: str, cwd: Path) -> tuple[dict[str, Any], str]:
+    """``amqp-sansio pipeline ARGV --json`` as a script runs it (stderr not a terminal): its
+    JSON object and its stderr, once it has exited 0."""
+    done = subprocess.run(
+        [*amqp_sansio_command(), "pipeline", *argv, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    outcome: dict[str, Any] = json.loads(done.stdout)
+    return outcome, done.stderr
+
+
+def _accounted(outcome: dict[str, Any], count: int) -> None:
+    assert (outcome["sent"], outcome["processed"], outcome["duplicates"], outcome["lost"]) == (
+        count,
+        count,
+        0,
+        0,
+    )
+    assert sum(t["orders"] for t in outcome["totals"]) == count
+    expected: Counter[tuple[str, str]] = Counter()
+    for order in pipeline.orders(count):
+        minute = (order.ts - pipeline.START) // 60_000
+        expected[f"2026-01-01 00:{minute:02d}", order.region] += 1
+    assert {(t["minute"], t["region"]): t["orders"] for t in outcome["totals"]} == dict(expected)
+
+
+def test_the_pipeline_runs_on_091_against_the_embedded_broker(tmp_path: Path) -> None:
+    """``--protocol 0-9-1`` with nothing else: the embedded broker, spoken to in 0-9-1 from
+    the publishing to the reading back (its queues declared first)."""
+    outcome, err = _run_pipeline("--protocol", "0-9-1", "--messages", "300", cwd=tmp_path)
+    _accounted(outcome, 300)
+    assert err == ""  # no progress when stderr is not a terminal, nothing of Spark's
+
+
+@pytest.fixture
+def rabbit_queues() -> Iterator[tuple[str, list[str]]]:
+    """RabbitMQ's URL and two queue names of this test's own, deleted after it."""
+    from amqp_sansio.adapters import sockets
+
+    url = rabbitmq_url()
+    run = uuid.uuid4().hex[:10]
+    queues = [f"amqp-sansio-pipeline-orders-{run}", f"amqp-sansio-pipeline-totals-{run}"]
+    try:
+        yield url, queues
+    finally:
+        with sockets.connect(url, protocol="0-9-1") as conn:
+            channel = conn.channel()
+            for queue in queues:
+                channel.queue_delete(queue)
+
+
+def test_the_pipeline_runs_on_091_against_rabbitmq(
+    tmp_path: Path, rabbit_queues: tuple[str, list[str]]
+) -> None:
+    """Against RabbitMQ: the two queues are declared durable (declaring them again as
+    transient is refused: 406), every order and every total was acked (both empty after),
+    and the password is not shown in the progress lines."""
+    from amqp_sansio.adapters import sockets
+
+    from amqp_sansio import amqp091
+
+    url, queues = rabbit_queues
+    outcome, err = _run_pipeline(
+        *("--protocol", "0-9-1", "--url", url, "--orders", queues[0], "--results", queues[1]),
+        *("--messages", "400", "--progress"),
+        cwd=tmp_path,
+    )
+    _accounted(outcome, 400)
+    assert f"publishing: 400 orders to {queues[0]} at " in err, err
+    password = urllib.parse.urlsplit(url).password
+    assert not password or f":{password}@" not in err, err
+    assert "reading back: done in " in err, err
+    with sockets.connect(url, protocol="0-9-1") as conn:
+        for queue in queues:
+            ok = conn.channel().queue_declare(queue, durable=True)
+            assert ok.message_count == 0, (queue, ok)
+            with pytest.raises(amqp091.client.ChannelClosedError) as refused:
+                conn.channel().queue_declare(queue, durable=False)
+            assert refused.value.reply_code == 406, refused.value
+
+
+def test_a_091_queue_declared_otherwise_is_refused_in_one_line_before_spark(
+    tmp_path: Path, rabbit_queues: tuple[str, list[str]]
+) -> None:
+    """A queue that exists transient (the pipeline declares its queues durable): RabbitMQ
+    refuses the declaration (406), which is the command's one line, exit status 3, before
+    anything is published or Spark starts."""
+    from amqp_sansio.adapters import sockets
+
+    url, queues = rabbit_queues
+    with sockets.connect(url, protocol="0-9-1") as conn:
+        conn.channel().queue_declare(queues[0], durable=False)
+    done = subprocess.run(
+        [
+            *amqp_sansio_command(),
+            "pipeline",
+            "--protocol",
+            "0-9-1",
+            "--url",
+            url,
+            "--orders",
+            queues[0],
+            "--results",
+            queues[1],
+            "--progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1].startswith("amqp-sansio pipeline: error: "), lines
+    assert "406 PRECONDITION_FAILED" in lines[-1] and "durable" in lines[-1], lines
+    assert not any(line.startswith("starting Spark") for line in lines), lines
+    assert done.stdout == ""
