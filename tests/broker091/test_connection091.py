@@ -126,3 +126,15 @@ def test_exclusive_queues_go_with_their_connection() -> None:
     client.engine.close()
     client.pump()
     assert client.conn.ended and ok.queue not in broker.nodes
+
+
+def test_a_publish_then_its_channel_closed_in_one_input_is_routed() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="last"))
+    client.call(ch, spec.ConfirmSelect())
+    client.engine.publish(ch, "", "last", b"before the close")
+    client.engine.close_channel(ch)  # both reach the broker in one chunk
+    client.pump()
+    assert broker.nodes["last"].depth == 1 and not client.conn.ended
