@@ -143,7 +143,7 @@ class _Channel:
         method = spec.BasicDeliver(
             consumer_tag=consumer.tag,
             delivery_tag=tag,
-            redelivered=message.delivery_count > 0,
+            redelivered=message.delivery_count > 0 or message.redelivered,
             exchange=exchange or "",
             routing_key=queue.address if routing_key is None else routing_key,
         )
@@ -200,6 +200,25 @@ class _Channel:
         if delivery_tag not in self.unacked:
             raise Refused(ReplyCode.PRECONDITION_FAILED, f"unknown delivery tag {delivery_tag}")
         return [delivery_tag]
+
+    def redeliver_all(self) -> None:
+        """``basic.recover`` with ``requeue`` false (0-9-1 spec, basic.recover: "redelivered
+        to the original recipient"): each unacked delivery of a consumer still on the
+        channel comes again to that consumer, ``redelivered``, under a new tag; the others
+        (``basic.get``, a cancelled consumer) go back to their queue."""
+        back: list[int] = []
+        for tag, (message, queue, consumer) in list(self.unacked.items()):
+            if consumer is None or self.consumers.get(consumer.tag) is not consumer:
+                back.append(tag)
+                continue
+            del self.unacked[tag]
+            consumer.unacked -= 1
+            message.delivery_count += 1
+            message.redelivered = True
+            self.conn.broker.store.update(queue, message)
+            self.deliver(consumer, message, queue)
+        if back:
+            self.settle(back, ack=False, requeue=True)
 
     def requeue_all(self) -> None:
         """The channel closed, or ``basic.recover``: every unacked delivery goes back."""
@@ -676,7 +695,7 @@ class BrokerConnection091:
         props, body, exchange, routing_key = basic_of(message)
         method = spec.BasicGetOk(
             delivery_tag=tag,
-            redelivered=message.delivery_count > 0,
+            redelivered=message.delivery_count > 0 or message.redelivered,
             exchange=exchange or "",
             routing_key=queue.address if routing_key is None else routing_key,
             message_count=len(queue.available),
@@ -710,11 +729,17 @@ class BrokerConnection091:
         channel.settle(tags, ack=False, requeue=m.requeue)
 
     def _basic_recover(self, channel: _Channel, m: spec.BasicRecover) -> None:
-        channel.requeue_all()
+        if m.requeue:
+            channel.requeue_all()
+        else:
+            channel.redeliver_all()
         self._send_method(channel.number, spec.BasicRecoverOk())
 
     def _basic_recover_async(self, channel: _Channel, m: spec.BasicRecoverAsync) -> None:
-        channel.requeue_all()
+        if m.requeue:
+            channel.requeue_all()
+        else:
+            channel.redeliver_all()
 
     def _on_content(self, event: ContentReceived) -> None:
         if event.channel in self._closing:

@@ -368,6 +368,7 @@ class Queue(Node):
         """A consumer gave the message back (released or modified, core spec 3.4.4, 3.4.5):
         it goes to the head of its priority."""
         self.acquired -= 1
+        message.redelivered = True
         if self.deleted:
             message.dropped = True
             self.broker.store.remove(self, message)

@@ -50,6 +50,7 @@ class StoredMessage:
         "header",
         "held",
         "priority",
+        "redelivered",
         "selection",
         "seq",
     )
@@ -74,6 +75,10 @@ class StoredMessage:
         #: The bytes the broker counts it for while a queue holds it (see
         #: ``Broker.held_bytes``), 0 when it is not counted.
         self.held = 0
+        #: Given back by a consumer at least once (a 1.0 ``released`` too, which does not
+        #: count in the delivery-count, core spec 3.4.4): a 0-9-1 consumer gets it
+        #: ``redelivered``, as RabbitMQ marks any message delivered before.
+        self.redelivered = False
         #: Taken off its node for good (accepted, expired, dead-lettered, node deleted).
         self.dropped = False
         #: Consumers it was modified ``undeliverable-here`` on (core spec 3.4.5).
