@@ -396,9 +396,10 @@ def _log_opened(conn: AnyConnection, where: str) -> None:
     if isinstance(conn, BrokerConnection091):
         vhost = conn.vhost.name if conn.vhost is not None else "?"
         log.info(
-            "connection from %s opened: user %s, no TLS, vhost %s",
+            "connection from %s opened: user %s, %s, vhost %s",
             where,
             _user(conn),
+            conn.record.tls or "no TLS",
             _quoted(vhost),
         )
         return

@@ -243,6 +243,7 @@ class Broker:
             # amqps: the TLS layer goes on, the 0-9-1 engine under it; the header it held
             # is the engine's first input.
             conn._stream = tls
+            conn.record.tls = replacing.record.tls if replacing is not None else None
             head = tls.inner.switch(_Plain091(engine))
             engine.receive_data(head, now)
             self._pending[conn] = None  # (its connection.start, to be encrypted)

@@ -7,6 +7,7 @@ gets 1.0 on the same port."""
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,6 +61,10 @@ def test_pika_over_tls(broker: BrokerProcess, ca: tuple[trustme.CA, Path]) -> No
         method, props, body = ch.basic_get("tls.pika", auto_ack=True)
         assert body == b"over tls" and props.delivery_mode == 2
         assert method.routing_key == "tls.pika"
+    deadline = time.monotonic() + WAIT
+    while "(AMQP 0-9-1), TLSv1." not in broker.log:  # the log says it runs over TLS
+        assert time.monotonic() < deadline, broker.log
+        time.sleep(0.05)
 
 
 def test_our_0_9_1_client_over_tls_and_1_0_on_the_same_port(
