@@ -244,7 +244,9 @@ class Broker:
             # is the engine's first input.
             conn._stream = tls
             conn.record.tls = replacing.record.tls if replacing is not None else None
-            head = tls.inner.switch(_Plain091(engine))
+            sniffer = tls.inner
+            assert isinstance(sniffer, ProtocolSniffer)
+            head = sniffer.switch(_Plain091(engine))
             engine.receive_data(head, now)
             self._pending[conn] = None  # (its connection.start, to be encrypted)
         conn._counted = True

@@ -53,6 +53,7 @@ from ..events import (
     SessionBegun,
     SessionEnded,
 )
+from ..security.tls import TLSLayer
 from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
 from ._management import MANAGEMENT_ADDRESS
@@ -210,15 +211,14 @@ class BrokerConnection:
         self._handle(self._stream.handle_timer(now))
 
     @property
-    def tls_wanting_091(self) -> Any:
+    def tls_wanting_091(self) -> TLSLayer | None:
         """On the amqps port: the TLS layer, once the plaintext's first octets are the
         0-9-1 header (the driver then asks the broker for a 0-9-1 connection in this one's
         place, :meth:`Broker.accept_091 <amqp_sansio.broker.Broker.accept_091>`); else
         None."""
         stream = self._stream
-        sniffer = getattr(stream, "inner", None)
-        if isinstance(sniffer, ProtocolSniffer) and sniffer.wants_091:
-            return stream
+        if isinstance(stream, TLSLayer) and isinstance(stream.inner, ProtocolSniffer):
+            return stream if stream.inner.wants_091 else None
         return None
 
     @property

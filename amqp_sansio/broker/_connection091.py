@@ -310,7 +310,7 @@ class BrokerConnection091:
     def _read_again(self) -> None:
         if self._stopped:
             self._stopped = False
-            self.engine.resume_monitor(self._now)
+            self.engine.monitor_paused = False
 
     @property
     def vhost_or_default(self) -> VirtualHost:
@@ -753,7 +753,7 @@ class BrokerConnection091:
         self.record.messages_in += 1
         if self.broker.alarm and not self._stopped:
             self._stopped = True  # read no further until the alarm clears
-            self.engine.pause_monitor()
+            self.engine.monitor_paused = True  # (RabbitMQ pauses its heartbeat monitor)
         props = event.properties
         assert isinstance(props, spec.BasicProperties)
         seq = 0
