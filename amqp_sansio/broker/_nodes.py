@@ -280,11 +280,28 @@ class Queue(Node):
                     why = self._full(message, config)
         if why is not None:
             return why
+        wall = self.broker.wall
+        now_or_never = message.expires is not None and message.expires == wall  # a ttl of 0
+        if now_or_never:
+            message.expires = None
         self.broker.store.put(self, message)
         self.broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
+        if now_or_never:
+            self._now_or_never(message, wall)
         return None
+
+    def _now_or_never(self, message: StoredMessage, wall: float) -> None:
+        """A message with a ttl of 0 (a 0-9-1 ``expiration`` or ``x-message-ttl`` of 0; a 1.0
+        publisher's is dropped on arrival, broker draft 2.2.5) goes to a consumer that can
+        take it now, after the messages before it, else it expires at once (RabbitMQ's
+        rule); one given back later expires then."""
+        self.dispatch()
+        message.expires = wall
+        if self.available.get(message.seq) is message:
+            self.drop(message)
+            self.expired(message)
 
     def _full(self, message: StoredMessage, config: BrokerConfig) -> str | None:
         """Why the queue cannot take ``message`` (``max_queue_depth``, ``max_queue_bytes``

@@ -189,3 +189,25 @@ def test_a_message_a_1_0_consumer_released_comes_redelivered() -> None:
     events = client.call(ch, spec.BasicGet(queue="rel", no_ack=True))
     (back,) = [e for e in events if isinstance(e, ev.ContentReceived)]
     assert back.body == b"once" and back.method.redelivered
+
+
+def test_a_ttl_of_0_is_delivered_to_a_ready_consumer_else_dead() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.ExchangeDeclare(exchange="dlx", type="fanout"))
+    client.call(ch, spec.QueueDeclare(queue="dead"))
+    client.call(ch, spec.QueueBind(queue="dead", exchange="dlx"))
+    client.call(ch, spec.QueueDeclare(queue="now", arguments={"x-dead-letter-exchange": "dlx"}))
+    client.engine.publish(ch, "", "now", b"nobody", spec.BasicProperties(expiration="0"))
+    client.pump()  # no consumer: expired at once, dead-lettered
+    assert broker.nodes["now"].depth == 0 and broker.nodes["dead"].depth == 1
+    client.call(ch, spec.BasicConsume(queue="now", consumer_tag="ready"))
+    client.events = []
+    client.engine.publish(ch, "", "now", b"taken", spec.BasicProperties(expiration="0"))
+    client.pump()
+    (got,) = client.of(ev.ContentReceived)
+    assert got.body == b"taken" and broker.nodes["dead"].depth == 1
+    # given back, it expires then
+    client.call(ch, spec.BasicReject(delivery_tag=got.method.delivery_tag, requeue=True))
+    assert broker.nodes["now"].depth == 0 and broker.nodes["dead"].depth == 2
