@@ -55,6 +55,10 @@ class NodeBroker(Protocol):
 
     def watch_expiry(self, message: StoredMessage, queue: Queue) -> None: ...
 
+    def hold(self, message: StoredMessage) -> None: ...
+
+    def let_go(self, message: StoredMessage) -> None: ...
+
     def _dead_letter(self, message: StoredMessage) -> None: ...
 
 
@@ -276,10 +280,28 @@ class Queue(Node):
                     why = self._full(message, config)
         if why is not None:
             return why
+        wall = self.broker.wall
+        now_or_never = message.expires is not None and message.expires == wall  # a ttl of 0
+        if now_or_never:
+            message.expires = None
         self.broker.store.put(self, message)
+        self.broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
+        if now_or_never:
+            self._now_or_never(message, wall)
         return None
+
+    def _now_or_never(self, message: StoredMessage, wall: float) -> None:
+        """A message with a ttl of 0 (a 0-9-1 ``expiration`` or ``x-message-ttl`` of 0; a 1.0
+        publisher's is dropped on arrival, broker draft 2.2.5) goes to a consumer that can
+        take it now, after the messages before it, else it expires at once (RabbitMQ's
+        rule); one given back later expires then."""
+        self.dispatch()
+        message.expires = wall
+        if self.available.get(message.seq) is message:
+            self.drop(message)
+            self.expired(message)
 
     def _full(self, message: StoredMessage, config: BrokerConfig) -> str | None:
         """Why the queue cannot take ``message`` (``max_queue_depth``, ``max_queue_bytes``
@@ -331,6 +353,7 @@ class Queue(Node):
     def restore(self, message: StoredMessage) -> None:
         """Take back a message a durable store kept (at the back of its priority: the
         store gives them in arrival order)."""
+        self.broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
 
@@ -362,9 +385,11 @@ class Queue(Node):
         """A consumer gave the message back (released or modified, core spec 3.4.4, 3.4.5):
         it goes to the head of its priority."""
         self.acquired -= 1
+        message.redelivered = True
         if self.deleted:
             message.dropped = True
             self.broker.store.remove(self, message)
+            self.broker.let_go(message)
         else:
             self._put(message, front=True)
 
@@ -374,6 +399,7 @@ class Queue(Node):
         self.acquired -= 1
         message.dropped = True
         self.broker.store.remove(self, message)
+        self.broker.let_go(message)
         return self.emptied()
 
     def drop(self, message: StoredMessage) -> None:
@@ -382,6 +408,7 @@ class Queue(Node):
         self.bytes -= message.size
         message.dropped = True
         self.broker.store.remove(self, message)
+        self.broker.let_go(message)
 
     def _take(self, consumer: Consumer, wall: float) -> StoredMessage | None:
         skipped: list[StoredMessage] = []

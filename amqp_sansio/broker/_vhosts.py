@@ -696,8 +696,8 @@ class VirtualHost:
         published.durable = template.durable
         for queue in queues:
             message = template.copy(broker.next_seq())
-            if message.expires is not None and message.expires <= broker.wall:
-                broker.expired += 1  # expired on arrival (an expiration of 0 with no consumer)
+            if message.expires is not None and message.expires < broker.wall:
+                broker.expired += 1  # expired on arrival (an expiration of 0: see Queue.offer)
                 continue
             why = queue.offer(message)
             if why is None:

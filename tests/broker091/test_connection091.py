@@ -186,3 +186,76 @@ def test_publishes_in_the_same_input_as_a_close_are_routed_first(closing: str) -
     else:
         assert _closed(client).reply_code == 200
         assert client.conn.ended and client.conn.refused is None
+
+
+def test_recover_without_requeue_redelivers_to_the_same_consumer() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="rec"))
+    for body in (b"a", b"b", b"c"):
+        client.engine.publish(ch, "", "rec", body)
+    client.pump()
+    events = client.call(ch, spec.BasicGet(queue="rec"))  # "a", by basic.get: tag 1
+    assert [e.body for e in events if isinstance(e, ev.ContentReceived)] == [b"a"]
+    events = client.call(ch, spec.BasicConsume(queue="rec", consumer_tag="mine"))
+    first = [e.method for e in events if isinstance(e, ev.ContentReceived)]
+    assert [(d.delivery_tag, d.redelivered) for d in first] == [(2, False), (3, False)]
+    client.call(ch, spec.BasicConsume(queue="rec", consumer_tag="other"))  # gets nothing
+    events = client.call(ch, spec.BasicRecover(requeue=False))
+    again = {e.body: e.method for e in events if isinstance(e, ev.ContentReceived)}
+    # b and c again to "mine" (requeued, one of them would go to "other"), redelivered,
+    # new tags; a (no consumer) back to its queue, for either
+    assert sorted(again) == [b"a", b"b", b"c"]
+    assert again[b"b"].consumer_tag == again[b"c"].consumer_tag == "mine"
+    assert all(method.redelivered for method in again.values())
+    assert sorted(method.delivery_tag for method in again.values()) == [4, 5, 6]
+    assert any(
+        isinstance(e, ev.MethodReceived) and isinstance(e.method, spec.BasicRecoverOk)
+        for e in events
+    )
+    client.call(ch, spec.BasicAck(delivery_tag=0, multiple=True))
+    assert broker.nodes["rec"].depth == 0
+
+
+def test_a_message_a_1_0_consumer_released_comes_redelivered() -> None:
+    from support.broker_net import Net
+
+    import amqp_sansio as a
+
+    net = Net()
+    client = Client(net.broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="rel"))
+    client.engine.publish(ch, "", "rel", b"once")
+    client.pump()
+    one = net.connect()
+    receiver = one.receiver("rel", credit=1)
+    (got,) = one.received(receiver)
+    receiver.settle(got.delivery, a.Released())  # not counted as a delivery attempt
+    net.pump()
+    events = client.call(ch, spec.BasicGet(queue="rel", no_ack=True))
+    (back,) = [e for e in events if isinstance(e, ev.ContentReceived)]
+    assert back.body == b"once" and back.method.redelivered
+
+
+def test_a_ttl_of_0_is_delivered_to_a_ready_consumer_else_dead() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.ExchangeDeclare(exchange="dlx", type="fanout"))
+    client.call(ch, spec.QueueDeclare(queue="dead"))
+    client.call(ch, spec.QueueBind(queue="dead", exchange="dlx"))
+    client.call(ch, spec.QueueDeclare(queue="now", arguments={"x-dead-letter-exchange": "dlx"}))
+    client.engine.publish(ch, "", "now", b"nobody", spec.BasicProperties(expiration="0"))
+    client.pump()  # no consumer: expired at once, dead-lettered
+    assert broker.nodes["now"].depth == 0 and broker.nodes["dead"].depth == 1
+    client.call(ch, spec.BasicConsume(queue="now", consumer_tag="ready"))
+    client.events = []
+    client.engine.publish(ch, "", "now", b"taken", spec.BasicProperties(expiration="0"))
+    client.pump()
+    (got,) = client.of(ev.ContentReceived)
+    assert got.body == b"taken" and broker.nodes["dead"].depth == 1
+    # given back, it expires then
+    client.call(ch, spec.BasicReject(delivery_tag=got.method.delivery_tag, requeue=True))
+    assert broker.nodes["now"].depth == 0 and broker.nodes["dead"].depth == 2

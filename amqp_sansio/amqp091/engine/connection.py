@@ -150,6 +150,7 @@ class Connection:
         self.identity: str | None = None
         #: Client role: the server blocked publishing (``connection.blocked``).
         self.blocked = False
+        self.monitor_paused = False  # set while the caller does not read the peer: see tick()
         self._login_mechanism = ""
         self._now = 0.0
         self._started: float | None = None
@@ -244,8 +245,9 @@ class Connection:
         heartbeat (RabbitMQ's and pika's send interval); end the connection when nothing
         arrived for two heartbeats (spec, ``connection.tune`` field ``heartbeat``; RFC 006
         "Heartbeat Frames"), when the handshake took longer than the limit, or when the
-        peer did not answer our close in time."""
+        peer did not answer our close in time (``monitor_paused``: silence counts from now)."""
         self._now = now
+        self._last_received = now if self.monitor_paused else self._last_received
         state = self.state
         if state is _S.CLOSED or self._started is None:
             return
