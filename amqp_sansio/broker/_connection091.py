@@ -347,7 +347,8 @@ class BrokerConnection091:
             if channel.confirms:
                 self._send_confirms(channel)
         broker._pending[self] = None
-        broker._dispatch()
+        if not broker.answers_first:
+            broker._dispatch()
         if engine.closed and not self.lost:
             self._lost()
 
