@@ -439,8 +439,11 @@ class BrokerConnection091:
     def _open(self, number: int) -> bool:
         """Whether channel ``number`` is open in the engine (not closing: then nothing more
         is sent on it)."""
-        found = self.engine.channels.get(number)
-        return found is not None and found.state is ChannelState.OPEN
+        try:
+            found = self.engine.channel(number)  # (not ``channels``: a copy, made each call)
+        except KeyError:
+            return False
+        return found.state is ChannelState.OPEN
 
     def _send_method(self, number: int, method: Method) -> None:
         if self._open(number):
