@@ -120,6 +120,9 @@ class BrokerServer:
         self._timer_at: float | None = None
         #: A further turn of handing messages to consumers is scheduled.
         self._more = False
+        #: Connections the broker reads no further for now (its resource alarm), each
+        #: with what wakes its reader.
+        self._paused: dict[AnyConnection, asyncio.Event] = {}
 
     @property
     def url(self) -> str:
@@ -210,7 +213,8 @@ class BrokerServer:
         conn: AnyConnection = conn10
         first = b""
         if not conn10.ended and (tls is None or tls_header):
-            # The first 8 octets pick the engine (the amqps port speaks 1.0 only: TLS first).
+            # The first 8 octets pick the engine (on the amqps port, the first 8 after the
+            # TLS handshake: see ProtocolSniffer).
             first = await self._header(reader)
             protocol = pick_protocol(first)
             if protocol == "0-9-1":
@@ -235,10 +239,15 @@ class BrokerServer:
                 conn.receive_data(first, loop.time(), wall=time.time())
             self._flush()  # (and the timer: its handshake time-out may be due already)
             while not conn.ended:
+                if not conn.reading:  # (the broker's resource alarm: see BrokerConfig)
+                    resumed = self._paused[conn] = asyncio.Event()
+                    await resumed.wait()
+                    continue
                 data = await reader.read(READ_SIZE)
                 if not data:
                     break
                 conn.receive_data(data, loop.time(), wall=time.time())
+                conn = self._tls_091(conn, writer, address)
                 if conn.record.opened and not said_open:
                     said_open = True
                     _log_opened(conn, where)
@@ -269,10 +278,26 @@ class BrokerServer:
             else:
                 _log_closed(conn, where, conn.record.ending or went, lived)
             self._writers.pop(conn, None)
+            self._paused.pop(conn, None)
             conn.connection_lost(loop.time(), wall=time.time())
             self._flush()
             writer.close()
             self._tasks.discard(task)
+
+    def _tls_091(
+        self, conn: AnyConnection, writer: asyncio.StreamWriter, address: str | None
+    ) -> AnyConnection:
+        """On the amqps port, once the header after the TLS handshake is 0-9-1's: the 0-9-1
+        connection in the 1.0 one's place (the TLS layer goes on under it)."""
+        if not isinstance(conn, BrokerConnection) or conn.tls_wanting_091 is None:
+            return conn
+        self._writers.pop(conn, None)
+        loop = asyncio.get_running_loop()
+        conn091 = self.broker.accept_091(
+            loop.time(), wall=time.time(), address=address, replacing=conn
+        )
+        self._writers[conn091] = writer
+        return conn091
 
     async def _header(self, reader: asyncio.StreamReader) -> bytes:
         """The client's first 8 octets (fewer if it goes, or is silent past the handshake
@@ -296,6 +321,10 @@ class BrokerServer:
                 writer.write(data)
             if conn.ended:
                 writer.close()
+        for conn, resumed in list(self._paused.items()):
+            if conn.reading or conn.ended:
+                del self._paused[conn]
+                resumed.set()
         if self.broker.dispatching and not self._more:
             # This turn is written: consumers have it while the next is made, and what the
             # other connections sent meanwhile is read first.
@@ -370,9 +399,10 @@ def _log_opened(conn: AnyConnection, where: str) -> None:
     if isinstance(conn, BrokerConnection091):
         vhost = conn.vhost.name if conn.vhost is not None else "?"
         log.info(
-            "connection from %s opened: user %s, no TLS, vhost %s",
+            "connection from %s opened: user %s, %s, vhost %s",
             where,
             _user(conn),
+            conn.record.tls or "no TLS",
             _quoted(vhost),
         )
         return

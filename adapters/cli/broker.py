@@ -294,6 +294,41 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         f"(default {default['max_unsettled_per_link']:,})",
     )
 
+    group.add_argument(
+        "--memory-high-watermark",
+        type=options.or_none(options.size),
+        default=memory_high_watermark(),
+        metavar="SIZE",
+        help="bytes of messages held across all queues above which publishers are held "
+        "back (0-9-1: connection.blocked, not read; 1.0: no more credit) until they are "
+        "below --memory-low-watermark (default: a fifth of the machine's memory, "
+        f"{default['memory_high_watermark'] // mib}MiB where it cannot be read)",
+    )
+    group.add_argument(
+        "--memory-low-watermark",
+        type=options.size,
+        default=None,
+        metavar="SIZE",
+        help="bytes held below which the alarm clears (default: 90%% of the high mark)",
+    )
+
+
+def memory_high_watermark() -> int:
+    """The command's default ``memory_high_watermark``: a fifth of the machine's physical
+    memory (RabbitMQ's memory alarm takes 40% of it for all the broker's memory; ours
+    counts the bytes of messages alone, which Python holds with its objects' overhead and
+    copies in transit, so half that share), or
+    :data:`~amqp_sansio.broker.DEFAULT_MEMORY_HIGH_WATERMARK` where it cannot be read."""
+    import os
+
+    from amqp_sansio.broker import DEFAULT_MEMORY_HIGH_WATERMARK
+
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return DEFAULT_MEMORY_HIGH_WATERMARK
+    return total // 5 if total > 0 else DEFAULT_MEMORY_HIGH_WATERMARK
+
 
 #: The ``dest`` of :func:`_messages_and_queues`' options: BrokerConfig fields.
 _MESSAGES_AND_QUEUES = (
@@ -307,6 +342,8 @@ _MESSAGES_AND_QUEUES = (
     "max_address_length",
     "max_unsettled_per_link",
     "virtual_hosts",
+    "memory_high_watermark",
+    "memory_low_watermark",
 )
 
 

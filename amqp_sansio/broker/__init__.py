@@ -3,7 +3,7 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 ``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
 
 from ._broker import Broker
-from ._config import BrokerConfig
+from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
 from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
 from ._connection091 import BrokerConnection091
 from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
@@ -48,6 +48,7 @@ from ._vhosts import (
 __all__ = [
     "ANONYMOUS",
     "DEFAULT_VHOST",
+    "DEFAULT_MEMORY_HIGH_WATERMARK",
     "EXCHANGE_TYPES",
     "ANONYMOUS_RELAY",
     "DEFAULT_OUTCOME",

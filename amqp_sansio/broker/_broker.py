@@ -39,6 +39,7 @@ from ._connection import BrokerConnection
 from ._connection091 import BrokerConnection091
 from ._management import Management
 from ._nodes import Node, Queue, Topic, error
+from ._protocols import ProtocolSniffer
 from ._relay import ANONYMOUS_RELAY
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
@@ -84,6 +85,11 @@ class Broker:
         #: Pre-settled messages on an anonymous-relay link that could not be routed (no
         #: ``to``, no such node, not allowed, or the node full): dropped, and counted here.
         self.unroutable = 0
+        #: Bytes of the messages the queues hold (waiting or out with a consumer), and
+        #: whether the resource alarm is on (``BrokerConfig.memory_high_watermark``).
+        self.held_bytes = 0
+        self.alarm = False
+        self._alarm_news = False
         self._seq = itertools.count(1)
         self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
         self._ties = itertools.count()
@@ -189,8 +195,8 @@ class Broker:
         stream: Any = engine
         if ssl_context is not None and tls_header:
             stream = TLSOrPlain(engine, ssl_context)
-        elif ssl_context is not None:
-            stream = TLSLayer(engine, ssl_context, client=False, negotiate=False)
+        elif ssl_context is not None:  # amqps: the plaintext's header picks the engine
+            stream = TLSLayer(ProtocolSniffer(engine), ssl_context, client=False, negotiate=False)
         conn = BrokerConnection(self, engine, stream, address=address)
         conn._now = now
         conn._counted = True
@@ -216,7 +222,9 @@ class Broker:
         driver feeds it the header too. ``replacing``: the 1.0 connection :meth:`accept`
         gave for the same transport before its header was read (it is forgotten, unheard)."""
         self._clock(now, wall)
+        tls = None
         if replacing is not None:
+            tls = replacing.tls_wanting_091
             replacing.lost = True
             replacing._gone()
         why = self._room_for_connection(address)
@@ -237,6 +245,14 @@ class Broker:
             conn.lost = True
             return conn
         engine.start(now)
+        if tls is not None:
+            # amqps: the TLS layer goes on, the 0-9-1 engine under it; the header it held
+            # is the engine's first input.
+            conn._stream = tls
+            conn.record.tls = replacing.record.tls if replacing is not None else None
+            head = tls.inner.switch(_Plain091(engine))
+            engine.receive_data(head, now)
+            self._pending[conn] = None  # (its connection.start, to be encrypted)
         conn._counted = True
         if self.config.handshake_timeout is not None:
             conn._handshake_until = now + self.config.handshake_timeout
@@ -356,6 +372,7 @@ class Broker:
             if subscription.expires == when:
                 self._delete_subscription(subscription)  # its timeout ran out (3.5.6)
         self.store.flush()
+        self._tell_alarm()
         return dropped
 
     def restore(
@@ -538,6 +555,7 @@ class Broker:
             buffer.acquired -= 1
             message.dropped = True
             self.store.remove(buffer, message)
+            self.let_go(message)
         subscription.unsettled = {}
         subscription.unpark()
         subscription.topic.drop_subscription(subscription)
@@ -691,6 +709,41 @@ class Broker:
             self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
         heapq.heappush(heap, (message.expires, next(self._ties), message, queue))
 
+    # -- the resource alarm (BrokerConfig.memory_high_watermark) -----------------------------
+
+    def hold(self, message: StoredMessage) -> None:
+        """A queue took ``message``: its bytes count towards the resource alarm until
+        :meth:`let_go` (for the broker's nodes: see ``NodeBroker``)."""
+        if message.held:
+            return
+        message.held = size = message.size
+        self.held_bytes += size
+        high = self.config.memory_high_watermark
+        if not self.alarm and high is not None and self.held_bytes > high:
+            self.alarm = self._alarm_news = True
+
+    def let_go(self, message: StoredMessage) -> None:
+        """A queue let go of ``message`` for good (as :meth:`hold` counted it)."""
+        size = message.held
+        if not size:
+            return
+        message.held = 0
+        self.held_bytes -= size
+        clear = self.config.memory_clear_mark
+        if self.alarm and (clear is None or self.held_bytes < clear):
+            self.alarm = False
+            self._alarm_news = True
+
+    def _tell_alarm(self) -> None:
+        """The alarm went on or off since the connections were last told: tell them (0-9-1:
+        ``connection.blocked``/``unblocked`` and reading; 1.0: publishers' credit)."""
+        if not self._alarm_news:
+            return
+        self._alarm_news = False
+        alarm = self.alarm
+        for conn in list(self.connections):
+            conn.alarm_changed(alarm)
+
     def _touch(self, node: Node) -> None:
         """Messages arrived at ``node``: dispatch them before the call returns."""
         if isinstance(node, Queue | Stream):
@@ -704,12 +757,15 @@ class Broker:
         node cut short goes to the back of the line, and :attr:`dispatching` says that
         :meth:`dispatch_more` has work."""
         budget = self.config.dispatch_batch
-        while self._dirty:
-            queue = next(iter(self._dirty))
-            del self._dirty[queue]
-            if not queue.deleted and not queue.dispatch(budget):
-                self._dirty[queue] = None
-                return
+        try:
+            while self._dirty:
+                queue = next(iter(self._dirty))
+                del self._dirty[queue]
+                if not queue.deleted and not queue.dispatch(budget):
+                    self._dirty[queue] = None
+                    return
+        finally:
+            self._tell_alarm()  # (what this input and its deliveries did to it)
 
     @property
     def dispatching(self) -> bool:
@@ -722,6 +778,27 @@ class Broker:
         """Another turn of handing messages to consumers (``config.dispatch_batch`` at
         most); the connections with output are then in :meth:`pending`."""
         self._dispatch()
+
+
+class _Plain091:
+    """A 0-9-1 engine as the inner object of a TLS layer (whose events it has none of:
+    :class:`BrokerConnection091` reads the engine's own)."""
+
+    def __init__(self, engine: Engine091) -> None:
+        self.engine = engine
+
+    def receive_data(self, data: bytes, now: float) -> list[Any]:
+        self.engine.receive_data(data, now)
+        return []
+
+    def data_to_send(self) -> bytes:
+        return self.engine.data_to_send()
+
+    def next_deadline(self) -> float | None:
+        return self.engine.next_deadline()
+
+    def handle_timer(self, now: float) -> list[Any]:
+        return []  # (BrokerConnection091 ticks the engine itself)
 
 
 def _refused_engine() -> Connection:

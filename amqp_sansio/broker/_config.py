@@ -17,6 +17,8 @@ __all__ = [
     "DEFAULT_MAX_QUEUE_BYTES",
     "DEFAULT_MAX_QUEUE_DEPTH",
     "DEFAULT_MAX_UNSETTLED_PER_LINK",
+    "DEFAULT_MEMORY_HIGH_WATERMARK",
+    "MEMORY_LOW_WATERMARK",
     "DROP_HEAD",
     "QUEUE_OVERFLOW_POLICIES",
     "REJECT_PUBLISH",
@@ -35,6 +37,14 @@ DEFAULT_MAX_QUEUE_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_ADDRESS_LENGTH = 1024
 #: Unsettled deliveries the broker holds on one link by default (``max_unsettled_per_link``).
 DEFAULT_MAX_UNSETTLED_PER_LINK = 100_000
+#: Bytes of messages held across all queues above which the broker raises its resource
+#: alarm by default (``memory_high_watermark``): 1 GiB, four queues at their default
+#: ``max_queue_bytes``. The command (``amqp-sansio broker``) reads the machine's memory and
+#: takes a fifth of it instead (docs/defaults.rst says why).
+DEFAULT_MEMORY_HIGH_WATERMARK = 1024 * 1024 * 1024
+#: The alarm clears below this fraction of ``memory_high_watermark`` when
+#: ``memory_low_watermark`` is not given.
+MEMORY_LOW_WATERMARK = 0.9
 #: ``queue_overflow``: a message past a queue's limits is rejected (the default).
 REJECT_PUBLISH = "reject-publish"
 #: ``queue_overflow``: the oldest messages make room (dead-lettered, or dropped).
@@ -92,6 +102,18 @@ class BrokerConfig:
       holds on one link. To a consumer it sends no more until some are settled; a
       publisher's credit is capped at the room left (the engine's ``max_unsettled``), and one
       that sends beyond it is detached with ``amqp:resource-limit-exceeded``.
+
+    The resource alarm (RabbitMQ's memory alarm, on the bytes of messages the broker holds,
+    waiting or out with a consumer, across all queues, topic subscriptions' buffers
+    included: an I/O-free core cannot read the machine's memory): above
+    ``memory_high_watermark`` bytes (default 1 GiB; None: no alarm) the broker stops taking
+    messages from publishers until it is below ``memory_low_watermark`` (default None: 90%
+    of the high mark). A 0-9-1 client that announced the ``connection.blocked`` capability
+    gets ``connection.blocked`` (then ``connection.unblocked``), and a 0-9-1 connection that
+    publishes during the alarm is read no further (its
+    :attr:`~amqp_sansio.broker.BrokerConnection091.reading` is False; its heartbeat
+    monitor waits); 1.0 publishers get no more credit. Consumers go on: they are how the
+    alarm clears.
 
     ``max_links_per_connection``: further attaches are refused with
     ``amqp:resource-limit-exceeded``. ``link_credit`` is the credit the broker keeps open
@@ -179,6 +201,8 @@ class BrokerConfig:
     queue_expiry: float | None = None
     max_address_length: int | None = DEFAULT_MAX_ADDRESS_LENGTH
     max_unsettled_per_link: int | None = DEFAULT_MAX_UNSETTLED_PER_LINK
+    memory_high_watermark: int | None = DEFAULT_MEMORY_HIGH_WATERMARK
+    memory_low_watermark: int | None = None
     # -- end of messages and queues --
     max_links_per_connection: int | None = 1000
     max_subscriptions: int | None = 10_000
@@ -207,6 +231,24 @@ class BrokerConfig:
     login_delay: float = 1.0
     login_delay_max: float = 16.0
     login_failure_window: float = 300.0
+
+    def __attrs_post_init__(self) -> None:
+        high, low = self.memory_high_watermark, self.memory_low_watermark
+        if high is not None and high < 0:
+            raise ValueError(f"memory_high_watermark must not be negative, not {high}")
+        if low is not None and (high is None or not 0 <= low <= high):
+            raise ValueError(
+                f"memory_low_watermark must be from 0 to memory_high_watermark, not {low}"
+            )
+
+    @property
+    def memory_clear_mark(self) -> int | None:
+        """The bytes held below which the resource alarm clears (None: no alarm)."""
+        high = self.memory_high_watermark
+        if high is None:
+            return None
+        low = self.memory_low_watermark
+        return int(high * MEMORY_LOW_WATERMARK) if low is None else low
 
     def is_topic(self, address: str) -> bool:
         """Whether ``address`` names a topic (copy to every subscriber) rather than a queue."""

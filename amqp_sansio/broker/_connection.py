@@ -57,6 +57,7 @@ from ._admission import admit_user, handshake_timed_out, hold_failed_login
 from ._endpoints import _Consumer, _Producer
 from ._management import MANAGEMENT_ADDRESS
 from ._nodes import Node, Queue, Topic, error
+from ._protocols import ProtocolSniffer
 from ._record import ConnectionRecord
 from ._relay import relay_address
 from ._selector import Selector, SelectorError, selector_filter
@@ -207,6 +208,18 @@ class BrokerConnection:
             handshake_timed_out(self)
             return
         self._handle(self._stream.handle_timer(now))
+
+    @property
+    def tls_wanting_091(self) -> Any:
+        """On the amqps port: the TLS layer, once the plaintext's first octets are the
+        0-9-1 header (the driver then asks the broker for a 0-9-1 connection in this one's
+        place, :meth:`Broker.accept_091 <amqp_sansio.broker.Broker.accept_091>`); else
+        None."""
+        stream = self._stream
+        sniffer = getattr(stream, "inner", None)
+        if isinstance(sniffer, ProtocolSniffer) and sniffer.wants_091:
+            return stream
+        return None
 
     @property
     def ended(self) -> bool:
@@ -396,7 +409,7 @@ class BrokerConnection:
             link.max_message_size = config.max_message_size
             target = cast(Target, terminus)  # a receiver's terminus: checked above
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
-            link.flow(config.link_credit)
+            self._credit(link)
             producer = _Producer(self, link, node)
             self.producers[link] = producer
             self._join(node, producer, terminus.dynamic)
@@ -407,7 +420,7 @@ class BrokerConnection:
         config = self.broker.config
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(target, **_TRANSIENT))
-        link.flow(config.link_credit)
+        self._credit(link)
         self.producers[link] = _Producer(self, link, None)
 
     def _route(self, message: StoredMessage) -> Node | Error:
@@ -754,10 +767,23 @@ class BrokerConnection:
 
     def _credit(self, link: Receiver) -> None:
         """Top a publisher's credit up to ``link_credit`` once half is used (the engine
-        caps it at the room under ``max_unsettled_per_link``)."""
+        caps it at the room under ``max_unsettled_per_link``); none while the broker's
+        resource alarm is on (``BrokerConfig.memory_high_watermark``)."""
         credit = self.broker.config.link_credit
-        if link.link_credit * 2 <= credit and link.state is _ATTACHED:
+        if link.link_credit * 2 <= credit and link.state is _ATTACHED and not self.broker.alarm:
             link.flow(credit)
+
+    #: Always read: a 1.0 publisher is held back by its credit (see :meth:`alarm_changed`).
+    reading = True
+
+    def alarm_changed(self, alarm: bool) -> None:
+        """The broker's resource alarm went on (publishers get no more credit: see
+        :meth:`_credit`) or off (each publisher's credit is topped up again)."""
+        if alarm or self.engine.state is not _OPENED:
+            return
+        for producer in list(self.producers.values()):
+            self._credit(producer.link)
+        self.broker._pending[self] = None
 
     def _post_in_txn(
         self, link: Receiver, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -861,6 +887,7 @@ class BrokerConnection:
             queue.acquired -= 1
             message.dropped = True
             broker.store.remove(queue, message)
+            broker.let_go(message)
             queue.expired(message)
             if queue.emptied():
                 broker.delete_node(queue)

@@ -37,6 +37,7 @@ from ..amqp091.engine import (
 from ..amqp091.engine import Connection as Engine091
 from ..amqp091.methods import Method
 from ..amqp091.spec import ReplyCode
+from ..security.tls import TLSFailed
 from ._mapping import from_amqp10
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
@@ -142,7 +143,7 @@ class _Channel:
         method = spec.BasicDeliver(
             consumer_tag=consumer.tag,
             delivery_tag=tag,
-            redelivered=message.delivery_count > 0,
+            redelivered=message.delivery_count > 0 or message.redelivered,
             exchange=exchange or "",
             routing_key=queue.address if routing_key is None else routing_key,
         )
@@ -200,6 +201,25 @@ class _Channel:
             raise Refused(ReplyCode.PRECONDITION_FAILED, f"unknown delivery tag {delivery_tag}")
         return [delivery_tag]
 
+    def redeliver_all(self) -> None:
+        """``basic.recover`` with ``requeue`` false (0-9-1 spec, basic.recover: "redelivered
+        to the original recipient"): each unacked delivery of a consumer still on the
+        channel comes again to that consumer, ``redelivered``, under a new tag; the others
+        (``basic.get``, a cancelled consumer) go back to their queue."""
+        back: list[int] = []
+        for tag, (message, queue, consumer) in list(self.unacked.items()):
+            if consumer is None or self.consumers.get(consumer.tag) is not consumer:
+                back.append(tag)
+                continue
+            del self.unacked[tag]
+            consumer.unacked -= 1
+            message.delivery_count += 1
+            message.redelivered = True
+            self.conn.broker.store.update(queue, message)
+            self.deliver(consumer, message, queue)
+        if back:
+            self.settle(back, ack=False, requeue=True)
+
     def requeue_all(self) -> None:
         """The channel closed, or ``basic.recover``: every unacked delivery goes back."""
         tags = list(self.unacked)
@@ -249,6 +269,13 @@ class BrokerConnection091:
         #: Channels we are closing (a refusal): what comes on them until the close-ok is
         #: discarded.
         self._closing: set[int] = set()
+        #: ``connection.blocked`` was sent (the broker's resource alarm), and the client
+        #: published during the alarm: read no further until it clears.
+        self._told_blocked = False
+        self._stopped = False
+        #: Where the client's bytes go and ours come from: the engine, or on the amqps
+        #: port the TLS layer over it (see ``Broker.accept_091``).
+        self._stream: Any = engine
 
     def __repr__(self) -> str:
         return f"<BrokerConnection091 channels={len(self.channels)}>"
@@ -256,6 +283,34 @@ class BrokerConnection091:
     @property
     def is_open(self) -> bool:
         return self.record.opened and not self.engine.closed and not self.ending
+
+    @property
+    def reading(self) -> bool:
+        """Whether the driver should read from the client: False from a publish during the
+        broker's resource alarm until it clears (``BrokerConfig.memory_high_watermark``), as
+        RabbitMQ stops reading from a publishing connection then. Bytes already read may
+        still be given to :meth:`receive_data`."""
+        return not self._stopped
+
+    def alarm_changed(self, alarm: bool) -> None:
+        """The broker's resource alarm went on: ``connection.blocked`` (reason ``low on
+        memory``, RabbitMQ's) if the client announced the capability; or off:
+        ``connection.unblocked`` and reading again."""
+        engine = self.engine
+        if alarm:
+            if self.is_open and not self._told_blocked:
+                self._told_blocked = engine.block(_ALARM_REASON)
+        else:
+            if self._told_blocked and self.is_open:
+                engine.unblock()
+            self._told_blocked = False
+            self._read_again()
+        self.broker._pending[self] = None
+
+    def _read_again(self) -> None:
+        if self._stopped:
+            self._stopped = False
+            self.engine.resume_monitor(self._now)
 
     @property
     def vhost_or_default(self) -> VirtualHost:
@@ -268,13 +323,16 @@ class BrokerConnection091:
     ) -> None:
         self.broker._clock(now, wall)
         self._now = now
-        self.engine.receive_data(data, now)
+        events = self._stream.receive_data(data, now)
+        if events and any(isinstance(e, TLSFailed) for e in events):
+            self.record.ending_because("TLS failed")
+            self.cut = True
         self._handle()
 
     def data_to_send(self) -> bytes:
         if self._held_until is not None:
             return b""  # a failed login's outcome, held back (see handle_timer)
-        return self.engine.data_to_send()
+        return bytes(self._stream.data_to_send())
 
     def next_deadline(self) -> float | None:
         if self._held_until is not None:
@@ -314,6 +372,7 @@ class BrokerConnection091:
 
     def close(self, error: object = None) -> None:
         """Close from the broker's side (it is stopping): 320 CONNECTION_FORCED."""
+        self._read_again()  # (for the client's close-ok)
         if not self.engine.closed:
             self.record.ending_because("closed by the broker")
             self.engine.close(ReplyCode.CONNECTION_FORCED, "CONNECTION_FORCED - broker stopping")
@@ -347,13 +406,17 @@ class BrokerConnection091:
             if channel.confirms:
                 self._send_confirms(channel)
         broker._pending[self] = None
-        if not broker.answers_first:
+        if broker.answers_first:
+            broker._tell_alarm()  # (the deliveries, with dispatch_more, tell it again)
+        else:
             broker._dispatch()
         if engine.closed and not self.lost:
             self._lost()
 
     def _on_opened(self, event: ConnectionOpened) -> None:
         self.record.opened = True
+        if self.broker.alarm:
+            self.alarm_changed(True)
 
     def _on_channel_closed(self, event: ChannelClosed) -> None:
         self._closing.discard(event.channel)
@@ -638,7 +701,7 @@ class BrokerConnection091:
         props, body, exchange, routing_key = basic_of(message)
         method = spec.BasicGetOk(
             delivery_tag=tag,
-            redelivered=message.delivery_count > 0,
+            redelivered=message.delivery_count > 0 or message.redelivered,
             exchange=exchange or "",
             routing_key=queue.address if routing_key is None else routing_key,
             message_count=len(queue.available),
@@ -672,11 +735,17 @@ class BrokerConnection091:
         channel.settle(tags, ack=False, requeue=m.requeue)
 
     def _basic_recover(self, channel: _Channel, m: spec.BasicRecover) -> None:
-        channel.requeue_all()
+        if m.requeue:
+            channel.requeue_all()
+        else:
+            channel.redeliver_all()
         self._send_method(channel.number, spec.BasicRecoverOk())
 
     def _basic_recover_async(self, channel: _Channel, m: spec.BasicRecoverAsync) -> None:
-        channel.requeue_all()
+        if m.requeue:
+            channel.requeue_all()
+        else:
+            channel.redeliver_all()
 
     def _on_content(self, event: ContentReceived) -> None:
         if event.channel in self._closing:
@@ -688,11 +757,16 @@ class BrokerConnection091:
         if not isinstance(method, spec.BasicPublish):
             return  # (a client sends no other content)
         self.record.messages_in += 1
+        if self.broker.alarm and not self._stopped:
+            self._stopped = True  # read no further until the alarm clears
+            self.engine.pause_monitor()
         props = event.properties
         assert isinstance(props, spec.BasicProperties)
         seq = 0
-        engine_channel = self.engine.channel(channel.number)
-        if engine_channel.confirm_mode:
+        # (the engine may have closed the channel already, later in the same input: the
+        # publish came before, and is routed; a confirm has nowhere to go)
+        engine_channel = self.engine.channels.get(channel.number)
+        if engine_channel is not None and engine_channel.confirm_mode:
             channel.confirm_seq += 1
             seq = channel.confirm_seq
         try:
@@ -815,6 +889,7 @@ class BrokerConnection091:
             queue.acquired -= 1
             message.dropped = True
             broker.store.remove(queue, message)
+            broker.let_go(message)
             queue.expired(message)
             return
         broker.store.update(queue, message)
@@ -892,6 +967,9 @@ _METHODS: dict[type, Any] = {
     spec.TxCommit: BrokerConnection091._tx_commit,
     spec.TxRollback: BrokerConnection091._tx_rollback,
 }
+
+#: The reason of ``connection.blocked`` (RabbitMQ's, for its memory alarm).
+_ALARM_REASON = "low on memory"
 
 #: The names RabbitMQ puts before a reply text.
 _CODE_NAMES: dict[int, str] = {int(code): code.name for code in ReplyCode}

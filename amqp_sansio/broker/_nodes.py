@@ -55,6 +55,10 @@ class NodeBroker(Protocol):
 
     def watch_expiry(self, message: StoredMessage, queue: Queue) -> None: ...
 
+    def hold(self, message: StoredMessage) -> None: ...
+
+    def let_go(self, message: StoredMessage) -> None: ...
+
     def _dead_letter(self, message: StoredMessage) -> None: ...
 
 
@@ -277,6 +281,7 @@ class Queue(Node):
         if why is not None:
             return why
         self.broker.store.put(self, message)
+        self.broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
         return None
@@ -331,6 +336,7 @@ class Queue(Node):
     def restore(self, message: StoredMessage) -> None:
         """Take back a message a durable store kept (at the back of its priority: the
         store gives them in arrival order)."""
+        self.broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
 
@@ -362,9 +368,11 @@ class Queue(Node):
         """A consumer gave the message back (released or modified, core spec 3.4.4, 3.4.5):
         it goes to the head of its priority."""
         self.acquired -= 1
+        message.redelivered = True
         if self.deleted:
             message.dropped = True
             self.broker.store.remove(self, message)
+            self.broker.let_go(message)
         else:
             self._put(message, front=True)
 
@@ -374,6 +382,7 @@ class Queue(Node):
         self.acquired -= 1
         message.dropped = True
         self.broker.store.remove(self, message)
+        self.broker.let_go(message)
         return self.emptied()
 
     def drop(self, message: StoredMessage) -> None:
@@ -382,6 +391,7 @@ class Queue(Node):
         self.bytes -= message.size
         message.dropped = True
         self.broker.store.remove(self, message)
+        self.broker.let_go(message)
 
     def _take(self, consumer: Consumer, wall: float) -> StoredMessage | None:
         skipped: list[StoredMessage] = []

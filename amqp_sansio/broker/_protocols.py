@@ -4,15 +4,16 @@ serves both on one port, tells them apart): AMQP 1.0's headers (``AMQP`` then pr
 (0-9-1 spec 4.2.2). An earlier 0-x header (0-8, 0-9, 0-10: ``AMQP\\x01\\x01...``) gets the
 0-9-1 header back, the server's preferred version of that line, and the connection closes
 (0-9-1 spec 4.2.2, rule "protocol-negotiation"); anything else goes to the 1.0 engine,
-which answers it by 1.0's rule (its own header, then it closes)."""
+which answers it by 1.0's rule (its own header, then it closes). On the amqps port the
+same octets, read after the TLS handshake, decide (:class:`ProtocolSniffer`)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from ..amqp091.framing import PROTOCOL_HEADER
 
-__all__ = ["pick_protocol"]
+__all__ = ["ProtocolSniffer", "pick_protocol"]
 
 #: The octets a 1.0 header starts with after ``AMQP`` (its protocol id).
 _AMQP10_IDS = (0, 2, 3)
@@ -31,3 +32,65 @@ def pick_protocol(header: bytes) -> Literal["1.0", "0-9-1", "0-9-1-older"]:
         if header[4] == 0 and header[5:7] == b"\x00\x09":  # another 0-9 revision
             return "0-9-1-older"
     return "1.0"
+
+
+class ProtocolSniffer:
+    """The inner object of an amqps connection's TLS layer (TLS from the first octet): the
+    first 8 octets of plaintext pick the engine, as :func:`pick_protocol` picks it on the
+    plain port. Until they are in, nothing is passed on; then a 1.0 (or unknown) header
+    goes to ``engine`` (the 1.0 engine, told of the transport's security as the TLS layer
+    told this object), and a 0-9-1 header is held, :attr:`wants_091` set, for the broker
+    to put a 0-9-1 engine in its place (:meth:`switch`)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        #: Where plaintext goes once picked (None: not yet).
+        self.inner: Any = None
+        #: The client sent the 0-9-1 header (held in :attr:`head`).
+        self.wants_091 = False
+        self.head = b""
+        self._security: dict[str, Any] | None = None
+
+    def set_transport_security(self, **security: Any) -> None:
+        self._security = security
+        if self.inner is self.engine:
+            self.engine.set_transport_security(**security)
+
+    def receive_data(self, data: bytes, now: float) -> list[Any]:
+        if self.inner is not None:
+            return list(self.inner.receive_data(data, now) or ())
+        if self.wants_091:
+            self.head += data  # (until the switch)
+            return []
+        self.head += data
+        if data and len(self.head) < 8:
+            return []
+        if data and pick_protocol(self.head) == "0-9-1":
+            self.wants_091 = True
+            return []
+        self.inner = self.engine
+        if self._security is not None:
+            self.engine.set_transport_security(**self._security)
+        head, self.head = self.head, b""
+        events: list[Any] = []
+        if head:
+            events += self.engine.receive_data(head, now)
+        if not data:
+            events += self.engine.receive_data(b"", now)
+        return events
+
+    def switch(self, inner: Any) -> bytes:
+        """Plaintext goes to ``inner`` from now on; returns what was held for it."""
+        self.inner = inner
+        head, self.head = self.head, b""
+        return head
+
+    def data_to_send(self) -> bytes:
+        return b"" if self.inner is None else bytes(self.inner.data_to_send())
+
+    def next_deadline(self) -> float | None:
+        deadline: float | None = (self.inner or self.engine).next_deadline()
+        return deadline
+
+    def handle_timer(self, now: float) -> list[Any]:
+        return list((self.inner or self.engine).handle_timer(now) or ())

@@ -48,7 +48,9 @@ class StoredMessage:
         "excluded",
         "expires",
         "header",
+        "held",
         "priority",
+        "redelivered",
         "selection",
         "seq",
     )
@@ -70,6 +72,13 @@ class StoredMessage:
         self.priority = 4 if header is None else min(header.priority, MAX_PRIORITY)
         self.durable = header is not None and header.durable
         self.delivery_count = 0 if header is None else header.delivery_count
+        #: The bytes the broker counts it for while a queue holds it (see
+        #: ``Broker.held_bytes``), 0 when it is not counted.
+        self.held = 0
+        #: Given back by a consumer at least once (a 1.0 ``released`` too, which does not
+        #: count in the delivery-count, core spec 3.4.4): a 0-9-1 consumer gets it
+        #: ``redelivered``, as RabbitMQ marks any message delivered before.
+        self.redelivered = False
         #: Taken off its node for good (accepted, expired, dead-lettered, node deleted).
         self.dropped = False
         #: Consumers it was modified ``undeliverable-here`` on (core spec 3.4.5).

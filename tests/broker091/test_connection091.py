@@ -154,3 +154,66 @@ def test_answers_first_sends_a_confirm_before_the_deliveries_of_its_publish() ->
     delivered = [e for e in consumer.engine.events() if isinstance(e, ev.ContentReceived)]
     assert [d.body for d in delivered] == [b"0", b"1", b"2"]
     assert [d.method.delivery_tag for d in delivered] == [1, 2, 3]
+
+
+def test_a_publish_then_its_channel_closed_in_one_input_is_routed() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="last"))
+    client.call(ch, spec.ConfirmSelect())
+    client.engine.publish(ch, "", "last", b"before the close")
+    client.engine.close_channel(ch)  # both reach the broker in one chunk
+    client.pump()
+    assert broker.nodes["last"].depth == 1 and not client.conn.ended
+
+
+def test_recover_without_requeue_redelivers_to_the_same_consumer() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="rec"))
+    for body in (b"a", b"b", b"c"):
+        client.engine.publish(ch, "", "rec", body)
+    client.pump()
+    events = client.call(ch, spec.BasicGet(queue="rec"))  # "a", by basic.get: tag 1
+    assert [e.body for e in events if isinstance(e, ev.ContentReceived)] == [b"a"]
+    events = client.call(ch, spec.BasicConsume(queue="rec", consumer_tag="mine"))
+    first = [e.method for e in events if isinstance(e, ev.ContentReceived)]
+    assert [(d.delivery_tag, d.redelivered) for d in first] == [(2, False), (3, False)]
+    client.call(ch, spec.BasicConsume(queue="rec", consumer_tag="other"))  # gets nothing
+    events = client.call(ch, spec.BasicRecover(requeue=False))
+    again = {e.body: e.method for e in events if isinstance(e, ev.ContentReceived)}
+    # b and c again to "mine" (requeued, one of them would go to "other"), redelivered,
+    # new tags; a (no consumer) back to its queue, for either
+    assert sorted(again) == [b"a", b"b", b"c"]
+    assert again[b"b"].consumer_tag == again[b"c"].consumer_tag == "mine"
+    assert all(method.redelivered for method in again.values())
+    assert sorted(method.delivery_tag for method in again.values()) == [4, 5, 6]
+    assert any(
+        isinstance(e, ev.MethodReceived) and isinstance(e.method, spec.BasicRecoverOk)
+        for e in events
+    )
+    client.call(ch, spec.BasicAck(delivery_tag=0, multiple=True))
+    assert broker.nodes["rec"].depth == 0
+
+
+def test_a_message_a_1_0_consumer_released_comes_redelivered() -> None:
+    from support.broker_net import Net
+
+    import amqp_sansio as a
+
+    net = Net()
+    client = Client(net.broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="rel"))
+    client.engine.publish(ch, "", "rel", b"once")
+    client.pump()
+    one = net.connect()
+    receiver = one.receiver("rel", credit=1)
+    (got,) = one.received(receiver)
+    receiver.settle(got.delivery, a.Released())  # not counted as a delivery attempt
+    net.pump()
+    events = client.call(ch, spec.BasicGet(queue="rel", no_ack=True))
+    (back,) = [e for e in events if isinstance(e, ev.ContentReceived)]
+    assert back.body == b"once" and back.method.redelivered

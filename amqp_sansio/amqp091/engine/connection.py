@@ -161,6 +161,8 @@ class Connection:
         self._started: float | None = None
         self._last_sent = 0.0
         self._last_received = 0.0
+        #: The caller does not read the peer for now (see :meth:`pause_monitor`).
+        self.monitor_paused = False
         self._closing_since = 0.0
         self._close_reason: tuple[int, str, int, int] = (0, "", 0, 0)
 
@@ -242,7 +244,8 @@ class Connection:
         elif state is not _S.OPEN and timeout:
             deadlines.append(self._started + timeout)
         if self.heartbeat:
-            deadlines.append(self._last_received + 2 * self.heartbeat)
+            if not self.monitor_paused:
+                deadlines.append(self._last_received + 2 * self.heartbeat)
             if state is not _S.CLOSING:
                 deadlines.append(self._last_sent + self.heartbeat / 2)
         return min(deadlines) if deadlines else None
@@ -259,7 +262,7 @@ class Connection:
             return
         timeout = self.limits.handshake_timeout
         hb = self.heartbeat
-        if hb and now >= self._last_received + 2 * hb:
+        if hb and not self.monitor_paused and now >= self._last_received + 2 * hb:
             self._end(
                 ReplyCode.CONNECTION_FORCED,
                 f"missed heartbeats: nothing received for {now - self._last_received:g} s "
@@ -463,6 +466,18 @@ class Connection:
         one that does not exist)."""
         self._check_state(_S.OPEN_PENDING, "refuse_open()")
         self._send_close(int(reply_code), reply_text, 10, 40)
+
+    def pause_monitor(self) -> None:
+        """The caller stops reading the peer for a while (a broker's resource alarm: it
+        reads no more of a publishing connection): the peer's silence is not held against
+        it, as RabbitMQ pauses its heartbeat monitor then; heartbeats are still sent."""
+        self.monitor_paused = True
+
+    def resume_monitor(self, now: float) -> None:
+        """The caller reads the peer again: its silence counts from ``now``."""
+        if self.monitor_paused:
+            self.monitor_paused = False
+            self._last_received = max(self._last_received, now)
 
     def block(self, reason: str = "") -> bool:
         """Server role: send ``connection.blocked`` (RabbitMQ's extension) if the client
