@@ -102,6 +102,9 @@ class BrokerServer:
         if tls_port is not None and ssl_context is None:
             raise ValueError("tls_port needs an ssl_context")
         self.broker = broker
+        # A publisher's confirms go out before the deliveries its publishes make (which
+        # _flush has made in the next turn): it publishes on while those are written.
+        broker.answers_first = True
         self.host = host
         self.port = port
         self.ssl_context = ssl_context

@@ -96,6 +96,12 @@ class Broker:
         self._compact_at = _COMPACT_MIN
         self._pending: dict[BrokerConnection | BrokerConnection091, None] = {}
         self._dirty: dict[Queue | Stream, None] = {}
+        #: Set by an I/O adapter that writes what a 0-9-1 input answers (publisher
+        #: confirms, ``-ok`` methods) before the deliveries it makes for consumers: such an
+        #: input then leaves the consumers to :meth:`dispatch_more` (:attr:`dispatching`
+        #: says so), which the adapter calls once those answers are written. False: every
+        #: input dispatches before it returns.
+        self.answers_first = False
         #: Topic subscriptions kept past their links, by (container-id, link name); see
         #: :mod:`._subscriptions`.
         self.subscriptions: dict[tuple[str, str], Subscription] = {}

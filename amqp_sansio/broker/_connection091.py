@@ -406,7 +406,10 @@ class BrokerConnection091:
             if channel.confirms:
                 self._send_confirms(channel)
         broker._pending[self] = None
-        broker._dispatch()
+        if broker.answers_first:
+            broker._tell_alarm()  # (the deliveries, with dispatch_more, tell it again)
+        else:
+            broker._dispatch()
         if engine.closed and not self.lost:
             self._lost()
 
@@ -499,8 +502,11 @@ class BrokerConnection091:
     def _open(self, number: int) -> bool:
         """Whether channel ``number`` is open in the engine (not closing: then nothing more
         is sent on it)."""
-        found = self.engine.channels.get(number)
-        return found is not None and found.state is ChannelState.OPEN
+        try:
+            found = self.engine.channel(number)  # (not ``channels``: a copy, made each call)
+        except KeyError:
+            return False
+        return found.state is ChannelState.OPEN
 
     def _send_method(self, number: int, method: Method) -> None:
         if self._open(number):

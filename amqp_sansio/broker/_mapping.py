@@ -257,6 +257,12 @@ def to_amqp10(
     return encode_091(properties, body, exchange=exchange, routing_key=routing_key)[0]
 
 
+#: How many encodings of the sections before the body :func:`encode_091` keeps (by
+#: exchange, routing key and properties without headers); all are dropped when it is full.
+_PREFIX_CACHE = 256
+_prefixes: dict[tuple[Any, ...], tuple[bytes, Header | None, int, int | None]] = {}
+
+
 def encode_091(
     properties: BasicProperties | None,
     body: bytes,
@@ -266,8 +272,56 @@ def encode_091(
 ) -> tuple[bytes, Header | None, int, int | None]:
     """:func:`to_amqp10`, with what the broker reads of the message (as
     :func:`~amqp_sansio.broker.parse_message` would read it back): the header as decoded
-    (None without one), where the sections after it start, and the ttl (ms)."""
+    (None without one), where the sections after it start, and the ttl (ms).
+
+    The sections before the body depend on the properties, the exchange and the routing key
+    only: for properties without headers (whose values need not be hashable) they are
+    encoded once and kept (a publisher sends many messages alike), the body's data section
+    (core spec 3.2.6) put after them."""
     p = properties or BasicProperties()
+    if p.headers is not None:
+        return _encode_091(p, body, exchange, routing_key)
+    key = (
+        exchange,
+        routing_key,
+        p.content_type,
+        p.content_encoding,
+        p.delivery_mode,
+        p.priority,
+        p.correlation_id,
+        p.reply_to,
+        p.expiration,
+        p.message_id,
+        p.timestamp,
+        p.type,
+        p.user_id,
+        p.app_id,
+    )
+    known = _prefixes.get(key)
+    if known is not None:
+        prefix, decoded, rest, ttl = known
+        return b"".join((prefix, _data_head(len(body)), body)), decoded, rest, ttl
+    data, decoded, rest, ttl = _encode_091(p, body, exchange, routing_key)
+    section = _data_head(len(body)) + body
+    if data.endswith(section):  # (always: one data section ends what _encode_091 makes)
+        if len(_prefixes) >= _PREFIX_CACHE:
+            _prefixes.clear()
+        _prefixes[key] = (data[: len(data) - len(section)], decoded, rest, ttl)
+    return data, decoded, rest, ttl
+
+
+def _data_head(size: int) -> bytes:
+    """The octets of a data section (core spec 3.2.6) before its ``size`` octets: the
+    descriptor and a vbin8 or vbin32 constructor with the length (core spec 1.6.19)."""
+    if size < 256:
+        return b"\x00\x53\x75\xa0" + size.to_bytes(1, "big")
+    return b"\x00\x53\x75\xb0" + size.to_bytes(4, "big")
+
+
+def _encode_091(
+    p: BasicProperties, body: bytes, exchange: str | None, routing_key: str | None
+) -> tuple[bytes, Header | None, int, int | None]:
+    """:func:`encode_091`, every section encoded."""
     ttl = None if p.expiration is None else parse_expiration(p.expiration)
     # The header by hand: a field the publisher left out stays out (null), one it gave
     # is sent even when it equals the 1.0 default (durable false, priority 4).

@@ -694,8 +694,13 @@ class VirtualHost:
         )
         template.basic = (properties or BasicProperties(), exchange, routing_key, len(body))
         published.durable = template.durable
-        for queue in queues:
-            message = template.copy(broker.next_seq())
+        last = len(queues) - 1
+        for index, queue in enumerate(queues):
+            if index < last:
+                message = template.copy(broker.next_seq())
+            else:  # (the last queue takes the template itself: the copies are made)
+                message = template
+                message.seq = broker.next_seq()
             if message.expires is not None and message.expires < broker.wall:
                 broker.expired += 1  # expired on arrival (an expiration of 0: see Queue.offer)
                 continue

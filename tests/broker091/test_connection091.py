@@ -158,6 +158,34 @@ def test_exclusive_queues_go_with_their_connection() -> None:
     assert client.conn.ended and ok.queue not in broker.nodes
 
 
+def test_answers_first_sends_a_confirm_before_the_deliveries_of_its_publish() -> None:
+    # Broker.answers_first (set by the asyncio server): an input's answers are ready when
+    # receive_data returns, the deliveries it makes come with dispatch_more.
+    broker = Broker()
+    broker.answers_first = True
+    consumer = Client(broker)
+    cch = consumer.channel()
+    consumer.call(cch, spec.QueueDeclare(queue="work"))
+    consumer.call(cch, spec.BasicConsume(queue="work", consumer_tag="c"))
+    publisher = Client(broker)
+    pch = publisher.channel()
+    publisher.call(pch, spec.ConfirmSelect())
+    for i in range(3):
+        publisher.engine.publish(pch, "", "work", b"%d" % i)
+    publisher.conn.receive_data(publisher.engine.data_to_send(), publisher.now, wall=1e9)
+    assert broker.dispatching
+    publisher.engine.receive_data(publisher.conn.data_to_send(), publisher.now)
+    (confirmed,) = [e for e in publisher.engine.events() if isinstance(e, ev.Confirmed)]
+    assert (confirmed.ack, confirmed.delivery_tag, confirmed.multiple) == (True, 3, True)
+    assert consumer.conn.data_to_send() == b""  # nothing delivered yet
+    broker.dispatch_more()
+    assert not broker.dispatching
+    consumer.engine.receive_data(consumer.conn.data_to_send(), consumer.now)
+    delivered = [e for e in consumer.engine.events() if isinstance(e, ev.ContentReceived)]
+    assert [d.body for d in delivered] == [b"0", b"1", b"2"]
+    assert [d.method.delivery_tag for d in delivered] == [1, 2, 3]
+
+
 @pytest.mark.parametrize("closing", ["channel", "connection"])
 def test_publishes_in_the_same_input_as_a_close_are_routed_first(closing: str) -> None:
     """A client that publishes on a channel in confirm mode and closes the channel (or the

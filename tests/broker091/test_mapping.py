@@ -238,3 +238,29 @@ def test_what_the_broker_reads_of_a_0_9_1_message_is_what_parse_message_reads(
     assert ours.encoded() == parsed.encoded()
     assert got_ttl == (None if parsed.header is None else parsed.header.ttl)
     assert data.endswith(body)
+
+
+def test_messages_published_alike_map_as_each_would_alone() -> None:
+    # The sections before the body are encoded once per exchange, routing key and
+    # properties (without headers): what follows for other bodies, keys and properties is
+    # each message's own mapping, the data section sized for its body (vbin8 up to 255).
+    alike = [
+        BasicProperties(),
+        BasicProperties(delivery_mode=2),
+        BasicProperties(delivery_mode=1, priority=7, expiration="5000", content_type="a/b"),
+        BasicProperties(message_id=f"urn:uuid:{uuid.UUID(int=7)}", timestamp=c091.Timestamp(9)),
+    ]
+    for _ in range(2):
+        for props in alike:
+            for routing_key in ("k1", "k2"):
+                for size in (0, 1, 255, 256, 70_000):
+                    body = bytes([size % 251]) * size
+                    data, header, rest, ttl = encode_091(
+                        props, body, exchange="ex", routing_key=routing_key
+                    )
+                    assert from_amqp10(data) == (props, body, "ex", routing_key)
+                    parsed = parse_message(data, seq=1, wall=0.0)
+                    assert header == parsed.header
+                    assert ttl == (None if header is None else header.ttl)
+                    assert data[rest : rest + 3] == b"\x00\x53\x72"  # annotations next
+                    assert Message.decode(data).body == Data(body)

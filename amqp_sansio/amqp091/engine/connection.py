@@ -194,16 +194,17 @@ class Connection:
         self._last_received = now
         parser = self._parser
         parser.feed(bytes(data))
+        next_frame, handle = parser.next_frame, self._frame
         while not self.closed:
             try:
-                frame = parser.next_frame()
+                frame = next_frame()
             except AMQPError as exc:
                 self._parse_error(exc)
                 return
             if frame is None:
                 return
             try:
-                self._frame(frame)
+                handle(frame)
             except PeerError as exc:
                 self._peer_error(exc)
 
@@ -503,7 +504,8 @@ class Connection:
             raise LocalProtocolError(f"cannot {what}: the connection is {self.state.value}")
 
     def _open_channel(self, number: int, what: str) -> Channel:
-        self._check_open(f"send {what}")
+        if self.state is not _S.OPEN:  # (the message is made only for the error)
+            self._check_open(f"send {what}")
         ch = self._channels.get(number)
         if ch is None or ch.state is not ChannelState.OPEN:
             raise LocalProtocolError(f"cannot send {what}: channel {number} is not open")
