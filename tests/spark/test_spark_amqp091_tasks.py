@@ -384,3 +384,25 @@ def test_a_task_ends_when_the_queue_is_empty(url: str, queues: Queues) -> None:
     assert _run(reader, empty) == []
     assert time.monotonic() - started < 10
     assert staging.staged_files(location) == []
+
+
+def test_a_task_stops_at_its_byte_share(url: str, queues: Queues) -> None:
+    """``maxBytesPerTrigger`` with 0-9-1 weighs each message's body: the task takes what
+    fits, in the order sent, and gives back what it held past that (the queue keeps it,
+    marked as redelivered, for the next batch)."""
+    queue = queues.new()
+    with sockets.connect(url, protocol="0-9-1") as conn:
+        channel = conn.channel()
+        channel.confirm_select()
+        for i in range(10):
+            body = bytes([i]) * 100
+            confirmation = channel.basic_publish("", queue, body, mandatory=True)
+            assert confirmation is not None and confirmation.ack
+    location = tempfile.mkdtemp()
+    reader = _reader(url, queue, location, maxBytesPerTrigger="350")
+    (task,) = reader.partitions({"batch": 0}, {"batch": 1})
+    assert (task.max_rows, task.max_bytes) == (None, 350)
+    assert _run(reader, task, "body") == [bytes([i]) * 100 for i in range(3)]
+    assert depth(url, queue, 7) == 7
+    left = drain(url, queue)
+    assert [d.body for d in left] == [bytes([i]) * 100 for i in range(3, 10)]
