@@ -406,3 +406,58 @@ def test_a_task_stops_at_its_byte_share(url: str, queues: Queues) -> None:
     assert depth(url, queue, 7) == 7
     left = drain(url, queue)
     assert [d.body for d in left] == [bytes([i]) * 100 for i in range(3, 10)]
+
+
+# -- the batch writer and reader's tasks -----------------------------------------------------
+
+
+def test_a_write_task_then_batch_reads(url: str, queues: Queues) -> None:
+    """A write task (no Spark task context: partition 0 of job ``local``) publishes its
+    rows, each with a derived message-id, persistent; a look at the queue (the reader's
+    plan) takes nothing; consuming read tasks share the queue out and take it all."""
+    from pyspark.sql import types as T
+
+    queue = queues.new()
+    source = spark_adapter.AMQPDataSource(
+        {"url": url, "address": queue, "protocol": "0-9-1", "window": "7"}
+    )
+    schema = T.StructType(
+        [
+            T.StructField("body", T.BinaryType()),
+            T.StructField("application_properties", T.MapType(T.StringType(), T.StringType())),
+        ]
+    )
+    rows = [
+        {"body": f"row {i}".encode(), "application_properties": {"i": str(i)}} for i in range(20)
+    ]
+    commit = source.writer(schema, False).write(iter(rows))
+    assert (commit.partition, commit.sent) == (0, 20)
+    assert depth(url, queue, 20) == 20
+    columns = spark_adapter.rows.COLUMNS
+    look = spark_adapter.AMQPDataSource(
+        {"url": url, "address": queue, "protocol": "0-9-1", "partitions": "3"}
+    ).reader(schema)
+    pieces = look.partitions()
+    seen = [dict(zip(columns, row, strict=True)) for p in pieces for row in look.read(p)]
+    assert sorted(r["body"] for r in seen) == sorted(r["body"] for r in rows)
+    assert all(r["message_id"].startswith("amqp-sansio:") and r["durable"] for r in seen)
+    assert len({r["message_id"] for r in seen}) == 20
+    assert all(r["body"] == f"row {r['application_properties']['i']}".encode() for r in seen)
+    assert depth(url, queue) == 20  # a look: released
+    consuming = spark_adapter.AMQPDataSource(
+        {
+            "url": url,
+            "address": queue,
+            "protocol": "0-9-1",
+            "partitions": "2",
+            "consume": "true",
+            "maxMessages": "15",
+        }
+    ).reader(schema)
+    tasks = consuming.partitions()
+    assert [t.limit for t in tasks] == [8, 7]
+    taken = [[dict(zip(columns, row, strict=True)) for row in consuming.read(t)] for t in tasks]
+    assert [len(t) for t in taken] == [8, 7]
+    assert depth(url, queue, 5) == 5
+    left = [d.body for d in drain(url, queue)]
+    assert sorted(left + [r["body"] for t in taken for r in t]) == sorted(r["body"] for r in rows)
