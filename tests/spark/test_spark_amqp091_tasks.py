@@ -8,10 +8,10 @@ docs/spark.rst, "AMQP 0-9-1"; the 0-9-1/1.0 mapping is :mod:`amqp_sansio.broker`
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -252,13 +252,15 @@ def _run(reader: Any, task: Any, *columns: str) -> list[Any]:
     ]
 
 
-def test_receiver_tasks_take_their_share_stage_then_ack(url: str, queues: Queues) -> None:
+def test_receiver_tasks_take_their_share_stage_then_ack(
+    tmp_path: Path, url: str, queues: Queues
+) -> None:
     """A batch's tasks (competing consumers) each take their share, stage it, ack it and
     mark themselves done; the rows carry the messages' properties; the rest stays in the
     queue. A task run again reads its staged parts and takes nothing."""
     queue = queues.new()
     publish(url, queue, 30)
-    location = tempfile.mkdtemp()
+    location = str(tmp_path / "staging")
     reader = _reader(url, queue, location, partitions="2", maxMessagesPerTrigger="11")
     offset = reader.initialOffset()
     end = reader.latestOffset(offset, None)
@@ -292,12 +294,14 @@ def test_receiver_tasks_take_their_share_stage_then_ack(url: str, queues: Queues
     assert sorted(left + ids) == sorted(f"m{i}" for i in range(30))
 
 
-def test_a_task_not_done_reads_its_part_then_takes_the_rest(url: str, queues: Queues) -> None:
+def test_a_task_not_done_reads_its_part_then_takes_the_rest(
+    tmp_path: Path, url: str, queues: Queues
+) -> None:
     """A task that staged a part and was lost before it was done: run again, it gives that
     part, then takes the rest of its share (its prefetch the rest, not the share)."""
     queue = queues.new()
     publish(url, queue, 10)
-    location = tempfile.mkdtemp()
+    location = str(tmp_path / "staging")
     reader = _reader(url, queue, location, maxMessagesPerTrigger="4")
     (task,) = reader.partitions({"batch": 0}, {"batch": 1})
     theirs = staging.record_batch(
@@ -322,7 +326,7 @@ def test_a_task_not_done_reads_its_part_then_takes_the_rest(url: str, queues: Qu
 
 
 def test_a_task_gives_back_what_it_took_past_its_share(
-    url: str, queues: Queues, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, url: str, queues: Queues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A task reading two queues has a consumer on each with its whole prefetch (its
     share): it takes its share and gives the rest back (``basic.nack`` with requeue): the
@@ -346,7 +350,7 @@ def test_a_task_gives_back_what_it_took_past_its_share(
         return conn, receivers
 
     monkeypatch.setattr(amqp091, "open_receivers", open_and_fill)
-    location = tempfile.mkdtemp()
+    location = str(tmp_path / "staging")
     reader = _reader(url, f"{first},{second}", location, maxMessagesPerTrigger="5")
     (task,) = reader.partitions({"batch": 0}, {"batch": 1})
     rows = _run(reader, task, "message_id", "address", "delivery_count")
@@ -365,13 +369,13 @@ def test_a_task_gives_back_what_it_took_past_its_share(
     assert {m for m, redelivered in left.items() if redelivered} == held_ids - taken
 
 
-def test_a_task_ends_when_the_queue_is_empty(url: str, queues: Queues) -> None:
+def test_a_task_ends_when_the_queue_is_empty(tmp_path: Path, url: str, queues: Queues) -> None:
     """A share larger than the queue: the task takes what there is, asks the broker (a
     passive ``queue.declare``) whether more is ready, and ends; an empty queue, an empty
     task (nothing staged, not marked done)."""
     queue = queues.new()
     publish(url, queue, 3)
-    location = tempfile.mkdtemp()
+    location = str(tmp_path / "staging")
     reader = _reader(url, queue, location, maxMessagesPerTrigger="50")
     (task,) = reader.partitions({"batch": 0}, {"batch": 1})
     task.first_wait = 0.5
@@ -386,7 +390,7 @@ def test_a_task_ends_when_the_queue_is_empty(url: str, queues: Queues) -> None:
     assert staging.staged_files(location) == []
 
 
-def test_a_task_stops_at_its_byte_share(url: str, queues: Queues) -> None:
+def test_a_task_stops_at_its_byte_share(tmp_path: Path, url: str, queues: Queues) -> None:
     """``maxBytesPerTrigger`` with 0-9-1 weighs each message's body: the task takes what
     fits, in the order sent, and gives back what it held past that (the queue keeps it,
     marked as redelivered, for the next batch)."""
@@ -398,7 +402,7 @@ def test_a_task_stops_at_its_byte_share(url: str, queues: Queues) -> None:
             body = bytes([i]) * 100
             confirmation = channel.basic_publish("", queue, body, mandatory=True)
             assert confirmation is not None and confirmation.ack
-    location = tempfile.mkdtemp()
+    location = str(tmp_path / "staging")
     reader = _reader(url, queue, location, maxBytesPerTrigger="350")
     (task,) = reader.partitions({"batch": 0}, {"batch": 1})
     assert (task.max_rows, task.max_bytes) == (None, 350)
