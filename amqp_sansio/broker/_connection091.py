@@ -448,7 +448,7 @@ class BrokerConnection091:
         if event.mechanism not in ("PLAIN", "AMQPLAIN") or username is None:
             self._login_failed(f"mechanism {event.mechanism} is not offered")
             return
-        if users is None and config.sasl is None:
+        if users is None and not config.sasl:  # (None, or False: no SASL layer for 1.0)
             self.identity = username  # an open broker takes any login (docs/broker.rst)
         elif users is None:
             self._login_failed("this broker's logins are by SASL mechanisms 0-9-1 cannot carry")
