@@ -300,9 +300,9 @@ def test_a_transaction_holds_acks_nacks_and_rejects_until_commit() -> None:
     events = client.call(ch, spec.TxCommit())
     assert [type(m) for m in _methods(events)] == [spec.TxCommitOk]
     # 1 acked, 2 and 3 dead-lettered, 4 requeued and delivered again
-    assert [(e.body, e.method.redelivered) for e in events if isinstance(e, ev.ContentReceived)] == [
-        (b"d", True)
-    ]
+    assert [
+        (e.body, e.method.redelivered) for e in events if isinstance(e, ev.ContentReceived)
+    ] == [(b"d", True)]
     assert work.depth == 1 and dead.depth == 2
     # a rollback forgets what waited
     client.call(ch, spec.BasicAck(delivery_tag=5))

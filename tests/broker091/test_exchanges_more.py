@@ -55,7 +55,9 @@ def test_bindings_with_nested_arguments_are_one_binding() -> None:
         (c091.Timestamp(5), c091.Timestamp(5), True),
     ],
 )
-def test_headers_values_match_by_class_and_value(pattern: object, value: object, matches: bool) -> None:
+def test_headers_values_match_by_class_and_value(
+    pattern: object, value: object, matches: bool
+) -> None:
     assert headers_match({"k": pattern}, {"k": value}) is matches  # type: ignore[dict-item]
 
 

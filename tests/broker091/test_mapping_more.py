@@ -12,7 +12,6 @@ import uuid
 import pytest
 
 from amqp_sansio import DecodeError
-from amqp_sansio.amqp091 import codec as c091
 from amqp_sansio.amqp091.spec import BasicProperties
 from amqp_sansio.broker import from_amqp10, to_amqp10
 from amqp_sansio.broker._mapping import parse_expiration
