@@ -426,10 +426,11 @@ class BrokerConnection091:
 
     def _on_flow(self, event: FlowChanged) -> None:
         channel = self.channels.get(event.channel)
-        if channel is not None:
-            channel.flow = event.active
-            for consumer in channel.consumers.values():
-                self.broker._dirty[consumer.queue] = None
+        if channel is None:  # (the first method on the channel: its flow holds from now)
+            channel = self.channels[event.channel] = _Channel(self, event.channel)
+        channel.flow = event.active
+        for consumer in channel.consumers.values():
+            self.broker._dirty[consumer.queue] = None
 
     def _on_closed(self, event: ConnectionClosed) -> None:
         if event.by_peer:

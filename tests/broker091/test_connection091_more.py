@@ -92,6 +92,23 @@ def test_channel_flow_stops_and_resumes_deliveries_and_get() -> None:
     assert broker.nodes["work"].depth == 1
 
 
+def test_the_flow_a_client_sets_first_on_a_channel_holds() -> None:
+    """channel.flow as the first method on a channel: the broker once took the channel's
+    flow for on, and raised out of receive_data delivering on it."""
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="work"))
+    client.engine.publish(ch, "", "work", b"held")
+    client.pump()
+    fresh = client.channel()
+    client.call(fresh, spec.ChannelFlow(active=False))  # the first method on the channel
+    events = client.call(fresh, spec.BasicConsume(queue="work", consumer_tag="c"))
+    assert not [e for e in events if isinstance(e, ev.ContentReceived)]
+    events = client.call(fresh, spec.ChannelFlow(active=True))
+    assert [e.body for e in events if isinstance(e, ev.ContentReceived)] == [b"held"]
+
+
 def test_recover_without_requeue_with_only_consumer_deliveries() -> None:
     _, client, ch = _with_queue("work")
     _publish(client, ch, "work", b"a", b"b")
