@@ -424,3 +424,30 @@ def test_a_second_alarm_is_told_once() -> None:
     client.conn.alarm_changed(False)
     client.pump()
     assert len(client.of(ev.Unblocked)) == 1
+
+
+@pytest.mark.parametrize("method", [spec.BasicQos(prefetch_count=5), spec.QueuePurge(queue="")])
+def test_a_method_pipelined_before_the_clients_channel_close(method: spec.Method) -> None:
+    """The client closes the channel in the same write as a method: the broker does what
+    it can (the qos, or nothing for a refused purge) and says nothing more on the closing
+    channel; the close is answered as usual (200, no refusal's code)."""
+    client = Client(Broker())
+    ch = client.channel()
+    client.events = []
+    client.engine.send_method(ch, method)
+    client.engine.close_channel(ch)
+    client.pump()
+    assert not _methods(client.events)  # no qos-ok, no channel.close of a 404
+    (closed,) = client.of(ev.ChannelClosed)
+    assert closed.reply_code == 200 and not client.conn.ended
+    assert ch not in client.conn.channels
+
+
+def test_the_broker_closing_a_closed_connection_does_nothing() -> None:
+    client = Client(Broker())
+    client.engine.close()
+    client.pump()
+    assert client.conn.ended
+    client.conn.close()
+    assert client.conn.data_to_send() == b""
+    assert client.conn.record.ending == "closed by the client"
