@@ -166,3 +166,32 @@ def test_a_queue_node_is_a_queue() -> None:
     vh = broker.vhosts["/"]
     queue, _, _ = vh.declare_queue("q")
     assert isinstance(queue, Queue) and vh.queues() == [queue]
+
+
+def test_an_auto_delete_queue_goes_with_its_last_consumer_only() -> None:
+    broker = Broker()
+    client = Client(broker)
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="auto", auto_delete=True))
+    client.call(ch, spec.BasicConsume(queue="auto", consumer_tag="one"))
+    client.call(ch, spec.BasicConsume(queue="auto", consumer_tag="two"))
+    client.call(ch, spec.BasicCancel(consumer_tag="one"))
+    assert "auto" in broker.nodes  # a consumer is left
+    client.call(ch, spec.BasicCancel(consumer_tag="two"))
+    assert "auto" not in broker.nodes
+
+
+def test_a_queue_made_by_1_0_consumed_and_left_by_0_9_1_stays() -> None:
+    net = Net()
+    broker = net.broker
+    one = net.connect()
+    publish(one, "made-by-1.0", b"m")
+    net.pump()
+    assert "made-by-1.0" in broker.nodes and "made-by-1.0" not in broker.vhosts["/"].records
+    client = Client(broker)
+    ch = client.channel()
+    events = client.call(ch, spec.BasicConsume(queue="made-by-1.0", consumer_tag="c"))
+    assert [e.body for e in events if isinstance(e, ev.ContentReceived)] == [b"m"]
+    client.call(ch, spec.BasicCancel(consumer_tag="c"))
+    assert "made-by-1.0" in broker.nodes  # no 0-9-1 record: no auto-delete, no expiry
+    assert broker.nodes["made-by-1.0"].depth == 1  # still unacked on the channel
