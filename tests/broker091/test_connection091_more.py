@@ -473,3 +473,17 @@ def test_update_secret_is_answered() -> None:
     client = Client(Broker())
     events = client.call(0, spec.ConnectionUpdateSecret(new_secret=b"new", reason="refresh"))
     assert [type(m) for m in _methods(events)] == [spec.ConnectionUpdateSecretOk]
+
+
+def test_content_other_than_a_publish_is_passed_over() -> None:
+    """A client sending a content method only a server sends (``basic.return``): not
+    counted, not routed, no answer; the connection goes on."""
+    broker, client, ch = _with_queue("w")
+    client.events = []
+    method = spec.BasicReturn(reply_code=312, reply_text="x", exchange="", routing_key="w")
+    client.engine.send_content(ch, method, None, b"b")
+    client.pump()
+    assert client.events == [] and not client.conn.ended
+    assert broker.nodes["w"].depth == 0 and client.conn.record.messages_in == 0
+    _publish(client, ch, "w", b"real")
+    assert broker.nodes["w"].depth == 1 and client.conn.record.messages_in == 1
