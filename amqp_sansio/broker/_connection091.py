@@ -426,10 +426,11 @@ class BrokerConnection091:
 
     def _on_flow(self, event: FlowChanged) -> None:
         channel = self.channels.get(event.channel)
-        if channel is not None:
-            channel.flow = event.active
-            for consumer in channel.consumers.values():
-                self.broker._dirty[consumer.queue] = None
+        if channel is None:  # (the first method on the channel: its flow holds from now)
+            channel = self.channels[event.channel] = _Channel(self, event.channel)
+        channel.flow = event.active
+        for consumer in channel.consumers.values():
+            self.broker._dirty[consumer.queue] = None
 
     def _on_closed(self, event: ConnectionClosed) -> None:
         if event.by_peer:
@@ -448,7 +449,7 @@ class BrokerConnection091:
         if event.mechanism not in ("PLAIN", "AMQPLAIN") or username is None:
             self._login_failed(f"mechanism {event.mechanism} is not offered")
             return
-        if users is None and config.sasl is None:
+        if users is None and not config.sasl:  # (None, or False: no SASL layer for 1.0)
             self.identity = username  # an open broker takes any login (docs/broker.rst)
         elif users is None:
             self._login_failed("this broker's logins are by SASL mechanisms 0-9-1 cannot carry")
