@@ -51,7 +51,6 @@ from typing import Any
 from amqp_sansio import DecodeError
 from amqp_sansio.amqp091 import decode_table, encode_table
 from amqp_sansio.broker import (
-    DEFAULT_VHOST,
     BindingRecord,
     Broker,
     ExchangeRecord,
@@ -313,12 +312,7 @@ class SQLiteStore:
             self._deletes.extend(dropped)
             self._forgotten.extend(lost)
             self.flush()
-        return sum(node.depth for node in broker.nodes.values()) + sum(
-            queue.depth
-            for vhost in broker.vhosts.values()
-            if vhost.name != DEFAULT_VHOST
-            for queue in vhost.queues()
-        )
+        return broker.depth
 
     def _topology_records(self, db: sqlite3.Connection) -> Iterator[TopologyRecord]:
         """The kept topology, table by table (:class:`StoreError` for a row of the wrong

@@ -384,6 +384,17 @@ class Broker:
         self._tell_alarm()
         return dropped
 
+    @property
+    def depth(self) -> int:
+        """The messages the broker's nodes hold (waiting or out with a consumer), and
+        those of the queues of its other 0-9-1 virtual hosts."""
+        return sum(node.depth for node in self.nodes.values()) + sum(
+            queue.depth
+            for vhost in self.vhosts.values()
+            if not vhost.default
+            for queue in vhost.queues()
+        )
+
     def restore_topology(
         self, records: Iterable[TopologyRecord], wall: float
     ) -> list[TopologyRecord]:
