@@ -421,8 +421,9 @@ class VirtualHost:
         """``binding`` went: its record goes, if it had one."""
         if binding in self._kept:
             del self._kept[binding]
-            if self._topology is not None:
-                self._topology.forget_topology(self._binding_record(binding))
+            topology = self._topology
+            assert topology is not None  # (only a store that keeps them has them)
+            topology.forget_topology(self._binding_record(binding))
 
     def _binding_record(self, binding: Binding) -> BindingRecord:
         kind, name = binding.destination

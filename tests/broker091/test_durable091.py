@@ -478,6 +478,7 @@ def test_a_second_format_store_is_migrated(tmp_path: Path) -> None:
         ("exchanges", "('/', 'x', 'fanout', 0, 2, x'')", "exchange"),
         ("exchanges", "('/', 'x', 'fanout', 0, 0, x'00')", "exchange"),
         ("queues", "('/', 'q', 0, 'text')", "queue"),
+        ("queues", "('/', x'71', 0, x'00000000')", "queue"),
         ("bindings", "('/', 'amq.fanout', 'node', 'q', '', x'00000000')", "binding"),
     ],
 )
@@ -501,3 +502,49 @@ def test_without_a_durable_store_nothing_is_recorded() -> None:
     client, ch = _client(broker, "v")
     _declare_everything(client, ch)
     assert broker.vhosts["v"]._topology is None
+
+
+def test_messages_of_a_vhost_row_of_the_wrong_type_are_a_clear_error(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path).close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        db.execute("INSERT INTO messages VALUES (1, 'q', x'00', 0, NULL, NULL, x'76')")
+        db.commit()
+    store = SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="corrupt: vhost b'v'"):
+        store.load(Broker(store=store), WALL)
+    store.close()
+
+
+def test_a_missing_topology_table_is_a_clear_error(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path).close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        db.execute("DROP TABLE bindings")
+        db.commit()
+    store = SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="corrupt: no such table: bindings"):
+        store.load(Broker(store=store), WALL)
+    store.close()
+
+
+def test_records_of_a_vhost_the_store_has_not_are_forgotten(tmp_path: Path) -> None:
+    """Rows naming a virtual host with no row of its own (a store edited by hand): they,
+    and the messages of their queues, are dropped at load."""
+    SQLiteStore(tmp_path).close()
+    with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
+        empty = encode_table({})
+        db.execute("INSERT INTO exchanges VALUES ('gone', 'x', 'fanout', 0, 0, ?)", (empty,))
+        db.execute("INSERT INTO queues VALUES ('gone', 'q', 0, ?)", (empty,))
+        db.execute("INSERT INTO bindings VALUES ('gone', 'x', 'queue', 'q', '', ?)", (empty,))
+        old = Broker()
+        old.vhosts["/"].declare_queue("q", durable=True)
+        old.vhosts["/"].publish("", "q", PERSISTENT, b"lost")
+        (message,) = old.nodes["q"].available.values()  # type: ignore[attr-defined]
+        db.execute(
+            "INSERT INTO messages VALUES (1, 'q', ?, 0, NULL, NULL, 'gone')", (message.data,)
+        )
+        db.commit()
+    broker, store = _start(tmp_path)
+    assert "gone" not in broker.vhosts and broker.depth == 0
+    store.close()
+    for table in ("exchanges", "queues", "bindings", "messages"):
+        assert _rows(tmp_path, table) == [], table
