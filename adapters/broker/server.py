@@ -694,7 +694,7 @@ def main(
             if server.tls_url is not None:
                 print(f"amqp-sansio broker listening on {server.tls_url}", flush=True)
             if store_dir is not None:
-                kept = sum(node.depth for node in server.broker.nodes.values())
+                kept = server.broker.depth  # (of every virtual host)
                 print(f"{kept} durable messages restored from {store_dir}", flush=True)
             if users is None:  # (after the lines on stdout, which programs read in order)
                 log.warning("%s", OPEN_WARNING.removeprefix(LOG_PREFIX))

@@ -6,8 +6,11 @@ The core broker (:mod:`amqp_sansio.broker`) does no I/O; it tells its
 calls ``flush`` once per input before it settles the publishers' transfers of durable
 messages (broker draft 2.2.4: "stored safely before the broker settles"), before it
 accepts a commit (core spec 4.4.4) and before any answer to that input goes out. This
-store keeps the durable messages (header ``durable``, core spec 3.2.1) of the broker's
-named queues in one SQLite database, ``DIR/messages.sqlite3``:
+store keeps the durable messages (header ``durable``, core spec 3.2.1; a 0-9-1 publish's
+delivery-mode 2) of the broker's named queues and of the durable queues of every AMQP
+0-9-1 virtual host, and the 0-9-1 topology (a
+:class:`~amqp_sansio.broker.TopologyStore`), in one SQLite database,
+``DIR/messages.sqlite3``:
 
 * the database is in WAL mode with ``synchronous=FULL``: each ``flush`` is one
   transaction whose commit fsyncs the write-ahead log, so what a flush wrote survives a
@@ -16,14 +19,19 @@ named queues in one SQLite database, ``DIR/messages.sqlite3``:
 * writes between two flushes are only collected in memory (a message put and removed in
   the same input, e.g. a durable message that went straight to a waiting consumer and
   was accepted, never reaches the disk);
-* one table, ``messages(seq, queue, data, delivery_count, expires, subscription)``: the
-  bytes the publisher sent, as the broker holds them, with its arrival number, its
-  delivery-count, its expiry (wall clock) and, for a message waiting in a topic
-  subscription's buffer, the subscription's number; a table ``subscriptions(id,
-  container, name, source, answered)`` of the durable topic subscriptions (core spec
-  3.5.5: the client's container-id, the link name, the source it asked for and the one
-  the broker answered, encoded); and a ``meta`` table naming the format (a store of the
-  first format, without subscriptions, is migrated when it is opened);
+* one table, ``messages(seq, queue, data, delivery_count, expires, subscription,
+  vhost)``: the bytes the publisher sent, as the broker holds them, with its arrival
+  number, its delivery-count, its expiry (wall clock), for a message waiting in a topic
+  subscription's buffer the subscription's number, and for a queue of a 0-9-1 virtual
+  host other than ``/`` that host's name (NULL: the broker's node, ``/``'s); a table
+  ``subscriptions(id, container, name, source, answered)`` of the durable topic
+  subscriptions (core spec 3.5.5: the client's container-id, the link name, the source it
+  asked for and the one the broker answered, encoded); the 0-9-1 topology in
+  ``vhosts(name)``, ``exchanges(vhost, name, type, auto_delete, internal, arguments)``,
+  ``queues(vhost, name, auto_delete, arguments)`` and ``bindings(vhost, source, kind,
+  destination, routing_key, arguments)`` (arguments as encoded 0-9-1 field tables); and a
+  ``meta`` table naming the format (a store of an earlier format is migrated when it is
+  opened: the first had no subscriptions, the second no topology);
 * the database is held with an exclusive lock for as long as the broker runs: a second
   broker on the same directory fails to start.
 
@@ -41,31 +49,64 @@ from collections.abc import Iterator
 from typing import Any
 
 from amqp_sansio import DecodeError
-from amqp_sansio.broker import Broker, Node, StoredMessage
+from amqp_sansio.amqp091 import decode_table, encode_table
+from amqp_sansio.broker import (
+    BindingRecord,
+    Broker,
+    ExchangeRecord,
+    Node,
+    QueueDeclaration,
+    StoredMessage,
+    TopologyRecord,
+    VhostRecord,
+)
 
 __all__ = ["FILENAME", "SQLiteStore", "StoreError"]
 
 #: The database's name in the store directory.
 FILENAME = "messages.sqlite3"
 #: What the ``meta`` table says of a store this module wrote.
-_FORMAT = "amqp-sansio broker store 2"
-#: The first format (no subscriptions), migrated to the second when opened.
+_FORMAT = "amqp-sansio broker store 3"
+#: The earlier formats, each migrated to the next when opened: the first had no
+#: subscriptions, the second no 0-9-1 topology.
 _FORMAT_1 = "amqp-sansio broker store 1"
+_FORMAT_2 = "amqp-sansio broker store 2"
 _SUBSCRIPTIONS = (
     "CREATE TABLE subscriptions (id INTEGER PRIMARY KEY, container TEXT NOT NULL,"
     " name TEXT NOT NULL, source BLOB NOT NULL, answered BLOB NOT NULL)"
 )
+_TOPOLOGY = (
+    "CREATE TABLE vhosts (name TEXT PRIMARY KEY)",
+    "CREATE TABLE exchanges (vhost TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,"
+    " auto_delete INTEGER NOT NULL, internal INTEGER NOT NULL, arguments BLOB NOT NULL,"
+    " PRIMARY KEY (vhost, name))",
+    "CREATE TABLE queues (vhost TEXT NOT NULL, name TEXT NOT NULL,"
+    " auto_delete INTEGER NOT NULL, arguments BLOB NOT NULL, PRIMARY KEY (vhost, name))",
+    "CREATE TABLE bindings (vhost TEXT NOT NULL, source TEXT NOT NULL, kind TEXT NOT NULL,"
+    " destination TEXT NOT NULL, routing_key TEXT NOT NULL, arguments BLOB NOT NULL,"
+    " PRIMARY KEY (vhost, source, kind, destination, routing_key, arguments))",
+)
+#: The schema of a new store: every table, in one place.
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE messages (seq INTEGER PRIMARY KEY, queue TEXT NOT NULL, data BLOB NOT NULL,"
-    " delivery_count INTEGER NOT NULL, expires REAL, subscription INTEGER)",
+    " delivery_count INTEGER NOT NULL, expires REAL, subscription INTEGER, vhost TEXT)",
     _SUBSCRIPTIONS,
+    *_TOPOLOGY,
 )
-_MIGRATE_1 = (
-    "ALTER TABLE messages ADD COLUMN subscription INTEGER",
-    _SUBSCRIPTIONS,
-    f"UPDATE meta SET value = '{_FORMAT}' WHERE key = 'format'",
-)
+#: The migrations, by the format they start from: each leaves the next.
+_MIGRATIONS = {
+    _FORMAT_1: (
+        "ALTER TABLE messages ADD COLUMN subscription INTEGER",
+        _SUBSCRIPTIONS,
+        f"UPDATE meta SET value = '{_FORMAT_2}' WHERE key = 'format'",
+    ),
+    _FORMAT_2: (
+        "ALTER TABLE messages ADD COLUMN vhost TEXT",
+        *_TOPOLOGY,
+        f"UPDATE meta SET value = '{_FORMAT}' WHERE key = 'format'",
+    ),
+}
 
 
 class StoreError(Exception):
@@ -91,6 +132,9 @@ class SQLiteStore:
         #: Subscriptions kept or forgotten since the last flush.
         self._subscriptions: dict[int, tuple[str, str, bytes, bytes]] = {}
         self._forgotten: list[int] = []
+        #: Topology rows kept (the whole row) or forgotten (None) since the last flush, by
+        #: table and key; the last change of a key wins.
+        self._topology: dict[tuple[str, tuple[Any, ...]], tuple[Any, ...] | None] = {}
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as exc:
@@ -144,12 +188,13 @@ class SQLiteStore:
         if "meta" in tables and "messages" in tables:
             row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             found = None if row is None else row[0]
-        if found == _FORMAT_1 and "subscriptions" not in tables:
-            db.execute("BEGIN")
-            for statement in _MIGRATE_1:
-                db.execute(statement)
+        if found in _MIGRATIONS:
+            db.execute("BEGIN")  # every step in one transaction: all of them, or none
+            while found in _MIGRATIONS:
+                for statement in _MIGRATIONS[found]:
+                    db.execute(statement)
+                found = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0]
             db.execute("COMMIT")
-            found = _FORMAT
         if found != _FORMAT:
             raise StoreError(
                 f"{self.path} is not a message store of this broker"
@@ -159,16 +204,27 @@ class SQLiteStore:
     # -- loading ----------------------------------------------------------------------------
 
     def load(self, broker: Broker, wall: float) -> int:
-        """Put the kept messages back at their queues in ``broker`` (before it serves
-        anyone); expired ones (at ``wall``, seconds since the epoch) and those of addresses
-        that are now topics are deleted. Returns how many were restored."""
+        """Make the kept 0-9-1 topology again in ``broker``
+        (:meth:`~amqp_sansio.broker.Broker.restore_topology`), then put the kept messages
+        back at their queues (before it serves anyone); expired ones (at ``wall``, seconds
+        since the epoch), those of addresses that are now topics and those of queues not
+        made again are deleted. Returns how many were restored."""
         db = self._connection()
         current: list[Any] = [None]
+        try:
+            lost_topology = broker.restore_topology(self._topology_records(db), wall)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the message store {self.path} is corrupt: {exc}") from None
+        for record in lost_topology:
+            self.forget_topology(record)
 
-        def rows(where: str) -> Iterator[tuple[Any, str, int, bytes, int, float | None]]:
+        def rows(
+            where: str, *args: str
+        ) -> Iterator[tuple[Any, str, int, bytes, int, float | None]]:
             found = db.execute(
                 "SELECT seq, queue, data, delivery_count, expires, subscription FROM messages"
-                f" WHERE subscription IS {where} ORDER BY seq"
+                f" WHERE {where} ORDER BY seq",
+                args,
             )
             for row in found:
                 current[0] = row[0]
@@ -212,23 +268,108 @@ class SQLiteStore:
         try:
             lost, dropped = broker.restore_subscriptions(
                 subscriptions(),
-                ((sub, seq, data, n, exp) for sub, _, seq, data, n, exp in rows("NOT NULL")),
+                (
+                    (sub, seq, data, n, exp)
+                    for sub, _, seq, data, n, exp in rows("subscription IS NOT NULL")
+                ),
                 wall,
             )
             dropped += broker.restore(
-                ((queue, seq, data, n, exp) for _, queue, seq, data, n, exp in rows("NULL")), wall
+                (
+                    (queue, seq, data, n, exp)
+                    for _, queue, seq, data, n, exp in rows(
+                        "subscription IS NULL AND vhost IS NULL"
+                    )
+                ),
+                wall,
             )
+            vhosts = [
+                row[0]
+                for row in db.execute(
+                    "SELECT DISTINCT vhost FROM messages WHERE vhost IS NOT NULL ORDER BY vhost"
+                )
+            ]
+            for vhost in vhosts:
+                if type(vhost) is not str:
+                    raise StoreError(f"the message store {self.path} is corrupt: vhost {vhost!r}")
+                dropped += broker.restore(
+                    (
+                        (queue, seq, data, n, exp)
+                        for _, queue, seq, data, n, exp in rows(
+                            "subscription IS NULL AND vhost = ?", vhost
+                        )
+                    ),
+                    wall,
+                    vhost=vhost,
+                )
         except DecodeError as exc:
             raise StoreError(
                 f"the message store {self.path} is corrupt: message {current[0]}: {exc}"
             ) from None
         except sqlite3.Error as exc:
             raise StoreError(f"the message store {self.path} is corrupt: {exc}") from None
-        if dropped or lost:
+        if dropped or lost or lost_topology:
             self._deletes.extend(dropped)
             self._forgotten.extend(lost)
             self.flush()
-        return sum(node.depth for node in broker.nodes.values())
+        return broker.depth
+
+    def _topology_records(self, db: sqlite3.Connection) -> Iterator[TopologyRecord]:
+        """The kept topology, table by table (:class:`StoreError` for a row of the wrong
+        types, or arguments that are not a field table)."""
+
+        def corrupt(table: str, row: tuple[Any, ...]) -> StoreError:
+            return StoreError(f"the message store {self.path} is corrupt: {table} {row!r}")
+
+        def table(data: Any, where: str, row: tuple[Any, ...]) -> dict[str, Any]:
+            if type(data) is not bytes:
+                raise corrupt(where, row)
+            try:
+                return decode_table(data)
+            except DecodeError:
+                raise corrupt(where, row) from None
+
+        for row in db.execute("SELECT name FROM vhosts ORDER BY name"):
+            if type(row[0]) is not str:
+                raise corrupt("vhost", row)
+            yield VhostRecord(row[0])
+        for row in db.execute(
+            "SELECT vhost, name, type, auto_delete, internal, arguments FROM exchanges"
+            " ORDER BY vhost, name"
+        ):
+            vhost, name, kind, auto_delete, internal, arguments = row
+            if not _texts(vhost, name, kind) or not _flags(auto_delete, internal):
+                raise corrupt("exchange", row)
+            yield ExchangeRecord(
+                vhost,
+                name,
+                kind,
+                auto_delete=bool(auto_delete),
+                internal=bool(internal),
+                arguments=table(arguments, "exchange", row),
+            )
+        for row in db.execute(
+            "SELECT vhost, name, auto_delete, arguments FROM queues ORDER BY vhost, name"
+        ):
+            vhost, name, auto_delete, arguments = row
+            if not _texts(vhost, name) or not _flags(auto_delete):
+                raise corrupt("queue", row)
+            yield QueueDeclaration(
+                vhost, name, auto_delete=bool(auto_delete), arguments=table(arguments, "queue", row)
+            )
+        for row in db.execute(
+            "SELECT vhost, source, kind, destination, routing_key, arguments FROM bindings"
+            " ORDER BY rowid"
+        ):
+            vhost, source, kind, destination, routing_key, arguments = row
+            if not _texts(vhost, source, destination, routing_key) or kind not in (
+                "queue",
+                "exchange",
+            ):
+                raise corrupt("binding", row)
+            yield BindingRecord(
+                vhost, source, kind, destination, routing_key, table(arguments, "binding", row)
+            )
 
     # -- the Store protocol -----------------------------------------------------------------
 
@@ -248,6 +389,17 @@ class SQLiteStore:
         if message.durable and message.seq not in self._puts:
             self._updates[message.seq] = message
 
+    def keep_topology(self, record: TopologyRecord) -> None:
+        """Record a virtual host, a durable exchange, queue or binding (at the next flush);
+        a record of the same key is replaced."""
+        table, key, row = _row(record)
+        self._topology[table, key] = row
+
+    def forget_topology(self, record: TopologyRecord) -> None:
+        """Delete the record of ``record``'s key (at the next flush)."""
+        table, key, _ = _row(record)
+        self._topology[table, key] = None
+
     def keep_subscription(
         self, ident: int, container_id: str, link_name: str, source: bytes, answered: bytes
     ) -> None:
@@ -265,7 +417,12 @@ class SQLiteStore:
         ``synchronous="full"``); nothing when nothing changed. :class:`StoreError` if the
         disk refuses (the changes stay pending: the next flush tries again)."""
         if not (
-            self._puts or self._deletes or self._updates or self._subscriptions or self._forgotten
+            self._puts
+            or self._deletes
+            or self._updates
+            or self._subscriptions
+            or self._forgotten
+            or self._topology
         ):
             return
         db = self._connection()
@@ -280,13 +437,25 @@ class SQLiteStore:
                     "INSERT OR REPLACE INTO subscriptions VALUES (?, ?, ?, ?, ?)",
                     [(i, *record) for i, record in self._subscriptions.items()],
                 )
+            for (table, key), row in self._topology.items():
+                db.execute(_DELETE[table], key)
+                if row is not None:
+                    db.execute(_INSERT[table], row)
             if self._puts:
                 db.executemany(
                     "INSERT OR REPLACE INTO messages"
-                    " (seq, queue, data, delivery_count, expires, subscription)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    " (seq, queue, data, delivery_count, expires, subscription, vhost)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (seq, node.address, m.data, m.delivery_count, m.expires, _owner(node))
+                        (
+                            seq,
+                            node.address,
+                            m.data,
+                            m.delivery_count,
+                            m.expires,
+                            _owner(node),
+                            _vhost(node),
+                        )
                         for seq, (node, m) in self._puts.items()
                     ],
                 )
@@ -307,6 +476,7 @@ class SQLiteStore:
         self._deletes.clear()
         self._subscriptions.clear()
         self._forgotten.clear()
+        self._topology.clear()
 
     def close(self) -> None:
         """Flush, and close the database (its lock goes)."""
@@ -328,3 +498,55 @@ def _owner(node: Node) -> int | None:
     """The number of the topic subscription whose buffer ``node`` is, if it is one."""
     subscription = getattr(node, "subscription", None)
     return None if subscription is None else int(subscription.ident)
+
+
+def _vhost(node: Node) -> str | None:
+    """The 0-9-1 virtual host whose own queue ``node`` is (None: a broker node, ``/``'s)."""
+    vhost = getattr(node, "vhost", None)
+    return None if vhost is None else str(vhost.name)
+
+
+#: The statements that delete a topology row by its key, and insert one, by table.
+_DELETE = {
+    "vhosts": "DELETE FROM vhosts WHERE name = ?",
+    "exchanges": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
+    "queues": "DELETE FROM queues WHERE vhost = ? AND name = ?",
+    "bindings": "DELETE FROM bindings WHERE vhost = ? AND source = ? AND kind = ?"
+    " AND destination = ? AND routing_key = ? AND arguments = ?",
+}
+_INSERT = {
+    "vhosts": "INSERT INTO vhosts VALUES (?)",
+    "exchanges": "INSERT INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
+    "queues": "INSERT INTO queues VALUES (?, ?, ?, ?)",
+    "bindings": "INSERT INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
+}
+
+
+def _row(record: TopologyRecord) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
+    """A topology record's table, key and row."""
+    if isinstance(record, VhostRecord):
+        return "vhosts", (record.name,), (record.name,)
+    if isinstance(record, ExchangeRecord):
+        key: tuple[Any, ...] = (record.vhost, record.name)
+        flags = (int(record.auto_delete), int(record.internal))
+        return "exchanges", key, (*key, record.type, *flags, encode_table(record.arguments))
+    if isinstance(record, QueueDeclaration):
+        key = (record.vhost, record.name)
+        return "queues", key, (*key, int(record.auto_delete), encode_table(record.arguments))
+    key = (
+        record.vhost,
+        record.source,
+        record.kind,
+        record.destination,
+        record.routing_key,
+        encode_table(record.arguments),
+    )
+    return "bindings", key, key
+
+
+def _texts(*values: Any) -> bool:
+    return all(type(value) is str for value in values)
+
+
+def _flags(*values: Any) -> bool:
+    return all(value in (0, 1) and type(value) is int for value in values)

@@ -42,10 +42,17 @@ from ._nodes import Node, Queue, Topic, error
 from ._protocols import ProtocolSniffer
 from ._relay import ANONYMOUS_RELAY
 from ._selector import Selector, SelectorError, selector_filter
-from ._store import MemoryStore, Store, StoredMessage, SubscriptionStore, parse_message
+from ._store import (
+    MemoryStore,
+    Store,
+    StoredMessage,
+    SubscriptionStore,
+    TopologyRecord,
+    parse_message,
+)
 from ._streams import Stream
 from ._subscriptions import Subscription
-from ._vhosts import DEFAULT_VHOST, VirtualHost
+from ._vhosts import DEFAULT_VHOST, VirtualHost, restore_topology
 
 if TYPE_CHECKING:
     import ssl
@@ -377,8 +384,37 @@ class Broker:
         self._tell_alarm()
         return dropped
 
+    @property
+    def depth(self) -> int:
+        """The messages the broker's nodes hold (waiting or out with a consumer), and
+        those of the queues of its other 0-9-1 virtual hosts."""
+        return sum(node.depth for node in self.nodes.values()) + sum(
+            queue.depth
+            for vhost in self.vhosts.values()
+            if not vhost.default
+            for queue in vhost.queues()
+        )
+
+    def restore_topology(
+        self, records: Iterable[TopologyRecord], wall: float
+    ) -> list[TopologyRecord]:
+        """Make again the AMQP 0-9-1 virtual hosts, durable exchanges, durable queues and
+        bindings a :class:`~amqp_sansio.broker.TopologyStore` kept, before :meth:`restore`
+        (0-9-1 spec ``exchange.declare``/``queue.declare`` field ``durable``); returns the
+        records it could not make again, for the store to forget: of a virtual host it
+        has not, refused as a client's declaration would be now, or a binding whose ends
+        are gone. Virtual hosts come first (one the configuration no longer names is
+        there again, as RabbitMQ keeps its virtual hosts), then exchanges, queues (an
+        ``x-expires`` timer starts again at ``wall``) and bindings."""
+        self.wall = wall
+        return restore_topology(self, records)
+
     def restore(
-        self, records: Iterable[tuple[str, int, bytes, int, float | None]], wall: float
+        self,
+        records: Iterable[tuple[str, int, bytes, int, float | None]],
+        wall: float,
+        *,
+        vhost: str = DEFAULT_VHOST,
     ) -> list[int]:
         """Give the broker back the messages a durable store kept, before it serves anyone
         (broker draft 2.2.4: durable messages survive a restart). ``records`` are
@@ -392,14 +428,24 @@ class Broker:
         Returns the ``seq`` of the records not restored, for the store to forget: those
         expired at ``wall``, and those whose address now names a topic (topics keep no
         messages). Raises :class:`~amqp_sansio.DecodeError` for data that is not a message;
-        the broker is then unusable."""
+        the broker is then unusable.
+
+        With ``vhost`` other than ``/``, the records are of that 0-9-1 virtual host's
+        queues, made again first by :meth:`restore_topology`: those of a queue it has not
+        (or of a virtual host it has not) are not restored either. Restored messages come
+        to 0-9-1 consumers ``redelivered`` (they may have been delivered before)."""
         self.wall = wall
         top = 0
         dropped: list[int] = []
+        other = None if vhost == DEFAULT_VHOST else self.vhosts.get(vhost)
         for address, seq, data, delivery_count, expires in records:
             top = max(top, seq)
-            node = self.nodes.get(address)
-            if node is None and not self.config.is_topic(address):
+            node: Node | None
+            if vhost != DEFAULT_VHOST:
+                node = None if other is None else other.queue(address)
+            else:
+                node = self.nodes.get(address)
+            if node is None and vhost == DEFAULT_VHOST and not self.config.is_topic(address):
                 node = self.nodes[address] = Queue(self, address)
                 # Made on first use before the restart: deleted once unused, as then.
                 node.auto = self.config.auto_delete and address != self.config.dead_letter

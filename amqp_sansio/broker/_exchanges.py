@@ -291,8 +291,9 @@ def check_binding_arguments(exchange_type: str, arguments: Mapping[str, FieldVal
 
 class Exchange:
     """An exchange of a virtual host: its name, type, flags and arguments as declared, and
-    its bindings. ``durable`` exchanges are those a durable store would keep (this broker's
-    exchanges and bindings live as long as the process: see ``docs/amqp091.rst``);
+    its bindings. ``durable`` exchanges are those a durable store keeps across a restart,
+    with the bindings between durable ends (see :mod:`._vhosts` and ``docs/amqp091.rst``,
+    "Durability");
     ``auto_delete`` ones go when their last binding (as the source) goes, once they had one;
     ``internal`` ones take no publish, only exchange-to-exchange routing."""
 

@@ -129,7 +129,8 @@ class Node(abc.ABC):
     @property
     def persistent(self) -> bool:
         """Whether a durable store keeps this node's durable messages: a queue the broker
-        names at its address, and the buffer of a topic subscription whose durability is
+        names at its address, a queue of another 0-9-1 virtual host that names it (its
+        ``vhost``), and the buffer of a topic subscription whose durability is
         ``unsettled-state`` (core spec 3.5.5, see :mod:`._subscriptions`); not a queue 0-9-1
         declared transient (not durable, or exclusive). A dynamic node
         (whose lifetime ends with its links, core spec 3.5.10-3.5.13) and other topic
@@ -137,12 +138,12 @@ class Node(abc.ABC):
         subscription = getattr(self, "subscription", None)
         if subscription is not None:
             return subscription.durable == 2 and not subscription.deleted  # unsettled-state
-        return (
-            self.kind == "queue"
-            and not self.dynamic
-            and not getattr(self, "transient", False)
-            and self.broker.nodes.get(self.address) is self
-        )
+        if self.kind != "queue" or self.dynamic or getattr(self, "transient", False):
+            return False
+        vhost = getattr(self, "vhost", None)
+        if vhost is not None:
+            return vhost.queue(self.address) is self
+        return self.broker.nodes.get(self.address) is self
 
     @property
     @abc.abstractmethod
@@ -240,6 +241,9 @@ class Queue(Node):
         #: The topic subscription this queue is the buffer of, if it is one that outlives
         #: its link (see :mod:`._subscriptions`).
         self.subscription: Any = None
+        #: The 0-9-1 virtual host whose own queue this is, for one other than ``/``
+        #: (whose queues are the broker's nodes): None for the broker's nodes.
+        self.vhost: Any = None
         #: Messages put back at the front of a priority (given back, or restored) so far.
         self._returns = 0
         #: Per consumer with a selector: (``_returns`` then, and per priority the last seq
@@ -352,7 +356,10 @@ class Queue(Node):
 
     def restore(self, message: StoredMessage) -> None:
         """Take back a message a durable store kept (at the back of its priority: the
-        store gives them in arrival order)."""
+        store gives them in arrival order). It may have been delivered before the restart:
+        a 0-9-1 consumer gets it ``redelivered`` (0-9-1 spec ``basic.deliver``: "may have
+        been previously delivered")."""
+        message.redelivered = True
         self.broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True

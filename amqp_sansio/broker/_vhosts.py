@@ -18,6 +18,16 @@ by priority, 0 to 9, core spec 3.2.1) and ``x-queue-type`` of ``classic`` or ``q
 auto-delete queues go when their last 0-9-1 consumer is cancelled; auto-delete exchanges
 when their last binding goes.
 
+With a :class:`~amqp_sansio.broker.TopologyStore` (the durable store, ``--store``) the
+topology outlives the process as RabbitMQ's does (0-9-1 spec ``exchange.declare`` and
+``queue.declare``, field ``durable``): each virtual host, each durable exchange, each
+durable queue that is not exclusive (with its flags and arguments), and each binding whose
+source and destination are both durable are recorded when made and forgotten when they go
+(deleted, auto-deleted, expired, unbound; deleting an exchange or a queue forgets its
+bindings too); :func:`restore_topology` makes them again on start. Transient ones are
+never written. The persistent messages (delivery-mode 2) of a recorded queue are kept in
+the same store, in every virtual host.
+
 The methods raise :class:`Refused` with the reply code a peer gets: 403 ACCESS_REFUSED,
 404 NOT_FOUND, 405 RESOURCE_LOCKED, 406 PRECONDITION_FAILED (soft errors: the channel
 closes), 503 COMMAND_INVALID, 530 NOT_ALLOWED and 540 NOT_IMPLEMENTED (hard: the
@@ -27,7 +37,7 @@ connection closes).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -51,7 +61,15 @@ from ._mapping import (
     from_amqp10,
 )
 from ._nodes import Node, Queue
-from ._store import StoredMessage
+from ._store import (
+    BindingRecord,
+    ExchangeRecord,
+    QueueDeclaration,
+    StoredMessage,
+    TopologyRecord,
+    TopologyStore,
+    VhostRecord,
+)
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -64,6 +82,7 @@ __all__ = [
     "Refused",
     "VirtualHost",
     "parse_queue_arguments",
+    "restore_topology",
 ]
 
 #: The virtual host a 0-9-1 client gets by default, and the one 1.0 connections see.
@@ -250,6 +269,13 @@ class VirtualHost:
         self.records: dict[str, QueueRecord] = {}
         #: The bindings to each destination (to remove them when it is deleted).
         self._bound_to: dict[Destination, dict[Binding, None]] = {}
+        #: The store that keeps the topology, if the broker's does (see the module).
+        store = broker.store
+        self._topology: TopologyStore | None = store if isinstance(store, TopologyStore) else None
+        #: The bindings recorded in it (between durable ends).
+        self._kept: dict[Binding, None] = {}
+        if self._topology is not None:
+            self._topology.keep_topology(VhostRecord(name))
 
     def __repr__(self) -> str:
         return f"<VirtualHost {self.name!r}>"
@@ -349,6 +375,17 @@ class VirtualHost:
             arguments=arguments,
         )
         self.exchanges[name] = exchange
+        if durable and self._topology is not None:
+            self._topology.keep_topology(
+                ExchangeRecord(
+                    self.name,
+                    name,
+                    type,
+                    auto_delete=auto_delete,
+                    internal=internal,
+                    arguments=exchange.arguments,
+                )
+            )
         return exchange
 
     def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
@@ -369,6 +406,8 @@ class VirtualHost:
             exchange.unbind(binding)
             self._forget(binding)
         self._unbind_destination(("exchange", exchange.name))
+        if exchange.durable and self._topology is not None:
+            self._topology.forget_topology(ExchangeRecord(self.name, exchange.name, exchange.type))
 
     def _forget(self, binding: Binding) -> None:
         bound = self._bound_to.get(binding.destination)
@@ -376,9 +415,35 @@ class VirtualHost:
             bound.pop(binding, None)
             if not bound:
                 del self._bound_to[binding.destination]
+        self._unkeep(binding)
+
+    def _unkeep(self, binding: Binding) -> None:
+        """``binding`` went: its record goes, if it had one."""
+        if binding in self._kept:
+            del self._kept[binding]
+            topology = self._topology
+            assert topology is not None  # (only a store that keeps them has them)
+            topology.forget_topology(self._binding_record(binding))
+
+    def _binding_record(self, binding: Binding) -> BindingRecord:
+        kind, name = binding.destination
+        return BindingRecord(
+            self.name, binding.source, kind, name, binding.routing_key, dict(binding.arguments)
+        )
+
+    def _durable(self, destination: Destination) -> bool:
+        """Whether ``destination`` is recorded in the store: a durable exchange, or a
+        durable queue that is not exclusive (of this virtual host's 0-9-1 declarations)."""
+        kind, name = destination
+        if kind == "exchange":
+            exchange = self.exchanges.get(name)
+            return exchange is not None and exchange.durable
+        record = self.records.get(name)
+        return record is not None and record.durable and not record.exclusive
 
     def _unbind_destination(self, destination: Destination) -> None:
         for binding in list(self._bound_to.pop(destination, {})):
+            self._unkeep(binding)
             source = self.exchanges.get(binding.source)
             if source is not None:
                 source.unbind(binding)
@@ -412,6 +477,9 @@ class VirtualHost:
         binding = Binding(source, destination, routing_key, arguments)
         if exchange.bind(binding):
             self._bound_to.setdefault(destination, {})[binding] = None
+            if self._topology is not None and exchange.durable and self._durable(destination):
+                self._kept[binding] = None
+                self._topology.keep_topology(self._binding_record(binding))
 
     def unbind(
         self,
@@ -495,6 +563,7 @@ class VirtualHost:
                 self.broker.nodes[name] = node
             else:
                 self._queues[name] = node
+                node.vhost = self
         node.auto = False  # (a queue made by a 1.0 attach, adopted: 0-9-1 rules from now)
         self.broker._idle_at.pop(node, None)
         record = QueueRecord(
@@ -516,6 +585,10 @@ class VirtualHost:
         node.message_ttl = parsed.message_ttl
         if parsed.dead_letter_exchange is not None:
             node.dead_letter_to = _DeadLetter(self, record)
+        if not node.transient and self._topology is not None:
+            self._topology.keep_topology(
+                QueueDeclaration(self.name, name, auto_delete=auto_delete, arguments=arguments)
+            )
         self._used(node)
         return node, len(node.available), len(node.consumers)
 
@@ -567,9 +640,11 @@ class VirtualHost:
         else:
             return
         record = self.records.get(name)
+        self._unbind_destination(("queue", name))
         if record is not None and record.queue is node:
             del self.records[name]
-        self._unbind_destination(("queue", name))
+            if not node.transient and self._topology is not None:
+                self._topology.forget_topology(QueueDeclaration(self.name, name))
 
     def owner_gone(self, owner: object) -> None:
         """A connection closed: its exclusive queues are deleted."""
@@ -780,6 +855,52 @@ class VirtualHost:
             if target.offer(copy) is None:
                 broker.dead_lettered += 1
                 broker._touch(target)
+
+
+def restore_topology(broker: Broker, records: Iterable[TopologyRecord]) -> list[TopologyRecord]:
+    """Make again the 0-9-1 topology a :class:`~amqp_sansio.broker.TopologyStore` kept
+    (before the broker serves anyone, and before its messages are restored): virtual hosts
+    first (one the configuration no longer names is there again, as RabbitMQ keeps its
+    virtual hosts), then exchanges, queues (with their arguments: an ``x-expires`` timer
+    starts again) and bindings, each as its declaration made it. Returns the records it
+    could not make again, for the store to forget: of a virtual host it has not, refused
+    as a client's declaration would be now (a name that is a topic's, an argument no longer
+    valid), or a binding whose ends are gone."""
+    rank = {VhostRecord: 0, ExchangeRecord: 1, QueueDeclaration: 2, BindingRecord: 3}
+    lost: list[TopologyRecord] = []
+    for record in sorted(records, key=lambda r: rank[type(r)]):
+        if isinstance(record, VhostRecord):
+            if record.name not in broker.vhosts:
+                broker.vhosts[record.name] = VirtualHost(broker, record.name)
+            continue
+        vhost = broker.vhosts.get(record.vhost)
+        try:
+            if vhost is None:
+                raise Refused(ReplyCode.NOT_FOUND, f"no vhost '{record.vhost}'")
+            if isinstance(record, ExchangeRecord):
+                vhost.declare_exchange(
+                    record.name,
+                    record.type,
+                    durable=True,
+                    auto_delete=record.auto_delete,
+                    internal=record.internal,
+                    arguments=record.arguments,
+                )
+            elif isinstance(record, QueueDeclaration):
+                vhost.declare_queue(
+                    record.name,
+                    durable=True,
+                    auto_delete=record.auto_delete,
+                    arguments=record.arguments,
+                )
+            else:
+                destination: Destination = (record.kind, record.destination)
+                if not vhost._durable(destination):
+                    raise Refused(ReplyCode.NOT_FOUND, "no durable destination")
+                vhost.bind(destination, record.source, record.routing_key, record.arguments)
+        except Refused:
+            lost.append(record)
+    return lost
 
 
 def _deaths(value: Any) -> list[dict[str, Any]]:

@@ -439,7 +439,7 @@ def test_a_first_format_store_is_migrated(tmp_path: Path) -> None:
     store.close()
     with contextlib.closing(sqlite3.connect(tmp_path / FILENAME)) as db:
         (fmt,) = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-    assert fmt == "amqp-sansio broker store 2"
+    assert fmt == "amqp-sansio broker store 3"
 
 
 def test_corrupt_subscription_rows_are_a_clear_error(tmp_path: Path) -> None:
@@ -461,7 +461,8 @@ def test_undecodable_or_repeated_subscription_records_are_dropped(tmp_path: Path
         db.execute("INSERT INTO subscriptions VALUES (2, 'c', 'm', ?, ?)", (good, good))
         db.execute("INSERT INTO subscriptions VALUES (3, 'c', 'm', ?, ?)", (good, good))
         db.execute(
-            "INSERT INTO messages VALUES (3, 'topic/x', ?, 0, NULL, 1)",
+            "INSERT INTO messages (seq, queue, data, delivery_count, expires, subscription)"
+            " VALUES (3, 'topic/x', ?, 0, NULL, 1)",
             (_durable(b"x").encode(),),
         )
         db.commit()

@@ -387,13 +387,17 @@ def test_1_0_queue_and_0_9_1_queue_are_one() -> None:
     assert got == [b"from 0-9-1", b"from 1.0"]
 
 
-def test_only_durable_queues_of_the_default_vhost_are_persistent() -> None:
+def test_only_durable_queues_are_persistent_in_every_vhost() -> None:
+    # (issue 19: the durable queues of every virtual host keep their persistent messages)
     net = Net(BrokerConfig(virtual_hosts={"v"}))
-    vh = net.broker.vhosts["/"]
-    assert vh.declare_queue("durable", durable=True)[0].persistent
-    assert not vh.declare_queue("transient")[0].persistent
-    assert not vh.declare_queue("excl", durable=True, exclusive=True)[0].persistent
-    assert not net.broker.vhosts["v"].declare_queue("elsewhere", durable=True)[0].persistent
+    for vh in (net.broker.vhosts["/"], net.broker.vhosts["v"]):
+        assert vh.declare_queue("durable", durable=True)[0].persistent
+        assert not vh.declare_queue("transient")[0].persistent
+        assert not vh.declare_queue("excl", durable=True, exclusive=True)[0].persistent
+        # a deleted queue is no longer kept
+        queue = vh.declare_queue("gone", durable=True)[0]
+        vh.delete_queue("gone")
+        assert not queue.persistent
 
 
 def test_a_1_0_link_may_not_attach_to_an_exclusive_queue() -> None:
