@@ -17,7 +17,7 @@ from ..methods import Method
 from ..spec import ReplyCode
 from .channel import Channel, ChannelState, PeerError, hard
 from .core import ConnectionCore
-from .events import ChannelOpened, MethodReceived
+from .events import ChannelOpened, ContentReceived, MethodReceived
 from .states import ConnectionState, Role
 
 __all__ = ["ChannelDispatch"]
@@ -54,12 +54,23 @@ class ChannelDispatch(ConnectionCore):
         if ch.state is ChannelState.OPENING:
             self._opening_channel_method(ch, method)
             return
+        if method.CONTENT:
+            # its header and body, when both are in whole: taken with it (the parser's
+            # fast path; else they come as frames, to the channel's assembly)
+            content = self._parser.take_content(number, ch.max_body)
+            if content is None:
+                ch.content_method(method)
+            else:
+                properties, body = content
+                self._content(
+                    ch,
+                    ContentReceived(channel=number, method=method, properties=properties, body=body),
+                )
+            return
         handler = _CHANNEL_TABLE.get(type(method))
         try:
             if handler is not None:
                 handler(self, ch, method)
-            elif method.CONTENT:
-                ch.content_method(method)
             else:
                 self._report(MethodReceived(channel=number, method=method))
         except PeerError as exc:
@@ -172,13 +183,14 @@ class ChannelDispatch(ConnectionCore):
             self._close_channel(ch, exc.reply_code, exc.text, exc.class_id, exc.method_id)
             return
         if event is not None:
-            if (
-                self.role is Role.SERVER
-                and ch.confirm_mode
-                and isinstance(event.method, spec.BasicPublish)
-            ):
-                ch.next_publish_seq += 1
-            self._report(event)
+            self._content(ch, event)
+
+    def _content(self, ch: Channel, event: ContentReceived) -> None:
+        """A whole content arrived on ``ch``: a server counts a publish in confirm mode
+        (its sequence number, RabbitMQ's publisher confirms)."""
+        if self.role is Role.SERVER and ch.confirm_mode and isinstance(event.method, spec.BasicPublish):
+            ch.next_publish_seq += 1
+        self._events.append(event)
 
 
 _ChannelHandler = Callable[[ChannelDispatch, Channel, Any], None]
