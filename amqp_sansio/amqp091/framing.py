@@ -46,6 +46,7 @@ __all__ = [
     "HeartbeatFrame",
     "MethodFrame",
     "ProtocolHeader",
+    "content_octets",
     "encode_body_frame",
     "encode_content",
     "encode_frame",
@@ -63,6 +64,8 @@ HEARTBEAT = bytes([FRAME_HEARTBEAT, 0, 0, 0, 0, 0, 0, FRAME_END])
 _HEAD = struct.Struct(">BHI")
 _unpack_head = _HEAD.unpack_from
 _END = bytes([FRAME_END])
+#: A frame-end, then the next frame's header.
+_END_HEAD = struct.Struct(">BBHI")
 
 
 @attrs.frozen
@@ -166,6 +169,30 @@ def encode_content(
         for at in range(0, len(body), step)
     ]
     return frames
+
+
+def content_octets(
+    channel: int, method: Method, properties: Properties, body: bytes, frame_max: int
+) -> bytes:
+    """:func:`encode_content`'s frames joined, as a sender writes them; a body that fits
+    one frame is written in one join, the frames' headers packed with the frame-end
+    before them."""
+    size = len(body)
+    if not size or (frame_max and size + FRAME_OVERHEAD > frame_max) or not method.CONTENT:
+        return b"".join(encode_content(channel, method, properties, body, frame_max))
+    payload = method.encode()
+    header = encode_content_header(size, properties)
+    if frame_max and max(len(payload), len(header)) + FRAME_OVERHEAD > frame_max:
+        return b"".join(encode_content(channel, method, properties, body, frame_max))  # raises
+    try:
+        heads = (
+            _HEAD.pack(FRAME_METHOD, channel, len(payload)),
+            _END_HEAD.pack(FRAME_END, FRAME_HEADER, channel, len(header)),
+            _END_HEAD.pack(FRAME_END, FRAME_BODY, channel, size),
+        )
+    except struct.error as exc:
+        raise EncodeError(f"channel {channel} is not a short") from exc
+    return b"".join((heads[0], payload, heads[1], header, heads[2], body, _END))
 
 
 def encode_frame(frame: Frame, frame_max: int = 0) -> bytes:

@@ -34,7 +34,7 @@ from ..framing import (
     HeartbeatFrame,
     MethodFrame,
     ProtocolHeader,
-    encode_content,
+    content_octets,
     encode_method_frame,
 )
 from ..methods import Method, Properties
@@ -285,7 +285,7 @@ class Connection(Handshake, ChannelDispatch):
                 f"the peer stopped content on channel {channel} (channel.flow active=false)"
             )
         props = properties if properties is not None else spec.BasicProperties()
-        frames = encode_content(channel, method, props, bytes(body), self.frame_max)
+        octets = content_octets(channel, method, props, bytes(body), self.frame_max)
         if (
             self.role is Role.CLIENT
             and isinstance(method, spec.BasicPublish)
@@ -293,7 +293,7 @@ class Connection(Handshake, ChannelDispatch):
         ):
             ch.unconfirmed.add(ch.next_publish_seq)
             ch.next_publish_seq += 1
-        self._out += frames
+        self._out.append(octets)
         self._last_sent = self._now
 
     def publish(

@@ -61,11 +61,9 @@ class ChannelDispatch(ConnectionCore):
             if content is None:
                 ch.content_method(method)
             else:
-                properties, body = content
-                self._content(
-                    ch,
-                    ContentReceived(channel=number, method=method, properties=properties, body=body),
-                )
+                props, body = content
+                event = ContentReceived(channel=number, method=method, properties=props, body=body)
+                self._content(ch, event)
             return
         handler = _CHANNEL_TABLE.get(type(method))
         try:
@@ -188,7 +186,8 @@ class ChannelDispatch(ConnectionCore):
     def _content(self, ch: Channel, event: ContentReceived) -> None:
         """A whole content arrived on ``ch``: a server counts a publish in confirm mode
         (its sequence number, RabbitMQ's publisher confirms)."""
-        if self.role is Role.SERVER and ch.confirm_mode and isinstance(event.method, spec.BasicPublish):
+        method = event.method
+        if ch.confirm_mode and self.role is Role.SERVER and isinstance(method, spec.BasicPublish):
             ch.next_publish_seq += 1
         self._events.append(event)
 
