@@ -104,6 +104,11 @@ class Channel:
         """A content-carrying method arrived: its header is expected next."""
         self._method = method
 
+    @property
+    def idle(self) -> bool:
+        """No content is being assembled on the channel."""
+        return self._method is None
+
     def check_no_content(self, what: str) -> None:
         """A method frame arrived: raise 505 if content is being assembled (0-9-1 spec
         4.2.6.2: the content's frames come without any other frame of the channel)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import spec
 from ..framing import ContentBodyFrame, ContentHeaderFrame
-from ..methods import Method
+from ..methods import METHODS, Method
 from ..spec import ReplyCode
 from .channel import Channel, ChannelState, PeerError, hard
 from .core import ConnectionCore
@@ -23,12 +23,23 @@ from .states import ConnectionState, Role
 __all__ = ["ChannelDispatch"]
 
 _S = ConnectionState
+_OPEN = ChannelState.OPEN
 
 
 class ChannelDispatch(ConnectionCore):
     """The channel methods and content frames of a connection."""
 
     def _channel_method(self, number: int, method: Method) -> None:
+        ch = self._channels.get(number)
+        if (
+            ch is not None
+            and ch.state is _OPEN
+            and self.state is _S.OPEN
+            and ch.idle
+            and type(method) not in _NOT_PLAIN
+        ):  # the common case, none of the checks below failing: straight to the method
+            self._open_channel_method(ch, method)
+            return
         if self.state is _S.CLOSING:
             return
         if method.CLASS_ID == spec.ConnectionStart.CLASS_ID:
@@ -54,6 +65,12 @@ class ChannelDispatch(ConnectionCore):
         if ch.state is ChannelState.OPENING:
             self._opening_channel_method(ch, method)
             return
+        self._open_channel_method(ch, method)
+
+    def _open_channel_method(self, ch: Channel, method: Method) -> None:
+        """A method on an open channel of an open connection, no content being assembled
+        on it."""
+        number = ch.number
         if method.CONTENT:
             # its header and body, when both are in whole: taken with it (the parser's
             # fast path; else they come as frames, to the channel's assembly)
@@ -206,3 +223,7 @@ _CHANNEL_TABLE: dict[type[Method], _ChannelHandler] = {
     spec.BasicAck: ChannelDispatch._on_confirmation,
     spec.BasicNack: ChannelDispatch._on_confirmation,
 }
+
+#: The methods :meth:`ChannelDispatch._channel_method` checks before any other: those of
+#: the connection class and ``channel.open``.
+_NOT_PLAIN = frozenset({spec.ChannelOpen} | {m for m in METHODS.values() if m.CLASS_ID == 10})
