@@ -122,6 +122,89 @@ def test_encode_content_without_a_limit_and_its_errors() -> None:
         amqp091.encode_content(1, PUBLISH, PROPS, b"x", 8)
 
 
+@pytest.mark.parametrize("size", [0, 1, 91, 92, 93, 250])
+@pytest.mark.parametrize("frame_max", [0, 100, 131072])
+def test_content_octets_are_encode_contents_frames_joined(size: int, frame_max: int) -> None:
+    body = bytes(range(256))[:size]
+    expected = b"".join(amqp091.encode_content(3, DELIVER, PROPS, body, frame_max))
+    assert amqp091.content_octets(3, DELIVER, PROPS, body, frame_max) == expected
+
+
+def test_content_octets_errors_are_encode_contents() -> None:
+    with pytest.raises(amqp091.EncodeError, match="carries no content"):
+        amqp091.content_octets(1, amqp091.BasicAck(delivery_tag=1), PROPS, b"x", 0)
+    with pytest.raises(amqp091.EncodeError, match="no room"):
+        amqp091.content_octets(1, PUBLISH, PROPS, b"x", 8)
+    with pytest.raises(amqp091.EncodeError, match="not a short"):
+        amqp091.content_octets(70000, PUBLISH, PROPS, b"x", 0)
+    with pytest.raises(amqp091.EncodeError, match="over frame-max"):  # the header: 40 octets
+        amqp091.content_octets(1, PUBLISH, PROPS, b"x", 30)
+
+
+def _content_parser(wire: bytes, **kwargs: object) -> amqp091.FrameParser:
+    """A server's parser fed ``wire``, its method frame (the first) taken."""
+    parser = amqp091.FrameParser(**kwargs)  # type: ignore[arg-type]
+    parser.feed(wire)
+    assert parser.next_frame() == amqp091.MethodFrame(1, PUBLISH)
+    return parser
+
+
+@pytest.mark.parametrize("size", [0, 11])
+def test_take_content_takes_a_header_and_a_one_frame_body_together(size: int) -> None:
+    body = b"hello world"[:size]
+    wire = b"".join(amqp091.encode_content(1, PUBLISH, PROPS, body, 131072)) + amqp091.HEARTBEAT
+    parser = _content_parser(wire, frame_max=131072)
+    assert parser.take_content(1) == (PROPS, body)
+    assert parser.next_frame() == amqp091.HeartbeatFrame()
+    assert parser.buffered == 0
+    parser = _content_parser(wire[: -len(amqp091.HEARTBEAT)])
+    assert parser.take_content(1, max_body=11) == (PROPS, body)
+    assert parser.buffered == 0
+
+
+def _untaken(wire: bytes, channel: int = 1, max_body: int = 0, **kwargs: object) -> list[object]:
+    """What ``take_content`` leaves: it gives None, and the frames still come one by one."""
+    parser = _content_parser(wire, **kwargs)
+    before = parser.buffered
+    assert parser.take_content(channel, max_body) is None
+    assert parser.buffered == before
+    return list(parser)
+
+
+def test_take_content_leaves_what_is_not_one_whole_content() -> None:
+    method = amqp091.encode_method_frame(1, PUBLISH)
+    head = amqp091.encode_header_frame(1, 11, PROPS)
+    body = amqp091.encode_body_frame(1, b"hello world")
+    header = amqp091.ContentHeaderFrame(1, 60, 11, PROPS)
+    whole = [header, amqp091.ContentBodyFrame(1, b"hello world")]
+    assert _untaken(method + head[:-1]) == []  # the header not in whole
+    assert _untaken(method + head) == [header]  # no body yet
+    assert _untaken(method + head + body[:-1]) == [header]  # the body not in whole
+    assert _untaken(method + head + body, channel=2) == whole  # another channel's content
+    assert _untaken(method + head + body, max_body=10) == whole  # over the limit
+    pieces = [amqp091.encode_body_frame(1, p) for p in (b"hello", b" world")]
+    assert _untaken(method + head + b"".join(pieces)) == [
+        header,
+        amqp091.ContentBodyFrame(1, b"hello"),
+        amqp091.ContentBodyFrame(1, b" world"),
+    ]  # a body in several frames
+    assert _untaken(method + head + amqp091.HEARTBEAT + body) == [
+        header,
+        amqp091.HeartbeatFrame(),
+        whole[1],
+    ]
+    with pytest.raises(amqp091.FrameError, match="frame-end"):  # the errors stay next_frame's
+        _untaken(method + head + body[:-1] + b"\x00")
+    with pytest.raises(amqp091.FrameError, match="frame-end"):
+        _untaken(method + head[:-1] + b"\x00" + body)
+    with pytest.raises(amqp091.FrameError, match="over frame-max"):
+        _untaken(method + head + frame(3, 1, bytes(200)), frame_max=len(head) + 8)
+    with pytest.raises(amqp091.FrameError, match="over frame-max"):
+        _untaken(method + head + body, frame_max=len(head) - 1)
+    with pytest.raises(amqp091.DecodeError):  # a header that does not decode
+        _untaken(method + frame(2, 1, head[7:-1].replace(b"\x00\x00", b"\x00\x01", 1)))
+
+
 def test_frame_max_on_input_is_checked_before_the_payload_comes() -> None:
     parser = amqp091.FrameParser()  # frame-min-size until tuned
     assert parser.frame_max == amqp091.FRAME_MIN_SIZE == 4096

@@ -403,7 +403,8 @@ def loopback091_benchmark(
     consumed with acks: ours with each of ``adapters`` and each of ``peers`` (by default
     those installed), in alternating rounds (at least ``rounds`` each, more until each
     has run ``seconds``), each keeping its median. ``broker_url``: also our first adapter
-    through the broker there, next to the same adapter through RabbitMQ.
+    through the broker there, next to the same adapter through RabbitMQ (run right after
+    it in each round, so that the machine's load of the moment falls on both alike).
 
     The result has an entry per pair, ``"<adapter> vs <peer>"``, in the shape of every
     benchmark (``{"ours": ..., "<peer>": ..., "ratio": ..., "unit": "msg/s"}``; a peer
@@ -420,9 +421,9 @@ def loopback091_benchmark(
         peers = tuple(p for p in LOOPBACK091_PEERS if peer_installed(p))
     theirs = _peer_runners()
     sides: list[tuple[str, Runner, str]] = [(f"ours {a}", ours[a], url) for a in adapters]
+    if broker_url is not None:  # right after the same client through RabbitMQ, each round
+        sides.insert(1, (f"ours {adapters[0]}, our broker", ours[adapters[0]], broker_url))
     sides += [(p, theirs[p], url) for p in peers]
-    if broker_url is not None:
-        sides.append((f"ours {adapters[0]}, our broker", ours[adapters[0]], broker_url))
     median = _alternate(sides, messages, bytes(size), rounds, seconds, progress, on_peer_failure)
     result: Result = {}
     for adapter in adapters:

@@ -1,7 +1,12 @@
 """The AMQP 0-9-1 engine: the connection and channel state machines of both roles,
 I/O-free (docs/amqp091.rst, "The engine").
 
-* :mod:`~amqp_sansio.amqp091.engine.connection`: :class:`Connection`;
+* :mod:`~amqp_sansio.amqp091.engine.connection`: :class:`Connection`, the caller's side
+  (bytes, time, events, channels, sending), made of
+  :mod:`~amqp_sansio.amqp091.engine.core` (its state, output and ending),
+  :mod:`~amqp_sansio.amqp091.engine.handshake` (channel 0: the negotiation of both roles,
+  the close handshake) and :mod:`~amqp_sansio.amqp091.engine.dispatch` (the channels'
+  methods and contents);
 * :mod:`~amqp_sansio.amqp091.engine.states`: :class:`~amqp_sansio.amqp091.Role`,
   :class:`~amqp_sansio.amqp091.Limits`, :class:`ConnectionState`;
 * :mod:`~amqp_sansio.amqp091.engine.channel`: :class:`Channel`, :class:`ChannelState`;

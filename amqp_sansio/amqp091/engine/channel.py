@@ -69,7 +69,8 @@ class Channel:
     mode, counting from 1 on both sides), ``unconfirmed`` (client: the publishes not yet
     acked or nacked), ``flow_active`` (false after the peer's ``channel.flow`` stopped
     us), ``peer_flow_active`` (false after our ``channel.flow`` stopped the peer) and
-    ``tx_mode`` (``tx.select`` sent or received)."""
+    ``tx_mode`` (``tx.select`` sent or received); ``max_body``, the largest content
+    body it accepts (:class:`~amqp_sansio.amqp091.Limits`)."""
 
     def __init__(self, number: int, state: ChannelState, max_body: int) -> None:
         self.number = number
@@ -80,7 +81,7 @@ class Channel:
         self.flow_active = True
         self.peer_flow_active = True
         self.tx_mode = False
-        self._max_body = max_body
+        self.max_body = max_body
         # content being assembled: the method, then (after its header) the properties,
         # the announced size and the pieces received
         self._method: Method | None = None
@@ -103,6 +104,11 @@ class Channel:
         """A content-carrying method arrived: its header is expected next."""
         self._method = method
 
+    @property
+    def idle(self) -> bool:
+        """No content is being assembled on the channel."""
+        return self._method is None
+
     def check_no_content(self, what: str) -> None:
         """A method frame arrived: raise 505 if content is being assembled (0-9-1 spec
         4.2.6.2: the content's frames come without any other frame of the channel)."""
@@ -119,11 +125,11 @@ class Channel:
         method = self._method
         if method is None or self._properties is not None:
             raise _unexpected(f"content header on channel {self.number} without a method")
-        if self._max_body and frame.body_size > self._max_body:
+        if self.max_body and frame.body_size > self.max_body:
             self._reset()
             raise PeerError(
                 ReplyCode.CONTENT_TOO_LARGE,
-                f"content of {frame.body_size} octets is over the limit of {self._max_body}",
+                f"content of {frame.body_size} octets is over the limit of {self.max_body}",
                 hard=False,
                 class_id=method.CLASS_ID,
                 method_id=method.METHOD_ID,

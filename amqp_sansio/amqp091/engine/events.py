@@ -37,6 +37,14 @@ __all__ = [
 Event = _events.Event
 
 
+def _repr(event: Event, *fields: str, **shown: str) -> str:
+    """``Name(field=value, ...)`` of an event whose ``repr`` leaves fields out (a password)
+    or abridges them (a body): the ``fields`` by ``repr``, then the ``shown`` as given."""
+    parts = [f"{name}={getattr(event, name)!r}" for name in fields]
+    parts += [f"{name}={text}" for name, text in shown.items()]
+    return f"{type(event).__name__}({', '.join(parts)})"
+
+
 @attrs.frozen(kw_only=True, repr=False)
 class LoginRequested(Event):
     """Server role: the client's ``connection.start-ok`` (or ``connection.secure-ok``)
@@ -57,10 +65,7 @@ class LoginRequested(Event):
     locale: str
 
     def __repr__(self) -> str:
-        return (
-            f"LoginRequested(mechanism={self.mechanism!r}, username={self.username!r}, "
-            f"locale={self.locale!r})"
-        )
+        return _repr(self, "mechanism", "username", "locale")
 
 
 @attrs.frozen(kw_only=True)
@@ -146,10 +151,7 @@ class ContentReceived(Event):
     body: bytes
 
     def __repr__(self) -> str:
-        return (
-            f"ContentReceived(channel={self.channel!r}, method={self.method!r}, "
-            f"properties={self.properties!r}, body=<{len(self.body)} octets>)"
-        )
+        return _repr(self, "channel", "method", "properties", body=f"<{len(self.body)} octets>")
 
 
 @attrs.frozen(kw_only=True)
