@@ -3,8 +3,8 @@ before and at the client's open (see :class:`~amqp_sansio.broker.BrokerConfig` a
 "Limits" table of ``docs/broker.rst``). The broker counts connections by source address and
 by user, and failed logins by source address (``Broker._room_for_connection``,
 ``_room_for_user``, ``_login_failed``); these are the connection's side: the handshake
-time-out, the per-user cap at the open, and a failed login's held outcome. No clock is
-read: the connection's latest ``now`` is used."""
+time-out, the per-user cap at the open, a failed login's held outcome, and the check of a
+0-9-1 client's new secret. No clock is read: the connection's latest ``now`` is used."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from ..codec.types import Symbol
 from ..definitions.performatives import Error
 from ..engine.states import CONNECTION_OPEN_FIRST
-from ._users import ANONYMOUS
+from ._users import ANONYMOUS, Users
 
 if TYPE_CHECKING:
     from ._connection import BrokerConnection
 
-__all__ = ["admit_user", "handshake_timed_out", "hold_failed_login"]
+__all__ = ["admit_user", "handshake_timed_out", "hold_failed_login", "secret_accepted"]
 
 _LIMIT = Symbol("amqp:resource-limit-exceeded")
 
@@ -66,3 +66,18 @@ def hold_failed_login(conn: BrokerConnection) -> None:
     delay = conn.broker._login_failed(conn.address, now)
     if delay > 0:
         conn._held_until = now + delay
+
+
+def secret_accepted(users: Users | None, identity: str | None, secret: bytes) -> bool:
+    """Whether a 0-9-1 client's ``connection.update-secret`` (RabbitMQ's extension) is
+    taken: checked as its PLAIN or AMQPLAIN login was, ``secret`` as the logged-in user's
+    password in ``users`` as they are now (an open broker, without users, takes any).
+    (RabbitMQ asks only its auth backends whose credentials expire, such as OAuth 2; its
+    internal users' backend takes any secret.)"""
+    if users is None:
+        return True
+    try:
+        password = secret.decode()
+    except UnicodeDecodeError:
+        return False
+    return identity is not None and users.check_password(identity, password)

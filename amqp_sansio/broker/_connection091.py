@@ -38,6 +38,7 @@ from ..amqp091.engine import Connection as Engine091
 from ..amqp091.methods import Method
 from ..amqp091.spec import ReplyCode
 from ..security.tls import TLSFailed
+from ._admission import secret_accepted
 from ._mapping import from_amqp10
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
@@ -476,6 +477,17 @@ class BrokerConnection091:
         if delay > 0:
             self._held_until = self._now + delay
 
+    def _update_secret(self, m: spec.ConnectionUpdateSecret) -> None:
+        """``connection.update-secret`` (RabbitMQ's extension): checked as the login was
+        (:func:`._admission.secret_accepted`): ``update-secret-ok``, or the connection is
+        closed with 530 NOT_ALLOWED, RabbitMQ's code and text (``rabbit_reader``)."""
+        if secret_accepted(self.broker.config.users, self.identity, m.new_secret):
+            self.engine.send_method(0, spec.ConnectionUpdateSecretOk())
+            return
+        self.record.ending_because("update-secret refused")
+        text = "NOT_ALLOWED - New secret was refused by one of the backends"
+        self.engine.close(ReplyCode.NOT_ALLOWED, text, m.CLASS_ID, m.METHOD_ID)
+
     def _on_open(self, event: OpenRequested) -> None:
         broker = self.broker
         name = event.virtual_host
@@ -521,7 +533,11 @@ class BrokerConnection091:
 
     def _on_method(self, event: MethodReceived) -> None:
         number, method = event.channel, event.method
-        if number == 0 or number in self._closing:
+        if number == 0:
+            if isinstance(method, spec.ConnectionUpdateSecret):
+                self._update_secret(method)
+            return  # (the engine answers the rest of channel 0's methods)
+        if number in self._closing:
             return  # what the client sent before it saw our close: discarded (0-9-1 spec)
         channel = self.channels.get(number)
         if channel is None:
