@@ -8,7 +8,7 @@ time-out, the per-user cap at the open, a failed login's held outcome, and the c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ..codec.types import Symbol
 from ..definitions.performatives import Error
@@ -16,11 +16,71 @@ from ..engine.states import CONNECTION_OPEN_FIRST
 from ._users import ANONYMOUS, Users
 
 if TYPE_CHECKING:
+    from ._broker import Broker
     from ._connection import BrokerConnection
 
-__all__ = ["admit_user", "handshake_timed_out", "hold_failed_login", "secret_accepted"]
+__all__ = [
+    "Admission",
+    "admit_user",
+    "handshake_timed_out",
+    "hold_failed_login",
+    "secret_accepted",
+]
 
 _LIMIT = Symbol("amqp:resource-limit-exceeded")
+
+
+class Admission:
+    """What the broker's connections of both protocols (``BrokerConnection``,
+    ``BrokerConnection091``) share of their timers: the handshake time-out (until the
+    client's open) and a failed login's outcome held back (:func:`hold_failed_login`),
+    before the engine's own deadlines. A connection calls :meth:`_admission_deadline` in
+    ``next_deadline`` and :meth:`_admission_due` first in ``handle_timer``, and says what a
+    handshake time-out does to it (:meth:`_handshake_timed_out`)."""
+
+    broker: Broker
+    cut: bool
+    #: The client's source address (the host), if the driver gave it.
+    address: str | None
+    #: The latest ``now`` the connection was given.
+    _now: float
+    #: When (``now`` clock) the handshake time-out cuts the connection, until the client's
+    #: open arrives (``BrokerConfig.handshake_timeout``); None: no time-out.
+    _handshake_until: float | None
+    #: A failed login's outcome held back until then (``now`` clock; see
+    #: ``BrokerConfig.login_delay``); None: nothing held.
+    _held_until: float | None
+
+    def _admission_deadline(self, engine: Any) -> float | None:
+        """``next_deadline``: the held outcome's release, else the earlier of the
+        handshake time-out and ``engine``'s deadline (its ``next_deadline()``)."""
+        if self._held_until is not None:
+            return self._held_until
+        deadline: float | None = engine.next_deadline()
+        until = self._handshake_until
+        if until is not None and not self.cut and (deadline is None or until < deadline):
+            return until
+        return deadline
+
+    def _admission_due(self, now: float) -> bool:
+        """``handle_timer``'s first part: while an outcome is held, nothing but its release
+        (once due); else the handshake time-out, if due. True if either took the turn (the
+        engine's timers wait)."""
+        held = self._held_until
+        if held is not None:
+            if now >= held:
+                self._held_until = None
+                self.broker._pending[cast(Any, self)] = None  # (one of the two connections)
+            return True
+        until = self._handshake_until
+        if until is not None and now >= until and not self.cut:
+            self._handshake_timed_out()
+            return True
+        return False
+
+    def _handshake_timed_out(self) -> None:
+        """No open within the handshake time-out (the protocol's refusal)."""
+        raise NotImplementedError  # pragma: no cover - each connection has its own
 
 
 def handshake_timed_out(conn: BrokerConnection) -> None:
@@ -58,7 +118,7 @@ def admit_user(conn: BrokerConnection) -> str | None:
     return None
 
 
-def hold_failed_login(conn: BrokerConnection) -> None:
+def hold_failed_login(conn: Admission) -> None:
     """A failed SASL exchange: its outcome is held back for the delay the broker gives the
     client's source address (``login_delay``...), and the handshake time-out stops."""
     conn._handshake_until = None

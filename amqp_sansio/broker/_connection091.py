@@ -38,7 +38,7 @@ from ..amqp091.engine import Connection as Engine091
 from ..amqp091.methods import Method
 from ..amqp091.spec import ReplyCode
 from ..security.tls import TLSFailed
-from ._admission import secret_accepted
+from ._admission import Admission, hold_failed_login, secret_accepted
 from ._mapping import from_amqp10
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
@@ -241,7 +241,7 @@ class _Channel:
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
-class BrokerConnection091:
+class BrokerConnection091(Admission):
     """The broker's side of one 0-9-1 client connection (see the module's docstring), with
     :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface: ``receive_data``,
     ``data_to_send``, ``next_deadline``, ``handle_timer``, ``connection_lost``, ``close``,
@@ -336,34 +336,24 @@ class BrokerConnection091:
         return bytes(self._stream.data_to_send())
 
     def next_deadline(self) -> float | None:
-        if self._held_until is not None:
-            return self._held_until
-        deadline = self.engine.next_deadline()
-        until = self._handshake_until
-        if until is not None and not self.cut and (deadline is None or until < deadline):
-            return until
-        return deadline
+        return self._admission_deadline(self.engine)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         self.broker._clock(now, wall)
         self._now = now
-        held = self._held_until
-        if held is not None:
-            if now >= held:
-                self._held_until = None
-                self.broker._pending[self] = None
-            return
-        until = self._handshake_until
-        if until is not None and now >= until and not self.cut:
-            self._handshake_until = None
-            timeout = self.broker.config.handshake_timeout
-            self.refused = f"no open within the handshake time-out ({timeout} s)"
-            self.record.ending_because(self.refused)
-            self.cut = True
-            self.broker._pending[self] = None
-            return
-        self.engine.tick(now)
-        self._handle()
+        if not self._admission_due(now):
+            self.engine.tick(now)
+            self._handle()
+
+    def _handshake_timed_out(self) -> None:
+        """No open within the handshake time-out: the transport is closed (``cut``), with
+        nothing said."""
+        self._handshake_until = None
+        timeout = self.broker.config.handshake_timeout
+        self.refused = f"no open within the handshake time-out ({timeout} s)"
+        self.record.ending_because(self.refused)
+        self.cut = True
+        self.broker._pending[self] = None
 
     @property
     def ended(self) -> bool:
@@ -472,10 +462,7 @@ class BrokerConnection091:
         self.refused = f"authentication failed: {why}"
         self.record.ending_because(self.refused)
         self.engine.refuse_login(why)
-        self._handshake_until = None
-        delay = self.broker._login_failed(self.address, self._now)
-        if delay > 0:
-            self._held_until = self._now + delay
+        hold_failed_login(self)
 
     def _update_secret(self, m: spec.ConnectionUpdateSecret) -> None:
         """``connection.update-secret`` (RabbitMQ's extension): checked as the login was
