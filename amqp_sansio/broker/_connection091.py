@@ -132,7 +132,7 @@ class _Channel:
         #: In a transaction: what waits for the commit.
         self.tx = False
         self.tx_publishes: list[tuple[spec.BasicPublish, spec.BasicProperties, bytes]] = []
-        self.tx_acks: list[Method] = []
+        self.tx_acks: list[spec.BasicAck | spec.BasicNack | spec.BasicReject] = []
 
     # -- deliveries ----------------------------------------------------------------------------
 
@@ -158,8 +158,7 @@ class _Channel:
             self.unacked[tag] = (message, queue, consumer)
 
     def cancelled_by_broker(self, consumer: _Consumer) -> None:
-        if self.consumers.pop(consumer.tag, None) is None:
-            return
+        del self.consumers[consumer.tag]  # (a consumer leaves its queue and channel at once)
         conn = self.conn
         consumer.queue.remove_consumer(consumer)
         capabilities = conn.client_capabilities
@@ -236,8 +235,7 @@ class _Channel:
 
     def _remove(self, consumer: _Consumer) -> None:
         queue = consumer.queue
-        if consumer in queue.consumers:
-            queue.remove_consumer(consumer)
+        queue.remove_consumer(consumer)
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
@@ -267,9 +265,6 @@ class BrokerConnection091(Admission):
         self._counted = False
         self._counted_user: str | None = None
         self.client_capabilities: dict[str, Any] = {}
-        #: Channels we are closing (a refusal): what comes on them until the close-ok is
-        #: discarded.
-        self._closing: set[int] = set()
         #: ``connection.blocked`` was sent (the broker's resource alarm), and the client
         #: published during the alarm: read no further until it clears.
         self._told_blocked = False
@@ -410,7 +405,6 @@ class BrokerConnection091(Admission):
             self.alarm_changed(True)
 
     def _on_channel_closed(self, event: ChannelClosed) -> None:
-        self._closing.discard(event.channel)
         channel = self.channels.pop(event.channel, None)
         if channel is not None:
             channel.close()
@@ -437,9 +431,9 @@ class BrokerConnection091(Admission):
         capabilities = event.client_properties.get("capabilities")
         self.client_capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
         username, password = event.username, event.password
-        if event.mechanism not in ("PLAIN", "AMQPLAIN") or username is None:
-            self._login_failed(f"mechanism {event.mechanism} is not offered")
-            return
+        # (the engine offers PLAIN and AMQPLAIN, whose responses name the user; the broker
+        # never sends connection.secure, so no secure-ok comes)
+        assert username is not None
         if users is None and not config.sasl:  # (None, or False: no SASL layer for 1.0)
             self.identity = username  # an open broker takes any login (docs/broker.rst)
         elif users is None:
@@ -485,14 +479,14 @@ class BrokerConnection091(Admission):
             self.engine.refuse_open(ReplyCode.NOT_ALLOWED, f"NOT_ALLOWED - vhost {name} not found")
             return
         identity = self.identity
-        if identity is not None:
-            why = broker._room_for_user(identity)
-            if why is not None:
-                self.refused = why
-                self.record.ending_because(why)
-                self.engine.refuse_open(ReplyCode.NOT_ALLOWED, f"NOT_ALLOWED - {why}")
-                return
-            self._counted_user = identity
+        assert identity is not None  # (the login was accepted)
+        why = broker._room_for_user(identity)
+        if why is not None:
+            self.refused = why
+            self.record.ending_because(why)
+            self.engine.refuse_open(ReplyCode.NOT_ALLOWED, f"NOT_ALLOWED - {why}")
+            return
+        self._counted_user = identity
         self.vhost = vhost
         self._handshake_until = None
         self.engine.accept_open()
@@ -520,12 +514,10 @@ class BrokerConnection091(Admission):
 
     def _on_method(self, event: MethodReceived) -> None:
         number, method = event.channel, event.method
-        if number == 0:
-            if isinstance(method, spec.ConnectionUpdateSecret):
-                self._update_secret(method)
-            return  # (the engine answers the rest of channel 0's methods)
-        if number in self._closing:
-            return  # what the client sent before it saw our close: discarded (0-9-1 spec)
+        if number == 0:  # (the engine passes on only connection.update-secret)
+            assert isinstance(method, spec.ConnectionUpdateSecret)
+            self._update_secret(method)
+            return
         channel = self.channels.get(number)
         if channel is None:
             channel = self.channels[number] = _Channel(self, number)
@@ -543,10 +535,10 @@ class BrokerConnection091(Admission):
         if refused.hard:
             self.engine.close(refused.reply_code, text, class_id, method_id)
             return
-        if self.channels.pop(channel.number, None) is not None:
-            channel.close()
-        if self._open(channel.number):
-            self._closing.add(channel.number)
+        del self.channels[channel.number]  # (every method's channel is there: _on_method)
+        channel.close()
+        if self._open(channel.number):  # (then the engine drops what comes on it, but the
+            # close-ok, and what this input has not yet handed over: 0-9-1 spec, channel.close)
             self.engine.close_channel(channel.number, refused.reply_code, text, class_id, method_id)
 
     def _ok(self, channel: _Channel, no_wait: bool, answer: Method) -> None:
@@ -752,8 +744,6 @@ class BrokerConnection091(Admission):
             channel.redeliver_all()
 
     def _on_content(self, event: ContentReceived) -> None:
-        if event.channel in self._closing:
-            return
         channel = self.channels.get(event.channel)
         if channel is None:
             channel = self.channels[event.channel] = _Channel(self, event.channel)
@@ -861,7 +851,7 @@ class BrokerConnection091(Admission):
             elif isinstance(ack, spec.BasicNack):
                 tags = channel.tags(ack.delivery_tag, ack.multiple)
                 channel.settle(tags, ack=False, requeue=ack.requeue)
-            elif isinstance(ack, spec.BasicReject):
+            else:  # (basic.reject: what _basic_reject holds)
                 channel.settle(
                     channel.tags(ack.delivery_tag, False), ack=False, requeue=ack.requeue
                 )

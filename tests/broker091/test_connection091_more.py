@@ -520,3 +520,34 @@ def test_content_other_than_a_publish_is_passed_over() -> None:
     assert broker.nodes["w"].depth == 0 and client.conn.record.messages_in == 0
     _publish(client, ch, "w", b"real")
     assert broker.nodes["w"].depth == 1 and client.conn.record.messages_in == 1
+
+
+def _refused_then(client: Client, ch: int, *, same_input: bool) -> None:
+    """``basic.consume`` of a missing queue (the broker closes the channel, 404), then,
+    before the client has seen that close, a ``queue.declare`` and a publish on the same
+    channel: in the same input as the refused method, or in the next one."""
+    engine = client.engine
+    engine.send_method(ch, spec.BasicConsume(queue="missing", consumer_tag="c"))
+    if not same_input:
+        client.conn.receive_data(engine.data_to_send(), client.now, wall=1e9)
+    engine.send_method(ch, spec.QueueDeclare(queue="made-after"))
+    engine.publish(ch, "", "w", b"after the close")
+    client.pump()
+
+
+@pytest.mark.parametrize("same_input", [True, False])
+def test_what_comes_on_a_channel_the_broker_is_closing_is_ignored(same_input: bool) -> None:
+    """0-9-1 spec, ``channel.close``: after sending it, the broker discards all but
+    ``close`` and ``close-ok`` on the channel (the 0-9-1 engine drops them): no queue
+    declared, nothing routed or counted, no answer; the connection goes on."""
+    broker, client, ch = _with_queue("w")
+    client.events = []
+    _refused_then(client, ch, same_input=same_input)
+    assert _channel_close(client) == spec.ReplyCode.NOT_FOUND
+    assert not _methods(client.events)  # no declare-ok
+    assert "made-after" not in broker.nodes
+    assert broker.nodes["w"].depth == 0 and client.conn.record.messages_in == 0
+    assert ch not in client.conn.channels and not client.conn.ended
+    again = client.channel()  # the connection is usable, the channel number too
+    _publish(client, again, "w", b"real")
+    assert broker.nodes["w"].depth == 1
