@@ -1,14 +1,16 @@
-"""Who gets in, and how fast: the connection limits a :class:`BrokerConnection` applies
-before and at the client's open (see :class:`~amqp_sansio.broker.BrokerConfig` and the
+"""Who gets in, and how fast: the connection limits the broker's connections of both
+protocols (``BrokerConnection``, ``BrokerConnection091``) apply before and at the client's
+open (see :class:`~amqp_sansio.broker.BrokerConfig` and the
 "Limits" table of ``docs/broker.rst``). The broker counts connections by source address and
 by user, and failed logins by source address (``Broker._room_for_connection``,
 ``_room_for_user``, ``_login_failed``); these are the connection's side: the handshake
-time-out, the per-user cap at the open, a failed login's held outcome, and the check of a
-0-9-1 client's new secret. No clock is read: the connection's latest ``now`` is used."""
+time-out and a failed login's held outcome (their part of the connections' timers:
+:func:`admission_deadline`, :func:`admission_due`), the per-user cap at the open, and the
+check of a 0-9-1 client's new secret. No clock is read: the connection's latest ``now`` is used."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..codec.types import Symbol
 from ..definitions.performatives import Error
@@ -16,11 +18,15 @@ from ..engine.states import CONNECTION_OPEN_FIRST
 from ._users import ANONYMOUS, Users
 
 if TYPE_CHECKING:
-    from ._broker import Broker
     from ._connection import BrokerConnection
+    from ._connection091 import BrokerConnection091
+
+    #: A broker connection of either protocol.
+    AnyConnection: TypeAlias = BrokerConnection | BrokerConnection091
 
 __all__ = [
-    "Admission",
+    "admission_deadline",
+    "admission_due",
     "admit_user",
     "handshake_timed_out",
     "hold_failed_login",
@@ -30,57 +36,35 @@ __all__ = [
 _LIMIT = Symbol("amqp:resource-limit-exceeded")
 
 
-class Admission:
-    """What the broker's connections of both protocols (``BrokerConnection``,
-    ``BrokerConnection091``) share of their timers: the handshake time-out (until the
-    client's open) and a failed login's outcome held back (:func:`hold_failed_login`),
-    before the engine's own deadlines. A connection calls :meth:`_admission_deadline` in
-    ``next_deadline`` and :meth:`_admission_due` first in ``handle_timer``, and says what a
-    handshake time-out does to it (:meth:`_handshake_timed_out`)."""
+def admission_deadline(conn: AnyConnection, engine: Any) -> float | None:
+    """A connection's ``next_deadline``, of either protocol: its failed login's held
+    outcome's release, else the earlier of its handshake time-out and ``engine``'s deadline
+    (its ``next_deadline()``)."""
+    if conn._held_until is not None:
+        return conn._held_until
+    deadline: float | None = engine.next_deadline()
+    until = conn._handshake_until
+    if until is not None and not conn.cut and (deadline is None or until < deadline):
+        return until
+    return deadline
 
-    broker: Broker
-    cut: bool
-    #: The client's source address (the host), if the driver gave it.
-    address: str | None
-    #: The latest ``now`` the connection was given.
-    _now: float
-    #: When (``now`` clock) the handshake time-out cuts the connection, until the client's
-    #: open arrives (``BrokerConfig.handshake_timeout``); None: no time-out.
-    _handshake_until: float | None
-    #: A failed login's outcome held back until then (``now`` clock; see
-    #: ``BrokerConfig.login_delay``); None: nothing held.
-    _held_until: float | None
 
-    def _admission_deadline(self, engine: Any) -> float | None:
-        """``next_deadline``: the held outcome's release, else the earlier of the
-        handshake time-out and ``engine``'s deadline (its ``next_deadline()``)."""
-        if self._held_until is not None:
-            return self._held_until
-        deadline: float | None = engine.next_deadline()
-        until = self._handshake_until
-        if until is not None and not self.cut and (deadline is None or until < deadline):
-            return until
-        return deadline
-
-    def _admission_due(self, now: float) -> bool:
-        """``handle_timer``'s first part: while an outcome is held, nothing but its release
-        (once due); else the handshake time-out, if due. True if either took the turn (the
-        engine's timers wait)."""
-        held = self._held_until
-        if held is not None:
-            if now >= held:
-                self._held_until = None
-                self.broker._pending[cast(Any, self)] = None  # (one of the two connections)
-            return True
-        until = self._handshake_until
-        if until is not None and now >= until and not self.cut:
-            self._handshake_timed_out()
-            return True
-        return False
-
-    def _handshake_timed_out(self) -> None:
-        """No open within the handshake time-out (the protocol's refusal)."""
-        raise NotImplementedError  # pragma: no cover - each connection has its own
+def admission_due(conn: AnyConnection, now: float) -> bool:
+    """The first part of a connection's ``handle_timer``, of either protocol: while a failed
+    login's outcome is held, nothing but its release (once due); else the handshake
+    time-out, if due (the connection's ``_handshake_timed_out``). True if either took the
+    turn (the engine's timers wait)."""
+    held = conn._held_until
+    if held is not None:
+        if now >= held:
+            conn._held_until = None
+            conn.broker._pending[conn] = None
+        return True
+    until = conn._handshake_until
+    if until is not None and now >= until and not conn.cut:
+        conn._handshake_timed_out()
+        return True
+    return False
 
 
 def handshake_timed_out(conn: BrokerConnection) -> None:
@@ -118,7 +102,7 @@ def admit_user(conn: BrokerConnection) -> str | None:
     return None
 
 
-def hold_failed_login(conn: Admission) -> None:
+def hold_failed_login(conn: AnyConnection) -> None:
     """A failed SASL exchange: its outcome is held back for the delay the broker gives the
     client's source address (``login_delay``...), and the handshake time-out stops."""
     conn._handshake_until = None

@@ -54,7 +54,13 @@ from ..events import (
     SessionEnded,
 )
 from ..security.tls import TLSLayer
-from ._admission import Admission, admit_user, handshake_timed_out, hold_failed_login
+from ._admission import (
+    admission_deadline,
+    admission_due,
+    admit_user,
+    handshake_timed_out,
+    hold_failed_login,
+)
 from ._endpoints import _Consumer, _Producer
 from ._management import MANAGEMENT_ADDRESS
 from ._nodes import Node, Queue, Topic, error
@@ -105,7 +111,7 @@ _TRANSIENT: dict[str, Any] = {
 }
 
 
-class BrokerConnection(Admission):
+class BrokerConnection:
     """The broker's side of one client connection: the engine's byte interface
     (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
@@ -185,14 +191,14 @@ class BrokerConnection(Admission):
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
-        return self._admission_deadline(self._stream)
+        return admission_deadline(self, self._stream)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         """Act on what is due at ``now``: the engine's timers, the handshake time-out, the
         release of a failed login's held outcome."""
         self.broker._clock(now, wall)
         self._now = now
-        if not self._admission_due(now):
+        if not admission_due(self, now):
             self._handle(self._stream.handle_timer(now))
 
     def _handshake_timed_out(self) -> None:

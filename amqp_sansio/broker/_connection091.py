@@ -38,7 +38,7 @@ from ..amqp091.engine import Connection as Engine091
 from ..amqp091.methods import Method
 from ..amqp091.spec import ReplyCode
 from ..security.tls import TLSFailed
-from ._admission import Admission, hold_failed_login, secret_accepted
+from ._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
 from ._mapping import from_amqp10
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
@@ -239,7 +239,7 @@ class _Channel:
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
-class BrokerConnection091(Admission):
+class BrokerConnection091:
     """The broker's side of one 0-9-1 client connection (see the module's docstring), with
     :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface: ``receive_data``,
     ``data_to_send``, ``next_deadline``, ``handle_timer``, ``connection_lost``, ``close``,
@@ -331,12 +331,12 @@ class BrokerConnection091(Admission):
         return bytes(self._stream.data_to_send())
 
     def next_deadline(self) -> float | None:
-        return self._admission_deadline(self.engine)
+        return admission_deadline(self, self.engine)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         self.broker._clock(now, wall)
         self._now = now
-        if not self._admission_due(now):
+        if not admission_due(self, now):
             self.engine.tick(now)
             self._handle()
 
