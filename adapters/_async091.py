@@ -64,6 +64,16 @@ class Connection091(_async.ConnectionBase[Core], ConnectionState):
         transport."""
         return Channel(self, await self._run(recipes.open_channel(self.core), timeout))
 
+    async def update_secret(
+        self, new_secret: str, reason: str, *, timeout: float | None = None
+    ) -> None:
+        """``connection.update-secret`` (RabbitMQ's extension): the user's new password or
+        token, before the old one expires; returns at ``update-secret-ok``. A server that
+        refuses it closes the connection (RabbitMQ: 530 ``NOT_ALLOWED``), raised here as
+        :class:`~amqp_sansio.amqp091.client.ConnectionClosedError`. Reconnections log in
+        with the new secret."""
+        await self._run(recipes.update_secret(self.core, new_secret, reason), timeout)
+
 
 class Channel(ChannelBase):
     """A channel (:meth:`Connection091.channel`); an async context manager that closes it.

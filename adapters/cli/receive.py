@@ -26,10 +26,6 @@ from . import options as opts
 from . import transfer091, values
 from .connect import (
     EXIT_CONNECTION,
-    EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TIMEOUT,
     ClientOptions,
     CommandError,
     describe_error,
@@ -43,13 +39,11 @@ from .transfer import (
     Ticker,
     address_of,
     closing,
+    finish_receive,
     next_delivery,
     outcome_name,
-    plural,
-    rate,
     run_command,
     sigint_held,
-    tally,
 )
 
 __all__ = [
@@ -225,55 +219,19 @@ def receive(
         elapsed = time.perf_counter() - start_time
     if printing:
         out.flush()
-    return _report(
-        url,
-        options,
-        count,
+    return finish_receive(
         received,
+        count,
         outcomes,
         elapsed,
+        url,
+        options,
+        settled_well=outcomes["accepted"] + outcomes["pre-settled"] + outcomes["browsed"],
         interrupted=interrupted,
         waited_for=waited_for,
         summary=err if printing else out,
         err=err,
     )
-
-
-def _report(
-    url: AMQPURL,
-    options: ClientOptions,
-    count: int,
-    received: int,
-    outcomes: Counter[str],
-    elapsed: float,
-    *,
-    interrupted: bool,
-    waited_for: str | None,
-    summary: TextIO,
-    err: TextIO,
-) -> int:
-    """Print the summary (on ``summary``; when timed out, only if any message came, and
-    then the error line) and return the exit status."""
-    forever = count == 0
-    ok = outcomes["accepted"] + outcomes["pre-settled"] + outcomes["browsed"]
-    stopped = (interrupted and not forever) or waited_for is not None
-    what = plural(received, "message") if forever else plural(count, "message")
-    if stopped:
-        what = f"{received:,} of {plural(count, 'message')}"
-    why = " (interrupted)" if interrupted and not forever else " (timed out)" if waited_for else ""
-    if waited_for is None or received:
-        print(
-            f"received {what} from {url.redacted()}: {tally(outcomes)} "
-            f"{rate(received, elapsed)}{why}",
-            file=summary,
-        )
-    if interrupted and not forever:
-        return EXIT_INTERRUPTED
-    if waited_for is not None:
-        summary.flush()
-        print(f"amqp-sansio receive: error: {timed_out(options, waited_for)}", file=err)
-        return EXIT_TIMEOUT
-    return EXIT_OK if ok == received else EXIT_INCOMPLETE
 
 
 def _check_applied(

@@ -12,7 +12,6 @@ one-line summary, or one JSON object with ``--json``; failures raise
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter, deque
@@ -29,10 +28,6 @@ from .. import sockets
 from . import options as opts
 from . import transfer091, values
 from .connect import (
-    EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TIMEOUT,
     EXIT_USAGE,
     ClientOptions,
     CommandError,
@@ -45,13 +40,10 @@ from .transfer import (
     Ticker,
     address_of,
     closing,
+    finish_send,
     outcome_name,
-    plural,
-    rate,
     run_command,
     sigint_held,
-    summary_json,
-    tally,
 )
 
 __all__ = ["WINDOW", "Template", "add_parser", "run", "send"]
@@ -153,67 +145,22 @@ def send(
         elapsed = time.perf_counter() - start
     if interrupted or waited_for is not None:
         state.settle_the_rest()
-    return _report(
-        state,
-        url,
-        options,
-        address,
+    return finish_send(
+        state.sent,
+        state.count,
+        state.outcomes,
         elapsed,
+        url,
+        address,
+        options,
+        wanted=None if state.settled else "accepted",
+        presettled=state.settled,
         as_json=as_json,
         interrupted=interrupted,
         waited_for=waited_for,
         out=out,
         err=err,
     )
-
-
-def _report(
-    state: _Sending,
-    url: AMQPURL,
-    options: ClientOptions,
-    address: str,
-    elapsed: float,
-    *,
-    as_json: bool,
-    interrupted: bool,
-    waited_for: str | None,
-    out: TextIO,
-    err: TextIO,
-) -> int:
-    """Print the summary (a line, or the JSON object), then, timed out, the error line;
-    return the exit status."""
-    count, settled = state.count, state.settled
-    stopped = interrupted or waited_for is not None
-    outcomes = Counter({"pre-settled": state.sent}) if settled else state.outcomes
-    if as_json:
-        summary = summary_json(
-            "sent",
-            state.sent,
-            count,
-            outcomes,
-            elapsed,
-            url,
-            address,
-            interrupted=interrupted,
-            timed_out=waited_for is not None,
-        )
-        print(json.dumps(summary), file=out)
-    else:
-        what = plural(count, "message")
-        if stopped:
-            what = f"{state.sent:,} of {what}"
-        done = f"{count:,} pre-settled" if settled and not stopped else tally(outcomes)
-        why = " (interrupted)" if interrupted else " (timed out)" if waited_for else ""
-        print(f"sent {what} to {url.redacted()}: {done} {rate(state.sent, elapsed)}{why}", file=out)
-    if interrupted:
-        return EXIT_INTERRUPTED
-    if waited_for is not None:
-        out.flush()
-        print(f"amqp-sansio send: error: {timed_out(options, waited_for)}", file=err)
-        return EXIT_TIMEOUT
-    if settled:
-        return EXIT_OK
-    return EXIT_OK if state.outcomes["accepted"] == count else EXIT_INCOMPLETE
 
 
 class _Sending:

@@ -1,25 +1,37 @@
 """What ``amqp-sansio send`` (:mod:`.send`) and ``amqp-sansio receive`` (:mod:`.receive`)
-share: the outcome tally and its line, the summary as JSON, progress on stderr, SIGINT held
-back around a change of two parts, the connection closed at the end, and the run that turns
-every failure into its one line (:func:`run_command`, which ``queues`` uses too).
+share, for both protocols (:mod:`.transfer091` is 0-9-1's side): the outcome tally and its
+line, the summary as JSON, the summaries and exit statuses (:func:`finish_send`,
+:func:`finish_receive`), progress on stderr, SIGINT held back around a change of two parts,
+the connection closed at the end, and the run that turns every failure into its one line
+(:func:`run_command`, which ``queues`` uses too).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import signal
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 import amqp_sansio as amqp
 from amqp_sansio.client.url import AMQPURL, URLError, parse_url
 
 from .. import sockets
-from .connect import EXIT_INTERRUPTED, EXIT_USAGE, ClientOptions, CommandError
+from .connect import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    ClientOptions,
+    CommandError,
+    timed_out,
+)
 from .progress import Bar
 
 __all__ = [
@@ -30,6 +42,8 @@ __all__ = [
     "address_of",
     "next_delivery",
     "closing",
+    "finish_receive",
+    "finish_send",
     "outcome_name",
     "plural",
     "rate",
@@ -107,6 +121,101 @@ def summary_json(
         "interrupted": interrupted,
         "timed_out": timed_out,
     }
+
+
+def finish_send(
+    sent: int,
+    count: int,
+    outcomes: Counter[str],
+    elapsed: float,
+    url: AMQPURL,
+    address: str,
+    options: ClientOptions,
+    *,
+    wanted: str | None,
+    presettled: bool = False,
+    as_json: bool,
+    interrupted: bool,
+    waited_for: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``send``'s end, for both protocols: print the summary (a line, or the JSON object),
+    then, timed out, the error line; return the exit status. ``outcomes`` are the messages'
+    (``accepted``...; 0-9-1's ``confirmed``...), ``wanted`` the one every message needs for
+    status 0 (None: none is waited for, as for messages sent pre-settled, ``presettled``,
+    or published outside confirm mode)."""
+    stopped = interrupted or waited_for is not None
+    if presettled:
+        outcomes = Counter({"pre-settled": sent})
+    if as_json:
+        summary = summary_json(
+            "sent",
+            sent,
+            count,
+            outcomes,
+            elapsed,
+            url,
+            address,
+            interrupted=interrupted,
+            timed_out=waited_for is not None,
+        )
+        print(json.dumps(summary), file=out)
+    else:
+        what = plural(count, "message")
+        if stopped:
+            what = f"{sent:,} of {what}"
+        done = f"{count:,} pre-settled" if presettled and not stopped else tally(outcomes)
+        why = " (interrupted)" if interrupted else " (timed out)" if waited_for else ""
+        print(f"sent {what} to {url.redacted()}: {done} {rate(sent, elapsed)}{why}", file=out)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if waited_for is not None:
+        out.flush()
+        print(f"amqp-sansio send: error: {timed_out(options, waited_for)}", file=err)
+        return EXIT_TIMEOUT
+    if wanted is None:
+        return EXIT_OK
+    return EXIT_OK if outcomes[wanted] == count else EXIT_INCOMPLETE
+
+
+def finish_receive(
+    received: int,
+    count: int,
+    outcomes: Counter[str],
+    elapsed: float,
+    url: AMQPURL,
+    options: ClientOptions,
+    *,
+    settled_well: int,
+    interrupted: bool,
+    waited_for: str | None,
+    summary: TextIO,
+    err: TextIO,
+) -> int:
+    """``receive``'s end, for both protocols: print the summary (on ``summary``; when timed
+    out, only if any message came, and then the error line) and return the exit status
+    (``count`` 0: until interrupted, which is then no failure; ``settled_well``: how many
+    of the ``received`` messages were settled as meant, all of them for status 0)."""
+    forever = count == 0
+    stopped = (interrupted and not forever) or waited_for is not None
+    what = plural(received if forever else count, "message")
+    if stopped:
+        what = f"{received:,} of {plural(count, 'message')}"
+    why = " (interrupted)" if interrupted and not forever else " (timed out)" if waited_for else ""
+    if waited_for is None or received:
+        print(
+            f"received {what} from {url.redacted()}: {tally(outcomes)} "
+            f"{rate(received, elapsed)}{why}",
+            file=summary,
+        )
+    if interrupted and not forever:
+        return EXIT_INTERRUPTED
+    if waited_for is not None:
+        summary.flush()
+        print(f"amqp-sansio receive: error: {timed_out(options, waited_for)}", file=err)
+        return EXIT_TIMEOUT
+    return EXIT_OK if settled_well == received else EXIT_INCOMPLETE
 
 
 def address_of(url: AMQPURL) -> str:

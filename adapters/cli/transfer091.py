@@ -44,25 +44,19 @@ from amqp_sansio.client.url import AMQPURL, URLError
 from .. import sockets
 from .connect import (
     EXIT_CONNECTION,
-    EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_USAGE,
     ClientOptions,
     CommandError,
-    timed_out,
 )
 from .progress import Bar
 from .transfer import (
     Ticker,
     address_of,
+    finish_receive,
+    finish_send,
     next_delivery,
-    plural,
-    rate,
     sigint_held,
-    summary_json,
-    tally,
 )
 
 __all__ = [
@@ -389,56 +383,21 @@ def send(
         _close(conn, options)
     if interrupted or waited_for is not None:
         state.settle_the_rest()
-    return _send_report(
-        state, url, options, address, elapsed, as_json, interrupted, waited_for, out, err
+    return finish_send(
+        state.sent,
+        state.count,
+        state.outcomes,
+        elapsed,
+        url,
+        address,
+        options,
+        wanted="confirmed" if state.confirms else None,
+        as_json=as_json,
+        interrupted=interrupted,
+        waited_for=waited_for,
+        out=out,
+        err=err,
     )
-
-
-def _send_report(
-    state: _Publishing,
-    url: AMQPURL,
-    options: ClientOptions,
-    address: str,
-    elapsed: float,
-    as_json: bool,
-    interrupted: bool,
-    waited_for: str | None,
-    out: TextIO,
-    err: TextIO,
-) -> int:
-    count = state.count
-    outcomes = state.outcomes
-    if as_json:
-        summary = summary_json(
-            "sent",
-            state.sent,
-            count,
-            outcomes,
-            elapsed,
-            url,
-            address,
-            interrupted=interrupted,
-            timed_out=waited_for is not None,
-        )
-        print(json.dumps(summary), file=out)
-    else:
-        what = plural(count, "message")
-        if interrupted or waited_for is not None:
-            what = f"{state.sent:,} of {what}"
-        why = " (interrupted)" if interrupted else " (timed out)" if waited_for else ""
-        print(
-            f"sent {what} to {url.redacted()}: {tally(outcomes)} {rate(state.sent, elapsed)}{why}",
-            file=out,
-        )
-    if interrupted:
-        return EXIT_INTERRUPTED
-    if waited_for is not None:
-        out.flush()
-        print(f"amqp-sansio send: error: {timed_out(options, waited_for)}", file=err)
-        return EXIT_TIMEOUT
-    if not state.confirms:
-        return EXIT_OK
-    return EXIT_OK if outcomes["confirmed"] == count else EXIT_INCOMPLETE
 
 
 # -- receive ------------------------------------------------------------------------------------
@@ -577,39 +536,16 @@ def receive(
         _close(conn, options)
     if printing:
         out.flush()
-    return _receive_report(
-        state, url, options, elapsed, interrupted, waited_for, err if printing else out, err
+    return finish_receive(
+        state.received,
+        state.count,
+        Counter({"acked": state.acked}),
+        elapsed,
+        url,
+        options,
+        settled_well=state.acked,
+        interrupted=interrupted,
+        waited_for=waited_for,
+        summary=err if printing else out,
+        err=err,
     )
-
-
-def _receive_report(
-    state: _Consuming,
-    url: AMQPURL,
-    options: ClientOptions,
-    elapsed: float,
-    interrupted: bool,
-    waited_for: str | None,
-    summary: TextIO,
-    err: TextIO,
-) -> int:
-    count, received = state.count, state.received
-    forever = count == 0
-    stopped = (interrupted and not forever) or waited_for is not None
-    what = plural(received if forever else count, "message")
-    if stopped:
-        what = f"{received:,} of {plural(count, 'message')}"
-    why = " (interrupted)" if interrupted and not forever else " (timed out)" if waited_for else ""
-    outcomes = Counter({"acked": state.acked})
-    if waited_for is None or received:
-        print(
-            f"received {what} from {url.redacted()}: {tally(outcomes)} "
-            f"{rate(received, elapsed)}{why}",
-            file=summary,
-        )
-    if interrupted and not forever:
-        return EXIT_INTERRUPTED
-    if waited_for is not None:
-        summary.flush()
-        print(f"amqp-sansio receive: error: {timed_out(options, waited_for)}", file=err)
-        return EXIT_TIMEOUT
-    return EXIT_OK if state.acked == received else EXIT_INCOMPLETE

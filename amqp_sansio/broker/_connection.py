@@ -54,7 +54,13 @@ from ..events import (
     SessionEnded,
 )
 from ..security.tls import TLSLayer
-from ._admission import admit_user, handshake_timed_out, hold_failed_login
+from ._admission import (
+    admission_deadline,
+    admission_due,
+    admit_user,
+    handshake_timed_out,
+    hold_failed_login,
+)
 from ._endpoints import _Consumer, _Producer
 from ._management import MANAGEMENT_ADDRESS
 from ._nodes import Node, Queue, Topic, error
@@ -185,30 +191,18 @@ class BrokerConnection:
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
-        if self._held_until is not None:
-            return self._held_until
-        deadline: float | None = self._stream.next_deadline()
-        until = self._handshake_until
-        if until is not None and not self.cut and (deadline is None or until < deadline):
-            return until
-        return deadline
+        return admission_deadline(self, self._stream)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         """Act on what is due at ``now``: the engine's timers, the handshake time-out, the
         release of a failed login's held outcome."""
         self.broker._clock(now, wall)
         self._now = now
-        held = self._held_until
-        if held is not None:
-            if now >= held:
-                self._held_until = None
-                self.broker._pending[self] = None
-            return
-        until = self._handshake_until
-        if until is not None and now >= until and not self.cut:
-            handshake_timed_out(self)
-            return
-        self._handle(self._stream.handle_timer(now))
+        if not admission_due(self, now):
+            self._handle(self._stream.handle_timer(now))
+
+    def _handshake_timed_out(self) -> None:
+        handshake_timed_out(self)
 
     @property
     def tls_wanting_091(self) -> TLSLayer | None:

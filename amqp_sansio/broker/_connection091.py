@@ -38,6 +38,7 @@ from ..amqp091.engine import Connection as Engine091
 from ..amqp091.methods import Method
 from ..amqp091.spec import ReplyCode
 from ..security.tls import TLSFailed
+from ._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
 from ._mapping import from_amqp10
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
@@ -131,7 +132,7 @@ class _Channel:
         #: In a transaction: what waits for the commit.
         self.tx = False
         self.tx_publishes: list[tuple[spec.BasicPublish, spec.BasicProperties, bytes]] = []
-        self.tx_acks: list[Method] = []
+        self.tx_acks: list[spec.BasicAck | spec.BasicNack | spec.BasicReject] = []
 
     # -- deliveries ----------------------------------------------------------------------------
 
@@ -157,8 +158,7 @@ class _Channel:
             self.unacked[tag] = (message, queue, consumer)
 
     def cancelled_by_broker(self, consumer: _Consumer) -> None:
-        if self.consumers.pop(consumer.tag, None) is None:
-            return
+        del self.consumers[consumer.tag]  # (a consumer leaves its queue and channel at once)
         conn = self.conn
         consumer.queue.remove_consumer(consumer)
         capabilities = conn.client_capabilities
@@ -235,8 +235,7 @@ class _Channel:
 
     def _remove(self, consumer: _Consumer) -> None:
         queue = consumer.queue
-        if consumer in queue.consumers:
-            queue.remove_consumer(consumer)
+        queue.remove_consumer(consumer)
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
@@ -266,9 +265,6 @@ class BrokerConnection091:
         self._counted = False
         self._counted_user: str | None = None
         self.client_capabilities: dict[str, Any] = {}
-        #: Channels we are closing (a refusal): what comes on them until the close-ok is
-        #: discarded.
-        self._closing: set[int] = set()
         #: ``connection.blocked`` was sent (the broker's resource alarm), and the client
         #: published during the alarm: read no further until it clears.
         self._told_blocked = False
@@ -335,34 +331,24 @@ class BrokerConnection091:
         return bytes(self._stream.data_to_send())
 
     def next_deadline(self) -> float | None:
-        if self._held_until is not None:
-            return self._held_until
-        deadline = self.engine.next_deadline()
-        until = self._handshake_until
-        if until is not None and not self.cut and (deadline is None or until < deadline):
-            return until
-        return deadline
+        return admission_deadline(self, self.engine)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         self.broker._clock(now, wall)
         self._now = now
-        held = self._held_until
-        if held is not None:
-            if now >= held:
-                self._held_until = None
-                self.broker._pending[self] = None
-            return
-        until = self._handshake_until
-        if until is not None and now >= until and not self.cut:
-            self._handshake_until = None
-            timeout = self.broker.config.handshake_timeout
-            self.refused = f"no open within the handshake time-out ({timeout} s)"
-            self.record.ending_because(self.refused)
-            self.cut = True
-            self.broker._pending[self] = None
-            return
-        self.engine.tick(now)
-        self._handle()
+        if not admission_due(self, now):
+            self.engine.tick(now)
+            self._handle()
+
+    def _handshake_timed_out(self) -> None:
+        """No open within the handshake time-out: the transport is closed (``cut``), with
+        nothing said."""
+        self._handshake_until = None
+        timeout = self.broker.config.handshake_timeout
+        self.refused = f"no open within the handshake time-out ({timeout} s)"
+        self.record.ending_because(self.refused)
+        self.cut = True
+        self.broker._pending[self] = None
 
     @property
     def ended(self) -> bool:
@@ -419,7 +405,6 @@ class BrokerConnection091:
             self.alarm_changed(True)
 
     def _on_channel_closed(self, event: ChannelClosed) -> None:
-        self._closing.discard(event.channel)
         channel = self.channels.pop(event.channel, None)
         if channel is not None:
             channel.close()
@@ -446,9 +431,9 @@ class BrokerConnection091:
         capabilities = event.client_properties.get("capabilities")
         self.client_capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
         username, password = event.username, event.password
-        if event.mechanism not in ("PLAIN", "AMQPLAIN") or username is None:
-            self._login_failed(f"mechanism {event.mechanism} is not offered")
-            return
+        # (the engine offers PLAIN and AMQPLAIN, whose responses name the user; the broker
+        # never sends connection.secure, so no secure-ok comes)
+        assert username is not None
         if users is None and not config.sasl:  # (None, or False: no SASL layer for 1.0)
             self.identity = username  # an open broker takes any login (docs/broker.rst)
         elif users is None:
@@ -471,10 +456,18 @@ class BrokerConnection091:
         self.refused = f"authentication failed: {why}"
         self.record.ending_because(self.refused)
         self.engine.refuse_login(why)
-        self._handshake_until = None
-        delay = self.broker._login_failed(self.address, self._now)
-        if delay > 0:
-            self._held_until = self._now + delay
+        hold_failed_login(self)
+
+    def _update_secret(self, m: spec.ConnectionUpdateSecret) -> None:
+        """``connection.update-secret`` (RabbitMQ's extension): checked as the login was
+        (:func:`._admission.secret_accepted`): ``update-secret-ok``, or the connection is
+        closed with 530 NOT_ALLOWED, RabbitMQ's code and text (``rabbit_reader``)."""
+        if secret_accepted(self.broker.config.users, self.identity, m.new_secret):
+            self.engine.send_method(0, spec.ConnectionUpdateSecretOk())
+            return
+        self.record.ending_because("update-secret refused")
+        text = "NOT_ALLOWED - New secret was refused by one of the backends"
+        self.engine.close(ReplyCode.NOT_ALLOWED, text, m.CLASS_ID, m.METHOD_ID)
 
     def _on_open(self, event: OpenRequested) -> None:
         broker = self.broker
@@ -486,14 +479,14 @@ class BrokerConnection091:
             self.engine.refuse_open(ReplyCode.NOT_ALLOWED, f"NOT_ALLOWED - vhost {name} not found")
             return
         identity = self.identity
-        if identity is not None:
-            why = broker._room_for_user(identity)
-            if why is not None:
-                self.refused = why
-                self.record.ending_because(why)
-                self.engine.refuse_open(ReplyCode.NOT_ALLOWED, f"NOT_ALLOWED - {why}")
-                return
-            self._counted_user = identity
+        assert identity is not None  # (the login was accepted)
+        why = broker._room_for_user(identity)
+        if why is not None:
+            self.refused = why
+            self.record.ending_because(why)
+            self.engine.refuse_open(ReplyCode.NOT_ALLOWED, f"NOT_ALLOWED - {why}")
+            return
+        self._counted_user = identity
         self.vhost = vhost
         self._handshake_until = None
         self.engine.accept_open()
@@ -521,8 +514,10 @@ class BrokerConnection091:
 
     def _on_method(self, event: MethodReceived) -> None:
         number, method = event.channel, event.method
-        if number == 0 or number in self._closing:
-            return  # what the client sent before it saw our close: discarded (0-9-1 spec)
+        if number == 0:  # (the engine passes on only connection.update-secret)
+            assert isinstance(method, spec.ConnectionUpdateSecret)
+            self._update_secret(method)
+            return
         channel = self.channels.get(number)
         if channel is None:
             channel = self.channels[number] = _Channel(self, number)
@@ -540,10 +535,10 @@ class BrokerConnection091:
         if refused.hard:
             self.engine.close(refused.reply_code, text, class_id, method_id)
             return
-        if self.channels.pop(channel.number, None) is not None:
-            channel.close()
-        if self._open(channel.number):
-            self._closing.add(channel.number)
+        del self.channels[channel.number]  # (every method's channel is there: _on_method)
+        channel.close()
+        if self._open(channel.number):  # (then the engine drops what comes on it, but the
+            # close-ok, and what this input has not yet handed over: 0-9-1 spec, channel.close)
             self.engine.close_channel(channel.number, refused.reply_code, text, class_id, method_id)
 
     def _ok(self, channel: _Channel, no_wait: bool, answer: Method) -> None:
@@ -749,8 +744,6 @@ class BrokerConnection091:
             channel.redeliver_all()
 
     def _on_content(self, event: ContentReceived) -> None:
-        if event.channel in self._closing:
-            return
         channel = self.channels.get(event.channel)
         if channel is None:
             channel = self.channels[event.channel] = _Channel(self, event.channel)
@@ -858,7 +851,7 @@ class BrokerConnection091:
             elif isinstance(ack, spec.BasicNack):
                 tags = channel.tags(ack.delivery_tag, ack.multiple)
                 channel.settle(tags, ack=False, requeue=ack.requeue)
-            elif isinstance(ack, spec.BasicReject):
+            else:  # (basic.reject: what _basic_reject holds)
                 channel.settle(
                     channel.tags(ack.delivery_tag, False), ack=False, requeue=ack.requeue
                 )

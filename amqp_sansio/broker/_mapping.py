@@ -302,11 +302,12 @@ def encode_091(
         prefix, decoded, rest, ttl = known
         return b"".join((prefix, _data_head(len(body)), body)), decoded, rest, ttl
     data, decoded, rest, ttl = _encode_091(p, body, exchange, routing_key)
-    section = _data_head(len(body)) + body
-    if data.endswith(section):  # (always: one data section ends what _encode_091 makes)
-        if len(_prefixes) >= _PREFIX_CACHE:
-            _prefixes.clear()
-        _prefixes[key] = (data[: len(data) - len(section)], decoded, rest, ttl)
+    if len(_prefixes) >= _PREFIX_CACHE:
+        _prefixes.clear()
+    # (one data section, of the body, ends what _encode_091 makes: what is before it is the
+    # same for every body with these properties)
+    section = len(_data_head(len(body))) + len(body)
+    _prefixes[key] = (data[: len(data) - section], decoded, rest, ttl)
     return data, decoded, rest, ttl
 
 

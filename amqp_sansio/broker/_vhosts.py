@@ -776,10 +776,7 @@ class VirtualHost:
             else:  # (the last queue takes the template itself: the copies are made)
                 message = template
                 message.seq = broker.next_seq()
-            if message.expires is not None and message.expires < broker.wall:
-                broker.expired += 1  # expired on arrival (an expiration of 0: see Queue.offer)
-                continue
-            why = queue.offer(message)
+            why = queue.offer(message)  # (an expiration of 0 expires there)
             if why is None:
                 broker._touch(queue)
             else:

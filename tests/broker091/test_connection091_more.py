@@ -464,15 +464,48 @@ def test_a_clients_ok_the_broker_does_not_wait_for_is_passed_over() -> None:
     assert not client.conn.ended
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="connection.update-secret is passed over by BrokerConnection091 (the engine "
-    "surfaces it on channel 0): the client never gets update-secret-ok (RabbitMQ answers it)",
-)
 def test_update_secret_is_answered() -> None:
     client = Client(Broker())
     events = client.call(0, spec.ConnectionUpdateSecret(new_secret=b"new", reason="refresh"))
     assert [type(m) for m in _methods(events)] == [spec.ConnectionUpdateSecretOk]
+
+
+def _alice(password: str = "old") -> tuple[Users, Client]:
+    users = Users([User(name="alice", password=password), User(name="bob", password="new")])
+    broker = Broker(BrokerConfig(users=users, allow_insecure_auth=True))
+    client = Client(broker, username="alice", password=password)
+    assert client.of(ev.ConnectionOpened)
+    return users, client
+
+
+def test_update_secret_is_checked_as_the_logins_user() -> None:
+    """The new secret is checked against the broker's users as they are now (alice's
+    password changed since her login): ok, and the connection goes on."""
+    users, client = _alice()
+    users.users["alice"] = User(name="alice", password="new")
+    events = client.call(0, spec.ConnectionUpdateSecret(new_secret=b"new", reason="rotated"))
+    assert [type(m) for m in _methods(events)] == [spec.ConnectionUpdateSecretOk]
+    ch = client.channel()
+    events = client.call(ch, spec.QueueDeclare(queue="q"))
+    assert [type(m) for m in _methods(events)] == [spec.QueueDeclareOk]
+    assert not client.conn.ended
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [b"wrong", b"new", b"\xff"],  # not alice's; bob's (another user's); not UTF-8
+)
+def test_a_refused_secret_closes_the_connection_with_530(secret: bytes) -> None:
+    """As RabbitMQ's ``rabbit_reader``: 530 NOT_ALLOWED, "New secret was refused by one of
+    the backends", naming connection.update-secret (10, 70)."""
+    _, client = _alice()
+    events = client.call(0, spec.ConnectionUpdateSecret(new_secret=secret, reason="r"))
+    assert not _methods(events)
+    (closed,) = client.of(ev.ConnectionClosed)
+    assert (closed.reply_code, closed.class_id, closed.method_id) == (530, 10, 70)
+    assert closed.reply_text == "NOT_ALLOWED - New secret was refused by one of the backends"
+    assert client.conn.ended
+    assert client.conn.record.ending == "update-secret refused"
 
 
 def test_content_other_than_a_publish_is_passed_over() -> None:
@@ -487,3 +520,34 @@ def test_content_other_than_a_publish_is_passed_over() -> None:
     assert broker.nodes["w"].depth == 0 and client.conn.record.messages_in == 0
     _publish(client, ch, "w", b"real")
     assert broker.nodes["w"].depth == 1 and client.conn.record.messages_in == 1
+
+
+def _refused_then(client: Client, ch: int, *, same_input: bool) -> None:
+    """``basic.consume`` of a missing queue (the broker closes the channel, 404), then,
+    before the client has seen that close, a ``queue.declare`` and a publish on the same
+    channel: in the same input as the refused method, or in the next one."""
+    engine = client.engine
+    engine.send_method(ch, spec.BasicConsume(queue="missing", consumer_tag="c"))
+    if not same_input:
+        client.conn.receive_data(engine.data_to_send(), client.now, wall=1e9)
+    engine.send_method(ch, spec.QueueDeclare(queue="made-after"))
+    engine.publish(ch, "", "w", b"after the close")
+    client.pump()
+
+
+@pytest.mark.parametrize("same_input", [True, False])
+def test_what_comes_on_a_channel_the_broker_is_closing_is_ignored(same_input: bool) -> None:
+    """0-9-1 spec, ``channel.close``: after sending it, the broker discards all but
+    ``close`` and ``close-ok`` on the channel (the 0-9-1 engine drops them): no queue
+    declared, nothing routed or counted, no answer; the connection goes on."""
+    broker, client, ch = _with_queue("w")
+    client.events = []
+    _refused_then(client, ch, same_input=same_input)
+    assert _channel_close(client) == spec.ReplyCode.NOT_FOUND
+    assert not _methods(client.events)  # no declare-ok
+    assert "made-after" not in broker.nodes
+    assert broker.nodes["w"].depth == 0 and client.conn.record.messages_in == 0
+    assert ch not in client.conn.channels and not client.conn.ended
+    again = client.channel()  # the connection is usable, the channel number too
+    _publish(client, again, "w", b"real")
+    assert broker.nodes["w"].depth == 1

@@ -421,6 +421,24 @@ def test_amqplain_logs_in_to_rabbitmq_when_asked(adapter: Adapter, url: str) -> 
     adapter.run(scenario)
 
 
+def test_update_secret_with_rabbitmq(adapter: Adapter, url: str) -> None:
+    """``connection.update-secret`` (RabbitMQ's extension): RabbitMQ answers
+    ``update-secret-ok`` and the connection goes on (its internal users' backend takes the
+    secret; our broker's refusal, 530, is in tests/broker091/test_update_secret.py)."""
+    password = url.split("@", 1)[0].rsplit(":", 1)[1]
+
+    async def scenario() -> None:
+        async with connected(adapter, url) as conn:
+            assert await aw(conn.update_secret(password, "refresh")) is None
+            assert conn.core.url.password == password
+            ch = await aw(conn.channel())
+            declared = await aw(ch.queue_declare("", exclusive=True))
+            assert declared.queue.startswith("amq.gen-")
+            assert await aw(conn.update_secret(password, "again")) is None
+
+    adapter.run(scenario)
+
+
 def test_a_refused_login_is_an_authentication_error(adapter: Adapter, url: str) -> None:
     from amqp_sansio.amqp091.client import AuthenticationError
 

@@ -14,8 +14,11 @@ Its channels are :mod:`.channels`' :class:`~.channels.ChannelCore`.
 from __future__ import annotations
 
 import ssl
+from collections import deque
 from collections.abc import Callable, Collection
 from typing import Any, TypedDict
+
+import attrs
 
 import amqp_sansio as a
 import amqp_sansio.amqp091.engine as e
@@ -23,8 +26,9 @@ from amqp_sansio.amqp091 import spec
 from amqp_sansio.amqp091.codec import FieldTable
 from amqp_sansio.client.engines import Stream
 from amqp_sansio.client.lifecycle import CoreBase
-from amqp_sansio.client.ops import ClientError
+from amqp_sansio.client.ops import ClientError, Op
 from amqp_sansio.client.reconnect import Backoff, Reconnect
+from amqp_sansio.client.url import AMQPURL
 
 from . import trace
 from .channels import ChannelCore
@@ -206,6 +210,10 @@ class Core(CoreBase[e.Connection]):
         self.tls: a.security.tls.TLSEstablished | None = None
         self.opened_event: e.events.ConnectionOpened | None = None
         self._options: ConnectOptions = {}
+        #: ``connection.update-secret`` calls sent, waiting for their ``-ok`` (in order),
+        #: and those to send once the connection is open (again).
+        self._secret_ops: deque[tuple[Op[None], spec.ConnectionUpdateSecret]] = deque()
+        self._secrets_unsent: list[tuple[Op[None], spec.ConnectionUpdateSecret]] = []
 
     def __repr__(self) -> str:
         url = "" if self.url is None else f" {self.url}"
@@ -229,6 +237,46 @@ class Core(CoreBase[e.Connection]):
         self._changed()
         return channel
 
+    def update_secret(self, new_secret: str, reason: str) -> Op[None]:
+        """``connection.update-secret`` (RabbitMQ's extension, see
+        ``amqp-0-9-1-rabbitmq-extensions``): a new password or token for the logged-in
+        user, before the old one expires. The op is done at ``update-secret-ok``; a server
+        that refuses the secret closes the connection (RabbitMQ: 530 ``NOT_ALLOWED``), which
+        fails the op. A ``reconnect=`` connection logs in with the new secret from now on
+        (its URLs of the same user). Called while the connection is lost or not yet open,
+        or lost before the ``-ok``, the method goes once it is open (again)."""
+        self.check()
+        op: Op[None] = Op()
+        method = spec.ConnectionUpdateSecret(new_secret=new_secret.encode(), reason=reason)
+        self._new_secret(new_secret)
+        if self.lost or self.engine.state is not e.ConnectionState.OPEN:
+            self._secrets_unsent.append((op, method))
+        else:
+            self._send_secret(op, method)
+        self._changed()
+        return op
+
+    def _send_secret(self, op: Op[None], method: spec.ConnectionUpdateSecret) -> None:
+        self.engine.send_method(0, method)
+        self._secret_ops.append((op, method))
+
+    def _new_secret(self, secret: str) -> None:
+        """The URLs this connection (and its reconnections) log in with, as the same user
+        with ``secret`` (no credentials in a URL is RabbitMQ's ``guest``)."""
+        url = self.url
+        if url is None:
+            return
+        user = _user(url)
+
+        def renewed(old: AMQPURL) -> AMQPURL:
+            if _user(old) != user:
+                return old
+            return attrs.evolve(old, username=user, password=secret)
+
+        self.url = renewed(url)
+        if self.backoff is not None:
+            self.backoff.urls = [renewed(old) for old in self.backoff.urls]
+
     def _close_engine(self, reply: object) -> None:
         self.engine.close(200, "")
 
@@ -248,6 +296,8 @@ class Core(CoreBase[e.Connection]):
 
     def _on_lost(self) -> None:
         self._by_number.clear()
+        self._secrets_unsent[:0] = self._secret_ops  # (sent again on the next connection)
+        self._secret_ops.clear()
         for channel in self._channels:
             channel._on_lost()
 
@@ -255,6 +305,10 @@ class Core(CoreBase[e.Connection]):
         for channel in list(self._channels):
             channel._end(error if self.error is not None else None)
         self._channels.clear()
+        for op, _ in [*self._secret_ops, *self._secrets_unsent]:
+            op.fail(error)
+        self._secret_ops.clear()
+        self._secrets_unsent.clear()
 
     # -- events --------------------------------------------------------------------------------
 
@@ -276,9 +330,12 @@ class Core(CoreBase[e.Connection]):
     def _on_event(self, event: object) -> None:
         channel_handler = _CHANNEL_EVENTS.get(type(event))
         if channel_handler is not None:
-            channel = self._by_number.get(event.channel)  # type: ignore[attr-defined]
+            number = event.channel  # type: ignore[attr-defined]
+            channel = self._by_number.get(number)
             if channel is not None:
                 channel_handler(channel, event)
+            elif number == 0 and isinstance(event, e.events.MethodReceived):
+                self._on_method0(event)
             return
         handler = _CONNECTION_EVENTS.get(type(event))
         if handler is not None:
@@ -294,6 +351,14 @@ class Core(CoreBase[e.Connection]):
         self.opened.set(None)
         for channel in self._channels:
             channel._start()
+        unsent, self._secrets_unsent = self._secrets_unsent, []
+        for op, method in unsent:
+            self._send_secret(op, method)
+
+    def _on_method0(self, event: e.events.MethodReceived) -> None:
+        """A method on channel 0 the engine passes on: ``update-secret-ok``."""
+        if isinstance(event.method, spec.ConnectionUpdateSecretOk) and self._secret_ops:
+            self._secret_ops.popleft()[0].set(None)
 
     def _on_channel_closed(self, channel: ChannelCore, event: e.events.ChannelClosed) -> None:
         self._by_number.pop(event.channel)
@@ -329,6 +394,14 @@ class Core(CoreBase[e.Connection]):
         else:
             error = _closed(ConnectionClosedError, "the server broke the protocol", event)
         self._fail(error)
+
+
+def _user(url: AMQPURL) -> str:
+    """The user a URL logs in as (no credentials: RabbitMQ's ``guest``, as
+    :func:`client_engine` sends)."""
+    if url.username is None and url.password is None:
+        return "guest"
+    return url.username or ""
 
 
 def _on_flow(channel: ChannelCore, event: e.events.FlowChanged) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "queue_purge",
     "receive",
     "transaction",
+    "update_secret",
 ]
 
 T = TypeVar("T")
@@ -68,6 +69,14 @@ def open_channel(core: Core) -> Recipe[ChannelCore]:
     channel = core.channel()
     yield Wait(channel.open_ready)
     return channel
+
+
+def update_secret(core: Core, new_secret: str, reason: str) -> Recipe[None]:
+    """``connection.update-secret`` and wait for its ``-ok`` (:meth:`Core.update_secret
+    <amqp_sansio.amqp091.client.Core.update_secret>`)."""
+    op = core.update_secret(new_secret, reason)
+    yield Wait(op.done)
+    op.result()
 
 
 def call(channel: ChannelCore, method: Method) -> Recipe[object]:
