@@ -43,6 +43,8 @@ from ._nodes import Node, Queue
 from ._record import ConnectionRecord
 from ._selector import Selector
 from ._store import StoredMessage
+from ._streams import Stream
+from ._streams091 import StreamRefused, consume_stream, not_supported
 from ._vhosts import Refused, VirtualHost
 
 if TYPE_CHECKING:
@@ -177,6 +179,8 @@ class _Channel:
             if consumer is not None:
                 consumer.unacked -= 1
                 broker._dirty[consumer.queue] = None  # room under its prefetch
+            if isinstance(queue, Stream):
+                continue  # (a stream's ack is credit: nothing leaves it, ._streams091)
             if ack:
                 conn._taken(queue, message)
             elif requeue:
@@ -208,7 +212,11 @@ class _Channel:
         (``basic.get``, a cancelled consumer) go back to their queue."""
         back: list[int] = []
         for tag, (message, queue, consumer) in list(self.unacked.items()):
-            if consumer is None or self.consumers.get(consumer.tag) is not consumer:
+            if (
+                consumer is None
+                or self.consumers.get(consumer.tag) is not consumer
+                or isinstance(queue, Stream)
+            ):
                 back.append(tag)
                 continue
             del self.unacked[tag]
@@ -655,6 +663,10 @@ class BrokerConnection091:
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
         vh = self._vh
+        stream = vh.stream(self._queue_name(channel, m.queue))
+        if stream is not None:
+            self._consume_stream(channel, m, stream)
+            return
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
@@ -679,6 +691,38 @@ class BrokerConnection091:
         vh.consumer_added(queue)
         self.broker._dirty[queue] = None
 
+    def _consume_stream(self, channel: _Channel, m: spec.BasicConsume, stream: Stream) -> None:
+        """``basic.consume`` of a stream (:mod:`._streams091`)."""
+        self._check_access(stream.address, send=False)
+        tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
+        if tag in channel.consumers:
+            raise Refused(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
+        try:
+            consumer: Any = consume_stream(
+                channel,
+                stream,
+                self._vh.name,
+                tag=tag,
+                no_ack=m.no_ack,
+                exclusive=m.exclusive,
+                arguments=m.arguments,
+                wall=self.broker.wall,
+            )
+        except StreamRefused as refused:
+            raise Refused(refused.reply_code, refused.reply_text) from None
+        self._ok(channel, m.no_wait, spec.BasicConsumeOk(consumer_tag=tag))
+        channel.consumers[tag] = consumer
+        stream.add_consumer(consumer)
+        self.broker._dirty[stream] = None
+
+    def _stream_settle(self, channel: _Channel, tags: list[int]) -> None:
+        """``basic.nack``/``basic.reject`` of a stream's delivery: 540 NOT_IMPLEMENTED."""
+        for tag in tags:
+            queue = channel.unacked[tag][1]
+            if isinstance(queue, Stream):
+                refused = not_supported("basic.nack and basic.reject", queue.address, self._vh.name)
+                raise Refused(refused.reply_code, refused.reply_text)
+
     def _basic_cancel(self, channel: _Channel, m: spec.BasicCancel) -> None:
         consumer = channel.consumers.pop(m.consumer_tag, None)
         if consumer is not None:
@@ -687,6 +731,10 @@ class BrokerConnection091:
 
     def _basic_get(self, channel: _Channel, m: spec.BasicGet) -> None:
         vh = self._vh
+        stream = vh.stream(self._queue_name(channel, m.queue))
+        if stream is not None:
+            refused = not_supported("basic.get", stream.address, vh.name)
+            raise Refused(refused.reply_code, refused.reply_text)
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         vh.got(queue)
@@ -723,6 +771,7 @@ class BrokerConnection091:
 
     def _basic_nack(self, channel: _Channel, m: spec.BasicNack) -> None:
         tags = channel.tags(m.delivery_tag, m.multiple)
+        self._stream_settle(channel, tags)
         if channel.tx:
             channel.tx_acks.append(m)
             return
@@ -730,6 +779,7 @@ class BrokerConnection091:
 
     def _basic_reject(self, channel: _Channel, m: spec.BasicReject) -> None:
         tags = channel.tags(m.delivery_tag, False)
+        self._stream_settle(channel, tags)
         if channel.tx:
             channel.tx_acks.append(m)
             return
