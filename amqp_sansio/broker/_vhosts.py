@@ -660,9 +660,7 @@ class VirtualHost:
         """``queue.declare`` of a stream (:mod:`._streams091`), or None when the declare is
         not about one (no ``x-queue-type`` ``stream``, and no stream of that name)."""
         existing = self.stream(name)
-        record = self.stream_records.get(name)
-        if record is not None and record.stream is not existing:
-            record = None
+        record = self.stream_records.get(name)  # (gone with its stream: _stream_deleted)
         wants = is_stream_declare(arguments)
         if passive:
             if existing is None:
@@ -738,9 +736,7 @@ class VirtualHost:
             del self._streams[name]
         else:
             return
-        record = self.stream_records.get(name)
-        if record is not None and record.stream is stream:
-            del self.stream_records[name]
+        self.stream_records.pop(name, None)
         self._unbind_destination(("queue", name))
 
     # -- routing -------------------------------------------------------------------------------
