@@ -293,6 +293,22 @@ def _offset_of(delivery: Any, address: str) -> int:
     return int(offset)
 
 
+def _consume(channel: Any, address: str, start: Any) -> Any:
+    """A consumer of the stream ``address`` from ``start`` (``x-stream-offset``); a queue
+    that is not a stream refuses the argument (RabbitMQ's 406): RuntimeError."""
+    from amqp_sansio.amqp091.client.ops import ChannelClosedError
+
+    try:
+        return channel.basic_consume(address, arguments={OFFSET_HEADER: start})
+    except ChannelClosedError as exc:
+        if exc.reply_code == 406 and OFFSET_HEADER in exc.reply_text:
+            raise RuntimeError(
+                f"{address!r} is not a stream: {exc.reply_text} (mode 'stream' reads queues "
+                "declared with x-queue-type 'stream'; use mode 'queue' for a queue)"
+            ) from None
+        raise
+
+
 def _receive(consumer: Any, timeout: float) -> Any:
     """The consumer's next delivery, or None after ``timeout`` s; RuntimeError when the
     broker ended the consumer."""
@@ -311,7 +327,7 @@ def _look(conn: Any, address: str, spec: Any, prefetch: int, wait: float, quiet:
     channel = conn.channel()
     try:
         channel.basic_qos(prefetch)
-        consumer = channel.basic_consume(address, arguments={OFFSET_HEADER: spec})
+        consumer = _consume(channel, address, spec)
         highest, timeout = -1, wait
         while (delivery := _receive(consumer, timeout)) is not None:
             highest = max(highest, _offset_of(delivery, address))
@@ -329,7 +345,7 @@ def first_offset(conn: Any, address: str, wait: float) -> int | None:
     channel = conn.channel()
     try:
         channel.basic_qos(1)
-        consumer = channel.basic_consume(address, arguments={OFFSET_HEADER: "first"})
+        consumer = _consume(channel, address, "first")
         delivery = _receive(consumer, wait)
         return None if delivery is None else _offset_of(delivery, address)
     finally:
@@ -366,7 +382,7 @@ def read_range(
     with bounds_connection(options) as conn:
         channel = conn.channel()
         channel.basic_qos(max(1, min(options.credit, end - start)))
-        consumer = channel.basic_consume(address, arguments={OFFSET_HEADER: Int64(start)})
+        consumer = _consume(channel, address, Int64(start))
         expected = start
         while expected < end:
             delivery = _receive(consumer, options.timeout)

@@ -44,7 +44,7 @@ from ._record import ConnectionRecord
 from ._selector import Selector
 from ._store import StoredMessage
 from ._streams import Stream
-from ._streams091 import StreamRefused, consume_stream, not_supported
+from ._streams091 import StreamRefused, check_queue_consume, consume_stream, not_supported
 from ._vhosts import Refused, VirtualHost
 
 if TYPE_CHECKING:
@@ -663,10 +663,16 @@ class BrokerConnection091:
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
         vh = self._vh
-        stream = vh.stream(self._queue_name(channel, m.queue))
+        name = self._queue_name(channel, m.queue)
+        stream = vh.stream(name)
         if stream is not None:
             self._consume_stream(channel, m, stream)
             return
+        try:
+            if vh.queue(name) is not None:  # (none: 404 below)
+                check_queue_consume(name, vh.name, m.arguments)
+        except StreamRefused as refused:
+            raise Refused(refused.reply_code, refused.reply_text) from None
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)

@@ -301,6 +301,17 @@ class StreamConsumer:
         self.channel.cancelled_by_broker(self)
 
 
+def check_queue_consume(name: str, vhost: str, arguments: Mapping[str, FieldValue]) -> None:
+    """A consumer of a queue that is not a stream may not give ``x-stream-offset`` (406,
+    RabbitMQ's text)."""
+    if "x-stream-offset" in arguments:
+        raise StreamRefused(
+            ReplyCode.PRECONDITION_FAILED,
+            f"invalid arg 'x-stream-offset' for queue '{name}' in vhost '{vhost}' of queue "
+            "type rabbit_classic_queue",
+        )
+
+
 def not_supported(what: str, name: str, vhost: str) -> StreamRefused:
     """540 NOT_IMPLEMENTED for a method a stream does not take (RabbitMQ's text)."""
     return StreamRefused(

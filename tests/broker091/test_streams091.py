@@ -236,6 +236,19 @@ def test_what_a_stream_consumer_is_refused(client: Client) -> None:
     assert _closed(_consume(client, ch, "s", consumer_tag="c"))[0] == spec.ReplyCode.NOT_ALLOWED
 
 
+def test_a_queue_refuses_a_stream_offset(client: Client) -> None:
+    ch = client.channel()
+    client.call(ch, spec.QueueDeclare(queue="q", durable=True))
+    code, text = _closed(_consume(client, ch, "q", "first"))
+    assert code == 406
+    assert text.endswith(
+        "invalid arg 'x-stream-offset' for queue 'q' in vhost '/' of queue type "
+        "rabbit_classic_queue"
+    )
+    ch = client.channel()
+    assert _closed(_consume(client, ch, "missing", "first"))[0] == spec.ReplyCode.NOT_FOUND
+
+
 def test_an_exclusive_consumer_needs_the_stream_to_itself(client: Client) -> None:
     ch = client.channel()
     _declare(client, ch, "s")
