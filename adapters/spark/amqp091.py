@@ -65,6 +65,9 @@ __all__ = [
 
 #: The header of a stream's deliveries that carries each one's offset (RabbitMQ's).
 OFFSET_HEADER = "x-stream-offset"
+#: Seconds the driver waits for a stream's first delivery (none: the stream is empty), at
+#: least: as long as queue mode waits for a first message (``FIRST_BATCH_WAIT``).
+FIRST_LOOK_WAIT = 2.0
 #: What a lost connection or channel raises on the 0-9-1 client.
 ERRORS = (OSError, client.ClientError)
 
@@ -296,14 +299,13 @@ def _offset_of(delivery: Any, address: str) -> int:
 def _consume(channel: Any, address: str, start: Any) -> Any:
     """A consumer of the stream ``address`` from ``start`` (``x-stream-offset``); a queue
     that is not a stream refuses the argument (RabbitMQ's 406): RuntimeError."""
-    from amqp_sansio.amqp091.client.ops import ChannelClosedError
-
     try:
         return channel.basic_consume(address, arguments={OFFSET_HEADER: start})
-    except ChannelClosedError as exc:
-        if exc.reply_code == 406 and OFFSET_HEADER in exc.reply_text:
+    except client.ClientError as exc:  # (the channel closed: a ChannelClosedError)
+        text = str(getattr(exc, "reply_text", ""))
+        if getattr(exc, "reply_code", None) == 406 and OFFSET_HEADER in text:
             raise RuntimeError(
-                f"{address!r} is not a stream: {exc.reply_text} (mode 'stream' reads queues "
+                f"{address!r} is not a stream: {text} (mode 'stream' reads queues "
                 "declared with x-queue-type 'stream'; use mode 'queue' for a queue)"
             ) from None
         raise
@@ -355,9 +357,7 @@ def first_offset(conn: Any, address: str, wait: float) -> int | None:
 def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, int]:
     """(first offset held, end) of the stream ``address`` (the module's docstring), on the
     0-9-1 connection ``conn``; (0, 0) for a stream that holds nothing."""
-    from .queue_reader import FIRST_BATCH_WAIT
-
-    wait = max(options.poll_interval, FIRST_BATCH_WAIT)
+    wait = max(options.poll_interval, FIRST_LOOK_WAIT)
     first = first_offset(conn, address, wait)
     if first is None:
         return 0, 0
@@ -365,8 +365,9 @@ def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, i
     return first, max(first, last + 1)
 
 
-def bounds_connection(options: ReadOptions) -> Any:
-    """A blocking 0-9-1 connection with these options (the driver's, for the bounds)."""
+def connect091(options: ReadOptions) -> Any:
+    """A blocking 0-9-1 connection with these options (the driver's, for the bounds, and
+    each task's)."""
     from .. import sockets
 
     return sockets.connect(options.url091(), protocol="0-9-1", **options.connect_options091())
@@ -379,7 +380,7 @@ def read_range(
     an executor; None for one that cannot be mapped to 1.0): a consumer from ``start`` with
     a prefetch of ``min(credit, end - start)``, acking each delivery. ``lost(first, end)``
     is called for offsets retention dropped before they were read."""
-    with bounds_connection(options) as conn:
+    with connect091(options) as conn:
         channel = conn.channel()
         channel.basic_qos(max(1, min(options.credit, end - start)))
         consumer = _consume(channel, address, Int64(start))

@@ -218,7 +218,7 @@ class _Bounds:
         if opts.protocol == "0-9-1":
             from . import amqp091
 
-            return amqp091.bounds_connection(opts)
+            return amqp091.connect091(opts)
         return opts.connect(opts.addresses[0])
 
     def _bounds(self, address: str) -> tuple[int, int]:

@@ -44,7 +44,7 @@ from ._record import ConnectionRecord
 from ._selector import Selector
 from ._store import StoredMessage
 from ._streams import Stream
-from ._streams091 import StreamRefused, check_queue_consume, consume_stream, not_supported
+from ._streams091 import StreamRefused, check_not_stream, check_stream_settle, consume_091
 from ._vhosts import Refused, VirtualHost
 
 if TYPE_CHECKING:
@@ -212,11 +212,8 @@ class _Channel:
         (``basic.get``, a cancelled consumer) go back to their queue."""
         back: list[int] = []
         for tag, (message, queue, consumer) in list(self.unacked.items()):
-            if (
-                consumer is None
-                or self.consumers.get(consumer.tag) is not consumer
-                or isinstance(queue, Stream)
-            ):
+            stream = isinstance(queue, Stream)  # (nothing to give back to: settle passes it)
+            if stream or consumer is None or self.consumers.get(consumer.tag) is not consumer:
                 back.append(tag)
                 continue
             del self.unacked[tag]
@@ -539,10 +536,10 @@ class BrokerConnection091:
             return  # (answers the engine handles, a client's -ok we do not wait for)
         try:
             handler(self, channel, method)
-        except Refused as refused:
+        except (Refused, StreamRefused) as refused:
             self._refuse(channel, refused, method)
 
-    def _refuse(self, channel: _Channel, refused: Refused, method: Method) -> None:
+    def _refuse(self, channel: _Channel, refused: Refused | StreamRefused, method: Method) -> None:
         text = f"{_CODE_NAMES.get(refused.reply_code, '')} - {refused.reply_text}"[:255]
         class_id, method_id = method.CLASS_ID, method.METHOD_ID
         if refused.hard:
@@ -663,16 +660,8 @@ class BrokerConnection091:
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
         vh = self._vh
-        name = self._queue_name(channel, m.queue)
-        stream = vh.stream(name)
-        if stream is not None:
-            self._consume_stream(channel, m, stream)
-            return
-        try:
-            if vh.queue(name) is not None:  # (none: 404 below)
-                check_queue_consume(name, vh.name, m.arguments)
-        except StreamRefused as refused:
-            raise Refused(refused.reply_code, refused.reply_text) from None
+        if consume_091(self, channel, m, self._queue_name(channel, m.queue)):
+            return  # (a stream's consumer)
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
@@ -697,38 +686,6 @@ class BrokerConnection091:
         vh.consumer_added(queue)
         self.broker._dirty[queue] = None
 
-    def _consume_stream(self, channel: _Channel, m: spec.BasicConsume, stream: Stream) -> None:
-        """``basic.consume`` of a stream (:mod:`._streams091`)."""
-        self._check_access(stream.address, send=False)
-        tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
-        if tag in channel.consumers:
-            raise Refused(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
-        try:
-            consumer: Any = consume_stream(
-                channel,
-                stream,
-                self._vh.name,
-                tag=tag,
-                no_ack=m.no_ack,
-                exclusive=m.exclusive,
-                arguments=m.arguments,
-                wall=self.broker.wall,
-            )
-        except StreamRefused as refused:
-            raise Refused(refused.reply_code, refused.reply_text) from None
-        self._ok(channel, m.no_wait, spec.BasicConsumeOk(consumer_tag=tag))
-        channel.consumers[tag] = consumer
-        stream.add_consumer(consumer)
-        self.broker._dirty[stream] = None
-
-    def _stream_settle(self, channel: _Channel, tags: list[int]) -> None:
-        """``basic.nack``/``basic.reject`` of a stream's delivery: 540 NOT_IMPLEMENTED."""
-        for tag in tags:
-            queue = channel.unacked[tag][1]
-            if isinstance(queue, Stream):
-                refused = not_supported("basic.nack and basic.reject", queue.address, self._vh.name)
-                raise Refused(refused.reply_code, refused.reply_text)
-
     def _basic_cancel(self, channel: _Channel, m: spec.BasicCancel) -> None:
         consumer = channel.consumers.pop(m.consumer_tag, None)
         if consumer is not None:
@@ -737,10 +694,7 @@ class BrokerConnection091:
 
     def _basic_get(self, channel: _Channel, m: spec.BasicGet) -> None:
         vh = self._vh
-        stream = vh.stream(self._queue_name(channel, m.queue))
-        if stream is not None:
-            refused = not_supported("basic.get", stream.address, vh.name)
-            raise Refused(refused.reply_code, refused.reply_text)
+        check_not_stream(vh.stream(self._queue_name(channel, m.queue)), "basic.get", vh.name)
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         vh.got(queue)
@@ -777,7 +731,7 @@ class BrokerConnection091:
 
     def _basic_nack(self, channel: _Channel, m: spec.BasicNack) -> None:
         tags = channel.tags(m.delivery_tag, m.multiple)
-        self._stream_settle(channel, tags)
+        check_stream_settle(channel, tags, self._vh.name)
         if channel.tx:
             channel.tx_acks.append(m)
             return
@@ -785,7 +739,7 @@ class BrokerConnection091:
 
     def _basic_reject(self, channel: _Channel, m: spec.BasicReject) -> None:
         tags = channel.tags(m.delivery_tag, False)
-        self._stream_settle(channel, tags)
+        check_stream_settle(channel, tags, self._vh.name)
         if channel.tx:
             channel.tx_acks.append(m)
             return

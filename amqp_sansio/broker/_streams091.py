@@ -29,6 +29,7 @@ RabbitMQ's rules (its "Streams" guide, "Usage" and "Consuming", checked against 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,7 +37,7 @@ import attrs
 
 from ..amqp091 import spec
 from ..amqp091.codec import FieldValue, Int64, Timestamp
-from ..amqp091.spec import ReplyCode
+from ..amqp091.spec import SOFT_ERRORS, ReplyCode
 from ._mapping import from_amqp10
 from ._nodes import Node
 from ._store import StoredMessage
@@ -47,6 +48,9 @@ __all__ = [
     "StreamConsumer",
     "StreamRecord",
     "StreamRefused",
+    "check_not_stream",
+    "check_stream_settle",
+    "consume_091",
     "parse_stream_arguments",
     "stream_start",
 ]
@@ -91,6 +95,11 @@ class StreamRefused(Exception):
         super().__init__(f"{reply_code} {reply_text}")
         self.reply_code = reply_code
         self.reply_text = reply_text
+
+    @property
+    def hard(self) -> bool:
+        """A hard error (540, 530) closes the connection; a soft one the channel."""
+        return self.reply_code not in SOFT_ERRORS
 
 
 def _text(value: Any) -> str | None:
@@ -355,3 +364,49 @@ def consume_stream(
     stream.retain()
     start = stream_start(arguments.get("x-stream-offset"), stream, wall)
     return StreamConsumer(channel, tag, stream, start, exclusive=exclusive)
+
+
+def check_not_stream(stream: Stream | None, what: str, vhost: str) -> None:
+    """``what`` (``basic.get``) is 540 NOT_IMPLEMENTED on a stream."""
+    if stream is not None:
+        raise not_supported(what, stream.address, vhost)
+
+
+def check_stream_settle(channel: Any, tags: list[int], vhost: str) -> None:
+    """``basic.nack``/``basic.reject`` of a stream's delivery: 540 NOT_IMPLEMENTED."""
+    for tag in tags:
+        node = channel.unacked[tag][1]
+        if isinstance(node, Stream):
+            raise not_supported("basic.nack and basic.reject", node.address, vhost)
+
+
+def consume_091(conn: Any, channel: Any, m: spec.BasicConsume, name: str) -> bool:
+    """``basic.consume`` of the queue ``name`` on ``conn``'s ``channel``: True when it is
+    a stream (the consumer added and answered); False for the caller to go on (a queue
+    that is there refuses ``x-stream-offset``, 406)."""
+    vh = conn._vh
+    vhost = vh.name
+    stream = vh.stream(name)
+    if stream is None:
+        if vh.queue(name) is not None:  # (none: the caller's 404)
+            check_queue_consume(name, vhost, m.arguments)
+        return False
+    conn._check_access(stream.address, send=False)
+    tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
+    if tag in channel.consumers:
+        raise StreamRefused(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
+    consumer = consume_stream(
+        channel,
+        stream,
+        vhost,
+        tag=tag,
+        no_ack=m.no_ack,
+        exclusive=m.exclusive,
+        arguments=m.arguments,
+        wall=conn.broker.wall,
+    )
+    conn._ok(channel, m.no_wait, spec.BasicConsumeOk(consumer_tag=tag))
+    channel.consumers[tag] = consumer
+    stream.add_consumer(consumer)
+    conn.broker._dirty[stream] = None
+    return True

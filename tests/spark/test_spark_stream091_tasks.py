@@ -130,7 +130,7 @@ def test_a_batch_read_in_ranges(url: str, streams: Streams) -> None:
 def test_the_bounds_seen_by_the_driver(url: str, streams: Streams) -> None:
     name = streams.new()
     opts = options(url, name)
-    with amqp091.bounds_connection(opts) as conn:
+    with amqp091.connect091(opts) as conn:
         assert amqp091.stream_bounds(conn, opts, name) == (0, 0)  # empty
         publish(url, name, 7)
         assert amqp091.stream_bounds(conn, opts, name) == (0, 7)
