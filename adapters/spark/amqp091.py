@@ -28,12 +28,12 @@ argument ``x-stream-offset``; each delivery carries its offset in the header
 ``x-stream-offset``. 0-9-1 has no way to ask a stream where it stands, so
 :func:`stream_bounds` looks: a consumer from ``first`` gives the first offset held (its
 first delivery's), one from ``last`` the end (one past the highest offset it is sent before
-it has been quiet for ``pollInterval``; any offset seen is one the stream has, so the end is
-never past the stream's, only perhaps behind it). :func:`read_range` reads one range: from
-its start to its end, acking as it goes. RabbitMQ starts a consumer at the chunk holding the
-offset asked for (earlier offsets are skipped) and its offsets may skip some (a segment
-starts with a tracking record): a gap is data loss only when the stream's first offset is
-past what was expected (asked again at each gap).
+it has been quiet for ``pollInterval``, or ``credit`` came; any offset seen is one the stream
+has, so the end is never past the stream's, only perhaps behind it). :func:`read_range`
+reads one range: from its start to its end, acking as it goes. RabbitMQ starts a consumer
+at the chunk holding the offset asked for (earlier offsets are skipped) and its offsets may
+skip some (a segment starts with a tracking record): a gap is data loss only when the
+stream's first offset is past what was expected (asked again at each gap).
 """
 
 from __future__ import annotations
@@ -325,17 +325,17 @@ def _receive(consumer: Any, timeout: float) -> Any:
 
 def _look(conn: Any, address: str, spec: Any, prefetch: int, wait: float, quiet: float) -> int:
     """The highest offset a consumer from ``spec`` is sent, on a channel of its own, until
-    none comes for ``quiet`` s (the first: ``wait`` s); -1 when none comes at all."""
+    none comes for ``quiet`` s (the first: ``wait`` s) or ``prefetch`` came (a stream
+    written to without a pause would never be quiet); -1 when none comes at all."""
     channel = conn.channel()
     try:
         channel.basic_qos(prefetch)
         consumer = _consume(channel, address, spec)
-        highest, timeout = -1, wait
-        while (delivery := _receive(consumer, timeout)) is not None:
+        highest, timeout, count = -1, wait, 0
+        while count < prefetch and (delivery := _receive(consumer, timeout)) is not None:
             highest = max(highest, _offset_of(delivery, address))
             delivery.ack()
-            if quiet <= 0:
-                break
+            count += 1
             timeout = quiet
         return highest
     finally:

@@ -8,6 +8,8 @@ when it is not set or not reachable). Streams are queues declared with ``x-queue
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -222,4 +224,38 @@ def test_rabbitmq_offsets_may_skip_without_loss() -> None:
         assert offsets[-1] > 59  # some skipped
         assert sorted(int(r[0].split(b".")[0].split()[1]) for r in rows) == list(range(60))
     finally:
+        streams.delete()
+
+
+def test_the_end_of_a_stream_never_quiet(ours: str) -> None:
+    """A stream written to without a pause: the look for its end stops after ``credit``
+    deliveries, and what it gives is an offset the stream has."""
+    streams = Streams(ours)
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        with sockets.connect(ours, protocol="0-9-1") as conn:
+            channel = conn.channel()
+            deadline = time.monotonic() + 30
+            while not stop.is_set() and time.monotonic() < deadline:
+                channel.basic_publish("", name, b"more")
+                time.sleep(0.01)
+
+    try:
+        name = streams.new()
+        publish(ours, name, 5)
+        writer = threading.Thread(target=keep_writing, daemon=True)
+        writer.start()
+        opts = options(ours, name, credit="3", pollInterval="1")
+        started = time.monotonic()
+        with amqp091.connect091(opts) as conn:
+            first, end = amqp091.stream_bounds(conn, opts, name)
+        assert time.monotonic() - started < 10  # (the writer goes on for 30 s)
+        assert first == 0 and end >= 5
+        stop.set()
+        writer.join(timeout=30)
+        rows = list(stream_reader.read_range(opts, stream_reader.OffsetRange(name, 0, end)))
+        assert [_offset(r) for r in rows] == list(range(end))
+    finally:
+        stop.set()
         streams.delete()
