@@ -203,9 +203,9 @@ class _Bounds:
         else:
             errors = (OSError, amqp.AMQPError)
         for attempt in (1, 2):
+            if self._conn is None:
+                self._conn = self._connect()
             try:
-                if self._conn is None:
-                    self._conn = self._connect()
                 return {a: self._bounds(a) for a in opts.addresses}
             except errors:
                 self.close()  # a lost connection: once more on a new one
