@@ -28,8 +28,9 @@ argument ``x-stream-offset``; each delivery carries its offset in the header
 ``x-stream-offset``. 0-9-1 has no way to ask a stream where it stands, so
 :func:`stream_bounds` looks: a consumer from ``first`` gives the first offset held (its
 first delivery's), one from ``last`` the end (one past the highest offset it is sent before
-it has been quiet for ``pollInterval``, or ``credit`` came; any offset seen is one the stream
-has, so the end is never past the stream's, only perhaps behind it). :func:`read_range`
+it has been quiet for ``pollInterval``, or for at most ten times that; any offset seen is
+one the stream has, so the end is never past the stream's, only perhaps behind it).
+:func:`read_range`
 reads one range: from its start to its end, acking as it goes. RabbitMQ starts a consumer
 at the chunk holding the offset asked for (earlier offsets are skipped) and its offsets may
 skip some (a segment starts with a tracking record): a gap is data loss only when the
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -68,6 +70,8 @@ OFFSET_HEADER = "x-stream-offset"
 #: Seconds the driver waits for a stream's first delivery (none: the stream is empty), at
 #: least: as long as queue mode waits for a first message (``FIRST_BATCH_WAIT``).
 FIRST_LOOK_WAIT = 2.0
+#: The prefetch of the driver's look for a stream's end.
+LOOK_PREFETCH = 5000
 #: What a lost connection or channel raises on the 0-9-1 client.
 ERRORS = (OSError, client.ClientError)
 
@@ -325,17 +329,21 @@ def _receive(consumer: Any, timeout: float) -> Any:
 
 def _look(conn: Any, address: str, spec: Any, prefetch: int, wait: float, quiet: float) -> int:
     """The highest offset a consumer from ``spec`` is sent, on a channel of its own, until
-    none comes for ``quiet`` s (the first: ``wait`` s) or ``prefetch`` came (a stream
-    written to without a pause would never be quiet); -1 when none comes at all."""
+    none comes for ``quiet`` s (the first: ``wait`` s) or ``10 * quiet`` s (at least 1 s)
+    have passed since the first (a stream written to without a pause is never quiet; a
+    chunk RabbitMQ sends comes at once); -1 when none comes at all."""
     channel = conn.channel()
     try:
         channel.basic_qos(prefetch)
         consumer = _consume(channel, address, spec)
-        highest, timeout, count = -1, wait, 0
-        while count < prefetch and (delivery := _receive(consumer, timeout)) is not None:
+        highest, timeout, until = -1, wait, None
+        while (delivery := _receive(consumer, timeout)) is not None:
             highest = max(highest, _offset_of(delivery, address))
             delivery.ack()
-            count += 1
+            now = time.monotonic()
+            until = now + max(1.0, 10 * quiet) if until is None else until
+            if now >= until:
+                break
             timeout = quiet
         return highest
     finally:
@@ -361,7 +369,7 @@ def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, i
     first = first_offset(conn, address, wait)
     if first is None:
         return 0, 0
-    last = _look(conn, address, "last", options.credit, wait, options.poll_interval)
+    last = _look(conn, address, "last", LOOK_PREFETCH, wait, options.poll_interval)
     return first, max(first, last + 1)
 
 
