@@ -18,13 +18,30 @@ unacked, and a part is acked only once staged.
 
 The writers publish each row (mapped the other way) to the default exchange with the
 address as routing key, ``mandatory``, on a channel in confirm mode: a task succeeds only
-once every message was confirmed (a nack or a return fails it).
+once every message was confirmed (a nack or a return fails it). A stream (a queue declared
+with ``x-queue-type`` ``stream``) is written so too.
+
+Mode ``stream`` (:mod:`.stream_reader` plans the offset ranges) reads RabbitMQ's streams
+(and the reference broker's) as RabbitMQ documents for 0-9-1 clients: a consumer with a
+prefetch, manual acks (an ack is credit: nothing leaves a stream), and the consumer
+argument ``x-stream-offset``; each delivery carries its offset in the header
+``x-stream-offset``. 0-9-1 has no way to ask a stream where it stands, so
+:func:`stream_bounds` looks: a consumer from ``first`` gives the first offset held (its
+first delivery's), one from ``last`` the end (one past the highest offset it is sent before
+it has been quiet for ``pollInterval``, or for at most ten times that; any offset seen is
+one the stream has, so the end is never past the stream's, only perhaps behind it).
+:func:`read_range`
+reads one range: from its start to its end, acking as it goes. RabbitMQ starts a consumer
+at the chunk holding the offset asked for (earlier offsets are skipped) and its offsets may
+skip some (a segment starts with a tracking record): a gap is data loss only when the
+stream's first offset is past what was expected (asked again at each gap).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,11 +49,31 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
+from amqp_sansio import client
+from amqp_sansio.amqp091 import Int64
 from amqp_sansio.broker import from_amqp10, to_amqp10
 
 from .options import ReadOptions, WriteOptions
 
-__all__ = ["Delivery091", "Receiver091", "blocking_consumer", "open_receivers", "publish_rows"]
+__all__ = [
+    "Delivery091",
+    "Receiver091",
+    "blocking_consumer",
+    "open_receivers",
+    "publish_rows",
+    "read_range",
+    "stream_bounds",
+]
+
+#: The header of a stream's deliveries that carries each one's offset (RabbitMQ's).
+OFFSET_HEADER = "x-stream-offset"
+#: Seconds the driver waits for a stream's first delivery (none: the stream is empty), at
+#: least: as long as queue mode waits for a first message (``FIRST_BATCH_WAIT``).
+FIRST_LOOK_WAIT = 2.0
+#: The prefetch of the driver's look for a stream's end.
+LOOK_PREFETCH = 5000
+#: What a lost connection or channel raises on the 0-9-1 client.
+ERRORS = (OSError, client.ClientError)
 
 
 class Delivery091:
@@ -247,3 +284,135 @@ def publish_rows(
     if done is not None:
         done(confirmed)
     return sent
+
+
+# -- mode stream -------------------------------------------------------------------------------
+
+
+def _offset_of(delivery: Any, address: str) -> int:
+    offset = (delivery.properties.headers or {}).get(OFFSET_HEADER)
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise RuntimeError(
+            f"{address!r} is not a stream: its deliveries carry no {OFFSET_HEADER!r} header "
+            "(mode 'stream' reads queues declared with x-queue-type 'stream'; use mode "
+            "'queue' for a queue)"
+        )
+    return int(offset)
+
+
+def _consume(channel: Any, address: str, start: Any) -> Any:
+    """A consumer of the stream ``address`` from ``start`` (``x-stream-offset``); a queue
+    that is not a stream refuses the argument (RabbitMQ's 406): RuntimeError."""
+    try:
+        return channel.basic_consume(address, arguments={OFFSET_HEADER: start})
+    except client.ClientError as exc:  # (the channel closed: a ChannelClosedError)
+        text = str(getattr(exc, "reply_text", ""))
+        if getattr(exc, "reply_code", None) == 406 and OFFSET_HEADER in text:
+            raise RuntimeError(
+                f"{address!r} is not a stream: {text} (mode 'stream' reads queues "
+                "declared with x-queue-type 'stream'; use mode 'queue' for a queue)"
+            ) from None
+        raise
+
+
+def _receive(consumer: Any, timeout: float) -> Any:
+    """The consumer's next delivery, or None after ``timeout`` s; RuntimeError when the
+    broker ended the consumer."""
+    try:
+        delivery = consumer.receive(timeout=timeout)
+    except TimeoutError:
+        return None
+    if delivery is None:
+        raise RuntimeError("the broker cancelled the consumer of a stream")
+    return delivery
+
+
+def _look(conn: Any, address: str, spec: Any, prefetch: int, wait: float, quiet: float) -> int:
+    """The highest offset a consumer from ``spec`` is sent, on a channel of its own, until
+    none comes for ``quiet`` s (the first: ``wait`` s) or ``10 * quiet`` s (at least 1 s)
+    have passed since the first (a stream written to without a pause is never quiet; a
+    chunk RabbitMQ sends comes at once); -1 when none comes at all."""
+    channel = conn.channel()
+    try:
+        channel.basic_qos(prefetch)
+        consumer = _consume(channel, address, spec)
+        highest, timeout, until = -1, wait, None
+        while (delivery := _receive(consumer, timeout)) is not None:
+            highest = max(highest, _offset_of(delivery, address))
+            delivery.ack()
+            now = time.monotonic()
+            until = now + max(1.0, 10 * quiet) if until is None else until
+            if now >= until:
+                break
+            timeout = quiet
+        return highest
+    finally:
+        channel.close()
+
+
+def first_offset(conn: Any, address: str, wait: float) -> int | None:
+    """The first offset the stream ``address`` holds (None: it holds nothing)."""
+    channel = conn.channel()
+    try:
+        channel.basic_qos(1)
+        consumer = _consume(channel, address, "first")
+        delivery = _receive(consumer, wait)
+        return None if delivery is None else _offset_of(delivery, address)
+    finally:
+        channel.close()
+
+
+def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, int]:
+    """(first offset held, end) of the stream ``address`` (the module's docstring), on the
+    0-9-1 connection ``conn``; (0, 0) for a stream that holds nothing."""
+    wait = max(options.poll_interval, FIRST_LOOK_WAIT)
+    first = first_offset(conn, address, wait)
+    if first is None:
+        return 0, 0
+    last = _look(conn, address, "last", LOOK_PREFETCH, wait, options.poll_interval)
+    return first, max(first, last + 1)
+
+
+def connect091(options: ReadOptions) -> Any:
+    """A blocking 0-9-1 connection with these options (the driver's, for the bounds, and
+    each task's)."""
+    from .. import sockets
+
+    return sockets.connect(options.url091(), protocol="0-9-1", **options.connect_options091())
+
+
+def read_range(
+    options: ReadOptions, address: str, start: int, end: int, lost: Callable[[int, int], None]
+) -> Iterator[tuple[int, amqp.Message | None]]:
+    """(offset, message) of each message of the stream ``address`` in ``[start, end)`` (on
+    an executor; None for one that cannot be mapped to 1.0): a consumer from ``start`` with
+    a prefetch of ``min(credit, end - start)``, acking each delivery. ``lost(first, end)``
+    is called for offsets retention dropped before they were read."""
+    with connect091(options) as conn:
+        channel = conn.channel()
+        channel.basic_qos(max(1, min(options.credit, end - start)))
+        consumer = _consume(channel, address, Int64(start))
+        expected = start
+        while expected < end:
+            delivery = _receive(consumer, options.timeout)
+            if delivery is None:
+                raise RuntimeError(
+                    f"no message at offset {expected} of stream {address!r} within "
+                    f"{options.timeout} s (option 'timeout')"
+                )
+            offset = _offset_of(delivery, address)
+            delivery.ack()
+            if offset < expected:
+                continue  # (RabbitMQ starts at the chunk that holds ``start``)
+            if offset > expected:
+                first = first_offset(conn, address, options.timeout)
+                if first is not None and first > expected:
+                    lost(expected, min(first, offset, end))
+            if offset >= end:
+                break
+            try:
+                message: amqp.Message | None = Delivery091(delivery).message
+            except ValueError:
+                message = None
+            yield offset, message
+            expected = offset + 1

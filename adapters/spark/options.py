@@ -241,8 +241,6 @@ class ReadOptions(_Options):
         self.mode = given.get("mode", "queue").lower()
         if self.mode not in ("queue", "stream"):
             raise OptionError(f"option 'mode' must be 'queue' or 'stream', not {self.mode!r}")
-        if self.protocol == "0-9-1" and self.mode != "queue":
-            raise OptionError("protocol '0-9-1' reads queues: option 'mode' must be 'queue'")
         if self.mode == "stream":
             self._stream_mode(given, streaming=streaming)
         for name in ("startingoffsets", "endingoffsets", "failondataloss"):

@@ -17,6 +17,10 @@ is processed exactly once.
 Offsets retention has dropped before a task read them are data loss: with
 ``failOnDataLoss`` (the default) the task fails, naming the stream and the offsets; without
 it they are skipped, with a warning.
+
+With option ``protocol`` ``0-9-1`` the plan is the same; only asking a stream where it
+stands and reading a range are 0-9-1's (:mod:`.amqp091`: RabbitMQ's streams as 0-9-1
+clients read them, with ``x-stream-offset``).
 """
 
 from __future__ import annotations
@@ -114,10 +118,14 @@ def _lost(options: ReadOptions, address: str, first: int, end: int) -> None:
 
 def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, ...]]:
     """The rows of offsets [start, end) of ``part``'s stream (on an executor): a receiver
-    of its own, attached with the offset filter at ``start``; gaps are data loss."""
+    of its own, attached with the offset filter at ``start``; gaps are data loss. With
+    protocol ``0-9-1``: :func:`.amqp091.read_range`."""
     if part.start >= part.end:
         return  # an empty range: nothing to connect for
     address = part.address
+    if options.protocol == "0-9-1":
+        yield from _read_range091(options, part)
+        return
     with options.connect(address) as conn:
         receiver = conn.receiver(
             address,
@@ -161,6 +169,24 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, .
             expected = offset + 1
 
 
+def _read_range091(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, ...]]:
+    from . import amqp091
+
+    address = part.address
+
+    def lost(first: int, end: int) -> None:
+        _lost(options, address, first, end)
+
+    for offset, message in amqp091.read_range(options, address, part.start, part.end, lost):
+        if message is None:
+            _log.warning(
+                "an undecodable message in stream %r at offset %d: skipped", address, offset
+            )
+            continue
+        row = message_to_row(message, address)
+        yield (*row[:-2], offset, 0)
+
+
 class _Bounds:
     """The driver's connection, for asking streams where they stand."""
 
@@ -170,16 +196,38 @@ class _Bounds:
 
     def __call__(self) -> dict[str, tuple[int, int]]:
         opts = self.options
+        if opts.protocol == "0-9-1":
+            from . import amqp091
+
+            errors: tuple[type[Exception], ...] = amqp091.ERRORS
+        else:
+            errors = (OSError, amqp.AMQPError)
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = opts.connect(opts.addresses[0])
+                self._conn = self._connect()
             try:
-                return {a: bounds(self._conn, a, opts.timeout) for a in opts.addresses}
-            except (OSError, amqp.AMQPError):
+                return {a: self._bounds(a) for a in opts.addresses}
+            except errors:
                 self.close()  # a lost connection: once more on a new one
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _connect(self) -> Any:
+        opts = self.options
+        if opts.protocol == "0-9-1":
+            from . import amqp091
+
+            return amqp091.connect091(opts)
+        return opts.connect(opts.addresses[0])
+
+    def _bounds(self, address: str) -> tuple[int, int]:
+        opts = self.options
+        if opts.protocol == "0-9-1":
+            from . import amqp091
+
+            return amqp091.stream_bounds(self._conn, opts, address)
+        return bounds(self._conn, address, opts.timeout)
 
     def close(self) -> None:
         conn, self._conn = self._conn, None

@@ -44,6 +44,8 @@ from ._nodes import Node, Queue
 from ._record import ConnectionRecord
 from ._selector import Selector
 from ._store import StoredMessage
+from ._streams import Stream
+from ._streams091 import StreamRefused, check_not_stream, check_stream_settle, consume_091
 from ._vhosts import Refused, VirtualHost
 
 if TYPE_CHECKING:
@@ -177,6 +179,8 @@ class _Channel:
             if consumer is not None:
                 consumer.unacked -= 1
                 broker._dirty[consumer.queue] = None  # room under its prefetch
+            if isinstance(queue, Stream):
+                continue  # (a stream's ack is credit: nothing leaves it, ._streams091)
             if ack:
                 conn._taken(queue, message)
             elif requeue:
@@ -208,7 +212,8 @@ class _Channel:
         (``basic.get``, a cancelled consumer) go back to their queue."""
         back: list[int] = []
         for tag, (message, queue, consumer) in list(self.unacked.items()):
-            if consumer is None or self.consumers.get(consumer.tag) is not consumer:
+            stream = isinstance(queue, Stream)  # (nothing to give back to: settle passes it)
+            if stream or consumer is None or self.consumers.get(consumer.tag) is not consumer:
                 back.append(tag)
                 continue
             del self.unacked[tag]
@@ -526,10 +531,10 @@ class BrokerConnection091:
             return  # (answers the engine handles, a client's -ok we do not wait for)
         try:
             handler(self, channel, method)
-        except Refused as refused:
+        except (Refused, StreamRefused) as refused:
             self._refuse(channel, refused, method)
 
-    def _refuse(self, channel: _Channel, refused: Refused, method: Method) -> None:
+    def _refuse(self, channel: _Channel, refused: Refused | StreamRefused, method: Method) -> None:
         text = f"{_CODE_NAMES.get(refused.reply_code, '')} - {refused.reply_text}"[:255]
         class_id, method_id = method.CLASS_ID, method.METHOD_ID
         if refused.hard:
@@ -650,6 +655,8 @@ class BrokerConnection091:
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
         vh = self._vh
+        if consume_091(self, channel, m, self._queue_name(channel, m.queue)):
+            return  # (a stream's consumer)
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
@@ -682,6 +689,7 @@ class BrokerConnection091:
 
     def _basic_get(self, channel: _Channel, m: spec.BasicGet) -> None:
         vh = self._vh
+        check_not_stream(vh.stream(self._queue_name(channel, m.queue)), "basic.get", vh.name)
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
         self._check_access(queue.address, send=False)
         vh.got(queue)
@@ -718,6 +726,7 @@ class BrokerConnection091:
 
     def _basic_nack(self, channel: _Channel, m: spec.BasicNack) -> None:
         tags = channel.tags(m.delivery_tag, m.multiple)
+        check_stream_settle(channel, tags, self._vh.name)
         if channel.tx:
             channel.tx_acks.append(m)
             return
@@ -725,6 +734,7 @@ class BrokerConnection091:
 
     def _basic_reject(self, channel: _Channel, m: spec.BasicReject) -> None:
         tags = channel.tags(m.delivery_tag, False)
+        check_stream_settle(channel, tags, self._vh.name)
         if channel.tx:
             channel.tx_acks.append(m)
             return

@@ -8,9 +8,10 @@ is sent messages. Each message goes out with its offset in the message-annotatio
 (``x-stream-offset``, a long; core spec 3.2.3), and a consumer's outcomes are taken and
 ignored: nothing leaves a stream but by retention, which drops the oldest messages past a
 maximum length or size (:class:`~amqp_sansio.broker.BrokerConfig` ``stream_max_length`` and
-``stream_max_bytes``). A consumer that asks for an offset retention has dropped starts at
-the first one still there: the gap between the offset it asked for and the first one it gets
-is how it detects the loss.
+``stream_max_bytes``; a stream declared over AMQP 0-9-1 may set its own size and age limits,
+RabbitMQ's ``x-max-length-bytes`` and ``x-max-age``, see :mod:`._streams091`). A consumer
+that asks for an offset retention has dropped starts at the first one still there: the gap
+between the offset it asked for and the first one it gets is how it detects the loss.
 
 The broker's answer to a consumer's attach tells it where the stream stands, without
 consuming: its ``properties`` (core spec 2.7.3 ``attach``) carry ``amqp-sansio:first-offset``
@@ -25,6 +26,7 @@ starts its streams empty.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from ..codec.types import Described, Symbol, Timestamp
@@ -128,6 +130,13 @@ class Stream(Node):
         self.first = 0
         self.bytes = 0
         self.consumers: list[Consumer] = []
+        #: The broker's wall-clock time each message held arrived (``_times[i]`` for
+        #: ``_log[i]``): for age retention and for reading from a time.
+        self._times: list[float] = []
+        #: This stream's own limits (None: the broker's ``stream_max_bytes``; no age
+        #: limit): RabbitMQ's ``x-max-length-bytes`` and ``x-max-age`` (seconds).
+        self.max_bytes: int | None = None
+        self.max_age: float | None = None
 
     @property
     def end(self) -> int:
@@ -143,6 +152,7 @@ class Stream(Node):
         retention. A stream takes everything (its limits drop the oldest instead)."""
         message.annotate({OFFSET_ANNOTATION: self.end})
         self._log.append(message)
+        self._times.append(self.broker.wall)
         self.bytes += message.size
         self._had_messages = True
         self._retain()
@@ -150,9 +160,13 @@ class Stream(Node):
 
     def _retain(self) -> None:
         config = self.broker.config
-        length, size = config.stream_max_length, config.stream_max_bytes
+        length = config.stream_max_length
+        size = config.stream_max_bytes if self.max_bytes is None else self.max_bytes
+        oldest = None if self.max_age is None else self.broker.wall - self.max_age
         while self.depth > 1 and (
-            (length is not None and self.depth > length) or (size is not None and self.bytes > size)
+            (length is not None and self.depth > length)
+            or (size is not None and self.bytes > size)
+            or (oldest is not None and self._times[self._head] < oldest)
         ):
             dropped = self._log[self._head]
             dropped.dropped = True
@@ -161,7 +175,20 @@ class Stream(Node):
             self.first += 1
         if self._head > 1024 and self._head * 2 > len(self._log):
             del self._log[: self._head]
+            del self._times[: self._head]
             self._head = 0
+
+    def retain(self) -> None:
+        """Apply retention now (age retention is applied when a message arrives and when a
+        consumer comes or the stream is declared, not on a timer)."""
+        self._retain()
+
+    def offset_at(self, wall: float) -> int:
+        """The offset of the first message held that arrived at ``wall`` (broker wall-clock
+        seconds) or later; the end when there is none (RabbitMQ's ``x-stream-offset`` as a
+        timestamp)."""
+        index = bisect.bisect_left(self._times, wall, lo=self._head)
+        return self.first + index - self._head
 
     def position(self, start: int | str) -> int:
         """The offset a consumer asking for ``start`` (from :func:`offset_filter`) reads
@@ -210,5 +237,6 @@ class Stream(Node):
             message.dropped = True
         self.first = self.end
         self._log.clear()
+        self._times.clear()
         self._head = 0
         self.bytes = 0

@@ -70,6 +70,15 @@ from ._store import (
     TopologyStore,
     VhostRecord,
 )
+from ._streams import Stream
+from ._streams091 import (
+    StreamRecord,
+    StreamRefused,
+    check_stream_flags,
+    is_stream_declare,
+    not_supported,
+    parse_stream_arguments,
+)
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -122,6 +131,11 @@ class Refused(Exception):
     @property
     def hard(self) -> bool:
         return self.reply_code not in SOFT_ERRORS
+
+
+def _refused(refused: StreamRefused) -> Refused:
+    """A stream's refusal (:mod:`._streams091`) as the virtual host's."""
+    return Refused(refused.reply_code, refused.reply_text)
 
 
 # -- queue arguments ---------------------------------------------------------------------------
@@ -210,7 +224,7 @@ class Published:
     whether the message is (delivery-mode 2: a publisher's confirm waits for the store)."""
 
     routed: int = 0
-    refused: list[tuple[Queue, str]] = attrs.field(factory=list)
+    refused: list[tuple[Queue | Stream, str]] = attrs.field(factory=list)
     durable: bool = False
 
 
@@ -276,6 +290,10 @@ class VirtualHost:
         self._kept: dict[Binding, None] = {}
         if self._topology is not None:
             self._topology.keep_topology(VhostRecord(name))
+        #: Streams (``x-queue-type`` ``stream``, :mod:`._streams091`): the 0-9-1
+        #: declarations by name, and the streams of a virtual host other than ``/``.
+        self.stream_records: dict[str, StreamRecord] = {}
+        self._streams: dict[str, Stream] = {}
 
     def __repr__(self) -> str:
         return f"<VirtualHost {self.name!r}>"
@@ -507,7 +525,8 @@ class VirtualHost:
                 ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange"
             )
         if kind == "queue":
-            self._usable_queue(name, owner)
+            if self.stream(name) is None:
+                self._usable_queue(name, owner)
         else:
             self.exchange(name)
         return self.exchange(source), destination
@@ -524,9 +543,13 @@ class VirtualHost:
         auto_delete: bool = False,
         arguments: Mapping[str, FieldValue] | None = None,
         owner: object | None = None,
-    ) -> tuple[Queue, int, int]:
-        """``queue.declare`` (1.7.2.1): the queue, its ready messages and its consumers."""
+    ) -> tuple[Queue | Stream, int, int]:
+        """``queue.declare`` (1.7.2.1): the queue (or stream), its ready messages and its
+        consumers."""
         arguments = dict(arguments or {})
+        declared = self._declare_stream(name, passive, durable, exclusive, auto_delete, arguments)
+        if declared is not None:
+            return declared
         if passive:
             queue = self._usable_queue(name, owner)
             self._used(queue)
@@ -594,7 +617,9 @@ class VirtualHost:
 
     def purge_queue(self, name: str, *, owner: object | None = None) -> int:
         """``queue.purge`` (1.7.2.7): the ready messages go (not those out with consumers);
-        returns how many."""
+        returns how many. A stream: 540 NOT_IMPLEMENTED (RabbitMQ's)."""
+        if self.stream(name) is not None:
+            raise _refused(not_supported("queue.purge", name, self.name))
         queue = self._usable_queue(name, owner)
         count = len(queue.available)
         for message in list(queue.available.values()):
@@ -613,6 +638,9 @@ class VirtualHost:
         """``queue.delete`` (1.7.2.9): returns the messages it held. Deleting a queue that
         is not there is no error (RabbitMQ's); ``if_unused`` refuses one with consumers,
         ``if_empty`` one with messages (406)."""
+        stream = self.stream(name)
+        if stream is not None:
+            return self._delete_stream(stream, if_unused=if_unused, if_empty=if_empty)
         if self.queue(name) is None:
             return 0
         queue = self._usable_queue(name, owner)
@@ -630,6 +658,9 @@ class VirtualHost:
         ``registered``: it was the broker's node of its name, a node of ``/``): its record
         and the bindings to it go."""
         name = node.address
+        if isinstance(node, Stream):
+            self._stream_deleted(node, registered)
+            return
         if not isinstance(node, Queue):
             return
         if self.default:
@@ -682,6 +713,107 @@ class VirtualHost:
         """``basic.get`` read the queue (it counts as use for ``x-expires``)."""
         self._used(queue)
 
+    # -- streams (x-queue-type stream: ._streams091) -------------------------------------------
+
+    def stream(self, name: str) -> Stream | None:
+        """The stream of that name, if there is one (in ``/``: a broker node that is a
+        stream, made by 0-9-1 or by 1.0)."""
+        node = self.broker.nodes.get(name) if self.default else self._streams.get(name)
+        if isinstance(node, Stream) and not node.deleted:
+            return node
+        return None
+
+    def _declare_stream(
+        self,
+        name: str,
+        passive: bool,
+        durable: bool,
+        exclusive: bool,
+        auto_delete: bool,
+        arguments: dict[str, FieldValue],
+    ) -> tuple[Stream, int, int] | None:
+        """``queue.declare`` of a stream (:mod:`._streams091`), or None when the declare is
+        not about one (no ``x-queue-type`` ``stream``, and no stream of that name)."""
+        existing = self.stream(name)
+        record = self.stream_records.get(name)  # (gone with its stream: _stream_deleted)
+        wants = is_stream_declare(arguments)
+        if passive:
+            if existing is None:
+                return None
+            existing.retain()
+            return existing, existing.depth, len(existing.consumers)
+        if not wants:
+            if existing is None:
+                return None
+            given = arguments.get("x-queue-type")
+            received = "none" if given is None else repr(_text("x-queue-type", given))
+            raise Refused(
+                ReplyCode.PRECONDITION_FAILED,
+                f"inequivalent arg 'x-queue-type' for queue '{name}' in vhost '{self.name}': "
+                f"received {received} but current is 'stream'",
+            )
+        if name == "":
+            name = SERVER_NAMED_PREFIX + secrets.token_urlsafe(16)
+        try:
+            check_stream_flags(
+                name, self.name, durable=durable, exclusive=exclusive, auto_delete=auto_delete
+            )
+            max_bytes, max_age = parse_stream_arguments(name, self.name, arguments)
+            if record is not None:
+                why = record.inequivalent(self.name, arguments)
+                if why is not None:
+                    raise StreamRefused(ReplyCode.PRECONDITION_FAILED, why)
+        except StreamRefused as refused:
+            raise _refused(refused) from None
+        if existing is None:
+            other = self.broker.nodes.get(name) if self.default else self._queues.get(name)
+            if other is not None and not other.deleted:
+                current = "classic" if isinstance(other, Queue) else other.kind
+                raise Refused(
+                    ReplyCode.PRECONDITION_FAILED,
+                    f"inequivalent arg 'x-queue-type' for queue '{name}' in vhost "
+                    f"'{self.name}': received 'stream' but current is '{current}'",
+                )
+            if name.startswith(RESERVED_PREFIX) and not name.startswith(SERVER_NAMED_PREFIX):
+                raise Refused(
+                    ReplyCode.ACCESS_REFUSED,
+                    f"queue name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'",
+                )
+            existing = Stream(self.broker, name)
+            if self.default:
+                self.broker.nodes[name] = existing
+            else:
+                self._streams[name] = existing
+        existing.auto = False  # (a stream made by a 1.0 attach, adopted)
+        existing.max_bytes, existing.max_age = max_bytes, max_age
+        self.stream_records[name] = StreamRecord(existing, arguments)
+        existing.retain()
+        return existing, existing.depth, len(existing.consumers)
+
+    def _delete_stream(self, stream: Stream, *, if_unused: bool, if_empty: bool) -> int:
+        """``queue.delete`` of a stream: returns the messages it held."""
+        name = stream.address
+        if if_unused and stream.consumers:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in use")
+        if if_empty and stream.depth:
+            raise Refused(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' not empty")
+        count = stream.depth
+        self.broker.delete_node(stream)
+        return count
+
+    def _stream_deleted(self, stream: Stream, registered: bool) -> None:
+        """A stream of this virtual host was deleted: its record and bindings go."""
+        name = stream.address
+        if self.default:
+            if not registered:
+                return
+        elif self._streams.get(name) is stream:
+            del self._streams[name]
+        else:
+            return
+        self.stream_records.pop(name, None)
+        self._unbind_destination(("queue", name))
+
     # -- routing -------------------------------------------------------------------------------
 
     def route(
@@ -691,22 +823,22 @@ class VirtualHost:
         headers: Mapping[str, FieldValue] | None,
         *,
         publishing: bool = True,
-    ) -> list[Queue]:
-        """The queues a message published to ``exchange`` with ``routing_key`` and
+    ) -> list[Queue | Stream]:
+        """The queues (and streams) a message published to ``exchange`` with ``routing_key`` and
         ``headers`` goes to, each once: the default exchange's queue of that name, or the
         destinations of the exchange's matching bindings, following exchange-to-exchange
         bindings (each exchange visited once) and alternate exchanges (RabbitMQ's
         ``alternate-exchange`` argument: where an exchange routes nothing). 404 if the
         exchange is not there; 403 to publish to an internal one."""
         if exchange == "":
-            queue = self.queue(routing_key)
+            queue = self.queue(routing_key) or self.stream(routing_key)
             return [] if queue is None else [queue]
         first = self.exchange(exchange)
         if publishing and first.internal:
             raise Refused(
                 ReplyCode.ACCESS_REFUSED, f"cannot publish to internal exchange '{exchange}'"
             )
-        queues: dict[Queue, None] = {}
+        queues: dict[Queue | Stream, None] = {}
         seen: set[str] = set()
         todo = [first]
         while todo:
@@ -718,7 +850,7 @@ class VirtualHost:
             for binding in current.match(routing_key, headers):
                 kind, name = binding.destination
                 if kind == "queue":
-                    queue = self.queue(name)
+                    queue = self.queue(name) or self.stream(name)
                     if queue is not None:
                         queues[queue] = None
                         routed = True

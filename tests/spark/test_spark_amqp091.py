@@ -22,7 +22,6 @@ from support.rabbitmq import rabbitmq_url
     ("given", "match"),
     [
         ({"protocol": "0-10"}, "option 'protocol' must be '1.0' or '0-9-1'"),
-        ({"protocol": "0-9-1", "mode": "stream"}, "mode' must be 'queue'"),
         ({"protocol": "0-9-1", "idleTimeout": "5"}, "'idleTimeout' is AMQP 1.0's"),
         ({"protocol": "0-9-1", "saslMechanisms": "PLAIN"}, "'saslMechanisms' is AMQP 1.0's"),
         ({"virtualHost": "v"}, "'virtualHost' is AMQP 0-9-1's"),

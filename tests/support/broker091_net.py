@@ -19,6 +19,8 @@ class Client:
     def __init__(self, broker: Broker, **options: Any) -> None:
         self.broker = broker
         self.now = 100.0
+        #: The broker's wall clock for what this client sends (a test moves it).
+        self.wall = 1e9
         self.engine = Connection(Role.CLIENT, **options)
         self.conn: BrokerConnection091 = broker.accept_091(self.now, wall=1e9, address="10.0.0.1")
         self.events: list[ev.Event] = []
@@ -31,7 +33,7 @@ class Client:
             data = self.engine.data_to_send()
             if data:
                 moved = True
-                self.conn.receive_data(data, self.now, wall=1e9)
+                self.conn.receive_data(data, self.now, wall=self.wall)
             for other in self.broker.pending():
                 back = other.data_to_send()
                 if back and other is self.conn:
