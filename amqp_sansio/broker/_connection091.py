@@ -766,8 +766,11 @@ class BrokerConnection091:
         seq = 0
         # (the engine may have closed the channel already, later in the same input: the
         # publish came before, and is routed; a confirm has nowhere to go)
-        engine_channel = self.engine.channels.get(channel.number)
-        if engine_channel is not None and engine_channel.confirm_mode:
+        try:  # (not ``channels``: a copy, made each call)
+            confirm_mode = self.engine.channel(channel.number).confirm_mode
+        except KeyError:
+            confirm_mode = False
+        if confirm_mode:
             channel.confirm_seq += 1
             seq = channel.confirm_seq
         try:
@@ -796,7 +799,9 @@ class BrokerConnection091:
                 f"user_id property set to '{props.user_id}' but authenticated user was "
                 f"'{self.identity}'",
             )
-        published = self._vh.publish(method.exchange, method.routing_key, props, body)
+        published = (self.vhost or self.broker.vhosts["/"]).publish(
+            method.exchange, method.routing_key, props, body
+        )
         if published.routed == 0 and method.mandatory and channel.flow:
             self._send_content(
                 channel.number,

@@ -276,7 +276,15 @@ class Queue(Node):
             by_ttl = self.broker.wall + self.message_ttl / 1000.0
             if message.expires is None or by_ttl < message.expires:
                 message.expires = by_ttl
-        why = self._full(message, config)
+        if (
+            self.max_depth is None
+            and self.max_bytes is None
+            and config.max_queue_depth is None
+            and config.max_queue_bytes is None
+        ):
+            why = None  # (no limit: what _full would say, without asking)
+        else:
+            why = self._full(message, config)
         if why is not None and (self.overflow or config.queue_overflow) == DROP_HEAD:
             limit = _least(config.max_queue_bytes, self.max_bytes)
             if limit is None or message.size <= limit:  # (one that could never fit: refused)

@@ -699,6 +699,13 @@ class VirtualHost:
         ``alternate-exchange`` argument: where an exchange routes nothing). 404 if the
         exchange is not there; 403 to publish to an internal one."""
         if exchange == "":
+            node = (
+                self.broker.nodes.get(routing_key)
+                if self.name == DEFAULT_VHOST
+                else self._queues.get(routing_key)
+            )  # (as queue() finds it)
+            if type(node) is Queue and not node.deleted:
+                return [node]
             queue = self.queue(routing_key)
             return [] if queue is None else [queue]
         first = self.exchange(exchange)
@@ -749,8 +756,9 @@ class VirtualHost:
         ``expiration`` that is not an integer is refused (406); a queue at its limits with
         ``reject-publish`` refuses its copy (``Published.refused``). The caller dispatches
         (the broker's consumers get the messages once its input is handled)."""
-        headers = None if properties is None else properties.headers
-        queues = self.route(exchange, routing_key, headers)
+        if properties is None:
+            properties = BasicProperties()
+        queues = self.route(exchange, routing_key, properties.headers)
         try:
             data, header, rest, ttl = encode_091(
                 properties, body, exchange=exchange, routing_key=routing_key
@@ -758,17 +766,18 @@ class VirtualHost:
         except ValueError as exc:
             raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
         broker = self.broker
-        published = Published(routed=len(queues))
+        wall = broker.wall
         # As parse_message reads it (the header, the ttl from arrival), without reading it
         template = StoredMessage(
             data,
             seq=0,
             header=header,
             rest=rest,
-            expires=None if ttl is None else broker.wall + ttl / 1000.0,
+            expires=None if ttl is None else wall + ttl / 1000.0,
         )
-        template.basic = (properties or BasicProperties(), exchange, routing_key, len(body))
-        published.durable = template.durable
+        template.basic = (properties, exchange, routing_key, len(body))
+        published = Published(len(queues), [], template.durable)
+        refused = published.refused
         last = len(queues) - 1
         for index, queue in enumerate(queues):
             if index < last:
@@ -776,14 +785,14 @@ class VirtualHost:
             else:  # (the last queue takes the template itself: the copies are made)
                 message = template
                 message.seq = broker.next_seq()
-            if message.expires is not None and message.expires < broker.wall:
+            if message.expires is not None and message.expires < wall:
                 broker.expired += 1  # expired on arrival (an expiration of 0: see Queue.offer)
                 continue
             why = queue.offer(message)
             if why is None:
                 broker._touch(queue)
             else:
-                published.refused.append((queue, why))
+                refused.append((queue, why))
         return published
 
     # -- dead-lettering ------------------------------------------------------------------------
