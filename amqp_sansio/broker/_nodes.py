@@ -271,9 +271,11 @@ class Queue(Node):
         return len(self.available) + self.acquired
 
     def offer(self, message: StoredMessage) -> str | None:
-        config = self.broker.config
+        broker = self.broker
+        config = broker.config
+        wall = broker.wall
         if self.message_ttl is not None:
-            by_ttl = self.broker.wall + self.message_ttl / 1000.0
+            by_ttl = wall + self.message_ttl / 1000.0
             if message.expires is None or by_ttl < message.expires:
                 message.expires = by_ttl
         if (
@@ -292,12 +294,12 @@ class Queue(Node):
                     why = self._full(message, config)
         if why is not None:
             return why
-        wall = self.broker.wall
-        now_or_never = message.expires is not None and message.expires == wall  # a ttl of 0
+        expires = message.expires
+        now_or_never = expires is not None and expires == wall  # a ttl of 0
         if now_or_never:
             message.expires = None
-        self.broker.store.put(self, message)
-        self.broker.hold(message)
+        broker.store.put(self, message)
+        broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
         if now_or_never:
