@@ -778,9 +778,9 @@ class VirtualHost:
         template.basic = (properties, exchange, routing_key, len(body))
         published = Published(len(queues), [], template.durable)
         refused = published.refused
-        last = len(queues) - 1
-        for index, queue in enumerate(queues):
-            if index < last:
+        last = queues[-1] if queues else None
+        for queue in queues:
+            if queue is not last:
                 message = template.copy(broker.next_seq())
             else:  # (the last queue takes the template itself: the copies are made)
                 message = template
@@ -790,7 +790,7 @@ class VirtualHost:
                 continue
             why = queue.offer(message)
             if why is None:
-                broker._touch(queue)
+                broker._dirty[queue] = None  # (Broker._touch of a queue: dispatched soon)
             else:
                 refused.append((queue, why))
         return published
