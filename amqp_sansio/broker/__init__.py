@@ -6,6 +6,7 @@ from ._broker import Broker
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
 from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
 from ._connection091 import BrokerConnection091
+from ._declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
 from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
 from ._mapping import from_amqp10, to_amqp10
 from ._nodes import Node, Queue, Topic
@@ -47,15 +48,7 @@ from ._streams import (
 )
 from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
-from ._vhosts import (
-    DEFAULT_VHOST,
-    Published,
-    QueueArguments,
-    QueueRecord,
-    Refused,
-    VirtualHost,
-    parse_queue_arguments,
-)
+from ._vhosts import DEFAULT_VHOST, Published, VirtualHost
 
 __all__ = [
     "ANONYMOUS",

@@ -39,6 +39,7 @@ from ..amqp091.methods import Method
 from ..amqp091.spec import ReplyCode
 from ..security.tls import TLSFailed
 from ._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
+from ._declarations import Refused
 from ._mapping import from_amqp10
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
@@ -46,7 +47,7 @@ from ._selector import Selector
 from ._store import StoredMessage
 from ._streams import Stream
 from ._streams091 import StreamRefused, check_not_stream, check_stream_settle, consume_091
-from ._vhosts import Refused, VirtualHost
+from ._vhosts import VirtualHost
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -769,8 +770,11 @@ class BrokerConnection091:
         seq = 0
         # (the engine may have closed the channel already, later in the same input: the
         # publish came before, and is routed; a confirm has nowhere to go)
-        engine_channel = self.engine.channels.get(channel.number)
-        if engine_channel is not None and engine_channel.confirm_mode:
+        try:  # (not ``channels``: a copy, made each call)
+            confirm_mode = self.engine.channel(channel.number).confirm_mode
+        except KeyError:
+            confirm_mode = False
+        if confirm_mode:
             channel.confirm_seq += 1
             seq = channel.confirm_seq
         try:
@@ -799,7 +803,9 @@ class BrokerConnection091:
                 f"user_id property set to '{props.user_id}' but authenticated user was "
                 f"'{self.identity}'",
             )
-        published = self._vh.publish(method.exchange, method.routing_key, props, body)
+        published = (self.vhost or self.broker.vhosts["/"]).publish(
+            method.exchange, method.routing_key, props, body
+        )
         if published.routed == 0 and method.mandatory and channel.flow:
             self._send_content(
                 channel.number,

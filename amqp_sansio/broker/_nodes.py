@@ -271,12 +271,22 @@ class Queue(Node):
         return len(self.available) + self.acquired
 
     def offer(self, message: StoredMessage) -> str | None:
-        config = self.broker.config
+        broker = self.broker
+        config = broker.config
+        wall = broker.wall
         if self.message_ttl is not None:
-            by_ttl = self.broker.wall + self.message_ttl / 1000.0
+            by_ttl = wall + self.message_ttl / 1000.0
             if message.expires is None or by_ttl < message.expires:
                 message.expires = by_ttl
-        why = self._full(message, config)
+        if (
+            self.max_depth is None
+            and self.max_bytes is None
+            and config.max_queue_depth is None
+            and config.max_queue_bytes is None
+        ):
+            why = None  # (no limit: what _full would say, without asking)
+        else:
+            why = self._full(message, config)
         if why is not None and (self.overflow or config.queue_overflow) == DROP_HEAD:
             limit = _least(config.max_queue_bytes, self.max_bytes)
             if limit is None or message.size <= limit:  # (one that could never fit: refused)
@@ -284,12 +294,12 @@ class Queue(Node):
                     why = self._full(message, config)
         if why is not None:
             return why
-        wall = self.broker.wall
-        now_or_never = message.expires is not None and message.expires == wall  # a ttl of 0
+        expires = message.expires
+        now_or_never = expires is not None and expires == wall  # a ttl of 0
         if now_or_never:
             message.expires = None
-        self.broker.store.put(self, message)
-        self.broker.hold(message)
+        broker.store.put(self, message)
+        broker.hold(message)
         self._put(message, front=False)
         self._had_messages = True
         if now_or_never:

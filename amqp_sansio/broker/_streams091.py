@@ -89,7 +89,7 @@ _UNBOUNDED = 1 << 30
 
 class StreamRefused(Exception):
     """A stream method refused: ``reply_code`` and ``reply_text`` (raised again by the
-    virtual host as its :class:`~._vhosts.Refused`)."""
+    virtual host as its :class:`~._declarations.Refused`)."""
 
     def __init__(self, reply_code: int, reply_text: str) -> None:
         super().__init__(f"{reply_code} {reply_text}")

@@ -43,14 +43,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..amqp091.codec import FieldValue
-from ..amqp091.spec import SOFT_ERRORS, BasicProperties, ReplyCode
+from ..amqp091.spec import BasicProperties, ReplyCode
 from ..codec import types as t10
+from ._declarations import (
+    QueueRecord,
+    Refused,
+    _refused,
+    parse_queue_arguments,
+    text_argument,
+)
 from ._exchanges import (
     EXCHANGE_TYPES,
     Binding,
     Destination,
     Exchange,
-    _freeze,
     check_binding_arguments,
 )
 from ._mapping import (
@@ -83,16 +89,7 @@ from ._streams091 import (
 if TYPE_CHECKING:
     from ._broker import Broker
 
-__all__ = [
-    "DEFAULT_VHOST",
-    "Published",
-    "QueueArguments",
-    "QueueRecord",
-    "Refused",
-    "VirtualHost",
-    "parse_queue_arguments",
-    "restore_topology",
-]
+__all__ = ["DEFAULT_VHOST", "Published", "VirtualHost", "restore_topology"]
 
 #: The virtual host a 0-9-1 client gets by default, and the one 1.0 connections see.
 DEFAULT_VHOST = "/"
@@ -118,105 +115,6 @@ _FIRST_DEATH = (
 )
 
 
-class Refused(Exception):
-    """A method the virtual host refuses: ``reply_code`` (a :class:`ReplyCode`) and
-    ``reply_text``; a soft error closes the channel, a hard one (503, 530) the
-    connection."""
-
-    def __init__(self, reply_code: int, reply_text: str) -> None:
-        super().__init__(f"{reply_code} {reply_text}")
-        self.reply_code = reply_code
-        self.reply_text = reply_text[:255]
-
-    @property
-    def hard(self) -> bool:
-        return self.reply_code not in SOFT_ERRORS
-
-
-def _refused(refused: StreamRefused) -> Refused:
-    """A stream's refusal (:mod:`._streams091`) as the virtual host's."""
-    return Refused(refused.reply_code, refused.reply_text)
-
-
-# -- queue arguments ---------------------------------------------------------------------------
-
-
-@attrs.frozen
-class QueueArguments:
-    """RabbitMQ's common queue arguments, read (each None where not given): milliseconds
-    for ``message_ttl`` and ``expires``."""
-
-    message_ttl: int | None = None
-    expires: int | None = None
-    max_length: int | None = None
-    max_length_bytes: int | None = None
-    overflow: str | None = None
-    dead_letter_exchange: str | None = None
-    dead_letter_routing_key: str | None = None
-    max_priority: int | None = None
-
-
-def _integer(name: str, value: Any, *, positive: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not an integer")
-    if value < 0 or (positive and value == 0):
-        kind = "positive" if positive else "non-negative"
-        raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not {kind}")
-    return int(value)
-
-
-def _text(name: str, value: Any) -> str:
-    if isinstance(value, bytes | bytearray):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    elif isinstance(value, str):
-        return str(value)
-    raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg '{name}': not a string")
-
-
-def parse_queue_arguments(arguments: Mapping[str, FieldValue]) -> QueueArguments:
-    """Read RabbitMQ's common queue arguments; a value of the wrong kind is refused with 406
-    PRECONDITION_FAILED (as RabbitMQ does). Arguments it does not know are kept, unused."""
-    fields: dict[str, Any] = {}
-    for name, field, positive in (
-        ("x-message-ttl", "message_ttl", False),
-        ("x-expires", "expires", True),
-        ("x-max-length", "max_length", False),
-        ("x-max-length-bytes", "max_length_bytes", False),
-        ("x-max-priority", "max_priority", False),
-    ):
-        if name in arguments:
-            fields[field] = _integer(name, arguments[name], positive=positive)
-    if "x-overflow" in arguments:
-        overflow = _text("x-overflow", arguments["x-overflow"])
-        if overflow not in ("drop-head", "reject-publish"):
-            raise Refused(
-                ReplyCode.PRECONDITION_FAILED,
-                f"invalid arg 'x-overflow': {overflow!r} (drop-head or reject-publish)",
-            )
-        fields["overflow"] = overflow
-    if "x-dead-letter-exchange" in arguments:
-        fields["dead_letter_exchange"] = _text(
-            "x-dead-letter-exchange", arguments["x-dead-letter-exchange"]
-        )
-    if "x-dead-letter-routing-key" in arguments:
-        if "dead_letter_exchange" not in fields:
-            raise Refused(
-                ReplyCode.PRECONDITION_FAILED,
-                "invalid arg 'x-dead-letter-routing-key': x-dead-letter-exchange is not set",
-            )
-        fields["dead_letter_routing_key"] = _text(
-            "x-dead-letter-routing-key", arguments["x-dead-letter-routing-key"]
-        )
-    if "x-queue-type" in arguments:
-        kind = _text("x-queue-type", arguments["x-queue-type"])
-        if kind not in ("classic", "quorum"):
-            raise Refused(ReplyCode.PRECONDITION_FAILED, f"invalid arg 'x-queue-type': {kind!r}")
-    return QueueArguments(**fields)
-
-
 @attrs.define
 class Published:
     """What a publish did: ``routed`` the queues the exchange found, ``refused`` those
@@ -226,43 +124,6 @@ class Published:
     routed: int = 0
     refused: list[tuple[Queue | Stream, str]] = attrs.field(factory=list)
     durable: bool = False
-
-
-@attrs.define
-class QueueRecord:
-    """A queue as 0-9-1 declared it: its flags, arguments and owner (the connection of an
-    exclusive queue)."""
-
-    queue: Queue
-    durable: bool
-    exclusive: bool
-    auto_delete: bool
-    arguments: dict[str, FieldValue]
-    parsed: QueueArguments
-    owner: object | None = None
-    #: A 0-9-1 consumer was ever added (auto-delete waits for the first).
-    had_consumers: bool = False
-
-    def equivalent(
-        self, durable: bool, exclusive: bool, auto_delete: bool, arguments: Mapping[str, FieldValue]
-    ) -> str | None:
-        """Why a redeclaration is not equivalent (406), or None."""
-        name = self.queue.address
-        for field, mine, theirs in (
-            ("durable", self.durable, durable),
-            ("exclusive", self.exclusive, exclusive),
-            ("auto_delete", self.auto_delete, auto_delete),
-        ):
-            if mine != theirs:
-                return (
-                    f"inequivalent arg '{field}' for queue '{name}': "
-                    f"received {theirs!r} but current is {mine!r}"
-                )
-        mine_args, theirs_args = self.arguments, dict(arguments)
-        for key in sorted(set(mine_args) | set(theirs_args)):
-            if _freeze(mine_args.get(key)) != _freeze(theirs_args.get(key)):
-                return f"inequivalent arg '{key}' for queue '{name}'"
-        return None
 
 
 # -- the virtual host --------------------------------------------------------------------------
@@ -746,7 +607,7 @@ class VirtualHost:
             if existing is None:
                 return None
             given = arguments.get("x-queue-type")
-            received = "none" if given is None else repr(_text("x-queue-type", given))
+            received = "none" if given is None else repr(text_argument("x-queue-type", given))
             raise Refused(
                 ReplyCode.PRECONDITION_FAILED,
                 f"inequivalent arg 'x-queue-type' for queue '{name}' in vhost '{self.name}': "
@@ -831,6 +692,13 @@ class VirtualHost:
         ``alternate-exchange`` argument: where an exchange routes nothing). 404 if the
         exchange is not there; 403 to publish to an internal one."""
         if exchange == "":
+            node = (
+                self.broker.nodes.get(routing_key)
+                if self.name == DEFAULT_VHOST
+                else self._queues.get(routing_key)
+            )  # (as queue() finds it)
+            if type(node) is Queue and not node.deleted:
+                return [node]
             queue = self.queue(routing_key) or self.stream(routing_key)
             return [] if queue is None else [queue]
         first = self.exchange(exchange)
@@ -881,8 +749,9 @@ class VirtualHost:
         ``expiration`` that is not an integer is refused (406); a queue at its limits with
         ``reject-publish`` refuses its copy (``Published.refused``). The caller dispatches
         (the broker's consumers get the messages once its input is handled)."""
-        headers = None if properties is None else properties.headers
-        queues = self.route(exchange, routing_key, headers)
+        if properties is None:
+            properties = BasicProperties()
+        queues = self.route(exchange, routing_key, properties.headers)
         try:
             data, header, rest, ttl = encode_091(
                 properties, body, exchange=exchange, routing_key=routing_key
@@ -890,29 +759,30 @@ class VirtualHost:
         except ValueError as exc:
             raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
         broker = self.broker
-        published = Published(routed=len(queues))
+        wall = broker.wall
         # As parse_message reads it (the header, the ttl from arrival), without reading it
         template = StoredMessage(
             data,
             seq=0,
             header=header,
             rest=rest,
-            expires=None if ttl is None else broker.wall + ttl / 1000.0,
+            expires=None if ttl is None else wall + ttl / 1000.0,
         )
-        template.basic = (properties or BasicProperties(), exchange, routing_key, len(body))
-        published.durable = template.durable
-        last = len(queues) - 1
-        for index, queue in enumerate(queues):
-            if index < last:
+        template.basic = (properties, exchange, routing_key, len(body))
+        published = Published(len(queues), [], template.durable)
+        refused = published.refused
+        last = queues[-1] if queues else None
+        for queue in queues:
+            if queue is not last:
                 message = template.copy(broker.next_seq())
             else:  # (the last queue takes the template itself: the copies are made)
                 message = template
                 message.seq = broker.next_seq()
             why = queue.offer(message)  # (an expiration of 0 expires there)
             if why is None:
-                broker._touch(queue)
+                broker._dirty[queue] = None  # (Broker._touch of a queue: dispatched soon)
             else:
-                published.refused.append((queue, why))
+                refused.append((queue, why))
         return published
 
     # -- dead-lettering ------------------------------------------------------------------------
