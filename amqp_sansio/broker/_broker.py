@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..amqp091.engine import Connection as Engine091
 from ..amqp091.engine import Limits, Role
+from ..amqp091.engine.layer import EngineBytes
 from ..codec.decoder import decode
 from ..codec.encoder import encode
 from ..codec.types import Symbol
@@ -259,7 +260,7 @@ class Broker:
             conn.record.tls = replacing.record.tls if replacing is not None else None
             sniffer = tls.inner
             assert isinstance(sniffer, ProtocolSniffer)
-            head = sniffer.switch(_Plain091(engine))
+            head = sniffer.switch(EngineBytes(engine, ticks=False))  # (conn ticks it itself)
             engine.receive_data(head, now)
             self._pending[conn] = None  # (its connection.start, to be encrypted)
         conn._counted = True
@@ -826,27 +827,6 @@ class Broker:
         """Another turn of handing messages to consumers (``config.dispatch_batch`` at
         most); the connections with output are then in :meth:`pending`."""
         self._dispatch()
-
-
-class _Plain091:
-    """A 0-9-1 engine as the inner object of a TLS layer (whose events it has none of:
-    :class:`BrokerConnection091` reads the engine's own)."""
-
-    def __init__(self, engine: Engine091) -> None:
-        self.engine = engine
-
-    def receive_data(self, data: bytes, now: float) -> list[Any]:
-        self.engine.receive_data(data, now)
-        return []
-
-    def data_to_send(self) -> bytes:
-        return self.engine.data_to_send()
-
-    def next_deadline(self) -> float | None:
-        return self.engine.next_deadline()
-
-    def handle_timer(self, now: float) -> list[Any]:
-        return []  # (BrokerConnection091 ticks the engine itself)
 
 
 def _refused_engine() -> Connection:

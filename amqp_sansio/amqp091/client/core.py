@@ -24,6 +24,7 @@ import amqp_sansio as a
 import amqp_sansio.amqp091.engine as e
 from amqp_sansio.amqp091 import spec
 from amqp_sansio.amqp091.codec import FieldTable
+from amqp_sansio.amqp091.engine.layer import EngineBytes
 from amqp_sansio.client.engines import Stream
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError, Op
@@ -71,28 +72,6 @@ class ConnectOptions(TypedDict, total=False):
     channel_max: int | None
     client_properties: FieldTable | None
     sasl_mechanisms: Collection[str] | None
-
-
-class _Bytes:
-    """The engine's byte interface as the shared core and the TLS layer drive it: the
-    engine queues its events, which the core takes after each call (:meth:`Core._handle`)."""
-
-    def __init__(self, engine: e.Connection) -> None:
-        self.engine = engine
-
-    def receive_data(self, data: bytes, now: float) -> list[a.Event]:
-        self.engine.receive_data(data, now)
-        return []
-
-    def data_to_send(self) -> bytes:
-        return self.engine.data_to_send()
-
-    def next_deadline(self) -> float | None:
-        return self.engine.next_deadline()
-
-    def handle_timer(self, now: float) -> list[a.Event]:
-        self.engine.tick(now)
-        return []
 
 
 def mechanisms(
@@ -176,7 +155,7 @@ def client_engine(
         client_properties=options.get("client_properties"),
         **tuned,  # type: ignore[arg-type]
     )
-    stream: Stream = trace.wrap(_Bytes(engine), f"0-9-1>{parsed.host}:{parsed.port}")
+    stream: Stream = trace.wrap(EngineBytes(engine), f"0-9-1>{parsed.host}:{parsed.port}")
     if parsed.tls or context is not None:
         if context is None:
             context = a.security.tls.client_context()
