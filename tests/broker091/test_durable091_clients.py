@@ -195,3 +195,21 @@ def test_deleted_topology_stays_deleted(broker: BrokerProcess) -> None:
             ch.exchange_declare("events", "topic", passive=True)
             ch.basic_publish("dlx", "", b"unbound", _persistent())
             assert _get_all(ch, "dlq") == []  # its binding to dlx was unbound
+
+
+def test_the_broker_with_its_defaults_keeps_nothing_across_a_restart() -> None:
+    """``amqp-sansio broker`` with no options holds everything in memory (docs/defaults.rst):
+    a durable queue and its persistent message, declared with pika's defaults, are gone
+    after a restart, and the broker says it restored nothing from a store."""
+    with BrokerProcess() as broker:
+        assert broker.restored is None
+        with _pika(broker, "/") as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.queue_declare("orders", durable=True)
+            ch.basic_publish("", "orders", b"kept?", _persistent())
+            assert ch.queue_declare("orders", passive=True).method.message_count == 1
+        assert broker.restart() == 0
+        assert broker.restored is None
+        with _pika(broker, "/") as conn:
+            _gone(conn, "queue_declare", "orders")

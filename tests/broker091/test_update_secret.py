@@ -67,6 +67,20 @@ def test_update_secret_through_each_adapter(adapter: Adapter, broker: BrokerProc
     adapter.run(scenario)
 
 
+def test_update_secret_on_the_broker_with_its_defaults(adapter: Adapter) -> None:
+    """``amqp-sansio broker`` with no options is an open broker: ``connect(url)`` with no
+    credentials (guest/guest) logs in, and any new secret is taken (docs/defaults.rst)."""
+
+    async def scenario(url: str) -> None:
+        async with connected(adapter, url) as conn:
+            assert await aw(conn.update_secret("anything", "refresh")) is None
+            ch = await aw(conn.channel())  # the connection goes on
+            assert (await aw(ch.queue_declare("", exclusive=True))).queue
+
+    with BrokerProcess() as process:
+        adapter.run(scenario, process.url)
+
+
 class _Wire:
     """A client core wired to an in-memory broker's 0-9-1 connection, on a simulated clock."""
 
