@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import __version__
 from ..amqp091.engine import Connection as Engine091
 from ..amqp091.engine import Limits, Role
 from ..amqp091.engine.layer import EngineBytes
@@ -239,7 +240,7 @@ class Broker:
         config = self.config
         engine = Engine091(
             Role.SERVER,
-            server_properties={"cluster_name": config.container_id},
+            server_properties={"cluster_name": config.container_id, "version": __version__},
             # the broker's largest message, and its handshake time-out, for 0-9-1 too
             limits=Limits(
                 max_body=config.max_message_size or 0,

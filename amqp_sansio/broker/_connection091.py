@@ -646,6 +646,10 @@ class BrokerConnection091:
     # -- basic ---------------------------------------------------------------------------------
 
     def _basic_qos(self, channel: _Channel, m: spec.BasicQos) -> None:
+        if m.prefetch_size:
+            # (0-9-1 spec basic.qos, field prefetch-size: RabbitMQ implements none but 0,
+            # and closes the connection with 540, as here)
+            raise Refused(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({m.prefetch_size})")
         if m.global_:
             channel.global_prefetch = m.prefetch_count
         else:

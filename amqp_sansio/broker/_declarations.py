@@ -42,6 +42,9 @@ def _refused(refused: StreamRefused) -> Refused:
 
 # -- queue arguments ---------------------------------------------------------------------------
 
+#: The most priorities ``x-max-priority`` gives a queue (RabbitMQ's bound: 1 to 255).
+MAX_PRIORITY_LEVELS = 255
+
 
 @attrs.frozen
 class QueueArguments:
@@ -91,6 +94,12 @@ def parse_queue_arguments(arguments: Mapping[str, FieldValue]) -> QueueArguments
     ):
         if name in arguments:
             fields[field] = _integer(name, arguments[name], positive=positive)
+    if fields.get("max_priority", 0) > MAX_PRIORITY_LEVELS:
+        raise Refused(
+            ReplyCode.PRECONDITION_FAILED,
+            f"invalid arg 'x-max-priority': {fields['max_priority']} is over "
+            f"{MAX_PRIORITY_LEVELS}",
+        )
     if "x-overflow" in arguments:
         overflow = text_argument("x-overflow", arguments["x-overflow"])
         if overflow not in ("drop-head", "reject-publish"):

@@ -72,6 +72,7 @@ __all__ = [
     "ROUTING_KEY_ANNOTATION",
     "TYPE_ANNOTATION",
     "from_amqp10",
+    "header_fields",
     "parse_expiration",
     "to_amqp10",
 ]
@@ -398,7 +399,7 @@ def _symbol(value: str | None, annotation: t10.Symbol, annotations: dict[Any, An
 # -- 1.0 to 0-9-1 ------------------------------------------------------------------------------
 
 
-def _raw_header(data: bytes, pos: int) -> list[Any]:
+def header_fields(data: bytes, pos: int) -> list[Any]:
     """The header's fields as sent (a shorter list leaves the rest out; None is null), so
     that a field the sender left out is told from its default."""
     start = pos + 3 if data[pos + 1] == 0x53 else pos + 10  # smallulong or ulong descriptor
@@ -423,7 +424,7 @@ def _sections(data: bytes) -> tuple[list[Any], dict[Any, Any], Any, dict[Any, An
             return header, annotations, props, application, pos
         value, end = decode_from(data, pos)
         if code == _HEADER:
-            header = _raw_header(data, pos)
+            header = header_fields(data, pos)
         elif code == _MESSAGE_ANNOTATIONS:
             annotations = dict(getattr(value, "value", None) or {})
         elif code == _PROPERTIES:

@@ -213,9 +213,15 @@ def _seq(message: StoredMessage) -> int:
 
 class Queue(Node):
     """A queue: FIFO within each priority, higher priorities first (broker draft 2.2.2,
-    2.2.3; core spec 3.2.1 with ten distinct levels, 0 to 9). A message released goes back
-    to the head of its priority. Expired messages are dropped, never sent (broker draft
-    2.2.5)."""
+    2.2.3). A message released goes back to the head of its priority. Expired messages are
+    dropped, never sent (broker draft 2.2.5).
+
+    Its priorities (``max_priority``) are AMQP 1.0's unless a 0-9-1 ``queue.declare``
+    made or adopted it: None, 1.0's (core spec 3.2.1, ten distinct levels, 0 to 9; a
+    header without a priority is 4, above 9 is 9); 0, none (strictly FIFO, a 0-9-1 queue
+    without ``x-max-priority``); N (1 to 255), RabbitMQ's ``x-max-priority`` N: the priority
+    a 0-9-1 consumer sees on the message, 0 when it has none, N when above. A FIFO queue
+    keeps its messages at one level."""
 
     kind = "queue"
 
@@ -230,6 +236,8 @@ class Queue(Node):
         super().__init__(broker, address, dynamic=dynamic, policy=policy)
         self._levels: dict[int, deque[StoredMessage]] = {}
         self._order: list[int] = []  # the priorities present, highest first (negated)
+        #: How it orders by priority (see the class): None, 0 or 1 to 255.
+        self.max_priority: int | None = None
         #: The messages available (not out with a consumer), by arrival: what browsers see.
         self.available: dict[int, StoredMessage] = {}
         self.bytes = 0
@@ -374,11 +382,41 @@ class Queue(Node):
         self._put(message, front=False)
         self._had_messages = True
 
+    def order_by(self, max_priority: int | None) -> None:
+        """Order by these priorities from now on (see the class): what waits is filed
+        again, by arrival within each priority (a 1.0 queue a 0-9-1 declare adopts)."""
+        if max_priority == self.max_priority:
+            return
+        self.max_priority = max_priority
+        available = self.available
+        waiting = sorted(
+            (m for level in self._levels.values() for m in level if available.get(m.seq) is m),
+            key=_seq,
+        )
+        self._levels.clear()
+        self._order.clear()
+        self._returns += 1  # (what selectors passed over is filed elsewhere now)
+        for message in waiting:
+            priority = self._priority(message)
+            level = self._levels.get(priority)
+            if level is None:
+                level = self._levels[priority] = deque()
+                bisect.insort(self._order, -priority)
+            level.append(message)
+
+    def _priority(self, message: StoredMessage) -> int:
+        """The level ``message`` waits at (see the class)."""
+        levels = self.max_priority
+        if levels is None:
+            return message.priority
+        return min(message.stated_priority(), levels) if levels else 0
+
     def _put(self, message: StoredMessage, *, front: bool) -> None:
-        level = self._levels.get(message.priority)
+        priority = self._priority(message)
+        level = self._levels.get(priority)
         if level is None:
-            level = self._levels[message.priority] = deque()
-            bisect.insort(self._order, -message.priority)
+            level = self._levels[priority] = deque()
+            bisect.insort(self._order, -priority)
         if front:
             self._returns += 1
             # Back at the head, in arrival order among those that came back (2.2.2).

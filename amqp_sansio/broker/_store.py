@@ -31,6 +31,7 @@ from ..codec.encoder import encode
 from ..definitions.message import Message
 from ..definitions.messaging import Header, MessageAnnotations, Properties
 from ..errors import DecodeError
+from ._mapping import header_fields
 
 if TYPE_CHECKING:
     from ._nodes import Node
@@ -119,6 +120,22 @@ class StoredMessage:
     @property
     def size(self) -> int:
         return len(self.data)
+
+    def stated_priority(self) -> int:
+        """Its priority as a 0-9-1 consumer sees it (0-9-1 spec ``basic`` property
+        ``priority``; RabbitMQ's priority queues): the one its publisher gave, with either
+        protocol (a 1.0 header's ``priority`` field, core spec 3.2.1, when it is there), 0
+        when none did."""
+        basic = self.basic
+        if basic is not None:
+            return int(basic[0].priority or 0)
+        header = self.header
+        if header is None:
+            return 0
+        if header.priority != 4:  # (4: given, or the 1.0 default for a field left out)
+            return header.priority
+        fields = header_fields(self.data, 0)
+        return 4 if len(fields) > 1 and fields[1] is not None else 0
 
     def copy(self, seq: int) -> StoredMessage:
         """The same message for another node (a topic's subscriber, the dead-letter queue)."""

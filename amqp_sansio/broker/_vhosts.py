@@ -12,8 +12,9 @@ themselves.
 RabbitMQ's common queue arguments apply to the node (see :func:`parse_queue_arguments`):
 ``x-message-ttl``, ``x-expires``, ``x-max-length``, ``x-max-length-bytes``, ``x-overflow``
 (``drop-head``, ``reject-publish``), ``x-dead-letter-exchange`` and
-``x-dead-letter-routing-key``; ``x-max-priority`` is taken (the broker's queues always order
-by priority, 0 to 9, core spec 3.2.1) and ``x-queue-type`` of ``classic`` or ``quorum``
+``x-dead-letter-routing-key``; ``x-max-priority`` (1 to 255: that many priorities, as
+RabbitMQ's priority queues; without it a 0-9-1 queue is strictly FIFO, see
+:class:`~amqp_sansio.broker.Queue`) and ``x-queue-type`` of ``classic`` or ``quorum``
 (no other). Exclusive queues belong to the connection that declared them and go with it;
 auto-delete queues go when their last 0-9-1 consumer is cancelled; auto-delete exchanges
 when their last binding goes.
@@ -233,7 +234,9 @@ class VirtualHost:
             if existing is None:
                 raise Refused(ReplyCode.NOT_FOUND, f"no exchange '{name}' in vhost '{self.name}'")
             return existing
-        if name.startswith(RESERVED_PREFIX):
+        if existing is None and name.startswith(RESERVED_PREFIX):
+            # (a standard exchange declared again, as it is, is declare-ok: RabbitMQ's
+            # rule; a new name with the prefix is refused: rule "reserved names")
             raise Refused(
                 ReplyCode.ACCESS_REFUSED,
                 f"exchange name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'",
@@ -467,6 +470,7 @@ class VirtualHost:
         limited = parsed.max_length is not None or parsed.max_length_bytes is not None
         node.overflow = parsed.overflow or ("drop-head" if limited else None)
         node.message_ttl = parsed.message_ttl
+        node.order_by(parsed.max_priority or 0)  # (0-9-1's: FIFO without x-max-priority)
         if parsed.dead_letter_exchange is not None:
             node.dead_letter_to = _DeadLetter(self, record)
         if not node.transient and self._topology is not None:

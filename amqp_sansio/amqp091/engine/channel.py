@@ -70,10 +70,14 @@ class Channel:
     acked or nacked), ``flow_active`` (false after the peer's ``channel.flow`` stopped
     us), ``peer_flow_active`` (false after our ``channel.flow`` stopped the peer) and
     ``tx_mode`` (``tx.select`` sent or received); ``max_body``, the largest content
-    body it accepts (:class:`~amqp_sansio.amqp091.Limits`)."""
+    body it accepts (:class:`~amqp_sansio.amqp091.Limits`); ``server``, the channel of a
+    server (a larger body is refused as RabbitMQ refuses it, see :meth:`header`)."""
 
-    def __init__(self, number: int, state: ChannelState, max_body: int) -> None:
+    def __init__(
+        self, number: int, state: ChannelState, max_body: int, *, server: bool = False
+    ) -> None:
         self.number = number
+        self.server = server
         self.state = state
         self.confirm_mode = False
         self.next_publish_seq = 0
@@ -119,20 +123,29 @@ class Channel:
 
     def header(self, frame: ContentHeaderFrame) -> ContentReceived | None:
         """A content header frame: 505 without a content method before it, or after its
-        header already; 311 (soft) for a body over the limit. (Class ``basic`` is the only
-        class with content: the frame parser refuses a header of another with 540.) Gives
-        the content when its body is empty."""
+        header already. A body over the limit closes the channel (soft), from its header
+        on, before the body is held: a client's with 311 CONTENT_TOO_LARGE (0-9-1 spec
+        ``reply-code``), a server's with RabbitMQ's answer, 406 PRECONDITION_FAILED
+        "message size N is larger than configured max size M" (what its clients know).
+        (Class ``basic`` is the only class with content: the frame parser refuses a header
+        of another with 540.) Gives the content when its body is empty."""
         method = self._method
         if method is None or self._properties is not None:
             raise _unexpected(f"content header on channel {self.number} without a method")
-        if self.max_body and frame.body_size > self.max_body:
+        size, limit = frame.body_size, self.max_body
+        if limit and size > limit:
             self._reset()
+            if self.server:
+                code = ReplyCode.PRECONDITION_FAILED
+                text = (
+                    f"PRECONDITION_FAILED - message size {size} is larger than configured "
+                    f"max size {limit}"
+                )
+            else:
+                code = ReplyCode.CONTENT_TOO_LARGE
+                text = f"content of {size} octets is over the limit of {limit}"
             raise PeerError(
-                ReplyCode.CONTENT_TOO_LARGE,
-                f"content of {frame.body_size} octets is over the limit of {self.max_body}",
-                hard=False,
-                class_id=method.CLASS_ID,
-                method_id=method.METHOD_ID,
+                code, text, hard=False, class_id=method.CLASS_ID, method_id=method.METHOD_ID
             )
         self._properties = frame.properties
         self._size = frame.body_size

@@ -115,7 +115,7 @@ class ChannelDispatch(ConnectionCore):
                 f"channel {number} is over the negotiated channel-max {self.channel_max}",
                 spec.ChannelOpen,
             )
-        ch = Channel(number, ChannelState.OPENING, self.limits.max_body)
+        ch = Channel(number, ChannelState.OPENING, self.limits.max_body, server=True)
         self._channels[number] = ch
         if self._auto_accept:
             self._accept(ch)

@@ -197,10 +197,12 @@ class Handshake(ConnectionCore):
         )
 
     def _on_tune_ok(self, method: spec.ConnectionTuneOk) -> None:
+        # spec, connection.tune-ok, fields channel-max and frame-max, rules "upper-limit"
+        # (and frame-max's "minimum"): a value over what we proposed (0, "no limit", is
+        # over any limit), or a frame-max under frame-min-size, closes the socket without a
+        # negotiated close, for either field (as RabbitMQ does, though it waits 3 s first)
         ours = self._channel_max
         if ours and not 0 < method.channel_max <= ours:
-            # spec, connection.tune-ok, field channel-max, rule "upper-limit": close the
-            # socket without a negotiated close
             self._end(
                 ReplyCode.NOT_ALLOWED,
                 f"the client's channel-max {method.channel_max} is over ours, {ours}",
@@ -211,11 +213,13 @@ class Handshake(ConnectionCore):
         if (self._frame_max and not 0 < frame_max <= self._frame_max) or (
             frame_max and frame_max < FRAME_MIN_SIZE
         ):
-            raise hard(
+            self._end(
                 ReplyCode.NOT_ALLOWED,
-                f"frame-max {frame_max} is not between {FRAME_MIN_SIZE} and {self._frame_max}",
-                spec.ConnectionTuneOk,
+                f"the client's frame-max {frame_max} is not between {FRAME_MIN_SIZE} and "
+                f"{self._frame_max or 'any'}",
+                by_peer=False,
             )
+            return
         self.channel_max = method.channel_max
         self.frame_max = frame_max
         self.heartbeat = method.heartbeat  # the client's word, as RabbitMQ takes it

@@ -76,10 +76,15 @@ def client_properties(extra: FieldTable | None = None) -> FieldTable:
 
 
 def server_properties(extra: FieldTable | None = None) -> FieldTable:
-    """The ``server-properties`` of ``connection.start``, as :func:`client_properties`."""
+    """The ``server-properties`` of ``connection.start``, as :func:`client_properties`:
+    the keys RabbitMQ sends (``product``, ``platform``, ``copyright``, ``information``,
+    ``capabilities``; ``version`` is the server's to give, in ``extra``)."""
     props: FieldTable = {
         "product": "amqp-sansio",
         "platform": f"Python {platform.python_version()}",
+        "copyright": "Copyright (c) the amqp-sansio authors",
+        "information": "Licensed under the Apache License 2.0. Website: "
+        "https://github.com/amqp-sansio",
         "capabilities": dict(SERVER_CAPABILITIES),
     }
     return _merged(props, extra)

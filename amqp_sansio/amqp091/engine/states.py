@@ -30,8 +30,9 @@ class Limits:
       RabbitMQ's default; negotiated down by ``connection.tune``; 0: no limit);
     * ``max_channels``: the largest channel-max likewise (2047, RabbitMQ's default);
     * ``max_body``: the largest content body accepted (128 MiB, RabbitMQ's default
-      ``max_message_size``): a content header announcing more closes its channel with 311
-      ``content-too-large``; 0: no limit;
+      ``max_message_size``): a content header announcing more closes its channel, with
+      311 ``content-too-large`` (client) or RabbitMQ's 406 ``precondition-failed``
+      (server); 0: no limit;
     * ``handshake_timeout``: seconds from ``start()`` to the connection open, and from our
       ``connection.close`` to the peer's ``close-ok`` (10 s, RabbitMQ's
       ``handshake_timeout``); 0: none.
