@@ -97,8 +97,7 @@ def parse_queue_arguments(arguments: Mapping[str, FieldValue]) -> QueueArguments
     if fields.get("max_priority", 0) > MAX_PRIORITY_LEVELS:
         raise Refused(
             ReplyCode.PRECONDITION_FAILED,
-            f"invalid arg 'x-max-priority': {fields['max_priority']} is over "
-            f"{MAX_PRIORITY_LEVELS}",
+            f"invalid arg 'x-max-priority': {fields['max_priority']} is over {MAX_PRIORITY_LEVELS}",
         )
     if "x-overflow" in arguments:
         overflow = text_argument("x-overflow", arguments["x-overflow"])

@@ -69,7 +69,8 @@ CATALOGUE: list[tuple[str, Any, tuple[str, int]]] = [
         lambda: method(1, PUBLISH) + frame(2, 1, struct.pack(">HHQH", 50, 0, 1, 0)),
         ("connection", 540),
     ),
-    ("content over max_body", lambda: publish(1, 200 * 1024 * 1024), ("channel", 311)),
+    # (a server answers as RabbitMQ does, 406: test_content_over_max_body_is_rabbitmqs_406)
+    ("content over max_body", lambda: publish(1, 200 * 1024 * 1024), ("channel", 406)),
     ("frame on a channel never opened", lambda: method(7, amqp091.BasicQos()), ("connection", 504)),
     ("content on a channel never opened", lambda: header(7, 1), ("connection", 504)),
     (
@@ -274,8 +275,10 @@ def test_tune_ok_over_our_channel_max_closes_without_a_word() -> None:
     assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 530
 
 
-@pytest.mark.parametrize("frame_max", [0, 1000, 200000])
-def test_tune_ok_with_a_bad_frame_max_is_530(frame_max: int) -> None:
+@pytest.mark.parametrize("frame_max", [0, 1000, 4095, 131073, 200000])
+def test_tune_ok_with_a_bad_frame_max_closes_without_a_word(frame_max: int) -> None:
+    """0-9-1 spec connection.tune-ok, field frame-max, rules "upper-limit" and "minimum":
+    as for channel-max, the socket closes without a negotiated close."""
     server = _server_after_header()
     server.receive_data(
         method(0, amqp091.ConnectionStartOk(client_properties={}, response=b"\x00u\x00p")), 0.0
@@ -286,7 +289,35 @@ def test_tune_ok_with_a_bad_frame_max_is_530(frame_max: int) -> None:
     server.receive_data(
         method(0, amqp091.ConnectionTuneOk(channel_max=10, frame_max=frame_max)), 0.0
     )
-    assert _close_codes(server.data_to_send())[0] == [530]
+    assert server.data_to_send() == b"" and server.closed
+    [closed] = server.events()
+    assert isinstance(closed, ev.ConnectionClosed) and closed.reply_code == 530
+    assert f"frame-max {frame_max} " in closed.reply_text
+
+
+def test_content_over_max_body_is_rabbitmqs_406_from_a_server_311_from_a_client() -> None:
+    """A server closes the channel as RabbitMQ does (its rabbit_channel check_msg_size);
+    a client with the spec's 311 CONTENT_TOO_LARGE; both at the content header, before
+    the body comes."""
+    limits = engine.Limits(max_body=1000)
+    pair = open_pair(client={"limits": limits}, server={"limits": limits})
+    ch = open_channel(pair)
+    pair.server.receive_data(publish(ch, 1001), 0.0)
+    [close] = [
+        m for m in methods(pair.server.data_to_send()) if isinstance(m, amqp091.ChannelClose)
+    ]
+    assert (close.reply_code, close.class_id, close.method_id) == (406, 60, 40)
+    assert close.reply_text == (
+        "PRECONDITION_FAILED - message size 1001 is larger than configured max size 1000"
+    )
+    deliver = method(
+        ch, amqp091.BasicDeliver(consumer_tag="c", delivery_tag=1, exchange="", routing_key="q")
+    )
+    pair.client.receive_data(deliver + header(ch, 1001), 0.0)
+    [close] = [
+        m for m in methods(pair.client.data_to_send()) if isinstance(m, amqp091.ChannelClose)
+    ]
+    assert close.reply_code == 311
 
 
 def test_client_refuses_a_tune_under_frame_min_size() -> None:

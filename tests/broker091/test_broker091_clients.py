@@ -458,18 +458,6 @@ def test_persistent_messages_of_durable_queues_survive_a_restart(tmp_path: Path)
             assert ch.basic_get("d.transient")[2] is None
 
 
-def test_a_body_over_the_largest_message_closes_its_channel() -> None:
-    with BrokerProcess("--max-message-size", "1KiB") as process, _pika(process) as conn:
-        ch = conn.channel()
-        ch.queue_declare("big")
-        ch.basic_publish("", "big", b"x" * 1024)
-        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
-            ch.basic_publish("", "big", b"x" * 1025)
-            ch.queue_declare("big", passive=True)
-        assert info.value.reply_code == 311
-        assert conn.channel().basic_get("big", auto_ack=True)[2] == b"x" * 1024
-
-
 def test_a_stopping_broker_closes_0_9_1_connections_with_320() -> None:
     process = BrokerProcess()
     try:

@@ -205,13 +205,15 @@ def test_a_message_over_the_default_largest_size_closes_its_channel_406(
 
 
 def test_a_message_over_a_configured_largest_size_closes_its_channel_406() -> None:
-    with BrokerProcess("--max-message-size", "1KiB") as process:
-        with _connect(("ours", "127.0.0.1", process.port)) as conn:
-            ch = conn.channel()
-            ch.queue_declare("fits")
-            ch.basic_publish("", "fits", b"x" * 1024)
-            _oversized(conn, 1025, 1024)
-            assert conn.channel().basic_get("fits", auto_ack=True)[2] == b"x" * 1024
+    with (
+        BrokerProcess("--max-message-size", "1KiB") as process,
+        _connect(("ours", "127.0.0.1", process.port)) as conn,
+    ):
+        ch = conn.channel()
+        ch.queue_declare("fits")
+        ch.basic_publish("", "fits", b"x" * 1024)
+        _oversized(conn, 1025, 1024)
+        assert conn.channel().basic_get("fits", auto_ack=True)[2] == b"x" * 1024
 
 
 # -- 5. server-properties ----------------------------------------------------------------------
