@@ -22,7 +22,7 @@ from ..methods import Method
 from ..spec import FRAME_MIN_SIZE, ReplyCode
 from . import negotiation
 from .channel import Channel, ChannelState, PeerError
-from .events import ChannelClosed, ConnectionClosed, Event
+from .events import ChannelClosed, ConnectionClosed, Event, discard_requests
 from .states import ConnectionState, Limits, Role
 
 __all__ = ["MAX_CHANNEL", "ConnectionCore"]
@@ -227,8 +227,14 @@ class ConnectionCore:
         code = int(getattr(exc, "reply_code", ReplyCode.FRAME_ERROR))
         if self.state is not _S.CLOSING and self.state is not _S.NEW:
             self._send_close(code, exc.description, 0, 0)
+        discard_requests(self._events, None)
         self._end(code, exc.description, by_peer=False)
 
     def _peer_error(self, exc: PeerError) -> None:
-        """A hard error (soft ones are answered on their channel where they arise)."""
+        """A hard error (soft ones are answered on their channel where they arise): our
+        ``connection.close``, and what the peer asked for before the error and the
+        application has not taken yet is dropped, as everything after it is (0-9-1 spec,
+        ``connection.close``: a closing peer discards all but close and close-ok), so no
+        answer is sent after the close (an application's ``send_method`` would raise)."""
         self._send_close(exc.reply_code, exc.text, exc.class_id, exc.method_id)
+        discard_requests(self._events, None)
