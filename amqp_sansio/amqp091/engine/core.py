@@ -83,6 +83,10 @@ class ConnectionCore:
         self._mechanisms = tuple(mechanisms)
         self.state = _S.NEW
         self._parser = FrameParser(FRAME_MIN_SIZE, protocol_header=role is Role.SERVER)
+        #: The version the connection speaks: ``"0-9-1"``, or ``"0-8"`` for a server
+        #: whose client sent a 0-8 header (:mod:`amqp_sansio.amqp091.amqp08`).
+        self.protocol_version = "0-9-1"
+        self._encode_frame = encode_method_frame
         self._events: deque[Event] = deque()
         self._out: list[bytes] = []
         self._channels: dict[int, Channel] = {}
@@ -113,7 +117,7 @@ class ConnectionCore:
         self._last_sent = self._now
 
     def _send(self, channel: int, method: Method) -> None:
-        self._write(encode_method_frame(channel, method, self.frame_max))
+        self._write(self._encode_frame(channel, method, self.frame_max))
 
     def _report(self, event: Event) -> None:
         self._events.append(event)
