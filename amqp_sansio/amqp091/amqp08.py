@@ -94,8 +94,9 @@ _EMPTY_TABLE = b"\x00\x00\x00\x00"
 
 
 def decode_method_08(payload: bytes | bytearray | memoryview) -> Method:
-    """The method a 0-8 client's method frame holds, as :func:`~.methods.decode_method`
-    decodes 0-9-1's (and with its errors)."""
+    """The method a 0-8 method frame holds (a client's, or what a 0-8 server answers:
+    ``access.request-ok``, ``channel.open-ok`` without arguments), as
+    :func:`~.methods.decode_method` decodes 0-9-1's (and with its errors)."""
     data = bytes(payload)
     if len(data) < 4:
         raise TruncatedError("method frame payload ends inside an argument")
@@ -106,6 +107,10 @@ def decode_method_08(payload: bytes | bytearray | memoryview) -> Method:
         raise UnknownMethodError(f"unknown method: class {ids[0]}, method {ids[1]} (AMQP 0-8)")
     if ids == (30, 10):
         return _access_request(data)
+    if ids == (30, 11) and len(data) == 6:
+        return AccessRequestOk(ticket=int.from_bytes(data[4:6], "big"))
+    if ids == (20, 11) and len(data) == 4:  # a 0-8 server's channel.open-ok
+        return spec.ChannelOpenOk()
     if ids == (60, 20):  # basic.consume: 0-8's has no arguments table
         method = decode_method(data + _EMPTY_TABLE)
         return method
