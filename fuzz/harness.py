@@ -63,6 +63,8 @@ import dataclasses
 import decimal
 import functools
 import hashlib
+import importlib
+import importlib.util
 import itertools
 import random
 import re
@@ -72,6 +74,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -84,6 +87,7 @@ from amqp_sansio.errors import FramingError, UnsupportedProtocolError
 from amqp_sansio.framing import FrameParser, FrameType
 
 __all__ = [
+    "BROKER_TARGETS",
     "CODEC_TARGETS",
     "ENGINE_TARGETS",
     "PARSER_TARGETS",
@@ -1716,6 +1720,30 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "amqp091-frames": fuzz_amqp091_frames,
     "amqp091-engine": fuzz_amqp091_engine,
 }
+
+
+def _sibling(name: str) -> ModuleType:
+    """A module of fuzz/ beside this one (imported by path when the harness itself was:
+    tests/project/test_fuzz_pass.py loads it so)."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    full = f"amqp_sansio_fuzz_{name}"
+    if full not in sys.modules:
+        spec = importlib.util.spec_from_file_location(full, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+    return sys.modules[full]
+
+
+#: The broker core's targets, both protocols (fuzz/broker_core.py).
+_broker_core = _sibling("broker_core")
+TARGETS.update(_broker_core.TARGETS)
+BROKER_TARGETS: tuple[str, ...] = _broker_core.BROKER_TARGETS
+#: Their seeds, made once at import (a 1.0 client engine's conversation with the broker
+#: core: made before any test patches the engine).
+_BROKER_SEEDS: dict[str, list[bytes]] = _broker_core.seed_corpus()
 #: The codec's targets (fast, thousands of inputs a second) and the engine's (slower).
 CODEC_TARGETS = ("decode", "frames", "message", "amqp091-codec", "amqp091-frames")
 ENGINE_TARGETS = ("server", "server-opened", "sasl-server", "sasl-client", "amqp091-engine")
@@ -2270,6 +2298,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
         "amqp091-codec": _amqp091_codec_seeds(),
         "amqp091-frames": _amqp091_seeds(),
         "amqp091-engine": _amqp091_engine_seeds(),
+        **{target: list(seeds) for target, seeds in _BROKER_SEEDS.items()},
     }
     return {k: list(dict.fromkeys(v)) for k, v in corpus.items()}
 

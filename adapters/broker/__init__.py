@@ -10,6 +10,7 @@ from __future__ import annotations
 from .server import (
     FORCED,
     HIGH_WATER,
+    LOG_BURST,
     LOG_INTERVAL,
     LOG_LEVEL,
     LOG_LEVELS,
@@ -39,6 +40,7 @@ __all__ = [
     "LOG_PREFIX",
     "LOG_LEVELS",
     "LOG_LEVEL",
+    "LOG_BURST",
     "LOG_INTERVAL",
     "TLS_PORT",
     "log_to_stderr",

@@ -27,6 +27,10 @@ connection opened (INFO: peer, user, TLS, container-id) and closed (INFO: why, h
 messages in and out); a connection that ends before its open (refused, TLS failed, the
 client gone) gets one line (WARNING, or INFO for a client that just went), at most one per
 source address per :data:`LOG_INTERVAL` seconds, the rest counted in one line after it.
+Every per-connection failure line (those, a close with an error, a failure of the broker
+met by one connection) counts in one budget of :data:`LOG_BURST` lines per
+:data:`LOG_INTERVAL` for all connections; beyond it they are counted, and said in one
+"suppressed K similar lines" line, so a flood of failing connections writes a bounded log.
 
 The connection limits of :class:`~amqp_sansio.broker.BrokerConfig` are the core's; this
 adapter gives the core each client's address (per-address limits), drives its timers
@@ -47,7 +51,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from amqp_sansio import Error, Symbol
@@ -82,6 +86,10 @@ FORCED = Symbol("amqp:connection:forced")
 #: Seconds within which one source address gets at most one log line for connections that
 #: ended before their open (refused, TLS failed, gone); the rest are counted, in one line.
 LOG_INTERVAL = 1.0
+#: Per-connection failure lines (ended before the open, closed with an error, a failure of
+#: the broker met by one connection) the log takes per :data:`LOG_INTERVAL`, all
+#: connections together; the rest are counted, in one "suppressed" line after it.
+LOG_BURST = 20
 
 
 class BrokerServer:
@@ -114,7 +122,8 @@ class BrokerServer:
         self.tls_port = tls_port
         self._server: asyncio.base_events.Server | None = None
         self._tls_server: asyncio.base_events.Server | None = None
-        self._early = _EarlyEnds(log)
+        self._failures = _FailureLines(log)
+        self._early = _EarlyEnds(self._failures)
         self._writers: dict[AnyConnection, asyncio.StreamWriter] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._timer: asyncio.TimerHandle | None = None
@@ -185,6 +194,7 @@ class BrokerServer:
         if self._timer is not None:
             self._timer.cancel()
         self._early.flush()
+        self._failures.flush()
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -259,31 +269,38 @@ class BrokerServer:
         except ConnectionError as exc:
             went = f"the connection broke ({exc.strerror or type(exc).__name__})"
         except Exception:  # a bug met by one connection: that connection goes, no other
-            log.exception("broker connection failed")
+            self._failures.log(logging.ERROR, "broker connection failed", exc_info=True)
             went = "a failure of the broker (logged above)"
         finally:
-            lived = loop.time() - started
-            if conn.refused is not None:
-                self._early.line(
-                    address or where,
-                    logging.WARNING,
-                    f"refused the connection from {where}: {conn.refused}",
-                )
-            elif not said_open:
-                why = conn.record.ending or went
-                self._early.line(
-                    address or where,
-                    logging.INFO if conn.record.ending is None else logging.WARNING,
-                    f"connection from {where} ended before its open, after {lived:.2f} s: {why}",
-                )
-            else:
-                _log_closed(conn, where, conn.record.ending or went, lived)
+            self._log_end(conn, address or where, where, went, loop.time() - started, said_open)
             self._writers.pop(conn, None)
             self._paused.pop(conn, None)
             conn.connection_lost(loop.time(), wall=time.time())
             self._flush()
             writer.close()
             self._tasks.discard(task)
+
+    def _log_end(
+        self, conn: AnyConnection, source: str, where: str, went: str, lived: float, opened: bool
+    ) -> None:
+        """The line of a connection that ended: a refusal, an end before the open (at most
+        one per source address a second), a close with an error (both in the failure
+        lines' budget: :class:`_FailureLines`) or a close."""
+        if conn.refused is not None:
+            self._early.line(
+                source, logging.WARNING, f"refused the connection from {where}: {conn.refused}"
+            )
+        elif not opened:
+            why = conn.record.ending or went
+            self._early.line(
+                source,
+                logging.INFO if conn.record.ending is None else logging.WARNING,
+                f"connection from {where} ended before its open, after {lived:.2f} s: {why}",
+            )
+        elif conn.record.ending == "closed by the client":
+            _log_closed(conn, where, conn.record.ending, lived, log.info)
+        else:  # (closed with an error, or the client gone without a close: a failure line)
+            _log_closed(conn, where, conn.record.ending or went, lived, self._failures.info)
 
     def _tls_091(
         self, conn: AnyConnection, writer: asyncio.StreamWriter, address: str | None
@@ -367,7 +384,7 @@ class BrokerServer:
                 try:
                     conn.handle_timer(now, wall=wall)
                 except Exception:  # pragma: no cover - as in _serve
-                    log.exception("broker connection failed")
+                    self._failures.log(logging.ERROR, "broker connection failed", exc_info=True)
                     self._writers.pop(conn).close()
         self._flush()
 
@@ -418,8 +435,10 @@ def _log_opened(conn: AnyConnection, where: str) -> None:
     )
 
 
-def _log_closed(conn: AnyConnection, where: str, why: str, lived: float) -> None:
-    log.info(
+def _log_closed(
+    conn: AnyConnection, where: str, why: str, lived: float, say: Callable[..., None]
+) -> None:
+    say(
         "connection from %s closed after %s: %s; user %s, messages %d in, %d out",
         where,
         _duration(lived),
@@ -438,14 +457,74 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
 
 
+class _FailureLines:
+    """The log's per-connection failure lines, all connections together: at most
+    :data:`LOG_BURST` per :data:`LOG_INTERVAL` seconds (on the running loop's clock); those
+    beyond are counted and said in one line when the interval ends (that line counts in
+    the next interval's budget), so a flood of failing connections writes a bounded log."""
+
+    def __init__(
+        self, logger: logging.Logger, interval: float = LOG_INTERVAL, burst: int = LOG_BURST
+    ) -> None:
+        self._log = logger
+        self.interval = interval
+        self.burst = burst
+        self._used = 0
+        self._suppressed = 0
+        self._level = logging.NOTSET
+        self._timer: asyncio.TimerHandle | None = None
+
+    def info(self, message: str, *args: Any) -> None:
+        self.log(logging.INFO, message % args if args else message)
+
+    def log(self, level: int, text: str, *, exc_info: bool = False) -> None:
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.interval, self._end)
+        if self._used < self.burst:
+            self._used += 1
+            self._log.log(level, "%s", text, exc_info=exc_info)
+        else:
+            self._suppressed += 1
+            self._level = max(self._level, level)
+
+    def _end(self) -> None:
+        self._timer = None
+        self._used = 0
+        if self._suppressed:
+            self._say()
+            self._used = 1
+            self._timer = asyncio.get_running_loop().call_later(self.interval, self._end)
+
+    def _say(self) -> None:
+        count, self._suppressed = self._suppressed, 0
+        level, self._level = self._level, logging.NOTSET
+        self._log.log(
+            level,
+            "suppressed %d similar line%s (connection failures) in %g s: at most %d a %g s",
+            count,
+            "" if count == 1 else "s",
+            self.interval,
+            self.burst,
+            self.interval,
+        )
+
+    def flush(self) -> None:
+        """Say what was suppressed at once (the broker is stopping)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._suppressed:
+            self._say()
+
+
 class _EarlyEnds:
     """The log lines of connections that ended before their open (refused, TLS failed, the
     client gone): at most one per source address per :data:`LOG_INTERVAL` seconds, on the
     running loop's clock. Those that come within the interval are counted, and said in one
     line when it ends (which starts the next interval), with the last one's words."""
 
-    def __init__(self, logger: logging.Logger, interval: float = LOG_INTERVAL) -> None:
-        self._log = logger
+    def __init__(self, lines: _FailureLines, interval: float = LOG_INTERVAL) -> None:
+        self._log = lines
         self.interval = interval
         #: By source address: [lines held, highest level, last line, the interval's timer].
         self._held: dict[str, list[Any]] = {}
@@ -453,7 +532,7 @@ class _EarlyEnds:
     def line(self, address: str, level: int, text: str) -> None:
         held = self._held.get(address)
         if held is None:
-            self._log.log(level, "%s", text)
+            self._log.log(level, text)
             self._start(address)
         else:
             held[0] += 1
@@ -473,13 +552,8 @@ class _EarlyEnds:
     def _say(self, address: str, count: int, level: int, text: str) -> None:
         self._log.log(
             level,
-            "%d more connection%s from %s ended before their open in %g s, not logged one "
-            "by one; the last: %s",
-            count,
-            "" if count == 1 else "s",
-            address,
-            self.interval,
-            text,
+            f"{count} more connection{'' if count == 1 else 's'} from {address} ended before "
+            f"their open in {self.interval:g} s, not logged one by one; the last: {text}",
         )
 
     def flush(self) -> None:

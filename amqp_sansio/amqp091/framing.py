@@ -12,7 +12,7 @@ most :data:`~amqp_sansio.amqp091.spec.FRAME_MIN_SIZE` (4096) octets.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import attrs
@@ -37,8 +37,11 @@ from .spec import (
 
 __all__ = [
     "FRAME_OVERHEAD",
+    "HEADER_09",
+    "HEADERS_08",
     "HEARTBEAT",
     "PROTOCOL_HEADER",
+    "SERVED_HEADERS",
     "ContentBodyFrame",
     "ContentHeaderFrame",
     "Frame",
@@ -70,11 +73,26 @@ _END_HEAD = struct.Struct(">BBHI")
 
 @attrs.frozen
 class ProtocolHeader:
-    """The 8-octet protocol header a server role reads first (0-9-1 spec 4.2.2)."""
+    """The 8-octet protocol header a server role reads first (0-9-1 spec 4.2.2): 0-9-1's,
+    or an earlier one of its line that the server takes (:data:`SERVED_HEADERS`)."""
 
     major: int = 0
     minor: int = 9
     revision: int = 1
+
+
+#: The AMQP 0-9 header (AMQP/Fast 0.9 RFC 006: class 1, instance 1, version 0-9).
+HEADER_09 = b"AMQP\x01\x01\x00\x09"
+#: The AMQP 0-8 headers: the 0-8 spec's, and py-amqplib's for 0-8 (``AMQP 1 1 9 1``).
+HEADERS_08 = (b"AMQP\x01\x01\x08\x00", b"AMQP\x01\x01\x09\x01")
+#: The headers a server role takes, as RabbitMQ takes them, and the version each is
+#: served as: 0-9 as 0-9-1, both 0-8 headers as 0-8 (:mod:`amqp_sansio.amqp091.amqp08`).
+SERVED_HEADERS = {
+    PROTOCOL_HEADER: ProtocolHeader(),
+    HEADER_09: ProtocolHeader(),
+    HEADERS_08[0]: ProtocolHeader(major=8, minor=0, revision=0),
+    HEADERS_08[1]: ProtocolHeader(major=8, minor=0, revision=0),
+}
 
 
 class MethodFrame(NamedTuple):
@@ -236,6 +254,8 @@ class FrameParser:
         self._header_pending = True
         self._expect_header = protocol_header
         self._error: errors.AMQPError | None = None
+        #: How a method frame's payload is read (0-8's reader for a 0-8 client).
+        self.decode_method: Callable[[bytes], Method] = decode_method
 
     @property
     def buffered(self) -> int:
@@ -283,7 +303,7 @@ class FrameParser:
             else:
                 self._offset = end + 1
             if frame_type == FRAME_METHOD:
-                return MethodFrame(channel, decode_method(payload))
+                return MethodFrame(channel, self.decode_method(payload))
             return _decode_frame(frame_type, channel, payload, at)
         except errors.AMQPError as exc:
             self._error = exc
@@ -351,8 +371,8 @@ class FrameParser:
                 header=bytes(buf[at : at + 8]),
                 version_name=_version_name(bytes(buf[at : at + 8])),
             )
-        if bytes(buf[at : at + min(have, 8)]) != PROTOCOL_HEADER[: min(have, 8)]:
-            got = bytes(buf[at : at + 8])
+        got = bytes(buf[at : at + min(have, 8)])
+        if not any(header.startswith(got) for header in SERVED_HEADERS):
             raise errors.UnsupportedProtocolError(
                 f"expected the AMQP 0-9-1 protocol header, got {got!r}",
                 header=got,
@@ -362,7 +382,7 @@ class FrameParser:
             return None
         self._offset += 8
         self._header_pending = False
-        return ProtocolHeader()
+        return SERVED_HEADERS[got]
 
 
 def _decode_frame(frame_type: int, channel: int, payload: bytes, at: int) -> Frame:

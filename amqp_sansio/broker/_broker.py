@@ -208,6 +208,7 @@ class Broker:
             stream = TLSLayer(ProtocolSniffer(engine), ssl_context, client=False, negotiate=False)
         conn = BrokerConnection(self, engine, stream, address=address)
         conn._now = now
+        conn.accepted_at = now
         conn._counted = True
         if config.handshake_timeout is not None:
             conn._handshake_until = now + config.handshake_timeout
@@ -229,10 +230,15 @@ class Broker:
         the same limits as :meth:`accept` (a connection beyond them comes back
         :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface. The
         driver feeds it the header too. ``replacing``: the 1.0 connection :meth:`accept`
-        gave for the same transport before its header was read (it is forgotten, unheard)."""
+        gave for the same transport before its header was read (it is forgotten, unheard);
+        the handshake time-out counts from its accept, not from the header, whatever
+        protocol the header picked (``BrokerConfig.handshake_timeout``)."""
         self._clock(now, wall)
         tls = None
+        since = now
         if replacing is not None:
+            if replacing.accepted_at is not None:
+                since = min(now, replacing.accepted_at)
             tls = replacing.tls_wanting_091
             replacing.lost = True
             replacing._gone()
@@ -253,7 +259,7 @@ class Broker:
             conn.refused = why
             conn.lost = True
             return conn
-        engine.start(now)
+        engine.start(since)
         if tls is not None:
             # amqps: the TLS layer goes on, the 0-9-1 engine under it; the header it held
             # is the engine's first input.
@@ -266,7 +272,7 @@ class Broker:
             self._pending[conn] = None  # (its connection.start, to be encrypted)
         conn._counted = True
         if self.config.handshake_timeout is not None:
-            conn._handshake_until = now + self.config.handshake_timeout
+            conn._handshake_until = since + self.config.handshake_timeout
         self.connections.add(conn)
         if address is not None:
             self._by_address[address] = self._by_address.get(address, 0) + 1

@@ -130,6 +130,9 @@ class BrokerConnection:
         #: When (``now`` clock) the handshake time-out cuts the connection, until the
         #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
         self._handshake_until: float | None = None
+        #: When (``now`` clock) the broker accepted the transport (``Broker.accept``): a
+        #: 0-9-1 connection in its place keeps counting its handshake time-out from it.
+        self.accepted_at: float | None = None
         #: The transport goes once what is queued is written (handshake time-out, TLS failed).
         self.cut = False
         #: A failed login's outcome held back until then (``now`` clock; see

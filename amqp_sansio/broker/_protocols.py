@@ -1,17 +1,21 @@
 """Which protocol a client speaks, by the 8 octets it sends first (as RabbitMQ, which
 serves both on one port, tells them apart): AMQP 1.0's headers (``AMQP`` then protocol id
 0, 2 or 3 and version 1.0.0; core spec 2.2, 5.1, 5.2.1), AMQP 0-9-1's ``AMQP\\x00\\x00\\x09\\x01``
-(0-9-1 spec 4.2.2). An earlier 0-x header (0-8, 0-9, 0-10: ``AMQP\\x01\\x01...``) gets the
-0-9-1 header back, the server's preferred version of that line, and the connection closes
-(0-9-1 spec 4.2.2, rule "protocol-negotiation"); anything else goes to the 1.0 engine,
-which answers it by 1.0's rule (its own header, then it closes). On the amqps port the
-same octets, read after the TLS handshake, decide (:class:`ProtocolSniffer`)."""
+(0-9-1 spec 4.2.2) and the earlier headers of its line RabbitMQ serves too: 0-9's
+(``AMQP\\x01\\x01\\x00\\x09``, served as 0-9-1) and 0-8's (``AMQP\\x01\\x01\\x08\\x00``, and
+py-amqplib's ``AMQP\\x01\\x01\\x09\\x01``; served as 0-8), all to the 0-9-1 engine
+(:data:`~amqp_sansio.amqp091.framing.SERVED_HEADERS`). Another 0-x header (0-10, another
+0-9-1 revision: ``AMQP\\x01\\x01...``, ``AMQP\\x00\\x00...``) gets the 0-9-1 header back,
+the server's preferred version of that line, and the connection closes (0-9-1 spec 4.2.2,
+rule "protocol-negotiation"), as RabbitMQ answers it; anything else goes to the 1.0
+engine, which answers it by 1.0's rule (its own header, then it closes). On the amqps
+port the same octets, read after the TLS handshake, decide (:class:`ProtocolSniffer`)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..amqp091.framing import PROTOCOL_HEADER
+from ..amqp091.framing import SERVED_HEADERS
 
 __all__ = ["ProtocolSniffer", "pick_protocol"]
 
@@ -21,15 +25,15 @@ _AMQP10_IDS = (0, 2, 3)
 
 def pick_protocol(header: bytes) -> Literal["1.0", "0-9-1", "0-9-1-older"]:
     """The engine for a client whose first octets are ``header`` (at least 8, or all it
-    sent before it went): ``"0-9-1"``, ``"0-9-1-older"`` (answer 0-9-1's
-    :data:`~amqp_sansio.amqp091.PROTOCOL_HEADER` and close) or ``"1.0"`` (everything
-    else, TLS records of the amqps port included)."""
-    if header[:8] == PROTOCOL_HEADER:
+    sent before it went): ``"0-9-1"`` (0-8's and 0-9's headers too), ``"0-9-1-older"``
+    (answer 0-9-1's :data:`~amqp_sansio.amqp091.PROTOCOL_HEADER` and close) or ``"1.0"``
+    (everything else, TLS records of the amqps port included)."""
+    if bytes(header[:8]) in SERVED_HEADERS:
         return "0-9-1"
     if header[:4] == b"AMQP" and len(header) >= 8:
-        if header[4] == 1 and header[5] == 1:  # 0-8, 0-9, 0-10: class 1, instance 1
+        if header[4] == 1 and header[5] == 1:  # 0-10 and others: class 1, instance 1
             return "0-9-1-older"
-        if header[4] == 0 and header[5:7] == b"\x00\x09":  # another 0-9 revision
+        if header[4] == 0 and header[5] == 0:  # another 0-x revision (1.0's is 0 1 0 0)
             return "0-9-1-older"
     return "1.0"
 

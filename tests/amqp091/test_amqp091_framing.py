@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_sansio import amqp091, errors
+from amqp_sansio.amqp091 import framing
 
 PUBLISH = amqp091.BasicPublish(exchange="amq.topic", routing_key="a.b", mandatory=True)
 PROPS = amqp091.BasicProperties(content_type="text/plain", delivery_mode=2, headers={"k": [1]})
@@ -238,8 +239,6 @@ def test_a_client_told_another_version() -> None:
     [
         (b"AMQP\x03\x01\x00\x00", "AMQP 1.0 (protocol id 3)"),
         (b"AMQP\x01\x01\x00\x0a", "AMQP 0-10"),
-        (b"AMQP\x01\x01\x08\x00", "AMQP 0-8"),
-        (b"AMQP\x01\x01\x09\x01", "AMQP 0-9-1 (the pre-standard header)"),
         (b"AMQP\x00\x00\x09\x02", "AMQP protocol id 0 version 0.9.2"),
         (b"GET / HT", "HTTP"),
         (b"\x16\x03\x01\x02\x00\x01\x00\x01", "not AMQP"),
@@ -251,6 +250,41 @@ def test_a_server_refuses_other_protocols(header: bytes, name: str) -> None:
     with pytest.raises(errors.UnsupportedProtocolError) as caught:
         parser.next_frame()
     assert caught.value.version_name == name
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [
+        (b"AMQP\x01\x01\x08\x00", "AMQP 0-8"),
+        (b"AMQP\x01\x01\x09\x01", "AMQP 0-9-1 (the pre-standard header)"),
+    ],
+)
+def test_a_client_names_the_08_headers_a_server_answers(header: bytes, name: str) -> None:
+    parser = amqp091.FrameParser()
+    parser.feed(header)
+    with pytest.raises(errors.UnsupportedProtocolError) as caught:
+        parser.next_frame()
+    assert caught.value.version_name == name
+
+
+@pytest.mark.parametrize(
+    ("header", "version"),
+    [
+        (b"AMQP\x00\x00\x09\x01", (0, 9, 1)),
+        (b"AMQP\x01\x01\x00\x09", (0, 9, 1)),  # 0-9: served as 0-9-1, as RabbitMQ does
+        (b"AMQP\x01\x01\x08\x00", (8, 0, 0)),  # 0-8
+        (b"AMQP\x01\x01\x09\x01", (8, 0, 0)),  # py-amqplib's for 0-8
+    ],
+)
+def test_a_server_takes_the_headers_rabbitmq_takes(
+    header: bytes, version: tuple[int, int, int]
+) -> None:
+    major, minor, revision = version
+    expected = framing.ProtocolHeader(major=major, minor=minor, revision=revision)
+    for chunks in ([header], [header[i : i + 1] for i in range(8)]):  # whole, octet by octet
+        parser = amqp091.FrameParser(protocol_header=True)
+        got = [parser.next_frame() for chunk in chunks if parser.feed(chunk) is None]
+        assert got == [None] * (len(chunks) - 1) + [expected]
 
 
 def test_a_wrong_header_is_refused_at_its_first_wrong_octet() -> None:

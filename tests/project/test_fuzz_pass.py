@@ -6,7 +6,10 @@ DecodeError / FramingError / UnsupportedProtocolError, and whatever decodes re-e
 stable canonical form; a server-role Connection fed arbitrary bytes (after a header, or a
 header and an open) returns events, answers every protocol error with a frame carrying it,
 sends only well-formed frames, and never raises; the broker's selector parser returns a
-selector or raises SelectorError, and a selector evaluates to TRUE, FALSE or UNKNOWN.
+selector or raises SelectorError, and a selector evaluates to TRUE, FALSE or UNKNOWN; the
+broker core (fuzz/broker_core.py), fed arbitrary bytes by either protocol from scratch or
+after a valid handshake, never raises, and an open connection it ends has its close on the
+wire.
 Environment knobs, for a longer or different pass:
 
 * ``AMQP_SANSIO_FUZZ_ITERATIONS`` (default 350000) and ``AMQP_SANSIO_FUZZ_SEED``
@@ -14,6 +17,7 @@ Environment knobs, for a longer or different pass:
 * ``AMQP_SANSIO_FUZZ_SECONDS``: the time cap of the codec's mutation pass (default 25),
 * ``AMQP_SANSIO_FUZZ_ENGINE_SECONDS``: the time cap of the engine's (default 4),
 * ``AMQP_SANSIO_FUZZ_PARSER_SECONDS``: the time cap of the selector parser's (default 3),
+* ``AMQP_SANSIO_FUZZ_BROKER_SECONDS``: the time cap of the broker core's (default 4),
 * ``AMQP_SANSIO_FUZZ_EXAMPLES``: Hypothesis examples per test (default 400).
 """
 
@@ -54,6 +58,7 @@ SEED = random.randrange(2**32) if _seed == "random" else int(_seed)
 SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_SECONDS", "25"))
 ENGINE_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_ENGINE_SECONDS", "4"))
 PARSER_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_PARSER_SECONDS", "3"))
+BROKER_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_BROKER_SECONDS", "4"))
 EXAMPLES = int(os.environ.get("AMQP_SANSIO_FUZZ_EXAMPLES", "400"))
 
 fuzz_settings = settings(
@@ -300,3 +305,37 @@ def test_hypothesis_edited_seeds(target: str, data: st.DataObject) -> None:
     seed = data.draw(st.sampled_from(_SEEDS[target]), label="seed")
     edits = data.draw(_edits, label="edits")
     harness.check(target, _apply(seed, edits))
+
+
+def test_bounded_broker_pass() -> None:
+    """The broker core's targets (fuzz/broker_core.py), both protocols, a few seconds."""
+    stats = harness.run(ITERATIONS, SEED, targets=harness.BROKER_TARGETS, time_limit=BROKER_SECONDS)
+    print(stats.summary())
+    assert stats.ok, (
+        f"fuzzing the broker core found new failures (replay with AMQP_SANSIO_FUZZ_SEED={SEED};"
+        f" see fuzz/README.md to triage):\n{stats.summary()}"
+    )
+    for target in harness.BROKER_TARGETS:
+        assert stats.accepted[target] > 0, f"no mutated {target} input went without error"
+
+
+def test_broker_target_reports_a_broker_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker core's target fails on an exception from the broker (stage crash) and on
+    an open connection ended without a close on the wire (stage no-close)."""
+    from amqp_sansio.broker import BrokerConnection091
+
+    seed = harness.seed_corpus()["broker-091-opened"][0]
+    assert harness.execute("broker-091-opened", seed)[1] is None
+    real = BrokerConnection091.data_to_send
+
+    def silent(self: BrokerConnection091) -> bytes:
+        out = real(self)
+        return b"" if self.engine.closed or self.engine.state.value == "closing" else out
+
+    monkeypatch.setattr(BrokerConnection091, "data_to_send", silent)
+    close = harness.seed_corpus()["broker-091-opened"][-1]  # the client's connection.close
+    _, finding = harness.execute("broker-091-opened", close)
+    assert finding is not None and finding.stage == "no-close", finding
+    monkeypatch.setattr(BrokerConnection091, "receive_data", lambda *a, **k: 1 / 0)
+    _, finding = harness.execute("broker-091", seed)
+    assert finding is not None and finding.stage == "crash" and finding.issue is None

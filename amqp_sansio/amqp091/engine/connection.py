@@ -403,6 +403,6 @@ class Connection(Handshake, ChannelDispatch):
         elif isinstance(frame, ContentHeaderFrame | ContentBodyFrame):
             self._content_frame(frame)
         elif isinstance(frame, ProtocolHeader):
-            self._on_protocol_header()
+            self._on_protocol_header(frame)
         else:
             assert isinstance(frame, HeartbeatFrame)  # any octet counts as activity

@@ -22,7 +22,7 @@ from ..methods import Method
 from ..spec import FRAME_MIN_SIZE, ReplyCode
 from . import negotiation
 from .channel import Channel, ChannelState, PeerError
-from .events import ChannelClosed, ConnectionClosed, Event
+from .events import ChannelClosed, ConnectionClosed, Event, discard_requests
 from .states import ConnectionState, Limits, Role
 
 __all__ = ["MAX_CHANNEL", "ConnectionCore"]
@@ -83,6 +83,10 @@ class ConnectionCore:
         self._mechanisms = tuple(mechanisms)
         self.state = _S.NEW
         self._parser = FrameParser(FRAME_MIN_SIZE, protocol_header=role is Role.SERVER)
+        #: The version the connection speaks: ``"0-9-1"``, or ``"0-8"`` for a server
+        #: whose client sent a 0-8 header (:mod:`amqp_sansio.amqp091.amqp08`).
+        self.protocol_version = "0-9-1"
+        self._encode_frame = encode_method_frame
         self._events: deque[Event] = deque()
         self._out: list[bytes] = []
         self._channels: dict[int, Channel] = {}
@@ -113,7 +117,7 @@ class ConnectionCore:
         self._last_sent = self._now
 
     def _send(self, channel: int, method: Method) -> None:
-        self._write(encode_method_frame(channel, method, self.frame_max))
+        self._write(self._encode_frame(channel, method, self.frame_max))
 
     def _report(self, event: Event) -> None:
         self._events.append(event)
@@ -227,8 +231,14 @@ class ConnectionCore:
         code = int(getattr(exc, "reply_code", ReplyCode.FRAME_ERROR))
         if self.state is not _S.CLOSING and self.state is not _S.NEW:
             self._send_close(code, exc.description, 0, 0)
+        discard_requests(self._events, None)
         self._end(code, exc.description, by_peer=False)
 
     def _peer_error(self, exc: PeerError) -> None:
-        """A hard error (soft ones are answered on their channel where they arise)."""
+        """A hard error (soft ones are answered on their channel where they arise): our
+        ``connection.close``, and what the peer asked for before the error and the
+        application has not taken yet is dropped, as everything after it is (0-9-1 spec,
+        ``connection.close``: a closing peer discards all but close and close-ok), so no
+        answer is sent after the close (an application's ``send_method`` would raise)."""
         self._send_close(exc.reply_code, exc.text, exc.class_id, exc.method_id)
+        discard_requests(self._events, None)

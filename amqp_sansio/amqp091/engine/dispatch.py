@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import spec
+from ..amqp08 import AccessRequest, AccessRequestOk
 from ..framing import ContentBodyFrame, ContentHeaderFrame
 from ..methods import METHODS, Method
 from ..spec import ReplyCode
@@ -164,6 +165,11 @@ class ChannelDispatch(ConnectionCore):
         self._send(ch.number, spec.ChannelFlowOk(active=method.active))
         self._report(ch.flow(method.active))
 
+    def _on_access_request(self, ch: Channel, method: AccessRequest) -> None:
+        """A 0-8 client's ``access.request`` (0-8 spec, class ``access``): ticket 1, as
+        RabbitMQ answers it (tickets are not checked: 0-9-1 dropped them)."""
+        self._send(ch.number, AccessRequestOk(ticket=1))
+
     def _on_mode(self, ch: Channel, method: Method) -> None:
         """``confirm.select``, ``confirm.select-ok``, ``tx.select``: the channel's mode
         changes (a soft 406 for a server channel asked to mix them); the application sees
@@ -222,6 +228,7 @@ _CHANNEL_TABLE: dict[type[Method], _ChannelHandler] = {
     spec.TxSelect: ChannelDispatch._on_mode,
     spec.BasicAck: ChannelDispatch._on_confirmation,
     spec.BasicNack: ChannelDispatch._on_confirmation,
+    AccessRequest: ChannelDispatch._on_access_request,
 }
 
 #: The methods :meth:`ChannelDispatch._channel_method` checks before any other: those of

@@ -191,12 +191,14 @@ class FlowChanged(Event):
 
 
 def discard_requests(queue: deque[Event], channel: int | None) -> None:
-    """The application closed ``channel`` (None: the connection): the methods and contents
+    """The application closed ``channel`` (None: the connection; or the engine closed it
+    for the peer's error, a hard error or a frame error): the methods and contents
     of it still in ``queue``, not taken yet, are dropped as if they had arrived after our
     close (0-9-1 spec, ``channel.close`` and ``connection.close``: after sending close,
     discard everything but close and close-ok). They ask for an answer the application
-    can no longer give; the events that report a state (ChannelOpened, Confirmed,
-    FlowChanged, ...) stay."""
+    can no longer give, as do, for the connection, a login or an open not answered yet
+    (LoginRequested, OpenRequested); the events that report a state (ChannelOpened,
+    Confirmed, FlowChanged, ...) stay."""
     kept = [
         event
         for event in queue
@@ -204,6 +206,7 @@ def discard_requests(queue: deque[Event], channel: int | None) -> None:
             isinstance(event, MethodReceived | ContentReceived)
             and (channel is None or event.channel == channel)
         )
+        and not (channel is None and isinstance(event, LoginRequested | OpenRequested))
     ]
     if len(kept) != len(queue):
         queue.clear()

@@ -8,7 +8,8 @@ host) are :class:`~amqp_sansio.amqp091.engine.Connection`'s calls.
 from __future__ import annotations
 
 from ...security.mechanisms import SASLError
-from .. import spec
+from .. import amqp08, spec
+from ..framing import ProtocolHeader
 from ..methods import Method
 from ..spec import FRAME_MIN_SIZE, ReplyCode
 from . import negotiation
@@ -32,9 +33,15 @@ _S = ConnectionState
 class Handshake(ConnectionCore):
     """The channel-0 methods of a connection."""
 
-    def _on_protocol_header(self) -> None:
+    def _on_protocol_header(self, header: ProtocolHeader) -> None:
         """Server role: the client's protocol header (0-9-1 spec 4.2.2) is good:
-        ``connection.start`` with our properties, mechanisms and locale."""
+        ``connection.start`` with our properties, mechanisms and locale. A 0-8 header
+        (:data:`~amqp_sansio.amqp091.framing.HEADERS_08`) makes the connection speak 0-8's
+        method ids from here (:mod:`amqp_sansio.amqp091.amqp08`), as RabbitMQ serves 0-8."""
+        if header.major == 8:
+            self.protocol_version = "0-8"
+            self._parser.decode_method = amqp08.decode_method_08
+            self._encode_frame = amqp08.encode_method_frame_08
         self._send(
             0,
             spec.ConnectionStart(
