@@ -442,17 +442,20 @@ class BrokerConnection:
         self._credit(link)
         self.producers[link] = _Producer(self, link, None, reply=reply)
 
-    def _route(self, address: str | None) -> Node | Error:
+    def _route(self, address: str | None, message: StoredMessage) -> Node | Error | None:
         """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4,
         ``address``), or why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node
         there: the relay makes none) or ``amqp:unauthorized-access`` (the user may not send
-        there)."""
+        there). None: it was a direct reply, handed to its requester or dropped."""
         if address is None:
             return error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
         users = self.broker.config.users
         if users is not None and not users.allows(self.identity, address, send=True):
             who = self.identity or "an unauthenticated client"
             return error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+        if reply_name(address) is not None:
+            self.broker.replies.deliver(address, message)
+            return None
         node = self.broker.nodes.get(address)
         if node is None or node.deleted:
             return error("amqp:not-found", f"no node {address!r}")
@@ -755,15 +758,13 @@ class BrokerConnection:
             return
         node = producer.node
         state: Any = _ACCEPTED
-        address = None if node is not None else (producer.reply or relay_address(message.data))
-        if address is not None and reply_name(address) is not None:
-            broker.replies.deliver(address, message)  # at most once: accepted all the same
-            if not delivery.remote_settled:
-                link.settle(delivery, _ACCEPTED)
-            self._credit(link)
-            return
         if node is None:
-            routed = self._route(address)
+            routed = self._route(producer.reply or relay_address(message.data), message)
+            if routed is None:  # a direct reply: accepted, delivered or not (._replies)
+                if not delivery.remote_settled:
+                    link.settle(delivery, _ACCEPTED)
+                self._credit(link)
+                return
             if isinstance(routed, Error):
                 node, state = None, Rejected(error=routed)
             else:
