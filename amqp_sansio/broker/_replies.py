@@ -204,6 +204,8 @@ def consume_reply(broker: Any, channel: Any, m: spec.BasicConsume) -> str | None
     if replies.name_of(channel) is not None:
         raise Refused(ReplyCode.PRECONDITION_FAILED, "reply consumer already set")
     tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
+    if tag in channel.consumers:
+        raise Refused(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
     replies.open(channel.conn, channel, _ReplyConsumer(channel, tag))
     return tag
 

@@ -14,6 +14,7 @@ from typing import Any
 import pika
 import pika.exceptions
 import pytest
+from amqp_sansio.adapters import sockets
 from support.broker_process import WAIT, BrokerProcess
 from support.rabbitmq import rabbitmq_url
 
@@ -234,3 +235,16 @@ def test_reply_delivery_tags_beside_a_consumer_as_rabbitmq(url: str, request_que
         sch.basic_publish("", request_queue, b"n2")
         _until(client, lambda: len(got) == 4)
         assert got == [(b"n1", 1), (b"req", 2), (b"reply", 3), (b"n2", 3)]
+
+
+def test_a_consumer_tag_in_use_is_refused_as_rabbitmq(url: str, request_queue: str) -> None:
+    """A reply consumer's tag must be new on its channel (530, a connection error). pika
+    refuses a tag it has already used by itself, so our 0-9-1 client asks."""
+    with sockets.connect(url, protocol="0-9-1", timeout=WAIT) as conn:
+        ch = conn.channel()
+        ch.basic_consume(request_queue, consumer_tag="taken")
+        with pytest.raises(sockets.ConnectionClosedError) as info:
+            ch.basic_consume(PSEUDO, no_ack=True, consumer_tag="taken")
+        assert str(info.value).endswith(
+            ": 530 NOT_ALLOWED - attempt to reuse consumer tag 'taken'"
+        ), info.value
