@@ -75,3 +75,13 @@ def test_a_volatile_target_is_refused() -> None:
     detached = client.of(a.events.LinkDetached)
     assert detached and detached[-1].error is not None
     assert str(detached[-1].error.condition) == "amqp:not-implemented"
+
+
+def test_rabbitmq_s_queues_form_of_a_name_is_taken() -> None:
+    """RabbitMQ 4.2 hands out ``/queues/amq.rabbitmq.reply-to.<token>`` (its address scheme
+    v2); a responder that writes a name so reaches the requester here too."""
+    net = Net()
+    requester, responder = net.connect(), net.connect()
+    replies, name = _requester(requester, 1)
+    _reply(responder, responder.sender(None), "/queues/" + name, b"v2")
+    assert [body(e) for e in requester.received(replies)] == [b"v2"]
