@@ -252,6 +252,7 @@ class Connection(ConnectionBase[client.Core]):
         filters: client.Filters | None = None,
         selector: str | None = None,
         browse: bool = False,
+        capabilities: tuple[str, ...] = (),
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
@@ -259,7 +260,8 @@ class Connection(ConnectionBase[client.Core]):
         ``selector``: a JMS message selector, added to it as the filter
         ``apache.org:selector-filter:string`` (key ``jms-selector``); ``browse``: read the
         messages without taking them (the source's distribution-mode ``copy``, core spec
-        3.5.3), so they stay on the node."""
+        3.5.3), so they stay on the node; ``capabilities``: the source's, such as
+        ``rabbitmq:volatile-queue`` with ``dynamic`` for a direct reply-to address."""
         recipe = recipes.attach_receiver(
             self.core,
             address,
@@ -270,6 +272,7 @@ class Connection(ConnectionBase[client.Core]):
             filters=filters,
             selector=selector,
             browse=browse,
+            capabilities=capabilities,
         )
         return Receiver(self, await self._run(recipe, timeout))
 

@@ -43,6 +43,7 @@ from ._management import Management
 from ._nodes import Node, Queue, Topic, error
 from ._protocols import ProtocolSniffer
 from ._relay import ANONYMOUS_RELAY
+from ._replies import DirectReplies
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import (
     MemoryStore,
@@ -104,6 +105,8 @@ class Broker:
         self._ties = itertools.count()
         self._compact_at = _COMPACT_MIN
         self._pending: dict[BrokerConnection | BrokerConnection091, None] = {}
+        #: Direct reply-to's requesters, by the name their replies go to (:mod:`._replies`).
+        self.replies = DirectReplies()
         self._dirty: dict[Queue | Stream, None] = {}
         #: Set by an I/O adapter that writes what a 0-9-1 input answers (publisher
         #: confirms, ``-ok`` methods) before the deliveries it makes for consumers: such an
@@ -351,6 +354,10 @@ class Broker:
         out = list(self._pending)
         self._pending.clear()
         return out
+
+    def has_output(self, conn: BrokerConnection | BrokerConnection091) -> None:
+        """``conn`` has bytes to send: among :meth:`pending`'s next answer."""
+        self._pending[conn] = None
 
     def next_expiry(self) -> float | None:
         """When (wall clock) the next waiting message, or suspended subscription, expires;

@@ -67,6 +67,7 @@ from ._nodes import Node, Queue, Topic, error
 from ._protocols import ProtocolSniffer
 from ._record import ConnectionRecord
 from ._relay import relay_address
+from ._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
 from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
@@ -299,6 +300,7 @@ class BrokerConnection:
             self._on_attach(event.link)
 
     def _on_link_detached(self, event: LinkDetached) -> None:
+        sweep_links(self, None, event.link)  # (a requester's link: its name goes)
         endpoint = self.consumers.get(event.link) or self.producers.get(event.link)
         if endpoint is not None:
             self._remove(endpoint, closed=event.closed)
@@ -367,8 +369,7 @@ class BrokerConnection:
             who = self.identity or "an unauthenticated client"
             link.refuse(error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
             return
-        if address == MANAGEMENT_ADDRESS and not terminus.dynamic:
-            broker.management.attach(self, link, terminus)
+        if self._special_link(link, terminus):
             return
         node: Node | None
         if terminus.dynamic:
@@ -411,26 +412,53 @@ class BrokerConnection:
             self.producers[link] = producer
             self._join(node, producer, terminus.dynamic)
 
-    def _relay_producer(self, link: Receiver, target: Target) -> None:
+    def _special_link(self, link: Link, terminus: Source | Target) -> bool:
+        """A link to ``$management`` (:mod:`._management`), or one of direct reply-to's
+        (see :mod:`._replies`): a requester's (a dynamic source with the capability
+        ``rabbitmq:volatile-queue``), or a responder's sender to a name (``amqp:not-found``
+        once its requester is gone). False for any other link."""
+        if terminus.address == MANAGEMENT_ADDRESS and not terminus.dynamic:
+            self.broker.management.attach(self, link, terminus)
+            return True
+        if terminus.dynamic and VOLATILE_QUEUE in (terminus.capabilities or ()):
+            if isinstance(link, Sender):
+                attach_volatile(self, link, cast(Source, terminus))
+            else:
+                link.refuse(error("amqp:not-implemented", "a volatile queue is a source only"))
+            return True
+        address = terminus.address
+        if terminus.dynamic or not isinstance(address, str) or reply_name(address) is None:
+            return False
+        if isinstance(link, Receiver) and self.broker.replies.present(address):
+            self._relay_producer(link, cast(Target, terminus), reply=address)
+        else:
+            link.refuse(error("amqp:not-found", f"no node {address!r}"))
+        return True
+
+    def _relay_producer(self, link: Receiver, target: Target, *, reply: str | None = None) -> None:
         """A sender with a null target address: the anonymous relay (see :mod:`._relay`).
-        Access is checked per message, against the address each one names."""
+        Access is checked per message, against the address each one names. ``reply``: a
+        sender to a direct reply-to name instead, whose messages all go there."""
         config = self.broker.config
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(target, **_TRANSIENT))
         self._credit(link)
-        self.producers[link] = _Producer(self, link, None)
+        self.producers[link] = _Producer(self, link, None, reply=reply)
 
-    def _route(self, message: StoredMessage) -> Node | Error:
-        """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4), or
-        why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node there: the relay makes
-        none) or ``amqp:unauthorized-access`` (the user may not send there)."""
-        address = relay_address(message.data)
+    def _route(self, address: str | None, message: StoredMessage) -> Node | Error | None:
+        """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4,
+        ``address``), or why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node
+        there: the relay makes none) or ``amqp:unauthorized-access`` (the user may not send
+        there). None: it was a direct reply, handed to its requester or dropped."""
         if address is None:
             return error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
         users = self.broker.config.users
         if users is not None and not users.allows(self.identity, address, send=True):
             who = self.identity or "an unauthenticated client"
             return error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+        if reply_name(address) is not None:
+            self.broker.replies.deliver(address, message)
+            return None
         node = self.broker.nodes.get(address)
         if node is None or node.deleted:
             return error("amqp:not-found", f"no node {address!r}")
@@ -694,6 +722,7 @@ class BrokerConnection:
             link = endpoint.link
             if link.state is not _ATTACHED or link.session is session or self.lost:
                 self._remove(endpoint, closed=False)  # detached, not closed (2.6.6)
+        sweep_links(self, session)
         if session is not None:
             self._ended(session)
 
@@ -733,7 +762,12 @@ class BrokerConnection:
         node = producer.node
         state: Any = _ACCEPTED
         if node is None:
-            routed = self._route(message)
+            routed = self._route(producer.reply or relay_address(message.data), message)
+            if routed is None:  # a direct reply: accepted, delivered or not (._replies)
+                if not delivery.remote_settled:
+                    link.settle(delivery, _ACCEPTED)
+                self._credit(link)
+                return
             if isinstance(routed, Error):
                 node, state = None, Rejected(error=routed)
             else:

@@ -40,9 +40,10 @@ from ..amqp091.spec import ReplyCode
 from ..security.tls import TLSFailed
 from ._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
 from ._declarations import Refused
-from ._mapping import from_amqp10
+from ._mapping import basic_of
 from ._nodes import Node, Queue
 from ._record import ConnectionRecord
+from ._replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
 from ._selector import Selector
 from ._store import StoredMessage
 from ._streams import Stream
@@ -234,6 +235,7 @@ class _Channel:
 
     def close(self) -> None:
         """The channel is gone: its consumers go, its unacked deliveries go back."""
+        self.conn.broker.replies.close(self.conn, self)  # (its direct reply-to consumer)
         for consumer in list(self.consumers.values()):
             self.consumers.pop(consumer.tag)
             self._remove(consumer)
@@ -585,6 +587,8 @@ class BrokerConnection091:
         return channel.last_queue
 
     def _queue_declare(self, channel: _Channel, m: spec.QueueDeclare) -> None:
+        if (reply := declare_reply(self.broker, m.queue, self._vh.name)) is not None:
+            return self._ok(channel, m.no_wait, reply)  # (direct reply-to's names)
         queue, messages, consumers = self._vh.declare_queue(
             m.queue,
             passive=m.passive,
@@ -660,6 +664,8 @@ class BrokerConnection091:
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
         vh = self._vh
+        if (reply_tag := consume_reply(self.broker, channel, m)) is not None:
+            return self._ok(channel, m.no_wait, spec.BasicConsumeOk(consumer_tag=reply_tag))
         if consume_091(self, channel, m, self._queue_name(channel, m.queue)):
             return  # (a stream's consumer)
         queue = vh.usable_queue(self._queue_name(channel, m.queue), self)
@@ -690,6 +696,7 @@ class BrokerConnection091:
         consumer = channel.consumers.pop(m.consumer_tag, None)
         if consumer is not None:
             channel._remove(consumer)
+        cancel_reply(self.broker, channel, m.consumer_tag)
         self._ok(channel, m.no_wait, spec.BasicCancelOk(consumer_tag=m.consumer_tag))
 
     def _basic_get(self, channel: _Channel, m: spec.BasicGet) -> None:
@@ -784,6 +791,7 @@ class BrokerConnection091:
         try:
             if method.immediate:
                 raise Refused(ReplyCode.NOT_IMPLEMENTED, "immediate=true")
+            props = rewrite_reply_to(self.broker, channel, props)  # (direct reply-to)
             if channel.tx:
                 self._vh.route(method.exchange, method.routing_key, props.headers)  # 404 now
                 channel.tx_publishes.append((method, props, event.body))
@@ -929,17 +937,6 @@ class BrokerConnection091:
         if self._counted:
             self._counted = False
             self.broker._connection_gone(self)
-
-
-def basic_of(message: StoredMessage) -> tuple[spec.BasicProperties, bytes, str | None, str | None]:
-    """A stored message as a 0-9-1 consumer gets it: as published, for a message published
-    with 0-9-1 (its annotations unchanged since), else mapped from its 1.0 form."""
-    basic = message.basic
-    if basic is not None:
-        properties, exchange, routing_key, size = basic
-        data = message.data
-        return properties, data[len(data) - size :] if size else b"", exchange, routing_key
-    return from_amqp10(message.encoded())
 
 
 class _Getter:

@@ -113,9 +113,13 @@ class _Producer:
     """A link on which the broker receives (the client publishes) into a node; ``node`` is
     None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
 
-    __slots__ = ("conn", "link", "node")
+    __slots__ = ("conn", "link", "node", "reply")
 
-    def __init__(self, conn: BrokerConnection, link: Receiver, node: Node | None) -> None:
+    def __init__(
+        self, conn: BrokerConnection, link: Receiver, node: Node | None, *, reply: str | None = None
+    ) -> None:
         self.conn = conn
         self.link = link
         self.node = node
+        #: A link attached to a direct reply-to name: where its messages go (._replies).
+        self.reply = reply

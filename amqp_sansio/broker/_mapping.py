@@ -48,7 +48,7 @@ import contextlib
 import datetime
 import uuid
 from decimal import Decimal
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..amqp091 import codec as c091
 from ..amqp091.spec import BasicProperties
@@ -63,6 +63,9 @@ from ..definitions.messaging import (
 )
 from ..errors import DecodeError
 
+if TYPE_CHECKING:
+    from ._store import StoredMessage
+
 __all__ = [
     "AMQP10_TYPE",
     "COMPLEX_HEADERS",
@@ -71,6 +74,7 @@ __all__ = [
     "EXCHANGE_ANNOTATION",
     "ROUTING_KEY_ANNOTATION",
     "TYPE_ANNOTATION",
+    "basic_of",
     "from_amqp10",
     "header_fields",
     "parse_expiration",
@@ -520,3 +524,14 @@ def _id_to_091(value: Any, header: str, headers: dict[str, Any]) -> str | None:
         headers[header] = str(value)
         return None
     return str(int(value))  # a ulong
+
+
+def basic_of(message: StoredMessage) -> tuple[BasicProperties, bytes, str | None, str | None]:
+    """A stored message as a 0-9-1 consumer gets it: as published, for a message published
+    with 0-9-1 (its annotations unchanged since), else mapped from its 1.0 form."""
+    basic = message.basic
+    if basic is not None:
+        properties, exchange, routing_key, size = basic
+        data = message.data
+        return properties, data[len(data) - size :] if size else b"", exchange, routing_key
+    return from_amqp10(message.encoded())

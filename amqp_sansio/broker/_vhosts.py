@@ -68,6 +68,7 @@ from ._mapping import (
     from_amqp10,
 )
 from ._nodes import Node, Queue
+from ._replies import REPLY_PREFIX
 from ._store import (
     BindingRecord,
     ExchangeRecord,
@@ -752,7 +753,9 @@ class VirtualHost:
         to its 1.0 form (:mod:`._mapping`), goes to each queue :meth:`route` finds. An
         ``expiration`` that is not an integer is refused (406); a queue at its limits with
         ``reject-publish`` refuses its copy (``Published.refused``). The caller dispatches
-        (the broker's consumers get the messages once its input is handled)."""
+        (the broker's consumers get the messages once its input is handled). To the default
+        exchange with a direct reply-to name as key, it goes to its requester at once, or
+        nowhere (:mod:`._replies`)."""
         if properties is None:
             properties = BasicProperties()
         queues = self.route(exchange, routing_key, properties.headers)
@@ -774,6 +777,8 @@ class VirtualHost:
         )
         template.basic = (properties, exchange, routing_key, len(body))
         published = Published(len(queues), [], template.durable)
+        if not queues and exchange == "" and routing_key.startswith(REPLY_PREFIX):
+            published.routed = int(broker.replies.deliver(routing_key, template))  # (._replies)
         refused = published.refused
         last = queues[-1] if queues else None
         for queue in queues:

@@ -218,25 +218,30 @@ class Core(CoreBase[a.Connection]):
         filters: Filters | None = None,
         selector: str | None = None,
         browse: bool = False,
+        capabilities: tuple[str, ...] = (),
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
         filter-set (core spec 3.5.8) if given, and ``selector`` (a JMS message selector)
         added to it as the ``apache.org:selector-filter:string`` filter under the key
         ``jms-selector``. ``browse``: the source's distribution-mode is ``copy`` (core spec
-        3.5.3): the messages are read, not taken, and stay on the node for others."""
+        3.5.3): the messages are read, not taken, and stay on the node for others.
+        ``capabilities``: the source's (3.5.3), such as ``rabbitmq:volatile-queue`` with
+        ``dynamic`` for a direct reply-to address (RabbitMQ's, and the reference broker's)."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
         if selector is not None:
             filters = {**(filters or {}), SELECTOR_KEY: a.Described(SELECTOR_FILTER, selector)}
+        wanted = tuple(Symbol(c) for c in capabilities) or None
         if dynamic:
-            source = a.Source(address=None, dynamic=True)
+            source = a.Source(address=None, dynamic=True, capabilities=wanted)
         else:
             source = a.Source(
                 address=address or self.default_address,
                 filter=filters,
                 distribution_mode=BROWSE if browse else None,
+                capabilities=wanted,
             )
         link = self.session().attach_receiver(name or self._name("receiver"), source=source)
         core = ReceiverCore(self, link, credit, auto_accept)

@@ -346,6 +346,7 @@ def attach_receiver(
     filters: Filters | None,
     selector: str | None,
     browse: bool = False,
+    capabilities: tuple[str, ...] = (),
 ) -> Recipe[ReceiverCore]:
     """Attach a receiver (as :func:`attach_sender`)."""
     yield Wait(core.connected_ready)
@@ -358,6 +359,7 @@ def attach_receiver(
         filters=filters,
         selector=selector,
         browse=browse,
+        capabilities=capabilities,
     )
     yield Wait(link.attach_ready)
     return link

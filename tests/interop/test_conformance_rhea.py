@@ -234,6 +234,28 @@ def test_request_response_through_anonymous_relay(broker: BrokerProcess) -> None
     assert served["accepted"] == 3
 
 
+def test_request_response_through_direct_reply_to(broker: BrokerProcess) -> None:
+    """As above, with RabbitMQ 4.2's direct reply-to: the rhea client's dynamic source has
+    the capability ``rabbitmq:volatile-queue``, and its address is a name the replies go to
+    directly, settled (docs/broker.rst, "Direct reply-to")."""
+    address = fresh("requests")
+    server = Program("rpc_server", "127.0.0.1", str(broker.port), address, "3")
+    if server.next() != {"ready": True}:
+        raise AssertionError(f"the server did not start: {server.finish()}")
+    try:
+        client = node("rpc_client", "127.0.0.1", str(broker.port), address, "3", "--volatile")
+    finally:
+        served = server.finish()
+    assert served["_status"] == 0 and "error" not in served, served
+    assert client["_status"] == 0 and "error" not in client, client
+    assert client["reply_to"].startswith("amq.rabbitmq.reply-to.")
+    assert client["replies"] == [
+        {"correlation_id": f"request-{i}", "body": f"REQUEST {i}"} for i in (1, 2, 3)
+    ]
+    assert client["settled"] == 3
+    assert served["answered"] == ["request-1", "request-2", "request-3"]
+
+
 def test_sender_without_target_is_refused(broker: BrokerProcess) -> None:
     """``connection.open_sender()`` with no options attaches with no target at all, which
     core spec 2.7.3 (attach, target) makes a link that never permits messages (rhea's own anonymous

@@ -56,6 +56,7 @@ SERVER_CAPABILITIES: FieldTable = {
     "basic.nack": True,
     "connection.blocked": True,
     "consumer_cancel_notify": True,
+    "direct_reply_to": True,
     "exchange_exchange_bindings": True,
     "per_consumer_qos": True,
     "publisher_confirms": True,
