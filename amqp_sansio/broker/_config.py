@@ -108,8 +108,8 @@ class BrokerConfig:
       None: never): such a queue with no link for that long is deleted with its messages
       (RabbitMQ's ``x-expires``: a queue made by a mere attach or send would otherwise keep
       its messages, and its memory, for ever). Queues declared (0-9-1 ``queue.declare``,
-      the management node, ``queues``) expire only if they ask (``x-expires``). A topic made on first use goes when it has no link and keeps no
-      subscription.
+      the management node, ``queues``) expire only if they ask (``x-expires``). A topic
+      made on first use goes when it has no link and keeps no subscription.
     * ``max_address_length`` (bytes of UTF-8, default 1024): an attach whose source or
       target address is longer is refused with ``amqp:invalid-field`` (the address itself
       is refused, as an over-long selector is: trying again later gets the same answer).
@@ -152,8 +152,9 @@ class BrokerConfig:
     empty frames in between) and closes with ``amqp:resource-limit-exceeded``; a 0-9-1
     connection proposes half of it (rounded up, whole seconds) as the heartbeat in its
     ``connection.tune`` (60 s by default, as RabbitMQ), and the client's ``tune-ok`` has the
-    last word (0: no heartbeat, as the 0-9-1 spec and RabbitMQ take it); ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.sasl.ServerAuthenticator`,
-    or None (the default): the ``users``' one if given, else anonymous access (SASL
+    last word (0: no heartbeat, as the 0-9-1 spec and RabbitMQ take it);
+    ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.sasl.ServerAuthenticator`, or
+    None (the default): the ``users``' one if given, else anonymous access (SASL
     ANONYMOUS, or no SASL layer at all: both the SASL and the bare AMQP protocol header are
     answered, core spec 2.2, 5.1; see ``docs/defaults.rst``); False: no SASL layer (the bare
     header only). ``allow_insecure_auth`` lets PLAIN run without TLS (loopback).
@@ -180,8 +181,9 @@ class BrokerConfig:
     for it: SASL ANONYMOUS, the bare header, any 0-9-1 login on a broker without users),
     holds no link (1.0) and no consumer or unacknowledged delivery (0-9-1), and has sent
     nothing but heartbeats for that long is closed (``amqp:resource-limit-exceeded``;
-    0-9-1: 320 CONNECTION_FORCED) and the new one taken. ``max_connections_per_user`` counts the open connections of each authenticated
-    user (not anonymous ones): one more is answered with an open and a close
+    0-9-1: 320 CONNECTION_FORCED) and the new one taken. ``max_connections_per_user``
+    counts the open connections of each authenticated user (not anonymous ones): one more is
+    answered with an open and a close
     (``amqp:resource-limit-exceeded``, core spec 2.4.1, 2.8.15). ``channel_max`` and
     ``handle_max`` are announced in the open and each begin (core spec 2.7.1, 2.7.2): a
     session on a higher channel closes the connection with
