@@ -7,14 +7,17 @@ same in the core on a simulated clock: tests/broker/test_broker_idle_core.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 
 import pika
+import pytest
 from amqp_sansio.adapters import aio, sockets
 from support.broker_limits import WAIT
 from support.broker_process import BrokerProcess
 from support.engine_pair import frames_in
+from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as a
 from amqp_sansio.definitions import performatives
@@ -75,6 +78,20 @@ def test_the_default_idle_timeout_is_announced() -> None:
         connection = pika.BlockingConnection(params)
         try:
             assert connection._impl.params.heartbeat == 60
+        finally:
+            connection.close()
+
+
+@pytest.mark.parametrize("peer", ["rabbitmq", "ours"])
+def test_pika_takes_the_same_heartbeat_from_rabbitmq_and_from_us(peer: str) -> None:
+    """The same pika program, with its defaults, against RabbitMQ and our broker with no
+    options: each proposes a 60 s heartbeat in connection.tune, and pika takes it."""
+    with contextlib.ExitStack() as stack:
+        url = rabbitmq_url() if peer == "rabbitmq" else stack.enter_context(BrokerProcess()).url
+        connection = pika.BlockingConnection(pika.URLParameters(url))
+        try:
+            assert connection._impl.params.heartbeat == 60
+            assert connection.is_open
         finally:
             connection.close()
 
