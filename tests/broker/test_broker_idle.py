@@ -13,7 +13,8 @@ import time
 
 import pika
 import pytest
-from amqp_sansio.adapters import aio, sockets
+import trio
+from amqp_sansio.adapters import aio, sockets, trio_adapter
 from support.broker_limits import WAIT
 from support.broker_process import BrokerProcess
 from support.engine_pair import frames_in
@@ -127,6 +128,14 @@ def test_connect_url_is_not_cut_while_idle() -> None:
                 assert isinstance(await sender.send(a.Message(body=b"x")), a.Accepted)
 
         asyncio.run(idle_async())
+
+        async def idle_trio() -> None:
+            async with trio_adapter.connect(broker.url) as conn:
+                await trio.sleep(6)  # the adapter's nursery heartbeats
+                sender = await conn.sender("idle-trio")
+                assert isinstance(await sender.send(a.Message(body=b"x")), a.Accepted)
+
+        trio.run(idle_trio)
 
 
 # -- eviction at the per-address cap ------------------------------------------------------------
