@@ -221,6 +221,7 @@ class BrokerServer:
         conn10 = self.broker.accept(
             started, wall=time.time(), ssl_context=tls, tls_header=tls_header, address=address
         )
+        self._flush()  # (an idle connection it evicted to make room says why, and goes)
         conn: AnyConnection = conn10
         first = b""
         if not conn10.ended and (tls is None or tls_header):

@@ -184,8 +184,10 @@ def _connection_limits(brk: argparse.ArgumentParser) -> None:
 #: The ``dest`` of the group "connections" (BrokerConfig fields), each option's type and help.
 _CONNECTION_LIMITS: tuple[tuple[str, type, str], ...] = (
     ("handshake_timeout", float, "seconds from the TCP connection to the client's open"),
+    ("idle_timeout", float, "seconds of silence before an open connection is closed"),
     ("max_connections", int, "connections in all"),
     ("max_connections_per_address", int, "connections from one source address"),
+    ("evict_idle_after", float, "seconds an idle anonymous connection waits to be evicted"),
     ("max_connections_per_user", int, "open connections of one authenticated user"),
     ("channel_max", int, "highest channel a client may use (channel-max; sessions - 1)"),
     ("handle_max", int, "highest link handle per session (handle-max; links - 1)"),
@@ -261,11 +263,12 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--queue-expiry",
-        type=options.seconds,
-        default=None,
+        type=options.or_none(options.seconds),
+        default=default["queue_expiry"],
         metavar="SECONDS",
         help="delete a queue made on first use, messages and all, after it has had no "
-        "link this long (default: never while it holds messages)",
+        f"link this long (default {default['queue_expiry']:g}; none: never while it holds "
+        "messages)",
     )
     group.add_argument(
         "--max-address-length",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import secrets
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
@@ -178,7 +179,7 @@ class Broker:
         saying why: the driver closes its transport at once (nothing was said)."""
         self._clock(now, wall)
         config = self.config
-        why = self._room_for_connection(address)
+        why = self._room_for_connection(address, now)
         if why is not None:
             engine = _refused_engine()
             refused = BrokerConnection(self, engine, engine, address=address)
@@ -245,11 +246,14 @@ class Broker:
             tls = replacing.tls_wanting_091
             replacing.lost = True
             replacing._gone()
-        why = self._room_for_connection(address)
+        why = self._room_for_connection(address, now)
         config = self.config
+        idle = config.idle_timeout
         engine = Engine091(
             Role.SERVER,
             server_properties={"cluster_name": config.container_id, "version": __version__},
+            # half the idle time-out (the client is cut after two silent heartbeats)
+            heartbeat=0 if not idle else min(math.ceil(idle / 2), 0xFFFF),
             # the broker's largest message, and its handshake time-out, for 0-9-1 too
             limits=Limits(
                 max_body=config.max_message_size or 0,
@@ -283,16 +287,44 @@ class Broker:
 
     # -- connection limits (see BrokerConfig and docs/broker.rst, "Limits") -------------------
 
-    def _room_for_connection(self, address: str | None) -> str | None:
-        """Why one more connection from ``address`` is refused at once, or None."""
+    def _room_for_connection(self, address: str | None, now: float) -> str | None:
+        """Why one more connection from ``address`` is refused at once, or None (an idle
+        anonymous connection may have been evicted to make room: :meth:`_evict_idle`)."""
         config = self.config
         limit = config.max_connections
-        if limit is not None and len(self.connections) >= limit:
+        if limit is not None and len(self.connections) >= limit and not self._evict_idle(now):
             return f"the broker takes at most {limit} connections"
         limit = config.max_connections_per_address
-        if limit is not None and address is not None and self._by_address.get(address, 0) >= limit:
+        if (
+            limit is not None
+            and address is not None
+            and self._by_address.get(address, 0) >= limit
+            and not self._evict_idle(now, address)
+        ):
             return f"at most {limit} connections from one address"
         return None
+
+    def _evict_idle(self, now: float, address: str | None = None) -> bool:
+        """At a connection cap: close the least recently active of the connections (from
+        ``address``, if given) that :meth:`~BrokerConnection.idle_since` says may go and that
+        have been quiet for ``evict_idle_after`` seconds, so that a new one fits (it no
+        longer counts from now). False if there is none."""
+        after = self.config.evict_idle_after
+        if after is None:
+            return False
+        oldest, since = None, now - after
+        for conn in self.connections:
+            if address is None or conn.address == address:
+                active = conn.idle_since()
+                if active is not None and active <= since:
+                    oldest, since = conn, active
+        if oldest is None:
+            return False
+        oldest.evict(
+            f"evicted: idle for {now - since:.0f} s, anonymous, without links or consumers, "
+            f"when a new connection came at the connection cap"
+        )
+        return True
 
     def _room_for_user(self, identity: str) -> str | None:
         """Why one more open connection of ``identity`` is refused, or None (then it is

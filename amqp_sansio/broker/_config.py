@@ -12,12 +12,15 @@ if TYPE_CHECKING:
     from ._users import Users
 
 __all__ = [
+    "DEFAULT_EVICT_IDLE_AFTER",
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_ADDRESS_LENGTH",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_MAX_QUEUE_BYTES",
     "DEFAULT_MAX_QUEUE_DEPTH",
     "DEFAULT_MAX_UNSETTLED_PER_LINK",
     "DEFAULT_MEMORY_HIGH_WATERMARK",
+    "DEFAULT_QUEUE_EXPIRY",
     "MEMORY_LOW_WATERMARK",
     "DROP_HEAD",
     "QUEUE_OVERFLOW_POLICIES",
@@ -42,6 +45,16 @@ DEFAULT_MAX_UNSETTLED_PER_LINK = 100_000
 #: ``max_queue_bytes``. The command (``amqp-sansio broker``) reads the machine's memory and
 #: takes a fifth of it instead (docs/defaults.rst says why).
 DEFAULT_MEMORY_HIGH_WATERMARK = 1024 * 1024 * 1024
+#: Seconds a queue made on first use is kept with no link before it is deleted, messages
+#: and all, by default (``queue_expiry``): one hour (docs/broker.rst says why).
+DEFAULT_QUEUE_EXPIRY = 3600.0
+#: Seconds of silence after which the broker closes a connection by default
+#: (``idle_timeout``): 1.0 announces half of it in its open, 0-9-1 proposes half of it as
+#: the heartbeat in its ``connection.tune`` (60 s, RabbitMQ's default).
+DEFAULT_IDLE_TIMEOUT = 120.0
+#: Seconds an anonymous connection without links or consumers must have been quiet before
+#: a new connection at a connection cap may evict it, by default (``evict_idle_after``).
+DEFAULT_EVICT_IDLE_AFTER = 10.0
 #: The alarm clears below this fraction of ``memory_high_watermark`` when
 #: ``memory_low_watermark`` is not given.
 MEMORY_LOW_WATERMARK = 0.9
@@ -91,10 +104,12 @@ class BrokerConfig:
       a message that could never fit is rejected).
     * ``auto_delete`` (default on): a queue made on first use (not one of ``queues``, not a
       dynamic node, topic or stream) is deleted once it has no link and holds no message,
-      like RabbitMQ's auto-delete queues; ``queue_expiry`` (seconds, default None): such a
-      queue with no link for that long is deleted with its messages (RabbitMQ's
-      ``x-expires``). A topic made on first use goes when it has no link and keeps no
-      subscription.
+      like RabbitMQ's auto-delete queues; ``queue_expiry`` (seconds, default one hour;
+      None: never): such a queue with no link for that long is deleted with its messages
+      (RabbitMQ's ``x-expires``: a queue made by a mere attach or send would otherwise keep
+      its messages, and its memory, for ever). Queues declared (0-9-1 ``queue.declare``,
+      the management node, ``queues``) expire only if they ask (``x-expires``). A topic
+      made on first use goes when it has no link and keeps no subscription.
     * ``max_address_length`` (bytes of UTF-8, default 1024): an attach whose source or
       target address is longer is refused with ``amqp:invalid-field`` (the address itself
       is refused, as an over-long selector is: trying again later gets the same answer).
@@ -131,9 +146,15 @@ class BrokerConfig:
     (parentheses, ``NOT``, signs) deeper than ``selector_max_depth`` levels (at most 100),
     refuses the attach with ``amqp:invalid-field``.
 
-    The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds, None
-    for none), ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.sasl.ServerAuthenticator`,
-    or None (the default): the ``users``' one if given, else anonymous access (SASL
+    The server engine of each connection: ``container_id``, ``idle_timeout`` (seconds of
+    silence after which the broker closes the connection, default 120; None: none): a 1.0
+    connection announces half of it as its idle-time-out (core spec 2.4.5: the client sends
+    empty frames in between) and closes with ``amqp:resource-limit-exceeded``; a 0-9-1
+    connection proposes half of it (rounded up, whole seconds) as the heartbeat in its
+    ``connection.tune`` (60 s by default, as RabbitMQ), and the client's ``tune-ok`` has the
+    last word (0: no heartbeat, as the 0-9-1 spec and RabbitMQ take it);
+    ``max_frame_size``; ``sasl`` is a :class:`~amqp_sansio.sasl.ServerAuthenticator`, or
+    None (the default): the ``users``' one if given, else anonymous access (SASL
     ANONYMOUS, or no SASL layer at all: both the SASL and the bare AMQP protocol header are
     answered, core spec 2.2, 5.1; see ``docs/defaults.rst``); False: no SASL layer (the bare
     header only). ``allow_insecure_auth`` lets PLAIN run without TLS (loopback).
@@ -154,8 +175,15 @@ class BrokerConfig:
     transport before that (nothing can be said earlier). ``max_connections`` in all and
     ``max_connections_per_address`` from one source address (handshaking ones included)
     are counted when the transport is accepted: one more is closed at once, before any
-    byte. ``max_connections_per_user`` counts the open connections of each authenticated
-    user (not anonymous ones): one more is answered with an open and a close
+    byte, unless an idle anonymous connection makes room: with ``evict_idle_after``
+    (seconds, default 10; None: never), the least recently active open connection from
+    that address (any address at ``max_connections``) that is anonymous (no user counted
+    for it: SASL ANONYMOUS, the bare header, any 0-9-1 login on a broker without users),
+    holds no link (1.0) and no consumer or unacknowledged delivery (0-9-1), and has sent
+    nothing but heartbeats for that long is closed (``amqp:resource-limit-exceeded``;
+    0-9-1: 320 CONNECTION_FORCED) and the new one taken. ``max_connections_per_user``
+    counts the open connections of each authenticated user (not anonymous ones): one more is
+    answered with an open and a close
     (``amqp:resource-limit-exceeded``, core spec 2.4.1, 2.8.15). ``channel_max`` and
     ``handle_max`` are announced in the open and each begin (core spec 2.7.1, 2.7.2): a
     session on a higher channel closes the connection with
@@ -198,7 +226,7 @@ class BrokerConfig:
         default=REJECT_PUBLISH, validator=attrs.validators.in_(QUEUE_OVERFLOW_POLICIES)
     )
     auto_delete: bool = True
-    queue_expiry: float | None = None
+    queue_expiry: float | None = DEFAULT_QUEUE_EXPIRY
     max_address_length: int | None = DEFAULT_MAX_ADDRESS_LENGTH
     max_unsettled_per_link: int | None = DEFAULT_MAX_UNSETTLED_PER_LINK
     memory_high_watermark: int | None = DEFAULT_MEMORY_HIGH_WATERMARK
@@ -213,7 +241,7 @@ class BrokerConfig:
     selector_max_length: int = 4096
     selector_max_depth: int = 32
     container_id: str = "amqp-sansio-broker"
-    idle_timeout: float | None = None
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     max_frame_size: int = 65536
     sasl: ServerAuthenticator | Literal[False] | None = None
     allow_insecure_auth: bool = False
@@ -223,6 +251,7 @@ class BrokerConfig:
     handshake_timeout: float | None = 10.0
     max_connections: int | None = 1000
     max_connections_per_address: int | None = 500
+    evict_idle_after: float | None = DEFAULT_EVICT_IDLE_AFTER
     max_connections_per_user: int | None = 500
     channel_max: int = attrs.field(default=255, validator=_between(0, 0xFFFF))
     handle_max: int = attrs.field(default=1023, validator=_between(0, 0xFFFFFFFF))

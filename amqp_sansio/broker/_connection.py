@@ -143,8 +143,9 @@ class BrokerConnection:
         self._counted_user: str | None = None
         #: It counts against the broker's connection limits (until :meth:`_gone`).
         self._counted = False
-        #: The latest ``now`` given.
-        self._now = 0.0
+        #: The latest ``now`` given, and the latest at which the client's input made an
+        #: event (heartbeats make none): see :meth:`idle_since`.
+        self._now = self._active_at = 0.0
         #: The server engine (an :class:`amqp_sansio.Connection`).
         self.engine: Connection = engine
         self._stream = stream
@@ -227,6 +228,30 @@ class BrokerConnection:
             return False
         return self.lost or self.cut or self.engine.state is ConnectionState.END
 
+    def idle_since(self) -> float | None:
+        """When (``now`` clock) the client last sent more than empty frames, if the broker
+        may evict this connection at a connection cap (``BrokerConfig.evict_idle_after``):
+        open, anonymous (no user counted, see :func:`._admission.admit_user`), and without
+        links; else None."""
+        if (
+            self._counted_user is not None
+            or self.cut
+            or self.engine.state is not _OPENED
+            or any(session.links for session in self.engine.sessions)
+        ):
+            return None
+        return self._active_at
+
+    def evict(self, why: str) -> None:
+        """Close an idle connection to make room for a new one (:meth:`idle_since`): with
+        ``amqp:resource-limit-exceeded`` (core spec 2.8.15), the transport going after it;
+        it no longer counts against the connection limits."""
+        self.record.ending_because(why)
+        self.engine.close(error("amqp:resource-limit-exceeded", why))
+        self.cut = True
+        self._gone()
+        self.broker._pending[self] = None
+
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
         if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
@@ -249,6 +274,8 @@ class BrokerConnection:
 
     def _handle(self, events: list[Event]) -> None:
         broker = self.broker
+        if events:
+            self._active_at = self._now
         for event in events:
             kind = type(event)
             try:

@@ -267,7 +267,7 @@ class BrokerConnection091:
         self.cut = False
         self.lost = False
         self.ending = False
-        self._now = 0.0
+        self._now = self._active_at = 0.0  # (the latest input that made an event)
         self._handshake_until: float | None = None
         self._held_until: float | None = None
         self._counted = False
@@ -364,12 +364,25 @@ class BrokerConnection091:
             return False
         return self.lost or self.cut or self.engine.closed
 
-    def close(self, error: object = None) -> None:
-        """Close from the broker's side (it is stopping): 320 CONNECTION_FORCED."""
+    def idle_since(self) -> float | None:
+        """As :meth:`BrokerConnection.idle_since` (anonymous: a broker without users)."""
+        busy = any(ch.consumers or ch.unacked for ch in self.channels.values())
+        free = not busy and self.is_open and not self.cut and self.broker.config.users is None
+        return self._active_at if free else None
+
+    def evict(self, why: str) -> None:
+        """As :meth:`BrokerConnection.evict`, with 320 CONNECTION_FORCED."""
+        self.record.ending_because(why)
+        self.close(why=why)
+        self.cut = True
+        self._gone()
+
+    def close(self, error: object = None, *, why: str = "broker stopping") -> None:
+        """Close from the broker's side (it is stopping, or ``why``): 320 CONNECTION_FORCED."""
         self._read_again()  # (for the client's close-ok)
         if not self.engine.closed:
             self.record.ending_because("closed by the broker")
-            self.engine.close(ReplyCode.CONNECTION_FORCED, "CONNECTION_FORCED - broker stopping")
+            self.engine.close(ReplyCode.CONNECTION_FORCED, f"CONNECTION_FORCED - {why}")
         self.broker._pending[self] = None
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
@@ -386,6 +399,7 @@ class BrokerConnection091:
         broker = self.broker
         engine = self.engine
         for event in engine.events():
+            self._active_at = self._now
             kind = type(event)
             if kind is ContentReceived:
                 self._on_content(event)  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert config.max_message_size == 16 * MiB
     assert (config.max_queue_depth, config.max_queue_bytes) == (1_000_000, 256 * MiB)
     assert config.queue_overflow == "reject-publish" and config.dead_letter is None
-    assert config.auto_delete and config.queue_expiry is None
+    assert config.auto_delete and config.queue_expiry == 3600
     assert config.max_address_length == 1024
     assert config.max_unsettled_per_link == 100_000
     with pytest.raises(ValueError, match="queue_overflow"):

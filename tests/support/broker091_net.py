@@ -18,7 +18,7 @@ class Client:
 
     def __init__(self, broker: Broker, **options: Any) -> None:
         self.broker = broker
-        self.now = 100.0
+        self.now: float = options.pop("now", 100.0)
         #: The broker's wall clock for what this client sends (a test moves it).
         self.wall = 1e9
         self.engine = Connection(Role.CLIENT, **options)

@@ -90,8 +90,9 @@ class Net:
 
     def connect(self, **kwargs: Any) -> Client:
         kwargs.setdefault("container_id", f"c{len(self.clients)}")
+        address = kwargs.pop("address", None)  # (the client's source address, if any)
         engine = a.Connection(client=True, **kwargs)
-        conn = self.broker.accept(self.now, wall=self.wall)
+        conn = self.broker.accept(self.now, wall=self.wall, address=address)
         client = Client(self, engine, conn)
         self.clients.append(client)
         engine.open(now=self.now)
