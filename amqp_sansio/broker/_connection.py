@@ -152,6 +152,9 @@ class BrokerConnection:
         self.record = ConnectionRecord()  # what the driver's log says of it
         self.consumers: dict[Link, _Consumer] = {}
         self.producers: dict[Link, _Producer] = {}
+        #: Bytes this connection's publishers put in since the resource alarm went on
+        #: (``BrokerConfig.connection_credit_bytes`` bounds them).
+        self._alarm_bytes = 0
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
         self._decided: dict[Delivery, type] = {}
         #: Messages posted in a live transaction, held until it is discharged (core spec
@@ -403,9 +406,9 @@ class BrokerConnection:
             link.max_message_size = config.max_message_size
             target = cast(Target, terminus)  # a receiver's terminus: checked above
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
-            self._credit(link)
             producer = _Producer(self, link, node)
             self.producers[link] = producer
+            self._credit(link)
             self._join(node, producer, terminus.dynamic)
 
     def _relay_producer(self, link: Receiver, target: Target) -> None:
@@ -414,8 +417,8 @@ class BrokerConnection:
         config = self.broker.config
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(target, **_TRANSIENT))
-        self._credit(link)
         self.producers[link] = _Producer(self, link, None)
+        self._credit(link)
 
     def _route(self, message: StoredMessage) -> Node | Error:
         """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4), or
@@ -727,6 +730,8 @@ class BrokerConnection:
             link.session.end(error("amqp:decode-error", f"malformed message: {exc}"))
             self._sweep(link.session)
             return
+        if message.size > producer.largest:
+            self._grew(producer, message.size)
         node = producer.node
         state: Any = _ACCEPTED
         if node is None:
@@ -744,7 +749,9 @@ class BrokerConnection:
             elif message.expires is not None and message.expires <= broker.wall:
                 broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
             else:
-                why = node.offer(message)
+                why = self._over_alarm(message.size) if broker.alarm else None
+                if why is None:
+                    why = node.offer(message)
                 if why is not None:
                     state = Rejected(error=error("amqp:resource-limit-exceeded", why))
                     if producer.node is None and delivery.remote_settled:
@@ -760,12 +767,43 @@ class BrokerConnection:
         self._credit(link)
 
     def _credit(self, link: Receiver) -> None:
-        """Top a publisher's credit up to ``link_credit`` once half is used (the engine
-        caps it at the room under ``max_unsettled_per_link``); none while the broker's
-        resource alarm is on (``BrokerConfig.memory_high_watermark``)."""
-        credit = self.broker.config.link_credit
+        """Top a publisher's credit up to its cap (``link_credit``, less within the byte
+        budgets: :meth:`_Producer.credit_cap`) once half is used (the engine caps it at the
+        room under ``max_unsettled_per_link``); none while the broker's resource alarm is
+        on (``BrokerConfig.memory_high_watermark``)."""
+        producer = self.producers.get(link)
+        config = self.broker.config
+        credit = config.link_credit
+        if producer is not None:
+            credit = producer.credit_cap(config, len(self.producers))
         if link.link_credit * 2 <= credit and link.state is _ATTACHED and not self.broker.alarm:
             link.flow(credit)
+
+    def _grew(self, producer: _Producer, size: int) -> None:
+        """A publisher sent a larger message than before: its credit is lowered at once
+        where its cap is now lower (core spec 2.6.7: the receiver may lower the credit;
+        transfers sent before the sender sees it still arrive, within the limit granted)."""
+        producer.largest = size
+        link = producer.link
+        cap = producer.credit_cap(self.broker.config, len(self.producers))
+        if link.link_credit > cap and link.state is _ATTACHED:
+            link.flow(cap)
+
+    def _over_alarm(self, size: int) -> str | None:
+        """While the resource alarm is on: why a message of ``size`` bytes is refused
+        (this connection's publishers put in ``connection_credit_bytes`` since it went
+        on), or None (counted)."""
+        budget = self.broker.config.connection_credit_bytes
+        if budget is None:
+            return None
+        taken = self._alarm_bytes + size
+        if taken > budget:
+            return (
+                "the broker's resource alarm is on and this connection put in "
+                f"{self._alarm_bytes} bytes since (connection_credit_bytes {budget})"
+            )
+        self._alarm_bytes = taken
+        return None
 
     #: Always read: a 1.0 publisher is held back by its credit (see :meth:`alarm_changed`).
     reading = True
@@ -773,6 +811,8 @@ class BrokerConnection:
     def alarm_changed(self, alarm: bool) -> None:
         """The broker's resource alarm went on (publishers get no more credit: see
         :meth:`_credit`) or off (each publisher's credit is topped up again)."""
+        if not alarm:
+            self._alarm_bytes = 0
         if alarm or self.engine.state is not _OPENED:
             return
         for producer in list(self.producers.values()):
