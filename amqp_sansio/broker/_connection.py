@@ -730,8 +730,9 @@ class BrokerConnection:
             link.session.end(error("amqp:decode-error", f"malformed message: {exc}"))
             self._sweep(link.session)
             return
-        if message.size > producer.largest:
-            self._grew(producer, message.size)
+        size = message.size
+        if size > producer.largest:
+            self._grew(producer, size)
         node = producer.node
         state: Any = _ACCEPTED
         if node is None:
@@ -749,7 +750,7 @@ class BrokerConnection:
             elif message.expires is not None and message.expires <= broker.wall:
                 broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
             else:
-                why = self._over_alarm(message.size) if broker.alarm else None
+                why = self._over_alarm(size) if broker.alarm else None
                 if why is None:
                     why = node.offer(message)
                 if why is not None:
@@ -764,16 +765,19 @@ class BrokerConnection:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
                 link.settle(delivery, state)
-        self._credit(link)
+        self._credit(link, producer)
 
-    def _credit(self, link: Receiver) -> None:
+    def _credit(self, link: Receiver, producer: _Producer | None = None) -> None:
         """Top a publisher's credit up to its cap (``link_credit``, less within the byte
         budgets: :meth:`_Producer.credit_cap`) once half is used (the engine caps it at the
         room under ``max_unsettled_per_link``); none while the broker's resource alarm is
         on (``BrokerConfig.memory_high_watermark``)."""
-        producer = self.producers.get(link)
         config = self.broker.config
         credit = config.link_credit
+        if link.link_credit * 2 > credit:
+            return  # (above half of the most it may have: above half of its cap)
+        if producer is None:
+            producer = self.producers.get(link)
         if producer is not None:
             credit = producer.credit_cap(config, len(self.producers))
         if link.link_credit * 2 <= credit and link.state is _ATTACHED and not self.broker.alarm:

@@ -119,7 +119,7 @@ class _Producer:
     """A link on which the broker receives (the client publishes) into a node; ``node`` is
     None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
 
-    __slots__ = ("conn", "largest", "link", "node")
+    __slots__ = ("_cap", "_cap_for", "conn", "largest", "link", "node")
 
     def __init__(self, conn: BrokerConnection, link: Receiver, node: Node | None) -> None:
         self.conn = conn
@@ -127,6 +127,9 @@ class _Producer:
         self.node = node
         #: The largest message (encoded bytes) this link has carried; 0 before the first.
         self.largest = 0
+        #: :meth:`credit_cap`'s last answer, and the (largest, publishers) it was for.
+        self._cap = 0
+        self._cap_for = (-1, 0)
 
     def credit_cap(self, config: BrokerConfig, publishers: int) -> int:
         """The credit the broker keeps open on this link (core spec 2.6.7: the receiver
@@ -134,6 +137,13 @@ class _Producer:
         carried (:data:`ASSUMED_SIZE` before its first) would pass ``link_credit_bytes``
         or this link's share of ``connection_credit_bytes`` (divided among the
         connection's ``publishers``); one at least."""
+        if self._cap_for == (self.largest, publishers):
+            return self._cap
+        self._cap_for = (self.largest, publishers)
+        self._cap = cap = self._credit_cap(config, publishers)
+        return cap
+
+    def _credit_cap(self, config: BrokerConfig, publishers: int) -> int:
         credit = config.link_credit
         size = self.largest or ASSUMED_SIZE
         budget = config.link_credit_bytes

@@ -10,7 +10,7 @@ from __future__ import annotations
 from support.broker_net import Net
 
 import amqp_sansio as a
-from amqp_sansio.broker import BrokerConfig, Stream
+from amqp_sansio.broker import OFFSET_FILTER, BrokerConfig, Stream
 
 DAY = 86400.0
 
@@ -52,6 +52,16 @@ def test_a_streams_bytes_raise_the_alarm_and_its_retention_clears_it() -> None:
     for _ in range(3):
         p.send(s, a.Message(body=b"x" * 400))
     node = stream(net, "stream/full")
+    assert net.broker.alarm and net.broker.held_bytes == node.bytes > 1000
+    # Read and accepted: still held (nothing leaves a stream but by retention).
+    c = net.connect()
+    source = a.Source(address="stream/full", filter={OFFSET_FILTER: a.Symbol("first")})
+    r = c.receiver("stream/full", 10, source=source)
+    got = c.received(r)
+    assert len(got) == 3
+    for e in got:
+        r.settle(e.delivery, a.Accepted())
+    net.pump()
     assert net.broker.alarm and net.broker.held_bytes == node.bytes > 1000
     net.advance(11)  # age retention: the newest alone stays
     assert node.depth == 1 and net.broker.held_bytes == node.bytes < 900
