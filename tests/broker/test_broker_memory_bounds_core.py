@@ -7,10 +7,13 @@ connection may put in while the alarm is on. The real process: test_broker_memor
 
 from __future__ import annotations
 
+from support.broker091_net import Client
 from support.broker_net import Net
 
 import amqp_sansio as a
-from amqp_sansio.broker import OFFSET_FILTER, BrokerConfig, Stream
+from amqp_sansio.amqp091 import spec
+from amqp_sansio.amqp091.engine import events as ev
+from amqp_sansio.broker import OFFSET_FILTER, Broker, BrokerConfig, Stream
 
 DAY = 86400.0
 
@@ -115,3 +118,39 @@ def test_while_the_alarm_is_on_a_connection_puts_in_at_most_its_budget() -> None
     node = net.broker.nodes["q"]
     assert net.broker.held_bytes == node.bytes <= 1 + 10_100 + budget
     assert s.link_credit == 0  # none granted while the alarm is on
+
+
+def test_a_091_streams_x_max_age_runs_on_the_timer_and_its_bytes_raise_the_alarm() -> None:
+    """A stream declared over 0-9-1 with ``x-max-age`` ``10s``: its oldest messages go ten
+    seconds on, by the broker's timer; its bytes are in the alarm's count, and its
+    publisher is blocked (``connection.blocked``) once they pass the mark."""
+    broker = Broker(BrokerConfig(memory_high_watermark=600))
+    client = Client(broker, client_properties={"capabilities": {"connection.blocked": True}})
+    ch = client.channel()
+    arguments = {"x-queue-type": "stream", "x-max-age": "10s"}
+    client.call(ch, spec.QueueDeclare(queue="aged", durable=True, arguments=arguments))
+    start = client.wall
+    for i in range(3):
+        client.engine.publish(ch, "", "aged", b"old %d" % i)
+    client.pump()
+    client.wall = start + 5
+    client.engine.publish(ch, "", "aged", b"x" * 500)
+    client.pump()
+    node = broker.vhosts["/"].stream("aged")
+    assert node is not None and (node.first, node.end) == (0, 4)
+    assert broker.alarm and broker.held_bytes == node.bytes > 600
+    assert [e.reason for e in client.of(ev.Blocked)] == ["low on memory"]
+    client.engine.publish(ch, "", "aged", b"during")  # read: then the broker stops reading
+    client.pump()
+    assert not client.conn.reading and node.end == 5
+    assert broker.next_expiry() == start + 10
+    broker.expire(start + 11)
+    assert (node.first, node.end) == (3, 5) and broker.held_bytes == node.bytes
+    assert broker.next_expiry() == start + 15
+    broker.expire(start + 16)
+    assert (node.first, node.end) == (4, 5)
+    # Retention made room: below the low mark, the publisher is unblocked and read again.
+    assert not broker.alarm and client.conn.reading
+    client.pump()
+    assert len(client.of(ev.Unblocked)) == 1
+    assert broker.next_expiry() is None  # (the newest is kept)
