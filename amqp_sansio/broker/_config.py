@@ -269,6 +269,12 @@ class BrokerConfig:
     login_failure_window: float = 300.0
 
     def __attrs_post_init__(self) -> None:
+        for name in ("stream_max_bytes", "link_credit_bytes", "connection_credit_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or None), not {value}")
+        if self.stream_max_age is not None and not self.stream_max_age > 0:
+            raise ValueError(f"stream_max_age must be more than 0, not {self.stream_max_age}")
         high, low = self.memory_high_watermark, self.memory_low_watermark
         if high is not None and high < 0:
             raise ValueError(f"memory_high_watermark must not be negative, not {high}")

@@ -7,6 +7,9 @@ connection may put in while the alarm is on. The real process: test_broker_memor
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from support.broker091_net import Client
 from support.broker_net import Net
 
@@ -127,7 +130,7 @@ def test_a_091_streams_x_max_age_runs_on_the_timer_and_its_bytes_raise_the_alarm
     broker = Broker(BrokerConfig(memory_high_watermark=600))
     client = Client(broker, client_properties={"capabilities": {"connection.blocked": True}})
     ch = client.channel()
-    arguments = {"x-queue-type": "stream", "x-max-age": "10s"}
+    arguments: dict[str, Any] = {"x-queue-type": "stream", "x-max-age": "10s"}
     client.call(ch, spec.QueueDeclare(queue="aged", durable=True, arguments=arguments))
     start = client.wall
     for i in range(3):
@@ -154,3 +157,17 @@ def test_a_091_streams_x_max_age_runs_on_the_timer_and_its_bytes_raise_the_alarm
     client.pump()
     assert len(client.of(ev.Unblocked)) == 1
     assert broker.next_expiry() is None  # (the newest is kept)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"stream_max_bytes": 0},
+        {"stream_max_age": 0},
+        {"link_credit_bytes": -1},
+        {"connection_credit_bytes": 0},
+    ],
+)
+def test_the_bounds_refuse_values_out_of_range(option: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match=next(iter(option))):
+        BrokerConfig(**option)  # type: ignore[arg-type]
