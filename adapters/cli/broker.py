@@ -314,6 +314,40 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="bytes held below which the alarm clears (default: 90%% of the high mark)",
     )
+    group.add_argument(
+        "--stream-max-bytes",
+        type=options.or_none(options.size),
+        default=default["stream_max_bytes"],
+        metavar="SIZE",
+        help="bytes one stream keeps: past them its oldest messages are dropped "
+        f"(default {default['stream_max_bytes'] // mib}MiB; x-max-length-bytes sets a "
+        "stream's own)",
+    )
+    group.add_argument(
+        "--stream-max-age",
+        type=options.or_none(options.seconds),
+        default=default["stream_max_age"],
+        metavar="SECONDS",
+        help="seconds one stream keeps a message (default "
+        f"{default['stream_max_age']:g}, a day; x-max-age sets a stream's own)",
+    )
+    group.add_argument(
+        "--link-credit-bytes",
+        type=options.or_none(options.size),
+        default=default["link_credit_bytes"],
+        metavar="SIZE",
+        help="bytes a 1.0 publisher's link may have outstanding: its credit times its "
+        f"largest message (default {default['link_credit_bytes'] // mib}MiB)",
+    )
+    group.add_argument(
+        "--connection-credit-bytes",
+        type=options.or_none(options.size),
+        default=default["connection_credit_bytes"],
+        metavar="SIZE",
+        help="bytes the 1.0 publishers of one connection may have outstanding, and put in "
+        "while the memory alarm is on (more is rejected) "
+        f"(default {default['connection_credit_bytes'] // mib}MiB)",
+    )
 
 
 def memory_high_watermark() -> int:
@@ -347,6 +381,10 @@ _MESSAGES_AND_QUEUES = (
     "virtual_hosts",
     "memory_high_watermark",
     "memory_low_watermark",
+    "stream_max_bytes",
+    "stream_max_age",
+    "link_credit_bytes",
+    "connection_credit_bytes",
 )
 
 

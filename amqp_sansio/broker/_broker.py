@@ -135,6 +135,9 @@ class Broker:
         self._idle: list[tuple[float, int, Node]] = []
         #: When each such queue expires.
         self._idle_at: dict[Node, float] = {}
+        #: Streams by when their oldest message passes their age limit: (when, tie,
+        #: stream), one live entry per stream (its ``watched``); see :meth:`watch_age`.
+        self._aging: list[tuple[float, int, Stream]] = []
         #: The AMQP 0-9-1 virtual hosts by name (``/`` always: 1.0 connections see it; see
         #: :mod:`._vhosts`).
         self.vhosts: dict[str, VirtualHost] = {
@@ -399,7 +402,10 @@ class Broker:
             heapq.heappop(timers)  # re-attached or deleted since
         self._idle_stale()
         idle = self._idle
-        times = [heap[0][0] for heap in (self._expiry, timers, idle) if heap]
+        aging = self._aging
+        while aging and aging[0][2].watched != aging[0][0]:
+            heapq.heappop(aging)  # (superseded by an earlier time)
+        times = [heap[0][0] for heap in (self._expiry, timers, idle, aging) if heap]
         return min(times) if times else None
 
     def expire(self, wall: float) -> int:
@@ -427,6 +433,7 @@ class Broker:
             when, _, subscription = heapq.heappop(timers)
             if subscription.expires == when:
                 self._delete_subscription(subscription)  # its timeout ran out (3.5.6)
+        self._age_streams(wall)
         self.store.flush()
         self._tell_alarm()
         return dropped
@@ -803,6 +810,22 @@ class Broker:
             heapq.heapify(heap)
             self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
         heapq.heappush(heap, (message.expires, next(self._ties), message, queue))
+
+    def watch_age(self, stream: Stream, when: float) -> None:
+        """Apply ``stream``'s retention at ``when`` (wall clock), its oldest message's time
+        (for the broker's nodes: see ``NodeBroker``)."""
+        heapq.heappush(self._aging, (when, next(self._ties), stream))
+
+    def _age_streams(self, wall: float) -> None:
+        """Age retention of the streams whose oldest message's time has come (it
+        watches its next one)."""
+        aging = self._aging
+        while aging and aging[0][0] <= wall:
+            when, _, stream = heapq.heappop(aging)
+            if stream.watched == when:
+                stream.watched = None
+                if not stream.deleted:
+                    stream.retain()
 
     # -- the resource alarm (BrokerConfig.memory_high_watermark) -----------------------------
 

@@ -21,6 +21,10 @@ __all__ = [
     "DEFAULT_MAX_UNSETTLED_PER_LINK",
     "DEFAULT_MEMORY_HIGH_WATERMARK",
     "DEFAULT_QUEUE_EXPIRY",
+    "DEFAULT_STREAM_MAX_AGE",
+    "DEFAULT_STREAM_MAX_BYTES",
+    "DEFAULT_LINK_CREDIT_BYTES",
+    "DEFAULT_CONNECTION_CREDIT_BYTES",
     "MEMORY_LOW_WATERMARK",
     "DROP_HEAD",
     "QUEUE_OVERFLOW_POLICIES",
@@ -55,6 +59,19 @@ DEFAULT_IDLE_TIMEOUT = 120.0
 #: Seconds an anonymous connection without links or consumers must have been quiet before
 #: a new connection at a connection cap may evict it, by default (``evict_idle_after``).
 DEFAULT_EVICT_IDLE_AFTER = 10.0
+#: Bytes (encoded messages) one stream keeps by default (``stream_max_bytes``): past them
+#: its oldest messages are dropped. Streams live in memory and count towards the alarm.
+DEFAULT_STREAM_MAX_BYTES = 64 * 1024 * 1024
+#: Seconds one stream keeps a message by default (``stream_max_age``): one day.
+DEFAULT_STREAM_MAX_AGE = 86400.0
+#: Bytes one 1.0 publisher's link may have outstanding in credit by default
+#: (``link_credit_bytes``): its credit times the largest message it has sent (4 KiB
+#: before its first) stays within it, one credit at least.
+DEFAULT_LINK_CREDIT_BYTES = 4 * 1024 * 1024
+#: Bytes the 1.0 publishers of one connection may have outstanding in credit by default
+#: (``connection_credit_bytes``), shared among its publishers' links; while the resource
+#: alarm is on, the bytes one connection may still put in (its credit granted before).
+DEFAULT_CONNECTION_CREDIT_BYTES = 16 * 1024 * 1024
 #: The alarm clears below this fraction of ``memory_high_watermark`` when
 #: ``memory_low_watermark`` is not given.
 MEMORY_LOW_WATERMARK = 0.9
@@ -85,8 +102,12 @@ class BrokerConfig:
     ``topic_prefix``, or a stream (an append-only log read by offset, see
     :mod:`~amqp_sansio.broker` and ``docs/broker.rst``): one of ``streams``, or starting with
     ``stream_prefix``, or created by an attach that desires the stream capability.
-    ``stream_max_length`` (messages) and ``stream_max_bytes`` bound each stream: past them
-    its oldest messages are dropped (retention; the newest is always kept). ``dead_letter``
+    ``stream_max_length`` (messages, default None), ``stream_max_bytes`` (default 64 MiB)
+    and ``stream_max_age`` (seconds, default a day) bound each stream: past them its oldest
+    messages are dropped (retention, applied as messages arrive and, for age, when the
+    oldest message's time comes; the newest is always kept). A stream declared over AMQP
+    0-9-1 with ``x-max-length-bytes`` or ``x-max-age`` sets its own. A stream's bytes count
+    towards the resource alarm, as a queue's do. ``dead_letter``
     names the queue rejected messages go to (none: they are dropped).
 
     Messages and queues (``docs/broker.rst`` "Limits" lists each default and its answer on
@@ -128,7 +149,19 @@ class BrokerConfig:
     publishes during the alarm is read no further (its
     :attr:`~amqp_sansio.broker.BrokerConnection091.reading` is False; its heartbeat
     monitor waits); 1.0 publishers get no more credit. Consumers go on: they are how the
-    alarm clears.
+    alarm clears (for a stream: its retention).
+
+    What a 1.0 publisher may still send once the alarm is on is the credit it was granted
+    before, which the broker grants in bytes (core spec 2.6.7: the receiver sets the
+    credit): a link's credit times the largest message it has sent (4 KiB before its
+    first) stays within ``link_credit_bytes`` (default 4 MiB) and within its
+    share of ``connection_credit_bytes`` (default 16 MiB, divided among the connection's
+    publishers), one credit at least; a message larger than any before lowers the credit
+    at once. While the alarm is on, a connection's publishers put in at most
+    ``connection_credit_bytes`` in all (what was in flight): a message beyond is
+    ``rejected`` with ``amqp:resource-limit-exceeded``. So the bytes held stay below
+    ``memory_high_watermark`` + ``max_message_size`` + ``connection_credit_bytes`` for each
+    publishing 1.0 connection. None: no such bound.
 
     ``max_links_per_connection``: further attaches are refused with
     ``amqp:resource-limit-exceeded``. ``link_credit`` is the credit the broker keeps open
@@ -216,7 +249,8 @@ class BrokerConfig:
     streams: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     stream_prefix: str | None = "stream/"
     stream_max_length: int | None = None
-    stream_max_bytes: int | None = None
+    stream_max_bytes: int | None = DEFAULT_STREAM_MAX_BYTES
+    stream_max_age: float | None = DEFAULT_STREAM_MAX_AGE
     dead_letter: str | None = None
     # -- messages and queues (docs/broker.rst "Limits") --
     max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE
@@ -237,6 +271,8 @@ class BrokerConfig:
     max_subscriptions_per_container: int | None = 1000
     max_subscription_depth: int | None = 100_000
     link_credit: int = 1000
+    link_credit_bytes: int | None = DEFAULT_LINK_CREDIT_BYTES
+    connection_credit_bytes: int | None = DEFAULT_CONNECTION_CREDIT_BYTES
     dispatch_batch: int | None = 1000
     selector_max_length: int = 4096
     selector_max_depth: int = 32
@@ -262,6 +298,12 @@ class BrokerConfig:
     login_failure_window: float = 300.0
 
     def __attrs_post_init__(self) -> None:
+        for name in ("stream_max_bytes", "link_credit_bytes", "connection_credit_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or None), not {value}")
+        if self.stream_max_age is not None and not self.stream_max_age > 0:
+            raise ValueError(f"stream_max_age must be more than 0, not {self.stream_max_age}")
         high, low = self.memory_high_watermark, self.memory_low_watermark
         if high is not None and high < 0:
             raise ValueError(f"memory_high_watermark must not be negative, not {high}")

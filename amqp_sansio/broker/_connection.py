@@ -157,6 +157,9 @@ class BrokerConnection:
         self.record = ConnectionRecord()  # what the driver's log says of it
         self.consumers: dict[Link, _Consumer] = {}
         self.producers: dict[Link, _Producer] = {}
+        #: Bytes this connection's publishers put in since the resource alarm went on
+        #: (``BrokerConfig.connection_credit_bytes`` bounds them).
+        self._alarm_bytes = 0
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
         self._decided: dict[Delivery, type] = {}
         #: Messages posted in a live transaction, held until it is discharged (core spec
@@ -434,9 +437,9 @@ class BrokerConnection:
             link.max_message_size = config.max_message_size
             target = cast(Target, terminus)  # a receiver's terminus: checked above
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
-            self._credit(link)
             producer = _Producer(self, link, node)
             self.producers[link] = producer
+            self._credit(link)
             self._join(node, producer, terminus.dynamic)
 
     def _special_link(self, link: Link, terminus: Source | Target) -> bool:
@@ -469,8 +472,8 @@ class BrokerConnection:
         config = self.broker.config
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(target, **_TRANSIENT))
-        self._credit(link)
         self.producers[link] = _Producer(self, link, None, reply=reply)
+        self._credit(link)
 
     def _route(self, address: str | None, message: StoredMessage) -> Node | Error | None:
         """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4,
@@ -786,6 +789,9 @@ class BrokerConnection:
             link.session.end(error("amqp:decode-error", f"malformed message: {exc}"))
             self._sweep(link.session)
             return
+        size = message.size
+        if size > producer.largest:
+            self._grew(producer, size)
         node = producer.node
         state: Any = _ACCEPTED
         if node is None:
@@ -808,7 +814,9 @@ class BrokerConnection:
             elif message.expires is not None and message.expires <= broker.wall:
                 broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
             else:
-                why = node.offer(message)
+                why = self._over_alarm(size) if broker.alarm else None
+                if why is None:
+                    why = node.offer(message)
                 if why is not None:
                     state = Rejected(error=error("amqp:resource-limit-exceeded", why))
                     if producer.node is None and delivery.remote_settled:
@@ -821,15 +829,49 @@ class BrokerConnection:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
                 link.settle(delivery, state)
-        self._credit(link)
+        self._credit(link, producer)
 
-    def _credit(self, link: Receiver) -> None:
-        """Top a publisher's credit up to ``link_credit`` once half is used (the engine
-        caps it at the room under ``max_unsettled_per_link``); none while the broker's
-        resource alarm is on (``BrokerConfig.memory_high_watermark``)."""
-        credit = self.broker.config.link_credit
+    def _credit(self, link: Receiver, producer: _Producer | None = None) -> None:
+        """Top a publisher's credit up to its cap (``link_credit``, less within the byte
+        budgets: :meth:`_Producer.credit_cap`) once half is used (the engine caps it at the
+        room under ``max_unsettled_per_link``); none while the broker's resource alarm is
+        on (``BrokerConfig.memory_high_watermark``)."""
+        config = self.broker.config
+        credit = config.link_credit
+        if link.link_credit * 2 > credit:
+            return  # (above half of the most it may have: above half of its cap)
+        if producer is None:
+            producer = self.producers.get(link)
+        if producer is not None:
+            credit = producer.credit_cap(config, len(self.producers))
         if link.link_credit * 2 <= credit and link.state is _ATTACHED and not self.broker.alarm:
             link.flow(credit)
+
+    def _grew(self, producer: _Producer, size: int) -> None:
+        """A publisher sent a larger message than before: its credit is lowered at once
+        where its cap is now lower (core spec 2.6.7: the receiver may lower the credit;
+        transfers sent before the sender sees it still arrive, within the limit granted)."""
+        producer.largest = size
+        link = producer.link
+        cap = producer.credit_cap(self.broker.config, len(self.producers))
+        if link.link_credit > cap and link.state is _ATTACHED:
+            link.flow(cap)
+
+    def _over_alarm(self, size: int) -> str | None:
+        """While the resource alarm is on: why a message of ``size`` bytes is refused
+        (this connection's publishers put in ``connection_credit_bytes`` since it went
+        on), or None (counted)."""
+        budget = self.broker.config.connection_credit_bytes
+        if budget is None:
+            return None
+        taken = self._alarm_bytes + size
+        if taken > budget:
+            return (
+                "the broker's resource alarm is on and this connection put in "
+                f"{self._alarm_bytes} bytes since (connection_credit_bytes {budget})"
+            )
+        self._alarm_bytes = taken
+        return None
 
     #: Always read: a 1.0 publisher is held back by its credit (see :meth:`alarm_changed`).
     reading = True
@@ -837,6 +879,8 @@ class BrokerConnection:
     def alarm_changed(self, alarm: bool) -> None:
         """The broker's resource alarm went on (publishers get no more credit: see
         :meth:`_credit`) or off (each publisher's credit is topped up again)."""
+        if not alarm:
+            self._alarm_bytes = 0
         if alarm or self.engine.state is not _OPENED:
             return
         for producer in list(self.producers.values()):

@@ -17,6 +17,7 @@ from ._streams import Stream
 from ._subscriptions import Subscription
 
 if TYPE_CHECKING:
+    from ._config import BrokerConfig
     from ._connection import BrokerConnection
 
 
@@ -25,6 +26,11 @@ _OPENED = ConnectionState.OPENED
 
 
 _UINT_MAX = 0xFFFFFFFF
+#: The message size a publisher's first credit assumes (bytes): its first grant is the
+#: same as before the byte budgets (``link_credit``, 1,000, within 4 MiB), and a larger
+#: message lowers it at once; what was sent on it meanwhile is bounded while the resource
+#: alarm is on by ``BrokerConfig.connection_credit_bytes``.
+ASSUMED_SIZE = 4096
 
 
 class _Consumer:
@@ -113,7 +119,7 @@ class _Producer:
     """A link on which the broker receives (the client publishes) into a node; ``node`` is
     None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
 
-    __slots__ = ("conn", "link", "node", "reply")
+    __slots__ = ("_cap", "_cap_for", "conn", "largest", "link", "node", "reply")
 
     def __init__(
         self, conn: BrokerConnection, link: Receiver, node: Node | None, *, reply: str | None = None
@@ -123,3 +129,32 @@ class _Producer:
         self.node = node
         #: A link attached to a direct reply-to name: where its messages go (._replies).
         self.reply = reply
+        #: The largest message (encoded bytes) this link has carried; 0 before the first.
+        self.largest = 0
+        #: :meth:`credit_cap`'s last answer, and the (largest, publishers) it was for.
+        self._cap = 0
+        self._cap_for = (-1, 0)
+
+    def credit_cap(self, config: BrokerConfig, publishers: int) -> int:
+        """The credit the broker keeps open on this link (core spec 2.6.7: the receiver
+        sets it): ``link_credit``, less where that many of the largest message it has
+        carried (:data:`ASSUMED_SIZE` before its first) would pass ``link_credit_bytes``
+        or this link's share of ``connection_credit_bytes`` (divided among the
+        connection's ``publishers``); one at least."""
+        if self._cap_for == (self.largest, publishers):
+            return self._cap
+        self._cap_for = (self.largest, publishers)
+        self._cap = cap = self._credit_cap(config, publishers)
+        return cap
+
+    def _credit_cap(self, config: BrokerConfig, publishers: int) -> int:
+        credit = config.link_credit
+        size = self.largest or ASSUMED_SIZE
+        budget = config.link_credit_bytes
+        shared = config.connection_credit_bytes
+        if shared is not None:
+            share = shared // max(1, publishers)
+            budget = share if budget is None else min(budget, share)
+        if not size or budget is None:
+            return credit
+        return max(1, min(credit, budget // size))

@@ -28,6 +28,7 @@ from ._selector import MessageFields, Selector
 from ._store import Store, StoredMessage
 
 if TYPE_CHECKING:
+    from ._streams import Stream
     from ._subscriptions import Subscription
 
 __all__ = ["error", "Node", "Queue", "Topic"]
@@ -58,6 +59,8 @@ class NodeBroker(Protocol):
     def hold(self, message: StoredMessage) -> None: ...
 
     def let_go(self, message: StoredMessage) -> None: ...
+
+    def watch_age(self, stream: Stream, when: float) -> None: ...
 
     def _dead_letter(self, message: StoredMessage) -> None: ...
 

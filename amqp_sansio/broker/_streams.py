@@ -7,9 +7,14 @@ filter on its source (core spec 3.5.3 ``filter``, a filter-set of 3.5.8) and mov
 is sent messages. Each message goes out with its offset in the message-annotations
 (``x-stream-offset``, a long; core spec 3.2.3), and a consumer's outcomes are taken and
 ignored: nothing leaves a stream but by retention, which drops the oldest messages past a
-maximum length or size (:class:`~amqp_sansio.broker.BrokerConfig` ``stream_max_length`` and
-``stream_max_bytes``; a stream declared over AMQP 0-9-1 may set its own size and age limits,
-RabbitMQ's ``x-max-length-bytes`` and ``x-max-age``, see :mod:`._streams091`). A consumer
+maximum length, size or age (:class:`~amqp_sansio.broker.BrokerConfig` ``stream_max_length``,
+``stream_max_bytes``, 64 MiB by default, and ``stream_max_age``, a day by default; a stream
+declared over AMQP 0-9-1 may set its own size and age limits, RabbitMQ's
+``x-max-length-bytes`` and ``x-max-age``, see :mod:`._streams091`). Age retention runs on
+the broker's timer (:meth:`~amqp_sansio.broker.Broker.next_expiry`) as well as when messages
+arrive. The bytes a stream holds count towards the broker's resource alarm
+(``BrokerConfig.memory_high_watermark``) as a queue's do, and a publisher to a stream is
+held back by it the same way. A consumer
 that asks for an offset retention has dropped starts at the first one still there: the gap
 between the offset it asked for and the first one it gets is how it detects the loss.
 
@@ -137,6 +142,8 @@ class Stream(Node):
         #: limit): RabbitMQ's ``x-max-length-bytes`` and ``x-max-age`` (seconds).
         self.max_bytes: int | None = None
         self.max_age: float | None = None
+        #: The time at which the broker's timer calls :meth:`retain` (None: not watched).
+        self.watched: float | None = None
 
     @property
     def end(self) -> int:
@@ -154,15 +161,24 @@ class Stream(Node):
         self._log.append(message)
         self._times.append(self.broker.wall)
         self.bytes += message.size
+        self.broker.hold(message)
         self._had_messages = True
         self._retain()
         return None
 
+    @property
+    def age_limit(self) -> float | None:
+        """The seconds this stream keeps a message (its own ``x-max-age``, else the
+        broker's ``stream_max_age``; None: no age limit)."""
+        return self.broker.config.stream_max_age if self.max_age is None else self.max_age
+
     def _retain(self) -> None:
-        config = self.broker.config
+        broker = self.broker
+        config = broker.config
         length = config.stream_max_length
         size = config.stream_max_bytes if self.max_bytes is None else self.max_bytes
-        oldest = None if self.max_age is None else self.broker.wall - self.max_age
+        age = self.age_limit
+        oldest = None if age is None else broker.wall - age
         while self.depth > 1 and (
             (length is not None and self.depth > length)
             or (size is not None and self.bytes > size)
@@ -171,16 +187,22 @@ class Stream(Node):
             dropped = self._log[self._head]
             dropped.dropped = True
             self.bytes -= dropped.size
+            broker.let_go(dropped)
             self._head += 1
             self.first += 1
         if self._head > 1024 and self._head * 2 > len(self._log):
             del self._log[: self._head]
             del self._times[: self._head]
             self._head = 0
+        if age is not None and self.depth > 1 and not self.deleted:
+            when = self._times[self._head] + age  # (the oldest message's time comes)
+            if self.watched is None or when < self.watched:
+                self.watched = when
+                broker.watch_age(self, when)
 
     def retain(self) -> None:
-        """Apply retention now (age retention is applied when a message arrives and when a
-        consumer comes or the stream is declared, not on a timer)."""
+        """Apply retention now: when a consumer comes, when the stream is declared, and on
+        the broker's timer for age retention (as messages arrive too)."""
         self._retain()
 
     def offset_at(self, wall: float) -> int:
@@ -235,7 +257,9 @@ class Stream(Node):
         super().clear()
         for message in self._log[self._head :]:
             message.dropped = True
+            self.broker.let_go(message)
         self.first = self.end
+        self.watched = None
         self._log.clear()
         self._times.clear()
         self._head = 0

@@ -9,7 +9,8 @@ RabbitMQ's rules (its "Streams" guide, "Usage" and "Consuming", checked against 
 * A stream is durable, and neither exclusive nor auto-delete: 406 PRECONDITION_FAILED
   ("invalid property 'non-durable'", "'exclusive-owner'", "'auto-delete'"). Its arguments
   are ``x-max-length-bytes`` (a non-negative integer), ``x-max-age`` (a string, a number and
-  one of the units ``Y M D h m s``: ``7D``), ``x-stream-max-segment-size-bytes``,
+  one of the units ``Y M D h m s``: ``7D``; without them, the broker's ``stream_max_bytes``
+  and ``stream_max_age``), ``x-stream-max-segment-size-bytes``,
   ``x-initial-cluster-size``, ``x-queue-leader-locator`` (taken; the log is in memory, not in
   segments, and not replicated); RabbitMQ's queue arguments that do not apply to a stream
   (``x-max-length``, ``x-message-ttl``, ``x-expires``, ``x-overflow``, dead-lettering,
