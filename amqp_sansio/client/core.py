@@ -109,6 +109,9 @@ class Core(CoreBase[a.Connection]):
         self._links: dict[a.Link, LinkCore] = {}
         self._server_links: dict[a.Link, ServerLink] = {}
         self._controller: a.Controller | None = None
+        #: The coordinator refused our control link (ended it before attaching it): what
+        #: the next :meth:`declare_ready` raises, instead of attaching again.
+        self._coordinator_refusal: TransactionError | None = None
         self._transactions: dict[a.Transaction, TransactionCore] = {}
         #: Transactional resource: posted deliveries held until the discharge.
         self._held: dict[a.Delivery, tuple[IncomingLink, Delivery]] = {}
@@ -245,8 +248,13 @@ class Core(CoreBase[a.Connection]):
         return core
 
     def declare_ready(self) -> bool:
-        """The control link is attached and has credit for a declare or discharge."""
+        """The control link is attached and has credit for a declare or discharge. Raises
+        :class:`TransactionError`, once, if the coordinator refused the control link (see
+        :meth:`_controller_ended`): a later call attaches again."""
         self.check()
+        refusal, self._coordinator_refusal = self._coordinator_refusal, None
+        if refusal is not None:
+            raise refusal
         if self.lost:
             return False
         controller = self._controller
@@ -293,9 +301,9 @@ class Core(CoreBase[a.Connection]):
             core = self._links.pop(link, None)
             if core is None:
                 continue  # its detach came too
-            if link is self._controller:
-                self._controller = None
             core._on_detached(None)
+            if link is self._controller:
+                self._controller_ended(core)
             if link.state is a.LinkState.ATTACHED and not self.gone:
                 link.detach(closed=True)
 
@@ -474,10 +482,30 @@ class Core(CoreBase[a.Connection]):
         if core is not None:
             core._on_detached(error, reason or "the link was detached", event=event)
             if link is self._controller:
-                self._controller = None
+                self._controller_ended(core)
         server = self._server_links.pop(link, None)
         if server is not None:
             server._on_detached()
+
+    def _controller_ended(self, core: LinkCore) -> None:
+        """Our control link ended: refused, detached or its session ended. Its transactions
+        end by the engine's events. If it ended before it was ever attached, the
+        coordinator refused it (core spec 4.2; RabbitMQ 3.10, which has no transactions,
+        ends the session with ``amqp:not-implemented``): that is the peer's answer, not a
+        loss to recover from, so the declare waiting for the link fails with the peer's
+        condition (:meth:`declare_ready`) rather than attaching again and again."""
+        self._controller = None
+        if core.attached.done() or self.gone:
+            return
+        cause = core.error
+        description = "the peer refused the link to the transaction coordinator"
+        if cause is not None and cause.error is None and not core.refused:
+            description += f" ({cause})"  # how: "the session ended"
+        self._coordinator_refusal = TransactionError(
+            description,
+            None if cause is None else cause.error,
+            event=None if cause is None else cause.event,
+        )
 
     def _on_credit(self, event: a.events.CreditChanged) -> None:
         link = event.link
