@@ -105,6 +105,8 @@ class Core(CoreBase[a.Connection]):
         self.sasl_identity: str | None = None
         self.sasl_mechanism: str | None = None
         self.tls: a.security.tls.TLSEstablished | None = None
+        #: The SASL exchange succeeded (or the server took us without one).
+        self.authenticated = False
         self._session: a.Session | None = None
         self._links: dict[a.Link, LinkCore] = {}
         self._server_links: dict[a.Link, ServerLink] = {}
@@ -337,6 +339,7 @@ class Core(CoreBase[a.Connection]):
 
     def _on_authenticated(self, event: a.events.Authenticated) -> None:
         self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
+        self.authenticated = True
 
     def _on_tls(self, event: a.security.tls.TLSEstablished) -> None:
         self.tls = event
@@ -415,7 +418,22 @@ class Core(CoreBase[a.Connection]):
         )
         self._on_ended(event)
 
+    def transport_failed(self, error: BaseException, now: float) -> None:
+        """(A reset before the open: the server closed without reading our header, as a
+        server that refuses connections may; said as such, see :func:`refused_before_open`.)"""
+        if (
+            isinstance(error, (ConnectionResetError, BrokenPipeError))
+            and self.engine.client
+            and not (self.opened.done() or self._closing or self.lost or self.gone)
+        ):
+            self._fail(ConnectionClosedError(refused_before_open(self), retryable=True))
+        super().transport_failed(error, now)
+
     def _on_connection_ended(self, event: a.events.ConnectionEnded) -> None:
+        if self.engine.client and not self.opened.done() and not self._closing:
+            self._fail(
+                ConnectionClosedError(refused_before_open(self), retryable=True, event=event)
+            )
         self._on_ended(event)
 
     def _on_other(self, event: a.Event) -> None:
@@ -587,6 +605,22 @@ class Core(CoreBase[a.Connection]):
             txn.discharged.set(event.committed)
         else:
             txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
+
+
+def refused_before_open(core: Core) -> str:
+    """Why a client's connection ended before the server's open, the server having said
+    nothing of it (no close, no SASL outcome): it closed the transport after the protocol
+    header, as a server does that refuses connections (a connection limit: our broker's
+    ``--max-connections``, RabbitMQ's ``connection_max``), or after the SASL exchange."""
+    where = "" if core.url is None else f" at {core.url.host}:{core.url.port}"
+    if core.authenticated:
+        when = "after the SASL exchange, before its open"
+    else:
+        when = "after the protocol header, before any authentication"
+    return (
+        f"the server{where} closed the connection {when}, saying nothing: it may refuse "
+        "connections (a connection limit, this client's address) or not serve AMQP 1.0 here"
+    )
 
 
 # -- making cores ------------------------------------------------------------------------------
