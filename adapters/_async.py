@@ -252,6 +252,7 @@ class Connection(ConnectionBase[client.Core]):
         filters: client.Filters | None = None,
         selector: str | None = None,
         browse: bool = False,
+        max_message_size: int | None = None,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
@@ -259,7 +260,10 @@ class Connection(ConnectionBase[client.Core]):
         ``selector``: a JMS message selector, added to it as the filter
         ``apache.org:selector-filter:string`` (key ``jms-selector``); ``browse``: read the
         messages without taking them (the source's distribution-mode ``copy``, core spec
-        3.5.3), so they stay on the node."""
+        3.5.3), so they stay on the node; ``max_message_size``: the largest message, in
+        bytes, it takes (core spec 2.7.3; None: no limit): a sender with a larger one
+        detaches the link with ``amqp:link:message-size-exceeded``, raised as
+        :class:`LinkDetachedError` by the receive that waits."""
         recipe = recipes.attach_receiver(
             self.core,
             address,
@@ -270,6 +274,7 @@ class Connection(ConnectionBase[client.Core]):
             filters=filters,
             selector=selector,
             browse=browse,
+            max_message_size=max_message_size,
         )
         return Receiver(self, await self._run(recipe, timeout))
 

@@ -149,7 +149,12 @@ class Core(CoreBase[a.Connection]):
                     snd_settle_mode=link.snd_settle_mode,
                 )
             else:
-                new = session.attach_receiver(link.name, source=link.source, target=link.target)
+                new = session.attach_receiver(
+                    link.name,
+                    source=link.source,
+                    target=link.target,
+                    max_message_size=link.max_message_size,
+                )
             core.link = new
             self._links[new] = core
 
@@ -223,13 +228,17 @@ class Core(CoreBase[a.Connection]):
         filters: Filters | None = None,
         selector: str | None = None,
         browse: bool = False,
+        max_message_size: int | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
         filter-set (core spec 3.5.8) if given, and ``selector`` (a JMS message selector)
         added to it as the ``apache.org:selector-filter:string`` filter under the key
         ``jms-selector``. ``browse``: the source's distribution-mode is ``copy`` (core spec
-        3.5.3): the messages are read, not taken, and stay on the node for others."""
+        3.5.3): the messages are read, not taken, and stay on the node for others.
+        ``max_message_size``: the largest message, in bytes, the receiver takes (its
+        attach's max-message-size, core spec 2.7.3; None: no limit); a sender with a larger
+        one detaches the link with ``amqp:link:message-size-exceeded``."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
@@ -243,7 +252,9 @@ class Core(CoreBase[a.Connection]):
                 filter=filters,
                 distribution_mode=BROWSE if browse else None,
             )
-        link = self.session().attach_receiver(name or self._name("receiver"), source=source)
+        link = self.session().attach_receiver(
+            name or self._name("receiver"), source=source, max_message_size=max_message_size
+        )
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core
         self._changed()

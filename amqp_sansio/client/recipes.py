@@ -346,6 +346,7 @@ def attach_receiver(
     filters: Filters | None,
     selector: str | None,
     browse: bool = False,
+    max_message_size: int | None = None,
 ) -> Recipe[ReceiverCore]:
     """Attach a receiver (as :func:`attach_sender`)."""
     yield Wait(core.connected_ready)
@@ -358,6 +359,7 @@ def attach_receiver(
         filters=filters,
         selector=selector,
         browse=browse,
+        max_message_size=max_message_size,
     )
     yield Wait(link.attach_ready)
     return link
