@@ -399,13 +399,14 @@ def test_queue_limits_reject_with_resource_limit_exceeded() -> None:
     assert isinstance(d.remote_state, a.Rejected)
 
 
-def test_malformed_message_ends_the_session_with_decode_error() -> None:
+def test_a_malformed_message_is_rejected_with_decode_error() -> None:
     net = Net()
     p, other = net.connect(), net.connect()
     s = p.sender("q")
-    p.send(s, b"\x00\x53\x70\xc0\x01")  # a header whose list is cut short
-    (ended,) = p.of(a.events.SessionEnded)
-    assert ended.error.condition == "amqp:decode-error"
+    d = p.send(s, b"\x00\x53\x70\xc0\x01")  # a header whose list is cut short
+    assert isinstance(d.remote_state, a.Rejected)
+    assert d.remote_state.error.condition == "amqp:decode-error"
+    assert not p.of(a.events.SessionEnded)
     publish(other, "q", b"still fine")  # the broker and other connections go on
     r = other.receiver("q", 5)
     assert accept_all(other, r) == [b"still fine"]
