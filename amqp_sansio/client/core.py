@@ -433,7 +433,7 @@ class Core(CoreBase[a.Connection]):
         """(A reset before the open: the server closed without reading our header, as a
         server that refuses connections may; said as such, see :func:`refused_before_open`.)"""
         if (
-            isinstance(error, (ConnectionResetError, BrokenPipeError))
+            _is_reset(error)
             and self.engine.client
             and not (self.opened.done() or self._closing or self.lost or self.gone)
         ):
@@ -616,6 +616,18 @@ class Core(CoreBase[a.Connection]):
             txn.discharged.set(event.committed)
         else:
             txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
+
+
+def _is_reset(error: BaseException | None) -> bool:
+    """``error`` is a reset or a broken pipe, or was caused by one (trio wraps them in its
+    BrokenResourceError)."""
+    for _ in range(4):
+        if error is None:
+            return False
+        if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def refused_before_open(core: Core) -> str:

@@ -149,3 +149,26 @@ def test_no_usable_mechanism_names_the_user_s_options() -> None:
     assert "allow_insecure_auth=True" in text and "--allow-insecure-auth" in text, text
     for name in ENGINE_NAMES:
         assert name not in text.replace("sasl_mechanisms=", ""), (name, text)
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["reset", "wrapped-reset"])
+def test_a_reset_before_the_open_is_a_refusal_in_the_core(wrapped: bool) -> None:
+    """I/O-free: the transport reset before the server's open (the server closed without
+    reading our header), as a socket reports it or as trio wraps it (BrokenResourceError
+    from the reset)."""
+    from amqp_sansio import client
+
+    core = client.client_core("amqp://127.0.0.1:5672")
+    core.open(0.0)
+    core.data_to_send()
+    error: BaseException = ConnectionResetError(104, "Connection reset by peer")
+    if wrapped:
+        import trio
+
+        try:
+            raise trio.BrokenResourceError("broken") from error
+        except trio.BrokenResourceError as exc:
+            error = exc
+    core.transport_failed(error, 0.1)
+    assert core.error is not None
+    assert_refused(core.error)
