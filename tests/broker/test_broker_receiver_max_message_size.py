@@ -7,9 +7,13 @@ max_message_size=)``), and Qpid Proton's (``Link.max_message_size``)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +114,25 @@ def test_proton_s_receiver_with_a_max_message_size_is_detached(broker: BrokerPro
         thread.join(WAIT)
     assert seen.get("condition") == CONDITION, seen
     assert "message" not in seen
+
+
+def test_rhea_s_receiver_with_a_max_message_size_is_detached(broker: BrokerProcess) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is needed for rhea")
+    queue = address()
+    with ADAPTERS["sockets"].module.connect(broker.url, timeout=WAIT) as conn:
+        conn.sender(queue, timeout=WAIT).send(BIG, timeout=WAIT)
+    host, port = broker.url.removeprefix("amqp://").rsplit(":", 1)
+    args = [host, port, queue, "1", "--max-message-size", str(LIMIT), "--timeout", "10000"]
+    done = subprocess.run(
+        [node, "receive.js", *args],
+        cwd=Path(__file__).parent.parent / "interop" / "peers" / "rhea",
+        capture_output=True,
+        text=True,
+        timeout=WAIT + 10,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result.get("error") == "receiver_error", (result, done.stderr)
+    assert result.get("condition") == CONDITION, result
+    assert result.get("received") == [], result
