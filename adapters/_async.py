@@ -253,6 +253,7 @@ class Connection(ConnectionBase[client.Core]):
         selector: str | None = None,
         browse: bool = False,
         capabilities: tuple[str, ...] = (),
+        max_message_size: int | None = None,
     ) -> Receiver:
         """Attach a receiver from ``address`` (the URL's by default; ``dynamic``: from a
         temporary node the peer makes, see :attr:`Receiver.address`), keeping ``credit``
@@ -261,7 +262,11 @@ class Connection(ConnectionBase[client.Core]):
         ``apache.org:selector-filter:string`` (key ``jms-selector``); ``browse``: read the
         messages without taking them (the source's distribution-mode ``copy``, core spec
         3.5.3), so they stay on the node; ``capabilities``: the source's, such as
-        ``rabbitmq:volatile-queue`` with ``dynamic`` for a direct reply-to address."""
+        ``rabbitmq:volatile-queue`` with ``dynamic`` for a direct reply-to address;
+        ``max_message_size``: the largest message, in
+        bytes, it takes (core spec 2.7.3; None: no limit): a sender with a larger one
+        detaches the link with ``amqp:link:message-size-exceeded``, raised as
+        :class:`LinkDetachedError` by the receive that waits."""
         recipe = recipes.attach_receiver(
             self.core,
             address,
@@ -273,6 +278,7 @@ class Connection(ConnectionBase[client.Core]):
             selector=selector,
             browse=browse,
             capabilities=capabilities,
+            max_message_size=max_message_size,
         )
         return Receiver(self, await self._run(recipe, timeout))
 

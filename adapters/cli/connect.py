@@ -183,7 +183,7 @@ def failure(
     if isinstance(event, amqp.events.AuthenticationFailed):
         hint = client.authentication_hint(event, url)
         return CommandError(
-            f"authentication failed at {where}: {event.description}"
+            f"authentication failed at {where}: {client.authentication_description(event)}"
             + (f" ({hint})" if hint else "")
         )
     if isinstance(event, amqp.security.tls.TLSFailed):
@@ -214,7 +214,8 @@ def failure(
     if isinstance(exc, client.LinkDetachedError):
         return link_failure(exc, link)
     if isinstance(event, amqp.events.ConnectionEnded):
-        return CommandError(f"the connection to {where} ended")
+        # Before the open, the core says how (a refusal after the protocol header).
+        return CommandError(f"the connection to {where} ended: {exc}")
     return CommandError(f"the connection to {where} failed: {exc}")
 
 

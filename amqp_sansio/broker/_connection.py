@@ -785,9 +785,18 @@ class BrokerConnection:
         try:
             message = parse_message(event.data, seq=broker.next_seq(), wall=broker.wall)
         except DecodeError as exc:
-            # A message that misrepresents its sections: a session error (broker draft 2.2.1).
-            link.session.end(error("amqp:decode-error", f"malformed message: {exc}"))
-            self._sweep(link.session)
+            # A message whose sections the broker reads (header, annotations, properties)
+            # do not decode, or break their types (annotation keys that are not symbols or
+            # ulongs, messaging spec 3.2.3): that one message is rejected with
+            # amqp:decode-error (issue 27). Broker draft 2.2.1 asks for a session error; the
+            # rejection says the same to the sender, and its other deliveries, links and
+            # sessions go on (a framing error still closes the connection).
+            rejected = Rejected(error=error("amqp:decode-error", f"malformed message: {exc}"))
+            if delivery.transaction is not None:
+                unroutable_in_txn(self, delivery, rejected)
+            elif not delivery.remote_settled:
+                link.settle(delivery, rejected)
+            self._credit(link)
             return
         size = message.size
         if size > producer.largest:

@@ -4,8 +4,11 @@ producer (a link on which it receives, to a node or, on the anonymous relay, to 
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
+from ..codec.types import Symbol
+from ..definitions.performatives import Error
 from ..engine.delivery import Delivery
 from ..engine.receiver import Receiver
 from ..engine.sender import Sender
@@ -31,6 +34,12 @@ _UINT_MAX = 0xFFFFFFFF
 #: message lowers it at once; what was sent on it meanwhile is bounded while the resource
 #: alarm is on by ``BrokerConfig.connection_credit_bytes``.
 ASSUMED_SIZE = 4096
+
+#: The broker's log (the command prints it): what a client is not told otherwise.
+log = logging.getLogger("amqp_sansio.broker")
+
+#: The link error of a message larger than the receiver's max-message-size (core spec 2.8.15).
+MESSAGE_SIZE_EXCEEDED = Symbol("amqp:link:message-size-exceeded")
 
 
 class _Consumer:
@@ -90,6 +99,7 @@ class _Consumer:
             if not self.copy:
                 message.excluded = (message.excluded or set()) | {self}
                 queue.requeue(message)
+            self._too_large(len(data), limit)
             return
         delivery = link.send(data)
         self.conn.record.messages_out += 1
@@ -100,6 +110,28 @@ class _Consumer:
             self.conn._taken(queue, message)
         else:
             self.inflight[delivery] = (message, queue)
+
+    def _too_large(self, size: int, limit: int) -> None:
+        """A message is larger than the receiver's max-message-size: the attempt to deliver
+        it is a link error (core spec 2.7.3), so the link is detached with
+        ``amqp:link:message-size-exceeded`` (2.8.15) and the receiver learns it, instead of
+        waiting for a message it never gets; the message stays on its node for others. Its
+        credit is gone with the detach, so the dispatch passes it by until its end is
+        removed (the peer's answer)."""
+        link = self.link
+        if link.state is not _ATTACHED or self.conn.engine.state is not _OPENED:
+            return
+        description = f"a message of {size} bytes exceeds the link's max-message-size {limit}"
+        link.detach(error=Error(condition=MESSAGE_SIZE_EXCEEDED, description=description))
+        self.conn.broker._pending[self.conn] = None
+        log.warning(
+            "detached the link %r from %r of %s: %s (%s)",
+            link.name,
+            self.node.address,
+            self.conn.address or "a client",
+            description,
+            MESSAGE_SIZE_EXCEEDED,
+        )
 
     def tell_available(self, count: int) -> None:
         """Keep ``count`` (the node's messages not yet taken) as the link's ``available``

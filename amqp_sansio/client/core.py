@@ -105,10 +105,15 @@ class Core(CoreBase[a.Connection]):
         self.sasl_identity: str | None = None
         self.sasl_mechanism: str | None = None
         self.tls: a.security.tls.TLSEstablished | None = None
+        #: The SASL exchange succeeded (or the server took us without one).
+        self.authenticated = False
         self._session: a.Session | None = None
         self._links: dict[a.Link, LinkCore] = {}
         self._server_links: dict[a.Link, ServerLink] = {}
         self._controller: a.Controller | None = None
+        #: The coordinator refused our control link (ended it before attaching it): what
+        #: the next :meth:`declare_ready` raises, instead of attaching again.
+        self._coordinator_refusal: TransactionError | None = None
         self._transactions: dict[a.Transaction, TransactionCore] = {}
         #: Transactional resource: posted deliveries held until the discharge.
         self._held: dict[a.Delivery, tuple[IncomingLink, Delivery]] = {}
@@ -144,7 +149,12 @@ class Core(CoreBase[a.Connection]):
                     snd_settle_mode=link.snd_settle_mode,
                 )
             else:
-                new = session.attach_receiver(link.name, source=link.source, target=link.target)
+                new = session.attach_receiver(
+                    link.name,
+                    source=link.source,
+                    target=link.target,
+                    max_message_size=link.max_message_size,
+                )
             core.link = new
             self._links[new] = core
 
@@ -219,6 +229,7 @@ class Core(CoreBase[a.Connection]):
         selector: str | None = None,
         browse: bool = False,
         capabilities: tuple[str, ...] = (),
+        max_message_size: int | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
@@ -227,7 +238,10 @@ class Core(CoreBase[a.Connection]):
         ``jms-selector``. ``browse``: the source's distribution-mode is ``copy`` (core spec
         3.5.3): the messages are read, not taken, and stay on the node for others.
         ``capabilities``: the source's (3.5.3), such as ``rabbitmq:volatile-queue`` with
-        ``dynamic`` for a direct reply-to address (RabbitMQ's, and the reference broker's)."""
+        ``dynamic`` for a direct reply-to address (RabbitMQ's, and the reference broker's);
+        ``max_message_size``: the largest message, in bytes, the receiver takes (its
+        attach's max-message-size, core spec 2.7.3; None: no limit); a sender with a larger
+        one detaches the link with ``amqp:link:message-size-exceeded``."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
@@ -243,15 +257,22 @@ class Core(CoreBase[a.Connection]):
                 distribution_mode=BROWSE if browse else None,
                 capabilities=wanted,
             )
-        link = self.session().attach_receiver(name or self._name("receiver"), source=source)
+        link = self.session().attach_receiver(
+            name or self._name("receiver"), source=source, max_message_size=max_message_size
+        )
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core
         self._changed()
         return core
 
     def declare_ready(self) -> bool:
-        """The control link is attached and has credit for a declare or discharge."""
+        """The control link is attached and has credit for a declare or discharge. Raises
+        :class:`TransactionError`, once, if the coordinator refused the control link (see
+        :meth:`_controller_ended`): a later call attaches again."""
         self.check()
+        refusal, self._coordinator_refusal = self._coordinator_refusal, None
+        if refusal is not None:
+            raise refusal
         if self.lost:
             return False
         controller = self._controller
@@ -298,9 +319,9 @@ class Core(CoreBase[a.Connection]):
             core = self._links.pop(link, None)
             if core is None:
                 continue  # its detach came too
-            if link is self._controller:
-                self._controller = None
             core._on_detached(None)
+            if link is self._controller:
+                self._controller_ended(core)
             if link.state is a.LinkState.ATTACHED and not self.gone:
                 link.detach(closed=True)
 
@@ -334,6 +355,7 @@ class Core(CoreBase[a.Connection]):
 
     def _on_authenticated(self, event: a.events.Authenticated) -> None:
         self.sasl_identity, self.sasl_mechanism = event.identity, event.mechanism
+        self.authenticated = True
 
     def _on_tls(self, event: a.security.tls.TLSEstablished) -> None:
         self.tls = event
@@ -412,7 +434,22 @@ class Core(CoreBase[a.Connection]):
         )
         self._on_ended(event)
 
+    def transport_failed(self, error: BaseException, now: float) -> None:
+        """(A reset before the open: the server closed without reading our header, as a
+        server that refuses connections may; said as such, see :func:`refused_before_open`.)"""
+        if (
+            _is_reset(error)
+            and self.engine.client
+            and not (self.opened.done() or self._closing or self.lost or self.gone)
+        ):
+            self._fail(ConnectionClosedError(refused_before_open(self), retryable=True))
+        super().transport_failed(error, now)
+
     def _on_connection_ended(self, event: a.events.ConnectionEnded) -> None:
+        if self.engine.client and not self.opened.done() and not self._closing:
+            self._fail(
+                ConnectionClosedError(refused_before_open(self), retryable=True, event=event)
+            )
         self._on_ended(event)
 
     def _on_other(self, event: a.Event) -> None:
@@ -479,10 +516,30 @@ class Core(CoreBase[a.Connection]):
         if core is not None:
             core._on_detached(error, reason or "the link was detached", event=event)
             if link is self._controller:
-                self._controller = None
+                self._controller_ended(core)
         server = self._server_links.pop(link, None)
         if server is not None:
             server._on_detached()
+
+    def _controller_ended(self, core: LinkCore) -> None:
+        """Our control link ended: refused, detached or its session ended. Its transactions
+        end by the engine's events. If it ended before it was ever attached, the
+        coordinator refused it (core spec 4.2; RabbitMQ 3.10, which has no transactions,
+        ends the session with ``amqp:not-implemented``): that is the peer's answer, not a
+        loss to recover from, so the declare waiting for the link fails with the peer's
+        condition (:meth:`declare_ready`) rather than attaching again and again."""
+        self._controller = None
+        if core.attached.done() or self.gone:
+            return
+        cause = core.error
+        description = "the peer refused the link to the transaction coordinator"
+        if cause is not None and cause.error is None and not core.refused:
+            description += f" ({cause})"  # how: "the session ended"
+        self._coordinator_refusal = TransactionError(
+            description,
+            None if cause is None else cause.error,
+            event=None if cause is None else cause.event,
+        )
 
     def _on_credit(self, event: a.events.CreditChanged) -> None:
         link = event.link
@@ -564,6 +621,34 @@ class Core(CoreBase[a.Connection]):
             txn.discharged.set(event.committed)
         else:
             txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
+
+
+def _is_reset(error: BaseException | None) -> bool:
+    """``error`` is a reset or a broken pipe, or was caused by one (trio wraps them in its
+    BrokenResourceError)."""
+    for _ in range(4):
+        if error is None:
+            return False
+        if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def refused_before_open(core: Core) -> str:
+    """Why a client's connection ended before the server's open, the server having said
+    nothing of it (no close, no SASL outcome): it closed the transport after the protocol
+    header, as a server does that refuses connections (a connection limit: our broker's
+    ``--max-connections``, RabbitMQ's ``connection_max``), or after the SASL exchange."""
+    where = "" if core.url is None else f" at {core.url.host}:{core.url.port}"
+    if core.authenticated:
+        when = "after the SASL exchange, before its open"
+    else:
+        when = "after the protocol header, before any authentication"
+    return (
+        f"the server{where} closed the connection {when}, saying nothing: it may refuse "
+        "connections (a connection limit, this client's address) or not serve AMQP 1.0 here"
+    )
 
 
 # -- making cores ------------------------------------------------------------------------------

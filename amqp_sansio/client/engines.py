@@ -20,6 +20,7 @@ __all__ = [
     "ConnectOptions",
     "ListenOptions",
     "Stream",
+    "authentication_description",
     "authentication_failure",
     "authentication_hint",
     "client_engine",
@@ -204,14 +205,31 @@ def without_sasl_failure(url: AMQPURL | None) -> str:
     text = f"the server{where} has no SASL layer (it answered with the bare AMQP header)"
     if url is not None and (url.username is not None or url.password is not None):
         return f"{text}: it cannot check the credentials in the URL; remove them to connect"
-    return f"{text}: connect with sasl=False"
+    return f"{text}: connect with sasl=False (--sasl-mechanism none)"
 
 
 def authentication_failure(event: a.events.AuthenticationFailed, url: AMQPURL | None) -> str:
     """The message of a client's failed authentication, with :func:`authentication_hint`."""
     hint = authentication_hint(event, url)
-    text = f"authentication failed: {event.description}"
+    text = f"authentication failed: {authentication_description(event)}"
     return f"{hint}; {text}" if hint else text
+
+
+def authentication_description(event: a.events.AuthenticationFailed) -> str:
+    """What failed, in the terms of a user of ``connect()`` and of the command line: the
+    server's description, or, where none of the server's mechanisms fits, what makes one
+    fit (the engine's own text names the engine's options, which such a user never sets)."""
+    error = event.error
+    if not isinstance(error, SASLNoMechanismError):
+        return event.description
+    offered = ", ".join(repr(name[:40]) for name in error.offered[:20]) or "nothing"
+    return (
+        f"no usable SASL mechanism: the server offers {offered}; PLAIN and SCRAM take the "
+        "user and password of the URL (amqp://USER:PASSWORD@HOST), PLAIN over amqp:// to "
+        "another host only with allow_insecure_auth=True (--allow-insecure-auth); EXTERNAL "
+        "takes a client certificate (ssl_context=); ANONYMOUS a URL without credentials; "
+        "sasl_mechanisms= (--sasl-mechanism) limits the choice"
+    )
 
 
 def authentication_hint(event: a.events.AuthenticationFailed, url: AMQPURL | None) -> str:

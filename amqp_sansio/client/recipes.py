@@ -347,6 +347,7 @@ def attach_receiver(
     selector: str | None,
     browse: bool = False,
     capabilities: tuple[str, ...] = (),
+    max_message_size: int | None = None,
 ) -> Recipe[ReceiverCore]:
     """Attach a receiver (as :func:`attach_sender`)."""
     yield Wait(core.connected_ready)
@@ -360,6 +361,7 @@ def attach_receiver(
         selector=selector,
         browse=browse,
         capabilities=capabilities,
+        max_message_size=max_message_size,
     )
     yield Wait(link.attach_ready)
     return link

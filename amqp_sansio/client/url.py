@@ -86,7 +86,7 @@ class AMQPURL:
             return
         raise InsecureCredentialsError(
             f"refusing to send credentials unencrypted to {self.host}: use amqps://, "
-            "or allow it explicitly (--allow-insecure-auth)"
+            "or allow it explicitly (allow_insecure_auth=True, --allow-insecure-auth)"
         )
 
     def redacted(self) -> str:

@@ -235,7 +235,10 @@ class Connection:
         if self.state is _CONNECTION_END or self._broken:
             return self._take_events()
         if not data:
-            if self._sasl is not None:
+            # (A client's server that closes right after its header, or before it, sending
+            # nothing more, refused the connection: no authentication failed, and
+            # ConnectionEnded alone says it. A frame cut short is a broken exchange.)
+            if self._sasl is not None and (self._sasl.begun or self._parser.buffered):
                 self._sasl_failed(
                     SASLError("the transport closed during the SASL exchange", code=SaslCode.SYS)
                 )

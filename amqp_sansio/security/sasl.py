@@ -113,6 +113,15 @@ class SaslLayer:
         return self.phase is _Phase.FAILED
 
     @property
+    def begun(self) -> bool:
+        """The exchange has begun, as far as a transport that closes now is concerned: a
+        server's always (it counts as a failed login); a client's once the server's
+        sasl-mechanisms came. A client's server that closes before (right after the protocol
+        header, or before it) has refused the connection (a connection limit, an address it
+        does not serve): no authentication was tried."""
+        return not self.client or self.phase not in (_Phase.HEADER, _Phase.MECHANISMS)
+
+    @property
     def optional(self) -> bool:
         """A server that allows anonymous access takes the bare AMQP header in place of the
         SASL one (core spec 2.2, 5.1), until it has sent its own SASL header."""

@@ -399,25 +399,34 @@ def test_queue_limits_reject_with_resource_limit_exceeded() -> None:
     assert isinstance(d.remote_state, a.Rejected)
 
 
-def test_malformed_message_ends_the_session_with_decode_error() -> None:
+def test_a_malformed_message_is_rejected_with_decode_error() -> None:
     net = Net()
     p, other = net.connect(), net.connect()
     s = p.sender("q")
-    p.send(s, b"\x00\x53\x70\xc0\x01")  # a header whose list is cut short
-    (ended,) = p.of(a.events.SessionEnded)
-    assert ended.error.condition == "amqp:decode-error"
+    d = p.send(s, b"\x00\x53\x70\xc0\x01")  # a header whose list is cut short
+    assert isinstance(d.remote_state, a.Rejected)
+    assert d.remote_state.error.condition == "amqp:decode-error"
+    assert not p.of(a.events.SessionEnded)
     publish(other, "q", b"still fine")  # the broker and other connections go on
     r = other.receiver("q", 5)
     assert accept_all(other, r) == [b"still fine"]
 
 
-def test_consumer_max_message_size_too_small_skips_the_message() -> None:
+def test_a_consumer_too_small_for_a_message_is_detached() -> None:
+    """A message larger than the consumer's max-message-size is a link error (core spec
+    2.7.3): the link is detached with amqp:link:message-size-exceeded (2.8.15), so the
+    receiver learns it; the messages stay for others (issue 27: it waited in silence)."""
     net = Net()
     p, c = net.connect(), net.connect()
     publish(p, "q", b"x" * 600, b"small")
     r = c.receiver("q", 5, max_message_size=300)
-    assert accept_all(c, r) == [b"small"]
-    assert net.broker.nodes["q"].depth == 1
+    assert accept_all(c, r) == []
+    (detached,) = c.of(a.events.LinkDetached)
+    assert detached.link is r and detached.error.condition == "amqp:link:message-size-exceeded"
+    assert "max-message-size 300" in detached.error.description
+    assert net.broker.nodes["q"].depth == 2
+    other = c.receiver("q", 5)
+    assert accept_all(c, other) == [b"x" * 600, b"small"]
 
 
 def test_protocol_error_from_a_client_is_contained() -> None:
@@ -752,16 +761,20 @@ def test_lost_connection_with_creator_and_producer_of_a_dynamic_node() -> None:
     assert address not in net.broker.nodes and not c.conn.consumers and not c.conn.producers
 
 
-def test_a_detached_consumer_has_no_credit_and_browsers_skip_large_messages() -> None:
+def test_a_detached_consumer_has_no_credit_and_browsers_too_small_are_detached() -> None:
     net = Net()
     p, c = net.connect(), net.connect()
-    publish(p, "q", b"x" * 600, b"small")
+    publish(p, "q", b"small", b"x" * 600)
     b = c.receiver(
         "q", 5, max_message_size=300, source=a.Source(address="q", distribution_mode=SYM("copy"))
     )
-    assert accept_all(c, b) == [b"small"]
+    assert [body(e) for e in c.received(b)] == [b"small"]  # (not settled: detached since)
+    (detached,) = c.of(a.events.LinkDetached)
+    assert detached.error.condition == "amqp:link:message-size-exceeded"
+    assert not c.conn.consumers  # removed once the detaches crossed
+    r = c.receiver("q", 5)
     (consumer,) = c.conn.consumers.values()
-    b.detach()
+    r.detach()
     net.pump()
     assert consumer.credit == 0
 

@@ -271,13 +271,17 @@ def test_dead_letters_to_a_stream_and_deletion_detaches_its_consumers() -> None:
     assert "stream/dlq" not in net.broker.nodes
 
 
-def test_a_message_too_large_for_a_consumer_is_skipped_for_it_alone() -> None:
+def test_a_message_too_large_for_a_reader_detaches_it_alone() -> None:
+    """Core spec 2.7.3: the reader too small for the message at offset 0 is detached with
+    amqp:link:message-size-exceeded (issue 27); another reads on."""
     net = Net()
     p, small, big = net.connect(), net.connect(), net.connect()
     publish(p, "stream/size", b"x" * 2000, b"y")
     r_small = reader(small, "stream/size", 0, max_message_size=1000)
     r_big = reader(big, "stream/size", 0)
-    assert offsets(small, r_small) == [(1, b"y")]
+    assert offsets(small, r_small) == []
+    (detached,) = small.of(a.events.LinkDetached)
+    assert detached.error.condition == SYM("amqp:link:message-size-exceeded")
     assert [o for o, _ in offsets(big, r_big)] == [0, 1]
 
 

@@ -195,7 +195,7 @@ def test_credentials_in_the_clear_to_another_host_are_refused(
     assert status == 2 and out == ""
     assert err == (
         "amqp-sansio send: error: refusing to send credentials unencrypted to broker.example: "
-        "use amqps://, or allow it explicitly (--allow-insecure-auth)\n"
+        "use amqps://, or allow it explicitly (allow_insecure_auth=True, --allow-insecure-auth)\n"
     )
 
 

@@ -46,6 +46,9 @@ class Memory:
         self.server: client.Core | None = None
         self.aborted: list[object] = []
 
+    #: What makes the server's core (the one ``listen`` makes, unless a test changes it).
+    server_core = staticmethod(client.server_core)
+
     # -- the runner ------------------------------------------------------------------------
 
     def run(self, recipe: Recipe[Any], timeout: float | None = None) -> Any:
@@ -81,7 +84,7 @@ class Memory:
                 sasl=self.sasl,
                 allow_insecure_auth=False,
             )
-            return client.server_core(
+            return self.server_core(
                 options, on_link=self.broker.on_link, on_connection=None, peer=("mem", 1)
             )
         elif isinstance(step, recipes.Start):
@@ -325,6 +328,62 @@ def test_a_failing_rollback_does_not_hide_the_block_s_exception() -> None:
     again.core.discharged.fail(TransactionError("rolled back by the peer"))
     with pytest.raises(TransactionError):  # the block ended well: the failure is news
         mem.run(recipes.end_transaction(again, mem.core, failed=False))
+
+
+class NoTransactions(client.Core):
+    """A server core whose peer has no transactions, as RabbitMQ 3.10: it answers each
+    attach to the coordinator by ending the session with ``amqp:not-implemented`` (or, with
+    ``refuse``, refuses the link: an attach without a target and a detach, core 2.6.3)."""
+
+    coordinator_attaches = 0
+    refuse = False
+
+    def _on_event(self, event: a.Event) -> None:
+        link = getattr(event, "link", None)
+        if isinstance(event, a.events.LinkAttached) and isinstance(
+            link, a.engine.transactions.CoordinatorLink
+        ):
+            self.coordinator_attaches += 1
+            assert self.coordinator_attaches < 10, "the client attaches again in a loop"
+            error = a.Error(condition=a.Symbol("amqp:not-implemented"), description="no txn")
+            if self.refuse:
+                link.refuse(error)
+            else:
+                link.session.end(error)
+            return
+        super()._on_event(event)
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["session-ended", "link-refused"])
+def test_a_coordinator_that_refuses_the_control_link_fails_the_declare_at_once(
+    refuse: bool,
+) -> None:
+    """A refusal of the control link is the peer's answer: one attach, then the declare
+    raises with the peer's condition (it used to attach again until the time-out)."""
+
+    def no_transactions(options: Any, **kwargs: Any) -> NoTransactions:
+        engine, stream = client.server_engine(**options)
+        server = NoTransactions(engine, stream=stream, **kwargs)
+        server.refuse = refuse
+        return server
+
+    mem = Memory(Broker())
+    mem.server_core = no_transactions  # type: ignore[method-assign,assignment]
+    mem.connect()
+    assert isinstance(mem.server, NoTransactions) and mem.core is not None
+    start = mem.now
+    txn = client.TransactionBase(mem, None)
+    with pytest.raises(TransactionError, match="not-implemented") as raised:
+        mem.run(recipes.declare(txn, mem.core))
+    assert raised.value.error is not None
+    assert raised.value.error.condition == "amqp:not-implemented"
+    assert raised.value.error.description == "no txn"
+    assert mem.server.coordinator_attaches == 1 and mem.now == start
+    # The connection lives on, and a later declare asks the coordinator again.
+    mem.receiver("q")
+    with pytest.raises(TransactionError, match="not-implemented"):
+        mem.run(recipes.declare(client.TransactionBase(mem, None), mem.core))
+    assert mem.server.coordinator_attaches == 2
 
 
 def test_wait_services_the_connection_and_raises_when_it_ends() -> None:

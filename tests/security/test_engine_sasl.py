@@ -450,7 +450,7 @@ def test_the_sasl_frame_bound_is_configurable_and_lifted_after_the_exchange() ->
     assert of(events, a.events.ConnectionOpened)
 
 
-@pytest.mark.parametrize("cut", [3, 8, 12, 20])
+@pytest.mark.parametrize("cut", [3, 12, 20])
 def test_a_transport_closed_mid_exchange_is_a_failure(cut: int) -> None:
     client = _client()
     stream = a.framing.SASL_HEADER + _mechanisms("ANONYMOUS", "PLAIN")
@@ -458,6 +458,18 @@ def test_a_transport_closed_mid_exchange_is_a_failure(cut: int) -> None:
     events += client.receive_data(b"", 0.0)
     assert [type(e) for e in events] == [a.events.AuthenticationFailed, a.events.ConnectionEnded]
     assert of(events, a.events.AuthenticationFailed)[0].code is performatives.SaslCode.SYS
+    assert client.data_to_send() == b""
+
+
+@pytest.mark.parametrize("cut", [0, 8])
+def test_a_server_that_closes_after_its_header_refused_the_connection(cut: int) -> None:
+    """Closed before the exchange began (nothing, or only the server's header, came): a
+    refusal (a connection limit), not a failed authentication (issue 27)."""
+    client = _client()
+    stream = a.framing.SASL_HEADER + _mechanisms("ANONYMOUS", "PLAIN")
+    events = client.receive_data(stream[:cut], 0.0) if cut else []
+    events += client.receive_data(b"", 0.0)
+    assert [type(e) for e in events] == [a.events.ConnectionEnded]
     assert client.data_to_send() == b""
 
 

@@ -87,7 +87,14 @@ class SASLConfigurationError(SASLError, LocalProtocolError, ValueError):
 
 class SASLNoMechanismError(SASLConfigurationError):
     """None of the server's mechanisms can be used with the configured credentials and
-    options (AMQP 1.0 part 5.3.2)."""
+    options (AMQP 1.0 part 5.3.2). ``offered`` is the server's sasl-mechanisms list (so that
+    a layer above can say what to change in its own terms)."""
+
+    def __init__(
+        self, description: str, *, offered: tuple[str, ...] = (), code: SaslCode | None = None
+    ) -> None:
+        super().__init__(description, code=code)
+        self.offered = offered
 
 
 class SASLStateError(SASLError, LocalProtocolError):

@@ -241,5 +241,6 @@ def select_client_mechanism(
     shown = ", ".join(repr(name[:40]) for name in offer[:20]) or "nothing"
     raise SASLNoMechanismError(
         f"no usable SASL mechanism: the server offers {shown}; check the credentials, "
-        "tls_client_cert, encrypted/allow_cleartext_secrets and allowed"
+        "tls_client_cert, encrypted/allow_cleartext_secrets and allowed",
+        offered=tuple(offer),
     )

@@ -1,7 +1,7 @@
 'use strict';
 // node receive.js HOST PORT ADDRESS COUNT [--copy] [--selector EXPR] [--durable]
 //     [--name LINK] [--container-id ID] [--detach] [--idle MS]
-//     [--username U --password P] [--sasl-anonymous] [--timeout MS]
+//     [--username U --password P] [--sasl-anonymous] [--timeout MS] [--max-message-size N]
 //
 // Receives from ADDRESS with rhea's defaults (credit window, auto-accept) until COUNT
 // messages came, or until nothing came for --idle milliseconds (then it prints what came:
@@ -69,4 +69,5 @@ if (options.durable) {
 }
 const receiver_options = {source};
 if (options.name) receiver_options.name = options.name;
+if (options.max_message_size) receiver_options.max_message_size = Number(options.max_message_size);
 connection.open_receiver(receiver_options);
