@@ -369,7 +369,8 @@ def test_the_send_and_receive_commands(broker: BrokerProcess) -> None:
         timeout=60,
     )
     assert got.returncode == 0, got.stderr
-    assert got.stdout.startswith(f"received 3 messages from {url}: 3 accepted")
+    assert got.stdout == "message 1\nmessage 2\nmessage 3\n"
+    assert got.stderr.startswith(f"received 3 messages from {url}: 3 accepted")
 
 
 def _bare_client(port: int) -> tuple[a.Connection, SocketDriver]:
