@@ -20,7 +20,7 @@ from amqp_sansio import Error, Event, client
 from amqp_sansio.client import recipes
 from amqp_sansio.client.lifecycle import CoreBase, DrivenCore
 from amqp_sansio.client.recipes import Recipe
-from amqp_sansio.events import ConnectionEnded
+from amqp_sansio.events import AuthenticationFailed, ConnectionEnded
 
 __all__ = ["DEFAULT_TIMEOUT", "READ_SIZE", "ByteStream", "ConnectionBase", "SocketDriver", "run"]
 
@@ -114,6 +114,9 @@ class SocketDriver:
         self.closed = False
         #: The driven connection has reported :class:`~amqp_sansio.events.ConnectionEnded`.
         self.ended = False
+        #: Why its SASL exchange failed (:class:`~amqp_sansio.events.AuthenticationFailed`'s
+        #: ``error``), if it did: the connection is over, and a client has nothing to send.
+        self.authentication_error: Exception | None = None
         self._clock = clock
         self._read_size = read_size
         self._out = bytearray()
@@ -243,11 +246,16 @@ class SocketDriver:
         poll_interval: float | None = None,
     ) -> None:
         """Step until ``predicate()`` is true; :class:`TimeoutError` after ``timeout``
-        seconds, :class:`ConnectionError` if the transport closes first. ``poll_interval``
+        seconds, :class:`ConnectionError` if the transport closes first, the SASL error
+        (:attr:`authentication_error`) at once if authentication fails first (a client
+        that finds no mechanism it may use sends nothing more, and a server would only
+        close the transport when its handshake time-out passes). ``poll_interval``
         re-checks the predicate that often even when nothing happens on the socket, for
         conditions that other threads change."""
         end = self._clock() + timeout
         while not predicate():
+            if self.authentication_error is not None:
+                raise self.authentication_error
             if self.closed or (self.eof and not self._out and not self._pending()):
                 raise ConnectionError("the transport closed before the condition was met")
             remaining = end - self._clock()
@@ -320,6 +328,8 @@ class SocketDriver:
             new.append(event)
             if self.on_event is not None:
                 self.on_event(event)
+            if isinstance(event, AuthenticationFailed):
+                self.authentication_error = event.error
             if isinstance(event, ConnectionEnded) and not self.ended:
                 self.ended = True
                 self._close_layer()

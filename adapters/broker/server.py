@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import functools
 import gc
 import ipaddress
@@ -689,16 +690,30 @@ LOG_LEVEL = "info"
 TLS_PORT = 5671
 
 
+class LogFormatter(logging.Formatter):
+    """The command's log line: when (ISO 8601, UTC, to the millisecond, as
+    ``2026-12-05T09:14:05.123Z``), then :data:`LOG_PREFIX` and the message: a line a person
+    or ``grep`` places in time, the same wherever the broker runs."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s " + LOG_PREFIX + "%(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        when = datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+        return when.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
+
+
 @contextlib.contextmanager
 def log_to_stderr(level: str = LOG_LEVEL) -> Iterator[None]:
-    """For the duration of the block, the command's log: each line on stderr after
-    :data:`LOG_PREFIX`, the package's loggers (``amqp_sansio.*``) from ``level`` up (one of
-    :data:`LOG_LEVELS`), others' from WARNING. The handler and the levels go at the end (the
-    command may run inside another program, or a test)."""
+    """For the duration of the block, the command's log: each line on stderr, its time
+    and :data:`LOG_PREFIX` first (:class:`LogFormatter`), the package's loggers
+    (``amqp_sansio.*``) from ``level`` up (one of :data:`LOG_LEVELS`), others' from WARNING.
+    The handler and the levels go at the end (the command may run inside another
+    program, or a test)."""
     import sys
 
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_PREFIX + "%(message)s"))
+    handler.setFormatter(LogFormatter())
     root, package = logging.getLogger(), logging.getLogger("amqp_sansio")
     levels = root.level, package.level
     root.addHandler(handler)

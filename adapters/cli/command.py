@@ -3,13 +3,17 @@
 ``amqp-sansio send URL [--count N] [--size BYTES | --body TEXT | --body-file PATH | --lines
 PATH] [--property NAME=VALUE] [--app-property KEY=VALUE] [--annotation KEY=VALUE]
 [--durable] [--priority P] [--ttl MS] [--settled] [--json]`` sends messages to the URL's
-address (:mod:`.send`); ``amqp-sansio receive URL [--count N|0] [--credit C] [--print |
---json] [--selector EXPR] [--browse] [--offset WHERE]`` receives them (:mod:`.receive`).
+address (:mod:`.send`; ``--lines -``: each line of standard input as it arrives);
+``amqp-sansio receive URL [--count N|0] [--credit C] [--print | --json | --count-only]
+[--selector EXPR] [--browse] [--offset WHERE]`` receives them, printing each body by
+default (:mod:`.receive`).
 Both take ``--timeout S`` and the connection options ``--cafile``,
 ``--insecure-skip-verify``, ``--sasl-mechanism`` and ``--allow-insecure-auth``; see
 docs/cli.rst for the exit statuses. With ``--protocol 0-9-1`` (and ``--vhost``) they speak
 AMQP 0-9-1 (:mod:`.transfer091`): ``send --exchange E --routing-key K`` publishes in
-confirm mode, ``receive`` consumes the queue with acks under a prefetch.
+confirm mode (to the default exchange, having declared the routing key's queue where
+there is none: ``--declare/--no-declare``), ``receive`` consumes the queue with acks under
+a prefetch.
 
 ``amqp-sansio queues URL [--json]`` lists a broker's queues, streams and topics through
 its AMQP management node (``$management``; :mod:`amqp_sansio.adapters.cli.queues`).
@@ -49,14 +53,34 @@ from . import broker, pipeline, queues, receive, send
 from .bench import command as bench_command
 from .options import connection_options
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DAILY", "build_parser", "main"]
+
+#: What ``amqp-sansio --help`` ends with: the daily commands, in both protocols.
+DAILY = """\
+the daily commands:
+  amqp-sansio broker                          run the broker: AMQP 1.0 and 0-9-1 on
+                                              127.0.0.1:5672 (open: no --users)
+  amqp-sansio send amqp://localhost/orders --count 3
+                                              send three messages over AMQP 1.0
+  amqp-sansio receive amqp://localhost/orders --count 3
+                                              receive them, printing each body
+  amqp-sansio send amqp://guest:guest@localhost/orders --protocol 0-9-1
+  amqp-sansio receive amqp://guest:guest@localhost/orders --protocol 0-9-1
+                                              the same over AMQP 0-9-1 (RabbitMQ's)
+
+'amqp-sansio COMMAND --help' gives a command's options; docs/quickstart.rst starts
+from the beginning."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's parser: each subcommand's options come from its module, which also
     names the function that runs it (``args.run``)."""
     parser = argparse.ArgumentParser(
-        prog="amqp-sansio", description="AMQP 1.0, sans I/O: tools and benchmarks."
+        prog="amqp-sansio",
+        description="AMQP 1.0 and AMQP 0-9-1 (RabbitMQ's), sans I/O: a broker that serves "
+        "both, send and receive in either, benchmarks and the Spark pipeline.",
+        epilog=DAILY,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"amqp-sansio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -113,6 +113,11 @@ class Bar:
             self.stream.write(self.line() + "\n")
             self.stream.flush()
 
+    def lift(self) -> None:
+        """Take the bar off the terminal for a moment, for a line of output that must not
+        share its line (the next :meth:`update` draws it again, under that line)."""
+        self.close()
+
     def close(self) -> None:
         """Take the bar off the terminal (a plain stream keeps its lines)."""
         if self._shown:

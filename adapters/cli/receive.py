@@ -15,6 +15,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import amqp_sansio as amqp
@@ -121,7 +122,7 @@ def receive(
     *,
     count: int = 1,
     credit: int = 100,
-    print_bodies: bool = False,
+    print_bodies: bool = True,
     as_json: bool = False,
     selector: str | None = None,
     browse: bool = False,
@@ -134,7 +135,9 @@ def receive(
     Exit status 0 when all ``count`` were received and accepted (or came pre-settled), or,
     with ``count`` 0, when every message that came before the interrupt was. With
     ``print_bodies`` each body goes to ``out`` on a line of its own, with ``as_json`` each
-    message as a JSON object on a line of its own, and the summary then to ``err``.
+    message as a JSON object on a line of its own, and the summary then to ``err``
+    (neither: the summary alone, to ``out``). A line never shares the progress bar's
+    (:meth:`.transfer.Ticker.show`).
     ``selector``: only the messages it matches (a JMS selector); ``browse``: read them,
     leaving them on the node (distribution-mode ``copy``, core spec 3.5.3); ``start``: a
     stream's offset (:func:`offset`). Interrupted (Ctrl-C) before ``count`` came, the
@@ -177,6 +180,7 @@ def receive(
         except ClientError as exc:
             raise failure(exc, url, options, link=link) from None
         ticker = Ticker(Bar("receiving", count or None, stream=err))
+        show = _shower(ticker, out, print_bodies, as_json)
         start_time = time.perf_counter()
         try:
             # The outcomes of half a window go out in one write, with the credit granted
@@ -198,7 +202,7 @@ def receive(
                             )
                         with sigint_held():  # counted and settled, or neither
                             received += 1
-                            outcomes[_settle(delivery, print_bodies, as_json, browse, out)] += 1
+                            outcomes[_settle(delivery, show, browse)] += 1
                         ticker(received)
             if outcomes["unsettled"]:
                 # The link was detached in the same bytes as these deliveries (2.6.6):
@@ -264,11 +268,24 @@ def _check_applied(
         )
 
 
-def _settle(
-    delivery: sockets.Delivery, print_bodies: bool, as_json: bool, browse: bool, out: TextIO
-) -> str:
-    """Accept ``delivery`` (reject it if it does not decode, printing its body or JSON if
-    asked); what it counts as. Browsing, settle nothing: the message is the node's (a
+def _shower(
+    ticker: Ticker, out: TextIO, print_bodies: bool, as_json: bool
+) -> Callable[[amqp.Message], None]:
+    """What ``receive`` does with each message it takes: print it as JSON, print its body,
+    or nothing; never on the progress bar's line (:meth:`.transfer.Ticker.show`)."""
+
+    def show(message: amqp.Message) -> None:
+        if as_json:
+            ticker.show(json.dumps(values.message_json(message), ensure_ascii=False), out)
+        elif print_bodies:
+            ticker.show(format_body(message), out)
+
+    return show
+
+
+def _settle(delivery: sockets.Delivery, show: Callable[[amqp.Message], None], browse: bool) -> str:
+    """Accept ``delivery`` (reject it if it does not decode, ``show``-ing it first); what it
+    counts as. Browsing, settle nothing: the message is the node's (a
     broker that took it all the same, as RabbitMQ 3.x's AMQP 1.0 plugin does while
     answering ``copy``, has it back when the link closes, core spec 3.4: unsettled)."""
     pre_settled = delivery.settled
@@ -279,10 +296,7 @@ def _settle(
         outcome: Any = amqp.Rejected(error=error)
     else:
         outcome = ACCEPTED
-        if as_json:
-            print(json.dumps(values.message_json(message), ensure_ascii=False), file=out)
-        elif print_bodies:
-            print(format_body(message), file=out)
+        show(message)
     if browse:
         return "browsed" if outcome is ACCEPTED else "not decoded"
     if pre_settled:
@@ -304,7 +318,7 @@ def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
             vhost=args.vhost or "/",
             count=args.count,
             credit=args.credit,
-            print_bodies=args.print_bodies,
+            print_bodies=not args.count_only,
             as_json=args.json,
         )
     return receive(
@@ -312,7 +326,7 @@ def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
         options,
         count=args.count,
         credit=args.credit,
-        print_bodies=args.print_bodies,
+        print_bodies=not args.count_only,
         as_json=args.json,
         selector=args.selector,
         browse=args.browse,
@@ -332,7 +346,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "receive",
         parents=[common],
         help="receive messages from an address and accept each; exit status 0 when all came",
-        description="Receive messages from the URL's address, accept each and print a "
+        description="Receive messages from the URL's address, accept each, print each "
+        "body on a line of its own (--json: each message; --count-only: none) and a "
         "summary; with --protocol 0-9-1, consume the queue it names and ack each. Exit "
         "status: 0 all received and accepted, 1 some could not be accepted, 2 usage error, "
         "3 connection, TLS, authentication or link refused, 4 timed out, 130 interrupted "
@@ -358,7 +373,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--print",
         action="store_true",
         dest="print_bodies",
-        help="print each body on a line of its own (the summary then goes to stderr)",
+        help="print each body on a line of its own, the summary then on stderr (the default)",
+    )
+    output.add_argument(
+        "--count-only",
+        action="store_true",
+        help="print no bodies: count the messages, and print the summary on stdout",
     )
     output.add_argument(
         "--json",

@@ -12,10 +12,11 @@ one-line summary, or one JSON object with ``--json``; failures raise
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, BinaryIO, TextIO
 
 import attrs
@@ -37,11 +38,14 @@ from .connect import (
 )
 from .progress import Bar
 from .transfer import (
+    LineFeed,
     Ticker,
     address_of,
     closing,
     finish_send,
     outcome_name,
+    payloads,
+    reason,
     run_command,
     sigint_held,
 )
@@ -79,7 +83,7 @@ def send(
     count: int = 1,
     size: int | None = None,
     body: str | bytes | None = None,
-    lines: Sequence[str] | None = None,
+    lines: Sequence[str] | LineFeed | None = None,
     settled: bool = False,
     template: Template | None = None,
     as_json: bool = False,
@@ -88,7 +92,8 @@ def send(
 ) -> int:
     """Send ``count`` messages to the URL's address: a data body of ``size`` bytes, the
     ``body`` (text as a string, bytes as a data section), each of ``lines`` as text (one
-    message each; ``count`` is then their number), or (none given) the text ``message N``;
+    message each; ``count`` is then their number; a :class:`LineFeed`: each sent as it
+    comes, in a write of its own), or (none given) the text ``message N``;
     each with the sections of ``template``. Exit status 0 when every message was accepted
     (or sent pre-settled and the broker then answered our detach); a clean detach after the
     last outcome is no failure, one before it is (exit status 3).
@@ -104,18 +109,11 @@ def send(
     template = Template() if template is None else template
     address = address_of(url)
     fixed: amqp.Message | None = None
-    if lines is not None:
-        count = len(lines)
-    elif size is not None:
+    if size is not None:
         fixed = template.message(b"x" * size)
     elif body is not None:
         fixed = template.message(body)
-
-    def make(n: int) -> amqp.Message:
-        """Message ``n`` (from 1)."""
-        if fixed is not None:
-            return fixed
-        return template.message(lines[n - 1] if lines is not None else f"message {n}")
+    count, messages = payloads(lines, count, fixed, template.message)
 
     timeout = options.timeout
     link = f"to {address}"
@@ -133,7 +131,9 @@ def send(
         ticker = Ticker(Bar("sending", count or None, stream=err))
         start = time.perf_counter()
         try:
-            state.run(conn, sender, make, timeout, ticker)
+            state.run(
+                conn, sender, messages(conn.wait), timeout, ticker, isinstance(lines, LineFeed)
+            )
         except KeyboardInterrupt:  # stopped: what was sent, and what came of it
             interrupted = True
         except TimeoutError:
@@ -193,22 +193,27 @@ class _Sending:
         self,
         conn: sockets.Connection,
         sender: sockets.Sender,
-        make: Callable[[int], amqp.Message],
+        messages: Iterable[amqp.Message],
         timeout: float,
         tick: Callable[[int], None],
+        streamed: bool = False,
     ) -> None:
         """Send them all, then wait for the outcomes (pre-settled: for the broker's answer
-        to our detach, which follows everything sent before it)."""
+        to our detach, which follows everything sent before it). ``streamed`` (a
+        :class:`LineFeed`): each message goes out as it comes, not in a batch, and
+        :attr:`count` is how many came."""
         window = self.window
-        with conn.batch():
-            for n in range(1, self.count + 1):
-                tracker = sender.send(make(n), wait=False, timeout=timeout)
+        with contextlib.nullcontext() if streamed else conn.batch():
+            for n, message in enumerate(messages, 1):
+                tracker = sender.send(message, wait=False, timeout=timeout)
+                if streamed:
+                    self.count = n
                 tick(n)
                 if self.settled:
                     self._presettled = n
                     continue
                 window.append(tracker)
-                if len(window) >= WINDOW:  # count what came, to hold no more
+                if streamed or len(window) >= WINDOW:  # count what came, to hold no more
                     with sigint_held():  # (the outcomes that came: no waiting in here)
                         while window and window[0].done():
                             self._count_first(outcome_name(window[0].outcome()))
@@ -242,15 +247,13 @@ class _Sending:
 
 
 def _read_lines(path: str) -> list[str]:
-    """The lines of ``path`` (``-``: standard input, read to its end), without their line
-    ends; UTF-8."""
+    """The lines of the file ``path``, without their line ends; UTF-8 (standard input is
+    a :class:`LineFeed`)."""
     try:
-        if path == "-":
-            return sys.stdin.read().splitlines()
         with open(path, encoding="utf-8") as file:
             return file.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(f"cannot read --lines {path}: {_why(exc)}", EXIT_USAGE) from None
+        raise CommandError(f"cannot read --lines {path}: {reason(exc)}", EXIT_USAGE) from None
 
 
 def _read_bytes(path: str) -> bytes:
@@ -262,11 +265,7 @@ def _read_bytes(path: str) -> bytes:
         with open(path, "rb") as file:
             return file.read()
     except OSError as exc:
-        raise CommandError(f"cannot read --body-file {path}: {_why(exc)}", EXIT_USAGE) from None
-
-
-def _why(exc: Exception) -> str:
-    return exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CommandError(f"cannot read --body-file {path}: {reason(exc)}", EXIT_USAGE) from None
 
 
 def template_of(args: argparse.Namespace) -> Template:
@@ -290,10 +289,12 @@ def template_of(args: argparse.Namespace) -> Template:
 def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
     transfer091.check_options(args)
     body: str | bytes | None = args.body
-    lines = None
+    lines: Sequence[str] | LineFeed | None = None
     if args.body_file is not None:
         body = _read_bytes(args.body_file)
-    if args.lines is not None:
+    if args.lines == "-":  # each line sent as it comes (a pipe from tail -f)
+        lines = LineFeed(sys.stdin.buffer, "-", limit=args.count)
+    elif args.lines is not None:
         lines = _read_lines(args.lines)
         if args.count is not None:
             lines = lines[: args.count]
@@ -310,6 +311,7 @@ def _run(url: AMQPURL, options: ClientOptions, args: argparse.Namespace) -> int:
             lines=lines,
             settled=args.settled,
             properties=transfer091.properties_of(args),
+            declare=args.declare,
             as_json=args.json,
         )
     return send(
@@ -384,8 +386,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     body.add_argument(
         "--lines",
         metavar="PATH",
-        help="one message per line of this file ('-': standard input, read to its end), "
-        "each line as the text body",
+        help="one message per line of this file, each line as the text body ('-': "
+        "standard input, each line sent as it comes, so a pipe from tail -f works)",
     )
     send.add_argument(
         "--settled",
@@ -410,6 +412,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="KEY",
         help="the routing key (default the URL's address: with the default exchange, the "
         "queue of that name)",
+    )
+    a091.add_argument(
+        "--declare",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="declare the queue the routing key names where the broker has none, before "
+        "publishing (default: on with the default exchange, as the 1.0 side makes a queue "
+        "on first use; off with --exchange)",
     )
     sections = send.add_argument_group("message sections (repeatable options: core spec 3.2)")
     sections.add_argument(

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
+import queue
 import signal
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, TextIO, TypeVar
 
 import amqp_sansio as amqp
 from amqp_sansio.client.url import AMQPURL, URLError, parse_url
@@ -34,19 +37,26 @@ from .connect import (
 )
 from .progress import Bar
 
+T = TypeVar("T")
+
 __all__ = [
     "ACCEPTED",
     "CLOSE_WAIT",
+    "LINE_WAIT",
+    "LINE_WINDOW",
     "POLL",
+    "LineFeed",
     "Ticker",
     "address_of",
     "next_delivery",
     "closing",
     "finish_receive",
     "finish_send",
+    "payloads",
     "outcome_name",
     "plural",
     "rate",
+    "reason",
     "run_command",
     "sigint_held",
     "summary_json",
@@ -246,6 +256,17 @@ class Ticker:
             self._next = now + self.INTERVAL
             self.bar.update(done)
 
+    def show(self, line: str, out: TextIO) -> None:
+        """``line`` on ``out`` (a body that ``receive`` prints), never on the bar's line:
+        where both are terminals, the bar is lifted first and the line flushed before it
+        is drawn again (a plain stream's bar lines are whole lines already)."""
+        terminal = self.bar.tty and out.isatty()
+        if terminal:
+            self.bar.lift()
+        print(line, file=out)
+        if terminal:
+            out.flush()
+
     def close(self, done: int) -> None:
         """The last count (drawn), then the bar taken off the terminal."""
         self.bar.update(done)
@@ -312,3 +333,78 @@ def run_command(
     except KeyboardInterrupt:
         print(f"amqp-sansio {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+#: How many lines ``send --lines -`` reads ahead of what it has sent.
+LINE_WINDOW = 1024
+#: How long ``send --lines -`` waits for a line before it serves the connection
+#: (heartbeats, the broker's frames) for a moment, seconds.
+LINE_WAIT = 0.05
+
+
+class LineFeed:
+    """The lines of a stream (``send --lines -``: standard input), each as it arrives: a
+    thread of its own reads them (a pipe from ``tail -f`` never ends), and :meth:`lines`
+    hands them over, serving the connection while none has come. At most ``limit`` lines
+    (None: to the stream's end). Lines are UTF-8, without their line ends."""
+
+    def __init__(self, stream: BinaryIO, name: str, limit: int | None = None) -> None:
+        self.name = name
+        self._limit = limit
+        self._queue: queue.Queue[str | Exception | None] = queue.Queue(maxsize=LINE_WINDOW)
+        reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        reader.start()
+
+    def _read(self, stream: BinaryIO) -> None:
+        try:
+            for n, raw in enumerate(stream, 1):
+                self._queue.put(raw.decode("utf-8").rstrip("\r\n"))
+                if n == self._limit:
+                    break
+        except (OSError, UnicodeDecodeError) as exc:
+            self._queue.put(exc)
+        self._queue.put(None)
+
+    def lines(self, serve: Callable[[float], None]) -> Iterator[str]:
+        """Each line as it comes; ``serve(seconds)`` keeps the connection serviced while
+        none has (:meth:`~amqp_sansio.adapters.sockets.Connection.wait`)."""
+        while True:
+            try:
+                item = self._queue.get(timeout=LINE_WAIT)
+            except queue.Empty:
+                serve(LINE_WAIT)
+                continue
+            if item is None:
+                return
+            if isinstance(item, Exception):
+                raise CommandError(
+                    f"cannot read --lines {self.name}: {reason(item)}", EXIT_USAGE
+                ) from None
+            yield item
+
+
+def reason(exc: Exception) -> str:
+    """Why reading failed, as the command says it (``no such file or directory``)."""
+    return exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def payloads(
+    lines: Sequence[str] | LineFeed | None,
+    count: int,
+    fixed: T | None,
+    wrap: Callable[[str], T],
+) -> tuple[int, Callable[[Callable[[float], None]], Iterable[T]]]:
+    """What ``send`` sends, for either protocol: how many (0 for a :class:`LineFeed`: as
+    many as come) and, given the connection's ``wait`` (served while a feed has no line),
+    the messages: each of ``lines`` wrapped, else ``count`` times ``fixed``, else the
+    texts ``message 1`` to ``message N`` wrapped."""
+    if isinstance(lines, LineFeed):
+        feed = lines
+        return 0, lambda serve: map(wrap, feed.lines(serve))
+    if lines is not None:
+        texts = lines
+        return len(texts), lambda serve: map(wrap, texts)
+    if fixed is not None:
+        same = fixed
+        return count, lambda serve: itertools.repeat(same, count)
+    return count, lambda serve: (wrap(f"message {n}") for n in range(1, count + 1))

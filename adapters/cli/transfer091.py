@@ -5,7 +5,10 @@ with ``protocol="0-9-1"``), in the nouns of 0-9-1.
 * ``send`` publishes to ``--exchange`` (default ``""``, the default exchange, which routes
   to the queue named by the routing key) with ``--routing-key`` (default the URL's
   address), ``mandatory``, on a channel in confirm mode (RabbitMQ's publisher confirms):
-  each message is ``confirmed``, ``nacked`` or ``returned`` (routed to no queue);
+  each message is ``confirmed``, ``nacked`` or ``returned`` (routed to no queue). To the
+  default exchange it first declares the queue the routing key names, where none is
+  (``--declare``, the default there: as the 1.0 side makes a queue on first use, so that a
+  fresh broker does not return every message; ``--no-declare`` leaves the broker as it is);
   ``--settled`` publishes without confirm mode (each ``unconfirmed``: the connection's
   close handshake still tells that the broker has read every one).
 * ``receive`` consumes the queue the URL's address names (``basic.consume``) under a
@@ -32,7 +35,7 @@ import time
 import urllib.parse
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 import attrs
@@ -51,11 +54,13 @@ from .connect import (
 )
 from .progress import Bar
 from .transfer import (
+    LineFeed,
     Ticker,
     address_of,
     finish_receive,
     finish_send,
     next_delivery,
+    payloads,
     sigint_held,
 )
 
@@ -99,6 +104,7 @@ _ONLY_091 = {
     "exchange": ("--exchange", None),
     "routing_key": ("--routing-key", None),
     "vhost": ("--vhost", None),
+    "declare": ("--declare", None),
 }
 
 
@@ -269,16 +275,21 @@ class _Publishing:
         exchange: str,
         routing_key: str,
         properties: amqp091.BasicProperties | None,
-        make: Callable[[int], bytes],
+        bodies: Iterable[bytes],
         timeout: float,
         tick: Callable[[int], None],
+        streamed: bool = False,
     ) -> None:
+        """Publish each of ``bodies``, then wait for the confirms; ``streamed`` (a
+        :class:`.send.LineFeed`): :attr:`count` is how many came."""
         window = self.window
-        for n in range(1, self.count + 1):
+        for n, body in enumerate(bodies, 1):
+            if streamed:
+                self.count = n
             tracker = channel.basic_publish(
                 exchange,
                 routing_key,
-                make(n),
+                body,
                 properties=properties,
                 mandatory=self.confirms,
                 wait=False,
@@ -290,7 +301,7 @@ class _Publishing:
                     self.outcomes["unconfirmed"] += 1
                 continue
             window.append(tracker)
-            if len(window) >= WINDOW:
+            if streamed or len(window) >= WINDOW:
                 with sigint_held():
                     while window and window[0].done():
                         self._count_first(_outcome(window[0].confirmation(timeout=0)))
@@ -309,6 +320,23 @@ class _Publishing:
                 self._count_first(name)
 
 
+def declared(conn: Any, channel: Any, queue: str, durable: bool, timeout: float) -> Any:
+    """The queue ``queue`` declared where there is none (0-9-1 ``queue.declare``, class
+    50): asked for with ``passive`` first, so that a queue the broker has, whatever its
+    arguments, is left as it is; a missing one (404 ``NOT_FOUND``, which closes the
+    channel) is then declared, ``durable`` if asked, on a new channel. The channel to
+    publish on."""
+    try:
+        channel.queue_declare(queue, passive=True, timeout=timeout)
+        return channel
+    except amqp091.client.ChannelClosedError as exc:
+        if exc.reply_code != amqp091.ReplyCode.NOT_FOUND:
+            raise
+    channel = conn.channel(timeout=timeout)
+    channel.queue_declare(queue, durable=durable, timeout=timeout)
+    return channel
+
+
 def _outcome(confirmation: Any) -> str:
     if confirmation.returned is not None:
         return "returned"
@@ -325,32 +353,29 @@ def send(
     count: int = 1,
     size: int | None = None,
     body: str | bytes | None = None,
-    lines: Sequence[str] | None = None,
+    lines: Sequence[str] | LineFeed | None = None,
     settled: bool = False,
     properties: amqp091.BasicProperties | None = None,
+    declare: bool | None = None,
     as_json: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Publish ``count`` messages (bodies as :func:`.send.send` makes them, text as UTF-8)
-    to ``exchange`` with ``routing_key`` (default the URL's address). Exit status 0 when
+    to ``exchange`` with ``routing_key`` (default the URL's address), having declared the
+    queue ``routing_key`` names where there is none when ``declare`` (None: when
+    ``exchange`` is the default exchange, ``""``; :func:`declared`). Exit status 0 when
     every one was confirmed (or, ``settled``, published), 1 when any was returned or
     nacked; 130 interrupted, 4 timed out, as 1.0's."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     address = routing_key if routing_key is not None else address_of(url)
     fixed: bytes | None = None
-    if lines is not None:
-        count = len(lines)
-    elif size is not None:
+    if size is not None:
         fixed = b"x" * size
     elif body is not None:
         fixed = body.encode() if isinstance(body, str) else body
-
-    def make(n: int) -> bytes:
-        if fixed is not None:
-            return fixed
-        return (lines[n - 1] if lines is not None else f"message {n}").encode()
+    count, bodies = payloads(lines, count, fixed, str.encode)
 
     state = _Publishing(count, confirms=not settled)
     interrupted = False
@@ -359,6 +384,9 @@ def send(
     try:
         try:
             channel = conn.channel(timeout=options.timeout)
+            if exchange == "" if declare is None else declare:
+                durable = properties is not None and properties.delivery_mode == 2
+                channel = declared(conn, channel, address, durable, options.timeout)
             if not settled:
                 channel.confirm_select(timeout=options.timeout)
         except (client.ClientError, OSError, TimeoutError) as exc:
@@ -366,7 +394,17 @@ def send(
         ticker = Ticker(Bar("sending", count or None, stream=err))
         start = time.perf_counter()
         try:
-            state.run(channel, exchange, address, properties, make, options.timeout, ticker)
+            streamed = isinstance(lines, LineFeed)
+            state.run(
+                channel,
+                exchange,
+                address,
+                properties,
+                bodies(conn.wait),
+                options.timeout,
+                ticker,
+                streamed,
+            )
         except KeyboardInterrupt:
             interrupted = True
         except TimeoutError:
@@ -474,13 +512,14 @@ def receive(
     vhost: str = "/",
     count: int = 1,
     credit: int = 100,
-    print_bodies: bool = False,
+    print_bodies: bool = True,
     as_json: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Consume ``count`` messages (0: until interrupted) from the queue the URL's address
-    names, with a prefetch of ``credit`` (never more than ``count``), acking each. Exit
+    names, with a prefetch of ``credit`` (never more than ``count``), acking each, and
+    prints each body (or, ``as_json``, each message) as 1.0's :func:`.receive.receive`. Exit
     status 0 when all came and were acked; 130 interrupted before the count, 4 timed out,
     as 1.0's."""
     out = sys.stdout if out is None else out
@@ -490,12 +529,6 @@ def receive(
     prefetch = credit if forever else min(credit, count)
     state = _Consuming(count, prefetch)
     printing = print_bodies or as_json
-
-    def show(delivery: Any) -> None:
-        if as_json:
-            print(json.dumps(message_json(delivery), ensure_ascii=False), file=out)
-        elif print_bodies:
-            print(delivery.body.decode("utf-8", errors="backslashreplace"), file=out)
 
     interrupted = False
     waited_for: str | None = None
@@ -508,6 +541,13 @@ def receive(
         except (client.ClientError, OSError, TimeoutError) as exc:
             raise failure(exc, url) from None
         ticker = Ticker(Bar("receiving", count or None, stream=err))
+
+        def show(delivery: Any) -> None:
+            if as_json:
+                ticker.show(json.dumps(message_json(delivery), ensure_ascii=False), out)
+            elif print_bodies:
+                ticker.show(delivery.body.decode("utf-8", errors="backslashreplace"), out)
+
         start = time.perf_counter()
         try:
             while forever or state.received < count:

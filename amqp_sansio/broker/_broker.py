@@ -56,6 +56,7 @@ from ._store import (
 )
 from ._streams import Stream
 from ._subscriptions import Subscription
+from ._users import open_authenticator
 from ._vhosts import DEFAULT_VHOST, VirtualHost, restore_topology
 
 if TYPE_CHECKING:
@@ -83,8 +84,9 @@ class Broker:
     def __init__(self, config: BrokerConfig | None = None, *, store: Store | None = None) -> None:
         self.config = config or BrokerConfig()
         self.store: Store = store or MemoryStore()
-        #: The SASL layer of a broker without users or ``sasl``: anonymous access.
-        self._anonymous = ServerAuthenticator(None, allow_anonymous=True)
+        #: The SASL layer of a broker without users or ``sasl``: anonymous access (and any
+        #: PLAIN login, as the 0-9-1 side takes any).
+        self._anonymous = open_authenticator(allow_cleartext=self.config.allow_insecure_auth)
         #: The nodes by address.
         self.nodes: dict[str, Node] = {}
         self.connections: set[BrokerConnection | BrokerConnection091] = set()

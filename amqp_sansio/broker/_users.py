@@ -38,7 +38,15 @@ import attrs
 
 from ..security.mechanisms import ScramCredentials, ServerAuthenticator, derive_scram_credentials
 
-__all__ = ["ANONYMOUS", "User", "Users", "UsersFileError", "scram_entry"]
+__all__ = [
+    "ANONYMOUS",
+    "AnyLogin",
+    "User",
+    "Users",
+    "UsersFileError",
+    "open_authenticator",
+    "scram_entry",
+]
 
 #: The identity of clients that authenticated with ANONYMOUS.
 ANONYMOUS = "anonymous"
@@ -195,3 +203,21 @@ def scram_entry(password: str, *, mechanism: str = "SCRAM-SHA-256") -> dict[str,
         "stored-key": base64.b64encode(c.stored_key).decode(),
         "server-key": base64.b64encode(c.server_key).decode(),
     }
+
+
+class AnyLogin:
+    """The password check of an open broker (no users): any login is taken, and its name
+    becomes the connection's identity, as the 0-9-1 side takes any (docs/broker.rst)."""
+
+    def check_password(self, username: str, password: str) -> bool:
+        return True
+
+
+def open_authenticator(*, allow_cleartext: bool = False) -> ServerAuthenticator:
+    """The SASL configuration of an open broker: ANONYMOUS (and so the bare AMQP header too,
+    core spec 5.1), and PLAIN with any login (on TLS only unless ``allow_cleartext``), so
+    that a client that brings credentials (RabbitMQ's guest/guest) connects as one that
+    brings none does."""
+    return ServerAuthenticator(
+        AnyLogin(), allow_anonymous=True, allow_cleartext_secrets=allow_cleartext
+    )

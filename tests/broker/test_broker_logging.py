@@ -7,6 +7,7 @@ over real sockets."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import socket
@@ -17,7 +18,7 @@ import pytest
 from amqp_sansio.adapters import sockets
 from amqp_sansio.adapters.broker import LOG_PREFIX, OPEN_WARNING
 from amqp_sansio.adapters.sockets import SocketDriver
-from support.broker_process import BrokerProcess
+from support.broker_process import LOG_TIME, BrokerProcess, untimed
 
 import amqp_sansio as a
 from amqp_sansio import framing
@@ -35,7 +36,7 @@ def users(tmp_path: Path) -> Path:
 
 
 def _lines(broker: BrokerProcess, what: str) -> list[str]:
-    return [line for line in broker.log.splitlines() if what in line]
+    return [untimed(line) for line in broker.log.splitlines() if what in line]
 
 
 def _wait_for(broker: BrokerProcess, what: str, count: int = 1) -> list[str]:
@@ -86,7 +87,28 @@ def test_a_line_when_a_connection_opens_and_one_when_it_closes(users: Path) -> N
         closed,
     ), closed
     assert PASSWORD not in broker.log
-    assert all(line.startswith(LOG_PREFIX) for line in broker.log.splitlines())
+    assert all(line.startswith(LOG_PREFIX) for line in broker.log_lines)
+
+
+def test_each_line_begins_with_its_time_in_utc() -> None:
+    """The broker as a user starts it: each log line's time (ISO 8601, UTC, to the
+    millisecond) is when it was written, between the start and the stop."""
+    before = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    with BrokerProcess() as broker:
+        with sockets.connect(f"{broker.url}/timed", timeout=WAIT):
+            pass
+        _wait_for(broker, " closed after ")
+        broker.stop()
+    after = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    lines = broker.log.splitlines()
+    assert len(lines) == 3, lines  # the OPEN notice, the open, the close
+    for line in lines:
+        found = LOG_TIME.match(line)
+        assert found is not None, line
+        when = datetime.datetime.fromisoformat(found[1])
+        slack = datetime.timedelta(seconds=1)  # (milliseconds, rounded down)
+        assert before - slack <= when <= after + slack, (line, before, after)
+        assert line[found.end() :].startswith(LOG_PREFIX)
 
 
 def test_why_a_connection_ended(tmp_path: Path) -> None:
@@ -141,7 +163,7 @@ def test_a_forged_line_in_a_container_id_stays_in_its_own_line() -> None:
             driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
         _wait_for(broker, " closed after ")
     assert "6.6.6.6" in broker.log
-    assert not any(line.startswith(f"{LOG_PREFIX}refused") for line in broker.log.splitlines())
+    assert not any(line.startswith(f"{LOG_PREFIX}refused") for line in broker.log_lines)
     (opened,) = _lines(broker, " opened: ")
     assert opened.endswith(f"container-id {forged!r}")
 
@@ -177,7 +199,7 @@ def test_log_level_debug_says_each_tcp_connection_and_info_is_the_default() -> N
         _wait_for(default, " closed after ")
         default.stop()
     assert not _lines(default, "accepted")
-    assert default.log.splitlines()[0] == OPEN_WARNING
+    assert default.log_lines[0] == OPEN_WARNING
 
 
 def test_connections_that_end_before_their_open_are_logged_once_a_second_per_address(

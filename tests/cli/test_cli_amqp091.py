@@ -151,7 +151,9 @@ def test_send_to_an_exchange_with_a_routing_key(rabbit: str, queue: str) -> None
 
 def test_an_unroutable_message_is_returned_and_the_status_is_1(rabbit: str) -> None:
     nowhere = f"amqp-sansio-no-such-queue-{uuid.uuid4().hex[:8]}"
-    result = cli("send", _at(rabbit, nowhere), "--protocol", "0-9-1", "--count", "2")
+    result = cli(
+        "send", _at(rabbit, nowhere), "--protocol", "0-9-1", "--count", "2", "--no-declare"
+    )
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith(f"sent 2 messages to {_shown(rabbit, nowhere)}: 2 returned in ")
 
@@ -201,7 +203,15 @@ def test_lines_from_standard_input(rabbit: str, queue: str) -> None:
 def test_receive_takes_the_count_and_leaves_the_rest(rabbit: str, queue: str) -> None:
     _publish(rabbit, queue, [f"m{i}".encode() for i in range(260)])
     result = cli(
-        "receive", _at(rabbit, queue), "--protocol", "0-9-1", "--count", "250", "--credit", "7"
+        "receive",
+        _at(rabbit, queue),
+        "--protocol",
+        "0-9-1",
+        "--count",
+        "250",
+        "--credit",
+        "7",
+        "--count-only",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(
@@ -257,7 +267,15 @@ def test_receive_from_a_missing_queue_is_status_3(rabbit: str) -> None:
 def test_receive_timed_out_is_status_4(rabbit: str, queue: str) -> None:
     _publish(rabbit, queue, [b"only"])
     result = cli(
-        "receive", _at(rabbit, queue), "--protocol", "0-9-1", "--count", "3", "--timeout", "1"
+        "receive",
+        _at(rabbit, queue),
+        "--protocol",
+        "0-9-1",
+        "--count",
+        "3",
+        "--timeout",
+        "1",
+        "--count-only",
     )
     assert result.returncode == 4
     shown = _shown(rabbit, queue)

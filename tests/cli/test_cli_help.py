@@ -53,3 +53,24 @@ def test_help_runs_as_a_user_types_it() -> None:
         )
         assert result.returncode == 0, (name, result.stderr)
         assert result.stdout.startswith("usage: amqp-sansio"), (name, result.stdout[:200])
+
+
+def test_the_commands_help_names_both_protocols_and_the_daily_commands() -> None:
+    """``amqp-sansio --help``, as a user types it: both protocols, and the daily commands
+    (broker, send, receive) as lines that the command takes as they are."""
+    shown = subprocess.run(
+        [*amqp_sansio_command(), "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "AMQP 1.0" in text and "AMQP 0-9-1" in text
+    daily = [
+        line.strip().split()
+        for line in shown.stdout.splitlines()
+        if line.strip().startswith("amqp-sansio ")
+    ]
+    assert {words[1] for words in daily} >= {"broker", "send", "receive"}
+    assert any("--protocol" in words for words in daily)
+    for words in daily:  # each one parses (its description, if any, cut off)
+        command = words[1 : words.index("run")] if "run" in words else words[1:]
+        build_parser().parse_args(command)

@@ -59,7 +59,9 @@ def test_send_then_receive(broker: TestBroker, capsys: pytest.CaptureFixture[str
     bodies = [m.body for m in _decoded(broker, "q")]
     assert bodies == [amqp.AmqpValue(f"message {i}") for i in range(1, 251)]
 
-    status, out, err = run(capsys, "receive", broker.url("q"), "--count", "250", "--credit", "7")
+    status, out, err = run(
+        capsys, "receive", broker.url("q"), "--count", "250", "--credit", "7", "--count-only"
+    )
     assert status == 0, err
     assert out.startswith(f"received 250 messages from {broker.url('q')}: 250 accepted in ")
     assert not broker.queues["q"]
@@ -328,7 +330,9 @@ def test_rabbitmq_send_then_receive(rabbitmq: str, capsys: pytest.CaptureFixture
     status, out, err = run(capsys, "send", url, "--count", "500")
     assert status == 0, err
     assert ": 500 accepted in " in out
-    status, out, err = run(capsys, "receive", url, "--count", "500", "--credit", "50")
+    status, out, err = run(
+        capsys, "receive", url, "--count", "500", "--credit", "50", "--count-only"
+    )
     assert status == 0, err
     assert ": 500 accepted in " in out
     status, _, err = run(capsys, "receive", url, "--timeout", "0.5")

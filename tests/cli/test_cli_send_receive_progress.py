@@ -128,7 +128,7 @@ def test_receive_timed_out_says_how_many_came(broker: BrokerProcess) -> None:
         == 0
     )
     result = subprocess.run(
-        [*amqp_sansio_command(), "receive", url, "--count", "5", "--timeout", "1"],
+        [*amqp_sansio_command(), "receive", url, "--count", "5", "--timeout", "1", "--count-only"],
         capture_output=True,
         text=True,
         timeout=WAIT,

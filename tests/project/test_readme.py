@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
+from amqp_sansio.adapters import sockets
 from support import ROOT
+from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
@@ -55,3 +58,47 @@ def test_readme_engine_example_runs_against_rabbitmq() -> None:
     exec(compile(_examples()[1], "README.md", "exec"), namespace)
     conn = namespace["conn"]
     assert isinstance(conn, a.Connection) and conn.sasl_mechanism == "PLAIN"
+
+
+def test_readme_engine_example_runs_against_the_default_broker() -> None:
+    """The same example against ``amqp-sansio broker`` started with no options (open: it
+    takes any PLAIN login, as RabbitMQ takes guest/guest on the loopback), on its port:
+    done well within a second, far from the example's 10 s bounds, and the message is
+    on the node."""
+    example = _examples()[1]
+    assert '("127.0.0.1", 5672)' in example
+    with BrokerProcess() as broker:
+        namespace: dict[str, object] = {}
+        started = time.monotonic()
+        code = example.replace('("127.0.0.1", 5672)', f'("127.0.0.1", {broker.port})')
+        exec(compile(code, "README.md", "exec"), namespace)
+        assert time.monotonic() - started < 5.0
+        conn = namespace["conn"]
+        assert isinstance(conn, a.Connection) and conn.sasl_mechanism == "PLAIN"
+        with sockets.connect(f"{broker.url}//queue/orders", timeout=5.0) as reader:
+            delivery = reader.receiver(credit=1).receive(timeout=5.0)
+            assert delivery is not None and delivery.message.body == a.Data(b"hello")
+            delivery.accept()
+
+
+def test_readme_says_both_protocols_the_daily_commands_and_what_the_suite_skips() -> None:
+    """Both protocols from the first paragraph; how to install (the Spark extra, or the
+    library alone); how long the suite takes and what it skips without each peer; the
+    daily commands, each of which the command takes as it is."""
+    from amqp_sansio.adapters.cli.command import build_parser
+
+    text = (ROOT / "README.md").read_text()
+    flat = " ".join(text.split())
+    first = text.split("\n\n")[1]
+    assert "**AMQP 1.0**" in first and "**AMQP 0-9-1**" in first
+    assert "pip install '.[spark]'" in flat and "`python3 -m pip install .`" in flat
+    assert "about 22 minutes on 2 cores" in flat
+    for peer in ("without RabbitMQ", "without Node.js", "without Java", "../shared/spec/"):
+        assert peer in flat, peer
+    daily = [block for block in _commands() if block.startswith("amqp-sansio broker")]
+    assert len(daily) == 1
+    lines = [line.split("#")[0].split() for line in daily[0].splitlines()]
+    assert {words[1] for words in lines} == {"broker", "send", "receive"}
+    assert any("--protocol" in words for words in lines)
+    for words in lines:
+        build_parser().parse_args(words[1:])

@@ -23,6 +23,7 @@ import logging
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -351,6 +352,31 @@ def test_our_connect_with_no_extras(broker: BrokerProcess) -> None:
         delivery.accept()
 
 
+def test_credentials_at_the_open_broker(broker: BrokerProcess) -> None:
+    """RabbitMQ's guest/guest in the URL, as its users write it: the open broker takes any
+    PLAIN login on its loopback port (as its 0-9-1 side does), the name as the identity."""
+    url = broker.url.replace("amqp://", "amqp://guest:guest@") + "/creds"
+    with sockets.connect(url, timeout=WAIT) as conn:
+        assert conn.core.sasl_mechanism == "PLAIN"
+        conn.sender().send(b"with credentials")
+    assert "user guest (PLAIN)" in broker.log
+
+
+def test_a_failed_sasl_exchange_ends_the_drivers_wait_at_once(broker: BrokerProcess) -> None:
+    """Our engine with a password it may not send in the clear (no
+    ``allow_plain_without_tls``): no mechanism fits, the engine ends and sends nothing, and
+    ``run_until`` raises the SASL error at once, not when the broker's handshake time-out
+    (10 s) closes the transport."""
+    conn = a.Connection(sasl=a.sasl.ClientCredentials(username="guest", password="guest"))
+    started = time.monotonic()
+    with SocketDriver.connect(conn, ("127.0.0.1", broker.port), timeout=WAIT) as driver:
+        conn.open(now=driver.now())
+        with pytest.raises(a.sasl.SASLNoMechanismError, match="no usable SASL mechanism"):
+            driver.run_until(lambda: conn.state is a.ConnectionState.OPENED, timeout=WAIT)
+    assert time.monotonic() - started < 2.0
+    assert conn.state is a.ConnectionState.END
+
+
 def test_the_send_and_receive_commands(broker: BrokerProcess) -> None:
     url = broker.url + "/cli"
     sent = subprocess.run(
@@ -369,7 +395,8 @@ def test_the_send_and_receive_commands(broker: BrokerProcess) -> None:
         timeout=60,
     )
     assert got.returncode == 0, got.stderr
-    assert got.stdout.startswith(f"received 3 messages from {url}: 3 accepted")
+    assert got.stdout == "message 1\nmessage 2\nmessage 3\n"
+    assert got.stderr.startswith(f"received 3 messages from {url}: 3 accepted")
 
 
 def _bare_client(port: int) -> tuple[a.Connection, SocketDriver]:

@@ -27,6 +27,7 @@ print its lines, or stop on SIGTERM fails the test, saying so, with its stderr.
 from __future__ import annotations
 
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -36,10 +37,31 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["WAIT", "BrokerProcess", "Lines", "amqp_sansio_command", "free_port"]
+__all__ = [
+    "LOG_TIME",
+    "WAIT",
+    "BrokerProcess",
+    "Lines",
+    "amqp_sansio_command",
+    "free_port",
+    "untimed",
+]
 
 #: The default bound of every wait on the process (start, a line, stop), seconds.
 WAIT = 30.0
+
+
+#: What begins each line of the broker's log: its time, ISO 8601 in UTC to the millisecond,
+#: and a space (``2026-12-05T09:14:05.123Z amqp-sansio broker: ...``).
+LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z ")
+
+
+def untimed(line: str) -> str:
+    """A line of the broker's log without its time, which it must begin with (the test
+    fails, saying so, when it does not)."""
+    found = LOG_TIME.match(line)
+    assert found is not None, f"the broker's log line has no time first: {line!r}"
+    return line[found.end() :]
 
 
 def amqp_sansio_command() -> list[str]:
@@ -149,6 +171,12 @@ class BrokerProcess:
     def log(self) -> str:
         """What the broker wrote to stderr (its log) so far; all of it once stopped."""
         return "".join(self._log)
+
+    @property
+    def log_lines(self) -> list[str]:
+        """The log's lines without their times, each checked to begin with one
+        (:func:`untimed`)."""
+        return [untimed(line) for line in self.log.splitlines()]
 
     def start(self) -> None:
         """Start the process and wait until it listens (and has restored its store)."""
