@@ -66,7 +66,7 @@ from ._management import MANAGEMENT_ADDRESS
 from ._nodes import Node, Queue, Topic, error
 from ._protocols import ProtocolSniffer
 from ._record import ConnectionRecord
-from ._relay import relay_address
+from ._relay import relay_address, relay_route
 from ._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
@@ -87,13 +87,7 @@ _ACCEPTED = Accepted()
 _OUTCOMES = (Accepted, Rejected, Released, Modified)
 #: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
 SUPPORTED_OUTCOMES = tuple(
-    Symbol(s)
-    for s in (
-        "amqp:accepted:list",
-        "amqp:rejected:list",
-        "amqp:released:list",
-        "amqp:modified:list",
-    )
+    Symbol(f"amqp:{name}:list") for name in ("accepted", "rejected", "released", "modified")
 )
 #: What happens to a delivery left unsettled on a lost link, unless the consumer's source
 #: says otherwise: the message is made available again and counted as a failed attempt, so
@@ -475,25 +469,6 @@ class BrokerConnection:
         self.producers[link] = _Producer(self, link, None, reply=reply)
         self._credit(link)
 
-    def _route(self, address: str | None, message: StoredMessage) -> Node | Error | None:
-        """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4,
-        ``address``), or why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node
-        there: the relay makes none) or ``amqp:unauthorized-access`` (the user may not send
-        there). None: it was a direct reply, handed to its requester or dropped."""
-        if address is None:
-            return error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
-        users = self.broker.config.users
-        if users is not None and not users.allows(self.identity, address, send=True):
-            who = self.identity or "an unauthenticated client"
-            return error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
-        if reply_name(address) is not None:
-            self.broker.replies.deliver(address, message)
-            return None
-        node = self.broker.nodes.get(address)
-        if node is None or node.deleted:
-            return error("amqp:not-found", f"no node {address!r}")
-        return node
-
     def _consumer(self, link: Sender, node: Node, source: Source) -> None:
         if isinstance(node, Stream):
             self._stream_consumer(link, node, source)
@@ -785,26 +760,17 @@ class BrokerConnection:
         try:
             message = parse_message(event.data, seq=broker.next_seq(), wall=broker.wall)
         except DecodeError as exc:
-            # A message whose sections the broker reads (header, annotations, properties)
-            # do not decode, or break their types (annotation keys that are not symbols or
-            # ulongs, messaging spec 3.2.3): that one message is rejected with
-            # amqp:decode-error (issue 27). Broker draft 2.2.1 asks for a session error; the
-            # rejection says the same to the sender, and its other deliveries, links and
-            # sessions go on (a framing error still closes the connection).
-            rejected = Rejected(error=error("amqp:decode-error", f"malformed message: {exc}"))
-            if delivery.transaction is not None:
-                unroutable_in_txn(self, delivery, rejected)
-            elif not delivery.remote_settled:
-                link.settle(delivery, rejected)
+            producer.reject_malformed(delivery, exc)
             self._credit(link)
             return
         size = message.size
         if size > producer.largest:
-            self._grew(producer, size)
+            producer.grew(size)
         node = producer.node
         state: Any = _ACCEPTED
         if node is None:
-            routed = self._route(producer.reply or relay_address(message.data), message)
+            address = producer.reply or relay_address(message.data)
+            routed = relay_route(broker, self.identity, address, message)
             if routed is None:  # a direct reply: accepted, delivered or not (._replies)
                 if not delivery.remote_settled:
                     link.settle(delivery, _ACCEPTED)
@@ -817,21 +783,7 @@ class BrokerConnection:
         if delivery.transaction is not None:
             self._post_in_txn(link, delivery, node, state, message)
         else:
-            if node is None:
-                if delivery.remote_settled:
-                    broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
-            elif message.expires is not None and message.expires <= broker.wall:
-                broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
-            else:
-                why = self._over_alarm(size) if broker.alarm else None
-                if why is None:
-                    why = node.offer(message)
-                if why is not None:
-                    state = Rejected(error=error("amqp:resource-limit-exceeded", why))
-                    if producer.node is None and delivery.remote_settled:
-                        broker.unroutable += 1
-                else:
-                    self.broker._touch(node)
+            state = self._put(producer, delivery, node, state, message)
             if delivery.remote_settled:
                 pass
             elif message.durable and state is _ACCEPTED:
@@ -839,6 +791,29 @@ class BrokerConnection:
             else:
                 link.settle(delivery, state)
         self._credit(link, producer)
+
+    def _put(
+        self, producer: _Producer, delivery: Delivery, node: Node | None, state: Any, message: Any
+    ) -> Any:
+        """A message outside a transaction put on its ``node`` (None: unroutable, ``state``
+        says why); its outcome: ``state``, or why the node or the alarm refused it."""
+        broker = self.broker
+        if node is None:
+            if delivery.remote_settled:
+                broker.unroutable += 1  # pre-settled: nobody to tell (see Broker.unroutable)
+        elif message.expires is not None and message.expires <= broker.wall:
+            broker.expired += 1  # expired on arrival: taken, and dropped (broker draft 2.2.5)
+        else:
+            why = self._over_alarm(message.size) if broker.alarm else None
+            if why is None:
+                why = node.offer(message)
+            if why is not None:
+                state = Rejected(error=error("amqp:resource-limit-exceeded", why))
+                if producer.node is None and delivery.remote_settled:
+                    broker.unroutable += 1
+            else:
+                broker._touch(node)
+        return state
 
     def _credit(self, link: Receiver, producer: _Producer | None = None) -> None:
         """Top a publisher's credit up to its cap (``link_credit``, less within the byte
@@ -856,25 +831,13 @@ class BrokerConnection:
         if link.link_credit * 2 <= credit and link.state is _ATTACHED and not self.broker.alarm:
             link.flow(credit)
 
-    def _grew(self, producer: _Producer, size: int) -> None:
-        """A publisher sent a larger message than before: its credit is lowered at once
-        where its cap is now lower (core spec 2.6.7: the receiver may lower the credit;
-        transfers sent before the sender sees it still arrive, within the limit granted)."""
-        producer.largest = size
-        link = producer.link
-        cap = producer.credit_cap(self.broker.config, len(self.producers))
-        if link.link_credit > cap and link.state is _ATTACHED:
-            link.flow(cap)
-
     def _over_alarm(self, size: int) -> str | None:
         """While the resource alarm is on: why a message of ``size`` bytes is refused
         (this connection's publishers put in ``connection_credit_bytes`` since it went
         on), or None (counted)."""
         budget = self.broker.config.connection_credit_bytes
-        if budget is None:
-            return None
         taken = self._alarm_bytes + size
-        if taken > budget:
+        if budget is not None and taken > budget:
             return (
                 "the broker's resource alarm is on and this connection put in "
                 f"{self._alarm_bytes} bytes since (connection_credit_bytes {budget})"

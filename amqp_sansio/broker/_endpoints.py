@@ -8,16 +8,19 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..codec.types import Symbol
+from ..definitions.messaging import Rejected
 from ..definitions.performatives import Error
 from ..engine.delivery import Delivery
 from ..engine.receiver import Receiver
 from ..engine.sender import Sender
 from ..engine.states import ConnectionState, LinkState
-from ._nodes import Node, Queue
+from ..errors import DecodeError
+from ._nodes import Node, Queue, error
 from ._selector import Selector
 from ._store import StoredMessage
 from ._streams import Stream
 from ._subscriptions import Subscription
+from ._transactions import unroutable_in_txn
 
 if TYPE_CHECKING:
     from ._config import BrokerConfig
@@ -178,6 +181,30 @@ class _Producer:
         self._cap_for = (self.largest, publishers)
         self._cap = cap = self._credit_cap(config, publishers)
         return cap
+
+    def grew(self, size: int) -> None:
+        """This link carried a larger message than before (``size`` bytes): its credit is
+        lowered at once where its cap is now lower (core spec 2.6.7: the receiver may lower
+        the credit; transfers sent before the sender sees it still arrive, within the limit
+        granted)."""
+        self.largest = size
+        link = self.link
+        cap = self.credit_cap(self.conn.broker.config, len(self.conn.producers))
+        if link.link_credit > cap and link.state is _ATTACHED:
+            link.flow(cap)
+
+    def reject_malformed(self, delivery: Delivery, exc: DecodeError) -> None:
+        """A message whose sections the broker reads (header, annotations, properties) do
+        not decode, or break their types (annotation keys that are not symbols or ulongs,
+        messaging spec 3.2.3): that one message is rejected with ``amqp:decode-error``.
+        Broker draft 2.2.1 asks for a session error; the rejection says the same to the
+        sender, and its other deliveries, links and sessions go on (a framing error still
+        closes the connection)."""
+        rejected = Rejected(error=error("amqp:decode-error", f"malformed message: {exc}"))
+        if delivery.transaction is not None:
+            unroutable_in_txn(self.conn, delivery, rejected)
+        elif not delivery.remote_settled:
+            self.link.settle(delivery, rejected)
 
     def _credit_cap(self, config: BrokerConfig, publishers: int) -> int:
         credit = config.link_credit

@@ -10,14 +10,20 @@ as a reply-to queue): it never makes one, so a mistyped reply-to address is answ
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..codec.decoder import decode_from
 from ..codec.types import Symbol
 from ..definitions.messaging import Properties
-from ._store import _section_code
+from ..definitions.performatives import Error
+from ._nodes import Node, error
+from ._replies import reply_name
+from ._store import StoredMessage, _section_code
 
-__all__ = ["ANONYMOUS_RELAY", "relay_address"]
+if TYPE_CHECKING:
+    from ._broker import Broker
+
+__all__ = ["ANONYMOUS_RELAY", "relay_address", "relay_route"]
 
 #: The connection capability saying the broker routes messages sent on a link with a null
 #: target address by their ``to`` field.
@@ -41,3 +47,25 @@ def relay_address(data: bytes) -> str | None:
             return to if isinstance(to, str) else None
         pos = end
     return None
+
+
+def relay_route(
+    broker: Broker, identity: str | None, address: str | None, message: StoredMessage
+) -> Node | Error | None:
+    """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4,
+    ``address``), or why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node there:
+    the relay makes none) or ``amqp:unauthorized-access`` (``identity`` may not send
+    there). None: it was a direct reply, handed to its requester or dropped."""
+    if address is None:
+        return error("amqp:not-found", "an anonymous-relay message needs a 'to' address")
+    users = broker.config.users
+    if users is not None and not users.allows(identity, address, send=True):
+        who = identity or "an unauthenticated client"
+        return error("amqp:unauthorized-access", f"{who} may not send to {address!r}")
+    if reply_name(address) is not None:
+        broker.replies.deliver(address, message)
+        return None
+    node = broker.nodes.get(address)
+    if node is None or node.deleted:
+        return error("amqp:not-found", f"no node {address!r}")
+    return node
