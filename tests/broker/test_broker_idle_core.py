@@ -6,21 +6,12 @@ tests/broker/test_broker_idle.py."""
 
 from __future__ import annotations
 
-import math
-
 from support.broker091_net import Client as Client091
 from support.broker_net import Client, Net, accept_all, publish
 
 import amqp_sansio as a
 from amqp_sansio.amqp091 import spec
 from amqp_sansio.broker import Broker, BrokerConfig, Users
-
-
-def _live(net: Net, seconds: float, step: float = 10.0) -> None:
-    """Time passes with every client serving its timers (heartbeats) as it goes."""
-    steps = max(1, math.ceil(seconds / step))
-    for _ in range(steps):
-        net.advance(seconds / steps)
 
 
 def _closed_by_broker(client: Client) -> str | None:
@@ -51,7 +42,7 @@ def test_a_client_that_heartbeats_is_not_cut_while_idle() -> None:
     net = Net()
     client = net.connect()
     receiver = client.receiver("q", 5)
-    _live(net, 3600, step=15)  # an hour of silence but for empty frames
+    net.live(3600, step=15)  # an hour of silence but for empty frames
     assert client.engine.state is a.ConnectionState.OPENED and not client.conn.ended
     publish(net.connect(), "q", b"still here")
     assert accept_all(client, receiver) == [b"still here"]
@@ -100,9 +91,9 @@ def test_at_the_per_address_cap_the_least_recently_active_idle_connection_goes()
     consumer = net.connect(address=here)
     receiver = consumer.receiver("q", 5)  # a link: in use, never evicted
     old, newer = net.connect(address=here), net.connect(address=here)
-    _live(net, 40)  # heartbeats only (at 30 s): they are not activity
+    net.live(40)  # heartbeats only (at 30 s): they are not activity
     newer.begin()  # newer does something
-    _live(net, 5)
+    net.live(5)
     assert net.broker.accept(net.now, address="10.0.0.2").refused is None  # other address
     late = net.connect(address=here)  # at the cap: the least recently active idle one goes
     assert late.engine.state is a.ConnectionState.OPENED
@@ -113,7 +104,7 @@ def test_at_the_per_address_cap_the_least_recently_active_idle_connection_goes()
     latest = net.broker.accept(net.now, address=here)
     assert latest.ended and latest.refused == "at most 3 connections from one address"
     assert not late.conn.ended
-    _live(net, 10)
+    net.live(10)
     assert net.connect(address=here).engine.state is a.ConnectionState.OPENED
     net.pump()
     assert newer.conn.ended and not late.conn.ended and not consumer.conn.ended
@@ -124,15 +115,15 @@ def test_at_the_per_address_cap_the_least_recently_active_idle_connection_goes()
 def test_eviction_at_the_cap_in_all_and_its_option() -> None:
     net = Net(BrokerConfig(max_connections=2))
     idle = [net.connect(address="10.0.0.1")]
-    _live(net, 5)
+    net.live(5)
     idle.append(net.connect(address="10.0.0.2"))
-    _live(net, 20)
+    net.live(20)
     assert net.connect(address="10.0.0.3").engine.state is a.ConnectionState.OPENED
     net.pump()
     assert idle[0].conn.ended and not idle[1].conn.ended
     net = Net(BrokerConfig(max_connections=1, evict_idle_after=None))
     quiet = net.connect()
-    _live(net, 60)
+    net.live(60)
     assert net.broker.accept(net.now).refused == "the broker takes at most 1 connections"
     assert not quiet.conn.ended
 
@@ -142,7 +133,7 @@ def test_authenticated_connections_are_not_evicted() -> None:
     net = Net(BrokerConfig(users=users, allow_insecure_auth=True, max_connections=1))
     user = net.connect(sasl=a.sasl.ClientCredentials(username="u", password="pw"))
     assert user.engine.state is a.ConnectionState.OPENED
-    _live(net, 60)
+    net.live(60)
     assert net.broker.accept(net.now).refused is not None
     assert not user.conn.ended
 
@@ -170,9 +161,9 @@ def test_a_queue_made_on_first_use_goes_after_an_hour_unused_messages_and_all() 
     net.pump()
     held = net.broker.held_bytes
     assert held > 0 and net.broker.next_expiry() == net.wall + 3600
-    _live(net, 3590, step=30)
+    net.live(3590, step=30)
     assert net.broker.nodes["made"].depth == 1
-    _live(net, 20)
+    net.live(20)
     assert "made" not in net.broker.nodes and net.broker.held_bytes == 0
     assert producer.engine.state is a.ConnectionState.OPENED  # (the connection goes on)
 
@@ -182,10 +173,10 @@ def test_a_link_keeps_an_auto_created_queue_and_its_going_starts_the_clock() -> 
     consumer = net.connect()
     receiver = consumer.receiver("kept")  # no credit: a consumer waiting
     publish(net.connect(), "kept", b"waits").detach()
-    _live(net, 7200, step=30)
+    net.live(7200, step=30)
     assert net.broker.nodes["kept"].depth == 1
     receiver.detach()
-    _live(net, 3590, step=30)
+    net.live(3590, step=30)
     assert "kept" in net.broker.nodes
     again = consumer.receiver("kept", 1)  # attached again in time: the clock stops
     assert accept_all(consumer, again) == [b"waits"]

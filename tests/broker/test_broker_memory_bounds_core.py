@@ -36,17 +36,17 @@ def test_age_retention_runs_on_the_broker_timer_with_the_defaults() -> None:
     start = net.wall
     for i in range(3):
         p.send(s, a.Message(body=b"old %d" % i))
-    net.advance(3600)
+    net.live(3600, step=20)  # (the clients heartbeat, so the idle time-out cuts none)
     for i in range(2):
         p.send(s, a.Message(body=b"new %d" % i))
     node = stream(net, "stream/aged")
     assert (node.first, node.end) == (0, 5)
     assert net.broker.next_expiry() == start + DAY
-    net.advance(DAY - 3600 + 1)  # a day and a second after the first three
+    net.live(DAY - 3600 + 1, step=20)  # a day and a second after the first three
     assert (node.first, node.end) == (3, 5)
     assert net.broker.held_bytes == node.bytes
     assert net.broker.next_expiry() == start + 3600 + DAY
-    net.advance(3600)  # the newest is kept, whatever its age
+    net.live(3600, step=20)  # the newest is kept, whatever its age
     assert (node.first, node.end) == (4, 5)
     assert net.broker.next_expiry() is None
 

@@ -7,6 +7,7 @@ quiet, cutting them into chunks (random sizes, or ``chunk`` bytes). The clock is
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -145,6 +146,13 @@ class Net:
                 c.conn.handle_timer(self.now, wall=self.wall)
                 c.events += c.engine.handle_timer(self.now)
         self.pump()
+
+    def live(self, seconds: float, step: float = 10.0) -> None:
+        """Time passes with every client serving its timers as it goes (heartbeats, so the
+        broker's idle time-out cuts none of them), in steps of at most ``step`` seconds."""
+        steps = max(1, math.ceil(seconds / step))
+        for _ in range(steps):
+            self.advance(seconds / steps)
 
 
 # -- steps the broker's tests share -----------------------------------------------------------
