@@ -137,7 +137,7 @@ async def run(
                         value = await loop.connect(step.host, step.port, step.timeout)
                     elif isinstance(step, recipes.Start):
                         value = conn = loop.start(step.core, step.transport, timeout)
-                        driver = conn._driver
+                        driver = conn.driver
                     elif isinstance(step, recipes.Abort):
                         assert isinstance(step.connection, ConnectionBase)
                         await loop.abort(step.connection)
@@ -181,6 +181,11 @@ class ConnectionBase(Generic[K]):
 
     def __repr__(self) -> str:
         return f"<{self.adapter}.Connection {self.core.engine!r}>"  # type: ignore[attr-defined]
+
+    @property
+    def driver(self) -> Driver:
+        """What runs the connection's I/O (as the blocking connection's ``driver``)."""
+        return self._driver
 
     def _run(self, recipe: Recipe[T], timeout: float | None) -> Coroutine[object, None, T]:
         """Carry out a call's recipe, each wait bounded by ``timeout`` (None: the
@@ -417,5 +422,5 @@ class Transaction(client.TransactionBase):
         the block's exception), unless discharged already; shielded, bounded by
         :data:`CLOSE_GRACE`, so that a cancelled block still rolls back."""
         recipe = recipes.end_transaction(self, self.connection.core, failed=exc_type is not None)
-        with self.connection._driver.shielded(CLOSE_GRACE):
+        with self.connection.driver.shielded(CLOSE_GRACE):
             await self.connection._run(recipe, self.timeout)  # noqa: ASYNC102 (shielded)

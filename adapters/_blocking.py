@@ -312,6 +312,11 @@ class SocketDriver:
 
     # -- internals -----------------------------------------------------------------------------
 
+    @property
+    def writing(self) -> bool:
+        """Bytes wait to be written (a server's selector then watches for writability)."""
+        return bool(self._out)
+
     def _pending(self) -> bool:
         """Whether the engine may still produce something on its own (a timer)."""
         return self.connection.next_deadline() is not None

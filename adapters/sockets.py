@@ -244,12 +244,11 @@ class Sender(client.SenderBase):
         With ``wait=False``, return a :class:`Tracker` once the message is out, without
         waiting for its outcome (sends then follow each other under the receiver's credit;
         ``tracker.outcome()`` later)."""
-        return self.connection._run(
-            recipes.send(self, message, transaction, wait, Tracker), timeout
-        )
+        recipe = recipes.send(self, message, transaction, wait, Tracker)
+        return run(recipe, timeout, self.connection)
 
     def close(self, *, timeout: float | None = None) -> None:
-        self.connection._run(recipes.close_link(self.core), timeout)
+        run(recipes.close_link(self.core), timeout, self.connection)
 
 
 class Tracker(client.TrackerBase):
@@ -263,7 +262,7 @@ class Tracker(client.TrackerBase):
     def outcome(self, *, timeout: float | None = None) -> client.Outcome | None:
         """The receiver's outcome (None on a pre-settled sender); raises what ended the
         link or the connection first. A time-out leaves the delivery tracked."""
-        return self.sender.connection._run(recipes.outcome(self._op), timeout)
+        return run(recipes.outcome(self._op), timeout, self.sender.connection)
 
 
 class Receiver(client.ReceiverBase):
@@ -274,7 +273,7 @@ class Receiver(client.ReceiverBase):
 
     def receive(self, *, timeout: float | None = None) -> client.Delivery | None:
         """The next delivery; None once the link is closed."""
-        return self.connection._run(recipes.receive(self.core), timeout)
+        return run(recipes.receive(self.core), timeout, self.connection)
 
     def __iter__(self) -> Iterator[client.Delivery]:
         while (delivery := self.receive()) is not None:
@@ -283,10 +282,10 @@ class Receiver(client.ReceiverBase):
     def drain(self, *, timeout: float | None = None) -> None:
         """Ask the sender for what it has now, and wait until it has used up or given back
         the credit; what came is then waiting to be received."""
-        self.connection._run(recipes.drain(self.core), timeout)
+        run(recipes.drain(self.core), timeout, self.connection)
 
     def close(self, *, timeout: float | None = None) -> None:
-        self.connection._run(recipes.close_link(self.core), timeout)
+        run(recipes.close_link(self.core), timeout, self.connection)
 
 
 class Transaction(client.TransactionBase):
@@ -296,12 +295,12 @@ class Transaction(client.TransactionBase):
     connection: Connection
 
     def declare(self) -> None:
-        self.connection._run(recipes.declare(self, self.connection.core), self.timeout)
+        run(recipes.declare(self, self.connection.core), self.timeout, self.connection)
 
     def discharge(self, *, commit: bool = True) -> bool:
         """Commit (or roll back); returns whether it committed."""
         recipe = recipes.discharge(self, self.connection.core, commit=commit)
-        return self.connection._run(recipe, self.timeout)
+        return run(recipe, self.timeout, self.connection)
 
     def __enter__(self) -> Transaction:
         self.declare()
@@ -311,7 +310,7 @@ class Transaction(client.TransactionBase):
         """Commit, or roll back if the block raised (then a failing rollback does not hide
         the block's exception), unless discharged already."""
         recipe = recipes.end_transaction(self, self.connection.core, failed=exc_type is not None)
-        self.connection._run(recipe, self.timeout)
+        run(recipe, self.timeout, self.connection)
 
 
 @overload
@@ -430,7 +429,7 @@ class Server:
             deadline = driver.connection.next_deadline()
             if deadline is not None:
                 wait = max(0.0, deadline - now) if wait is None else min(wait, deadline - now)
-            mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if driver._out else 0)
+            mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if driver.writing else 0)
             self._selector.modify(sock, mask)
         for key, _ in self._selector.select(None if wait is None else max(0.0, wait)):
             if key.fileobj is self.socket:

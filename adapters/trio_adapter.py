@@ -328,7 +328,7 @@ class _TrioLoop:
         return conn
 
     async def abort(self, conn: _async.ConnectionBase[Any]) -> None:
-        driver = conn._driver
+        driver = conn.driver
         assert isinstance(driver, _Driver)
         driver.cancel()
 

@@ -127,6 +127,15 @@ class Core(CoreBase[a.Connection]):
 
     # -- reconnection: what is made again --------------------------------------------------
 
+    def reconnect_with(self, backoff: Backoff, options: ConnectOptions) -> None:
+        """Make a client's new connection a reconnecting one (see :func:`client_core`): it
+        starts :attr:`lost`, connects on ``backoff``'s schedule, and each engine it makes
+        has ``options`` (:func:`client_engine`'s) and the first engine's container-id."""
+        self.backoff = backoff
+        self._options = options.copy()
+        self._options["container_id"] = self.engine.container_id
+        self.lost = True
+
     def _restart_engine(self, now: float) -> None:
         """A new engine opens, begins, and attaches every link the application has again
         (same names, same termini); senders send again what was unsettled, receivers grant
@@ -172,10 +181,10 @@ class Core(CoreBase[a.Connection]):
             self._controller = None
         for link, core in list(self._links.items()):
             if link.state in (a.LinkState.DETACH_SENT, a.LinkState.DETACHED):
-                core._on_detached(None, "the link was closed")  # closing: that is done
+                core.link_detached(None, "the link was closed")  # closing: that is done
                 del self._links[link]
             else:
-                core._on_lost()
+                core.connection_lost()
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -187,6 +196,16 @@ class Core(CoreBase[a.Connection]):
     def close(self, error: Error | None = None) -> None:  # type: ignore[override]
         """Close the connection; :attr:`ended` is done when the peer has answered."""
         super().close(error)
+
+    def changed(self) -> None:
+        """Something an application may wait for changed, or bytes wait to go out: the
+        adapter is told (``notify``). What the links and deliveries call after they acted on
+        the engine."""
+        self._changed()
+
+    def drop_link(self, link: a.Link) -> None:
+        """Forget ``link`` (closed while the connection is lost): it is not made again."""
+        self._links.pop(link, None)
 
     def _close_engine(self, reply: object) -> None:
         assert reply is None or isinstance(reply, Error)
@@ -319,7 +338,7 @@ class Core(CoreBase[a.Connection]):
             core = self._links.pop(link, None)
             if core is None:
                 continue  # its detach came too
-            core._on_detached(None)
+            core.link_detached(None)
             if link is self._controller:
                 self._controller_ended(core)
             if link.state is a.LinkState.ATTACHED and not self.gone:
@@ -336,7 +355,7 @@ class Core(CoreBase[a.Connection]):
     def _on_update(self, event: a.events.DeliveryUpdated) -> None:
         core = self._links.get(event.link)
         if isinstance(core, SenderCore):
-            core._on_update(event.delivery, event.state)
+            core.delivery_updated(event.delivery, event.state)
         server = self._server_links.get(event.link)
         if isinstance(server, OutgoingLink) and server.on_outcome is not None:
             server.on_outcome(event.delivery, event.state)
@@ -344,7 +363,7 @@ class Core(CoreBase[a.Connection]):
     def _on_drained(self, event: a.events.DrainCompleted) -> None:
         core = self._links.get(event.link)
         if isinstance(core, ReceiverCore):
-            core._on_drained()
+            core.drain_completed()
 
     def _on_opened(self, event: a.events.ConnectionOpened) -> None:
         if not self.engine.client:
@@ -460,7 +479,7 @@ class Core(CoreBase[a.Connection]):
 
     def _on_end(self, error: ClientError) -> None:
         for link, core in list(self._links.items()):
-            core._on_detached(None if self.error is None else self.error.error, str(error))
+            core.link_detached(None if self.error is None else self.error.error, str(error))
             if self.error is not None:
                 core.error = error
             del self._links[link]
@@ -468,7 +487,7 @@ class Core(CoreBase[a.Connection]):
             txn.declared.fail(error)
             txn.discharged.fail(error)
         for server_link in self._server_links.values():
-            server_link._on_detached()
+            _server_link_ended(server_link)
         self._server_links.clear()
 
     def _answer_open(self) -> None:
@@ -486,7 +505,7 @@ class Core(CoreBase[a.Connection]):
         if core is not None:
             terminus = remote.source if isinstance(link, a.Receiver) else remote.target
             if terminus is not None:
-                core._on_attached(remote)
+                core.link_attached(remote)
             else:  # a refusal (2.6.3): its detach, with the reason, should follow
                 core.refused = True
                 self._refusals.append(link)
@@ -514,12 +533,12 @@ class Core(CoreBase[a.Connection]):
     ) -> None:
         core = self._links.pop(link, None)
         if core is not None:
-            core._on_detached(error, reason or "the link was detached", event=event)
+            core.link_detached(error, reason or "the link was detached", event=event)
             if link is self._controller:
                 self._controller_ended(core)
         server = self._server_links.pop(link, None)
         if server is not None:
-            server._on_detached()
+            _server_link_ended(server)
 
     def _controller_ended(self, core: LinkCore) -> None:
         """Our control link ended: refused, detached or its session ended. Its transactions
@@ -551,12 +570,10 @@ class Core(CoreBase[a.Connection]):
                 link.drained()
         server = self._server_links.get(link)
         if isinstance(server, OutgoingLink):
-            server._credit()
+            _credit_granted(server)
         core = self._links.get(link)
-        if isinstance(core, SenderCore) and core._resend:
-            core._send_again()
-        elif isinstance(core, ReceiverCore):
-            core._on_flow(event.available)
+        if core is not None:
+            core.credit_changed(event.available)
 
     def _on_delivery(self, event: a.events.DeliveryReceived) -> None:
         if not event.complete:
@@ -565,7 +582,7 @@ class Core(CoreBase[a.Connection]):
         delivery = Delivery(self, link, engine_delivery, event)
         core = self._links.get(link)
         if isinstance(core, ReceiverCore):
-            core._on_delivery(delivery)
+            core.delivery_received(delivery)
             return
         server = self._server_links.get(link)
         if not isinstance(server, IncomingLink):
@@ -576,7 +593,7 @@ class Core(CoreBase[a.Connection]):
             self._held[engine_delivery] = (server, delivery)
             link.update(engine_delivery, a.Accepted())
             return
-        server._deliver(delivery)
+        _deliver(server, delivery)
 
     def _on_discharge_request(self, request: a.engine.transactions.DischargeRequest) -> None:
         posted = request.transaction.posted
@@ -586,7 +603,7 @@ class Core(CoreBase[a.Connection]):
             return
         for server, delivery in held:
             delivery.link.settle(delivery.engine_delivery, a.Accepted())
-            server._deliver(delivery)
+            _deliver(server, delivery)
 
     def _on_declared(
         self,
@@ -621,6 +638,34 @@ class Core(CoreBase[a.Connection]):
             txn.discharged.set(event.committed)
         else:
             txn.discharged.fail(TransactionError("the transaction was rolled back", event.error))
+
+
+def _deliver(server: IncomingLink, delivery: Delivery) -> None:
+    """A delivery to a server's link: to its application's ``on_delivery``, accepted
+    after it with ``auto_accept``, and the link's window of credit granted again once used
+    up."""
+    if server.on_delivery is not None:
+        server.on_delivery(delivery)
+    if server.auto_accept and not delivery.settled:
+        delivery.accept()
+    link = server.link
+    if link.state is a.LinkState.ATTACHED and link.link_credit == 0 and server.credit > 0:
+        link.flow(server.credit)
+
+
+def _credit_granted(server: OutgoingLink) -> None:
+    """The peer granted a server's sending link credit: its application's ``on_credit``
+    sends; a drain then gives back what is left (core spec 2.6.7)."""
+    if server.on_credit is not None and server.credit > 0:
+        server.on_credit(server)
+    if server.link.drain and server.attached:
+        server.link.drained()
+
+
+def _server_link_ended(server: ServerLink) -> None:
+    """A server's link went (detached, its session or the connection ended)."""
+    if server.on_detach is not None:
+        server.on_detach(server)
 
 
 def _is_reset(error: BaseException | None) -> bool:
@@ -715,10 +760,7 @@ def client_core(
     core.default_address = parsed.address
     if reconnect:
         policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
-        core.backoff = Backoff(policy, parsed)
-        core._options = options.copy()
-        core._options["container_id"] = engine.container_id
-        core.lost = True
+        core.reconnect_with(Backoff(policy, parsed), options)
     return core
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import amqp_sansio as a
 from amqp_sansio import Error, Symbol
@@ -16,6 +16,7 @@ from amqp_sansio.definitions import performatives
 from .ops import (
     ClientError,
     Delivery,
+    DeliveryOwner,
     LinkDetachedError,
     LinkRefusedError,
     Op,
@@ -26,14 +27,12 @@ from .ops import (
     engine_txn,
 )
 
-if TYPE_CHECKING:
-    from .core import Core
-
 __all__ = [
     "DEFAULT_CREDIT",
     "IncomingConnection",
     "IncomingLink",
     "LinkCore",
+    "LinkOwner",
     "OutgoingLink",
     "ReceiverBase",
     "ReceiverCore",
@@ -52,13 +51,46 @@ DEFAULT_CREDIT = 100
 _OUTCOMES = (a.Accepted, a.Rejected, a.Released, a.Modified)
 
 
+class LinkOwner(DeliveryOwner, Protocol):
+    """What the links of this module ask of the core that owns them (a
+    :class:`~amqp_sansio.client.core.Core` is one), written here so that this module need
+    not know the core: the connection's state, what the server side knows of its peer, and
+    :meth:`drop_link` for a link closed while the connection is lost. The core tells the
+    links what happened to them through their own methods (:meth:`LinkCore.link_attached`,
+    :meth:`~LinkCore.link_detached`, ...), as the engine's events come."""
+
+    @property
+    def gone(self) -> bool: ...
+
+    @property
+    def reconnecting(self) -> bool: ...
+
+    @property
+    def incoming(self) -> IncomingConnection | None: ...
+
+    @property
+    def sasl_identity(self) -> str | None: ...
+
+    @property
+    def sasl_mechanism(self) -> str | None: ...
+
+    @property
+    def tls(self) -> a.security.tls.TLSEstablished | None: ...
+
+    def check(self) -> None:
+        """Raise what ended the connection, if it has ended."""
+
+    def drop_link(self, link: a.Link) -> None:
+        """Forget ``link``: it is not attached again when the connection is made again."""
+
+
 # -- client links ------------------------------------------------------------------------------
 
 
 class LinkCore:
     """What the core keeps of a link this side started."""
 
-    def __init__(self, core: Core, link: a.Link) -> None:
+    def __init__(self, core: LinkOwner, link: a.Link) -> None:
         self.core = core
         self.link = link
         self.attached: Op[None] = Op()
@@ -80,31 +112,39 @@ class LinkCore:
     def close(self) -> None:
         link = self.link
         if self.core.lost:  # nothing to detach: the link is not made again
-            self.core._links.pop(link, None)
-            self._on_detached(None, "the link was closed")
-            self.core._changed()
+            self.core.drop_link(link)
+            self.link_detached(None, "the link was closed")
+            self.core.changed()
             return
         if link.state in (a.LinkState.ATTACHED, a.LinkState.ATTACH_SENT) and not self.core.gone:
             link.detach(closed=True)
-            self.core._changed()
+            self.core.changed()
 
     def close_ready(self) -> bool:
         return self.detached.done() or self.core.gone or self.error is not None
 
-    def _on_attached(self, remote: performatives.Attach) -> None:
+    # -- what the core tells the link (the engine's events) ------------------------------------
+
+    def link_attached(self, remote: performatives.Attach) -> None:
+        """The peer answered the attach with a terminus (core spec 2.6.3)."""
         self.attached.set(None)
 
-    def _on_lost(self) -> None:
+    def connection_lost(self) -> None:
         """The connection was lost and will be re-made: the link is attached again then."""
         self.attached = Op()
 
-    def _on_detached(
+    def credit_changed(self, available: int) -> None:
+        """A flow came on the link (core spec 2.6.7; ``available``: the sender's)."""
+
+    def link_detached(
         self,
         error: Error | None,
         reason: str = "the link was detached",
         *,
         event: a.Event | None = None,
     ) -> None:
+        """The link ended (detached, refused, its session or the connection ended): what
+        waits on it fails with ``reason`` and the peer's ``error``."""
         if self.error is None:
             if self.refused:
                 self.error = LinkRefusedError(
@@ -135,7 +175,7 @@ class SenderCore(LinkCore):
 
     link: a.Sender
 
-    def __init__(self, core: Core, link: a.Sender) -> None:
+    def __init__(self, core: LinkOwner, link: a.Sender) -> None:
         super().__init__(core, link)
         #: Each unsettled delivery's op, and (on a reconnecting connection) its bytes.
         self._unsettled: dict[a.Delivery, tuple[Op[Outcome | None], bytes | None]] = {}
@@ -179,10 +219,11 @@ class SenderCore(LinkCore):
             op.set(None)
         else:
             self._unsettled[delivery] = (op, keep)
-        self.core._changed()
+        self.core.changed()
         return op
 
-    def _on_update(self, delivery: a.Delivery, state: object) -> None:
+    def delivery_updated(self, delivery: a.Delivery, state: object) -> None:
+        """The peer's state or settlement of ``delivery`` came (core spec 2.7.6)."""
         entry = self._unsettled.get(delivery)
         if entry is None:
             return
@@ -195,9 +236,13 @@ class SenderCore(LinkCore):
             del self._unsettled[delivery]
             entry[0].set(outcome if isinstance(outcome, _OUTCOMES) else None)
 
-    def _on_attached(self, remote: performatives.Attach) -> None:
-        super()._on_attached(remote)
+    def link_attached(self, remote: performatives.Attach) -> None:
+        super().link_attached(remote)
         self._send_again()
+
+    def credit_changed(self, available: int) -> None:
+        if self._resend:
+            self._send_again()
 
     def _send_again(self) -> None:
         """Send again, as credit allows, what was unsettled when the connection was lost."""
@@ -206,8 +251,8 @@ class SenderCore(LinkCore):
             data, op = self._resend.popleft()
             self._unsettled[link.send(data)] = (op, data)
 
-    def _on_lost(self) -> None:
-        super()._on_lost()
+    def connection_lost(self) -> None:
+        super().connection_lost()
         again: deque[tuple[bytes, Op[Outcome | None]]] = deque()
         for op, data in self._unsettled.values():
             if data is None:  # sent in a transaction, which the loss rolled back
@@ -218,14 +263,14 @@ class SenderCore(LinkCore):
         again.extend(self._resend)
         self._resend = again
 
-    def _on_detached(
+    def link_detached(
         self,
         error: Error | None,
         reason: str = "the link was detached",
         *,
         event: a.Event | None = None,
     ) -> None:
-        super()._on_detached(error, reason, event=event)
+        super().link_detached(error, reason, event=event)
         assert self.error is not None
         for op, _ in self._unsettled.values():
             op.fail(self.error)
@@ -240,7 +285,7 @@ class ReceiverCore(LinkCore):
 
     link: a.Receiver
 
-    def __init__(self, core: Core, link: a.Receiver, credit: int, auto_accept: bool) -> None:
+    def __init__(self, core: LinkOwner, link: a.Receiver, credit: int, auto_accept: bool) -> None:
         super().__init__(core, link)
         self.credit = credit
         self.auto_accept = auto_accept
@@ -265,8 +310,8 @@ class ReceiverCore(LinkCore):
         source = None if remote is None else remote.source
         return source if isinstance(source, a.Source) else None
 
-    def _on_attached(self, remote: performatives.Attach) -> None:
-        super()._on_attached(remote)
+    def link_attached(self, remote: performatives.Attach) -> None:
+        super().link_attached(remote)
         self._refill()
 
     def _refill(self) -> None:
@@ -314,7 +359,7 @@ class ReceiverCore(LinkCore):
                     if not delivery.settled:
                         delivery.accept()
             self._refill()
-            self.core._changed()
+            self.core.changed()
         return taken
 
     def ask_available(self) -> Op[int]:
@@ -332,10 +377,11 @@ class ReceiverCore(LinkCore):
             return op
         self._asks.append(op)
         link.flow(link.link_credit, drain=link.drain, echo=True)
-        self.core._changed()
+        self.core.changed()
         return op
 
-    def _on_flow(self, available: int) -> None:
+    def credit_changed(self, available: int) -> None:
+        """The answers to :meth:`ask_available` (the flow the sender sent)."""
         asks, self._asks = self._asks, []
         for op in asks:
             op.set(available)
@@ -353,7 +399,7 @@ class ReceiverCore(LinkCore):
         if link.state is not a.LinkState.ATTACHED or left == 0 or self._drain is not None:
             return 0
         link.flow(0)
-        self.core._changed()
+        self.core.changed()
         return left
 
     def drain(self) -> Op[None]:
@@ -368,10 +414,11 @@ class ReceiverCore(LinkCore):
             return op
         self._drain = op
         link.drain_credit()
-        self.core._changed()
+        self.core.changed()
         return op
 
-    def _on_drained(self) -> None:
+    def drain_completed(self) -> None:
+        """The sender used up or gave back the credit (core spec 2.6.7)."""
         op, self._drain = self._drain, None
         if op is not None:
             op.set(None)
@@ -379,17 +426,18 @@ class ReceiverCore(LinkCore):
             self.link.drain = False
             self._refill()  # the window again, or nothing would come after an empty drain
 
-    def _on_delivery(self, delivery: Delivery) -> None:
+    def delivery_received(self, delivery: Delivery) -> None:
+        """A whole delivery came: it waits to be taken."""
         self.queue.append(delivery)
         self._refill()
 
-    def _on_lost(self) -> None:
+    def connection_lost(self) -> None:
         # What waits unsettled can no longer be settled: the peer delivers it again.
-        super()._on_lost()
+        super().connection_lost()
         self.queue = deque(d for d in self.queue if d.settled)
-        self._on_drained()
+        self.drain_completed()
 
-    def _on_detached(
+    def link_detached(
         self,
         error: Error | None,
         reason: str = "the link was detached",
@@ -397,7 +445,7 @@ class ReceiverCore(LinkCore):
         event: a.Event | None = None,
     ) -> None:
         closed_cleanly = error is None and not self.refused
-        super()._on_detached(error, reason, event=event)
+        super().link_detached(error, reason, event=event)
         if closed_cleanly:
             self.error = None  # a clean close ends iteration; an error raises
         if self._drain is not None:
@@ -407,7 +455,7 @@ class ReceiverCore(LinkCore):
 class TransactionCore:
     """A transaction this side controls."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: LinkOwner) -> None:
         self.core = core
         self.engine_transaction: a.Transaction | None = None
         self.declared: Op[None] = Op()
@@ -434,7 +482,7 @@ class IncomingConnection:
     :class:`~amqp_sansio.security.tls.TLSEstablished`
     event of an amqps connection (version, cipher, the client's certificate), or None."""
 
-    def __init__(self, core: Core, peer: object) -> None:
+    def __init__(self, core: LinkOwner, peer: object) -> None:
         self.core = core
         self.peer = peer
         remote = core.engine.remote
@@ -471,7 +519,7 @@ class ServerLink:
     address the application sets with :meth:`accept` (``address=``) before returning.
     ``on_detach`` (a callable taking the link) is called when the link goes."""
 
-    def __init__(self, core: Core, link: a.Link, remote: performatives.Attach) -> None:
+    def __init__(self, core: LinkOwner, link: a.Link, remote: performatives.Attach) -> None:
         self.core = core
         self.link = link
         terminus = remote.target if isinstance(self, IncomingLink) else remote.source
@@ -505,7 +553,7 @@ class ServerLink:
         if address is not None:
             self.address = address
         self._attach()
-        self.core._changed()
+        self.core.changed()
 
     def refuse(self, error: Error | None = None) -> None:
         """Refuse the link, with an error (``amqp:not-found`` by default)."""
@@ -515,19 +563,15 @@ class ServerLink:
         self.link.refuse(
             error or Error(condition=Symbol("amqp:not-found"), description="no such node")
         )
-        self.core._changed()
+        self.core.changed()
 
     def close(self, error: Error | None = None) -> None:
         if self.link.state is a.LinkState.ATTACHED and not self.core.gone:
             self.link.detach(error=error, closed=True)
-            self.core._changed()
+            self.core.changed()
 
     def _attach(self) -> None:
         raise NotImplementedError
-
-    def _on_detached(self) -> None:
-        if self.on_detach is not None:
-            self.on_detach(self)
 
 
 class IncomingLink(ServerLink):
@@ -539,7 +583,7 @@ class IncomingLink(ServerLink):
 
     link: a.Receiver
 
-    def __init__(self, core: Core, link: a.Receiver, remote: performatives.Attach) -> None:
+    def __init__(self, core: LinkOwner, link: a.Receiver, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.credit = DEFAULT_CREDIT
         self.auto_accept = True
@@ -552,20 +596,11 @@ class IncomingLink(ServerLink):
         self.link.attach(target=target)
         self.link.flow(self.credit)
 
-    def _deliver(self, delivery: Delivery) -> None:
-        if self.on_delivery is not None:
-            self.on_delivery(delivery)
-        if self.auto_accept and not delivery.settled:
-            delivery.accept()
-        link = self.link
-        if link.state is a.LinkState.ATTACHED and link.link_credit == 0 and self.credit > 0:
-            link.flow(self.credit)
-
     def flow(self, credit: int) -> None:
         """Grant the peer ``credit`` now (with ``credit = 0`` set in ``on_link``, the core
         grants none by itself)."""
         self.link.flow(credit)
-        self.core._changed()
+        self.core.changed()
 
 
 class OutgoingLink(ServerLink):
@@ -577,7 +612,7 @@ class OutgoingLink(ServerLink):
 
     link: a.Sender
 
-    def __init__(self, core: Core, link: a.Sender, remote: performatives.Attach) -> None:
+    def __init__(self, core: LinkOwner, link: a.Sender, remote: performatives.Attach) -> None:
         super().__init__(core, link, remote)
         self.on_credit: Callable[[OutgoingLink], None] | None = None
         self.on_outcome: Callable[[a.Delivery, object], None] | None = None
@@ -604,20 +639,14 @@ class OutgoingLink(ServerLink):
         """Send ``message`` (a :class:`~amqp_sansio.Message`, or a body) now: raises
         :class:`~amqp_sansio.LocalProtocolError` without credit."""
         delivery = self.link.send(as_message(message), settled=settled)
-        self.core._changed()
+        self.core.changed()
         return delivery
 
     def send_data(self, data: bytes, *, settled: bool = False) -> a.Delivery:
         """Send an encoded message (such as a :class:`Delivery`'s ``data``, forwarded)."""
         delivery = self.link.send(data, settled=settled)
-        self.core._changed()
+        self.core.changed()
         return delivery
-
-    def _credit(self) -> None:
-        if self.on_credit is not None and self.credit > 0:
-            self.on_credit(self)
-        if self.link.drain and self.attached:
-            self.link.drained()
 
 
 # -- what the adapters' objects share ----------------------------------------------------------

@@ -11,14 +11,13 @@ from amqp_sansio import Error, Message, Symbol
 if TYPE_CHECKING:
     from amqp_sansio.codec import AMQPValue
 
-    from .core import Core
-
 __all__ = [
     "AuthenticationError",
     "Annotations",
     "ClientError",
     "ConnectionClosedError",
     "Delivery",
+    "DeliveryOwner",
     "Filters",
     "HasEngineTransaction",
     "LinkDetachedError",
@@ -60,6 +59,23 @@ class HasEngineTransaction(Protocol):
 
 #: What ``transaction=`` takes: an adapter's transaction, or the engine's.
 TransactionLike = HasEngineTransaction | a.Transaction
+
+
+class DeliveryOwner(Protocol):
+    """What a :class:`Delivery` asks of the core it came through (a
+    :class:`~amqp_sansio.client.core.Core` is one), written here so that this module need
+    not know the core: the engine the core drives now (a delivery of an engine since
+    replaced can no longer be settled), whether the connection is lost, and :meth:`changed`
+    after a settlement, so that the adapter writes it."""
+
+    @property
+    def engine(self) -> a.Connection: ...
+
+    @property
+    def lost(self) -> bool: ...
+
+    def changed(self) -> None:
+        """Something changed in the engine: the adapter writes, and wakes its waiters."""
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -179,7 +195,11 @@ class Delivery:
     __slots__ = ("_core", "_engine", "_message", "_received", "engine_delivery", "link")
 
     def __init__(
-        self, core: Core, link: a.Link, delivery: a.Delivery, received: a.events.DeliveryReceived
+        self,
+        core: DeliveryOwner,
+        link: a.Link,
+        delivery: a.Delivery,
+        received: a.events.DeliveryReceived,
     ) -> None:
         self._core = core
         self._engine = core.engine
@@ -248,7 +268,7 @@ class Delivery:
             return
         txn = None if transaction is None else engine_txn(transaction)
         self.link.settle(self.engine_delivery, outcome, transaction=txn)
-        self._core._changed()
+        self._core.changed()
 
 
 def engine_txn(transaction: TransactionLike | None) -> a.Transaction | None:
