@@ -13,7 +13,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import amqp_sansio
 from amqp_sansio import Error, Event, client
@@ -21,6 +21,7 @@ from amqp_sansio.client import recipes
 from amqp_sansio.client.lifecycle import CoreBase, DrivenCore
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.events import AuthenticationFailed, ConnectionEnded
+from amqp_sansio.security.stack import ByteLayer
 
 __all__ = ["DEFAULT_TIMEOUT", "READ_SIZE", "ByteStream", "ConnectionBase", "SocketDriver", "run"]
 
@@ -32,20 +33,12 @@ CB = TypeVar("CB", bound="ConnectionBase[Any]")
 READ_SIZE = 65536
 
 
-class ByteStream(Protocol):
-    """What the driver drives: the engine's byte interface, which
-    :class:`~amqp_sansio.Connection` and :class:`~amqp_sansio.TLSLayer` both offer.
-    ``receive_data(b"", now)`` means the transport closed. An object that also has a
-    ``close()`` (a security layer) has it called once the connection inside reports
-    :class:`~amqp_sansio.events.ConnectionEnded`."""
-
-    def receive_data(self, data: bytes, now: float) -> list[Event]: ...
-
-    def data_to_send(self) -> bytes: ...
-
-    def next_deadline(self) -> float | None: ...
-
-    def handle_timer(self, now: float) -> list[Event]: ...
+#: What the driver drives: the engine's byte interface, which
+#: :class:`~amqp_sansio.Connection` and :class:`~amqp_sansio.TLSLayer` both offer (the one
+#: declaration is :class:`~amqp_sansio.security.layers.ByteLayer`). An object that also has
+#: a ``close()`` (a security layer) has it called once the connection inside reports
+#: :class:`~amqp_sansio.events.ConnectionEnded`.
+ByteStream = ByteLayer
 
 
 class _Whole:
