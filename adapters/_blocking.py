@@ -23,7 +23,18 @@ from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.events import AuthenticationFailed, ConnectionEnded
 from amqp_sansio.security.stack import ByteLayer
 
-__all__ = ["DEFAULT_TIMEOUT", "READ_SIZE", "ByteStream", "ConnectionBase", "SocketDriver", "run"]
+from ._transports import transport_for
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "READ_SIZE",
+    "TRANSPORTS",
+    "ByteStream",
+    "ConnectionBase",
+    "SocketDriver",
+    "connect_transport",
+    "run",
+]
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -39,6 +50,26 @@ READ_SIZE = 65536
 #: a ``close()`` (a security layer) has it called once the connection inside reports
 #: :class:`~amqp_sansio.events.ConnectionEnded`.
 ByteStream = ByteLayer
+
+
+def _tcp(host: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
+    a layer of the stack, :func:`~amqp_sansio.security.stack.stack`)."""
+    return socket.create_connection((host, port), timeout=timeout)
+
+
+#: The blocking adapter's transports, by URL scheme (see :mod:`._transports`): what opens a
+#: connection's socket.
+TRANSPORTS: dict[str, Callable[[str, int, float | None], socket.socket]] = {
+    "amqp": _tcp,
+    "amqps": _tcp,
+}
+
+
+def connect_transport(scheme: str, host: str, port: int, timeout: float | None) -> socket.socket:
+    """The blocking adapter's one connect: the transport of ``scheme`` (a URL's) to
+    ``host``:``port`` within ``timeout`` seconds; :class:`OSError` if it cannot be made."""
+    return transport_for(TRANSPORTS, scheme)(host, port, timeout)
 
 
 class _Whole:
@@ -133,7 +164,7 @@ class SocketDriver:
     ) -> SocketDriver:
         """Connect to ``address`` (host, port) as a client and drive ``connection`` over it
         (the other arguments are the constructor's)."""
-        sock = socket.create_connection(address, timeout=timeout)
+        sock = _tcp(address[0], address[1], timeout)
         return cls._drive(connection, sock, on_event, clock, read_size)
 
     @classmethod
@@ -501,7 +532,7 @@ def run(
                 elif isinstance(step, recipes.Sleep):
                     time.sleep(max(0.0, step.until - time.monotonic()))
                 elif isinstance(step, recipes.Connect):
-                    value = socket.create_connection((step.host, step.port), timeout=step.timeout)
+                    value = connect_transport(step.scheme, step.host, step.port, step.timeout)
                 elif isinstance(step, recipes.Start):
                     assert isinstance(step.transport, socket.socket) and connection is not None
                     driver = SocketDriver._drive(step.core, step.transport)
