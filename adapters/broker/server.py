@@ -67,6 +67,7 @@ from amqp_sansio.broker import (
     pick_protocol,
 )
 
+from .._blocking import connect_transport
 from .._transports import transport_for
 from .store import SQLiteStore
 
@@ -903,7 +904,7 @@ def rabbitmq_benchmark(
 
     parsed = parse_url(url)
     try:
-        socket.create_connection((parsed.host, parsed.port), timeout=2).close()
+        connect_transport(parsed.scheme, parsed.host, parsed.port, 2).close()
     except OSError:
         return None
     address = f"/queue/amqp-sansio-bench-{uuid.uuid4().hex[:12]}"
