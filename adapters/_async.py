@@ -93,9 +93,11 @@ class Loop(Protocol):
     async def sleep_until(self, deadline: float) -> None:
         """Sleep until ``deadline`` on the loop's clock."""
 
-    async def connect(self, host: str, port: int, timeout: float | None) -> object:
-        """A new transport to ``host``:``port``; :class:`OSError` if it cannot be made,
-        :class:`TimeoutError` (``"timed out"``) after ``timeout`` seconds."""
+    async def connect(self, scheme: str, host: str, port: int, timeout: float | None) -> object:
+        """A new transport of ``scheme`` (a URL's, looked up in the adapter's table of
+        transports, see :mod:`._transports`) to ``host``:``port``; :class:`OSError` if it
+        cannot be made, :class:`TimeoutError` (``"timed out"``) after ``timeout``
+        seconds."""
 
     def start(
         self, core: DrivenCore, transport: object, timeout: float | None
@@ -134,7 +136,7 @@ async def run(
                     elif isinstance(step, recipes.Sleep):
                         await loop.sleep_until(step.until)
                     elif isinstance(step, recipes.Connect):
-                        value = await loop.connect(step.host, step.port, step.timeout)
+                        value = await loop.connect(step.scheme, step.host, step.port, step.timeout)
                     elif isinstance(step, recipes.Start):
                         value = conn = loop.start(step.core, step.transport, timeout)
                         driver = conn.driver

@@ -13,7 +13,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import amqp_sansio
 from amqp_sansio import Error, Event, client
@@ -21,8 +21,20 @@ from amqp_sansio.client import recipes
 from amqp_sansio.client.lifecycle import CoreBase, DrivenCore
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.events import AuthenticationFailed, ConnectionEnded
+from amqp_sansio.security.stack import ByteLayer
 
-__all__ = ["DEFAULT_TIMEOUT", "READ_SIZE", "ByteStream", "ConnectionBase", "SocketDriver", "run"]
+from ._transports import transport_for
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "READ_SIZE",
+    "TRANSPORTS",
+    "ByteStream",
+    "ConnectionBase",
+    "SocketDriver",
+    "connect_transport",
+    "run",
+]
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -32,20 +44,32 @@ CB = TypeVar("CB", bound="ConnectionBase[Any]")
 READ_SIZE = 65536
 
 
-class ByteStream(Protocol):
-    """What the driver drives: the engine's byte interface, which
-    :class:`~amqp_sansio.Connection` and :class:`~amqp_sansio.TLSLayer` both offer.
-    ``receive_data(b"", now)`` means the transport closed. An object that also has a
-    ``close()`` (a security layer) has it called once the connection inside reports
-    :class:`~amqp_sansio.events.ConnectionEnded`."""
+#: What the driver drives: the engine's byte interface, which
+#: :class:`~amqp_sansio.Connection` and :class:`~amqp_sansio.TLSLayer` both offer (the one
+#: declaration is :class:`~amqp_sansio.security.layers.ByteLayer`). An object that also has
+#: a ``close()`` (a security layer) has it called once the connection inside reports
+#: :class:`~amqp_sansio.events.ConnectionEnded`.
+ByteStream = ByteLayer
 
-    def receive_data(self, data: bytes, now: float) -> list[Event]: ...
 
-    def data_to_send(self) -> bytes: ...
+def _tcp(host: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
+    a layer of the stack, :func:`~amqp_sansio.security.stack.stack`)."""
+    return socket.create_connection((host, port), timeout=timeout)
 
-    def next_deadline(self) -> float | None: ...
 
-    def handle_timer(self, now: float) -> list[Event]: ...
+#: The blocking adapter's transports, by URL scheme (see :mod:`._transports`): what opens a
+#: connection's socket.
+TRANSPORTS: dict[str, Callable[[str, int, float | None], socket.socket]] = {
+    "amqp": _tcp,
+    "amqps": _tcp,
+}
+
+
+def connect_transport(scheme: str, host: str, port: int, timeout: float | None) -> socket.socket:
+    """The blocking adapter's one connect: the transport of ``scheme`` (a URL's) to
+    ``host``:``port`` within ``timeout`` seconds; :class:`OSError` if it cannot be made."""
+    return transport_for(TRANSPORTS, scheme)(host, port, timeout)
 
 
 class _Whole:
@@ -140,7 +164,7 @@ class SocketDriver:
     ) -> SocketDriver:
         """Connect to ``address`` (host, port) as a client and drive ``connection`` over it
         (the other arguments are the constructor's)."""
-        sock = socket.create_connection(address, timeout=timeout)
+        sock = _tcp(address[0], address[1], timeout)
         return cls._drive(connection, sock, on_event, clock, read_size)
 
     @classmethod
@@ -513,7 +537,7 @@ def run(
                 elif isinstance(step, recipes.Sleep):
                     time.sleep(max(0.0, step.until - time.monotonic()))
                 elif isinstance(step, recipes.Connect):
-                    value = socket.create_connection((step.host, step.port), timeout=step.timeout)
+                    value = connect_transport(step.scheme, step.host, step.port, step.timeout)
                 elif isinstance(step, recipes.Start):
                     assert isinstance(step.transport, socket.socket) and connection is not None
                     driver = SocketDriver._drive(step.core, step.transport)

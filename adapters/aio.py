@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Callable, Collection, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
@@ -51,6 +51,7 @@ from amqp_sansio.sasl import ServerAuthenticator
 from . import _async, _async091
 from ._async import Receiver, Sender, Tracker, Transaction
 from ._async091 import Channel, ConfirmTracker, Connection091, Consumer
+from ._transports import transport_for
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -258,6 +259,24 @@ class _Streams(tuple[asyncio.StreamReader, asyncio.StreamWriter]):
     """A transport: the stream pair of a connection."""
 
 
+async def _tcp(host: str, port: int, timeout: float | None) -> _Streams:
+    """A TCP connection to ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
+    a layer of the stack, :func:`~amqp_sansio.security.stack.stack`)."""
+    try:
+        streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except asyncio.TimeoutError:
+        raise TimeoutError("timed out") from None
+    return _Streams(streams)
+
+
+#: The asyncio adapter's transports, by URL scheme (see :mod:`._transports`): what opens a
+#: connection's streams.
+TRANSPORTS: dict[str, Callable[[str, int, float | None], Awaitable[_Streams]]] = {
+    "amqp": _tcp,
+    "amqps": _tcp,
+}
+
+
 class _AsyncioLoop:
     """The steps of the recipes (:mod:`amqp_sansio.client.recipes`) that are not a
     connection's, on the running asyncio loop (see :class:`~._async.Loop`)."""
@@ -268,12 +287,8 @@ class _AsyncioLoop:
     async def sleep_until(self, deadline: float) -> None:
         await asyncio.sleep(max(0.0, deadline - self.now()))
 
-    async def connect(self, host: str, port: int, timeout: float | None) -> object:
-        try:
-            streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except asyncio.TimeoutError:
-            raise TimeoutError("timed out") from None
-        return _Streams(streams)
+    async def connect(self, scheme: str, host: str, port: int, timeout: float | None) -> object:
+        return await transport_for(TRANSPORTS, scheme)(host, port, timeout)
 
     def start(
         self, core: DrivenCore, transport: object, timeout: float | None

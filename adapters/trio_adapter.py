@@ -68,6 +68,7 @@ from amqp_sansio.sasl import ServerAuthenticator
 from . import _async, _async091
 from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction
 from ._async091 import Channel, ConfirmTracker, Connection091, Consumer
+from ._transports import transport_for
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -299,6 +300,22 @@ class _Driver:
         raise TimeoutError(f"not done within {timeout} s")
 
 
+async def _tcp(host: str, port: int, timeout: float | None) -> trio.SocketStream:
+    """A TCP connection to ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
+    a layer of the stack, :func:`~amqp_sansio.security.stack.stack`)."""
+    with trio.move_on_after(math.inf if timeout is None else timeout):
+        return await trio.open_tcp_stream(host, port)
+    raise TimeoutError("timed out")
+
+
+#: The trio adapter's transports, by URL scheme (see :mod:`._transports`): what opens a
+#: connection's stream.
+TRANSPORTS: dict[str, Callable[[str, int, float | None], Awaitable[trio.SocketStream]]] = {
+    "amqp": _tcp,
+    "amqps": _tcp,
+}
+
+
 class _TrioLoop:
     """The steps of the recipes (:mod:`amqp_sansio.client.recipes`) that are not a
     connection's, on trio (see :class:`~._async.Loop`): a connection started runs its
@@ -313,10 +330,8 @@ class _TrioLoop:
     async def sleep_until(self, deadline: float) -> None:
         await trio.sleep_until(deadline)
 
-    async def connect(self, host: str, port: int, timeout: float | None) -> object:
-        with trio.move_on_after(math.inf if timeout is None else timeout):
-            return await trio.open_tcp_stream(host, port)
-        raise TimeoutError("timed out")
+    async def connect(self, scheme: str, host: str, port: int, timeout: float | None) -> object:
+        return await transport_for(TRANSPORTS, scheme)(host, port, timeout)
 
     def start(
         self, core: DrivenCore, transport: object, timeout: float | None

@@ -52,7 +52,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from amqp_sansio import Error, Symbol
@@ -67,6 +67,8 @@ from amqp_sansio.broker import (
     pick_protocol,
 )
 
+from .._blocking import connect_transport
+from .._transports import transport_for
 from .store import SQLiteStore
 
 __all__ = ["BrokerServer", "OpenBrokerRefused", "open_broker", "run_broker", "serve_broker"]
@@ -91,6 +93,24 @@ LOG_INTERVAL = 1.0
 #: the broker met by one connection) the log takes per :data:`LOG_INTERVAL`, all
 #: connections together; the rest are counted, in one "suppressed" line after it.
 LOG_BURST = 20
+
+
+async def _tcp_listen(
+    serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    host: str,
+    port: int,
+) -> asyncio.base_events.Server:
+    """A TCP listener on ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
+    a layer of each connection's stack)."""
+    return await asyncio.start_server(serve, host, port)
+
+
+#: The broker server's transports, by URL scheme (see :mod:`.._transports`): what listens
+#: for a port's connections.
+LISTENERS: dict[str, Callable[..., Awaitable[asyncio.base_events.Server]]] = {
+    "amqp": _tcp_listen,
+    "amqps": _tcp_listen,
+}
 
 
 class BrokerServer:
@@ -152,21 +172,30 @@ class BrokerServer:
         return f"{scheme}://{host}:{port}"
 
     async def start(self) -> None:
-        context = self.ssl_context
-        if context is not None and self.tls_port is not None:
-            plain = functools.partial(self._serve, tls=context, tls_header=True)
-            amqps = functools.partial(self._serve, tls=context, tls_header=False)
-            self._server = await asyncio.start_server(plain, self.host, self.port)
+        both = self.ssl_context is not None and self.tls_port is not None
+        scheme = "amqps" if self.ssl_context is not None and not both else "amqp"
+        self._server = await self._listen(scheme, self.port)
+        if both:
+            assert self.tls_port is not None
             try:
-                self._tls_server = await asyncio.start_server(amqps, self.host, self.tls_port)
+                self._tls_server = await self._listen("amqps", self.tls_port)
             except BaseException:
                 self._server.close()
                 raise
             self.tls_port = self._tls_server.sockets[0].getsockname()[1]
-        else:
-            serve = functools.partial(self._serve, tls=context, tls_header=False)
-            self._server = await asyncio.start_server(serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _listen(self, scheme: str, port: int) -> asyncio.base_events.Server:
+        """Listen on ``port`` for connections of ``scheme`` through its entry in
+        :data:`LISTENERS`: on ``amqps`` TLS from the first byte; on ``amqp`` with an
+        ``ssl_context``, TLS after the client's TLS protocol header (core spec 5.2), or
+        none. Each accepted connection's layers are stacked by the broker's ``accept``
+        (:func:`amqp_sansio.security.stack.stack`)."""
+        tls = self.ssl_context
+        serve = functools.partial(
+            self._serve, tls=tls, tls_header=tls is not None and scheme != "amqps"
+        )
+        return await transport_for(LISTENERS, scheme)(serve, self.host, port)
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
@@ -875,7 +904,7 @@ def rabbitmq_benchmark(
 
     parsed = parse_url(url)
     try:
-        socket.create_connection((parsed.host, parsed.port), timeout=2).close()
+        connect_transport(parsed.scheme, parsed.host, parsed.port, 2).close()
     except OSError:
         return None
     address = f"/queue/amqp-sansio-bench-{uuid.uuid4().hex[:12]}"

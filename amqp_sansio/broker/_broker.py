@@ -36,7 +36,7 @@ from ..definitions.messaging import (
 from ..engine.connection import Connection
 from ..errors import DecodeError
 from ..security.mechanisms import ServerAuthenticator
-from ..security.tls import TLSLayer, TLSOrPlain
+from ..security.stack import stack
 from ._config import BrokerConfig
 from ._connection import BrokerConnection
 from ._connection091 import BrokerConnection091
@@ -210,11 +210,10 @@ class Broker:
             offered_capabilities=(ANONYMOUS_RELAY,),
             max_unsettled=config.max_unsettled_per_link,
         )
-        stream: Any = engine
-        if ssl_context is not None and tls_header:
-            stream = TLSOrPlain(engine, ssl_context)
-        elif ssl_context is not None:  # amqps: the plaintext's header picks the engine
-            stream = TLSLayer(ProtocolSniffer(engine), ssl_context, client=False, negotiate=False)
+        # amqps: the plaintext's header picks the engine (1.0's, or 0-9-1's in its place)
+        amqps = ssl_context is not None and not tls_header
+        inner = ProtocolSniffer(engine) if amqps else engine
+        stream = stack(inner, role="server", tls=ssl_context, tls_header=tls_header)
         conn = BrokerConnection(self, engine, stream, address=address)
         conn._now = now
         conn.accepted_at = now

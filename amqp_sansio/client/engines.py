@@ -8,10 +8,11 @@ import logging
 import ssl
 import uuid
 from collections.abc import Collection, Mapping
-from typing import Protocol, TypedDict, TypeVar, cast
+from typing import TypedDict, TypeVar, cast
 
 import amqp_sansio as a
 from amqp_sansio.sasl import SASLNoMechanismError
+from amqp_sansio.security.stack import ByteLayer, stack
 
 from . import trace
 from .url import AMQPURL, parse_url
@@ -38,18 +39,10 @@ _log = logging.getLogger(__name__)
 OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])
 
 
-class Stream(Protocol):
-    """The engine's byte interface, which a :class:`~amqp_sansio.Connection`, a
-    :class:`~amqp_sansio.TLSLayer` around one and a frame trace offer: what an adapter
-    drives. ``receive_data(b"", now)`` means the transport closed."""
-
-    def receive_data(self, data: bytes, now: float) -> list[a.Event]: ...
-
-    def data_to_send(self) -> bytes: ...
-
-    def next_deadline(self) -> float | None: ...
-
-    def handle_timer(self, now: float) -> list[a.Event]: ...
+#: The engine's byte interface, which a :class:`~amqp_sansio.Connection`, a
+#: :class:`~amqp_sansio.TLSLayer` around one and a frame trace offer: what an adapter drives
+#: (the one declaration is :class:`~amqp_sansio.security.layers.ByteLayer`).
+Stream = ByteLayer
 
 
 class ConnectOptions(TypedDict, total=False):
@@ -165,14 +158,16 @@ def client_engine(
         allow_plain_without_tls=allow_insecure_auth or parsed.is_loopback,
         max_frame_size=max_frame_size,
     )
-    stream: Stream = trace.wrap(engine, f"{engine.container_id}>{parsed.host}:{parsed.port}")
-    if tls:
-        context = ssl_context
-        if context is None:
-            context = a.security.tls.client_context(cafile=cafile, verify=verify)
-        stream = a.TLSLayer(
-            stream, context, client=True, server_hostname=parsed.host, negotiate=False
-        )
+    context = ssl_context
+    if tls and context is None:
+        context = a.security.tls.client_context(cafile=cafile, verify=verify)
+    stream = stack(
+        engine,
+        role="client",
+        tls=context if tls else None,
+        server_hostname=parsed.host,
+        trace=trace.tracer(f"{engine.container_id}>{parsed.host}:{parsed.port}"),
+    )
     return parsed, engine, stream
 
 
@@ -303,7 +298,5 @@ def server_engine(
         allow_plain_without_tls=allow_insecure_auth,
         max_frame_size=max_frame_size,
     )
-    stream: Stream = trace.wrap(engine, container_id)
-    if ssl_context is not None:
-        stream = a.TLSLayer(stream, ssl_context, client=False, negotiate=False)
+    stream = stack(engine, role="server", tls=ssl_context, trace=trace.tracer(container_id))
     return engine, stream

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import amqp_sansio as a
+from amqp_sansio.security.stack import ByteLayer
 
 from .ops import ClientError, ConnectionClosedError, Op
 from .reconnect import Backoff
@@ -30,22 +31,15 @@ reconnect_log = logging.getLogger("amqp_sansio.adapters.reconnect")
 E = TypeVar("E")
 
 
-class EngineStream(Protocol):
-    """The byte interface of what a core drives: an engine, or a TLS layer around one.
-    ``receive_data(b"", now)`` means the transport closed."""
-
-    def receive_data(self, data: bytes, now: float) -> list[a.Event]: ...
-
-    def data_to_send(self) -> bytes: ...
-
-    def next_deadline(self) -> float | None: ...
-
-    def handle_timer(self, now: float) -> list[a.Event]: ...
+#: The byte interface of what a core drives: an engine, or the layers stacked around one
+#: (:class:`~amqp_sansio.security.layers.ByteLayer`, the one declaration).
+EngineStream = ByteLayer
 
 
-class DrivenCore(Protocol):
+class DrivenCore(ByteLayer, Protocol):
     """What the adapters' drivers and the shared recipes need of a core, of either
-    protocol (the waits, the I/O, the reconnection steps)."""
+    protocol (the waits, the I/O, the reconnection steps): the byte interface
+    (:class:`~amqp_sansio.security.layers.ByteLayer`) and the connection's life."""
 
     notify: Callable[[], None]
     url: AMQPURL | None
@@ -53,17 +47,9 @@ class DrivenCore(Protocol):
     reconnects: int
     on_reconnect: Callable[[], None] | None
 
-    def receive_data(self, data: bytes, now: float) -> list[a.Event]: ...
-
     def transport_failed(self, error: BaseException, now: float) -> None: ...
 
     def stop(self, now: float) -> None: ...
-
-    def handle_timer(self, now: float) -> list[a.Event]: ...
-
-    def next_deadline(self) -> float | None: ...
-
-    def data_to_send(self) -> bytes: ...
 
     @property
     def gone(self) -> bool: ...

@@ -149,12 +149,13 @@ class Sleep(Step):
 
 class Connect(Step):
     """Open a transport to ``host``:``port``, in at most ``timeout`` seconds (None: no
-    bound); :class:`OSError` (:class:`TimeoutError`) if it cannot."""
+    bound); :class:`OSError` (:class:`TimeoutError`) if it cannot. ``scheme`` (the URL's)
+    picks the transport in the adapter's table of transports."""
 
-    __slots__ = ("host", "port", "timeout")
+    __slots__ = ("host", "port", "scheme", "timeout")
 
-    def __init__(self, host: str, port: int, timeout: float | None) -> None:
-        self.host, self.port, self.timeout = host, port, timeout
+    def __init__(self, host: str, port: int, timeout: float | None, scheme: str = "amqp") -> None:
+        self.host, self.port, self.timeout, self.scheme = host, port, timeout, scheme
 
     def __repr__(self) -> str:
         return f"Connect({self.host!r}, {self.port!r}, {self.timeout!r})"
@@ -250,7 +251,7 @@ def open_core(
             raise TimeoutError(f"could not connect within {timeout} s")
     else:
         try:
-            transport = yield Connect(parsed.host, parsed.port, timeout)
+            transport = yield Connect(parsed.host, parsed.port, timeout, parsed.scheme)
         except TimeoutError:
             raise TimeoutError(f"could not connect within {timeout} s") from None
         core.open((yield NOW))
@@ -286,7 +287,7 @@ def reconnect_attempts(
         if end is not None:  # what is left of the time
             bound = max(0.0, end - at) if bound is None else max(0.0, min(bound, end - at))
         try:
-            transport: object = yield Connect(url.host, url.port, bound)
+            transport: object = yield Connect(url.host, url.port, bound, url.scheme)
         except OSError as exc:  # refused, unreachable, timed out
             core.attempt_failed(exc, (yield NOW))
             continue

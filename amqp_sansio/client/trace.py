@@ -18,14 +18,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import amqp_sansio as amqp
+from amqp_sansio.security.stack import ByteLayer, Trace
 
-if TYPE_CHECKING:
-    from .engines import Stream
-
-__all__ = ["Direction", "FrameTrace", "LOGGER", "enabled", "log", "wrap"]
+__all__ = ["Direction", "FrameTrace", "LOGGER", "enabled", "log", "tracer", "wrap"]
 
 LOGGER = logging.getLogger("amqp_sansio.frames")
 #: The environment variable that turns the trace on (any value but empty or ``0``).
@@ -107,7 +105,7 @@ class FrameTrace:
     ``directions`` reads what comes in and what goes out (default: AMQP 1.0 frames)."""
 
     def __init__(
-        self, inner: Stream, name: str, directions: tuple[Direction, Direction] | None = None
+        self, inner: ByteLayer, name: str, directions: tuple[Direction, Direction] | None = None
     ) -> None:
         self.inner = inner
         if directions is None:
@@ -136,7 +134,17 @@ class FrameTrace:
             secure(**kwargs)
 
 
-def wrap(engine: Stream, name: str) -> Stream:
+def tracer(name: str) -> Trace | None:
+    """What puts a :class:`FrameTrace` of AMQP 1.0 frames named ``name`` around a byte layer,
+    for :func:`~amqp_sansio.security.stack.stack`'s ``trace``, if tracing is
+    :func:`enabled`; else None (no cost)."""
+    if not enabled():
+        return None
+    return lambda inner: FrameTrace(inner, name)
+
+
+def wrap(engine: ByteLayer, name: str) -> ByteLayer:
     """``engine`` wrapped in a :class:`FrameTrace` if tracing is :func:`enabled`, else
     ``engine`` itself (no cost)."""
-    return FrameTrace(engine, name) if enabled() else engine
+    trace = tracer(name)
+    return engine if trace is None else trace(engine)

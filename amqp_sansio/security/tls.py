@@ -1,8 +1,8 @@
 """The TLS security layer of AMQP 1.0 (core spec part 5.2), without I/O.
 
-:class:`TLSLayer` sits between the network and an *inner* byte-level object (the engine's
-:class:`~amqp_sansio.Connection`, or anything with ``receive_data(data, now)`` and
-``data_to_send()``). Ciphertext from the network goes in through
+:class:`TLSLayer` sits between the network and an *inner* byte layer (the engine's
+:class:`~amqp_sansio.Connection`, or anything with the byte interface,
+:class:`~amqp_sansio.security.layers.ByteLayer`). Ciphertext from the network goes in through
 :meth:`TLSLayer.receive_data`; the plaintext it carries is handed to the inner object. The
 inner object's plaintext output is encrypted and comes out of :meth:`TLSLayer.data_to_send`.
 The layer offers the inner object's interface outward, so an adapter drives it exactly like
@@ -22,13 +22,14 @@ import enum
 import re
 import ssl
 from collections.abc import Callable
-from typing import Protocol, TypeAlias, cast
+from typing import TypeAlias, cast
 
 import attrs
 
 from ..errors import LocalProtocolError
 from ..events import Event
 from ..framing import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
+from .layers import ByteLayer
 
 __all__ = [
     "TLS_HEADER",
@@ -140,16 +141,6 @@ class TLSState(enum.Enum):
     CLOSED = "closed"
     #: Failed, or the header did not match: nothing more is sent or reported.
     FAILED = "failed"
-
-
-class ByteLayer(Protocol):
-    """What the layer wraps: the engine's byte interface. ``receive_data(b"", now)`` means
-    the stream from the peer ended. ``next_deadline()`` and ``handle_timer(now)`` are
-    optional and passed through."""
-
-    def receive_data(self, data: bytes, now: float) -> list[Event]: ...
-
-    def data_to_send(self) -> bytes: ...
 
 
 _SSL_SUFFIX = re.compile(r"\s*\(_ssl\.c:\d+\)$")

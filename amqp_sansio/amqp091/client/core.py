@@ -30,6 +30,7 @@ from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError, Op
 from amqp_sansio.client.reconnect import Backoff, Reconnect
 from amqp_sansio.client.url import AMQPURL
+from amqp_sansio.security.stack import stack
 
 from . import trace
 from .channels import ChannelCore
@@ -155,13 +156,15 @@ def client_engine(
         client_properties=options.get("client_properties"),
         **tuned,  # type: ignore[arg-type]
     )
-    stream: Stream = trace.wrap(EngineBytes(engine), f"0-9-1>{parsed.host}:{parsed.port}")
-    if parsed.tls or context is not None:
-        if context is None:
-            context = a.security.tls.client_context()
-        stream = a.TLSLayer(
-            stream, context, client=True, server_hostname=parsed.host, negotiate=False
-        )
+    if parsed.tls and context is None:
+        context = a.security.tls.client_context()
+    stream = stack(
+        EngineBytes(engine),
+        role="client",
+        tls=context,
+        server_hostname=parsed.host,
+        trace=trace.tracer(f"0-9-1>{parsed.host}:{parsed.port}"),
+    )
     return parsed, engine, stream
 
 

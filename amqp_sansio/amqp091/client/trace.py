@@ -14,6 +14,7 @@ from __future__ import annotations
 from amqp_sansio.client import trace
 from amqp_sansio.client.engines import Stream
 from amqp_sansio.errors import AMQPError
+from amqp_sansio.security.stack import Trace
 
 from .. import spec
 from ..framing import (
@@ -26,7 +27,7 @@ from ..framing import (
 )
 from ..methods import Method
 
-__all__ = ["SECRETS", "describe", "wrap"]
+__all__ = ["SECRETS", "describe", "tracer"]
 
 #: The methods whose fields carry credentials, and those fields (never traced).
 SECRETS: dict[type[Method], tuple[str, ...]] = {
@@ -84,11 +85,16 @@ def _line(frame: object) -> str:
     return f"AMQP header 0-{frame.major}-{frame.minor}-{frame.revision}"
 
 
-def wrap(stream: Stream, name: str) -> Stream:
-    """A client's ``stream`` (the engine's byte interface) wrapped in a
-    :class:`~amqp_sansio.client.trace.FrameTrace` reading 0-9-1 if tracing is
-    :func:`~amqp_sansio.client.trace.enabled`, else ``stream`` itself (no cost)."""
+def tracer(name: str) -> Trace | None:
+    """What puts a :class:`~amqp_sansio.client.trace.FrameTrace` reading 0-9-1, named
+    ``name``, around a client's engine (for :func:`~amqp_sansio.security.stack.stack`'s
+    ``trace``) if tracing is :func:`~amqp_sansio.client.trace.enabled`; else None (no
+    cost)."""
     if not trace.enabled():
-        return stream
-    directions = (_Direction(name, "<-", header=False), _Direction(name, "->", header=True))
-    return trace.FrameTrace(stream, name, directions)
+        return None
+
+    def wrap(inner: Stream) -> Stream:
+        directions = (_Direction(name, "<-", header=False), _Direction(name, "->", header=True))
+        return trace.FrameTrace(inner, name, directions)
+
+    return wrap

@@ -1,0 +1,50 @@
+"""The byte-layer interface: the one contract between an engine, the layers stacked on it
+and the adapter that drives the top of the stack.
+
+An engine (AMQP 1.0's :class:`~amqp_sansio.Connection`, 0-9-1's), a security layer
+(:class:`~amqp_sansio.security.tls.TLSLayer` today), the frame trace
+(:class:`amqp_sansio.client.trace.FrameTrace`) and a transport's framing (a WebSocket
+layer next) all offer :class:`ByteLayer`. A layer wraps an *inner* :class:`ByteLayer` and
+offers the same interface outward, so layers stack in any number and an adapter drives the
+top one as it would drive the engine: bytes from the network go to
+:meth:`ByteLayer.receive_data` (empty bytes: the transport closed), what
+:meth:`ByteLayer.data_to_send` returns goes to the network, and
+:meth:`ByteLayer.handle_timer` is called at :meth:`ByteLayer.next_deadline`. The events of
+every layer come back from ``receive_data`` and ``handle_timer``, a layer's own before
+those of the layer inside it. :func:`amqp_sansio.security.stack.stack` builds the stack;
+this module is low enough (above ``events``, beside the TLS layer) that every engine, the
+client cores, the broker and the adapters import it without an arrow up.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..events import Event
+
+__all__ = ["ByteLayer"]
+
+
+class ByteLayer(Protocol):
+    """The byte interface of an engine and of every layer around one: what an adapter
+    drives, and what a layer wraps.
+
+    * ``receive_data(data, now)``: bytes from the peer (``b""``: the transport closed);
+      returns the events they caused, already in order.
+    * ``data_to_send()``: the bytes to write to the peer now (handed over once).
+    * ``next_deadline()``: when (on the caller's clock) :meth:`handle_timer` is due next,
+      or None.
+    * ``handle_timer(now)``: time has passed; returns the events it caused (heartbeats,
+      idle timeouts).
+
+    A layer that also has ``close()`` (TLS: close_notify) has it called once the engine
+    inside has ended; a layer that has ``set_transport_security(**facts)`` is told by a
+    security layer below it what the transport now is (SASL uses it)."""
+
+    def receive_data(self, data: bytes, now: float) -> list[Event]: ...
+
+    def data_to_send(self) -> bytes: ...
+
+    def next_deadline(self) -> float | None: ...
+
+    def handle_timer(self, now: float) -> list[Event]: ...

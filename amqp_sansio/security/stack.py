@@ -1,0 +1,54 @@
+"""Stacking: the one place where an engine and the layers around it become what an adapter
+drives, for every protocol and both roles.
+
+From the engine outward: the engine (AMQP 1.0's or 0-9-1's, or a broker's protocol
+sniffer), the frame trace (when tracing is on: it sees plaintext), then the security layer
+(TLS from the first byte, core spec 5.2.1, or on a server's plain port TLS chosen by the
+client's TLS protocol header, 5.2). Each layer has the byte interface
+(:class:`ByteLayer`, declared once in :mod:`amqp_sansio.security.layers` and offered here,
+the public face of the seam). A new layer (a WebSocket layer, under TLS or without it) is
+one module with that interface and one step here.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from typing import Literal
+
+from .layers import ByteLayer as ByteLayer
+from .tls import TLSLayer, TLSOrPlain
+
+__all__ = ["ByteLayer", "Role", "Trace", "stack"]
+
+#: Which end of the connection the stack is.
+Role = Literal["client", "server"]
+#: What puts a frame trace around a byte layer (a protocol's trace), or None: no trace.
+Trace = Callable[[ByteLayer], ByteLayer]
+
+
+def stack(
+    engine: ByteLayer,
+    *,
+    role: Role,
+    tls: ssl.SSLContext | None = None,
+    server_hostname: str | None = None,
+    tls_header: bool = False,
+    trace: Trace | None = None,
+) -> ByteLayer:
+    """``engine`` with its layers around it, outermost returned (``engine`` itself when
+    there are none).
+
+    ``trace`` wraps the engine first (so it shows plaintext). With ``tls`` (a context for
+    ``role``) a TLS layer goes outside: from the first byte (amqps, core spec 5.2.1), with
+    ``server_hostname`` sent as SNI and checked by a client; or, for a server with
+    ``tls_header``, only if the client starts with the TLS protocol header
+    (:class:`~amqp_sansio.security.tls.TLSOrPlain`, core spec 5.2)."""
+    layer = engine if trace is None else trace(engine)
+    if tls is None:
+        return layer
+    if role == "client":
+        return TLSLayer(layer, tls, client=True, server_hostname=server_hostname, negotiate=False)
+    if tls_header:
+        return TLSOrPlain(layer, tls)
+    return TLSLayer(layer, tls, client=False, negotiate=False)
