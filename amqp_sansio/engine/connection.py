@@ -197,7 +197,7 @@ class Connection:
                     client=client,
                     hostname=hostname,
                     send=self._sasl_out_append,
-                    report=self._report,
+                    report=self.report,
                     mechanisms=sasl_mechanisms,
                     allow_cleartext=allow_plain_without_tls,
                     encrypted=encrypted,
@@ -280,18 +280,7 @@ class Connection:
             # Its chunks from ``data`` are the last ones: older views are of older bytes (or,
             # for views of one bytes object fed in turn, of other parts of it: the count
             # stops at the size of ``data``).
-            chunks = delivery._chunks
-            held = 0
-            first = len(chunks)
-            while first and held < size:
-                chunk = chunks[first - 1]
-                if type(chunk) is memoryview:
-                    if chunk.obj is not obj:
-                        break
-                    held += len(chunk)
-                first -= 1
-            if held and held * 2 < size:
-                chunks[first:] = [bytes(c) if type(c) is memoryview else c for c in chunks[first:]]
+            delivery.unpin(obj, size)
 
     def data_to_send(self, max_bytes: int | None = None) -> bytes:
         """The bytes to write to the peer now (they are handed over once): all of them, or
@@ -387,7 +376,7 @@ class Connection:
             and self.state in CONNECTION_SENDING
             and now >= self._last_sent + self._peer_idle_timeout / 2
         ):
-            self._send_raw(HEARTBEAT)
+            self.emit(HEARTBEAT)
         return self._take_events()
 
     # -- commands ---------------------------------------------------------------------------
@@ -414,11 +403,11 @@ class Connection:
             desired_capabilities=self.desired_capabilities,
             properties=self.properties,
         )
-        frame = self._checked_frame(0, body)  # too large for the peer: nothing has changed
+        frame = self.checked_frame(0, body)  # too large for the peer: nothing has changed
         if start:
             self._send_header()
         self._move(_CI.S_OPEN)
-        self._send_raw(frame)
+        self.emit(frame)
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection, with an error if there is one (core spec 2.4.3). In the
@@ -428,7 +417,7 @@ class Connection:
             self._end()  # nothing was said: nothing to close
             return
         if error is not None:
-            self._checked_frame(0, Close(error=error))  # too large: nothing has changed
+            self.checked_frame(0, Close(error=error))  # too large: nothing has changed
         if self.state in CONNECTION_OPEN_FIRST:
             self.open()
         self._close(error)
@@ -482,7 +471,8 @@ class Connection:
         if new is ConnectionState.END:
             self._events.append(ConnectionEnded())
 
-    def _check_can_send(self) -> None:
+    def check_can_send(self) -> None:
+        """Refuse (:class:`LocalProtocolError`) once nothing may be sent any more."""
         if self.state not in CONNECTION_SENDING:
             raise LocalProtocolError(f"nothing may be sent in connection state {self.state.value}")
 
@@ -490,13 +480,10 @@ class Connection:
         self._move(_CI.S_HDR)
         if self._sasl is not None:
             self._sasl.send_header()  # first on the wire (5.1); ours waits behind it
-        self._send_raw(AMQP_HEADER)
+        self.emit(AMQP_HEADER)
 
     def _sasl_out_append(self, data: bytes) -> None:
         self._sasl_out.append(data)
-
-    def _report(self, event: Event) -> None:
-        self._events.append(event)
 
     def set_transport_security(
         self,
@@ -523,11 +510,52 @@ class Connection:
         sasl.client_certificate = client_certificate
         sasl.peer_identity = peer_identity
 
-    def _send_raw(self, data: bytes | bytearray) -> None:
+    # -- what the sessions and links hand their owner ------------------------------------------
+
+    def emit(self, data: bytes | bytearray) -> None:
+        """Queue an encoded frame (or header) for the peer."""
         self._out.append(data)
         self._last_sent = self._now
 
-    def _checked_frame(self, channel: int, body: Any) -> bytearray:
+    def emit_parts(self, parts: tuple[bytes | bytearray | memoryview, ...]) -> None:
+        """Queue a transfer frame written as its parts (a head and views of the payload):
+        they are joined only when :meth:`data_to_send` copies them out."""
+        self._out += parts
+        self._last_sent = self._now
+
+    def report(self, event: Event) -> None:
+        """Queue an event for the application (what ``receive_data`` returns next)."""
+        self._events.append(event)
+
+    def defer_dispositions(self, session: Session) -> None:
+        """``session`` holds dispositions to send as ranges: flush them before the next
+        output is taken (or before our close)."""
+        self._pending_sessions.add(session)
+
+    def forget_remote_channel(self, channel: int | None) -> None:
+        """The peer has ended the session on ``channel`` (core spec 2.5.5)."""
+        self._remote_channels.pop(channel, None)  # type: ignore[arg-type]
+
+    def weigh_views(self, delivery: Delivery) -> None:
+        """``delivery``, still arriving, keeps views of the bytes being received: weigh
+        them once the read is done (see :meth:`_unpin`)."""
+        viewing = self._viewing
+        if not viewing or viewing[-1] is not delivery:
+            viewing.append(delivery)
+
+    @property
+    def peer_max_frame_size(self) -> int:
+        """The largest frame the peer accepts (its open's max-frame-size, core spec 2.7.1)."""
+        return self._peer_max_frame_size
+
+    @property
+    def transaction_hooks(self) -> TransactionHooks:
+        """Transactions (core spec part 4), handed down to sessions and links."""
+        return self._txn
+
+
+    def checked_frame(self, channel: int, body: Any) -> bytearray:
+        """The frame, encoded; refused if larger than the peer accepts."""
         frame = _frame(channel, body)
         if len(frame) > self._peer_max_frame_size:
             raise LocalProtocolError(
@@ -537,8 +565,9 @@ class Connection:
             )
         return frame
 
-    def _send_frame(self, channel: int, body: Any) -> None:
-        self._send_raw(self._checked_frame(channel, body))
+    def send_frame(self, channel: int, body: Any) -> None:
+        """Queue a frame for the peer, checked against its max-frame-size."""
+        self.emit(self.checked_frame(channel, body))
 
     def _close(self, error: Error | None) -> None:
         what = _CI.S_CLOSE_ERROR if error is not None else _CI.S_CLOSE
@@ -548,14 +577,15 @@ class Connection:
             session._flush_dispositions()  # settlements made before the close go first
         self._pending_sessions.clear()
         self._move(what)
-        self._send_frame(0, Close(error=error))
+        self.send_frame(0, Close(error=error))
 
     def _end(self) -> None:
         if self.state is not ConnectionState.END:
             self.state = ConnectionState.END
             self._events.append(ConnectionEnded())
 
-    def _assign_channel(self, session: Session) -> None:
+    def assign_channel(self, session: Session) -> None:
+        """Give ``session`` our lowest free channel (refused if none is free)."""
         limit = min(self.channel_max, self._peer_channel_max)
         local = self._local_channels
         channel = next(c for c in itertools.count() if c not in local)  # the lowest free
@@ -564,7 +594,8 @@ class Connection:
         session.channel = channel
         self._local_channels[channel] = session
 
-    def _release_channel(self, session: Session) -> None:
+    def release_channel(self, session: Session) -> None:
+        """Our end of ``session`` went out: free its channel; its links are detached."""
         self._local_channels.pop(session.channel, None)  # type: ignore[arg-type]
         session.channel = None
         session._blocked.clear()

@@ -23,7 +23,6 @@ from ..definitions.performatives import (
 from ..errors import LocalProtocolError
 from ..events import (
     DeliveryUpdated,
-    Event,
     LinkAttached,
     LinkDetached,
 )
@@ -81,6 +80,8 @@ class Link:
         max_message_size: int | None,
     ) -> None:
         self.session = session
+        #: Where the link's events go: its connection's (bound once, for the hot paths).
+        self._report = session.connection.report
         self.name = name
         self.source = source
         self.target = target
@@ -275,7 +276,7 @@ class Link:
             offered_capabilities=self.offered_capabilities,
             desired_capabilities=self.desired_capabilities,
         )
-        limit = self.session.connection._peer_max_frame_size
+        limit = self.session.connection.peer_max_frame_size
         if len(_frame(0, body)) <= limit:
             return body
         fits = attrs.evolve(body, unsettled={}, incomplete_unsettled=True)
@@ -345,7 +346,7 @@ class Link:
             return False
         if self._reclosing:
             return False  # the peer's answer to our re-attach to close (2.6.6)
-        session.connection._events.append(LinkAttached(link=self, remote=attach))
+        self._report(LinkAttached(link=self, remote=attach))
         return True
 
     def _on_detach(self, detach: Detach) -> None:
@@ -366,7 +367,7 @@ class Link:
             self._reclose = False
             session._links_in.pop(detach.handle, None)
             self.remote_handle = None
-            session.connection._events.append(
+            self._report(
                 LinkDetached(link=self, error=detach.error, closed=detach.closed)
             )
             self._lost(detach.error)
@@ -398,7 +399,7 @@ class Link:
             self._must_resume = not self._closing
         reclosing = self._reclosing
         if not reclosing:  # (the answer to our re-attach to close is not reported)
-            session.connection._events.append(
+            self._report(
                 LinkDetached(link=self, error=detach.error, closed=detach.closed)
             )
         self._reclosing = self._reclose = False
@@ -418,7 +419,7 @@ class Link:
                 self._reclose = True  # the peer owes us that re-attach and closing detach
 
     def _on_disposition(
-        self, delivery: Delivery, state: Any, settled: bool, txn_state: bool, events: list[Event]
+        self, delivery: Delivery, state: Any, settled: bool, txn_state: bool
     ) -> None:
         """The peer's disposition of one of this link's deliveries (core spec 2.7.6)."""
         if txn_state:
@@ -427,12 +428,12 @@ class Link:
             delivery.remote_state = state  # a bare settlement keeps the outcome
         if settled:
             delivery.remote_settled = True
-            if delivery._settle_on_remote or self._settles_with_peer():
+            if delivery.settles_on_remote or self._settles_with_peer():
                 # rcv-settle-mode second: we waited for the sender to settle. An
                 # auto-settling sender: the receiver has settled. Either way the peer has
                 # forgotten the delivery, so we settle without telling it (2.6.12).
                 self._forget(delivery)
-        events.append(_delivery_updated(link=self, delivery=delivery, state=state, settled=settled))
+        self._report(_delivery_updated(link=self, delivery=delivery, state=state, settled=settled))
         if self._controller:
             self.session._txn.outcome(self, delivery, state)  # a declare's or discharge's outcome
 
@@ -484,7 +485,7 @@ class Link:
             and self.rcv_settle_mode is _SECOND
             and not delivery.remote_settled
         ):
-            delivery._settle_on_remote = True
+            delivery.settle_on_remote()
             self.session._queue_disposition(self.role, delivery.id, False, delivery.local_state)
             return
         self._forget(delivery)
@@ -501,7 +502,7 @@ class Link:
             role=self.role, first=delivery.id, last=delivery.id, settled=True, state=state
         )
         size = len(_frame(0, body)) + 48
-        limit = self.session.connection._peer_max_frame_size
+        limit = self.session.connection.peer_max_frame_size
         if size > limit:
             raise LocalProtocolError(
                 f"a disposition with {type(state).__name__} of about {size} bytes exceeds "

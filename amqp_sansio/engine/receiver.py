@@ -112,7 +112,7 @@ class Receiver(Link):
                 if tag not in theirs:
                     delivery.remote_settled = True
                     self._untrack(delivery)
-                    self.session.connection._events.append(
+                    self._report(
                         DeliveryUpdated(
                             link=self, delivery=delivery, state=delivery.remote_state, settled=True
                         )
@@ -121,13 +121,12 @@ class Receiver(Link):
 
     def _on_flow(self, flow: Flow) -> None:
         """The sender's flow state: its delivery-count and what it has available (2.6.7)."""
-        events = self.session.connection._events
         if flow.delivery_count is not None:
             limit = serial_add(self.delivery_count, self.link_credit)
             self.delivery_count = flow.delivery_count
             self.link_credit = max(0, serial_diff(limit, flow.delivery_count))
         self.available = flow.available or 0
-        events.append(
+        self._report(
             CreditChanged(
                 link=self,
                 credit=self.link_credit,
@@ -137,7 +136,7 @@ class Receiver(Link):
         )
         if self.drain and self.link_credit == 0:
             self.drain = False
-            events.append(DrainCompleted(link=self))
+            self._report(DrainCompleted(link=self))
         self._echo(flow)
 
     def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
@@ -172,22 +171,21 @@ class Receiver(Link):
                 scope="link",
                 target=self,
             )
-        if delivery._ignore or self.streaming:
+        if delivery.ignored or self.streaming:
             self._unbuffered_transfer(delivery, transfer, payload, pieces)
             return
         # The usual case, inline: the delivery's bytes are kept until its last transfer.
         if pieces:
             self._gathered(delivery, payload, transfer.more)  # type: ignore[arg-type]
         elif payload:
-            delivery._chunks.append(payload)  # type: ignore[arg-type]
+            delivery.add_chunk(payload)  # type: ignore[arg-type]
             if transfer.more and type(payload) is memoryview:
                 self._viewed(delivery)
         if transfer.more:
             return
         self._current = None
         delivery.complete = True
-        chunks = delivery._chunks
-        delivery._chunks = []
+        chunks = delivery.take_chunks()
         if delivery.remote_settled:
             self._untrack(delivery)  # the sender has forgotten it: so do we
         if self._coordinator:
@@ -202,7 +200,7 @@ class Receiver(Link):
             if len(chunks) == 1 and type(chunks[0]) is bytes
             else (tuple(chunks) if chunks else b"")
         )
-        self.session.connection._events.append(
+        self._report(
             _delivery_received(link=self, delivery=delivery, data=data, complete=True)
         )
 
@@ -210,18 +208,18 @@ class Receiver(Link):
         self, delivery: Delivery, transfer: Transfer, payload: FramePayload, pieces: bool
     ) -> None:
         """A transfer whose bytes are not kept: of a delivery ignored, or streamed."""
-        if delivery._ignore:
+        if delivery.ignored:
             self._ignored_transfer(delivery, transfer)
         else:
             self._streamed_transfer(delivery, transfer, payload, pieces)
 
     def _gathered(self, delivery: Delivery, payload: list[memoryview], more: bool | None) -> None:
         """A payload gathered across reads: its pieces kept."""
-        delivery._chunks += payload
+        delivery.add_chunks(payload)
         if more:
             # A payload gathered across reads is the first frame of this read: no delivery
             # is in _viewing yet.
-            self.session.connection._viewing.append(delivery)
+            self.session.connection.weigh_views(delivery)
 
     def _first_transfer(self, transfer: Transfer) -> Delivery | None:
         """The first transfer of a delivery: checked against the link's state and credit,
@@ -269,9 +267,10 @@ class Receiver(Link):
                 self, transfer.delivery_tag, transfer.delivery_id, transfer.message_format or 0
             )
             delivery.resumed = transfer.resume
-            # Resumed, but we hold no such delivery: we had settled it, so it is
-            # ignored (2.6.13) and settled, so that the sender can forget it too.
-            delivery._ignore = transfer.resume
+            if transfer.resume:
+                # Resumed, but we hold no such delivery: we had settled it, so it is
+                # ignored (2.6.13) and settled, so that the sender can forget it too.
+                delivery.ignore()
         else:
             # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
             # under its new id.
@@ -279,7 +278,7 @@ class Receiver(Link):
             known.id = transfer.delivery_id
             known.resumed = True
             known.size = 0
-            known._chunks = []
+            known.take_chunks()
             delivery = known
         self.delivery_count = serial_add(self.delivery_count, 1)
         if self.link_credit > 0:
@@ -309,17 +308,15 @@ class Receiver(Link):
     def _viewed(self, delivery: Delivery) -> None:
         """A delivery still arriving keeps a view of the bytes received (a large frame's
         payload): the connection weighs what it views once the read is done (_unpin)."""
-        viewing = self.session.connection._viewing
-        if not viewing or viewing[-1] is not delivery:
-            viewing.append(delivery)
+        self.session.connection.weigh_views(delivery)
 
     def _abort(self, delivery: Delivery) -> None:
         """The sender aborted the delivery: its bytes are dropped."""
         self._current = None
         delivery.aborted = True
-        delivery._chunks = []
+        delivery.take_chunks()
         self._forget(delivery)
-        self.session.connection._events.append(DeliveryAborted(link=self, delivery=delivery))
+        self._report(DeliveryAborted(link=self, delivery=delivery))
 
     def _ignored_transfer(self, delivery: Delivery, transfer: Transfer) -> None:
         """A transfer of a delivery resumed that we had settled: ignored, and the delivery
@@ -341,7 +338,7 @@ class Receiver(Link):
             delivery.complete = True
             if delivery.remote_settled:
                 self._untrack(delivery)
-        self.session.connection._events.append(
+        self._report(
             _delivery_received(
                 link=self,
                 delivery=delivery,

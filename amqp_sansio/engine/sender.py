@@ -255,7 +255,6 @@ class Sender(Link):
 
     def _on_flow(self, flow: Flow) -> None:
         """The receiver's flow state: our credit (core spec 2.6.7)."""
-        events = self.session.connection._events
         rcv_count = (
             flow.delivery_count if flow.delivery_count is not None else self._initial_delivery_count
         )
@@ -266,7 +265,7 @@ class Sender(Link):
         self.drain = flow.drain
         if flow.properties:
             self.session._txn.flow(self, flow.properties)
-        events.append(
+        self._report(
             CreditChanged(
                 link=self,
                 credit=self.link_credit,

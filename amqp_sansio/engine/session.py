@@ -97,7 +97,7 @@ class Session:
     ) -> None:
         self.connection = conn
         #: Transactions (core spec part 4), as the connection hands them down.
-        self._txn: TransactionHooks = conn._txn
+        self._txn: TransactionHooks = conn.transaction_hooks
         self.state = SessionState.UNMAPPED
         self.channel: int | None = None
         self.remote_channel: int | None = None
@@ -148,7 +148,7 @@ class Session:
     def _check_can_send(self) -> None:
         if self.state not in SESSION_SENDING:
             raise LocalProtocolError(f"the session is {self.state.value}")
-        self.connection._check_can_send()
+        self.connection.check_can_send()
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -156,7 +156,7 @@ class Session:
         """Send our begin: for a session we started, done by :meth:`Connection.begin`; for
         one the peer started (:class:`SessionBegun`), accepting it."""
         conn = self.connection
-        conn._check_can_send()
+        conn.check_can_send()
         new = SESSION_TRANSITIONS.get((self.state, _SI.S_BEGIN))
         if new is None:
             raise LocalProtocolError(f"cannot begin a session in state {self.state.value}")
@@ -173,11 +173,11 @@ class Session:
             desired_capabilities=self.desired_capabilities,
             properties=self.properties,
         )
-        conn._checked_frame(0, body)  # too large for the peer: nothing has changed yet
-        conn._assign_channel(self)  # may refuse (no free channel): nothing has changed yet
+        conn.checked_frame(0, body)  # too large for the peer: nothing has changed yet
+        conn.assign_channel(self)  # may refuse (no free channel): nothing has changed yet
         self.state = new
         assert self.channel is not None
-        conn._send_frame(self.channel, body)
+        conn.send_frame(self.channel, body)
         self._answer_owed()
 
     def end(self, error: Error | None = None) -> None:
@@ -189,10 +189,10 @@ class Session:
             self._check_fits(body)  # (an error may be large) before any change
         if self.state is SessionState.BEGIN_RCVD:
             self.begin()
-        self.connection._check_can_send()
+        self.connection.check_can_send()
         self._move(_SI.S_END_ERROR if error is not None else _SI.S_END)
         self._send(body)
-        self.connection._release_channel(self)
+        self.connection.release_channel(self)
 
     def attach_sender(
         self,
@@ -384,7 +384,7 @@ class Session:
 
     def _check_fits(self, body: Any) -> None:
         """Refuse, before anything changes, a frame larger than the peer accepts."""
-        self.connection._checked_frame(self.channel or 0, body)
+        self.connection.checked_frame(self.channel or 0, body)
 
     def _put(self, body: Any) -> None:
         """Send a frame, or queue it behind transfers waiting for the peer's window.
@@ -398,10 +398,10 @@ class Session:
         kind = type(body)
         if self._blocked and kind is not End and (kind is not Flow or body.handle is not None):
             if kind is not Flow:
-                body = bytes(self.connection._checked_frame(self.channel, body))  # checked now
+                body = bytes(self.connection.checked_frame(self.channel, body))  # checked now
             self._blocked.append(body)
             return
-        self.connection._send_frame(self.channel, body)
+        self.connection.send_frame(self.channel, body)
 
     def _flow(self, **link_fields: Any) -> Flow:
         return Flow(
@@ -435,14 +435,14 @@ class Session:
             resume=resume,
         )
         total = len(data) if isinstance(data, memoryview) else sum(map(len, data))
-        if total < conn._peer_max_frame_size - 64:
+        if total < conn.peer_max_frame_size - 64:
             # Most deliveries fit in one frame: skip the head. The split below cuts at the
             # head's size, which exceeds the last's by at most 8 bytes (two fields and a
             # list32 header): a frame with 9 bytes to spare is one the split would not cut.
             frame = _frame(
                 self.channel, last, data if isinstance(data, memoryview) else b"".join(data)
             )
-            if len(frame) + 9 <= conn._peer_max_frame_size:
+            if len(frame) + 9 <= conn.peer_max_frame_size:
                 self._queue_transfer(frame)
                 return
         if first:
@@ -458,7 +458,7 @@ class Session:
             )
         else:
             head = _transfer(handle=link.handle, more=True)
-        room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
+        room = conn.peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
         middle: bytes | None = None  # the frame head of the frames between first and last
         while True:
@@ -486,7 +486,7 @@ class Session:
                 first = False
                 head = _transfer(handle=link.handle, more=True)
                 last = _transfer(handle=link.handle, more=more)
-                room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
+                room = conn.peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
 
     def _queue_transfer(self, frame: QueuedTransfer) -> None:
         if self._blocked or self.remote_incoming_window <= 0:
@@ -498,11 +498,9 @@ class Session:
         self.next_outgoing_id = serial_add(self.next_outgoing_id, 1)
         self.remote_incoming_window -= 1
         if type(frame) is tuple:
-            conn = self.connection
-            conn._out += frame
-            conn._last_sent = conn._now
+            self.connection.emit_parts(frame)
         else:
-            self.connection._send_raw(frame)  # type: ignore[arg-type]
+            self.connection.emit(frame)  # type: ignore[arg-type]
 
     def _unblock(self) -> None:
         blocked = self._blocked
@@ -517,11 +515,11 @@ class Session:
                 continue
             blocked.popleft()
             if kind is bytes:
-                conn._send_raw(item)  # type: ignore[arg-type]
+                conn.emit(item)  # type: ignore[arg-type]
             else:
                 # A link's flow waited behind transfers: its session fields are those of now.
                 assert self.channel is not None
-                conn._send_frame(
+                conn.send_frame(
                     self.channel,
                     attrs.evolve(
                         item,  # type: ignore[misc]
@@ -535,7 +533,7 @@ class Session:
     def _queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
         # The callers (update, settle) have checked that we may send.
         self._dispositions.append((role, delivery_id, settled, state))
-        self.connection._pending_sessions.add(self)
+        self.connection.defer_dispositions(self)
 
     def _flush_dispositions(self) -> None:
         """Send queued dispositions, contiguous ids with the same outcome as one range."""
@@ -591,13 +589,13 @@ class Session:
         if new is None:
             raise _PeerError("amqp:illegal-state", f"end in session state {self.state.value}")
         self.state = new
-        conn._remote_channels.pop(self.remote_channel, None)  # type: ignore[arg-type]
-        conn._events.append(SessionEnded(session=self, error=end.error))
+        conn.forget_remote_channel(self.remote_channel)
+        conn.report(SessionEnded(session=self, error=end.error))
         if self.state is SessionState.END_RCVD and conn.state in CONNECTION_SENDING:
             # Answer with our end, as the spec's session diagram requires.
             self._move(_SI.S_END)
             self._send(End())
-            conn._release_channel(self)
+            conn.release_channel(self)
 
     def _on_attach(self, attach: Attach, payload: bytes) -> None:
         self._check_mapped()
@@ -763,14 +761,13 @@ class Session:
             ids: Iterable[int] = (serial_add(first, i) for i in range(span + 1))
         else:
             ids = [i for i in ours if serial_le(first, i) and serial_le(i, last)]
-        events = self.connection._events
         # A receiver's transactional state retires our delivery (core spec 4.4.2).
         txn_state = disp.role is _RECEIVER and type(disp.state) is TransactionalState
         for did in list(ids):
             delivery = ours.get(did)
             if delivery is None:
                 continue
-            delivery.link._on_disposition(delivery, disp.state, disp.settled, txn_state, events)
+            delivery.link._on_disposition(delivery, disp.state, disp.settled, txn_state)
 
     def _on_begin(self, begin: Begin, payload: bytes) -> None:
         raise _PeerError("amqp:illegal-state", "begin on a channel already in use")

@@ -276,7 +276,7 @@ def _book(link: Link) -> _Book:
 
 
 def _report(link: Link, event: Event) -> None:
-    link.session.connection._events.append(event)
+    link.session.connection.report(event)
 
 
 def _error(condition: Symbol, description: str) -> Error:
@@ -780,7 +780,7 @@ def first_transfer(session: Session, link: Receiver, delivery: Delivery, transfe
         UNKNOWN_ID, f"no live transaction {state.txn_id!r}"
     )
     # Refused: the rest of it is set aside, and it is rejected once whole.
-    delivery._ignore = True
+    delivery.ignore()
     delivery.local_state = Rejected(error=error)
     _report(link, TransactionWorkRefused(link=link, delivery=delivery, error=error))
 
