@@ -553,7 +553,6 @@ class Connection:
         """Transactions (core spec part 4), handed down to sessions and links."""
         return self._txn
 
-
     def checked_frame(self, channel: int, body: Any) -> bytearray:
         """The frame, encoded; refused if larger than the peer accepts."""
         frame = _frame(channel, body)

@@ -82,6 +82,8 @@ class Link:
         self.session = session
         #: Where the link's events go: its connection's (bound once, for the hot paths).
         self._report = session.connection.report
+        #: Transactions (core spec part 4), as the session hands them down.
+        self._txn = session.transaction_hooks
         self.name = name
         self.source = source
         self.target = target
@@ -187,7 +189,7 @@ class Link:
         ours may still settle the link's deliveries until our detach reaches it (a
         detached link's deliveries live on, 2.6.4, and a detaching one's until the detaches
         have crossed), and nothing on the wire tells those dispositions from later ones."""
-        self.session._check_can_send()  # nothing after our close or end
+        self.session.check_can_send()  # nothing after our close or end
         if self._reclose:
             raise LocalProtocolError("the link is being closed (2.6.6)")
         new = LINK_TRANSITIONS.get((self.state, _LI.S_DETACH))
@@ -196,13 +198,13 @@ class Link:
         assert self.handle is not None
         body = Detach(handle=self.handle, closed=closed, error=error)
         if error is not None:
-            self.session._check_fits(body)  # (an error may be large) before any change
+            self.session.check_fits(body)  # (an error may be large) before any change
         self.state = new
         self._closing = self._closing or closed
         self._sent_closed = closed
         if error is not None:
             self._destroy()
-        self.session._send(body)
+        self.session.send_frame(body)
         self.session._release_handle(self)
         self._lost(error)
 
@@ -220,14 +222,11 @@ class Link:
     def _drop_ids(self) -> None:
         """Take the link's unsettled deliveries out of the session's id maps: no
         disposition may name them any more."""
-        deliveries = self.session._deliveries(self.role)
-        for delivery in self.unsettled.values():
-            if deliveries.get(delivery.id) is delivery:
-                del deliveries[delivery.id]
+        self.session.untrack_all(self.role, self.unsettled.values())
 
     def _send_attach(self, source: Any, target: Any) -> None:
         """Send our attach with these termini; every check comes before any change."""
-        self.session._check_can_send()
+        self.session.check_can_send()
         if self.session._links_by_name.get((self.name, self.role)) is not self:
             # The peer attached a link of this name since: that endpoint is the link now.
             raise LocalProtocolError(f"link {self.name!r} has a newer endpoint: use that one")
@@ -252,7 +251,7 @@ class Link:
             self.drain = False
             self._closing = self._destroyed = False
         self._must_resume = self._reclose = False
-        self.session._send(body)
+        self.session.send_frame(body)
 
     def _attach_body(self, handle: int, source: Any, target: Any) -> Attach:
         """Our attach. An unsettled map too large for the peer's max-frame-size is cut to
@@ -303,12 +302,12 @@ class Link:
                 if self._reclose
                 else f"the link is {self.state.value}, not ATTACHED"
             )
-        self.session._check_can_send()  # a closed connection leaves its links ATTACHED
+        self.session.check_can_send()  # a closed connection leaves its links ATTACHED
 
     def _send_flow(self, *, echo: bool = False, properties: Any = None) -> None:
         s = self.session
         assert self.handle is not None
-        s._send(
+        s.send_frame(
             s._flow(
                 handle=self.handle,
                 delivery_count=self.delivery_count,
@@ -339,7 +338,7 @@ class Link:
                 handle = session._free_handle()
             except LocalProtocolError:
                 return False
-            session._send(self._attach_body(handle, self.source, self.target))
+            session.send_frame(self._attach_body(handle, self.source, self.target))
             self.handle = handle
             session._links_out[handle] = self
             self.state = _ATTACHED
@@ -367,9 +366,7 @@ class Link:
             self._reclose = False
             session._links_in.pop(detach.handle, None)
             self.remote_handle = None
-            self._report(
-                LinkDetached(link=self, error=detach.error, closed=detach.closed)
-            )
+            self._report(LinkDetached(link=self, error=detach.error, closed=detach.closed))
             self._lost(detach.error)
             session._drop_link(self)
             session._owed[self] = detach.closed
@@ -399,9 +396,7 @@ class Link:
             self._must_resume = not self._closing
         reclosing = self._reclosing
         if not reclosing:  # (the answer to our re-attach to close is not reported)
-            self._report(
-                LinkDetached(link=self, error=detach.error, closed=detach.closed)
-            )
+            self._report(LinkDetached(link=self, error=detach.error, closed=detach.closed))
         self._reclosing = self._reclose = False
         self._lost(detach.error)
         if self.state is LinkState.DETACH_RCVD and session.connection.state in CONNECTION_SENDING:
@@ -423,7 +418,7 @@ class Link:
     ) -> None:
         """The peer's disposition of one of this link's deliveries (core spec 2.7.6)."""
         if txn_state:
-            self.session._txn.disposition(delivery, state)
+            self._txn.disposition(delivery, state)
         if state is not None:
             delivery.remote_state = state  # a bare settlement keeps the outcome
         if settled:
@@ -435,7 +430,7 @@ class Link:
                 self._forget(delivery)
         self._report(_delivery_updated(link=self, delivery=delivery, state=state, settled=settled))
         if self._controller:
-            self.session._txn.outcome(self, delivery, state)  # a declare's or discharge's outcome
+            self._txn.outcome(self, delivery, state)  # a declare's or discharge's outcome
 
     def update(
         self,
@@ -450,13 +445,13 @@ class Link:
         self._own(delivery)
         if delivery.settled:
             raise LocalProtocolError("the delivery is already settled")
-        self.session._check_can_send()
+        self.session.check_can_send()
         self._check_known(delivery)
         self._check_disposition_fits(delivery, state)
         if transaction is not None or delivery.transaction is not None:
-            state = self.session._txn.retiring(self, delivery, state, transaction)
+            state = self._txn.retiring(self, delivery, state, transaction)
         delivery.local_state = state
-        self.session._queue_disposition(self.role, delivery.id, False, state)
+        self.session.queue_disposition(self.role, delivery.id, False, state)
 
     def settle(
         self,
@@ -473,11 +468,11 @@ class Link:
         if delivery.settled:
             return
         if not delivery.remote_settled:
-            self.session._check_can_send()  # a disposition goes out: refuse before any change
+            self.session.check_can_send()  # a disposition goes out: refuse before any change
             self._check_known(delivery)
             self._check_disposition_fits(delivery, state)
         if transaction is not None or delivery.transaction is not None:
-            state = self.session._txn.retiring(self, delivery, state, transaction)
+            state = self._txn.retiring(self, delivery, state, transaction)
         if state is not None:
             delivery.local_state = state
         if (
@@ -486,11 +481,11 @@ class Link:
             and not delivery.remote_settled
         ):
             delivery.settle_on_remote()
-            self.session._queue_disposition(self.role, delivery.id, False, delivery.local_state)
+            self.session.queue_disposition(self.role, delivery.id, False, delivery.local_state)
             return
         self._forget(delivery)
         if not delivery.remote_settled:
-            self.session._queue_disposition(self.role, delivery.id, True, delivery.local_state)
+            self.session.queue_disposition(self.role, delivery.id, True, delivery.local_state)
 
     def _check_disposition_fits(self, delivery: Delivery, state: Any) -> None:
         """An outcome with an error or annotations can outgrow the peer's max-frame-size:
@@ -514,7 +509,7 @@ class Link:
             raise LocalProtocolError("that delivery belongs to another link")
 
     def _check_known(self, delivery: Delivery) -> None:
-        if self.session._deliveries(self.role).get(delivery.id) is not delivery:
+        if not self.session.tracks(self.role, delivery):
             # Its link was closed (2.6.6) or detached with an error (2.6.5): the peer would
             # take a disposition naming it as input for a destroyed link.
             raise LocalProtocolError(
@@ -527,8 +522,7 @@ class Link:
 
     def _untrack(self, delivery: Delivery) -> None:
         self.unsettled.pop(delivery.tag, None)
-        s = self.session
-        (s._out_deliveries if self.role is _SENDER else s._in_deliveries).pop(delivery.id, None)
+        self.session.untrack(self.role, delivery.id)
 
     def _settles_with_peer(self) -> bool:
         """Whether we settle a delivery as soon as the peer has (an auto-settling sender)."""

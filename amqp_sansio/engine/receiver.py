@@ -26,6 +26,8 @@ from .link import Link
 from .peer_error import _PeerError
 from .serial import serial_add, serial_diff
 
+_RECEIVER = Role.RECEIVER
+
 if TYPE_CHECKING:
     from .transactions import Transaction
 
@@ -73,7 +75,7 @@ class Receiver(Link):
         self._check_attached()
         if not 0 <= credit <= _UINT_MAX:
             raise LocalProtocolError(f"credit {credit} is out of range")
-        properties = None if transaction is None else self.session._txn.acquiring(self, transaction)
+        properties = None if transaction is None else self._txn.acquiring(self, transaction)
         if self.max_unsettled is not None:
             credit = max(0, min(credit, self.max_unsettled - len(self.unsettled)))
         self.link_credit = credit
@@ -190,7 +192,7 @@ class Receiver(Link):
             self._untrack(delivery)  # the sender has forgotten it: so do we
         if self._coordinator:
             # A declare or discharge (core spec 4.2).
-            self.session._txn.request(self, delivery, b"".join(chunks))
+            self._txn.request(self, delivery, b"".join(chunks))
             return
         # A large frame's payload is a view of the bytes received: the event keeps the
         # pieces, joined (copied) once if asked for its data, or decoded with only a large
@@ -200,9 +202,7 @@ class Receiver(Link):
             if len(chunks) == 1 and type(chunks[0]) is bytes
             else (tuple(chunks) if chunks else b"")
         )
-        self._report(
-            _delivery_received(link=self, delivery=delivery, data=data, complete=True)
-        )
+        self._report(_delivery_received(link=self, delivery=delivery, data=data, complete=True))
 
     def _unbuffered_transfer(
         self, delivery: Delivery, transfer: Transfer, payload: FramePayload, pieces: bool
@@ -274,7 +274,7 @@ class Receiver(Link):
         else:
             # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
             # under its new id.
-            self.session._in_deliveries.pop(known.id, None)
+            self.session.untrack(_RECEIVER, known.id)
             known.id = transfer.delivery_id
             known.resumed = True
             known.size = 0
@@ -298,11 +298,10 @@ class Receiver(Link):
                     target=self,
                 )
             self.unsettled[delivery.tag] = delivery
-            self.session._in_deliveries[delivery.id] = delivery
+            self.session.track(_RECEIVER, delivery)
         self._current = delivery
         if transfer.state is not None or self._coordinator:
-            session = self.session
-            session._txn.first_transfer(session, self, delivery, transfer)
+            self._txn.first_transfer(self.session, self, delivery, transfer)
         return delivery
 
     def _viewed(self, delivery: Delivery) -> None:

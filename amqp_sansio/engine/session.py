@@ -55,6 +55,8 @@ from .states import (
     SessionState,
 )
 
+_SENDER = Role.SENDER
+
 if TYPE_CHECKING:
     from ..codec.types import Described
     from .connection import Connection
@@ -145,7 +147,9 @@ class Session:
             raise LocalProtocolError(f"cannot {what.value} a session in state {self.state.value}")
         self.state = new
 
-    def _check_can_send(self) -> None:
+    def check_can_send(self) -> None:
+        """Refuse (:class:`LocalProtocolError`) once the session or connection may send no
+        more."""
         if self.state not in SESSION_SENDING:
             raise LocalProtocolError(f"the session is {self.state.value}")
         self.connection.check_can_send()
@@ -186,12 +190,12 @@ class Session:
         answered sends our begin first, as refusing one must."""
         body = End(error=error)
         if error is not None:
-            self._check_fits(body)  # (an error may be large) before any change
+            self.check_fits(body)  # (an error may be large) before any change
         if self.state is SessionState.BEGIN_RCVD:
             self.begin()
         self.connection.check_can_send()
         self._move(_SI.S_END_ERROR if error is not None else _SI.S_END)
-        self._send(body)
+        self.send_frame(body)
         self.connection.release_channel(self)
 
     def attach_sender(
@@ -352,13 +356,13 @@ class Session:
                 return  # none free: the next released handle answers
             del owed[link]
             assert link.handle is not None
-            self._send(link._attach_body(link.handle, link.source, link.target))
+            self.send_frame(link._attach_body(link.handle, link.source, link.target))
             if closed is None:
                 link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
                 link._sent_closed = link._reclosing = True
-                self._send(Detach(handle=link.handle, closed=True))
+                self.send_frame(Detach(handle=link.handle, closed=True))
                 continue
-            self._send(Detach(handle=link.handle, closed=closed))
+            self.send_frame(Detach(handle=link.handle, closed=closed))
             self._links_out.pop(link.handle, None)
 
     def _drop_link(self, link: Link) -> None:
@@ -377,12 +381,46 @@ class Session:
     def _deliveries(self, role: Role) -> dict[int, Delivery]:
         return self._out_deliveries if role is Role.SENDER else self._in_deliveries
 
-    def _send(self, body: Any) -> None:
+    # -- what the links ask of their session ----------------------------------------------------
+
+    @property
+    def transaction_hooks(self) -> TransactionHooks:
+        """Transactions (core spec part 4), as the connection hands them down."""
+        return self._txn
+
+    def next_delivery_id(self) -> int:
+        """A new delivery-id of ours (core spec 2.7.5): the session numbers the deliveries
+        of all its sending links in one sequence."""
+        delivery_id = self._next_delivery_id
+        self._next_delivery_id = serial_add(delivery_id, 1)
+        return delivery_id
+
+    def track(self, role: Role, delivery: Delivery) -> None:
+        """Know ``delivery`` (of a link of ``role``) by its id, for the peer's dispositions."""
+        (self._out_deliveries if role is _SENDER else self._in_deliveries)[delivery.id] = delivery
+
+    def untrack(self, role: Role, delivery_id: int) -> None:
+        """Forget the delivery of a link of ``role`` with that id: no disposition names it."""
+        (self._out_deliveries if role is _SENDER else self._in_deliveries).pop(delivery_id, None)
+
+    def tracks(self, role: Role, delivery: Delivery) -> bool:
+        """Whether a disposition may still name ``delivery`` by its id."""
+        return self._deliveries(role).get(delivery.id) is delivery
+
+    def untrack_all(self, role: Role, deliveries: Iterable[Delivery]) -> None:
+        """Forget those of ``deliveries`` known by their ids (a link destroyed or closed)."""
+        known = self._deliveries(role)
+        for delivery in deliveries:
+            if known.get(delivery.id) is delivery:
+                del known[delivery.id]
+
+    def send_frame(self, body: Any) -> None:
+        """Send a frame on the session (behind the dispositions queued before it)."""
         if self._dispositions:
             self._flush_dispositions()  # what was settled before goes out before this frame
         self._put(body)
 
-    def _check_fits(self, body: Any) -> None:
+    def check_fits(self, body: Any) -> None:
         """Refuse, before anything changes, a frame larger than the peer accepts."""
         self.connection.checked_frame(self.channel or 0, body)
 
@@ -412,7 +450,7 @@ class Session:
             **link_fields,
         )
 
-    def _send_transfer(
+    def send_transfer(
         self,
         link: Sender,
         delivery: Delivery,
@@ -422,6 +460,7 @@ class Session:
         *,
         resume: bool = False,
     ) -> None:
+        """Send the transfer frames of ``data`` (a delivery's next bytes) for ``link``."""
         assert self.channel is not None and link.handle is not None
         conn = self.connection
         last = _transfer(
@@ -443,7 +482,7 @@ class Session:
                 self.channel, last, data if isinstance(data, memoryview) else b"".join(data)
             )
             if len(frame) + 9 <= conn.peer_max_frame_size:
-                self._queue_transfer(frame)
+                self.queue_transfer(frame)
                 return
         if first:
             head = _transfer(
@@ -476,9 +515,9 @@ class Session:
             # The chunk is a view of the (immutable) message bytes, or views of its parts:
             # it is copied once, when data_to_send joins what is queued.
             if isinstance(data, memoryview):
-                self._queue_transfer((frame_head, data[offset:stop]))
+                self.queue_transfer((frame_head, data[offset:stop]))
             else:
-                self._queue_transfer((frame_head, *_cut(data, offset, stop)))
+                self.queue_transfer((frame_head, *_cut(data, offset, stop)))
             if final:
                 break
             offset += room
@@ -488,7 +527,8 @@ class Session:
                 last = _transfer(handle=link.handle, more=more)
                 room = conn.peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
 
-    def _queue_transfer(self, frame: QueuedTransfer) -> None:
+    def queue_transfer(self, frame: QueuedTransfer) -> None:
+        """Send a transfer frame, or queue it until the peer's incoming window opens."""
         if self._blocked or self.remote_incoming_window <= 0:
             self._blocked.append(frame)
             return
@@ -530,8 +570,9 @@ class Session:
                     ),
                 )
 
-    def _queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
-        # The callers (update, settle) have checked that we may send.
+    def queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
+        """A disposition to send, merged into ranges with its neighbours before the next
+        frame or output (the callers, update and settle, have checked that we may send)."""
         self._dispositions.append((role, delivery_id, settled, state))
         self.connection.defer_dispositions(self)
 
@@ -594,7 +635,7 @@ class Session:
         if self.state is SessionState.END_RCVD and conn.state in CONNECTION_SENDING:
             # Answer with our end, as the spec's session diagram requires.
             self._move(_SI.S_END)
-            self._send(End())
+            self.send_frame(End())
             conn.release_channel(self)
 
     def _on_attach(self, attach: Attach, payload: bytes) -> None:
@@ -710,7 +751,7 @@ class Session:
                 return  # sent before the peer saw our error detach (2.6.5)
             link._on_flow(flow)
         elif flow.echo and self.state is SessionState.MAPPED:
-            self._send(self._flow())
+            self.send_frame(self._flow())
 
     def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         self._check_mapped()
@@ -741,7 +782,7 @@ class Session:
             and self.state is SessionState.MAPPED
         ):
             self.incoming_window = self._max_incoming_window
-            self._send(self._flow())
+            self.send_frame(self._flow())
 
     def _on_disposition(self, disp: Disposition, payload: bytes) -> None:
         self._check_mapped()

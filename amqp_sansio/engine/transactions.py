@@ -588,7 +588,7 @@ class _Request:
             raise LocalProtocolError("the request has been answered")
         if self.link.state is not LinkState.ATTACHED:
             raise LocalProtocolError("the coordinator link is not attached")
-        self.link.session._check_can_send()
+        self.link.session.check_can_send()
 
 
 class DeclareRequest(_Request):
