@@ -22,7 +22,7 @@ refusing a peer's open, begin and attach, granting link credit, settling deliver
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..codec import decoder
@@ -49,7 +49,6 @@ from ..events import (
     IdleTimedOut,
     PeerWithoutSASL,
     ProtocolError,
-    SessionBegun,
     UnsupportedProtocol,
 )
 from ..framing import (
@@ -74,7 +73,6 @@ from .frames import _frame, _gathered, _take
 from .hooks import TransactionHooks
 from .link import Link
 from .peer_error import _PeerError
-from .serial import serial_add, serial_diff
 from .session import Session
 from .states import (
     CONNECTION_ENDING,
@@ -319,7 +317,7 @@ class Connection:
             return out
         if self._pending_sessions:
             for session in self._pending_sessions:
-                session._flush_dispositions()
+                session.flush_dispositions()
             self._pending_sessions.clear()
         out = self._out
         if not out:
@@ -543,6 +541,14 @@ class Connection:
         if not viewing or viewing[-1] is not delivery:
             viewing.append(delivery)
 
+    def transactions_book(self, make: Callable[[], object]) -> object:
+        """The connection's transactions, both sides (core spec part 4; txn-ids are
+        connection-scoped): kept here for the transactions module, made by ``make`` when
+        first asked for."""
+        if self._txn_book is None:
+            self._txn_book = make()
+        return self._txn_book
+
     @property
     def peer_max_frame_size(self) -> int:
         """The largest frame the peer accepts (its open's max-frame-size, core spec 2.7.1)."""
@@ -573,7 +579,7 @@ class Connection:
         if (self.state, what) not in CONNECTION_TRANSITIONS:
             raise LocalProtocolError(f"cannot close in connection state {self.state.value}")
         for session in self._pending_sessions:
-            session._flush_dispositions()  # settlements made before the close go first
+            session.flush_dispositions()  # settlements made before the close go first
         self._pending_sessions.clear()
         self._move(what)
         self.send_frame(0, Close(error=error))
@@ -596,16 +602,7 @@ class Connection:
     def release_channel(self, session: Session) -> None:
         """Our end of ``session`` went out: free its channel; its links are detached."""
         self._local_channels.pop(session.channel, None)  # type: ignore[arg-type]
-        session.channel = None
-        session._blocked.clear()
-        session._dispositions.clear()
-        session._owed.clear()
-        for link in session._links_by_name.values():
-            link.state = LinkState.DETACHED  # a session's end detaches its links (2.5.2)
-            link.handle = link.remote_handle = None
-            link._lost(None)
-        session._links_in.clear()
-        session._links_out.clear()
+        session.unmapped()
 
     def _parse(self) -> None:
         parser = self._parser
@@ -781,7 +778,7 @@ class Connection:
                 f"{type(body).__name__} on channel {channel}, where no session has begun",
             )
         try:
-            session._on_frame(body, payload)
+            session.receive_frame(body, payload)
         except _PeerError as exc:
             if exc.scope == "connection":
                 raise
@@ -813,17 +810,8 @@ class Connection:
                 )
             session = found
             session.state = SessionState.MAPPED
-        session.remote = begin
-        session.remote_channel = channel
-        session.next_incoming_id = begin.next_outgoing_id
-        session.remote_outgoing_window = begin.outgoing_window
-        session.remote_incoming_window = serial_diff(
-            serial_add(session._initial_outgoing_id, begin.incoming_window),
-            session.next_outgoing_id,
-        )
         self._remote_channels[channel] = session
-        self._events.append(SessionBegun(session=session, remote=begin))
-        session._unblock()
+        session.receive_begin(channel, begin)
 
     def _peer_error(self, exc: _PeerError) -> None:
         """Answer a peer's violation at the right level (core spec 2.4.3, 2.5.4, 2.6.5)."""
@@ -831,8 +819,7 @@ class Connection:
         if exc.scope == "link" and isinstance(exc.target, Link):
             link = exc.target
             if link.state is LinkState.ATTACHED:
-                link._current = None
-                link.detach(error=exc.error)
+                link.detach_for_peer_error(exc.error)
                 return
         if exc.scope in ("link", "session"):
             session = exc.target.session if isinstance(exc.target, Link) else exc.target

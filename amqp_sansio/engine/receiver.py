@@ -94,7 +94,7 @@ class Receiver(Link):
         follows)."""
         self.flow(self.link_credit, drain=True)
 
-    def _on_attach(self, attach: Attach) -> bool:
+    def receive_attach(self, attach: Attach) -> bool:
         self.snd_settle_mode = attach.snd_settle_mode  # the sender's to choose
         if attach.initial_delivery_count is None:
             raise _PeerError(
@@ -105,7 +105,7 @@ class Receiver(Link):
             )
         self.delivery_count = attach.initial_delivery_count
         self._granted_limit = self.delivery_count
-        reported = super()._on_attach(attach)
+        reported = super().receive_attach(attach)
         if reported and self.unsettled and not attach.incomplete_unsettled:
             # Resuming: deliveries only we consider unsettled were settled by the sender
             # (2.6.13). From an incomplete map, a missing tag says nothing (2.7.3).
@@ -121,7 +121,7 @@ class Receiver(Link):
                     )
         return reported
 
-    def _on_flow(self, flow: Flow) -> None:
+    def receive_flow(self, flow: Flow) -> None:
         """The sender's flow state: its delivery-count and what it has available (2.6.7)."""
         if flow.delivery_count is not None:
             limit = serial_add(self.delivery_count, self.link_credit)
@@ -141,7 +141,7 @@ class Receiver(Link):
             self._report(DrainCompleted(link=self))
         self._echo(flow)
 
-    def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
+    def receive_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         """A transfer on this link; the session has counted it against its window."""
         delivery = self._current
         if delivery is None:

@@ -171,6 +171,15 @@ class Sender(Link):
             self._txn.posted(owner, delivery)
         return delivery
 
+    @property
+    def acquiring_in(self) -> Any:
+        """The transaction a receiver's flow put our sends in (4.4.3), or None."""
+        return self._acquiring
+
+    def acquire_in(self, record: Any) -> None:
+        """Put our sends in the transaction ``record`` (4.4.3), or none."""
+        self._acquiring = record
+
     def _check_settle_mode(self, settled: bool) -> None:
         """``settled``, asked for, is what the link's snd-settle-mode allows."""
         if settled and self.snd_settle_mode is SenderSettleMode.UNSETTLED:
@@ -249,11 +258,11 @@ class Sender(Link):
         if send:
             self._send_flow()
 
-    def _on_attach(self, attach: Attach) -> bool:
+    def receive_attach(self, attach: Attach) -> bool:
         self.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
-        return super()._on_attach(attach)
+        return super().receive_attach(attach)
 
-    def _on_flow(self, flow: Flow) -> None:
+    def receive_flow(self, flow: Flow) -> None:
         """The receiver's flow state: our credit (core spec 2.6.7)."""
         rcv_count = (
             flow.delivery_count if flow.delivery_count is not None else self._initial_delivery_count

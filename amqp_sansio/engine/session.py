@@ -31,6 +31,7 @@ from ..errors import LocalProtocolError
 from ..events import (
     DeliveryReceived,
     DeliveryUpdated,
+    SessionBegun,
     SessionEnded,
 )
 from ..framing import FramePayload
@@ -229,10 +230,10 @@ class Session:
             desired_capabilities=desired_capabilities,
             max_message_size=max_message_size,
         )
-        link.delivery_count = link._initial_delivery_count = initial_delivery_count & _UINT_MAX
+        link.start_delivery_count(initial_delivery_count & _UINT_MAX)
         if max_unsettled is not None:
             link.max_unsettled = max_unsettled
-        return self._start(link)
+        return self.start_link(link)
 
     def attach_receiver(
         self,
@@ -265,7 +266,7 @@ class Session:
         )
         if max_unsettled is not None:
             link.max_unsettled = max_unsettled
-        return self._start(link)
+        return self.start_link(link)
 
     def attach_controller(
         self,
@@ -282,7 +283,7 @@ class Session:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _start(self, link: L) -> L:
+    def start_link(self, link: L) -> L:
         """Register a link we start, and send its attach. Refused, it changes nothing."""
         key = (link.name, link.role)
         old = self._links_by_name.get(key)
@@ -307,13 +308,7 @@ class Session:
                 f"a {link.role.name.lower()} link named {link.name!r} is already attached"
             )
         if old is not None:
-            link._must_resume = old._must_resume
-            if old.unsettled:
-                # Re-attaching a suspended link resumes it: its unsettled deliveries carry
-                # over and go in our attach's unsettled map (2.6.13).
-                link.unsettled = old.unsettled
-                for delivery in link.unsettled.values():
-                    delivery.link = link
+            link.take_over(old)
         self._links_by_name[key] = link
 
     def _free_handle(self) -> int:
@@ -331,10 +326,11 @@ class Session:
         link.handle = self._free_handle()
         self._links_out[link.handle] = link
 
-    def _release_handle(self, link: Link) -> None:
+    def release_handle(self, link: Link) -> None:
+        """Our detach of ``link`` went out: its handle is free."""
         self._links_out.pop(link.handle, None)  # type: ignore[arg-type]
         if link.state is LinkState.DETACHED:
-            self._drop_link(link)
+            self.drop_link(link)
         if self._owed:
             self._answer_owed()
 
@@ -355,28 +351,48 @@ class Session:
             except LocalProtocolError:
                 return  # none free: the next released handle answers
             del owed[link]
-            assert link.handle is not None
-            self.send_frame(link._attach_body(link.handle, link.source, link.target))
-            if closed is None:
-                link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
-                link._sent_closed = link._reclosing = True
-                self.send_frame(Detach(handle=link.handle, closed=True))
-                continue
-            self.send_frame(Detach(handle=link.handle, closed=closed))
-            self._links_out.pop(link.handle, None)
+            if not link.answer_owed(closed):
+                self._links_out.pop(link.handle, None)  # type: ignore[arg-type]
 
-    def _drop_link(self, link: Link) -> None:
-        # Detached both ways: a delivery cut short cannot go on after a re-attach (2.6.13).
-        link._current = None
+    def drop_link(self, link: Link) -> None:
+        """``link`` is detached both ways: its input handle is free (and the link forgets
+        what it must, see :meth:`Link.dropped`)."""
         self._links_in.pop(link.remote_handle, None)  # type: ignore[arg-type]
-        if link._closing:
-            # Closed: the link and its unsettled state are gone (2.6.6).
-            for delivery in link.unsettled.values():
-                self._deliveries(link.role).pop(delivery.id, None)
-            link.unsettled = {}
-        # Suspended: its unsettled deliveries live on in the session, which may still
-        # exchange dispositions for them by delivery-id (2.6.4), until a re-attach resumes
-        # them (2.6.13).
+        link.dropped()
+
+    def free_handle(self) -> int:
+        """The lowest free handle of ours (:class:`LocalProtocolError` if none)."""
+        return self._free_handle()
+
+    def map_handle(self, handle: int, link: Link) -> None:
+        """``link`` goes out on our ``handle`` (its attach is sent)."""
+        self._links_out[handle] = link
+
+    def unmap_remote_handle(self, handle: int) -> None:
+        """The peer's ``handle`` is free: it detached the link on it (core spec 2.6.6)."""
+        self._links_in.pop(handle, None)
+
+    def is_current(self, link: Link) -> bool:
+        """Whether ``link`` is the session's endpoint for its name and role (the peer may
+        have attached a newer one since)."""
+        return self._links_by_name.get((link.name, link.role)) is link
+
+    def owes_answer(self, link: Link) -> bool:
+        """Whether ``link`` still owes the peer the answer to its attach (see
+        :meth:`owe_answer`)."""
+        return link in self._owed
+
+    def owe_answer(self, link: Link, closed: bool | None) -> None:
+        """The peer detached ``link`` before we answered its attach: answer it (an attach and
+        a detach with ``closed``), or, with ``None``, re-attach and close it (2.6.6), as soon
+        as a handle is free."""
+        self._owed[link] = closed
+        self._answer_owed()
+
+    def mark_errant(self, handle: int, link: Link) -> None:
+        """The peer answered our error detach of ``link`` on its ``handle``: input on it
+        is errant until an attach reuses it (2.6.5)."""
+        self._errant_handles[handle] = link
 
     def _deliveries(self, role: Role) -> dict[int, Delivery]:
         return self._out_deliveries if role is Role.SENDER else self._in_deliveries
@@ -417,7 +433,7 @@ class Session:
     def send_frame(self, body: Any) -> None:
         """Send a frame on the session (behind the dispositions queued before it)."""
         if self._dispositions:
-            self._flush_dispositions()  # what was settled before goes out before this frame
+            self.flush_dispositions()  # what was settled before goes out before this frame
         self._put(body)
 
     def check_fits(self, body: Any) -> None:
@@ -440,6 +456,10 @@ class Session:
             self._blocked.append(body)
             return
         self.connection.send_frame(self.channel, body)
+
+    def send_flow(self, **link_fields: Any) -> None:
+        """Send a link's flow (core spec 2.7.4): ``link_fields`` with the session's own."""
+        self.send_frame(self._flow(**link_fields))
 
     def _flow(self, **link_fields: Any) -> Flow:
         return Flow(
@@ -542,6 +562,32 @@ class Session:
         else:
             self.connection.emit(frame)  # type: ignore[arg-type]
 
+    def receive_begin(self, channel: int, begin: Begin) -> None:
+        """The peer's begin on ``channel`` (core spec 2.5.1): its channel, ids and windows;
+        reported, and what waited for its incoming window goes out."""
+        self.remote = begin
+        self.remote_channel = channel
+        self.next_incoming_id = begin.next_outgoing_id
+        self.remote_outgoing_window = begin.outgoing_window
+        self.remote_incoming_window = serial_diff(
+            serial_add(self._initial_outgoing_id, begin.incoming_window),
+            self.next_outgoing_id,
+        )
+        self.connection.report(SessionBegun(session=self, remote=begin))
+        self._unblock()
+
+    def unmapped(self) -> None:
+        """Our end went out and the connection freed our channel: what waited to be sent
+        is dropped, and the session's end detaches its links (2.5.2)."""
+        self.channel = None
+        self._blocked.clear()
+        self._dispositions.clear()
+        self._owed.clear()
+        for link in self._links_by_name.values():
+            link.session_ended()
+        self._links_in.clear()
+        self._links_out.clear()
+
     def _unblock(self) -> None:
         blocked = self._blocked
         conn = self.connection
@@ -576,7 +622,7 @@ class Session:
         self._dispositions.append((role, delivery_id, settled, state))
         self.connection.defer_dispositions(self)
 
-    def _flush_dispositions(self) -> None:
+    def flush_dispositions(self) -> None:
         """Send queued dispositions, contiguous ids with the same outcome as one range."""
         pending = self._dispositions
         if not pending or self.channel is None:
@@ -613,7 +659,8 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def _on_frame(self, body: Any, payload: FramePayload) -> None:
+    def receive_frame(self, body: Any, payload: FramePayload) -> None:
+        """A frame the peer sent on the session's channel (begin aside)."""
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the
         # answer to a detach, is moot until its end arrives.
@@ -657,18 +704,12 @@ class Session:
             )
         our_role = Role.SENDER if attach.role is Role.RECEIVER else Role.RECEIVER
         link = self._links_by_name.get((attach.name, our_role))
-        if (
-            link is not None
-            and link._destroyed
-            and link.state is LinkState.DETACHED
-            and not link._closing
-            and attach.unsettled is None
-        ):
+        if link is not None and link.awaits_resume() and attach.unsettled is None:
             # We detached the link with an error and neither end closed it: the peer must
             # resume it; an attach without an unsettled map is a pipelined re-attach (2.6.5).
             raise self._errant(f"attach of link {attach.name!r} after our error: not a resume")
         self._errant_handles.pop(handle, None)  # a released handle, used again
-        if link is None or (link.state is LinkState.DETACHED and not link._reclose):
+        if link is None or (link.state is LinkState.DETACHED and not link.peer_owes_reclose):
             cls: type[Link] = Sender if our_role is Role.SENDER else Receiver
             if type(attach.target) is Coordinator and cls is Receiver:
                 cls = self._txn.coordinator_link  # a controller's link (core spec 4.2)
@@ -699,7 +740,7 @@ class Session:
         link.remote = attach
         link.remote_handle = handle
         self._links_in[handle] = link
-        link._on_attach(attach)
+        link.receive_attach(attach)
 
     def _check_mapped(self) -> None:
         # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach) and MAPPED; after
@@ -730,7 +771,7 @@ class Session:
 
     def _on_detach(self, detach: Detach, payload: bytes) -> None:
         self._check_mapped()
-        self._link_in(detach.handle, detach=True)._on_detach(detach)
+        self._link_in(detach.handle, detach=True).receive_detach(detach)
 
     def _on_flow(self, flow: Flow, payload: bytes) -> None:
         self._check_mapped()
@@ -747,9 +788,9 @@ class Session:
         self._unblock()
         if flow.handle is not None:
             link = self._link_in(flow.handle)
-            if link._destroyed:
+            if link.destroyed:
                 return  # sent before the peer saw our error detach (2.6.5)
-            link._on_flow(flow)
+            link.receive_flow(flow)
         elif flow.echo and self.state is SessionState.MAPPED:
             self.send_frame(self._flow())
 
@@ -772,7 +813,7 @@ class Session:
         self.next_incoming_id = serial_add(self.next_incoming_id or 0, 1)
         if self.remote_outgoing_window > 0:
             self.remote_outgoing_window -= 1
-        link._on_transfer(transfer, payload)
+        link.receive_transfer(transfer, payload)
         self._replenish()
 
     def _replenish(self) -> None:
@@ -808,7 +849,7 @@ class Session:
             delivery = ours.get(did)
             if delivery is None:
                 continue
-            delivery.link._on_disposition(delivery, disp.state, disp.settled, txn_state)
+            delivery.link.receive_disposition(delivery, disp.state, disp.settled, txn_state)
 
     def _on_begin(self, begin: Begin, payload: bytes) -> None:
         raise _PeerError("amqp:illegal-state", "begin on a channel already in use")
