@@ -32,6 +32,7 @@ from ..definitions.performatives import (
     Close,
     Error,
     Open,
+    Performative,
     SaslCode,
 )
 from ..errors import (
@@ -559,7 +560,7 @@ class Connection:
         """Transactions (core spec part 4), handed down to sessions and links."""
         return self._txn
 
-    def checked_frame(self, channel: int, body: Any) -> bytearray:
+    def checked_frame(self, channel: int, body: Performative) -> bytearray:
         """The frame, encoded; refused if larger than the peer accepts."""
         frame = _frame(channel, body)
         if len(frame) > self._peer_max_frame_size:
@@ -570,7 +571,7 @@ class Connection:
             )
         return frame
 
-    def send_frame(self, channel: int, body: Any) -> None:
+    def send_frame(self, channel: int, body: Performative) -> None:
         """Queue a frame for the peer, checked against its max-frame-size."""
         self.emit(self.checked_frame(channel, body))
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from ..codec.types import Described
     from ..definitions.messaging import DeliveryState, Source, Target
-    from ..definitions.transactions import Coordinator
+    from ..definitions.transactions import Coordinator, TransactionalState
     from .session import Session
     from .transactions import Transaction
 
@@ -488,11 +488,11 @@ class Link:
                 self._reclose = True  # the peer owes us that re-attach and closing detach
 
     def receive_disposition(
-        self, delivery: Delivery, state: Any, settled: bool, txn_state: bool
+        self, delivery: Delivery, state: DeliveryState | None, settled: bool, txn_state: bool
     ) -> None:
         """The peer's disposition of one of this link's deliveries (core spec 2.7.6)."""
         if txn_state:
-            self._txn.disposition(delivery, state)
+            self._txn.disposition(delivery, cast("TransactionalState", state))
         if state is not None:
             delivery.remote_state = state  # a bare settlement keeps the outcome
         if settled:

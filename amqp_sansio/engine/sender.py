@@ -26,7 +26,7 @@ _SENDER = Role.SENDER
 
 if TYPE_CHECKING:
     from ..definitions.messaging import DeliveryState
-    from .transactions import Transaction
+    from .transactions import Transaction, TransactionRecord
 
 
 _UINT_MAX = 0xFFFFFFFF
@@ -61,7 +61,7 @@ class Sender(Link):
         #: false, the application calls settle() itself.
         self.auto_settle = True
         #: The transaction the receiver's flow put our sends in (core spec 4.4.3).
-        self._acquiring: Any = None
+        self._acquiring: TransactionRecord | None = None
 
     def send(
         self,
@@ -172,11 +172,11 @@ class Sender(Link):
         return delivery
 
     @property
-    def acquiring_in(self) -> Any:
+    def acquiring_in(self) -> TransactionRecord | None:
         """The transaction a receiver's flow put our sends in (4.4.3), or None."""
         return self._acquiring
 
-    def acquire_in(self, record: Any) -> None:
+    def acquire_in(self, record: TransactionRecord | None) -> None:
         """Put our sends in the transaction ``record`` (4.4.3), or none."""
         self._acquiring = record
 

@@ -12,7 +12,7 @@ import attrs
 
 from ..codec.composite import unchecked
 from ..codec.types import Symbol
-from ..definitions.messaging import Source, Target
+from ..definitions.messaging import DeliveryState, Source, Target
 from ..definitions.performatives import (
     Attach,
     Begin,
@@ -21,6 +21,7 @@ from ..definitions.performatives import (
     End,
     Error,
     Flow,
+    Performative,
     ReceiverSettleMode,
     Role,
     SenderSettleMode,
@@ -430,13 +431,13 @@ class Session:
             if known.get(delivery.id) is delivery:
                 del known[delivery.id]
 
-    def send_frame(self, body: Any) -> None:
+    def send_frame(self, body: Performative) -> None:
         """Send a frame on the session (behind the dispositions queued before it)."""
         if self._dispositions:
             self.flush_dispositions()  # what was settled before goes out before this frame
         self._put(body)
 
-    def check_fits(self, body: Any) -> None:
+    def check_fits(self, body: Performative) -> None:
         """Refuse, before anything changes, a frame larger than the peer accepts."""
         self.connection.checked_frame(self.channel or 0, body)
 
@@ -457,9 +458,29 @@ class Session:
             return
         self.connection.send_frame(self.channel, body)
 
-    def send_flow(self, **link_fields: Any) -> None:
-        """Send a link's flow (core spec 2.7.4): ``link_fields`` with the session's own."""
-        self.send_frame(self._flow(**link_fields))
+    def send_flow(
+        self,
+        *,
+        handle: int,
+        delivery_count: int | None,
+        link_credit: int | None,
+        available: int | None,
+        drain: bool,
+        echo: bool,
+        properties: dict[Symbol, object] | None,
+    ) -> None:
+        """Send a link's flow (core spec 2.7.4): its fields with the session's own."""
+        self.send_frame(
+            self._flow(
+                handle=handle,
+                delivery_count=delivery_count,
+                link_credit=link_credit,
+                available=available,
+                drain=drain,
+                echo=echo,
+                properties=properties,
+            )
+        )
 
     def _flow(self, **link_fields: Any) -> Flow:
         return Flow(
@@ -605,10 +626,11 @@ class Session:
             else:
                 # A link's flow waited behind transfers: its session fields are those of now.
                 assert self.channel is not None
+                flow: Flow = item  # type: ignore[assignment]
                 conn.send_frame(
                     self.channel,
                     attrs.evolve(
-                        item,  # type: ignore[misc]
+                        flow,
                         next_incoming_id=self.next_incoming_id,
                         incoming_window=self.incoming_window,
                         next_outgoing_id=self.next_outgoing_id,
@@ -616,7 +638,9 @@ class Session:
                     ),
                 )
 
-    def queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
+    def queue_disposition(
+        self, role: Role, delivery_id: int, settled: bool, state: DeliveryState | None
+    ) -> None:
         """A disposition to send, merged into ranges with its neighbours before the next
         frame or output (the callers, update and settle, have checked that we may send)."""
         self._dispositions.append((role, delivery_id, settled, state))
@@ -659,7 +683,7 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def receive_frame(self, body: Any, payload: FramePayload) -> None:
+    def receive_frame(self, body: Performative, payload: FramePayload) -> None:
         """A frame the peer sent on the session's channel (begin aside)."""
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the

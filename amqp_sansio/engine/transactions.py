@@ -392,7 +392,7 @@ class Controller(Sender):
 
     # -- engine hooks -------------------------------------------------------------------------
 
-    def receive_outcome(self, delivery: Delivery, state: Any) -> None:
+    def receive_outcome(self, delivery: Delivery, state: DeliveryState | None) -> None:
         """A disposition for one of our requests."""
         transaction = self._requests.get(delivery)
         if transaction is None or type(state) not in _TERMINAL:
