@@ -163,6 +163,11 @@ class Connection:
         self._parser = FrameParser(max_frame_size=self.open_max_frame_size, max_depth=max_depth)
         self._out: list[bytes | bytearray | memoryview] = []
         self._events: list[Event] = []
+        #: Queue an event for the application (what ``receive_data`` returns next): how
+        #: sessions and links hand over what they report. The list's own ``append``, bound
+        #: once (the list is emptied, never replaced), as the transfer paths call it for
+        #: each delivery.
+        self.report: Callable[[Event], None] = self._events.append
         #: Transactions (core spec part 4), handed down to sessions and links.
         self._txn: TransactionHooks = HOOKS
         self._header_received = False
@@ -176,6 +181,10 @@ class Connection:
         self._local_channels: dict[int, Session] = {}
         self._remote_channels: dict[int, Session] = {}
         self._pending_sessions: set[Session] = set()
+        #: A session holds dispositions to send as ranges: they are flushed before the next
+        #: output is taken (or before our close). The set's own ``add``, bound once (the
+        #: set is cleared, never replaced), as each settlement calls it.
+        self.defer_dispositions: Callable[[Session], None] = self._pending_sessions.add
         #: Deliveries that took a view of the bytes being received (see _unpin).
         self._viewing: list[Delivery] = []
         #: The SASL exchange while it lasts (core spec 5.3); its bytes wait in _sasl_out and
@@ -259,8 +268,8 @@ class Connection:
             self._peer_error(exc)
         if self._viewing:
             self._unpin(data)
-        events = self._events
-        self._events = []
+        events = self._events.copy()
+        self._events.clear()
         return events
 
     def _unpin(self, data: Any) -> None:
@@ -458,8 +467,8 @@ class Connection:
             self._last_sent = now
 
     def _take_events(self) -> list[Event]:
-        events = self._events
-        self._events = []
+        events = self._events.copy()
+        self._events.clear()
         return events
 
     def _move(self, what: ConnectionInput) -> None:
@@ -521,15 +530,6 @@ class Connection:
         they are joined only when :meth:`data_to_send` copies them out."""
         self._out += parts
         self._last_sent = self._now
-
-    def report(self, event: Event) -> None:
-        """Queue an event for the application (what ``receive_data`` returns next)."""
-        self._events.append(event)
-
-    def defer_dispositions(self, session: Session) -> None:
-        """``session`` holds dispositions to send as ranges: flush them before the next
-        output is taken (or before our close)."""
-        self._pending_sessions.add(session)
 
     def forget_remote_channel(self, channel: int | None) -> None:
         """The peer has ended the session on ``channel`` (core spec 2.5.5)."""

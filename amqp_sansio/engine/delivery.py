@@ -108,9 +108,12 @@ class Delivery:
         """Keep the pieces of a payload gathered across reads."""
         self._chunks += chunks
 
-    def take_chunks(self) -> list[bytes | memoryview]:
-        """The payloads kept so far, handed over (the delivery keeps none after)."""
+    def take_chunks(self, last: bytes | memoryview | None = None) -> list[bytes | memoryview]:
+        """The payloads kept so far, and ``last`` after them, handed over (the delivery
+        keeps none after)."""
         chunks = self._chunks
+        if last is not None:
+            chunks.append(last)
         self._chunks = []
         return chunks
 

@@ -179,15 +179,16 @@ class Receiver(Link):
         # The usual case, inline: the delivery's bytes are kept until its last transfer.
         if pieces:
             self._gathered(delivery, payload, transfer.more)  # type: ignore[arg-type]
-        elif payload:
+        elif payload and transfer.more:
             delivery.add_chunk(payload)  # type: ignore[arg-type]
-            if transfer.more and type(payload) is memoryview:
+            if type(payload) is memoryview:
                 self._viewed(delivery)
         if transfer.more:
             return
         self._current = None
         delivery.complete = True
-        chunks = delivery.take_chunks()
+        # (the last payload, unless gathered, joins the kept ones here)
+        chunks = delivery.take_chunks(None if pieces or not payload else payload)  # type: ignore[arg-type]
         if delivery.remote_settled:
             self._untrack(delivery)  # the sender has forgotten it: so do we
         if self._coordinator:

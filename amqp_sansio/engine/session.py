@@ -422,7 +422,8 @@ class Session:
 
     def tracks(self, role: Role, delivery: Delivery) -> bool:
         """Whether a disposition may still name ``delivery`` by its id."""
-        return self._deliveries(role).get(delivery.id) is delivery
+        known = self._out_deliveries if role is _SENDER else self._in_deliveries
+        return known.get(delivery.id) is delivery
 
     def untrack_all(self, role: Role, deliveries: Iterable[Delivery]) -> None:
         """Forget those of ``deliveries`` known by their ids (a link destroyed or closed)."""
