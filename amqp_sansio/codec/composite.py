@@ -35,7 +35,7 @@ from .types import (
     UShort,
 )
 
-__all__ = ["amqp", "composite", "restricted"]
+__all__ = ["Restricted", "amqp", "composite", "restricted"]
 
 T = TypeVar("T")
 
@@ -262,6 +262,16 @@ class Composite:
 
     def __attrs_post_init__(self) -> None:
         _validate(type(self), self)
+
+
+class Restricted:
+    """Base of every restricted described type declared with :func:`restricted` (the message
+    sections of core spec 3.2). ``DESCRIPTOR_CODE`` and ``DESCRIPTOR_NAME`` are set by the
+    decorator (core spec 1.5)."""
+
+    __slots__ = ()
+    DESCRIPTOR_CODE: int
+    DESCRIPTOR_NAME: str
 
 
 # -- code generation --------------------------------------------------------------------------

@@ -16,28 +16,14 @@ import operator
 import struct
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, TypeAlias, TypeVar, Union
+from typing import Protocol, TypeAlias, TypeVar, Union
 
 import attrs
-
-if TYPE_CHECKING:
-    # The message sections are restricted types, not composites: the definitions register
-    # them with the codec, so decode returns them as well (for the types only: the codec
-    # does not import the definitions).
-    from ..definitions.messaging import (
-        AmqpSequence,
-        AmqpValue,
-        ApplicationProperties,
-        Data,
-        DeliveryAnnotations,
-        Footer,
-        MessageAnnotations,
-    )
-    from .composite import Composite
 
 __all__ = [
     "AMQPType",
     "AMQPValue",
+    "DescribedType",
     "Array",
     "Byte",
     "Char",
@@ -418,6 +404,19 @@ class Array:
         return self.items[index]
 
 
+class DescribedType(Protocol):
+    """A value of a described type the library knows (core spec 1.3, 1.4): a composite
+    (performative, outcome, terminus, transaction type, header or properties section) or a
+    restricted message section (data, amqp-sequence, amqp-value, the annotation maps, the
+    footer). The definitions declare them on :mod:`~amqp_sansio.codec.composite`, which
+    registers their encoders and decoders; the codec itself knows them only by this shape:
+    each is a class with its descriptor (``DESCRIPTOR_CODE``, ``DESCRIPTOR_NAME``, core spec
+    1.5) set on it."""
+
+    DESCRIPTOR_CODE: int
+    DESCRIPTOR_NAME: str
+
+
 #: An AMQP value as Python holds it (core spec 1.6; see the codec docs for the mapping): what
 #: :func:`~amqp_sansio.decode` returns and what :func:`~amqp_sansio.encode` writes. The
 #: wrappers that subclass ``int``, ``float`` and ``str`` (:class:`UInt`, :class:`Float`,
@@ -437,14 +436,7 @@ AMQPValue: TypeAlias = Union[
     Decimal128,
     Described,
     Array,
-    "Composite",
-    "Data",
-    "AmqpSequence",
-    "AmqpValue",
-    "DeliveryAnnotations",
-    "MessageAnnotations",
-    "ApplicationProperties",
-    "Footer",
+    DescribedType,
     "list[AMQPValue]",
     "tuple[AMQPValue, ...]",
     "dict[AMQPValue, AMQPValue]",

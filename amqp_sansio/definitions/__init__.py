@@ -3,7 +3,9 @@ each: :mod:`~amqp_sansio.definitions.performatives` (the frame bodies of core sp
 5.3.3), :mod:`~amqp_sansio.definitions.messaging` (the message sections, outcomes and termini
 of part 3), :mod:`~amqp_sansio.definitions.transactions` (the transaction types of part 4) and
 :mod:`~amqp_sansio.definitions.message` (:class:`~amqp_sansio.Message`, the bare message and
-its annotations). The most used names are also exported by :mod:`amqp_sansio`.
+its annotations). Below them, ``outcomes`` declares the error type and the delivery states and
+outcomes they all carry (messaging and performatives export them). The most used names are
+also exported by :mod:`amqp_sansio`.
 """
 
 from . import message as message

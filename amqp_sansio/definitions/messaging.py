@@ -10,9 +10,17 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ..codec.composite import Composite, amqp, composite, restricted, to_bytes, to_tuple
+from ..codec.composite import (
+    Composite,
+    Restricted,
+    amqp,
+    composite,
+    restricted,
+    to_bytes,
+    to_tuple,
+)
 from ..codec.types import AMQPValue, Described, Symbol
-from .performatives import Error
+from .outcomes import Accepted, Modified, Received, Rejected, Released
 from .transactions import Declared, TransactionalState
 
 __all__ = [
@@ -92,7 +100,7 @@ class Header(Composite):
 
 @restricted(0x71, "amqp:delivery-annotations:map", "annotations", provides=("section",))
 @attrs.frozen
-class DeliveryAnnotations:
+class DeliveryAnnotations(Restricted):
     """Delivery annotations (core spec 3.2.2): for the next hop only. Keys are symbols (a
     ``str`` key is sent as a symbol) or ulongs."""
 
@@ -101,7 +109,7 @@ class DeliveryAnnotations:
 
 @restricted(0x72, "amqp:message-annotations:map", "annotations", provides=("section",))
 @attrs.frozen
-class MessageAnnotations:
+class MessageAnnotations(Restricted):
     """Message annotations (core spec 3.2.3): for the infrastructure, end to end."""
 
     value: dict[Any, Any] | None
@@ -134,7 +142,7 @@ class Properties(Composite):
 
 @restricted(0x74, "amqp:application-properties:map", "map", provides=("section",))
 @attrs.frozen
-class ApplicationProperties:
+class ApplicationProperties(Restricted):
     """Application properties (core spec 3.2.5): string keys, simple values."""
 
     value: dict[str, Any] | None
@@ -142,7 +150,7 @@ class ApplicationProperties:
 
 @restricted(0x75, "amqp:data:binary", "binary", provides=("section",))
 @attrs.frozen
-class Data:
+class Data(Restricted):
     """A data section: opaque binary application data (core spec 3.2.6)."""
 
     value: bytes = attrs.field(converter=_section_bytes)
@@ -150,7 +158,7 @@ class Data:
 
 @restricted(0x76, "amqp:amqp-sequence:list", "list", provides=("section",))
 @attrs.frozen
-class AmqpSequence:
+class AmqpSequence(Restricted):
     """An amqp-sequence section: a list of AMQP values (core spec 3.2.7). Any sequence given
     is held as a list, as it decodes."""
 
@@ -159,7 +167,7 @@ class AmqpSequence:
 
 @restricted(0x77, "amqp:amqp-value:*", "*", provides=("section",))
 @attrs.frozen
-class AmqpValue:
+class AmqpValue(Restricted):
     """An amqp-value section: one AMQP value of any type (core spec 3.2.8)."""
 
     value: AMQPValue
@@ -167,52 +175,10 @@ class AmqpValue:
 
 @restricted(0x78, "amqp:footer:map", "annotations", provides=("section",))
 @attrs.frozen
-class Footer:
+class Footer(Restricted):
     """Transport footers (core spec 3.2.9): hashes, signatures and the like."""
 
     value: dict[Any, Any] | None
-
-
-# -- delivery states (3.4) --------------------------------------------------------------------
-
-
-@composite(0x23, "amqp:received:list", provides=("delivery-state",))
-@attrs.frozen(kw_only=True)
-class Received(Composite):
-    """The state of a partly received delivery, for resuming (core spec 3.4.1)."""
-
-    section_number: int = attrs.field(metadata=amqp("uint", mandatory=True))
-    section_offset: int = attrs.field(metadata=amqp("ulong", mandatory=True))
-
-
-@composite(0x24, "amqp:accepted:list", provides=("delivery-state", "outcome"))
-@attrs.frozen(kw_only=True)
-class Accepted(Composite):
-    """The terminal outcome: the message was processed (core spec 3.4.2)."""
-
-
-@composite(0x25, "amqp:rejected:list", provides=("delivery-state", "outcome"))
-@attrs.frozen(kw_only=True)
-class Rejected(Composite):
-    """The terminal outcome: the message is invalid and will not be processed (3.4.3)."""
-
-    error: Error | None = attrs.field(default=None, metadata=amqp(Error))
-
-
-@composite(0x26, "amqp:released:list", provides=("delivery-state", "outcome"))
-@attrs.frozen(kw_only=True)
-class Released(Composite):
-    """The terminal outcome: the message was not (and will not be) processed (3.4.4)."""
-
-
-@composite(0x27, "amqp:modified:list", provides=("delivery-state", "outcome"))
-@attrs.frozen(kw_only=True)
-class Modified(Composite):
-    """The terminal outcome: not processed, with changes for redelivery (3.4.5)."""
-
-    delivery_failed: bool | None = attrs.field(default=None, metadata=amqp("boolean"))
-    undeliverable_here: bool | None = attrs.field(default=None, metadata=amqp("boolean"))
-    message_annotations: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
 # -- terminus (3.5) ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The transport performatives (core spec 2.7), the error type (2.8.14) and the SASL frame
-bodies (5.3.3), declared as data.
+"""The transport performatives (core spec 2.7) and the SASL frame bodies (5.3.3), declared as
+data; the error type (2.8.14) they carry is declared in ``outcomes`` and exported here too.
 
 Field names are the spec's, with hyphens as underscores. Defaults are the spec's defaults; a
 field left at its default is sent as null (trailing nulls are trimmed), which the spec makes
@@ -9,16 +9,15 @@ equivalent.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from ..codec.composite import Composite, amqp, composite, to_bytes, to_tuple
 from ..codec.types import Described, Symbol
-
-if TYPE_CHECKING:  # messaging imports this module (for Error)
-    from .messaging import DeliveryState, Source, Target
-    from .transactions import Coordinator
+from .messaging import DeliveryState, Source, Target
+from .outcomes import Error
+from .transactions import Coordinator
 
 __all__ = [
     "Attach",
@@ -77,18 +76,6 @@ class SaslCode(enum.IntEnum):
     SYS = 2
     SYS_PERM = 3
     SYS_TEMP = 4
-
-
-@composite(0x1D, "amqp:error:list")
-@attrs.frozen(kw_only=True)
-class Error(Composite):
-    """Details of an error (core spec 2.8.14): a condition symbol, a description, info."""
-
-    condition: str = attrs.field(
-        metadata=amqp("symbol", mandatory=True, requires="error-condition")
-    )
-    description: str | None = attrs.field(default=None, metadata=amqp("string"))
-    info: dict[Any, Any] | None = attrs.field(default=None, metadata=amqp("fields"))
 
 
 class Performative(Composite):

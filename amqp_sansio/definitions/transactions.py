@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
 from ..codec.composite import Composite, amqp, composite, to_tuple
-from ..codec.types import AMQPValue, Symbol
-
-if TYPE_CHECKING:  # messaging imports this module, for its unions
-    from .messaging import Outcome
+from ..codec.types import AMQPValue, Described, Symbol
+from .outcomes import Accepted, Modified, Rejected, Released
 
 __all__ = [
     "Coordinator",
@@ -75,4 +71,7 @@ class TransactionalState(Composite):
     """The state of a delivery within a transaction (core spec 4.5.6)."""
 
     txn_id: bytes = attrs.field(metadata=amqp("*", mandatory=True, requires="txn-id"))
-    outcome: Outcome | None = attrs.field(default=None, metadata=amqp("*", requires="outcome"))
+    # the messaging Outcome (messaging builds its unions on this module, so they are spelt)
+    outcome: Accepted | Rejected | Released | Modified | Declared | Described | None = attrs.field(
+        default=None, metadata=amqp("*", requires="outcome")
+    )

@@ -22,7 +22,7 @@ refusing a peer's open, begin and attach, granting link credit, settling deliver
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..codec import decoder
@@ -32,6 +32,7 @@ from ..definitions.performatives import (
     Close,
     Error,
     Open,
+    Performative,
     SaslCode,
 )
 from ..errors import (
@@ -49,7 +50,6 @@ from ..events import (
     IdleTimedOut,
     PeerWithoutSASL,
     ProtocolError,
-    SessionBegun,
     UnsupportedProtocol,
 )
 from ..framing import (
@@ -74,7 +74,6 @@ from .frames import _frame, _gathered, _take
 from .hooks import TransactionHooks
 from .link import Link
 from .peer_error import _PeerError
-from .serial import serial_add, serial_diff
 from .session import Session
 from .states import (
     CONNECTION_ENDING,
@@ -164,6 +163,11 @@ class Connection:
         self._parser = FrameParser(max_frame_size=self.open_max_frame_size, max_depth=max_depth)
         self._out: list[bytes | bytearray | memoryview] = []
         self._events: list[Event] = []
+        #: Queue an event for the application (what ``receive_data`` returns next): how
+        #: sessions and links hand over what they report. The list's own ``append``, bound
+        #: once (the list is emptied, never replaced), as the transfer paths call it for
+        #: each delivery.
+        self.report: Callable[[Event], None] = self._events.append
         #: Transactions (core spec part 4), handed down to sessions and links.
         self._txn: TransactionHooks = HOOKS
         self._header_received = False
@@ -177,6 +181,10 @@ class Connection:
         self._local_channels: dict[int, Session] = {}
         self._remote_channels: dict[int, Session] = {}
         self._pending_sessions: set[Session] = set()
+        #: A session holds dispositions to send as ranges: they are flushed before the next
+        #: output is taken (or before our close). The set's own ``add``, bound once (the
+        #: set is cleared, never replaced), as each settlement calls it.
+        self.defer_dispositions: Callable[[Session], None] = self._pending_sessions.add
         #: Deliveries that took a view of the bytes being received (see _unpin).
         self._viewing: list[Delivery] = []
         #: The SASL exchange while it lasts (core spec 5.3); its bytes wait in _sasl_out and
@@ -197,7 +205,7 @@ class Connection:
                     client=client,
                     hostname=hostname,
                     send=self._sasl_out_append,
-                    report=self._report,
+                    report=self.report,
                     mechanisms=sasl_mechanisms,
                     allow_cleartext=allow_plain_without_tls,
                     encrypted=encrypted,
@@ -260,8 +268,8 @@ class Connection:
             self._peer_error(exc)
         if self._viewing:
             self._unpin(data)
-        events = self._events
-        self._events = []
+        events = self._events.copy()
+        self._events.clear()
         return events
 
     def _unpin(self, data: Any) -> None:
@@ -280,18 +288,7 @@ class Connection:
             # Its chunks from ``data`` are the last ones: older views are of older bytes (or,
             # for views of one bytes object fed in turn, of other parts of it: the count
             # stops at the size of ``data``).
-            chunks = delivery._chunks
-            held = 0
-            first = len(chunks)
-            while first and held < size:
-                chunk = chunks[first - 1]
-                if type(chunk) is memoryview:
-                    if chunk.obj is not obj:
-                        break
-                    held += len(chunk)
-                first -= 1
-            if held and held * 2 < size:
-                chunks[first:] = [bytes(c) if type(c) is memoryview else c for c in chunks[first:]]
+            delivery.unpin(obj, size)
 
     def data_to_send(self, max_bytes: int | None = None) -> bytes:
         """The bytes to write to the peer now (they are handed over once): all of them, or
@@ -330,7 +327,7 @@ class Connection:
             return out
         if self._pending_sessions:
             for session in self._pending_sessions:
-                session._flush_dispositions()
+                session.flush_dispositions()
             self._pending_sessions.clear()
         out = self._out
         if not out:
@@ -387,7 +384,7 @@ class Connection:
             and self.state in CONNECTION_SENDING
             and now >= self._last_sent + self._peer_idle_timeout / 2
         ):
-            self._send_raw(HEARTBEAT)
+            self.emit(HEARTBEAT)
         return self._take_events()
 
     # -- commands ---------------------------------------------------------------------------
@@ -414,11 +411,11 @@ class Connection:
             desired_capabilities=self.desired_capabilities,
             properties=self.properties,
         )
-        frame = self._checked_frame(0, body)  # too large for the peer: nothing has changed
+        frame = self.checked_frame(0, body)  # too large for the peer: nothing has changed
         if start:
             self._send_header()
         self._move(_CI.S_OPEN)
-        self._send_raw(frame)
+        self.emit(frame)
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection, with an error if there is one (core spec 2.4.3). In the
@@ -428,7 +425,7 @@ class Connection:
             self._end()  # nothing was said: nothing to close
             return
         if error is not None:
-            self._checked_frame(0, Close(error=error))  # too large: nothing has changed
+            self.checked_frame(0, Close(error=error))  # too large: nothing has changed
         if self.state in CONNECTION_OPEN_FIRST:
             self.open()
         self._close(error)
@@ -470,8 +467,8 @@ class Connection:
             self._last_sent = now
 
     def _take_events(self) -> list[Event]:
-        events = self._events
-        self._events = []
+        events = self._events.copy()
+        self._events.clear()
         return events
 
     def _move(self, what: ConnectionInput) -> None:
@@ -482,7 +479,8 @@ class Connection:
         if new is ConnectionState.END:
             self._events.append(ConnectionEnded())
 
-    def _check_can_send(self) -> None:
+    def check_can_send(self) -> None:
+        """Refuse (:class:`LocalProtocolError`) once nothing may be sent any more."""
         if self.state not in CONNECTION_SENDING:
             raise LocalProtocolError(f"nothing may be sent in connection state {self.state.value}")
 
@@ -490,13 +488,10 @@ class Connection:
         self._move(_CI.S_HDR)
         if self._sasl is not None:
             self._sasl.send_header()  # first on the wire (5.1); ours waits behind it
-        self._send_raw(AMQP_HEADER)
+        self.emit(AMQP_HEADER)
 
     def _sasl_out_append(self, data: bytes) -> None:
         self._sasl_out.append(data)
-
-    def _report(self, event: Event) -> None:
-        self._events.append(event)
 
     def set_transport_security(
         self,
@@ -523,11 +518,50 @@ class Connection:
         sasl.client_certificate = client_certificate
         sasl.peer_identity = peer_identity
 
-    def _send_raw(self, data: bytes | bytearray) -> None:
+    # -- what the sessions and links hand their owner ------------------------------------------
+
+    def emit(self, data: bytes | bytearray) -> None:
+        """Queue an encoded frame (or header) for the peer."""
         self._out.append(data)
         self._last_sent = self._now
 
-    def _checked_frame(self, channel: int, body: Any) -> bytearray:
+    def emit_parts(self, parts: tuple[bytes | bytearray | memoryview, ...]) -> None:
+        """Queue a transfer frame written as its parts (a head and views of the payload):
+        they are joined only when :meth:`data_to_send` copies them out."""
+        self._out += parts
+        self._last_sent = self._now
+
+    def forget_remote_channel(self, channel: int | None) -> None:
+        """The peer has ended the session on ``channel`` (core spec 2.5.5)."""
+        self._remote_channels.pop(channel, None)  # type: ignore[arg-type]
+
+    def weigh_views(self, delivery: Delivery) -> None:
+        """``delivery``, still arriving, keeps views of the bytes being received: weigh
+        them once the read is done (see :meth:`_unpin`)."""
+        viewing = self._viewing
+        if not viewing or viewing[-1] is not delivery:
+            viewing.append(delivery)
+
+    def transactions_book(self, make: Callable[[], object]) -> object:
+        """The connection's transactions, both sides (core spec part 4; txn-ids are
+        connection-scoped): kept here for the transactions module, made by ``make`` when
+        first asked for."""
+        if self._txn_book is None:
+            self._txn_book = make()
+        return self._txn_book
+
+    @property
+    def peer_max_frame_size(self) -> int:
+        """The largest frame the peer accepts (its open's max-frame-size, core spec 2.7.1)."""
+        return self._peer_max_frame_size
+
+    @property
+    def transaction_hooks(self) -> TransactionHooks:
+        """Transactions (core spec part 4), handed down to sessions and links."""
+        return self._txn
+
+    def checked_frame(self, channel: int, body: Performative) -> bytearray:
+        """The frame, encoded; refused if larger than the peer accepts."""
         frame = _frame(channel, body)
         if len(frame) > self._peer_max_frame_size:
             raise LocalProtocolError(
@@ -537,25 +571,27 @@ class Connection:
             )
         return frame
 
-    def _send_frame(self, channel: int, body: Any) -> None:
-        self._send_raw(self._checked_frame(channel, body))
+    def send_frame(self, channel: int, body: Performative) -> None:
+        """Queue a frame for the peer, checked against its max-frame-size."""
+        self.emit(self.checked_frame(channel, body))
 
     def _close(self, error: Error | None) -> None:
         what = _CI.S_CLOSE_ERROR if error is not None else _CI.S_CLOSE
         if (self.state, what) not in CONNECTION_TRANSITIONS:
             raise LocalProtocolError(f"cannot close in connection state {self.state.value}")
         for session in self._pending_sessions:
-            session._flush_dispositions()  # settlements made before the close go first
+            session.flush_dispositions()  # settlements made before the close go first
         self._pending_sessions.clear()
         self._move(what)
-        self._send_frame(0, Close(error=error))
+        self.send_frame(0, Close(error=error))
 
     def _end(self) -> None:
         if self.state is not ConnectionState.END:
             self.state = ConnectionState.END
             self._events.append(ConnectionEnded())
 
-    def _assign_channel(self, session: Session) -> None:
+    def assign_channel(self, session: Session) -> None:
+        """Give ``session`` our lowest free channel (refused if none is free)."""
         limit = min(self.channel_max, self._peer_channel_max)
         local = self._local_channels
         channel = next(c for c in itertools.count() if c not in local)  # the lowest free
@@ -564,18 +600,10 @@ class Connection:
         session.channel = channel
         self._local_channels[channel] = session
 
-    def _release_channel(self, session: Session) -> None:
+    def release_channel(self, session: Session) -> None:
+        """Our end of ``session`` went out: free its channel; its links are detached."""
         self._local_channels.pop(session.channel, None)  # type: ignore[arg-type]
-        session.channel = None
-        session._blocked.clear()
-        session._dispositions.clear()
-        session._owed.clear()
-        for link in session._links_by_name.values():
-            link.state = LinkState.DETACHED  # a session's end detaches its links (2.5.2)
-            link.handle = link.remote_handle = None
-            link._lost(None)
-        session._links_in.clear()
-        session._links_out.clear()
+        session.unmapped()
 
     def _parse(self) -> None:
         parser = self._parser
@@ -751,7 +779,7 @@ class Connection:
                 f"{type(body).__name__} on channel {channel}, where no session has begun",
             )
         try:
-            session._on_frame(body, payload)
+            session.receive_frame(body, payload)
         except _PeerError as exc:
             if exc.scope == "connection":
                 raise
@@ -783,17 +811,8 @@ class Connection:
                 )
             session = found
             session.state = SessionState.MAPPED
-        session.remote = begin
-        session.remote_channel = channel
-        session.next_incoming_id = begin.next_outgoing_id
-        session.remote_outgoing_window = begin.outgoing_window
-        session.remote_incoming_window = serial_diff(
-            serial_add(session._initial_outgoing_id, begin.incoming_window),
-            session.next_outgoing_id,
-        )
         self._remote_channels[channel] = session
-        self._events.append(SessionBegun(session=session, remote=begin))
-        session._unblock()
+        session.receive_begin(channel, begin)
 
     def _peer_error(self, exc: _PeerError) -> None:
         """Answer a peer's violation at the right level (core spec 2.4.3, 2.5.4, 2.6.5)."""
@@ -801,8 +820,7 @@ class Connection:
         if exc.scope == "link" and isinstance(exc.target, Link):
             link = exc.target
             if link.state is LinkState.ATTACHED:
-                link._current = None
-                link.detach(error=exc.error)
+                link.detach_for_peer_error(exc.error)
                 return
         if exc.scope in ("link", "session"):
             session = exc.target.session if isinstance(exc.target, Link) else exc.target

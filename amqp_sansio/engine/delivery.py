@@ -98,6 +98,63 @@ class Delivery:
         #: transaction has committed.
         self.transaction: _Txn | None = None
 
+    # -- for the receiver: the bytes of a delivery still arriving ---------------------------
+
+    def add_chunk(self, chunk: bytes | memoryview) -> None:
+        """Keep a transfer's payload (a view of the bytes received, or bytes)."""
+        self._chunks.append(chunk)
+
+    def add_chunks(self, chunks: list[memoryview]) -> None:
+        """Keep the pieces of a payload gathered across reads."""
+        self._chunks += chunks
+
+    def take_chunks(self, last: bytes | memoryview | None = None) -> list[bytes | memoryview]:
+        """The payloads kept so far, and ``last`` after them, handed over (the delivery
+        keeps none after)."""
+        chunks = self._chunks
+        if last is not None:
+            chunks.append(last)
+        self._chunks = []
+        return chunks
+
+    def unpin(self, obj: object, size: int) -> None:
+        """Copy out this delivery's views of ``obj`` (``size`` bytes received) where they
+        are less than half of it, so that what it holds stays within twice its size (see
+        ``Connection._unpin``). Its chunks from ``obj`` are the last ones: older views are of
+        older bytes (or, for views of one bytes object fed in turn, of other parts of it: the
+        count stops at ``size``)."""
+        chunks = self._chunks
+        held = 0
+        first = len(chunks)
+        while first and held < size:
+            chunk = chunks[first - 1]
+            if type(chunk) is memoryview:
+                if chunk.obj is not obj:
+                    break
+                held += len(chunk)
+            first -= 1
+        if held and held * 2 < size:
+            chunks[first:] = [bytes(c) if type(c) is memoryview else c for c in chunks[first:]]
+
+    @property
+    def ignored(self) -> bool:
+        """Its transfers are ignored: a delivery resumed that we had settled (2.6.13), or
+        one of a transaction's that we refused (its bytes are not kept)."""
+        return self._ignore
+
+    def ignore(self, ignored: bool = True) -> None:
+        """Set whether its transfers are ignored (see :attr:`ignored`)."""
+        self._ignore = ignored
+
+    @property
+    def settles_on_remote(self) -> bool:
+        """We settled it in rcv-settle-mode second: settlement waits for the sender's."""
+        return bool(self._settle_on_remote)
+
+    def settle_on_remote(self) -> None:
+        """Settle it once the sender has (rcv-settle-mode second, core spec 2.8.3)."""
+        self._settle_on_remote = True
+
     def __repr__(self) -> str:
         return (
             f"<Delivery id={self.id} tag={self.tag!r} settled={self.settled} "

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -23,7 +23,6 @@ from ..definitions.performatives import (
 from ..errors import LocalProtocolError
 from ..events import (
     DeliveryUpdated,
-    Event,
     LinkAttached,
     LinkDetached,
 )
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 
     from ..codec.types import Described
     from ..definitions.messaging import DeliveryState, Source, Target
-    from ..definitions.transactions import Coordinator
+    from ..definitions.transactions import Coordinator, TransactionalState
     from .session import Session
     from .transactions import Transaction
 
@@ -81,6 +80,10 @@ class Link:
         max_message_size: int | None,
     ) -> None:
         self.session = session
+        #: Where the link's events go: its connection's (bound once, for the hot paths).
+        self._report = session.connection.report
+        #: Transactions (core spec part 4), as the session hands them down.
+        self._txn = session.transaction_hooks
         self.name = name
         self.source = source
         self.target = target
@@ -186,7 +189,7 @@ class Link:
         ours may still settle the link's deliveries until our detach reaches it (a
         detached link's deliveries live on, 2.6.4, and a detaching one's until the detaches
         have crossed), and nothing on the wire tells those dispositions from later ones."""
-        self.session._check_can_send()  # nothing after our close or end
+        self.session.check_can_send()  # nothing after our close or end
         if self._reclose:
             raise LocalProtocolError("the link is being closed (2.6.6)")
         new = LINK_TRANSITIONS.get((self.state, _LI.S_DETACH))
@@ -195,17 +198,96 @@ class Link:
         assert self.handle is not None
         body = Detach(handle=self.handle, closed=closed, error=error)
         if error is not None:
-            self.session._check_fits(body)  # (an error may be large) before any change
+            self.session.check_fits(body)  # (an error may be large) before any change
         self.state = new
         self._closing = self._closing or closed
         self._sent_closed = closed
         if error is not None:
             self._destroy()
-        self.session._send(body)
-        self.session._release_handle(self)
-        self._lost(error)
+        self.session.send_frame(body)
+        self.session.release_handle(self)
+        self.lose_transactions(error)
 
-    def _lost(self, error: Error | None) -> None:
+    # -- what the session asks of its links ----------------------------------------------------
+
+    @property
+    def destroyed(self) -> bool:
+        """We detached the link with an error (2.6.5): until the peer's detach, its input
+        is discarded."""
+        return self._destroyed
+
+    @property
+    def peer_owes_reclose(self) -> bool:
+        """Our closing detach was answered by a non-closing one: the peer owes us a
+        re-attach and a closing detach (2.6.6)."""
+        return self._reclose
+
+    def awaits_resume(self) -> bool:
+        """We destroyed the link (2.6.5), it is detached and neither end closed it: the
+        peer may only resume it."""
+        return self._destroyed and self.state is LinkState.DETACHED and not self._closing
+
+    def start_delivery_count(self, count: int) -> None:
+        """The delivery-count a new sending link starts from (core spec 2.6.7)."""
+        self.delivery_count = self._initial_delivery_count = count
+
+    def take_over(self, old: Link) -> None:
+        """This endpoint replaces ``old``, a suspended link of the same name: re-attaching
+        resumes it, its unsettled deliveries carry over and go in our attach's unsettled map
+        (2.6.13), and a resume the peer required is still required (2.6.5)."""
+        self._must_resume = old.awaits_peer_resume
+        if old.unsettled:
+            self.unsettled = old.unsettled
+            for delivery in self.unsettled.values():
+                delivery.link = self
+
+    @property
+    def awaits_peer_resume(self) -> bool:
+        """The peer detached the link with an error and without closing: our next attach
+        must resume it, with a non-null unsettled map (2.6.5)."""
+        return self._must_resume
+
+    def answer_owed(self, closed: bool | None) -> bool:
+        """Answer the peer's attach of this link, which it has since detached, on our new
+        handle: our attach (no terminus, as a refusal's) and our detach (2.6.3, 2.6.6). With
+        ``closed`` None, the peer closed the link we suspended: we re-attach it and close it,
+        and wait for the peer's answers (true: the link keeps its handle)."""
+        assert self.handle is not None
+        session = self.session
+        session.send_frame(self._attach_body(self.handle, self.source, self.target))
+        if closed is None:
+            self.state = LinkState.DETACH_SENT  # through ATTACH_SENT
+            self._sent_closed = self._reclosing = True
+            session.send_frame(Detach(handle=self.handle, closed=True))
+            return True
+        session.send_frame(Detach(handle=self.handle, closed=closed))
+        return False
+
+    def dropped(self) -> None:
+        """Detached both ways: a delivery cut short cannot go on after a re-attach
+        (2.6.13). Closed, the link and its unsettled state are gone (2.6.6); suspended, its
+        unsettled deliveries live on in the session, which may still exchange dispositions
+        for them by delivery-id (2.6.4), until a re-attach resumes them (2.6.13)."""
+        self._current = None
+        if self._closing:
+            session = self.session
+            for delivery in self.unsettled.values():
+                session.untrack(self.role, delivery.id)
+            self.unsettled = {}
+
+    def session_ended(self) -> None:
+        """Our end of the session went out: the link is detached (2.5.2)."""
+        self.state = LinkState.DETACHED
+        self.handle = self.remote_handle = None
+        self.lose_transactions(None)
+
+    def detach_for_peer_error(self, error: Error) -> None:
+        """The peer broke the protocol on this link: detach it with ``error`` (2.6.5); the
+        delivery it was sending goes with it."""
+        self._current = None
+        self.detach(error=error)
+
+    def lose_transactions(self, error: Error | None) -> None:
         """The link is detached (either way) or its session ended: a transaction control
         link's transactions go with it (core spec 4.1)."""
 
@@ -219,29 +301,26 @@ class Link:
     def _drop_ids(self) -> None:
         """Take the link's unsettled deliveries out of the session's id maps: no
         disposition may name them any more."""
-        deliveries = self.session._deliveries(self.role)
-        for delivery in self.unsettled.values():
-            if deliveries.get(delivery.id) is delivery:
-                del deliveries[delivery.id]
+        self.session.untrack_all(self.role, self.unsettled.values())
 
     def _send_attach(self, source: Any, target: Any) -> None:
         """Send our attach with these termini; every check comes before any change."""
-        self.session._check_can_send()
-        if self.session._links_by_name.get((self.name, self.role)) is not self:
+        self.session.check_can_send()
+        if not self.session.is_current(self):
             # The peer attached a link of this name since: that endpoint is the link now.
             raise LocalProtocolError(f"link {self.name!r} has a newer endpoint: use that one")
-        if self in self.session._owed:
+        if self.session.owes_answer(self):
             raise LocalProtocolError(
                 f"link {self.name!r} still owes the peer its answer: wait for a free handle"
             )
         new = LINK_TRANSITIONS.get((self.state, _LI.S_ATTACH))
         if new is None:
             raise LocalProtocolError(f"cannot attach a link in state {self.state.value}")
-        handle = self.session._free_handle()  # may refuse (no free handle)
+        handle = self.session.free_handle()  # may refuse (no free handle)
         body = self._attach_body(handle, source, target)  # may refuse (frame too large)
         self.source, self.target = source, target
         self.handle = handle
-        self.session._links_out[handle] = self
+        self.session.map_handle(handle, self)
         self.state = new
         self._sent_incomplete = body.incomplete_unsettled
         if new is LinkState.ATTACH_SENT:
@@ -251,7 +330,7 @@ class Link:
             self.drain = False
             self._closing = self._destroyed = False
         self._must_resume = self._reclose = False
-        self.session._send(body)
+        self.session.send_frame(body)
 
     def _attach_body(self, handle: int, source: Any, target: Any) -> Attach:
         """Our attach. An unsettled map too large for the peer's max-frame-size is cut to
@@ -275,7 +354,7 @@ class Link:
             offered_capabilities=self.offered_capabilities,
             desired_capabilities=self.desired_capabilities,
         )
-        limit = self.session.connection._peer_max_frame_size
+        limit = self.session.connection.peer_max_frame_size
         if len(_frame(0, body)) <= limit:
             return body
         fits = attrs.evolve(body, unsettled={}, incomplete_unsettled=True)
@@ -302,32 +381,29 @@ class Link:
                 if self._reclose
                 else f"the link is {self.state.value}, not ATTACHED"
             )
-        self.session._check_can_send()  # a closed connection leaves its links ATTACHED
+        self.session.check_can_send()  # a closed connection leaves its links ATTACHED
 
     def _send_flow(self, *, echo: bool = False, properties: Any = None) -> None:
-        s = self.session
         assert self.handle is not None
-        s._send(
-            s._flow(
-                handle=self.handle,
-                delivery_count=self.delivery_count,
-                link_credit=self.link_credit,
-                available=self.available,
-                drain=self.drain,
-                echo=echo,
-                properties=properties,
-            )
+        self.session.send_flow(
+            handle=self.handle,
+            delivery_count=self.delivery_count,
+            link_credit=self.link_credit,
+            available=self.available,
+            drain=self.drain,
+            echo=echo,
+            properties=properties,
         )
 
     def _echo(self, flow: Flow) -> None:
         if flow.echo and self.state is LinkState.ATTACHED:
             self._send_flow()
 
-    def _on_flow(self, flow: Flow) -> None:
+    def receive_flow(self, flow: Flow) -> None:
         """The peer's flow state for this link (core spec 2.6.7): each end has its own."""
         raise NotImplementedError  # pragma: no cover - Sender and Receiver override it
 
-    def _on_attach(self, attach: Attach) -> bool:
+    def receive_attach(self, attach: Attach) -> bool:
         """The peer's attach of this link, mapped to its handle: false when it is only the
         peer's part in closing the link (2.6.6), which is not reported."""
         session = self.session
@@ -335,20 +411,20 @@ class Link:
             # The peer re-attaches the link we closed, to close it in turn (2.6.6): we answer
             # at once (or, with no free handle, after its detach), and report only that.
             try:
-                handle = session._free_handle()
+                handle = session.free_handle()
             except LocalProtocolError:
                 return False
-            session._send(self._attach_body(handle, self.source, self.target))
+            session.send_frame(self._attach_body(handle, self.source, self.target))
             self.handle = handle
-            session._links_out[handle] = self
+            session.map_handle(handle, self)
             self.state = _ATTACHED
             return False
         if self._reclosing:
             return False  # the peer's answer to our re-attach to close (2.6.6)
-        session.connection._events.append(LinkAttached(link=self, remote=attach))
+        self._report(LinkAttached(link=self, remote=attach))
         return True
 
-    def _on_detach(self, detach: Detach) -> None:
+    def receive_detach(self, detach: Detach) -> None:
         """The peer's detach of this link (core spec 2.6.6)."""
         session = self.session
         if self.state is LinkState.ATTACH_RCVD:
@@ -364,15 +440,12 @@ class Link:
             self._closing = self._closing or detach.closed
             self._must_resume = detach.error is not None and not self._closing  # (2.6.5)
             self._reclose = False
-            session._links_in.pop(detach.handle, None)
+            session.unmap_remote_handle(detach.handle)
             self.remote_handle = None
-            session.connection._events.append(
-                LinkDetached(link=self, error=detach.error, closed=detach.closed)
-            )
-            self._lost(detach.error)
-            session._drop_link(self)
-            session._owed[self] = detach.closed
-            session._answer_owed()
+            self._report(LinkDetached(link=self, error=detach.error, closed=detach.closed))
+            self.lose_transactions(detach.error)
+            session.drop_link(self)
+            session.owe_answer(self, detach.closed)
             return
         new = LINK_TRANSITIONS.get((self.state, _LI.R_DETACH))
         if new is None:
@@ -384,12 +457,12 @@ class Link:
             )
         self.state = new
         self._closing = self._closing or detach.closed
-        session._links_in.pop(detach.handle, None)
+        session.unmap_remote_handle(detach.handle)
         self.remote_handle = None
         if self._destroyed:
             # Our error detach is answered: from now on the peer knows (2.6.5, see
             # Link.detach).
-            session._errant_handles[detach.handle] = self
+            session.mark_errant(detach.handle, self)
         if detach.error is not None:
             # The peer destroyed its endpoint (2.6.5): the ids of our deliveries mean nothing
             # to it now; a link it did not close can only be resumed (also when our own
@@ -398,43 +471,40 @@ class Link:
             self._must_resume = not self._closing
         reclosing = self._reclosing
         if not reclosing:  # (the answer to our re-attach to close is not reported)
-            session.connection._events.append(
-                LinkDetached(link=self, error=detach.error, closed=detach.closed)
-            )
+            self._report(LinkDetached(link=self, error=detach.error, closed=detach.closed))
         self._reclosing = self._reclose = False
-        self._lost(detach.error)
+        self.lose_transactions(detach.error)
         if self.state is LinkState.DETACH_RCVD and session.connection.state in CONNECTION_SENDING:
             self.detach(closed=detach.closed)  # answer with ours (2.6.6)
             return
-        session._drop_link(self)
+        session.drop_link(self)
         if self.state is LinkState.DETACHED and not reclosing:
             # Our detach and the peer's crossed, one closing and one not (2.6.6).
             if detach.closed and not self._sent_closed:
                 # We suspended the link, the peer closed it: we signal that we have closed it
                 # too by re-attaching it and sending a closing detach.
-                session._owed[self] = None
-                session._answer_owed()
+                session.owe_answer(self, None)
             elif self._sent_closed and not detach.closed:
                 self._reclose = True  # the peer owes us that re-attach and closing detach
 
-    def _on_disposition(
-        self, delivery: Delivery, state: Any, settled: bool, txn_state: bool, events: list[Event]
+    def receive_disposition(
+        self, delivery: Delivery, state: DeliveryState | None, settled: bool, txn_state: bool
     ) -> None:
         """The peer's disposition of one of this link's deliveries (core spec 2.7.6)."""
         if txn_state:
-            self.session._txn.disposition(delivery, state)
+            self._txn.disposition(delivery, cast("TransactionalState", state))
         if state is not None:
             delivery.remote_state = state  # a bare settlement keeps the outcome
         if settled:
             delivery.remote_settled = True
-            if delivery._settle_on_remote or self._settles_with_peer():
+            if delivery.settles_on_remote or self._settles_with_peer():
                 # rcv-settle-mode second: we waited for the sender to settle. An
                 # auto-settling sender: the receiver has settled. Either way the peer has
                 # forgotten the delivery, so we settle without telling it (2.6.12).
                 self._forget(delivery)
-        events.append(_delivery_updated(link=self, delivery=delivery, state=state, settled=settled))
+        self._report(_delivery_updated(link=self, delivery=delivery, state=state, settled=settled))
         if self._controller:
-            self.session._txn.outcome(self, delivery, state)  # a declare's or discharge's outcome
+            self._txn.outcome(self, delivery, state)  # a declare's or discharge's outcome
 
     def update(
         self,
@@ -449,13 +519,13 @@ class Link:
         self._own(delivery)
         if delivery.settled:
             raise LocalProtocolError("the delivery is already settled")
-        self.session._check_can_send()
+        self.session.check_can_send()
         self._check_known(delivery)
         self._check_disposition_fits(delivery, state)
         if transaction is not None or delivery.transaction is not None:
-            state = self.session._txn.retiring(self, delivery, state, transaction)
+            state = self._txn.retiring(self, delivery, state, transaction)
         delivery.local_state = state
-        self.session._queue_disposition(self.role, delivery.id, False, state)
+        self.session.queue_disposition(self.role, delivery.id, False, state)
 
     def settle(
         self,
@@ -472,11 +542,11 @@ class Link:
         if delivery.settled:
             return
         if not delivery.remote_settled:
-            self.session._check_can_send()  # a disposition goes out: refuse before any change
+            self.session.check_can_send()  # a disposition goes out: refuse before any change
             self._check_known(delivery)
             self._check_disposition_fits(delivery, state)
         if transaction is not None or delivery.transaction is not None:
-            state = self.session._txn.retiring(self, delivery, state, transaction)
+            state = self._txn.retiring(self, delivery, state, transaction)
         if state is not None:
             delivery.local_state = state
         if (
@@ -484,12 +554,12 @@ class Link:
             and self.rcv_settle_mode is _SECOND
             and not delivery.remote_settled
         ):
-            delivery._settle_on_remote = True
-            self.session._queue_disposition(self.role, delivery.id, False, delivery.local_state)
+            delivery.settle_on_remote()
+            self.session.queue_disposition(self.role, delivery.id, False, delivery.local_state)
             return
         self._forget(delivery)
         if not delivery.remote_settled:
-            self.session._queue_disposition(self.role, delivery.id, True, delivery.local_state)
+            self.session.queue_disposition(self.role, delivery.id, True, delivery.local_state)
 
     def _check_disposition_fits(self, delivery: Delivery, state: Any) -> None:
         """An outcome with an error or annotations can outgrow the peer's max-frame-size:
@@ -501,7 +571,7 @@ class Link:
             role=self.role, first=delivery.id, last=delivery.id, settled=True, state=state
         )
         size = len(_frame(0, body)) + 48
-        limit = self.session.connection._peer_max_frame_size
+        limit = self.session.connection.peer_max_frame_size
         if size > limit:
             raise LocalProtocolError(
                 f"a disposition with {type(state).__name__} of about {size} bytes exceeds "
@@ -513,7 +583,7 @@ class Link:
             raise LocalProtocolError("that delivery belongs to another link")
 
     def _check_known(self, delivery: Delivery) -> None:
-        if self.session._deliveries(self.role).get(delivery.id) is not delivery:
+        if not self.session.tracks(self.role, delivery):
             # Its link was closed (2.6.6) or detached with an error (2.6.5): the peer would
             # take a disposition naming it as input for a destroyed link.
             raise LocalProtocolError(
@@ -526,8 +596,7 @@ class Link:
 
     def _untrack(self, delivery: Delivery) -> None:
         self.unsettled.pop(delivery.tag, None)
-        s = self.session
-        (s._out_deliveries if self.role is _SENDER else s._in_deliveries).pop(delivery.id, None)
+        self.session.untrack(self.role, delivery.id)
 
     def _settles_with_peer(self) -> bool:
         """Whether we settle a delivery as soon as the peer has (an auto-settling sender)."""

@@ -26,6 +26,8 @@ from .link import Link
 from .peer_error import _PeerError
 from .serial import serial_add, serial_diff
 
+_RECEIVER = Role.RECEIVER
+
 if TYPE_CHECKING:
     from .transactions import Transaction
 
@@ -73,7 +75,7 @@ class Receiver(Link):
         self._check_attached()
         if not 0 <= credit <= _UINT_MAX:
             raise LocalProtocolError(f"credit {credit} is out of range")
-        properties = None if transaction is None else self.session._txn.acquiring(self, transaction)
+        properties = None if transaction is None else self._txn.acquiring(self, transaction)
         if self.max_unsettled is not None:
             credit = max(0, min(credit, self.max_unsettled - len(self.unsettled)))
         self.link_credit = credit
@@ -92,7 +94,7 @@ class Receiver(Link):
         follows)."""
         self.flow(self.link_credit, drain=True)
 
-    def _on_attach(self, attach: Attach) -> bool:
+    def receive_attach(self, attach: Attach) -> bool:
         self.snd_settle_mode = attach.snd_settle_mode  # the sender's to choose
         if attach.initial_delivery_count is None:
             raise _PeerError(
@@ -103,7 +105,7 @@ class Receiver(Link):
             )
         self.delivery_count = attach.initial_delivery_count
         self._granted_limit = self.delivery_count
-        reported = super()._on_attach(attach)
+        reported = super().receive_attach(attach)
         if reported and self.unsettled and not attach.incomplete_unsettled:
             # Resuming: deliveries only we consider unsettled were settled by the sender
             # (2.6.13). From an incomplete map, a missing tag says nothing (2.7.3).
@@ -112,22 +114,21 @@ class Receiver(Link):
                 if tag not in theirs:
                     delivery.remote_settled = True
                     self._untrack(delivery)
-                    self.session.connection._events.append(
+                    self._report(
                         DeliveryUpdated(
                             link=self, delivery=delivery, state=delivery.remote_state, settled=True
                         )
                     )
         return reported
 
-    def _on_flow(self, flow: Flow) -> None:
+    def receive_flow(self, flow: Flow) -> None:
         """The sender's flow state: its delivery-count and what it has available (2.6.7)."""
-        events = self.session.connection._events
         if flow.delivery_count is not None:
             limit = serial_add(self.delivery_count, self.link_credit)
             self.delivery_count = flow.delivery_count
             self.link_credit = max(0, serial_diff(limit, flow.delivery_count))
         self.available = flow.available or 0
-        events.append(
+        self._report(
             CreditChanged(
                 link=self,
                 credit=self.link_credit,
@@ -137,10 +138,10 @@ class Receiver(Link):
         )
         if self.drain and self.link_credit == 0:
             self.drain = False
-            events.append(DrainCompleted(link=self))
+            self._report(DrainCompleted(link=self))
         self._echo(flow)
 
-    def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
+    def receive_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         """A transfer on this link; the session has counted it against its window."""
         delivery = self._current
         if delivery is None:
@@ -172,27 +173,27 @@ class Receiver(Link):
                 scope="link",
                 target=self,
             )
-        if delivery._ignore or self.streaming:
+        if delivery.ignored or self.streaming:
             self._unbuffered_transfer(delivery, transfer, payload, pieces)
             return
         # The usual case, inline: the delivery's bytes are kept until its last transfer.
         if pieces:
             self._gathered(delivery, payload, transfer.more)  # type: ignore[arg-type]
-        elif payload:
-            delivery._chunks.append(payload)  # type: ignore[arg-type]
-            if transfer.more and type(payload) is memoryview:
+        elif payload and transfer.more:
+            delivery.add_chunk(payload)  # type: ignore[arg-type]
+            if type(payload) is memoryview:
                 self._viewed(delivery)
         if transfer.more:
             return
         self._current = None
         delivery.complete = True
-        chunks = delivery._chunks
-        delivery._chunks = []
+        # (the last payload, unless gathered, joins the kept ones here)
+        chunks = delivery.take_chunks(None if pieces or not payload else payload)  # type: ignore[arg-type]
         if delivery.remote_settled:
             self._untrack(delivery)  # the sender has forgotten it: so do we
         if self._coordinator:
             # A declare or discharge (core spec 4.2).
-            self.session._txn.request(self, delivery, b"".join(chunks))
+            self._txn.request(self, delivery, b"".join(chunks))
             return
         # A large frame's payload is a view of the bytes received: the event keeps the
         # pieces, joined (copied) once if asked for its data, or decoded with only a large
@@ -202,26 +203,24 @@ class Receiver(Link):
             if len(chunks) == 1 and type(chunks[0]) is bytes
             else (tuple(chunks) if chunks else b"")
         )
-        self.session.connection._events.append(
-            _delivery_received(link=self, delivery=delivery, data=data, complete=True)
-        )
+        self._report(_delivery_received(link=self, delivery=delivery, data=data, complete=True))
 
     def _unbuffered_transfer(
         self, delivery: Delivery, transfer: Transfer, payload: FramePayload, pieces: bool
     ) -> None:
         """A transfer whose bytes are not kept: of a delivery ignored, or streamed."""
-        if delivery._ignore:
+        if delivery.ignored:
             self._ignored_transfer(delivery, transfer)
         else:
             self._streamed_transfer(delivery, transfer, payload, pieces)
 
     def _gathered(self, delivery: Delivery, payload: list[memoryview], more: bool | None) -> None:
         """A payload gathered across reads: its pieces kept."""
-        delivery._chunks += payload
+        delivery.add_chunks(payload)
         if more:
             # A payload gathered across reads is the first frame of this read: no delivery
             # is in _viewing yet.
-            self.session.connection._viewing.append(delivery)
+            self.session.connection.weigh_views(delivery)
 
     def _first_transfer(self, transfer: Transfer) -> Delivery | None:
         """The first transfer of a delivery: checked against the link's state and credit,
@@ -269,17 +268,18 @@ class Receiver(Link):
                 self, transfer.delivery_tag, transfer.delivery_id, transfer.message_format or 0
             )
             delivery.resumed = transfer.resume
-            # Resumed, but we hold no such delivery: we had settled it, so it is
-            # ignored (2.6.13) and settled, so that the sender can forget it too.
-            delivery._ignore = transfer.resume
+            if transfer.resume:
+                # Resumed, but we hold no such delivery: we had settled it, so it is
+                # ignored (2.6.13) and settled, so that the sender can forget it too.
+                delivery.ignore()
         else:
             # A delivery we also hold unsettled, resumed (2.6.13): the same Delivery,
             # under its new id.
-            self.session._in_deliveries.pop(known.id, None)
+            self.session.untrack(_RECEIVER, known.id)
             known.id = transfer.delivery_id
             known.resumed = True
             known.size = 0
-            known._chunks = []
+            known.take_chunks()
             delivery = known
         self.delivery_count = serial_add(self.delivery_count, 1)
         if self.link_credit > 0:
@@ -299,27 +299,24 @@ class Receiver(Link):
                     target=self,
                 )
             self.unsettled[delivery.tag] = delivery
-            self.session._in_deliveries[delivery.id] = delivery
+            self.session.track(_RECEIVER, delivery)
         self._current = delivery
         if transfer.state is not None or self._coordinator:
-            session = self.session
-            session._txn.first_transfer(session, self, delivery, transfer)
+            self._txn.first_transfer(self.session, self, delivery, transfer)
         return delivery
 
     def _viewed(self, delivery: Delivery) -> None:
         """A delivery still arriving keeps a view of the bytes received (a large frame's
         payload): the connection weighs what it views once the read is done (_unpin)."""
-        viewing = self.session.connection._viewing
-        if not viewing or viewing[-1] is not delivery:
-            viewing.append(delivery)
+        self.session.connection.weigh_views(delivery)
 
     def _abort(self, delivery: Delivery) -> None:
         """The sender aborted the delivery: its bytes are dropped."""
         self._current = None
         delivery.aborted = True
-        delivery._chunks = []
+        delivery.take_chunks()
         self._forget(delivery)
-        self.session.connection._events.append(DeliveryAborted(link=self, delivery=delivery))
+        self._report(DeliveryAborted(link=self, delivery=delivery))
 
     def _ignored_transfer(self, delivery: Delivery, transfer: Transfer) -> None:
         """A transfer of a delivery resumed that we had settled: ignored, and the delivery
@@ -341,7 +338,7 @@ class Receiver(Link):
             delivery.complete = True
             if delivery.remote_settled:
                 self._untrack(delivery)
-        self.session.connection._events.append(
+        self._report(
             _delivery_received(
                 link=self,
                 delivery=delivery,

@@ -22,9 +22,11 @@ from .frames import _frame
 from .link import Link
 from .serial import serial_add, serial_diff
 
+_SENDER = Role.SENDER
+
 if TYPE_CHECKING:
     from ..definitions.messaging import DeliveryState
-    from .transactions import Transaction
+    from .transactions import Transaction, TransactionRecord
 
 
 _UINT_MAX = 0xFFFFFFFF
@@ -59,7 +61,7 @@ class Sender(Link):
         #: false, the application calls settle() itself.
         self.auto_settle = True
         #: The transaction the receiver's flow put our sends in (core spec 4.4.3).
-        self._acquiring: Any = None
+        self._acquiring: TransactionRecord | None = None
 
     def send(
         self,
@@ -108,7 +110,7 @@ class Sender(Link):
         self._current = delivery if more else None
         if not more:
             delivery.complete = True
-        self.session._send_transfer(self, delivery, payload, first, more)
+        self.session.send_transfer(self, delivery, payload, first, more)
         return delivery
 
     def _new_delivery(
@@ -123,7 +125,7 @@ class Sender(Link):
         unit of link credit, and is held until settled unless sent settled."""
         owner = None
         if transaction is not None or self._acquiring is not None:
-            owner, state = self.session._txn.posting(self, transaction, state)
+            owner, state = self._txn.posting(self, transaction, state)
         # The engine builds its transfers unchecked: check what the caller gave first,
         # before anything changes.
         if tag is not None:
@@ -155,8 +157,7 @@ class Sender(Link):
         elif tag in self.unsettled:
             raise LocalProtocolError(f"delivery tag {tag!r} is already in use")
         s = self.session
-        delivery = Delivery(self, tag, s._next_delivery_id, message_format)
-        s._next_delivery_id = serial_add(s._next_delivery_id, 1)
+        delivery = Delivery(self, tag, s.next_delivery_id(), message_format)
         delivery.settled = settled
         delivery.local_state = state
         self.delivery_count = serial_add(self.delivery_count, 1)
@@ -165,10 +166,19 @@ class Sender(Link):
             self.available -= 1
         if not settled:
             self.unsettled[tag] = delivery
-            s._out_deliveries[delivery.id] = delivery
+            s.track(_SENDER, delivery)
         if owner is not None:
-            s._txn.posted(owner, delivery)
+            self._txn.posted(owner, delivery)
         return delivery
+
+    @property
+    def acquiring_in(self) -> TransactionRecord | None:
+        """The transaction a receiver's flow put our sends in (4.4.3), or None."""
+        return self._acquiring
+
+    def acquire_in(self, record: TransactionRecord | None) -> None:
+        """Put our sends in the transaction ``record`` (4.4.3), or none."""
+        self._acquiring = record
 
     def _check_settle_mode(self, settled: bool) -> None:
         """``settled``, asked for, is what the link's snd-settle-mode allows."""
@@ -201,16 +211,15 @@ class Sender(Link):
             raise LocalProtocolError("no link credit: wait for CreditChanged")
         payload = _payload(data)
         s = self.session
-        s._out_deliveries.pop(delivery.id, None)
-        delivery.id = s._next_delivery_id
-        s._next_delivery_id = serial_add(s._next_delivery_id, 1)
-        s._out_deliveries[delivery.id] = delivery
+        s.untrack(_SENDER, delivery.id)
+        delivery.id = s.next_delivery_id()
+        s.track(_SENDER, delivery)
         delivery.resumed = True
         delivery.size = len(payload) if type(payload) is memoryview else sum(map(len, payload))
         delivery.complete = True
         self.delivery_count = serial_add(self.delivery_count, 1)
         self.link_credit -= 1
-        s._send_transfer(self, delivery, payload, True, False, resume=True)
+        s.send_transfer(self, delivery, payload, True, False, resume=True)
 
     def abort(self, delivery: Delivery) -> None:
         """Abort a delivery that is still being sent (core spec 2.6.14)."""
@@ -223,7 +232,7 @@ class Sender(Link):
         self._forget(delivery)
         s = self.session
         assert s.channel is not None
-        s._queue_transfer(
+        s.queue_transfer(
             _frame(
                 s.channel,
                 _transfer(handle=self.handle, delivery_id=delivery.id, aborted=True, settled=True),
@@ -249,13 +258,12 @@ class Sender(Link):
         if send:
             self._send_flow()
 
-    def _on_attach(self, attach: Attach) -> bool:
+    def receive_attach(self, attach: Attach) -> bool:
         self.rcv_settle_mode = attach.rcv_settle_mode  # the receiver's to choose
-        return super()._on_attach(attach)
+        return super().receive_attach(attach)
 
-    def _on_flow(self, flow: Flow) -> None:
+    def receive_flow(self, flow: Flow) -> None:
         """The receiver's flow state: our credit (core spec 2.6.7)."""
-        events = self.session.connection._events
         rcv_count = (
             flow.delivery_count if flow.delivery_count is not None else self._initial_delivery_count
         )
@@ -265,8 +273,8 @@ class Sender(Link):
         self.link_credit = max(0, serial_diff(serial_add(rcv_count, credit), self.delivery_count))
         self.drain = flow.drain
         if flow.properties:
-            self.session._txn.flow(self, flow.properties)
-        events.append(
+            self._txn.flow(self, flow.properties)
+        self._report(
             CreditChanged(
                 link=self,
                 credit=self.link_credit,

@@ -12,7 +12,7 @@ import attrs
 
 from ..codec.composite import unchecked
 from ..codec.types import Symbol
-from ..definitions.messaging import Source, Target
+from ..definitions.messaging import DeliveryState, Source, Target
 from ..definitions.performatives import (
     Attach,
     Begin,
@@ -21,6 +21,7 @@ from ..definitions.performatives import (
     End,
     Error,
     Flow,
+    Performative,
     ReceiverSettleMode,
     Role,
     SenderSettleMode,
@@ -31,6 +32,7 @@ from ..errors import LocalProtocolError
 from ..events import (
     DeliveryReceived,
     DeliveryUpdated,
+    SessionBegun,
     SessionEnded,
 )
 from ..framing import FramePayload
@@ -54,6 +56,8 @@ from .states import (
     SessionInput,
     SessionState,
 )
+
+_SENDER = Role.SENDER
 
 if TYPE_CHECKING:
     from ..codec.types import Described
@@ -97,7 +101,7 @@ class Session:
     ) -> None:
         self.connection = conn
         #: Transactions (core spec part 4), as the connection hands them down.
-        self._txn: TransactionHooks = conn._txn
+        self._txn: TransactionHooks = conn.transaction_hooks
         self.state = SessionState.UNMAPPED
         self.channel: int | None = None
         self.remote_channel: int | None = None
@@ -145,10 +149,12 @@ class Session:
             raise LocalProtocolError(f"cannot {what.value} a session in state {self.state.value}")
         self.state = new
 
-    def _check_can_send(self) -> None:
+    def check_can_send(self) -> None:
+        """Refuse (:class:`LocalProtocolError`) once the session or connection may send no
+        more."""
         if self.state not in SESSION_SENDING:
             raise LocalProtocolError(f"the session is {self.state.value}")
-        self.connection._check_can_send()
+        self.connection.check_can_send()
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -156,7 +162,7 @@ class Session:
         """Send our begin: for a session we started, done by :meth:`Connection.begin`; for
         one the peer started (:class:`SessionBegun`), accepting it."""
         conn = self.connection
-        conn._check_can_send()
+        conn.check_can_send()
         new = SESSION_TRANSITIONS.get((self.state, _SI.S_BEGIN))
         if new is None:
             raise LocalProtocolError(f"cannot begin a session in state {self.state.value}")
@@ -173,11 +179,11 @@ class Session:
             desired_capabilities=self.desired_capabilities,
             properties=self.properties,
         )
-        conn._checked_frame(0, body)  # too large for the peer: nothing has changed yet
-        conn._assign_channel(self)  # may refuse (no free channel): nothing has changed yet
+        conn.checked_frame(0, body)  # too large for the peer: nothing has changed yet
+        conn.assign_channel(self)  # may refuse (no free channel): nothing has changed yet
         self.state = new
         assert self.channel is not None
-        conn._send_frame(self.channel, body)
+        conn.send_frame(self.channel, body)
         self._answer_owed()
 
     def end(self, error: Error | None = None) -> None:
@@ -186,13 +192,13 @@ class Session:
         answered sends our begin first, as refusing one must."""
         body = End(error=error)
         if error is not None:
-            self._check_fits(body)  # (an error may be large) before any change
+            self.check_fits(body)  # (an error may be large) before any change
         if self.state is SessionState.BEGIN_RCVD:
             self.begin()
-        self.connection._check_can_send()
+        self.connection.check_can_send()
         self._move(_SI.S_END_ERROR if error is not None else _SI.S_END)
-        self._send(body)
-        self.connection._release_channel(self)
+        self.send_frame(body)
+        self.connection.release_channel(self)
 
     def attach_sender(
         self,
@@ -225,10 +231,10 @@ class Session:
             desired_capabilities=desired_capabilities,
             max_message_size=max_message_size,
         )
-        link.delivery_count = link._initial_delivery_count = initial_delivery_count & _UINT_MAX
+        link.start_delivery_count(initial_delivery_count & _UINT_MAX)
         if max_unsettled is not None:
             link.max_unsettled = max_unsettled
-        return self._start(link)
+        return self.start_link(link)
 
     def attach_receiver(
         self,
@@ -261,7 +267,7 @@ class Session:
         )
         if max_unsettled is not None:
             link.max_unsettled = max_unsettled
-        return self._start(link)
+        return self.start_link(link)
 
     def attach_controller(
         self,
@@ -278,7 +284,7 @@ class Session:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _start(self, link: L) -> L:
+    def start_link(self, link: L) -> L:
         """Register a link we start, and send its attach. Refused, it changes nothing."""
         key = (link.name, link.role)
         old = self._links_by_name.get(key)
@@ -303,13 +309,7 @@ class Session:
                 f"a {link.role.name.lower()} link named {link.name!r} is already attached"
             )
         if old is not None:
-            link._must_resume = old._must_resume
-            if old.unsettled:
-                # Re-attaching a suspended link resumes it: its unsettled deliveries carry
-                # over and go in our attach's unsettled map (2.6.13).
-                link.unsettled = old.unsettled
-                for delivery in link.unsettled.values():
-                    delivery.link = link
+            link.take_over(old)
         self._links_by_name[key] = link
 
     def _free_handle(self) -> int:
@@ -327,10 +327,11 @@ class Session:
         link.handle = self._free_handle()
         self._links_out[link.handle] = link
 
-    def _release_handle(self, link: Link) -> None:
+    def release_handle(self, link: Link) -> None:
+        """Our detach of ``link`` went out: its handle is free."""
         self._links_out.pop(link.handle, None)  # type: ignore[arg-type]
         if link.state is LinkState.DETACHED:
-            self._drop_link(link)
+            self.drop_link(link)
         if self._owed:
             self._answer_owed()
 
@@ -351,40 +352,95 @@ class Session:
             except LocalProtocolError:
                 return  # none free: the next released handle answers
             del owed[link]
-            assert link.handle is not None
-            self._send(link._attach_body(link.handle, link.source, link.target))
-            if closed is None:
-                link.state = LinkState.DETACH_SENT  # through ATTACH_SENT
-                link._sent_closed = link._reclosing = True
-                self._send(Detach(handle=link.handle, closed=True))
-                continue
-            self._send(Detach(handle=link.handle, closed=closed))
-            self._links_out.pop(link.handle, None)
+            if not link.answer_owed(closed):
+                self._links_out.pop(link.handle, None)  # type: ignore[arg-type]
 
-    def _drop_link(self, link: Link) -> None:
-        # Detached both ways: a delivery cut short cannot go on after a re-attach (2.6.13).
-        link._current = None
+    def drop_link(self, link: Link) -> None:
+        """``link`` is detached both ways: its input handle is free (and the link forgets
+        what it must, see :meth:`Link.dropped`)."""
         self._links_in.pop(link.remote_handle, None)  # type: ignore[arg-type]
-        if link._closing:
-            # Closed: the link and its unsettled state are gone (2.6.6).
-            for delivery in link.unsettled.values():
-                self._deliveries(link.role).pop(delivery.id, None)
-            link.unsettled = {}
-        # Suspended: its unsettled deliveries live on in the session, which may still
-        # exchange dispositions for them by delivery-id (2.6.4), until a re-attach resumes
-        # them (2.6.13).
+        link.dropped()
+
+    def free_handle(self) -> int:
+        """The lowest free handle of ours (:class:`LocalProtocolError` if none)."""
+        return self._free_handle()
+
+    def map_handle(self, handle: int, link: Link) -> None:
+        """``link`` goes out on our ``handle`` (its attach is sent)."""
+        self._links_out[handle] = link
+
+    def unmap_remote_handle(self, handle: int) -> None:
+        """The peer's ``handle`` is free: it detached the link on it (core spec 2.6.6)."""
+        self._links_in.pop(handle, None)
+
+    def is_current(self, link: Link) -> bool:
+        """Whether ``link`` is the session's endpoint for its name and role (the peer may
+        have attached a newer one since)."""
+        return self._links_by_name.get((link.name, link.role)) is link
+
+    def owes_answer(self, link: Link) -> bool:
+        """Whether ``link`` still owes the peer the answer to its attach (see
+        :meth:`owe_answer`)."""
+        return link in self._owed
+
+    def owe_answer(self, link: Link, closed: bool | None) -> None:
+        """The peer detached ``link`` before we answered its attach: answer it (an attach and
+        a detach with ``closed``), or, with ``None``, re-attach and close it (2.6.6), as soon
+        as a handle is free."""
+        self._owed[link] = closed
+        self._answer_owed()
+
+    def mark_errant(self, handle: int, link: Link) -> None:
+        """The peer answered our error detach of ``link`` on its ``handle``: input on it
+        is errant until an attach reuses it (2.6.5)."""
+        self._errant_handles[handle] = link
 
     def _deliveries(self, role: Role) -> dict[int, Delivery]:
         return self._out_deliveries if role is Role.SENDER else self._in_deliveries
 
-    def _send(self, body: Any) -> None:
+    # -- what the links ask of their session ----------------------------------------------------
+
+    @property
+    def transaction_hooks(self) -> TransactionHooks:
+        """Transactions (core spec part 4), as the connection hands them down."""
+        return self._txn
+
+    def next_delivery_id(self) -> int:
+        """A new delivery-id of ours (core spec 2.7.5): the session numbers the deliveries
+        of all its sending links in one sequence."""
+        delivery_id = self._next_delivery_id
+        self._next_delivery_id = serial_add(delivery_id, 1)
+        return delivery_id
+
+    def track(self, role: Role, delivery: Delivery) -> None:
+        """Know ``delivery`` (of a link of ``role``) by its id, for the peer's dispositions."""
+        (self._out_deliveries if role is _SENDER else self._in_deliveries)[delivery.id] = delivery
+
+    def untrack(self, role: Role, delivery_id: int) -> None:
+        """Forget the delivery of a link of ``role`` with that id: no disposition names it."""
+        (self._out_deliveries if role is _SENDER else self._in_deliveries).pop(delivery_id, None)
+
+    def tracks(self, role: Role, delivery: Delivery) -> bool:
+        """Whether a disposition may still name ``delivery`` by its id."""
+        known = self._out_deliveries if role is _SENDER else self._in_deliveries
+        return known.get(delivery.id) is delivery
+
+    def untrack_all(self, role: Role, deliveries: Iterable[Delivery]) -> None:
+        """Forget those of ``deliveries`` known by their ids (a link destroyed or closed)."""
+        known = self._deliveries(role)
+        for delivery in deliveries:
+            if known.get(delivery.id) is delivery:
+                del known[delivery.id]
+
+    def send_frame(self, body: Performative) -> None:
+        """Send a frame on the session (behind the dispositions queued before it)."""
         if self._dispositions:
-            self._flush_dispositions()  # what was settled before goes out before this frame
+            self.flush_dispositions()  # what was settled before goes out before this frame
         self._put(body)
 
-    def _check_fits(self, body: Any) -> None:
+    def check_fits(self, body: Performative) -> None:
         """Refuse, before anything changes, a frame larger than the peer accepts."""
-        self.connection._checked_frame(self.channel or 0, body)
+        self.connection.checked_frame(self.channel or 0, body)
 
     def _put(self, body: Any) -> None:
         """Send a frame, or queue it behind transfers waiting for the peer's window.
@@ -398,10 +454,34 @@ class Session:
         kind = type(body)
         if self._blocked and kind is not End and (kind is not Flow or body.handle is not None):
             if kind is not Flow:
-                body = bytes(self.connection._checked_frame(self.channel, body))  # checked now
+                body = bytes(self.connection.checked_frame(self.channel, body))  # checked now
             self._blocked.append(body)
             return
-        self.connection._send_frame(self.channel, body)
+        self.connection.send_frame(self.channel, body)
+
+    def send_flow(
+        self,
+        *,
+        handle: int,
+        delivery_count: int | None,
+        link_credit: int | None,
+        available: int | None,
+        drain: bool,
+        echo: bool,
+        properties: dict[Symbol, object] | None,
+    ) -> None:
+        """Send a link's flow (core spec 2.7.4): its fields with the session's own."""
+        self.send_frame(
+            self._flow(
+                handle=handle,
+                delivery_count=delivery_count,
+                link_credit=link_credit,
+                available=available,
+                drain=drain,
+                echo=echo,
+                properties=properties,
+            )
+        )
 
     def _flow(self, **link_fields: Any) -> Flow:
         return Flow(
@@ -412,7 +492,7 @@ class Session:
             **link_fields,
         )
 
-    def _send_transfer(
+    def send_transfer(
         self,
         link: Sender,
         delivery: Delivery,
@@ -422,6 +502,7 @@ class Session:
         *,
         resume: bool = False,
     ) -> None:
+        """Send the transfer frames of ``data`` (a delivery's next bytes) for ``link``."""
         assert self.channel is not None and link.handle is not None
         conn = self.connection
         last = _transfer(
@@ -435,15 +516,15 @@ class Session:
             resume=resume,
         )
         total = len(data) if isinstance(data, memoryview) else sum(map(len, data))
-        if total < conn._peer_max_frame_size - 64:
+        if total < conn.peer_max_frame_size - 64:
             # Most deliveries fit in one frame: skip the head. The split below cuts at the
             # head's size, which exceeds the last's by at most 8 bytes (two fields and a
             # list32 header): a frame with 9 bytes to spare is one the split would not cut.
             frame = _frame(
                 self.channel, last, data if isinstance(data, memoryview) else b"".join(data)
             )
-            if len(frame) + 9 <= conn._peer_max_frame_size:
-                self._queue_transfer(frame)
+            if len(frame) + 9 <= conn.peer_max_frame_size:
+                self.queue_transfer(frame)
                 return
         if first:
             head = _transfer(
@@ -458,7 +539,7 @@ class Session:
             )
         else:
             head = _transfer(handle=link.handle, more=True)
-        room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
+        room = conn.peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
         offset = 0
         middle: bytes | None = None  # the frame head of the frames between first and last
         while True:
@@ -476,9 +557,9 @@ class Session:
             # The chunk is a view of the (immutable) message bytes, or views of its parts:
             # it is copied once, when data_to_send joins what is queued.
             if isinstance(data, memoryview):
-                self._queue_transfer((frame_head, data[offset:stop]))
+                self.queue_transfer((frame_head, data[offset:stop]))
             else:
-                self._queue_transfer((frame_head, *_cut(data, offset, stop)))
+                self.queue_transfer((frame_head, *_cut(data, offset, stop)))
             if final:
                 break
             offset += room
@@ -486,9 +567,10 @@ class Session:
                 first = False
                 head = _transfer(handle=link.handle, more=True)
                 last = _transfer(handle=link.handle, more=more)
-                room = conn._peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
+                room = conn.peer_max_frame_size - 8 - len(_encode_performative(head)) - 1
 
-    def _queue_transfer(self, frame: QueuedTransfer) -> None:
+    def queue_transfer(self, frame: QueuedTransfer) -> None:
+        """Send a transfer frame, or queue it until the peer's incoming window opens."""
         if self._blocked or self.remote_incoming_window <= 0:
             self._blocked.append(frame)
             return
@@ -498,11 +580,35 @@ class Session:
         self.next_outgoing_id = serial_add(self.next_outgoing_id, 1)
         self.remote_incoming_window -= 1
         if type(frame) is tuple:
-            conn = self.connection
-            conn._out += frame
-            conn._last_sent = conn._now
+            self.connection.emit_parts(frame)
         else:
-            self.connection._send_raw(frame)  # type: ignore[arg-type]
+            self.connection.emit(frame)  # type: ignore[arg-type]
+
+    def receive_begin(self, channel: int, begin: Begin) -> None:
+        """The peer's begin on ``channel`` (core spec 2.5.1): its channel, ids and windows;
+        reported, and what waited for its incoming window goes out."""
+        self.remote = begin
+        self.remote_channel = channel
+        self.next_incoming_id = begin.next_outgoing_id
+        self.remote_outgoing_window = begin.outgoing_window
+        self.remote_incoming_window = serial_diff(
+            serial_add(self._initial_outgoing_id, begin.incoming_window),
+            self.next_outgoing_id,
+        )
+        self.connection.report(SessionBegun(session=self, remote=begin))
+        self._unblock()
+
+    def unmapped(self) -> None:
+        """Our end went out and the connection freed our channel: what waited to be sent
+        is dropped, and the session's end detaches its links (2.5.2)."""
+        self.channel = None
+        self._blocked.clear()
+        self._dispositions.clear()
+        self._owed.clear()
+        for link in self._links_by_name.values():
+            link.session_ended()
+        self._links_in.clear()
+        self._links_out.clear()
 
     def _unblock(self) -> None:
         blocked = self._blocked
@@ -517,14 +623,15 @@ class Session:
                 continue
             blocked.popleft()
             if kind is bytes:
-                conn._send_raw(item)  # type: ignore[arg-type]
+                conn.emit(item)  # type: ignore[arg-type]
             else:
                 # A link's flow waited behind transfers: its session fields are those of now.
                 assert self.channel is not None
-                conn._send_frame(
+                flow: Flow = item  # type: ignore[assignment]
+                conn.send_frame(
                     self.channel,
                     attrs.evolve(
-                        item,  # type: ignore[misc]
+                        flow,
                         next_incoming_id=self.next_incoming_id,
                         incoming_window=self.incoming_window,
                         next_outgoing_id=self.next_outgoing_id,
@@ -532,12 +639,15 @@ class Session:
                     ),
                 )
 
-    def _queue_disposition(self, role: Role, delivery_id: int, settled: bool, state: Any) -> None:
-        # The callers (update, settle) have checked that we may send.
+    def queue_disposition(
+        self, role: Role, delivery_id: int, settled: bool, state: DeliveryState | None
+    ) -> None:
+        """A disposition to send, merged into ranges with its neighbours before the next
+        frame or output (the callers, update and settle, have checked that we may send)."""
         self._dispositions.append((role, delivery_id, settled, state))
-        self.connection._pending_sessions.add(self)
+        self.connection.defer_dispositions(self)
 
-    def _flush_dispositions(self) -> None:
+    def flush_dispositions(self) -> None:
         """Send queued dispositions, contiguous ids with the same outcome as one range."""
         pending = self._dispositions
         if not pending or self.channel is None:
@@ -574,7 +684,8 @@ class Session:
 
     # -- incoming frames ------------------------------------------------------------------------
 
-    def _on_frame(self, body: Any, payload: FramePayload) -> None:
+    def receive_frame(self, body: Performative, payload: FramePayload) -> None:
+        """A frame the peer sent on the session's channel (begin aside)."""
         # After our end (END_SENT, DISCARDING) the session's links are already detached on
         # our side (_release_channel): what the peer sent before seeing our end, such as the
         # answer to a detach, is moot until its end arrives.
@@ -591,13 +702,13 @@ class Session:
         if new is None:
             raise _PeerError("amqp:illegal-state", f"end in session state {self.state.value}")
         self.state = new
-        conn._remote_channels.pop(self.remote_channel, None)  # type: ignore[arg-type]
-        conn._events.append(SessionEnded(session=self, error=end.error))
+        conn.forget_remote_channel(self.remote_channel)
+        conn.report(SessionEnded(session=self, error=end.error))
         if self.state is SessionState.END_RCVD and conn.state in CONNECTION_SENDING:
             # Answer with our end, as the spec's session diagram requires.
             self._move(_SI.S_END)
-            self._send(End())
-            conn._release_channel(self)
+            self.send_frame(End())
+            conn.release_channel(self)
 
     def _on_attach(self, attach: Attach, payload: bytes) -> None:
         self._check_mapped()
@@ -618,18 +729,12 @@ class Session:
             )
         our_role = Role.SENDER if attach.role is Role.RECEIVER else Role.RECEIVER
         link = self._links_by_name.get((attach.name, our_role))
-        if (
-            link is not None
-            and link._destroyed
-            and link.state is LinkState.DETACHED
-            and not link._closing
-            and attach.unsettled is None
-        ):
+        if link is not None and link.awaits_resume() and attach.unsettled is None:
             # We detached the link with an error and neither end closed it: the peer must
             # resume it; an attach without an unsettled map is a pipelined re-attach (2.6.5).
             raise self._errant(f"attach of link {attach.name!r} after our error: not a resume")
         self._errant_handles.pop(handle, None)  # a released handle, used again
-        if link is None or (link.state is LinkState.DETACHED and not link._reclose):
+        if link is None or (link.state is LinkState.DETACHED and not link.peer_owes_reclose):
             cls: type[Link] = Sender if our_role is Role.SENDER else Receiver
             if type(attach.target) is Coordinator and cls is Receiver:
                 cls = self._txn.coordinator_link  # a controller's link (core spec 4.2)
@@ -660,7 +765,7 @@ class Session:
         link.remote = attach
         link.remote_handle = handle
         self._links_in[handle] = link
-        link._on_attach(attach)
+        link.receive_attach(attach)
 
     def _check_mapped(self) -> None:
         # 2.5.5: frames may arrive in BEGIN_RCVD (a peer's pipelined attach) and MAPPED; after
@@ -691,7 +796,7 @@ class Session:
 
     def _on_detach(self, detach: Detach, payload: bytes) -> None:
         self._check_mapped()
-        self._link_in(detach.handle, detach=True)._on_detach(detach)
+        self._link_in(detach.handle, detach=True).receive_detach(detach)
 
     def _on_flow(self, flow: Flow, payload: bytes) -> None:
         self._check_mapped()
@@ -708,11 +813,11 @@ class Session:
         self._unblock()
         if flow.handle is not None:
             link = self._link_in(flow.handle)
-            if link._destroyed:
+            if link.destroyed:
                 return  # sent before the peer saw our error detach (2.6.5)
-            link._on_flow(flow)
+            link.receive_flow(flow)
         elif flow.echo and self.state is SessionState.MAPPED:
-            self._send(self._flow())
+            self.send_frame(self._flow())
 
     def _on_transfer(self, transfer: Transfer, payload: FramePayload) -> None:
         self._check_mapped()
@@ -733,7 +838,7 @@ class Session:
         self.next_incoming_id = serial_add(self.next_incoming_id or 0, 1)
         if self.remote_outgoing_window > 0:
             self.remote_outgoing_window -= 1
-        link._on_transfer(transfer, payload)
+        link.receive_transfer(transfer, payload)
         self._replenish()
 
     def _replenish(self) -> None:
@@ -743,7 +848,7 @@ class Session:
             and self.state is SessionState.MAPPED
         ):
             self.incoming_window = self._max_incoming_window
-            self._send(self._flow())
+            self.send_frame(self._flow())
 
     def _on_disposition(self, disp: Disposition, payload: bytes) -> None:
         self._check_mapped()
@@ -763,14 +868,13 @@ class Session:
             ids: Iterable[int] = (serial_add(first, i) for i in range(span + 1))
         else:
             ids = [i for i in ours if serial_le(first, i) and serial_le(i, last)]
-        events = self.connection._events
         # A receiver's transactional state retires our delivery (core spec 4.4.2).
         txn_state = disp.role is _RECEIVER and type(disp.state) is TransactionalState
         for did in list(ids):
             delivery = ours.get(did)
             if delivery is None:
                 continue
-            delivery.link._on_disposition(delivery, disp.state, disp.settled, txn_state, events)
+            delivery.link.receive_disposition(delivery, disp.state, disp.settled, txn_state)
 
     def _on_begin(self, begin: Begin, payload: bytes) -> None:
         raise _PeerError("amqp:illegal-state", "begin on a channel already in use")

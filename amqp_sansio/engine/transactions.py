@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -137,11 +137,29 @@ class _Txn:
         outcome is None where the controller's transactional state named none."""
         return list(self._retired.items())
 
-    def _move(self, what: TransactionInput) -> None:
-        new = TRANSACTION_TRANSITIONS.get((self.state, what))
-        if new is None:  # pragma: no cover - the callers check the state first
-            raise LocalProtocolError(f"cannot {what.value} a transaction in state {self.state}")
-        self.state = new
+    def add_posted(self, delivery: Delivery) -> None:
+        """``delivery`` is posted in this transaction (4.4.1)."""
+        self._posted.append(delivery)
+
+    def add_retired(
+        self, delivery: Delivery, outcome: Outcome | None, before: DeliveryState | None
+    ) -> None:
+        """``delivery`` is retired in this transaction with ``outcome`` (4.4.2); ``before``
+        is its state until then, restored on rollback (the first one given is kept)."""
+        self._previous.setdefault(delivery, before)
+        self._retired[delivery] = outcome
+
+    def states_before(self) -> list[tuple[Delivery, DeliveryState | None]]:
+        """``(delivery, state)``: the retired deliveries' states before their retirement,
+        which a rollback restores (4.4.2)."""
+        return list(self._previous.items())
+
+
+def _move(txn: _Txn, what: TransactionInput) -> None:
+    new = TRANSACTION_TRANSITIONS.get((txn.state, what))
+    if new is None:  # pragma: no cover - the callers check the state first
+        raise LocalProtocolError(f"cannot {what.value} a transaction in state {txn.state}")
+    txn.state = new
 
 
 class Transaction(_Txn):
@@ -176,6 +194,18 @@ class TransactionRecord(_Txn):
         self.global_id = global_id
         self.state = _T.ACTIVE
         self._acquiring: set[Sender] = set()
+
+    def add_acquiring(self, sender: Sender) -> None:
+        """A receiver's flow put our sends on ``sender`` in this transaction (4.4.3)."""
+        sender.acquire_in(self)
+        self._acquiring.add(sender)
+
+    def end_acquisitions(self) -> None:
+        """The transaction is over: its links' txn-id is cleared (4.4.3)."""
+        for sender in self._acquiring:
+            if sender.acquiring_in is self:
+                sender.acquire_in(None)
+        self._acquiring.clear()
 
 
 # -- events ---------------------------------------------------------------------------------
@@ -268,15 +298,11 @@ class _Book:
 
 
 def _book(link: Link) -> _Book:
-    conn = link.session.connection
-    book = conn._txn_book
-    if book is None:
-        book = conn._txn_book = _Book()
-    return book  # type: ignore[no-any-return]
+    return cast(_Book, link.session.connection.transactions_book(_Book))
 
 
 def _report(link: Link, event: Event) -> None:
-    link.session.connection._events.append(event)
+    link.session.connection.report(event)
 
 
 def _error(condition: Symbol, description: str) -> Error:
@@ -310,7 +336,7 @@ def attach_controller(
         desired_capabilities=None,
         max_message_size=None,
     )
-    return session._start(link)
+    return session.start_link(link)
 
 
 class Controller(Sender):
@@ -362,11 +388,11 @@ class Controller(Sender):
         delivery = Sender.send(self, data, settled=False)
         self._requests[delivery] = transaction
         transaction.fail = bool(fail)
-        transaction._move(_TI.DISCHARGE)
+        _move(transaction, _TI.DISCHARGE)
 
     # -- engine hooks -------------------------------------------------------------------------
 
-    def _on_outcome(self, delivery: Delivery, state: Any) -> None:
+    def receive_outcome(self, delivery: Delivery, state: DeliveryState | None) -> None:
         """A disposition for one of our requests."""
         transaction = self._requests.get(delivery)
         if transaction is None or type(state) not in _TERMINAL:
@@ -376,12 +402,12 @@ class Controller(Sender):
         if transaction.state is _T.DECLARING:
             if type(state) is Declared:
                 transaction.id = state.txn_id
-                transaction._move(_TI.DECLARED)
+                _move(transaction, _TI.DECLARED)
                 _book(self).transactions[state.txn_id] = transaction
                 _report(self, TransactionDeclared(transaction=transaction))
                 return
             transaction.error = error
-            transaction._move(_TI.DECLARE_REFUSED)
+            _move(transaction, _TI.DECLARE_REFUSED)
             self.transactions.remove(transaction)
             _report(self, TransactionDeclareFailed(transaction=transaction, error=error))
             return
@@ -399,23 +425,23 @@ class Controller(Sender):
         _report(self, TransactionRolledBack(transaction=transaction, error=error))
 
     def _end(self, transaction: Transaction, what: TransactionInput) -> None:
-        transaction._move(what)
+        _move(transaction, what)
         self.transactions.remove(transaction)
         assert transaction.id is not None  # declared: DECLARING ends elsewhere
         _book(self).transactions.pop(transaction.id, None)
         if transaction.state is _T.ROLLED_BACK:
             # Retired deliveries are live again, in the state they had before (4.4.2).
-            for delivery, previous in transaction._previous.items():
+            for delivery, previous in transaction.states_before():
                 if not delivery.settled:
                     delivery.local_state = previous
 
-    def _lost(self, error: Error | None) -> None:
+    def lose_transactions(self, error: Error | None) -> None:
         """The control link is gone: its transactions are rolled back (4.1)."""
         self._requests.clear()
         for transaction in list(self.transactions):
             transaction.error = error
             if transaction.state is _T.DECLARING:
-                transaction._move(_TI.LINK_LOST)
+                _move(transaction, _TI.LINK_LOST)
                 self.transactions.remove(transaction)
                 _report(self, TransactionDeclareFailed(transaction=transaction, error=error))
             else:
@@ -495,7 +521,7 @@ class CoordinatorLink(Receiver):
 
     # -- engine hooks -------------------------------------------------------------------------
 
-    def _on_request(self, delivery: Delivery, data: bytes) -> None:
+    def receive_request(self, delivery: Delivery, data: bytes) -> None:
         """A whole declare or discharge arrived (4.2, 4.3)."""
         try:
             body = Message.decode(data).body
@@ -528,7 +554,7 @@ class CoordinatorLink(Receiver):
                 )
             else:
                 del book.records[record.id]
-                record._move(_TI.DISCHARGE)
+                _move(record, _TI.DISCHARGE)
                 request = DischargeRequest(self, delivery, record, bool(value.fail))
                 _report(self, DischargeRequested(link=self, request=request))
         else:
@@ -541,9 +567,9 @@ class CoordinatorLink(Receiver):
 
     def _refuse(self, delivery: Delivery, error: Error) -> None:
         _report(self, TransactionWorkRefused(link=self, delivery=delivery, error=error))
-        self._answer_error(delivery, error)
+        self.reject_or_detach(delivery, error)
 
-    def _answer_error(self, delivery: Delivery, error: Error) -> None:
+    def reject_or_detach(self, delivery: Delivery, error: Error) -> None:
         """Reject with the error if the controller's source allows it, else detach with it
         (4.2, 4.3)."""
         source = None if self.remote is None else self.remote.source
@@ -553,7 +579,7 @@ class CoordinatorLink(Receiver):
         else:
             self.detach(error=error)
 
-    def _lost(self, error: Error | None) -> None:
+    def lose_transactions(self, error: Error | None) -> None:
         """The control link is gone: its live transactions are rolled back (4.1)."""
         book = _book(self)
         for record in list(self.records):
@@ -566,14 +592,11 @@ class CoordinatorLink(Receiver):
 def _finish(record: TransactionRecord, what: TransactionInput) -> None:
     """A transaction is over at the resource: its links' txn-id is cleared (4.4.3); rolled
     back, its retired deliveries are live again, in their earlier state (4.4.2)."""
-    record._move(what)
+    _move(record, what)
     record.link.records.remove(record)
-    for sender in record._acquiring:
-        if sender._acquiring is record:
-            sender._acquiring = None
-    record._acquiring.clear()
+    record.end_acquisitions()
     if record.state is _T.ROLLED_BACK:
-        for delivery, previous in record._previous.items():
+        for delivery, previous in record.states_before():
             delivery.remote_state = previous
 
 
@@ -588,7 +611,7 @@ class _Request:
             raise LocalProtocolError("the request has been answered")
         if self.link.state is not LinkState.ATTACHED:
             raise LocalProtocolError("the coordinator link is not attached")
-        self.link.session._check_can_send()
+        self.link.session.check_can_send()
 
 
 class DeclareRequest(_Request):
@@ -626,7 +649,7 @@ class DeclareRequest(_Request):
         control link detached with it (4.2)."""
         self._check()
         self.answered = True
-        self.link._answer_error(
+        self.link.reject_or_detach(
             self.delivery, error or _error(ROLLBACK, "the transaction cannot be declared")
         )
 
@@ -671,7 +694,7 @@ class DischargeRequest(_Request):
         self.answered = True
         record = self.transaction
         record.error = error or _error(ROLLBACK, "the transaction cannot be committed")
-        self.link._answer_error(self.delivery, record.error)
+        self.link.reject_or_detach(self.delivery, record.error)
         if record.state is _T.DISCHARGING:  # a detach instead of a rejection has ended it
             _finish(record, _TI.ROLLED_BACK)
 
@@ -683,9 +706,9 @@ def posting(sender: Sender, transaction: Any, state: Any) -> tuple[_Txn | None, 
     """``Sender.send``: the transaction a new delivery belongs to, and its transfer state.
     Raises before anything changes."""
     if transaction is None:
-        record = sender._acquiring
+        record = sender.acquiring_in
         if record is None or record.state is not _T.ACTIVE:
-            sender._acquiring = None
+            sender.acquire_in(None)
             return None, state
         if state is not None:
             raise LocalProtocolError(
@@ -701,7 +724,7 @@ def posting(sender: Sender, transaction: Any, state: Any) -> tuple[_Txn | None, 
 def posted(owner: _Txn, delivery: Delivery) -> None:
     delivery.transaction = owner
     if type(owner) is Transaction:
-        owner._posted.append(delivery)
+        owner.add_posted(delivery)
     else:
         owner.acquired.append(delivery)
 
@@ -737,8 +760,7 @@ def retiring(link: Link, delivery: Delivery, state: Any, transaction: Any) -> An
     if type(state) not in _OUTCOMES:
         raise LocalProtocolError(f"{state!r} is not an outcome")
     if type(transaction) is Transaction and link.role is Receiver.role:
-        transaction._previous.setdefault(delivery, delivery.local_state)
-        transaction._retired[delivery] = state
+        transaction.add_retired(delivery, state, delivery.local_state)
         delivery.transaction = transaction
     return TransactionalState(txn_id=transaction.id, outcome=state)
 
@@ -751,9 +773,9 @@ def acquiring(receiver: Receiver, transaction: Any) -> dict[Any, Any]:
 
 
 def first_transfer(session: Session, link: Receiver, delivery: Delivery, transfer: Any) -> None:
-    """``Session._on_transfer``, at a delivery's first transfer: a request on a coordinator
+    """``Session.receive_transfer``, at a delivery's first transfer: a request on a coordinator
     link, or a transfer carrying a transactional state."""
-    if link._coordinator:
+    if isinstance(link, CoordinatorLink):
         if transfer.settled:
             raise _PeerError(
                 "amqp:illegal-state",
@@ -769,7 +791,7 @@ def first_transfer(session: Session, link: Receiver, delivery: Delivery, transfe
     record = book.records.get(state.txn_id)
     if record is not None:  # the controller posts (4.4.1)
         delivery.transaction = record
-        record._posted.append(delivery)
+        record.add_posted(delivery)
         return
     transaction = book.transactions.get(state.txn_id)
     if transaction is not None:  # the resource sends what we acquired in it (4.4.3)
@@ -780,13 +802,13 @@ def first_transfer(session: Session, link: Receiver, delivery: Delivery, transfe
         UNKNOWN_ID, f"no live transaction {state.txn_id!r}"
     )
     # Refused: the rest of it is set aside, and it is rejected once whole.
-    delivery._ignore = True
+    delivery.ignore()
     delivery.local_state = Rejected(error=error)
     _report(link, TransactionWorkRefused(link=link, delivery=delivery, error=error))
 
 
 def disposition(delivery: Delivery, state: TransactionalState) -> None:
-    """``Session._on_disposition``: a receiver's transactional state for a delivery we
+    """``Session.receive_disposition``: a receiver's transactional state for a delivery we
     sent. At the resource it retires the delivery in the named transaction (4.4.2); at the
     controller it is the resource's provisional outcome of our posting (4.4.1)."""
     owner = delivery.transaction
@@ -809,13 +831,12 @@ def disposition(delivery: Delivery, state: TransactionalState) -> None:
             scope="link",
             target=owner.link,
         )
-    record._previous.setdefault(delivery, delivery.remote_state)
-    record._retired[delivery] = state.outcome
+    record.add_retired(delivery, state.outcome, delivery.remote_state)
     delivery.transaction = record
 
 
 def flow(link: Sender, properties: dict[Any, Any]) -> None:
-    """``Session._on_flow``: a txn-id in a receiver's flow puts our sends on that link in
+    """``Session.receive_flow``: a txn-id in a receiver's flow puts our sends on that link in
     that transaction (4.4.3), until it is discharged."""
     txn_id = properties.get(TXN_ID)
     if txn_id is None:
@@ -828,8 +849,7 @@ def flow(link: Sender, properties: dict[Any, Any]) -> None:
             scope="link",
             target=link,
         )
-    link._acquiring = record
-    record._acquiring.add(link)
+    record.add_acquiring(link)
 
 
 class _Hooks:
@@ -848,12 +868,12 @@ class _Hooks:
     @staticmethod
     def request(link: Receiver, delivery: Delivery, data: bytes) -> None:
         assert isinstance(link, CoordinatorLink)
-        link._on_request(delivery, data)
+        link.receive_request(delivery, data)
 
     @staticmethod
     def outcome(link: Link, delivery: Delivery, state: Any) -> None:
         assert isinstance(link, Controller)
-        link._on_outcome(delivery, state)
+        link.receive_outcome(delivery, state)
 
 
 #: What a :class:`~amqp_sansio.Connection` hands its sessions and links.
