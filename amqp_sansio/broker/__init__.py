@@ -2,17 +2,11 @@
 protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core. See
 ``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
 
+from ._accept import pick_protocol
 from ._broker import Broker
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
-from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
-from ._connection091 import BrokerConnection091
-from ._declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
-from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
-from ._mapping import from_amqp10, to_amqp10
 from ._nodes import Node, Queue, Topic
-from ._protocols import pick_protocol
 from ._record import ConnectionRecord
-from ._relay import ANONYMOUS_RELAY
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,
     DEFAULT_SELECTOR_MAX_LENGTH,
@@ -48,7 +42,13 @@ from ._streams import (
 )
 from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
-from ._vhosts import DEFAULT_VHOST, Published, VirtualHost
+from .amqp091.connection import BrokerConnection091
+from .amqp091.declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
+from .amqp091.exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
+from .amqp091.mapping import from_amqp10, to_amqp10
+from .amqp091.vhosts import DEFAULT_VHOST, Published, VirtualHost
+from .amqp10.connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
+from .amqp10.relay import ANONYMOUS_RELAY
 
 __all__ = [
     "ANONYMOUS",

@@ -18,8 +18,8 @@ from ..engine.states import CONNECTION_OPEN_FIRST
 from ._users import ANONYMOUS, Users
 
 if TYPE_CHECKING:
-    from ._connection import BrokerConnection
-    from ._connection091 import BrokerConnection091
+    from .amqp091.connection import BrokerConnection091
+    from .amqp10.connection import BrokerConnection
 
     #: A broker connection of either protocol.
     AnyConnection: TypeAlias = BrokerConnection | BrokerConnection091

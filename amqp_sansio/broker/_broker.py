@@ -37,13 +37,9 @@ from ..engine.connection import Connection
 from ..errors import DecodeError
 from ..security.mechanisms import ServerAuthenticator
 from ..security.tls import TLSLayer, TLSOrPlain
+from ._accept import ProtocolSniffer
 from ._config import BrokerConfig
-from ._connection import BrokerConnection
-from ._connection091 import BrokerConnection091
-from ._management import Management
 from ._nodes import Node, Queue, Topic, error
-from ._protocols import ProtocolSniffer
-from ._relay import ANONYMOUS_RELAY
 from ._replies import DirectReplies
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import (
@@ -57,7 +53,11 @@ from ._store import (
 from ._streams import Stream
 from ._subscriptions import Subscription
 from ._users import open_authenticator
-from ._vhosts import DEFAULT_VHOST, VirtualHost, restore_topology
+from .amqp091.connection import BrokerConnection091
+from .amqp091.vhosts import DEFAULT_VHOST, VirtualHost, restore_topology
+from .amqp10.connection import BrokerConnection
+from .amqp10.management import Management
+from .amqp10.relay import ANONYMOUS_RELAY
 
 if TYPE_CHECKING:
     import ssl

@@ -20,7 +20,7 @@ from ..events import (
 from ..security.tls import TLSEstablished, TLSFailed
 
 if TYPE_CHECKING:
-    from ._connection import BrokerConnection
+    from .amqp10.connection import BrokerConnection
 
 __all__ = ["ConnectionRecord"]
 

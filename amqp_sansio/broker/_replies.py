@@ -47,12 +47,12 @@ from ..engine.link import Link
 from ..engine.sender import Sender
 from ..engine.session import Session
 from ..engine.states import ConnectionState, LinkState
-from ._declarations import Refused
-from ._mapping import basic_of
 from ._store import StoredMessage
+from .amqp091.declarations import Refused
+from .amqp091.mapping import basic_of
 
 if TYPE_CHECKING:
-    from ._connection import BrokerConnection
+    from .amqp10.connection import BrokerConnection
 
 __all__ = [
     "PSEUDO_QUEUE",

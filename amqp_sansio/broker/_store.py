@@ -31,7 +31,7 @@ from ..codec.encoder import encode
 from ..definitions.message import Message
 from ..definitions.messaging import Header, MessageAnnotations, Properties
 from ..errors import DecodeError
-from ._mapping import header_fields
+from .amqp091.mapping import header_fields
 
 if TYPE_CHECKING:
     from ._nodes import Node

@@ -35,8 +35,8 @@ from ._store import StoredMessage
 
 if TYPE_CHECKING:
     from ..engine.session import Session
-    from ._connection import BrokerConnection
     from ._nodes import Queue, Topic
+    from .amqp10.connection import BrokerConnection
 
 __all__ = ["Subscription", "keeps"]
 

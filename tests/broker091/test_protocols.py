@@ -1,4 +1,4 @@
-"""The first 8 octets pick the engine (amqp_sansio.broker._protocols)."""
+"""The first 8 octets pick the engine (amqp_sansio.broker._accept)."""
 
 from __future__ import annotations
 

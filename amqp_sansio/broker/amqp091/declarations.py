@@ -11,11 +11,11 @@ from typing import Any
 
 import attrs
 
-from ..amqp091.codec import FieldValue
-from ..amqp091.spec import SOFT_ERRORS, ReplyCode
-from ._exchanges import _freeze
-from ._nodes import Queue
-from ._streams091 import StreamRefused
+from ...amqp091.codec import FieldValue
+from ...amqp091.spec import SOFT_ERRORS, ReplyCode
+from .._nodes import Queue
+from .exchanges import _freeze
+from .streams import StreamRefused
 
 __all__ = ["QueueArguments", "QueueRecord", "Refused", "parse_queue_arguments"]
 

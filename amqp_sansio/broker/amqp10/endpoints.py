@@ -7,24 +7,24 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..codec.types import Symbol
-from ..definitions.messaging import Rejected
-from ..definitions.performatives import Error
-from ..engine.delivery import Delivery
-from ..engine.receiver import Receiver
-from ..engine.sender import Sender
-from ..engine.states import ConnectionState, LinkState
-from ..errors import DecodeError
-from ._nodes import Node, Queue, error
-from ._selector import Selector
-from ._store import StoredMessage
-from ._streams import Stream
-from ._subscriptions import Subscription
-from ._transactions import unroutable_in_txn
+from ...codec.types import Symbol
+from ...definitions.messaging import Rejected
+from ...definitions.performatives import Error
+from ...engine.delivery import Delivery
+from ...engine.receiver import Receiver
+from ...engine.sender import Sender
+from ...engine.states import ConnectionState, LinkState
+from ...errors import DecodeError
+from .._nodes import Node, Queue, error
+from .._selector import Selector
+from .._store import StoredMessage
+from .._streams import Stream
+from .._subscriptions import Subscription
+from .transactions import unroutable_in_txn
 
 if TYPE_CHECKING:
-    from ._config import BrokerConfig
-    from ._connection import BrokerConnection
+    from .._config import BrokerConfig
+    from .connection import BrokerConnection
 
 
 _ATTACHED = LinkState.ATTACHED

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..codec.decoder import decode_from
-from ..codec.types import Symbol
-from ..definitions.messaging import Properties
-from ..definitions.performatives import Error
-from ._nodes import Node, error
-from ._replies import reply_name
-from ._store import StoredMessage, _section_code
+from ...codec.decoder import decode_from
+from ...codec.types import Symbol
+from ...definitions.messaging import Properties
+from ...definitions.performatives import Error
+from .._nodes import Node, error
+from .._replies import reply_name
+from .._store import StoredMessage, _section_code
 
 if TYPE_CHECKING:
-    from ._broker import Broker
+    from .._broker import Broker
 
 __all__ = ["ANONYMOUS_RELAY", "relay_address", "relay_route"]
 

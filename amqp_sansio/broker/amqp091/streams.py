@@ -36,13 +36,13 @@ from typing import Any
 
 import attrs
 
-from ..amqp091 import spec
-from ..amqp091.codec import FieldValue, Int64, Timestamp
-from ..amqp091.spec import SOFT_ERRORS, ReplyCode
-from ._mapping import from_amqp10
-from ._nodes import Node
-from ._store import StoredMessage
-from ._streams import Stream
+from ...amqp091 import spec
+from ...amqp091.codec import FieldValue, Int64, Timestamp
+from ...amqp091.spec import SOFT_ERRORS, ReplyCode
+from .._nodes import Node
+from .._store import StoredMessage
+from .._streams import Stream
+from .mapping import from_amqp10
 
 __all__ = [
     "STREAM_TYPE",

@@ -22,8 +22,8 @@ import secrets
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..amqp091 import spec
-from ..amqp091.engine import (
+from ...amqp091 import spec
+from ...amqp091.engine import (
     ChannelClosed,
     ChannelState,
     ConnectionClosed,
@@ -34,24 +34,24 @@ from ..amqp091.engine import (
     MethodReceived,
     OpenRequested,
 )
-from ..amqp091.engine import Connection as Engine091
-from ..amqp091.methods import Method
-from ..amqp091.spec import ReplyCode
-from ..security.tls import TLSFailed
-from ._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
-from ._declarations import Refused
-from ._mapping import basic_of
-from ._nodes import Node, Queue
-from ._record import ConnectionRecord
-from ._replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
-from ._selector import Selector
-from ._store import StoredMessage
-from ._streams import Stream
-from ._streams091 import StreamRefused, check_not_stream, check_stream_settle, consume_091
-from ._vhosts import VirtualHost
+from ...amqp091.engine import Connection as Engine091
+from ...amqp091.methods import Method
+from ...amqp091.spec import ReplyCode
+from ...security.tls import TLSFailed
+from .._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
+from .._nodes import Node, Queue
+from .._record import ConnectionRecord
+from .._replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
+from .._selector import Selector
+from .._store import StoredMessage
+from .._streams import Stream
+from .declarations import Refused
+from .mapping import basic_of
+from .streams import StreamRefused, check_not_stream, check_stream_settle, consume_091
+from .vhosts import VirtualHost
 
 if TYPE_CHECKING:
-    from ._broker import Broker
+    from .._broker import Broker
 
 __all__ = ["BrokerConnection091"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never

@@ -36,23 +36,23 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..codec.types import Int, UInt
-from ..definitions.message import Message
-from ..definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
-from ..engine.link import Link
-from ..engine.receiver import Receiver
-from ..engine.sender import Sender
-from ..engine.states import LinkState
-from ..errors import DecodeError, EncodeError
-from ..events import DeliveryReceived
-from ._endpoints import _Consumer
-from ._nodes import Node, Queue, Topic, error
-from ._store import MemoryStore, parse_message
-from ._streams import Stream
+from ...codec.types import Int, UInt
+from ...definitions.message import Message
+from ...definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
+from ...engine.link import Link
+from ...engine.receiver import Receiver
+from ...engine.sender import Sender
+from ...engine.states import LinkState
+from ...errors import DecodeError, EncodeError
+from ...events import DeliveryReceived
+from .._nodes import Node, Queue, Topic, error
+from .._store import MemoryStore, parse_message
+from .._streams import Stream
+from .endpoints import _Consumer
 
 if TYPE_CHECKING:
-    from ._broker import Broker
-    from ._connection import BrokerConnection
+    from .._broker import Broker
+    from .connection import BrokerConnection
 
 __all__ = [
     "ATTRIBUTES",

@@ -50,21 +50,21 @@ import uuid
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-from ..amqp091 import codec as c091
-from ..amqp091.spec import BasicProperties
-from ..codec import types as t10
-from ..codec.decoder import decode_from
-from ..codec.encoder import encode
-from ..definitions.message import Message
-from ..definitions.messaging import (
+from ...amqp091 import codec as c091
+from ...amqp091.spec import BasicProperties
+from ...codec import types as t10
+from ...codec.decoder import decode_from
+from ...codec.encoder import encode
+from ...definitions.message import Message
+from ...definitions.messaging import (
     Data,
     Header,
     Properties,
 )
-from ..errors import DecodeError
+from ...errors import DecodeError
 
 if TYPE_CHECKING:
-    from ._store import StoredMessage
+    from .._store import StoredMessage
 
 __all__ = [
     "AMQP10_TYPE",

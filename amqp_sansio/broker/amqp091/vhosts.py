@@ -43,33 +43,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..amqp091.codec import FieldValue
-from ..amqp091.spec import BasicProperties, ReplyCode
-from ..codec import types as t10
-from ._declarations import (
-    QueueRecord,
-    Refused,
-    _refused,
-    parse_queue_arguments,
-    text_argument,
-)
-from ._exchanges import (
-    EXCHANGE_TYPES,
-    Binding,
-    Destination,
-    Exchange,
-    check_binding_arguments,
-)
-from ._mapping import (
-    EXCHANGE_ANNOTATION,
-    ROUTING_KEY_ANNOTATION,
-    _sections,
-    encode_091,
-    from_amqp10,
-)
-from ._nodes import Node, Queue
-from ._replies import REPLY_PREFIX
-from ._store import (
+from ...amqp091.codec import FieldValue
+from ...amqp091.spec import BasicProperties, ReplyCode
+from ...codec import types as t10
+from .._nodes import Node, Queue
+from .._replies import REPLY_PREFIX
+from .._store import (
     BindingRecord,
     ExchangeRecord,
     QueueDeclaration,
@@ -78,8 +57,29 @@ from ._store import (
     TopologyStore,
     VhostRecord,
 )
-from ._streams import Stream
-from ._streams091 import (
+from .._streams import Stream
+from .declarations import (
+    QueueRecord,
+    Refused,
+    _refused,
+    parse_queue_arguments,
+    text_argument,
+)
+from .exchanges import (
+    EXCHANGE_TYPES,
+    Binding,
+    Destination,
+    Exchange,
+    check_binding_arguments,
+)
+from .mapping import (
+    EXCHANGE_ANNOTATION,
+    ROUTING_KEY_ANNOTATION,
+    _sections,
+    encode_091,
+    from_amqp10,
+)
+from .streams import (
     StreamRecord,
     StreamRefused,
     check_stream_flags,
@@ -89,7 +89,7 @@ from ._streams091 import (
 )
 
 if TYPE_CHECKING:
-    from ._broker import Broker
+    from .._broker import Broker
 
 __all__ = ["DEFAULT_VHOST", "Published", "VirtualHost", "restore_topology"]
 

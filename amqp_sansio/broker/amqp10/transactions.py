@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..definitions.messaging import Accepted, Rejected, Released
-from ..engine.delivery import Delivery
-from ..engine.states import ConnectionState, LinkState
-from ..engine.transactions import DischargeRequest, TransactionRecord
-from ._nodes import Node, Queue, error
+from ...definitions.messaging import Accepted, Rejected, Released
+from ...engine.delivery import Delivery
+from ...engine.states import ConnectionState, LinkState
+from ...engine.transactions import DischargeRequest, TransactionRecord
+from .._nodes import Node, Queue, error
 
 if TYPE_CHECKING:
-    from ._connection import BrokerConnection
+    from .connection import BrokerConnection
 
 __all__ = ["discharge", "roll_back", "unroutable_in_txn"]
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from ..codec.types import Symbol
-from ..definitions.messaging import (
+from ...codec.types import Symbol
+from ...definitions.messaging import (
     Accepted,
     Modified,
     Rejected,
@@ -20,24 +20,24 @@ from ..definitions.messaging import (
     TerminusDurability,
     TerminusExpiryPolicy,
 )
-from ..definitions.performatives import Error
-from ..definitions.transactions import TransactionalState
-from ..engine.connection import Connection
-from ..engine.delivery import Delivery
-from ..engine.link import Link
-from ..engine.receiver import Receiver
-from ..engine.sender import Sender
-from ..engine.session import Session
-from ..engine.states import ConnectionState, LinkState
-from ..engine.transactions import (
+from ...definitions.performatives import Error
+from ...definitions.transactions import TransactionalState
+from ...engine.connection import Connection
+from ...engine.delivery import Delivery
+from ...engine.link import Link
+from ...engine.receiver import Receiver
+from ...engine.sender import Sender
+from ...engine.session import Session
+from ...engine.states import ConnectionState, LinkState
+from ...engine.transactions import (
     CoordinatorLink,
     DeclareRequested,
     DischargeRequested,
     TransactionRecord,
     TransactionRolledBack,
 )
-from ..errors import DecodeError, LocalProtocolError
-from ..events import (
+from ...errors import DecodeError, LocalProtocolError
+from ...events import (
     Authenticated,
     AuthenticationFailed,
     ConnectionEnded,
@@ -53,30 +53,30 @@ from ..events import (
     SessionBegun,
     SessionEnded,
 )
-from ..security.tls import TLSLayer
-from ._admission import (
+from ...security.tls import TLSLayer
+from .._accept import ProtocolSniffer
+from .._admission import (
     admission_deadline,
     admission_due,
     admit_user,
     handshake_timed_out,
     hold_failed_login,
 )
-from ._endpoints import _Consumer, _Producer
-from ._management import MANAGEMENT_ADDRESS
-from ._nodes import Node, Queue, Topic, error
-from ._protocols import ProtocolSniffer
-from ._record import ConnectionRecord
-from ._relay import relay_address, relay_route
-from ._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
-from ._selector import Selector, SelectorError, selector_filter
-from ._store import StoredMessage, parse_message
-from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
-from ._subscriptions import Subscription, keeps
-from ._transactions import discharge, roll_back, unroutable_in_txn
-from ._vhosts import DEFAULT_VHOST
+from .._nodes import Node, Queue, Topic, error
+from .._record import ConnectionRecord
+from .._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
+from .._selector import Selector, SelectorError, selector_filter
+from .._store import StoredMessage, parse_message
+from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
+from .._subscriptions import Subscription, keeps
+from ..amqp091.vhosts import DEFAULT_VHOST
+from .endpoints import _Consumer, _Producer
+from .management import MANAGEMENT_ADDRESS
+from .relay import relay_address, relay_route
+from .transactions import discharge, roll_back, unroutable_in_txn
 
 if TYPE_CHECKING:
-    from ._broker import Broker
+    from .._broker import Broker
 
 __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 
