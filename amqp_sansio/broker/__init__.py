@@ -2,8 +2,7 @@
 protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core. See
 ``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
 
-from ._accept import pick_protocol
-from ._broker import Broker
+from ._accept import Broker, pick_protocol
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
 from ._nodes import Node, Queue, Topic
 from ._record import ConnectionRecord

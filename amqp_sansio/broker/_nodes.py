@@ -62,7 +62,7 @@ class NodeBroker(Protocol):
 
     def watch_age(self, stream: Stream, when: float) -> None: ...
 
-    def _dead_letter(self, message: StoredMessage) -> None: ...
+    def dead_letter(self, message: StoredMessage) -> None: ...
 
 
 class Consumer(Protocol):
@@ -366,7 +366,7 @@ class Queue(Node):
         if self.dead_letter_to is not None:
             self.dead_letter_to(message, reason)
         else:
-            self.broker._dead_letter(message)
+            self.broker.dead_letter(message)
 
     def expired(self, message: StoredMessage) -> None:
         """A message of this queue expired: to the queue's dead-letter exchange if it has

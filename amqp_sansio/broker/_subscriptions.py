@@ -111,7 +111,7 @@ class Subscription:
     def unpark(self) -> None:
         """Forget the detached link's deliveries (resumed, or deleted)."""
         for delivery, conn in self.parked.items():
-            conn._parked.pop(delivery, None)
+            conn.forget_parked(delivery)
         self.parked = {}
 
     def waits_for(self, session: Session | None) -> bool:

@@ -38,7 +38,7 @@ from ...amqp091.engine import Connection as Engine091
 from ...amqp091.methods import Method
 from ...amqp091.spec import ReplyCode
 from ...security.tls import TLSFailed
-from .._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
+from .._admission import Admission, secret_accepted
 from .._nodes import Node, Queue
 from .._record import ConnectionRecord
 from .._replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
@@ -51,7 +51,7 @@ from .streams import StreamRefused, check_not_stream, check_stream_settle, consu
 from .vhosts import VirtualHost
 
 if TYPE_CHECKING:
-    from .._broker import Broker
+    from .vhosts import Broker091
 
 __all__ = ["BrokerConnection091"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never
@@ -154,7 +154,7 @@ class _Channel:
         )
         conn._send_content(self.number, method, props, body)
         conn.record.messages_out += 1
-        conn.broker._pending[conn] = None
+        conn.broker.has_output(conn)
         if consumer.no_ack:
             conn._taken(queue, message)
         else:
@@ -168,7 +168,7 @@ class _Channel:
         capabilities = conn.client_capabilities
         if capabilities.get("consumer_cancel_notify") is True and conn.is_open:
             conn._send_method(self.number, spec.BasicCancel(consumer_tag=consumer.tag))
-            conn.broker._pending[conn] = None
+            conn.broker.has_output(conn)
 
     def settle(self, tags: list[int], *, ack: bool, requeue: bool) -> None:
         """Ack, or nack/reject (``requeue``: back to its queue, counted as redelivered;
@@ -180,7 +180,7 @@ class _Channel:
             message, queue, consumer = self.unacked.pop(tag)
             if consumer is not None:
                 consumer.unacked -= 1
-                broker._dirty[consumer.queue] = None  # room under its prefetch
+                broker.wake(consumer.queue)  # room under its prefetch
             if isinstance(queue, Stream):
                 continue  # (a stream's ack is credit: nothing leaves it, ._streams091)
             if ack:
@@ -247,15 +247,16 @@ class _Channel:
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
-class BrokerConnection091:
+class BrokerConnection091(Admission):
     """The broker's side of one 0-9-1 client connection (see the module's docstring), with
     :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface: ``receive_data``,
     ``data_to_send``, ``next_deadline``, ``handle_timer``, ``connection_lost``, ``close``,
     ``ended``, ``refused``, ``record``."""
 
+    broker: Broker091
     protocol = "0-9-1"
 
-    def __init__(self, broker: Broker, engine: Engine091, *, address: str | None = None) -> None:
+    def __init__(self, broker: Broker091, engine: Engine091, *, address: str | None = None) -> None:
         self.broker = broker
         self.engine = engine
         self.address = address
@@ -280,6 +281,12 @@ class BrokerConnection091:
         #: Where the client's bytes go and ours come from: the engine, or on the amqps
         #: port the TLS layer over it (see ``Broker.accept_091``).
         self._stream: Any = engine
+
+    def under_tls(self, tls: Any, record: Any) -> None:
+        """amqps: the TLS layer ``tls`` (of the connection this one replaces, with its
+        ``record`` of the handshake) carries this connection's bytes."""
+        self._stream = tls
+        self.record.tls = record
 
     def __repr__(self) -> str:
         return f"<BrokerConnection091 channels={len(self.channels)}>"
@@ -309,7 +316,7 @@ class BrokerConnection091:
                 engine.unblock()
             self._told_blocked = False
             self._read_again()
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def _read_again(self) -> None:
         if self._stopped:
@@ -325,7 +332,7 @@ class BrokerConnection091:
     def receive_data(
         self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
     ) -> None:
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         events = self._stream.receive_data(data, now)
         if events and any(isinstance(e, TLSFailed) for e in events):
@@ -339,12 +346,12 @@ class BrokerConnection091:
         return bytes(self._stream.data_to_send())
 
     def next_deadline(self) -> float | None:
-        return admission_deadline(self, self.engine)
+        return self.admission_deadline(self.engine)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
-        if not admission_due(self, now):
+        if not self.admission_due(now):
             self.engine.tick(now)
             self._handle()
 
@@ -356,7 +363,7 @@ class BrokerConnection091:
         self.refused = f"no open within the handshake time-out ({timeout} s)"
         self.record.ending_because(self.refused)
         self.cut = True
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     @property
     def ended(self) -> bool:
@@ -383,15 +390,15 @@ class BrokerConnection091:
         if not self.engine.closed:
             self.record.ending_because("closed by the broker")
             self.engine.close(ReplyCode.CONNECTION_FORCED, f"CONNECTION_FORCED - {why}")
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         self._held_until = None
         self._lost()
         self.broker.store.flush()
-        self.broker._dispatch()
+        self.broker.dispatch()
 
     # -- events --------------------------------------------------------------------------------
 
@@ -413,11 +420,11 @@ class BrokerConnection091:
         for channel in self.channels.values():
             if channel.confirms:
                 self._send_confirms(channel)
-        broker._pending[self] = None
+        broker.has_output(self)
         if broker.answers_first:
-            broker._tell_alarm()  # (the deliveries, with dispatch_more, tell it again)
+            broker.tell_alarm()  # (the deliveries, with dispatch_more, tell it again)
         else:
-            broker._dispatch()
+            broker.dispatch()
         if engine.closed and not self.lost:
             self._lost()
 
@@ -437,7 +444,7 @@ class BrokerConnection091:
             channel = self.channels[event.channel] = _Channel(self, event.channel)
         channel.flow = event.active
         for consumer in channel.consumers.values():
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
 
     def _on_closed(self, event: ConnectionClosed) -> None:
         if event.by_peer:
@@ -478,7 +485,7 @@ class BrokerConnection091:
         self.refused = f"authentication failed: {why}"
         self.record.ending_because(self.refused)
         self.engine.refuse_login(why)
-        hold_failed_login(self)
+        self.hold_failed_login()
 
     def _update_secret(self, m: spec.ConnectionUpdateSecret) -> None:
         """``connection.update-secret`` (RabbitMQ's extension): checked as the login was
@@ -502,7 +509,7 @@ class BrokerConnection091:
             return
         identity = self.identity
         assert identity is not None  # (the login was accepted)
-        why = broker._room_for_user(identity)
+        why = broker.room_for_user(identity)
         if why is not None:
             self.refused = why
             self.record.ending_because(why)
@@ -673,7 +680,7 @@ class BrokerConnection091:
         else:
             channel.prefetch = m.prefetch_count
         for consumer in channel.consumers.values():
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
         self._send_method(channel.number, spec.BasicQosOk())
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
@@ -704,7 +711,7 @@ class BrokerConnection091:
         channel.consumers[tag] = consumer
         queue.add_consumer(consumer)
         vh.consumer_added(queue)
-        self.broker._dirty[queue] = None
+        self.broker.wake(queue)
 
     def _basic_cancel(self, channel: _Channel, m: spec.BasicCancel) -> None:
         consumer = channel.consumers.pop(m.consumer_tag, None)
@@ -930,7 +937,7 @@ class BrokerConnection091:
             return
         broker.store.update(queue, message)
         queue.requeue(message)
-        broker._dirty[queue] = None
+        broker.wake(queue)
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -946,11 +953,6 @@ class BrokerConnection091:
             vhost.owner_gone(self)
         if self._held_until is None:
             self._gone()
-
-    def _gone(self) -> None:
-        if self._counted:
-            self._counted = False
-            self.broker._connection_gone(self)
 
 
 class _Getter:

@@ -295,7 +295,7 @@ class StreamConsumer:
         )
         conn._send_content(channel.number, method, props, body)
         conn.record.messages_out += 1
-        conn.broker._pending[conn] = None
+        conn.broker.has_output(conn)
         self.unacked += 1
         channel.unacked[tag] = (message, self.queue, self)
 
@@ -409,5 +409,5 @@ def consume_091(conn: Any, channel: Any, m: spec.BasicConsume, name: str) -> boo
     conn._ok(channel, m.no_wait, spec.BasicConsumeOk(consumer_tag=tag))
     channel.consumers[tag] = consumer
     stream.add_consumer(consumer)
-    conn.broker._dirty[stream] = None
+    conn.broker.wake(stream)
     return True

@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
 from ...amqp091.codec import FieldValue
 from ...amqp091.spec import BasicProperties, ReplyCode
 from ...codec import types as t10
+from .._interface import DEFAULT_VHOST, ConnectionBroker
 from .._nodes import Node, Queue
 from .._replies import REPLY_PREFIX
 from .._store import (
@@ -88,13 +89,14 @@ from .streams import (
     parse_stream_arguments,
 )
 
-if TYPE_CHECKING:
-    from .._broker import Broker
-
-__all__ = ["DEFAULT_VHOST", "Published", "VirtualHost", "restore_topology"]
-
-#: The virtual host a 0-9-1 client gets by default, and the one 1.0 connections see.
-DEFAULT_VHOST = "/"
+__all__ = [
+    "DEFAULT_VHOST",
+    "Broker091",
+    "Published",
+    "VirtualHost",
+    "VirtualHosts",
+    "restore_topology",
+]
 #: The exchanges every virtual host has (RabbitMQ's): name, type.
 STANDARD_EXCHANGES = (
     ("", "direct"),
@@ -128,13 +130,20 @@ class Published:
     durable: bool = False
 
 
+class Broker091(ConnectionBroker, Protocol):
+    """What the 0-9-1 side asks of the broker: :class:`ConnectionBroker`, and the virtual
+    hosts it keeps there (``/`` always, whose queues are the broker's nodes)."""
+
+    vhosts: VirtualHosts
+
+
 # -- the virtual host --------------------------------------------------------------------------
 
 
 class VirtualHost:
     """One virtual host: its exchanges, queues and bindings."""
 
-    def __init__(self, broker: Broker, name: str) -> None:
+    def __init__(self, broker: Broker091, name: str) -> None:
         self.broker = broker
         self.name = name
         self.exchanges: dict[str, Exchange] = {
@@ -453,7 +462,7 @@ class VirtualHost:
                 self._queues[name] = node
                 node.vhost = self
         node.auto = False  # (a queue made by a 1.0 attach, adopted: 0-9-1 rules from now)
-        self.broker._idle_at.pop(node, None)
+        self.broker.forget_idle(node)
         record = QueueRecord(
             node,
             durable=durable,
@@ -552,7 +561,7 @@ class VirtualHost:
         record = self.records.get(queue.address)
         if record is not None and record.queue is queue:
             record.had_consumers = True
-        self.broker._idle_at.pop(queue, None)
+        self.broker.forget_idle(queue)
 
     def consumer_removed(self, queue: Queue) -> None:
         """A 0-9-1 consumer of ``queue`` went: an auto-delete queue with no consumer left
@@ -789,7 +798,7 @@ class VirtualHost:
                 message.seq = broker.next_seq()
             why = queue.offer(message)  # (an expiration of 0 expires there)
             if why is None:
-                broker._dirty[queue] = None  # (Broker._touch of a queue: dispatched soon)
+                broker.wake(queue)  # (Broker._touch of a queue: dispatched soon)
             else:
                 refused.append((queue, why))
         return published
@@ -862,10 +871,31 @@ class VirtualHost:
             copy.annotate(update)
             if target.offer(copy) is None:
                 broker.dead_lettered += 1
-                broker._touch(target)
+                broker.touch(target)
 
 
-def restore_topology(broker: Broker, records: Iterable[TopologyRecord]) -> list[TopologyRecord]:
+class VirtualHosts(dict[str, VirtualHost]):
+    """The broker's virtual hosts by name, as the core sees them (the queues it keeps
+    outside the broker's nodes: :class:`~amqp_sansio.broker._interface.HostedQueues`)."""
+
+    def depth(self) -> int:
+        return sum(
+            queue.depth for vhost in self.values() if not vhost.default for queue in vhost.queues()
+        )
+
+    def queue_of(self, vhost: str, name: str) -> Node | None:
+        host = self.get(vhost)
+        return None if host is None else host.queue(name)
+
+    def node_deleted(self, node: Node, registered: bool) -> None:
+        for vhost in self.values():
+            vhost.node_deleted(node, registered)
+
+    def exclusive(self, node: Node) -> bool:
+        return isinstance(node, Queue) and self[DEFAULT_VHOST].exclusive(node)
+
+
+def restore_topology(broker: Broker091, records: Iterable[TopologyRecord]) -> list[TopologyRecord]:
     """Make again the 0-9-1 topology a :class:`~amqp_sansio.broker.TopologyStore` kept
     (before the broker serves anyone, and before its messages are restored): virtual hosts
     first (one the configuration no longer names is there again, as RabbitMQ keeps its

@@ -28,7 +28,7 @@ from ...engine.link import Link
 from ...engine.receiver import Receiver
 from ...engine.sender import Sender
 from ...engine.session import Session
-from ...engine.states import ConnectionState, LinkState
+from ...engine.states import CONNECTION_OPEN_FIRST, ConnectionState, LinkState
 from ...engine.transactions import (
     CoordinatorLink,
     DeclareRequested,
@@ -54,14 +54,7 @@ from ...events import (
     SessionEnded,
 )
 from ...security.tls import TLSLayer
-from .._accept import ProtocolSniffer
-from .._admission import (
-    admission_deadline,
-    admission_due,
-    admit_user,
-    handshake_timed_out,
-    hold_failed_login,
-)
+from .._admission import Admission
 from .._nodes import Node, Queue, Topic, error
 from .._record import ConnectionRecord
 from .._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
@@ -69,14 +62,14 @@ from .._selector import Selector, SelectorError, selector_filter
 from .._store import StoredMessage, parse_message
 from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from .._subscriptions import Subscription, keeps
-from ..amqp091.vhosts import DEFAULT_VHOST
 from .endpoints import _Consumer, _Producer
 from .management import MANAGEMENT_ADDRESS
+from .outcomes import apply_outcome
 from .relay import relay_address, relay_route
 from .transactions import discharge, roll_back, unroutable_in_txn
 
 if TYPE_CHECKING:
-    from .._broker import Broker
+    from .interface import Broker10
 
 __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 
@@ -106,7 +99,7 @@ _TRANSIENT: dict[str, Any] = {
 }
 
 
-class BrokerConnection:
+class BrokerConnection(Admission):
     """The broker's side of one client connection: the engine's byte interface
     (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
@@ -116,8 +109,10 @@ class BrokerConnection:
     ``cut`` that the transport goes, ``refused`` why the connection was refused; ``record``
     the rest the driver's log says (:class:`~amqp_sansio.broker.ConnectionRecord`)."""
 
+    broker: Broker10
+
     def __init__(
-        self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
+        self, broker: Broker10, engine: Any, stream: Any, *, address: str | None = None
     ) -> None:
         self.broker = broker
         #: The client's source address (the host), if the driver gave it.
@@ -158,10 +153,10 @@ class BrokerConnection:
         self._decided: dict[Delivery, type] = {}
         #: Messages posted in a live transaction, held until it is discharged (core spec
         #: 4.4.1), with the node each is for.
-        self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        self.held_in_txn: dict[Delivery, tuple[Node, StoredMessage]] = {}
         #: Transactions that may not commit (a pre-settled relay message went nowhere), and
         #: why (core spec 4.4.4.1).
-        self._doomed: dict[TransactionRecord, str] = {}
+        self.doomed_txns: dict[TransactionRecord, str] = {}
         #: Deliveries of suspended subscriptions' detached links, still unsettled: a
         #: disposition may yet settle them (core spec 2.6.4).
         self._parked: dict[Delivery, tuple[Subscription, StoredMessage]] = {}
@@ -182,7 +177,7 @@ class BrokerConnection:
         self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
     ) -> None:
         """Feed bytes from the client."""
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         self._handle(self._stream.receive_data(data, now))
 
@@ -193,18 +188,28 @@ class BrokerConnection:
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
-        return admission_deadline(self, self._stream)
+        return self.admission_deadline(self._stream)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         """Act on what is due at ``now``: the engine's timers, the handshake time-out, the
         release of a failed login's held outcome."""
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
-        if not admission_due(self, now):
+        if not self.admission_due(now):
             self._handle(self._stream.handle_timer(now))
 
     def _handshake_timed_out(self) -> None:
-        handshake_timed_out(self)
+        """No open within the handshake time-out: once the AMQP headers are exchanged the
+        connection is refused with an open and a close (``amqp:resource-limit-exceeded``,
+        core spec 2.4.1, 2.4.7, 2.8.15); before that (no header, TLS or SASL unfinished)
+        nothing can be said, and the transport is closed (``cut``)."""
+        self._handshake_until = None
+        timeout = self.broker.config.handshake_timeout
+        self.refused = f"no open within the handshake time-out ({timeout} s)"
+        if self.engine.state in CONNECTION_OPEN_FIRST:  # (its close sends its open first)
+            self.engine.close(error("amqp:resource-limit-exceeded", self.refused))
+        self.cut = True
+        self.broker.has_output(self)
 
     @property
     def tls_wanting_091(self) -> TLSLayer | None:
@@ -213,7 +218,7 @@ class BrokerConnection:
         place, :meth:`Broker.accept_091 <amqp_sansio.broker.Broker.accept_091>`); else
         None."""
         stream = self._stream
-        if isinstance(stream, TLSLayer) and isinstance(stream.inner, ProtocolSniffer):
+        if isinstance(stream, TLSLayer) and hasattr(stream.inner, "wants_091"):
             return stream if stream.inner.wants_091 else None
         return None
 
@@ -228,7 +233,7 @@ class BrokerConnection:
     def idle_since(self) -> float | None:
         """When (``now`` clock) the client last sent more than empty frames, if the broker
         may evict this connection at a connection cap (``BrokerConfig.evict_idle_after``):
-        open, anonymous (no user counted, see :func:`._admission.admit_user`), and without
+        open, anonymous (no user counted, see :meth:`.Admission.admit_user`), and without
         links; else None."""
         if (
             self._counted_user is not None
@@ -247,25 +252,25 @@ class BrokerConnection:
         self.engine.close(error("amqp:resource-limit-exceeded", why))
         self.cut = True
         self._gone()
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
         if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
             self.record.ending_because("closed by the broker", error)
             self.engine.close(error)
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
         """The transport is gone: every unsettled delivery gets its default outcome (broker
         draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         self._held_until = None
         self._lost()
         self._gone()
         self.broker.store.flush()  # the default outcomes' new delivery-counts
-        self.broker._dispatch()
+        self.broker.dispatch()
 
     # -- events -------------------------------------------------------------------------------
 
@@ -296,8 +301,8 @@ class BrokerConnection:
                 link = delivery.link
                 if link.state is _ATTACHED and self.engine.state is _OPENED:
                     link.settle(delivery, _ACCEPTED)
-        broker._pending[self] = None
-        broker._dispatch()
+        broker.has_output(self)
+        broker.dispatch()
 
     def _on_other(self, event: Event) -> None:
         handler = _OTHER_EVENTS.get(type(event))
@@ -306,7 +311,7 @@ class BrokerConnection:
         self.record.saw(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
-        why = admit_user(self)
+        why = self.admit_user(self.identity, self.engine.sasl_mechanism)
         if why is not None:
             self.engine.close(error("amqp:resource-limit-exceeded", why))
             return
@@ -340,7 +345,7 @@ class BrokerConnection:
 
     def _on_authentication_failed(self, event: AuthenticationFailed) -> None:
         self.refused = f"authentication failed: {event.description}"
-        hold_failed_login(self)
+        self.hold_failed_login()
 
     def _on_rolled_back(self, event: TransactionRolledBack) -> None:
         assert isinstance(event.transaction, TransactionRecord)
@@ -397,7 +402,7 @@ class BrokerConnection:
             return
         node: Node | None
         if terminus.dynamic:
-            node = broker._dynamic(terminus.dynamic_node_properties)
+            node = broker.dynamic_node(terminus.dynamic_node_properties)
         elif (
             isinstance(link, Receiver) and isinstance(terminus, Target) and terminus.address is None
         ):
@@ -408,14 +413,14 @@ class BrokerConnection:
             return
         else:
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
-            node = broker._resolve(terminus.address, stream=stream)
+            node = broker.resolve(terminus.address, stream=stream)
             if node is None:
                 link.refuse(error("amqp:not-found", f"no node {terminus.address!r}"))
                 return
             if stream and not isinstance(node, Stream):
                 link.refuse(error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}"))
                 return
-            if isinstance(node, Queue) and broker.vhosts[DEFAULT_VHOST].exclusive(node):
+            if isinstance(node, Queue) and broker.exclusive(node):
                 link.refuse(
                     error(
                         "amqp:resource-locked",
@@ -425,7 +430,7 @@ class BrokerConnection:
                 return
         if isinstance(link, Sender):
             assert isinstance(terminus, Source)
-            self._consumer(link, node, terminus)
+            self.add_consumer(link, node, terminus)
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
@@ -433,7 +438,7 @@ class BrokerConnection:
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
             producer = _Producer(self, link, node)
             self.producers[link] = producer
-            self._credit(link)
+            self.give_credit(link)
             self._join(node, producer, terminus.dynamic)
 
     def _special_link(self, link: Link, terminus: Source | Target) -> bool:
@@ -467,9 +472,9 @@ class BrokerConnection:
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(target, **_TRANSIENT))
         self.producers[link] = _Producer(self, link, None, reply=reply)
-        self._credit(link)
+        self.give_credit(link)
 
-    def _consumer(self, link: Sender, node: Node, source: Source) -> None:
+    def add_consumer(self, link: Sender, node: Node, source: Source) -> None:
         if isinstance(node, Stream):
             self._stream_consumer(link, node, source)
             return
@@ -525,7 +530,7 @@ class BrokerConnection:
         consumer.queue = queue
         if subscription is not None:
             self._resume(subscription, consumer)
-        self.broker._dirty[queue] = None
+        self.broker.wake(queue)
 
     def _terminus(self, node: Node, source: Source) -> dict[str, Any]:
         """The durability and expiry of the source the broker answers: for a topic, what
@@ -535,7 +540,7 @@ class BrokerConnection:
         if not isinstance(node, Topic):
             return _TRANSIENT
         durable = source.durable
-        if self.broker._subscription_store is None or not keeps(source):
+        if not self.broker.keeps_subscriptions or not keeps(source):
             durable = TerminusDurability.NONE
         return {
             "durable": durable,
@@ -563,23 +568,23 @@ class BrokerConnection:
                 )
             if subscription.topic is topic and subscription.same(source):
                 subscription.answered = answered
-                broker._save(subscription)
+                broker.save_subscription(subscription)
                 return subscription
             # Replaced (a new address or filter): its topic is about to be used again.
-            broker._delete_subscription(subscription, release=False)
-        why = broker._room_for_subscription(container)
+            broker.delete_subscription(subscription, release=False)
+        why = broker.room_for_subscription(container)
         if why is not None:
             return error("amqp:resource-limit-exceeded", why)
         subscription = Subscription(
-            next(broker._subscription_ids),
+            broker.new_subscription_id(),
             key,
             topic,
             Queue(broker, topic.address),
             source,
             answered,
         )
-        broker._register(subscription)
-        broker._save(subscription)
+        broker.register_subscription(subscription)
+        broker.save_subscription(subscription)
         return subscription
 
     def _kept_source(self, link: Sender) -> Source | None:
@@ -601,7 +606,7 @@ class BrokerConnection:
         first. Deliveries of the suspended link that the engine carried over to this one
         (a re-attach on the same session) are settled with the same outcome."""
         if subscription.conn is not None:
-            subscription.conn._kept.discard(subscription)
+            subscription.conn.forget_subscription(subscription)
         subscription.unpark()
         subscription.consumer = consumer
         subscription.conn = self
@@ -619,7 +624,7 @@ class BrokerConnection:
             if state is None and delivery is not None:
                 state = delivery.remote_state
             outcome = state if isinstance(state, _OUTCOMES) else DEFAULT_OUTCOME
-            self._apply(consumer, message, buffer, outcome)
+            apply_outcome(self.broker, consumer, message, buffer, outcome)
             if delivery is not None and not delivery.settled:
                 link.settle(delivery, None if outcome is state else outcome)
 
@@ -650,7 +655,7 @@ class BrokerConnection:
         self.consumers[link] = consumer
         self._join(node, consumer, source.dynamic)
         node.add_consumer(consumer)
-        self.broker._dirty[node] = None
+        self.broker.wake(node)
 
     def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
         node.link_added(endpoint)
@@ -662,7 +667,7 @@ class BrokerConnection:
         """Detach a link from the broker's side, if the engine still can."""
         if link.state is _ATTACHED and self.engine.state is _OPENED:
             link.detach(error=error)
-            self.broker._pending[self] = None
+            self.broker.has_output(self)
 
     def _remove(self, endpoint: Any, *, lifetime: bool = True, closed: bool = True) -> None:
         """A link is gone: its unsettled deliveries get their default outcome (broker draft
@@ -689,10 +694,10 @@ class BrokerConnection:
                 # ones after it, one step each (in sending order, each would be placed
                 # behind the ones before it by a scan: quadratic for many unsettled).
                 for message, queue in reversed(inflight.values()):
-                    self._apply(endpoint, message, queue, endpoint.default)
+                    apply_outcome(self.broker, endpoint, message, queue, endpoint.default)
                 endpoint.node.remove_consumer(endpoint)
                 if subscription is not None:
-                    self.broker._delete_subscription(subscription)
+                    self.broker.delete_subscription(subscription)
         elif self.producers.pop(endpoint.link, None) is None or endpoint.node is None:
             return
         node = endpoint.node
@@ -707,7 +712,7 @@ class BrokerConnection:
         subscription.consumer = None
         policy = subscription.policy
         if policy is TerminusExpiryPolicy.LINK_DETACH:
-            self.broker._start_timer(subscription)
+            self.broker.start_subscription_timer(subscription)
         elif policy is not TerminusExpiryPolicy.NEVER:
             self._kept.add(subscription)  # until its session or this connection ends
 
@@ -717,7 +722,7 @@ class BrokerConnection:
         for subscription in list(self._kept):
             if subscription.waits_for(session):
                 self._kept.discard(subscription)
-                self.broker._start_timer(subscription)
+                self.broker.start_subscription_timer(subscription)
 
     def _sweep(self, session: Session | None = None) -> None:
         """Forget the links the engine no longer has attached (after a protocol error, the
@@ -740,11 +745,25 @@ class BrokerConnection:
         if self._held_until is None:  # (else its transport stays until the outcome goes)
             self._gone()
 
-    def _gone(self) -> None:
-        """The connection no longer counts against the connection limits."""
-        if self._counted:
-            self._counted = False
-            self.broker._connection_gone(self)
+    def replaced(self) -> None:
+        """A 0-9-1 connection takes this one's transport (its first octets asked for
+        0-9-1): this one is forgotten, unheard."""
+        self.lost = True
+        self._gone()
+
+    def node_deleted(self, endpoint: Any, why: Error) -> None:
+        """The node of ``endpoint`` (a link of this connection) was deleted: the link is
+        forgotten and detached with ``why`` (broker draft 2.3.3)."""
+        self._remove(endpoint, lifetime=False)
+        self._detach(endpoint.link, why)
+
+    def forget_subscription(self, subscription: Subscription) -> None:
+        """``subscription``, suspended here, was resumed elsewhere or deleted."""
+        self._kept.discard(subscription)
+
+    def forget_parked(self, delivery: Delivery) -> None:
+        """A delivery of a suspended subscription's link was resumed or dropped."""
+        self._parked.pop(delivery, None)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -761,7 +780,7 @@ class BrokerConnection:
             message = parse_message(event.data, seq=broker.next_seq(), wall=broker.wall)
         except DecodeError as exc:
             producer.reject_malformed(delivery, exc)
-            self._credit(link)
+            self.give_credit(link)
             return
         size = message.size
         if size > producer.largest:
@@ -774,7 +793,7 @@ class BrokerConnection:
             if routed is None:  # a direct reply: accepted, delivered or not (._replies)
                 if not delivery.remote_settled:
                     link.settle(delivery, _ACCEPTED)
-                self._credit(link)
+                self.give_credit(link)
                 return
             if isinstance(routed, Error):
                 node, state = None, Rejected(error=routed)
@@ -790,7 +809,7 @@ class BrokerConnection:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
                 link.settle(delivery, state)
-        self._credit(link, producer)
+        self.give_credit(link, producer)
 
     def _put(
         self, producer: _Producer, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -812,10 +831,10 @@ class BrokerConnection:
                 if producer.node is None and delivery.remote_settled:
                     broker.unroutable += 1
             else:
-                broker._touch(node)
+                broker.touch(node)
         return state
 
-    def _credit(self, link: Receiver, producer: _Producer | None = None) -> None:
+    def give_credit(self, link: Receiver, producer: _Producer | None = None) -> None:
         """Top a publisher's credit up to its cap (``link_credit``, less within the byte
         budgets: :meth:`_Producer.credit_cap`) once half is used (the engine caps it at the
         room under ``max_unsettled_per_link``); none while the broker's resource alarm is
@@ -856,8 +875,8 @@ class BrokerConnection:
         if alarm or self.engine.state is not _OPENED:
             return
         for producer in list(self.producers.values()):
-            self._credit(producer.link)
-        self.broker._pending[self] = None
+            self.give_credit(producer.link)
+        self.broker.has_output(self)
 
     def _post_in_txn(
         self, link: Receiver, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -867,13 +886,13 @@ class BrokerConnection:
         if node is None:
             unroutable_in_txn(self, delivery, state)
         else:
-            self._held[delivery] = (node, message)
+            self.held_in_txn[delivery] = (node, message)
             link.update(delivery, _ACCEPTED)
 
     def _on_credit(self, event: CreditChanged) -> None:
         consumer = self.consumers.get(event.link)
         if consumer is not None and consumer.queue is not None:
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
 
     def _on_update(self, event: DeliveryUpdated) -> None:
         consumer = self.consumers.get(event.link)
@@ -883,11 +902,11 @@ class BrokerConnection:
             elif event.settled:
                 producer = self.producers.get(event.link)
                 if producer is not None:
-                    self._credit(producer.link)  # room under max_unsettled_per_link again
+                    self.give_credit(producer.link)  # room under max_unsettled_per_link again
             return
         if consumer.blocked and consumer.queue is not None:
             consumer.blocked = False  # below max_unsettled_per_link once this settles
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
         delivery = event.delivery
         state = event.state
         if type(state) is TransactionalState:
@@ -913,7 +932,7 @@ class BrokerConnection:
         del consumer.inflight[delivery]
         self._decided[delivery] = type(state)
         message, queue = entry
-        self._apply(consumer, message, queue, state)
+        apply_outcome(self.broker, consumer, message, queue, state)
         if not delivery.settled:
             consumer.link.settle(delivery)
 
@@ -931,53 +950,12 @@ class BrokerConnection:
         subscription, message = self._parked.pop(delivery)
         del subscription.parked[delivery]
         del subscription.unsettled[delivery.tag]
-        self._apply(None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME)
+        apply_outcome(
+            self.broker, None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME
+        )
         if not delivery.settled:
             with contextlib.suppress(LocalProtocolError):  # (its session may be ending)
                 delivery.link.settle(delivery)
-
-    def _apply(
-        self, consumer: _Consumer | None, message: StoredMessage, queue: Queue, outcome: Any
-    ) -> None:
-        """What an outcome does to the message (core spec 3.4)."""
-        broker = self.broker
-        kind = type(outcome)
-        if kind is Accepted or kind is Rejected:
-            if kind is Rejected:
-                queue.dead_letter(message, "rejected")
-            self._taken(queue, message)
-            return
-        changed = False
-        if kind is Modified:
-            if outcome.delivery_failed:
-                message.delivery_count += 1
-                changed = True
-            if outcome.undeliverable_here and consumer is not None:
-                message.excluded = (message.excluded or set()) | {consumer}
-            if outcome.message_annotations:
-                message.annotate(outcome.message_annotations)
-                changed = True
-        if message.expires is not None and message.expires <= broker.wall:
-            queue.acquired -= 1
-            message.dropped = True
-            broker.store.remove(queue, message)
-            broker.let_go(message)
-            queue.expired(message)
-            if queue.emptied():
-                broker.delete_node(queue)
-            elif not queue.links:
-                broker.release(queue)
-            return
-        if changed:
-            broker.store.update(queue, message)
-        queue.requeue(message)
-        broker._dirty[queue] = None
-
-    def _taken(self, queue: Queue, message: StoredMessage) -> None:
-        if queue.settled(message):
-            self.broker.delete_node(queue)
-        elif not queue.links:
-            self.broker.release(queue)
 
 
 #: What the broker does on each event other than a delivery's or a credit change, by the
