@@ -4,7 +4,7 @@ protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core
 
 from ._accept import Broker, pick_protocol
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
-from ._nodes import Node, Queue, Topic
+from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic
 from ._record import ConnectionRecord
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,
@@ -20,11 +20,8 @@ from ._selector import (
 from ._store import (
     BindingRecord,
     ExchangeRecord,
-    MemoryStore,
     QueueDeclaration,
-    Store,
     StoredMessage,
-    SubscriptionStore,
     TopologyRecord,
     TopologyStore,
     VhostRecord,

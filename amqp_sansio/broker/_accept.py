@@ -34,7 +34,8 @@ from ..security.tls import TLSLayer, TLSOrPlain
 from ._broker import BrokerCore
 from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST
-from ._store import Store, TopologyRecord
+from ._nodes import Store
+from ._store import TopologyRecord
 from .amqp091.connection import BrokerConnection091
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
 from .amqp10.connection import BrokerConnection

@@ -42,6 +42,13 @@ class Admission:
     #: Counted among the broker's connections (until it is gone).
     _counted: bool
 
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._handshake_until = None
+        self._held_until = None
+        self._counted_user = None
+        self._counted = False
+
     def started(self, now: float) -> None:
         """The broker took the transport at ``now``."""
         self._now = now

@@ -33,16 +33,10 @@ from ..definitions.messaging import (
 from ..errors import DecodeError
 from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST, HostedQueues, Peer
-from ._nodes import Node, Queue, Topic, error
+from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic, error
 from ._replies import DirectReplies
 from ._selector import Selector, SelectorError, selector_filter
-from ._store import (
-    MemoryStore,
-    Store,
-    StoredMessage,
-    SubscriptionStore,
-    parse_message,
-)
+from ._store import StoredMessage, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
 from ._users import open_authenticator
@@ -642,9 +636,10 @@ class BrokerCore:
             self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
         heapq.heappush(heap, (message.expires, next(self._ties), message, queue))
 
-    def watch_age(self, stream: Stream, when: float) -> None:
+    def watch_age(self, stream: Node, when: float) -> None:
         """Apply ``stream``'s retention at ``when`` (wall clock), its oldest message's time
         (for the broker's nodes: see ``NodeBroker``)."""
+        assert isinstance(stream, Stream)
         heapq.heappush(self._aging, (when, next(self._ties), stream))
 
     def _age_streams(self, wall: float) -> None:

@@ -41,12 +41,12 @@ from ...security.tls import TLSFailed
 from .._admission import Admission, secret_accepted
 from .._nodes import Node, Queue
 from .._record import ConnectionRecord
-from .._replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
 from .._selector import Selector
 from .._store import StoredMessage
 from .._streams import Stream
 from .declarations import Refused
 from .mapping import basic_of
+from .replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
 from .streams import StreamRefused, check_not_stream, check_stream_settle, consume_091
 from .vhosts import VirtualHost
 
@@ -268,11 +268,8 @@ class BrokerConnection091(Admission):
         self.cut = False
         self.lost = False
         self.ending = False
-        self._now = self._active_at = 0.0  # (the latest input that made an event)
-        self._handshake_until: float | None = None
-        self._held_until: float | None = None
-        self._counted = False
-        self._counted_user: str | None = None
+        super().__init__()
+        self._active_at = 0.0  # (the latest input that made an event)
         self.client_capabilities: dict[str, Any] = {}
         #: ``connection.blocked`` was sent (the broker's resource alarm), and the client
         #: published during the alarm: read no further until it clears.
@@ -283,8 +280,7 @@ class BrokerConnection091(Admission):
         self._stream: Any = engine
 
     def under_tls(self, tls: Any, record: Any) -> None:
-        """amqps: the TLS layer ``tls`` (of the connection this one replaces, with its
-        ``record`` of the handshake) carries this connection's bytes."""
+        """amqps: ``tls`` (and its handshake's ``record``) carries this one's bytes."""
         self._stream = tls
         self.record.tls = record
 

@@ -57,7 +57,7 @@ from ...security.tls import TLSLayer
 from .._admission import Admission
 from .._nodes import Node, Queue, Topic, error
 from .._record import ConnectionRecord
-from .._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
+from .._replies import VOLATILE_QUEUE, reply_name
 from .._selector import Selector, SelectorError, selector_filter
 from .._store import StoredMessage, parse_message
 from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
@@ -66,6 +66,7 @@ from .endpoints import _Consumer, _Producer
 from .management import MANAGEMENT_ADDRESS
 from .outcomes import apply_outcome
 from .relay import relay_address, relay_route
+from .replies import attach_volatile, sweep_links
 from .transactions import discharge, roll_back, unroutable_in_txn
 
 if TYPE_CHECKING:
@@ -114,27 +115,18 @@ class BrokerConnection(Admission):
     def __init__(
         self, broker: Broker10, engine: Any, stream: Any, *, address: str | None = None
     ) -> None:
+        super().__init__()  # (its admission state: handshake time-out, held login, user)
         self.broker = broker
         #: The client's source address (the host), if the driver gave it.
         self.address = address
-        #: When (``now`` clock) the handshake time-out cuts the connection, until the
-        #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
-        self._handshake_until: float | None = None
         #: When (``now`` clock) the broker accepted the transport (``Broker.accept``): a
         #: 0-9-1 connection in its place keeps counting its handshake time-out from it.
         self.accepted_at: float | None = None
         #: The transport goes once what is queued is written (handshake time-out, TLS failed).
         self.cut = False
-        #: A failed login's outcome held back until then (``now`` clock; see
-        #: BrokerConfig.login_delay); None: nothing held.
-        self._held_until: float | None = None
-        #: The user this open connection is counted for (max_connections_per_user).
-        self._counted_user: str | None = None
-        #: It counts against the broker's connection limits (until :meth:`_gone`).
-        self._counted = False
-        #: The latest ``now`` given, and the latest at which the client's input made an
-        #: event (heartbeats make none): see :meth:`idle_since`.
-        self._now = self._active_at = 0.0
+        #: The latest at which the client's input made an event (heartbeats make none):
+        #: see :meth:`idle_since`.
+        self._active_at = 0.0
         #: The server engine (an :class:`amqp_sansio.Connection`).
         self.engine: Connection = engine
         self._stream = stream

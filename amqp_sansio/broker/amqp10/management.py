@@ -45,8 +45,8 @@ from ...engine.sender import Sender
 from ...engine.states import LinkState
 from ...errors import DecodeError, EncodeError
 from ...events import DeliveryReceived
-from .._nodes import Node, Queue, Topic, error
-from .._store import MemoryStore, parse_message
+from .._nodes import MemoryStore, Node, Queue, Topic, error
+from .._store import parse_message
 from .._streams import Stream
 from .endpoints import _Consumer
 
