@@ -1,6 +1,14 @@
-"""A reference AMQP 1.0 broker on the engine (the broker working draft's client-broker
-protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core. See
-``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
+"""The reference broker, of AMQP 1.0 (the broker working draft's client-broker protocol,
+mapped onto the final 1.0 frames) and AMQP 0-9-1 (RabbitMQ's rules) on one port, their
+queues shared: I/O-free, like the rest of the core. See ``docs/broker.rst``;
+:mod:`amqp_sansio.adapters.broker` serves it over TCP.
+
+Its modules: a protocol-free core (``_broker``, ``_nodes``, ``_streams``, ``_store``,
+``_selector``, ``_subscriptions``, ``_replies``, ``_admission``, ``_users``, ``_config``,
+``_record``), the written interface between the core and the protocols (``_interface``),
+one folder per protocol (``amqp10/``, ``amqp091/``; neither imports the other, the core
+imports neither) and ``_accept``, which reads a client's first octets and builds the
+connection they ask for (:class:`Broker`)."""
 
 from ._accept import Broker, pick_protocol
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig

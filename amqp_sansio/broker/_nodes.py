@@ -340,7 +340,7 @@ class Queue(Node):
         self._passed: dict[Consumer, tuple[int, dict[int, int]]] = {}
         #: Limits of this queue alone (a 0-9-1 declare's ``x-max-length``,
         #: ``x-max-length-bytes``, ``x-overflow``, ``x-message-ttl``, see
-        #: :mod:`._vhosts`), within the broker's: None each where it sets none.
+        #: :mod:`.amqp091.vhosts`), within the broker's: None each where it sets none.
         self.max_depth: int | None = None
         self.max_bytes: int | None = None
         self.overflow: str | None = None

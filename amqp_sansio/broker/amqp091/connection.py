@@ -6,7 +6,7 @@ Logins go through the broker's users (PLAIN and AMQPLAIN: a name and a password;
 broker, without users, takes any login, as it takes any 1.0 client), the virtual host must
 be one of the broker's (else 530 NOT_ALLOWED), and the methods of the ``exchange``,
 ``queue``, ``basic``, ``confirm`` and ``tx`` classes are answered as RabbitMQ answers them
-(see :mod:`._vhosts` for exchanges and queues, and ``docs/amqp091.rst``): prefetch per
+(see :mod:`.vhosts` for exchanges and queues, and ``docs/amqp091.rst``): prefetch per
 consumer or per channel (``basic.qos`` ``global``), delivery tags per channel, acks, nacks
 and rejects (``multiple``; a requeued message comes back ``redelivered``), ``basic.get``,
 ``basic.recover``, publisher confirms sent once the store has a durable message,
@@ -182,7 +182,7 @@ class _Channel:
                 consumer.unacked -= 1
                 broker.wake(consumer.queue)  # room under its prefetch
             if isinstance(queue, Stream):
-                continue  # (a stream's ack is credit: nothing leaves it, ._streams091)
+                continue  # (a stream's ack is credit: nothing leaves it, .streams)
             if ack:
                 conn._taken(queue, message)
             elif requeue:

@@ -1,5 +1,5 @@
 """What an AMQP 0-9-1 queue declaration says, read for the broker's virtual hosts
-(:mod:`._vhosts`): RabbitMQ's common queue arguments (``queue.declare``, 1.7.2.1, field
+(:mod:`.vhosts`): RabbitMQ's common queue arguments (``queue.declare``, 1.7.2.1, field
 ``arguments``), the record of a declared queue with the equivalence a redeclaration must
 meet, and :class:`Refused`, the refusal with the reply code a peer gets.
 """
@@ -36,7 +36,7 @@ class Refused(Exception):
 
 
 def _refused(refused: StreamRefused) -> Refused:
-    """A stream's refusal (:mod:`._streams091`) as the virtual host's."""
+    """A stream's refusal (:mod:`.streams`) as the virtual host's."""
     return Refused(refused.reply_code, refused.reply_text)
 
 

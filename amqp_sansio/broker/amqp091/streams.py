@@ -1,6 +1,6 @@
 """Streams over AMQP 0-9-1, as RabbitMQ offers them: a queue declared with the argument
 ``x-queue-type`` ``stream`` is a :class:`~amqp_sansio.broker.Stream` (the append-only log
-:mod:`._streams` reads by offset for 1.0 consumers), so a stream written with one protocol is
+:mod:`.._streams` reads by offset for 1.0 consumers), so a stream written with one protocol is
 read with the other.
 
 RabbitMQ's rules (its "Streams" guide, "Usage" and "Consuming", checked against RabbitMQ
@@ -90,7 +90,7 @@ _UNBOUNDED = 1 << 30
 
 class StreamRefused(Exception):
     """A stream method refused: ``reply_code`` and ``reply_text`` (raised again by the
-    virtual host as its :class:`~._declarations.Refused`)."""
+    virtual host as its :class:`~.declarations.Refused`)."""
 
     def __init__(self, reply_code: int, reply_text: str) -> None:
         super().__init__(f"{reply_code} {reply_text}")

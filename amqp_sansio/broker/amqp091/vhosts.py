@@ -1,5 +1,5 @@
 """Virtual hosts of the broker's AMQP 0-9-1 side (0-9-1 spec 3.1.2 "Virtual hosts"): each
-has its exchanges (:mod:`._exchanges`), its queues and the bindings between them, and
+has its exchanges (:mod:`.exchanges`), its queues and the bindings between them, and
 answers the ``exchange`` and ``queue`` classes' methods as RabbitMQ does.
 
 A 0-9-1 queue *is* a broker :class:`~amqp_sansio.broker.Queue` node: in the default virtual
@@ -162,7 +162,7 @@ class VirtualHost:
         self._kept: dict[Binding, None] = {}
         if self._topology is not None:
             self._topology.keep_topology(VhostRecord(name))
-        #: Streams (``x-queue-type`` ``stream``, :mod:`._streams091`): the 0-9-1
+        #: Streams (``x-queue-type`` ``stream``, :mod:`.streams`): the 0-9-1
         #: declarations by name, and the streams of a virtual host other than ``/``.
         self.stream_records: dict[str, StreamRecord] = {}
         self._streams: dict[str, Stream] = {}
@@ -588,7 +588,7 @@ class VirtualHost:
         """``basic.get`` read the queue (it counts as use for ``x-expires``)."""
         self._used(queue)
 
-    # -- streams (x-queue-type stream: ._streams091) -------------------------------------------
+    # -- streams (x-queue-type stream: .streams) -------------------------------------------
 
     def stream(self, name: str) -> Stream | None:
         """The stream of that name, if there is one (in ``/``: a broker node that is a
@@ -607,7 +607,7 @@ class VirtualHost:
         auto_delete: bool,
         arguments: dict[str, FieldValue],
     ) -> tuple[Stream, int, int] | None:
-        """``queue.declare`` of a stream (:mod:`._streams091`), or None when the declare is
+        """``queue.declare`` of a stream (:mod:`.streams`), or None when the declare is
         not about one (no ``x-queue-type`` ``stream``, and no stream of that name)."""
         existing = self.stream(name)
         record = self.stream_records.get(name)  # (gone with its stream: _stream_deleted)
@@ -759,12 +759,12 @@ class VirtualHost:
         body: bytes,
     ) -> Published:
         """``basic.publish`` (1.8.3.7) without the protocol around it: the message, mapped
-        to its 1.0 form (:mod:`._mapping`), goes to each queue :meth:`route` finds. An
+        to its 1.0 form (:mod:`.mapping`), goes to each queue :meth:`route` finds. An
         ``expiration`` that is not an integer is refused (406); a queue at its limits with
         ``reject-publish`` refuses its copy (``Published.refused``). The caller dispatches
         (the broker's consumers get the messages once its input is handled). To the default
         exchange with a direct reply-to name as key, it goes to its requester at once, or
-        nowhere (:mod:`._replies`)."""
+        nowhere (:mod:`.._replies`)."""
         if properties is None:
             properties = BasicProperties()
         queues = self.route(exchange, routing_key, properties.headers)
@@ -787,7 +787,7 @@ class VirtualHost:
         template.basic = (properties, exchange, routing_key, len(body))
         published = Published(len(queues), [], template.durable)
         if not queues and exchange == "" and routing_key.startswith(REPLY_PREFIX):
-            published.routed = int(broker.replies.deliver(routing_key, template))  # (._replies)
+            published.routed = int(broker.replies.deliver(routing_key, template))  # (.._replies)
         refused = published.refused
         last = queues[-1] if queues else None
         for queue in queues:

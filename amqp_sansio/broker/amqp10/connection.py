@@ -434,8 +434,8 @@ class BrokerConnection(Admission):
             self._join(node, producer, terminus.dynamic)
 
     def _special_link(self, link: Link, terminus: Source | Target) -> bool:
-        """A link to ``$management`` (:mod:`._management`), or one of direct reply-to's
-        (see :mod:`._replies`): a requester's (a dynamic source with the capability
+        """A link to ``$management`` (:mod:`.management`), or one of direct reply-to's
+        (see :mod:`.._replies`): a requester's (a dynamic source with the capability
         ``rabbitmq:volatile-queue``), or a responder's sender to a name (``amqp:not-found``
         once its requester is gone). False for any other link."""
         if terminus.address == MANAGEMENT_ADDRESS and not terminus.dynamic:
@@ -457,7 +457,7 @@ class BrokerConnection(Admission):
         return True
 
     def _relay_producer(self, link: Receiver, target: Target, *, reply: str | None = None) -> None:
-        """A sender with a null target address: the anonymous relay (see :mod:`._relay`).
+        """A sender with a null target address: the anonymous relay (see :mod:`.relay`).
         Access is checked per message, against the address each one names. ``reply``: a
         sender to a direct reply-to name instead, whose messages all go there."""
         config = self.broker.config
@@ -623,7 +623,7 @@ class BrokerConnection(Admission):
     def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
         """A consumer of a stream reads from the offset its filter asks for, and takes
         nothing (core spec 3.5.3 distribution-mode ``copy``); the answer echoes the filter
-        applied, and its properties give the stream's bounds (see :mod:`._streams`)."""
+        applied, and its properties give the stream's bounds (see :mod:`.._streams`)."""
         try:
             applied, start = offset_filter(source)
         except OffsetFilterError as exc:
@@ -666,7 +666,7 @@ class BrokerConnection(Admission):
         2.3.7); the node may be deleted by its lifetime policy (core spec 3.5.10-3.5.13).
         A kept topic subscription whose link went without closing (``closed`` false: a
         detach that does not close, its session's end, the connection's loss) is suspended
-        instead, its unsettled deliveries kept for a resume (see :mod:`._subscriptions`);
+        instead, its unsettled deliveries kept for a resume (see :mod:`.._subscriptions`);
         closed, it is deleted."""
         if isinstance(endpoint, _Consumer):
             if self.consumers.pop(endpoint.link, None) is None:
@@ -782,7 +782,7 @@ class BrokerConnection(Admission):
         if node is None:
             address = producer.reply or relay_address(message.data)
             routed = relay_route(broker, self.identity, address, message)
-            if routed is None:  # a direct reply: accepted, delivered or not (._replies)
+            if routed is None:  # a direct reply: accepted, delivered or not (.._replies)
                 if not delivery.remote_settled:
                     link.settle(delivery, _ACCEPTED)
                 self.give_credit(link)

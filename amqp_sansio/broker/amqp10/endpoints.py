@@ -153,7 +153,7 @@ class _Consumer:
 
 class _Producer:
     """A link on which the broker receives (the client publishes) into a node; ``node`` is
-    None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
+    None on an anonymous-relay link (each message names its node, see :mod:`.relay`)."""
 
     __slots__ = ("_cap", "_cap_for", "conn", "largest", "link", "node", "reply")
 
@@ -163,7 +163,7 @@ class _Producer:
         self.conn = conn
         self.link = link
         self.node = node
-        #: A link attached to a direct reply-to name: where its messages go (._replies).
+        #: A link attached to a direct reply-to name: where its messages go (.._replies).
         self.reply = reply
         #: The largest message (encoded bytes) this link has carried; 0 before the first.
         self.largest = 0
