@@ -7,12 +7,13 @@ Its modules: a protocol-free core (``_broker``, ``_nodes``, ``_streams``, ``_sto
 ``_selector``, ``_subscriptions``, ``_replies``, ``_admission``, ``_users``, ``_config``,
 ``_record``), the written interface between the core and the protocols (``_interface``),
 one folder per protocol (``amqp10/``, ``amqp091/``; neither imports the other, the core
-imports neither) and ``_accept``, which reads a client's first octets and builds the
-connection they ask for (:class:`Broker`)."""
+imports neither), ``_protocols``, which reads a client's first octets, and ``_accept``,
+which builds the connection they ask for (:class:`Broker`)."""
 
-from ._accept import Broker, pick_protocol
+from ._accept import Broker
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
 from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic
+from ._protocols import pick_protocol
 from ._record import ConnectionRecord
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,

@@ -70,7 +70,7 @@ class BrokerCore:
         self._anonymous = open_authenticator(allow_cleartext=self.config.allow_insecure_auth)
         #: The nodes by address.
         self.nodes: dict[str, Node] = {}
-        self.connections: set[Any] = set()
+        self.connections: set[Peer] = set()
         #: The latest wall-clock time a caller gave (seconds since the epoch).
         self.wall = 0.0
         #: Counters: messages dropped because they expired, and messages dead-lettered.

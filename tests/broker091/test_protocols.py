@@ -1,4 +1,4 @@
-"""The first 8 octets pick the engine (amqp_sansio.broker._accept)."""
+"""The first 8 octets pick the engine (amqp_sansio.broker._protocols)."""
 
 from __future__ import annotations
 

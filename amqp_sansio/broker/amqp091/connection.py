@@ -156,7 +156,7 @@ class _Channel:
         conn.record.messages_out += 1
         conn.broker.has_output(conn)
         if consumer.no_ack:
-            conn._taken(queue, message)
+            conn.taken(queue, message)
         else:
             consumer.unacked += 1
             self.unacked[tag] = (message, queue, consumer)
@@ -184,14 +184,14 @@ class _Channel:
             if isinstance(queue, Stream):
                 continue  # (a stream's ack is credit: nothing leaves it, .streams)
             if ack:
-                conn._taken(queue, message)
+                conn.taken(queue, message)
             elif requeue:
                 back.append((message, queue))
             else:
                 queue.dead_letter(message, "rejected")
-                conn._taken(queue, message)
+                conn.taken(queue, message)
         for message, queue in reversed(back):  # each to the head, in delivery order
-            conn._requeue(queue, message)
+            conn.give_back(queue, message)
 
     def tags(self, delivery_tag: int, multiple: bool) -> list[int]:
         """The unacked tags an ack/nack of ``delivery_tag`` covers (``multiple``: every
@@ -742,7 +742,7 @@ class BrokerConnection091(Admission):
         self._send_content(channel.number, method, props, body)
         self.record.messages_out += 1
         if m.no_ack:
-            self._taken(queue, message)
+            self.taken(queue, message)
         else:
             channel.unacked[tag] = (message, queue, None)
 
@@ -911,7 +911,7 @@ class BrokerConnection091(Admission):
 
     # -- messages ------------------------------------------------------------------------------
 
-    def _taken(self, queue: Queue, message: StoredMessage) -> None:
+    def taken(self, queue: Queue, message: StoredMessage) -> None:
         """A message was taken for good (acked, or delivered without ack)."""
         broker = self.broker
         if queue.settled(message):
@@ -919,7 +919,7 @@ class BrokerConnection091(Admission):
         elif not queue.links:
             broker.release(queue)
 
-    def _requeue(self, queue: Queue, message: StoredMessage) -> None:
+    def give_back(self, queue: Queue, message: StoredMessage) -> None:
         """A message given back (nack/reject with requeue, a closed channel): to the head of
         its queue, redelivered (its delivery-count counts the attempt, core spec 3.2.1)."""
         broker = self.broker
