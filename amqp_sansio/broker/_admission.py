@@ -11,12 +11,10 @@ per-user cap at the open, and the check of a 0-9-1 client's new secret
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._interface import ConnectionBroker
 from ._users import ANONYMOUS, Users
-
-if TYPE_CHECKING:
-    from ._interface import ConnectionBroker
 
 __all__ = ["Admission", "secret_accepted"]
 

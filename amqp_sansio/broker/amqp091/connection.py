@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...amqp091 import spec
 from ...amqp091.engine import (
@@ -48,10 +48,7 @@ from .declarations import Refused
 from .mapping import basic_of
 from .replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
 from .streams import StreamRefused, check_not_stream, check_stream_settle, consume_091
-from .vhosts import VirtualHost
-
-if TYPE_CHECKING:
-    from .vhosts import Broker091
+from .vhosts import Broker091, VirtualHost
 
 __all__ = ["BrokerConnection091"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import attrs
 
@@ -63,14 +63,12 @@ from .._store import StoredMessage, parse_message
 from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from .._subscriptions import Subscription, keeps
 from .endpoints import _Consumer, _Producer
+from .interface import Broker10
 from .management import MANAGEMENT_ADDRESS
 from .outcomes import apply_outcome
 from .relay import relay_address, relay_route
 from .replies import attach_volatile, sweep_links
 from .transactions import discharge, roll_back, unroutable_in_txn
-
-if TYPE_CHECKING:
-    from .interface import Broker10
 
 __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 
@@ -143,11 +141,11 @@ class BrokerConnection(Admission):
         self._alarm_bytes = 0
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
         self._decided: dict[Delivery, type] = {}
-        #: Messages posted in a live transaction, held until it is discharged (core spec
-        #: 4.4.1), with the node each is for.
+        # Messages posted in a live transaction, held until it is discharged (core spec
+        # 4.4.1), with the node each is for (read by .transactions).
         self.held_in_txn: dict[Delivery, tuple[Node, StoredMessage]] = {}
-        #: Transactions that may not commit (a pre-settled relay message went nowhere), and
-        #: why (core spec 4.4.4.1).
+        # Transactions that may not commit (a pre-settled relay message went nowhere), and
+        # why (core spec 4.4.4.1; read by .transactions).
         self.doomed_txns: dict[TransactionRecord, str] = {}
         #: Deliveries of suspended subscriptions' detached links, still unsettled: a
         #: disposition may yet settle them (core spec 2.6.4).
@@ -753,7 +751,7 @@ class BrokerConnection(Admission):
         """``subscription``, suspended here, was resumed elsewhere or deleted."""
         self._kept.discard(subscription)
 
-    def forget_parked(self, delivery: Delivery) -> None:
+    def forget_parked(self, delivery: Any) -> None:
         """A delivery of a suspended subscription's link was resumed or dropped."""
         self._parked.pop(delivery, None)
 
