@@ -1,18 +1,20 @@
-"""A reference AMQP 1.0 broker on the engine (the broker working draft's client-broker
-protocol, mapped onto the final 1.0 frames): I/O-free, like the rest of the core. See
-``docs/broker.rst``; :mod:`amqp_sansio.adapters.broker` serves it over TCP."""
+"""The reference broker, of AMQP 1.0 (the broker working draft's client-broker protocol,
+mapped onto the final 1.0 frames) and AMQP 0-9-1 (RabbitMQ's rules) on one port, their
+queues shared: I/O-free, like the rest of the core. See ``docs/broker.rst``;
+:mod:`amqp_sansio.adapters.broker` serves it over TCP.
 
-from ._broker import Broker
+Its modules: a protocol-free core (``_broker``, ``_nodes``, ``_streams``, ``_store``,
+``_selector``, ``_subscriptions``, ``_replies``, ``_admission``, ``_users``, ``_config``,
+``_record``), the written interface between the core and the protocols (``_interface``),
+one folder per protocol (``amqp10/``, ``amqp091/``; neither imports the other, the core
+imports neither), ``_protocols``, which reads a client's first octets, and ``_accept``,
+which builds the connection they ask for (:class:`Broker`)."""
+
+from ._accept import Broker
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
-from ._connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
-from ._connection091 import BrokerConnection091
-from ._declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
-from ._exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
-from ._mapping import from_amqp10, to_amqp10
-from ._nodes import Node, Queue, Topic
+from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic
 from ._protocols import pick_protocol
 from ._record import ConnectionRecord
-from ._relay import ANONYMOUS_RELAY
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,
     DEFAULT_SELECTOR_MAX_LENGTH,
@@ -27,11 +29,8 @@ from ._selector import (
 from ._store import (
     BindingRecord,
     ExchangeRecord,
-    MemoryStore,
     QueueDeclaration,
-    Store,
     StoredMessage,
-    SubscriptionStore,
     TopologyRecord,
     TopologyStore,
     VhostRecord,
@@ -48,7 +47,13 @@ from ._streams import (
 )
 from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
-from ._vhosts import DEFAULT_VHOST, Published, VirtualHost
+from .amqp091.connection import BrokerConnection091
+from .amqp091.declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
+from .amqp091.exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
+from .amqp091.mapping import from_amqp10, to_amqp10
+from .amqp091.vhosts import DEFAULT_VHOST, Published, VirtualHost
+from .amqp10.connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
+from .amqp10.relay import ANONYMOUS_RELAY
 
 __all__ = [
     "ANONYMOUS",

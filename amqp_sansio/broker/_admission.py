@@ -1,115 +1,137 @@
 """Who gets in, and how fast: the connection limits the broker's connections of both
-protocols (``BrokerConnection``, ``BrokerConnection091``) apply before and at the client's
-open (see :class:`~amqp_sansio.broker.BrokerConfig` and the
-"Limits" table of ``docs/broker.rst``). The broker counts connections by source address and
-by user, and failed logins by source address (``Broker._room_for_connection``,
-``_room_for_user``, ``_login_failed``); these are the connection's side: the handshake
-time-out and a failed login's held outcome (their part of the connections' timers:
-:func:`admission_deadline`, :func:`admission_due`), the per-user cap at the open, and the
-check of a 0-9-1 client's new secret. No clock is read: the connection's latest ``now`` is used."""
+protocols apply before and at the client's open (see
+:class:`~amqp_sansio.broker.BrokerConfig` and the "Limits" table of ``docs/broker.rst``).
+The broker counts connections by source address and by user, and failed logins by source
+address (``BrokerCore._room_for_connection``, ``room_for_user``, ``login_failed``);
+:class:`Admission`, the base of both protocols' connections, is the connection's side: the
+handshake time-out and a failed login's held outcome (their part of the connections'
+timers: :meth:`~Admission.admission_deadline`, :meth:`~Admission.admission_due`), the
+per-user cap at the open, and the check of a 0-9-1 client's new secret
+(:func:`secret_accepted`). No clock is read: the connection's latest ``now`` is used."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
-from ..codec.types import Symbol
-from ..definitions.performatives import Error
-from ..engine.states import CONNECTION_OPEN_FIRST
+from ._interface import ConnectionBroker
 from ._users import ANONYMOUS, Users
 
-if TYPE_CHECKING:
-    from ._connection import BrokerConnection
-    from ._connection091 import BrokerConnection091
-
-    #: A broker connection of either protocol.
-    AnyConnection: TypeAlias = BrokerConnection | BrokerConnection091
-
-__all__ = [
-    "admission_deadline",
-    "admission_due",
-    "admit_user",
-    "handshake_timed_out",
-    "hold_failed_login",
-    "secret_accepted",
-]
-
-_LIMIT = Symbol("amqp:resource-limit-exceeded")
+__all__ = ["Admission", "secret_accepted"]
 
 
-def admission_deadline(conn: AnyConnection, engine: Any) -> float | None:
-    """A connection's ``next_deadline``, of either protocol: its failed login's held
-    outcome's release, else the earlier of its handshake time-out and ``engine``'s deadline
-    (its ``next_deadline()``)."""
-    if conn._held_until is not None:
-        return conn._held_until
-    deadline: float | None = engine.next_deadline()
-    until = conn._handshake_until
-    if until is not None and not conn.cut and (deadline is None or until < deadline):
-        return until
-    return deadline
+class Admission:
+    """The admission state of a broker connection, of either protocol: its handshake
+    time-out, a failed login's held outcome, and the user it is counted for. The
+    connection sets ``broker``, ``address`` and ``cut``, and says what its handshake
+    time-out does (:meth:`_handshake_timed_out`)."""
 
+    broker: ConnectionBroker
+    address: str | None
+    cut: bool
+    refused: str | None
+    #: The latest ``now`` an input or timer gave.
+    _now: float
+    #: When the handshake time-out cuts a connection not yet open (``now`` clock).
+    _handshake_until: float | None
+    #: A failed login's outcome is held back until then (``login_delay``).
+    _held_until: float | None
+    #: The user counted for ``max_connections_per_user`` (at most once).
+    _counted_user: str | None
+    #: Counted among the broker's connections (until it is gone).
+    _counted: bool
 
-def admission_due(conn: AnyConnection, now: float) -> bool:
-    """The first part of a connection's ``handle_timer``, of either protocol: while a failed
-    login's outcome is held, nothing but its release (once due); else the handshake
-    time-out, if due (the connection's ``_handshake_timed_out``). True if either took the
-    turn (the engine's timers wait)."""
-    held = conn._held_until
-    if held is not None:
-        if now >= held:
-            conn._held_until = None
-            conn.broker._pending[conn] = None
-        return True
-    until = conn._handshake_until
-    if until is not None and now >= until and not conn.cut:
-        conn._handshake_timed_out()
-        return True
-    return False
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._handshake_until = None
+        self._held_until = None
+        self._counted_user = None
+        self._counted = False
 
+    def started(self, now: float) -> None:
+        """The broker took the transport at ``now``."""
+        self._now = now
 
-def handshake_timed_out(conn: BrokerConnection) -> None:
-    """No open within the handshake time-out: once the AMQP headers are exchanged the
-    connection is refused with an open and a close (``amqp:resource-limit-exceeded``, core
-    spec 2.4.1, 2.4.7, 2.8.15); before that (no header, TLS or SASL unfinished) nothing can
-    be said, and the transport is closed (``cut``)."""
-    conn._handshake_until = None
-    timeout = conn.broker.config.handshake_timeout
-    conn.refused = f"no open within the handshake time-out ({timeout} s)"
-    engine = conn.engine
-    if engine.state in CONNECTION_OPEN_FIRST:  # (its close sends its open first)
-        engine.close(Error(condition=_LIMIT, description=conn.refused))
-    conn.cut = True
-    conn.broker._pending[conn] = None
+    def admitted(self, handshake_until: float | None) -> None:
+        """The broker counted this connection; its handshake time-out is due at
+        ``handshake_until`` (None: none)."""
+        self._counted = True
+        self._handshake_until = handshake_until
 
+    def release_user(self) -> str | None:
+        """Forget the user this connection was counted for (once): that user, or None."""
+        user, self._counted_user = self._counted_user, None
+        return user
 
-def admit_user(conn: BrokerConnection) -> str | None:
-    """At the client's open: why the authenticated user has no room for one more
-    connection (``max_connections_per_user``), or None (then it is counted). Anonymous
-    clients (SASL ANONYMOUS, or the bare AMQP header) are not counted per user. A refused
-    connection keeps its handshake time-out, for a client that never answers the close."""
-    identity = conn.identity
-    if (
-        identity is None
-        or conn.engine.sasl_mechanism in (None, "ANONYMOUS")
-        or identity == ANONYMOUS
-    ):
+    @property
+    def handshake_deadline(self) -> float | None:
+        """When its handshake time-out is due, while it is not open yet."""
+        return self._handshake_until
+
+    def stop_handshake_timer(self) -> None:
+        """No handshake time-out any more (it opened, or its transport goes anyway)."""
+        self._handshake_until = None
+
+    def admission_deadline(self, engine: Any) -> float | None:
+        """Its ``next_deadline``: its failed login's held outcome's release, else the
+        earlier of its handshake time-out and ``engine``'s deadline (its
+        ``next_deadline()``)."""
+        if self._held_until is not None:
+            return self._held_until
+        deadline: float | None = engine.next_deadline()
+        until = self._handshake_until
+        if until is not None and not self.cut and (deadline is None or until < deadline):
+            return until
+        return deadline
+
+    def admission_due(self, now: float) -> bool:
+        """The first part of its ``handle_timer``: while a failed login's outcome is held,
+        nothing but its release (once due); else the handshake time-out, if due
+        (:meth:`_handshake_timed_out`). True if either took the turn (the engine's timers
+        wait)."""
+        held = self._held_until
+        if held is not None:
+            if now >= held:
+                self._held_until = None
+                self.broker.has_output(self)
+            return True
+        until = self._handshake_until
+        if until is not None and now >= until and not self.cut:
+            self._handshake_timed_out()
+            return True
+        return False
+
+    def _handshake_timed_out(self) -> None:
+        raise NotImplementedError
+
+    def _gone(self) -> None:
+        """The connection no longer counts against the connection limits."""
+        if self._counted:
+            self._counted = False
+            self.broker.connection_gone(self)
+
+    def admit_user(self, identity: str | None, mechanism: str | None) -> str | None:
+        """At the client's open: why the authenticated user has no room for one more
+        connection (``max_connections_per_user``), or None (then it is counted). Anonymous
+        clients (SASL ANONYMOUS, or no login) are not counted per user. A refused
+        connection keeps its handshake time-out, for a client that never answers the
+        close."""
+        if identity is None or mechanism in (None, "ANONYMOUS") or identity == ANONYMOUS:
+            return None
+        why = self.broker.room_for_user(identity)
+        if why is not None:
+            self.refused = why
+            return why
+        self._counted_user = identity
         return None
-    why = conn.broker._room_for_user(identity)
-    if why is not None:
-        conn.refused = why
-        return why
-    conn._counted_user = identity
-    return None
 
-
-def hold_failed_login(conn: AnyConnection) -> None:
-    """A failed SASL exchange: its outcome is held back for the delay the broker gives the
-    client's source address (``login_delay``...), and the handshake time-out stops."""
-    conn._handshake_until = None
-    now = conn._now
-    delay = conn.broker._login_failed(conn.address, now)
-    if delay > 0:
-        conn._held_until = now + delay
+    def hold_failed_login(self) -> None:
+        """A failed login: its outcome is held back for the delay the broker gives the
+        client's source address (``login_delay``...), and the handshake time-out stops."""
+        self._handshake_until = None
+        now = self._now
+        delay = self.broker.login_failed(self.address, now)
+        if delay > 0:
+            self._held_until = now + delay
 
 
 def secret_accepted(users: Users | None, identity: str | None, secret: bytes) -> bool:

@@ -1,5 +1,7 @@
-"""The broker: a registry of nodes shared by every connection (broker draft 2.1), whose
-connections (:mod:`._connection`) are driven through the engine's byte interface.
+"""The broker's protocol-free core: a registry of nodes shared by every connection (broker
+draft 2.1), the messages they hold, the subscriptions kept past their links and the
+connection limits. Its connections (:mod:`.amqp10`, :mod:`.amqp091`) reach it through
+:mod:`._interface`; :mod:`._accept` builds them and adds them to it.
 
 Time comes in twice, and never from a clock of our own: ``now`` is the clock of the engines'
 deadlines (idle time-outs, heartbeats), any clock the driver likes (a monotonic one is
@@ -12,15 +14,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import secrets
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from .. import __version__
-from ..amqp091.engine import Connection as Engine091
-from ..amqp091.engine import Limits, Role
-from ..amqp091.engine.layer import EngineBytes
 from ..codec.decoder import decode
 from ..codec.encoder import encode
 from ..codec.types import Symbol
@@ -33,36 +30,18 @@ from ..definitions.messaging import (
     TerminusDurability,
     TerminusExpiryPolicy,
 )
-from ..engine.connection import Connection
 from ..errors import DecodeError
-from ..security.mechanisms import ServerAuthenticator
-from ..security.stack import stack
 from ._config import BrokerConfig
-from ._connection import BrokerConnection
-from ._connection091 import BrokerConnection091
-from ._management import Management
-from ._nodes import Node, Queue, Topic, error
-from ._protocols import ProtocolSniffer
-from ._relay import ANONYMOUS_RELAY
+from ._interface import DEFAULT_VHOST, HostedQueues, Peer
+from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic, error
 from ._replies import DirectReplies
 from ._selector import Selector, SelectorError, selector_filter
-from ._store import (
-    MemoryStore,
-    Store,
-    StoredMessage,
-    SubscriptionStore,
-    TopologyRecord,
-    parse_message,
-)
+from ._store import StoredMessage, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
 from ._users import open_authenticator
-from ._vhosts import DEFAULT_VHOST, VirtualHost, restore_topology
 
-if TYPE_CHECKING:
-    import ssl
-
-__all__ = ["Broker"]
+__all__ = ["BrokerCore"]
 
 
 _POLICIES = (DeleteOnClose, DeleteOnNoLinks, DeleteOnNoMessages, DeleteOnNoLinksOrMessages)
@@ -74,12 +53,14 @@ _FAILURES_MAX = 10_000
 _COMPACT_MIN = 1024
 
 
-class Broker:
-    """The nodes and the connections of one broker (broker draft 2.1). I/O-free: a driver
-    accepts a transport with :meth:`accept` and moves bytes through the
-    :class:`BrokerConnection` it gets; after each call it writes out the connections of
-    :meth:`pending` (a publish on one connection makes output on others), and calls
-    :meth:`expire` at :meth:`next_expiry` (wall clock)."""
+class BrokerCore:
+    """The protocol-free core of a broker (broker draft 2.1): its nodes, messages, kept
+    subscriptions and connection limits, which its connections reach through
+    :class:`~amqp_sansio.broker._interface.ConnectionBroker`. It builds no connection and
+    imports no protocol: :class:`~amqp_sansio.broker.Broker` (:mod:`._accept`) adds that.
+    I/O-free: after each input a driver writes out the connections of :meth:`pending` (a
+    publish on one connection makes output on others), and calls :meth:`expire` at
+    :meth:`next_expiry` (wall clock)."""
 
     def __init__(self, config: BrokerConfig | None = None, *, store: Store | None = None) -> None:
         self.config = config or BrokerConfig()
@@ -89,7 +70,7 @@ class Broker:
         self._anonymous = open_authenticator(allow_cleartext=self.config.allow_insecure_auth)
         #: The nodes by address.
         self.nodes: dict[str, Node] = {}
-        self.connections: set[BrokerConnection | BrokerConnection091] = set()
+        self.connections: set[Peer] = set()
         #: The latest wall-clock time a caller gave (seconds since the epoch).
         self.wall = 0.0
         #: Counters: messages dropped because they expired, and messages dead-lettered.
@@ -107,7 +88,7 @@ class Broker:
         self._expiry: list[tuple[float, int, StoredMessage, Queue]] = []
         self._ties = itertools.count()
         self._compact_at = _COMPACT_MIN
-        self._pending: dict[BrokerConnection | BrokerConnection091, None] = {}
+        self._pending: dict[Any, None] = {}
         #: Direct reply-to's requesters, by the name their replies go to (:mod:`._replies`).
         self.replies = DirectReplies()
         self._dirty: dict[Queue | Stream, None] = {}
@@ -140,14 +121,9 @@ class Broker:
         #: Streams by when their oldest message passes their age limit: (when, tie,
         #: stream), one live entry per stream (its ``watched``); see :meth:`watch_age`.
         self._aging: list[tuple[float, int, Stream]] = []
-        #: The AMQP 0-9-1 virtual hosts by name (``/`` always: 1.0 connections see it; see
-        #: :mod:`._vhosts`).
-        self.vhosts: dict[str, VirtualHost] = {
-            name: VirtualHost(self, name)
-            for name in sorted({DEFAULT_VHOST, *self.config.virtual_hosts})
-        }
-        #: The management node, ``$management`` (see :mod:`._management`).
-        self.management = Management(self)
+        #: The queues a protocol keeps outside :attr:`nodes` (0-9-1's virtual hosts, set by
+        #: :class:`~amqp_sansio.broker.Broker`): none in the core.
+        self.hosted: HostedQueues = _NO_HOSTED
         self._subscription_store: SubscriptionStore | None = (
             self.store if isinstance(self.store, SubscriptionStore) else None
         )
@@ -159,135 +135,6 @@ class Broker:
             self.nodes[address] = Topic(self, address)
 
     # -- the driver's interface ---------------------------------------------------------------
-
-    def accept(
-        self,
-        now: float,
-        *,
-        wall: float | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        tls_header: bool = False,
-        sasl: ServerAuthenticator | Literal[False] | None = None,
-        address: str | None = None,
-    ) -> BrokerConnection:
-        """A new connection from a client: its server engine (with ``sasl``, a
-        :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
-        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``,
-        amqps, core spec 5.2.1). With ``tls_header`` too, the connection is a plain port's
-        that offers TLS: the client's TLS protocol header starts TLS (core spec 5.2), its
-        SASL or AMQP header goes on without (:class:`~amqp_sansio.security.tls.TLSOrPlain`).
-        ``address`` is the client's source address (the host, without the port), for the
-        per-address limits; None: not counted per address.
-
-        A connection beyond ``max_connections`` or ``max_connections_per_address`` comes
-        back already :attr:`~BrokerConnection.ended`, with :attr:`~BrokerConnection.refused`
-        saying why: the driver closes its transport at once (nothing was said)."""
-        self._clock(now, wall)
-        config = self.config
-        why = self._room_for_connection(address, now)
-        if why is not None:
-            engine = _refused_engine()
-            refused = BrokerConnection(self, engine, engine, address=address)
-            refused.refused = why
-            refused.lost = True
-            return refused
-        if sasl is None:
-            sasl = config.sasl
-        if sasl is None:
-            if config.users is not None:
-                sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
-            else:  # anonymous access: SASL ANONYMOUS, or no SASL layer (core spec 5.1)
-                sasl = self._anonymous
-        engine = Connection(
-            client=False,
-            container_id=config.container_id,
-            idle_timeout=config.idle_timeout,
-            sasl=sasl or None,
-            allow_plain_without_tls=config.allow_insecure_auth,
-            max_frame_size=config.max_frame_size,
-            open_max_frame_size=min(config.open_max_frame_size, config.max_frame_size),
-            channel_max=config.channel_max,
-            offered_capabilities=(ANONYMOUS_RELAY,),
-            max_unsettled=config.max_unsettled_per_link,
-        )
-        # amqps: the plaintext's header picks the engine (1.0's, or 0-9-1's in its place)
-        amqps = ssl_context is not None and not tls_header
-        inner = ProtocolSniffer(engine) if amqps else engine
-        stream = stack(inner, role="server", tls=ssl_context, tls_header=tls_header)
-        conn = BrokerConnection(self, engine, stream, address=address)
-        conn._now = now
-        conn.accepted_at = now
-        conn._counted = True
-        if config.handshake_timeout is not None:
-            conn._handshake_until = now + config.handshake_timeout
-        self.connections.add(conn)
-        if address is not None:
-            self._by_address[address] = self._by_address.get(address, 0) + 1
-        return conn
-
-    def accept_091(
-        self,
-        now: float,
-        *,
-        wall: float | None = None,
-        address: str | None = None,
-        replacing: BrokerConnection | None = None,
-    ) -> BrokerConnection091:
-        """A new AMQP 0-9-1 connection (its client sent the 0-9-1 protocol header, see
-        :func:`~amqp_sansio.broker.pick_protocol`): the 0-9-1 engine's server role, with
-        the same limits as :meth:`accept` (a connection beyond them comes back
-        :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface. The
-        driver feeds it the header too. ``replacing``: the 1.0 connection :meth:`accept`
-        gave for the same transport before its header was read (it is forgotten, unheard);
-        the handshake time-out counts from its accept, not from the header, whatever
-        protocol the header picked (``BrokerConfig.handshake_timeout``)."""
-        self._clock(now, wall)
-        tls = None
-        since = now
-        if replacing is not None:
-            if replacing.accepted_at is not None:
-                since = min(now, replacing.accepted_at)
-            tls = replacing.tls_wanting_091
-            replacing.lost = True
-            replacing._gone()
-        why = self._room_for_connection(address, now)
-        config = self.config
-        idle = config.idle_timeout
-        engine = Engine091(
-            Role.SERVER,
-            server_properties={"cluster_name": config.container_id, "version": __version__},
-            # half the idle time-out (the client is cut after two silent heartbeats)
-            heartbeat=0 if not idle else min(math.ceil(idle / 2), 0xFFFF),
-            # the broker's largest message, and its handshake time-out, for 0-9-1 too
-            limits=Limits(
-                max_body=config.max_message_size or 0,
-                handshake_timeout=config.handshake_timeout or 0,
-            ),
-        )
-        conn = BrokerConnection091(self, engine, address=address)
-        conn._now = now
-        if why is not None:
-            conn.refused = why
-            conn.lost = True
-            return conn
-        engine.start(since)
-        if tls is not None:
-            # amqps: the TLS layer goes on, the 0-9-1 engine under it; the header it held
-            # is the engine's first input.
-            conn._stream = tls
-            conn.record.tls = replacing.record.tls if replacing is not None else None
-            sniffer = tls.inner
-            assert isinstance(sniffer, ProtocolSniffer)
-            head = sniffer.switch(EngineBytes(engine, ticks=False))  # (conn ticks it itself)
-            engine.receive_data(head, now)
-            self._pending[conn] = None  # (its connection.start, to be encrypted)
-        conn._counted = True
-        if self.config.handshake_timeout is not None:
-            conn._handshake_until = since + self.config.handshake_timeout
-        self.connections.add(conn)
-        if address is not None:
-            self._by_address[address] = self._by_address.get(address, 0) + 1
-        return conn
 
     # -- connection limits (see BrokerConfig and docs/broker.rst, "Limits") -------------------
 
@@ -330,7 +177,7 @@ class Broker:
         )
         return True
 
-    def _room_for_user(self, identity: str) -> str | None:
+    def room_for_user(self, identity: str) -> str | None:
         """Why one more open connection of ``identity`` is refused, or None (then it is
         counted, until :meth:`_connection_gone`)."""
         limit = self.config.max_connections_per_user
@@ -340,7 +187,7 @@ class Broker:
         self._by_user[identity] = count + 1
         return None
 
-    def _connection_gone(self, conn: BrokerConnection | BrokerConnection091) -> None:
+    def connection_gone(self, conn: Peer) -> None:
         self.connections.discard(conn)
         address = conn.address
         if address is not None and address in self._by_address:
@@ -349,16 +196,15 @@ class Broker:
                 self._by_address[address] = left
             else:
                 del self._by_address[address]
-        user = conn._counted_user
+        user = conn.release_user()
         if user is not None:
-            conn._counted_user = None
             left = self._by_user[user] - 1
             if left > 0:
                 self._by_user[user] = left
             else:
                 del self._by_user[user]
 
-    def _login_failed(self, address: str | None, now: float) -> float:
+    def login_failed(self, address: str | None, now: float) -> float:
         """A failed authentication from ``address`` at ``now``: the seconds its outcome is
         held back. Past ``login_delay_after`` failures from the address, each within
         ``login_failure_window`` seconds of the one before, ``login_delay`` doubling with
@@ -385,13 +231,13 @@ class Broker:
             return 0.0
         return float(min(config.login_delay * 2 ** min(over - 1, 62), config.login_delay_max))
 
-    def pending(self) -> list[BrokerConnection | BrokerConnection091]:
+    def pending(self) -> list[Any]:
         """The connections that may have bytes to send since the last call."""
         out = list(self._pending)
         self._pending.clear()
         return out
 
-    def has_output(self, conn: BrokerConnection | BrokerConnection091) -> None:
+    def has_output(self, conn: Any) -> None:
         """``conn`` has bytes to send: among :meth:`pending`'s next answer."""
         self._pending[conn] = None
 
@@ -433,36 +279,17 @@ class Broker:
         while timers and timers[0][0] <= wall:
             when, _, subscription = heapq.heappop(timers)
             if subscription.expires == when:
-                self._delete_subscription(subscription)  # its timeout ran out (3.5.6)
+                self.delete_subscription(subscription)  # its timeout ran out (3.5.6)
         self._age_streams(wall)
         self.store.flush()
-        self._tell_alarm()
+        self.tell_alarm()
         return dropped
 
     @property
     def depth(self) -> int:
         """The messages the broker's nodes hold (waiting or out with a consumer), and
         those of the queues of its other 0-9-1 virtual hosts."""
-        return sum(node.depth for node in self.nodes.values()) + sum(
-            queue.depth
-            for vhost in self.vhosts.values()
-            if not vhost.default
-            for queue in vhost.queues()
-        )
-
-    def restore_topology(
-        self, records: Iterable[TopologyRecord], wall: float
-    ) -> list[TopologyRecord]:
-        """Make again the AMQP 0-9-1 virtual hosts, durable exchanges, durable queues and
-        bindings a :class:`~amqp_sansio.broker.TopologyStore` kept, before :meth:`restore`
-        (0-9-1 spec ``exchange.declare``/``queue.declare`` field ``durable``); returns the
-        records it could not make again, for the store to forget: of a virtual host it
-        has not, refused as a client's declaration would be now, or a binding whose ends
-        are gone. Virtual hosts come first (one the configuration no longer names is
-        there again, as RabbitMQ keeps its virtual hosts), then exchanges, queues (an
-        ``x-expires`` timer starts again at ``wall``) and bindings."""
-        self.wall = wall
-        return restore_topology(self, records)
+        return sum(node.depth for node in self.nodes.values()) + self.hosted.depth()
 
     def restore(
         self,
@@ -492,12 +319,11 @@ class Broker:
         self.wall = wall
         top = 0
         dropped: list[int] = []
-        other = None if vhost == DEFAULT_VHOST else self.vhosts.get(vhost)
         for address, seq, data, delivery_count, expires in records:
             top = max(top, seq)
             node: Node | None
             if vhost != DEFAULT_VHOST:
-                node = None if other is None else other.queue(address)
+                node = self.hosted.queue_of(vhost, address)
             else:
                 node = self.nodes.get(address)
             if node is None and vhost == DEFAULT_VHOST and not self.config.is_topic(address):
@@ -564,11 +390,11 @@ class Broker:
             )
             subscription.selector = selector
             node.subscriptions[subscription] = subscription.buffer
-            self._register(subscription)
+            self.register_subscription(subscription)
             self._subscription_ids = itertools.count(max(ident + 1, next(self._subscription_ids)))
             kept[ident] = subscription
             if answered.expiry_policy is not TerminusExpiryPolicy.NEVER:
-                self._start_timer(subscription)
+                self.start_subscription_timer(subscription)
         dropped: list[int] = []
         top = 0
         for ident, seq, data, delivery_count, expires in messages:
@@ -597,12 +423,12 @@ class Broker:
             found[2], max_length=config.selector_max_length, max_depth=config.selector_max_depth
         )
 
-    def _register(self, subscription: Subscription) -> None:
+    def register_subscription(self, subscription: Subscription) -> None:
         self.subscriptions[subscription.key] = subscription
         container = subscription.key[0]
         self._per_container[container] = self._per_container.get(container, 0) + 1
 
-    def _room_for_subscription(self, container: str) -> str | None:
+    def room_for_subscription(self, container: str) -> str | None:
         config = self.config
         limit = config.max_subscriptions
         if limit is not None and len(self.subscriptions) >= limit:
@@ -612,7 +438,7 @@ class Broker:
             return f"at most {limit} subscriptions per container"
         return None
 
-    def _save(self, subscription: Subscription) -> None:
+    def save_subscription(self, subscription: Subscription) -> None:
         """Record the subscription's identity in a durable store, if it is to survive a
         restart (durability ``configuration`` or ``unsettled-state``, 3.5.5)."""
         store = self._subscription_store
@@ -630,17 +456,17 @@ class Broker:
             encode(subscription.answered),
         )
 
-    def _start_timer(self, subscription: Subscription) -> None:
+    def start_subscription_timer(self, subscription: Subscription) -> None:
         """The subscription's expiry timer starts (3.5.6): it goes after ``timeout``
         seconds unless it is re-attached first; at once with a timeout of 0."""
         timeout = subscription.answered.timeout
         if timeout <= 0:
-            self._delete_subscription(subscription)
+            self.delete_subscription(subscription)
             return
         subscription.expires = when = self.wall + timeout
         heapq.heappush(self._timers, (when, next(self._ties), subscription))
 
-    def _delete_subscription(self, subscription: Subscription, *, release: bool = True) -> None:
+    def delete_subscription(self, subscription: Subscription, *, release: bool = True) -> None:
         """The subscription expired, was closed, or replaced: its buffer and its unsettled
         messages go. (Each is deleted once: from the registry when suspended, or through
         its consumer's closing removal when attached.)"""
@@ -663,7 +489,7 @@ class Broker:
         subscription.unpark()
         subscription.topic.drop_subscription(subscription)
         if subscription.conn is not None:
-            subscription.conn._kept.discard(subscription)
+            subscription.conn.forget_subscription(subscription)
         if release:  # (not when it is replaced: its topic is about to be used again)
             self.release(subscription.topic)
         if self._subscription_store is not None:
@@ -693,17 +519,15 @@ class Broker:
             gone = getattr(consumer, "queue_deleted", None)
             if gone is not None:  # a 0-9-1 consumer: cancelled (its client told, if it asked)
                 gone()
-        for vhost in self.vhosts.values():
-            vhost.node_deleted(node, registered)
+        self.hosted.node_deleted(node, registered)
         self._idle_at.pop(node, None)
         if isinstance(node, Topic):
             for subscription in list(self.subscriptions.values()):
                 if subscription.topic is node and subscription.consumer is None:
-                    self._delete_subscription(subscription)
+                    self.delete_subscription(subscription)
         for endpoint in list(node.links):
-            endpoint.conn._remove(endpoint, lifetime=False)
-            endpoint.conn._detach(
-                endpoint.link, error("amqp:resource-deleted", f"node {node.address!r} deleted")
+            endpoint.conn.node_deleted(
+                endpoint, error("amqp:resource-deleted", f"node {node.address!r} deleted")
             )
         node.clear()
 
@@ -754,7 +578,7 @@ class Broker:
         """A link attached to ``node``: its expiry (``queue_expiry``) stops."""
         self._idle_at.pop(node, None)
 
-    def _resolve(self, address: str, *, stream: bool = False) -> Node | None:
+    def resolve(self, address: str, *, stream: bool = False) -> Node | None:
         node = self.nodes.get(address)
         config = self.config
         if node is None and config.auto_create:
@@ -764,7 +588,7 @@ class Broker:
             node.auto = config.auto_delete and not stream and address != config.dead_letter
         return node
 
-    def _dynamic(self, properties: Any) -> Node:
+    def dynamic_node(self, properties: Any) -> Node:
         """A dynamic node (core spec 3.5.3) with a name hard to guess (broker draft 2.1)."""
         policy: Any = DeleteOnClose()
         if isinstance(properties, dict):
@@ -776,7 +600,7 @@ class Broker:
         self.nodes[address] = node
         return node
 
-    def _dead_letter(self, message: StoredMessage) -> None:
+    def dead_letter(self, message: StoredMessage) -> None:
         """A rejected message goes to the dead-letter queue, if there is one (broker draft
         2.3.7 option 2); else it is dropped."""
         address = self.config.dead_letter
@@ -788,11 +612,11 @@ class Broker:
         )
         if node.offer(message.copy(self.next_seq())) is None:
             self.dead_lettered += 1
-            self._touch(node)
+            self.touch(node)
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _clock(self, now: float, wall: float | None) -> None:
+    def advance(self, now: float, wall: float | None) -> None:
         self.wall = now if wall is None else wall
 
     def next_seq(self) -> int:
@@ -812,9 +636,10 @@ class Broker:
             self._compact_at = max(_COMPACT_MIN, 2 * len(heap))
         heapq.heappush(heap, (message.expires, next(self._ties), message, queue))
 
-    def watch_age(self, stream: Stream, when: float) -> None:
+    def watch_age(self, stream: Node, when: float) -> None:
         """Apply ``stream``'s retention at ``when`` (wall clock), its oldest message's time
         (for the broker's nodes: see ``NodeBroker``)."""
+        assert isinstance(stream, Stream)
         heapq.heappush(self._aging, (when, next(self._ties), stream))
 
     def _age_streams(self, wall: float) -> None:
@@ -853,7 +678,7 @@ class Broker:
             self.alarm = False
             self._alarm_news = True
 
-    def _tell_alarm(self) -> None:
+    def tell_alarm(self) -> None:
         """The alarm went on or off since the connections were last told: tell them (0-9-1:
         ``connection.blocked``/``unblocked`` and reading; 1.0: publishers' credit)."""
         if not self._alarm_news:
@@ -863,7 +688,30 @@ class Broker:
         for conn in list(self.connections):
             conn.alarm_changed(alarm)
 
-    def _touch(self, node: Node) -> None:
+    def exclusive(self, node: Node) -> bool:
+        """Whether ``node`` is a queue some 0-9-1 connection holds exclusively."""
+        return self.hosted.exclusive(node)
+
+    def wake(self, queue: Queue | Stream) -> None:
+        """``queue`` has messages to hand out, or a consumer of it has room for more:
+        dispatched before the input that said so returns (see :meth:`dispatch`)."""
+        self._dirty[queue] = None
+
+    def forget_idle(self, node: Node) -> None:
+        """``node`` is no longer an unused queue waiting for its expiry (``queue_expiry``)."""
+        self._idle_at.pop(node, None)
+
+    @property
+    def keeps_subscriptions(self) -> bool:
+        """Whether the store keeps topic subscriptions past a restart (a
+        :class:`~amqp_sansio.broker.SubscriptionStore`)."""
+        return self._subscription_store is not None
+
+    def new_subscription_id(self) -> int:
+        """A number for a new kept subscription, unique in this broker and its store."""
+        return next(self._subscription_ids)
+
+    def touch(self, node: Node) -> None:
         """Messages arrived at ``node``: dispatch them before the call returns."""
         if isinstance(node, Queue | Stream):
             self._dirty[node] = None
@@ -871,7 +719,7 @@ class Broker:
             for buffer in node.subscriptions.values():  # type: ignore[attr-defined]
                 self._dirty[buffer] = None
 
-    def _dispatch(self) -> None:
+    def dispatch(self) -> None:
         """Hand messages to consumers, at most ``config.dispatch_batch`` in this turn: a
         node cut short goes to the back of the line, and :attr:`dispatching` says that
         :meth:`dispatch_more` has work."""
@@ -884,7 +732,7 @@ class Broker:
                     self._dirty[queue] = None
                     return
         finally:
-            self._tell_alarm()  # (what this input and its deliveries did to it)
+            self.tell_alarm()  # (what this input and its deliveries did to it)
 
     @property
     def dispatching(self) -> bool:
@@ -896,11 +744,23 @@ class Broker:
     def dispatch_more(self) -> None:
         """Another turn of handing messages to consumers (``config.dispatch_batch`` at
         most); the connections with output are then in :meth:`pending`."""
-        self._dispatch()
+        self.dispatch()
 
 
-def _refused_engine() -> Connection:
-    """The engine of a connection refused before any byte: ended, it says nothing."""
-    engine = Connection(client=False)
-    engine.close()  # (in state START: it ends, nothing is sent)
-    return engine
+class _NoHostedQueues:
+    """No queues outside the broker's nodes."""
+
+    def depth(self) -> int:
+        return 0
+
+    def queue_of(self, vhost: str, name: str) -> Node | None:
+        return None
+
+    def node_deleted(self, node: Node, registered: bool) -> None:
+        pass
+
+    def exclusive(self, node: Node) -> bool:
+        return False
+
+
+_NO_HOSTED = _NoHostedQueues()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import bisect
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..codec.types import Symbol
 from ..definitions.messaging import (
@@ -25,19 +25,97 @@ from ..definitions.messaging import (
 from ..definitions.performatives import Error
 from ._config import DROP_HEAD, BrokerConfig
 from ._selector import MessageFields, Selector
-from ._store import Store, StoredMessage
+from ._store import StoredMessage
 
-if TYPE_CHECKING:
-    from ._streams import Stream
-    from ._subscriptions import Subscription
-
-__all__ = ["error", "Node", "Queue", "Topic"]
+__all__ = [
+    "KeptBuffer",
+    "MemoryStore",
+    "Node",
+    "NodeBroker",
+    "Queue",
+    "Store",
+    "SubscriptionStore",
+    "Topic",
+    "error",
+]
 
 
 def error(condition: str, description: str) -> Error:
     """The error the broker answers with (core spec 2.8.14): its condition by the symbol's
     name (``amqp:not-found``, ...) and a description for people."""
     return Error(condition=Symbol(condition), description=description)
+
+
+# -- the store nodes write to (the broker's, or an adapter's) ----------------------------
+
+
+class Store(Protocol):
+    """Where the broker keeps the messages of its nodes. ``put`` is called when a node takes
+    a message; ``remove`` when it lets it go for good (accepted, expired, dead-lettered, node
+    deleted); ``update`` when a message a node holds changed (a ``modified`` outcome
+    incremented its delivery-count or merged message-annotations, core spec 3.4.5).
+
+    ``flush`` is called once at the end of each input the broker handles (and after a
+    connection is lost, and after expiry), before it settles the publishers' transfers of
+    the *durable* messages that input brought (broker draft 2.2.4: stored safely before
+    settling) and before it accepts a commit (core spec 4.4.4), and before any of that
+    input's answers go out: a store that writes a journal syncs it there, once for all of
+    them (group commit), and does nothing when nothing changed. Non-durable messages are
+    settled at once; a store need not keep them, nor the messages of nodes that are not
+    :attr:`~amqp_sansio.broker.Node.persistent`."""
+
+    def put(self, node: Node, message: StoredMessage) -> None: ...
+
+    def remove(self, node: Node, message: StoredMessage) -> None: ...
+
+    def update(self, node: Node, message: StoredMessage) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+@runtime_checkable
+class SubscriptionStore(Protocol):
+    """A :class:`Store` that also keeps topic subscriptions across a restart (core spec
+    3.5.5 terminus durability ``configuration`` and ``unsettled-state``): the broker
+    answers a subscriber's durability as asked only with such a store (else ``none``).
+    ``keep_subscription`` records (or records again, changed) a subscription's identity:
+    its number, the client's container-id, the link name, and its source (the encoded
+    :class:`~amqp_sansio.Source` the client asked for, and the one the broker answered);
+    ``forget_subscription`` deletes it. Both take effect at the next ``flush``. The
+    messages of a subscription's buffer are ``put`` with the buffer as their node (its
+    ``subscription`` says which), when it is
+    :attr:`~amqp_sansio.broker.Node.persistent`."""
+
+    def keep_subscription(
+        self, ident: int, container_id: str, link_name: str, source: bytes, answered: bytes
+    ) -> None: ...
+
+    def forget_subscription(self, ident: int) -> None: ...
+
+
+class MemoryStore:
+    """The default store: messages live in the nodes' memory only; nothing survives the
+    process."""
+
+    def put(self, node: Node, message: StoredMessage) -> None:
+        pass
+
+    def remove(self, node: Node, message: StoredMessage) -> None:
+        pass
+
+    def update(self, node: Node, message: StoredMessage) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+class KeptBuffer(Protocol):
+    """A topic subscription kept past its link (:mod:`._subscriptions`), as its topic sees
+    it: the buffer that holds its messages."""
+
+    @property
+    def buffer(self) -> Queue: ...
 
 
 class NodeBroker(Protocol):
@@ -60,9 +138,9 @@ class NodeBroker(Protocol):
 
     def let_go(self, message: StoredMessage) -> None: ...
 
-    def watch_age(self, stream: Stream, when: float) -> None: ...
+    def watch_age(self, stream: Node, when: float) -> None: ...
 
-    def _dead_letter(self, message: StoredMessage) -> None: ...
+    def dead_letter(self, message: StoredMessage) -> None: ...
 
 
 class Consumer(Protocol):
@@ -262,7 +340,7 @@ class Queue(Node):
         self._passed: dict[Consumer, tuple[int, dict[int, int]]] = {}
         #: Limits of this queue alone (a 0-9-1 declare's ``x-max-length``,
         #: ``x-max-length-bytes``, ``x-overflow``, ``x-message-ttl``, see
-        #: :mod:`._vhosts`), within the broker's: None each where it sets none.
+        #: :mod:`.amqp091.vhosts`), within the broker's: None each where it sets none.
         self.max_depth: int | None = None
         self.max_bytes: int | None = None
         self.overflow: str | None = None
@@ -366,7 +444,7 @@ class Queue(Node):
         if self.dead_letter_to is not None:
             self.dead_letter_to(message, reason)
         else:
-            self.broker._dead_letter(message)
+            self.broker.dead_letter(message)
 
     def expired(self, message: StoredMessage) -> None:
         """A message of this queue expired: to the queue's dead-letter exchange if it has
@@ -695,7 +773,7 @@ class Topic(Node):
         else:
             subscription.buffer.remove_consumer(consumer)  # kept, or dropped by the broker
 
-    def drop_subscription(self, subscription: Subscription) -> None:
+    def drop_subscription(self, subscription: KeptBuffer) -> None:
         """A kept subscription is deleted: its buffer and what it holds go."""
         self.subscriptions.pop(subscription, None)
         subscription.buffer.clear()

@@ -20,7 +20,7 @@ from ..events import (
 from ..security.tls import TLSEstablished, TLSFailed
 
 if TYPE_CHECKING:
-    from ._connection import BrokerConnection
+    from ._admission import Admission
 
 __all__ = ["ConnectionRecord"]
 
@@ -59,7 +59,7 @@ class ConnectionRecord:
         if self.ending is None:
             self.ending = what if error is None else f"{what} with {describe(error)}"
 
-    def saw(self, conn: BrokerConnection, event: Event) -> None:
+    def saw(self, conn: Admission, event: Event) -> None:
         """Take note of an event of the connection, after the connection handled it."""
         handler = _EVENTS.get(type(event))
         if handler is not None:
@@ -80,19 +80,19 @@ def describe(error: Error) -> str:
     return str(error.condition) + (f": {printable(description)}" if description else "")
 
 
-def _opened(record: ConnectionRecord, conn: BrokerConnection, event: Event) -> None:
+def _opened(record: ConnectionRecord, conn: Admission, event: Event) -> None:
     record.opened = conn.refused is None  # (a refused open was answered with a close)
 
 
-def _tls_failed(record: ConnectionRecord, conn: BrokerConnection, event: Any) -> None:
+def _tls_failed(record: ConnectionRecord, conn: Admission, event: Any) -> None:
     """TLS failed (core spec 5.2): its alert is the last thing sent, then the transport
     goes (the connection is ``cut``)."""
     record.ending_because(f"TLS failed: {printable(event.error)}")
-    conn._handshake_until = None
+    conn.stop_handshake_timer()
     conn.cut = True
 
 
-def _protocol_error(record: ConnectionRecord, conn: BrokerConnection, event: Any) -> None:
+def _protocol_error(record: ConnectionRecord, conn: Admission, event: Any) -> None:
     if event.scope == "connection":
         record.ending_because("closed by the broker for a protocol error", event.error)
 

@@ -19,54 +19,30 @@ flow.
   dynamic (core spec 3.5.3) with the capability ``rabbitmq:volatile-queue``; the attach's
   answer carries the name as the source's address, the link sends settled (the broker's
   snd-settle-mode, core spec 2.8.2), and each reply takes a unit of its credit. A responder
-  sends to the name through the anonymous relay (``to``, see :mod:`._relay`) or on a link
+  sends to the name through the anonymous relay (``to``, see :mod:`.amqp10.relay`) or on a link
   attached to the name (refused ``amqp:not-found`` if its requester is gone); replies are
   accepted at once, delivered or not.
 
 The names are one namespace for both protocols, so a 0-9-1 requester may be answered by a 1.0
-responder and the other way round (the message mapped as :mod:`._mapping` maps it). RabbitMQ's
-1.0 name has the ``/queues/`` prefix of its address scheme v2; this broker's addresses have
-none, and its names none either, but a ``/queues/amq.rabbitmq.reply-to.<token>`` address is
-taken as the name.
+responder and the other way round (the message mapped as :mod:`.amqp091.mapping` maps it).
+RabbitMQ's 1.0 name has the ``/queues/`` prefix of its address scheme v2; this broker's
+addresses have none, and its names none either, but a
+``/queues/amq.rabbitmq.reply-to.<token>`` address is taken as the name.
+
+This module is what both protocols share: the names and who holds them
+(:class:`DirectReplies`, the broker's ``replies``). Each protocol's requesters and
+responders are in its folder: :mod:`.amqp091.replies`, :mod:`.amqp10.replies`.
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
-import attrs
-
-from ..amqp091 import spec
-from ..amqp091.engine import ChannelState
-from ..amqp091.spec import ReplyCode
 from ..codec.types import Symbol
-from ..definitions.messaging import Source, TerminusDurability, TerminusExpiryPolicy
-from ..definitions.performatives import SenderSettleMode
-from ..engine.link import Link
-from ..engine.sender import Sender
-from ..engine.session import Session
-from ..engine.states import ConnectionState, LinkState
-from ._declarations import Refused
-from ._mapping import basic_of
 from ._store import StoredMessage
 
-if TYPE_CHECKING:
-    from ._connection import BrokerConnection
-
-__all__ = [
-    "PSEUDO_QUEUE",
-    "REPLY_PREFIX",
-    "VOLATILE_QUEUE",
-    "DirectReplies",
-    "attach_volatile",
-    "cancel_reply",
-    "consume_reply",
-    "declare_reply",
-    "reply_name",
-    "rewrite_reply_to",
-    "sweep_links",
-]
+__all__ = ["PSEUDO_QUEUE", "REPLY_PREFIX", "VOLATILE_QUEUE", "DirectReplies", "reply_name"]
 
 #: The pseudo-queue a 0-9-1 requester consumes from and names in ``reply-to``.
 PSEUDO_QUEUE = "amq.rabbitmq.reply-to"
@@ -152,152 +128,3 @@ class DirectReplies:
             return True
         self.dropped += 1
         return False
-
-
-# -- AMQP 0-9-1 --------------------------------------------------------------------------------
-
-
-class _ReplyConsumer:
-    """A 0-9-1 channel's consumer of :data:`PSEUDO_QUEUE` (``channel`` is the broker's
-    ``_Channel``): each reply is a ``basic.deliver`` of its tag, from the default exchange
-    with the name as routing key (RabbitMQ's), without acks."""
-
-    def __init__(self, channel: Any, tag: str) -> None:
-        self.channel = channel
-        self.tag = tag
-
-    def deliver_reply(self, name: str, message: StoredMessage) -> bool:
-        channel = self.channel
-        conn = channel.conn
-        if not channel.flow or not conn.is_open:
-            return False
-        try:
-            state = conn.engine.channel(channel.number).state
-        except KeyError:  # (a closed channel: its consumer goes with it, see _Channel.close)
-            return False
-        if state is not ChannelState.OPEN:
-            return False
-        props, body, _, _ = basic_of(message)
-        method = spec.BasicDeliver(
-            consumer_tag=self.tag,
-            # RabbitMQ's: the channel's next tag, not taken (a reply is never acked, and
-            # the channel's next delivery has that tag too)
-            delivery_tag=channel.next_tag,
-            redelivered=False,
-            exchange="",
-            routing_key=name,
-        )
-        conn.engine.send_content(channel.number, method, props, body)
-        conn.record.messages_out += 1
-        conn.broker.has_output(conn)
-        return True
-
-
-def consume_reply(broker: Any, channel: Any, m: spec.BasicConsume) -> str | None:
-    """``basic.consume`` of :data:`PSEUDO_QUEUE` on ``channel``: its consumer tag, for the
-    caller's ``consume-ok``; None for another queue. 406 in ack mode, or for a second one."""
-    if m.queue != PSEUDO_QUEUE:
-        return None
-    if not m.no_ack:
-        raise Refused(ReplyCode.PRECONDITION_FAILED, "reply consumer cannot acknowledge")
-    replies: DirectReplies = broker.replies
-    if replies.name_of(channel) is not None:
-        raise Refused(ReplyCode.PRECONDITION_FAILED, "reply consumer already set")
-    tag = m.consumer_tag or "amq.ctag-" + secrets.token_urlsafe(16)
-    if tag in channel.consumers:
-        raise Refused(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
-    replies.open(channel.conn, channel, _ReplyConsumer(channel, tag))
-    return tag
-
-
-def cancel_reply(broker: Any, channel: Any, tag: str) -> None:
-    """``basic.cancel`` of ``tag``: the channel's reply consumer goes, if it is that one."""
-    replies: DirectReplies = broker.replies
-    sink = replies.sink_of(channel)
-    if isinstance(sink, _ReplyConsumer) and sink.tag == tag:
-        replies.close(channel.conn, channel)
-
-
-def rewrite_reply_to(
-    broker: Any, channel: Any, props: spec.BasicProperties
-) -> spec.BasicProperties:
-    """The properties of a publish on ``channel``: a ``reply-to`` of :data:`PSEUDO_QUEUE`
-    becomes the channel's name (406 if the channel has no reply consumer, RabbitMQ's)."""
-    if props.reply_to != PSEUDO_QUEUE:
-        return props
-    name = broker.replies.name_of(channel)
-    if name is None:
-        raise Refused(ReplyCode.PRECONDITION_FAILED, "fast reply consumer does not exist")
-    return attrs.evolve(props, reply_to=name)
-
-
-def declare_reply(broker: Any, name: str, vhost: str) -> spec.QueueDeclareOk | None:
-    """``queue.declare`` (passive or not) of :data:`PSEUDO_QUEUE` or of a name: a queue of
-    one consumer and no messages while its requester is there, else 404 (RabbitMQ's
-    answers); None for another queue."""
-    if name == PSEUDO_QUEUE or (name.startswith(REPLY_PREFIX) and broker.replies.present(name)):
-        return spec.QueueDeclareOk(queue=name, message_count=0, consumer_count=1)
-    if name.startswith(REPLY_PREFIX):
-        raise Refused(ReplyCode.NOT_FOUND, f"no queue '{name}' in vhost '{vhost}'")
-    return None
-
-
-# -- AMQP 1.0 ----------------------------------------------------------------------------------
-
-
-class _ReplyLink:
-    """A 1.0 requester's link: each reply is a settled transfer, if the link has credit and
-    the message is within the client's max-message-size (core spec 2.7.3)."""
-
-    def __init__(self, conn: BrokerConnection, link: Sender) -> None:
-        self.conn = conn
-        self.link = link
-
-    def deliver_reply(self, name: str, message: StoredMessage) -> bool:
-        link = self.link
-        conn = self.conn
-        if (
-            link.state is not LinkState.ATTACHED
-            or conn.engine.state is not ConnectionState.OPENED
-            or link.link_credit <= 0
-        ):
-            return False
-        data = message.encoded()
-        limit = link.remote_max_message_size
-        if limit and len(data) > limit:
-            return False
-        link.send(data, settled=True)
-        conn.record.messages_out += 1
-        conn.broker.has_output(conn)
-        return True
-
-
-def attach_volatile(conn: BrokerConnection, link: Sender, source: Source) -> None:
-    """A requester's link (a dynamic source with :data:`VOLATILE_QUEUE`): attached with a
-    new name as its source's address, sending settled, its terminus kept by nothing."""
-    name = conn.broker.replies.open(conn, link, _ReplyLink(conn, link))
-    link.snd_settle_mode = SenderSettleMode.SETTLED  # (the sender's to choose, 2.7.3)
-    link.attach(
-        source=attrs.evolve(
-            source,
-            address=name,
-            durable=TerminusDurability.NONE,
-            expiry_policy=TerminusExpiryPolicy.LINK_DETACH,
-            timeout=0,
-        )
-    )
-
-
-def sweep_links(conn: BrokerConnection, session: Session | None, link: Link | None = None) -> None:
-    """Forget ``conn``'s requesters whose link is ``link``, no longer attached, of
-    ``session`` (ended), or all of them (the connection is lost)."""
-    replies = conn.broker.replies
-    for owner in replies.owners(conn):
-        assert isinstance(owner, Sender)
-        if (
-            owner is link
-            or owner.state is not LinkState.ATTACHED
-            or owner.session is session
-            or conn.lost
-        ):
-            replies.close(conn, owner)

@@ -21,7 +21,7 @@ declarations with their arguments, and the bindings between durable ends, as the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
 
@@ -31,19 +31,12 @@ from ..codec.encoder import encode
 from ..definitions.message import Message
 from ..definitions.messaging import Header, MessageAnnotations, Properties
 from ..errors import DecodeError
-from ._mapping import header_fields
-
-if TYPE_CHECKING:
-    from ._nodes import Node
 
 __all__ = [
     "BindingRecord",
     "ExchangeRecord",
-    "MemoryStore",
     "QueueDeclaration",
-    "Store",
     "StoredMessage",
-    "SubscriptionStore",
     "TopologyRecord",
     "TopologyStore",
     "VhostRecord",
@@ -190,6 +183,14 @@ class StoredMessage:
         return encode(header) + self.data[self._rest :]
 
 
+def header_fields(data: bytes, pos: int) -> list[Any]:
+    """The header's fields as sent (a shorter list leaves the rest out; None is null), so
+    that a field the sender left out is told from its default."""
+    start = pos + 3 if data[pos + 1] == 0x53 else pos + 10  # smallulong or ulong descriptor
+    fields, _ = decode_from(data, start)
+    return list(fields) if isinstance(fields, list) else []
+
+
 def parse_message(data: bytes, *, seq: int, wall: float) -> StoredMessage:
     """Read what the broker needs from an encoded message: its header and the
     absolute-expiry-time of its properties (core spec 3.2.1, 3.2.4). The ttl counts from
@@ -230,50 +231,6 @@ def _section_code(data: bytes, pos: int) -> int | None:
     if kind == 0x80 and pos + 10 <= len(data):
         return int.from_bytes(data[pos + 2 : pos + 10], "big")
     return None
-
-
-class Store(Protocol):
-    """Where the broker keeps the messages of its nodes. ``put`` is called when a node takes
-    a message; ``remove`` when it lets it go for good (accepted, expired, dead-lettered, node
-    deleted); ``update`` when a message a node holds changed (a ``modified`` outcome
-    incremented its delivery-count or merged message-annotations, core spec 3.4.5).
-
-    ``flush`` is called once at the end of each input the broker handles (and after a
-    connection is lost, and after expiry), before it settles the publishers' transfers of
-    the *durable* messages that input brought (broker draft 2.2.4: stored safely before
-    settling) and before it accepts a commit (core spec 4.4.4), and before any of that
-    input's answers go out: a store that writes a journal syncs it there, once for all of
-    them (group commit), and does nothing when nothing changed. Non-durable messages are
-    settled at once; a store need not keep them, nor the messages of nodes that are not
-    :attr:`~amqp_sansio.broker.Node.persistent`."""
-
-    def put(self, node: Node, message: StoredMessage) -> None: ...
-
-    def remove(self, node: Node, message: StoredMessage) -> None: ...
-
-    def update(self, node: Node, message: StoredMessage) -> None: ...
-
-    def flush(self) -> None: ...
-
-
-@runtime_checkable
-class SubscriptionStore(Protocol):
-    """A :class:`Store` that also keeps topic subscriptions across a restart (core spec
-    3.5.5 terminus durability ``configuration`` and ``unsettled-state``): the broker
-    answers a subscriber's durability as asked only with such a store (else ``none``).
-    ``keep_subscription`` records (or records again, changed) a subscription's identity:
-    its number, the client's container-id, the link name, and its source (the encoded
-    :class:`~amqp_sansio.Source` the client asked for, and the one the broker answered);
-    ``forget_subscription`` deletes it. Both take effect at the next ``flush``. The
-    messages of a subscription's buffer are ``put`` with the buffer as their node (its
-    ``subscription`` says which), when it is
-    :attr:`~amqp_sansio.broker.Node.persistent`."""
-
-    def keep_subscription(
-        self, ident: int, container_id: str, link_name: str, source: bytes, answered: bytes
-    ) -> None: ...
-
-    def forget_subscription(self, ident: int) -> None: ...
 
 
 @attrs.frozen
@@ -345,20 +302,3 @@ class TopologyStore(Protocol):
     def keep_topology(self, record: TopologyRecord) -> None: ...
 
     def forget_topology(self, record: TopologyRecord) -> None: ...
-
-
-class MemoryStore:
-    """The default store: messages live in the nodes' memory only; nothing survives the
-    process."""
-
-    def put(self, node: Node, message: StoredMessage) -> None:
-        pass
-
-    def remove(self, node: Node, message: StoredMessage) -> None:
-        pass
-
-    def update(self, node: Node, message: StoredMessage) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass

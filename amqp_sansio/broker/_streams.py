@@ -10,7 +10,7 @@ ignored: nothing leaves a stream but by retention, which drops the oldest messag
 maximum length, size or age (:class:`~amqp_sansio.broker.BrokerConfig` ``stream_max_length``,
 ``stream_max_bytes``, 64 MiB by default, and ``stream_max_age``, a day by default; a stream
 declared over AMQP 0-9-1 may set its own size and age limits, RabbitMQ's
-``x-max-length-bytes`` and ``x-max-age``, see :mod:`._streams091`). Age retention runs on
+``x-max-length-bytes`` and ``x-max-age``, see :mod:`.amqp091.streams`). Age retention runs on
 the broker's timer (:meth:`~amqp_sansio.broker.Broker.next_expiry`) as well as when messages
 arrive. The bytes a stream holds count towards the broker's resource alarm
 (``BrokerConfig.memory_high_watermark``) as a queue's do, and a publisher to a stream is

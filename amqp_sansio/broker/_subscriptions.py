@@ -28,20 +28,30 @@ published while the subscription was suspended, in their order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..definitions.messaging import Source, TerminusDurability, TerminusExpiryPolicy
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
     from ..engine.session import Session
-    from ._connection import BrokerConnection
     from ._nodes import Queue, Topic
 
-__all__ = ["Subscription", "keeps"]
+__all__ = ["Holder", "Subscription", "keeps"]
 
 _LINK_DETACH = TerminusExpiryPolicy.LINK_DETACH
 _SESSION_END = TerminusExpiryPolicy.SESSION_END
+
+
+class Holder(Protocol):
+    """The connection a subscription was last attached on, as the subscription (and the
+    broker, deleting it) sees it."""
+
+    def forget_subscription(self, subscription: Subscription) -> None:
+        """``subscription``, suspended there, was resumed elsewhere or deleted."""
+
+    def forget_parked(self, delivery: Any) -> None:
+        """A delivery of a suspended subscription's link was resumed or dropped."""
 
 
 def keeps(source: Source) -> bool:
@@ -77,11 +87,11 @@ class Subscription:
         self.unsettled: dict[bytes, StoredMessage] = {}
         #: The engine deliveries behind ``unsettled``, with the connection that holds them:
         #: a disposition on the detached link may still settle one (2.6.4).
-        self.parked: dict[Any, BrokerConnection] = {}
+        self.parked: dict[Any, Holder] = {}
         self.expires: float | None = None
         #: What the suspended subscription waits for before its timer starts: the
         #: connection it was last attached on, and for ``session-end`` its session.
-        self.conn: BrokerConnection | None = None
+        self.conn: Holder | None = None
         self.session: Session | None = None
         self.deleted = False
         #: What selects the messages its buffer takes (None: all); the consumer's, kept
@@ -111,7 +121,7 @@ class Subscription:
     def unpark(self) -> None:
         """Forget the detached link's deliveries (resumed, or deleted)."""
         for delivery, conn in self.parked.items():
-            conn._parked.pop(delivery, None)
+            conn.forget_parked(delivery)
         self.parked = {}
 
     def waits_for(self, session: Session | None) -> bool:

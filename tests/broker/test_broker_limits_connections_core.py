@@ -333,7 +333,7 @@ def test_the_failure_table_is_bounded() -> None:
 
     broker = Broker(BrokerConfig(users=USERS, allow_insecure_auth=True))
     for i in range(_broker._FAILURES_MAX + 50):
-        broker._login_failed(f"a{i}", float(i) / 1000)
+        broker.login_failed(f"a{i}", float(i) / 1000)
     assert len(broker._failures) <= _broker._FAILURES_MAX
 
 

@@ -12,7 +12,7 @@ from support.broker_net import Client, Net, publish
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, Users
-from amqp_sansio.broker._management import MAX_ATTRIBUTE_NAMES
+from amqp_sansio.broker.amqp10.management import MAX_ATTRIBUTE_NAMES
 
 QUEUE = "org.amqp-sansio.queue"
 

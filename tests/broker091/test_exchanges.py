@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_sansio.amqp091 import codec as c091
-from amqp_sansio.broker._exchanges import (
+from amqp_sansio.broker.amqp091.exchanges import (
     Binding,
     Exchange,
     TopicTrie,

@@ -11,7 +11,7 @@ import pytest
 
 from amqp_sansio.amqp091 import codec as c091
 from amqp_sansio.broker import Binding, Exchange, headers_match
-from amqp_sansio.broker._exchanges import TopicTrie, check_binding_arguments, destinations
+from amqp_sansio.broker.amqp091.exchanges import TopicTrie, check_binding_arguments, destinations
 
 
 def _route(exchange: Exchange, key: str, headers: dict | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""The 0-9-1 <-> 1.0 message mapping (RabbitMQ's, see amqp_sansio.broker._mapping): each
+"""The 0-9-1 <-> 1.0 message mapping (RabbitMQ's, see amqp_sansio.broker.amqp091.mapping): each
 property both ways, headers to application-properties and x- headers to message
 annotations, a 0-9-1 message through the 1.0 form and back unchanged (a property test), a
 1.0 message's body other than data as type amqp-1.0."""
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from amqp_sansio.amqp091 import codec as c091
 from amqp_sansio.amqp091.spec import BasicProperties
 from amqp_sansio.broker import StoredMessage, parse_message
-from amqp_sansio.broker._mapping import (
+from amqp_sansio.broker.amqp091.mapping import (
     AMQP10_TYPE,
     encode_091,
     from_amqp10,

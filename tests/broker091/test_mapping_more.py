@@ -14,7 +14,7 @@ import pytest
 from amqp_sansio import DecodeError
 from amqp_sansio.amqp091.spec import BasicProperties
 from amqp_sansio.broker import from_amqp10, to_amqp10
-from amqp_sansio.broker._mapping import parse_expiration
+from amqp_sansio.broker.amqp091.mapping import parse_expiration
 from amqp_sansio.codec import types as t10
 from amqp_sansio.codec.encoder import encode
 from amqp_sansio.definitions.message import Message

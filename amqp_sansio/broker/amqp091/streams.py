@@ -1,6 +1,6 @@
 """Streams over AMQP 0-9-1, as RabbitMQ offers them: a queue declared with the argument
 ``x-queue-type`` ``stream`` is a :class:`~amqp_sansio.broker.Stream` (the append-only log
-:mod:`._streams` reads by offset for 1.0 consumers), so a stream written with one protocol is
+:mod:`.._streams` reads by offset for 1.0 consumers), so a stream written with one protocol is
 read with the other.
 
 RabbitMQ's rules (its "Streams" guide, "Usage" and "Consuming", checked against RabbitMQ
@@ -36,13 +36,13 @@ from typing import Any
 
 import attrs
 
-from ..amqp091 import spec
-from ..amqp091.codec import FieldValue, Int64, Timestamp
-from ..amqp091.spec import SOFT_ERRORS, ReplyCode
-from ._mapping import from_amqp10
-from ._nodes import Node
-from ._store import StoredMessage
-from ._streams import Stream
+from ...amqp091 import spec
+from ...amqp091.codec import FieldValue, Int64, Timestamp
+from ...amqp091.spec import SOFT_ERRORS, ReplyCode
+from .._nodes import Node
+from .._store import StoredMessage
+from .._streams import Stream
+from .mapping import from_amqp10
 
 __all__ = [
     "STREAM_TYPE",
@@ -90,7 +90,7 @@ _UNBOUNDED = 1 << 30
 
 class StreamRefused(Exception):
     """A stream method refused: ``reply_code`` and ``reply_text`` (raised again by the
-    virtual host as its :class:`~._declarations.Refused`)."""
+    virtual host as its :class:`~.declarations.Refused`)."""
 
     def __init__(self, reply_code: int, reply_text: str) -> None:
         super().__init__(f"{reply_code} {reply_text}")
@@ -295,7 +295,7 @@ class StreamConsumer:
         )
         conn._send_content(channel.number, method, props, body)
         conn.record.messages_out += 1
-        conn.broker._pending[conn] = None
+        conn.broker.has_output(conn)
         self.unacked += 1
         channel.unacked[tag] = (message, self.queue, self)
 
@@ -409,5 +409,5 @@ def consume_091(conn: Any, channel: Any, m: spec.BasicConsume, name: str) -> boo
     conn._ok(channel, m.no_wait, spec.BasicConsumeOk(consumer_tag=tag))
     channel.consumers[tag] = consumer
     stream.add_consumer(consumer)
-    conn.broker._dirty[stream] = None
+    conn.broker.wake(stream)
     return True

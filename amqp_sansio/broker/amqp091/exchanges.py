@@ -5,7 +5,7 @@ routes with them: the default exchange (every queue bound by its name), ``direct
 An exchange holds bindings to destinations (a queue's name, or another exchange's), and
 :meth:`Exchange.match` says which of its destinations a message with a routing key and
 headers goes to. Following exchange-to-exchange bindings, and finding the queues, is the
-virtual host's (:mod:`._vhosts`).
+virtual host's (:mod:`.vhosts`).
 
 Topic matching is RabbitMQ's (its "Topic exchange" tutorial and ``rabbit_exchange_type_topic``):
 a routing key is a list of words separated by dots (the empty key is no words at all); in a
@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ..amqp091.codec import FieldValue
+from ...amqp091.codec import FieldValue
 
 __all__ = [
     "EXCHANGE_TYPES",
@@ -292,7 +292,7 @@ def check_binding_arguments(exchange_type: str, arguments: Mapping[str, FieldVal
 class Exchange:
     """An exchange of a virtual host: its name, type, flags and arguments as declared, and
     its bindings. ``durable`` exchanges are those a durable store keeps across a restart,
-    with the bindings between durable ends (see :mod:`._vhosts` and ``docs/amqp091.rst``,
+    with the bindings between durable ends (see :mod:`.vhosts` and ``docs/amqp091.rst``,
     "Durability");
     ``auto_delete`` ones go when their last binding (as the source) goes, once they had one;
     ``internal`` ones take no publish, only exchange-to-exchange routing."""

@@ -1,5 +1,5 @@
 """What an AMQP 0-9-1 queue declaration says, read for the broker's virtual hosts
-(:mod:`._vhosts`): RabbitMQ's common queue arguments (``queue.declare``, 1.7.2.1, field
+(:mod:`.vhosts`): RabbitMQ's common queue arguments (``queue.declare``, 1.7.2.1, field
 ``arguments``), the record of a declared queue with the equivalence a redeclaration must
 meet, and :class:`Refused`, the refusal with the reply code a peer gets.
 """
@@ -11,11 +11,11 @@ from typing import Any
 
 import attrs
 
-from ..amqp091.codec import FieldValue
-from ..amqp091.spec import SOFT_ERRORS, ReplyCode
-from ._exchanges import _freeze
-from ._nodes import Queue
-from ._streams091 import StreamRefused
+from ...amqp091.codec import FieldValue
+from ...amqp091.spec import SOFT_ERRORS, ReplyCode
+from .._nodes import Queue
+from .exchanges import _freeze
+from .streams import StreamRefused
 
 __all__ = ["QueueArguments", "QueueRecord", "Refused", "parse_queue_arguments"]
 
@@ -36,7 +36,7 @@ class Refused(Exception):
 
 
 def _refused(refused: StreamRefused) -> Refused:
-    """A stream's refusal (:mod:`._streams091`) as the virtual host's."""
+    """A stream's refusal (:mod:`.streams`) as the virtual host's."""
     return Refused(refused.reply_code, refused.reply_text)
 
 

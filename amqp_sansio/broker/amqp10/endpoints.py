@@ -7,24 +7,25 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..codec.types import Symbol
-from ..definitions.messaging import Rejected
-from ..definitions.performatives import Error
-from ..engine.delivery import Delivery
-from ..engine.receiver import Receiver
-from ..engine.sender import Sender
-from ..engine.states import ConnectionState, LinkState
-from ..errors import DecodeError
-from ._nodes import Node, Queue, error
-from ._selector import Selector
-from ._store import StoredMessage
-from ._streams import Stream
-from ._subscriptions import Subscription
-from ._transactions import unroutable_in_txn
+from ...codec.types import Symbol
+from ...definitions.messaging import Rejected
+from ...definitions.performatives import Error
+from ...engine.delivery import Delivery
+from ...engine.receiver import Receiver
+from ...engine.sender import Sender
+from ...engine.states import ConnectionState, LinkState
+from ...errors import DecodeError
+from .._nodes import Node, Queue, error
+from .._selector import Selector
+from .._store import StoredMessage
+from .._streams import Stream
+from .._subscriptions import Subscription
+from .outcomes import taken
+from .transactions import unroutable_in_txn
 
 if TYPE_CHECKING:
-    from ._config import BrokerConfig
-    from ._connection import BrokerConnection
+    from .._config import BrokerConfig
+    from .interface import Connection10
 
 
 _ATTACHED = LinkState.ATTACHED
@@ -63,7 +64,7 @@ class _Consumer:
     )
 
     def __init__(
-        self, conn: BrokerConnection, link: Sender, node: Node, *, copy: bool, default: Any
+        self, conn: Connection10, link: Sender, node: Node, *, copy: bool, default: Any
     ) -> None:
         self.conn = conn
         self.link = link
@@ -106,11 +107,11 @@ class _Consumer:
             return
         delivery = link.send(data)
         self.conn.record.messages_out += 1
-        self.conn.broker._pending[self.conn] = None
+        self.conn.broker.has_output(self.conn)
         if self.copy:
             return
         if delivery.settled:  # at-most-once (snd-settle-mode settled)
-            self.conn._taken(queue, message)
+            taken(self.conn.broker, queue, message)
         else:
             self.inflight[delivery] = (message, queue)
 
@@ -126,7 +127,7 @@ class _Consumer:
             return
         description = f"a message of {size} bytes exceeds the link's max-message-size {limit}"
         link.detach(error=Error(condition=MESSAGE_SIZE_EXCEEDED, description=description))
-        self.conn.broker._pending[self.conn] = None
+        self.conn.broker.has_output(self.conn)
         log.warning(
             "detached the link %r from %r of %s: %s (%s)",
             link.name,
@@ -147,22 +148,22 @@ class _Consumer:
     def drained(self) -> None:
         if self.link.drain:
             self.link.drained()
-            self.conn.broker._pending[self.conn] = None
+            self.conn.broker.has_output(self.conn)
 
 
 class _Producer:
     """A link on which the broker receives (the client publishes) into a node; ``node`` is
-    None on an anonymous-relay link (each message names its node, see :mod:`._relay`)."""
+    None on an anonymous-relay link (each message names its node, see :mod:`.relay`)."""
 
     __slots__ = ("_cap", "_cap_for", "conn", "largest", "link", "node", "reply")
 
     def __init__(
-        self, conn: BrokerConnection, link: Receiver, node: Node | None, *, reply: str | None = None
+        self, conn: Connection10, link: Receiver, node: Node | None, *, reply: str | None = None
     ) -> None:
         self.conn = conn
         self.link = link
         self.node = node
-        #: A link attached to a direct reply-to name: where its messages go (._replies).
+        #: A link attached to a direct reply-to name: where its messages go (.._replies).
         self.reply = reply
         #: The largest message (encoded bytes) this link has carried; 0 before the first.
         self.largest = 0

@@ -50,21 +50,22 @@ import uuid
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-from ..amqp091 import codec as c091
-from ..amqp091.spec import BasicProperties
-from ..codec import types as t10
-from ..codec.decoder import decode_from
-from ..codec.encoder import encode
-from ..definitions.message import Message
-from ..definitions.messaging import (
+from ...amqp091 import codec as c091
+from ...amqp091.spec import BasicProperties
+from ...codec import types as t10
+from ...codec.decoder import decode_from
+from ...codec.encoder import encode
+from ...definitions.message import Message
+from ...definitions.messaging import (
     Data,
     Header,
     Properties,
 )
-from ..errors import DecodeError
+from ...errors import DecodeError
+from .._store import header_fields
 
 if TYPE_CHECKING:
-    from ._store import StoredMessage
+    from .._store import StoredMessage
 
 __all__ = [
     "AMQP10_TYPE",
@@ -76,7 +77,6 @@ __all__ = [
     "TYPE_ANNOTATION",
     "basic_of",
     "from_amqp10",
-    "header_fields",
     "parse_expiration",
     "to_amqp10",
 ]
@@ -401,14 +401,6 @@ def _symbol(value: str | None, annotation: t10.Symbol, annotations: dict[Any, An
 
 
 # -- 1.0 to 0-9-1 ------------------------------------------------------------------------------
-
-
-def header_fields(data: bytes, pos: int) -> list[Any]:
-    """The header's fields as sent (a shorter list leaves the rest out; None is null), so
-    that a field the sender left out is told from its default."""
-    start = pos + 3 if data[pos + 1] == 0x53 else pos + 10  # smallulong or ulong descriptor
-    fields, _ = decode_from(data, start)
-    return list(fields) if isinstance(fields, list) else []
 
 
 def _sections(data: bytes) -> tuple[list[Any], dict[Any, Any], Any, dict[Any, Any], int]:

@@ -1,19 +1,21 @@
 """The broker's transactions (core spec part 4; broker draft 3), on one client connection:
 a discharge commits what was posted and retired in the transaction all at once, or rolls it
-back; the functions take the :class:`~._connection.BrokerConnection` whose transaction it is."""
+back; the functions take the 1.0 connection (:class:`~.interface.Connection10`) whose
+transaction it is."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..definitions.messaging import Accepted, Rejected, Released
-from ..engine.delivery import Delivery
-from ..engine.states import ConnectionState, LinkState
-from ..engine.transactions import DischargeRequest, TransactionRecord
-from ._nodes import Node, Queue, error
+from ...definitions.messaging import Accepted, Rejected, Released
+from ...engine.delivery import Delivery
+from ...engine.states import ConnectionState, LinkState
+from ...engine.transactions import DischargeRequest, TransactionRecord
+from .._nodes import Node, Queue, error
+from .outcomes import apply_outcome
 
 if TYPE_CHECKING:
-    from ._connection import BrokerConnection
+    from .interface import Connection10
 
 __all__ = ["discharge", "roll_back", "unroutable_in_txn"]
 
@@ -22,16 +24,16 @@ _OPENED = ConnectionState.OPENED
 _ACCEPTED = Accepted()
 
 
-def discharge(conn: BrokerConnection, request: DischargeRequest) -> None:
+def discharge(conn: Connection10, request: DischargeRequest) -> None:
     """Commit: the posted messages reach their nodes and the retired outcomes apply,
     all at once; or roll back: none of it happens, and acquisitions are undone."""
     record = request.transaction
     if request.fail:
-        conn._doomed.pop(record, None)
+        conn.doomed_txns.pop(record, None)
         request.accept()
         roll_back(conn, record)
         return
-    why = conn._doomed.pop(record, None)
+    why = conn.doomed_txns.pop(record, None)
     if why is not None:
         why = f"a pre-settled message of the transaction went nowhere: {why}"
     else:
@@ -43,14 +45,14 @@ def discharge(conn: BrokerConnection, request: DischargeRequest) -> None:
     broker = conn.broker
     posted = []
     for delivery in record.posted:
-        held = conn._held.pop(delivery, None)
+        held = conn.held_in_txn.pop(delivery, None)
         if held is None:
             continue
         node, message = held
         if node.deleted and node.auto:  # deleted once unused since: made again
-            node = broker._resolve(node.address) or node
+            node = broker.resolve(node.address) or node
         if not node.deleted and node.offer(message) is None:
-            broker._touch(node)
+            broker.touch(node)
         posted.append(delivery)
     retired = []
     for delivery, outcome in record.retired:
@@ -59,7 +61,7 @@ def discharge(conn: BrokerConnection, request: DischargeRequest) -> None:
         if entry is None:
             continue
         assert consumer is not None
-        conn._apply(consumer, entry[0], entry[1], outcome)
+        apply_outcome(conn.broker, consumer, entry[0], entry[1], outcome)
         retired.append(delivery)
     broker.store.flush()  # the commit is durable before it is accepted
     request.accept()
@@ -69,10 +71,10 @@ def discharge(conn: BrokerConnection, request: DischargeRequest) -> None:
     for delivery in retired:
         if not delivery.settled and delivery.link.state is _ATTACHED:
             delivery.link.settle(delivery)
-    broker._pending[conn] = None
+    broker.has_output(conn)
 
 
-def unroutable_in_txn(conn: BrokerConnection, delivery: Delivery, state: Rejected) -> None:
+def unroutable_in_txn(conn: Connection10, delivery: Delivery, state: Rejected) -> None:
     """An anonymous-relay message posted in a transaction that goes nowhere (core spec
     4.4.4.1). Unsettled, the broker settles it at once with its outcome, ``rejected``,
     in the transaction's transactional-state: the transaction goes on without it (a
@@ -83,17 +85,17 @@ def unroutable_in_txn(conn: BrokerConnection, delivery: Delivery, state: Rejecte
         record = delivery.transaction
         assert isinstance(record, TransactionRecord)  # the broker's side of a transaction
         error = state.error
-        conn._doomed[record] = "" if error is None else str(error.description)
+        conn.doomed_txns[record] = "" if error is None else str(error.description)
         return
     delivery.link.settle(delivery, state)
 
 
-def _room_for(conn: BrokerConnection, record: TransactionRecord) -> str | None:
+def _room_for(conn: Connection10, record: TransactionRecord) -> str | None:
     """Whether the queues can take every message posted in ``record`` (the commit is
     all or nothing)."""
     wanted: dict[Node, list[int]] = {}
     for delivery in record.posted:
-        held = conn._held.get(delivery)
+        held = conn.held_in_txn.get(delivery)
         if held is not None:
             need = wanted.setdefault(held[0], [0, 0])
             need[0] += 1
@@ -109,13 +111,13 @@ def _room_for(conn: BrokerConnection, record: TransactionRecord) -> str | None:
     return None
 
 
-def roll_back(conn: BrokerConnection, record: TransactionRecord) -> None:
+def roll_back(conn: Connection10, record: TransactionRecord) -> None:
     """The transaction's work is void: posted messages are dropped, retirements are
     undone (a delivery the consumer already settled takes its default outcome,
     4.4.4.2), and what was acquired in it goes back to its queue."""
-    conn._doomed.pop(record, None)
+    conn.doomed_txns.pop(record, None)
     for delivery in record.posted:
-        if conn._held.pop(delivery, None) is not None and not delivery.remote_settled:
+        if conn.held_in_txn.pop(delivery, None) is not None and not delivery.remote_settled:
             link = delivery.link
             if link.state is _ATTACHED and conn.engine.state is _OPENED:
                 link.settle(delivery, Released())
@@ -123,12 +125,12 @@ def roll_back(conn: BrokerConnection, record: TransactionRecord) -> None:
         consumer = conn.consumers.get(delivery.link)
         if consumer is not None and delivery.settled and delivery in consumer.inflight:
             message, queue = consumer.inflight.pop(delivery)
-            conn._apply(consumer, message, queue, consumer.default)
+            apply_outcome(conn.broker, consumer, message, queue, consumer.default)
     for delivery in record.acquired:
         consumer = conn.consumers.get(delivery.link)
         if consumer is not None and delivery in consumer.inflight:
             message, queue = consumer.inflight.pop(delivery)
-            conn._apply(consumer, message, queue, Released())
+            apply_outcome(conn.broker, consumer, message, queue, Released())
             if not delivery.settled and delivery.link.state is _ATTACHED:
                 delivery.link.settle(delivery, Released())
-    conn.broker._pending[conn] = None
+    conn.broker.has_output(conn)

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..codec.decoder import decode_from
-from ..codec.types import Symbol
-from ..definitions.messaging import Properties
-from ..definitions.performatives import Error
-from ._nodes import Node, error
-from ._replies import reply_name
-from ._store import StoredMessage, _section_code
+from ...codec.decoder import decode_from
+from ...codec.types import Symbol
+from ...definitions.messaging import Properties
+from ...definitions.performatives import Error
+from .._nodes import Node, error
+from .._replies import reply_name
+from .._store import StoredMessage, _section_code
 
 if TYPE_CHECKING:
-    from ._broker import Broker
+    from .interface import Broker10
 
 __all__ = ["ANONYMOUS_RELAY", "relay_address", "relay_route"]
 
@@ -50,7 +50,7 @@ def relay_address(data: bytes) -> str | None:
 
 
 def relay_route(
-    broker: Broker, identity: str | None, address: str | None, message: StoredMessage
+    broker: Broker10, identity: str | None, address: str | None, message: StoredMessage
 ) -> Node | Error | None:
     """The node an anonymous-relay message goes to, by its ``to`` (core spec 3.2.4,
     ``address``), or why it goes nowhere: ``amqp:not-found`` (no ``to``, or no node there:

@@ -36,23 +36,22 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..codec.types import Int, UInt
-from ..definitions.message import Message
-from ..definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
-from ..engine.link import Link
-from ..engine.receiver import Receiver
-from ..engine.sender import Sender
-from ..engine.states import LinkState
-from ..errors import DecodeError, EncodeError
-from ..events import DeliveryReceived
-from ._endpoints import _Consumer
-from ._nodes import Node, Queue, Topic, error
-from ._store import MemoryStore, parse_message
-from ._streams import Stream
+from ...codec.types import Int, UInt
+from ...definitions.message import Message
+from ...definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
+from ...engine.link import Link
+from ...engine.receiver import Receiver
+from ...engine.sender import Sender
+from ...engine.states import LinkState
+from ...errors import DecodeError, EncodeError
+from ...events import DeliveryReceived
+from .._nodes import MemoryStore, Node, Queue, Topic, error
+from .._store import parse_message
+from .._streams import Stream
+from .endpoints import _Consumer
 
 if TYPE_CHECKING:
-    from ._broker import Broker
-    from ._connection import BrokerConnection
+    from .interface import Broker10, Connection10
 
 __all__ = [
     "ATTRIBUTES",
@@ -137,7 +136,7 @@ def _bad(description: str) -> _Status:
 # -- the operations ---------------------------------------------------------------------------
 
 
-def answer(broker: Broker, request: Message, identity: str | None = None) -> Message:
+def answer(broker: Broker10, request: Message, identity: str | None = None) -> Message:
     """The response to a management ``request`` (management draft 3.1 and its responses),
     for a client authenticated as ``identity``: when the broker has users, only the nodes
     that identity may send to or receive from exist for it. Never raises for what the
@@ -168,7 +167,7 @@ def answer(broker: Broker, request: Message, identity: str | None = None) -> Mes
 
 
 def _operation(
-    broker: Broker, request: Message, identity: str | None
+    broker: Broker10, request: Message, identity: str | None
 ) -> tuple[int, Any, dict[str, Any]]:
     props = request.application_properties
     if not isinstance(props, dict):
@@ -220,7 +219,7 @@ def _kinds(props: dict[str, Any]) -> tuple[str, ...]:
     return (_entity_type(given),)
 
 
-def _visible(broker: Broker, identity: str | None, node: Node) -> bool:
+def _visible(broker: Broker10, identity: str | None, node: Node) -> bool:
     users = broker.config.users
     if users is None:
         return True
@@ -232,7 +231,7 @@ def _type_of(node: Node) -> str:
     return _SHORT[node.kind]
 
 
-def _read(broker: Broker, props: dict[str, Any], identity: str | None) -> dict[str, Any]:
+def _read(broker: Broker10, props: dict[str, Any], identity: str | None) -> dict[str, Any]:
     """READ (management draft, entity operations): the attributes of the node whose address
     the request gives as ``name`` or ``identity`` (both: they must agree), of the request's
     ``type`` if it gives one."""
@@ -270,7 +269,7 @@ def _whole(props: dict[str, Any], key: str) -> int | None:
 
 
 def _query(
-    broker: Broker, props: dict[str, Any], body: Any, identity: str | None
+    broker: Broker10, props: dict[str, Any], body: Any, identity: str | None
 ) -> tuple[int, Any, dict[str, Any]]:
     """QUERY (management draft, Management Node Operations): the body's ``attributeNames``
     (none, or an empty list: all the attributes of the types queried) of each node of the
@@ -317,7 +316,7 @@ def _query(
     return 200, {"attributeNames": names, "results": results}, {"count": UInt(len(results))}
 
 
-def attributes(broker: Broker, node: Node) -> dict[str, Any]:
+def attributes(broker: Broker10, node: Node) -> dict[str, Any]:
     """The attributes of ``node``, as READ gives them (docs/broker.rst "Management")."""
     consumers = [e for e in node.links if isinstance(e, _Consumer)]
     values: dict[str, Any] = {
@@ -369,16 +368,16 @@ class Management:
     full node (``amqp:resource-limit-exceeded``). A request in a transaction is rejected
     (``amqp:not-implemented``)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker10) -> None:
         self.broker = broker
         #: The request links, and their connections; and the response links, by
         #: connection and target address, with the queue that holds each one's responses
         #: (not one of the broker's nodes). Those gone are forgotten at the next attach:
         #: the maps hold no more than the links attached since.
-        self.links: dict[Receiver, BrokerConnection] = {}
-        self.replies: dict[tuple[BrokerConnection, str], tuple[Sender, Queue]] = {}
+        self.links: dict[Receiver, Connection10] = {}
+        self.replies: dict[tuple[Connection10, str], tuple[Sender, Queue]] = {}
 
-    def attach(self, conn: BrokerConnection, link: Link, terminus: Source | Target) -> None:
+    def attach(self, conn: Connection10, link: Link, terminus: Source | Target) -> None:
         """A client attaches a link to (or from) ``$management``."""
         links, replies = self.links, self.replies
         for gone in [k for k, c in links.items() if k.state is not _ATTACHED or c.lost]:
@@ -396,7 +395,7 @@ class Management:
         link.flow(config.link_credit)
         links[link] = conn
 
-    def _response_link(self, conn: BrokerConnection, link: Sender, source: Source) -> None:
+    def _response_link(self, conn: Connection10, link: Sender, source: Source) -> None:
         """A receiver from ``$management``: its target's address is where the client's
         requests say to reply (``reply-to``); it consumes a queue of its own that holds
         its responses (credit, outcomes and settlement as on any queue)."""
@@ -412,11 +411,11 @@ class Management:
             )
             return
         queue = Queue(self.broker, MANAGEMENT_ADDRESS)
-        conn._consumer(link, queue, source)
+        conn.add_consumer(link, queue, source)
         if link.state is _ATTACHED:
             self.replies[(conn, address)] = (link, queue)
 
-    def request(self, conn: BrokerConnection, event: DeliveryReceived) -> None:
+    def request(self, conn: Connection10, event: DeliveryReceived) -> None:
         """A message arrived on a link of ``conn`` that is not a producer's: if it is a
         request link, answer the request, then settle it (unless it came settled)."""
         link = event.link
@@ -438,10 +437,10 @@ class Management:
                 state = self._respond(conn, request)
         if not delivery.remote_settled:
             link.settle(delivery, state)
-        conn._credit(link)
-        self.broker._pending[conn] = None
+        conn.give_credit(link)
+        self.broker.has_output(conn)
 
-    def _respond(self, conn: BrokerConnection, request: Message) -> Any:
+    def _respond(self, conn: Connection10, request: Message) -> Any:
         broker = self.broker
         properties = request.properties
         reply_to = None if properties is None else properties.reply_to
@@ -472,5 +471,5 @@ class Management:
         why = node.offer(parse_message(data, seq=broker.next_seq(), wall=broker.wall))
         if why is not None:
             return Rejected(error=error("amqp:resource-limit-exceeded", why))
-        broker._touch(node)
+        broker.touch(node)
         return Accepted()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import attrs
 
-from ..codec.types import Symbol
-from ..definitions.messaging import (
+from ...codec.types import Symbol
+from ...definitions.messaging import (
     Accepted,
     Modified,
     Rejected,
@@ -20,24 +20,24 @@ from ..definitions.messaging import (
     TerminusDurability,
     TerminusExpiryPolicy,
 )
-from ..definitions.performatives import Error
-from ..definitions.transactions import TransactionalState
-from ..engine.connection import Connection
-from ..engine.delivery import Delivery
-from ..engine.link import Link
-from ..engine.receiver import Receiver
-from ..engine.sender import Sender
-from ..engine.session import Session
-from ..engine.states import ConnectionState, LinkState
-from ..engine.transactions import (
+from ...definitions.performatives import Error
+from ...definitions.transactions import TransactionalState
+from ...engine.connection import Connection
+from ...engine.delivery import Delivery
+from ...engine.link import Link
+from ...engine.receiver import Receiver
+from ...engine.sender import Sender
+from ...engine.session import Session
+from ...engine.states import CONNECTION_OPEN_FIRST, ConnectionState, LinkState
+from ...engine.transactions import (
     CoordinatorLink,
     DeclareRequested,
     DischargeRequested,
     TransactionRecord,
     TransactionRolledBack,
 )
-from ..errors import DecodeError, LocalProtocolError
-from ..events import (
+from ...errors import DecodeError, LocalProtocolError
+from ...events import (
     Authenticated,
     AuthenticationFailed,
     ConnectionEnded,
@@ -53,30 +53,22 @@ from ..events import (
     SessionBegun,
     SessionEnded,
 )
-from ..security.tls import TLSLayer
-from ._admission import (
-    admission_deadline,
-    admission_due,
-    admit_user,
-    handshake_timed_out,
-    hold_failed_login,
-)
-from ._endpoints import _Consumer, _Producer
-from ._management import MANAGEMENT_ADDRESS
-from ._nodes import Node, Queue, Topic, error
-from ._protocols import ProtocolSniffer
-from ._record import ConnectionRecord
-from ._relay import relay_address, relay_route
-from ._replies import VOLATILE_QUEUE, attach_volatile, reply_name, sweep_links
-from ._selector import Selector, SelectorError, selector_filter
-from ._store import StoredMessage, parse_message
-from ._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
-from ._subscriptions import Subscription, keeps
-from ._transactions import discharge, roll_back, unroutable_in_txn
-from ._vhosts import DEFAULT_VHOST
-
-if TYPE_CHECKING:
-    from ._broker import Broker
+from ...security.tls import TLSLayer
+from .._admission import Admission
+from .._nodes import Node, Queue, Topic, error
+from .._record import ConnectionRecord
+from .._replies import VOLATILE_QUEUE, reply_name
+from .._selector import Selector, SelectorError, selector_filter
+from .._store import StoredMessage, parse_message
+from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
+from .._subscriptions import Subscription, keeps
+from .endpoints import _Consumer, _Producer
+from .interface import Broker10
+from .management import MANAGEMENT_ADDRESS
+from .outcomes import apply_outcome
+from .relay import relay_address, relay_route
+from .replies import attach_volatile, sweep_links
+from .transactions import discharge, roll_back, unroutable_in_txn
 
 __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 
@@ -106,7 +98,7 @@ _TRANSIENT: dict[str, Any] = {
 }
 
 
-class BrokerConnection:
+class BrokerConnection(Admission):
     """The broker's side of one client connection: the engine's byte interface
     (``receive_data``, ``data_to_send``, ``next_deadline``, ``handle_timer``) and
     :meth:`connection_lost`, for when the transport goes. ``identity`` is who SASL
@@ -116,30 +108,23 @@ class BrokerConnection:
     ``cut`` that the transport goes, ``refused`` why the connection was refused; ``record``
     the rest the driver's log says (:class:`~amqp_sansio.broker.ConnectionRecord`)."""
 
+    broker: Broker10
+
     def __init__(
-        self, broker: Broker, engine: Any, stream: Any, *, address: str | None = None
+        self, broker: Broker10, engine: Any, stream: Any, *, address: str | None = None
     ) -> None:
+        super().__init__()  # (its admission state: handshake time-out, held login, user)
         self.broker = broker
         #: The client's source address (the host), if the driver gave it.
         self.address = address
-        #: When (``now`` clock) the handshake time-out cuts the connection, until the
-        #: client's open arrives (BrokerConfig.handshake_timeout); None: no time-out.
-        self._handshake_until: float | None = None
         #: When (``now`` clock) the broker accepted the transport (``Broker.accept``): a
         #: 0-9-1 connection in its place keeps counting its handshake time-out from it.
         self.accepted_at: float | None = None
         #: The transport goes once what is queued is written (handshake time-out, TLS failed).
         self.cut = False
-        #: A failed login's outcome held back until then (``now`` clock; see
-        #: BrokerConfig.login_delay); None: nothing held.
-        self._held_until: float | None = None
-        #: The user this open connection is counted for (max_connections_per_user).
-        self._counted_user: str | None = None
-        #: It counts against the broker's connection limits (until :meth:`_gone`).
-        self._counted = False
-        #: The latest ``now`` given, and the latest at which the client's input made an
-        #: event (heartbeats make none): see :meth:`idle_since`.
-        self._now = self._active_at = 0.0
+        #: The latest at which the client's input made an event (heartbeats make none):
+        #: see :meth:`idle_since`.
+        self._active_at = 0.0
         #: The server engine (an :class:`amqp_sansio.Connection`).
         self.engine: Connection = engine
         self._stream = stream
@@ -156,12 +141,12 @@ class BrokerConnection:
         self._alarm_bytes = 0
         #: Outcomes applied during the current input, to catch conflicting ones (draft 2.3.5).
         self._decided: dict[Delivery, type] = {}
-        #: Messages posted in a live transaction, held until it is discharged (core spec
-        #: 4.4.1), with the node each is for.
-        self._held: dict[Delivery, tuple[Node, StoredMessage]] = {}
-        #: Transactions that may not commit (a pre-settled relay message went nowhere), and
-        #: why (core spec 4.4.4.1).
-        self._doomed: dict[TransactionRecord, str] = {}
+        # Messages posted in a live transaction, held until it is discharged (core spec
+        # 4.4.1), with the node each is for (read by .transactions).
+        self.held_in_txn: dict[Delivery, tuple[Node, StoredMessage]] = {}
+        # Transactions that may not commit (a pre-settled relay message went nowhere), and
+        # why (core spec 4.4.4.1; read by .transactions).
+        self.doomed_txns: dict[TransactionRecord, str] = {}
         #: Deliveries of suspended subscriptions' detached links, still unsettled: a
         #: disposition may yet settle them (core spec 2.6.4).
         self._parked: dict[Delivery, tuple[Subscription, StoredMessage]] = {}
@@ -182,7 +167,7 @@ class BrokerConnection:
         self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
     ) -> None:
         """Feed bytes from the client."""
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         self._handle(self._stream.receive_data(data, now))
 
@@ -193,18 +178,28 @@ class BrokerConnection:
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
-        return admission_deadline(self, self._stream)
+        return self.admission_deadline(self._stream)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
         """Act on what is due at ``now``: the engine's timers, the handshake time-out, the
         release of a failed login's held outcome."""
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
-        if not admission_due(self, now):
+        if not self.admission_due(now):
             self._handle(self._stream.handle_timer(now))
 
     def _handshake_timed_out(self) -> None:
-        handshake_timed_out(self)
+        """No open within the handshake time-out: once the AMQP headers are exchanged the
+        connection is refused with an open and a close (``amqp:resource-limit-exceeded``,
+        core spec 2.4.1, 2.4.7, 2.8.15); before that (no header, TLS or SASL unfinished)
+        nothing can be said, and the transport is closed (``cut``)."""
+        self._handshake_until = None
+        timeout = self.broker.config.handshake_timeout
+        self.refused = f"no open within the handshake time-out ({timeout} s)"
+        if self.engine.state in CONNECTION_OPEN_FIRST:  # (its close sends its open first)
+            self.engine.close(error("amqp:resource-limit-exceeded", self.refused))
+        self.cut = True
+        self.broker.has_output(self)
 
     @property
     def tls_wanting_091(self) -> TLSLayer | None:
@@ -213,7 +208,7 @@ class BrokerConnection:
         place, :meth:`Broker.accept_091 <amqp_sansio.broker.Broker.accept_091>`); else
         None."""
         stream = self._stream
-        if isinstance(stream, TLSLayer) and isinstance(stream.inner, ProtocolSniffer):
+        if isinstance(stream, TLSLayer) and hasattr(stream.inner, "wants_091"):
             return stream if stream.inner.wants_091 else None
         return None
 
@@ -228,7 +223,7 @@ class BrokerConnection:
     def idle_since(self) -> float | None:
         """When (``now`` clock) the client last sent more than empty frames, if the broker
         may evict this connection at a connection cap (``BrokerConfig.evict_idle_after``):
-        open, anonymous (no user counted, see :func:`._admission.admit_user`), and without
+        open, anonymous (no user counted, see :meth:`.Admission.admit_user`), and without
         links; else None."""
         if (
             self._counted_user is not None
@@ -247,25 +242,25 @@ class BrokerConnection:
         self.engine.close(error("amqp:resource-limit-exceeded", why))
         self.cut = True
         self._gone()
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def close(self, error: Error | None = None) -> None:
         """Close the connection from the broker's side (e.g. the broker is stopping)."""
         if self.engine.state in (ConnectionState.OPENED, ConnectionState.CLOSE_RCVD):
             self.record.ending_because("closed by the broker", error)
             self.engine.close(error)
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
         """The transport is gone: every unsettled delivery gets its default outcome (broker
         draft 2.3.7), the links leave their nodes (dynamic ones may be deleted)."""
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         self._held_until = None
         self._lost()
         self._gone()
         self.broker.store.flush()  # the default outcomes' new delivery-counts
-        self.broker._dispatch()
+        self.broker.dispatch()
 
     # -- events -------------------------------------------------------------------------------
 
@@ -296,8 +291,8 @@ class BrokerConnection:
                 link = delivery.link
                 if link.state is _ATTACHED and self.engine.state is _OPENED:
                     link.settle(delivery, _ACCEPTED)
-        broker._pending[self] = None
-        broker._dispatch()
+        broker.has_output(self)
+        broker.dispatch()
 
     def _on_other(self, event: Event) -> None:
         handler = _OTHER_EVENTS.get(type(event))
@@ -306,7 +301,7 @@ class BrokerConnection:
         self.record.saw(self, event)
 
     def _on_opened(self, event: ConnectionOpened) -> None:
-        why = admit_user(self)
+        why = self.admit_user(self.identity, self.engine.sasl_mechanism)
         if why is not None:
             self.engine.close(error("amqp:resource-limit-exceeded", why))
             return
@@ -340,7 +335,7 @@ class BrokerConnection:
 
     def _on_authentication_failed(self, event: AuthenticationFailed) -> None:
         self.refused = f"authentication failed: {event.description}"
-        hold_failed_login(self)
+        self.hold_failed_login()
 
     def _on_rolled_back(self, event: TransactionRolledBack) -> None:
         assert isinstance(event.transaction, TransactionRecord)
@@ -397,7 +392,7 @@ class BrokerConnection:
             return
         node: Node | None
         if terminus.dynamic:
-            node = broker._dynamic(terminus.dynamic_node_properties)
+            node = broker.dynamic_node(terminus.dynamic_node_properties)
         elif (
             isinstance(link, Receiver) and isinstance(terminus, Target) and terminus.address is None
         ):
@@ -408,14 +403,14 @@ class BrokerConnection:
             return
         else:
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
-            node = broker._resolve(terminus.address, stream=stream)
+            node = broker.resolve(terminus.address, stream=stream)
             if node is None:
                 link.refuse(error("amqp:not-found", f"no node {terminus.address!r}"))
                 return
             if stream and not isinstance(node, Stream):
                 link.refuse(error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}"))
                 return
-            if isinstance(node, Queue) and broker.vhosts[DEFAULT_VHOST].exclusive(node):
+            if isinstance(node, Queue) and broker.exclusive(node):
                 link.refuse(
                     error(
                         "amqp:resource-locked",
@@ -425,7 +420,7 @@ class BrokerConnection:
                 return
         if isinstance(link, Sender):
             assert isinstance(terminus, Source)
-            self._consumer(link, node, terminus)
+            self.add_consumer(link, node, terminus)
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
@@ -433,12 +428,12 @@ class BrokerConnection:
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
             producer = _Producer(self, link, node)
             self.producers[link] = producer
-            self._credit(link)
+            self.give_credit(link)
             self._join(node, producer, terminus.dynamic)
 
     def _special_link(self, link: Link, terminus: Source | Target) -> bool:
-        """A link to ``$management`` (:mod:`._management`), or one of direct reply-to's
-        (see :mod:`._replies`): a requester's (a dynamic source with the capability
+        """A link to ``$management`` (:mod:`.management`), or one of direct reply-to's
+        (see :mod:`.._replies`): a requester's (a dynamic source with the capability
         ``rabbitmq:volatile-queue``), or a responder's sender to a name (``amqp:not-found``
         once its requester is gone). False for any other link."""
         if terminus.address == MANAGEMENT_ADDRESS and not terminus.dynamic:
@@ -460,16 +455,16 @@ class BrokerConnection:
         return True
 
     def _relay_producer(self, link: Receiver, target: Target, *, reply: str | None = None) -> None:
-        """A sender with a null target address: the anonymous relay (see :mod:`._relay`).
+        """A sender with a null target address: the anonymous relay (see :mod:`.relay`).
         Access is checked per message, against the address each one names. ``reply``: a
         sender to a direct reply-to name instead, whose messages all go there."""
         config = self.broker.config
         link.max_message_size = config.max_message_size
         link.attach(target=attrs.evolve(target, **_TRANSIENT))
         self.producers[link] = _Producer(self, link, None, reply=reply)
-        self._credit(link)
+        self.give_credit(link)
 
-    def _consumer(self, link: Sender, node: Node, source: Source) -> None:
+    def add_consumer(self, link: Sender, node: Node, source: Source) -> None:
         if isinstance(node, Stream):
             self._stream_consumer(link, node, source)
             return
@@ -525,7 +520,7 @@ class BrokerConnection:
         consumer.queue = queue
         if subscription is not None:
             self._resume(subscription, consumer)
-        self.broker._dirty[queue] = None
+        self.broker.wake(queue)
 
     def _terminus(self, node: Node, source: Source) -> dict[str, Any]:
         """The durability and expiry of the source the broker answers: for a topic, what
@@ -535,7 +530,7 @@ class BrokerConnection:
         if not isinstance(node, Topic):
             return _TRANSIENT
         durable = source.durable
-        if self.broker._subscription_store is None or not keeps(source):
+        if not self.broker.keeps_subscriptions or not keeps(source):
             durable = TerminusDurability.NONE
         return {
             "durable": durable,
@@ -563,23 +558,23 @@ class BrokerConnection:
                 )
             if subscription.topic is topic and subscription.same(source):
                 subscription.answered = answered
-                broker._save(subscription)
+                broker.save_subscription(subscription)
                 return subscription
             # Replaced (a new address or filter): its topic is about to be used again.
-            broker._delete_subscription(subscription, release=False)
-        why = broker._room_for_subscription(container)
+            broker.delete_subscription(subscription, release=False)
+        why = broker.room_for_subscription(container)
         if why is not None:
             return error("amqp:resource-limit-exceeded", why)
         subscription = Subscription(
-            next(broker._subscription_ids),
+            broker.new_subscription_id(),
             key,
             topic,
             Queue(broker, topic.address),
             source,
             answered,
         )
-        broker._register(subscription)
-        broker._save(subscription)
+        broker.register_subscription(subscription)
+        broker.save_subscription(subscription)
         return subscription
 
     def _kept_source(self, link: Sender) -> Source | None:
@@ -601,7 +596,7 @@ class BrokerConnection:
         first. Deliveries of the suspended link that the engine carried over to this one
         (a re-attach on the same session) are settled with the same outcome."""
         if subscription.conn is not None:
-            subscription.conn._kept.discard(subscription)
+            subscription.conn.forget_subscription(subscription)
         subscription.unpark()
         subscription.consumer = consumer
         subscription.conn = self
@@ -619,14 +614,14 @@ class BrokerConnection:
             if state is None and delivery is not None:
                 state = delivery.remote_state
             outcome = state if isinstance(state, _OUTCOMES) else DEFAULT_OUTCOME
-            self._apply(consumer, message, buffer, outcome)
+            apply_outcome(self.broker, consumer, message, buffer, outcome)
             if delivery is not None and not delivery.settled:
                 link.settle(delivery, None if outcome is state else outcome)
 
     def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
         """A consumer of a stream reads from the offset its filter asks for, and takes
         nothing (core spec 3.5.3 distribution-mode ``copy``); the answer echoes the filter
-        applied, and its properties give the stream's bounds (see :mod:`._streams`)."""
+        applied, and its properties give the stream's bounds (see :mod:`.._streams`)."""
         try:
             applied, start = offset_filter(source)
         except OffsetFilterError as exc:
@@ -650,7 +645,7 @@ class BrokerConnection:
         self.consumers[link] = consumer
         self._join(node, consumer, source.dynamic)
         node.add_consumer(consumer)
-        self.broker._dirty[node] = None
+        self.broker.wake(node)
 
     def _join(self, node: Node, endpoint: Any, dynamic: bool) -> None:
         node.link_added(endpoint)
@@ -662,14 +657,14 @@ class BrokerConnection:
         """Detach a link from the broker's side, if the engine still can."""
         if link.state is _ATTACHED and self.engine.state is _OPENED:
             link.detach(error=error)
-            self.broker._pending[self] = None
+            self.broker.has_output(self)
 
     def _remove(self, endpoint: Any, *, lifetime: bool = True, closed: bool = True) -> None:
         """A link is gone: its unsettled deliveries get their default outcome (broker draft
         2.3.7); the node may be deleted by its lifetime policy (core spec 3.5.10-3.5.13).
         A kept topic subscription whose link went without closing (``closed`` false: a
         detach that does not close, its session's end, the connection's loss) is suspended
-        instead, its unsettled deliveries kept for a resume (see :mod:`._subscriptions`);
+        instead, its unsettled deliveries kept for a resume (see :mod:`.._subscriptions`);
         closed, it is deleted."""
         if isinstance(endpoint, _Consumer):
             if self.consumers.pop(endpoint.link, None) is None:
@@ -689,10 +684,10 @@ class BrokerConnection:
                 # ones after it, one step each (in sending order, each would be placed
                 # behind the ones before it by a scan: quadratic for many unsettled).
                 for message, queue in reversed(inflight.values()):
-                    self._apply(endpoint, message, queue, endpoint.default)
+                    apply_outcome(self.broker, endpoint, message, queue, endpoint.default)
                 endpoint.node.remove_consumer(endpoint)
                 if subscription is not None:
-                    self.broker._delete_subscription(subscription)
+                    self.broker.delete_subscription(subscription)
         elif self.producers.pop(endpoint.link, None) is None or endpoint.node is None:
             return
         node = endpoint.node
@@ -707,7 +702,7 @@ class BrokerConnection:
         subscription.consumer = None
         policy = subscription.policy
         if policy is TerminusExpiryPolicy.LINK_DETACH:
-            self.broker._start_timer(subscription)
+            self.broker.start_subscription_timer(subscription)
         elif policy is not TerminusExpiryPolicy.NEVER:
             self._kept.add(subscription)  # until its session or this connection ends
 
@@ -717,7 +712,7 @@ class BrokerConnection:
         for subscription in list(self._kept):
             if subscription.waits_for(session):
                 self._kept.discard(subscription)
-                self.broker._start_timer(subscription)
+                self.broker.start_subscription_timer(subscription)
 
     def _sweep(self, session: Session | None = None) -> None:
         """Forget the links the engine no longer has attached (after a protocol error, the
@@ -740,11 +735,25 @@ class BrokerConnection:
         if self._held_until is None:  # (else its transport stays until the outcome goes)
             self._gone()
 
-    def _gone(self) -> None:
-        """The connection no longer counts against the connection limits."""
-        if self._counted:
-            self._counted = False
-            self.broker._connection_gone(self)
+    def replaced(self) -> None:
+        """A 0-9-1 connection takes this one's transport (its first octets asked for
+        0-9-1): this one is forgotten, unheard."""
+        self.lost = True
+        self._gone()
+
+    def node_deleted(self, endpoint: Any, why: Error) -> None:
+        """The node of ``endpoint`` (a link of this connection) was deleted: the link is
+        forgotten and detached with ``why`` (broker draft 2.3.3)."""
+        self._remove(endpoint, lifetime=False)
+        self._detach(endpoint.link, why)
+
+    def forget_subscription(self, subscription: Subscription) -> None:
+        """``subscription``, suspended here, was resumed elsewhere or deleted."""
+        self._kept.discard(subscription)
+
+    def forget_parked(self, delivery: Any) -> None:
+        """A delivery of a suspended subscription's link was resumed or dropped."""
+        self._parked.pop(delivery, None)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -761,7 +770,7 @@ class BrokerConnection:
             message = parse_message(event.data, seq=broker.next_seq(), wall=broker.wall)
         except DecodeError as exc:
             producer.reject_malformed(delivery, exc)
-            self._credit(link)
+            self.give_credit(link)
             return
         size = message.size
         if size > producer.largest:
@@ -771,10 +780,10 @@ class BrokerConnection:
         if node is None:
             address = producer.reply or relay_address(message.data)
             routed = relay_route(broker, self.identity, address, message)
-            if routed is None:  # a direct reply: accepted, delivered or not (._replies)
+            if routed is None:  # a direct reply: accepted, delivered or not (.._replies)
                 if not delivery.remote_settled:
                     link.settle(delivery, _ACCEPTED)
-                self._credit(link)
+                self.give_credit(link)
                 return
             if isinstance(routed, Error):
                 node, state = None, Rejected(error=routed)
@@ -790,7 +799,7 @@ class BrokerConnection:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
                 link.settle(delivery, state)
-        self._credit(link, producer)
+        self.give_credit(link, producer)
 
     def _put(
         self, producer: _Producer, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -812,10 +821,10 @@ class BrokerConnection:
                 if producer.node is None and delivery.remote_settled:
                     broker.unroutable += 1
             else:
-                broker._touch(node)
+                broker.touch(node)
         return state
 
-    def _credit(self, link: Receiver, producer: _Producer | None = None) -> None:
+    def give_credit(self, link: Receiver, producer: _Producer | None = None) -> None:
         """Top a publisher's credit up to its cap (``link_credit``, less within the byte
         budgets: :meth:`_Producer.credit_cap`) once half is used (the engine caps it at the
         room under ``max_unsettled_per_link``); none while the broker's resource alarm is
@@ -856,8 +865,8 @@ class BrokerConnection:
         if alarm or self.engine.state is not _OPENED:
             return
         for producer in list(self.producers.values()):
-            self._credit(producer.link)
-        self.broker._pending[self] = None
+            self.give_credit(producer.link)
+        self.broker.has_output(self)
 
     def _post_in_txn(
         self, link: Receiver, delivery: Delivery, node: Node | None, state: Any, message: Any
@@ -867,13 +876,13 @@ class BrokerConnection:
         if node is None:
             unroutable_in_txn(self, delivery, state)
         else:
-            self._held[delivery] = (node, message)
+            self.held_in_txn[delivery] = (node, message)
             link.update(delivery, _ACCEPTED)
 
     def _on_credit(self, event: CreditChanged) -> None:
         consumer = self.consumers.get(event.link)
         if consumer is not None and consumer.queue is not None:
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
 
     def _on_update(self, event: DeliveryUpdated) -> None:
         consumer = self.consumers.get(event.link)
@@ -883,11 +892,11 @@ class BrokerConnection:
             elif event.settled:
                 producer = self.producers.get(event.link)
                 if producer is not None:
-                    self._credit(producer.link)  # room under max_unsettled_per_link again
+                    self.give_credit(producer.link)  # room under max_unsettled_per_link again
             return
         if consumer.blocked and consumer.queue is not None:
             consumer.blocked = False  # below max_unsettled_per_link once this settles
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
         delivery = event.delivery
         state = event.state
         if type(state) is TransactionalState:
@@ -913,7 +922,7 @@ class BrokerConnection:
         del consumer.inflight[delivery]
         self._decided[delivery] = type(state)
         message, queue = entry
-        self._apply(consumer, message, queue, state)
+        apply_outcome(self.broker, consumer, message, queue, state)
         if not delivery.settled:
             consumer.link.settle(delivery)
 
@@ -931,53 +940,12 @@ class BrokerConnection:
         subscription, message = self._parked.pop(delivery)
         del subscription.parked[delivery]
         del subscription.unsettled[delivery.tag]
-        self._apply(None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME)
+        apply_outcome(
+            self.broker, None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME
+        )
         if not delivery.settled:
             with contextlib.suppress(LocalProtocolError):  # (its session may be ending)
                 delivery.link.settle(delivery)
-
-    def _apply(
-        self, consumer: _Consumer | None, message: StoredMessage, queue: Queue, outcome: Any
-    ) -> None:
-        """What an outcome does to the message (core spec 3.4)."""
-        broker = self.broker
-        kind = type(outcome)
-        if kind is Accepted or kind is Rejected:
-            if kind is Rejected:
-                queue.dead_letter(message, "rejected")
-            self._taken(queue, message)
-            return
-        changed = False
-        if kind is Modified:
-            if outcome.delivery_failed:
-                message.delivery_count += 1
-                changed = True
-            if outcome.undeliverable_here and consumer is not None:
-                message.excluded = (message.excluded or set()) | {consumer}
-            if outcome.message_annotations:
-                message.annotate(outcome.message_annotations)
-                changed = True
-        if message.expires is not None and message.expires <= broker.wall:
-            queue.acquired -= 1
-            message.dropped = True
-            broker.store.remove(queue, message)
-            broker.let_go(message)
-            queue.expired(message)
-            if queue.emptied():
-                broker.delete_node(queue)
-            elif not queue.links:
-                broker.release(queue)
-            return
-        if changed:
-            broker.store.update(queue, message)
-        queue.requeue(message)
-        broker._dirty[queue] = None
-
-    def _taken(self, queue: Queue, message: StoredMessage) -> None:
-        if queue.settled(message):
-            self.broker.delete_node(queue)
-        elif not queue.links:
-            self.broker.release(queue)
 
 
 #: What the broker does on each event other than a delivery's or a credit change, by the

@@ -6,7 +6,7 @@ Logins go through the broker's users (PLAIN and AMQPLAIN: a name and a password;
 broker, without users, takes any login, as it takes any 1.0 client), the virtual host must
 be one of the broker's (else 530 NOT_ALLOWED), and the methods of the ``exchange``,
 ``queue``, ``basic``, ``confirm`` and ``tx`` classes are answered as RabbitMQ answers them
-(see :mod:`._vhosts` for exchanges and queues, and ``docs/amqp091.rst``): prefetch per
+(see :mod:`.vhosts` for exchanges and queues, and ``docs/amqp091.rst``): prefetch per
 consumer or per channel (``basic.qos`` ``global``), delivery tags per channel, acks, nacks
 and rejects (``multiple``; a requeued message comes back ``redelivered``), ``basic.get``,
 ``basic.recover``, publisher confirms sent once the store has a durable message,
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..amqp091 import spec
-from ..amqp091.engine import (
+from ...amqp091 import spec
+from ...amqp091.engine import (
     ChannelClosed,
     ChannelState,
     ConnectionClosed,
@@ -34,24 +34,21 @@ from ..amqp091.engine import (
     MethodReceived,
     OpenRequested,
 )
-from ..amqp091.engine import Connection as Engine091
-from ..amqp091.methods import Method
-from ..amqp091.spec import ReplyCode
-from ..security.tls import TLSFailed
-from ._admission import admission_deadline, admission_due, hold_failed_login, secret_accepted
-from ._declarations import Refused
-from ._mapping import basic_of
-from ._nodes import Node, Queue
-from ._record import ConnectionRecord
-from ._replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
-from ._selector import Selector
-from ._store import StoredMessage
-from ._streams import Stream
-from ._streams091 import StreamRefused, check_not_stream, check_stream_settle, consume_091
-from ._vhosts import VirtualHost
-
-if TYPE_CHECKING:
-    from ._broker import Broker
+from ...amqp091.engine import Connection as Engine091
+from ...amqp091.methods import Method
+from ...amqp091.spec import ReplyCode
+from ...security.tls import TLSFailed
+from .._admission import Admission, secret_accepted
+from .._nodes import Node, Queue
+from .._record import ConnectionRecord
+from .._selector import Selector
+from .._store import StoredMessage
+from .._streams import Stream
+from .declarations import Refused
+from .mapping import basic_of
+from .replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_to
+from .streams import StreamRefused, check_not_stream, check_stream_settle, consume_091
+from .vhosts import Broker091, VirtualHost
 
 __all__ = ["BrokerConnection091"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never
@@ -154,9 +151,9 @@ class _Channel:
         )
         conn._send_content(self.number, method, props, body)
         conn.record.messages_out += 1
-        conn.broker._pending[conn] = None
+        conn.broker.has_output(conn)
         if consumer.no_ack:
-            conn._taken(queue, message)
+            conn.taken(queue, message)
         else:
             consumer.unacked += 1
             self.unacked[tag] = (message, queue, consumer)
@@ -168,7 +165,7 @@ class _Channel:
         capabilities = conn.client_capabilities
         if capabilities.get("consumer_cancel_notify") is True and conn.is_open:
             conn._send_method(self.number, spec.BasicCancel(consumer_tag=consumer.tag))
-            conn.broker._pending[conn] = None
+            conn.broker.has_output(conn)
 
     def settle(self, tags: list[int], *, ack: bool, requeue: bool) -> None:
         """Ack, or nack/reject (``requeue``: back to its queue, counted as redelivered;
@@ -180,18 +177,18 @@ class _Channel:
             message, queue, consumer = self.unacked.pop(tag)
             if consumer is not None:
                 consumer.unacked -= 1
-                broker._dirty[consumer.queue] = None  # room under its prefetch
+                broker.wake(consumer.queue)  # room under its prefetch
             if isinstance(queue, Stream):
-                continue  # (a stream's ack is credit: nothing leaves it, ._streams091)
+                continue  # (a stream's ack is credit: nothing leaves it, .streams)
             if ack:
-                conn._taken(queue, message)
+                conn.taken(queue, message)
             elif requeue:
                 back.append((message, queue))
             else:
                 queue.dead_letter(message, "rejected")
-                conn._taken(queue, message)
+                conn.taken(queue, message)
         for message, queue in reversed(back):  # each to the head, in delivery order
-            conn._requeue(queue, message)
+            conn.give_back(queue, message)
 
     def tags(self, delivery_tag: int, multiple: bool) -> list[int]:
         """The unacked tags an ack/nack of ``delivery_tag`` covers (``multiple``: every
@@ -247,15 +244,16 @@ class _Channel:
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
-class BrokerConnection091:
+class BrokerConnection091(Admission):
     """The broker's side of one 0-9-1 client connection (see the module's docstring), with
     :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface: ``receive_data``,
     ``data_to_send``, ``next_deadline``, ``handle_timer``, ``connection_lost``, ``close``,
     ``ended``, ``refused``, ``record``."""
 
+    broker: Broker091
     protocol = "0-9-1"
 
-    def __init__(self, broker: Broker, engine: Engine091, *, address: str | None = None) -> None:
+    def __init__(self, broker: Broker091, engine: Engine091, *, address: str | None = None) -> None:
         self.broker = broker
         self.engine = engine
         self.address = address
@@ -267,11 +265,8 @@ class BrokerConnection091:
         self.cut = False
         self.lost = False
         self.ending = False
-        self._now = self._active_at = 0.0  # (the latest input that made an event)
-        self._handshake_until: float | None = None
-        self._held_until: float | None = None
-        self._counted = False
-        self._counted_user: str | None = None
+        super().__init__()
+        self._active_at = 0.0  # (the latest input that made an event)
         self.client_capabilities: dict[str, Any] = {}
         #: ``connection.blocked`` was sent (the broker's resource alarm), and the client
         #: published during the alarm: read no further until it clears.
@@ -280,6 +275,11 @@ class BrokerConnection091:
         #: Where the client's bytes go and ours come from: the engine, or on the amqps
         #: port the TLS layer over it (see ``Broker.accept_091``).
         self._stream: Any = engine
+
+    def under_tls(self, tls: Any, record: Any) -> None:
+        """amqps: ``tls`` (and its handshake's ``record``) carries this one's bytes."""
+        self._stream = tls
+        self.record.tls = record
 
     def __repr__(self) -> str:
         return f"<BrokerConnection091 channels={len(self.channels)}>"
@@ -309,7 +309,7 @@ class BrokerConnection091:
                 engine.unblock()
             self._told_blocked = False
             self._read_again()
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def _read_again(self) -> None:
         if self._stopped:
@@ -325,7 +325,7 @@ class BrokerConnection091:
     def receive_data(
         self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
     ) -> None:
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         events = self._stream.receive_data(data, now)
         if events and any(isinstance(e, TLSFailed) for e in events):
@@ -339,12 +339,12 @@ class BrokerConnection091:
         return bytes(self._stream.data_to_send())
 
     def next_deadline(self) -> float | None:
-        return admission_deadline(self, self.engine)
+        return self.admission_deadline(self.engine)
 
     def handle_timer(self, now: float, *, wall: float | None = None) -> None:
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
-        if not admission_due(self, now):
+        if not self.admission_due(now):
             self.engine.tick(now)
             self._handle()
 
@@ -356,7 +356,7 @@ class BrokerConnection091:
         self.refused = f"no open within the handshake time-out ({timeout} s)"
         self.record.ending_because(self.refused)
         self.cut = True
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     @property
     def ended(self) -> bool:
@@ -383,15 +383,15 @@ class BrokerConnection091:
         if not self.engine.closed:
             self.record.ending_because("closed by the broker")
             self.engine.close(ReplyCode.CONNECTION_FORCED, f"CONNECTION_FORCED - {why}")
-        self.broker._pending[self] = None
+        self.broker.has_output(self)
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
-        self.broker._clock(now, wall)
+        self.broker.advance(now, wall)
         self._now = now
         self._held_until = None
         self._lost()
         self.broker.store.flush()
-        self.broker._dispatch()
+        self.broker.dispatch()
 
     # -- events --------------------------------------------------------------------------------
 
@@ -413,11 +413,11 @@ class BrokerConnection091:
         for channel in self.channels.values():
             if channel.confirms:
                 self._send_confirms(channel)
-        broker._pending[self] = None
+        broker.has_output(self)
         if broker.answers_first:
-            broker._tell_alarm()  # (the deliveries, with dispatch_more, tell it again)
+            broker.tell_alarm()  # (the deliveries, with dispatch_more, tell it again)
         else:
-            broker._dispatch()
+            broker.dispatch()
         if engine.closed and not self.lost:
             self._lost()
 
@@ -437,7 +437,7 @@ class BrokerConnection091:
             channel = self.channels[event.channel] = _Channel(self, event.channel)
         channel.flow = event.active
         for consumer in channel.consumers.values():
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
 
     def _on_closed(self, event: ConnectionClosed) -> None:
         if event.by_peer:
@@ -478,7 +478,7 @@ class BrokerConnection091:
         self.refused = f"authentication failed: {why}"
         self.record.ending_because(self.refused)
         self.engine.refuse_login(why)
-        hold_failed_login(self)
+        self.hold_failed_login()
 
     def _update_secret(self, m: spec.ConnectionUpdateSecret) -> None:
         """``connection.update-secret`` (RabbitMQ's extension): checked as the login was
@@ -502,7 +502,7 @@ class BrokerConnection091:
             return
         identity = self.identity
         assert identity is not None  # (the login was accepted)
-        why = broker._room_for_user(identity)
+        why = broker.room_for_user(identity)
         if why is not None:
             self.refused = why
             self.record.ending_because(why)
@@ -673,7 +673,7 @@ class BrokerConnection091:
         else:
             channel.prefetch = m.prefetch_count
         for consumer in channel.consumers.values():
-            self.broker._dirty[consumer.queue] = None
+            self.broker.wake(consumer.queue)
         self._send_method(channel.number, spec.BasicQosOk())
 
     def _basic_consume(self, channel: _Channel, m: spec.BasicConsume) -> None:
@@ -704,7 +704,7 @@ class BrokerConnection091:
         channel.consumers[tag] = consumer
         queue.add_consumer(consumer)
         vh.consumer_added(queue)
-        self.broker._dirty[queue] = None
+        self.broker.wake(queue)
 
     def _basic_cancel(self, channel: _Channel, m: spec.BasicCancel) -> None:
         consumer = channel.consumers.pop(m.consumer_tag, None)
@@ -739,7 +739,7 @@ class BrokerConnection091:
         self._send_content(channel.number, method, props, body)
         self.record.messages_out += 1
         if m.no_ack:
-            self._taken(queue, message)
+            self.taken(queue, message)
         else:
             channel.unacked[tag] = (message, queue, None)
 
@@ -908,7 +908,7 @@ class BrokerConnection091:
 
     # -- messages ------------------------------------------------------------------------------
 
-    def _taken(self, queue: Queue, message: StoredMessage) -> None:
+    def taken(self, queue: Queue, message: StoredMessage) -> None:
         """A message was taken for good (acked, or delivered without ack)."""
         broker = self.broker
         if queue.settled(message):
@@ -916,7 +916,7 @@ class BrokerConnection091:
         elif not queue.links:
             broker.release(queue)
 
-    def _requeue(self, queue: Queue, message: StoredMessage) -> None:
+    def give_back(self, queue: Queue, message: StoredMessage) -> None:
         """A message given back (nack/reject with requeue, a closed channel): to the head of
         its queue, redelivered (its delivery-count counts the attempt, core spec 3.2.1)."""
         broker = self.broker
@@ -930,7 +930,7 @@ class BrokerConnection091:
             return
         broker.store.update(queue, message)
         queue.requeue(message)
-        broker._dirty[queue] = None
+        broker.wake(queue)
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -946,11 +946,6 @@ class BrokerConnection091:
             vhost.owner_gone(self)
         if self._held_until is None:
             self._gone()
-
-    def _gone(self) -> None:
-        if self._counted:
-            self._counted = False
-            self.broker._connection_gone(self)
 
 
 class _Getter:

@@ -1,5 +1,5 @@
 """Virtual hosts of the broker's AMQP 0-9-1 side (0-9-1 spec 3.1.2 "Virtual hosts"): each
-has its exchanges (:mod:`._exchanges`), its queues and the bindings between them, and
+has its exchanges (:mod:`.exchanges`), its queues and the bindings between them, and
 answers the ``exchange`` and ``queue`` classes' methods as RabbitMQ does.
 
 A 0-9-1 queue *is* a broker :class:`~amqp_sansio.broker.Queue` node: in the default virtual
@@ -39,37 +39,17 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
-from ..amqp091.codec import FieldValue
-from ..amqp091.spec import BasicProperties, ReplyCode
-from ..codec import types as t10
-from ._declarations import (
-    QueueRecord,
-    Refused,
-    _refused,
-    parse_queue_arguments,
-    text_argument,
-)
-from ._exchanges import (
-    EXCHANGE_TYPES,
-    Binding,
-    Destination,
-    Exchange,
-    check_binding_arguments,
-)
-from ._mapping import (
-    EXCHANGE_ANNOTATION,
-    ROUTING_KEY_ANNOTATION,
-    _sections,
-    encode_091,
-    from_amqp10,
-)
-from ._nodes import Node, Queue
-from ._replies import REPLY_PREFIX
-from ._store import (
+from ...amqp091.codec import FieldValue
+from ...amqp091.spec import BasicProperties, ReplyCode
+from ...codec import types as t10
+from .._interface import DEFAULT_VHOST, ConnectionBroker
+from .._nodes import Node, Queue
+from .._replies import REPLY_PREFIX
+from .._store import (
     BindingRecord,
     ExchangeRecord,
     QueueDeclaration,
@@ -78,8 +58,29 @@ from ._store import (
     TopologyStore,
     VhostRecord,
 )
-from ._streams import Stream
-from ._streams091 import (
+from .._streams import Stream
+from .declarations import (
+    QueueRecord,
+    Refused,
+    _refused,
+    parse_queue_arguments,
+    text_argument,
+)
+from .exchanges import (
+    EXCHANGE_TYPES,
+    Binding,
+    Destination,
+    Exchange,
+    check_binding_arguments,
+)
+from .mapping import (
+    EXCHANGE_ANNOTATION,
+    ROUTING_KEY_ANNOTATION,
+    _sections,
+    encode_091,
+    from_amqp10,
+)
+from .streams import (
     StreamRecord,
     StreamRefused,
     check_stream_flags,
@@ -88,13 +89,14 @@ from ._streams091 import (
     parse_stream_arguments,
 )
 
-if TYPE_CHECKING:
-    from ._broker import Broker
-
-__all__ = ["DEFAULT_VHOST", "Published", "VirtualHost", "restore_topology"]
-
-#: The virtual host a 0-9-1 client gets by default, and the one 1.0 connections see.
-DEFAULT_VHOST = "/"
+__all__ = [
+    "DEFAULT_VHOST",
+    "Broker091",
+    "Published",
+    "VirtualHost",
+    "VirtualHosts",
+    "restore_topology",
+]
 #: The exchanges every virtual host has (RabbitMQ's): name, type.
 STANDARD_EXCHANGES = (
     ("", "direct"),
@@ -128,13 +130,20 @@ class Published:
     durable: bool = False
 
 
+class Broker091(ConnectionBroker, Protocol):
+    """What the 0-9-1 side asks of the broker: :class:`ConnectionBroker`, and the virtual
+    hosts it keeps there (``/`` always, whose queues are the broker's nodes)."""
+
+    vhosts: VirtualHosts
+
+
 # -- the virtual host --------------------------------------------------------------------------
 
 
 class VirtualHost:
     """One virtual host: its exchanges, queues and bindings."""
 
-    def __init__(self, broker: Broker, name: str) -> None:
+    def __init__(self, broker: Broker091, name: str) -> None:
         self.broker = broker
         self.name = name
         self.exchanges: dict[str, Exchange] = {
@@ -153,7 +162,7 @@ class VirtualHost:
         self._kept: dict[Binding, None] = {}
         if self._topology is not None:
             self._topology.keep_topology(VhostRecord(name))
-        #: Streams (``x-queue-type`` ``stream``, :mod:`._streams091`): the 0-9-1
+        #: Streams (``x-queue-type`` ``stream``, :mod:`.streams`): the 0-9-1
         #: declarations by name, and the streams of a virtual host other than ``/``.
         self.stream_records: dict[str, StreamRecord] = {}
         self._streams: dict[str, Stream] = {}
@@ -453,7 +462,7 @@ class VirtualHost:
                 self._queues[name] = node
                 node.vhost = self
         node.auto = False  # (a queue made by a 1.0 attach, adopted: 0-9-1 rules from now)
-        self.broker._idle_at.pop(node, None)
+        self.broker.forget_idle(node)
         record = QueueRecord(
             node,
             durable=durable,
@@ -552,7 +561,7 @@ class VirtualHost:
         record = self.records.get(queue.address)
         if record is not None and record.queue is queue:
             record.had_consumers = True
-        self.broker._idle_at.pop(queue, None)
+        self.broker.forget_idle(queue)
 
     def consumer_removed(self, queue: Queue) -> None:
         """A 0-9-1 consumer of ``queue`` went: an auto-delete queue with no consumer left
@@ -579,7 +588,7 @@ class VirtualHost:
         """``basic.get`` read the queue (it counts as use for ``x-expires``)."""
         self._used(queue)
 
-    # -- streams (x-queue-type stream: ._streams091) -------------------------------------------
+    # -- streams (x-queue-type stream: .streams) -------------------------------------------
 
     def stream(self, name: str) -> Stream | None:
         """The stream of that name, if there is one (in ``/``: a broker node that is a
@@ -598,7 +607,7 @@ class VirtualHost:
         auto_delete: bool,
         arguments: dict[str, FieldValue],
     ) -> tuple[Stream, int, int] | None:
-        """``queue.declare`` of a stream (:mod:`._streams091`), or None when the declare is
+        """``queue.declare`` of a stream (:mod:`.streams`), or None when the declare is
         not about one (no ``x-queue-type`` ``stream``, and no stream of that name)."""
         existing = self.stream(name)
         record = self.stream_records.get(name)  # (gone with its stream: _stream_deleted)
@@ -750,12 +759,12 @@ class VirtualHost:
         body: bytes,
     ) -> Published:
         """``basic.publish`` (1.8.3.7) without the protocol around it: the message, mapped
-        to its 1.0 form (:mod:`._mapping`), goes to each queue :meth:`route` finds. An
+        to its 1.0 form (:mod:`.mapping`), goes to each queue :meth:`route` finds. An
         ``expiration`` that is not an integer is refused (406); a queue at its limits with
         ``reject-publish`` refuses its copy (``Published.refused``). The caller dispatches
         (the broker's consumers get the messages once its input is handled). To the default
         exchange with a direct reply-to name as key, it goes to its requester at once, or
-        nowhere (:mod:`._replies`)."""
+        nowhere (:mod:`.._replies`)."""
         if properties is None:
             properties = BasicProperties()
         queues = self.route(exchange, routing_key, properties.headers)
@@ -778,7 +787,7 @@ class VirtualHost:
         template.basic = (properties, exchange, routing_key, len(body))
         published = Published(len(queues), [], template.durable)
         if not queues and exchange == "" and routing_key.startswith(REPLY_PREFIX):
-            published.routed = int(broker.replies.deliver(routing_key, template))  # (._replies)
+            published.routed = int(broker.replies.deliver(routing_key, template))  # (.._replies)
         refused = published.refused
         last = queues[-1] if queues else None
         for queue in queues:
@@ -789,7 +798,7 @@ class VirtualHost:
                 message.seq = broker.next_seq()
             why = queue.offer(message)  # (an expiration of 0 expires there)
             if why is None:
-                broker._dirty[queue] = None  # (Broker._touch of a queue: dispatched soon)
+                broker.wake(queue)  # (Broker._touch of a queue: dispatched soon)
             else:
                 refused.append((queue, why))
         return published
@@ -862,10 +871,31 @@ class VirtualHost:
             copy.annotate(update)
             if target.offer(copy) is None:
                 broker.dead_lettered += 1
-                broker._touch(target)
+                broker.touch(target)
 
 
-def restore_topology(broker: Broker, records: Iterable[TopologyRecord]) -> list[TopologyRecord]:
+class VirtualHosts(dict[str, VirtualHost]):
+    """The broker's virtual hosts by name, as the core sees them (the queues it keeps
+    outside the broker's nodes: :class:`~amqp_sansio.broker._interface.HostedQueues`)."""
+
+    def depth(self) -> int:
+        return sum(
+            queue.depth for vhost in self.values() if not vhost.default for queue in vhost.queues()
+        )
+
+    def queue_of(self, vhost: str, name: str) -> Node | None:
+        host = self.get(vhost)
+        return None if host is None else host.queue(name)
+
+    def node_deleted(self, node: Node, registered: bool) -> None:
+        for vhost in self.values():
+            vhost.node_deleted(node, registered)
+
+    def exclusive(self, node: Node) -> bool:
+        return isinstance(node, Queue) and self[DEFAULT_VHOST].exclusive(node)
+
+
+def restore_topology(broker: Broker091, records: Iterable[TopologyRecord]) -> list[TopologyRecord]:
     """Make again the 0-9-1 topology a :class:`~amqp_sansio.broker.TopologyStore` kept
     (before the broker serves anyone, and before its messages are restored): virtual hosts
     first (one the configuration no longer names is there again, as RabbitMQ keeps its

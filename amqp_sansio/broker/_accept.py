@@ -1,0 +1,204 @@
+"""The top of the broker: :class:`Broker` is the protocol-free core
+(:class:`~amqp_sansio.broker._broker.BrokerCore`) with what each protocol keeps on it
+(1.0's ``$management`` node, 0-9-1's virtual hosts) and the connections a client's first
+octets ask for (:mod:`._protocols` reads them: :func:`~._protocols.pick_protocol`, and
+:class:`~._protocols.ProtocolSniffer` after TLS on the amqps port), each given the broker
+as :class:`~amqp_sansio.broker._interface.ConnectionBroker`. No other module of the
+broker imports this one; it alone imports both protocol folders."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
+
+from .. import __version__
+from ..amqp091.engine import Connection as Engine091
+from ..amqp091.engine import Limits, Role
+from ..amqp091.engine.layer import EngineBytes
+from ..engine.connection import Connection
+from ..security.mechanisms import ServerAuthenticator
+from ..security.stack import stack
+from ._broker import BrokerCore
+from ._config import BrokerConfig
+from ._interface import DEFAULT_VHOST
+from ._nodes import Store
+from ._protocols import ProtocolSniffer
+from ._store import TopologyRecord
+from .amqp091.connection import BrokerConnection091
+from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
+from .amqp10.connection import BrokerConnection
+from .amqp10.management import Management
+from .amqp10.relay import ANONYMOUS_RELAY
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["Broker"]
+
+
+class Broker(BrokerCore):
+    """The nodes and the connections of one broker (broker draft 2.1), of both protocols.
+    I/O-free: a driver accepts a transport with :meth:`accept` (and, once its first octets
+    are 0-9-1's, :meth:`accept_091`) and moves bytes through the connection it gets; after
+    each call it writes out the connections of :meth:`pending` (a publish on one
+    connection makes output on others), and calls :meth:`expire` at :meth:`next_expiry`
+    (wall clock)."""
+
+    def __init__(self, config: BrokerConfig | None = None, *, store: Store | None = None) -> None:
+        super().__init__(config, store=store)
+        #: The AMQP 0-9-1 virtual hosts by name (``/`` always: 1.0 connections see it; see
+        #: :mod:`.amqp091.vhosts`).
+        self.vhosts = VirtualHosts(
+            (name, VirtualHost(self, name))
+            for name in sorted({DEFAULT_VHOST, *self.config.virtual_hosts})
+        )
+        self.hosted = self.vhosts
+        #: The management node, ``$management`` (see :mod:`.amqp10.management`).
+        self.management = Management(self)
+
+    def accept(
+        self,
+        now: float,
+        *,
+        wall: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        tls_header: bool = False,
+        sasl: ServerAuthenticator | Literal[False] | None = None,
+        address: str | None = None,
+    ) -> BrokerConnection:
+        """A new connection from a client: its server engine (with ``sasl``, a
+        :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
+        :class:`BrokerConfig`; and a TLS layer from the first byte with ``ssl_context``,
+        amqps, core spec 5.2.1). With ``tls_header`` too, the connection is a plain port's
+        that offers TLS: the client's TLS protocol header starts TLS (core spec 5.2), its
+        SASL or AMQP header goes on without (:class:`~amqp_sansio.security.tls.TLSOrPlain`).
+        ``address`` is the client's source address (the host, without the port), for the
+        per-address limits; None: not counted per address.
+
+        A connection beyond ``max_connections`` or ``max_connections_per_address`` comes
+        back already :attr:`~BrokerConnection.ended`, with :attr:`~BrokerConnection.refused`
+        saying why: the driver closes its transport at once (nothing was said)."""
+        self.advance(now, wall)
+        config = self.config
+        why = self._room_for_connection(address, now)
+        if why is not None:
+            engine = _refused_engine()
+            refused = BrokerConnection(self, engine, engine, address=address)
+            refused.refused = why
+            refused.lost = True
+            return refused
+        if sasl is None:
+            sasl = config.sasl
+        if sasl is None:
+            if config.users is not None:
+                sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
+            else:  # anonymous access: SASL ANONYMOUS, or no SASL layer (core spec 5.1)
+                sasl = self._anonymous
+        engine = Connection(
+            client=False,
+            container_id=config.container_id,
+            idle_timeout=config.idle_timeout,
+            sasl=sasl or None,
+            allow_plain_without_tls=config.allow_insecure_auth,
+            max_frame_size=config.max_frame_size,
+            open_max_frame_size=min(config.open_max_frame_size, config.max_frame_size),
+            channel_max=config.channel_max,
+            offered_capabilities=(ANONYMOUS_RELAY,),
+            max_unsettled=config.max_unsettled_per_link,
+        )
+        # amqps: the plaintext's header picks the engine (1.0's, or 0-9-1's in its place)
+        amqps = ssl_context is not None and not tls_header
+        inner = ProtocolSniffer(engine) if amqps else engine
+        stream = stack(inner, role="server", tls=ssl_context, tls_header=tls_header)
+        conn = BrokerConnection(self, engine, stream, address=address)
+        conn.accepted_at = now
+        timeout = config.handshake_timeout
+        conn.started(now)
+        conn.admitted(None if timeout is None else now + timeout)
+        self.connections.add(conn)
+        if address is not None:
+            self._by_address[address] = self._by_address.get(address, 0) + 1
+        return conn
+
+    def accept_091(
+        self,
+        now: float,
+        *,
+        wall: float | None = None,
+        address: str | None = None,
+        replacing: BrokerConnection | None = None,
+    ) -> BrokerConnection091:
+        """A new AMQP 0-9-1 connection (its client sent the 0-9-1 protocol header, see
+        :func:`~amqp_sansio.broker.pick_protocol`): the 0-9-1 engine's server role, with
+        the same limits as :meth:`accept` (a connection beyond them comes back
+        :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface. The
+        driver feeds it the header too. ``replacing``: the 1.0 connection :meth:`accept`
+        gave for the same transport before its header was read (it is forgotten, unheard);
+        the handshake time-out counts from its accept, not from the header, whatever
+        protocol the header picked (``BrokerConfig.handshake_timeout``)."""
+        self.advance(now, wall)
+        tls = None
+        since = now
+        if replacing is not None:
+            if replacing.accepted_at is not None:
+                since = min(now, replacing.accepted_at)
+            tls = replacing.tls_wanting_091
+            replacing.replaced()
+        why = self._room_for_connection(address, now)
+        config = self.config
+        idle = config.idle_timeout
+        engine = Engine091(
+            Role.SERVER,
+            server_properties={"cluster_name": config.container_id, "version": __version__},
+            # half the idle time-out (the client is cut after two silent heartbeats)
+            heartbeat=0 if not idle else min(math.ceil(idle / 2), 0xFFFF),
+            # the broker's largest message, and its handshake time-out, for 0-9-1 too
+            limits=Limits(
+                max_body=config.max_message_size or 0,
+                handshake_timeout=config.handshake_timeout or 0,
+            ),
+        )
+        conn = BrokerConnection091(self, engine, address=address)
+        conn.started(now)
+        if why is not None:
+            conn.refused = why
+            conn.lost = True
+            return conn
+        engine.start(since)
+        if tls is not None:
+            # amqps: the TLS layer goes on, the 0-9-1 engine under it; the header it held
+            # is the engine's first input.
+            conn.under_tls(tls, replacing.record.tls if replacing is not None else None)
+            sniffer = tls.inner
+            assert isinstance(sniffer, ProtocolSniffer)
+            head = sniffer.switch(EngineBytes(engine, ticks=False))  # (conn ticks it itself)
+            engine.receive_data(head, now)
+            self.has_output(conn)  # (its connection.start, to be encrypted)
+        timeout = self.config.handshake_timeout
+        conn.admitted(None if timeout is None else since + timeout)
+        self.connections.add(conn)
+        if address is not None:
+            self._by_address[address] = self._by_address.get(address, 0) + 1
+        return conn
+
+    def restore_topology(
+        self, records: Iterable[TopologyRecord], wall: float
+    ) -> list[TopologyRecord]:
+        """Make again the AMQP 0-9-1 virtual hosts, durable exchanges, durable queues and
+        bindings a :class:`~amqp_sansio.broker.TopologyStore` kept, before :meth:`restore`
+        (0-9-1 spec ``exchange.declare``/``queue.declare`` field ``durable``); returns the
+        records it could not make again, for the store to forget: of a virtual host it
+        has not, refused as a client's declaration would be now, or a binding whose ends
+        are gone. Virtual hosts come first (one the configuration no longer names is
+        there again, as RabbitMQ keeps its virtual hosts), then exchanges, queues (an
+        ``x-expires`` timer starts again at ``wall``) and bindings."""
+        self.wall = wall
+        return restore_topology(self, records)
+
+
+def _refused_engine() -> Connection:
+    """The engine of a connection refused before any byte: ended, it says nothing."""
+    engine = Connection(client=False)
+    engine.close()  # (in state START: it ends, nothing is sent)
+    return engine

@@ -1,0 +1,64 @@
+"""What the broker's AMQP 1.0 side asks of the broker (:class:`Broker10`: the core's
+:class:`~amqp_sansio.broker._interface.ConnectionBroker` and the ``$management`` node it
+keeps there) and of a 1.0 connection (:class:`Connection10`: what its endpoints, the
+management node and transactions use), so that those modules need not import the
+connection, nor it them for their types."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._interface import ConnectionBroker
+
+if TYPE_CHECKING:
+    from ...definitions.messaging import Source, Target
+    from ...engine.connection import Connection
+    from ...engine.delivery import Delivery
+    from ...engine.link import Link
+    from ...engine.receiver import Receiver
+    from ...engine.sender import Sender
+    from ...engine.transactions import TransactionRecord
+    from ...events import DeliveryReceived
+    from .._nodes import Node
+    from .._record import ConnectionRecord
+    from .._store import StoredMessage
+
+__all__ = ["Broker10", "Connection10", "ManagementNode"]
+
+
+class ManagementNode(Protocol):
+    """The ``$management`` node, as a connection reaches it."""
+
+    def attach(self, conn: Any, link: Link, terminus: Source | Target) -> None: ...
+
+    def request(self, conn: Any, event: DeliveryReceived) -> None: ...
+
+
+class Broker10(ConnectionBroker, Protocol):
+    """What the 1.0 side asks of the broker."""
+
+    @property
+    def management(self) -> ManagementNode: ...
+
+
+class Connection10(Protocol):
+    """What a 1.0 connection's endpoints, the management node, transactions and direct
+    reply-to ask of it."""
+
+    broker: Broker10
+    engine: Connection
+    record: ConnectionRecord
+    address: str | None
+    identity: str | None
+    lost: bool
+    #: Its consumers and producers, by link.
+    consumers: dict[Any, Any]
+    producers: dict[Any, Any]
+    #: Transfers received in a transaction, not yet discharged: their node and message.
+    held_in_txn: dict[Delivery, tuple[Node, StoredMessage]]
+    #: Transactions that can only roll back, and why (a transfer in them was refused).
+    doomed_txns: dict[TransactionRecord, str]
+
+    def add_consumer(self, link: Sender, node: Node, source: Source) -> None: ...
+
+    def give_credit(self, link: Receiver, producer: Any = None) -> None: ...

@@ -1,0 +1,62 @@
+"""What an outcome does to a message a 1.0 consumer had (core spec 3.4): accepted or
+rejected it leaves its queue, released or modified it goes back (its delivery-count and
+annotations changed as ``modified`` says), unless it expired meanwhile. Used by the
+connection, its endpoints and transactions alike."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...definitions.messaging import Accepted, Modified, Rejected
+
+if TYPE_CHECKING:
+    from .._interface import ConnectionBroker
+    from .._nodes import Queue
+    from .._store import StoredMessage
+
+__all__ = ["apply_outcome", "taken"]
+
+
+def apply_outcome(
+    broker: ConnectionBroker, consumer: Any, message: StoredMessage, queue: Queue, outcome: Any
+) -> None:
+    """What an outcome does to the message (core spec 3.4)."""
+    kind = type(outcome)
+    if kind is Accepted or kind is Rejected:
+        if kind is Rejected:
+            queue.dead_letter(message, "rejected")
+        taken(broker, queue, message)
+        return
+    changed = False
+    if kind is Modified:
+        if outcome.delivery_failed:
+            message.delivery_count += 1
+            changed = True
+        if outcome.undeliverable_here and consumer is not None:
+            message.excluded = (message.excluded or set()) | {consumer}
+        if outcome.message_annotations:
+            message.annotate(outcome.message_annotations)
+            changed = True
+    if message.expires is not None and message.expires <= broker.wall:
+        queue.acquired -= 1
+        message.dropped = True
+        broker.store.remove(queue, message)
+        broker.let_go(message)
+        queue.expired(message)
+        if queue.emptied():
+            broker.delete_node(queue)
+        elif not queue.links:
+            broker.release(queue)
+        return
+    if changed:
+        broker.store.update(queue, message)
+    queue.requeue(message)
+    broker.wake(queue)
+
+
+def taken(broker: ConnectionBroker, queue: Queue, message: StoredMessage) -> None:
+    """``message`` left ``queue`` for good (accepted, rejected): the queue may go."""
+    if queue.settled(message):
+        broker.delete_node(queue)
+    elif not queue.links:
+        broker.release(queue)
