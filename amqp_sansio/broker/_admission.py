@@ -11,10 +11,17 @@ per-user cap at the open, and the check of a 0-9-1 client's new secret
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 from ._interface import ConnectionBroker
 from ._users import ANONYMOUS, Users
+
+
+class Timed(Protocol):
+    """What has a next deadline (an engine, or a layer around it)."""
+
+    def next_deadline(self) -> float | None: ...
+
 
 __all__ = ["Admission", "secret_accepted"]
 
@@ -71,7 +78,7 @@ class Admission:
         """No handshake time-out any more (it opened, or its transport goes anyway)."""
         self._handshake_until = None
 
-    def admission_deadline(self, engine: Any) -> float | None:
+    def admission_deadline(self, engine: Timed) -> float | None:
         """Its ``next_deadline``: its failed login's held outcome's release, else the
         earlier of its handshake time-out and ``engine``'s deadline (its
         ``next_deadline()``)."""

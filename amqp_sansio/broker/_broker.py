@@ -237,7 +237,7 @@ class BrokerCore:
         self._pending.clear()
         return out
 
-    def has_output(self, conn: Any) -> None:
+    def has_output(self, conn: object) -> None:
         """``conn`` has bytes to send: among :meth:`pending`'s next answer."""
         self._pending[conn] = None
 
@@ -588,7 +588,7 @@ class BrokerCore:
             node.auto = config.auto_delete and not stream and address != config.dead_letter
         return node
 
-    def dynamic_node(self, properties: Any) -> Node:
+    def dynamic_node(self, properties: object) -> Node:
         """A dynamic node (core spec 3.5.3) with a name hard to guess (broker draft 2.1)."""
         policy: Any = DeleteOnClose()
         if isinstance(properties, dict):

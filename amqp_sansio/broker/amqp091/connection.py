@@ -37,6 +37,7 @@ from ...amqp091.engine import (
 from ...amqp091.engine import Connection as Engine091
 from ...amqp091.methods import Method
 from ...amqp091.spec import ReplyCode
+from ...security.layers import ByteLayer
 from ...security.tls import TLSFailed
 from .._admission import Admission, secret_accepted
 from .._nodes import Node, Queue
@@ -276,7 +277,7 @@ class BrokerConnection091(Admission):
         #: port the TLS layer over it (see ``Broker.accept_091``).
         self._stream: Any = engine
 
-    def under_tls(self, tls: Any, record: Any) -> None:
+    def under_tls(self, tls: ByteLayer, record: str | None) -> None:
         """amqps: ``tls`` (and its handshake's ``record``) carries this one's bytes."""
         self._stream = tls
         self.record.tls = record

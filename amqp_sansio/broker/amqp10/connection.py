@@ -111,7 +111,7 @@ class BrokerConnection(Admission):
     broker: Broker10
 
     def __init__(
-        self, broker: Broker10, engine: Any, stream: Any, *, address: str | None = None
+        self, broker: Broker10, engine: Connection, stream: Any, *, address: str | None = None
     ) -> None:
         super().__init__()  # (its admission state: handshake time-out, held login, user)
         self.broker = broker
@@ -741,7 +741,7 @@ class BrokerConnection(Admission):
         self.lost = True
         self._gone()
 
-    def node_deleted(self, endpoint: Any, why: Error) -> None:
+    def node_deleted(self, endpoint: _Consumer | _Producer, why: Error) -> None:
         """The node of ``endpoint`` (a link of this connection) was deleted: the link is
         forgotten and detached with ``why`` (broker draft 2.3.3)."""
         self._remove(endpoint, lifetime=False)
@@ -751,7 +751,7 @@ class BrokerConnection(Admission):
         """``subscription``, suspended here, was resumed elsewhere or deleted."""
         self._kept.discard(subscription)
 
-    def forget_parked(self, delivery: Any) -> None:
+    def forget_parked(self, delivery: Delivery) -> None:
         """A delivery of a suspended subscription's link was resumed or dropped."""
         self._parked.pop(delivery, None)
 
