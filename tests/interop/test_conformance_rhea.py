@@ -202,7 +202,7 @@ def test_username_password_is_taken_by_the_default_broker(broker: BrokerProcess)
     assert sent["_status"] == 0, sent
     assert sent["outcomes"]["accepted"] == 2, sent
     assert receive(broker, address, 2)["received"] == texts(2)
-    assert "user guest (PLAIN)" in broker.log
+    assert "user guest (PLAIN)" in broker.wait_for_log("user guest (PLAIN)")
 
 
 # -- 2. request/response through an anonymous relay -------------------------------------------

@@ -359,7 +359,7 @@ def test_credentials_at_the_open_broker(broker: BrokerProcess) -> None:
     with sockets.connect(url, timeout=WAIT) as conn:
         assert conn.core.sasl_mechanism == "PLAIN"
         conn.sender().send(b"with credentials")
-    assert "user guest (PLAIN)" in broker.log
+    assert "user guest (PLAIN)" in broker.wait_for_log("user guest (PLAIN)")
 
 
 def test_a_failed_sasl_exchange_ends_the_drivers_wait_at_once(broker: BrokerProcess) -> None:

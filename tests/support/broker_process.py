@@ -34,6 +34,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -171,6 +172,14 @@ class BrokerProcess:
     def log(self) -> str:
         """What the broker wrote to stderr (its log) so far; all of it once stopped."""
         return "".join(self._log)
+
+    def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
+        """The log once it holds ``text`` (the broker writes a connection's line as it
+        ends, after the client has gone), or as it is after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.log
 
     @property
     def log_lines(self) -> list[str]:

@@ -53,6 +53,7 @@ from ...events import (
     SessionBegun,
     SessionEnded,
 )
+from ...security.layers import ByteLayer
 from ...security.tls import TLSLayer
 from .._admission import Admission
 from .._nodes import Node, Queue, Topic, error
@@ -111,7 +112,7 @@ class BrokerConnection(Admission):
     broker: Broker10
 
     def __init__(
-        self, broker: Broker10, engine: Connection, stream: Any, *, address: str | None = None
+        self, broker: Broker10, engine: Any, stream: ByteLayer, *, address: str | None = None
     ) -> None:
         super().__init__()  # (its admission state: handshake time-out, held login, user)
         self.broker = broker
@@ -169,12 +170,13 @@ class BrokerConnection(Admission):
         """Feed bytes from the client."""
         self.broker.advance(now, wall)
         self._now = now
-        self._handle(self._stream.receive_data(data, now))
+        # the layers take any bytes-like value (the contract names bytes)
+        self._handle(self._stream.receive_data(cast(bytes, data), now))
 
     def data_to_send(self) -> bytes:
         if self._held_until is not None:
             return b""  # a failed login's outcome, held back (see handle_timer)
-        return self._stream.data_to_send()  # type: ignore[no-any-return]
+        return self._stream.data_to_send()
 
     def next_deadline(self) -> float | None:
         """When (on the ``now`` clock) :meth:`handle_timer` is due, or None."""
