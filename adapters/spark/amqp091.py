@@ -50,7 +50,7 @@ import attrs
 
 import amqp_sansio as amqp
 from amqp_sansio import client
-from amqp_sansio.amqp091 import Int64
+from amqp_sansio.amqp091.codec import Int64
 from amqp_sansio.broker import from_amqp10, to_amqp10
 
 from .options import ReadOptions, WriteOptions

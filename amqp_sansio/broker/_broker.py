@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import __version__
 from ..amqp091.engine import Connection as Engine091
 from ..amqp091.engine import Limits, Role
-from ..amqp091.engine.layer import EngineBytes
 from ..codec.decoder import decode
 from ..codec.encoder import encode
 from ..codec.types import Symbol
@@ -279,8 +278,7 @@ class Broker:
             conn.record.tls = replacing.record.tls if replacing is not None else None
             sniffer = tls.inner
             assert isinstance(sniffer, ProtocolSniffer)
-            head = sniffer.switch(EngineBytes(engine, ticks=False))  # (conn ticks it itself)
-            engine.receive_data(head, now)
+            sniffer.switch(engine, now)
             self._pending[conn] = None  # (its connection.start, to be encrypted)
         conn._counted = True
         if self.config.handshake_timeout is not None:
