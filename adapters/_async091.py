@@ -93,35 +93,39 @@ class Channel(ChannelBase):
     async def exchange_delete(
         self, exchange: str, **options: Unpack[o.ExchangeDeleteOptions]
     ) -> None:
-        await self._method(amqp091.ExchangeDelete, options, exchange=exchange)
+        await self._method(amqp091.spec.ExchangeDelete, options, exchange=exchange)
 
     async def exchange_bind(
         self, destination: str, source: str, **options: Unpack[o.BindOptions]
     ) -> None:
-        await self._method(amqp091.ExchangeBind, options, destination=destination, source=source)
+        await self._method(
+            amqp091.spec.ExchangeBind, options, destination=destination, source=source
+        )
 
     async def exchange_unbind(
         self, destination: str, source: str, **options: Unpack[o.BindOptions]
     ) -> None:
-        await self._method(amqp091.ExchangeUnbind, options, destination=destination, source=source)
+        await self._method(
+            amqp091.spec.ExchangeUnbind, options, destination=destination, source=source
+        )
 
     async def queue_declare(
         self, queue: str = "", **options: Unpack[o.QueueOptions]
-    ) -> amqp091.QueueDeclareOk:
+    ) -> amqp091.spec.QueueDeclareOk:
         """The reply: ``queue`` (its name: the server's for ``""``), ``message_count``,
         ``consumer_count``."""
-        reply: amqp091.QueueDeclareOk = await self._run(
+        reply: amqp091.spec.QueueDeclareOk = await self._run(
             recipes.queue_declare(self.core, queue, options), options
         )
         return reply
 
     async def queue_bind(self, queue: str, exchange: str, **options: Unpack[o.BindOptions]) -> None:
-        await self._method(amqp091.QueueBind, options, queue=queue, exchange=exchange)
+        await self._method(amqp091.spec.QueueBind, options, queue=queue, exchange=exchange)
 
     async def queue_unbind(
         self, queue: str, exchange: str, **options: Unpack[o.BindOptions]
     ) -> None:
-        await self._method(amqp091.QueueUnbind, options, queue=queue, exchange=exchange)
+        await self._method(amqp091.spec.QueueUnbind, options, queue=queue, exchange=exchange)
 
     async def queue_purge(self, queue: str, **options: Unpack[o.Timeout]) -> int:
         """How many messages were purged."""
@@ -135,7 +139,7 @@ class Channel(ChannelBase):
 
     async def basic_qos(self, prefetch_count: int, **options: Unpack[o.QosOptions]) -> None:
         """At most ``prefetch_count`` unacknowledged deliveries (0: no limit)."""
-        await self._method(amqp091.BasicQos, options, prefetch_count=prefetch_count)
+        await self._method(amqp091.spec.BasicQos, options, prefetch_count=prefetch_count)
 
     async def basic_publish(
         self, exchange: str, routing_key: str, body: bytes, **options: Unpack[o.PublishOptions]
@@ -163,20 +167,20 @@ class Channel(ChannelBase):
 
     async def basic_recover(self, **options: Unpack[o.RecoverOptions]) -> None:
         """Deliver again what this channel has not acknowledged."""
-        await self._method(amqp091.BasicRecover, {"requeue": True, **options})
+        await self._method(amqp091.spec.BasicRecover, {"requeue": True, **options})
 
     async def confirm_select(self, **options: Unpack[o.Timeout]) -> None:
         """Confirm mode (RabbitMQ's publisher confirms)."""
-        await self._method(amqp091.ConfirmSelect, options)
+        await self._method(amqp091.spec.ConfirmSelect, options)
 
     async def tx_select(self, **options: Unpack[o.Timeout]) -> None:
-        await self._method(amqp091.TxSelect, options)
+        await self._method(amqp091.spec.TxSelect, options)
 
     async def tx_commit(self, **options: Unpack[o.Timeout]) -> None:
-        await self._run(recipes.transaction(self.core, amqp091.TxCommit()), options)
+        await self._run(recipes.transaction(self.core, amqp091.spec.TxCommit()), options)
 
     async def tx_rollback(self, **options: Unpack[o.Timeout]) -> None:
-        await self._run(recipes.transaction(self.core, amqp091.TxRollback()), options)
+        await self._run(recipes.transaction(self.core, amqp091.spec.TxRollback()), options)
 
     async def close(self, **options: Unpack[o.Timeout]) -> None:
         await self._run(recipes.close_channel(self.core), options)

@@ -66,31 +66,31 @@ class Channel(ChannelBase):
         self._run(recipes.exchange_declare(self.core, exchange, type, options), options)
 
     def exchange_delete(self, exchange: str, **options: Unpack[o.ExchangeDeleteOptions]) -> None:
-        self._method(amqp091.ExchangeDelete, options, exchange=exchange)
+        self._method(amqp091.spec.ExchangeDelete, options, exchange=exchange)
 
     def exchange_bind(
         self, destination: str, source: str, **options: Unpack[o.BindOptions]
     ) -> None:
-        self._method(amqp091.ExchangeBind, options, destination=destination, source=source)
+        self._method(amqp091.spec.ExchangeBind, options, destination=destination, source=source)
 
     def exchange_unbind(
         self, destination: str, source: str, **options: Unpack[o.BindOptions]
     ) -> None:
-        self._method(amqp091.ExchangeUnbind, options, destination=destination, source=source)
+        self._method(amqp091.spec.ExchangeUnbind, options, destination=destination, source=source)
 
     def queue_declare(
         self, queue: str = "", **options: Unpack[o.QueueOptions]
-    ) -> amqp091.QueueDeclareOk:
-        reply: amqp091.QueueDeclareOk = self._run(
+    ) -> amqp091.spec.QueueDeclareOk:
+        reply: amqp091.spec.QueueDeclareOk = self._run(
             recipes.queue_declare(self.core, queue, options), options
         )
         return reply
 
     def queue_bind(self, queue: str, exchange: str, **options: Unpack[o.BindOptions]) -> None:
-        self._method(amqp091.QueueBind, options, queue=queue, exchange=exchange)
+        self._method(amqp091.spec.QueueBind, options, queue=queue, exchange=exchange)
 
     def queue_unbind(self, queue: str, exchange: str, **options: Unpack[o.BindOptions]) -> None:
-        self._method(amqp091.QueueUnbind, options, queue=queue, exchange=exchange)
+        self._method(amqp091.spec.QueueUnbind, options, queue=queue, exchange=exchange)
 
     def queue_purge(self, queue: str, **options: Unpack[o.Timeout]) -> int:
         count: int = self._run(recipes.queue_purge(self.core, queue), options)
@@ -101,7 +101,7 @@ class Channel(ChannelBase):
         return count
 
     def basic_qos(self, prefetch_count: int, **options: Unpack[o.QosOptions]) -> None:
-        self._method(amqp091.BasicQos, options, prefetch_count=prefetch_count)
+        self._method(amqp091.spec.BasicQos, options, prefetch_count=prefetch_count)
 
     def basic_publish(
         self, exchange: str, routing_key: str, body: bytes, **options: Unpack[o.PublishOptions]
@@ -122,19 +122,19 @@ class Channel(ChannelBase):
         return delivery
 
     def basic_recover(self, **options: Unpack[o.RecoverOptions]) -> None:
-        self._method(amqp091.BasicRecover, {"requeue": True, **options})
+        self._method(amqp091.spec.BasicRecover, {"requeue": True, **options})
 
     def confirm_select(self, **options: Unpack[o.Timeout]) -> None:
-        self._method(amqp091.ConfirmSelect, options)
+        self._method(amqp091.spec.ConfirmSelect, options)
 
     def tx_select(self, **options: Unpack[o.Timeout]) -> None:
-        self._method(amqp091.TxSelect, options)
+        self._method(amqp091.spec.TxSelect, options)
 
     def tx_commit(self, **options: Unpack[o.Timeout]) -> None:
-        self._run(recipes.transaction(self.core, amqp091.TxCommit()), options)
+        self._run(recipes.transaction(self.core, amqp091.spec.TxCommit()), options)
 
     def tx_rollback(self, **options: Unpack[o.Timeout]) -> None:
-        self._run(recipes.transaction(self.core, amqp091.TxRollback()), options)
+        self._run(recipes.transaction(self.core, amqp091.spec.TxRollback()), options)
 
     def close(self, **options: Unpack[o.Timeout]) -> None:
         self._run(recipes.close_channel(self.core), options)

@@ -131,7 +131,7 @@ def _field_value(key: str, value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, amqp.codec.Timestamp):
-        return amqp091.Timestamp(int(value) // 1000)
+        return amqp091.codec.Timestamp(int(value) // 1000)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -147,7 +147,7 @@ def _field_value(key: str, value: Any) -> Any:
 
 def _property_value(field: str, value: Any) -> Any:
     if field == "timestamp":
-        return amqp091.Timestamp(int(value) // 1000)
+        return amqp091.codec.Timestamp(int(value) // 1000)
     if field == "user_id" and isinstance(value, bytes):
         return value.decode("utf-8", errors="strict")
     return str(value)

@@ -49,8 +49,7 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-from amqp_sansio import client
-from amqp_sansio.amqp091 import Int64
+from amqp_sansio import amqp091, client
 from amqp_sansio.broker import from_amqp10, to_amqp10
 
 from .options import ReadOptions, WriteOptions
@@ -391,7 +390,7 @@ def read_range(
     with connect091(options) as conn:
         channel = conn.channel()
         channel.basic_qos(max(1, min(options.credit, end - start)))
-        consumer = _consume(channel, address, Int64(start))
+        consumer = _consume(channel, address, amqp091.codec.Int64(start))
         expected = start
         while expected < end:
             delivery = _receive(consumer, options.timeout)

@@ -1,10 +1,12 @@
 """AMQP 0-9-1, the protocol RabbitMQ speaks by default: its codec, classes, methods and
-frames, I/O-free (docs/amqp091.rst).
+frames, I/O-free (docs/amqp091.rst). Organised as pamqp is, a few submodules:
 
+* :mod:`~amqp_sansio.amqp091.commands`: every method grouped by its class
+  (``commands.Basic.Publish``, ``commands.Queue.Declare``, ``commands.Basic.Properties``);
+* :mod:`~amqp_sansio.amqp091.spec`: the same method classes by flat name
+  (``spec.BasicPublish``), constants and reply codes (generated from the spec's XML and
+  RabbitMQ's JSON by ``tests/amqp091/generate_spec.py``), the ``basic`` content properties;
 * :mod:`~amqp_sansio.amqp091.codec`: the data types, field tables and arrays;
-* :mod:`~amqp_sansio.amqp091.spec`: constants, reply codes, every method class (generated
-  from the spec's XML and RabbitMQ's JSON by ``tests/amqp091/generate_spec.py``) and the
-  ``basic`` content properties;
 * :mod:`~amqp_sansio.amqp091.methods`: the method and property base classes, their
   registry, and the payload codecs;
 * :mod:`~amqp_sansio.amqp091.framing`: frames, the protocol header, the frame parser;
@@ -12,52 +14,34 @@ frames, I/O-free (docs/amqp091.rst).
 * :mod:`~amqp_sansio.amqp091.engine`: the connection and channel state machines of both
   roles (:class:`~amqp_sansio.amqp091.engine.Connection`).
 
-Everything below is importable from ``amqp_sansio.amqp091`` directly.
+The names below are the ones most code needs, importable from ``amqp_sansio.amqp091``
+directly; none of them is a name of :mod:`amqp_sansio`'s public modules for something else
+(``amqp091.engine.Connection`` is not :class:`amqp_sansio.Connection`; the 0-9-1
+``FrameParser``, ``DecodeError``, ``Timestamp``, ... stay in their submodules).
 """
 
 from __future__ import annotations
 
-from . import codec, engine, errors, framing, methods, spec
-from .codec import (
-    MAX_DEPTH,
-    FieldArray,
-    FieldTable,
-    FieldValue,
-    Float32,
-    Int16,
-    Int32,
-    Int64,
-    Timestamp,
-    UInt8,
-    UInt16,
-    UInt32,
-    decode_table,
-    encode_table,
-)
-from .engine import Connection, Limits, Role
-from .errors import (
-    DecodeError,
-    EncodeError,
-    FrameError,
-    TruncatedError,
-    UnexpectedFrameError,
-    UnknownMethodError,
-)
+# the submodules, re-exported as attributes (``amqp091.spec``), not in ``__all__``
+from . import codec as codec
+from . import commands as commands
+from . import engine as engine
+from . import errors as errors
+from . import framing as framing
+from . import methods as methods
+from . import spec as spec
+from .codec import FieldTable, decode_table, encode_table
+from .engine import Limits
+from .errors import FrameError, TruncatedError, UnexpectedFrameError, UnknownMethodError
 from .framing import (
     FRAME_OVERHEAD,
-    HEARTBEAT,
     PROTOCOL_HEADER,
     ContentBodyFrame,
     ContentHeaderFrame,
-    Frame,
-    FrameParser,
     HeartbeatFrame,
     MethodFrame,
-    ProtocolHeader,
-    content_octets,
     encode_body_frame,
     encode_content,
-    encode_frame,
     encode_header_frame,
     encode_method_frame,
 )
@@ -65,71 +49,44 @@ from .methods import (
     METHODS,
     METHODS_BY_NAME,
     Method,
-    Properties,
     decode_content_header,
     decode_method,
     encode_content_header,
 )
-from .spec import *  # noqa: F403 - every method class, the constants and reply codes
-from .spec import __all__ as _spec_all
+from .spec import HARD_ERRORS, SOFT_ERRORS, BasicProperties, ReplyCode
 
 __all__ = [
-    "codec",
-    "errors",
-    "framing",
-    "methods",
-    "spec",
-    "engine",
-    # engine
-    "Connection",
-    "Limits",
-    "Role",
-    # codec
-    "MAX_DEPTH",
-    "FieldArray",
-    "FieldTable",
-    "FieldValue",
-    "Float32",
-    "Int16",
-    "Int32",
-    "Int64",
-    "Timestamp",
-    "UInt8",
-    "UInt16",
-    "UInt32",
-    "decode_table",
-    "encode_table",
-    # errors
-    "DecodeError",
-    "EncodeError",
+    # methods and properties (every method: commands, spec)
+    "METHODS",
+    "METHODS_BY_NAME",
+    "BasicProperties",
+    "Method",
+    "decode_method",
+    "encode_content_header",
+    "decode_content_header",
+    # reply codes and errors
+    "ReplyCode",
+    "SOFT_ERRORS",
+    "HARD_ERRORS",
     "FrameError",
     "TruncatedError",
     "UnexpectedFrameError",
     "UnknownMethodError",
-    # methods
-    "METHODS",
-    "METHODS_BY_NAME",
-    "Method",
-    "Properties",
-    "decode_content_header",
-    "decode_method",
-    "encode_content_header",
-    # framing
+    # field tables
+    "FieldTable",
+    "decode_table",
+    "encode_table",
+    # frames
     "FRAME_OVERHEAD",
-    "HEARTBEAT",
     "PROTOCOL_HEADER",
     "ContentBodyFrame",
     "ContentHeaderFrame",
-    "Frame",
-    "FrameParser",
     "HeartbeatFrame",
     "MethodFrame",
-    "ProtocolHeader",
-    "content_octets",
     "encode_body_frame",
     "encode_content",
-    "encode_frame",
     "encode_header_frame",
     "encode_method_frame",
-    *_spec_all,
+    # the engine's limits (the engine itself: engine.Connection)
+    "Limits",
 ]

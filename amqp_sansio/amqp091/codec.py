@@ -130,7 +130,7 @@ class Timestamp(int):
     """A ``timestamp`` (0-9-1 spec 4.2.5.4): whole seconds since the epoch, unsigned 64-bit.
 
     >>> import datetime
-    >>> from amqp_sansio.amqp091 import Timestamp
+    >>> from amqp_sansio.amqp091.codec import Timestamp
     >>> Timestamp.from_datetime(datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc))
     Timestamp(1704067200)
     """

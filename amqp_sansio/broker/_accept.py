@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Literal
 from .. import __version__
 from ..amqp091.engine import Connection as Engine091
 from ..amqp091.engine import Limits, Role
-from ..amqp091.engine.layer import EngineBytes
 from ..engine.connection import Connection
 from ..security.mechanisms import ServerAuthenticator
 from ..security.stack import stack
@@ -172,8 +171,7 @@ class Broker(BrokerCore):
             conn.under_tls(tls, replacing.record.tls if replacing is not None else None)
             sniffer = tls.inner
             assert isinstance(sniffer, ProtocolSniffer)
-            head = sniffer.switch(EngineBytes(engine, ticks=False))  # (conn ticks it itself)
-            engine.receive_data(head, now)
+            sniffer.switch(engine, now)
             self.has_output(conn)  # (its connection.start, to be encrypted)
         timeout = self.config.handshake_timeout
         conn.admitted(None if timeout is None else since + timeout)

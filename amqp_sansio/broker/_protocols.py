@@ -54,6 +54,7 @@ class ProtocolSniffer:
         self.wants_091 = False
         self.head = b""
         self._security: dict[str, Any] | None = None
+        self._given: list[Any] = []  # what ``inner`` gave for the head (see switch)
 
     def set_transport_security(self, **security: Any) -> None:
         self._security = security
@@ -62,7 +63,8 @@ class ProtocolSniffer:
 
     def receive_data(self, data: bytes, now: float) -> list[Any]:
         if self.inner is not None:
-            return list(self.inner.receive_data(data, now) or ())
+            given, self._given = self._given, []
+            return given + list(self.inner.receive_data(data, now) or ())
         if self.wants_091:
             self.head += data  # (until the switch)
             return []
@@ -83,11 +85,12 @@ class ProtocolSniffer:
             events += self.engine.receive_data(b"", now)
         return events
 
-    def switch(self, inner: Any) -> bytes:
-        """Plaintext goes to ``inner`` from now on; returns what was held for it."""
+    def switch(self, inner: Any, now: float) -> None:
+        """Plaintext goes to ``inner`` from now on, starting with what was held for it (the
+        events it gives for that come with the next input's)."""
         self.inner = inner
         head, self.head = self.head, b""
-        return head
+        self._given = list(inner.receive_data(head, now))
 
     def data_to_send(self) -> bytes:
         return b"" if self.inner is None else bytes(self.inner.data_to_send())

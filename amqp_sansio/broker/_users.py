@@ -121,9 +121,16 @@ class Users:
         user = self.users.get(username)
         return None if user is None else user.scram.get(mechanism)
 
-    def authenticator(self, *, allow_cleartext: bool = False) -> ServerAuthenticator:
-        """The SASL configuration for these users: SCRAM, PLAIN (on TLS only unless
-        ``allow_cleartext``), ANONYMOUS if the file allows it."""
+    def authenticator(
+        self, *, allow_cleartext: bool = False, protocol: str = "1.0"
+    ) -> ServerAuthenticator:
+        """The SASL configuration for these users: for AMQP 1.0, SCRAM, PLAIN (on TLS only
+        unless ``allow_cleartext``), ANONYMOUS if the file allows it; for ``"0-9-1"``, the
+        mechanisms its engine offers, PLAIN and AMQPLAIN, under the same rule."""
+        if protocol == "0-9-1":
+            return ServerAuthenticator(
+                self, allow_cleartext_secrets=allow_cleartext, mechanisms=["PLAIN", "AMQPLAIN"]
+            )
         # A SCRAM mechanism is offered only if every user has credentials for it: a client
         # takes the strongest offered, and could not fall back.
         scram = [m for m in _SCRAM.values() if all(m in u.scram for u in self.users.values())]

@@ -31,7 +31,7 @@ def _check_091_error(target: str, exc: BaseException) -> None:
         ) from exc
 
 
-def _encode_091_header(value: tuple[int, int, amqp091.Properties]) -> bytes:
+def _encode_091_header(value: tuple[int, int, amqp091.methods.Properties]) -> bytes:
     return amqp091.encode_content_header(value[1], value[2])
 
 
@@ -70,7 +70,7 @@ def _amqp091_codec_seeds() -> list[bytes]:
     field tables they carry (every field type among them)."""
     out: list[bytes] = []
     for stream in frame_seeds():
-        parser = amqp091.FrameParser(FRAME_MAX, protocol_header=stream[:1] == b"A")
+        parser = amqp091.framing.FrameParser(FRAME_MAX, protocol_header=stream[:1] == b"A")
         try:
             parser.feed(stream)
             for frame in parser:

@@ -1,6 +1,6 @@
 """The AMQP 0-9-1 frame parser's target, ``amqp091-frames``, and its seeds.
 
-An :class:`amqp_sansio.amqp091.FrameParser` (frame-max :data:`fuzz.common.FRAME_MAX`; a
+An :class:`amqp_sansio.amqp091.framing.FrameParser` (frame-max :data:`fuzz.common.FRAME_MAX`; a
 server's, which reads the protocol header first, when the data begins with ``A``, a
 client's otherwise) is fed the bytes whole and then in chunks. The invariant: both give the
 same frames (compared as re-encoded bytes: a table may hold a NaN) and the same error class;
@@ -32,18 +32,18 @@ AMQP091_REPLY_CODES = frozenset({501, 502, 505, 540})
 def _parse_091(data: bytes, sizes: Iterable[int]) -> tuple[list[bytes], BaseException | None]:
     """The frames of ``data`` fed in chunks of ``sizes`` (re-encoded: a frame holding a NaN
     is not equal to itself, its bytes are), and the error that stopped the parser."""
-    parser = amqp091.FrameParser(FRAME_MAX, protocol_header=data[:1] == b"A")
+    parser = amqp091.framing.FrameParser(FRAME_MAX, protocol_header=data[:1] == b"A")
     out: list[bytes] = []
     fed = 0
     chunks = iter(sizes)
     try:
         while True:
             for frame in parser:
-                if isinstance(frame, amqp091.ProtocolHeader):
+                if isinstance(frame, amqp091.framing.ProtocolHeader):
                     out.append(amqp091.PROTOCOL_HEADER)
                     continue
                 try:
-                    out.append(amqp091.encode_frame(frame))
+                    out.append(amqp091.framing.encode_frame(frame))
                 except Exception as exc:
                     raise InvariantViolation(
                         "amqp091-frames", "frame-encode", f"{frame!r:.200} does not encode: {exc!r}"
@@ -67,7 +67,7 @@ def _parse_091(data: bytes, sizes: Iterable[int]) -> tuple[list[bytes], BaseExce
 
 
 def fuzz_amqp091_frames(data: bytes, *, chunks: Sequence[int] | None = None) -> str:
-    """Target ``amqp091-frames``: an AMQP 0-9-1 :class:`~amqp_sansio.amqp091.FrameParser`
+    """Target ``amqp091-frames``: an AMQP 0-9-1 :class:`~amqp_sansio.amqp091.framing.FrameParser`
     (frame-max 8192; a server's, reading the protocol header first, when the data begins
     with ``A``) fed the bytes whole and in chunks: the same frames and the same error both
     ways; every frame re-encodes, parses back to one frame, and encodes to the same bytes."""
@@ -109,10 +109,15 @@ def frame_seeds() -> list[bytes]:
         "n": None,
         "d": decimal.Decimal("1.25"),
         "x": bytearray(b"\x00\x01"),
-        "ts": amqp091.Timestamp(1_700_000_000),
+        "ts": amqp091.codec.Timestamp(1_700_000_000),
         "a": [1, "two", [3], {"four": 4}],
-        "F": {"nested": {"deeper": amqp091.UInt16(9)}},
-        "w": [amqp091.UInt8(1), amqp091.Int16(2), amqp091.UInt32(3), amqp091.Float32(1.5)],
+        "F": {"nested": {"deeper": amqp091.codec.UInt16(9)}},
+        "w": [
+            amqp091.codec.UInt8(1),
+            amqp091.codec.Int16(2),
+            amqp091.codec.UInt32(3),
+            amqp091.codec.Float32(1.5),
+        ],
     }
     props = amqp091.BasicProperties(
         content_type="application/json",
@@ -120,10 +125,10 @@ def frame_seeds() -> list[bytes]:
         delivery_mode=2,
         priority=5,
         message_id="m-1",
-        timestamp=amqp091.Timestamp(1_700_000_000),
+        timestamp=amqp091.codec.Timestamp(1_700_000_000),
         reply_to="amq.rabbitmq.reply-to",
     )
-    start = amqp091.ConnectionStart(
+    start = amqp091.spec.ConnectionStart(
         server_properties={"product": "RabbitMQ", "capabilities": {"publisher_confirms": True}},
         mechanisms=b"PLAIN AMQPLAIN",
         locales=b"en_US",
@@ -131,53 +136,56 @@ def frame_seeds() -> list[bytes]:
     client = [
         amqp091.encode_method_frame(
             0,
-            amqp091.ConnectionStartOk(
+            amqp091.spec.ConnectionStartOk(
                 client_properties={"product": "fuzz"}, response=b"\x00guest\x00guest"
             ),
         ),
         amqp091.encode_method_frame(
-            0, amqp091.ConnectionTuneOk(channel_max=2047, frame_max=8192, heartbeat=60)
+            0, amqp091.spec.ConnectionTuneOk(channel_max=2047, frame_max=8192, heartbeat=60)
         ),
-        amqp091.encode_method_frame(0, amqp091.ConnectionOpen(virtual_host="/")),
-        amqp091.encode_method_frame(1, amqp091.ChannelOpen()),
-        amqp091.encode_method_frame(1, amqp091.ConfirmSelect()),
+        amqp091.encode_method_frame(0, amqp091.spec.ConnectionOpen(virtual_host="/")),
+        amqp091.encode_method_frame(1, amqp091.spec.ChannelOpen()),
+        amqp091.encode_method_frame(1, amqp091.spec.ConfirmSelect()),
         amqp091.encode_method_frame(
-            1, amqp091.QueueDeclare(queue="q", durable=True, arguments={"x-max-length": 10})
+            1, amqp091.spec.QueueDeclare(queue="q", durable=True, arguments={"x-max-length": 10})
         ),
-        amqp091.encode_method_frame(1, amqp091.BasicQos(prefetch_count=10)),
-        amqp091.encode_method_frame(1, amqp091.BasicConsume(queue="q", consumer_tag="c")),
+        amqp091.encode_method_frame(1, amqp091.spec.BasicQos(prefetch_count=10)),
+        amqp091.encode_method_frame(1, amqp091.spec.BasicConsume(queue="q", consumer_tag="c")),
         *amqp091.encode_content(
             1,
-            amqp091.BasicPublish(routing_key="q", mandatory=True),
+            amqp091.spec.BasicPublish(routing_key="q", mandatory=True),
             props,
             bytes(range(256)) * 20,
             4096,
         ),
-        amqp091.HEARTBEAT,
-        amqp091.encode_method_frame(1, amqp091.BasicNack(delivery_tag=3, multiple=True)),
+        amqp091.framing.HEARTBEAT,
+        amqp091.encode_method_frame(1, amqp091.spec.BasicNack(delivery_tag=3, multiple=True)),
         amqp091.encode_method_frame(
-            1, amqp091.ChannelClose(reply_code=200, class_id=0, method_id=0)
+            1, amqp091.spec.ChannelClose(reply_code=200, class_id=0, method_id=0)
         ),
     ]
     server = [
         amqp091.encode_method_frame(0, start),
         amqp091.encode_method_frame(
-            0, amqp091.ConnectionTune(channel_max=2047, frame_max=131072, heartbeat=60)
+            0, amqp091.spec.ConnectionTune(channel_max=2047, frame_max=131072, heartbeat=60)
         ),
         amqp091.encode_method_frame(
-            1, amqp091.BasicDeliver(consumer_tag="c", delivery_tag=1, exchange="", routing_key="q")
+            1,
+            amqp091.spec.BasicDeliver(
+                consumer_tag="c", delivery_tag=1, exchange="", routing_key="q"
+            ),
         ),
         *amqp091.encode_content(
             1,
-            amqp091.BasicReturn(reply_code=312, exchange="x", routing_key="k"),
+            amqp091.spec.BasicReturn(reply_code=312, exchange="x", routing_key="k"),
             amqp091.BasicProperties(),
             b"body",
             0,
         )[1:],
-        amqp091.encode_method_frame(0, amqp091.ConnectionBlocked(reason="low memory")),
+        amqp091.encode_method_frame(0, amqp091.spec.ConnectionBlocked(reason="low memory")),
         amqp091.encode_method_frame(
             0,
-            amqp091.ConnectionClose(
+            amqp091.spec.ConnectionClose(
                 reply_code=320, reply_text="CONNECTION_FORCED", class_id=0, method_id=0
             ),
         ),
@@ -186,7 +194,7 @@ def frame_seeds() -> list[bytes]:
         amqp091.PROTOCOL_HEADER + b"".join(client),
         b"".join(server),
         amqp091.encode_header_frame(1, 10, props),
-        amqp091.HEARTBEAT * 3,
+        amqp091.framing.HEARTBEAT * 3,
     ]
     seeds += [amqp091.PROTOCOL_HEADER + frame for frame in client[:6]]
     seeds += server

@@ -57,9 +57,17 @@ class Server:
         self.confirming: dict[int, int] = {}
         self.tags = 0
         self.engine_events: list[ev.Event] = []
+        self.got: list[ev.Event] = []  # what the engine gave, not handled yet
 
     def handle(self) -> None:
-        for event in self.engine.events():
+        while self.got:
+            got, self.got = self.got, []
+            self._handle(got)
+
+    def _handle(self, got: list[ev.Event]) -> None:
+        for event in got:
+            if self.engine.discarded(event):
+                continue
             self.engine_events.append(event)
             if isinstance(event, ev.LoginRequested):
                 if self.refuse_login:
@@ -134,7 +142,7 @@ class Wire:
             data = self.core.data_to_send()
             if data:
                 moved = True
-                self.server.engine.receive_data(data, self.now)
+                self.server.got += self.server.engine.receive_data(data, self.now)
             self.server.handle()
             data = self.server.engine.data_to_send()
             if data:
@@ -147,7 +155,7 @@ class Wire:
     def tick(self, seconds: float) -> None:
         self.now += seconds
         self.core.handle_timer(self.now)
-        self.server.engine.tick(self.now)
+        self.server.got += self.server.engine.handle_timer(self.now)
         self.pump()
 
 
@@ -616,7 +624,9 @@ def test_the_servers_other_closes() -> None:
     assert not isinstance(closed.value, AuthenticationError) and not closed.value.retryable
 
     wire = opened()
-    wire.server.engine.receive_data(b"\x01\x00\x00\x00\x00\x00\x01garbage", 0.0)  # noise
+    wire.server.got += wire.server.engine.receive_data(
+        b"\x01\x00\x00\x00\x00\x00\x01garbage", 0.0
+    )  # noise
     wire.core.receive_data(b"\x09\x00\x00\x00\x00\x00\x00\xce", 0.0)  # an unknown frame type
     with pytest.raises(ConnectionClosedError) as broken:
         wire.core.check()
@@ -649,7 +659,7 @@ class _ServerBytes:
         self.server = server
 
     def receive_data(self, data: bytes, now: float) -> list[Any]:
-        self.server.engine.receive_data(data, now)
+        self.server.got += self.server.engine.receive_data(data, now)
         return []
 
     def data_to_send(self) -> bytes:

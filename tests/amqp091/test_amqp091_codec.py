@@ -33,22 +33,22 @@ EVERY_TYPE: list[tuple[str, bytes, Any]] = [
     ("t", b"\x01", True),
     ("t", b"\x00", False),
     ("b", b"\xff", -1),
-    ("B", b"\xff", amqp091.UInt8(255)),
+    ("B", b"\xff", amqp091.codec.UInt8(255)),
     ("s", b"\x80\x00", -32768),
-    ("s", b"\x00\x01", amqp091.Int16(1)),
-    ("u", b"\xff\xff", amqp091.UInt16(65535)),
+    ("s", b"\x00\x01", amqp091.codec.Int16(1)),
+    ("u", b"\xff\xff", amqp091.codec.UInt16(65535)),
     ("I", b"\x80\x00\x00\x00", -(2**31)),
-    ("I", b"\x00\x00\x00\x07", amqp091.Int32(7)),
-    ("i", b"\xff\xff\xff\xff", amqp091.UInt32(2**32 - 1)),
+    ("I", b"\x00\x00\x00\x07", amqp091.codec.Int32(7)),
+    ("i", b"\xff\xff\xff\xff", amqp091.codec.UInt32(2**32 - 1)),
     ("l", b"\x80" + b"\x00" * 7, -(2**63)),
-    ("l", b"\x00" * 7 + b"\x07", amqp091.Int64(7)),
-    ("f", struct.pack(">f", 1.5), amqp091.Float32(1.5)),
+    ("l", b"\x00" * 7 + b"\x07", amqp091.codec.Int64(7)),
+    ("f", struct.pack(">f", 1.5), amqp091.codec.Float32(1.5)),
     ("d", struct.pack(">d", 0.1), 0.1),
     ("D", b"\x02\xff\xff\xff\x85", decimal.Decimal("-1.23")),
     ("S", b"\x00\x00\x00\x03abc", "abc"),
     ("S", b"\x00\x00\x00\x02\xff\xfe", b"\xff\xfe"),
     ("x", b"\x00\x00\x00\x02\x00\x01", bytearray(b"\x00\x01")),
-    ("T", b"\x00\x00\x00\x00\x65\x53\xf1\x00", amqp091.Timestamp(1_700_000_000)),
+    ("T", b"\x00\x00\x00\x00\x65\x53\xf1\x00", amqp091.codec.Timestamp(1_700_000_000)),
     ("V", b"", None),
     ("F", table_bytes(item("k", b"b", b"\x01")), {"k": 1}),
     ("A", b"\x00\x00\x00\x03b\x01V", [1, None]),
@@ -68,7 +68,7 @@ def test_every_field_type(tag: str, value_bytes: bytes, value: Any) -> None:
 @pytest.mark.parametrize(("tag", "value_bytes", "value"), EVERY_TYPE)
 def test_pamqp_reads_every_field_type(tag: str, value_bytes: bytes, value: Any) -> None:
     _, theirs = pamqp.decode.field_table(table_bytes(item("key", tag.encode(), value_bytes)))
-    if isinstance(value, amqp091.Timestamp):
+    if isinstance(value, amqp091.codec.Timestamp):
         value = strategies.pamqp_timestamp(value)
     assert theirs == {"key": value}
 
@@ -113,7 +113,7 @@ def test_subclasses_of_supported_types_encode_as_their_base() -> None:
 
 
 def test_timestamps() -> None:
-    stamp = amqp091.Timestamp.from_datetime(
+    stamp = amqp091.codec.Timestamp.from_datetime(
         datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
     )
     assert stamp == 1_704_067_200 and repr(stamp) == "Timestamp(1704067200)"
@@ -154,7 +154,7 @@ def _as_pamqp(value: Any) -> Any:
         return {k: _as_pamqp(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_as_pamqp(v) for v in value]
-    if isinstance(value, amqp091.Timestamp):
+    if isinstance(value, amqp091.codec.Timestamp):
         return strategies.pamqp_timestamp(value)
     return value
 
@@ -163,10 +163,10 @@ _ours_for_pamqp = st.one_of(
     strategies.pamqp_scalars,
     st.floats(allow_nan=False),
     strategies.not_utf8,
-    st.integers(0, 2**32 - 1).map(amqp091.Timestamp),
-    st.integers(0, 255).map(amqp091.UInt8),
-    st.integers(0, 2**16 - 1).map(amqp091.UInt16),
-    st.integers(0, 2**32 - 1).map(amqp091.UInt32),
+    st.integers(0, 2**32 - 1).map(amqp091.codec.Timestamp),
+    st.integers(0, 255).map(amqp091.codec.UInt8),
+    st.integers(0, 2**16 - 1).map(amqp091.codec.UInt16),
+    st.integers(0, 2**32 - 1).map(amqp091.codec.UInt32),
 )
 
 
@@ -200,11 +200,11 @@ HOSTILE: list[tuple[str, bytes, type[Exception], int]] = [
     ("huge length", b"\xff\xff\xff\xff", amqp091.TruncatedError, 501),
     ("key past the table", table_bytes(b"\x05ab"), amqp091.TruncatedError, 501),
     ("key with no value", table_bytes(b"\x01a"), amqp091.TruncatedError, 501),
-    ("unknown tag", table_bytes(item("a", b"Z", b"")), amqp091.DecodeError, 502),
-    ("spec-only tag U", table_bytes(item("a", b"U", b"\x00\x01")), amqp091.DecodeError, 502),
-    ("NUL tag", table_bytes(item("a", b"\x00", b"")), amqp091.DecodeError, 502),
-    ("key not UTF-8", table_bytes(b"\x01\xffV"), amqp091.DecodeError, 502),
-    ("boolean 2", table_bytes(item("a", b"t", b"\x02")), amqp091.DecodeError, 502),
+    ("unknown tag", table_bytes(item("a", b"Z", b"")), amqp091.errors.DecodeError, 502),
+    ("spec-only tag U", table_bytes(item("a", b"U", b"\x00\x01")), amqp091.errors.DecodeError, 502),
+    ("NUL tag", table_bytes(item("a", b"\x00", b"")), amqp091.errors.DecodeError, 502),
+    ("key not UTF-8", table_bytes(b"\x01\xffV"), amqp091.errors.DecodeError, 502),
+    ("boolean 2", table_bytes(item("a", b"t", b"\x02")), amqp091.errors.DecodeError, 502),
     ("int past the table", table_bytes(item("a", b"I", b"\x00\x00")) + b"\x00\x00",
      amqp091.TruncatedError, 501),
     ("int past the input", table_bytes(item("a", b"l", b"\x00")), amqp091.TruncatedError, 501),
@@ -222,17 +222,18 @@ HOSTILE: list[tuple[str, bytes, type[Exception], int]] = [
      table_bytes(item("a", b"A", b"\x00\x00\x00\x02I\x00\x00\x00\x00")),
      amqp091.TruncatedError, 501),
     ("unknown tag in an array", table_bytes(item("a", b"A", b"\x00\x00\x00\x01Z")),
-     amqp091.DecodeError, 502),
+     amqp091.errors.DecodeError, 502),
     ("boolean 2 in an array", table_bytes(item("a", b"A", b"\x00\x00\x00\x02t\x02")),
-     amqp091.DecodeError, 502),
+     amqp091.errors.DecodeError, 502),
     ("huge string in an array", table_bytes(item("a", b"A", b"\x00\x00\x00\x05S\xff\xff\xff\xff")),
      amqp091.TruncatedError, 501),
     ("decimal cut", table_bytes(item("a", b"D", b"\x01\x00")), amqp091.TruncatedError, 501),
-    ("too deep", nested(amqp091.MAX_DEPTH + 1), amqp091.DecodeError, 502),
-    ("arrays too deep", nested_arrays(amqp091.MAX_DEPTH + 1), amqp091.DecodeError, 502),
-    ("deeper than Python recurses", nested(5000), amqp091.DecodeError, 502),
+    ("too deep", nested(amqp091.codec.MAX_DEPTH + 1), amqp091.errors.DecodeError, 502),
+    ("arrays too deep", nested_arrays(amqp091.codec.MAX_DEPTH + 1),
+     amqp091.errors.DecodeError, 502),
+    ("deeper than Python recurses", nested(5000), amqp091.errors.DecodeError, 502),
     ("deep and cut", nested(5000)[:20_000], amqp091.TruncatedError, 501),
-    ("trailing octets", table_bytes() + b"\x00", amqp091.DecodeError, 502),
+    ("trailing octets", table_bytes() + b"\x00", amqp091.errors.DecodeError, 502),
 ]  # fmt: skip
 
 
@@ -248,13 +249,13 @@ def test_hostile_tables(data: bytes, error: type[Exception], code: int) -> None:
 
 
 def test_nesting_up_to_the_limit_decodes() -> None:
-    assert amqp091.decode_table(nested(amqp091.MAX_DEPTH))
-    assert amqp091.decode_table(nested_arrays(amqp091.MAX_DEPTH))
+    assert amqp091.decode_table(nested(amqp091.codec.MAX_DEPTH))
+    assert amqp091.decode_table(nested_arrays(amqp091.codec.MAX_DEPTH))
 
 
 def test_what_cannot_go_in_a_table() -> None:
     too_deep: dict[str, Any] = {}
-    for _ in range(amqp091.MAX_DEPTH):
+    for _ in range(amqp091.codec.MAX_DEPTH):
         too_deep = {"n": too_deep}
     loop: list[Any] = []
     loop.append(loop)
@@ -266,12 +267,12 @@ def test_what_cannot_go_in_a_table() -> None:
         {"a": decimal.Decimal("NaN")},
         {"a": decimal.Decimal("1E-256")},
         {"a": decimal.Decimal(2**31)},
-        {"a": amqp091.UInt8(256)},
-        {"a": amqp091.Timestamp(-1)},
+        {"a": amqp091.codec.UInt8(256)},
+        {"a": amqp091.codec.Timestamp(-1)},
         {"a": "\udcff"},
         too_deep,
         {"a": loop},
         [1],
     ):
-        with pytest.raises(amqp091.EncodeError):
+        with pytest.raises(amqp091.errors.EncodeError):
             amqp091.encode_table(bad)  # type: ignore[arg-type]

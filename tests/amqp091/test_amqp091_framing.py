@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from amqp_sansio import amqp091, errors
 from amqp_sansio.amqp091 import framing
 
-PUBLISH = amqp091.BasicPublish(exchange="amq.topic", routing_key="a.b", mandatory=True)
+PUBLISH = amqp091.spec.BasicPublish(exchange="amq.topic", routing_key="a.b", mandatory=True)
 PROPS = amqp091.BasicProperties(content_type="text/plain", delivery_mode=2, headers={"k": [1]})
-TUNE_OK = amqp091.ConnectionTuneOk(channel_max=2047, frame_max=131072, heartbeat=60)
-DECLARE = amqp091.QueueDeclare().encode()[:-4]  # all but the arguments table
-DELIVER = amqp091.BasicDeliver(
+TUNE_OK = amqp091.spec.ConnectionTuneOk(channel_max=2047, frame_max=131072, heartbeat=60)
+DECLARE = amqp091.spec.QueueDeclare().encode()[:-4]  # all but the arguments table
+DELIVER = amqp091.spec.BasicDeliver(
     consumer_tag="ctag", delivery_tag=7, redelivered=True, exchange="", routing_key="q"
 )
 
@@ -28,7 +28,7 @@ def frame(frame_type: int, channel: int, payload: bytes, end: int = 0xCE) -> byt
 
 def parse(data: bytes, chunk: int | None = None, **kwargs: object) -> list[object]:
     """Every frame of ``data``, fed whole or ``chunk`` octets at a time."""
-    parser = amqp091.FrameParser(**kwargs)  # type: ignore[arg-type]
+    parser = amqp091.framing.FrameParser(**kwargs)  # type: ignore[arg-type]
     out: list[object] = []
     step = chunk or max(len(data), 1)
     for at in range(0, len(data), step):
@@ -44,7 +44,7 @@ STREAM = [
     (amqp091.encode_method_frame(1, PUBLISH), amqp091.MethodFrame(1, PUBLISH)),
     (amqp091.encode_header_frame(1, 11, PROPS), amqp091.ContentHeaderFrame(1, 60, 11, PROPS)),
     (amqp091.encode_body_frame(1, b"hello world"), amqp091.ContentBodyFrame(1, b"hello world")),
-    (amqp091.HEARTBEAT, amqp091.HeartbeatFrame()),
+    (amqp091.framing.HEARTBEAT, amqp091.HeartbeatFrame()),
     (amqp091.encode_method_frame(2, DELIVER), amqp091.MethodFrame(2, DELIVER)),
     (amqp091.encode_header_frame(2, 0, amqp091.BasicProperties()),
      amqp091.ContentHeaderFrame(2, 60, 0, amqp091.BasicProperties())),
@@ -62,13 +62,13 @@ def test_a_stream_in_any_chunking(chunk: int | None) -> None:
 @pytest.mark.parametrize("chunk", [None, 1, 5])
 def test_a_server_reads_the_protocol_header_first(chunk: int | None) -> None:
     frames = parse(amqp091.PROTOCOL_HEADER + WIRE, chunk, frame_max=0, protocol_header=True)
-    assert frames == [amqp091.ProtocolHeader(0, 9, 1), *FRAMES]
+    assert frames == [amqp091.framing.ProtocolHeader(0, 9, 1), *FRAMES]
 
 
 @settings(max_examples=100, deadline=None)
 @given(cuts=st.lists(st.integers(0, len(WIRE)), max_size=20))
 def test_a_stream_cut_anywhere(cuts: list[int]) -> None:
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     got = []
     previous = 0
     for cut in [*sorted(cuts), len(WIRE)]:
@@ -79,23 +79,23 @@ def test_a_stream_cut_anywhere(cuts: list[int]) -> None:
 
 
 def test_encode_frame_writes_each_kind() -> None:
-    assert b"".join(amqp091.encode_frame(f) for f in FRAMES) == WIRE  # type: ignore[arg-type]
-    with pytest.raises(amqp091.EncodeError):
-        amqp091.encode_frame(amqp091.HeartbeatFrame(channel=1))
-    with pytest.raises(amqp091.EncodeError):
-        amqp091.encode_frame(amqp091.ContentHeaderFrame(1, 50, 0, PROPS))
-    with pytest.raises(amqp091.EncodeError):
-        amqp091.encode_frame(amqp091.MethodFrame(70000, PUBLISH))
+    assert b"".join(amqp091.framing.encode_frame(f) for f in FRAMES) == WIRE  # type: ignore[arg-type]
+    with pytest.raises(amqp091.errors.EncodeError):
+        amqp091.framing.encode_frame(amqp091.HeartbeatFrame(channel=1))
+    with pytest.raises(amqp091.errors.EncodeError):
+        amqp091.framing.encode_frame(amqp091.ContentHeaderFrame(1, 50, 0, PROPS))
+    with pytest.raises(amqp091.errors.EncodeError):
+        amqp091.framing.encode_frame(amqp091.MethodFrame(70000, PUBLISH))
 
 
 def test_frame_max_on_output() -> None:
     """frame-max counts the whole frame: 7 octets of header, the payload, the frame-end."""
     assert len(amqp091.encode_body_frame(1, b"x" * 92, frame_max=100)) == 100
-    with pytest.raises(amqp091.EncodeError, match="frame-max 100"):
+    with pytest.raises(amqp091.errors.EncodeError, match="frame-max 100"):
         amqp091.encode_body_frame(1, b"x" * 93, frame_max=100)
-    with pytest.raises(amqp091.EncodeError):
-        amqp091.encode_method_frame(1, amqp091.BasicPublish(exchange="e" * 200), frame_max=100)
-    with pytest.raises(amqp091.EncodeError):
+    with pytest.raises(amqp091.errors.EncodeError):
+        amqp091.encode_method_frame(1, amqp091.spec.BasicPublish(exchange="e" * 200), frame_max=100)
+    with pytest.raises(amqp091.errors.EncodeError):
         amqp091.encode_header_frame(1, 1, amqp091.BasicProperties(type="t" * 200), frame_max=100)
 
 
@@ -117,9 +117,9 @@ def test_encode_content_cuts_the_body_at_frame_max(size: int) -> None:
 def test_encode_content_without_a_limit_and_its_errors() -> None:
     frames = amqp091.encode_content(1, PUBLISH, PROPS, b"x" * 10_000, frame_max=0)
     assert len(frames) == 3
-    with pytest.raises(amqp091.EncodeError, match="carries no content"):
-        amqp091.encode_content(1, amqp091.BasicAck(delivery_tag=1), PROPS, b"", 0)
-    with pytest.raises(amqp091.EncodeError, match="no room"):
+    with pytest.raises(amqp091.errors.EncodeError, match="carries no content"):
+        amqp091.encode_content(1, amqp091.spec.BasicAck(delivery_tag=1), PROPS, b"", 0)
+    with pytest.raises(amqp091.errors.EncodeError, match="no room"):
         amqp091.encode_content(1, PUBLISH, PROPS, b"x", 8)
 
 
@@ -128,23 +128,23 @@ def test_encode_content_without_a_limit_and_its_errors() -> None:
 def test_content_octets_are_encode_contents_frames_joined(size: int, frame_max: int) -> None:
     body = bytes(range(256))[:size]
     expected = b"".join(amqp091.encode_content(3, DELIVER, PROPS, body, frame_max))
-    assert amqp091.content_octets(3, DELIVER, PROPS, body, frame_max) == expected
+    assert amqp091.framing.content_octets(3, DELIVER, PROPS, body, frame_max) == expected
 
 
 def test_content_octets_errors_are_encode_contents() -> None:
-    with pytest.raises(amqp091.EncodeError, match="carries no content"):
-        amqp091.content_octets(1, amqp091.BasicAck(delivery_tag=1), PROPS, b"x", 0)
-    with pytest.raises(amqp091.EncodeError, match="no room"):
-        amqp091.content_octets(1, PUBLISH, PROPS, b"x", 8)
-    with pytest.raises(amqp091.EncodeError, match="not a short"):
-        amqp091.content_octets(70000, PUBLISH, PROPS, b"x", 0)
-    with pytest.raises(amqp091.EncodeError, match="over frame-max"):  # the header: 40 octets
-        amqp091.content_octets(1, PUBLISH, PROPS, b"x", 30)
+    with pytest.raises(amqp091.errors.EncodeError, match="carries no content"):
+        amqp091.framing.content_octets(1, amqp091.spec.BasicAck(delivery_tag=1), PROPS, b"x", 0)
+    with pytest.raises(amqp091.errors.EncodeError, match="no room"):
+        amqp091.framing.content_octets(1, PUBLISH, PROPS, b"x", 8)
+    with pytest.raises(amqp091.errors.EncodeError, match="not a short"):
+        amqp091.framing.content_octets(70000, PUBLISH, PROPS, b"x", 0)
+    with pytest.raises(amqp091.errors.EncodeError, match="over frame-max"):  # the header: 40 octets
+        amqp091.framing.content_octets(1, PUBLISH, PROPS, b"x", 30)
 
 
-def _content_parser(wire: bytes, **kwargs: object) -> amqp091.FrameParser:
+def _content_parser(wire: bytes, **kwargs: object) -> amqp091.framing.FrameParser:
     """A server's parser fed ``wire``, its method frame (the first) taken."""
-    parser = amqp091.FrameParser(**kwargs)  # type: ignore[arg-type]
+    parser = amqp091.framing.FrameParser(**kwargs)  # type: ignore[arg-type]
     parser.feed(wire)
     assert parser.next_frame() == amqp091.MethodFrame(1, PUBLISH)
     return parser
@@ -153,12 +153,15 @@ def _content_parser(wire: bytes, **kwargs: object) -> amqp091.FrameParser:
 @pytest.mark.parametrize("size", [0, 11])
 def test_take_content_takes_a_header_and_a_one_frame_body_together(size: int) -> None:
     body = b"hello world"[:size]
-    wire = b"".join(amqp091.encode_content(1, PUBLISH, PROPS, body, 131072)) + amqp091.HEARTBEAT
+    wire = (
+        b"".join(amqp091.encode_content(1, PUBLISH, PROPS, body, 131072))
+        + amqp091.framing.HEARTBEAT
+    )
     parser = _content_parser(wire, frame_max=131072)
     assert parser.take_content(1) == (PROPS, body)
     assert parser.next_frame() == amqp091.HeartbeatFrame()
     assert parser.buffered == 0
-    parser = _content_parser(wire[: -len(amqp091.HEARTBEAT)])
+    parser = _content_parser(wire[: -len(amqp091.framing.HEARTBEAT)])
     assert parser.take_content(1, max_body=11) == (PROPS, body)
     assert parser.buffered == 0
 
@@ -189,7 +192,7 @@ def test_take_content_leaves_what_is_not_one_whole_content() -> None:
         amqp091.ContentBodyFrame(1, b"hello"),
         amqp091.ContentBodyFrame(1, b" world"),
     ]  # a body in several frames
-    assert _untaken(method + head + amqp091.HEARTBEAT + body) == [
+    assert _untaken(method + head + amqp091.framing.HEARTBEAT + body) == [
         header,
         amqp091.HeartbeatFrame(),
         whole[1],
@@ -202,20 +205,20 @@ def test_take_content_leaves_what_is_not_one_whole_content() -> None:
         _untaken(method + head + frame(3, 1, bytes(200)), frame_max=len(head) + 8)
     with pytest.raises(amqp091.FrameError, match="over frame-max"):
         _untaken(method + head + body, frame_max=len(head) - 1)
-    with pytest.raises(amqp091.DecodeError):  # a header that does not decode
+    with pytest.raises(amqp091.errors.DecodeError):  # a header that does not decode
         _untaken(method + frame(2, 1, head[7:-1].replace(b"\x00\x00", b"\x00\x01", 1)))
 
 
 def test_frame_max_on_input_is_checked_before_the_payload_comes() -> None:
-    parser = amqp091.FrameParser()  # frame-min-size until tuned
-    assert parser.frame_max == amqp091.FRAME_MIN_SIZE == 4096
+    parser = amqp091.framing.FrameParser()  # frame-min-size until tuned
+    assert parser.frame_max == amqp091.spec.FRAME_MIN_SIZE == 4096
     parser.feed(struct.pack(">BHI", 3, 1, 4089))  # 4089 + 8 octets: one too many
     with pytest.raises(amqp091.FrameError) as caught:
         parser.next_frame()
     assert caught.value.reply_code == 501
     with pytest.raises(amqp091.FrameError):  # the parser stays broken
         parser.next_frame()
-    tuned = amqp091.FrameParser()
+    tuned = amqp091.framing.FrameParser()
     tuned.frame_max = 131072
     tuned.feed(amqp091.encode_body_frame(1, b"x" * 5000))
     assert tuned.next_frame() == amqp091.ContentBodyFrame(1, b"x" * 5000)
@@ -224,7 +227,7 @@ def test_frame_max_on_input_is_checked_before_the_payload_comes() -> None:
 
 def test_a_client_told_another_version() -> None:
     """A server that does not speak 0-9-1 answers with the header it speaks (spec 4.2.2)."""
-    parser = amqp091.FrameParser()
+    parser = amqp091.framing.FrameParser()
     parser.feed(b"AMQP\x00\x01")
     assert parser.next_frame() is None
     parser.feed(b"\x00\x00")
@@ -245,7 +248,7 @@ def test_a_client_told_another_version() -> None:
     ],
 )
 def test_a_server_refuses_other_protocols(header: bytes, name: str) -> None:
-    parser = amqp091.FrameParser(protocol_header=True)
+    parser = amqp091.framing.FrameParser(protocol_header=True)
     parser.feed(header)
     with pytest.raises(errors.UnsupportedProtocolError) as caught:
         parser.next_frame()
@@ -260,7 +263,7 @@ def test_a_server_refuses_other_protocols(header: bytes, name: str) -> None:
     ],
 )
 def test_a_client_names_the_08_headers_a_server_answers(header: bytes, name: str) -> None:
-    parser = amqp091.FrameParser()
+    parser = amqp091.framing.FrameParser()
     parser.feed(header)
     with pytest.raises(errors.UnsupportedProtocolError) as caught:
         parser.next_frame()
@@ -282,13 +285,13 @@ def test_a_server_takes_the_headers_rabbitmq_takes(
     major, minor, revision = version
     expected = framing.ProtocolHeader(major=major, minor=minor, revision=revision)
     for chunks in ([header], [header[i : i + 1] for i in range(8)]):  # whole, octet by octet
-        parser = amqp091.FrameParser(protocol_header=True)
+        parser = amqp091.framing.FrameParser(protocol_header=True)
         got = [parser.next_frame() for chunk in chunks if parser.feed(chunk) is None]
         assert got == [None] * (len(chunks) - 1) + [expected]
 
 
 def test_a_wrong_header_is_refused_at_its_first_wrong_octet() -> None:
-    parser = amqp091.FrameParser(protocol_header=True)
+    parser = amqp091.framing.FrameParser(protocol_header=True)
     parser.feed(b"AMQ")
     assert parser.next_frame() is None
     parser.feed(b"X")
@@ -296,7 +299,7 @@ def test_a_wrong_header_is_refused_at_its_first_wrong_octet() -> None:
         parser.next_frame()
 
 
-_GOOD_METHOD = amqp091.BasicAck(delivery_tag=1).encode()
+_GOOD_METHOD = amqp091.spec.BasicAck(delivery_tag=1).encode()
 _GOOD_HEADER = amqp091.encode_content_header(5, PROPS)
 
 #: Hostile frames: (name, octets, error class, reply code).
@@ -317,25 +320,27 @@ HOSTILE: list[tuple[str, bytes, type[Exception], int]] = [
     ("truncated longstr", frame(1, 0, b"\x00\x0a\x00\x15\xff\xff\xff\xffab"),
      amqp091.TruncatedError, 501),
     ("octets after the arguments", frame(1, 1, _GOOD_METHOD + b"\x00"), amqp091.FrameError, 501),
-    ("shortstr not UTF-8", frame(1, 1, b"\x00\x3c\x00\x15\x02\xc3\x28"), amqp091.DecodeError, 502),
+    ("shortstr not UTF-8", frame(1, 1, b"\x00\x3c\x00\x15\x02\xc3\x28"),
+     amqp091.errors.DecodeError, 502),
     ("bad table in a method", frame(1, 1, DECLARE + b"\x00\x00\x00\x03\x01aZ"),
-     amqp091.DecodeError, 502),
+     amqp091.errors.DecodeError, 502),
     ("huge table in a method", frame(1, 1, DECLARE + b"\xff\xff\xff\xff"),
      amqp091.TruncatedError, 501),
     ("header for a class with no content", frame(2, 1, b"\x00\x32" + _GOOD_HEADER[2:]),
      amqp091.UnknownMethodError, 540),
     ("header weight", frame(2, 1, _GOOD_HEADER[:2] + b"\x00\x01" + _GOOD_HEADER[4:]),
-     amqp091.DecodeError, 502),
+     amqp091.errors.DecodeError, 502),
     ("undefined property flag", frame(2, 1, _GOOD_HEADER[:12] + b"\x00\x02" + _GOOD_HEADER[14:]),
-     amqp091.DecodeError, 502),
-    ("continuation flag", frame(2, 1, _GOOD_HEADER[:12] + b"\x00\x01"), amqp091.DecodeError, 502),
+     amqp091.errors.DecodeError, 502),
+    ("continuation flag", frame(2, 1, _GOOD_HEADER[:12] + b"\x00\x01"),
+     amqp091.errors.DecodeError, 502),
     ("truncated header", frame(2, 1, _GOOD_HEADER[:10]), amqp091.TruncatedError, 501),
     ("truncated property", frame(2, 1, _GOOD_HEADER[:-3]), amqp091.TruncatedError, 501),
     ("huge property string", frame(2, 1, _GOOD_HEADER[:12] + b"\x80\x00\xff"),
      amqp091.TruncatedError, 501),
     ("octets after the properties", frame(2, 1, _GOOD_HEADER + b"\x00"), amqp091.FrameError, 501),
     ("property not UTF-8", frame(2, 1, _GOOD_HEADER[:12] + b"\x80\x00\x01\xff"),
-     amqp091.DecodeError, 502),
+     amqp091.errors.DecodeError, 502),
 ]  # fmt: skip
 
 
@@ -353,8 +358,8 @@ def test_hostile_frames(data: bytes, error: type[Exception], code: int, chunk: i
 
 
 def test_frames_before_a_bad_one_come_out() -> None:
-    parser = amqp091.FrameParser()
-    parser.feed(amqp091.HEARTBEAT + frame(9, 0, b""))
+    parser = amqp091.framing.FrameParser()
+    parser.feed(amqp091.framing.HEARTBEAT + frame(9, 0, b""))
     assert parser.next_frame() == amqp091.HeartbeatFrame()
     with pytest.raises(amqp091.FrameError):
         parser.next_frame()
@@ -362,6 +367,6 @@ def test_frames_before_a_bad_one_come_out() -> None:
 
 def test_nothing_larger_than_the_input_is_held() -> None:
     """A frame declaring 4 GiB (no frame-max) is waited for, not allocated."""
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     parser.feed(struct.pack(">BHI", 3, 1, 2**32 - 1) + b"x" * 100)
     assert parser.next_frame() is None and parser.buffered == 107

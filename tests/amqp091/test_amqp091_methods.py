@@ -19,7 +19,7 @@ from amqp_sansio import amqp091
 ALL = sorted(amqp091.METHODS.values(), key=lambda cls: (cls.CLASS_ID, cls.METHOD_ID))
 IDS = [cls.NAME for cls in ALL]
 #: pamqp has every class but ``access`` (which 0-9-1 deprecates; RabbitMQ still defines it).
-WITH_PAMQP = [cls for cls in ALL if amqp091.CLASS_IDS["access"] != cls.CLASS_ID]
+WITH_PAMQP = [cls for cls in ALL if amqp091.spec.CLASS_IDS["access"] != cls.CLASS_ID]
 PAMQP_IDS = [cls.NAME for cls in WITH_PAMQP]
 ROUND_TRIP = settings(max_examples=25, deadline=None)
 
@@ -29,7 +29,7 @@ def test_every_method_is_registered_once() -> None:
     for cls in ALL:
         assert amqp091.METHODS[cls.CLASS_ID, cls.METHOD_ID] is cls
         assert amqp091.METHODS_BY_NAME[cls.NAME] is cls
-        assert getattr(amqp091, cls.__name__) is cls
+        assert getattr(amqp091.spec, cls.__name__) is cls
 
 
 def test_pamqp_knows_the_same_methods() -> None:
@@ -51,7 +51,7 @@ def test_round_trip(cls: type[amqp091.Method], data: st.DataObject) -> None:
     assert decoded.encode() == payload
     assert amqp091.decode_method(memoryview(payload)) == method
     frame = amqp091.encode_method_frame(7, method)
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     parser.feed(frame)
     assert parser.next_frame() == amqp091.MethodFrame(7, method)
     for octet in frame:  # byte by byte
@@ -78,33 +78,38 @@ def test_we_read_what_pamqp_writes(cls: type[amqp091.Method], data: st.DataObjec
     method = data.draw(strategies.method_values(cls, pamqp=True))
     with strategies.pamqp_unchecked():
         wire = pamqp.frame.marshal(strategies.to_pamqp(method), 5)
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     parser.feed(wire)
     assert parser.next_frame() == amqp091.MethodFrame(5, method)
 
 
 def test_bits_pack_eight_to_an_octet_low_bit_first() -> None:
     """0-9-1 spec 4.2.5.2: consecutive bits share octets."""
-    declare = amqp091.QueueDeclare(queue="q", durable=True, auto_delete=True, no_wait=False)
+    declare = amqp091.spec.QueueDeclare(queue="q", durable=True, auto_delete=True, no_wait=False)
     assert declare.encode() == b"\x00\x32\x00\x0a\x00\x00\x01q\x0a\x00\x00\x00\x00"
-    nack = amqp091.BasicNack(delivery_tag=2**64 - 1, multiple=True, requeue=False)
+    nack = amqp091.spec.BasicNack(delivery_tag=2**64 - 1, multiple=True, requeue=False)
     assert nack.encode() == b"\x00\x3c\x00\x78" + b"\xff" * 8 + b"\x01"
 
 
 def test_known_facts_of_the_tables() -> None:
-    assert amqp091.BasicPublish.CONTENT and not amqp091.BasicPublish.SYNCHRONOUS
-    assert amqp091.BasicGetOk.CONTENT and amqp091.BasicGetOk.SYNCHRONOUS
-    assert amqp091.QueueDeclare.RESPONSES == ("queue.declare-ok",)
-    assert amqp091.BasicGet.RESPONSES == ("basic.get-ok", "basic.get-empty")
-    assert amqp091.ConfirmSelect.RESPONSES == ("confirm.select-ok",)
-    assert (amqp091.ExchangeUnbindOk.CLASS_ID, amqp091.ExchangeUnbindOk.METHOD_ID) == (40, 51)
-    assert amqp091.BasicQos.FIELDS == (
+    assert amqp091.spec.BasicPublish.CONTENT and not amqp091.spec.BasicPublish.SYNCHRONOUS
+    assert amqp091.spec.BasicGetOk.CONTENT and amqp091.spec.BasicGetOk.SYNCHRONOUS
+    assert amqp091.spec.QueueDeclare.RESPONSES == ("queue.declare-ok",)
+    assert amqp091.spec.BasicGet.RESPONSES == ("basic.get-ok", "basic.get-empty")
+    assert amqp091.spec.ConfirmSelect.RESPONSES == ("confirm.select-ok",)
+    assert (amqp091.spec.ExchangeUnbindOk.CLASS_ID, amqp091.spec.ExchangeUnbindOk.METHOD_ID) == (
+        40,
+        51,
+    )
+    assert amqp091.spec.BasicQos.FIELDS == (
         ("prefetch_size", "long"),
         ("prefetch_count", "short"),
         ("global_", "bit"),
     )
-    assert amqp091.ConnectionStart(server_properties={}).version_minor == 9  # RabbitMQ's defaults
-    assert amqp091.BasicReject(delivery_tag=1).requeue is True
+    assert (
+        amqp091.spec.ConnectionStart(server_properties={}).version_minor == 9
+    )  # RabbitMQ's defaults
+    assert amqp091.spec.BasicReject(delivery_tag=1).requeue is True
     assert amqp091.ReplyCode.NO_ROUTE == 312 and amqp091.ReplyCode.FRAME_ERROR == 501
     assert amqp091.ReplyCode.NOT_FOUND in amqp091.SOFT_ERRORS
     assert amqp091.ReplyCode.CHANNEL_ERROR in amqp091.HARD_ERRORS
@@ -115,17 +120,17 @@ def test_known_facts_of_the_tables() -> None:
 @pytest.mark.parametrize(
     ("method", "reason"),
     [
-        (amqp091.BasicPublish(exchange="x" * 256), "shortstr"),
-        (amqp091.BasicAck(delivery_tag=-1), "longlong"),
-        (amqp091.BasicQos(prefetch_count=70000), "short"),
-        (amqp091.ConnectionSecure(challenge="text"), "longstr"),  # type: ignore[arg-type]
-        (amqp091.QueueDeclare(queue=5), "shortstr"),  # type: ignore[arg-type]
-        (amqp091.QueueDeclare(arguments={"a": object()}), "table"),  # type: ignore[dict-item]
-        (amqp091.QueueDeclare(arguments=[1]), "table"),  # type: ignore[arg-type]
+        (amqp091.spec.BasicPublish(exchange="x" * 256), "shortstr"),
+        (amqp091.spec.BasicAck(delivery_tag=-1), "longlong"),
+        (amqp091.spec.BasicQos(prefetch_count=70000), "short"),
+        (amqp091.spec.ConnectionSecure(challenge="text"), "longstr"),  # type: ignore[arg-type]
+        (amqp091.spec.QueueDeclare(queue=5), "shortstr"),  # type: ignore[arg-type]
+        (amqp091.spec.QueueDeclare(arguments={"a": object()}), "table"),  # type: ignore[dict-item]
+        (amqp091.spec.QueueDeclare(arguments=[1]), "table"),  # type: ignore[arg-type]
     ],
 )
 def test_what_cannot_be_encoded(method: amqp091.Method, reason: str) -> None:
-    with pytest.raises(amqp091.EncodeError):
+    with pytest.raises(amqp091.errors.EncodeError):
         method.encode()
 
 
@@ -149,7 +154,7 @@ def test_content_header_round_trip(props: amqp091.BasicProperties, body_size: in
     assert amqp091.decode_content_header(payload) == (60, body_size, props)
     assert amqp091.decode_content_header(bytearray(payload)) == (60, body_size, props)
     frame = amqp091.encode_header_frame(9, body_size, props)
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     parser.feed(frame)
     assert parser.next_frame() == amqp091.ContentHeaderFrame(9, 60, body_size, props)
     for octet in frame:  # byte by byte
@@ -196,7 +201,7 @@ def test_we_read_pamqp_content_headers(props: amqp091.BasicProperties, body_size
         setattr(theirs, name, value)
     with strategies.pamqp_unchecked():
         wire = pamqp.frame.marshal(pamqp.header.ContentHeader(0, body_size, theirs), 2)
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     parser.feed(wire)
     assert parser.next_frame() == amqp091.ContentHeaderFrame(2, 60, body_size, props)
 
@@ -213,7 +218,7 @@ def test_every_property_against_pamqp_bytes() -> None:
         reply_to="r",
         expiration="60000",
         message_id="m",
-        timestamp=amqp091.Timestamp(1_700_000_000),
+        timestamp=amqp091.codec.Timestamp(1_700_000_000),
         type="t",
         user_id="guest",
         app_id="app",
@@ -232,9 +237,9 @@ def test_every_property_against_pamqp_bytes() -> None:
 
 
 def test_properties_that_cannot_be_encoded() -> None:
-    with pytest.raises(amqp091.EncodeError):
+    with pytest.raises(amqp091.errors.EncodeError):
         amqp091.encode_content_header(1, amqp091.BasicProperties(priority=256))
-    with pytest.raises(amqp091.EncodeError):
+    with pytest.raises(amqp091.errors.EncodeError):
         amqp091.encode_content_header(-1, amqp091.BasicProperties())
-    with pytest.raises(amqp091.EncodeError):
+    with pytest.raises(amqp091.errors.EncodeError):
         amqp091.encode_content_header(1, amqp091.BasicProperties(headers={1: 2}))  # type: ignore[dict-item]

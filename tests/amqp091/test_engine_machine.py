@@ -30,7 +30,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from support.amqp091_engine import Pair, open_pair
+from support.amqp091_engine import Pair, give, open_pair
 
 from amqp_sansio import amqp091
 from amqp_sansio.amqp091.engine import events as ev
@@ -155,7 +155,7 @@ class EngineMachine(RuleBasedStateMachine):
     def publish_one(self, number: int, key: str, body: bytes, properties: Any) -> None:
         key = f"{key}#{self.next_serial()}"
         seq = self.pair.client.publish(number, "amq.topic", key, body, properties)
-        method = amqp091.BasicPublish(exchange="amq.topic", routing_key=key)
+        method = amqp091.spec.BasicPublish(exchange="amq.topic", routing_key=key)
         self.sent("server", number, method, properties, body)
         if number in self.confirm:
             assert seq is not None
@@ -175,7 +175,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.deliver_one(number, body, properties, tag)
 
     def deliver_one(self, number: int, body: bytes, properties: Any, tag: int) -> None:
-        method = amqp091.BasicDeliver(
+        method = amqp091.spec.BasicDeliver(
             consumer_tag=f"ctag{self.next_serial()}",
             delivery_tag=tag,
             exchange="x",
@@ -189,7 +189,7 @@ class EngineMachine(RuleBasedStateMachine):
     def method(self, data: st.DataObject, count: int, from_client: bool) -> None:
         self.quiet = False
         number = data.draw(st.sampled_from(sorted(self.open)))
-        method = amqp091.BasicQos(prefetch_count=count)
+        method = amqp091.spec.BasicQos(prefetch_count=count)
         (self.pair.client if from_client else self.pair.server).send_method(number, method)
         self.expected["server" if from_client else "client"][number].append(("method", method))
 
@@ -198,11 +198,11 @@ class EngineMachine(RuleBasedStateMachine):
     def confirm_select(self, data: st.DataObject) -> None:
         self.quiet = False
         number = data.draw(st.sampled_from(sorted(self.open - self.confirm)))
-        self.pair.client.send_method(number, amqp091.ConfirmSelect())
-        self.pair.server.send_method(number, amqp091.ConfirmSelectOk())
+        self.pair.client.send_method(number, amqp091.spec.ConfirmSelect())
+        self.pair.server.send_method(number, amqp091.spec.ConfirmSelectOk())
         self.confirm.add(number)
-        self.expected["server"][number].append(("method", amqp091.ConfirmSelect()))
-        self.expected["client"][number].append(("method", amqp091.ConfirmSelectOk()))
+        self.expected["server"][number].append(("method", amqp091.spec.ConfirmSelect()))
+        self.expected["client"][number].append(("method", amqp091.spec.ConfirmSelectOk()))
 
     @precondition(lambda self: any(self.published.values()))
     @rule(data=st.data(), multiple=st.booleans(), ack=st.booleans())
@@ -210,7 +210,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.quiet = False
         number = data.draw(st.sampled_from(sorted(n for n, s in self.published.items() if s)))
         tag = data.draw(st.sampled_from(sorted(self.published[number])))
-        cls = amqp091.BasicAck if ack else amqp091.BasicNack
+        cls = amqp091.spec.BasicAck if ack else amqp091.spec.BasicNack
         self.pair.server.send_method(number, cls(delivery_tag=tag, multiple=multiple))
         done = {s for s in self.published[number] if s <= tag} if multiple else {tag}
         self.published[number] -= done
@@ -225,7 +225,7 @@ class EngineMachine(RuleBasedStateMachine):
         queues = []
         for body, properties in items:
             number = data.draw(st.sampled_from(channels))
-            method = amqp091.BasicPublish(exchange="", routing_key=f"q{self.next_serial()}")
+            method = amqp091.spec.BasicPublish(exchange="", routing_key=f"q{self.next_serial()}")
             frames = amqp091.encode_content(number, method, properties, body, self.frame_max)
             queues.append(frames)
             self.sent("server", number, method, properties, body)
@@ -243,7 +243,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.pair.pump()  # what was queued first goes first
         client_events, server_events = self.pair.take()
         self.check(client_events, server_events)
-        self.pair.server.receive_data(b"".join(wire), self.pair.now)
+        give(self.pair.server, self.pair.server.receive_data(b"".join(wire), self.pair.now))
         self.pair.pump()
         self.check(*self.pair.take())
 
@@ -282,7 +282,9 @@ class EngineMachine(RuleBasedStateMachine):
                     self.closing.discard(number)
                     assert not self.expected[side][number], self.expected[side][number]
         for wire in (self.pair.wire_to_client, self.pair.wire_to_server):
-            parser = amqp091.FrameParser(self.frame_max)  # raises for a frame over frame-max
+            parser = amqp091.framing.FrameParser(
+                self.frame_max
+            )  # raises for a frame over frame-max
             parser.feed(b"".join(wire))
             assert all(frame is not None for frame in parser)
             assert parser.buffered == 0

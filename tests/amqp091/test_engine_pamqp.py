@@ -14,7 +14,7 @@ import pamqp.frame
 import pamqp.header
 import pamqp.heartbeat
 from support.amqp091 import from_pamqp, to_pamqp
-from support.amqp091_engine import frames, open_channel, open_pair
+from support.amqp091_engine import frames, give, open_channel, open_pair, take
 
 from amqp_sansio import amqp091
 from amqp_sansio.amqp091 import engine
@@ -34,18 +34,18 @@ def unmarshal_all(data: bytes) -> list[Any]:
 def test_pamqp_reads_every_frame_we_write() -> None:
     pair = open_pair(client={"heartbeat": 10}, server={"heartbeat": 10})
     number = open_channel(pair)
-    pair.client.send_method(number, amqp091.ConfirmSelect())
+    pair.client.send_method(number, amqp091.spec.ConfirmSelect())
     pair.client.publish(
         number, "x", "k", b"y" * 300_000, amqp091.BasicProperties(message_id="m", priority=3)
     )
-    pair.server.send_method(number, amqp091.BasicAck(delivery_tag=1))
+    pair.server.send_method(number, amqp091.spec.BasicAck(delivery_tag=1))
     pair.server.send_content(
         number,
-        amqp091.BasicDeliver(consumer_tag="c", delivery_tag=1, exchange="x", routing_key="k"),
+        amqp091.spec.BasicDeliver(consumer_tag="c", delivery_tag=1, exchange="x", routing_key="k"),
         None,
         b"",
     )
-    pair.client.tick(5.0)
+    give(pair.client, pair.client.handle_timer(5.0))
     pair.server.block("disk")
     pair.pump()
     pair.client.close_channel(number)
@@ -58,7 +58,7 @@ def test_pamqp_reads_every_frame_we_write() -> None:
         theirs = unmarshal_all(data)
         assert len(ours) == len(theirs) > 5
         for mine, (channel, value) in zip(ours, theirs, strict=True):
-            if isinstance(mine, amqp091.ProtocolHeader):
+            if isinstance(mine, amqp091.framing.ProtocolHeader):
                 assert isinstance(value, pamqp.header.ProtocolHeader)
                 continue
             assert channel == mine.channel
@@ -86,30 +86,36 @@ def test_a_pamqp_client_drives_our_server() -> None:
         pamqp.frame.marshal(pamqp.header.ProtocolHeader(), 0),
         _m(pc.Connection.StartOk(client_properties={"product": "pamqp"}, response="\0u\0p")),
     ]
-    server.receive_data(b"".join(script), 0.0)
-    assert [type(e) for e in server.events()] == [ev.LoginRequested]
+    give(server, server.receive_data(b"".join(script), 0.0))
+    assert [type(e) for e in take(server)] == [ev.LoginRequested]
     server.accept_login("u")
-    server.receive_data(
-        _m(pc.Connection.TuneOk(channel_max=10, frame_max=4096, heartbeat=0))
-        + _m(pc.Connection.Open(virtual_host="/v")),
-        0.0,
+    give(
+        server,
+        server.receive_data(
+            _m(pc.Connection.TuneOk(channel_max=10, frame_max=4096, heartbeat=0))
+            + _m(pc.Connection.Open(virtual_host="/v")),
+            0.0,
+        ),
     )
-    assert list(server.events()) == [ev.OpenRequested(virtual_host="/v")]
+    assert take(server) == [ev.OpenRequested(virtual_host="/v")]
     server.accept_open()
     props = pc.Basic.Properties(content_type="text/plain", headers={"a": 1})
     chunks = [body[i : i + 4088] for i in range(0, len(body), 4088)]
-    server.receive_data(
-        _m(pc.Channel.Open(), 1)
-        + _m(pc.Confirm.Select(), 1)
-        + _m(pc.Basic.Publish(exchange="", routing_key="q"), 1)
-        + _m(pamqp.header.ContentHeader(0, len(body), props), 1)
-        + b"".join(_m(pamqp.body.ContentBody(c), 1) for c in chunks)
-        + _m(pamqp.heartbeat.Heartbeat(), 0)
-        + _m(pc.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0), 1)
-        + _m(pc.Connection.Close(reply_code=200, reply_text="done", class_id=0, method_id=0)),
-        1.0,
+    give(
+        server,
+        server.receive_data(
+            _m(pc.Channel.Open(), 1)
+            + _m(pc.Confirm.Select(), 1)
+            + _m(pc.Basic.Publish(exchange="", routing_key="q"), 1)
+            + _m(pamqp.header.ContentHeader(0, len(body), props), 1)
+            + b"".join(_m(pamqp.body.ContentBody(c), 1) for c in chunks)
+            + _m(pamqp.heartbeat.Heartbeat(), 0)
+            + _m(pc.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0), 1)
+            + _m(pc.Connection.Close(reply_code=200, reply_text="done", class_id=0, method_id=0)),
+            1.0,
+        ),
     )
-    got = list(server.events())
+    got = take(server)
     assert [type(e) for e in got] == [
         ev.ConnectionOpened,
         ev.ChannelOpened,
@@ -139,13 +145,16 @@ def test_a_pamqp_client_drives_our_server() -> None:
 def test_a_pamqp_server_drives_our_client() -> None:
     client = engine.Connection(engine.Role.CLIENT, mechanism="AMQPLAIN", username="u", password="p")
     client.start(0.0)
-    client.receive_data(
-        _m(pc.Connection.Start(server_properties={"product": "pamqp"}, mechanisms="AMQPLAIN"))
-        + _m(pc.Connection.Tune(channel_max=0, frame_max=0, heartbeat=5))
-        + _m(pc.Connection.OpenOk()),
-        0.0,
+    give(
+        client,
+        client.receive_data(
+            _m(pc.Connection.Start(server_properties={"product": "pamqp"}, mechanisms="AMQPLAIN"))
+            + _m(pc.Connection.Tune(channel_max=0, frame_max=0, heartbeat=5))
+            + _m(pc.Connection.OpenOk()),
+            0.0,
+        ),
     )
-    [opened] = client.events()
+    [opened] = take(client)
     assert isinstance(opened, ev.ConnectionOpened)
     assert (opened.frame_max, opened.channel_max, opened.heartbeat) == (131072, 2047, 5)
     sent = unmarshal_all(client.data_to_send()[8:])
@@ -157,20 +166,26 @@ def test_a_pamqp_server_drives_our_client() -> None:
         "Connection.Open",
     ]
     number = client.open_channel()
-    client.receive_data(_m(pc.Channel.OpenOk(), number), 0.0)
-    client.receive_data(
-        _m(pc.Basic.Deliver(consumer_tag="c", delivery_tag=9, exchange="", routing_key="q"), number)
-        + _m(pamqp.header.ContentHeader(0, 3, pc.Basic.Properties(delivery_mode=2)), number)
-        + _m(pamqp.body.ContentBody(b"abc"), number)
-        + _m(pc.Connection.Blocked(reason="memory"))
-        + _m(pc.Channel.Flow(active=False), number),
-        0.0,
+    give(client, client.receive_data(_m(pc.Channel.OpenOk(), number), 0.0))
+    give(
+        client,
+        client.receive_data(
+            _m(
+                pc.Basic.Deliver(consumer_tag="c", delivery_tag=9, exchange="", routing_key="q"),
+                number,
+            )
+            + _m(pamqp.header.ContentHeader(0, 3, pc.Basic.Properties(delivery_mode=2)), number)
+            + _m(pamqp.body.ContentBody(b"abc"), number)
+            + _m(pc.Connection.Blocked(reason="memory"))
+            + _m(pc.Channel.Flow(active=False), number),
+            0.0,
+        ),
     )
-    assert list(client.events()) == [
+    assert take(client) == [
         ev.ChannelOpened(channel=number),
         ev.ContentReceived(
             channel=number,
-            method=amqp091.BasicDeliver(
+            method=amqp091.spec.BasicDeliver(
                 consumer_tag="c", delivery_tag=9, exchange="", routing_key="q"
             ),
             properties=amqp091.BasicProperties(delivery_mode=2),

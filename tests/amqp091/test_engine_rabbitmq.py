@@ -35,6 +35,7 @@ class Loop:
         )
         self.conn.start(time.monotonic())
         self.seen: list[ev.Event] = []
+        self.pending: list[ev.Event] = []  # given by the engine, not looked at yet
 
     def flush(self) -> None:
         data = self.conn.data_to_send()
@@ -45,9 +46,11 @@ class Loop:
         """Pump until an event ``wanted`` accepts arrives; gives it."""
         end = time.monotonic() + timeout
         while True:
-            for event in self.conn.events():
+            events, self.pending = self.pending, []
+            for i, event in enumerate(events):
                 self.seen.append(event)
                 if wanted(event):
+                    self.pending = events[i + 1 :]
                     return event
             self.flush()
             if self.conn.closed:
@@ -56,7 +59,7 @@ class Loop:
             assert now < end, f"no such event within {timeout} s: {self.seen[-3:]}"
             deadline = self.conn.next_deadline()
             if deadline is not None and deadline <= now:
-                self.conn.tick(now)
+                self.pending += self.conn.handle_timer(now)
                 continue
             wait = min(end, deadline if deadline is not None else end) - now
             self.sock.settimeout(max(wait, 0.01))
@@ -64,7 +67,7 @@ class Loop:
                 data = self.sock.recv(65536)
             except TimeoutError:
                 continue
-            self.conn.receive_data(data, time.monotonic())
+            self.pending += self.conn.receive_data(data, time.monotonic())
 
     def until_closed(self) -> ev.Event:
         """Pump until the connection is closed; gives the last event (ConnectionClosed)."""
@@ -72,9 +75,10 @@ class Loop:
         while not self.conn.closed:
             assert time.monotonic() < end
             self.flush()
-            self.conn.receive_data(self.sock.recv(65536), time.monotonic())
+            self.pending += self.conn.receive_data(self.sock.recv(65536), time.monotonic())
         self.flush()
-        self.seen += self.conn.events()
+        self.seen += self.pending
+        self.pending = []
         return self.seen[-1]
 
     def close(self) -> None:
@@ -107,27 +111,27 @@ def test_negotiate_declare_publish_get_close(url: str, mechanism: str) -> None:
         number = loop.conn.open_channel()
         assert loop.until(kind(ev.ChannelOpened)) == ev.ChannelOpened(channel=number)
         queue = f"amqp-sansio-engine-{uuid.uuid4().hex[:8]}"
-        loop.conn.send_method(number, amqp091.QueueDeclare(queue=queue, auto_delete=True))
-        declared = loop.until(method_of(amqp091.QueueDeclareOk))
+        loop.conn.send_method(number, amqp091.spec.QueueDeclare(queue=queue, auto_delete=True))
+        declared = loop.until(method_of(amqp091.spec.QueueDeclareOk))
         assert isinstance(declared, ev.MethodReceived)
-        assert declared.method == amqp091.QueueDeclareOk(
+        assert declared.method == amqp091.spec.QueueDeclareOk(
             queue=queue, message_count=0, consumer_count=0
         )
-        loop.conn.send_method(number, amqp091.ConfirmSelect())
-        loop.until(method_of(amqp091.ConfirmSelectOk))
+        loop.conn.send_method(number, amqp091.spec.ConfirmSelect())
+        loop.until(method_of(amqp091.spec.ConfirmSelectOk))
         body = bytes(range(256)) * 1000  # over frame-max: several body frames
         props = amqp091.BasicProperties(content_type="application/octet-stream", headers={"n": 1})
         assert loop.conn.publish(number, "", queue, body, props) == 1
         confirmed = loop.until(kind(ev.Confirmed))
         assert confirmed == ev.Confirmed(channel=number, delivery_tag=1, multiple=False, ack=True)
         assert loop.conn.channel(number).unconfirmed == set()
-        loop.conn.send_method(number, amqp091.BasicGet(queue=queue, no_ack=True))
-        got = loop.until(method_of(amqp091.BasicGetOk))
+        loop.conn.send_method(number, amqp091.spec.BasicGet(queue=queue, no_ack=True))
+        got = loop.until(method_of(amqp091.spec.BasicGetOk))
         assert isinstance(got, ev.ContentReceived)
         assert got.body == body
         assert got.properties == props
-        loop.conn.send_method(number, amqp091.BasicGet(queue=queue, no_ack=True))
-        loop.until(method_of(amqp091.BasicGetEmpty))
+        loop.conn.send_method(number, amqp091.spec.BasicGet(queue=queue, no_ack=True))
+        loop.until(method_of(amqp091.spec.BasicGetEmpty))
         loop.conn.close_channel(number)
         assert loop.until(kind(ev.ChannelClosed)) == ev.ChannelClosed(
             channel=number, reply_code=200, reply_text="", by_peer=False
@@ -147,7 +151,7 @@ def test_soft_error_from_rabbitmq_closes_the_channel(url: str) -> None:
         number = loop.conn.open_channel()
         loop.until(kind(ev.ChannelOpened))
         loop.conn.send_method(
-            number, amqp091.QueueDeclare(queue=f"absent-{uuid.uuid4().hex}", passive=True)
+            number, amqp091.spec.QueueDeclare(queue=f"absent-{uuid.uuid4().hex}", passive=True)
         )
         closed = loop.until(kind(ev.ChannelClosed))
         assert isinstance(closed, ev.ChannelClosed)

@@ -41,9 +41,8 @@ class Peer:
             moved = True
         back = self.conn.data_to_send()
         if back:
-            self.engine.receive_data(back, now)
+            self.events += self.engine.receive_data(back, now)
             moved = True
-        self.events += self.engine.events()
         return moved
 
     def of(self, kind: type) -> list[Any]:
@@ -80,7 +79,7 @@ class World:
         self.now += seconds
         for peer in self.peers:
             peer.conn.handle_timer(self.now, wall=1e9)
-            peer.engine.tick(self.now)
+            peer.events += peer.engine.handle_timer(self.now)
         self.pump()
 
 

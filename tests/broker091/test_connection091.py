@@ -174,14 +174,14 @@ def test_answers_first_sends_a_confirm_before_the_deliveries_of_its_publish() ->
         publisher.engine.publish(pch, "", "work", b"%d" % i)
     publisher.conn.receive_data(publisher.engine.data_to_send(), publisher.now, wall=1e9)
     assert broker.dispatching
-    publisher.engine.receive_data(publisher.conn.data_to_send(), publisher.now)
-    (confirmed,) = [e for e in publisher.engine.events() if isinstance(e, ev.Confirmed)]
+    got = publisher.engine.receive_data(publisher.conn.data_to_send(), publisher.now)
+    (confirmed,) = [e for e in got if isinstance(e, ev.Confirmed)]
     assert (confirmed.ack, confirmed.delivery_tag, confirmed.multiple) == (True, 3, True)
     assert consumer.conn.data_to_send() == b""  # nothing delivered yet
     broker.dispatch_more()
     assert not broker.dispatching
-    consumer.engine.receive_data(consumer.conn.data_to_send(), consumer.now)
-    delivered = [e for e in consumer.engine.events() if isinstance(e, ev.ContentReceived)]
+    got = consumer.engine.receive_data(consumer.conn.data_to_send(), consumer.now)
+    delivered = [e for e in got if isinstance(e, ev.ContentReceived)]
     assert [d.body for d in delivered] == [b"0", b"1", b"2"]
     assert [d.method.delivery_tag for d in delivered] == [1, 2, 3]
 

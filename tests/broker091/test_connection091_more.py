@@ -398,9 +398,8 @@ def test_the_broker_closing_a_connection_twice_sends_one_close() -> None:
     first = client.conn.data_to_send()
     client.conn.close()  # closing already: nothing more
     assert client.conn.data_to_send() == b""
-    client.engine.receive_data(first, client.now)
+    client.events += client.engine.receive_data(first, client.now)
     client.pump()
-    client.events += client.engine.events()
     (closed,) = client.of(ev.ConnectionClosed)
     assert closed.reply_code == spec.ReplyCode.CONNECTION_FORCED and closed.by_peer
     assert client.conn.ended

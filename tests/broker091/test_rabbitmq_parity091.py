@@ -235,7 +235,7 @@ def test_server_properties_carry_rabbitmqs_keys(peer: tuple[str, str, int]) -> N
 # -- 6. connection.tune-ok out of range (raw bytes) ---------------------------------------------
 
 
-def _method_of(sock: socket.socket, parser: amqp091.FrameParser, kind: type) -> None:
+def _method_of(sock: socket.socket, parser: amqp091.framing.FrameParser, kind: type) -> None:
     """Read until the server's method of ``kind`` comes."""
     while True:
         for frame in parser:
@@ -254,16 +254,16 @@ def _after_tune_ok(
     _, host, port = peer
     with socket.create_connection((host, port), timeout=wait) as sock:
         sock.sendall(b"AMQP\x00\x00\x09\x01")
-        parser = amqp091.FrameParser(0)
-        _method_of(sock, parser, amqp091.ConnectionStart)
-        start_ok = amqp091.ConnectionStartOk(
+        parser = amqp091.framing.FrameParser(0)
+        _method_of(sock, parser, amqp091.spec.ConnectionStart)
+        start_ok = amqp091.spec.ConnectionStartOk(
             client_properties={}, mechanism="PLAIN", response=b"\x00guest\x00guest"
         )
         sock.sendall(encode_method_frame(0, start_ok))
-        _method_of(sock, parser, amqp091.ConnectionTune)
-        tune_ok = amqp091.ConnectionTuneOk(channel_max=channel_max, frame_max=frame_max)
+        _method_of(sock, parser, amqp091.spec.ConnectionTune)
+        tune_ok = amqp091.spec.ConnectionTuneOk(channel_max=channel_max, frame_max=frame_max)
         sock.sendall(encode_method_frame(0, tune_ok))
-        sock.sendall(encode_method_frame(0, amqp091.ConnectionOpen(virtual_host="/")))
+        sock.sendall(encode_method_frame(0, amqp091.spec.ConnectionOpen(virtual_host="/")))
         after = b""
         try:
             while data := sock.recv(65536):
@@ -291,6 +291,6 @@ def test_a_tune_ok_out_of_range_closes_the_socket_without_a_close(
 def test_a_tune_ok_in_range_opens(peer: tuple[str, str, int]) -> None:
     after = _after_tune_ok(peer, 2047, 4096, wait=1.0)
     assert after.endswith(b"<still open>")
-    parser = amqp091.FrameParser(0)
+    parser = amqp091.framing.FrameParser(0)
     parser.feed(after[: -len(b"<still open>")])
-    assert [type(frame.method) for frame in parser] == [amqp091.ConnectionOpenOk]
+    assert [type(frame.method) for frame in parser] == [amqp091.spec.ConnectionOpenOk]

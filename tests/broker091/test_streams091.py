@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from support.broker091_net import Client
 
-from amqp_sansio.amqp091 import Int64, Timestamp, spec
+from amqp_sansio.amqp091 import spec
+from amqp_sansio.amqp091.codec import Int64, Timestamp
 from amqp_sansio.amqp091.engine import events as ev
 from amqp_sansio.broker import Broker, BrokerConfig, Stream
 

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("codec", ("amqp_sansio.codec",), CORE[:1]),
     ("definitions", ("amqp_sansio.definitions",), CORE[:2]),
     ("framing", ("amqp_sansio.framing",), CORE[:3]),
-    ("events", ("amqp_sansio.events",), CORE[:4]),
+    ("events", ("amqp_sansio.events", "amqp_sansio.contract"), CORE[:4]),
     ("security", ("amqp_sansio.security",), CORE[:5]),
     ("engine", ("amqp_sansio.engine",), CORE[:6]),
     ("AMQP 0-9-1", ("amqp_sansio.amqp091",), ("errors", "events", "security")),

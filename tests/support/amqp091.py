@@ -33,19 +33,19 @@ not_utf8 = st.binary(max_size=20).map(lambda b: b"\xff" + b)
 scalars = st.one_of(
     st.booleans(),
     st.integers(-(2**63), 2**63 - 1),
-    st.integers(0, 255).map(amqp091.UInt8),
-    st.integers(-(2**15), 2**15 - 1).map(amqp091.Int16),
-    st.integers(0, 2**16 - 1).map(amqp091.UInt16),
-    st.integers(-(2**31), 2**31 - 1).map(amqp091.Int32),
-    st.integers(0, 2**32 - 1).map(amqp091.UInt32),
-    st.integers(-(2**63), 2**63 - 1).map(amqp091.Int64),
+    st.integers(0, 255).map(amqp091.codec.UInt8),
+    st.integers(-(2**15), 2**15 - 1).map(amqp091.codec.Int16),
+    st.integers(0, 2**16 - 1).map(amqp091.codec.UInt16),
+    st.integers(-(2**31), 2**31 - 1).map(amqp091.codec.Int32),
+    st.integers(0, 2**32 - 1).map(amqp091.codec.UInt32),
+    st.integers(-(2**63), 2**63 - 1).map(amqp091.codec.Int64),
     st.floats(allow_nan=False),
-    st.floats(width=32, allow_nan=False).map(amqp091.Float32),
+    st.floats(width=32, allow_nan=False).map(amqp091.codec.Float32),
     decimals(),
     st.text(max_size=20),
     not_utf8,
     st.binary(max_size=20).map(bytearray),
-    st.integers(0, 2**64 - 1).map(amqp091.Timestamp),
+    st.integers(0, 2**64 - 1).map(amqp091.codec.Timestamp),
     st.none(),
 )
 
@@ -98,7 +98,7 @@ def domain_values(type_: str, *, pamqp: bool = False) -> st.SearchStrategy[Any]:
         return st.text(max_size=40).map(str.encode) if pamqp else st.binary(max_size=40)
     if type_ == "timestamp":
         # pamqp reads a timestamp past 2106 as milliseconds.
-        return st.integers(0, 2**32 - 1 if pamqp else 2**64 - 1).map(amqp091.Timestamp)
+        return st.integers(0, 2**32 - 1 if pamqp else 2**64 - 1).map(amqp091.codec.Timestamp)
     assert type_ == "table"
     return tables(pamqp_scalars) if pamqp else tables()
 

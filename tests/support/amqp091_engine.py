@@ -3,6 +3,7 @@ a client and a server, pumped whole or in chunks of any size, on a clock the tes
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,27 +44,32 @@ class Pair:
         logins and opens when ``accept``."""
         for _ in range(10_000):
             moved = False
+            self.client_events += take(self.client)  # (what a test fed them directly)
+            server_got = take(self.server)
             data = self.client.data_to_send()
             if data:
                 moved = True
                 self.wire_to_server.append(data)
                 for piece in chunks(data, self.chunk):
-                    self.server.receive_data(piece, self.now)
+                    server_got += self.server.receive_data(piece, self.now)
             data = self.server.data_to_send()
             if data:
                 moved = True
                 self.wire_to_client.append(data)
                 for piece in chunks(data, self.chunk):
-                    self.client.receive_data(piece, self.now)
-            self.client_events += self.client.events()
-            for event in self.server.events():
-                self.server_events.append(event)
-                if accept and isinstance(event, ev.LoginRequested):
-                    self.server.accept_login(event.username or "")
-                    moved = True
-                elif accept and isinstance(event, ev.OpenRequested):
-                    self.server.accept_open()
-                    moved = True
+                    self.client_events += self.client.receive_data(piece, self.now)
+            while server_got:
+                answered = False
+                for event in server_got:
+                    self.server_events.append(event)
+                    if accept and isinstance(event, ev.LoginRequested):
+                        self.server.accept_login(event.username or "")
+                        moved = answered = True
+                    elif accept and isinstance(event, ev.OpenRequested):
+                        self.server.accept_open()
+                        moved = answered = True
+                # (an accept's event, ConnectionOpened, comes back from the next call)
+                server_got = self.server.handle_timer(self.now) if answered else []
             if not moved:
                 return
         raise AssertionError("the engines never went quiet")
@@ -112,7 +118,7 @@ def open_channel(pair: Pair) -> int:
 
 def frames(data: bytes, *, server: bool = False, frame_max: int = 0) -> list[Any]:
     """The frames in ``data`` (what an engine wrote), parsed by the codec layer."""
-    parser = amqp091.FrameParser(frame_max, protocol_header=server)
+    parser = amqp091.framing.FrameParser(frame_max, protocol_header=server)
     parser.feed(data)
     return list(parser)
 
@@ -120,3 +126,30 @@ def frames(data: bytes, *, server: bool = False, frame_max: int = 0) -> list[Any
 def methods(data: bytes, **kwargs: Any) -> list[Any]:
     """The methods in ``data``."""
     return [f.method for f in frames(data, **kwargs) if isinstance(f, amqp091.MethodFrame)]
+
+
+# -- events as a test takes them -----------------------------------------------------------
+
+_GIVEN: weakref.WeakKeyDictionary[engine.Connection, list[ev.Event]] = weakref.WeakKeyDictionary()
+
+
+def give(conn: engine.Connection, events: list[ev.Event]) -> None:
+    """Keep what ``conn.receive_data`` or ``conn.handle_timer`` gave, for :func:`take`."""
+    _GIVEN.setdefault(conn, []).extend(events)
+
+
+def take(conn: engine.Connection) -> list[ev.Event]:
+    """The events ``conn`` gave since the last take, in order, without those a close of
+    ours made moot since (``conn.discarded``), as the application handles them."""
+    given = _GIVEN.pop(conn, [])
+    return [event for event in given if not conn.discarded(event)]
+
+
+def take_one(conn: engine.Connection) -> ev.Event | None:
+    """The first event :func:`take` would give (the others stay), or None."""
+    given = _GIVEN.get(conn, [])
+    while given:
+        event = given.pop(0)
+        if not conn.discarded(event):
+            return event
+    return None

@@ -38,8 +38,7 @@ class Client:
                 back = other.data_to_send()
                 if back and other is self.conn:
                     moved = True
-                    self.engine.receive_data(back, self.now)
-            self.events += self.engine.events()
+                    self.events += self.engine.receive_data(back, self.now)
             if not moved:
                 return
         raise AssertionError("never quiet")

@@ -6,7 +6,7 @@ The work is what a client does for each message: encode a ``basic.publish`` meth
 and its content header, decode a ``basic.deliver`` method frame and its content header.
 The header carries typical properties (content type, delivery mode, priority, message id,
 correlation id, timestamp and three headers). Ours decodes with a
-:class:`~amqp_sansio.amqp091.FrameParser` kept from one frame to the next, as an engine
+:class:`~amqp_sansio.amqp091.framing.FrameParser` kept from one frame to the next, as an engine
 keeps one per connection; pamqp with ``pamqp.frame.unmarshal``, as aiormq does. Before
 timing, each side reads the other's bytes back as the same frame.
 """
@@ -49,11 +49,11 @@ _BODY_SIZE = 256
 
 def _ours() -> dict[str, Any]:
     props = amqp091.BasicProperties(
-        **_PROPERTIES, headers=dict(_HEADERS), timestamp=amqp091.Timestamp(_TIMESTAMP)
+        **_PROPERTIES, headers=dict(_HEADERS), timestamp=amqp091.codec.Timestamp(_TIMESTAMP)
     )
     return {
-        "publish": amqp091.BasicPublish(**_PUBLISH),
-        "deliver": amqp091.BasicDeliver(**_DELIVER),
+        "publish": amqp091.spec.BasicPublish(**_PUBLISH),
+        "deliver": amqp091.spec.BasicDeliver(**_DELIVER),
         "properties": props,
     }
 
@@ -73,7 +73,7 @@ def _pamqp() -> dict[str, Any]:
     }
 
 
-def _parse_one(parser: amqp091.FrameParser) -> Callable[[bytes], object]:
+def _parse_one(parser: amqp091.framing.FrameParser) -> Callable[[bytes], object]:
     feed, next_frame = parser.feed, parser.next_frame
 
     def parse(data: bytes) -> object:
@@ -89,7 +89,7 @@ def _check_same_frames(
     """Each side reads the other's bytes as the same frame (so both do the same work)."""
     import pamqp.frame
 
-    parse = _parse_one(amqp091.FrameParser(0))
+    parse = _parse_one(amqp091.framing.FrameParser(0))
     for name in ("publish", "deliver"):
         method: Any = pamqp.frame.unmarshal(wire[f"ours {name}"])[2]
         if dict(method) != dict(theirs[name]):
@@ -115,7 +115,7 @@ def codec091_benchmark(seconds: float = 1.0) -> Result:
         "ours deliver": amqp091.encode_method_frame(1, deliver),
         "ours header": amqp091.encode_header_frame(1, _BODY_SIZE, props),
     }
-    parse = _parse_one(amqp091.FrameParser(0))
+    parse = _parse_one(amqp091.framing.FrameParser(0))
     their_ops: dict[str, Callable[[], object] | None] = dict.fromkeys(
         ("method encode", "method decode", "header encode", "header decode")
     )

@@ -16,20 +16,35 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import attrs
 
 from amqp_sansio.amqp091 import spec
+from amqp_sansio.amqp091.engine import Connection
 from amqp_sansio.amqp091.methods import Method
 from amqp_sansio.client.ops import ClientError, Op
 
 from .ops import ChannelClosedError, Confirmation, Returned, TransactionError
 
-if TYPE_CHECKING:
-    from .core import Core
+__all__ = ["ChannelCore", "ChannelOwner", "ConsumerCore", "Delivery"]
 
-__all__ = ["ChannelCore", "ConsumerCore", "Delivery"]
+
+class ChannelOwner(Protocol):
+    """What a :class:`ChannelCore` asks of its connection's core (:class:`~.core.Core`
+    meets it; written here so that this module does not import the core, which imports
+    it): the engine and the connection's state, its channels by number, the check that it
+    is usable, and the call that says something changed."""
+
+    engine: Connection
+    lost: bool
+    blocked: str | None
+    _by_number: dict[int, ChannelCore]
+    _channels: set[ChannelCore]
+
+    def check(self) -> None: ...
+
+    def _changed(self) -> None: ...
 
 
 # -- deliveries --------------------------------------------------------------------------------
@@ -217,7 +232,7 @@ _TOPOLOGY = (
 class ChannelCore:
     """One channel the application opened (see the module's docstring)."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: ChannelOwner) -> None:
         self.core = core
         #: The engine's channel number (a new one on each connection).
         self.number: int | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ssl
 from collections import deque
 from collections.abc import Callable, Collection
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import attrs
 
@@ -24,7 +24,6 @@ import amqp_sansio as a
 import amqp_sansio.amqp091.engine as e
 from amqp_sansio.amqp091 import spec
 from amqp_sansio.amqp091.codec import FieldTable
-from amqp_sansio.amqp091.engine.layer import EngineBytes
 from amqp_sansio.client.engines import Stream
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError, Op
@@ -159,7 +158,7 @@ def client_engine(
     if parsed.tls and context is None:
         context = a.security.tls.client_context()
     stream = stack(
-        EngineBytes(engine),
+        engine,
         role="client",
         tls=context,
         server_hostname=parsed.host,
@@ -295,15 +294,15 @@ class Core(CoreBase[e.Connection]):
     # -- events --------------------------------------------------------------------------------
 
     def _handle(self, events: list[a.Event]) -> list[a.Event]:
-        for event in events:  # the TLS layer's
+        engine = self.engine
+        for event in events:  # the engine's, and the TLS layer's
             if isinstance(event, a.security.tls.TLSEstablished):
                 self.tls = event
             elif isinstance(event, a.security.tls.TLSFailed):
                 self._fail(self.closed_error(f"TLS failed: {event.error}", event=event))
                 self._ended(None)
-        engine = self.engine
-        while (happened := engine.next_event()) is not None:
-            self._on_event(happened)
+            elif not engine.discarded(event):  # (a close of ours made it moot)
+                self._on_event(event)
         if engine.closed and not self.ended.done() and not self.lost:
             self._ended(None)
         self._changed()
@@ -397,7 +396,8 @@ _CHANNEL_EVENTS: dict[type, Callable[[ChannelCore, Any], None]] = {
     e.events.Confirmed: lambda ch, ev: ch._on_confirmed(ev.delivery_tag, ev.multiple, ev.ack),
     e.events.ChannelOpened: lambda ch, ev: ch._on_opened(),
     e.events.FlowChanged: _on_flow,
-    e.events.ChannelClosed: lambda ch, ev: ch.core._on_channel_closed(ch, ev),
+    # (a Core's channels have the Core as their owner)
+    e.events.ChannelClosed: lambda ch, ev: cast(Core, ch.core)._on_channel_closed(ch, ev),
 }
 #: The handlers of the connection's events, by type.
 _CONNECTION_EVENTS: dict[type, Callable[[Core, Any], None]] = {

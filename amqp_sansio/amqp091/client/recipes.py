@@ -106,7 +106,7 @@ def exchange_declare(
 ) -> Recipe[None]:
     """``exchange.declare``. RabbitMQ's ``auto-delete`` and ``internal`` bits are the
     fields the 0-9-1 XML reserves (``reserved_2`` and ``reserved_3`` in
-    :class:`~amqp_sansio.amqp091.ExchangeDeclare`): the call takes them by RabbitMQ's
+    :class:`~amqp_sansio.amqp091.spec.ExchangeDeclare`): the call takes them by RabbitMQ's
     names, as pika does."""
     given = fields(options)
     given["reserved_2"] = given.pop("auto_delete", False)

@@ -7,12 +7,13 @@ I/O-free (docs/amqp091.rst, "The engine").
   :mod:`~amqp_sansio.amqp091.engine.handshake` (channel 0: the negotiation of both roles,
   the close handshake) and :mod:`~amqp_sansio.amqp091.engine.dispatch` (the channels'
   methods and contents);
-* :mod:`~amqp_sansio.amqp091.engine.states`: :class:`~amqp_sansio.amqp091.Role`,
+* :mod:`~amqp_sansio.amqp091.engine.states`: :class:`~amqp_sansio.amqp091.engine.Role`,
   :class:`~amqp_sansio.amqp091.Limits`, :class:`ConnectionState`;
 * :mod:`~amqp_sansio.amqp091.engine.channel`: :class:`Channel`, :class:`ChannelState`;
 * :mod:`~amqp_sansio.amqp091.engine.events`: what the engine reports;
-* :mod:`~amqp_sansio.amqp091.engine.negotiation`: the SASL mechanisms as 0-9-1 carries
-  them (:class:`AMQPlainClient`), the properties each side announces, the tune rule.
+* :mod:`~amqp_sansio.amqp091.engine.negotiation`: the properties each side announces,
+  the logins as 0-9-1 carries them, the tune rule (the mechanisms are
+  :mod:`amqp_sansio.security.mechanisms`', AMQPLAIN's too).
 """
 
 from __future__ import annotations
@@ -35,12 +36,10 @@ from .events import (
     OpenRequested,
     Unblocked,
 )
-from .negotiation import AMQPlainClient
 
 __all__ = [
     "events",
     "negotiation",
-    "AMQPlainClient",
     "Channel",
     "ChannelState",
     "Connection",

@@ -1,10 +1,14 @@
 """The AMQP 0-9-1 connection, both roles, without I/O (0-9-1 spec, classes ``connection``
 and ``channel``; AMQP/Fast 0.9 RFC 006 for negotiation, content frames and heartbeats).
 
-The caller moves bytes and time, as with the 1.0 engine (:mod:`amqp_sansio.engine`):
-``receive_data(data, now)`` with what arrived (``b""`` when the stream ended),
-``data_to_send()`` for what to write, ``next_deadline()`` for when to call ``tick(now)``,
-and ``next_event()`` for what happened. The engine answers by itself what the protocol
+The caller moves bytes and time, as with the 1.0 engine (:mod:`amqp_sansio.engine`): the
+engine contract, ``amqp_sansio.contract.ProtocolEngine`` (docs/architecture.rst, "The
+engine contract"). ``receive_data(data, now)`` with what arrived (``b""`` when the stream
+ended) and ``handle_timer(now)`` give what happened, ``data_to_send()`` what to write,
+``next_deadline()`` when to call ``handle_timer``. The application's calls raise or queue
+frames; an event one of them causes (``accept_open``'s ConnectionOpened, ``accept_channel``'s
+ChannelOpened, a ``close()`` before anything was sent) comes back from the next
+``receive_data`` or ``handle_timer``. The engine answers by itself what the protocol
 answers: the negotiation, ``channel.open``/``close``/``flow`` and their ``-ok``, the close
 handshakes and heartbeats.
 
@@ -20,8 +24,6 @@ catalogue of what answers what is in docs/amqp091.rst, "The engine".
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 from ...errors import AMQPError, LocalProtocolError
 from .. import spec
@@ -42,7 +44,7 @@ from ..spec import ReplyCode
 from .channel import Channel, ChannelState, PeerError
 from .core import MAX_CHANNEL
 from .dispatch import ChannelDispatch
-from .events import Event, discard_requests
+from .events import Event, is_request
 from .handshake import Handshake
 from .states import ConnectionState, Limits, Role
 
@@ -92,11 +94,16 @@ class Connection(Handshake, ChannelDispatch):
             self._write(PROTOCOL_HEADER)
             self.state = _S.AWAIT_START
 
-    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> None:
-        """Take bytes from the peer; ``b""`` means the stream ended. Never raises for what
-        the peer sent: its faults are answered on the wire and reported as events."""
-        if self.state is _S.CLOSED:
-            return
+    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
+        """Take bytes from the peer (``b""``: the stream ended) and give what happened, with
+        the events the application's calls queued since the last call first. Never raises
+        for what the peer sent: its faults are answered on the wire and reported."""
+        self._cut.clear()
+        if self.state is not _S.CLOSED:
+            self._receive(data, now)
+        return self._take_events()
+
+    def _receive(self, data: bytes | bytearray | memoryview, now: float) -> None:
         if self._started is None:
             self.start(now)
         self._now = now
@@ -120,14 +127,25 @@ class Connection(Handshake, ChannelDispatch):
             except PeerError as exc:
                 self._peer_error(exc)
 
-    def next_event(self) -> Event | None:
-        """The next event, or None."""
-        return self._events.popleft() if self._events else None
+    def _take_events(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events
 
-    def events(self) -> Iterator[Event]:
-        """Every event there is now, in order."""
-        while self._events:
-            yield self._events.popleft()
+    def discarded(self, event: Event) -> bool:
+        """Whether ``event``, given by the last :meth:`receive_data` or
+        :meth:`handle_timer`, was made moot by :meth:`close_channel` or :meth:`close`
+        called since: a method or content of what they closed (for the connection, a login
+        or an open not answered yet too), which asks for an answer the application can no
+        longer give. The application skips it, as the engine drops what arrives after
+        (0-9-1 spec, ``channel.close`` and ``connection.close``: after sending close,
+        discard everything but close and close-ok). The events that report a state
+        (ChannelOpened, Confirmed, FlowChanged, ...) are never discarded."""
+        cut = self._cut
+        if not cut:
+            return False
+        if None in cut:
+            return is_request(event, None)
+        return any(is_request(event, number) for number in cut)
 
     def data_to_send(self) -> bytes:
         """What to write to the peer, drained."""
@@ -135,7 +153,7 @@ class Connection(Handshake, ChannelDispatch):
         return b"".join(out)
 
     def next_deadline(self) -> float | None:
-        """When :meth:`tick` must be called next: a heartbeat to send, the peer's silence
+        """When :meth:`handle_timer` must be called next: a heartbeat to send, the peer's silence
         to check, the handshake or close time-out; None for nothing."""
         state = self.state
         if state is _S.CLOSED or self._started is None:
@@ -153,12 +171,19 @@ class Connection(Handshake, ChannelDispatch):
                 deadlines.append(self._last_sent + self.heartbeat / 2)
         return min(deadlines) if deadlines else None
 
-    def tick(self, now: float) -> None:
-        """Do what is due at ``now``: send a heartbeat when nothing was sent for half the
+    def handle_timer(self, now: float) -> list[Event]:
+        """Do what is due at ``now`` and give what happened (with the events the
+        application's calls queued since the last call first; calling it early does
+        nothing else): send a heartbeat when nothing was sent for half the
         heartbeat (RabbitMQ's and pika's send interval); end the connection when nothing
         arrived for two heartbeats (spec, ``connection.tune`` field ``heartbeat``; RFC 006
         "Heartbeat Frames"), when the handshake took longer than the limit, or when the
         peer did not answer our close in time (``monitor_paused``: silence counts from now)."""
+        self._cut.clear()
+        self._tick(now)
+        return self._take_events()
+
+    def _tick(self, now: float) -> None:
         self._now = now
         self._last_received = now if self.monitor_paused else self._last_received
         state = self.state
@@ -226,14 +251,15 @@ class Connection(Handshake, ChannelDispatch):
         method_id: int = 0,
     ) -> None:
         """Begin channel ``number``'s close handshake (``channel.close``; refuses a
-        server's pending ``channel.open`` too). Its methods and contents not taken yet are
-        dropped, as is all but ``close``/``close-ok`` after; ChannelClosed follows."""
+        server's pending ``channel.open`` too). Its methods and contents already given are
+        :meth:`discarded`; all but ``close``/``close-ok`` that arrives after is dropped;
+        ChannelClosed follows."""
         ch = self._channels.get(number)
         if ch is None or ch.state is ChannelState.CLOSING:
             raise LocalProtocolError(f"channel {number} is not open")
         self._check_open("close a channel")
         self._close_channel(ch, int(reply_code), reply_text, class_id, method_id)
-        discard_requests(self._events, number)
+        self._cut.add(number)
 
     def send_method(self, channel: int, method: Method) -> None:
         """Send a method without content on ``channel`` (``queue.declare``, ``basic.ack``,
@@ -321,7 +347,7 @@ class Connection(Handshake, ChannelDispatch):
         self, reply_code: int = 200, reply_text: str = "", class_id: int = 0, method_id: int = 0
     ) -> None:
         """Begin the close handshake (``connection.close``; methods and contents not taken
-        yet are dropped); ConnectionClosed follows the peer's ``close-ok``. Before
+        yet are :meth:`discarded`); ConnectionClosed follows the peer's ``close-ok``. Before
         anything was sent the connection simply ends."""
         if self.state in (_S.CLOSING, _S.CLOSED):
             return
@@ -329,7 +355,7 @@ class Connection(Handshake, ChannelDispatch):
             self._end(int(reply_code), reply_text, class_id, method_id, by_peer=False)
             return
         self._send_close(int(reply_code), reply_text, class_id, method_id)
-        discard_requests(self._events, None)
+        self._cut.add(None)
 
     def accept_login(self, identity: str) -> None:
         """Server role, after LoginRequested: the login is good; ``connection.tune``

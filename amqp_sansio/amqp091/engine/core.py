@@ -10,11 +10,10 @@ time of the last call (``_now``) for the heartbeat (0-9-1 spec, ``connection.tun
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
 from ...errors import AMQPError, LocalProtocolError, UnsupportedProtocolError
-from ...security.mechanisms import SASLClientMechanism
+from ...security.mechanisms import SASLClientMechanism, client_mechanisms
 from .. import spec
 from ..codec import FieldTable
 from ..framing import PROTOCOL_HEADER, FrameParser, encode_method_frame
@@ -73,7 +72,7 @@ class ConnectionCore:
         self._auto_accept = auto_accept_channels
         self._username = username
         if role is Role.CLIENT:
-            self._choices = negotiation.client_mechanisms(mechanism, username, password)
+            self._choices = client_mechanisms(mechanism, username, password)
             self._properties = negotiation.client_properties(client_properties)
         else:
             self._choices = ()
@@ -87,7 +86,10 @@ class ConnectionCore:
         #: whose client sent a 0-8 header (:mod:`amqp_sansio.amqp091.amqp08`).
         self.protocol_version = "0-9-1"
         self._encode_frame = encode_method_frame
-        self._events: deque[Event] = deque()
+        self._events: list[Event] = []
+        #: The channels (None: the connection) the application closed since the last
+        #: events were given (see ``Connection.discarded``).
+        self._cut: set[int | None] = set()
         self._out: list[bytes] = []
         self._channels: dict[int, Channel] = {}
         #: The peer's properties (``server-properties`` or ``client-properties``).
@@ -100,7 +102,9 @@ class ConnectionCore:
         self.identity: str | None = None
         #: Client role: the server blocked publishing (``connection.blocked``).
         self.blocked = False
-        self.monitor_paused = False  # set while the caller does not read the peer: see tick()
+        self.monitor_paused = (
+            False  # set while the caller does not read the peer: see handle_timer()
+        )
         self._login_mechanism = ""
         self._now = 0.0
         self._started: float | None = None

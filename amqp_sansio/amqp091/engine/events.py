@@ -10,8 +10,6 @@ other method surfaces as :class:`MethodReceived` or, with content, :class:`Conte
 
 from __future__ import annotations
 
-from collections import deque
-
 import attrs
 
 from ... import events as _events
@@ -190,24 +188,21 @@ class FlowChanged(Event):
     active: bool
 
 
-def discard_requests(queue: deque[Event], channel: int | None) -> None:
-    """The application closed ``channel`` (None: the connection; or the engine closed it
-    for the peer's error, a hard error or a frame error): the methods and contents
-    of it still in ``queue``, not taken yet, are dropped as if they had arrived after our
-    close (0-9-1 spec, ``channel.close`` and ``connection.close``: after sending close,
-    discard everything but close and close-ok). They ask for an answer the application
-    can no longer give, as do, for the connection, a login or an open not answered yet
-    (LoginRequested, OpenRequested); the events that report a state (ChannelOpened,
-    Confirmed, FlowChanged, ...) stay."""
-    kept = [
-        event
-        for event in queue
-        if not (
-            isinstance(event, MethodReceived | ContentReceived)
-            and (channel is None or event.channel == channel)
-        )
-        and not (channel is None and isinstance(event, LoginRequested | OpenRequested))
-    ]
-    if len(kept) != len(queue):
-        queue.clear()
-        queue.extend(kept)
+def is_request(event: Event, channel: int | None) -> bool:
+    """Whether ``event`` asks the application for an answer on ``channel`` (None: the
+    connection): a method or content of it, and for the connection a login or an open not
+    answered yet (LoginRequested, OpenRequested). Once we close what it belongs to, the
+    answer can no longer be given: the 0-9-1 spec (``channel.close`` and
+    ``connection.close``: after sending close, discard everything but close and close-ok)
+    drops it as if it had arrived after our close. The events that report a state
+    (ChannelOpened, Confirmed, FlowChanged, ...) are not requests."""
+    if isinstance(event, MethodReceived | ContentReceived):
+        return channel is None or event.channel == channel
+    return channel is None and isinstance(event, LoginRequested | OpenRequested)
+
+
+def discard_requests(events: list[Event], channel: int | None) -> None:
+    """The engine closed ``channel`` (None: the connection) for the peer's error while
+    the events of the input are gathered: the requests among them (:func:`is_request`)
+    are dropped."""
+    events[:] = [event for event in events if not is_request(event, channel)]

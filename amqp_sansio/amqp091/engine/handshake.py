@@ -7,7 +7,7 @@ host) are :class:`~amqp_sansio.amqp091.engine.Connection`'s calls.
 
 from __future__ import annotations
 
-from ...security.mechanisms import SASLError
+from ...security.mechanisms import SASLError, first_offered
 from .. import amqp08, spec
 from ..framing import ProtocolHeader
 from ..methods import Method
@@ -76,7 +76,7 @@ class Handshake(ConnectionCore):
             )
             return
         offered = bytes(method.mechanisms).decode(errors="replace").split()
-        self.mechanism = mech = negotiation.choose_mechanism(self._choices, offered)
+        self.mechanism = mech = first_offered(self._choices, offered)
         if mech is None:
             ours = " or ".join(m.name for m in self._choices)
             self._end(

@@ -1,4 +1,4 @@
-"""The AMQP 0-9-1 engine's states and limits: the :class:`~amqp_sansio.amqp091.Role`, the
+"""The AMQP 0-9-1 engine's states and limits: the :class:`~amqp_sansio.amqp091.engine.Role`, the
 :class:`~amqp_sansio.amqp091.Limits`, the connection's states and its transition table
 (0-9-1 spec, class ``connection``), from which
 :class:`~amqp_sansio.amqp091.engine.Connection` dispatches every method on channel 0."""

@@ -27,7 +27,6 @@ from ...amqp091.engine import (
     ChannelClosed,
     ChannelState,
     ConnectionClosed,
-    ConnectionOpened,
     ContentReceived,
     FlowChanged,
     LoginRequested,
@@ -38,6 +37,7 @@ from ...amqp091.engine import Connection as Engine091
 from ...amqp091.methods import Method
 from ...amqp091.spec import ReplyCode
 from ...security.layers import ByteLayer
+from ...security.mechanisms import ServerSuccess
 from ...security.tls import TLSFailed
 from .._admission import Admission, secret_accepted
 from .._nodes import Node, Queue
@@ -328,11 +328,11 @@ class BrokerConnection091(Admission):
     ) -> None:
         self.broker.advance(now, wall)
         self._now = now
-        events = self._stream.receive_data(data, now)
+        events = self._stream.receive_data(data, now)  # (the engine's, and TLS's)
         if events and any(isinstance(e, TLSFailed) for e in events):
             self.record.ending_because("TLS failed")
             self.cut = True
-        self._handle()
+        self._handle(events)
 
     def data_to_send(self) -> bytes:
         if self._held_until is not None:
@@ -346,8 +346,7 @@ class BrokerConnection091(Admission):
         self.broker.advance(now, wall)
         self._now = now
         if not self.admission_due(now):
-            self.engine.tick(now)
-            self._handle()
+            self._handle(self.engine.handle_timer(now))
 
     def _handshake_timed_out(self) -> None:
         """No open within the handshake time-out: the transport is closed (``cut``), with
@@ -396,16 +395,18 @@ class BrokerConnection091(Admission):
 
     # -- events --------------------------------------------------------------------------------
 
-    def _handle(self) -> None:
+    def _handle(self, events: list[Any]) -> None:
         broker = self.broker
         engine = self.engine
-        for event in engine.events():
+        for event in events:
+            if engine.discarded(event):  # (a close of ours made it moot)
+                continue
             self._active_at = self._now
             kind = type(event)
             if kind is ContentReceived:
-                self._on_content(event)  # type: ignore[arg-type]
+                self._on_content(event)
             elif kind is MethodReceived:
-                self._on_method(event)  # type: ignore[arg-type]
+                self._on_method(event)
             else:
                 handler = _EVENTS.get(kind)
                 if handler is not None:
@@ -422,7 +423,7 @@ class BrokerConnection091(Admission):
         if engine.closed and not self.lost:
             self._lost()
 
-    def _on_opened(self, event: ConnectionOpened) -> None:
+    def _on_opened(self) -> None:
         self.record.opened = True
         if self.broker.alarm:
             self.alarm_changed(True)
@@ -453,26 +454,25 @@ class BrokerConnection091(Admission):
         users = config.users
         capabilities = event.client_properties.get("capabilities")
         self.client_capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
-        username, password = event.username, event.password
         # (the engine offers PLAIN and AMQPLAIN, whose responses name the user; the broker
         # never sends connection.secure, so no secure-ok comes)
-        assert username is not None
+        assert event.username is not None
         if users is None and not config.sasl:  # (None, or False: no SASL layer for 1.0)
-            self.identity = username  # an open broker takes any login (docs/broker.rst)
+            self.identity = event.username  # an open broker takes any login (docs/broker.rst)
         elif users is None:
             self._login_failed("this broker's logins are by SASL mechanisms 0-9-1 cannot carry")
             return
         elif not config.allow_insecure_auth:
             self._login_failed(f"{event.mechanism} without TLS is not allowed on this port")
             return
-        elif users.check_password(username, password or ""):
-            self.identity = username
-        else:
-            self._login_failed(
-                "ACCESS_REFUSED - Login was refused using authentication "
-                f"mechanism {event.mechanism}"
-            )
-            return
+        else:  # the same server mechanisms as a 1.0 login's (security/mechanisms)
+            sasl = users.authenticator(allow_cleartext=True, protocol="0-9-1")
+            step = sasl.create_mechanism(event.mechanism).start(event.response)
+            if not isinstance(step, ServerSuccess):
+                why = f"Login was refused using authentication mechanism {event.mechanism}"
+                self._login_failed(f"ACCESS_REFUSED - {why}")
+                return
+            self.identity = step.identity
         self.engine.accept_login(self.identity)
 
     def _login_failed(self, why: str) -> None:
@@ -512,7 +512,8 @@ class BrokerConnection091(Admission):
         self._counted_user = identity
         self.vhost = vhost
         self._handshake_until = None
-        self.engine.accept_open()
+        self.engine.accept_open()  # (its ConnectionOpened, queued, comes back later)
+        self._on_opened()
 
     # -- methods -------------------------------------------------------------------------------
 
@@ -958,7 +959,6 @@ _GETTER: Any = _Getter()
 _EVENTS: dict[type, Any] = {
     LoginRequested: BrokerConnection091._on_login,
     OpenRequested: BrokerConnection091._on_open,
-    ConnectionOpened: BrokerConnection091._on_opened,
     ChannelClosed: BrokerConnection091._on_channel_closed,
     FlowChanged: BrokerConnection091._on_flow,
     ConnectionClosed: BrokerConnection091._on_closed,

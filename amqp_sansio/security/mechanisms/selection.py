@@ -1,11 +1,14 @@
-"""Choosing mechanisms: the server's offer and factory (:class:`ServerAuthenticator`) and the
-client's pick from the server's list (:func:`select_client_mechanism`)."""
+"""Choosing mechanisms, for both protocols and both roles: the server's offer and factory
+(:class:`ServerAuthenticator`), the AMQP 1.0 client's pick from the server's list
+(:func:`select_client_mechanism`), and the AMQP 0-9-1 client's (:func:`client_mechanisms`,
+:func:`first_offered`: its own names in its own order, the first the server offers)."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
+from .amqplain import AMQPlainClient, AMQPlainServer
 from .anonymous import AnonymousClient, AnonymousServer
 from .base import SASLClientMechanism, SASLServerMechanism
 from .credentials import (
@@ -36,6 +39,9 @@ MECHANISM_PREFERENCE: tuple[str, ...] = (
     "XOAUTH2",
     "ANONYMOUS",
 )
+#: The mechanisms a :class:`ServerAuthenticator` offers only when its ``mechanisms`` name
+#: them, after :data:`MECHANISM_PREFERENCE`'s: AMQPLAIN, which only AMQP 0-9-1 carries.
+NAMED_ONLY: tuple[str, ...] = ("AMQPLAIN",)
 
 
 # --------------------------------------------------------------------------------------
@@ -121,11 +127,13 @@ class ServerAuthenticator:
             "XOAUTH2": cleartext and isinstance(store, TokenStore),
             "ANONYMOUS": self._allow_anonymous,
         }
+        available["AMQPLAIN"] = available["PLAIN"]
         offered = [
             name
             for name in MECHANISM_PREFERENCE
             if available[name] and (self._restrict is None or name in self._restrict)
         ]
+        offered += [n for n in NAMED_ONLY if available[n] and n in (self._restrict or ())]
         if not offered:
             raise SASLConfigurationError("no SASL mechanism can be offered with this setup")
         return offered
@@ -156,6 +164,9 @@ class ServerAuthenticator:
         if name == "PLAIN":
             assert isinstance(store, PasswordStore)
             return PlainServer(store, authorizer=authorizer)
+        if name == "AMQPLAIN":
+            assert isinstance(store, PasswordStore)
+            return AMQPlainServer(store, authorizer=authorizer)
         if name == "XOAUTH2":
             assert isinstance(store, TokenStore)
             return XOAuth2Server(store, scope=self._xoauth2_scope)
@@ -244,3 +255,50 @@ def select_client_mechanism(
         "tls_client_cert, encrypted/allow_cleartext_secrets and allowed",
         offered=tuple(offer),
     )
+
+
+def client_mechanism(
+    mechanism: str | SASLClientMechanism, username: str | None, password: str | None
+) -> SASLClientMechanism:
+    """An AMQP 0-9-1 client's mechanism object for ``mechanism``: an object is used as it
+    is; a name (``"PLAIN"``, ``"AMQPLAIN"``, ``"EXTERNAL"``) is made with ``username`` and
+    ``password`` (``guest``/``guest`` when both are None: RabbitMQ's and pika's default).
+    Raises :class:`SASLConfigurationError` for an unknown name or unusable credentials."""
+    if isinstance(mechanism, SASLClientMechanism):
+        return mechanism
+    name = mechanism.upper()
+    if name == "EXTERNAL":
+        return ExternalClient(username)
+    if username is None and password is None:
+        username, password = "guest", "guest"
+    if name == "PLAIN":
+        return PlainClient(username or "", password or "")
+    if name == "AMQPLAIN":
+        return AMQPlainClient(username or "", password or "")
+    raise SASLConfigurationError(
+        f"no 0-9-1 client mechanism {mechanism!r}: PLAIN, AMQPLAIN, EXTERNAL or an object"
+    )
+
+
+def client_mechanisms(
+    mechanism: str | SASLClientMechanism | Sequence[str],
+    username: str | None,
+    password: str | None,
+) -> tuple[SASLClientMechanism, ...]:
+    """The mechanisms an AMQP 0-9-1 client may use, in its order of preference: one (a name
+    or an object, :func:`client_mechanism`), or several names, of which the connection uses
+    the first the server offers (:func:`first_offered`)."""
+    if isinstance(mechanism, str | SASLClientMechanism):
+        return (client_mechanism(mechanism, username, password),)
+    names = list(mechanism)
+    if not names or not all(isinstance(name, str) for name in names):
+        raise SASLConfigurationError(f"mechanism names, at least one: not {mechanism!r}")
+    return tuple(client_mechanism(name, username, password) for name in names)
+
+
+def first_offered(
+    choices: Sequence[SASLClientMechanism], offered: Sequence[str]
+) -> SASLClientMechanism | None:
+    """The first of an AMQP 0-9-1 client's ``choices`` that the server offers (its
+    ``connection.start`` field ``mechanisms``), or None."""
+    return next((mech for mech in choices if mech.name in offered), None)
