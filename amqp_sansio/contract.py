@@ -1,19 +1,23 @@
 """The engine contract (docs/architecture.rst, "The engine contract"): what every protocol
 engine of the library offers its caller, written once.
 
-It is its own small module in the events layer, beside :mod:`amqp_sansio.events` (whose
-:class:`~amqp_sansio.events.Event` it names), because that is the lowest layer both engine
-layers (the 1.0 ``engine`` and ``amqp091``) may import, and it holds nothing
-protocol-specific; ``events`` itself lists only events.
+It holds what every protocol's engine shares and nothing protocol-specific: the base class
+of every event (:class:`Event`, which each protocol's events subclass) and the contract each
+engine offers (:class:`ProtocolEngine`). Each protocol's engine imports it; it imports
+neither of them.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from .events import Event
+__all__ = ["Event", "ProtocolEngine"]
 
-__all__ = ["ProtocolEngine"]
+
+class Event:
+    """Base class of every event, of every protocol's engine."""
+
+    __slots__ = ()
 
 
 class ProtocolEngine(Protocol):

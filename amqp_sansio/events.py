@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .codec.decoder import DEFAULT_MAX_DEPTH
+from .contract import Event
 from .definitions.message import Message
 from .definitions.performatives import Attach, Begin, Error, Open, SaslCode
 
@@ -49,12 +50,6 @@ def _joined(data: bytes | tuple[bytes | memoryview, ...]) -> bytes:
     if isinstance(data, bytes):
         return data
     return b"".join(data)
-
-
-class Event:
-    """Base class of every event."""
-
-    __slots__ = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -1,7 +1,7 @@
 """What an AMQP 0-9-1 :class:`~amqp_sansio.amqp091.engine.Connection` reports: one frozen
 class per happening, named for what the application sees (the project's rule, shared with
 the 1.0 engine's :mod:`amqp_sansio.events`: every class here subclasses
-:class:`amqp_sansio.events.Event`).
+:class:`amqp_sansio.contract.Event`, the base every protocol's events share).
 
 The engine answers by itself what the protocol answers (``connection.*``, ``channel.open``,
 ``channel.close``, ``channel.flow``, heartbeats) and reports it with these events; every
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from ... import events as _events
+from ...contract import Event
 from ..codec import FieldTable
 from ..methods import Method, Properties
 
@@ -32,7 +32,6 @@ __all__ = [
     "FlowChanged",
 ]
 
-Event = _events.Event
 
 
 def _repr(event: Event, *fields: str, **shown: str) -> str:
