@@ -56,7 +56,7 @@ from ..definitions.transactions import (
     TxnCapability,
 )
 from ..errors import DecodeError, LocalProtocolError
-from ..events import Event
+from ..contract import Event
 from .delivery import Delivery
 from .hooks import TransactionHooks
 from .link import Link

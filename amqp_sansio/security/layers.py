@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..events import Event
+from ..contract import Event
 
 __all__ = ["ByteLayer"]
 

@@ -27,7 +27,7 @@ from typing import TypeAlias, cast
 import attrs
 
 from ..errors import LocalProtocolError
-from ..events import Event
+from ..contract import Event
 from ..framing import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
 from .layers import ByteLayer
 
