@@ -4,7 +4,7 @@
 recipes (:mod:`amqp_sansio.client.recipes`).
 
 These classes only wait: every protocol decision is the core's
-(:mod:`amqp_sansio.client`), every call's steps are its recipe's, and all I/O is the
+(:mod:`amqp_sansio.client.amqp10`), every call's steps are its recipe's, and all I/O is the
 driver's and the loop's. A driver is the loop's own piece (see :class:`Driver`): it feeds
 the core, writes what it has to send, and wakes the waiters; a :class:`Loop` sleeps,
 connects and starts drivers. So the two async adapters differ only in how a connection's
@@ -18,9 +18,11 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
-from amqp_sansio import Error, client
-from amqp_sansio.client import Delivery, recipes
+from amqp_sansio import Error
+from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client import recipes
 from amqp_sansio.client.lifecycle import DrivenCore
+from amqp_sansio.client.ops import Delivery
 from amqp_sansio.client.recipes import Recipe
 
 __all__ = [

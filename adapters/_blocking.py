@@ -16,7 +16,8 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
 import amqp_sansio
-from amqp_sansio import Error, Event, client
+from amqp_sansio import Error, Event
+from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
 from amqp_sansio.client.lifecycle import CoreBase, DrivenCore
 from amqp_sansio.client.recipes import Recipe

@@ -2,7 +2,7 @@
 
 The same nouns as the blocking :mod:`amqp_sansio.adapters.sockets` API, with ``await``;
 see :doc:`adapters`. All protocol decisions are the shared core's
-(:mod:`amqp_sansio.client`); this module reads, writes, sleeps until the engine's
+(:mod:`amqp_sansio.client.amqp10`); this module reads, writes, sleeps until the engine's
 deadline on the loop's clock, and wakes the tasks that wait.
 
 Each connection runs one task of its own (started by :func:`connect` on the running loop)
@@ -25,33 +25,31 @@ from collections.abc import Awaitable, Callable, Collection, Coroutine, Generato
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
-from amqp_sansio import client
-from amqp_sansio.amqp091.client import ChannelClosedError
-from amqp_sansio.amqp091.client.recipes import ConnectKeywords, connect_protocol
-from amqp_sansio.client import (
+from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client import recipes
+from amqp_sansio.client.amqp091 import ChannelClosedError
+from amqp_sansio.client.amqp091.recipes import ConnectKeywords, connect_protocol
+from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.lifecycle import DrivenCore
+from amqp_sansio.client.ops import (
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
     Delivery,
-    IncomingConnection,
-    IncomingLink,
     LinkDetachedError,
     LinkRefusedError,
-    OutgoingLink,
     PeerWithoutSASLError,
-    Reconnect,
-    ServerLink,
     TransactionError,
-    recipes,
 )
-from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.recipes import Recipe
+from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
-from . import _async, _async091
+from . import _async
 from ._async import Receiver, Sender, Tracker, Transaction
-from ._async091 import Channel, ConfirmTracker, Connection091, Consumer
 from ._transports import transport_for
+from .amqp091 import _async as _async091
+from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -93,8 +91,8 @@ CONNECT_TIMEOUT = 10.0
 
 
 class _Driver:
-    """The I/O of one core (:class:`~amqp_sansio.client.Core`, or the 0-9-1
-    :class:`~amqp_sansio.amqp091.client.Core`) over a stream pair."""
+    """The I/O of one core (:class:`~amqp_sansio.client.amqp10.Core`, or the 0-9-1
+    :class:`~amqp_sansio.client.amqp091.Core`) over a stream pair."""
 
     #: A wait that need not wait returns without suspending (see :class:`~._async.Driver`).
     eager = True

@@ -43,32 +43,29 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Literal, overload
 
-from amqp_sansio import client
-from amqp_sansio.amqp091.client import ChannelClosedError
-from amqp_sansio.amqp091.client import Core as Core091
-from amqp_sansio.amqp091.client.recipes import ConnectKeywords, connect_protocol
-from amqp_sansio.client import (
+from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client import recipes
+from amqp_sansio.client.amqp091 import ChannelClosedError
+from amqp_sansio.client.amqp091 import Core as Core091
+from amqp_sansio.client.amqp091.recipes import ConnectKeywords, connect_protocol
+from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.lifecycle import DrivenCore
+from amqp_sansio.client.ops import (
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
     Delivery,
-    IncomingConnection,
-    IncomingLink,
     LinkDetachedError,
     LinkRefusedError,
-    OutgoingLink,
     PeerWithoutSASLError,
-    Reconnect,
-    ServerLink,
     TransactionError,
-    recipes,
 )
-from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.recipes import Recipe
+from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
 from ._blocking import DEFAULT_TIMEOUT, ByteStream, ConnectionBase, SocketDriver, run
-from ._blocking091 import Channel, ConfirmTracker, Connection091, Consumer
+from .amqp091._blocking import Channel, ConfirmTracker, Connection091, Consumer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -110,8 +107,8 @@ _log = logging.getLogger(__name__)
 # -- the high-level, blocking API ------------------------------------------------------------
 #
 # The same nouns as amqp_sansio.adapters.aio and amqp_sansio.adapters.trio_adapter, over the
-# shared core in amqp_sansio.client; see docs/adapters.rst. The I/O happens inside the calls: the
-# connection is serviced (heartbeats, dispositions) only while one of its calls runs, and it
+# shared core in amqp_sansio.client.amqp10; see docs/adapters.rst. The I/O happens inside the calls:
+# the connection is serviced (heartbeats, dispositions) only while one of its calls runs, and it
 # is not safe to use one connection from several threads at once.
 
 

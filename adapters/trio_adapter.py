@@ -3,7 +3,7 @@
 The same nouns as :mod:`amqp_sansio.adapters.aio` (the very same :class:`Connection`,
 :class:`Sender`, :class:`Receiver` and :class:`Transaction` calls), on trio's streams; see
 :doc:`adapters`. All protocol decisions are the shared core's
-(:mod:`amqp_sansio.client`); TLS (amqps) is the core's
+(:mod:`amqp_sansio.client.amqp10`); TLS (amqps) is the core's
 :class:`~amqp_sansio.TLSLayer` over a plain :func:`trio.open_tcp_stream`, as in the other
 adapters.
 
@@ -42,33 +42,31 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
 import trio
 
-from amqp_sansio import client
-from amqp_sansio.amqp091.client import ChannelClosedError
-from amqp_sansio.amqp091.client.recipes import ConnectKeywords, connect_protocol
-from amqp_sansio.client import (
+from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client import recipes
+from amqp_sansio.client.amqp091 import ChannelClosedError
+from amqp_sansio.client.amqp091.recipes import ConnectKeywords, connect_protocol
+from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.lifecycle import DrivenCore
+from amqp_sansio.client.ops import (
     AuthenticationError,
     ClientError,
     ConnectionClosedError,
     Delivery,
-    IncomingConnection,
-    IncomingLink,
     LinkDetachedError,
     LinkRefusedError,
-    OutgoingLink,
     PeerWithoutSASLError,
-    Reconnect,
-    ServerLink,
     TransactionError,
-    recipes,
 )
-from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.recipes import Recipe
+from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
-from . import _async, _async091
+from . import _async
 from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction
-from ._async091 import Channel, ConfirmTracker, Connection091, Consumer
 from ._transports import transport_for
+from .amqp091 import _async as _async091
+from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -114,8 +112,8 @@ _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError
 
 
 class _Driver:
-    """The I/O of one core (:class:`~amqp_sansio.client.Core`, or the 0-9-1
-    :class:`~amqp_sansio.amqp091.client.Core`) over a trio stream."""
+    """The I/O of one core (:class:`~amqp_sansio.client.amqp10.Core`, or the 0-9-1
+    :class:`~amqp_sansio.client.amqp091.Core`) over a trio stream."""
 
     #: Every wait is a cancel point and counts towards :data:`FAST_CALLS`.
     eager = False

@@ -6,10 +6,10 @@ reads a clock or starts a thread. The adapters in :mod:`amqp_sansio.adapters` do
 The top level holds what an engine user touches: the engine objects, the message and its
 common sections, outcomes and termini, the errors, the value helpers and the event base.
 Everything else has one public submodule (see the API reference): every concrete event is in
-:mod:`amqp_sansio.events`, the type wrappers in :mod:`amqp_sansio.codec`, the performatives,
-messaging and transaction types in :mod:`amqp_sansio.definitions`, the state tables, engine
-transactions and serial numbers in :mod:`amqp_sansio.engine`, frames in
-:mod:`amqp_sansio.framing`, SASL in :mod:`amqp_sansio.sasl`, TLS in
+:mod:`amqp_sansio.events`, the type wrappers in :mod:`amqp_sansio.codec.amqp10`, the performatives,
+messaging and transaction types in :mod:`amqp_sansio.definitions.amqp10`, the state tables, engine
+transactions and serial numbers in :mod:`amqp_sansio.engine.amqp10`, frames in
+:mod:`amqp_sansio.framing.amqp10`, SASL in :mod:`amqp_sansio.sasl`, TLS in
 :mod:`amqp_sansio.security.tls`.
 """
 
@@ -23,9 +23,9 @@ from . import events as events
 from . import framing as framing
 from . import sasl as sasl
 from . import security as security
-from .codec import Described, Symbol, decode, encode
-from .definitions.message import Message
-from .definitions.messaging import (
+from .codec.amqp10 import Described, Symbol, decode, encode
+from .definitions.amqp10.message import Message
+from .definitions.amqp10.messaging import (
     Accepted,
     AmqpSequence,
     AmqpValue,
@@ -38,22 +38,16 @@ from .definitions.messaging import (
     Source,
     Target,
 )
-from .definitions.performatives import Error, ReceiverSettleMode, SenderSettleMode
-from .engine.connection import Connection
-from .engine.delivery import Delivery
-from .engine.link import Link
-from .engine.receiver import Receiver
-from .engine.sender import Sender
-from .engine.session import Session
-from .engine.states import ConnectionState, LinkState, SessionState
-from .engine.transactions import Controller, Transaction
-from .errors import (
-    AMQPError,
-    DecodeError,
-    EncodeError,
-    LocalProtocolError,
-    RemoteProtocolError,
-)
+from .definitions.amqp10.performatives import Error, ReceiverSettleMode, SenderSettleMode
+from .engine.amqp10.connection import Connection
+from .engine.amqp10.delivery import Delivery
+from .engine.amqp10.link import Link
+from .engine.amqp10.receiver import Receiver
+from .engine.amqp10.sender import Sender
+from .engine.amqp10.session import Session
+from .engine.amqp10.states import ConnectionState, LinkState, SessionState
+from .engine.amqp10.transactions import Controller, Transaction
+from .errors import AMQPError, DecodeError, EncodeError, LocalProtocolError, RemoteProtocolError
 from .events import Event
 from .security.tls import TLSLayer
 

@@ -70,7 +70,7 @@ def make_test_one_input(
 def _instrument_generated_code(atheris: Any) -> None:
     """The composite encoders and decoders are generated with ``exec`` at import time, so the
     import hook does not see them; instrument them explicitly."""
-    from amqp_sansio.codec import decoder, encoder
+    from amqp_sansio.codec.amqp10 import decoder, encoder
 
     functions = list(decoder.DESCRIBED.values()) + list(encoder._ENCODERS.values())
     for f in {id(f): f for f in functions}.values():

@@ -6,7 +6,7 @@ Fifteen targets take arbitrary bytes; each is a function in its family's module:
 ``decode``, ``message`` (``amqp10/codec.py``)
     :func:`amqp_sansio.decode` and :meth:`amqp_sansio.Message.decode`.
 ``frames`` (``amqp10/frames.py``)
-    a :class:`amqp_sansio.framing.FrameParser` fed the bytes whole and then in chunks,
+    a :class:`amqp_sansio.framing.amqp10.FrameParser` fed the bytes whole and then in chunks,
     taking protocol headers and frames until it returns ``None``.
 ``server``, ``server-opened`` (``amqp10/engine.py``)
     a server-role :class:`amqp_sansio.Connection` fed the bytes in chunks after an AMQP
@@ -22,10 +22,10 @@ Fifteen targets take arbitrary bytes; each is a function in its family's module:
     the AMQP 0-9-1 codec with no framing around it: a field table, a method frame's
     payload and a content header's payload.
 ``amqp091-frames`` (``amqp091/frames.py``)
-    an AMQP 0-9-1 :class:`amqp_sansio.amqp091.framing.FrameParser` fed the bytes whole and in
+    an AMQP 0-9-1 :class:`amqp_sansio.framing.amqp091.FrameParser` fed the bytes whole and in
     chunks; its errors must carry a 0-9-1 reply code.
 ``amqp091-engine`` (``amqp091/engine.py``)
-    a server-role AMQP 0-9-1 :class:`amqp_sansio.amqp091.engine.Connection` fed the bytes in
+    a server-role AMQP 0-9-1 :class:`amqp_sansio.engine.amqp091.Connection` fed the bytes in
     chunks, with a small broker answering its events.
 ``broker-091``, ``broker-091-opened`` (``amqp091/broker.py``)
     the I/O-free broker core (:class:`amqp_sansio.broker.Broker`), one 0-9-1 connection

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-from amqp_sansio import client
+from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client.url import AMQPURL, URLError
 from amqp_sansio.sasl import MECHANISM_PREFERENCE
 
@@ -176,7 +176,7 @@ def failure(
     exc: client.ClientError, url: AMQPURL, options: ClientOptions, *, link: str = ""
 ) -> CommandError:
     """The command's error for one of the public API's: by the engine event that caused it
-    (:attr:`~amqp_sansio.client.ClientError.event`), the one line that says what happened
+    (:attr:`~amqp_sansio.client.amqp10.ClientError.event`), the one line that says what happened
     and what to do. ``link`` names the command's link (``to ADDRESS``, ``from ADDRESS``)."""
     where = _host_port(url)
     event = exc.event

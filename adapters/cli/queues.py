@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import amqp_sansio as amqp
-from amqp_sansio.client import ClientError
+import amqp_sansio.client.amqp10
+import amqp_sansio.codec.amqp10
+from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
@@ -82,7 +84,7 @@ class _Management:
         self.reply_to: str = address
 
     def _no_management(self, exc: ClientError, link: str) -> CommandError:
-        if isinstance(exc, amqp.client.LinkDetachedError):
+        if isinstance(exc, amqp.client.amqp10.LinkDetachedError):
             # A broker without the management node (RabbitMQ 3's AMQP 1.0 plugin makes no
             # dynamic node for the responses; others refuse the address).
             return CommandError(
@@ -167,8 +169,8 @@ def list_queues(url: AMQPURL, options: ClientOptions) -> list[dict[str, Any]]:
                     "operation": "QUERY",
                     "type": "org.amqp.management",
                     "name": "self",
-                    "offset": amqp.codec.types.UInt(offset),
-                    "count": amqp.codec.types.UInt(PAGE),
+                    "offset": amqp.codec.amqp10.types.UInt(offset),
+                    "count": amqp.codec.amqp10.types.UInt(PAGE),
                 },
                 {"attributeNames": []},
             )

@@ -19,12 +19,14 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 import amqp_sansio as amqp
-from amqp_sansio.client import ClientError, Filters
+import amqp_sansio.codec.amqp10
+from amqp_sansio.client.ops import ClientError, Filters
 from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
 from . import options as opts
-from . import transfer091, values
+from . import values
+from .amqp091 import transfer as transfer091
 from .connect import (
     EXIT_CONNECTION,
     ClientOptions,
@@ -101,7 +103,7 @@ def offset(text: str) -> Any:
     else:
         if not 0 <= value < 2**64:
             raise argparse.ArgumentTypeError(f"an offset is 0 or more, not {value}")
-        return amqp.codec.ULong(value)
+        return amqp.codec.amqp10.ULong(value)
     try:
         return values.timestamp(text.removeprefix("timestamp:"))
     except ValueError:

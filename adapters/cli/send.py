@@ -22,20 +22,14 @@ from typing import Any, BinaryIO, TextIO
 import attrs
 
 import amqp_sansio as amqp
-from amqp_sansio.client import ClientError
+from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
 from . import options as opts
-from . import transfer091, values
-from .connect import (
-    EXIT_USAGE,
-    ClientOptions,
-    CommandError,
-    failure,
-    open_connection,
-    timed_out,
-)
+from . import values
+from .amqp091 import transfer as transfer091
+from .connect import EXIT_USAGE, ClientOptions, CommandError, failure, open_connection, timed_out
 from .progress import Bar
 from .transfer import (
     LineFeed,

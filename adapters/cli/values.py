@@ -5,7 +5,7 @@ KEY=VALUE`` (:func:`typed`, :func:`property_value`, :func:`key_value`). A value 
 unless it starts with one of the :data:`PREFIXES` (``int:5``, ``bool:true``,
 ``timestamp:2026-11-26T10:00:00Z``); ``str:`` makes a string of anything (``str:int:5`` is
 the text ``int:5``). The types are those of the AMQP type system (core spec 1.6) as
-:mod:`amqp_sansio.codec` maps them to Python. Every bad value raises
+:mod:`amqp_sansio.codec.amqp10` maps them to Python. Every bad value raises
 :class:`argparse.ArgumentTypeError` with one line saying why (argparse's exit status 2).
 
 Out: ``receive --json``'s one object per message (:func:`message_json`): every section
@@ -24,9 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 import amqp_sansio as amqp
+import amqp_sansio.codec.amqp10
 
-#: The AMQP type wrappers (the public API's ``amqp_sansio.codec``).
-t = amqp.codec
+#: The AMQP type wrappers (the public API's ``amqp_sansio.codec.amqp10``).
+t = amqp.codec.amqp10
 
 __all__ = [
     "PREFIXES",

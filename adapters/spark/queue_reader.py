@@ -38,12 +38,7 @@ import amqp_sansio as amqp
 
 from .options import ReadOptions
 from .rows import message_to_row
-from .schema import (
-    ReadAllAvailable,
-    ReadMaxBytes,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
+from .schema import ReadAllAvailable, ReadMaxBytes, ReadMaxRows, SupportsTriggerAvailableNow
 from .staging import (
     filesystem,
     mark_done,
@@ -296,7 +291,7 @@ class _Taking:
     come for a moment (``_QUIET``, longer after long pauses between messages), or none at
     all within the task's ``first_wait``, or after its ``max_seconds`` whatever comes.
     Before it ends for want of messages it asks the broker
-    (:meth:`~amqp_sansio.client.links.ReceiverCore.ask_available`): one that says it has
+    (:meth:`~amqp_sansio.client.amqp10.links.ReceiverCore.ask_available`): one that says it has
     messages for a link is slow, not empty, and the task waits on. A message larger than
     ``max_bytes`` is taken alone."""
 

@@ -22,10 +22,7 @@ from pyspark.sql.types import (
 from .batch import BatchReader, BatchWriter, StreamWriter
 from .options import ReadOptions, WriteOptions
 from .queue_reader import QueueStreamReader
-from .schema import (
-    ADMISSION_CONTROL,
-    SCHEMA,
-)
+from .schema import ADMISSION_CONTROL, SCHEMA
 from .stream_reader import StreamBatchReader, StreamModeReader
 
 

@@ -35,9 +35,7 @@ import pyarrow.ipc
 import amqp_sansio as amqp
 
 from .options import OptionError
-from .schema import (
-    arrow_schema,
-)
+from .schema import arrow_schema
 
 # -- staging ---------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (
 )
 
 import amqp_sansio as amqp
+import amqp_sansio.codec.amqp10
 from amqp_sansio.broker import FIRST_OFFSET, NEXT_OFFSET, OFFSET_ANNOTATION, OFFSET_FILTER
 
 from .options import EARLIEST, LATEST, ReadOptions
@@ -131,7 +132,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, .
             address,
             credit=max(1, min(options.credit, part.end - part.start)),
             auto_accept=True,  # taken and ignored by a stream: keeps the credit flowing
-            filters={OFFSET_FILTER: amqp.codec.ULong(part.start)},
+            filters={OFFSET_FILTER: amqp.codec.amqp10.ULong(part.start)},
             timeout=options.timeout,
         )
         first, _ = _bounds_of(receiver, address)

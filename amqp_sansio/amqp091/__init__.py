@@ -3,16 +3,17 @@ frames, I/O-free (docs/amqp091.rst). Organised as pamqp is, a few submodules:
 
 * :mod:`~amqp_sansio.amqp091.commands`: every method grouped by its class
   (``commands.Basic.Publish``, ``commands.Queue.Declare``, ``commands.Basic.Properties``);
-* :mod:`~amqp_sansio.amqp091.spec`: the same method classes by flat name
+* :mod:`~amqp_sansio.definitions.amqp091.spec`: the same method classes by flat name
   (``spec.BasicPublish``), constants and reply codes (generated from the spec's XML and
-  RabbitMQ's JSON by ``tests/amqp091/generate_spec.py``), the ``basic`` content properties;
-* :mod:`~amqp_sansio.amqp091.codec`: the data types, field tables and arrays;
-* :mod:`~amqp_sansio.amqp091.methods`: the method and property base classes, their
+  RabbitMQ's JSON by ``tests/definitions/amqp091/generate_spec.py``), the ``basic`` content
+  properties;
+* :mod:`~amqp_sansio.codec.amqp091`: the data types, field tables and arrays;
+* :mod:`~amqp_sansio.definitions.amqp091.methods`: the method and property base classes, their
   registry, and the payload codecs;
-* :mod:`~amqp_sansio.amqp091.framing`: frames, the protocol header, the frame parser;
-* :mod:`~amqp_sansio.amqp091.errors`: the errors, each with its 0-9-1 reply code;
-* :mod:`~amqp_sansio.amqp091.engine`: the connection and channel state machines of both
-  roles (:class:`~amqp_sansio.amqp091.engine.Connection`).
+* :mod:`~amqp_sansio.framing.amqp091`: frames, the protocol header, the frame parser;
+* :mod:`~amqp_sansio.codec.amqp091.errors`: the errors, each with its 0-9-1 reply code;
+* :mod:`~amqp_sansio.engine.amqp091`: the connection and channel state machines of both
+  roles (:class:`~amqp_sansio.engine.amqp091.Connection`).
 
 The names below are the ones most code needs, importable from ``amqp_sansio.amqp091``
 directly; none of them is a name of :mod:`amqp_sansio`'s public modules for something else
@@ -23,17 +24,30 @@ directly; none of them is a name of :mod:`amqp_sansio`'s public modules for some
 from __future__ import annotations
 
 # the submodules, re-exported as attributes (``amqp091.spec``), not in ``__all__``
-from . import codec as codec
-from . import commands as commands
-from . import engine as engine
-from . import errors as errors
-from . import framing as framing
-from . import methods as methods
-from . import spec as spec
-from .codec import FieldTable, decode_table, encode_table
-from .engine import Limits
-from .errors import FrameError, TruncatedError, UnexpectedFrameError, UnknownMethodError
-from .framing import (
+from ..codec import amqp091 as codec
+from ..codec.amqp091 import FieldTable, decode_table, encode_table
+from ..codec.amqp091 import errors as errors
+from ..codec.amqp091.errors import (
+    FrameError,
+    TruncatedError,
+    UnexpectedFrameError,
+    UnknownMethodError,
+)
+from ..definitions.amqp091 import methods as methods
+from ..definitions.amqp091 import spec as spec
+from ..definitions.amqp091.methods import (
+    METHODS,
+    METHODS_BY_NAME,
+    Method,
+    decode_content_header,
+    decode_method,
+    encode_content_header,
+)
+from ..definitions.amqp091.spec import HARD_ERRORS, SOFT_ERRORS, BasicProperties, ReplyCode
+from ..engine import amqp091 as engine
+from ..engine.amqp091 import Limits
+from ..framing import amqp091 as framing
+from ..framing.amqp091 import (
     FRAME_OVERHEAD,
     PROTOCOL_HEADER,
     ContentBodyFrame,
@@ -45,15 +59,7 @@ from .framing import (
     encode_header_frame,
     encode_method_frame,
 )
-from .methods import (
-    METHODS,
-    METHODS_BY_NAME,
-    Method,
-    decode_content_header,
-    decode_method,
-    encode_content_header,
-)
-from .spec import HARD_ERRORS, SOFT_ERRORS, BasicProperties, ReplyCode
+from . import commands as commands
 
 __all__ = [
     # methods and properties (every method: commands, spec)

@@ -1,14 +1,14 @@
 """Every AMQP 0-9-1 method, grouped by its class as pamqp groups them: ``commands.Basic.Publish``
-is :class:`~amqp_sansio.amqp091.spec.BasicPublish` (0-9-1 spec, the ``class`` and ``method``
-elements; RabbitMQ's extensions included), ``commands.Basic.Properties`` the ``basic``
-content properties. The same classes as :mod:`~amqp_sansio.amqp091.spec`'s flat names, one
-namespace per class (``tests/project/test_amqp091_face.py`` checks that every method is
+is :class:`~amqp_sansio.definitions.amqp091.spec.BasicPublish` (0-9-1 spec, the ``class`` and
+``method`` elements; RabbitMQ's extensions included), ``commands.Basic.Properties`` the ``basic``
+content properties. The same classes as :mod:`~amqp_sansio.definitions.amqp091.spec`'s flat names,
+one namespace per class (``tests/project/test_amqp091_face.py`` checks that every method is
 here, once, under its class).
 """
 
 from __future__ import annotations
 
-from . import spec
+from ..definitions.amqp091 import spec
 
 __all__ = [
     "Connection",

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
 from .. import __version__
-from ..amqp091.engine import Connection as Engine091
-from ..amqp091.engine import Limits, Role
-from ..engine.connection import Connection
+from ..engine.amqp091 import Connection as Engine091
+from ..engine.amqp091 import Limits, Role
+from ..engine.amqp10.connection import Connection
 from ..security.mechanisms import ServerAuthenticator
 from ..security.stack import stack
 from ._broker import BrokerCore

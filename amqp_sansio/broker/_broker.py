@@ -18,10 +18,10 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from ..codec.decoder import decode
-from ..codec.encoder import encode
-from ..codec.types import Symbol
-from ..definitions.messaging import (
+from ..codec.amqp10.decoder import decode
+from ..codec.amqp10.encoder import encode
+from ..codec.amqp10.types import Symbol
+from ..definitions.amqp10.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
     DeleteOnNoLinksOrMessages,

@@ -14,15 +14,15 @@ import bisect
 from collections import deque
 from typing import Any, Protocol, runtime_checkable
 
-from ..codec.types import Symbol
-from ..definitions.messaging import (
+from ..codec.amqp10.types import Symbol
+from ..definitions.amqp10.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,
     DeleteOnNoLinksOrMessages,
     DeleteOnNoMessages,
     LifetimePolicy,
 )
-from ..definitions.performatives import Error
+from ..definitions.amqp10.performatives import Error
 from ._config import DROP_HEAD, BrokerConfig
 from ._selector import MessageFields, Selector
 from ._store import StoredMessage

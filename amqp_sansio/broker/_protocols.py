@@ -4,7 +4,7 @@ serves both on one port, tells them apart): AMQP 1.0's headers (``AMQP`` then pr
 (0-9-1 spec 4.2.2) and the earlier headers of its line RabbitMQ serves too: 0-9's
 (``AMQP\\x01\\x01\\x00\\x09``, served as 0-9-1) and 0-8's (``AMQP\\x01\\x01\\x08\\x00``, and
 py-amqplib's ``AMQP\\x01\\x01\\x09\\x01``; served as 0-8), all to the 0-9-1 engine
-(:data:`~amqp_sansio.amqp091.framing.SERVED_HEADERS`). Another 0-x header (0-10, another
+(:data:`~amqp_sansio.framing.amqp091.SERVED_HEADERS`). Another 0-x header (0-10, another
 0-9-1 revision: ``AMQP\\x01\\x01...``, ``AMQP\\x00\\x00...``) gets the 0-9-1 header back,
 the server's preferred version of that line, and the connection closes (0-9-1 spec 4.2.2,
 rule "protocol-negotiation"), as RabbitMQ answers it; anything else goes to the 1.0
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..amqp091.framing import SERVED_HEADERS
+from ..framing.amqp091 import SERVED_HEADERS
 
 __all__ = ["ProtocolSniffer", "pick_protocol"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..definitions.performatives import Error
+from ..definitions.amqp10.performatives import Error
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,

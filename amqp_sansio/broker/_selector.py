@@ -27,9 +27,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
-from ..codec.decoder import decode_from
-from ..codec.types import AMQPValue, Described, Symbol, Timestamp, ULong
-from ..definitions.messaging import ApplicationProperties, Header, Properties
+from ..codec.amqp10.decoder import decode_from
+from ..codec.amqp10.types import AMQPValue, Described, Symbol, Timestamp, ULong
+from ..definitions.amqp10.messaging import ApplicationProperties, Header, Properties
 from ..errors import DecodeError, RemoteProtocolError
 
 __all__ = [

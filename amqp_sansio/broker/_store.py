@@ -25,11 +25,11 @@ from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
 
-from ..amqp091.codec import FieldValue
-from ..codec.decoder import decode_from
-from ..codec.encoder import encode
-from ..definitions.message import Message
-from ..definitions.messaging import Header, MessageAnnotations, Properties
+from ..codec.amqp091 import FieldValue
+from ..codec.amqp10.decoder import decode_from
+from ..codec.amqp10.encoder import encode
+from ..definitions.amqp10.message import Message
+from ..definitions.amqp10.messaging import Header, MessageAnnotations, Properties
 from ..errors import DecodeError
 
 __all__ = [

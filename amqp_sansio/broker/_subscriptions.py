@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..definitions.messaging import Source, TerminusDurability, TerminusExpiryPolicy
+from ..definitions.amqp10.messaging import Source, TerminusDurability, TerminusExpiryPolicy
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
-    from ..engine.session import Session
+    from ..engine.amqp10.session import Session
     from ._nodes import Queue, Topic
 
 __all__ = ["Holder", "Subscription", "keeps"]

@@ -3,7 +3,7 @@ and time in, bytes out, ``notify`` on every change), how it ends, and how a ``re
 connection is lost and made again on the schedule of :mod:`.reconnect`.
 
 :class:`CoreBase` holds all of that once. The AMQP 1.0 core (:class:`~.core.Core`) and the
-0-9-1 one (:class:`amqp_sansio.amqp091.client.Core`) derive from it and add what their
+0-9-1 one (:class:`amqp_sansio.client.amqp091.Core`) derive from it and add what their
 protocol has: which engine a new transport gets, what is made again on it (links; channels),
 and what a loss or the end does to what the application holds. So the reconnection
 promise, its schedule and its log lines are the same for both protocols by construction

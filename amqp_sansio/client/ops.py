@@ -9,7 +9,7 @@ import amqp_sansio as a
 from amqp_sansio import Error, Message, Symbol
 
 if TYPE_CHECKING:
-    from amqp_sansio.codec import AMQPValue
+    from amqp_sansio.codec.amqp10 import AMQPValue
 
 __all__ = [
     "AuthenticationError",
@@ -63,7 +63,7 @@ TransactionLike = HasEngineTransaction | a.Transaction
 
 class DeliveryOwner(Protocol):
     """What a :class:`Delivery` asks of the core it came through (a
-    :class:`~amqp_sansio.client.core.Core` is one), written here so that this module need
+    :class:`~amqp_sansio.client.amqp10.core.Core` is one), written here so that this module need
     not know the core: the engine the core drives now (a delivery of an engine since
     replaced can no longer be settled), whether the connection is lost, and :meth:`changed`
     after a settlement, so that the adapter writes it."""
@@ -286,5 +286,5 @@ def as_message(message: Sendable) -> Message:
     copy of the body before the socket is the one into the bytes the adapter writes."""
     if isinstance(message, Message):
         return message
-    # Any value the codec takes (see amqp_sansio.codec.encode: ``object``, for invariance).
+    # Any value the codec takes (see amqp_sansio.codec.amqp10.encode: ``object``, for invariance).
     return Message(body=cast("AMQPValue", message))

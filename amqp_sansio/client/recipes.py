@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 
 from amqp_sansio import Error
 
-from .core import Core, client_core
+from .amqp10.core import Core, client_core
+from .amqp10.links import ReceiverCore, SenderBase, SenderCore, TransactionBase
 from .engines import ConnectOptions, without_sasl
 from .lifecycle import DrivenCore
-from .links import ReceiverCore, SenderBase, SenderCore, TransactionBase
 from .ops import (
     ClientError,
     Delivery,

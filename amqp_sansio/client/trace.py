@@ -10,7 +10,7 @@ Credentials never show: SASL bodies that carry them (sasl-init's initial respons
 responses, challenges and outcome data) leave those fields out of their reprs.
 
 AMQP 0-9-1 connections are traced the same way, by the same switch and logger, with
-:mod:`amqp_sansio.amqp091.client.trace`'s reader of 0-9-1 frames in each direction.
+:mod:`amqp_sansio.client.amqp091.trace`'s reader of 0-9-1 frames in each direction.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import sys
 from typing import Protocol
 
 import amqp_sansio as amqp
+import amqp_sansio.framing.amqp10
 from amqp_sansio.security.stack import ByteLayer, Trace
 
 __all__ = ["Direction", "FrameTrace", "LOGGER", "enabled", "log", "tracer", "wrap"]
@@ -61,7 +62,7 @@ class _Direction:
     def __init__(self, name: str, arrow: str) -> None:
         self.name = name
         self.arrow = arrow
-        self.parser = amqp.framing.FrameParser(max_frame_size=0xFFFFFFFF)
+        self.parser = amqp.framing.amqp10.FrameParser(max_frame_size=0xFFFFFFFF)
         self.tail = bytearray()  # what the parser holds unparsed, to look ahead
         self.broken = False
 
@@ -88,7 +89,7 @@ class _Direction:
             self.broken = True
             self._log(f"(trace stops: {exc})")
 
-    def _frame(self, frame: amqp.framing.Frame) -> None:
+    def _frame(self, frame: amqp.framing.amqp10.Frame) -> None:
         if frame.body is None:
             self._log(f"[{frame.channel}] (empty frame)")
             return

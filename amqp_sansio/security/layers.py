@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..contract import Event
+from ..engine.contract import Event
 
 __all__ = ["ByteLayer"]
 

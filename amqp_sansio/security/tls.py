@@ -26,9 +26,9 @@ from typing import TypeAlias, cast
 
 import attrs
 
+from ..engine.contract import Event
 from ..errors import LocalProtocolError
-from ..contract import Event
-from ..framing import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
+from ..framing.amqp10 import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
 from .layers import ByteLayer
 
 __all__ = [
@@ -330,10 +330,11 @@ class TLSLayer:
     def close(self) -> None:
         """End our side of TLS: the inner object's last bytes are encrypted, then TLS
         close_notify follows (core spec 5.2 allows not waiting for the peer's). Call it once
-        the inner object has ended (e.g. on :class:`~amqp_sansio.events.ConnectionEnded`), then send
-        :meth:`data_to_send`; the peer's data is still decrypted and passed on until its
-        close_notify or EOF. Before the handshake is done there is nothing to notify: the
-        layer just ends. Calling it again does nothing."""
+        the inner object has ended (e.g. on
+        :class:`~amqp_sansio.engine.amqp10.events.ConnectionEnded`), then send :meth:`data_to_send`;
+        the peer's data is still decrypted and passed on until its close_notify or EOF. Before the
+        handshake is done there is nothing to notify: the layer just ends. Calling it again does
+        nothing."""
         if self.state is TLSState.OPEN:
             self._encrypt_inner()
             self._shutdown()

@@ -11,24 +11,29 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 
 import amqp_sansio as amqp
-from amqp_sansio.amqp091.engine import states as amqp091_states
+import amqp_sansio.engine.amqp10
+from amqp_sansio.engine.amqp091 import states as amqp091_states
 
 _MACHINES: dict[str, tuple[Any, Any, Any]] = {
     "connection": (
         amqp.ConnectionState,
-        amqp.engine.states.ConnectionInput,
-        amqp.engine.states.CONNECTION_TRANSITIONS,
+        amqp.engine.amqp10.states.ConnectionInput,
+        amqp.engine.amqp10.states.CONNECTION_TRANSITIONS,
     ),
     "session": (
         amqp.SessionState,
-        amqp.engine.states.SessionInput,
-        amqp.engine.states.SESSION_TRANSITIONS,
+        amqp.engine.amqp10.states.SessionInput,
+        amqp.engine.amqp10.states.SESSION_TRANSITIONS,
     ),
-    "link": (amqp.LinkState, amqp.engine.states.LinkInput, amqp.engine.states.LINK_TRANSITIONS),
+    "link": (
+        amqp.LinkState,
+        amqp.engine.amqp10.states.LinkInput,
+        amqp.engine.amqp10.states.LINK_TRANSITIONS,
+    ),
     "transaction": (
-        amqp.engine.states.TransactionState,
-        amqp.engine.states.TransactionInput,
-        amqp.engine.states.TRANSACTION_TRANSITIONS,
+        amqp.engine.amqp10.states.TransactionState,
+        amqp.engine.amqp10.states.TransactionInput,
+        amqp.engine.amqp10.states.TRANSACTION_TRANSITIONS,
     ),
 }
 

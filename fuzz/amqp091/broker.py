@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import amqp_sansio as amqp
-from amqp_sansio.amqp091 import PROTOCOL_HEADER, spec
-from amqp_sansio.amqp091.amqp08 import decode_method_08
-from amqp_sansio.amqp091.framing import (
+from amqp_sansio.amqp091 import PROTOCOL_HEADER
+from amqp_sansio.definitions.amqp091 import spec
+from amqp_sansio.framing.amqp091 import (
     HEADER_09,
     HEADERS_08,
     FrameParser,
@@ -31,6 +31,7 @@ from amqp_sansio.amqp091.framing import (
     encode_header_frame,
     encode_method_frame,
 )
+from amqp_sansio.framing.amqp091.amqp08 import decode_method_08
 
 from ..broker_core import Driver, chunks, outcome_label
 from ..common import InvariantViolation

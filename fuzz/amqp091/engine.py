@@ -1,6 +1,6 @@
 """The AMQP 0-9-1 engine's target, ``amqp091-engine``, and its seeds.
 
-A server-role :class:`amqp_sansio.amqp091.engine.Connection` (frame-max 4096, channel-max 7,
+A server-role :class:`amqp_sansio.engine.amqp091.Connection` (frame-max 4096, channel-max 7,
 heartbeat 10 s, bodies up to 64 KiB; PLAIN, AMQPLAIN and EXTERNAL offered) gets the bytes
 after the 0-9-1 protocol header (unless they begin with ``AMQP``), in chunks, with a small
 broker answering its events (:func:`_amqp091_respond`) and simulated time moving on.
@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import amqp_sansio as amqp
+import amqp_sansio.engine.amqp091
+import amqp_sansio.framing.amqp091
 from amqp_sansio import amqp091
 
 from ..common import TICK, InvariantViolation, chunk_sizes
@@ -36,18 +38,18 @@ AMQP091_MAX_BODY = 65536
 
 
 def _amqp091_method_answer(
-    conn: amqp091.engine.Connection, number: int, method: amqp091.Method
+    conn: amqp.engine.amqp091.Connection, number: int, method: amqp091.Method
 ) -> list[Callable[[], Any]]:
     answer: amqp091.Method | None = None
-    if isinstance(method, amqp091.spec.QueueDeclare):
-        answer = amqp091.spec.QueueDeclareOk(
+    if isinstance(method, amqp.definitions.amqp091.spec.QueueDeclare):
+        answer = amqp.definitions.amqp091.spec.QueueDeclareOk(
             queue=method.queue or "q", message_count=0, consumer_count=0
         )
-    elif isinstance(method, amqp091.spec.BasicGet):
-        answer = amqp091.spec.BasicGetEmpty()
-    elif isinstance(method, amqp091.spec.ConfirmSelect):
-        answer = amqp091.spec.ConfirmSelectOk()
-    elif isinstance(method, amqp091.spec.BasicQos):
+    elif isinstance(method, amqp.definitions.amqp091.spec.BasicGet):
+        answer = amqp.definitions.amqp091.spec.BasicGetEmpty()
+    elif isinstance(method, amqp.definitions.amqp091.spec.ConfirmSelect):
+        answer = amqp.definitions.amqp091.spec.ConfirmSelectOk()
+    elif isinstance(method, amqp.definitions.amqp091.spec.BasicQos):
         return [lambda: conn.block("fuzz")]
     if answer is None:
         return []
@@ -55,27 +57,35 @@ def _amqp091_method_answer(
     return [lambda: conn.send_method(number, reply)]
 
 
-def _amqp091_content_answer(conn: amqp091.engine.Connection, event: Any) -> list[Callable[[], Any]]:
+def _amqp091_content_answer(
+    conn: amqp.engine.amqp091.Connection, event: Any
+) -> list[Callable[[], Any]]:
     number = event.channel
     commands: list[Callable[[], Any]] = []
     if number in conn.channels and conn.channel(number).confirm_mode:
         tag = conn.channel(number).next_publish_seq - 1
-        commands.append(lambda: conn.send_method(number, amqp091.spec.BasicAck(delivery_tag=tag)))
+        commands.append(
+            lambda: conn.send_method(
+                number, amqp.definitions.amqp091.spec.BasicAck(delivery_tag=tag)
+            )
+        )
     if len(event.body) % 3 == 0:
-        deliver = amqp091.spec.BasicDeliver(
+        deliver = amqp.definitions.amqp091.spec.BasicDeliver(
             consumer_tag="c", delivery_tag=1, exchange="", routing_key="q"
         )
         commands.append(lambda: conn.send_content(number, deliver, event.properties, event.body))
     return commands
 
 
-def _amqp091_respond(conn: amqp091.engine.Connection, event: Any, out: Callable[[], None]) -> None:
+def _amqp091_respond(
+    conn: amqp.engine.amqp091.Connection, event: Any, out: Callable[[], None]
+) -> None:
     """A small broker on a 0-9-1 server engine: logs in ``guest`` (refuses anyone else,
     challenges ``secure``), opens ``/`` (refuses other virtual hosts), answers queue.declare,
     basic.get and confirm.select, blocks on basic.qos, acks publishes on a confirm channel,
     delivers back every third body. A command the engine refuses must be a
     LocalProtocolError that queued nothing."""
-    ev = amqp091.engine.events
+    ev = amqp.engine.amqp091.events
     commands: list[Callable[[], Any]] = []
     if isinstance(event, ev.LoginRequested):
         if event.username == "secure":
@@ -110,7 +120,7 @@ def _amqp091_check_output(data: bytes, state: dict[str, Any]) -> None:
     (or 200/403/530, the application's), channel.close codes soft (or the application's)."""
     if not data:
         return
-    parser: amqp091.framing.FrameParser = state["parser"]
+    parser: amqp.framing.amqp091.FrameParser = state["parser"]
     if state.get("after_end"):
         raise InvariantViolation("amqp091-engine", "after-end", f"wrote {data[:40]!r} when ended")
     parser.feed(data)
@@ -123,19 +133,19 @@ def _amqp091_check_output(data: bytes, state: dict[str, Any]) -> None:
     for frame in frames:
         if state.get("closing") and not (
             isinstance(frame, amqp091.MethodFrame)
-            and isinstance(frame.method, amqp091.spec.ConnectionCloseOk)
+            and isinstance(frame.method, amqp.definitions.amqp091.spec.ConnectionCloseOk)
         ):
             raise InvariantViolation("amqp091-engine", "after-close", f"{frame!r:.200} after close")
         if isinstance(frame, amqp091.MethodFrame):
             method = frame.method
-            if isinstance(method, amqp091.spec.ConnectionClose):
+            if isinstance(method, amqp.definitions.amqp091.spec.ConnectionClose):
                 state["closing"] = True
                 if method.reply_code not in amqp091.HARD_ERRORS | {200, 403, 530}:
                     raise InvariantViolation(
                         "amqp091-engine", "reply-code", f"connection.close {method.reply_code}"
                     )
             elif isinstance(
-                method, amqp091.spec.ChannelClose
+                method, amqp.definitions.amqp091.spec.ChannelClose
             ) and method.reply_code not in amqp091.SOFT_ERRORS | {200}:
                 raise InvariantViolation(
                     "amqp091-engine", "reply-code", f"channel.close {method.reply_code}"
@@ -143,7 +153,7 @@ def _amqp091_check_output(data: bytes, state: dict[str, Any]) -> None:
 
 
 def fuzz_amqp091_engine(data: bytes, *, chunks: Sequence[int] | None = None) -> str:
-    """Target ``amqp091-engine``: a server-role :class:`amqp_sansio.amqp091.engine.Connection`
+    """Target ``amqp091-engine``: a server-role :class:`amqp_sansio.engine.amqp091.Connection`
     (frame-max 4096, channel-max 7, heartbeat 10 s, bodies up to 64 KiB) gets the bytes (after
     the 0-9-1 protocol header unless they begin with ``AMQP``) in chunks, with the small
     broker of :func:`_amqp091_respond` answering its events and simulated time moving 5 ms a
@@ -153,14 +163,14 @@ def fuzz_amqp091_engine(data: bytes, *, chunks: Sequence[int] | None = None) -> 
     frame-max, with nothing but close-ok after the server's connection.close and nothing
     at all once it has ended; reply codes are hard on connection.close and soft on
     channel.close; ConnectionClosed comes once, last, and the connection is closed then."""
-    conn = amqp091.engine.Connection(
-        amqp091.engine.Role.SERVER,
+    conn = amqp.engine.amqp091.Connection(
+        amqp.engine.amqp091.Role.SERVER,
         mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"),
         limits=amqp091.Limits(max_body=AMQP091_MAX_BODY),
         **AMQP091_LIMITS,  # type: ignore[arg-type]
     )
     stream = data if data[:4] == b"AMQP" else amqp091.PROTOCOL_HEADER + data
-    state: dict[str, Any] = {"parser": amqp091.framing.FrameParser(0)}
+    state: dict[str, Any] = {"parser": amqp.framing.amqp091.FrameParser(0)}
     kinds: dict[str, None] = {}
     events: list[Any] = []
 
@@ -193,7 +203,7 @@ def fuzz_amqp091_engine(data: bytes, *, chunks: Sequence[int] | None = None) -> 
             take(conn.handle_timer(now))
     take(conn.handle_timer(now + 3600.0))
     take(conn.receive_data(b"", now + 3600.0))
-    closed = [e for e in events if isinstance(e, amqp091.engine.events.ConnectionClosed)]
+    closed = [e for e in events if isinstance(e, amqp.engine.amqp091.events.ConnectionClosed)]
     if len(closed) != 1 or events[-1] is not closed[0] or not conn.closed:
         raise InvariantViolation(
             "amqp091-engine", "ending", f"closed events {closed!r:.200}, last {events[-1:]!r:.200}"
@@ -207,8 +217,8 @@ def _amqp091_engine_seeds() -> list[bytes]:
     """A client engine's side of whole conversations with our server engine: PLAIN and
     AMQPLAIN logins, a refused one, channels, declares, gets, publishes (with confirms,
     large and empty), a flow, a close; and a few broken streams."""
-    from amqp_sansio.amqp091.engine import Connection, Role
-    from amqp_sansio.amqp091.engine import events as ev
+    from amqp_sansio.engine.amqp091 import Connection, Role
+    from amqp_sansio.engine.amqp091 import events as ev
 
     def conversation(script: Callable[[Any, Callable[[], None]], None], **client: Any) -> bytes:
         c = Connection(Role.CLIENT, **client)
@@ -229,9 +239,9 @@ def _amqp091_engine_seeds() -> list[bytes]:
                     elif isinstance(e, ev.OpenRequested):
                         s.accept_open()
                     elif isinstance(e, ev.MethodReceived) and isinstance(
-                        e.method, amqp091.spec.ConfirmSelect
+                        e.method, amqp.definitions.amqp091.spec.ConfirmSelect
                     ):
-                        s.send_method(e.channel, amqp091.spec.ConfirmSelectOk())
+                        s.send_method(e.channel, amqp.definitions.amqp091.spec.ConfirmSelectOk())
                 reply = s.data_to_send()
                 if not data and not reply:
                     return
@@ -250,20 +260,22 @@ def _amqp091_engine_seeds() -> list[bytes]:
         n = c.open_channel()
         m = c.open_channel()
         pump()
-        c.send_method(n, amqp091.spec.QueueDeclare(queue="q", arguments={"x-max-length": 5}))
-        c.send_method(n, amqp091.spec.BasicQos(prefetch_count=3))
-        c.send_method(m, amqp091.spec.ConfirmSelect())
-        c.send_method(n, amqp091.spec.BasicGet(queue="q"))
+        c.send_method(
+            n, amqp.definitions.amqp091.spec.QueueDeclare(queue="q", arguments={"x-max-length": 5})
+        )
+        c.send_method(n, amqp.definitions.amqp091.spec.BasicQos(prefetch_count=3))
+        c.send_method(m, amqp.definitions.amqp091.spec.ConfirmSelect())
+        c.send_method(n, amqp.definitions.amqp091.spec.BasicGet(queue="q"))
         c.publish(n, "", "q", b"abc", amqp091.BasicProperties(delivery_mode=2, headers={"h": 1}))
         c.publish(n, "", "q", bytes(range(256)) * 40)
         c.publish(n, "", "q", b"")
-        c.send_method(n, amqp091.spec.ChannelFlow(active=False))
+        c.send_method(n, amqp.definitions.amqp091.spec.ChannelFlow(active=False))
         c.close_channel(n)
 
     def confirms(c: Any, pump: Callable[[], None]) -> None:
         m = c.open_channel()
         pump()
-        c.send_method(m, amqp091.spec.ConfirmSelect())
+        c.send_method(m, amqp.definitions.amqp091.spec.ConfirmSelect())
         pump()
         c.publish(m, "amq.topic", "a.b", b"xyz")
 

@@ -1,6 +1,6 @@
 """The AMQP 0-9-1 frame parser's target, ``amqp091-frames``, and its seeds.
 
-An :class:`amqp_sansio.amqp091.framing.FrameParser` (frame-max :data:`fuzz.common.FRAME_MAX`; a
+An :class:`amqp_sansio.framing.amqp091.FrameParser` (frame-max :data:`fuzz.common.FRAME_MAX`; a
 server's, which reads the protocol header first, when the data begins with ``A``, a
 client's otherwise) is fed the bytes whole and then in chunks. The invariant: both give the
 same frames (compared as re-encoded bytes: a table may hold a NaN) and the same error class;
@@ -67,7 +67,7 @@ def _parse_091(data: bytes, sizes: Iterable[int]) -> tuple[list[bytes], BaseExce
 
 
 def fuzz_amqp091_frames(data: bytes, *, chunks: Sequence[int] | None = None) -> str:
-    """Target ``amqp091-frames``: an AMQP 0-9-1 :class:`~amqp_sansio.amqp091.framing.FrameParser`
+    """Target ``amqp091-frames``: an AMQP 0-9-1 :class:`~amqp_sansio.framing.amqp091.FrameParser`
     (frame-max 8192; a server's, reading the protocol header first, when the data begins
     with ``A``) fed the bytes whole and in chunks: the same frames and the same error both
     ways; every frame re-encodes, parses back to one frame, and encodes to the same bytes."""

@@ -21,9 +21,11 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
+import amqp_sansio.codec.amqp10
+import amqp_sansio.definitions.amqp10
 from amqp_sansio import Described, Message, Symbol
-from amqp_sansio.codec import AMQPType, Array
-from amqp_sansio.definitions import messaging, performatives
+from amqp_sansio.codec.amqp10 import AMQPType, Array
+from amqp_sansio.definitions.amqp10 import messaging, performatives
 
 from ..common import REMOTE_ERRORS, InvariantViolation, label_error, roundtrip
 
@@ -92,7 +94,7 @@ def fuzz_message(data: bytes) -> str:
 
 def _values() -> list[Any]:
     """Varied values covering every type, both widths of each encoding, and nesting."""
-    from amqp_sansio.codec import (
+    from amqp_sansio.codec.amqp10 import (
         Byte,
         Char,
         Decimal32,
@@ -218,8 +220,8 @@ def _composites() -> list[Any]:
             handle=1,
             role=performatives.Role.SENDER,
             source=a.Source(),
-            target=a.definitions.transactions.Coordinator(
-                capabilities=[a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS]
+            target=a.definitions.amqp10.transactions.Coordinator(
+                capabilities=[a.definitions.amqp10.transactions.TxnCapability.LOCAL_TRANSACTIONS]
             ),
         ),
         performatives.Flow(
@@ -252,7 +254,9 @@ def _composites() -> list[Any]:
         ),
         performatives.Transfer(
             handle=7,
-            state=a.definitions.transactions.TransactionalState(txn_id=b"tx", outcome=a.Accepted()),
+            state=a.definitions.amqp10.transactions.TransactionalState(
+                txn_id=b"tx", outcome=a.Accepted()
+            ),
         ),
         performatives.Disposition(
             role=performatives.Role.RECEIVER,
@@ -279,10 +283,10 @@ def _composites() -> list[Any]:
         performatives.End(error=err),
         performatives.Close(),
         performatives.Close(error=a.Error(condition="amqp:connection:forced")),
-        a.definitions.transactions.Declare(),
-        a.definitions.transactions.Declare(global_id=b"gid"),
-        a.definitions.transactions.Declared(txn_id=b"\x01"),
-        a.definitions.transactions.Discharge(txn_id=b"\x01", fail=True),
+        a.definitions.amqp10.transactions.Declare(),
+        a.definitions.amqp10.transactions.Declare(global_id=b"gid"),
+        a.definitions.amqp10.transactions.Declared(txn_id=b"\x01"),
+        a.definitions.amqp10.transactions.Discharge(txn_id=b"\x01", fail=True),
         messaging.DeleteOnNoLinks(),
         messaging.DeleteOnNoMessages(),
         messaging.DeleteOnNoLinksOrMessages(),
@@ -295,7 +299,7 @@ def _composites() -> list[Any]:
         performatives.SaslOutcome(code=performatives.SaslCode.AUTH, additional_data=b"no"),
         a.Header(durable=True, priority=9, ttl=1000, first_acquirer=True, delivery_count=2),
         a.Properties(
-            message_id=a.codec.ULong(2**40),
+            message_id=a.codec.amqp10.ULong(2**40),
             user_id=b"u",
             to="q",
             subject="s",
@@ -369,7 +373,7 @@ def _raw_value_seeds() -> list[bytes]:
         h("82 7ff0000000000001"),
     ]
     # Nest lists as deep as the default limit allows, then one more.
-    for depth in (amqp.codec.DEFAULT_MAX_DEPTH, amqp.codec.DEFAULT_MAX_DEPTH + 1):
+    for depth in (amqp.codec.amqp10.DEFAULT_MAX_DEPTH, amqp.codec.amqp10.DEFAULT_MAX_DEPTH + 1):
         v: Any = []
         for _ in range(depth - 1):
             v = [v]
@@ -386,7 +390,7 @@ def seed_messages() -> list[Message]:
         to="queue",
         content_type="application/json",
         creation_time=1_700_000_000_000,
-        correlation_id=amqp.codec.ULong(9),
+        correlation_id=amqp.codec.amqp10.ULong(9),
     )
     return [
         Message(body=b"hello"),
@@ -396,9 +400,12 @@ def seed_messages() -> list[Message]:
         Message(
             header=a.Header(durable=True, ttl=5000),
             delivery_annotations={Symbol("x-opt-lock"): uuid.UUID(int=7)},
-            message_annotations={"x-opt-enqueued-time": a.codec.Timestamp(1), 17: "ulong key"},
+            message_annotations={
+                "x-opt-enqueued-time": a.codec.amqp10.Timestamp(1),
+                17: "ulong key",
+            },
             properties=props,
-            application_properties={"n": a.codec.UInt(3)},
+            application_properties={"n": a.codec.amqp10.UInt(3)},
             body=[a.Data(b"one"), a.Data(b"two"), a.Data(b"")],
             footer={Symbol("hash"): b"\x01\x02"},
         ),
@@ -408,7 +415,7 @@ def seed_messages() -> list[Message]:
         Message(header=a.Header(), body=b"z" * 400),
         Message(
             properties=a.Properties(message_id=uuid.UUID(int=2), user_id=b"me"),
-            body=a.codec.Array(AMQPType.INT, [1, 2, 3]),
+            body=a.codec.amqp10.Array(AMQPType.INT, [1, 2, 3]),
         ),
     ]
 

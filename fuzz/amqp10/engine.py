@@ -25,9 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import amqp_sansio as amqp
+import amqp_sansio.framing.amqp10
 from amqp_sansio import Message, Symbol
-from amqp_sansio.definitions import messaging, performatives
-from amqp_sansio.framing import FrameParser
+from amqp_sansio.definitions.amqp10 import messaging, performatives
+from amqp_sansio.framing.amqp10 import FrameParser
 
 from ..common import REMOTE_ERRORS, TICK, InvariantViolation, chunk_sizes
 
@@ -161,10 +162,10 @@ class _OutputCheck:
         self.parser = FrameParser(max_frame_size=0xFFFFFFFF)
         self.header = False
         self.fed = 0
-        self.peer_max = amqp.framing.MIN_MAX_FRAME_SIZE
+        self.peer_max = amqp.framing.amqp10.MIN_MAX_FRAME_SIZE
         self.closed = False
 
-    def feed(self, data: bytes) -> list[amqp.framing.Frame]:
+    def feed(self, data: bytes) -> list[amqp.framing.amqp10.Frame]:
         if type(data) is not bytes:
             raise InvariantViolation(
                 "server", "output", f"data_to_send() returned {type(data).__name__}"
@@ -180,7 +181,7 @@ class _OutputCheck:
                     header = parser.next_protocol_header()
                     if header is None:
                         break
-                    if header.to_bytes() != amqp.framing.AMQP_HEADER:
+                    if header.to_bytes() != amqp.framing.amqp10.AMQP_HEADER:
                         raise InvariantViolation(
                             "server", "output", f"the server sent header {header.to_bytes()!r}"
                         )
@@ -214,7 +215,7 @@ class _OutputCheck:
 def _check_errors(
     conn: amqp.Connection,
     events: Sequence[amqp.Event],
-    frames: Sequence[amqp.framing.Frame],
+    frames: Sequence[amqp.framing.amqp10.Frame],
     closed_before: bool,
 ) -> None:
     """Each ProtocolError was answered with a detach, end or close carrying its error (or
@@ -282,7 +283,7 @@ def fuzz_server(data: bytes, *, opened: bool = False, chunks: Sequence[int] | No
     conn = _server_connection()
     check = _OutputCheck()
     app = _ServerApp(conn, check.feed)
-    stream = (_server_prefix() if opened else amqp.framing.AMQP_HEADER) + data
+    stream = (_server_prefix() if opened else amqp.framing.amqp10.AMQP_HEADER) + data
     kinds: dict[str, None] = {}
     errors: dict[str, None] = {}
     now = 0.0
@@ -487,7 +488,7 @@ def _server_prefix() -> bytes:
 
 
 def _server_seeds(opened: bool) -> list[bytes]:
-    prefix = _server_prefix() if opened else amqp.framing.AMQP_HEADER
+    prefix = _server_prefix() if opened else amqp.framing.amqp10.AMQP_HEADER
     seeds = []
     for stream in _client_streams():
         assert stream.startswith(prefix), "every scenario opens the same way"

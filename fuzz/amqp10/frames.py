@@ -1,6 +1,6 @@
 """The AMQP 1.0 frame parser's target, ``frames``, and its seeds.
 
-A :class:`amqp_sansio.framing.FrameParser` (max-frame-size :data:`fuzz.common.FRAME_MAX`) is
+A :class:`amqp_sansio.framing.amqp10.FrameParser` (max-frame-size :data:`fuzz.common.FRAME_MAX`) is
 fed the bytes whole and then in chunks, taking protocol headers and frames until it returns
 ``None``. The invariant: it returns normally or raises an error that blames the remote side
 (:data:`fuzz.common.REMOTE_ERRORS`); feeding in chunks gives the same headers and frames,
@@ -18,9 +18,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import amqp_sansio as amqp
-from amqp_sansio.definitions import performatives
+import amqp_sansio.framing.amqp10
+from amqp_sansio.definitions.amqp10 import performatives
 from amqp_sansio.errors import UnsupportedProtocolError
-from amqp_sansio.framing import FrameParser, FrameType
+from amqp_sansio.framing.amqp10 import FrameParser, FrameType
 
 from ..common import FRAME_MAX, REMOTE_ERRORS, InvariantViolation, chunk_sizes, label_error
 from .codec import message_seeds
@@ -33,7 +34,7 @@ Event = tuple[Any, ...]
 @dataclasses.dataclass
 class _StreamResult:
     events: list[Event]
-    frames: list[amqp.framing.Frame]
+    frames: list[amqp.framing.amqp10.Frame]
     error: BaseException | None
 
     def comparable(self) -> tuple[Any, ...]:
@@ -74,7 +75,7 @@ def _wants_header(view: bytes | bytearray, at_start: bool) -> bool:
 def _parse_stream(data: bytes, sizes: Iterable[int], max_frame_size: int) -> _StreamResult:
     parser = FrameParser(max_frame_size=max_frame_size)
     events: list[Event] = []
-    frames: list[amqp.framing.Frame] = []
+    frames: list[amqp.framing.amqp10.Frame] = []
     fed = 0
     chunks = iter(sizes)
     try:
@@ -113,13 +114,13 @@ def _parse_stream(data: bytes, sizes: Iterable[int], max_frame_size: int) -> _St
     return _StreamResult(events, frames, None)
 
 
-def _frame_bytes(frame: amqp.framing.Frame) -> bytes:
-    return amqp.framing.encode_frame(
+def _frame_bytes(frame: amqp.framing.amqp10.Frame) -> bytes:
+    return amqp.framing.amqp10.encode_frame(
         frame.body, channel=frame.channel, payload=frame.payload, frame_type=frame.type
     )
 
 
-def _frame_roundtrip(frame: amqp.framing.Frame) -> None:
+def _frame_roundtrip(frame: amqp.framing.amqp10.Frame) -> None:
     try:
         first = _frame_bytes(frame)
     except Exception as exc:
@@ -181,7 +182,7 @@ def fuzz_frames(
 
 def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
     a = amqp
-    f = a.framing.encode_frame
+    f = a.framing.amqp10.encode_frame
     open_ = f(performatives.Open(container_id="client", max_frame_size=65536, idle_time_out=1000))
     begin = f(
         performatives.Begin(next_outgoing_id=0, incoming_window=2048, outgoing_window=2048),
@@ -257,23 +258,24 @@ def _frames_seeds(messages: Sequence[bytes]) -> list[bytes]:
     extended[0:4] = len(extended).to_bytes(4, "big")
     session = begin + attach + flow + b"".join(transfers) + disposition + detach + end
     return [
-        a.framing.AMQP_HEADER + open_ + session + a.framing.HEARTBEAT + close,
-        a.framing.SASL_HEADER
+        a.framing.amqp10.AMQP_HEADER + open_ + session + a.framing.amqp10.HEARTBEAT + close,
+        a.framing.amqp10.SASL_HEADER
         + b"".join(sasl)
-        + a.framing.AMQP_HEADER
+        + a.framing.amqp10.AMQP_HEADER
         + open_
-        + a.framing.HEARTBEAT,
-        a.framing.TLS_HEADER,
-        a.framing.AMQP_HEADER + bytes(extended) + a.framing.HEARTBEAT * 3,
+        + a.framing.amqp10.HEARTBEAT,
+        a.framing.amqp10.TLS_HEADER,
+        a.framing.amqp10.AMQP_HEADER + bytes(extended) + a.framing.amqp10.HEARTBEAT * 3,
         open_ + begin + transfers[0],
-        a.framing.HEARTBEAT,
+        a.framing.amqp10.HEARTBEAT,
         b"".join(transfers),
         b"AMQP\x00\x00\x09\x01",
         b"AMQP\x01\x01\x00\x0a",
         b"GET / HTTP/1.1\r\n",
         b"\x16\x03\x01\x00\xa5\x01\x00\x00",
-        a.framing.AMQP_HEADER + b"\x00\x00\x00\x09\x02\x00\x00\x00\x40",  # a null where a body goes
-        a.framing.AMQP_HEADER + f(a.Accepted()),  # not a performative
+        a.framing.amqp10.AMQP_HEADER
+        + b"\x00\x00\x00\x09\x02\x00\x00\x00\x40",  # a null where a body goes
+        a.framing.amqp10.AMQP_HEADER + f(a.Accepted()),  # not a performative
     ]
 
 

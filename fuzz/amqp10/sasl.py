@@ -24,9 +24,10 @@ import itertools
 from typing import Any
 
 import amqp_sansio as amqp
+import amqp_sansio.framing.amqp10
 from amqp_sansio import Symbol
-from amqp_sansio.definitions import performatives
-from amqp_sansio.framing import FrameParser, FrameType
+from amqp_sansio.definitions.amqp10 import performatives
+from amqp_sansio.framing.amqp10 import FrameParser, FrameType
 
 from ..common import REMOTE_ERRORS, TICK, InvariantViolation, chunk_sizes
 from .engine import SERVER_FRAME_MAX
@@ -132,11 +133,11 @@ class _SaslOutputCheck:
 
     def _header(self, header: bytes) -> None:
         if self.layer == "start":
-            if header != amqp.framing.SASL_HEADER:
+            if header != amqp.framing.amqp10.SASL_HEADER:
                 raise self._fail("output", f"the first header is {header!r}")
             self.layer = "sasl"
             return
-        if header != amqp.framing.AMQP_HEADER:
+        if header != amqp.framing.amqp10.AMQP_HEADER:
             raise self._fail("output", f"then the header {header!r}")
         if self.role == "sasl-server" and (
             self.outcome is None or self.outcome.code is not performatives.SaslCode.OK
@@ -151,7 +152,7 @@ def _fuzz_sasl(role: str, data: bytes) -> str:
     check = _SaslOutputCheck(role)
     if not server:
         conn.open(now=0.0)
-    stream = amqp.framing.SASL_HEADER + data
+    stream = amqp.framing.amqp10.SASL_HEADER + data
     kinds: dict[str, None] = {}
     ended_output = False
     fed = 0
@@ -200,7 +201,7 @@ def _sasl_server_seeds() -> list[bytes]:
     from amqp_sansio import sasl
 
     def frame(body: Any) -> bytes:
-        return amqp.framing.encode_frame(body, frame_type=FrameType.SASL)
+        return amqp.framing.amqp10.encode_frame(body, frame_type=FrameType.SASL)
 
     def init(name: str, response: bytes | None) -> bytes:
         return frame(performatives.SaslInit(mechanism=Symbol(name), initial_response=response))
@@ -226,8 +227,8 @@ def _sasl_server_seeds() -> list[bytes]:
     ok = seeds[1]
     seeds.append(
         ok
-        + amqp.framing.AMQP_HEADER
-        + amqp.framing.encode_frame(performatives.Open(container_id="c"))
+        + amqp.framing.amqp10.AMQP_HEADER
+        + amqp.framing.amqp10.encode_frame(performatives.Open(container_id="c"))
     )
     return seeds
 
@@ -236,7 +237,7 @@ def _sasl_client_seeds() -> list[bytes]:
     """A server's side of exchanges the client target goes through."""
 
     def frame(body: Any) -> bytes:
-        return amqp.framing.encode_frame(body, frame_type=FrameType.SASL)
+        return amqp.framing.amqp10.encode_frame(body, frame_type=FrameType.SASL)
 
     def mechanisms(*names: str) -> bytes:
         return frame(
@@ -244,7 +245,7 @@ def _sasl_client_seeds() -> list[bytes]:
         )
 
     ok = frame(performatives.SaslOutcome(code=performatives.SaslCode.OK))
-    opened = amqp.framing.AMQP_HEADER + amqp.framing.encode_frame(
+    opened = amqp.framing.amqp10.AMQP_HEADER + amqp.framing.amqp10.encode_frame(
         performatives.Open(container_id="s")
     )
     return [
@@ -253,10 +254,10 @@ def _sasl_client_seeds() -> list[bytes]:
         mechanisms("ANONYMOUS", "PLAIN")
         + ok
         + opened
-        + amqp.framing.encode_frame(performatives.Close()),
+        + amqp.framing.amqp10.encode_frame(performatives.Close()),
         mechanisms("PLAIN")
         + frame(performatives.SaslOutcome(code=performatives.SaslCode.OK, additional_data=b"x")),
-        mechanisms("XOAUTH2", "PLAIN", "ANONYMOUS") + ok + amqp.framing.AMQP_HEADER,
+        mechanisms("XOAUTH2", "PLAIN", "ANONYMOUS") + ok + amqp.framing.amqp10.AMQP_HEADER,
         mechanisms("PLAIN", "ANONYMOUS")
         + frame(performatives.SaslOutcome(code=performatives.SaslCode.AUTH)),
         mechanisms("SCRAM-SHA-256")

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from support.broker_net import Client, Net, accept_all, body, msg, publish
 
 import amqp_sansio as a
+import amqp_sansio.engine.amqp10
 from amqp_sansio.broker import OFFSET_FILTER, Broker, BrokerConfig, MemoryStore, parse_message
-from amqp_sansio.definitions import messaging
+from amqp_sansio.definitions.amqp10 import messaging
 
 SYM = a.Symbol
 
@@ -806,7 +807,7 @@ def test_transactional_corners() -> None:
     ctl.discharge(txn)
     net.pump()
     assert (
-        c.of(a.engine.transactions.TransactionRolledBack)[-1].error.condition
+        c.of(a.engine.amqp10.transactions.TransactionRolledBack)[-1].error.condition
         == "amqp:transaction:rollback"
     )
     txn2 = ctl.declare()

@@ -17,7 +17,7 @@ from support.broker_net import Client, Net, body
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
-from amqp_sansio.definitions import messaging
+from amqp_sansio.definitions.amqp10 import messaging
 
 NEVER = messaging.TerminusExpiryPolicy.NEVER
 DURABLE = messaging.TerminusDurability.UNSETTLED_STATE

@@ -12,14 +12,16 @@ from support.broker_net import Net, body
 from support.strategies import COMPOSITES, has_sections, messages
 
 import amqp_sansio as a
+import amqp_sansio.definitions.amqp10
+import amqp_sansio.framing.amqp10
 from amqp_sansio.broker import BrokerConfig
 
 HANDLES = st.integers(0, 3)
 
 
-def _attach(draw: Any) -> a.definitions.performatives.Attach:
-    attach = draw(COMPOSITES[a.definitions.performatives.Attach])
-    return a.definitions.performatives.Attach(
+def _attach(draw: Any) -> a.definitions.amqp10.performatives.Attach:
+    attach = draw(COMPOSITES[a.definitions.amqp10.performatives.Attach])
+    return a.definitions.amqp10.performatives.Attach(
         name=draw(st.sampled_from(["l0", "l1", attach.name])),
         handle=draw(HANDLES),
         role=attach.role,
@@ -36,7 +38,7 @@ def _attach(draw: Any) -> a.definitions.performatives.Attach:
             st.one_of(
                 st.just(attach.target),
                 st.builds(a.Target, address=st.sampled_from(["q", "topic/t"])),
-                st.just(a.definitions.transactions.Coordinator()),
+                st.just(a.definitions.amqp10.transactions.Coordinator()),
             )
         ),
         initial_delivery_count=attach.initial_delivery_count,
@@ -48,25 +50,27 @@ def _attach(draw: Any) -> a.definitions.performatives.Attach:
 def frames(draw: Any) -> bytes:
     kind = draw(st.sampled_from(["attach", "transfer", "flow", "disposition", "detach", "raw"]))
     if kind == "attach":
-        return a.framing.encode_frame(_attach(draw))
+        return a.framing.amqp10.encode_frame(_attach(draw))
     if kind == "transfer":
         encoded = messages.filter(has_sections).map(lambda m: m.encode())
         payload = draw(st.one_of(encoded, st.binary(max_size=40)))
-        transfer = a.definitions.performatives.Transfer(
+        transfer = a.definitions.amqp10.performatives.Transfer(
             handle=draw(HANDLES),
             delivery_id=draw(st.integers(0, 5)),
             delivery_tag=draw(st.binary(min_size=1, max_size=4)),
             settled=draw(st.booleans()),
             more=draw(st.booleans()),
             state=draw(
-                st.one_of(st.none(), COMPOSITES[a.definitions.transactions.TransactionalState])
+                st.one_of(
+                    st.none(), COMPOSITES[a.definitions.amqp10.transactions.TransactionalState]
+                )
             ),
         )
-        return a.framing.encode_frame(transfer, payload=payload)
+        return a.framing.amqp10.encode_frame(transfer, payload=payload)
     if kind == "flow":
-        flow = draw(COMPOSITES[a.definitions.performatives.Flow])
-        return a.framing.encode_frame(
-            a.definitions.performatives.Flow(
+        flow = draw(COMPOSITES[a.definitions.amqp10.performatives.Flow])
+        return a.framing.amqp10.encode_frame(
+            a.definitions.amqp10.performatives.Flow(
                 next_incoming_id=0,
                 incoming_window=100,
                 next_outgoing_id=draw(st.integers(0, 5)),
@@ -80,9 +84,9 @@ def frames(draw: Any) -> bytes:
             )
         )
     if kind == "disposition":
-        disposition = draw(COMPOSITES[a.definitions.performatives.Disposition])
-        return a.framing.encode_frame(
-            a.definitions.performatives.Disposition(
+        disposition = draw(COMPOSITES[a.definitions.amqp10.performatives.Disposition])
+        return a.framing.amqp10.encode_frame(
+            a.definitions.amqp10.performatives.Disposition(
                 role=disposition.role,
                 first=draw(st.integers(0, 5)),
                 last=draw(st.one_of(st.none(), st.integers(0, 6))),
@@ -91,8 +95,8 @@ def frames(draw: Any) -> bytes:
             )
         )
     if kind == "detach":
-        return a.framing.encode_frame(
-            a.definitions.performatives.Detach(
+        return a.framing.amqp10.encode_frame(
+            a.definitions.amqp10.performatives.Detach(
                 handle=draw(HANDLES), closed=draw(st.booleans()), error=None
             )
         )
@@ -111,10 +115,12 @@ def test_hostile_frames_never_break_the_broker(sequence: list[bytes], lose: bool
     watcher = good.receiver("q", 100)
     hostile = net.broker.accept(net.now)
     opening = (
-        a.framing.AMQP_HEADER
-        + a.framing.encode_frame(a.definitions.performatives.Open(container_id="hostile"))
-        + a.framing.encode_frame(
-            a.definitions.performatives.Begin(
+        a.framing.amqp10.AMQP_HEADER
+        + a.framing.amqp10.encode_frame(
+            a.definitions.amqp10.performatives.Open(container_id="hostile")
+        )
+        + a.framing.amqp10.encode_frame(
+            a.definitions.amqp10.performatives.Begin(
                 next_outgoing_id=0, incoming_window=100, outgoing_window=100
             )
         )

@@ -21,7 +21,7 @@ from support.engine_pair import frames_in
 from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as a
-from amqp_sansio.definitions import performatives
+from amqp_sansio.definitions.amqp10 import performatives
 
 
 def _handshake(port: int) -> tuple[socket.socket, bytes]:

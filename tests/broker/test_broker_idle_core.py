@@ -6,12 +6,12 @@ tests/broker/test_broker_idle.py."""
 
 from __future__ import annotations
 
-from support.broker091_net import Client as Client091
+from support.amqp091.broker_net import Client as Client091
 from support.broker_net import Client, Net, accept_all, publish
 
 import amqp_sansio as a
-from amqp_sansio.amqp091 import spec
 from amqp_sansio.broker import Broker, BrokerConfig, Users
+from amqp_sansio.definitions.amqp091 import spec
 
 
 def _closed_by_broker(client: Client) -> str | None:

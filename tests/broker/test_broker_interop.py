@@ -20,7 +20,7 @@ from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.broker import Broker, BrokerConfig
-from amqp_sansio.client import ConnectionClosedError, LinkDetachedError
+from amqp_sansio.client.ops import ConnectionClosedError, LinkDetachedError
 
 WAIT = 10.0
 

@@ -23,9 +23,9 @@ from support.broker_process import BrokerProcess, Lines, amqp_sansio_command, un
 from support.engine_pair import frames_in
 
 import amqp_sansio as a
-from amqp_sansio import framing
-from amqp_sansio.client import AuthenticationError, ConnectionClosedError
-from amqp_sansio.definitions import performatives
+from amqp_sansio.client.ops import AuthenticationError, ConnectionClosedError
+from amqp_sansio.definitions.amqp10 import performatives
+from amqp_sansio.framing import amqp10 as framing
 
 USERS = {
     "users": {

@@ -14,9 +14,9 @@ from support.broker_net import Net, publish
 from support.engine_pair import frames_in
 
 import amqp_sansio as a
-from amqp_sansio import framing
 from amqp_sansio.broker import Broker, BrokerConfig, Users
-from amqp_sansio.definitions import performatives
+from amqp_sansio.definitions.amqp10 import performatives
+from amqp_sansio.framing import amqp10 as framing
 
 USERS = Users.from_json(
     json.dumps({"users": {"alice": {"password": "secret", "send": ["*"], "receive": ["*"]}}})

@@ -17,8 +17,8 @@ import time
 from support.broker_limits import WAIT, GoodClient, fds, rss
 from support.broker_process import BrokerProcess
 
-from amqp_sansio import framing
-from amqp_sansio.definitions import performatives
+from amqp_sansio.definitions.amqp10 import performatives
+from amqp_sansio.framing import amqp10 as framing
 
 SECONDS = float(os.environ.get("AMQP_SANSIO_LIMITS_SOAK", "20"))
 WARM_UP = 4.0  # seconds of churn before the memory baseline is taken

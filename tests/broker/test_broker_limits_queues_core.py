@@ -13,8 +13,9 @@ import pytest
 from support.broker_net import Client, Net, accept_all, msg, publish
 
 import amqp_sansio as a
+import amqp_sansio.codec.amqp10
 from amqp_sansio.broker import Broker, BrokerConfig, Queue, Topic
-from amqp_sansio.definitions import messaging
+from amqp_sansio.definitions.amqp10 import messaging
 
 MiB = 1024 * 1024
 
@@ -305,7 +306,9 @@ def test_a_refused_attach_leaves_no_queue() -> None:
     source = a.Source(
         address="bad",
         filter={
-            a.Symbol("sel"): a.codec.Described(a.Symbol("apache.org:selector-filter:string"), "((")
+            a.Symbol("sel"): a.codec.amqp10.Described(
+                a.Symbol("apache.org:selector-filter:string"), "(("
+            )
         },
     )
     link = client.receiver("bad", source=source)

@@ -11,11 +11,12 @@ import socket
 import time
 
 from amqp_sansio.adapters.broker import LOG_BURST, LOG_INTERVAL
+from support.amqp091.raw import Session, handshake_steps
 from support.broker_process import BrokerProcess
-from support.raw091 import Session, handshake_steps
 
-from amqp_sansio.amqp091 import PROTOCOL_HEADER, spec
-from amqp_sansio.amqp091.framing import encode_header_frame, encode_method_frame
+from amqp_sansio.amqp091 import PROTOCOL_HEADER
+from amqp_sansio.definitions.amqp091 import spec
+from amqp_sansio.framing.amqp091 import encode_header_frame, encode_method_frame
 
 
 def _bound(seconds: float) -> int:

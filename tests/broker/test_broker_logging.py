@@ -21,7 +21,7 @@ from amqp_sansio.adapters.sockets import SocketDriver
 from support.broker_process import LOG_TIME, BrokerProcess, untimed
 
 import amqp_sansio as a
-from amqp_sansio import framing
+from amqp_sansio.framing import amqp10 as framing
 
 WAIT = 30.0
 PASSWORD = "plain-pw-never-logged"

@@ -11,6 +11,7 @@ import pytest
 from support.broker_net import Client, Net, publish
 
 import amqp_sansio as a
+import amqp_sansio.codec.amqp10
 from amqp_sansio.broker import Broker, BrokerConfig, MemoryStore, Users
 from amqp_sansio.broker.amqp10.management import MAX_ATTRIBUTE_NAMES
 
@@ -143,7 +144,9 @@ def test_query_pages_in_a_stable_order() -> None:
     assert named == ["a", "b", "c", "d", "e"]
     pages = []
     for offset in range(0, len(everything), 2):
-        rows = query(manager, ["name"], type="queue", offset=a.codec.types.UInt(offset), count=2)
+        rows = query(
+            manager, ["name"], type="queue", offset=a.codec.amqp10.types.UInt(offset), count=2
+        )
         pages += [r["name"] for r in rows]
     assert pages == everything
     assert query(manager, ["name"], offset=100) == []

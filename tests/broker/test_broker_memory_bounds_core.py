@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.broker091_net import Client
+from support.amqp091.broker_net import Client
 from support.broker_net import Net
 
 import amqp_sansio as a
-from amqp_sansio.amqp091 import spec
-from amqp_sansio.amqp091.engine import events as ev
 from amqp_sansio.broker import OFFSET_FILTER, Broker, BrokerConfig, Stream
+from amqp_sansio.definitions.amqp091 import spec
+from amqp_sansio.engine.amqp091 import events as ev
 
 DAY = 86400.0
 

@@ -20,7 +20,7 @@ import pytest
 from support.adapters import ADAPTERS, Adapter, aw
 from support.broker_process import BrokerProcess
 
-from amqp_sansio.client import LinkDetachedError
+from amqp_sansio.client.ops import LinkDetachedError
 
 WAIT = 20.0
 LIMIT = 1000

@@ -10,8 +10,10 @@ import pytest
 from support.broker_net import Client, Net, accept_all
 
 import amqp_sansio as a
+import amqp_sansio.definitions.amqp10
+import amqp_sansio.engine.amqp10
 from amqp_sansio.broker import BrokerConfig, Users
-from amqp_sansio.engine import states
+from amqp_sansio.engine.amqp10 import states
 
 RELAY = a.Symbol("ANONYMOUS-RELAY")
 
@@ -26,7 +28,7 @@ def to(address: str | None, value: bytes, **header: object) -> bytes:
 
 def condition(delivery: a.Delivery) -> str | None:
     state = delivery.remote_state
-    if isinstance(state, a.definitions.transactions.TransactionalState):
+    if isinstance(state, a.definitions.amqp10.transactions.TransactionalState):
         state = state.outcome
     assert isinstance(state, a.Rejected), state
     assert state.error is not None
@@ -188,7 +190,7 @@ def test_in_a_transaction(commit: bool) -> None:
     bad = relay.send(to("nowhere", b"2"), transaction=txn)
     net.pump()
     assert accept_all(other, reader) == []  # not before the commit
-    assert isinstance(good.remote_state, a.definitions.transactions.TransactionalState)
+    assert isinstance(good.remote_state, a.definitions.amqp10.transactions.TransactionalState)
     assert isinstance(good.remote_state.outcome, a.Accepted)
     # The unknown address is rejected at post time, in the transaction's state; the
     # transaction goes on without it.
@@ -214,7 +216,7 @@ def test_presettled_unroutable_in_a_transaction_refuses_the_commit() -> None:
     net.pump()
     ctl.discharge(txn, fail=False)
     net.pump()
-    (rolled,) = c.of(a.engine.transactions.TransactionRolledBack)
+    (rolled,) = c.of(a.engine.amqp10.transactions.TransactionRolledBack)
     assert rolled.error is not None and rolled.error.condition == "amqp:transaction:rollback"
     assert accept_all(c, reader) == []
     # The next transaction is not affected.

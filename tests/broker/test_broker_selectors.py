@@ -19,8 +19,9 @@ from support.broker_net import Client, Net, accept_all, body
 from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
+import amqp_sansio.framing.amqp10
 from amqp_sansio.broker import SELECTOR_FILTER, SELECTOR_FILTER_CODE, BrokerConfig
-from amqp_sansio.client import LinkDetachedError
+from amqp_sansio.client.ops import LinkDetachedError
 
 SYM = a.Symbol
 
@@ -399,14 +400,14 @@ def test_adapters_receiver_selector() -> None:
 def _speaks_sasl(port: int) -> bool:
     """Whether the broker answers a SASL protocol header with its own (core spec 5.3.1)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(a.framing.SASL_HEADER)
+        sock.sendall(a.framing.amqp10.SASL_HEADER)
         answer = b""
         while len(answer) < 8:
             chunk = sock.recv(8 - len(answer))
             if not chunk:
                 break
             answer += chunk
-        return answer == a.framing.SASL_HEADER
+        return answer == a.framing.amqp10.SASL_HEADER
 
 
 def test_proton_selector_option_against_the_broker_subprocess() -> None:

@@ -11,6 +11,7 @@ import pytest
 from support.broker_net import Client, Net, body
 
 import amqp_sansio as a
+import amqp_sansio.codec.amqp10
 from amqp_sansio.broker import (
     FIRST_OFFSET,
     NEXT_OFFSET,
@@ -101,7 +102,7 @@ def test_attach_answer_gives_bounds_filter_and_capability() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        (OFFSET_FILTER, a.codec.ULong(1), [1, 2]),
+        (OFFSET_FILTER, a.codec.amqp10.ULong(1), [1, 2]),
         (OFFSET_FILTER, "first", [0, 1, 2]),
         (OFFSET_FILTER, SYM("next"), []),
         (OFFSET_FILTER, a.Described(OFFSET_FILTER, 2), [2]),
@@ -126,13 +127,13 @@ def test_offset_filter_forms(key: Any, value: Any, expected: list[int]) -> None:
     "value",
     [
         -1,
-        a.codec.ULong(2**63),
+        a.codec.amqp10.ULong(2**63),
         True,
         "middle",
         1.5,
         a.Described(SYM("x:y"), 0),
         None,
-        a.codec.Timestamp(5),  # a time (RabbitMQ's form), not an offset
+        a.codec.amqp10.Timestamp(5),  # a time (RabbitMQ's form), not an offset
     ],
 )
 def test_bad_offset_filter_refuses_the_link(value: Any) -> None:

@@ -12,6 +12,8 @@ from amqp_sansio.adapters.broker import run_broker
 from support.broker_net import Net, body, controller, declare, discharge
 
 import amqp_sansio as a
+import amqp_sansio.definitions.amqp10
+import amqp_sansio.engine.amqp10
 from amqp_sansio.broker import BrokerConfig
 
 
@@ -26,14 +28,14 @@ def test_transactional_publish(commit: bool) -> None:
     net.pump()
     r = other.receiver("q", 10)
     assert other.received(r) == []  # posted, not visible before the commit
-    assert isinstance(ds[0].remote_state, a.definitions.transactions.TransactionalState)
+    assert isinstance(ds[0].remote_state, a.definitions.amqp10.transactions.TransactionalState)
     discharge(c, ctl, txn, fail=not commit)
     got = [body(e) for e in other.received(r)]
     assert got == ([b"0", b"1", b"2"] if commit else [])
     assert txn.state is (
-        a.engine.states.TransactionState.COMMITTED
+        a.engine.amqp10.states.TransactionState.COMMITTED
         if commit
-        else a.engine.states.TransactionState.ROLLED_BACK
+        else a.engine.amqp10.states.TransactionState.ROLLED_BACK
     )
     if commit:
         assert all(isinstance(d.remote_state, a.Accepted) and d.settled for d in ds)
@@ -116,7 +118,7 @@ def test_commit_refused_when_a_queue_cannot_take_the_messages() -> None:
         s.send(a.Message(body=b"%d" % i).encode(), transaction=txn)
     net.pump()
     discharge(c, ctl, txn, fail=False)
-    (rolled,) = c.of(a.engine.transactions.TransactionRolledBack)
+    (rolled,) = c.of(a.engine.amqp10.transactions.TransactionRolledBack)
     assert rolled.error.condition == "amqp:transaction:rollback"
     assert net.broker.nodes["q"].depth == 0
 

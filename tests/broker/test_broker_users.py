@@ -15,7 +15,7 @@ from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.broker import ANONYMOUS, BrokerConfig, Users, UsersFileError, scram_entry
-from amqp_sansio.client import LinkDetachedError
+from amqp_sansio.client.ops import LinkDetachedError
 
 WAIT = 10.0
 

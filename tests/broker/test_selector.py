@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import amqp_sansio as a
+import amqp_sansio.codec.amqp10
 from amqp_sansio.broker import (
     DEFAULT_SELECTOR_MAX_DEPTH,
     DEFAULT_SELECTOR_MAX_LENGTH,
@@ -44,16 +45,16 @@ PROPS: dict[str, Any] = {
     "fzero": 0.0,
     "t": True,
     "f": False,
-    "byte": a.codec.Byte(-7),
-    "uint": a.codec.UInt(7),
-    "ulong_small": a.codec.ULong(9),
-    "ulong_big": a.codec.ULong(2**64 - 1),
-    "float32": a.codec.Float(0.5),
+    "byte": a.codec.amqp10.Byte(-7),
+    "uint": a.codec.amqp10.UInt(7),
+    "ulong_small": a.codec.amqp10.ULong(9),
+    "ulong_big": a.codec.amqp10.ULong(2**64 - 1),
+    "float32": a.codec.amqp10.Float(0.5),
     "sym": a.Symbol("sym"),
-    "ts": a.codec.Timestamp(1000),
+    "ts": a.codec.amqp10.Timestamp(1000),
     "uuid": uuid.UUID(int=1),
     "bin": b"\x01",
-    "char": a.codec.Char("c"),
+    "char": a.codec.amqp10.Char("c"),
     "list": [1, 2],
     "nothing": None,
 }
@@ -514,7 +515,7 @@ def fields(**sections: Any) -> MessageFields:
         ("AMQP_UUID:x", "ID:AMQP_NO_PREFIX:AMQP_UUID:x"),
         (uuid.UUID("12345678-9abc-def0-1234-56789abcdef0"),
          "ID:AMQP_UUID:12345678-9abc-def0-1234-56789abcdef0"),
-        (a.codec.ULong(42), "ID:AMQP_ULONG:42"),
+        (a.codec.amqp10.ULong(42), "ID:AMQP_ULONG:42"),
         (b"\x01\xab", "ID:AMQP_BINARY:01AB"),
         (None, None),
     ],
@@ -533,7 +534,7 @@ def test_jms_message_id(message_id: Any, jms: str | None) -> None:
         ("ID:abc", "ID:abc"),
         ("ID:AMQP_ULONG:1", "ID:AMQP_STRING:ID:AMQP_ULONG:1"),
         (uuid.UUID(int=5), f"ID:AMQP_UUID:{uuid.UUID(int=5)}"),
-        (a.codec.ULong(7), "ID:AMQP_ULONG:7"),
+        (a.codec.amqp10.ULong(7), "ID:AMQP_ULONG:7"),
         (b"\xff", "ID:AMQP_BINARY:FF"),
     ],
 )
@@ -547,10 +548,10 @@ def test_jms_header_fields() -> None:
         header=a.Header(durable=True, priority=7),
         properties=a.Properties(
             subject="order",
-            creation_time=a.codec.Timestamp(1_700_000_000_123),
-            absolute_expiry_time=a.codec.Timestamp(1_700_000_060_000),
+            creation_time=a.codec.amqp10.Timestamp(1_700_000_000_123),
+            absolute_expiry_time=a.codec.amqp10.Timestamp(1_700_000_060_000),
             group_id="g",
-            group_sequence=a.codec.UInt(2**32 - 1),
+            group_sequence=a.codec.amqp10.UInt(2**32 - 1),
             user_id=b"alice",
         ),
         application_properties={"JMSPriority": 1, "colour": "red"},

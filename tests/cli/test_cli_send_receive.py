@@ -26,7 +26,7 @@ from support.cli_broker import TestBroker
 from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as amqp
-from amqp_sansio.client import client_engine
+from amqp_sansio.client.engines import client_engine
 from amqp_sansio.client.url import parse_url
 
 USERS = {"alice": "s3cret"}

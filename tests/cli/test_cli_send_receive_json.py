@@ -22,7 +22,7 @@ from support.broker_process import BrokerProcess, amqp_sansio_command
 from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as amqp
-from amqp_sansio.codec import types as t
+from amqp_sansio.codec.amqp10 import types as t
 
 WAIT = 60.0
 

@@ -13,7 +13,7 @@ from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import values
 from support.broker_process import amqp_sansio_command, free_port
 
-from amqp_sansio.codec import types as t
+from amqp_sansio.codec.amqp10 import types as t
 
 NOWHERE = f"amqp://127.0.0.1:{free_port()}/q"
 

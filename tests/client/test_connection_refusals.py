@@ -2,8 +2,8 @@
 connection cap reached, or any server that closes the transport right after our protocol
 header, used to be reported as "authentication failed ... during the SASL exchange". Each
 adapter's ``connect(url)`` now raises
-:class:`~amqp_sansio.client.ConnectionClosedError` (not
-:class:`~amqp_sansio.client.AuthenticationError`) saying that the server closed the
+:class:`~amqp_sansio.client.amqp10.ConnectionClosedError` (not
+:class:`~amqp_sansio.client.amqp10.AuthenticationError`) saying that the server closed the
 connection after the protocol header and that it may refuse connections; the command line
 says the same. And the errors name the options a user has (the ``connect()`` keyword, the
 command-line flag), never the engine's (``allow_cleartext_secrets``, ``tls_client_cert``)."""
@@ -21,7 +21,7 @@ import pytest
 from support.adapters import ADAPTERS, Adapter, aw
 from support.broker_process import BrokerProcess, amqp_sansio_command
 
-from amqp_sansio.client import AuthenticationError, ConnectionClosedError
+from amqp_sansio.client.ops import AuthenticationError, ConnectionClosedError
 
 WAIT = 20.0
 #: Engine option names that a user of connect() or the command line never sets.
@@ -156,7 +156,7 @@ def test_a_reset_before_the_open_is_a_refusal_in_the_core(wrapped: bool) -> None
     """I/O-free: the transport reset before the server's open (the server closed without
     reading our header), as a socket reports it or as trio wraps it (BrokenResourceError
     from the reset)."""
-    from amqp_sansio import client
+    from amqp_sansio.client import amqp10 as client
 
     core = client.client_core("amqp://127.0.0.1:5672")
     core.open(0.0)

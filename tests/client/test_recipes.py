@@ -14,16 +14,17 @@ import pytest
 from support.adapter_broker import Broker
 
 import amqp_sansio as a
-from amqp_sansio import client
-from amqp_sansio.client import (
+import amqp_sansio.engine.amqp10
+from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client import recipes
+from amqp_sansio.client.ops import (
     ConnectionClosedError,
     LinkRefusedError,
     PeerWithoutSASLError,
-    Reconnect,
     TransactionError,
-    recipes,
 )
 from amqp_sansio.client.recipes import Recipe
+from amqp_sansio.client.reconnect import Reconnect
 
 URL = "amqp://127.0.0.1:5672/q"
 
@@ -341,7 +342,7 @@ class NoTransactions(client.Core):
     def _on_event(self, event: a.Event) -> None:
         link = getattr(event, "link", None)
         if isinstance(event, a.events.LinkAttached) and isinstance(
-            link, a.engine.transactions.CoordinatorLink
+            link, a.engine.amqp10.transactions.CoordinatorLink
         ):
             self.coordinator_attaches += 1
             assert self.coordinator_attaches < 10, "the client attaches again in a loop"

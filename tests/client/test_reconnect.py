@@ -18,7 +18,8 @@ from support.broker_process import free_port
 from support.proxy import Proxy, proxy
 
 import amqp_sansio as a
-from amqp_sansio.client import Backoff, ConnectionClosedError, LinkDetachedError, Reconnect
+from amqp_sansio.client.ops import ConnectionClosedError, LinkDetachedError
+from amqp_sansio.client.reconnect import Backoff, Reconnect
 from amqp_sansio.client.url import parse_url
 
 #: The messages of the stream (the issue's 10,000).

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 import amqp_sansio as a
-from amqp_sansio.client import client_engine, server_engine, trace
+import amqp_sansio.definitions.amqp10
+import amqp_sansio.framing.amqp10
+from amqp_sansio.client import trace
+from amqp_sansio.client.engines import client_engine, server_engine
 
 SECRET = "a-password-that-must-never-be-logged"
 
@@ -70,11 +73,11 @@ def test_every_frame_is_logged_both_ways_without_credentials(
 def test_payload_sizes_heartbeats_and_a_broken_stream(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
     side = trace._Direction("x", "<-")
-    transfer = a.framing.encode_frame(
-        a.definitions.performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"),
+    transfer = a.framing.amqp10.encode_frame(
+        a.definitions.amqp10.performatives.Transfer(handle=0, delivery_id=0, delivery_tag=b"t"),
         payload=b"12345",
     )
-    side.feed(a.framing.AMQP_HEADER + a.framing.HEARTBEAT + transfer)
+    side.feed(a.framing.amqp10.AMQP_HEADER + a.framing.amqp10.HEARTBEAT + transfer)
     side.feed(b"\x00\x00\x00\x09\x02\x00\x00\x00\x00")  # a frame that does not decode
     side.feed(transfer)  # ignored: the trace stopped
     lines = [r.getMessage() for r in caplog.records]
@@ -130,7 +133,7 @@ def _pump091(client: object, server: object) -> None:
             elif name == "OpenRequested":
                 server.accept_open()  # type: ignore[attr-defined]
             elif name == "MethodReceived" and event.method.NAME == "connection.update-secret":
-                from amqp_sansio.amqp091 import spec
+                from amqp_sansio.definitions.amqp091 import spec
 
                 server.send_method(0, spec.ConnectionUpdateSecretOk())  # type: ignore[attr-defined]
         out_s = server.data_to_send()  # type: ignore[attr-defined]
@@ -147,10 +150,10 @@ def test_0_9_1_frames_are_traced_both_ways_without_credentials(
     """The 0-9-1 client (``connect(url, protocol="0-9-1")``'s engine and stream) traces
     under the same switch and logger: the protocol header, every method, content headers
     and bodies (their size), heartbeats; ``start-ok``'s response never shows."""
-    from amqp_sansio.amqp091 import engine as e091
-    from amqp_sansio.amqp091 import spec
-    from amqp_sansio.amqp091.client import client_engine as client_engine_091
-    from amqp_sansio.amqp091.client import trace as trace091
+    from amqp_sansio.client.amqp091 import client_engine as client_engine_091
+    from amqp_sansio.client.amqp091 import trace as trace091
+    from amqp_sansio.definitions.amqp091 import spec
+    from amqp_sansio.engine import amqp091 as e091
 
     caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
     _, engine, stream = client_engine_091(
@@ -198,8 +201,9 @@ def test_0_9_1_frames_are_traced_both_ways_without_credentials(
 
 
 def test_0_9_1_a_broken_stream_stops_the_trace(caplog: pytest.LogCaptureFixture) -> None:
-    from amqp_sansio.amqp091 import encode_method_frame, spec
-    from amqp_sansio.amqp091.client import trace as trace091
+    from amqp_sansio.amqp091 import encode_method_frame
+    from amqp_sansio.client.amqp091 import trace as trace091
+    from amqp_sansio.definitions.amqp091 import spec
 
     caplog.set_level(logging.DEBUG, logger="amqp_sansio.frames")
     side = trace091._Direction("x", "<-", header=False)
@@ -216,7 +220,7 @@ def test_0_9_1_a_broken_stream_stops_the_trace(caplog: pytest.LogCaptureFixture)
 
 
 def test_0_9_1_off_by_default_and_inside_tls(monkeypatch: pytest.MonkeyPatch) -> None:
-    from amqp_sansio.amqp091.client import client_engine as client_engine_091
+    from amqp_sansio.client.amqp091 import client_engine as client_engine_091
 
     monkeypatch.delenv(trace.ENV, raising=False)
     monkeypatch.setattr(trace.LOGGER, "level", logging.NOTSET)

@@ -42,10 +42,11 @@ from support import strategies as S
 from support.strategies import assert_same, same
 
 import amqp_sansio as a
+import amqp_sansio.codec.amqp10
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is in the 'test' extra")
 
-T = a.codec.AMQPType
+T = a.codec.amqp10.AMQPType
 CHECK = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # -- converting between our values and proton's -------------------------------------------
@@ -53,17 +54,17 @@ CHECK = settings(max_examples=250, deadline=None, suppress_health_check=[HealthC
 _PROTON_TYPE = {t: getattr(proton.Data, "BOOL" if t is T.BOOLEAN else t.name) for t in T}
 _OUR_TYPE = {code: t for t, code in _PROTON_TYPE.items()}
 _WRAPPERS: dict[type, Any] = {
-    a.codec.UByte: proton.ubyte,
-    a.codec.UShort: proton.ushort,
-    a.codec.UInt: proton.uint,
-    a.codec.ULong: proton.ulong,
-    a.codec.Byte: proton.byte,
-    a.codec.Short: proton.short,
-    a.codec.Int: proton.int32,
-    a.codec.Float: proton.float32,
-    a.codec.Char: proton.char,
+    a.codec.amqp10.UByte: proton.ubyte,
+    a.codec.amqp10.UShort: proton.ushort,
+    a.codec.amqp10.UInt: proton.uint,
+    a.codec.amqp10.ULong: proton.ulong,
+    a.codec.amqp10.Byte: proton.byte,
+    a.codec.amqp10.Short: proton.short,
+    a.codec.amqp10.Int: proton.int32,
+    a.codec.amqp10.Float: proton.float32,
+    a.codec.amqp10.Char: proton.char,
     a.Symbol: proton.symbol,
-    a.codec.Timestamp: proton.timestamp,
+    a.codec.amqp10.Timestamp: proton.timestamp,
 }
 _UNWRAP = {p: ours for ours, p in _WRAPPERS.items()}
 _NATIVE = (type(None), bool, int, float, str, bytes, uuid.UUID)
@@ -76,11 +77,11 @@ def to_proton(v: Any) -> Any:
         return v
     if t in _WRAPPERS:
         return _WRAPPERS[t](v)
-    if t is a.codec.Decimal32:
+    if t is a.codec.amqp10.Decimal32:
         return proton.decimal32(v.bits)
-    if t is a.codec.Decimal64:
+    if t is a.codec.amqp10.Decimal64:
         return proton.decimal64(v.bits)
-    if t is a.codec.Decimal128:
+    if t is a.codec.amqp10.Decimal128:
         return proton.decimal128(v.to_bytes())
     if t is list:
         return [to_proton(x) for x in v]
@@ -88,7 +89,7 @@ def to_proton(v: Any) -> Any:
         return {to_proton(k): to_proton(x) for k, x in v.items()}
     if t is a.Described:
         return proton.Described(to_proton(v.descriptor), to_proton(v.value))
-    if t is a.codec.Array:
+    if t is a.codec.amqp10.Array:
         descriptor = proton.UNDESCRIBED if v.descriptor is None else to_proton(v.descriptor)
         return proton.Array(descriptor, _PROTON_TYPE[v.type], *map(to_proton, v.items))
     raise TypeError(f"no proton value for {t.__name__}")
@@ -104,11 +105,11 @@ def from_proton(v: Any) -> Any:
     if t in _UNWRAP:
         return _UNWRAP[t](v)
     if t is proton.decimal32:
-        return a.codec.Decimal32(int(v))
+        return a.codec.amqp10.Decimal32(int(v))
     if t is proton.decimal64:
-        return a.codec.Decimal64(int(v))
+        return a.codec.amqp10.Decimal64(int(v))
     if t is proton.decimal128:
-        return a.codec.Decimal128.from_bytes(bytes(v))
+        return a.codec.amqp10.Decimal128.from_bytes(bytes(v))
     if t is list:
         return [from_proton(x) for x in v]
     if isinstance(v, dict):  # also proton's AnnotationDict
@@ -117,7 +118,9 @@ def from_proton(v: Any) -> Any:
         return a.Described(from_proton(v.descriptor), from_proton(v.value))
     if t is proton.Array:
         descriptor = None if v.descriptor is proton.UNDESCRIBED else from_proton(v.descriptor)
-        return a.codec.Array(_OUR_TYPE[v.type], [from_proton(x) for x in v.elements], descriptor)
+        return a.codec.amqp10.Array(
+            _OUR_TYPE[v.type], [from_proton(x) for x in v.elements], descriptor
+        )
     raise TypeError(f"unexpected proton value {v!r:.60} of type {t.__name__}")
 
 
@@ -152,7 +155,7 @@ def proton_can_decode(v: Any) -> bool:
             type(k) is not bytes and proton_can_decode(k) and proton_can_decode(x)
             for k, x in v.items()
         )
-    if t is a.codec.Array:
+    if t is a.codec.amqp10.Array:
         return all(map(proton_can_decode, v.items))
     if attrs.has(t):
         if not hasattr(t, "DESCRIPTOR_CODE"):  # a.Message
@@ -171,7 +174,15 @@ def _is_described(v: Any) -> bool:
 #: Map keys proton can hold: hashable, no binary (a memoryview) and no decimals (int and
 #: bytes subclasses in proton, which collide with other keys).
 _proton_keys = S.hashable_scalars.filter(
-    lambda k: type(k) not in (bytes, a.codec.Decimal32, a.codec.Decimal64, a.codec.Decimal128)
+    lambda k: (
+        type(k)
+        not in (
+            bytes,
+            a.codec.amqp10.Decimal32,
+            a.codec.amqp10.Decimal64,
+            a.codec.amqp10.Decimal128,
+        )
+    )
 )
 proton_values = S.make_values(_proton_keys, max_leaves=20, max_size=5, described_descriptors=False)
 _proton_small_values = S.make_values(
@@ -188,36 +199,39 @@ def test_the_converters_are_inverse() -> None:
 
 # -- the corpus ---------------------------------------------------------------------------------
 
-_D1 = a.codec.ULong(0x1234_0000_0001)
+_D1 = a.codec.amqp10.ULong(0x1234_0000_0001)
 _DS = a.Symbol("test:x")
-FLOAT32_MAX = a.codec.Float(3.4028234663852886e38)
+FLOAT32_MAX = a.codec.amqp10.Float(3.4028234663852886e38)
 
 CORPUS: list[Any] = [
     None,
     True,
     False,
-    *(a.codec.UByte(n) for n in (0, 1, 255)),
-    *(a.codec.UShort(n) for n in (0, 256, 65535)),
-    *(a.codec.UInt(n) for n in (0, 1, 255, 256, 2**32 - 1)),
-    *(a.codec.ULong(n) for n in (0, 255, 256, 2**32, 2**64 - 1)),
-    *(a.codec.Byte(n) for n in (-128, -1, 0, 127)),
-    *(a.codec.Short(n) for n in (-(2**15), -1, 0, 2**15 - 1)),
-    *(a.codec.Int(n) for n in (-(2**31), -129, -128, -1, 0, 127, 128, 2**31 - 1)),
+    *(a.codec.amqp10.UByte(n) for n in (0, 1, 255)),
+    *(a.codec.amqp10.UShort(n) for n in (0, 256, 65535)),
+    *(a.codec.amqp10.UInt(n) for n in (0, 1, 255, 256, 2**32 - 1)),
+    *(a.codec.amqp10.ULong(n) for n in (0, 255, 256, 2**32, 2**64 - 1)),
+    *(a.codec.amqp10.Byte(n) for n in (-128, -1, 0, 127)),
+    *(a.codec.amqp10.Short(n) for n in (-(2**15), -1, 0, 2**15 - 1)),
+    *(a.codec.amqp10.Int(n) for n in (-(2**31), -129, -128, -1, 0, 127, 128, 2**31 - 1)),
     *(-(2**63), -129, -128, -1, 0, 127, 128, 2**63 - 1),
-    *(a.codec.Float(x) for x in (0.0, -0.0, 1.5, -2.25, float("inf"), float("-inf"), float("nan"))),
+    *(
+        a.codec.amqp10.Float(x)
+        for x in (0.0, -0.0, 1.5, -2.25, float("inf"), float("-inf"), float("nan"))
+    ),
     FLOAT32_MAX,
     *(0.0, -0.0, 0.1, 5e-324, 1.7976931348623157e308, float("inf"), float("nan")),
-    a.codec.Decimal32(0),
-    a.codec.Decimal32(2**32 - 1),
-    a.codec.Decimal32.from_decimal("-1.5"),
-    a.codec.Decimal64(0),
-    a.codec.Decimal64.from_decimal("123456789.0123456"),
-    a.codec.Decimal64(2**64 - 1),
-    a.codec.Decimal128(0),
-    a.codec.Decimal128.from_decimal("-" + "9" * 34),
-    a.codec.Decimal128(2**128 - 1),
-    *(a.codec.Char(c) for c in ("\x00", "a", "é", "\uffff", "\U0001f600", "\U0010ffff")),
-    *(a.codec.Timestamp(n) for n in (-(2**63), -1, 0, 1311704463521, 2**63 - 1)),
+    a.codec.amqp10.Decimal32(0),
+    a.codec.amqp10.Decimal32(2**32 - 1),
+    a.codec.amqp10.Decimal32.from_decimal("-1.5"),
+    a.codec.amqp10.Decimal64(0),
+    a.codec.amqp10.Decimal64.from_decimal("123456789.0123456"),
+    a.codec.amqp10.Decimal64(2**64 - 1),
+    a.codec.amqp10.Decimal128(0),
+    a.codec.amqp10.Decimal128.from_decimal("-" + "9" * 34),
+    a.codec.amqp10.Decimal128(2**128 - 1),
+    *(a.codec.amqp10.Char(c) for c in ("\x00", "a", "é", "\uffff", "\U0001f600", "\U0010ffff")),
+    *(a.codec.amqp10.Timestamp(n) for n in (-(2**63), -1, 0, 1311704463521, 2**63 - 1)),
     uuid.UUID(int=0),
     uuid.UUID(int=2**128 - 1),
     uuid.UUID("12345678-1234-5678-1234-567812345678"),
@@ -240,59 +254,70 @@ CORPUS: list[Any] = [
     [[]],
     list(range(1000)),
     [a.Symbol("s")] * 1000,
-    [1, "two", [3.0, [a.codec.UInt(4), {"five": a.codec.Char("6")}]], None, True],
+    [1, "two", [3.0, [a.codec.amqp10.UInt(4), {"five": a.codec.amqp10.Char("6")}]], None, True],
     {},
     {None: None},
     {
         "k": 1,
-        a.Symbol("s"): a.codec.ULong(2),
+        a.Symbol("s"): a.codec.amqp10.ULong(2),
         3: [4],
-        a.codec.UInt(5): {"n": None},
+        a.codec.amqp10.UInt(5): {"n": None},
         uuid.UUID(int=6): b"",
     },
     {str(i): i for i in range(1000)},
-    a.codec.Array(T.NULL, []),
-    a.codec.Array(T.NULL, [None]),
-    a.codec.Array(T.NULL, [None] * 2, a.Symbol("test:nulls")),
-    a.codec.Array(T.BOOLEAN, [True, False, True]),
-    a.codec.Array(T.UBYTE, [a.codec.UByte(0), a.codec.UByte(255)]),
-    a.codec.Array(T.USHORT, [a.codec.UShort(0), a.codec.UShort(65535)]),
-    a.codec.Array(T.UINT, []),
-    a.codec.Array(T.UINT, [a.codec.UInt(0), a.codec.UInt(255)]),
-    a.codec.Array(T.UINT, [a.codec.UInt(0), a.codec.UInt(2**32 - 1)]),
-    a.codec.Array(T.ULONG, [a.codec.ULong(1), a.codec.ULong(2**64 - 1)]),
-    a.codec.Array(T.BYTE, [a.codec.Byte(-128), a.codec.Byte(127)]),
-    a.codec.Array(T.SHORT, [a.codec.Short(-1)]),
-    a.codec.Array(T.INT, [a.codec.Int(n) for n in range(-500, 500)]),
-    a.codec.Array(T.INT, [a.codec.Int(-(2**31)), a.codec.Int(2**31 - 1)]),
-    a.codec.Array(T.LONG, [-1, 0, 2**63 - 1]),
-    a.codec.Array(T.FLOAT, [a.codec.Float(1.5), a.codec.Float(float("-inf"))]),
-    a.codec.Array(T.DOUBLE, [0.1, -0.0, float("nan")]),
-    a.codec.Array(T.DECIMAL32, [a.codec.Decimal32(1), a.codec.Decimal32(2**32 - 1)]),
-    a.codec.Array(T.DECIMAL64, [a.codec.Decimal64(7)]),
-    a.codec.Array(T.DECIMAL128, [a.codec.Decimal128(2**127 + 5)]),
-    a.codec.Array(T.CHAR, [a.codec.Char("a"), a.codec.Char("\U0010ffff")]),
-    a.codec.Array(T.TIMESTAMP, [a.codec.Timestamp(-1), a.codec.Timestamp(1311704463521)]),
-    a.codec.Array(T.UUID, [uuid.UUID(int=1), uuid.UUID(int=2)]),
-    a.codec.Array(T.BINARY, [b"", b"\x00" * 300]),
-    a.codec.Array(T.STRING, ["a", "é", ""]),
-    a.codec.Array(T.SYMBOL, [a.Symbol("a"), a.Symbol("b" * 256)]),
-    a.codec.Array(T.LIST, [[], [1, "x"], [None]]),
-    a.codec.Array(T.MAP, [{}, {"k": a.codec.UInt(1)}]),
-    a.codec.Array(
-        T.ARRAY, [a.codec.Array(T.INT, [a.codec.Int(1)]), a.codec.Array(T.STRING, ["s"])]
+    a.codec.amqp10.Array(T.NULL, []),
+    a.codec.amqp10.Array(T.NULL, [None]),
+    a.codec.amqp10.Array(T.NULL, [None] * 2, a.Symbol("test:nulls")),
+    a.codec.amqp10.Array(T.BOOLEAN, [True, False, True]),
+    a.codec.amqp10.Array(T.UBYTE, [a.codec.amqp10.UByte(0), a.codec.amqp10.UByte(255)]),
+    a.codec.amqp10.Array(T.USHORT, [a.codec.amqp10.UShort(0), a.codec.amqp10.UShort(65535)]),
+    a.codec.amqp10.Array(T.UINT, []),
+    a.codec.amqp10.Array(T.UINT, [a.codec.amqp10.UInt(0), a.codec.amqp10.UInt(255)]),
+    a.codec.amqp10.Array(T.UINT, [a.codec.amqp10.UInt(0), a.codec.amqp10.UInt(2**32 - 1)]),
+    a.codec.amqp10.Array(T.ULONG, [a.codec.amqp10.ULong(1), a.codec.amqp10.ULong(2**64 - 1)]),
+    a.codec.amqp10.Array(T.BYTE, [a.codec.amqp10.Byte(-128), a.codec.amqp10.Byte(127)]),
+    a.codec.amqp10.Array(T.SHORT, [a.codec.amqp10.Short(-1)]),
+    a.codec.amqp10.Array(T.INT, [a.codec.amqp10.Int(n) for n in range(-500, 500)]),
+    a.codec.amqp10.Array(T.INT, [a.codec.amqp10.Int(-(2**31)), a.codec.amqp10.Int(2**31 - 1)]),
+    a.codec.amqp10.Array(T.LONG, [-1, 0, 2**63 - 1]),
+    a.codec.amqp10.Array(T.FLOAT, [a.codec.amqp10.Float(1.5), a.codec.amqp10.Float(float("-inf"))]),
+    a.codec.amqp10.Array(T.DOUBLE, [0.1, -0.0, float("nan")]),
+    a.codec.amqp10.Array(
+        T.DECIMAL32, [a.codec.amqp10.Decimal32(1), a.codec.amqp10.Decimal32(2**32 - 1)]
     ),
-    a.codec.Array(T.ARRAY, [a.codec.Array(T.ARRAY, [a.codec.Array(T.SYMBOL, [a.Symbol("deep")])])]),
+    a.codec.amqp10.Array(T.DECIMAL64, [a.codec.amqp10.Decimal64(7)]),
+    a.codec.amqp10.Array(T.DECIMAL128, [a.codec.amqp10.Decimal128(2**127 + 5)]),
+    a.codec.amqp10.Array(T.CHAR, [a.codec.amqp10.Char("a"), a.codec.amqp10.Char("\U0010ffff")]),
+    a.codec.amqp10.Array(
+        T.TIMESTAMP, [a.codec.amqp10.Timestamp(-1), a.codec.amqp10.Timestamp(1311704463521)]
+    ),
+    a.codec.amqp10.Array(T.UUID, [uuid.UUID(int=1), uuid.UUID(int=2)]),
+    a.codec.amqp10.Array(T.BINARY, [b"", b"\x00" * 300]),
+    a.codec.amqp10.Array(T.STRING, ["a", "é", ""]),
+    a.codec.amqp10.Array(T.SYMBOL, [a.Symbol("a"), a.Symbol("b" * 256)]),
+    a.codec.amqp10.Array(T.LIST, [[], [1, "x"], [None]]),
+    a.codec.amqp10.Array(T.MAP, [{}, {"k": a.codec.amqp10.UInt(1)}]),
+    a.codec.amqp10.Array(
+        T.ARRAY,
+        [
+            a.codec.amqp10.Array(T.INT, [a.codec.amqp10.Int(1)]),
+            a.codec.amqp10.Array(T.STRING, ["s"]),
+        ],
+    ),
+    a.codec.amqp10.Array(
+        T.ARRAY,
+        [a.codec.amqp10.Array(T.ARRAY, [a.codec.amqp10.Array(T.SYMBOL, [a.Symbol("deep")])])],
+    ),
     # Arrays of described values: the descriptor is shared, the items are undescribed.
-    a.codec.Array(T.STRING, ["x", "y"], _DS),
-    a.codec.Array(T.ULONG, [a.codec.ULong(3)], _D1),
-    a.codec.Array(T.LIST, [[1], [2]], a.codec.ULong(0x1234_0000_0002)),
-    a.codec.Array(T.MAP, [{a.Symbol("k"): "v"}], _DS),
-    a.codec.Array(T.ARRAY, [a.codec.Array(T.INT, [a.codec.Int(1)], _DS)], _D1),
+    a.codec.amqp10.Array(T.STRING, ["x", "y"], _DS),
+    a.codec.amqp10.Array(T.ULONG, [a.codec.amqp10.ULong(3)], _D1),
+    a.codec.amqp10.Array(T.LIST, [[1], [2]], a.codec.amqp10.ULong(0x1234_0000_0002)),
+    a.codec.amqp10.Array(T.MAP, [{a.Symbol("k"): "v"}], _DS),
+    a.codec.amqp10.Array(T.ARRAY, [a.codec.amqp10.Array(T.INT, [a.codec.amqp10.Int(1)], _DS)], _D1),
     a.Described(_D1, None),
     a.Described(_DS, "value"),
-    a.Described(a.codec.ULong(0x99), [1, 2]),
-    a.Described(_DS, a.codec.Array(T.SYMBOL, [a.Symbol("a")])),
+    a.Described(a.codec.amqp10.ULong(0x99), [1, 2]),
+    a.Described(_DS, a.codec.amqp10.Array(T.SYMBOL, [a.Symbol("a")])),
     a.Described(_D1, {a.Symbol("k"): a.Described(_DS, [a.Described(_D1, 1), 2])}),
     [a.Described(_D1, 1), a.Described(_DS, None), 3],
 ]
@@ -357,25 +382,25 @@ def test_proton_put_methods_decode_here() -> None:
     d.exit()
     want = [
         True,
-        a.codec.UByte(200),
-        a.codec.UShort(60000),
-        a.codec.UInt(7),
-        a.codec.ULong(0),
-        a.codec.Byte(-5),
-        a.codec.Short(-300),
-        a.codec.Int(-70000),
+        a.codec.amqp10.UByte(200),
+        a.codec.amqp10.UShort(60000),
+        a.codec.amqp10.UInt(7),
+        a.codec.amqp10.ULong(0),
+        a.codec.amqp10.Byte(-5),
+        a.codec.amqp10.Short(-300),
+        a.codec.amqp10.Int(-70000),
         -(2**40),
-        a.codec.Float(0.5),
+        a.codec.amqp10.Float(0.5),
         -2.5,
-        a.codec.Char("é"),
-        a.codec.Timestamp(1311704463521),
+        a.codec.amqp10.Char("é"),
+        a.codec.amqp10.Timestamp(1311704463521),
         uuid.UUID(int=9),
         b"\x00\x01",
         "héllo",
         a.Symbol("sym"),
         None,
-        a.Described(a.Symbol("test:d"), {a.Symbol("k"): a.codec.Int(1)}),
-        a.codec.Array(T.STRING, ["a", "b"], a.codec.ULong(0x1234_0000_0003)),
+        a.Described(a.Symbol("test:d"), {a.Symbol("k"): a.codec.amqp10.Int(1)}),
+        a.codec.amqp10.Array(T.STRING, ["a", "b"], a.codec.amqp10.ULong(0x1234_0000_0003)),
     ]
     assert_same(a.decode(d.encode()), want)
 
@@ -383,7 +408,7 @@ def test_proton_put_methods_decode_here() -> None:
 def test_proton_described_descriptors_decode_here() -> None:
     # Proton writes a described descriptor correctly though it cannot read one back.
     value = a.Described(
-        a.Described(_DS, a.codec.UInt(1)), [a.Described(_D1, a.Described(_D1, 2)), 3]
+        a.Described(_DS, a.codec.amqp10.UInt(1)), [a.Described(_D1, a.Described(_D1, 2)), 3]
     )
     assert_same(a.decode(proton_encode(value)), value)
 
@@ -391,10 +416,10 @@ def test_proton_described_descriptors_decode_here() -> None:
 def test_proton_arrays_of_more_than_two_nulls_are_refused_here() -> None:
     # Documented in the module docstring: a design limit of ours (null elements take no
     # bytes, so no size bounds their number), not a disagreement on the bytes.
-    two = proton_encode(a.codec.Array(T.NULL, [None, None]))
+    two = proton_encode(a.codec.amqp10.Array(T.NULL, [None, None]))
     assert two == bytes.fromhex("f0 00000005 00000002 40")
-    assert_same(a.decode(two), a.codec.Array(T.NULL, [None, None]))
-    three = proton_encode(a.codec.Array(T.NULL, [None, None, None]))
+    assert_same(a.decode(two), a.codec.amqp10.Array(T.NULL, [None, None]))
+    three = proton_encode(a.codec.amqp10.Array(T.NULL, [None, None, None]))
     with pytest.raises(a.DecodeError, match="at most 2"):
         a.decode(three)
 
@@ -415,7 +440,7 @@ def keys_stay_apart(v: Any) -> bool:
         return all(keys_stay_apart(x) for x in v)
     if t is a.Described:
         return keys_stay_apart(v.descriptor) and keys_stay_apart(v.value)
-    if t is a.codec.Array:
+    if t is a.codec.amqp10.Array:
         return all(keys_stay_apart(x) for x in v.items)
     return True
 
@@ -473,8 +498,10 @@ def for_proton_api(message: a.Message) -> a.Message:
     if p is None:
         return message
 
-    def clamp(t: int | None) -> a.codec.Timestamp | None:
-        return None if t is None else a.codec.Timestamp(max(-_TIME_LIMIT, min(_TIME_LIMIT, t)))
+    def clamp(t: int | None) -> a.codec.amqp10.Timestamp | None:
+        return (
+            None if t is None else a.codec.amqp10.Timestamp(max(-_TIME_LIMIT, min(_TIME_LIMIT, t)))
+        )
 
     def no_nul(text: str | None) -> str | None:
         return None if text is None else type(text)(text.replace("\x00", ""))
@@ -557,8 +584,8 @@ def expected_from_proton(m: a.Message) -> a.Message:
         message_annotations=m.message_annotations,
         properties=attrs.evolve(
             p,
-            absolute_expiry_time=None if expiry is None else a.codec.Timestamp(expiry),
-            creation_time=None if created is None else a.codec.Timestamp(created),
+            absolute_expiry_time=None if expiry is None else a.codec.amqp10.Timestamp(expiry),
+            creation_time=None if created is None else a.codec.amqp10.Timestamp(created),
             # 0 is unset to proton, but it sends a 0 with any group-id.
             group_sequence=p.group_sequence or (None if p.group_id is None else 0),
         ),
@@ -579,8 +606,8 @@ def assert_proton_holds(pm: Any, m: a.Message) -> None:
     p = m.properties or a.Properties()
     for ours, theirs in (("message_id", "id"), ("correlation_id", "correlation_id")):
         want, got = getattr(p, ours), from_proton(getattr(pm, theirs))
-        if type(want) is a.codec.ULong:
-            got = a.codec.ULong(got)  # proton gives a ulong message-id as a plain int
+        if type(want) is a.codec.amqp10.ULong:
+            got = a.codec.amqp10.ULong(got)  # proton gives a ulong message-id as a plain int
         assert_same(got, want)
     assert bytes(pm.user_id) == (p.user_id or b"")
     assert pm.address == p.to
@@ -626,34 +653,40 @@ EXAMPLE_MESSAGES = [
     a.Message(body=b"\x00\x01\x02"),
     a.Message(body=(a.Data(b"one"), a.Data(b"two"))),
     a.Message(body=a.AmqpSequence([1, "two", None])),
-    a.Message(body=a.AmqpValue([a.Symbol("s"), {"k": a.codec.UInt(1)}])),
+    a.Message(body=a.AmqpValue([a.Symbol("s"), {"k": a.codec.amqp10.UInt(1)}])),
     a.Message(body=a.AmqpValue(b"binary in an amqp-value")),
     a.Message(properties=a.Properties(subject="no body"), body=None),
     a.Message(
         header=a.Header(durable=True, priority=9, ttl=1500, first_acquirer=True, delivery_count=3),
         delivery_annotations={a.Symbol("x-opt-da"): 1},
-        message_annotations={a.Symbol("x-opt-ma"): "v", a.codec.ULong(7): None},
+        message_annotations={a.Symbol("x-opt-ma"): "v", a.codec.amqp10.ULong(7): None},
         properties=a.Properties(
             message_id=uuid.UUID(int=42),
             user_id=b"user",
             to="queue://é",
             subject="subject",
             reply_to="reply",
-            correlation_id=a.codec.ULong(2**64 - 1),
+            correlation_id=a.codec.amqp10.ULong(2**64 - 1),
             content_type=a.Symbol("text/plain"),
             content_encoding=a.Symbol("gzip"),
-            absolute_expiry_time=a.codec.Timestamp(1311704463521),
-            creation_time=a.codec.Timestamp(1311704400000),
+            absolute_expiry_time=a.codec.amqp10.Timestamp(1311704463521),
+            creation_time=a.codec.amqp10.Timestamp(1311704400000),
             group_id="group",
             group_sequence=2**32 - 1,
             reply_to_group_id="rgroup",
         ),
-        application_properties={"s": "x", "i": a.codec.Int(-1), "l": 2**40, "b": True, "n": None},
+        application_properties={
+            "s": "x",
+            "i": a.codec.amqp10.Int(-1),
+            "l": 2**40,
+            "b": True,
+            "n": None,
+        },
         body="annotated",
         footer={a.Symbol("f"): b"dropped by proton"},
     ),
     a.Message(properties=a.Properties(message_id="string-id", correlation_id=b"bytes-id")),
-    a.Message(properties=a.Properties(message_id=a.codec.ULong(0)), body=b"x" * 70000),
+    a.Message(properties=a.Properties(message_id=a.codec.amqp10.ULong(0)), body=b"x" * 70000),
 ]
 
 
@@ -687,15 +720,15 @@ def test_a_message_built_with_proton_decodes_here() -> None:
     got = a.Message.decode(pm.encode())
     want = a.Message(
         header=a.Header(durable=True, priority=7, ttl=2000),
-        delivery_annotations={a.codec.ULong(9): "nine"},
+        delivery_annotations={a.codec.amqp10.ULong(9): "nine"},
         message_annotations={a.Symbol("x-opt"): a.Symbol("y")},
         properties=a.Properties(
-            message_id=a.codec.ULong(5),  # proton sends an int message-id as a ulong
+            message_id=a.codec.amqp10.ULong(5),  # proton sends an int message-id as a ulong
             to="a",
             subject="s",
             content_type=a.Symbol("application/json"),
         ),
-        application_properties={"p": a.codec.Int(3)},
+        application_properties={"p": a.codec.amqp10.Int(3)},
         body=a.AmqpValue({"key": [1, 2.5, "three"]}),
     )
     assert_same(got, want)

@@ -35,6 +35,8 @@ from support.proton_peer import (
 )
 
 import amqp_sansio as a
+import amqp_sansio.engine.amqp10
+import amqp_sansio.framing.amqp10
 
 proton = pytest.importorskip(
     "proton", reason="python-qpid-proton (the 'test' extra) is needed for the interop tests"
@@ -166,7 +168,7 @@ def test_we_drain_a_proton_sender(role: str, waiting: int, interop: Callable[...
     receiver.drain_credit()
     pair.wait_for(a.events.DrainCompleted)
     assert receiver.link_credit == 0 and not receiver.drain
-    assert a.engine.serial.serial_diff(receiver.delivery_count, start_count) == 10
+    assert a.engine.amqp10.serial.serial_diff(receiver.delivery_count, start_count) == 10
     assert [body_of(m) for m in pair.app.received["drain"]] == bodies
     assert pair.peer.drains_answered["drain"] == 10 - waiting
     assert pair.peer.errors == [] and pair.app.errors == []
@@ -394,7 +396,7 @@ def test_the_driver_bounds_its_waits_and_sees_the_peer_hang_up() -> None:
         with pytest.raises(TimeoutError):
             driver.run_until(lambda: False, 0.2)
         assert 0.2 <= time.monotonic() - started < 2.0
-        assert raw.recv(8) == a.framing.AMQP_HEADER
+        assert raw.recv(8) == a.framing.amqp10.AMQP_HEADER
         raw.close()
         with pytest.raises(ConnectionError):
             driver.run_until(lambda: False, WAIT)

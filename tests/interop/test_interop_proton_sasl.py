@@ -17,6 +17,7 @@ from amqp_sansio.adapters.sockets import SocketDriver
 from support.proton_peer import Interop, Spec, interop_pairs, poll, settled_count
 
 import amqp_sansio as a
+import amqp_sansio.definitions.amqp10
 from amqp_sansio import sasl
 
 PASSWORD = "guest-pw"
@@ -99,7 +100,7 @@ def test_proton_client_with_a_wrong_password_is_refused(
     assert pair.listener is not None
     pair.driver = SocketDriver.accept(pair.conn, pair.listener, on_event=pair.app)
     failed = pair.wait_for(a.events.AuthenticationFailed)
-    assert failed.code is a.definitions.performatives.SaslCode.AUTH
+    assert failed.code is a.definitions.amqp10.performatives.SaslCode.AUTH
     pair.wait(lambda: pair.conn.state is a.ConnectionState.END)
     pair.driver.close()
     deadline_ok = poll(lambda: bool(pair.peer.errors))

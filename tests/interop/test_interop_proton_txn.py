@@ -17,7 +17,9 @@ import pytest
 from support.proton_peer import Interop, OurApp, ProtonPeer, Spec, interop_pairs
 
 import amqp_sansio as a
-from amqp_sansio.engine import states
+import amqp_sansio.definitions.amqp10
+import amqp_sansio.engine.amqp10
+from amqp_sansio.engine.amqp10 import states
 
 proton = pytest.importorskip("proton")
 from proton.handlers import TransactionHandler  # noqa: E402
@@ -80,20 +82,20 @@ class OurResource(OurApp):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.pending: dict[a.engine.transactions.TransactionRecord, list[a.Message]] = defaultdict(
-            list
+        self.pending: dict[a.engine.amqp10.transactions.TransactionRecord, list[a.Message]] = (
+            defaultdict(list)
         )
-        self.records: list[a.engine.transactions.TransactionRecord] = []
+        self.records: list[a.engine.amqp10.transactions.TransactionRecord] = []
         self.discharges: list[tuple[bytes, bool]] = []
 
     def __call__(self, event: a.Event) -> None:
         if isinstance(event, a.events.LinkAttached) and isinstance(
-            event.link, a.engine.transactions.CoordinatorLink
+            event.link, a.engine.amqp10.transactions.CoordinatorLink
         ):
             event.link.attach()
-        elif isinstance(event, a.engine.transactions.DeclareRequested):
+        elif isinstance(event, a.engine.amqp10.transactions.DeclareRequested):
             self.records.append(event.request.declare())
-        elif isinstance(event, a.engine.transactions.DischargeRequested):
+        elif isinstance(event, a.engine.amqp10.transactions.DischargeRequested):
             request = event.request
             record = request.transaction
             self.discharges.append((record.id, request.fail))
@@ -109,7 +111,7 @@ class OurResource(OurApp):
         if record is None:
             super()._received(event)
             return
-        assert isinstance(record, a.engine.transactions.TransactionRecord)
+        assert isinstance(record, a.engine.amqp10.transactions.TransactionRecord)
         self.pending[record].append(a.Message.decode(event.data))
         # The provisional outcome; the engine sends it in the transaction (4.4.1).
         event.link.settle(event.delivery, a.Accepted())
@@ -133,9 +135,9 @@ def _start(interop: Callable[..., Interop]) -> tuple[Interop, ProtonController, 
     assert len(app.records) == 1 and app.records[0].state is states.TransactionState.ACTIVE
     coord = app.records[0].link
     assert coord.remote is not None and isinstance(
-        coord.remote.target, a.definitions.transactions.Coordinator
+        coord.remote.target, a.definitions.amqp10.transactions.Coordinator
     )
-    assert a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS in (
+    assert a.definitions.amqp10.transactions.TxnCapability.LOCAL_TRANSACTIONS in (
         coord.remote.target.capabilities or ()
     )
     return pair, peer, app
@@ -156,7 +158,9 @@ def test_proton_declares_posts_ten_and_commits(interop: Callable[..., Interop]) 
     assert len(record.posted) == COUNT
     assert all(
         d.local_state
-        == a.definitions.transactions.TransactionalState(txn_id=record.id, outcome=a.Accepted())
+        == a.definitions.amqp10.transactions.TransactionalState(
+            txn_id=record.id, outcome=a.Accepted()
+        )
         for d in record.posted
     )
     assert peer.errors == [] and app.errors == []

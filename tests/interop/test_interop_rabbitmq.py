@@ -37,8 +37,9 @@ from amqp_sansio.adapters.sockets import SocketDriver
 from support.rabbitmq import rabbitmq_url
 
 import amqp_sansio as a
+import amqp_sansio.framing.amqp10
 from amqp_sansio import sasl
-from amqp_sansio.definitions import performatives
+from amqp_sansio.definitions.amqp10 import performatives
 
 COUNT = 10_000
 WAIT = 60.0  # the bound on any one wait; the bulk tests take a few seconds
@@ -180,7 +181,7 @@ def connect(broker: Broker) -> Iterator[Callable[..., Client]]:
 
 def wire_frames(data: bytes | bytearray) -> list[Any]:
     """Parse what we sent: the protocol header, then the frame bodies, in order."""
-    parser = a.framing.FrameParser(max_frame_size=1 << 20)
+    parser = a.framing.amqp10.FrameParser(max_frame_size=1 << 20)
     parser.feed(bytes(data))
     out: list[Any] = [parser.next_protocol_header()]
     while parser.buffered:
@@ -202,8 +203,8 @@ def test_broker_offers_these_mechanisms(broker: Broker) -> None:
     """What RabbitMQ 3.10 offers, read straight off the wire (our SASL header, its
     sasl-mechanisms frame)."""
     with socket.create_connection((broker.host, broker.port), 10) as sock:
-        sock.sendall(a.framing.SASL_HEADER)
-        parser = a.framing.FrameParser()
+        sock.sendall(a.framing.amqp10.SASL_HEADER)
+        parser = a.framing.amqp10.FrameParser()
         frame = None
         header = None
         end = time.monotonic() + 10
@@ -213,7 +214,7 @@ def test_broker_offers_these_mechanisms(broker: Broker) -> None:
             parser.feed(data)
             header = header or parser.next_protocol_header()
             frame = parser.next_frame() if header else None
-    assert header == a.framing.ProtocolHeader(protocol_id=a.framing.ProtocolId.SASL)
+    assert header == a.framing.amqp10.ProtocolHeader(protocol_id=a.framing.amqp10.ProtocolId.SASL)
     assert frame is not None and isinstance(frame.body, performatives.SaslMechanisms)
     offered = [str(m) for m in frame.body.sasl_server_mechanisms]
     assert len(offered) == len(set(offered))
@@ -266,7 +267,7 @@ def test_wrong_password_is_refused_cleanly(connect: Callable[..., Client]) -> No
     client.settle_for(0.3)  # whatever the broker does next, we send nothing
     assert client.conn.data_to_send() == b""
     sent = wire_frames(client.sock.sent)
-    assert sent[0] == a.framing.ProtocolHeader(protocol_id=a.framing.ProtocolId.SASL)
+    assert sent[0] == a.framing.amqp10.ProtocolHeader(protocol_id=a.framing.amqp10.ProtocolId.SASL)
     assert [type(b) for b in sent[1:]] == [performatives.SaslInit]  # no AMQP header, no open
     assert sent[1].mechanism == "PLAIN"
     with pytest.raises(a.LocalProtocolError):

@@ -1,7 +1,7 @@
 """A transaction against RabbitMQ 3.10, which has no transactions (issue 27): it answers the
 attach of our control link to its coordinator by ending the session with
 ``amqp:not-implemented``. Each adapter's ``connect(url)`` (no extras) must attach once and
-fail the declare at once with :class:`~amqp_sansio.client.TransactionError` carrying that
+fail the declare at once with :class:`~amqp_sansio.client.amqp10.TransactionError` carrying that
 condition; the client used to attach again in a tight loop (thousands of attaches) until
 the caller's time-out. The attaches are counted in the frame trace
 (:mod:`amqp_sansio.client.trace`), what went out on the wire."""
@@ -16,7 +16,7 @@ import pytest
 from support.adapters import ADAPTERS, Adapter, aw
 from support.rabbitmq import rabbitmq_url
 
-from amqp_sansio.client import TransactionError
+from amqp_sansio.client.ops import TransactionError
 from amqp_sansio.client.trace import LOGGER
 
 #: The bound of the declare's own wait: the refusal must come well before it.

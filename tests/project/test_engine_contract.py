@@ -1,7 +1,7 @@
 """One engine contract (docs/architecture.rst, "The engine contract"): every protocol
 engine offers ``receive_data(data, now) -> list[Event]``, ``handle_timer(now) ->
 list[Event]``, ``data_to_send() -> bytes`` and ``next_deadline() -> float | None``, written
-once as :class:`amqp_sansio.contract.ProtocolEngine`; the 0-9-1 engine's old convention
+once as :class:`amqp_sansio.engine.contract.ProtocolEngine`; the 0-9-1 engine's old convention
 (``next_event``, ``events``, ``tick``) and its shim (``EngineBytes``) are gone."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from support import ROOT
 
 import amqp_sansio
-from amqp_sansio.amqp091 import engine as engine091
-from amqp_sansio.contract import ProtocolEngine
+from amqp_sansio.engine import amqp091 as engine091
+from amqp_sansio.engine.contract import ProtocolEngine
 from amqp_sansio.events import Event
 
 ENGINES = {
@@ -63,9 +63,9 @@ def test_the_0_9_1_engines_old_calls_are_gone(old: str) -> None:
 
 
 def test_engine_bytes_is_gone() -> None:
-    assert not (ROOT / "amqp_sansio" / "amqp091" / "engine" / "layer.py").exists()
+    assert not (ROOT / "amqp_sansio" / "engine" / "amqp091" / "layer.py").exists()
     with pytest.raises(ImportError):
-        importlib.import_module("amqp_sansio.amqp091.engine.layer")
+        importlib.import_module("amqp_sansio.engine.amqp091.layer")
     for folder in ("amqp_sansio", "adapters", "tests", "fuzz"):
         for path in (ROOT / folder).rglob("*.py"):
             if path.name != "test_engine_contract.py":

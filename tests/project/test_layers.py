@@ -26,17 +26,17 @@ CORE = ("errors", "codec", "definitions", "framing", "events", "security", "engi
 API = ("api", "public submodules")
 LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("errors", ("amqp_sansio.errors",), ()),
-    ("codec", ("amqp_sansio.codec",), CORE[:1]),
-    ("definitions", ("amqp_sansio.definitions",), CORE[:2]),
-    ("framing", ("amqp_sansio.framing",), CORE[:3]),
-    ("events", ("amqp_sansio.events", "amqp_sansio.contract"), CORE[:4]),
+    ("codec", ("amqp_sansio.codec.amqp10",), CORE[:1]),
+    ("definitions", ("amqp_sansio.definitions.amqp10",), CORE[:2]),
+    ("framing", ("amqp_sansio.framing.amqp10",), CORE[:3]),
+    ("events", ("amqp_sansio.events", "amqp_sansio.engine.contract"), CORE[:4]),
     ("security", ("amqp_sansio.security",), CORE[:5]),
-    ("engine", ("amqp_sansio.engine",), CORE[:6]),
+    ("engine", ("amqp_sansio.engine.amqp10",), CORE[:6]),
     ("AMQP 0-9-1", ("amqp_sansio.amqp091",), ("errors", "events", "security")),
     ("public submodules", ("amqp_sansio.sasl",), ("security",)),
     ("api", ("amqp_sansio",), (*CORE, "public submodules")),
-    ("client core", ("amqp_sansio.client",), API),
-    ("AMQP 0-9-1 client core", ("amqp_sansio.amqp091.client",), (
+    ("client core", ("amqp_sansio.client.amqp10",), API),
+    ("AMQP 0-9-1 client core", ("amqp_sansio.client.amqp091",), (
         *API, "client core", "AMQP 0-9-1",
     )),
     ("broker core", ("amqp_sansio.broker",), (*CORE, "AMQP 0-9-1", *API)),
@@ -223,13 +223,13 @@ def test_the_import_reader(tmp_path: pathlib.Path) -> None:
     bad.write_text(
         "from typing import TYPE_CHECKING\n"
         "import socket\nfrom time import monotonic\nimport asyncio.tasks\n"
-        "from amqp_sansio.codec import encode\n"
+        "from amqp_sansio.codec.amqp10 import encode\n"
         "if TYPE_CHECKING:\n    import trio\n"
         "def f():\n    import threading\n"
     )
     inside, outside = imports("amqp_sansio.x", bad)
     assert outside & FORBIDDEN_IN_CORE == {"socket", "time", "asyncio", "threading"}
-    assert inside == {"amqp_sansio.codec"}
+    assert inside == {"amqp_sansio.codec.amqp10"}
 
 
 def test_no_module_over_a_thousand_lines() -> None:
@@ -254,7 +254,7 @@ def test_imports_come_first() -> None:
 
 
 def test_a_layer_may_not_reach_up() -> None:
-    assert layer_of("amqp_sansio.codec.types") == "codec"
+    assert layer_of("amqp_sansio.codec.amqp10.types") == "codec"
     assert layer_of("amqp_sansio.adapters.cli.bench.pipe") == "command line"
     allowed = {layer: others for layer, _, others in LAYERS}
     assert "engine" not in allowed["codec"] and "client core" not in allowed["broker core"]

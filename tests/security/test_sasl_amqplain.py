@@ -9,7 +9,7 @@ import pamqp.encode
 import pytest
 
 from amqp_sansio import amqp091
-from amqp_sansio.amqp091.engine import negotiation
+from amqp_sansio.engine.amqp091 import negotiation
 from amqp_sansio.security.mechanisms import (
     AMQPlainClient,
     AMQPlainServer,

@@ -37,8 +37,10 @@ from support.broker_process import BrokerProcess, amqp_sansio_command
 from support.engine_pair import Pair, of
 
 import amqp_sansio as a
+import amqp_sansio.definitions.amqp10
+import amqp_sansio.framing.amqp10
 from amqp_sansio.broker import Broker, BrokerConfig, Users
-from amqp_sansio.client import client_engine, server_engine, without_sasl
+from amqp_sansio.client.engines import client_engine, server_engine, without_sasl
 from amqp_sansio.client.url import parse_url
 
 WAIT = 10.0
@@ -65,7 +67,9 @@ def _sent(p: Pair, direction: str) -> bytes:
 
 
 def _open_frame() -> bytes:
-    return a.framing.encode_frame(a.definitions.performatives.Open(container_id="bare-client"))
+    return a.framing.amqp10.encode_frame(
+        a.definitions.amqp10.performatives.Open(container_id="bare-client")
+    )
 
 
 # -- the engine, both roles ------------------------------------------------------------------
@@ -82,7 +86,7 @@ def test_an_anonymous_server_takes_the_sasl_header(chunk: int | None) -> None:
         a.events.Authenticated(mechanism="ANONYMOUS", identity="anonymous")
     ]
     assert p.server.sasl_mechanism == "ANONYMOUS"
-    assert _sent(p, "s>c").startswith(a.framing.SASL_HEADER)
+    assert _sent(p, "s>c").startswith(a.framing.amqp10.SASL_HEADER)
 
 
 @pytest.mark.parametrize("chunk", [1, 3, None])
@@ -97,7 +101,10 @@ def test_an_anonymous_server_takes_the_bare_amqp_header(chunk: int | None) -> No
     assert p.server.authenticated_identity == "anonymous"
     assert p.server.sasl_mechanism is None
     answer = _sent(p, "s>c")
-    assert answer.startswith(a.framing.AMQP_HEADER) and a.framing.SASL_HEADER not in answer
+    assert (
+        answer.startswith(a.framing.amqp10.AMQP_HEADER)
+        and a.framing.amqp10.SASL_HEADER not in answer
+    )
     # The connection works on: a session and a message.
     client_session, _ = p.session()
     sender, receiver = p.link(client_session)
@@ -113,20 +120,20 @@ def test_an_anonymous_server_takes_the_bare_amqp_header(chunk: int | None) -> No
 
 def test_the_bare_header_byte_by_byte_on_the_raw_engine() -> None:
     server = a.Connection(client=False, sasl=_anonymous())
-    stream = a.framing.AMQP_HEADER + _open_frame()
+    stream = a.framing.amqp10.AMQP_HEADER + _open_frame()
     events: list[a.Event] = []
     for i in range(len(stream)):
         events += server.receive_data(stream[i : i + 1], float(i))
-        if i < len(a.framing.AMQP_HEADER) - 1:
+        if i < len(a.framing.amqp10.AMQP_HEADER) - 1:
             assert events == [] and server.data_to_send() == b""
     assert [type(e) for e in events] == [a.events.Authenticated, a.events.ConnectionOpened]
     server.open()
     out = server.data_to_send()
-    assert out.startswith(a.framing.AMQP_HEADER)
-    parser = a.framing.FrameParser()
+    assert out.startswith(a.framing.amqp10.AMQP_HEADER)
+    parser = a.framing.amqp10.FrameParser()
     parser.feed(out[8:])
     frame = parser.next_frame()
-    assert frame is not None and isinstance(frame.body, a.definitions.performatives.Open)
+    assert frame is not None and isinstance(frame.body, a.definitions.amqp10.performatives.Open)
 
 
 @settings(max_examples=60, deadline=None)
@@ -134,7 +141,7 @@ def test_the_bare_header_byte_by_byte_on_the_raw_engine() -> None:
 def test_the_bare_header_anywhere_cut(cuts: list[int]) -> None:
     """Wherever the stream is cut, the anonymous server hears the same thing."""
     server = a.Connection(client=False, sasl=_anonymous())
-    stream = a.framing.AMQP_HEADER + _open_frame()
+    stream = a.framing.amqp10.AMQP_HEADER + _open_frame()
     events: list[a.Event] = []
     at = 0
     for n in [*cuts, len(stream)]:
@@ -143,7 +150,7 @@ def test_the_bare_header_anywhere_cut(cuts: list[int]) -> None:
             events += server.receive_data(piece, 0.0)
         at += n
     assert [type(e) for e in events] == [a.events.Authenticated, a.events.ConnectionOpened]
-    assert server.data_to_send() == a.framing.AMQP_HEADER
+    assert server.data_to_send() == a.framing.amqp10.AMQP_HEADER
 
 
 @pytest.mark.parametrize("chunk", [1, None])
@@ -151,18 +158,21 @@ def test_a_server_that_requires_authentication_refuses_the_bare_header(
     chunk: int | None,
 ) -> None:
     server = a.Connection(client=False, sasl=_requiring())
-    stream = a.framing.AMQP_HEADER + _open_frame()
+    stream = a.framing.amqp10.AMQP_HEADER + _open_frame()
     step = chunk or len(stream)
     events: list[a.Event] = []
     for i in range(0, len(stream), step):
         events += server.receive_data(stream[i : i + step], 0.0)
     assert [type(e) for e in events] == [a.events.PeerWithoutSASL, a.events.ConnectionEnded]
     (refused,) = of(events, a.events.PeerWithoutSASL)
-    assert refused.header == a.framing.AMQP_HEADER and isinstance(
+    assert refused.header == a.framing.amqp10.AMQP_HEADER and isinstance(
         refused, a.events.UnsupportedProtocol
     )
-    assert server.data_to_send() == a.framing.SASL_HEADER  # its own header, then the close
-    assert server.receive_data(a.framing.SASL_HEADER, 1.0) == [] and server.data_to_send() == b""
+    assert server.data_to_send() == a.framing.amqp10.SASL_HEADER  # its own header, then the close
+    assert (
+        server.receive_data(a.framing.amqp10.SASL_HEADER, 1.0) == []
+        and server.data_to_send() == b""
+    )
     assert server.authenticated_identity is None
 
 
@@ -173,15 +183,15 @@ def test_anonymous_must_be_offered_for_the_bare_header() -> None:
     )
     assert not restricted.allows_anonymous and _anonymous().allows_anonymous
     server = a.Connection(client=False, sasl=restricted)
-    assert of(server.receive_data(a.framing.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
+    assert of(server.receive_data(a.framing.amqp10.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
 
 
 def test_after_its_sasl_header_went_an_anonymous_server_wants_sasl() -> None:
     """A server that opened first has announced SASL (5.1): the bare header is refused."""
     server = a.Connection(client=False, sasl=_anonymous())
     server.open()
-    assert server.data_to_send() == a.framing.SASL_HEADER
-    assert of(server.receive_data(a.framing.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
+    assert server.data_to_send() == a.framing.amqp10.SASL_HEADER
+    assert of(server.receive_data(a.framing.amqp10.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
     assert server.data_to_send() == b""
 
 
@@ -191,10 +201,10 @@ def test_a_client_meeting_a_server_without_sasl_says_so(chunk: int | None) -> No
     p.client.open(now=0.0)
     c, s = p.pump()
     (outcome,) = of(c, a.events.PeerWithoutSASL)
-    assert outcome.header == a.framing.AMQP_HEADER
+    assert outcome.header == a.framing.amqp10.AMQP_HEADER
     assert of(c, a.events.ConnectionEnded) and not of(c, a.events.AuthenticationFailed)
     assert p.client.state is a.ConnectionState.END
-    assert _sent(p, "c>s") == a.framing.SASL_HEADER  # the held-back open never went
+    assert _sent(p, "c>s") == a.framing.amqp10.SASL_HEADER  # the held-back open never went
     # The server (no SASL layer) saw a SASL header: a plain UnsupportedProtocol, not ours.
     (theirs,) = of(s, a.events.UnsupportedProtocol)
     assert type(theirs) is a.events.UnsupportedProtocol
@@ -204,13 +214,13 @@ def test_users_with_an_anonymous_entry_take_the_bare_header() -> None:
     rules = {"anonymous": {"send": ["public/*"], "receive": ["public/*"]}, "users": {}}
     users = Users.from_json(json.dumps(rules))
     server = a.Connection(client=False, sasl=users.authenticator())
-    events = server.receive_data(a.framing.AMQP_HEADER + _open_frame(), 0.0)
+    events = server.receive_data(a.framing.amqp10.AMQP_HEADER + _open_frame(), 0.0)
     assert of(events, a.events.Authenticated) == [
         a.events.Authenticated(mechanism=None, identity="anonymous")
     ]
     without = Users.from_json(json.dumps({"users": {"alice": {"password": PASSWORD}}}))
     server = a.Connection(client=False, sasl=without.authenticator())
-    assert of(server.receive_data(a.framing.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
+    assert of(server.receive_data(a.framing.amqp10.AMQP_HEADER, 0.0), a.events.PeerWithoutSASL)
 
 
 def _broker_accepts(broker: Broker, header: bytes) -> tuple[Any, bytes]:
@@ -222,19 +232,23 @@ def _broker_accepts(broker: Broker, header: bytes) -> tuple[Any, bytes]:
 def test_the_broker_core_defaults() -> None:
     """No users, no ``sasl``: both headers; ``sasl=False``: the bare one only."""
     broker = Broker()
-    conn, out = _broker_accepts(broker, a.framing.AMQP_HEADER)
-    assert out == a.framing.AMQP_HEADER and conn.identity == "anonymous" and conn.refused is None
-    conn, out = _broker_accepts(broker, a.framing.SASL_HEADER)
-    assert out.startswith(a.framing.SASL_HEADER) and b"ANONYMOUS" in out
+    conn, out = _broker_accepts(broker, a.framing.amqp10.AMQP_HEADER)
+    assert (
+        out == a.framing.amqp10.AMQP_HEADER
+        and conn.identity == "anonymous"
+        and conn.refused is None
+    )
+    conn, out = _broker_accepts(broker, a.framing.amqp10.SASL_HEADER)
+    assert out.startswith(a.framing.amqp10.SASL_HEADER) and b"ANONYMOUS" in out
     plain = Broker(BrokerConfig(sasl=False))
-    conn, out = _broker_accepts(plain, a.framing.AMQP_HEADER)
-    assert out == a.framing.AMQP_HEADER
-    conn, out = _broker_accepts(plain, a.framing.SASL_HEADER)
-    assert out == a.framing.AMQP_HEADER and conn.ended
+    conn, out = _broker_accepts(plain, a.framing.amqp10.AMQP_HEADER)
+    assert out == a.framing.amqp10.AMQP_HEADER
+    conn, out = _broker_accepts(plain, a.framing.amqp10.SASL_HEADER)
+    assert out == a.framing.amqp10.AMQP_HEADER and conn.ended
     users = Users.from_json(json.dumps({"users": {"alice": {"password": PASSWORD}}}))
     strict = Broker(BrokerConfig(users=users, allow_insecure_auth=True))
-    conn, out = _broker_accepts(strict, a.framing.AMQP_HEADER)
-    assert out == a.framing.SASL_HEADER and conn.ended
+    conn, out = _broker_accepts(strict, a.framing.amqp10.AMQP_HEADER)
+    assert out == a.framing.amqp10.SASL_HEADER and conn.ended
     assert conn.refused is not None and "requires SASL" in conn.refused
 
 
@@ -261,16 +275,16 @@ def test_the_broker_core_says_why_authentication_failed() -> None:
 def test_client_engine_defaults_to_sasl_and_server_engine_to_anonymous() -> None:
     _, engine, _ = client_engine("amqp://127.0.0.1")
     engine.open(now=0.0)
-    assert engine.data_to_send() == a.framing.SASL_HEADER
+    assert engine.data_to_send() == a.framing.amqp10.SASL_HEADER
     _, bare, _ = client_engine("amqp://127.0.0.1", sasl=False)
     bare.open(now=0.0)
-    assert bare.data_to_send().startswith(a.framing.AMQP_HEADER)
+    assert bare.data_to_send().startswith(a.framing.amqp10.AMQP_HEADER)
     server, _ = server_engine()
-    assert server.receive_data(a.framing.AMQP_HEADER, 0.0)[0] == a.events.Authenticated(
+    assert server.receive_data(a.framing.amqp10.AMQP_HEADER, 0.0)[0] == a.events.Authenticated(
         mechanism=None, identity="anonymous"
     )
     none, _ = server_engine(sasl=False)
-    assert of(none.receive_data(a.framing.SASL_HEADER, 0.0), a.events.UnsupportedProtocol)
+    assert of(none.receive_data(a.framing.amqp10.SASL_HEADER, 0.0), a.events.UnsupportedProtocol)
 
 
 def test_the_fallback_is_only_for_our_own_choice() -> None:
@@ -447,7 +461,9 @@ def test_users_without_anonymous_refuse_the_bare_header_and_log_why(
     with driver:
         driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
         (refused,) = [e for e in driver.events if isinstance(e, a.events.UnsupportedProtocol)]
-        assert refused.header == a.framing.SASL_HEADER  # the broker's own header, then the close
+        assert (
+            refused.header == a.framing.amqp10.SASL_HEADER
+        )  # the broker's own header, then the close
         local_port = driver.sock.getsockname()[1]
     with sockets.connect(f"amqp://alice:{PASSWORD}@127.0.0.1:{users_broker.port}/q") as ok:
         assert ok.core.sasl_mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
@@ -522,7 +538,7 @@ def test_listen_requiring_authentication_refuses_and_logs_a_bare_header(
         with driver:
             driver.run_until(lambda: conn.state is a.ConnectionState.END, timeout=WAIT)
             (refused,) = [e for e in driver.events if isinstance(e, a.events.UnsupportedProtocol)]
-            assert refused.header == a.framing.SASL_HEADER
+            assert refused.header == a.framing.amqp10.SASL_HEADER
             local_port = driver.sock.getsockname()[1]
         url = f"amqp://alice:{PASSWORD}@127.0.0.1:{server.port}"
         with sockets.connect(url) as ok:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_sansio import LocalProtocolError, RemoteProtocolError, Symbol
-from amqp_sansio.definitions.performatives import SaslCode
+from amqp_sansio.definitions.amqp10.performatives import SaslCode
 from amqp_sansio.security.mechanisms import (
     MECHANISM_PREFERENCE,
     AnonymousClient,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import amqp_sansio as a
 from amqp_sansio.events import Event
-from amqp_sansio.framing import AMQP_HEADER, SASL_HEADER
+from amqp_sansio.framing.amqp10 import AMQP_HEADER, SASL_HEADER
 from amqp_sansio.security.mechanisms import ExternalServer
 from amqp_sansio.security.tls import (
     TLS_HEADER,

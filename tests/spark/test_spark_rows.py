@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import amqp_sansio as a
+import amqp_sansio.codec.amqp10
 
 # -- rows and options, without Spark ---------------------------------------------------------
 
@@ -57,7 +58,7 @@ def test_header_properties_and_maps() -> None:
             to="q",
             subject="s",
             reply_to="r",
-            correlation_id=a.codec.ULong(9),
+            correlation_id=a.codec.amqp10.ULong(9),
             content_type="text/plain",
             content_encoding="utf-8",
             absolute_expiry_time=ms,
@@ -173,13 +174,13 @@ def test_map_values_as_decoded_show_as_plain_strings() -> None:
     decoded = a.decode(
         a.encode(
             {
-                "int": a.codec.Int(-5),
-                "ulong": a.codec.ULong(2**40),
-                "float": a.codec.Float(1.5),
+                "int": a.codec.amqp10.Int(-5),
+                "ulong": a.codec.amqp10.ULong(2**40),
+                "float": a.codec.amqp10.Float(1.5),
                 "double": 2.25,
                 "uuid": ident,
                 "bool": True,
-                "symbol": a.codec.Symbol("sym"),
+                "symbol": a.codec.amqp10.Symbol("sym"),
             }
         )
     )

@@ -16,7 +16,8 @@ import itertools
 from collections import defaultdict, deque
 
 import amqp_sansio as a
-from amqp_sansio.client import Delivery, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.amqp10 import IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.ops import Delivery
 
 
 class Broker:

@@ -1,4 +1,4 @@
-"""The three high-level adapters as the scenarios of tests/client/test_adapters.py (and the
+"""The three high-level adapters as the scenarios of tests/client/amqp10/test_adapters.py (and the
 reconnection tests) see them: one :class:`Adapter` each, in ``ADAPTERS``, and :func:`aw`, which
 awaits what the asyncio and trio adapters return and takes the blocking adapter's result as it
 is, so the same coroutine drives all three."""

@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 import amqp_sansio as a
+import amqp_sansio.engine.amqp10
 from amqp_sansio.broker import Broker, BrokerConfig, BrokerConnection
 
 
@@ -187,7 +188,7 @@ def controller(client: Client) -> a.Controller:
 def declare(client: Client, ctl: a.Controller) -> a.Transaction:
     txn = ctl.declare()
     client.net.pump()
-    assert txn.state is a.engine.states.TransactionState.ACTIVE
+    assert txn.state is a.engine.amqp10.states.TransactionState.ACTIVE
     return txn
 
 

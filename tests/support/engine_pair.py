@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import amqp_sansio as a
-from amqp_sansio import framing
+import amqp_sansio.framing.amqp10
+from amqp_sansio.framing import amqp10 as framing
 
 
 class Pair:
@@ -114,7 +115,9 @@ def inject(
 ) -> list[a.Event]:
     """Hand ``conn`` one frame made by hand (``body`` on ``channel``, then ``payload``), as
     if its peer had sent it, at time 0: the events it gives."""
-    return conn.receive_data(a.framing.encode_frame(body, channel=channel, payload=payload), 0)
+    return conn.receive_data(
+        a.framing.amqp10.encode_frame(body, channel=channel, payload=payload), 0
+    )
 
 
 def of(events: list[a.Event], kind: type) -> list[Any]:
@@ -130,7 +133,7 @@ def large_on_the_wire(sender: a.Sender, client: a.Connection) -> tuple[bytes, li
     queues: the bytes, and the offsets at which each frame ends (after a leading 0)."""
     sender.send(LARGE)
     wire = client.data_to_send()
-    frames = a.framing.FrameParser(max_frame_size=65536)
+    frames = a.framing.amqp10.FrameParser(max_frame_size=65536)
     frames.feed(wire)
     ends = [0]
     while frames.next_frame() is not None:

@@ -19,9 +19,11 @@ import attrs
 from hypothesis import strategies as st
 
 import amqp_sansio as a
-from amqp_sansio.definitions import messaging, performatives
+import amqp_sansio.codec.amqp10
+import amqp_sansio.definitions.amqp10
+from amqp_sansio.definitions.amqp10 import messaging, performatives
 
-T = a.codec.AMQPType
+T = a.codec.amqp10.AMQPType
 Strategy = st.SearchStrategy
 
 # -- equality -----------------------------------------------------------------------------
@@ -38,7 +40,7 @@ def same(x: Any, y: Any) -> bool:
     if isinstance(x, enum.Enum):
         return x is y
     if isinstance(x, float):
-        fmt = ">f" if tx is a.codec.Float else ">d"
+        fmt = ">f" if tx is a.codec.amqp10.Float else ">d"
         return struct.pack(fmt, x) == struct.pack(fmt, y)
     if isinstance(x, list | tuple):
         return len(x) == len(y) and all(same(p, q) for p, q in zip(x, y, strict=True))
@@ -94,19 +96,19 @@ def wrapped(cls: type, lo: int, hi: int) -> Strategy[Any]:
 
 nulls: Strategy[None] = st.none()
 booleans: Strategy[bool] = st.booleans()
-ubytes = wrapped(a.codec.UByte, 0, 0xFF)
-ushorts = wrapped(a.codec.UShort, 0, 0xFFFF)
-uints = wrapped(a.codec.UInt, 0, 0xFFFFFFFF)
-ulongs = wrapped(a.codec.ULong, 0, 0xFFFFFFFFFFFFFFFF)
-bytes_ = wrapped(a.codec.Byte, -0x80, 0x7F)
-shorts = wrapped(a.codec.Short, -0x8000, 0x7FFF)
-ints = wrapped(a.codec.Int, -0x80000000, 0x7FFFFFFF)
+ubytes = wrapped(a.codec.amqp10.UByte, 0, 0xFF)
+ushorts = wrapped(a.codec.amqp10.UShort, 0, 0xFFFF)
+uints = wrapped(a.codec.amqp10.UInt, 0, 0xFFFFFFFF)
+ulongs = wrapped(a.codec.amqp10.ULong, 0, 0xFFFFFFFFFFFFFFFF)
+bytes_ = wrapped(a.codec.amqp10.Byte, -0x80, 0x7F)
+shorts = wrapped(a.codec.amqp10.Short, -0x8000, 0x7FFF)
+ints = wrapped(a.codec.amqp10.Int, -0x80000000, 0x7FFFFFFF)
 longs: Strategy[int] = bounded(-0x8000000000000000, 0x7FFFFFFFFFFFFFFF)
-timestamps = wrapped(a.codec.Timestamp, -0x8000000000000000, 0x7FFFFFFFFFFFFFFF)
+timestamps = wrapped(a.codec.amqp10.Timestamp, -0x8000000000000000, 0x7FFFFFFFFFFFFFFF)
 
 _FLOAT32_MAX = struct.unpack(">f", b"\x7f\x7f\xff\xff")[0]
 _FLOAT32_TINY = struct.unpack(">f", b"\x00\x00\x00\x01")[0]
-floats: Strategy[a.codec.Float] = st.one_of(
+floats: Strategy[a.codec.amqp10.Float] = st.one_of(
     st.sampled_from(
         [
             0.0,
@@ -122,7 +124,7 @@ floats: Strategy[a.codec.Float] = st.one_of(
         ]
     ),
     st.floats(width=32),
-).map(a.codec.Float)
+).map(a.codec.amqp10.Float)
 doubles: Strategy[float] = st.one_of(
     st.sampled_from(
         [
@@ -166,21 +168,21 @@ _DECIMAL_SAMPLES = (
     "1E-10",
 )
 decimal32s = _raw_decimal(
-    a.codec.Decimal32, 32, (*_DECIMAL_SAMPLES, "9999999", "9999999E+90", "1E-101")
+    a.codec.amqp10.Decimal32, 32, (*_DECIMAL_SAMPLES, "9999999", "9999999E+90", "1E-101")
 )
 decimal64s = _raw_decimal(
-    a.codec.Decimal64, 64, (*_DECIMAL_SAMPLES, "9999999999999999", "1E+369", "1E-398")
+    a.codec.amqp10.Decimal64, 64, (*_DECIMAL_SAMPLES, "9999999999999999", "1E+369", "1E-398")
 )
 decimal128s = _raw_decimal(
-    a.codec.Decimal128, 128, (*_DECIMAL_SAMPLES, "9" * 34, "1E+6111", "1E-6176")
+    a.codec.amqp10.Decimal128, 128, (*_DECIMAL_SAMPLES, "9" * 34, "1E+6111", "1E-6176")
 )
 
 #: Any Unicode scalar value (no surrogates): ASCII, Latin-1, BMP, astral planes.
 unicode_chars = st.characters(codec="utf-8")
-chars: Strategy[a.codec.Char] = st.one_of(
+chars: Strategy[a.codec.amqp10.Char] = st.one_of(
     st.sampled_from(["\x00", "a", "\x7f", "\x80", "é", "\uffff", "\U0001f600", "\U0010ffff"]),
     unicode_chars,
-).map(a.codec.Char)
+).map(a.codec.amqp10.Char)
 uuids: Strategy[uuid.UUID] = st.one_of(
     st.sampled_from([uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1)]),
     st.integers(0, (1 << 128) - 1).map(lambda n: uuid.UUID(int=n)),
@@ -204,7 +206,7 @@ nonempty_symbols = st.text(st.characters(codec="ascii"), min_size=1, max_size=16
 
 #: Descriptors of no registered composite type.
 descriptors: Strategy[Any] = st.one_of(
-    st.integers(0, 0xFFFFFFFF).map(lambda n: a.codec.ULong((0x1234 << 32) | n)),
+    st.integers(0, 0xFFFFFFFF).map(lambda n: a.codec.amqp10.ULong((0x1234 << 32) | n)),
     _ascii_text.map(lambda s: a.Symbol("test:" + s)),
 )
 
@@ -255,7 +257,7 @@ _small_lists = st.lists(scalars, max_size=4)
 _small_maps = st.dictionaries(hashable_scalars, scalars, max_size=3)
 
 #: The strategy for one element of an array of each element type (arrays of arrays apart).
-ARRAY_ELEMENTS: dict[a.codec.AMQPType, Strategy[Any]] = {
+ARRAY_ELEMENTS: dict[a.codec.amqp10.AMQPType, Strategy[Any]] = {
     T.NULL: nulls,
     T.BOOLEAN: booleans,
     T.UBYTE: ubytes,
@@ -283,18 +285,18 @@ ARRAY_ELEMENTS: dict[a.codec.AMQPType, Strategy[Any]] = {
 
 
 @st.composite
-def _null_arrays(draw: Callable[..., Any], described: bool | None = None) -> a.codec.Array:
+def _null_arrays(draw: Callable[..., Any], described: bool | None = None) -> a.codec.amqp10.Array:
     # Null elements take no bytes: the decoder accepts at most MAX_ZERO_WIDTH_ELEMENTS (2)
     # of them in one array and the encoder refuses to write more.
     descriptor = None
     if described or (described is None and draw(st.booleans())):
         descriptor = draw(descriptors)
-    return a.codec.Array(T.NULL, [None] * draw(st.integers(0, 2)), descriptor)
+    return a.codec.amqp10.Array(T.NULL, [None] * draw(st.integers(0, 2)), descriptor)
 
 
 def arrays_of(
-    element_type: a.codec.AMQPType, *, described: bool | None = None, max_size: int = 5
-) -> Strategy[a.codec.Array]:
+    element_type: a.codec.amqp10.AMQPType, *, described: bool | None = None, max_size: int = 5
+) -> Strategy[a.codec.amqp10.Array]:
     """Arrays of one element type, described or not (``None``: either)."""
     if element_type is T.NULL:
         return _null_arrays(described)
@@ -310,16 +312,16 @@ def arrays_of(
         if described is False
         else st.one_of(st.none(), descriptors)
     )
-    return st.builds(a.codec.Array, st.just(element_type), items, descs)
+    return st.builds(a.codec.amqp10.Array, st.just(element_type), items, descs)
 
 
 ARRAY_TYPES = [*ARRAY_ELEMENTS, T.ARRAY]
-arrays: Strategy[a.codec.Array] = st.sampled_from(ARRAY_TYPES).flatmap(arrays_of)
+arrays: Strategy[a.codec.amqp10.Array] = st.sampled_from(ARRAY_TYPES).flatmap(arrays_of)
 #: Arrays of arrays of arrays ..., several levels deep, some described.
-arrays_of_arrays: Strategy[a.codec.Array] = st.recursive(
+arrays_of_arrays: Strategy[a.codec.amqp10.Array] = st.recursive(
     arrays_of(T.ARRAY, max_size=2),
     lambda inner: st.builds(
-        a.codec.Array,
+        a.codec.amqp10.Array,
         st.just(T.ARRAY),
         st.lists(inner, max_size=3),
         st.one_of(st.none(), descriptors),
@@ -395,10 +397,10 @@ def make_composites(
         undeliverable_here=opt(booleans),
         message_annotations=opt(fields_maps),
     )
-    declared = st.builds(a.definitions.transactions.Declared, txn_id=st.binary(max_size=8))
+    declared = st.builds(a.definitions.amqp10.transactions.Declared, txn_id=st.binary(max_size=8))
     outcomes = st.one_of(accepted, rejected, released, modified, declared, extension)
     transactional_states = st.builds(
-        a.definitions.transactions.TransactionalState,
+        a.definitions.amqp10.transactions.TransactionalState,
         txn_id=st.binary(max_size=8),
         outcome=opt(outcomes),
     )
@@ -423,14 +425,14 @@ def make_composites(
     )
     targets = st.builds(a.Target, **terminus_common)
     coordinators = st.builds(
-        a.definitions.transactions.Coordinator,
+        a.definitions.amqp10.transactions.Coordinator,
         capabilities=opt(
             st.lists(
                 st.sampled_from(
                     [
-                        a.definitions.transactions.TxnCapability.LOCAL_TRANSACTIONS,
-                        a.definitions.transactions.TxnCapability.MULTI_TXNS_PER_SSN,
-                        a.definitions.transactions.TxnCapability.DISTRIBUTED_TRANSACTIONS,
+                        a.definitions.amqp10.transactions.TxnCapability.LOCAL_TRANSACTIONS,
+                        a.definitions.amqp10.transactions.TxnCapability.MULTI_TXNS_PER_SSN,
+                        a.definitions.amqp10.transactions.TxnCapability.DISTRIBUTED_TRANSACTIONS,
                     ]
                 ),
                 max_size=3,
@@ -580,15 +582,17 @@ def make_composites(
         messaging.DeleteOnNoLinks: st.builds(messaging.DeleteOnNoLinks),
         messaging.DeleteOnNoMessages: st.builds(messaging.DeleteOnNoMessages),
         messaging.DeleteOnNoLinksOrMessages: st.builds(messaging.DeleteOnNoLinksOrMessages),
-        a.definitions.transactions.Coordinator: coordinators,
-        a.definitions.transactions.Declare: st.builds(
-            a.definitions.transactions.Declare, global_id=opt(field_values)
+        a.definitions.amqp10.transactions.Coordinator: coordinators,
+        a.definitions.amqp10.transactions.Declare: st.builds(
+            a.definitions.amqp10.transactions.Declare, global_id=opt(field_values)
         ),
-        a.definitions.transactions.Discharge: st.builds(
-            a.definitions.transactions.Discharge, txn_id=st.binary(max_size=8), fail=opt(booleans)
+        a.definitions.amqp10.transactions.Discharge: st.builds(
+            a.definitions.amqp10.transactions.Discharge,
+            txn_id=st.binary(max_size=8),
+            fail=opt(booleans),
         ),
-        a.definitions.transactions.Declared: declared,
-        a.definitions.transactions.TransactionalState: transactional_states,
+        a.definitions.amqp10.transactions.Declared: declared,
+        a.definitions.amqp10.transactions.TransactionalState: transactional_states,
     }
 
     sections: dict[type, Strategy[Any]] = {

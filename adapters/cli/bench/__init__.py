@@ -10,19 +10,8 @@ broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``benc
 
 from __future__ import annotations
 
-from .codec import Result, codec_benchmark, format_table, typical_message
-from .codec091 import codec091_benchmark
-from .loopback import (
-    LOOPBACK_ADAPTERS,
-    LOOPBACK_RUNNERS,
-    LOOPBACK_STALL,
-    loopback_benchmark,
-    ours_loopback,
-    ours_loopback_asyncio,
-    ours_loopback_trio,
-    proton_loopback,
-)
-from .loopback091 import (
+from .amqp091.codec import codec091_benchmark
+from .amqp091.loopback import (
     CONFIRM_BATCH,
     LOOPBACK091_ADAPTERS,
     LOOPBACK091_PEERS,
@@ -37,6 +26,17 @@ from .loopback091 import (
     peer_installed,
     pika_loopback,
     rabbitmq_answers,
+)
+from .amqp10.codec import Result, codec_benchmark, format_table, typical_message
+from .amqp10.loopback import (
+    LOOPBACK_ADAPTERS,
+    LOOPBACK_RUNNERS,
+    LOOPBACK_STALL,
+    loopback_benchmark,
+    ours_loopback,
+    ours_loopback_asyncio,
+    ours_loopback_trio,
+    proton_loopback,
 )
 from .pipe import (
     CREDIT_WINDOW,

@@ -14,7 +14,7 @@ from typing import Any
 
 import amqp_sansio as amqp
 
-from .codec import Result
+from .amqp10.codec import Result
 
 # -- the engine pipe ------------------------------------------------------------------------
 #

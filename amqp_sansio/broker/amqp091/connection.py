@@ -1,5 +1,5 @@
 """The broker's side of one AMQP 0-9-1 client connection: the 0-9-1 engine in its server
-role (:mod:`amqp_sansio.amqp091.engine`) driven by the broker, with the same byte interface
+role (:mod:`amqp_sansio.engine.amqp091`) driven by the broker, with the same byte interface
 as the 1.0 :class:`~amqp_sansio.broker.BrokerConnection` (so the server serves both alike).
 
 Logins go through the broker's users (PLAIN and AMQPLAIN: a name and a password; an open
@@ -22,8 +22,10 @@ import secrets
 from collections import OrderedDict
 from typing import Any
 
-from ...amqp091 import spec
-from ...amqp091.engine import (
+from ...definitions.amqp091 import spec
+from ...definitions.amqp091.methods import Method
+from ...definitions.amqp091.spec import ReplyCode
+from ...engine.amqp091 import (
     ChannelClosed,
     ChannelState,
     ConnectionClosed,
@@ -33,9 +35,7 @@ from ...amqp091.engine import (
     MethodReceived,
     OpenRequested,
 )
-from ...amqp091.engine import Connection as Engine091
-from ...amqp091.methods import Method
-from ...amqp091.spec import ReplyCode
+from ...engine.amqp091 import Connection as Engine091
 from ...security.layers import ByteLayer
 from ...security.mechanisms import ServerSuccess
 from ...security.tls import TLSFailed

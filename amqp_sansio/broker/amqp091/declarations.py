@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
-from ...amqp091.codec import FieldValue
-from ...amqp091.spec import SOFT_ERRORS, ReplyCode
+from ...codec.amqp091 import FieldValue
+from ...definitions.amqp091.spec import SOFT_ERRORS, ReplyCode
 from .._nodes import Queue
 from .exchanges import _freeze
 from .streams import StreamRefused

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ...amqp091.codec import FieldValue
+from ...codec.amqp091 import FieldValue
 
 __all__ = [
     "EXCHANGE_TYPES",

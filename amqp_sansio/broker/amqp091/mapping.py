@@ -50,17 +50,13 @@ import uuid
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-from ...amqp091 import codec as c091
-from ...amqp091.spec import BasicProperties
-from ...codec import types as t10
-from ...codec.decoder import decode_from
-from ...codec.encoder import encode
-from ...definitions.message import Message
-from ...definitions.messaging import (
-    Data,
-    Header,
-    Properties,
-)
+from ...codec import amqp091 as c091
+from ...codec.amqp10 import types as t10
+from ...codec.amqp10.decoder import decode_from
+from ...codec.amqp10.encoder import encode
+from ...definitions.amqp091.spec import BasicProperties
+from ...definitions.amqp10.message import Message
+from ...definitions.amqp10.messaging import Data, Header, Properties
 from ...errors import DecodeError
 from .._store import header_fields
 

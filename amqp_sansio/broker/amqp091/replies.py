@@ -10,9 +10,9 @@ from typing import Any
 
 import attrs
 
-from ...amqp091 import spec
-from ...amqp091.engine import ChannelState
-from ...amqp091.spec import ReplyCode
+from ...definitions.amqp091 import spec
+from ...definitions.amqp091.spec import ReplyCode
+from ...engine.amqp091 import ChannelState
 from .._replies import PSEUDO_QUEUE, REPLY_PREFIX, DirectReplies
 from .._store import StoredMessage
 from .declarations import Refused

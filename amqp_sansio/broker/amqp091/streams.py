@@ -36,9 +36,9 @@ from typing import Any
 
 import attrs
 
-from ...amqp091 import spec
-from ...amqp091.codec import FieldValue, Int64, Timestamp
-from ...amqp091.spec import SOFT_ERRORS, ReplyCode
+from ...codec.amqp091 import FieldValue, Int64, Timestamp
+from ...definitions.amqp091 import spec
+from ...definitions.amqp091.spec import SOFT_ERRORS, ReplyCode
 from .._nodes import Node
 from .._store import StoredMessage
 from .._streams import Stream

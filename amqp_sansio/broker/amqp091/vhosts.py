@@ -43,9 +43,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from ...amqp091.codec import FieldValue
-from ...amqp091.spec import BasicProperties, ReplyCode
-from ...codec import types as t10
+from ...codec.amqp091 import FieldValue
+from ...codec.amqp10 import types as t10
+from ...definitions.amqp091.spec import BasicProperties, ReplyCode
 from .._interface import DEFAULT_VHOST, ConnectionBroker
 from .._nodes import Node, Queue
 from .._replies import REPLY_PREFIX
@@ -59,27 +59,9 @@ from .._store import (
     VhostRecord,
 )
 from .._streams import Stream
-from .declarations import (
-    QueueRecord,
-    Refused,
-    _refused,
-    parse_queue_arguments,
-    text_argument,
-)
-from .exchanges import (
-    EXCHANGE_TYPES,
-    Binding,
-    Destination,
-    Exchange,
-    check_binding_arguments,
-)
-from .mapping import (
-    EXCHANGE_ANNOTATION,
-    ROUTING_KEY_ANNOTATION,
-    _sections,
-    encode_091,
-    from_amqp10,
-)
+from .declarations import QueueRecord, Refused, _refused, parse_queue_arguments, text_argument
+from .exchanges import EXCHANGE_TYPES, Binding, Destination, Exchange, check_binding_arguments
+from .mapping import EXCHANGE_ANNOTATION, ROUTING_KEY_ANNOTATION, _sections, encode_091, from_amqp10
 from .streams import (
     StreamRecord,
     StreamRefused,

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import attrs
 
-from ...codec.types import Symbol
-from ...definitions.messaging import (
+from ...codec.amqp10.types import Symbol
+from ...definitions.amqp10.messaging import (
     Accepted,
     Modified,
     Rejected,
@@ -20,16 +20,16 @@ from ...definitions.messaging import (
     TerminusDurability,
     TerminusExpiryPolicy,
 )
-from ...definitions.performatives import Error
-from ...definitions.transactions import TransactionalState
-from ...engine.connection import Connection
-from ...engine.delivery import Delivery
-from ...engine.link import Link
-from ...engine.receiver import Receiver
-from ...engine.sender import Sender
-from ...engine.session import Session
-from ...engine.states import CONNECTION_OPEN_FIRST, ConnectionState, LinkState
-from ...engine.transactions import (
+from ...definitions.amqp10.performatives import Error
+from ...definitions.amqp10.transactions import TransactionalState
+from ...engine.amqp10.connection import Connection
+from ...engine.amqp10.delivery import Delivery
+from ...engine.amqp10.link import Link
+from ...engine.amqp10.receiver import Receiver
+from ...engine.amqp10.sender import Sender
+from ...engine.amqp10.session import Session
+from ...engine.amqp10.states import CONNECTION_OPEN_FIRST, ConnectionState, LinkState
+from ...engine.amqp10.transactions import (
     CoordinatorLink,
     DeclareRequested,
     DischargeRequested,

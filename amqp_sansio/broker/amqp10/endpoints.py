@@ -7,13 +7,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...codec.types import Symbol
-from ...definitions.messaging import Rejected
-from ...definitions.performatives import Error
-from ...engine.delivery import Delivery
-from ...engine.receiver import Receiver
-from ...engine.sender import Sender
-from ...engine.states import ConnectionState, LinkState
+from ...codec.amqp10.types import Symbol
+from ...definitions.amqp10.messaging import Rejected
+from ...definitions.amqp10.performatives import Error
+from ...engine.amqp10.delivery import Delivery
+from ...engine.amqp10.receiver import Receiver
+from ...engine.amqp10.sender import Sender
+from ...engine.amqp10.states import ConnectionState, LinkState
 from ...errors import DecodeError
 from .._nodes import Node, Queue, error
 from .._selector import Selector

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._interface import ConnectionBroker
 
 if TYPE_CHECKING:
-    from ...definitions.messaging import Source, Target
-    from ...engine.connection import Connection
-    from ...engine.delivery import Delivery
-    from ...engine.link import Link
-    from ...engine.receiver import Receiver
-    from ...engine.sender import Sender
-    from ...engine.transactions import TransactionRecord
+    from ...definitions.amqp10.messaging import Source, Target
+    from ...engine.amqp10.connection import Connection
+    from ...engine.amqp10.delivery import Delivery
+    from ...engine.amqp10.link import Link
+    from ...engine.amqp10.receiver import Receiver
+    from ...engine.amqp10.sender import Sender
+    from ...engine.amqp10.transactions import TransactionRecord
     from ...events import DeliveryReceived
     from .._nodes import Node
     from .._record import ConnectionRecord

@@ -36,13 +36,20 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ...codec.types import Int, UInt
-from ...definitions.message import Message
-from ...definitions.messaging import Accepted, AmqpValue, Properties, Rejected, Source, Target
-from ...engine.link import Link
-from ...engine.receiver import Receiver
-from ...engine.sender import Sender
-from ...engine.states import LinkState
+from ...codec.amqp10.types import Int, UInt
+from ...definitions.amqp10.message import Message
+from ...definitions.amqp10.messaging import (
+    Accepted,
+    AmqpValue,
+    Properties,
+    Rejected,
+    Source,
+    Target,
+)
+from ...engine.amqp10.link import Link
+from ...engine.amqp10.receiver import Receiver
+from ...engine.amqp10.sender import Sender
+from ...engine.amqp10.states import LinkState
 from ...errors import DecodeError, EncodeError
 from ...events import DeliveryReceived
 from .._nodes import MemoryStore, Node, Queue, Topic, error

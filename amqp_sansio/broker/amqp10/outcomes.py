@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...definitions.messaging import Accepted, Modified, Rejected
+from ...definitions.amqp10.messaging import Accepted, Modified, Rejected
 
 if TYPE_CHECKING:
     from .._interface import ConnectionBroker

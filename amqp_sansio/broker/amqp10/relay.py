@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ...codec.decoder import decode_from
-from ...codec.types import Symbol
-from ...definitions.messaging import Properties
-from ...definitions.performatives import Error
+from ...codec.amqp10.decoder import decode_from
+from ...codec.amqp10.types import Symbol
+from ...definitions.amqp10.messaging import Properties
+from ...definitions.amqp10.performatives import Error
 from .._nodes import Node, error
 from .._replies import reply_name
 from .._store import StoredMessage, _section_code

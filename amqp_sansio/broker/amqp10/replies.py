@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ...definitions.messaging import Source, TerminusDurability, TerminusExpiryPolicy
-from ...definitions.performatives import SenderSettleMode
-from ...engine.link import Link
-from ...engine.sender import Sender
-from ...engine.session import Session
-from ...engine.states import ConnectionState, LinkState
+from ...definitions.amqp10.messaging import Source, TerminusDurability, TerminusExpiryPolicy
+from ...definitions.amqp10.performatives import SenderSettleMode
+from ...engine.amqp10.link import Link
+from ...engine.amqp10.sender import Sender
+from ...engine.amqp10.session import Session
+from ...engine.amqp10.states import ConnectionState, LinkState
 from .._store import StoredMessage
 
 if TYPE_CHECKING:

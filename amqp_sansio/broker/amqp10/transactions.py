@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...definitions.messaging import Accepted, Rejected, Released
-from ...engine.delivery import Delivery
-from ...engine.states import ConnectionState, LinkState
-from ...engine.transactions import DischargeRequest, TransactionRecord
+from ...definitions.amqp10.messaging import Accepted, Rejected, Released
+from ...engine.amqp10.delivery import Delivery
+from ...engine.amqp10.states import ConnectionState, LinkState
+from ...engine.amqp10.transactions import DischargeRequest, TransactionRecord
 from .._nodes import Node, Queue, error
 from .outcomes import apply_outcome
 

@@ -27,14 +27,8 @@ that break a mechanism always end in a :class:`SASLError` on the client side, an
 :class:`ServerFailure` (which carries a :class:`SASLError`) on the server side.
 """
 
-from .amqplain import (
-    AMQPlainClient,
-    AMQPlainServer,
-)
-from .anonymous import (
-    AnonymousClient,
-    AnonymousServer,
-)
+from .amqplain import AMQPlainClient, AMQPlainServer
+from .anonymous import AnonymousClient, AnonymousServer
 from .base import (
     SASLClientMechanism,
     SASLServerMechanism,
@@ -66,18 +60,9 @@ from .errors import (
     SASLStateError,
     SASLSystemError,
 )
-from .external import (
-    ExternalClient,
-    ExternalServer,
-)
-from .plain import (
-    PlainClient,
-    PlainServer,
-)
-from .scram import (
-    ScramClient,
-    ScramServer,
-)
+from .external import ExternalClient, ExternalServer
+from .plain import PlainClient, PlainServer
+from .scram import ScramClient, ScramServer
 from .selection import (
     MECHANISM_PREFERENCE,
     NAMED_ONLY,
@@ -87,10 +72,7 @@ from .selection import (
     first_offered,
     select_client_mechanism,
 )
-from .xoauth2 import (
-    XOAuth2Client,
-    XOAuth2Server,
-)
+from .xoauth2 import XOAuth2Client, XOAuth2Server
 
 __all__ = [
     "MECHANISM_PREFERENCE",

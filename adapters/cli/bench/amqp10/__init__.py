@@ -1,0 +1,1 @@
+"""The AMQP 1.0 benchmarks."""
