@@ -449,10 +449,12 @@ def wide(v: Any) -> Any:
     if t is bool:
         return b"\x56\x01" if v else b"\x56\x00"
     fixed = {
-        a.codec.amqp10.UByte: (0x50, ">B"), a.codec.amqp10.UShort: (0x60, ">H"), a.codec.amqp10.UInt: (0x70, ">I"),
-        a.codec.amqp10.ULong: (0x80, ">Q"), a.codec.amqp10.Byte: (0x51, ">b"), a.codec.amqp10.Short: (0x61, ">h"),
-        a.codec.amqp10.Int: (0x71, ">i"), int: (0x81, ">q"), a.codec.amqp10.Timestamp: (0x83, ">q"),
-        a.codec.amqp10.Float: (0x72, ">f"), float: (0x82, ">d"),
+        a.codec.amqp10.UByte: (0x50, ">B"), a.codec.amqp10.UShort: (0x60, ">H"),
+        a.codec.amqp10.UInt: (0x70, ">I"), a.codec.amqp10.ULong: (0x80, ">Q"),
+        a.codec.amqp10.Byte: (0x51, ">b"), a.codec.amqp10.Short: (0x61, ">h"),
+        a.codec.amqp10.Int: (0x71, ">i"), int: (0x81, ">q"),
+        a.codec.amqp10.Timestamp: (0x83, ">q"), a.codec.amqp10.Float: (0x72, ">f"),
+        float: (0x82, ">d"),
     }  # fmt: skip
     if t in fixed:
         code, fmt = fixed[t]

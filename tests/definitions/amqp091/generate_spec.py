@@ -204,7 +204,8 @@ def _render(spec: Spec) -> str:
         "``amqp-0-9-1-rabbitmq-extensions.json``: do not edit; change the script and run it.",
         "Field names are the XML's with hyphens as underscores; methods the XML lacks are",
         "RabbitMQ's. Each method class is registered (class id, method id) by",
-        ":func:`~amqp_sansio.definitions.amqp091.methods.method`, which compiles its encoder and decoder.",
+        ":func:`~amqp_sansio.definitions.amqp091.methods.method`, which compiles its encoder and"
+        " decoder.",
         '"""',
         "",
         "from __future__ import annotations",

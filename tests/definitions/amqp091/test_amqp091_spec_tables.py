@@ -51,7 +51,8 @@ def test_the_module_is_what_the_generator_writes(spec_dir: pathlib.Path) -> None
     generator = _generator()
     expected = generator.render(generator.Spec(spec_dir))
     assert (ROOT / "amqp_sansio" / "definitions" / "amqp091" / "spec.py").read_text() == expected, (
-        "amqp_sansio/definitions/amqp091/spec.py is stale: run python tests/definitions/amqp091/generate_spec.py"
+        "amqp_sansio/definitions/amqp091/spec.py is stale: run python "
+        "tests/definitions/amqp091/generate_spec.py"
     )
 
 
