@@ -3,17 +3,21 @@ frames, I/O-free (docs/amqp091.rst). Organised as pamqp is, a few submodules:
 
 * :mod:`~amqp_sansio.amqp091.commands`: every method grouped by its class
   (``commands.Basic.Publish``, ``commands.Queue.Declare``, ``commands.Basic.Properties``);
-* :mod:`~amqp_sansio.definitions.amqp091.spec`: the same method classes by flat name
+* :mod:`~amqp_sansio.amqp091.spec`: the same method classes by flat name
   (``spec.BasicPublish``), constants and reply codes (generated from the spec's XML and
   RabbitMQ's JSON by ``tests/definitions/amqp091/generate_spec.py``), the ``basic`` content
   properties;
-* :mod:`~amqp_sansio.codec.amqp091`: the data types, field tables and arrays;
-* :mod:`~amqp_sansio.definitions.amqp091.methods`: the method and property base classes, their
+* :mod:`~amqp_sansio.amqp091.codec`: the data types, field tables and arrays;
+* :mod:`~amqp_sansio.amqp091.methods`: the method and property base classes, their
   registry, and the payload codecs;
-* :mod:`~amqp_sansio.framing.amqp091`: frames, the protocol header, the frame parser;
-* :mod:`~amqp_sansio.codec.amqp091.errors`: the errors, each with its 0-9-1 reply code;
-* :mod:`~amqp_sansio.engine.amqp091`: the connection and channel state machines of both
-  roles (:class:`~amqp_sansio.engine.amqp091.Connection`).
+* :mod:`~amqp_sansio.amqp091.framing`: frames, the protocol header, the frame parser;
+* :mod:`~amqp_sansio.amqp091.errors`: the errors, each with its 0-9-1 reply code;
+* :mod:`~amqp_sansio.amqp091.engine`: the connection and channel state machines of both
+  roles (:class:`~amqp_sansio.amqp091.engine.Connection`);
+* :mod:`~amqp_sansio.amqp091.client`: what the adapters' 0-9-1 calls return and raise.
+
+Each submodule is a face: the names are defined in the 0-9-1 folder of their layer
+(:mod:`amqp_sansio.definitions.amqp091.spec`, ...; docs/architecture.rst).
 
 The names below are the ones most code needs, importable from ``amqp_sansio.amqp091``
 directly; none of them is a name of :mod:`amqp_sansio`'s public modules for something else
@@ -23,18 +27,13 @@ directly; none of them is a name of :mod:`amqp_sansio`'s public modules for some
 
 from __future__ import annotations
 
-# the submodules, re-exported as attributes (``amqp091.spec``), not in ``__all__``
-from ..codec import amqp091 as codec
 from ..codec.amqp091 import FieldTable, decode_table, encode_table
-from ..codec.amqp091 import errors as errors
 from ..codec.amqp091.errors import (
     FrameError,
     TruncatedError,
     UnexpectedFrameError,
     UnknownMethodError,
 )
-from ..definitions.amqp091 import methods as methods
-from ..definitions.amqp091 import spec as spec
 from ..definitions.amqp091.methods import (
     METHODS,
     METHODS_BY_NAME,
@@ -44,9 +43,7 @@ from ..definitions.amqp091.methods import (
     encode_content_header,
 )
 from ..definitions.amqp091.spec import HARD_ERRORS, SOFT_ERRORS, BasicProperties, ReplyCode
-from ..engine import amqp091 as engine
 from ..engine.amqp091 import Limits
-from ..framing import amqp091 as framing
 from ..framing.amqp091 import (
     FRAME_OVERHEAD,
     PROTOCOL_HEADER,
@@ -59,7 +56,15 @@ from ..framing.amqp091 import (
     encode_header_frame,
     encode_method_frame,
 )
+
+# the submodules, re-exported as attributes (``amqp091.spec``), not in ``__all__``
+from . import codec as codec
 from . import commands as commands
+from . import engine as engine
+from . import errors as errors
+from . import framing as framing
+from . import methods as methods
+from . import spec as spec
 
 __all__ = [
     # methods and properties (every method: commands, spec)

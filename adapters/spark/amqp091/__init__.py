@@ -49,7 +49,6 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-import amqp_sansio.codec.amqp091
 from amqp_sansio import amqp091
 from amqp_sansio.broker import from_amqp10, to_amqp10
 from amqp_sansio.client import amqp10 as client
@@ -392,7 +391,7 @@ def read_range(
     with connect091(options) as conn:
         channel = conn.channel()
         channel.basic_qos(max(1, min(options.credit, end - start)))
-        consumer = _consume(channel, address, amqp.codec.amqp091.Int64(start))
+        consumer = _consume(channel, address, amqp091.codec.Int64(start))
         expected = start
         while expected < end:
             delivery = _receive(consumer, options.timeout)
