@@ -26,16 +26,7 @@ from ._selector import (
     SelectorError,
     selector_filter,
 )
-from ._store import (
-    BindingRecord,
-    ExchangeRecord,
-    QueueDeclaration,
-    StoredMessage,
-    TopologyRecord,
-    TopologyStore,
-    VhostRecord,
-    parse_message,
-)
+from ._store import StoredMessage, parse_message
 from ._streams import (
     FIRST_OFFSET,
     NEXT_OFFSET,
@@ -51,6 +42,14 @@ from .amqp091.connection import BrokerConnection091
 from .amqp091.declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
 from .amqp091.exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
 from .amqp091.mapping import from_amqp10, to_amqp10
+from .amqp091.topology import (
+    BindingRecord,
+    ExchangeRecord,
+    QueueDeclaration,
+    TopologyRecord,
+    TopologyStore,
+    VhostRecord,
+)
 from .amqp091.vhosts import DEFAULT_VHOST, Published, VirtualHost
 from .amqp10.connection import DEFAULT_OUTCOME, SUPPORTED_OUTCOMES, BrokerConnection
 from .amqp10.relay import ANONYMOUS_RELAY

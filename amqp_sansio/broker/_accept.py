@@ -23,8 +23,8 @@ from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST
 from ._nodes import Store
 from ._protocols import ProtocolSniffer
-from ._store import TopologyRecord
 from .amqp091.connection import BrokerConnection091
+from .amqp091.topology import TopologyRecord
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
 from .amqp10.connection import BrokerConnection
 from .amqp10.management import Management

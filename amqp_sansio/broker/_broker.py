@@ -18,9 +18,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from ..codec.amqp10.decoder import decode
-from ..codec.amqp10.encoder import encode
-from ..codec.amqp10.types import Symbol
+from ..codec.amqp10 import Symbol, decode, encode
 from ..definitions.amqp10.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,

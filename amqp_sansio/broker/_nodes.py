@@ -14,7 +14,7 @@ import bisect
 from collections import deque
 from typing import Any, Protocol, runtime_checkable
 
-from ..codec.amqp10.types import Symbol
+from ..codec.amqp10 import Symbol
 from ..definitions.amqp10.messaging import (
     DeleteOnClose,
     DeleteOnNoLinks,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import secrets
 from typing import Protocol
 
-from ..codec.amqp10.types import Symbol
+from ..codec.amqp10 import Symbol
 from ._store import StoredMessage
 
 __all__ = ["PSEUDO_QUEUE", "REPLY_PREFIX", "VOLATILE_QUEUE", "DirectReplies", "reply_name"]

@@ -27,8 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
-from ..codec.amqp10.decoder import decode_from
-from ..codec.amqp10.types import AMQPValue, Described, Symbol, Timestamp, ULong
+from ..codec.amqp10 import AMQPValue, Described, Symbol, Timestamp, ULong, decode_from
 from ..definitions.amqp10.messaging import ApplicationProperties, Header, Properties
 from ..errors import DecodeError, RemoteProtocolError
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from ..codec.amqp10.types import Described, Symbol, Timestamp
+from ..codec.amqp10 import Described, Symbol, Timestamp
 from ..definitions.amqp10.messaging import LifetimePolicy, Source
 from ._nodes import Consumer, Node, NodeBroker
 from ._store import StoredMessage

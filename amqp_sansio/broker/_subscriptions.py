@@ -34,7 +34,7 @@ from ..definitions.amqp10.messaging import Source, TerminusDurability, TerminusE
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
-    from ..engine.amqp10.session import Session
+    from .. import Session
     from ._nodes import Queue, Topic
 
 __all__ = ["Holder", "Subscription", "keeps"]

@@ -28,7 +28,8 @@ import attrs
 
 from ..engine.contract import Event
 from ..errors import LocalProtocolError
-from ..framing.amqp10 import AMQP_HEADER, SASL_HEADER, TLS_HEADER, _name_of
+from ..framing.headers import AMQP_HEADER, SASL_HEADER, TLS_HEADER
+from ..framing.headers import name_of as _name_of
 from .layers import ByteLayer
 
 __all__ = [

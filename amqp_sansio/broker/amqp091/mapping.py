@@ -51,9 +51,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
 from ...codec import amqp091 as c091
-from ...codec.amqp10 import types as t10
-from ...codec.amqp10.decoder import decode_from
-from ...codec.amqp10.encoder import encode
+from ...codec import amqp10 as t10
+from ...codec.amqp10 import decode_from, encode
 from ...definitions.amqp091.spec import BasicProperties
 from ...definitions.amqp10.message import Message
 from ...definitions.amqp10.messaging import Data, Header, Properties

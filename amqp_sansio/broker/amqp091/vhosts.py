@@ -43,21 +43,13 @@ from typing import Any, Protocol
 
 import attrs
 
+from ...codec import amqp10 as t10
 from ...codec.amqp091 import FieldValue
-from ...codec.amqp10 import types as t10
 from ...definitions.amqp091.spec import BasicProperties, ReplyCode
 from .._interface import DEFAULT_VHOST, ConnectionBroker
 from .._nodes import Node, Queue
 from .._replies import REPLY_PREFIX
-from .._store import (
-    BindingRecord,
-    ExchangeRecord,
-    QueueDeclaration,
-    StoredMessage,
-    TopologyRecord,
-    TopologyStore,
-    VhostRecord,
-)
+from .._store import StoredMessage
 from .._streams import Stream
 from .declarations import QueueRecord, Refused, _refused, parse_queue_arguments, text_argument
 from .exchanges import EXCHANGE_TYPES, Binding, Destination, Exchange, check_binding_arguments
@@ -69,6 +61,14 @@ from .streams import (
     is_stream_declare,
     not_supported,
     parse_stream_arguments,
+)
+from .topology import (
+    BindingRecord,
+    ExchangeRecord,
+    QueueDeclaration,
+    TopologyRecord,
+    TopologyStore,
+    VhostRecord,
 )
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import attrs
 
-from ...codec.amqp10.types import Symbol
+from ...codec.amqp10 import Symbol
 from ...definitions.amqp10.messaging import (
     Accepted,
     Modified,

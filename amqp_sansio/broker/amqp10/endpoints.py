@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...codec.amqp10.types import Symbol
+from ...codec.amqp10 import Symbol
 from ...definitions.amqp10.messaging import Rejected
 from ...definitions.amqp10.performatives import Error
 from ...engine.amqp10.delivery import Delivery

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ...codec.amqp10.types import Int, UInt
+from ...codec.amqp10 import Int, UInt
 from ...definitions.amqp10.message import Message
 from ...definitions.amqp10.messaging import (
     Accepted,

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ...codec.amqp10.decoder import decode_from
-from ...codec.amqp10.types import Symbol
+from ...codec.amqp10 import Symbol, decode_from
 from ...definitions.amqp10.messaging import Properties
 from ...definitions.amqp10.performatives import Error
 from .._nodes import Node, error

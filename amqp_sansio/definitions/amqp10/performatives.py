@@ -15,6 +15,7 @@ import attrs
 
 from ...codec.amqp10.composite import Composite, amqp, composite, to_bytes, to_tuple
 from ...codec.amqp10.types import Described, Symbol
+from ..sasl import SaslCode
 from .messaging import DeliveryState, Source, Target
 from .outcomes import Error
 from .transactions import Coordinator
@@ -66,16 +67,6 @@ class ReceiverSettleMode(enum.IntEnum):
 
     FIRST = 0
     SECOND = 1
-
-
-class SaslCode(enum.IntEnum):
-    """Outcome of a SASL exchange (core spec 5.3.3.6)."""
-
-    OK = 0
-    AUTH = 1
-    SYS = 2
-    SYS_PERM = 3
-    SYS_TEMP = 4
 
 
 class Performative(Composite):

@@ -26,6 +26,8 @@ import attrs
 from ...codec.amqp10 import decoder, encoder
 from ...definitions.amqp10.performatives import Performative, SaslFrameBody, Transfer
 from ...errors import DecodeError, EncodeError, FramingError, UnsupportedProtocolError
+from ..headers import AMQP_HEADER, SASL_HEADER, TLS_HEADER
+from ..headers import name_of as _name_of
 
 #: A frame's payload as :meth:`FrameParser._next` hands it to the engine: one piece, or the
 #: pieces a transfer's payload cut across feeds came in.
@@ -74,14 +76,6 @@ _FRAME_TYPES = (FrameType.AMQP, FrameType.SASL)
 _SMALL = 4096
 _HEAD = 256  # by code: cheaper than calling the enum
 
-_OTHER_VERSIONS = {
-    b"AMQP\x00\x00\x09\x01": "AMQP 0-9-1",
-    b"AMQP\x01\x01\x00\x0a": "AMQP 0-10",
-    b"AMQP\x01\x01\x00\x09": "AMQP 0-9",
-    b"AMQP\x01\x01\x08\x00": "AMQP 0-8",
-    b"AMQP\x01\x01\x09\x01": "AMQP 0-9-1",
-}
-
 
 @attrs.frozen
 class ProtocolHeader:
@@ -116,23 +110,6 @@ def _immutable(view: memoryview) -> bool:
     return type(view.obj) is bytes and view.ndim == 1 and view.c_contiguous and view.format == "B"
 
 
-def _name_of(raw: bytes) -> str:
-    """A readable name for a header that is not AMQP 1.0 (8 bytes, zero-padded if short)."""
-    if raw in _OTHER_VERSIONS:
-        return _OTHER_VERSIONS[raw]
-    if raw[:4] == b"AMQP":
-        return f"AMQP protocol id {raw[4]} version {raw[5]}.{raw[6]}.{raw[7]}"
-    if raw[:4] in (b"GET ", b"POST", b"HEAD", b"PUT ", b"HTTP"):
-        return "HTTP"
-    if raw[0] == 0x16:
-        return "a TLS handshake without the AMQP TLS header"
-    return "not AMQP"
-
-
-#: The three AMQP 1.0 protocol headers (core spec 2.2, 5.2.1, 5.3.1).
-AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
-TLS_HEADER = b"AMQP\x02\x01\x00\x00"
-SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 #: An empty AMQP frame on channel 0: the heartbeat of core spec 2.4.5.
 HEARTBEAT = b"\x00\x00\x00\x08\x02\x00\x00\x00"
 

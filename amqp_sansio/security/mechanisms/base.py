@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import attrs
 
-from ...definitions.amqp10.performatives import SaslCode
+from ...definitions.sasl import SaslCode
 from .credentials import Authorizer
 from .errors import (
     SASLAuthenticationError,

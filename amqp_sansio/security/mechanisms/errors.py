@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...definitions.amqp10.performatives import SaslCode
+from ...definitions.sasl import SaslCode
 from ...errors import AMQPError, LocalProtocolError, RemoteProtocolError
 
 # --------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import secrets
 
-from ...definitions.amqp10.performatives import SaslCode
+from ...definitions.sasl import SaslCode
 from .base import (
     SASLClientMechanism,
     SASLServerMechanism,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 
-from ...definitions.amqp10.performatives import SaslCode
+from ...definitions.sasl import SaslCode
 from .base import (
     SASLClientMechanism,
     SASLServerMechanism,
