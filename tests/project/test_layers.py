@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ), CORE[:6]),
     ("public submodules", ("amqp_sansio.sasl", "amqp_sansio.events"), ("security", "engine")),
     ("api", ("amqp_sansio", "amqp_sansio.amqp091"), (*CORE, "public submodules")),
-    ("client core", ("amqp_sansio.client",), (*CORE, *API)),
+    ("client core", ("amqp_sansio.client", "amqp_sansio.amqp091.client"), (*CORE, *API)),
     ("broker core", ("amqp_sansio.broker",), (*CORE, *API)),
     ("I/O adapters", (
         "amqp_sansio.adapters", "amqp_sansio.adapters.sockets", "amqp_sansio.adapters.aio",
