@@ -2,7 +2,7 @@
 is :class:`~amqp_sansio.definitions.amqp091.spec.BasicPublish` (0-9-1 spec, the ``class`` and
 ``method`` elements; RabbitMQ's extensions included), ``commands.Basic.Properties`` the ``basic``
 content properties. The same classes as :mod:`~amqp_sansio.definitions.amqp091.spec`'s flat names,
-one namespace per class (``tests/project/test_amqp091_face.py`` checks that every method is
+one namespace per class (``tests/project/test_faces.py`` checks that every method is
 here, once, under its class).
 """
 
