@@ -103,4 +103,4 @@ def test_constants_and_reply_codes(spec_dir: pathlib.Path) -> None:
         elif name == "REPLY_SUCCESS":
             assert constant["value"] == amqp091.ReplyCode.REPLY_SUCCESS
         else:
-            assert getattr(amqp091, name) == constant["value"]
+            assert getattr(amqp091.spec, name) == constant["value"]
