@@ -51,7 +51,7 @@ import attrs
 import amqp_sansio as amqp
 from amqp_sansio import amqp091
 from amqp_sansio.broker import from_amqp10, to_amqp10
-from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client.ops import ClientError
 
 from ..options import ReadOptions, WriteOptions
 
@@ -73,7 +73,7 @@ FIRST_LOOK_WAIT = 2.0
 #: The prefetch of the driver's look for a stream's end.
 LOOK_PREFETCH = 5000
 #: What a lost connection or channel raises on the 0-9-1 client.
-ERRORS = (OSError, client.ClientError)
+ERRORS = (OSError, ClientError)
 
 
 class Delivery091:
@@ -305,7 +305,7 @@ def _consume(channel: Any, address: str, start: Any) -> Any:
     that is not a stream refuses the argument (RabbitMQ's 406): RuntimeError."""
     try:
         return channel.basic_consume(address, arguments={OFFSET_HEADER: start})
-    except client.ClientError as exc:  # (the channel closed: a ChannelClosedError)
+    except ClientError as exc:  # (the channel closed: a ChannelClosedError)
         text = str(getattr(exc, "reply_text", ""))
         if getattr(exc, "reply_code", None) == 406 and OFFSET_HEADER in text:
             raise RuntimeError(
