@@ -43,6 +43,10 @@ SNIFFERS = (
     "amqp_sansio.broker._protocols",
     # the client's: connect(url, protocol=...) to that protocol's connect recipe
     "amqp_sansio.client.protocols",
+    # the command line's: send and receive by --protocol, to that protocol's functions
+    "amqp_sansio.adapters.cli.protocols",
+    # the Spark adapter's: the readers' and writers' calls by option protocol
+    "amqp_sansio.adapters.spark.protocols",
 )
 
 #: The layers that may import the api: they use the public modules as users do.

@@ -42,7 +42,6 @@ import attrs
 
 import amqp_sansio as amqp
 import amqp_sansio.client.amqp091
-import amqp_sansio.codec.amqp091
 import amqp_sansio.codec.amqp10
 from amqp_sansio import amqp091
 from amqp_sansio.client.ops import ClientError
@@ -129,7 +128,7 @@ def _field_value(key: str, value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, amqp.codec.amqp10.Timestamp):
-        return amqp.codec.amqp091.Timestamp(int(value) // 1000)
+        return amqp091.codec.Timestamp(int(value) // 1000)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -145,7 +144,7 @@ def _field_value(key: str, value: Any) -> Any:
 
 def _property_value(field: str, value: Any) -> Any:
     if field == "timestamp":
-        return amqp.codec.amqp091.Timestamp(int(value) // 1000)
+        return amqp091.codec.Timestamp(int(value) // 1000)
     if field == "user_id" and isinstance(value, bytes):
         return value.decode("utf-8", errors="strict")
     return str(value)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -54,6 +55,7 @@ from amqp_sansio.broker import from_amqp10, to_amqp10
 from amqp_sansio.client.ops import ClientError
 
 from ..options import ReadOptions, WriteOptions
+from ..rows import message_to_row
 
 __all__ = [
     "Delivery091",
@@ -62,8 +64,11 @@ __all__ = [
     "open_receivers",
     "publish_rows",
     "read_range",
+    "read_rows",
     "stream_bounds",
 ]
+
+_log = logging.getLogger("amqp_sansio.spark")
 
 #: The header of a stream's deliveries that carries each one's offset (RabbitMQ's).
 OFFSET_HEADER = "x-stream-offset"
@@ -416,3 +421,18 @@ def read_range(
                 message = None
             yield offset, message
             expected = offset + 1
+
+
+def read_rows(
+    options: ReadOptions, address: str, start: int, end: int, lost: Callable[[int, int], None]
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of :func:`read_range`'s messages (on an executor), each with its offset; one
+    that cannot be mapped to 1.0 is skipped, with a warning."""
+    for offset, message in read_range(options, address, start, end, lost):
+        if message is None:
+            _log.warning(
+                "an undecodable message in stream %r at offset %d: skipped", address, offset
+            )
+            continue
+        row = message_to_row(message, address)
+        yield (*row[:-2], offset, 0)
