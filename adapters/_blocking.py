@@ -17,9 +17,9 @@ from typing import Any, Generic, TypeVar, cast
 
 import amqp_sansio
 from amqp_sansio import Error, Event
-from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
 from amqp_sansio.client.lifecycle import CoreBase, DrivenCore
+from amqp_sansio.client.ops import ConnectionClosedError
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.events import AuthenticationFailed, ConnectionEnded
 from amqp_sansio.security.stack import ByteLayer
@@ -477,7 +477,7 @@ class ConnectionBase(Generic[K]):
                 continue
             if self.driver.closed:
                 self._driven().check()
-                raise client.ConnectionClosedError("the connection is closed")
+                raise ConnectionClosedError("the connection is closed")
             self._stepping = True
             try:
                 self.driver.step(remaining)

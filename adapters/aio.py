@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
 from amqp_sansio.client.amqp091 import ChannelClosedError
-from amqp_sansio.client.amqp091.recipes import ConnectKeywords, connect_protocol
 from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
@@ -41,15 +40,17 @@ from amqp_sansio.client.ops import (
     PeerWithoutSASLError,
     TransactionError,
 )
+from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
-from ._async import Receiver, Sender, Tracker, Transaction
 from ._transports import transport_for
 from .amqp091 import _async as _async091
 from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
+from .amqp10 import _async as _async10
+from .amqp10._async import Receiver, Sender, Tracker, Transaction
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -248,8 +249,8 @@ class _Driver:
                 self._waiters -= 1
 
 
-class Connection(_async.Connection):
-    __doc__ = _async.Connection.__doc__
+class Connection(_async10.Connection):
+    __doc__ = _async10.Connection.__doc__
     adapter = "aio"
 
 

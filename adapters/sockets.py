@@ -44,11 +44,15 @@ from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Literal, overload
 
 from amqp_sansio.client import amqp10 as client
-from amqp_sansio.client import recipes
 from amqp_sansio.client.amqp091 import ChannelClosedError
 from amqp_sansio.client.amqp091 import Core as Core091
-from amqp_sansio.client.amqp091.recipes import ConnectKeywords, connect_protocol
-from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.amqp10 import (
+    IncomingConnection,
+    IncomingLink,
+    OutgoingLink,
+    ServerLink,
+    recipes,
+)
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -60,6 +64,7 @@ from amqp_sansio.client.ops import (
     PeerWithoutSASLError,
     TransactionError,
 )
+from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator

@@ -45,7 +45,6 @@ import trio
 from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
 from amqp_sansio.client.amqp091 import ChannelClosedError
-from amqp_sansio.client.amqp091.recipes import ConnectKeywords, connect_protocol
 from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
@@ -58,15 +57,18 @@ from amqp_sansio.client.ops import (
     PeerWithoutSASLError,
     TransactionError,
 )
+from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
-from ._async import CLOSE_GRACE, Receiver, Sender, Tracker, Transaction
+from ._async import CLOSE_GRACE
 from ._transports import transport_for
 from .amqp091 import _async as _async091
 from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
+from .amqp10 import _async as _async10
+from .amqp10._async import Receiver, Sender, Tracker, Transaction
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -346,8 +348,8 @@ class _TrioLoop:
         driver.cancel()
 
 
-class Connection(_async.Connection):
-    __doc__ = _async.Connection.__doc__
+class Connection(_async10.Connection):
+    __doc__ = _async10.Connection.__doc__
     adapter = "trio"
 
 

@@ -35,7 +35,9 @@ __all__ = ["Channel", "ConfirmTracker", "Connection091", "Consumer", "start_conn
 
 
 def start_connection(
-    driver: _async.Driver, timeout: float | None, connection: Callable[..., _async.Connection]
+    driver: _async.Driver,
+    timeout: float | None,
+    connection: Callable[..., _async.ConnectionBase[Any]],
 ) -> _async.ConnectionBase[Any]:
     """The adapter's connection for the protocol of ``driver``'s core: AMQP 1.0's
     (``connection``, the adapter's class), or 0-9-1's."""

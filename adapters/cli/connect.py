@@ -24,7 +24,8 @@ from typing import Any
 import attrs
 
 import amqp_sansio as amqp
-from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client.engines import authentication_description, authentication_hint
+from amqp_sansio.client.ops import ClientError, LinkDetachedError, LinkRefusedError
 from amqp_sansio.client.url import AMQPURL, URLError
 from amqp_sansio.sasl import MECHANISM_PREFERENCE
 
@@ -149,7 +150,7 @@ def open_connection(url: AMQPURL, options: ClientOptions, *, role: str) -> socke
             url.unredacted(), timeout=options.timeout, **kwargs
         )
         return conn
-    except client.ClientError as exc:
+    except ClientError as exc:
         raise failure(exc, url, options) from None
     except URLError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
@@ -173,17 +174,17 @@ def timed_out(options: ClientOptions, what: str) -> CommandError:
 
 
 def failure(
-    exc: client.ClientError, url: AMQPURL, options: ClientOptions, *, link: str = ""
+    exc: ClientError, url: AMQPURL, options: ClientOptions, *, link: str = ""
 ) -> CommandError:
     """The command's error for one of the public API's: by the engine event that caused it
-    (:attr:`~amqp_sansio.client.amqp10.ClientError.event`), the one line that says what happened
+    (:attr:`~amqp_sansio.client.ops.ClientError.event`), the one line that says what happened
     and what to do. ``link`` names the command's link (``to ADDRESS``, ``from ADDRESS``)."""
     where = _host_port(url)
     event = exc.event
     if isinstance(event, amqp.events.AuthenticationFailed):
-        hint = client.authentication_hint(event, url)
+        hint = authentication_hint(event, url)
         return CommandError(
-            f"authentication failed at {where}: {client.authentication_description(event)}"
+            f"authentication failed at {where}: {authentication_description(event)}"
             + (f" ({hint})" if hint else "")
         )
     if isinstance(event, amqp.security.tls.TLSFailed):
@@ -211,7 +212,7 @@ def failure(
         return CommandError(f"the broker closed the connection: {describe_error(event.error)}")
     if isinstance(event, amqp.events.SessionEnded):
         return CommandError(f"the broker ended the session: {describe_error(event.error)}")
-    if isinstance(exc, client.LinkDetachedError):
+    if isinstance(exc, LinkDetachedError):
         return link_failure(exc, link)
     if isinstance(event, amqp.events.ConnectionEnded):
         # Before the open, the core says how (a refusal after the protocol header).
@@ -232,10 +233,10 @@ def _protocol_hint(
     return ""
 
 
-def link_failure(exc: client.LinkDetachedError, link: str) -> CommandError:
+def link_failure(exc: LinkDetachedError, link: str) -> CommandError:
     """The broker refused the link (``to ADDRESS`` or ``from ADDRESS``), or detached it,
     and its reason."""
-    if isinstance(exc, client.LinkRefusedError):
+    if isinstance(exc, LinkRefusedError):
         # Refused without a detach (rhea's listener): the broker gave no reason.
         reason = "it gave no reason" if exc.event is None else describe_error(exc.error)
         return CommandError(f"the broker refused the link {link}: {reason}")

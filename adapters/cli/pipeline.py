@@ -309,10 +309,10 @@ def publish(
     the default exchange, each message mapped as RabbitMQ maps 1.0 to 0-9-1, in confirm
     mode, each confirmed (the Spark writer's code)."""
     if protocol == "0-9-1":
-        from ..spark.amqp091 import publish_rows
+        from ..spark import protocols
 
         _read, write = _options091(url, address)
-        return publish_rows(write, messages, write.timeout, done=done)
+        return protocols.publish_rows(write, messages, write.timeout, done=done)
     return asyncio.run(_publish(url, address, messages, done, options))
 
 
@@ -348,10 +348,10 @@ def read_back(
     ``connect``'s. With ``protocol`` ``"0-9-1"``: consume the queue ``address`` and ack
     each message, mapped to 1.0 as RabbitMQ maps it (the Spark reader's consumer)."""
     if protocol == "0-9-1":
-        from ..spark.amqp091 import blocking_consumer
+        from ..spark import protocols
 
         read, _write = _options091(url, address)
-        with blocking_consumer(read, address, 500) as consumer:
+        with protocols.receiver(read, address, 500) as consumer:
             return _take_all(consumer.receive, first_wait, idle)
     from .. import sockets
 

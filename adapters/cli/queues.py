@@ -20,9 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import amqp_sansio as amqp
-import amqp_sansio.client.amqp10
 import amqp_sansio.codec.amqp10
-from amqp_sansio.client.ops import ClientError
+from amqp_sansio.client.ops import ClientError, LinkDetachedError
 from amqp_sansio.client.url import AMQPURL
 
 from .. import sockets
@@ -84,7 +83,7 @@ class _Management:
         self.reply_to: str = address
 
     def _no_management(self, exc: ClientError, link: str) -> CommandError:
-        if isinstance(exc, amqp.client.amqp10.LinkDetachedError):
+        if isinstance(exc, LinkDetachedError):
             # A broker without the management node (RabbitMQ 3's AMQP 1.0 plugin makes no
             # dynamic node for the responses; others refuse the address).
             return CommandError(

@@ -3,9 +3,7 @@ writers, batch and streaming (a sender per task)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -23,6 +21,7 @@ from pyspark.sql.types import (
 
 import amqp_sansio as amqp
 
+from . import protocols
 from .options import OptionError, ReadOptions, WriteOptions
 from .queue_reader import FIRST_BATCH_WAIT, share
 from .rows import COLUMNS, message_id_for, message_to_row, row_to_message
@@ -66,7 +65,7 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
         if remaining is not None and remaining <= 0:
             return
         credit = options.credit if remaining is None else min(options.credit, remaining)
-        with _receiver(options, address, max(1, credit)) as receiver:
+        with protocols.receiver(options, address, max(1, credit)) as receiver:
             taken = []
             # The first message may take a while on a loaded broker (a new link, a grant
             # of credit): an empty look must not come of that.
@@ -96,20 +95,6 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
                     delivery.accept()
                 else:
                     delivery.release()
-
-
-@contextlib.contextmanager
-def _receiver(options: ReadOptions, address: str, credit: int) -> Iterator[Any]:
-    """A receiver from ``address`` with ``credit`` (0-9-1: a consumer with that prefetch,
-    its deliveries seen as 1.0's, :class:`.amqp091.Delivery091`), for the block."""
-    if options.protocol == "0-9-1":
-        from .amqp091 import blocking_consumer
-
-        with blocking_consumer(options, address, credit) as consumer:
-            yield consumer
-        return
-    with options.connect(address) as conn:
-        yield conn.receiver(address, credit=credit)
 
 
 class BatchReader(DataSourceReader):
@@ -170,30 +155,7 @@ def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
     in confirm mode, every one confirmed (:func:`.amqp091.publish_rows`)."""
     partition, query, batch = _task()
     messages = _messages(options, rows, query, batch, partition)
-    if options.protocol == "0-9-1":
-        from .amqp091 import publish_rows
-
-        return AMQPCommitMessage(partition, publish_rows(options, messages, options.timeout))
-    sent = 0
-    with options.connect(options.address) as conn:
-        sender = conn.sender(options.address)
-        outstanding: deque[Any] = deque()
-
-        def settle_some(keep: int) -> None:
-            while len(outstanding) > keep:
-                outcome = outstanding.popleft().outcome(timeout=options.timeout)
-                if not isinstance(outcome, amqp.Accepted):
-                    raise RuntimeError(
-                        f"the broker did not accept a message sent to {options.address!r}: "
-                        f"{outcome!r}"
-                    )
-
-        for message in messages:
-            outstanding.append(sender.send(message, wait=False))
-            sent += 1
-            settle_some(options.window)
-        settle_some(0)
-    return AMQPCommitMessage(partition, sent)
+    return AMQPCommitMessage(partition, protocols.publish_rows(options, messages, options.timeout))
 
 
 def _messages(

@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (
 
 import amqp_sansio as amqp
 
+from . import protocols
 from .options import ReadOptions
 from .rows import message_to_row
 from .schema import ReadAllAvailable, ReadMaxBytes, ReadMaxRows, SupportsTriggerAvailableNow
@@ -72,8 +73,6 @@ _NEXT_WAIT = 0.5
 _UNLIMITED_SECONDS = 5.0
 #: The most messages a receiver task stages (and hands to Spark) at a time.
 _PART = 5000
-#: The most credit a receiver task grants first (the module's ``_receive_and_stage``).
-_START_CREDIT = 1000
 #: The file, under ``stagingLocation``, that keeps the number of the last micro-batch
 #: planned, for pyspark 4.0 and 4.1 (which do not tell a restarted reader where it is).
 _PLANNED = "planned"
@@ -167,29 +166,19 @@ class _TaskReceiving:
         self.part_size = _PART
 
     async def open(self) -> None:
-        from .. import aio
-
         options = self.options
         max_rows = self.max_rows
         window = options.credit if max_rows is None else min(options.credit, max_rows)
-        if options.protocol == "0-9-1":
-            from .amqp091 import open_receivers
-
+        if protocols.is_091(options):
             # A 0-9-1 broker sends no more than the prefetch unacked: a part is at most that.
             self.part_size = max(1, min(window, _PART))
-            self._conn, receivers = await open_receivers(options, self.part_size)
-            self._receivers.extend(receivers)
-            self._taking = _Taking(self._receivers, self.task, max_rows)
-            return
-        url = options.url_for(options.addresses[0])
-        self._conn = conn = await aio.connect(url, **options.connect_options())
-        # A first grant of at most _START_CREDIT: a broker that encodes a whole grant before
-        # it sends any sends the first message at once; the window from the next grant on.
-        for address in options.addresses:
-            receiver = await conn.receiver(address, credit=max(1, min(window, _START_CREDIT)))
-            receiver.credit = max(1, window)
-            self._receivers.append((address, receiver))
+            window = self.part_size
+        receivers = await protocols.open_receivers(options, window, self._keep)
+        self._receivers.extend(receivers)
         self._taking = _Taking(self._receivers, self.task, max_rows)
+
+    def _keep(self, conn: Any) -> None:
+        self._conn = conn
 
     async def next_part(self) -> pa.RecordBatch | None:
         """The next part, staged and accepted; None once the taking is over (or another
@@ -207,7 +196,7 @@ class _TaskReceiving:
                     delivery.release()
                 self.lost_part, self._over = self.part, True
                 return None
-            if self._over and self.options.protocol == "0-9-1":
+            if self._over and protocols.is_091(self.options):
                 # An ack lets a 0-9-1 broker send one more: the consumers go first.
                 await self._cancel_consumers()
             for delivery in good:
@@ -221,7 +210,7 @@ class _TaskReceiving:
         task (if it staged a part and lost none) is marked done."""
         receivers = self._receivers
         # What is under way still comes, and goes back.
-        if self.options.protocol == "0-9-1":  # the consumers' cancel-ok: nothing more comes
+        if protocols.is_091(self.options):  # the consumers' cancel-ok: nothing more comes
             await self._cancel_consumers()
             revoked = 0
         else:

@@ -35,12 +35,8 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-import amqp_sansio as amqp
-import amqp_sansio.codec.amqp10
-from amqp_sansio.broker import FIRST_OFFSET, NEXT_OFFSET, OFFSET_ANNOTATION, OFFSET_FILTER
-
+from . import protocols
 from .options import EARLIEST, LATEST, ReadOptions
-from .rows import message_to_row
 
 try:  # pyspark 4.2 and later: admission control, Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -70,30 +66,6 @@ class OffsetRange(InputPartition):
         self.address, self.start, self.end = address, start, end
 
 
-def _bounds_of(receiver: Any, address: str) -> tuple[int, int]:
-    remote = receiver.core.link.remote
-    properties = (None if remote is None else remote.properties) or {}
-    first, end = properties.get(FIRST_OFFSET), properties.get(NEXT_OFFSET)
-    if type(first) is not int or type(end) is not int:
-        raise RuntimeError(
-            f"{address!r} is not a stream node: the broker's answer to an attach with an "
-            "offset filter gives no offsets (mode 'stream' reads nodes with offsets, such as "
-            "the reference broker's stream nodes; use mode 'queue' for a queue)"
-        )
-    return first, end
-
-
-def bounds(conn: Any, address: str, timeout: float) -> tuple[int, int]:
-    """(first offset held, next offset) of the stream at ``address``, consuming nothing."""
-    receiver = conn.receiver(
-        address, credit=1, filters={OFFSET_FILTER: amqp.Symbol("next")}, timeout=timeout
-    )
-    try:
-        return _bounds_of(receiver, address)
-    finally:
-        receiver.close(timeout=timeout)
-
-
 def _ranges(start: Offsets, end: Offsets, parts: int) -> list[InputPartition]:
     """Each address's [start, end) cut into up to ``parts`` pieces of equal size."""
     out: list[InputPartition] = []
@@ -120,72 +92,15 @@ def _lost(options: ReadOptions, address: str, first: int, end: int) -> None:
 def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, ...]]:
     """The rows of offsets [start, end) of ``part``'s stream (on an executor): a receiver
     of its own, attached with the offset filter at ``start``; gaps are data loss. With
-    protocol ``0-9-1``: :func:`.amqp091.read_range`."""
+    protocol ``0-9-1``: :func:`.amqp091.read_range` (:func:`.protocols.read_rows` picks)."""
     if part.start >= part.end:
         return  # an empty range: nothing to connect for
-    address = part.address
-    if options.protocol == "0-9-1":
-        yield from _read_range091(options, part)
-        return
-    with options.connect(address) as conn:
-        receiver = conn.receiver(
-            address,
-            credit=max(1, min(options.credit, part.end - part.start)),
-            auto_accept=True,  # taken and ignored by a stream: keeps the credit flowing
-            filters={OFFSET_FILTER: amqp.codec.amqp10.ULong(part.start)},
-            timeout=options.timeout,
-        )
-        first, _ = _bounds_of(receiver, address)
-        expected = part.start
-        if first > expected:
-            _lost(options, address, expected, min(first, part.end))
-            expected = first
-        while expected < part.end:
-            try:
-                delivery = receiver.receive(timeout=options.timeout)
-            except TimeoutError:
-                raise RuntimeError(
-                    f"no message at offset {expected} of stream {address!r} within "
-                    f"{options.timeout} s (option 'timeout')"
-                ) from None
-            if delivery is None:
-                raise RuntimeError(f"the broker closed the link reading stream {address!r}")
-            try:
-                message = delivery.message
-                offset = (message.message_annotations or {})[OFFSET_ANNOTATION]
-                row = message_to_row(message, address)
-            except (amqp.DecodeError, ValueError, KeyError) as exc:
-                # The offset is unknown: the next message's tells whether this was the
-                # expected one.
-                _log.warning("an undecodable message in stream %r (%s): skipped", address, exc)
-                expected += 1
-                continue
-            if offset < expected:
-                continue
-            if offset > expected:
-                _lost(options, address, expected, min(offset, part.end))
-            if offset >= part.end:
-                break
-            yield (*row[:-2], offset, 0)
-            expected = offset + 1
-
-
-def _read_range091(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, ...]]:
-    from . import amqp091
-
     address = part.address
 
     def lost(first: int, end: int) -> None:
         _lost(options, address, first, end)
 
-    for offset, message in amqp091.read_range(options, address, part.start, part.end, lost):
-        if message is None:
-            _log.warning(
-                "an undecodable message in stream %r at offset %d: skipped", address, offset
-            )
-            continue
-        row = message_to_row(message, address)
-        yield (*row[:-2], offset, 0)
+    yield from protocols.read_rows(options, address, part.start, part.end, lost)
 
 
 class _Bounds:
@@ -197,38 +112,17 @@ class _Bounds:
 
     def __call__(self) -> dict[str, tuple[int, int]]:
         opts = self.options
-        if opts.protocol == "0-9-1":
-            from . import amqp091
-
-            errors: tuple[type[Exception], ...] = amqp091.ERRORS
-        else:
-            errors = (OSError, amqp.AMQPError)
+        errors = protocols.stream_errors(opts)
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = self._connect()
+                self._conn = protocols.stream_connection(opts)
             try:
-                return {a: self._bounds(a) for a in opts.addresses}
+                return {a: protocols.stream_bounds(self._conn, opts, a) for a in opts.addresses}
             except errors:
                 self.close()  # a lost connection: once more on a new one
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _connect(self) -> Any:
-        opts = self.options
-        if opts.protocol == "0-9-1":
-            from . import amqp091
-
-            return amqp091.connect091(opts)
-        return opts.connect(opts.addresses[0])
-
-    def _bounds(self, address: str) -> tuple[int, int]:
-        opts = self.options
-        if opts.protocol == "0-9-1":
-            from . import amqp091
-
-            return amqp091.stream_bounds(self._conn, opts, address)
-        return bounds(self._conn, address, opts.timeout)
 
     def close(self) -> None:
         conn, self._conn = self._conn, None

@@ -1,4 +1,5 @@
-"""The recipes of the high-level calls (``amqp_sansio.client.recipes``), carried out by a
+"""The recipes of the high-level calls (``amqp_sansio.client.recipes``, AMQP 1.0's calls in
+``amqp_sansio.client.amqp10.recipes``), carried out by a
 runner of their own that moves real bytes between the client's core and a server core in
 memory, on a simulated clock: the order of the steps, what the clock and the reconnection
 schedule decide, and what each call leaves behind, without sockets or sleeping. (The three
@@ -17,6 +18,7 @@ import amqp_sansio as a
 import amqp_sansio.engine.amqp10
 from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
+from amqp_sansio.client.amqp10 import recipes as recipes10
 from amqp_sansio.client.ops import (
     ConnectionClosedError,
     LinkRefusedError,
@@ -144,17 +146,17 @@ class Memory:
             sasl=kwargs.pop("sasl", None),
         )
         url = kwargs.pop("url", URL)
-        conn: Memory = self.run(recipes.connect(url, options, timeout=self.timeout, **kwargs))
+        conn: Memory = self.run(recipes10.connect(url, options, timeout=self.timeout, **kwargs))
         return conn
 
     def sender(self, address: str | None = None) -> client.SenderBase:
         assert self.core is not None
-        link = self.run(recipes.attach_sender(self.core, address, settled=False, name=None))
+        link = self.run(recipes10.attach_sender(self.core, address, settled=False, name=None))
         return client.SenderBase(self, link, False)
 
     def receiver(self, address: str | None = None, credit: int = 10) -> client.ReceiverCore:
         assert self.core is not None
-        recipe = recipes.attach_receiver(
+        recipe = recipes10.attach_receiver(
             self.core,
             address,
             credit=credit,
@@ -170,7 +172,7 @@ class Memory:
     def send(self, sender: client.SenderBase, body: object, **kwargs: Any) -> Any:
         wait = kwargs.pop("wait", True)
         transaction = kwargs.pop("transaction", None)
-        recipe = recipes.send(sender, body, transaction, wait, client.TrackerBase)
+        recipe = recipes10.send(sender, body, transaction, wait, client.TrackerBase)
         return self.run(recipe, **kwargs)
 
 
@@ -185,17 +187,17 @@ def test_connect_attach_send_receive_close() -> None:
     tracker = mem.send(sender, "later", wait=False)
     assert isinstance(tracker, client.TrackerBase)
     mem.steps.clear()
-    assert isinstance(mem.run(recipes.outcome(tracker._op)), a.Accepted)
+    assert isinstance(mem.run(recipes10.outcome(tracker._op)), a.Accepted)
     assert mem.steps == ["Wait"]  # a wait even when done: an async adapter's cancel point
     receiver = mem.receiver()
-    delivery = mem.run(recipes.receive(receiver))
+    delivery = mem.run(recipes10.receive(receiver))
     assert delivery.message.body.value == "hello"
     delivery.accept()
     mem.steps.clear()
-    mem.run(recipes.drain(receiver))
+    mem.run(recipes10.drain(receiver))
     assert mem.steps == ["Wait", "Wait"]
-    assert mem.run(recipes.receive(receiver)).message.body.value == "later"
-    mem.run(recipes.close_link(receiver))
+    assert mem.run(recipes10.receive(receiver)).message.body.value == "later"
+    mem.run(recipes10.close_link(receiver))
     assert receiver.detached.done()
     mem.run(recipes.close_connection(mem.core, None))
     assert mem.core.gone
@@ -291,7 +293,7 @@ def test_a_lost_connection_is_made_again_inside_a_wait() -> None:
     mem.drop()
     assert mem.core is not None and mem.core.lost
     mem.refuse = 1
-    mem.run(recipes.attach_sender(mem.core, "q", settled=False, name=None))
+    mem.run(recipes10.attach_sender(mem.core, "q", settled=False, name=None))
     assert calls == [mem] and mem.core.reconnects == 1
     assert not tracker.done() and sender.unsettled == 1  # sent again on the new transport
 
@@ -300,18 +302,18 @@ def test_the_end_of_a_transaction_block() -> None:
     mem = Memory(Broker()).connect()
     assert mem.core is not None
     txn = client.TransactionBase(mem, None)
-    mem.run(recipes.declare(txn, mem.core))
+    mem.run(recipes10.declare(txn, mem.core))
     sender = mem.sender()
     mem.send(sender, "in txn", transaction=txn)
-    mem.run(recipes.end_transaction(txn, mem.core, failed=False))
+    mem.run(recipes10.end_transaction(txn, mem.core, failed=False))
     assert txn.committed is True
     mem.steps.clear()
-    mem.run(recipes.end_transaction(txn, mem.core, failed=False))  # discharged already
+    mem.run(recipes10.end_transaction(txn, mem.core, failed=False))  # discharged already
     assert mem.steps == []
 
     rolled = client.TransactionBase(mem, None)
-    mem.run(recipes.declare(rolled, mem.core))
-    mem.run(recipes.end_transaction(rolled, mem.core, failed=True))
+    mem.run(recipes10.declare(rolled, mem.core))
+    mem.run(recipes10.end_transaction(rolled, mem.core, failed=True))
     assert rolled.committed is False
 
 
@@ -319,16 +321,16 @@ def test_a_failing_rollback_does_not_hide_the_block_s_exception() -> None:
     mem = Memory(Broker()).connect()
     assert mem.core is not None
     txn = client.TransactionBase(mem, None)
-    mem.run(recipes.declare(txn, mem.core))
+    mem.run(recipes10.declare(txn, mem.core))
     assert txn.core is not None
     txn.core.discharged.fail(TransactionError("rolled back by the peer"))
-    mem.run(recipes.end_transaction(txn, mem.core, failed=True))  # the block's error stands
+    mem.run(recipes10.end_transaction(txn, mem.core, failed=True))  # the block's error stands
     again = client.TransactionBase(mem, None)
-    mem.run(recipes.declare(again, mem.core))
+    mem.run(recipes10.declare(again, mem.core))
     assert again.core is not None
     again.core.discharged.fail(TransactionError("rolled back by the peer"))
     with pytest.raises(TransactionError):  # the block ended well: the failure is news
-        mem.run(recipes.end_transaction(again, mem.core, failed=False))
+        mem.run(recipes10.end_transaction(again, mem.core, failed=False))
 
 
 class NoTransactions(client.Core):
@@ -375,7 +377,7 @@ def test_a_coordinator_that_refuses_the_control_link_fails_the_declare_at_once(
     start = mem.now
     txn = client.TransactionBase(mem, None)
     with pytest.raises(TransactionError, match="not-implemented") as raised:
-        mem.run(recipes.declare(txn, mem.core))
+        mem.run(recipes10.declare(txn, mem.core))
     assert raised.value.error is not None
     assert raised.value.error.condition == "amqp:not-implemented"
     assert raised.value.error.description == "no txn"
@@ -383,7 +385,7 @@ def test_a_coordinator_that_refuses_the_control_link_fails_the_declare_at_once(
     # The connection lives on, and a later declare asks the coordinator again.
     mem.receiver("q")
     with pytest.raises(TransactionError, match="not-implemented"):
-        mem.run(recipes.declare(client.TransactionBase(mem, None), mem.core))
+        mem.run(recipes10.declare(client.TransactionBase(mem, None), mem.core))
     assert mem.server.coordinator_attaches == 2
 
 
@@ -461,7 +463,7 @@ def test_a_loss_ends_transactions_and_what_was_closing() -> None:
     mem.connect(reconnect=Reconnect(initial_delay=0.1, jitter=0.0))
     assert mem.core is not None
     txn = client.TransactionBase(mem, None)
-    mem.run(recipes.declare(txn, mem.core))
+    mem.run(recipes10.declare(txn, mem.core))
     sender = mem.sender("unsettled/q")
     assert isinstance(mem.send(sender, "in txn", transaction=txn), a.Accepted)  # provisional
     closing = mem.receiver("other")
@@ -470,10 +472,10 @@ def test_a_loss_ends_transactions_and_what_was_closing() -> None:
     mem.drop()
     assert mem.core.lost
     with pytest.raises(TransactionError, match="the transaction is over"):
-        mem.run(recipes.outcome(pending._op))  # not sent again: the loss rolled it back
+        mem.run(recipes10.outcome(pending._op))  # not sent again: the loss rolled it back
     assert closing.detached.done() and closing.take() is None  # closed, as asked
     with pytest.raises(TransactionError, match="the transaction is over"):
-        mem.run(recipes.end_transaction(txn, mem.core, failed=False))
+        mem.run(recipes10.end_transaction(txn, mem.core, failed=False))
     lost_link = sender.core
     lost_link.close()  # while lost: nothing to detach, the link is not made again
     assert lost_link.detached.done()
@@ -488,7 +490,7 @@ def test_the_peer_ending_the_session_detaches_its_links() -> None:
     (session,) = mem.server.engine.sessions
     session.end(a.Error(condition=a.Symbol("amqp:internal-error"), description="gone"))
     with pytest.raises(client.LinkDetachedError, match="the session ended"):
-        mem.run(recipes.receive(receiver))
+        mem.run(recipes10.receive(receiver))
 
 
 def test_the_peer_breaking_the_protocol_closes_the_connection() -> None:
@@ -497,7 +499,7 @@ def test_the_peer_breaking_the_protocol_closes_the_connection() -> None:
     bogus = bytes([0, 0, 0, 12, 2, 0, 0, 0, 0x00, 0x53, 0x99, 0x45])  # an unknown performative
     mem.core.receive_data(bogus, mem.now)
     with pytest.raises(ConnectionClosedError, match="broke the protocol"):
-        mem.run(recipes.attach_sender(mem.core, "q", settled=False, name=None))
+        mem.run(recipes10.attach_sender(mem.core, "q", settled=False, name=None))
 
 
 def test_drain_with_no_credit_left_is_done_at_once() -> None:
@@ -506,7 +508,7 @@ def test_drain_with_no_credit_left_is_done_at_once() -> None:
     sender = mem.sender("q")
     mem.send(sender, "one")
     receiver = mem.receiver("q", credit=1)
-    mem.run(recipes.receive(receiver)).accept()
+    mem.run(recipes10.receive(receiver)).accept()
     mem.send(sender, "two")
     mem.run(recipes.wait(mem.core), 0.1)  # it arrives, and waits to be taken: no credit
     assert receiver.link.link_credit == 0
@@ -545,7 +547,7 @@ def test_ask_available_is_answered_by_the_sender_s_next_flow() -> None:
     mem.run(recipes.wait(mem.core), 0.1)  # type: ignore[arg-type]
     assert op.done() and op.result() == 0
     assert receiver.link.link_credit == 4
-    mem.run(recipes.close_link(receiver))
+    mem.run(recipes10.close_link(receiver))
     closed = receiver.ask_available()
     assert closed.done() and closed.result() == 0
 
@@ -563,8 +565,8 @@ def test_a_server_link_closed_by_the_server_ends_the_client_s_iteration() -> Non
     (server_link,) = links
     assert server_link.container_id == "c"
     server_link.close()
-    assert mem.run(recipes.receive(receiver)) is None  # a clean close: the loop ends
-    assert mem.run(recipes.receive(receiver)) is None
+    assert mem.run(recipes10.receive(receiver)) is None  # a clean close: the loop ends
+    assert mem.run(recipes10.receive(receiver)) is None
     sender = mem.sender("p")
     incoming = links[-1]
     assert isinstance(incoming, client.IncomingLink)
@@ -582,7 +584,7 @@ def test_a_message_goes_to_the_engine_as_it_is_so_its_body_is_copied_once() -> N
     mem = Memory(Broker()).connect()
     sender = mem.sender()
     body = bytes(range(256)) * 1024  # 256 KiB: several frames
-    recipe = recipes.send(sender, a.Message(body=body), None, False, client.TrackerBase)
+    recipe = recipes10.send(sender, a.Message(body=body), None, False, client.TrackerBase)
     step = recipe.send(None)
     assert isinstance(step, recipes.Wait) and step.ready()  # credit at hand
     assert recipe.send(None) is recipes.DRAIN  # sent
@@ -593,6 +595,6 @@ def test_a_message_goes_to_the_engine_as_it_is_so_its_body_is_copied_once() -> N
     assert sum(map(len, views)) > len(body) * 0.9  # the body travels as those views
     mem.server.receive_data(b"".join(pieces), mem.now)
     tracker = mem.run(recipe)
-    assert isinstance(mem.run(recipes.outcome(tracker._op)), a.Accepted)
-    delivery = mem.run(recipes.receive(mem.receiver()))
+    assert isinstance(mem.run(recipes10.outcome(tracker._op)), a.Accepted)
+    delivery = mem.run(recipes10.receive(mem.receiver()))
     assert delivery.message.body == a.Data(body)

@@ -37,8 +37,17 @@ FACES = (
     "amqp_sansio.adapters.trio_adapter",
 )
 
-#: The one module that reads the first octets and picks the protocol (the broker's).
-SNIFFERS = ("amqp_sansio.broker._accept", "amqp_sansio.broker._protocols")
+#: The one module of a package that picks the protocol: the broker's reads the first octets.
+SNIFFERS = (
+    "amqp_sansio.broker._accept",
+    "amqp_sansio.broker._protocols",
+    # the client's: connect(url, protocol=...) to that protocol's connect recipe
+    "amqp_sansio.client.protocols",
+    # the command line's: send and receive by --protocol, to that protocol's functions
+    "amqp_sansio.adapters.cli.protocols",
+    # the Spark adapter's: the readers' and writers' calls by option protocol
+    "amqp_sansio.adapters.spark.protocols",
+)
 
 #: The layers that may import the api: they use the public modules as users do.
 ABOVE_API = {name for name, _, others in LAYERS if "api" in others}

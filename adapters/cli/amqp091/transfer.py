@@ -42,10 +42,9 @@ import attrs
 
 import amqp_sansio as amqp
 import amqp_sansio.client.amqp091
-import amqp_sansio.codec.amqp091
 import amqp_sansio.codec.amqp10
 from amqp_sansio import amqp091
-from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.url import AMQPURL, URLError
 
 from ... import sockets
@@ -129,7 +128,7 @@ def _field_value(key: str, value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, amqp.codec.amqp10.Timestamp):
-        return amqp.codec.amqp091.Timestamp(int(value) // 1000)
+        return amqp091.codec.Timestamp(int(value) // 1000)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -145,7 +144,7 @@ def _field_value(key: str, value: Any) -> Any:
 
 def _property_value(field: str, value: Any) -> Any:
     if field == "timestamp":
-        return amqp.codec.amqp091.Timestamp(int(value) // 1000)
+        return amqp091.codec.Timestamp(int(value) // 1000)
     if field == "user_id" and isinstance(value, bytes):
         return value.decode("utf-8", errors="strict")
     return str(value)
@@ -207,7 +206,7 @@ def failure(exc: Exception, url: AMQPURL) -> CommandError:
         return CommandError(f"the broker closed the channel: {reply}")
     if isinstance(exc, amqp.client.amqp091.AuthenticationError):
         return CommandError(f"the broker at {where} refused the login: {exc}")
-    if isinstance(exc, client.ClientError):
+    if isinstance(exc, ClientError):
         return CommandError(f"the connection to {where} failed: {exc}")
     if isinstance(exc, TimeoutError):
         return CommandError(f"timed out connecting to {where}", EXIT_TIMEOUT)
@@ -236,13 +235,13 @@ def open_connection(url: AMQPURL, options: ClientOptions, vhost: str) -> Any:
         )
     except URLError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
-    except (client.ClientError, OSError) as exc:
+    except (ClientError, OSError) as exc:
         raise failure(exc, url) from None
 
 
 def _close(conn: Any, options: ClientOptions) -> None:
     # What was to be done is done, or has failed already.
-    with contextlib.suppress(client.ClientError, OSError, TimeoutError):
+    with contextlib.suppress(ClientError, OSError, TimeoutError):
         conn.close(timeout=min(CLOSE_WAIT, options.timeout))
 
 
@@ -313,7 +312,7 @@ class _Publishing:
             while self.window:
                 try:
                     name = _outcome(self.window[0].confirmation(timeout=0))
-                except (client.ClientError, TimeoutError):
+                except (ClientError, TimeoutError):
                     name = "without a confirm"
                 self._count_first(name)
 
@@ -387,7 +386,7 @@ def send(
                 channel = declared(conn, channel, address, durable, options.timeout)
             if not settled:
                 channel.confirm_select(timeout=options.timeout)
-        except (client.ClientError, OSError, TimeoutError) as exc:
+        except (ClientError, OSError, TimeoutError) as exc:
             raise failure(exc, url) from None
         ticker = Ticker(Bar("sending", count or None, stream=err))
         start = time.perf_counter()
@@ -410,7 +409,7 @@ def send(
                 f"confirms ({state.sent:,} of {state.count:,} sent, "
                 f"{sum(state.outcomes.values()):,} confirmed)"
             )
-        except client.ClientError as exc:
+        except ClientError as exc:
             raise failure(exc, url) from None
         finally:
             ticker.close(state.sent)
@@ -536,7 +535,7 @@ def receive(
             channel = conn.channel(timeout=options.timeout)
             channel.basic_qos(prefetch, timeout=options.timeout)
             consumer = channel.basic_consume(queue, timeout=options.timeout)
-        except (client.ClientError, OSError, TimeoutError) as exc:
+        except (ClientError, OSError, TimeoutError) as exc:
             raise failure(exc, url) from None
         ticker = Ticker(Bar("receiving", count or None, stream=err))
 
@@ -559,7 +558,7 @@ def receive(
         except TimeoutError:
             n = state.received + 1
             waited_for = f"message {n:,} of {count:,}" if count > 1 else "a message"
-        except client.ClientError as exc:
+        except ClientError as exc:
             raise failure(exc, url) from None
         finally:
             ticker.close(state.received)
@@ -567,7 +566,7 @@ def receive(
         if state.held:
             try:
                 consumer.cancel(timeout=options.timeout)
-            except (client.ClientError, TimeoutError) as exc:
+            except (ClientError, TimeoutError) as exc:
                 raise failure(exc, url) from None
             state.ack_held()
     finally:

@@ -1,9 +1,9 @@
 """Benchmarks that put our figure next to Qpid Proton's, measured in the same run
-(``amqp-sansio bench codec|pipe|loopback``): the codec (:mod:`.codec`, with the result's
-shape and table every benchmark shares; :mod:`.codec091` for AMQP 0-9-1, against pamqp),
-two engines wired in memory (:mod:`.pipe`), and a
-sender and a receiver over 127.0.0.1 through each adapter (:mod:`.loopback`; AMQP 0-9-1
-through RabbitMQ against aio-pika and pika, :mod:`.loopback091`). ``bench
+(``amqp-sansio bench codec|pipe|loopback``): the result's shape, rounds and table every
+benchmark shares (:mod:`.results`), the codec (:mod:`.amqp10.codec`; :mod:`.amqp091.codec`
+for AMQP 0-9-1, against pamqp), two engines wired in memory (:mod:`.pipe`), and a
+sender and a receiver over 127.0.0.1 through each adapter (:mod:`.amqp10.loopback`; AMQP
+0-9-1 through RabbitMQ against aio-pika and pika, :mod:`.amqp091.loopback`). ``bench
 broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark``
 :mod:`.spark`'s, with :mod:`.processes` (CPU time by role in a Spark application).
 """
@@ -27,7 +27,7 @@ from .amqp091.loopback import (
     pika_loopback,
     rabbitmq_answers,
 )
-from .amqp10.codec import Result, codec_benchmark, format_table, typical_message
+from .amqp10.codec import codec_benchmark, typical_message
 from .amqp10.loopback import (
     LOOPBACK_ADAPTERS,
     LOOPBACK_RUNNERS,
@@ -54,6 +54,7 @@ from .pipe import (
     proton_large,
     proton_pipe,
 )
+from .results import Result, format_table
 
 __all__ = [
     # codec

@@ -14,7 +14,7 @@ from typing import Any
 
 import amqp_sansio as amqp
 
-from .amqp10.codec import Result
+from .results import Result
 
 # -- the engine pipe ------------------------------------------------------------------------
 #

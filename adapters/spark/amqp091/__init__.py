@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -51,9 +52,10 @@ import attrs
 import amqp_sansio as amqp
 from amqp_sansio import amqp091
 from amqp_sansio.broker import from_amqp10, to_amqp10
-from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client.ops import ClientError
 
 from ..options import ReadOptions, WriteOptions
+from ..rows import message_to_row
 
 __all__ = [
     "Delivery091",
@@ -62,8 +64,11 @@ __all__ = [
     "open_receivers",
     "publish_rows",
     "read_range",
+    "read_rows",
     "stream_bounds",
 ]
+
+_log = logging.getLogger("amqp_sansio.spark")
 
 #: The header of a stream's deliveries that carries each one's offset (RabbitMQ's).
 OFFSET_HEADER = "x-stream-offset"
@@ -73,7 +78,7 @@ FIRST_LOOK_WAIT = 2.0
 #: The prefetch of the driver's look for a stream's end.
 LOOK_PREFETCH = 5000
 #: What a lost connection or channel raises on the 0-9-1 client.
-ERRORS = (OSError, client.ClientError)
+ERRORS = (OSError, ClientError)
 
 
 class Delivery091:
@@ -305,7 +310,7 @@ def _consume(channel: Any, address: str, start: Any) -> Any:
     that is not a stream refuses the argument (RabbitMQ's 406): RuntimeError."""
     try:
         return channel.basic_consume(address, arguments={OFFSET_HEADER: start})
-    except client.ClientError as exc:  # (the channel closed: a ChannelClosedError)
+    except ClientError as exc:  # (the channel closed: a ChannelClosedError)
         text = str(getattr(exc, "reply_text", ""))
         if getattr(exc, "reply_code", None) == 406 and OFFSET_HEADER in text:
             raise RuntimeError(
@@ -416,3 +421,18 @@ def read_range(
                 message = None
             yield offset, message
             expected = offset + 1
+
+
+def read_rows(
+    options: ReadOptions, address: str, start: int, end: int, lost: Callable[[int, int], None]
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of :func:`read_range`'s messages (on an executor), each with its offset; one
+    that cannot be mapped to 1.0 is skipped, with a warning."""
+    for offset, message in read_range(options, address, start, end, lost):
+        if message is None:
+            _log.warning(
+                "an undecodable message in stream %r at offset %d: skipped", address, offset
+            )
+            continue
+        row = message_to_row(message, address)
+        yield (*row[:-2], offset, 0)

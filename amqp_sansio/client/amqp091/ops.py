@@ -9,7 +9,7 @@ from typing import TypedDict
 
 import attrs
 
-from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client import ops as shared
 from amqp_sansio.codec.amqp091 import FieldTable
 from amqp_sansio.definitions.amqp091.spec import BasicProperties, ReplyCode
 
@@ -48,9 +48,9 @@ def describe_reply(reply_code: int, reply_text: str) -> str:
     return f"{reply_code} {name}" + (f" - {reply_text}" if reply_text else "")
 
 
-class ConnectionClosedError(client.ConnectionClosedError):
+class ConnectionClosedError(shared.ConnectionClosedError):
     """The connection is closed or lost (a subclass of the adapters'
-    :class:`~amqp_sansio.client.amqp10.ConnectionClosedError`, which catches it). ``reply_code``
+    :class:`~amqp_sansio.client.ops.ConnectionClosedError`, which catches it). ``reply_code``
     and ``reply_text`` are the ``connection.close`` that ended it (the peer's, or the one
     the engine sent because of the peer: a frame error is 501), None and ``""`` when the
     transport went without one; ``class_id`` and ``method_id`` name the method that caused
@@ -78,12 +78,12 @@ class ConnectionClosedError(client.ConnectionClosedError):
         self.method_id = method_id
 
 
-class AuthenticationError(ConnectionClosedError, client.AuthenticationError):
+class AuthenticationError(ConnectionClosedError, shared.AuthenticationError):
     """The server refused the login (403 ``ACCESS_REFUSED``) or the virtual host (530
     ``NOT_ALLOWED``); the connection has ended and is not made again."""
 
 
-class ChannelClosedError(client.ClientError):
+class ChannelClosedError(shared.ClientError):
     """The channel was closed by the peer, with ``reply_code`` (a soft error: 404
     ``NOT_FOUND``, 406 ``PRECONDITION_FAILED``, 403 ``ACCESS_REFUSED``, 405
     ``RESOURCE_LOCKED``, ...) and ``reply_text``; ``class_id`` and ``method_id`` name the
@@ -100,7 +100,7 @@ class ChannelClosedError(client.ClientError):
         self.method_id = method_id
 
 
-class TransactionError(client.TransactionError):
+class TransactionError(shared.TransactionError):
     """The connection was lost with work in a transaction (``tx``): that work is gone (the
     server rolled it back); the channel is transactional again on the new connection."""
 

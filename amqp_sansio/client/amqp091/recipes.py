@@ -11,14 +11,11 @@ sent nothing; one that times out waiting for its confirm stays tracked.
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import Callable, Collection, Mapping
-from typing import Any, TypedDict, TypeVar, cast
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
-from amqp_sansio.client.engines import connect_options
 from amqp_sansio.client.ops import Op
 from amqp_sansio.client.recipes import DRAIN, Recipe, Wait, open_core
-from amqp_sansio.client.recipes import connect as connect_10
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.definitions.amqp091 import spec
 from amqp_sansio.definitions.amqp091.methods import Method
@@ -36,13 +33,11 @@ from .ops import (
 )
 
 __all__ = [
-    "PROTOCOLS",
-    "ConnectKeywords",
     "call",
     "cancel",
     "close_channel",
     "confirmation",
-    "connect_protocol",
+    "connect",
     "exchange_declare",
     "consume",
     "fields",
@@ -210,75 +205,19 @@ def close_channel(channel: ChannelCore) -> Recipe[None]:
     yield Wait(channel.close_ready)
 
 
-# -- which protocol ----------------------------------------------------------------------------
-
-#: The protocols ``connect(url, protocol=...)`` speaks; the first is the default.
-PROTOCOLS = ("1.0", "0-9-1")
+# -- connecting --------------------------------------------------------------------------------
 
 
-class ConnectKeywords(TypedDict, total=False):
-    """The keyword arguments every adapter's ``connect`` takes besides ``protocol`` (see
-    :func:`connect_protocol`)."""
-
-    timeout: float | None
-    ssl_context: ssl.SSLContext | None
-    allow_insecure_auth: bool
-    reconnect: Reconnect | bool | None
-    on_reconnect: Callable[[Any], None] | None
-    idle_timeout: float | None
-    container_id: str | None
-    sasl_mechanisms: Collection[str] | None
-    sasl: bool | None
-
-
-def connect_protocol(
+def connect(
     url: str,
-    protocol: str,
+    options: ConnectOptions,
     *,
     timeout: float | None,
-    ssl_context: ssl.SSLContext | None,
-    allow_insecure_auth: bool,
-    reconnect: Reconnect | bool | None,
-    on_reconnect: Callable[[Any], None] | None,
-    idle_timeout: float | None,
-    container_id: str | None,
-    sasl_mechanisms: Collection[str] | None,
-    sasl: bool | None,
+    reconnect: Reconnect | bool | None = None,
+    on_reconnect: Callable[[C], None] | None = None,
 ) -> Recipe[C]:
-    """The recipe of every adapter's ``connect``: the protocol is the caller's choice,
-    never guessed from the URL or the server: ``"1.0"`` (the default,
-    :func:`amqp_sansio.client.recipes.connect`) or ``"0-9-1"`` (:func:`connect`).
-    ``sasl_mechanisms`` means the same for both (restricts the client's choice, one name
-    forces it; for 0-9-1 see :func:`~amqp_sansio.client.amqp091.mechanisms`). The
-    options of AMQP 1.0's SASL layer and idle time-out (``idle_timeout``,
-    ``container_id``, ``sasl``) have no 0-9-1 meaning: given with ``"0-9-1"`` they raise
-    :class:`ValueError` (its heartbeat is the URL's ``heartbeat`` query parameter), as does
-    any other protocol."""
-    if protocol == "1.0":
-        options = connect_options(
-            container_id=container_id,
-            idle_timeout=idle_timeout,
-            ssl_context=ssl_context,
-            allow_insecure_auth=allow_insecure_auth,
-            sasl_mechanisms=sasl_mechanisms,
-            sasl=sasl,
-        )
-        return connect_10(
-            url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
-        )
-    if protocol != "0-9-1":
-        raise ValueError(f"protocol is one of {', '.join(PROTOCOLS)}, not {protocol!r}")
-    only_10 = {
-        "idle_timeout": idle_timeout,
-        "container_id": container_id,
-        "sasl": sasl,
-    }
-    given = [name for name, value in only_10.items() if value is not None]
-    if given:
-        raise ValueError(f"{', '.join(given)}: AMQP 1.0 options, not for protocol='0-9-1'")
-    options091: ConnectOptions = {
-        "ssl_context": ssl_context,
-        "allow_insecure_auth": allow_insecure_auth,
-        "sasl_mechanisms": sasl_mechanisms,
-    }
-    return open_core(client_core(url, options091, reconnect=reconnect), timeout, on_reconnect)
+    """Every adapter's ``connect(url, protocol="0-9-1")``: a core for ``url``
+    (:func:`~.core.client_core`), a transport, the open
+    (:func:`~amqp_sansio.client.recipes.open_core`). ``timeout`` bounds the connecting and
+    the open."""
+    return open_core(client_core(url, options, reconnect=reconnect), timeout, on_reconnect)

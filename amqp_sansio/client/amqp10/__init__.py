@@ -3,7 +3,8 @@
 pending operations and errors an application sees (:mod:`.ops`), the cores of its links
 (:mod:`.links`), the :class:`Core` that turns an engine's events into their completion
 (:mod:`.core`), each call of the adapters written once as a recipe of steps that each
-adapter carries out with its own I/O (:mod:`.recipes`), how a URL and options become an
+adapter carries out with its own I/O (:mod:`.recipes`, in the steps of
+:mod:`amqp_sansio.client.recipes`), how a URL and options become an
 engine (:mod:`.engines`), the reconnection policy (:mod:`.reconnect`), AMQP URLs
 (:mod:`.url`) and frame tracing (:mod:`.trace`). It does no I/O: an adapter feeds it bytes
 and time.
@@ -11,7 +12,6 @@ and time.
 
 from __future__ import annotations
 
-from .. import recipes
 from ..engines import (
     ConnectOptions,
     ListenOptions,
@@ -48,6 +48,7 @@ from ..ops import (
 )
 from ..reconnect import Backoff, Reconnect
 from ..url import AMQPURL, InsecureCredentialsError, URLError, parse_url
+from . import recipes
 from .core import Core, client_core, server_core
 from .links import (
     DEFAULT_CREDIT,

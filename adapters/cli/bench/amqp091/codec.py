@@ -19,7 +19,7 @@ from typing import Any
 
 from amqp_sansio import amqp091
 
-from ..amqp10.codec import Result, compare
+from ..results import Result, compare
 
 __all__ = ["codec091_benchmark"]
 

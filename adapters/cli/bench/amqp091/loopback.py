@@ -42,8 +42,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from ..amqp10.codec import Result
 from ..pipe import PIPE_BODY_SIZE, Stalled
+from ..results import Result
 
 __all__ = [
     "CONFIRM_BATCH",

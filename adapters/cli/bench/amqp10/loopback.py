@@ -14,7 +14,7 @@ import amqp_sansio as amqp
 
 from ....sockets import SocketDriver
 from ..pipe import CREDIT_WINDOW, PIPE_BODY_SIZE, Stalled, alternate, proton_installed
-from .codec import Result
+from ..results import Result
 
 # -- over loopback sockets ------------------------------------------------------------------
 #

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from amqp_sansio.adapters import cli
-from amqp_sansio.adapters.cli import receive
+from amqp_sansio.adapters.cli.amqp10 import receive
 from amqp_sansio.adapters.cli.connect import (
     ClientOptions,
     CommandError,

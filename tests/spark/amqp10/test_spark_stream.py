@@ -1,4 +1,5 @@
-"""``format("amqp")`` in mode ``stream`` (adapters/spark/stream_reader.py): offset ranges of the
+"""``format("amqp")`` in mode ``stream`` (adapters/spark/stream_reader.py, AMQP 1.0's part in
+adapters/spark/amqp10/): offset ranges of the
 reference broker's stream nodes read on executors, exactly-once counts across a crash and a
 restart from the checkpoint, startingOffsets/endingOffsets, failOnDataLoss, bad options.
 Local Spark (``local[2]``, UI off)."""
