@@ -20,31 +20,18 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..engine.contract import Event
+from ..engine.contract import ProtocolEngine
 
 __all__ = ["ByteLayer"]
 
 
-class ByteLayer(Protocol):
+class ByteLayer(ProtocolEngine, Protocol):
     """The byte interface of an engine and of every layer around one: what an adapter
-    drives, and what a layer wraps.
-
-    * ``receive_data(data, now)``: bytes from the peer (``b""``: the transport closed);
-      returns the events they caused, already in order.
-    * ``data_to_send()``: the bytes to write to the peer now (handed over once).
-    * ``next_deadline()``: when (on the caller's clock) :meth:`handle_timer` is due next,
-      or None.
-    * ``handle_timer(now)``: time has passed; returns the events it caused (heartbeats,
-      idle timeouts).
+    drives, and what a layer wraps. It is the engine contract itself
+    (:class:`~amqp_sansio.engine.contract.ProtocolEngine`: ``receive_data``,
+    ``data_to_send``, ``next_deadline``, ``handle_timer``), declared once there, so an
+    engine and a layer around it are driven alike.
 
     A layer that also has ``close()`` (TLS: close_notify) has it called once the engine
     inside has ended; a layer that has ``set_transport_security(**facts)`` is told by a
     security layer below it what the transport now is (SASL uses it)."""
-
-    def receive_data(self, data: bytes, now: float) -> list[Event]: ...
-
-    def data_to_send(self) -> bytes: ...
-
-    def next_deadline(self) -> float | None: ...
-
-    def handle_timer(self, now: float) -> list[Event]: ...

@@ -155,7 +155,7 @@ def test_the_byte_interface_is_declared_once() -> None:
                 methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
                 if "receive_data" in methods or "data_to_send" in methods:
                     declared.append(f"{path.relative_to(ROOT)}:{node.name}")
-    assert declared == ["amqp_sansio/security/layers.py:ByteLayer"]
+    assert declared == ["amqp_sansio/engine/contract.py:ProtocolEngine"]
 
 
 def test_layers_are_stacked_in_one_place() -> None:
