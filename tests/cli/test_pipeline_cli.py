@@ -549,7 +549,7 @@ def test_the_pipeline_runs_on_091_against_rabbitmq(
     and the password is not shown in the progress lines."""
     from amqp_sansio.adapters import sockets
 
-    from amqp_sansio import amqp091
+    from amqp_sansio.amqp091 import client
 
     url, queues = rabbit_queues
     outcome, err = _run_pipeline(
@@ -566,7 +566,7 @@ def test_the_pipeline_runs_on_091_against_rabbitmq(
         for queue in queues:
             ok = conn.channel().queue_declare(queue, durable=True)
             assert ok.message_count == 0, (queue, ok)
-            with pytest.raises(amqp091.client.ChannelClosedError) as refused:
+            with pytest.raises(client.ChannelClosedError) as refused:
                 conn.channel().queue_declare(queue, durable=False)
             assert refused.value.reply_code == 406, refused.value
 
