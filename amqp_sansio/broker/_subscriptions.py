@@ -34,7 +34,6 @@ from ..definitions.amqp10.messaging import Source, TerminusDurability, TerminusE
 from ._store import StoredMessage
 
 if TYPE_CHECKING:
-    from .. import Session
     from ._nodes import Queue, Topic
 
 __all__ = ["Holder", "Subscription", "keeps"]
@@ -92,7 +91,8 @@ class Subscription:
         #: What the suspended subscription waits for before its timer starts: the
         #: connection it was last attached on, and for ``session-end`` its session.
         self.conn: Holder | None = None
-        self.session: Session | None = None
+        #: (The session its link was on, only ever compared by identity.)
+        self.session: object | None = None
         self.deleted = False
         #: What selects the messages its buffer takes (None: all); the consumer's, kept
         #: while the subscription is suspended.
@@ -124,7 +124,7 @@ class Subscription:
             conn.forget_parked(delivery)
         self.parked = {}
 
-    def waits_for(self, session: Session | None) -> bool:
+    def waits_for(self, session: object | None) -> bool:
         """Whether the end of ``session`` (None: of the connection) starts the timer of
         this subscription, suspended on that connection with a ``session-end`` or
         ``connection-close`` policy (3.5.6)."""

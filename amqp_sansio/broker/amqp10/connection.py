@@ -23,8 +23,7 @@ from ...definitions.amqp10.messaging import (
 from ...definitions.amqp10.performatives import Error
 from ...definitions.amqp10.transactions import TransactionalState
 from ...engine.amqp10.connection import Connection
-from ...engine.amqp10.delivery import Delivery
-from ...engine.amqp10.link import Link
+from ...engine.amqp10.link import Delivery, Link
 from ...engine.amqp10.receiver import Receiver
 from ...engine.amqp10.sender import Sender
 from ...engine.amqp10.session import Session

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ...codec.amqp10 import Symbol
 from ...definitions.amqp10.messaging import Rejected
 from ...definitions.amqp10.performatives import Error
-from ...engine.amqp10.delivery import Delivery
+from ...engine.amqp10.link import Delivery
 from ...engine.amqp10.receiver import Receiver
 from ...engine.amqp10.sender import Sender
 from ...engine.amqp10.states import ConnectionState, LinkState

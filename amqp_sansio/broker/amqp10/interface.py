@@ -13,8 +13,7 @@ from .._interface import ConnectionBroker
 if TYPE_CHECKING:
     from ...definitions.amqp10.messaging import Source, Target
     from ...engine.amqp10.connection import Connection
-    from ...engine.amqp10.delivery import Delivery
-    from ...engine.amqp10.link import Link
+    from ...engine.amqp10.link import Delivery, Link
     from ...engine.amqp10.receiver import Receiver
     from ...engine.amqp10.sender import Sender
     from ...engine.amqp10.transactions import TransactionRecord

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...definitions.amqp10.messaging import Accepted, Rejected, Released
-from ...engine.amqp10.delivery import Delivery
+from ...engine.amqp10.link import Delivery
 from ...engine.amqp10.states import ConnectionState, LinkState
 from ...engine.amqp10.transactions import DischargeRequest, TransactionRecord
 from .._nodes import Node, Queue, error

@@ -50,7 +50,6 @@ from ...security.mechanisms import (
     SASLProtocolError,
     ServerAuthenticator,
 )
-from .delivery import Delivery
 from .events import (
     ConnectionClosed,
     ConnectionEnded,
@@ -62,8 +61,7 @@ from .events import (
     UnsupportedProtocol,
 )
 from .frames import _frame, _gathered, _take
-from .hooks import TransactionHooks
-from .link import Link
+from .link import Delivery, Link
 from .peer_error import _PeerError
 from .sasl import SaslLayer
 from .sasl import _Phase as SaslPhase
@@ -80,7 +78,6 @@ from .states import (
     LinkState,
     SessionState,
 )
-from .transactions import HOOKS
 
 _UINT_MAX = 0xFFFFFFFF
 #: A session's windows and handle-max, unless :meth:`Connection.begin` is given others; a
@@ -161,8 +158,6 @@ class Connection:
         #: once (the list is emptied, never replaced), as the transfer paths call it for
         #: each delivery.
         self.report: Callable[[Event], None] = self._events.append
-        #: Transactions (core spec part 4), handed down to sessions and links.
-        self._txn: TransactionHooks = HOOKS
         self._header_received = False
         self._peer_max_frame_size = MIN_MAX_FRAME_SIZE
         self._peer_channel_max = 0
@@ -548,11 +543,6 @@ class Connection:
     def peer_max_frame_size(self) -> int:
         """The largest frame the peer accepts (its open's max-frame-size, core spec 2.7.1)."""
         return self._peer_max_frame_size
-
-    @property
-    def transaction_hooks(self) -> TransactionHooks:
-        """Transactions (core spec part 4), handed down to sessions and links."""
-        return self._txn
 
     def checked_frame(self, channel: int, body: Performative) -> bytearray:
         """The frame, encoded; refused if larger than the peer accepts."""

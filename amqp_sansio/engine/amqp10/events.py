@@ -4,6 +4,11 @@ The events are named for what the application sees, not for the frame that cause
 Events that concern a session, link or delivery carry the engine's handle object for it
 (:class:`~amqp_sansio.Session`, :class:`~amqp_sansio.Link`, :class:`~amqp_sansio.Delivery`),
 through which the application answers.
+
+The events a link or a session reports itself are defined with it: :class:`LinkAttached`,
+:class:`LinkDetached` and :class:`DeliveryUpdated` in :mod:`.link`, :class:`SessionBegun` and
+:class:`SessionEnded` in :mod:`.session` (so that neither imports this module, which names
+them); :mod:`amqp_sansio.events` gathers all of them.
 """
 
 from __future__ import annotations
@@ -14,14 +19,11 @@ import attrs
 
 from ...codec.amqp10.decoder import DEFAULT_MAX_DEPTH
 from ...definitions.amqp10.message import Message
-from ...definitions.amqp10.performatives import Attach, Begin, Error, Open, SaslCode
+from ...definitions.amqp10.performatives import Error, Open, SaslCode
 from ..contract import Event
 
 if TYPE_CHECKING:
-    from ...definitions.amqp10.messaging import DeliveryState
-    from .delivery import Delivery
-    from .link import Link
-    from .session import Session
+    from .link import Delivery, Link
 
 __all__ = [
     "Authenticated",
@@ -32,16 +34,11 @@ __all__ = [
     "CreditChanged",
     "DeliveryAborted",
     "DeliveryReceived",
-    "DeliveryUpdated",
     "DrainCompleted",
     "Event",
     "IdleTimedOut",
-    "LinkAttached",
-    "LinkDetached",
     "PeerWithoutSASL",
     "ProtocolError",
-    "SessionBegun",
-    "SessionEnded",
     "UnsupportedProtocol",
 ]
 
@@ -138,43 +135,6 @@ class IdleTimedOut(Event):
 
 
 @attrs.frozen(kw_only=True)
-class SessionBegun(Event):
-    """The peer's begin arrived (core spec 2.5.1). If the peer started the session, answer
-    with :meth:`Session.begin` (accept) or :meth:`Session.end` with an error (refuse)."""
-
-    session: Session
-    remote: Begin
-
-
-@attrs.frozen(kw_only=True)
-class SessionEnded(Event):
-    """The peer's end arrived, with its error if it gave one (core spec 2.5.2)."""
-
-    session: Session
-    error: Error | None
-
-
-@attrs.frozen(kw_only=True)
-class LinkAttached(Event):
-    """The peer's attach arrived (core spec 2.6.3). If the peer started the link, answer with
-    :meth:`Link.attach` (accept) or :meth:`Link.refuse` (attach without a terminus, then
-    detach with an error)."""
-
-    link: Link
-    remote: Attach
-
-
-@attrs.frozen(kw_only=True)
-class LinkDetached(Event):
-    """The peer's detach arrived (core spec 2.6.6); ``closed`` says whether it closed the link
-    for good or only detached it."""
-
-    link: Link
-    error: Error | None
-    closed: bool
-
-
-@attrs.frozen(kw_only=True)
 class CreditChanged(Event):
     """The peer's flow state for a link changed (core spec 2.6.7). For a sender: how much
     it may send now (``credit``) and whether the receiver asks it to ``drain``. For a
@@ -244,13 +204,3 @@ class DeliveryAborted(Event):
 
     link: Link
     delivery: Delivery
-
-
-@attrs.frozen(kw_only=True)
-class DeliveryUpdated(Event):
-    """The peer changed a delivery's state or settled it (a disposition, core spec 2.7.6)."""
-
-    link: Link
-    delivery: Delivery
-    state: DeliveryState | None
-    settled: bool

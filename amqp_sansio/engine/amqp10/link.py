@@ -1,9 +1,16 @@
-"""Links (core spec 2.6): what a :class:`Link` is on both ends; :mod:`.sender` and
-:mod:`.receiver` hold each end's own handling of flow, transfer and attach."""
+"""Links (core spec 2.6): what a :class:`Link` is on both ends, its deliveries (2.6.12), and
+the events a link reports itself; :mod:`.sender` and :mod:`.receiver` hold each end's own
+handling of flow, transfer and attach.
+
+A link reaches its session, its connection and transactions (part 4) only through the three
+interfaces written here, :class:`LinkSession`, :class:`LinkConnection` and
+:class:`TransactionHooks`: the modules above it (``session``, ``transactions``,
+``connection``) implement them, and nothing here imports them (docs/architecture.rst)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import attrs
 
@@ -21,20 +28,27 @@ from ...definitions.amqp10.performatives import (
     SenderSettleMode,
 )
 from ...errors import LocalProtocolError
-from .delivery import Delivery
-from .events import DeliveryUpdated, LinkAttached, LinkDetached
+from ..contract import Event
 from .frames import _frame
+from .payload import Payload, QueuedTransfer
 from .peer_error import _PeerError
-from .states import CONNECTION_SENDING, LINK_TRANSITIONS, LinkInput, LinkState
+from .states import (
+    CONNECTION_SENDING,
+    LINK_TRANSITIONS,
+    TRANSACTION_LIVE,
+    ConnectionState,
+    LinkInput,
+    LinkState,
+    TransactionState,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from ...codec.amqp10.types import Described
-    from ...definitions.amqp10.messaging import DeliveryState, Source, Target
+    from ...definitions.amqp10.messaging import DeliveryState, Outcome, Source, Target
+    from ...definitions.amqp10.performatives import Performative, Transfer
     from ...definitions.amqp10.transactions import Coordinator, TransactionalState
-    from .session import Session
-    from .transactions import Transaction
+
+L = TypeVar("L", bound="Link")
 
 
 _LI = LinkInput
@@ -49,7 +63,153 @@ _SECOND = ReceiverSettleMode.SECOND
 _SMALL_STATES = frozenset({Accepted, Released})
 
 
+@attrs.frozen(kw_only=True)
+class LinkAttached(Event):
+    """The peer's attach arrived (core spec 2.6.3). If the peer started the link, answer with
+    :meth:`Link.attach` (accept) or :meth:`Link.refuse` (attach without a terminus, then
+    detach with an error)."""
+
+    link: Link
+    remote: Attach
+
+
+@attrs.frozen(kw_only=True)
+class LinkDetached(Event):
+    """The peer's detach arrived (core spec 2.6.6); ``closed`` says whether it closed the link
+    for good or only detached it."""
+
+    link: Link
+    error: Error | None
+    closed: bool
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryUpdated(Event):
+    """The peer changed a delivery's state or settled it (a disposition, core spec 2.7.6)."""
+
+    link: Link
+    delivery: Delivery
+    state: DeliveryState | None
+    settled: bool
+
+
 _delivery_updated = unchecked(DeliveryUpdated)
+
+
+class LinkConnection(Protocol):
+    """What a link asks of its session's connection (:class:`~amqp_sansio.Connection`)."""
+
+    @property
+    def state(self) -> ConnectionState: ...
+    @property
+    def max_unsettled(self) -> int | None: ...
+    @property
+    def peer_max_frame_size(self) -> int: ...
+    @property
+    def report(self) -> Callable[[Event], None]:
+        """Queue an event for the application."""
+
+    def weigh_views(self, delivery: Delivery) -> None:
+        """``delivery`` took views of the bytes being received."""
+
+    def transactions_book(self, make: Callable[[], object]) -> object:
+        """The connection's transactions (part 4), made by ``make`` on first use."""
+
+
+class LinkSession(Protocol):
+    """What a link asks of its session (:class:`~amqp_sansio.Session`, core spec 2.5): its
+    frames go out through it, its handle and its deliveries' ids are the session's."""
+
+    @property
+    def connection(self) -> LinkConnection: ...
+    @property
+    def transaction_hooks(self) -> TransactionHooks: ...
+    @property
+    def channel(self) -> int | None: ...
+    def check_can_send(self) -> None: ...
+    def check_fits(self, body: Performative) -> None: ...
+    def send_frame(self, body: Performative) -> None: ...
+    def queue_transfer(self, frame: QueuedTransfer) -> None: ...
+    def start_link(self, link: L) -> L: ...
+    def free_handle(self) -> int: ...
+    def map_handle(self, handle: int, link: Link) -> None: ...
+    def release_handle(self, link: Link) -> None: ...
+    def unmap_remote_handle(self, handle: int) -> None: ...
+    def mark_errant(self, handle: int, link: Link) -> None: ...
+    def drop_link(self, link: Link) -> None: ...
+    def is_current(self, link: Link) -> bool: ...
+    def owes_answer(self, link: Link) -> bool: ...
+    def owe_answer(self, link: Link, closed: bool | None) -> None: ...
+    def next_delivery_id(self) -> int: ...
+    def track(self, role: Role, delivery: Delivery) -> None: ...
+    def untrack(self, role: Role, delivery_id: int) -> None: ...
+    def tracks(self, role: Role, delivery: Delivery) -> bool: ...
+    def untrack_all(self, role: Role, deliveries: Iterable[Delivery]) -> None: ...
+    def queue_disposition(
+        self, role: Role, delivery_id: int, settled: bool, state: DeliveryState | None
+    ) -> None: ...
+    def send_flow(
+        self,
+        *,
+        handle: int,
+        delivery_count: int | None,
+        link_credit: int | None,
+        available: int | None,
+        drain: bool,
+        echo: bool,
+        properties: dict[Symbol, object] | None,
+    ) -> None: ...
+    def send_transfer(
+        self,
+        link: Link,
+        delivery: Delivery,
+        data: Payload,
+        first: bool,
+        more: bool,
+        *,
+        resume: bool = False,
+    ) -> None: ...
+
+
+class TransactionHooks(Protocol):
+    """What links ask of transactions (core spec part 4), which build on them: the session
+    hands down the implementation (``transactions.HOOKS``), so that ``link``, ``sender`` and
+    ``receiver`` never import ``transactions`` (its :class:`Controller
+    <amqp_sansio.engine.amqp10.transactions.Controller>` is a sender, its coordinator link a
+    receiver)."""
+
+    def posting(
+        self, sender: Link, transaction: TransactionWork | None, state: Any
+    ) -> tuple[TransactionWork | None, Any]:
+        """A send's transaction (4.4.1): the transaction that owns it, and its state."""
+
+    def posted(self, owner: TransactionWork, delivery: Delivery) -> None:
+        """A transactional send went out."""
+
+    def retiring(
+        self, link: Link, delivery: Delivery, state: Any, transaction: TransactionWork | None
+    ) -> Any:
+        """A disposition's state, in its transaction when it has one (4.4.2)."""
+
+    def acquiring(self, receiver: Link, transaction: TransactionWork) -> dict[Any, Any]:
+        """The flow properties that acquire credit in a transaction (4.4.3)."""
+
+    def flow(self, link: Link, properties: dict[Any, Any]) -> None:
+        """A flow's properties on a sending link (transactional acquisition)."""
+
+    def first_transfer(
+        self, session: LinkSession, link: Link, delivery: Delivery, transfer: Transfer
+    ) -> None:
+        """A delivery's first transfer, when it has a state or is on a coordinator link."""
+
+    def request(self, link: Link, delivery: Delivery, data: bytes) -> None:
+        """A whole delivery on a coordinator link: a declare or a discharge (4.2)."""
+
+    def disposition(self, delivery: Delivery, state: TransactionalState) -> None:
+        """The peer's transactional state for one of our deliveries (4.4.2)."""
+
+    def outcome(self, link: Link, delivery: Delivery, state: Any) -> None:
+        """A declare's or discharge's outcome on a control link (4.2)."""
 
 
 class Link:
@@ -63,7 +223,7 @@ class Link:
 
     def __init__(
         self,
-        session: Session,
+        session: LinkSession,
         name: str,
         *,
         source: Source | Described | None,
@@ -75,6 +235,7 @@ class Link:
         desired_capabilities: str | Iterable[str] | None,
         max_message_size: int | None,
     ) -> None:
+        #: Its :class:`~amqp_sansio.Session`, named through what a link asks of it.
         self.session = session
         #: Where the link's events go: its connection's (bound once, for the hot paths).
         self._report = session.connection.report
@@ -507,7 +668,7 @@ class Link:
         delivery: Delivery,
         state: DeliveryState | None,
         *,
-        transaction: Transaction | None = None,
+        transaction: TransactionWork | None = None,
     ) -> None:
         """Tell the peer a new, unsettled state of ``delivery`` (core spec 2.7.6). With
         ``transaction``, the outcome ``state`` is retired in it (4.4.2); the outcome of a
@@ -528,7 +689,7 @@ class Link:
         delivery: Delivery,
         state: DeliveryState | None = None,
         *,
-        transaction: Transaction | None = None,
+        transaction: TransactionWork | None = None,
     ) -> None:
         """Settle ``delivery``, with a final state (an outcome) if given. On a receiver in
         rcv-settle-mode second the state is sent first and settlement waits for the sender's
@@ -597,3 +758,170 @@ class Link:
     def _settles_with_peer(self) -> bool:
         """Whether we settle a delivery as soon as the peer has (an auto-settling sender)."""
         return False
+
+
+class TransactionWork:
+    """What the two sides' transaction objects share (core spec 4.4): a state, an id, the work
+    associated with it. :class:`~amqp_sansio.Transaction` is the controller's,
+    :class:`~amqp_sansio.engine.amqp10.transactions.TransactionRecord` the coordinator's."""
+
+    id: bytes | None
+    state: TransactionState
+
+    def __init__(self) -> None:
+        self.state = TransactionState.DECLARING
+        #: Why it failed or was rolled back, when the peer said.
+        self.error: Error | None = None
+        self._posted: list[Delivery] = []
+        self._retired: dict[Delivery, Outcome | None] = {}
+        #: What the retired deliveries' state was before their transactional outcome:
+        #: restored on rollback, when they are live again (4.4.2).
+        self._previous: dict[Delivery, DeliveryState | None] = {}
+        self.acquired: list[Delivery] = []
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} id={self.id!r} {self.state.value}>"
+
+    @property
+    def live(self) -> bool:
+        """Declared and not yet discharged: its outcomes are still provisional."""
+        return self.state in TRANSACTION_LIVE
+
+    @property
+    def posted(self) -> list[Delivery]:
+        """Deliveries posted in this transaction (4.4.1), aborted ones left out."""
+        return [d for d in self._posted if not d.aborted]
+
+    @property
+    def retired(self) -> list[tuple[Delivery, Outcome | None]]:
+        """``(delivery, outcome)`` for each delivery retired in this transaction (4.4.2); the
+        outcome is None where the controller's transactional state named none."""
+        return list(self._retired.items())
+
+    def add_posted(self, delivery: Delivery) -> None:
+        """``delivery`` is posted in this transaction (4.4.1)."""
+        self._posted.append(delivery)
+
+    def add_retired(
+        self, delivery: Delivery, outcome: Outcome | None, before: DeliveryState | None
+    ) -> None:
+        """``delivery`` is retired in this transaction with ``outcome`` (4.4.2); ``before``
+        is its state until then, restored on rollback (the first one given is kept)."""
+        self._previous.setdefault(delivery, before)
+        self._retired[delivery] = outcome
+
+    def states_before(self) -> list[tuple[Delivery, DeliveryState | None]]:
+        """``(delivery, state)``: the retired deliveries' states before their retirement,
+        which a rollback restores (4.4.2)."""
+        return list(self._previous.items())
+
+
+class Delivery:
+    """One delivery on a link (core spec 2.6.12): its tag and id, and the state and
+    settlement of each end. ``local_state`` is what we last said, ``remote_state`` what the
+    peer last said."""
+
+    __slots__ = (
+        "_chunks",
+        "_ignore",
+        "_settle_on_remote",
+        "aborted",
+        "complete",
+        "id",
+        "link",
+        "local_state",
+        "message_format",
+        "remote_settled",
+        "remote_state",
+        "resumed",
+        "settled",
+        "size",
+        "tag",
+        "transaction",
+    )
+
+    def __init__(self, link: Link, tag: bytes, delivery_id: int, message_format: int) -> None:
+        self.link = link
+        self.tag = tag
+        self.id = delivery_id
+        self.message_format = message_format
+        self.settled = False
+        self.remote_settled = False
+        self.local_state: DeliveryState | None = None
+        self.remote_state: DeliveryState | None = None
+        self.aborted = False
+        self.complete = False
+        self.size = 0
+        self._chunks: list[bytes | memoryview] = []
+        self._settle_on_remote: Any = None
+        #: True when this delivery was sent again after its link was resumed (2.6.13).
+        self.resumed = False
+        self._ignore = False
+        #: The transaction its work belongs to (posting, acquisition, retirement; core spec
+        #: 4.4): a :class:`~amqp_sansio.Transaction` or a
+        #: :class:`~amqp_sansio.engine.amqp10.transactions.TransactionRecord`. Its outcome is
+        #: final only once that transaction has committed.
+        self.transaction: TransactionWork | None = None
+
+    # -- for the receiver: the bytes of a delivery still arriving ---------------------------
+
+    def add_chunk(self, chunk: bytes | memoryview) -> None:
+        """Keep a transfer's payload (a view of the bytes received, or bytes)."""
+        self._chunks.append(chunk)
+
+    def add_chunks(self, chunks: list[memoryview]) -> None:
+        """Keep the pieces of a payload gathered across reads."""
+        self._chunks += chunks
+
+    def take_chunks(self, last: bytes | memoryview | None = None) -> list[bytes | memoryview]:
+        """The payloads kept so far, and ``last`` after them, handed over (the delivery
+        keeps none after)."""
+        chunks = self._chunks
+        if last is not None:
+            chunks.append(last)
+        self._chunks = []
+        return chunks
+
+    def unpin(self, obj: object, size: int) -> None:
+        """Copy out this delivery's views of ``obj`` (``size`` bytes received) where they
+        are less than half of it, so that what it holds stays within twice its size (see
+        ``Connection._unpin``). Its chunks from ``obj`` are the last ones: older views are of
+        older bytes (or, for views of one bytes object fed in turn, of other parts of it: the
+        count stops at ``size``)."""
+        chunks = self._chunks
+        held = 0
+        first = len(chunks)
+        while first and held < size:
+            chunk = chunks[first - 1]
+            if type(chunk) is memoryview:
+                if chunk.obj is not obj:
+                    break
+                held += len(chunk)
+            first -= 1
+        if held and held * 2 < size:
+            chunks[first:] = [bytes(c) if type(c) is memoryview else c for c in chunks[first:]]
+
+    @property
+    def ignored(self) -> bool:
+        """Its transfers are ignored: a delivery resumed that we had settled (2.6.13), or
+        one of a transaction's that we refused (its bytes are not kept)."""
+        return self._ignore
+
+    def ignore(self, ignored: bool = True) -> None:
+        """Set whether its transfers are ignored (see :attr:`ignored`)."""
+        self._ignore = ignored
+
+    @property
+    def settles_on_remote(self) -> bool:
+        """We settled it in rcv-settle-mode second: settlement waits for the sender's."""
+        return bool(self._settle_on_remote)
+
+    def settle_on_remote(self) -> None:
+        """Settle it once the sender has (rcv-settle-mode second, core spec 2.8.3)."""
+        self._settle_on_remote = True
+
+    def __repr__(self) -> str:
+        return (
+            f"<Delivery id={self.id} tag={self.tag!r} settled={self.settled} "
+            f"remote_settled={self.remote_settled} state={self.remote_state!r}>"
+        )

@@ -3,31 +3,19 @@ and flow state."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...codec.amqp10.composite import unchecked
 from ...definitions.amqp10.performatives import Attach, Flow, Role, Transfer
 from ...errors import LocalProtocolError
 from ...framing.amqp10 import FramePayload
-from .delivery import MAX_DELIVERY_TAG, Delivery
-from .events import (
-    CreditChanged,
-    DeliveryAborted,
-    DeliveryReceived,
-    DeliveryUpdated,
-    DrainCompleted,
-)
-from .link import Link
+from .events import CreditChanged, DeliveryAborted, DeliveryReceived, DrainCompleted
+from .link import Delivery, DeliveryUpdated, Link, TransactionWork
+from .payload import MAX_DELIVERY_TAG
 from .peer_error import _PeerError
 from .serial import serial_add, serial_diff
 
 _RECEIVER = Role.RECEIVER
-
-if TYPE_CHECKING:
-    from .transactions import Transaction
-
-    pass
-
 
 _UINT_MAX = 0xFFFFFFFF
 
@@ -57,7 +45,7 @@ class Receiver(Link):
         *,
         drain: bool = False,
         echo: bool = False,
-        transaction: Transaction | None = None,
+        transaction: TransactionWork | None = None,
     ) -> None:
         """Set the link credit to ``credit`` (how many more deliveries the sender may start
         from now) and the drain flag, and send the flow state (core spec 2.6.7); ``echo``

@@ -10,17 +10,16 @@ from ...codec.amqp10.composite import _requires_ok, unchecked
 from ...definitions.amqp10.message import Message
 from ...definitions.amqp10.performatives import Attach, Flow, Role, SenderSettleMode, Transfer
 from ...errors import LocalProtocolError
-from .delivery import MAX_DELIVERY_TAG, Delivery, _payload
 from .events import CreditChanged
 from .frames import _frame
-from .link import Link
+from .link import Delivery, Link, TransactionWork
+from .payload import MAX_DELIVERY_TAG, _payload
 from .serial import serial_add, serial_diff
 
 _SENDER = Role.SENDER
 
 if TYPE_CHECKING:
     from ...definitions.amqp10.messaging import DeliveryState
-    from .transactions import Transaction, TransactionRecord
 
 
 _UINT_MAX = 0xFFFFFFFF
@@ -55,7 +54,7 @@ class Sender(Link):
         #: false, the application calls settle() itself.
         self.auto_settle = True
         #: The transaction the receiver's flow put our sends in (core spec 4.4.3).
-        self._acquiring: TransactionRecord | None = None
+        self._acquiring: TransactionWork | None = None
 
     def send(
         self,
@@ -67,7 +66,7 @@ class Sender(Link):
         more: bool = False,
         delivery: Delivery | None = None,
         state: DeliveryState | None = None,
-        transaction: Transaction | None = None,
+        transaction: TransactionWork | None = None,
     ) -> Delivery:
         """Send a message (an encoded :class:`~amqp_sansio.Message`), or a chunk of one.
 
@@ -166,11 +165,11 @@ class Sender(Link):
         return delivery
 
     @property
-    def acquiring_in(self) -> TransactionRecord | None:
+    def acquiring_in(self) -> TransactionWork | None:
         """The transaction a receiver's flow put our sends in (4.4.3), or None."""
         return self._acquiring
 
-    def acquire_in(self, record: TransactionRecord | None) -> None:
+    def acquire_in(self, record: TransactionWork | None) -> None:
         """Put our sends in the transaction ``record`` (4.4.3), or none."""
         self._acquiring = record
 

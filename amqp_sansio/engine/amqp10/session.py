@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 
@@ -30,11 +30,11 @@ from ...definitions.amqp10.performatives import (
 from ...definitions.amqp10.transactions import Coordinator, TransactionalState
 from ...errors import LocalProtocolError
 from ...framing.amqp10 import FramePayload
-from .delivery import Delivery, Payload, QueuedTransfer, _cut
-from .events import DeliveryReceived, DeliveryUpdated, SessionBegun, SessionEnded
+from ..contract import Event
+from .events import DeliveryReceived
 from .frames import _encode_performative, _frame, _frame_head
-from .hooks import TransactionHooks
-from .link import Link
+from .link import Delivery, DeliveryUpdated, Link, LinkConnection, TransactionHooks
+from .payload import Payload, QueuedTransfer, _cut
 from .peer_error import _PeerError
 from .receiver import Receiver
 from .sender import Sender
@@ -51,13 +51,12 @@ from .states import (
     SessionInput,
     SessionState,
 )
+from .transactions import HOOKS, Controller, CoordinatorLink, attach_controller
 
 _SENDER = Role.SENDER
 
 if TYPE_CHECKING:
     from ...codec.amqp10.types import Described
-    from .connection import Connection
-    from .transactions import Controller
 
 
 L = TypeVar("L", bound="Link")
@@ -79,13 +78,48 @@ _delivery_received = unchecked(DeliveryReceived)
 _delivery_updated = unchecked(DeliveryUpdated)
 
 
+@attrs.frozen(kw_only=True)
+class SessionBegun(Event):
+    """The peer's begin arrived (core spec 2.5.1). If the peer started the session, answer
+    with :meth:`Session.begin` (accept) or :meth:`Session.end` with an error (refuse)."""
+
+    session: Session
+    remote: Begin
+
+
+@attrs.frozen(kw_only=True)
+class SessionEnded(Event):
+    """The peer's end arrived, with its error if it gave one (core spec 2.5.2)."""
+
+    session: Session
+    error: Error | None
+
+
+class SessionConnection(LinkConnection, Protocol):
+    """What a session asks of its connection (:class:`~amqp_sansio.Connection`, core spec
+    2.4): its channel, and the way out for its frames."""
+
+    @property
+    def defer_dispositions(self) -> Callable[[Session], None]:
+        """Flush this session's dispositions before the next output is taken."""
+
+    def check_can_send(self) -> None: ...
+    def assign_channel(self, session: Session) -> None: ...
+    def release_channel(self, session: Session) -> None: ...
+    def forget_remote_channel(self, channel: int | None) -> None: ...
+    def checked_frame(self, channel: int, body: Performative) -> bytearray: ...
+    def send_frame(self, channel: int, body: Performative) -> None: ...
+    def emit(self, data: bytes | bytearray) -> None: ...
+    def emit_parts(self, parts: tuple[bytes | bytearray | memoryview, ...]) -> None: ...
+
+
 class Session:
     """A session endpoint (core spec 2.5). Made by :meth:`Connection.begin`, or by the
     peer's begin (:class:`SessionBegun`)."""
 
     def __init__(
         self,
-        conn: Connection,
+        conn: SessionConnection,
         *,
         incoming_window: int,
         outgoing_window: int,
@@ -94,9 +128,8 @@ class Session:
         offered_capabilities: str | Iterable[str] | None,
         desired_capabilities: str | Iterable[str] | None,
     ) -> None:
+        #: Its :class:`~amqp_sansio.Connection`, named through what a session asks of it.
         self.connection = conn
-        #: Transactions (core spec part 4), as the connection hands them down.
-        self._txn: TransactionHooks = conn.transaction_hooks
         self.state = SessionState.UNMAPPED
         self.channel: int | None = None
         self.remote_channel: int | None = None
@@ -273,9 +306,7 @@ class Session:
     ) -> Controller:
         """Start a transaction control link to the peer's coordinator (core spec 4.2),
         asking for ``capabilities``; see :doc:`transactions`."""
-        return self._txn.attach_controller(
-            self, name, capabilities=capabilities, properties=properties
-        )
+        return attach_controller(self, name, capabilities=capabilities, properties=properties)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -397,8 +428,8 @@ class Session:
 
     @property
     def transaction_hooks(self) -> TransactionHooks:
-        """Transactions (core spec part 4), as the connection hands them down."""
-        return self._txn
+        """Transactions (core spec part 4), which the session hands down to its links."""
+        return HOOKS
 
     def next_delivery_id(self) -> int:
         """A new delivery-id of ours (core spec 2.7.5): the session numbers the deliveries
@@ -489,7 +520,7 @@ class Session:
 
     def send_transfer(
         self,
-        link: Sender,
+        link: Link,
         delivery: Delivery,
         data: Payload,
         first: bool,
@@ -732,7 +763,7 @@ class Session:
         if link is None or (link.state is LinkState.DETACHED and not link.peer_owes_reclose):
             cls: type[Link] = Sender if our_role is Role.SENDER else Receiver
             if type(attach.target) is Coordinator and cls is Receiver:
-                cls = self._txn.coordinator_link  # a controller's link (core spec 4.2)
+                cls = CoordinatorLink  # a controller's link (core spec 4.2)
             link = cls(
                 self,
                 attach.name,

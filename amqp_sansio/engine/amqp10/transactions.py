@@ -20,9 +20,10 @@ transaction is live; it
 takes effect only when the transaction commits, and is void when it is rolled back.
 ``Delivery.transaction`` says which transaction a delivery's work belongs to.
 
-This module holds the logic; the engine calls into it through :data:`HOOKS`, the
-:class:`~.link.TransactionHooks` that each connection hands down to its sessions and links
-(this module builds on them, so they never import it).
+This module holds the logic; links call into it through :data:`HOOKS`, the
+:class:`~.link.TransactionHooks` that each session hands down to its links (this module
+builds on links, so they never import it; it reaches a link's session and connection
+through :class:`~.link.LinkSession`, and ``session`` builds on it).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from ...definitions.amqp10.messaging import (
     AmqpValue,
     DeliveryState,
     Modified,
-    Outcome,
     Rejected,
     Released,
     Source,
@@ -57,15 +57,11 @@ from ...definitions.amqp10.transactions import (
 )
 from ...errors import DecodeError, LocalProtocolError
 from ..contract import Event
-from .delivery import Delivery
-from .hooks import TransactionHooks
-from .link import Link
+from .link import Delivery, Link, LinkSession, TransactionHooks, TransactionWork
 from .peer_error import _PeerError
 from .receiver import Receiver
 from .sender import Sender
-from .session import Session
 from .states import (
-    TRANSACTION_LIVE,
     TRANSACTION_TRANSITIONS,
     LinkState,
     TransactionInput,
@@ -101,68 +97,14 @@ _TI = TransactionInput
 _OUTCOMES = (Accepted, Rejected, Released, Modified)
 
 
-class _Txn:
-    """What the two sides' transaction objects share: a state, an id, the work."""
-
-    id: bytes | None
-    state: TransactionState
-
-    def __init__(self) -> None:
-        self.state = _T.DECLARING
-        #: Why it failed or was rolled back, when the peer said.
-        self.error: Error | None = None
-        self._posted: list[Delivery] = []
-        self._retired: dict[Delivery, Outcome | None] = {}
-        #: What the retired deliveries' state was before their transactional outcome:
-        #: restored on rollback, when they are live again (4.4.2).
-        self._previous: dict[Delivery, DeliveryState | None] = {}
-        self.acquired: list[Delivery] = []
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} id={self.id!r} {self.state.value}>"
-
-    @property
-    def live(self) -> bool:
-        """Declared and not yet discharged: its outcomes are still provisional."""
-        return self.state in TRANSACTION_LIVE
-
-    @property
-    def posted(self) -> list[Delivery]:
-        """Deliveries posted in this transaction (4.4.1), aborted ones left out."""
-        return [d for d in self._posted if not d.aborted]
-
-    @property
-    def retired(self) -> list[tuple[Delivery, Outcome | None]]:
-        """``(delivery, outcome)`` for each delivery retired in this transaction (4.4.2); the
-        outcome is None where the controller's transactional state named none."""
-        return list(self._retired.items())
-
-    def add_posted(self, delivery: Delivery) -> None:
-        """``delivery`` is posted in this transaction (4.4.1)."""
-        self._posted.append(delivery)
-
-    def add_retired(
-        self, delivery: Delivery, outcome: Outcome | None, before: DeliveryState | None
-    ) -> None:
-        """``delivery`` is retired in this transaction with ``outcome`` (4.4.2); ``before``
-        is its state until then, restored on rollback (the first one given is kept)."""
-        self._previous.setdefault(delivery, before)
-        self._retired[delivery] = outcome
-
-    def states_before(self) -> list[tuple[Delivery, DeliveryState | None]]:
-        """``(delivery, state)``: the retired deliveries' states before their retirement,
-        which a rollback restores (4.4.2)."""
-        return list(self._previous.items())
-
-
-def _move(txn: _Txn, what: TransactionInput) -> None:
+def _move(txn: TransactionWork, what: TransactionInput) -> None:
     new = TRANSACTION_TRANSITIONS.get((txn.state, what))
     if new is None:  # pragma: no cover - the callers check the state first
         raise LocalProtocolError(f"cannot {what.value} a transaction in state {txn.state}")
     txn.state = new
 
 
-class Transaction(_Txn):
+class Transaction(TransactionWork):
     """A transaction this side controls (core spec 4.2), made by
     :meth:`Controller.declare`. ``id`` is the txn-id the coordinator chose, once declared.
 
@@ -178,7 +120,7 @@ class Transaction(_Txn):
         self.fail: bool | None = None
 
 
-class TransactionRecord(_Txn):
+class TransactionRecord(TransactionWork):
     """A transaction this side coordinates (the transactional resource, core spec 4.4):
     made when the application answers a :class:`DeclareRequest`.
 
@@ -317,7 +259,7 @@ def _encode_body(value: Any) -> bytes:
 
 
 def attach_controller(
-    session: Session,
+    session: LinkSession,
     name: str,
     *,
     capabilities: Iterable[Symbol],
@@ -702,7 +644,7 @@ class DischargeRequest(_Request):
 # -- engine hooks for transactional work ------------------------------------------------------
 
 
-def posting(sender: Sender, transaction: Any, state: Any) -> tuple[_Txn | None, Any]:
+def posting(sender: Sender, transaction: Any, state: Any) -> tuple[TransactionWork | None, Any]:
     """``Sender.send``: the transaction a new delivery belongs to, and its transfer state.
     Raises before anything changes."""
     if transaction is None:
@@ -714,6 +656,7 @@ def posting(sender: Sender, transaction: Any, state: Any) -> tuple[_Txn | None, 
             raise LocalProtocolError(
                 "the link acquires in a transaction (4.4.3): the engine sets its state"
             )
+        assert record.id is not None  # (a coordinator's record has its id from the start)
         return record, TransactionalState(txn_id=record.id)
     if state is not None:
         raise LocalProtocolError("give a transaction or a state, not both")
@@ -721,7 +664,7 @@ def posting(sender: Sender, transaction: Any, state: Any) -> tuple[_Txn | None, 
     return transaction, TransactionalState(txn_id=transaction.id)
 
 
-def posted(owner: _Txn, delivery: Delivery) -> None:
+def posted(owner: TransactionWork, delivery: Delivery) -> None:
     delivery.transaction = owner
     if type(owner) is Transaction:
         owner.add_posted(delivery)
@@ -772,7 +715,7 @@ def acquiring(receiver: Receiver, transaction: Any) -> dict[Any, Any]:
     return {TXN_ID: transaction.id}
 
 
-def first_transfer(session: Session, link: Receiver, delivery: Delivery, transfer: Any) -> None:
+def first_transfer(session: LinkSession, link: Link, delivery: Delivery, transfer: Any) -> None:
     """``Session.receive_transfer``, at a delivery's first transfer: a request on a coordinator
     link, or a transfer carrying a transactional state."""
     if isinstance(link, CoordinatorLink):
@@ -853,20 +796,33 @@ def flow(link: Sender, properties: dict[Any, Any]) -> None:
 
 
 class _Hooks:
-    """The engine's calls into transactions (:class:`~.link.TransactionHooks`)."""
+    """The engine's calls into transactions (:class:`~.link.TransactionHooks`): a link's
+    calls name it as a :class:`Link`; the ones only one end makes check which end it is."""
 
-    coordinator_link = CoordinatorLink
-    attach_controller = staticmethod(attach_controller)
-    posting = staticmethod(posting)
     posted = staticmethod(posted)
     retiring = staticmethod(retiring)
-    acquiring = staticmethod(acquiring)
-    flow = staticmethod(flow)
     first_transfer = staticmethod(first_transfer)
     disposition = staticmethod(disposition)
 
     @staticmethod
-    def request(link: Receiver, delivery: Delivery, data: bytes) -> None:
+    def posting(
+        sender: Link, transaction: TransactionWork | None, state: Any
+    ) -> tuple[TransactionWork | None, Any]:
+        assert isinstance(sender, Sender)
+        return posting(sender, transaction, state)
+
+    @staticmethod
+    def acquiring(receiver: Link, transaction: TransactionWork) -> dict[Any, Any]:
+        assert isinstance(receiver, Receiver)
+        return acquiring(receiver, transaction)
+
+    @staticmethod
+    def flow(link: Link, properties: dict[Any, Any]) -> None:
+        assert isinstance(link, Sender)
+        flow(link, properties)
+
+    @staticmethod
+    def request(link: Link, delivery: Delivery, data: bytes) -> None:
         assert isinstance(link, CoordinatorLink)
         link.receive_request(delivery, data)
 
@@ -876,5 +832,5 @@ class _Hooks:
         link.receive_outcome(delivery, state)
 
 
-#: What a :class:`~amqp_sansio.Connection` hands its sessions and links.
+#: What a :class:`~amqp_sansio.Session` hands its links.
 HOOKS: TransactionHooks = _Hooks()
