@@ -38,6 +38,14 @@ def test_ci_runs_exactly_the_readme_commands() -> None:
     assert ci.index(venv) + 1 == ci.index(tests)
 
 
+def test_every_test_file_ci_names_exists() -> None:
+    """The test files CI names itself (the Spark tests on the older pyspark lines) are
+    there: a moved test would otherwise leave that step failing on a missing file."""
+    named = re.findall(r"tests/[\w/]+\.py", (ROOT / ".ci" / "run").read_text())
+    assert named
+    assert [path for path in named if not (ROOT / path).is_file()] == []
+
+
 def _examples() -> list[str]:
     text = (ROOT / "README.md").read_text()
     return re.findall(r"```python\n(.*?)\n```", text, flags=re.S)
