@@ -47,6 +47,7 @@ __all__ = [
     "TruncatedError",
     "TypeCode",
     "Typed",
+    "WRITE_ERRORS",
     "UnknownCodeError",
     "Writer",
     "code_of",
