@@ -349,7 +349,7 @@ def _read_sized(buf: bytes, offset: int, least: int, name: str) -> tuple[bytes, 
 
 
 def _nested(depth: int, offset: int) -> int:
-    if depth <= 1:
+    if depth < 1:
         raise DecodeError("maps, lists and arrays nested deeper than the limit", offset=offset)
     return depth - 1
 
@@ -428,7 +428,7 @@ def _write_entry(out: bytearray, value: Any, depth: int) -> None:
 
 
 def _enter(depth: int) -> int:
-    if depth <= 1:
+    if depth < 1:
         raise EncodeError("maps, lists and arrays nested deeper than the limit")
     return depth - 1
 

@@ -132,8 +132,12 @@ def _compile_fields(cls: type[Compound]) -> tuple[Reader, Writer]:
     plan = list(zip(range(len(names)), bits, codecs, strict=True))
     pack = cls.PACK
     known = (1 << len(names)) - 1
-    get = attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
-    if not names:
+    get: Callable[[Any], tuple[Any, ...]]
+    if len(names) > 1:
+        get = attrgetter(*names)
+    elif names:
+        get = lambda obj: (getattr(obj, names[0]),)  # noqa: E731
+    else:
         get = lambda obj: ()  # noqa: E731
 
     def read(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
@@ -331,7 +335,7 @@ def decode_struct32(data: bytes, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Struc
     :class:`~amqp_sansio.codec.amqp010.errors.UnknownCodeError`."""
     buf = bytes(data)
     value, end = _read_struct32(buf, 0, max_depth)
-    return _whole(value, end, buf, "struct32")  # type: ignore[no-any-return]
+    return _whole(value, end, buf, "struct32")
 
 
 def encode_header(structs: Sequence[Struct]) -> bytes:
