@@ -194,3 +194,26 @@ def from_qpid(value: Any) -> Any:
     if type(value).__name__ in ("timestamp", "serial"):
         return int(value) if type(value).__name__ == "timestamp" else value.value
     return value
+
+
+_QPID_SCALARS = st.one_of(
+    st.booleans(),
+    _ints(64, True),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.none(),
+    st.uuids(),
+)
+
+
+def qpid_maps() -> Strategy[dict[str, Any]]:
+    """Maps that qpid-python writes with the same codes as ours: default-coded entries only,
+    no bytes (which it writes as ``vbin16``)."""
+    values = st.recursive(
+        _QPID_SCALARS,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=10), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    return st.dictionaries(st.text(max_size=10), values, max_size=4)
