@@ -271,6 +271,9 @@ def test_arbitrary_bytes_decode_or_raise_the_typed_error(type_name: str, data: b
         ("map", map_bytes(b"\x01a\x03"), codec.DecodeError),
         ("map", sized(struct.pack(">I", 0) + b"\x00"), codec.DecodeError),
         ("list", sized(b""), codec.DecodeError),
+        ("list", sized(struct.pack(">I", 1) + b"\x03"), codec.DecodeError),
+        ("map", sized(struct.pack(">I", 1)), codec.TruncatedError),
+        ("map", map_bytes(b"\x01\xff\xf0"), codec.DecodeError),
         ("list", sized(struct.pack(">I", 0) + b"\x00"), codec.DecodeError),
         ("list", sized(struct.pack(">I", 1)), codec.TruncatedError),
         ("array", sized(b"\x03\x00\x00\x00\x00"), codec.DecodeError),
@@ -294,6 +297,11 @@ def test_nesting_deeper_than_the_limit() -> None:
     with pytest.raises(codec.DecodeError, match="nested"):
         codec.decode("list", deeper)
     assert codec.decode("list", deeper, max_depth=codec.DEFAULT_MAX_DEPTH + 1)
+    deep_map = codec.encode("map", {})
+    for _ in range(codec.DEFAULT_MAX_DEPTH):
+        deep_map = map_bytes(b"\x01k\xa8" + deep_map)
+    with pytest.raises(codec.DecodeError, match="nested"):
+        codec.decode("map", deep_map)
     nested: list[Any] = []
     for _ in range(codec.DEFAULT_MAX_DEPTH):
         nested = [nested]

@@ -285,6 +285,8 @@ def test_mutated_payloads_decode_or_raise_the_typed_error(value: Any, noise: byt
         (d.decode_control, b"\x01\x0a\x00\x00\x00", DecodeError),
         (d.decode_control, b"\x01\x0a\x01\x00", DecodeError),
         (d.decode_command, b"\x04\x01\x01", DecodeError),
+        (d.decode_command, b"\x04\x01\x01\x02\x00\x00", DecodeError),
+        (d.decode_command, b"\x04\x01\x02\x01\x00\x00\x00", DecodeError),
         (d.decode_command, b"\x04\x63\x01\x00\x00\x00", UnknownCodeError),
         (d.decode_struct32, b"\x00\x00\x00\x02\x04\x63", UnknownCodeError),
         (d.decode_struct32, b"\x00\x00\x00\x03\x04\x01", DecodeError),
@@ -336,3 +338,27 @@ def test_raw_struct32_values_and_what_cannot_be_encoded() -> None:
     assert attrs.has(spec.CommandFragment)
     with pytest.raises(EncodeError, match="every field"):
         spec.CommandFragment._write(bytearray(), spec.CommandFragment(command_id=1), 1)
+
+
+def test_a_struct_without_packing_flags_has_every_field() -> None:
+    fragment = spec.CommandFragment(command_id=7, byte_ranges=((0, 9),))
+    out = bytearray()
+    spec.CommandFragment._write(out, fragment, 1)
+    assert spec.CommandFragment._read(bytes(out), 0, 1) == (fragment, len(out))
+
+
+def test_every_combination_of_present_fields() -> None:
+    """More packing-flags values than a class keeps plans for still decode."""
+    full = spec.ExecutionException(
+        error_code=542,
+        command_id=3,
+        class_code=4,
+        command_code=1,
+        field_index=0,
+        description="bad",
+        error_info={"k": 1},
+    )
+    names = [name for name, _ in full.FIELDS]
+    for mask in range(1 << len(names)):
+        value = attrs.evolve(full, **{n: None for i, n in enumerate(names) if not mask >> i & 1})
+        assert d.decode_command(d.encode_command(value)) == (value, False)
