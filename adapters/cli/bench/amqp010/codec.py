@@ -45,16 +45,13 @@ _BODY = bytes(range(256))
 def qpid_python() -> ModuleType | None:
     """qpid-python's ``qpid.framing`` (the folder put on ``sys.path``), or None if absent."""
     configured = os.environ.get("AMQP_SANSIO_PEERS_DIR")
-    candidates = [Path(configured)] if configured else []
-    candidates += [Path.cwd().parent / "shared" / "peers"]
-    candidates += [Path(__file__).resolve().parents[5] / "shared" / "peers"]
-    for peers in candidates:
-        folder = peers / "qpid-python"
-        if (folder / "qpid" / "framing.py").is_file():
-            if str(folder) not in sys.path:
-                sys.path.insert(0, str(folder))
-            return importlib.import_module("qpid.framing")
-    return None
+    peers = Path(configured) if configured else Path(__file__).resolve().parents[5] / "shared"
+    folder = (peers if configured else peers / "peers") / "qpid-python"
+    if not (folder / "qpid" / "framing.py").is_file():
+        return None
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return importlib.import_module("qpid.framing")
 
 
 def _ours() -> tuple[amqp010.Command, list[amqp010.Struct]]:
