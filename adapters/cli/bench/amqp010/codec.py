@@ -86,9 +86,7 @@ def _check_same(framing: ModuleType, wire: dict[str, bytes]) -> None:
     decoder = framing.OpDecoder()
     command, _ = amqp010.decode_command(wire["qpid command"])
     ours_command, ours_headers = _ours()
-    if command != ours_command or amqp010.decode_header(wire["qpid header"]) != tuple(
-        ours_headers
-    ):
+    if command != ours_command or amqp010.decode_header(wire["qpid header"]) != tuple(ours_headers):
         raise AssertionError("we do not read qpid-python's message back")
     theirs = decoder.decode_command(wire["ours command"])
     headers = decoder.decode_headers(wire["ours header"])
