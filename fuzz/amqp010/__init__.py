@@ -1,0 +1,1 @@
+"""The AMQP 0-10 fuzz targets: ``amqp010-codec`` (:mod:`.codec`)."""
