@@ -354,7 +354,7 @@ def _sized(buf: bytes, offset: int, least: int, name: str) -> int:
     """The end of the 32-bit-sized value at ``offset`` (0-10 spec 3.2), checked."""
     if offset + 4 > len(buf):
         raise _short(offset)
-    size = _I.unpack_from(buf, offset)[0]
+    size: int = _I.unpack_from(buf, offset)[0]
     end = offset + 4 + size
     if end > len(buf):
         raise _short(offset)

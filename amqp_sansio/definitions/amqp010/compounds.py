@@ -130,25 +130,30 @@ def _field_codec(type_name: str) -> tuple[Reader, Writer]:
     return reader, writer
 
 
+def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving an object's values of ``names``, as a tuple."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        return lambda obj: (getattr(obj, names[0]),)
+    return lambda obj: ()
+
+
 def _compile_fields(cls: type[Compound]) -> tuple[Reader, Writer]:
     """The reader and writer of ``cls``'s packing flags and fields."""
-    names = [name for name, _ in cls.FIELDS]
     bits = [type_name == "bit" for _, type_name in cls.FIELDS]
     codecs = [_field_codec(type_name) for _, type_name in cls.FIELDS]
+    return _fields_reader(cls, bits, codecs), _fields_writer(cls, bits, codecs)
+
+
+def _fields_reader(
+    cls: type[Compound], bits: list[bool], codecs: list[tuple[Reader, Writer]]
+) -> Reader:
     readers = [None if bit else reader for bit, (reader, _) in zip(bits, codecs, strict=True)]
-    plan = list(zip(range(len(names)), bits, codecs, strict=True))
     defaults = [False if bit else None for bit in bits]
     pack = cls.PACK
     flags_codec = _FLAGS.get(pack)
-    known = (1 << len(names)) - 1
-    get: Callable[[Any], tuple[Any, ...]]
-    if len(names) > 1:
-        get = attrgetter(*names)
-    elif names:
-        get = lambda obj: (getattr(obj, names[0]),)  # noqa: E731
-    else:
-        get = lambda obj: ()  # noqa: E731
-
+    known = (1 << len(bits)) - 1
     #: For each packing flags value seen: the values of absent and bit fields, and the
     #: (index, reader) of each present field, in order.
     plans: dict[int, tuple[list[Any], list[tuple[int, Reader]]]] = {}
@@ -183,6 +188,16 @@ def _compile_fields(cls: type[Compound]) -> tuple[Reader, Writer]:
             values[index], offset = reader(buf, offset, depth)
         return cls(*values), offset
 
+    return read
+
+
+def _fields_writer(
+    cls: type[Compound], bits: list[bool], codecs: list[tuple[Reader, Writer]]
+) -> Writer:
+    plan = list(zip(range(len(bits)), bits, codecs, strict=True))
+    pack = cls.PACK
+    flags_codec = _FLAGS.get(pack)
+    get = _getter([name for name, _ in cls.FIELDS])
     zeros = bytes(pack)
 
     def write(out: bytearray, obj: Any, depth: int) -> None:
@@ -201,7 +216,7 @@ def _compile_fields(cls: type[Compound]) -> tuple[Reader, Writer]:
         if flags_codec is not None:
             flags_codec.pack_into(out, start, flags)
 
-    return read, write
+    return write
 
 
 def _compile_struct(cls: type[Struct]) -> tuple[Reader, Writer]:
@@ -361,7 +376,7 @@ def decode_struct32(data: bytes, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Struc
     :class:`~amqp_sansio.codec.amqp010.errors.UnknownCodeError`."""
     buf = bytes(data)
     value, end = _read_struct32(buf, 0, max_depth)
-    return _whole(value, end, buf, "struct32")
+    return _whole(value, end, buf, "struct32")  # type: ignore[no-any-return]
 
 
 def encode_header(structs: Sequence[Struct]) -> bytes:

@@ -4,6 +4,7 @@ and we read what it writes, and hostile payloads end in the typed errors."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import struct
 import uuid
@@ -18,17 +19,24 @@ from support import ROOT
 from support import amqp010 as strategies
 from support.qpid_peer import qpid_module, qpid_spec_xml
 
-from amqp_sansio.codec.amqp010 import Array, DecodeError, EncodeError, Struct32, TypeCode
-from amqp_sansio.codec.amqp010 import UnknownCodeError
+from amqp_sansio.codec.amqp010 import (
+    Array,
+    DecodeError,
+    EncodeError,
+    Struct32,
+    TypeCode,
+    UnknownCodeError,
+)
 from amqp_sansio.definitions import amqp010 as d
-from amqp_sansio.definitions.amqp010 import spec
+from amqp_sansio.definitions.amqp010 import commands, spec
 
 CLASSES = [
     value
-    for value in vars(spec).values()
+    for module in (spec, commands)
+    for value in vars(module).values()
     if isinstance(value, type)
     and issubclass(value, (d.Control, d.Command, d.Struct))
-    and value.__module__ == spec.__name__
+    and value.__module__ == module.__name__
 ]
 STRUCTS_BY_NAME = {c.NAME: c for c in CLASSES if issubclass(c, d.Struct)}
 CODED_STRUCTS = [c for c in STRUCTS_BY_NAME.values() if c.CODE is not None]
@@ -46,18 +54,21 @@ def _generator() -> ModuleType:
     return module
 
 
-def test_the_module_is_what_the_generator_writes() -> None:
+def test_the_modules_are_what_the_generator_writes() -> None:
     xml = qpid_spec_xml()
     generator = _generator()
     expected = generator.render(generator.Spec(xml), xml.name)
-    assert (ROOT / "amqp_sansio" / "definitions" / "amqp010" / "spec.py").read_text() == expected
+    assert sorted(expected) == sorted(generator.MODULES)
+    for name, text in expected.items():
+        assert (ROOT / "amqp_sansio" / "definitions" / "amqp010" / name).read_text() == text
 
 
 def test_the_generator_writes_where_it_is_told(tmp_path: Any) -> None:
     xml = qpid_spec_xml()
     generator = _generator()
-    generator.main(["--xml", str(xml), "--output", str(tmp_path / "spec.py")])
-    assert (tmp_path / "spec.py").read_text() == generator.render(generator.Spec(xml), xml.name)
+    generator.main(["--xml", str(xml), "--output", str(tmp_path)])
+    expected = generator.render(generator.Spec(xml), xml.name)
+    assert {name: (tmp_path / name).read_text() for name in expected} == expected
     with pytest.raises(ValueError, match="cannot resolve"):
         generator.Spec(xml).resolve("nonesuch", "message")
 
@@ -65,8 +76,8 @@ def test_the_generator_writes_where_it_is_told(tmp_path: Any) -> None:
 def test_every_class_of_the_definition() -> None:
     assert len(d.CONTROLS) == 25 and len(d.COMMANDS) == 59 and len(d.STRUCTS) == 14
     assert spec.SessionAttach.NAME == "session.attach"
-    assert (spec.MessageTransfer.CLASS_CODE, spec.MessageTransfer.CODE) == (4, 1)
-    assert spec.QueueQuery.RESULT == "queue-query-result"
+    assert (commands.MessageTransfer.CLASS_CODE, commands.MessageTransfer.CODE) == (4, 1)
+    assert commands.QueueQuery.RESULT == "queue-query-result"
     assert spec.ExecutionErrorCode.INVALID_ARGUMENT == 542
     assert spec.ConnectionCloseCode.FRAMING_ERROR == 501
     assert spec.SegmentType.HEADER == 2
@@ -271,10 +282,8 @@ def test_mutated_payloads_decode_or_raise_the_typed_error(value: Any, noise: byt
     octets = bytearray(_encode(value))
     for index, octet in enumerate(noise):
         octets[(index * 7) % len(octets)] ^= octet
-    try:
+    with contextlib.suppress(DecodeError):
         (d.decode_command if isinstance(value, d.Command) else d.decode_control)(bytes(octets))
-    except DecodeError:
-        pass
 
 
 @pytest.mark.parametrize(
@@ -308,9 +317,9 @@ def test_an_unknown_command_is_not_implemented() -> None:
 
 
 def test_a_nested_struct_with_another_code_or_extra_octets() -> None:
-    result = d.encode_command(spec.ExecutionResult(command_id=1, value=spec.Acquired()))
+    result = d.encode_command(commands.ExecutionResult(command_id=1, value=spec.Acquired()))
     assert d.decode_command(result)[0].value == spec.Acquired()
-    xid = d.encode_command(spec.DtxStart(xid=spec.Xid(format=1)))
+    xid = d.encode_command(commands.DtxStart(xid=spec.Xid(format=1)))
     bad_code = xid.replace(b"\x06\x04", b"\x06\x05", 1)
     with pytest.raises(DecodeError, match="code of another"):
         d.decode_command(bad_code)
@@ -326,7 +335,7 @@ def test_a_nested_struct_with_another_code_or_extra_octets() -> None:
 
 
 def test_raw_struct32_values_and_what_cannot_be_encoded() -> None:
-    raw = spec.ExecutionResult(command_id=1, value=Struct32(0x0404, b"\x00\x00"))
+    raw = commands.ExecutionResult(command_id=1, value=Struct32(0x0404, b"\x00\x00"))
     decoded, _ = d.decode_command(d.encode_command(raw))
     assert decoded.value == spec.Acquired()
     with pytest.raises(EncodeError):
@@ -349,7 +358,7 @@ def test_a_struct_without_packing_flags_has_every_field() -> None:
 
 def test_every_combination_of_present_fields() -> None:
     """More packing-flags values than a class keeps plans for still decode."""
-    full = spec.ExecutionException(
+    full = commands.ExecutionException(
         error_code=542,
         command_id=3,
         class_code=4,
@@ -362,3 +371,10 @@ def test_every_combination_of_present_fields() -> None:
     for mask in range(1 << len(names)):
         value = attrs.evolve(full, **{n: None for i, n in enumerate(names) if not mask >> i & 1})
         assert d.decode_command(d.encode_command(value)) == (value, False)
+
+
+def test_the_face_holds_the_codec_and_the_definitions() -> None:
+    from amqp_sansio import amqp010
+    from amqp_sansio.codec import amqp010 as codec
+
+    assert amqp010.definitions is d and amqp010.codec is codec

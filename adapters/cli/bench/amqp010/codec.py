@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from amqp_sansio.definitions import amqp010
+from amqp_sansio.amqp010 import definitions as amqp010
 
 from ..results import Result, compare
 
