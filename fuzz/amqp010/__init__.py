@@ -1,1 +1,2 @@
-"""The AMQP 0-10 fuzz targets: the codec and the frame parser (see ``fuzz/README.md``)."""
+"""The AMQP 0-10 fuzz targets: ``amqp010-codec`` (:mod:`.codec`) and ``amqp010-frames``
+(:mod:`.frames`); see ``fuzz/README.md``."""
