@@ -1,7 +1,7 @@
 """The fuzz targets of amqp-sansio, registered by name, with a seed corpus, a pure-Python
 mutation fuzzer and a command line.
 
-Sixteen targets take arbitrary bytes; each is a function in its family's module:
+Seventeen targets take arbitrary bytes; each is a function in its family's module:
 
 ``decode``, ``message`` (``amqp10/codec.py``)
     :func:`amqp_sansio.decode` and :meth:`amqp_sansio.Message.decode`.
