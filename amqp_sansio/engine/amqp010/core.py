@@ -23,6 +23,7 @@ from ...security.mechanisms import (
     SASLClientMechanism,
     SASLServerMechanism,
     ServerAuthenticator,
+    ServerSuccess,
     client_mechanisms,
 )
 from .events import ConnectionClosed, Event, SessionDetached
@@ -115,6 +116,7 @@ class ConnectionCore:
         self._names: dict[bytes, int] = {}
         self._login: SASLServerMechanism | None = None
         self._insist = False
+        self._success: ServerSuccess | None = None
         #: The peer's properties (``server-properties`` or ``client-properties``).
         self.peer_properties: dict[str, Any] = {}
         #: The negotiated values (the proposals until tuned).

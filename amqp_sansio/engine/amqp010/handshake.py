@@ -196,6 +196,11 @@ class Handshake(ConnectionCore):
     def _on_secure_ok(self, control: spec.ConnectionSecureOk) -> None:
         login = self._login
         assert login is not None
+        if self._success is not None:
+            # the answer to the mechanism's last data, sent as a challenge (SCRAM's
+            # server signature): 0-10 has no outcome to carry it
+            self._login_step(self._success)
+            return
         self._login_step(login.step(bytes(control.response or b"")))
 
     def _login_step(self, step: ServerStep) -> None:
@@ -203,6 +208,11 @@ class Handshake(ConnectionCore):
             self._control(0, spec.ConnectionSecure(challenge=step.data))
             self.state = _S.AWAIT_SECURE_OK
         elif isinstance(step, ServerSuccess):
+            if step.additional_data and self._success is None:
+                self._success = step
+                self._control(0, spec.ConnectionSecure(challenge=step.additional_data))
+                self.state = _S.AWAIT_SECURE_OK
+                return
             self.identity = step.identity
             heartbeats = self._heartbeat_range
             self._control(
@@ -224,10 +234,11 @@ class Handshake(ConnectionCore):
         # connection.tune-ok, fields channel-max and max-frame-size, rules "upper-limit"
         # and "minimum": the server closes the socket without a negotiated close
         ours = self.limits.max_channels
-        if not 0 < (control.channel_max or 0) <= ours:
+        channel_max = ours if control.channel_max is None else control.channel_max
+        if not 0 < channel_max <= ours:
             self._end(
                 CloseCode.CONNECTION_FORCED,
-                f"the client's channel-max {control.channel_max} is not between 1 and {ours}",
+                f"the client's channel-max {channel_max} is not between 1 and {ours}",
                 by_peer=False,
             )
             return
@@ -248,7 +259,7 @@ class Handshake(ConnectionCore):
                 f"the client's heartbeat {heartbeat} is outside {heartbeats or 'none'} "
                 "(connection.tune-ok rule 'permitted-range')",
             )
-        self.channel_max = control.channel_max or 0
+        self.channel_max = channel_max  # absent (as qpid-python sends it): ours
         self.max_frame_size = size or self.limits.max_frame_size
         self.heartbeat = heartbeat
         self._parser.max_frame_size = self.max_frame_size

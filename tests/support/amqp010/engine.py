@@ -12,7 +12,13 @@ import attrs
 
 from amqp_sansio.definitions import amqp010 as spec
 from amqp_sansio.engine import amqp010 as engine
-from amqp_sansio.framing.amqp010 import PROTOCOL_HEADER, SegmentType, Track, encode_assembly
+from amqp_sansio.framing.amqp010 import (
+    PROTOCOL_HEADER,
+    AssemblyParser,
+    SegmentType,
+    Track,
+    encode_assembly,
+)
 from amqp_sansio.security.mechanisms import PasswordStore, ServerAuthenticator
 
 
@@ -152,4 +158,35 @@ def command(
     return b"".join(encode_assembly(channel, Track.COMMAND, segments, max_frame_size))
 
 
-__all__ = ["PROTOCOL_HEADER", "Pair", "authenticator", "chunks", "command", "control", "make_pair"]
+def sent(conn: engine.Connection) -> list[spec.Control | spec.Command]:
+    """What ``conn`` has to send, drained and decoded (after the protocol header, if any)."""
+    data = conn.data_to_send()
+    if data.startswith(b"AMQP"):
+        data = data[8:]
+    out: list[spec.Control | spec.Command] = []
+    for assembly in AssemblyParser(max_frame_size=65535).feed(data):
+        payload = assembly.segments[0].payload
+        if assembly.track == Track.CONTROL:
+            out.append(spec.decode_control(payload))
+        else:
+            out.append(spec.decode_command(payload)[0])
+    return out
+
+
+def close_sent(conn: engine.Connection) -> spec.ConnectionClose:
+    """The ``connection.close`` ``conn`` has to send (drained)."""
+    [close] = [c for c in sent(conn) if isinstance(c, spec.ConnectionClose)]
+    return close
+
+
+__all__ = [
+    "close_sent",
+    "sent",
+    "PROTOCOL_HEADER",
+    "Pair",
+    "authenticator",
+    "chunks",
+    "command",
+    "control",
+    "make_pair",
+]
