@@ -120,7 +120,7 @@ class Connection(Handshake, SessionDispatch):
                 self._assembly(assembly)
             except PeerError as exc:
                 self._fail(exc.code, exc.text)
-            if self.state is _S.CLOSED or self.state is _S.CLOSING:
+            if self.state is _S.CLOSED:
                 return
         if error is not None:
             self._fail(CloseCode.FRAMING_ERROR, error.description, broken=True)

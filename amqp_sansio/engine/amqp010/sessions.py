@@ -169,8 +169,7 @@ class SessionDispatch(ConnectionCore):
                     channel, spec.SessionDetached(name=name, code=DetachCode.SESSION_BUSY)
                 )
                 return
-            moved = self._sessions.pop(other)
-            self._session_gone(moved, other, DetachCode.SESSION_BUSY, by_peer=True)
+            self._session_gone(self._sessions[other], other, DetachCode.SESSION_BUSY, by_peer=True)
         kept = self.store.take((self.identity, name), self._now)
         session = kept if kept is not None else Session(name, channel, self.identity)
         session.channel = channel

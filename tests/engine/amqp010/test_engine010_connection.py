@@ -272,7 +272,7 @@ def test_redirect() -> None:
     pair.server.redirect("other:5672", ["a:1", "b:2"])
     assert pair.server.closed
     pair.pump()
-    client, server = pair.take()
+    client, _ = pair.take()
     assert client == [
         E.Redirected(host="other:5672", known_hosts=("a:1", "b:2")),
         E.ConnectionClosed(reply_code=200, reply_text="redirected to other:5672", by_peer=True),
@@ -476,3 +476,14 @@ def test_a_small_frame_size_splits_big_commands() -> None:
 def test_authenticators_default_offers_anonymous() -> None:
     assert authenticator().offered_mechanisms()[-1] == "ANONYMOUS"
     assert AnonymousClient().name == "ANONYMOUS"
+
+
+def test_garbage_while_closing_ends_without_a_second_close() -> None:
+    pair = make_pair(client={"heartbeat": 10, "limits": E.Limits(handshake_timeout=0)})
+    pair.take()
+    pair.client.close()
+    assert pair.client.next_deadline() == 20.0  # the peer's silence only: no close limit
+    close_sent(pair.client)
+    [closed] = pair.client.receive_data(b"\xff" * 12, 1.0)
+    assert isinstance(closed, E.ConnectionClosed) and closed.reply_code == 501
+    assert pair.client.data_to_send() == b""

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import threading
@@ -168,10 +169,8 @@ class QpidServer:
                 except OSError:
                     return
                 conn = qconnection.Connection(sock, delegate=self.server.connection)
-                try:
+                with contextlib.suppress(qconnection.Closed):
                     conn.start(5)
-                except qconnection.Closed:
-                    pass
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
