@@ -21,6 +21,9 @@ Sixteen targets take arbitrary bytes; each is a function in its family's module:
 ``amqp091-codec`` (``amqp091/codec.py``)
     the AMQP 0-9-1 codec with no framing around it: a field table, a method frame's
     payload and a content header's payload.
+``amqp010-codec`` (``amqp010/codec.py``)
+    the AMQP 0-10 codec with no segment around it: a map, a control's, a command's and a
+    header segment's payload; its errors must carry a 0-10 code.
 ``amqp091-frames`` (``amqp091/frames.py``)
     an AMQP 0-9-1 :class:`amqp_sansio.framing.amqp091.FrameParser` fed the bytes whole and in
     chunks; its errors must carry a 0-9-1 reply code.
@@ -37,7 +40,7 @@ Sixteen targets take arbitrary bytes; each is a function in its family's module:
 ``broker-10``, ``broker-10-opened`` (``amqp10/broker.py``)
     the same with one AMQP 1.0 connection.
 
-The invariant for the codec's five: a target returns normally, or raises an error that
+The invariant for the codec's six: a target returns normally, or raises an error that
 blames the remote side (:data:`fuzz.common.REMOTE_ERRORS`: ``DecodeError``,
 ``FramingError``, ``UnsupportedProtocolError``). Any other exception is a failure. When the
 bytes decode, the result must encode, the encoding must decode, and encoding that again must
@@ -94,6 +97,7 @@ _import_fuzz_package()
 # The target families, then what they share (imported once the package is importable).
 from fuzz import selector  # noqa: E402
 from fuzz.amqp010 import frames as frames010  # noqa: E402
+from fuzz.amqp010 import codec as codec010  # noqa: E402
 from fuzz.amqp091 import broker as broker091  # noqa: E402
 from fuzz.amqp091 import codec as codec091  # noqa: E402
 from fuzz.amqp091 import engine as engine091  # noqa: E402
@@ -131,6 +135,7 @@ __all__ = [
     "check",
     "classify",
     "execute",
+    "fuzz_amqp010_codec",
     "fuzz_amqp091_engine",
     "fuzz_amqp091_codec",
     "fuzz_amqp091_frames",
@@ -166,6 +171,7 @@ fuzz_sasl_server = sasl10.fuzz_sasl_server
 fuzz_sasl_client = sasl10.fuzz_sasl_client
 fuzz_selector = selector.fuzz_selector
 fuzz_amqp091_codec = codec091.fuzz_amqp091_codec
+fuzz_amqp010_codec = codec010.fuzz_amqp010_codec
 fuzz_amqp091_frames = frames091.fuzz_amqp091_frames
 fuzz_amqp091_engine = engine091.fuzz_amqp091_engine
 fuzz_amqp010_frames = frames010.fuzz_amqp010_frames
@@ -187,6 +193,7 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "amqp091-frames": fuzz_amqp091_frames,
     "amqp091-engine": fuzz_amqp091_engine,
     "amqp010-frames": fuzz_amqp010_frames,
+    "amqp010-codec": fuzz_amqp010_codec,
     "broker-091": broker091.fuzz_broker_091,
     "broker-091-opened": broker091.fuzz_broker_091_opened,
     "broker-10": broker10.fuzz_broker_10,
@@ -201,6 +208,7 @@ CODEC_TARGETS = (
     "amqp091-codec",
     "amqp091-frames",
     "amqp010-frames",
+    "amqp010-codec",
 )
 ENGINE_TARGETS = ("server", "server-opened", "sasl-server", "sasl-client", "amqp091-engine")
 #: Text parsers: the broker's message selectors.
@@ -320,6 +328,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
         **frames091.seeds(),
         **engine091.seeds(),
         **frames010.seeds(),
+        **codec010.seeds(),
         **{target: list(seeds) for target, seeds in _BROKER_SEEDS.items()},
     }
     return {k: list(dict.fromkeys(v)) for k, v in corpus.items()}

@@ -18,6 +18,7 @@ PROTOCOLS = ("amqp10", "amqp091", "amqp010")
 #: Package folders tested in another test folder than their mirror, and why.
 TESTED_ELSEWHERE = {
     "amqp_sansio/amqp091": "the 0-9-1 face: its names are tested in the layers' folders",
+    "amqp_sansio/amqp010": "the 0-10 face: tests/definitions/amqp010/ checks it",
     "amqp_sansio/security/mechanisms": "tests/security/ tests the mechanisms",
     "adapters/cli/bench": "tests/cli/ runs the benchmarks",
     "adapters/cli/bench/amqp10": "tests/cli/ runs the 1.0 benchmarks",

@@ -39,7 +39,9 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         "amqp_sansio.security.layers", "amqp_sansio.security.stack", "amqp_sansio.security.tls",
     ), CORE[:6]),
     ("public submodules", ("amqp_sansio.sasl", "amqp_sansio.events"), ("security", "engine")),
-    ("api", ("amqp_sansio", "amqp_sansio.amqp091"), (*CORE, "public submodules")),
+    ("api", ("amqp_sansio", "amqp_sansio.amqp091", "amqp_sansio.amqp010"), (
+        *CORE, "public submodules",
+    )),
     ("client core", ("amqp_sansio.client", "amqp_sansio.amqp091.client"), (*CORE, *API)),
     ("broker core", ("amqp_sansio.broker",), (*CORE, *API)),
     ("I/O adapters", (

@@ -1,15 +1,17 @@
-"""Benchmarks that put our figure next to Qpid Proton's, measured in the same run
-(``amqp-sansio bench codec|pipe|loopback``): the result's shape, rounds and table every
-benchmark shares (:mod:`.results`), the codec (:mod:`.amqp10.codec`; :mod:`.amqp091.codec`
-for AMQP 0-9-1, against pamqp), two engines wired in memory (:mod:`.pipe`), and a
-sender and a receiver over 127.0.0.1 through each adapter (:mod:`.amqp10.loopback`; AMQP
-0-9-1 through RabbitMQ against aio-pika and pika, :mod:`.amqp091.loopback`). ``bench
-broker`` is the broker's (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark``
-:mod:`.spark`'s, with :mod:`.processes` (CPU time by role in a Spark application).
+"""Benchmarks that put our figure next to Qpid Proton's, measured in the same run (``amqp-sansio
+bench codec|pipe|loopback``): the result's shape, rounds and table every benchmark shares
+(:mod:`.results`), the codec (:mod:`.amqp10.codec`; :mod:`.amqp091.codec` for AMQP 0-9-1,
+against pamqp; :mod:`.amqp010.codec` for AMQP 0-10, against qpid-python), two engines wired in
+memory (:mod:`.pipe`), and a sender and a receiver over 127.0.0.1 through each adapter
+(:mod:`.amqp10.loopback`; AMQP 0-9-1 through RabbitMQ against aio-pika and pika,
+:mod:`.amqp091.loopback`). ``bench broker`` is the broker's
+(:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark`` :mod:`.spark`'s, with
+:mod:`.processes` (CPU time by role in a Spark application).
 """
 
 from __future__ import annotations
 
+from .amqp010.codec import codec010_benchmark, qpid_python
 from .amqp091.codec import codec091_benchmark
 from .amqp091.loopback import (
     CONFIRM_BATCH,
@@ -63,6 +65,8 @@ __all__ = [
     "codec_benchmark",
     "format_table",
     "codec091_benchmark",
+    "codec010_benchmark",
+    "qpid_python",
     # the engine pipe
     "PIPE_BODY_SIZE",
     "CREDIT_WINDOW",

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from amqp_sansio.client.url import URLError, parse_url
@@ -15,6 +16,22 @@ from .. import bench, options
 from ..connect import EXIT_CONNECTION, EXIT_USAGE, CommandError
 from ..progress import Progress
 from . import spark as bench_spark_command
+
+#: ``bench codec --protocol P``: the table's title, the benchmark and the peer it measures
+#: against, for each protocol.
+CODEC_BENCHES: dict[str, tuple[str, Callable[..., bench.Result], str]] = {
+    "1.0": ("codec: one typical message, encode and decode", bench.codec_benchmark, "proton"),
+    "0-9-1": (
+        "codec 0-9-1: method frames and content headers, encode and decode",
+        bench.codec091_benchmark,
+        "pamqp",
+    ),
+    "0-10": (
+        "codec 0-10: a message.transfer, its header and body, encode and decode",
+        bench.codec010_benchmark,
+        "qpid-python",
+    ),
+}
 
 __all__ = ["add_parser", "run"]
 
@@ -38,14 +55,15 @@ def add_parser(sub: Any) -> None:
         "application properties, a 256-byte data body) for --seconds each, ours and "
         "python-qpid-proton's; messages per second and the ratio. With --protocol 0-9-1: "
         "AMQP 0-9-1 method frames (basic.publish, basic.deliver) and content headers, "
-        "encoded and decoded, ours and pamqp's.",
+        "encoded and decoded, ours and pamqp's. With --protocol 0-10: a message.transfer "
+        "with its header and body, encoded and decoded, ours and qpid-python's.",
     )
     codec.add_argument(
         "--protocol",
-        choices=("1.0", "0-9-1"),
+        choices=tuple(CODEC_BENCHES),
         default="1.0",
         help="the protocol whose codec to measure: 1.0 against python-qpid-proton, 0-9-1 "
-        "against pamqp (default 1.0)",
+        "against pamqp, 0-10 against qpid-python's codec010 (default 1.0)",
     )
     codec.add_argument(
         "--json", action="store_true", help="print one JSON object with an entry per measurement"
@@ -371,13 +389,9 @@ def run(args: argparse.Namespace) -> int:
     if args.bench == "broker":
         return _bench_broker(args)
     peer = "proton"
-    if args.bench == "codec" and args.protocol == "0-9-1":
-        title = "codec 0-9-1: method frames and content headers, encode and decode"
-        results = bench.codec091_benchmark(seconds=args.seconds)
-        peer = "pamqp"
-    elif args.bench == "codec":
-        title = "codec: one typical message, encode and decode"
-        results = bench.codec_benchmark(seconds=args.seconds)
+    if args.bench == "codec":
+        title, benchmark, peer = CODEC_BENCHES[args.protocol]
+        results = benchmark(seconds=args.seconds)
     elif args.bench == "pipe":
         title, results = _pipe(args)
     elif args.protocol == "0-9-1":

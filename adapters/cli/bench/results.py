@@ -76,6 +76,11 @@ def compare(
 
 #: The package to install for each peer a benchmark compares with.
 _PEER_PACKAGES = {"proton": "python-qpid-proton", "pamqp": "pamqp"}
+#: What to say of a missing peer that is not a package to install.
+_PEER_MISSING = {
+    "qpid-python": "qpid-python is not found: no comparison (set AMQP_SANSIO_PEERS_DIR to "
+    "the folder holding qpid-python/)",
+}
 
 
 def format_table(title: str, results: Result, peer: str = "proton") -> str:
@@ -89,8 +94,11 @@ def format_table(title: str, results: Result, peer: str = "proton") -> str:
     if any(r[peer] is None and r["unit"] not in _MEMORY_UNITS for r in results.values()):
         package = _PEER_PACKAGES.get(peer, peer)
         lines.append(
-            f"{package} is not installed: no comparison "
-            f"(pip install 'amqp-sansio[test]' or {package})"
+            _PEER_MISSING.get(
+                peer,
+                f"{package} is not installed: no comparison "
+                f"(pip install 'amqp-sansio[test]' or {package})",
+            )
         )
     if any(r["unit"] in _MEMORY_UNITS for r in results.values()):
         lines.append("memory: ours only, as tracemalloc sees Python's allocations, not Proton's")

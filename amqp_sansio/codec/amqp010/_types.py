@@ -137,10 +137,17 @@ _Bi = struct.Struct(">Bi")
 _Bq = struct.Struct(">Bq")
 _BI = struct.Struct(">BI")
 _IH = struct.Struct(">IH")
+_II = struct.Struct(">II")
 
 
 def _short(offset: int) -> TruncatedError:
     return TruncatedError("the bytes end inside a value", offset=offset)
+
+
+def _read_uint8(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
+    if offset >= len(buf):
+        raise _short(offset)
+    return buf[offset], offset + 1
 
 
 def _number(codec: struct.Struct) -> tuple[Reader, Writer]:
@@ -199,12 +206,19 @@ def _vbin(codec: struct.Struct) -> tuple[Reader, Writer]:
 
 
 def _str(vbin: tuple[Reader, Writer], encoding: str) -> tuple[Reader, Writer]:
-    read_vbin, write_vbin = vbin
+    _, write_vbin = vbin
+    width = 1 if vbin[0] is _read_vbin8 else 2
+    unpack = (_B if width == 1 else _H).unpack_from
 
     def read(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
-        octets, end = read_vbin(buf, offset, depth)
+        start = offset + width
+        if start > len(buf):
+            raise _short(offset)
+        end = start + unpack(buf, offset)[0]
+        if end > len(buf):
+            raise _short(offset)
         try:
-            return octets.decode(encoding), end
+            return buf[start:end].decode(encoding), end
         except UnicodeDecodeError:
             raise DecodeError(f"a string that is not {encoding}", offset=offset) from None
 
@@ -336,20 +350,26 @@ def _ranges(codec: struct.Struct, name: str) -> tuple[Reader, Writer]:
 _read_vbin32, _write_vbin32 = _vbin(_I)
 
 
-def _read_sized(buf: bytes, offset: int, least: int, name: str) -> tuple[bytes, int]:
+def _sized(buf: bytes, offset: int, least: int, name: str) -> int:
+    """The end of the 32-bit-sized value at ``offset`` (0-10 spec 3.2), checked."""
     if offset + 4 > len(buf):
         raise _short(offset)
-    size = _I.unpack_from(buf, offset)[0]
+    size: int = _I.unpack_from(buf, offset)[0]
     end = offset + 4 + size
     if end > len(buf):
         raise _short(offset)
     if size < least:
         raise DecodeError(f"a {name} of {size} octets", offset=offset)
+    return end
+
+
+def _read_sized(buf: bytes, offset: int, least: int, name: str) -> tuple[bytes, int]:
+    end = _sized(buf, offset, least, name)
     return buf[offset + 4 : end], end
 
 
 def _nested(depth: int, offset: int) -> int:
-    if depth <= 1:
+    if depth < 1:
         raise DecodeError("maps, lists and arrays nested deeper than the limit", offset=offset)
     return depth - 1
 
@@ -368,16 +388,35 @@ def _read_entry(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
 
 
 def _read_map(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
-    inner = _nested(depth, offset)
-    body, end = _read_sized(buf, offset, 4, "map")
-    count = _I.unpack_from(body)[0]
+    if depth < 1:
+        raise DecodeError("maps, lists and arrays nested deeper than the limit", offset=offset)
+    inner = depth - 1
+    if offset + 8 > len(buf):
+        raise _short(offset)
+    size, count = _II.unpack_from(buf, offset)
+    end = offset + 4 + size
+    if end > len(buf):
+        raise _short(offset)
     result: dict[str, Any] = {}
-    at = 4
-    for _ in range(count):
-        key, at = _read_str8(body, at, inner)
-        result[key], at = _read_entry(body, at, inner)
-    if at != len(body):
-        raise DecodeError("a map longer than its entries", offset=offset)
+    at = offset + 8
+    readers = _READERS
+    defaults = _DEFAULT_CODES
+    try:
+        for _ in range(count):
+            key_end = at + 1 + buf[at]
+            key = buf[at + 1 : key_end].decode("utf-8")
+            code = buf[key_end]
+            reader = readers[code]
+            value, at = reader(buf, key_end + 1, inner)
+            result[key] = value if code in defaults else Typed(TypeCode(code), value)
+    except IndexError:
+        raise _short(at) from None
+    except KeyError:
+        raise DecodeError(f"unknown type code in the map at {offset}", offset=at) from None
+    except UnicodeDecodeError:
+        raise DecodeError("a map key that is not UTF-8", offset=at) from None
+    if at != end:
+        raise DecodeError("a map whose entries do not fill its size", offset=offset)
     return result, end
 
 
@@ -428,7 +467,7 @@ def _write_entry(out: bytearray, value: Any, depth: int) -> None:
 
 
 def _enter(depth: int) -> int:
-    if depth <= 1:
+    if depth < 1:
         raise EncodeError("maps, lists and arrays nested deeper than the limit")
     return depth - 1
 
@@ -509,7 +548,7 @@ _read_str8, _write_str8 = _str((_read_vbin8, _write_vbin8), "utf-8")
 TYPES: dict[str, tuple[TypeCode | None, Reader, Writer]] = {
     "bin8": (TypeCode.BIN8, *_fixed(1)),
     "int8": (TypeCode.INT8, *_number(_b)),
-    "uint8": (TypeCode.UINT8, *_number(_B)),
+    "uint8": (TypeCode.UINT8, _read_uint8, _number(_B)[1]),
     "char": (TypeCode.CHAR, _read_char, _write_char),
     "boolean": (TypeCode.BOOLEAN, _read_boolean, _write_boolean),
     "bin16": (TypeCode.BIN16, *_fixed(2)),

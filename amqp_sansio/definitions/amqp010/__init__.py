@@ -1,15 +1,17 @@
-"""AMQP 0-10's definitions: the domains, structs, controls and commands of the specification
-(``spec``, generated from Qpid's XML with its errata) and their codec (``compounds``; 0-10 spec
-3.3, 4.5)."""
+"""AMQP 0-10's definitions: the domains, structs and controls (``spec``) and the commands
+(``commands``) of the specification, generated from Qpid's XML with its errata, and their
+codec (``compounds``; 0-10 spec 3.3, 4.5)."""
 
 from __future__ import annotations
 
-from . import spec
+from . import commands, spec
+from .commands import *  # noqa: F403
 from .compounds import (
     COMMANDS,
     CONTROLS,
     STRUCTS,
     Command,
+    Compound,
     Control,
     Struct,
     decode_command,
@@ -28,6 +30,7 @@ __all__ = [
     "CONTROLS",
     "STRUCTS",
     "Command",
+    "Compound",
     "Control",
     "Struct",
     "decode_command",
@@ -39,4 +42,5 @@ __all__ = [
     "encode_header",
     "encode_struct32",
     *spec.__all__,
+    *commands.__all__,
 ]

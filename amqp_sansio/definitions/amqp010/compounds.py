@@ -106,7 +106,13 @@ STRUCTS: dict[int, type[Struct]] = {}
 _STRUCTS_BY_NAME: dict[str, type[Struct]] = {}
 
 _H = struct.Struct(">H")
+_IH = struct.Struct(">IH")
 _SIZES = {1: struct.Struct(">B"), 2: struct.Struct(">H"), 4: struct.Struct(">I")}
+#: How many packing-flags values each class keeps a decoding plan for (a bound against a
+#: peer sending every value).
+_MAX_PLANS = 64
+#: Packing flags: the first octet holds the first eight fields' flags (0-10 spec 3.3).
+_FLAGS = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I")}
 C = TypeVar("C", bound=type[Compound])
 
 
@@ -124,42 +130,79 @@ def _field_codec(type_name: str) -> tuple[Reader, Writer]:
     return reader, writer
 
 
+def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving an object's values of ``names``, as a tuple."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        return lambda obj: (getattr(obj, names[0]),)
+    return lambda obj: ()
+
+
 def _compile_fields(cls: type[Compound]) -> tuple[Reader, Writer]:
     """The reader and writer of ``cls``'s packing flags and fields."""
-    names = [name for name, _ in cls.FIELDS]
     bits = [type_name == "bit" for _, type_name in cls.FIELDS]
     codecs = [_field_codec(type_name) for _, type_name in cls.FIELDS]
-    plan = list(zip(range(len(names)), bits, codecs, strict=True))
+    return _fields_reader(cls, bits, codecs), _fields_writer(cls, bits, codecs)
+
+
+def _fields_reader(
+    cls: type[Compound], bits: list[bool], codecs: list[tuple[Reader, Writer]]
+) -> Reader:
+    readers = [None if bit else reader for bit, (reader, _) in zip(bits, codecs, strict=True)]
+    defaults = [False if bit else None for bit in bits]
     pack = cls.PACK
-    known = (1 << len(names)) - 1
-    get = attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
-    if not names:
-        get = lambda obj: ()  # noqa: E731
+    flags_codec = _FLAGS.get(pack)
+    known = (1 << len(bits)) - 1
+    #: For each packing flags value seen: the values of absent and bit fields, and the
+    #: (index, reader) of each present field, in order.
+    plans: dict[int, tuple[list[Any], list[tuple[int, Reader]]]] = {}
+
+    def _plan(flags: int) -> tuple[list[Any], list[tuple[int, Reader]]]:
+        values = [True if flags >> i & 1 else d for i, d in enumerate(defaults)]
+        present = []
+        for index, reader in enumerate(readers):
+            if reader is not None and flags >> index & 1:
+                values[index] = None
+                present.append((index, reader))
+        plan = (values, present)
+        if len(plans) < _MAX_PLANS:
+            plans[flags] = plan
+        return plan
 
     def read(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
-        if pack:
+        if flags_codec is not None:
             if offset + pack > len(buf):
                 raise _short(offset)
-            flags = int.from_bytes(buf[offset : offset + pack], "little")
+            flags = flags_codec.unpack_from(buf, offset)[0]
             if flags & ~known:
                 raise DecodeError(f"packing flags 0x{flags:x} name no field of {cls.NAME}")
             offset += pack
         else:
             flags = known
-        values = []
-        for index, bit, (reader, _) in plan:
-            if not flags >> index & 1:
-                values.append(False if bit else None)
-            elif bit:
-                values.append(True)
-            else:
-                value, offset = reader(buf, offset, depth)
-                values.append(value)
+        plan = plans.get(flags)
+        if plan is None:
+            plan = _plan(flags)
+        values = plan[0].copy()
+        for index, reader in plan[1]:
+            values[index], offset = reader(buf, offset, depth)
         return cls(*values), offset
+
+    return read
+
+
+def _fields_writer(
+    cls: type[Compound], bits: list[bool], codecs: list[tuple[Reader, Writer]]
+) -> Writer:
+    plan = list(zip(range(len(bits)), bits, codecs, strict=True))
+    pack = cls.PACK
+    flags_codec = _FLAGS.get(pack)
+    get = _getter([name for name, _ in cls.FIELDS])
+    zeros = bytes(pack)
 
     def write(out: bytearray, obj: Any, depth: int) -> None:
         start = len(out)
-        out += bytes(pack)
+        out += zeros
         flags = 0
         for (index, bit, (_, writer)), value in zip(plan, get(obj), strict=True):
             if bit:
@@ -170,9 +213,10 @@ def _compile_fields(cls: type[Compound]) -> tuple[Reader, Writer]:
                 writer(out, value, depth)
             elif not pack:
                 raise EncodeError(f"{cls.NAME} has no packing flags: every field is needed")
-        out[start : start + pack] = flags.to_bytes(pack, "little")
+        if flags_codec is not None:
+            flags_codec.pack_into(out, start, flags)
 
-    return read, write
+    return write
 
 
 def _compile_struct(cls: type[Struct]) -> tuple[Reader, Writer]:
@@ -193,8 +237,8 @@ def _compile_struct(cls: type[Struct]) -> tuple[Reader, Writer]:
             raise _short(offset)
         if code is not None and _H.unpack_from(buf, offset + width)[0] != code:
             raise DecodeError(f"a {cls.NAME} with the code of another struct", offset=offset)
-        value, after = read_fields(buf[offset + head : end], 0, depth)
-        if after != end - offset - head:
+        value, after = read_fields(buf, offset + head, depth)
+        if after != end:
             raise DecodeError(f"a {cls.NAME} longer than its fields", offset=offset)
         return value, end
 
@@ -228,15 +272,15 @@ def compound(cls: C) -> C:
 def _read_struct32(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
     if offset + 6 > len(buf):
         raise _short(offset)
-    end = offset + 4 + _SIZES[4].unpack_from(buf, offset)[0]
+    size, code = _IH.unpack_from(buf, offset)
+    end = offset + 4 + size
     if end > len(buf):
         raise _short(offset)
-    code = _H.unpack_from(buf, offset + 4)[0]
     kind = STRUCTS.get(code)
     if kind is None:
         raise UnknownCodeError(f"no struct has the code 0x{code:04x}", offset=offset)
-    value, after = kind._read_fields(buf[offset + 6 : end], 0, depth)
-    if after != end - offset - 6:
+    value, after = kind._read_fields(buf, offset + 6, depth)
+    if after != end:
         raise DecodeError(f"a {kind.NAME} longer than its fields", offset=offset)
     return value, end
 
@@ -315,9 +359,10 @@ def decode_command(data: bytes, *, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[
     kind = COMMANDS.get(_H.unpack_from(buf)[0])
     if kind is None:
         raise UnknownCodeError(f"no command has the code {buf[0]}.{buf[1]}", offset=0)
-    header, offset = _STRUCTS_BY_NAME["header"]._read(buf, 2, max_depth)
-    value, end = kind._read(buf, offset, max_depth)
-    return _whole(value, end, buf, kind.NAME), header.sync  # type: ignore[attr-defined]
+    if buf[2] != 1 or buf[3] > 1:
+        raise DecodeError("a session.header other than one octet of flags, 0 or 1", offset=2)
+    value, end = kind._read(buf, 4, max_depth)
+    return _whole(value, end, buf, kind.NAME), buf[3] == 1
 
 
 def encode_struct32(value: Struct) -> bytes:
