@@ -341,22 +341,35 @@ def test_interleaved_channels_round_trip(data: st.DataObject, max_frame_size: in
     assert len(got) == sum(len(v) for v in sent.values())
 
 
+def outcome(data: bytes, sizes: Sequence[int]) -> tuple[list[Assembly], str | None]:
+    """Every assembly ``data`` gives fed in chunks of ``sizes`` (those a FramingError carries
+    counted in), and the error's message."""
+    parser = framing.AssemblyParser(max_frame_size=4096)
+    out: list[Assembly] = []
+    at = 0
+    try:
+        for step in sizes:
+            out += parser.feed(data[at : at + step])
+            at += step
+        out += parser.feed(data[at:])
+    except framing.FramingError as exc:
+        assert exc.reply_code == 501
+        return out + list(exc.assemblies), exc.description
+    return out, None
+
+
 @given(st.binary(max_size=400), chunkings)
 @settings(max_examples=500, deadline=None)
 def test_arbitrary_bytes_give_assemblies_or_framing_error(data: bytes, sizes: list[int]) -> None:
-    def outcome(chunks: Sequence[int] | None) -> tuple[list[Assembly], str | None]:
-        try:
-            return parse(data, chunks, max_frame_size=4096), None
-        except framing.FramingError as exc:
-            assert exc.reply_code == 501
-            return list(exc.assemblies), type(exc).__name__
+    assert outcome(data, sizes * len(data)) == outcome(data, [])
 
-    # fed whole, an error drops nothing; fed in chunks, earlier calls returned some
-    whole = outcome(None)
-    chunked = outcome(sizes)
-    assert chunked[1] == whole[1]
-    if whole[1] is None:
-        assert chunked == whole
+
+@given(st.sampled_from(sorted(HOSTILE)), chunkings)
+def test_hostile_frames_in_random_chunks(name: str, sizes: list[int]) -> None:
+    data = HOSTILE[name]
+    whole = outcome(data, [])
+    assert whole[1] is not None
+    assert outcome(data, sizes * len(data)) == whole
 
 
 @given(st.binary(min_size=1, max_size=60))
