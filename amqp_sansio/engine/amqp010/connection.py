@@ -218,13 +218,15 @@ class Connection(Handshake, SessionDispatch):
         when nothing was sent for half the heartbeat; end the connection when nothing
         arrived for twice the heartbeat (0-10 spec, ``connection.heartbeat``), when the
         handshake took longer than the limit, or when the peer did not answer our close in
-        time; forget the detached sessions whose time-out passed (SessionExpired)."""
+        time; forget the detached sessions whose time-out passed (SessionExpired; a
+        connection that has ended does nothing more, and the sessions it kept expire on the
+        next connection sharing its store)."""
         self._now = now
         state, started = self.state, self._started
         if state is not _S.CLOSED and started is not None:
+            for session in self.store.expire(now):
+                self._report(SessionExpired(session=session.name))
             self._tick(now, state, started)
-        for session in self.store.expire(now):
-            self._report(SessionExpired(session=session.name))
         return self._take_events()
 
     def _tick(self, now: float, state: ConnectionState, started: float) -> None:
