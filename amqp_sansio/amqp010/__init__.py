@@ -4,8 +4,8 @@ are defined in the 0-10 folders of their layers.
 
 * ``codec``: :mod:`amqp_sansio.codec.amqp010`, the types of 0-10 spec 3 ("Types");
 * ``definitions``: :mod:`amqp_sansio.definitions.amqp010`, every control, command and struct
-  and their encodings ("Commands and controls"); ``spec`` is its generated module, the
-  classes by flat name (``spec.MessageTransfer``) and the domains;
+  and their encodings ("Commands and controls"), by flat name
+  (``definitions.MessageTransfer``, ``definitions.SessionDetachCode``);
 * :mod:`~amqp_sansio.amqp010.framing`: frames, segments, assemblies, the protocol header
   ("Frames");
 * :mod:`~amqp_sansio.amqp010.engine`: the connection and session state machines of both
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from ..codec import amqp010 as codec
 from ..definitions import amqp010 as definitions
-from ..definitions.amqp010 import spec
 from . import engine, errors, framing
 
-__all__ = ["codec", "definitions", "engine", "errors", "framing", "spec"]
+__all__ = ["codec", "definitions", "engine", "errors", "framing"]
