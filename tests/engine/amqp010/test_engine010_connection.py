@@ -8,10 +8,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.amqp010.engine import (
     PROTOCOL_HEADER,
     Pair,
     authenticator,
+    chunks,
     close_sent,
     command,
     control,
@@ -487,3 +490,36 @@ def test_garbage_while_closing_ends_without_a_second_close() -> None:
     [closed] = pair.client.receive_data(b"\xff" * 12, 1.0)
     assert isinstance(closed, E.ConnectionClosed) and closed.reply_code == 501
     assert pair.client.data_to_send() == b""
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=300), st.sampled_from([None, 1, 5]), st.booleans())
+def test_hostile_bytes_end_in_events_never_in_an_exception(
+    data: bytes, chunk: int | None, opened: bool
+) -> None:
+    """Anything after the header (and after a valid handshake, or not) gives events or a
+    clean close with a 0-10 close-code, whole and in chunks."""
+    pair = make_pair(open_=opened)
+    server = pair.server
+    if not opened:
+        server.receive_data(PROTOCOL_HEADER, 0)
+    events = []
+    for piece in chunks(data, chunk):
+        events += server.receive_data(piece, 0.5)
+    events += server.handle_timer(1000.0)
+    events += server.receive_data(b"", 1000.0)
+    closed = [e for e in events if isinstance(e, E.ConnectionClosed)]
+    assert len(closed) <= 1 and server.closed
+    assert not closed or closed[0].reply_code in (200, 320, 402, 501)
+
+
+def test_the_face() -> None:
+    from amqp_sansio import amqp010
+    from amqp_sansio.codec.amqp010 import errors as codec_errors
+    from amqp_sansio.framing import amqp010 as framing
+
+    assert amqp010.engine.Connection is E.Connection
+    assert amqp010.framing.AssemblyParser is framing.AssemblyParser
+    assert amqp010.errors.DecodeError is codec_errors.DecodeError
+    assert amqp010.errors.FramingError is framing.FramingError
+    assert amqp010.definitions.MessageTransfer is spec.MessageTransfer
