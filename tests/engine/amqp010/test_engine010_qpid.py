@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import socket
 import threading
@@ -157,7 +158,10 @@ class QpidServer:
         qconnection = qpid_module("qpid.connection")
         qqueue = qpid_module("qpid.queue")
         self.queue = qqueue.Queue()
-        self.listener = socket.create_server(("127.0.0.1", 0))
+        # its tests read QPID_TEST_HOST and QPID_TEST_PORT; by default a free port here
+        host = os.environ.get("QPID_TEST_HOST", "127.0.0.1")
+        self.listener = socket.create_server((host, int(os.environ.get("QPID_TEST_PORT", "0"))))
+        self.host = "127.0.0.1" if host in ("", "0.0.0.0") else host
         self.port = self.listener.getsockname()[1]
         self.server = tests.TestServer(self.queue)
         self.running = True
@@ -206,7 +210,7 @@ def drive(
 def test_our_client_against_qpids_server() -> None:
     server = QpidServer()
     try:
-        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock = socket.create_connection((server.host, server.port))
         conn = engine.Connection(engine.Role.CLIENT)
         conn.start(time.monotonic())
         events: list[engine.Event] = []
