@@ -82,6 +82,7 @@ def test_python_types_pick_their_codes() -> None:
         pass
 
     assert codec.code_of(Flag(3)) is TypeCode.INT64
+    assert codec.encode("map", {"f": Flag(3)}) == codec.encode("map", {"f": 3})
     assert codec.code_of(Typed(TypeCode.UINT8, 3)) is TypeCode.UINT8
     assert codec.code_of(Decimal(1)) is TypeCode.DEC64
     assert codec.code_of((1,)) is TypeCode.LIST
