@@ -85,15 +85,19 @@ class SessionDispatch(ConnectionCore):
     def _announce(self, session: Session, *, resumed: bool) -> None:
         """The session is attached: our ``command-point`` (0-10 spec,
         ``session.command-point``: before any command on a newly attached transport), the
-        replay of what the peer had not completed, and the completions it may have missed."""
+        replay of what the peer had not completed (a ``command-point`` again past each run of
+        ids it completed, and before the next new command), and the completions it may have
+        missed."""
         session.state = SessionState.ATTACHED
         pending = session.unreplayed()
-        first = pending[0][0] if pending else session.next_out
-        self._session_control(
-            session, spec.SessionCommandPoint(command_id=first & 0xFFFFFFFF, command_offset=0)
-        )
-        for _, segments in pending:
+        point = None
+        for command_id, segments in pending:
+            if command_id != point:  # a gap: the peer completed those between
+                self._command_point(session, command_id)
             self._frames(session.channel, Track.COMMAND, segments)
+            point = command_id + 1
+        if point != session.next_out:
+            self._command_point(session, session.next_out)
         if resumed:
             session.resend_completed()
             self._report(
@@ -101,6 +105,11 @@ class SessionDispatch(ConnectionCore):
             )
         else:
             self._report(SessionAttached(session=session.name, channel=session.channel))
+
+    def _command_point(self, session: Session, command_id: int) -> None:
+        self._session_control(
+            session, spec.SessionCommandPoint(command_id=command_id & 0xFFFFFFFF, command_offset=0)
+        )
 
     def _refuse_command(
         self, session: Session, code: int, text: str, command_id: int | None
