@@ -1,5 +1,5 @@
 """The AMQP 0-10 connection, both roles, without I/O (0-10 spec, classes ``connection``,
-``session`` and ``execution``; 4.x for the protocol header, frames, segments and
+``session`` and ``execution``; 4.2 for the protocol header, 4.4 for frames, segments and
 assemblies).
 
 The caller moves bytes and time, on the one engine contract every protocol meets
@@ -126,7 +126,7 @@ class Connection(Handshake, SessionDispatch):
             self._fail(CloseCode.FRAMING_ERROR, error.description, broken=True)
 
     def _assembly(self, assembly: Assembly) -> None:
-        """One control or command from the peer (0-10 spec 4.3: a control assembly is one
+        """One control or command from the peer (0-10 spec 4.4: a control assembly is one
         control segment on track 0; a command assembly a command segment, then optionally
         a header and a body segment, on track 1)."""
         segments = assembly.segments
@@ -373,7 +373,7 @@ class Connection(Handshake, SessionDispatch):
     ) -> int:
         """Send ``command`` on ``session`` (with ``header`` structs and ``body`` octets: a
         ``message.transfer``'s), its segments split into frames of max-frame-size (0-10
-        spec 4.3); gives its command id. The engine keeps it until the peer completes it
+        spec 4.4); gives its command id. The engine keeps it until the peer completes it
         (CommandsCompleted); ``sync`` asks the peer to say so at once."""
         ssn = self._attached(session, f"send {getattr(command, 'NAME', command)!r}")
         if not isinstance(command, spec.Command):

@@ -2,7 +2,7 @@
 what writes to and ends it: the base its parts share (the connection controls in
 :mod:`.handshake`, the session controls and commands in :mod:`.sessions`).
 
-Output is a list of encoded frames drained by ``data_to_send()`` (0-10 spec 4.3, frames;
+Output is a list of encoded frames drained by ``data_to_send()`` (0-10 spec 4.4, frames;
 :func:`~amqp_sansio.framing.amqp010.encode_assembly`); every write stamps the time of
 the last call for the heartbeat (0-10 spec, ``connection.heartbeat``). Ending the
 connection reports :class:`~amqp_sansio.engine.amqp010.events.ConnectionClosed` once, and

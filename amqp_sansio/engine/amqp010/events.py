@@ -135,7 +135,7 @@ class SessionExpired(Event):
 
 @attrs.frozen(kw_only=True, repr=False)
 class CommandReceived(Event):
-    """The peer's command ``command_id`` arrived on ``session`` (0-10 spec 4.x, command
+    """The peer's command ``command_id`` arrived on ``session`` (0-10 spec 4.4, command
     segments): the ``command``, its ``sync`` flag (the peer wants to know of its
     completion at once), the ``header`` structs and the ``body`` octets (a
     ``message.transfer``'s). Call :meth:`Connection.complete` once it is done."""
