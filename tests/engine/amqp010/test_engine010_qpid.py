@@ -49,6 +49,11 @@ class Broker:
             return
         cmd, session = event.command, event.session
         self.seen.append(cmd.NAME)
+        if isinstance(cmd, spec.QueueDeclare) and cmd.passive and cmd.queue not in self.queues:
+            conn.send_exception(
+                session, 404, command_id=event.command_id, description=f"no queue {cmd.queue}"
+            )
+            return
         if isinstance(cmd, spec.QueueDeclare):
             self.queues.setdefault(cmd.queue or "", [])
         elif isinstance(cmd, spec.MessageTransfer):
@@ -144,6 +149,12 @@ def test_qpid_client_against_our_server(our_server: Any) -> None:
     ssn.message_flow(destination="t", unit=ssn.credit_unit.message, value=1)
     assert incoming.get(timeout=10).body == b"hello 2"
     ssn.close(10)
+    # a refused command: execution.exception, and the session is detached
+    session = qpid_module("qpid.session")
+    bad = client.session(b"refused", timeout=10)
+    with pytest.raises(session.SessionException) as refused:
+        bad.queue_declare(queue="missing", passive=True)
+    assert refused.value.args[0].error_code == 404
     client.close(10)
     assert broker.seen[:2] == ["queue.declare", "message.transfer"]
     assert "message.accept" in broker.seen and "message.flow" in broker.seen
