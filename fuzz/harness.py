@@ -1,7 +1,7 @@
 """The fuzz targets of amqp-sansio, registered by name, with a seed corpus, a pure-Python
 mutation fuzzer and a command line.
 
-Seventeen targets take arbitrary bytes; each is a function in its family's module:
+Eighteen targets take arbitrary bytes; each is a function in its family's module:
 
 ``decode``, ``message`` (``amqp10/codec.py``)
     :func:`amqp_sansio.decode` and :meth:`amqp_sansio.Message.decode`.
@@ -30,6 +30,9 @@ Seventeen targets take arbitrary bytes; each is a function in its family's modul
 ``amqp091-engine`` (``amqp091/engine.py``)
     a server-role AMQP 0-9-1 :class:`amqp_sansio.engine.amqp091.Connection` fed the bytes in
     chunks, with a small broker answering its events.
+``amqp010-engine`` (``amqp010/engine.py``)
+    a server-role AMQP 0-10 :class:`amqp_sansio.engine.amqp010.Connection` fed the bytes in
+    chunks, with a small application answering its events.
 ``amqp010-frames`` (``amqp010/frames.py``)
     an AMQP 0-10 :class:`amqp_sansio.framing.amqp010.AssemblyParser` fed the bytes whole and
     in chunks; its errors must be the 0-10 ``FramingError`` with close-code 501.
@@ -97,6 +100,7 @@ _import_fuzz_package()
 # The target families, then what they share (imported once the package is importable).
 from fuzz import selector  # noqa: E402
 from fuzz.amqp010 import codec as codec010  # noqa: E402
+from fuzz.amqp010 import engine as engine010  # noqa: E402
 from fuzz.amqp010 import frames as frames010  # noqa: E402
 from fuzz.amqp091 import broker as broker091  # noqa: E402
 from fuzz.amqp091 import codec as codec091  # noqa: E402
@@ -140,6 +144,7 @@ __all__ = [
     "fuzz_amqp091_codec",
     "fuzz_amqp091_frames",
     "fuzz_amqp010_frames",
+    "fuzz_amqp010_engine",
     "fuzz_decode",
     "fuzz_frames",
     "fuzz_message",
@@ -175,6 +180,7 @@ fuzz_amqp010_codec = codec010.fuzz_amqp010_codec
 fuzz_amqp091_frames = frames091.fuzz_amqp091_frames
 fuzz_amqp091_engine = engine091.fuzz_amqp091_engine
 fuzz_amqp010_frames = frames010.fuzz_amqp010_frames
+fuzz_amqp010_engine = engine010.fuzz_amqp010_engine
 # The chunkings, which tests/project/test_fuzz_pass.py checks.
 _chunk_sizes = chunk_sizes
 _server_chunks = engine10.server_chunks
@@ -192,8 +198,9 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "amqp091-codec": fuzz_amqp091_codec,
     "amqp091-frames": fuzz_amqp091_frames,
     "amqp091-engine": fuzz_amqp091_engine,
-    "amqp010-codec": fuzz_amqp010_codec,
     "amqp010-frames": fuzz_amqp010_frames,
+    "amqp010-codec": fuzz_amqp010_codec,
+    "amqp010-engine": fuzz_amqp010_engine,
     "broker-091": broker091.fuzz_broker_091,
     "broker-091-opened": broker091.fuzz_broker_091_opened,
     "broker-10": broker10.fuzz_broker_10,
@@ -207,10 +214,17 @@ CODEC_TARGETS = (
     "message",
     "amqp091-codec",
     "amqp091-frames",
-    "amqp010-codec",
     "amqp010-frames",
+    "amqp010-codec",
 )
-ENGINE_TARGETS = ("server", "server-opened", "sasl-server", "sasl-client", "amqp091-engine")
+ENGINE_TARGETS = (
+    "server",
+    "server-opened",
+    "sasl-server",
+    "sasl-client",
+    "amqp091-engine",
+    "amqp010-engine",
+)
 #: Text parsers: the broker's message selectors.
 PARSER_TARGETS = ("selector",)
 #: The broker core's targets, both protocols (fuzz/broker_core.py).
@@ -327,8 +341,9 @@ def seed_corpus() -> dict[str, list[bytes]]:
         **codec091.seeds(),
         **frames091.seeds(),
         **engine091.seeds(),
-        **codec010.seeds(),
         **frames010.seeds(),
+        **engine010.seeds(),
+        **codec010.seeds(),
         **{target: list(seeds) for target, seeds in _BROKER_SEEDS.items()},
     }
     return {k: list(dict.fromkeys(v)) for k, v in corpus.items()}

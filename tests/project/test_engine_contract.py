@@ -14,6 +14,7 @@ import pytest
 from support import ROOT
 
 import amqp_sansio
+from amqp_sansio.engine import amqp010 as engine010
 from amqp_sansio.engine import amqp091 as engine091
 from amqp_sansio.engine.contract import ProtocolEngine
 from amqp_sansio.events import Event
@@ -21,6 +22,7 @@ from amqp_sansio.events import Event
 ENGINES = {
     "AMQP 1.0": amqp_sansio.Connection,
     "AMQP 0-9-1": engine091.Connection,
+    "AMQP 0-10": engine010.Connection,
 }
 
 #: The contract's calls: their parameters after ``self`` (the required ones) and their

@@ -29,4 +29,5 @@ PUBLIC_MODULES = (
     "amqp_sansio.security.stack",
     "amqp_sansio.errors",
     "amqp_sansio.amqp091",
+    "amqp_sansio.amqp010",
 )

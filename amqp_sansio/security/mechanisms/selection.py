@@ -260,15 +260,18 @@ def select_client_mechanism(
 def client_mechanism(
     mechanism: str | SASLClientMechanism, username: str | None, password: str | None
 ) -> SASLClientMechanism:
-    """An AMQP 0-9-1 client's mechanism object for ``mechanism``: an object is used as it
-    is; a name (``"PLAIN"``, ``"AMQPLAIN"``, ``"EXTERNAL"``) is made with ``username`` and
-    ``password`` (``guest``/``guest`` when both are None: RabbitMQ's and pika's default).
-    Raises :class:`SASLConfigurationError` for an unknown name or unusable credentials."""
+    """An AMQP 0-9-1 or 0-10 client's mechanism object for ``mechanism``: an object is used
+    as it is; a name (``"PLAIN"``, ``"AMQPLAIN"``, ``"EXTERNAL"``, ``"ANONYMOUS"``) is made
+    with ``username`` and ``password`` (``guest``/``guest`` when both are None: RabbitMQ's
+    and pika's default). Raises :class:`SASLConfigurationError` for an unknown name or
+    unusable credentials."""
     if isinstance(mechanism, SASLClientMechanism):
         return mechanism
     name = mechanism.upper()
     if name == "EXTERNAL":
         return ExternalClient(username)
+    if name == "ANONYMOUS":
+        return AnonymousClient()
     if username is None and password is None:
         username, password = "guest", "guest"
     if name == "PLAIN":
@@ -276,7 +279,7 @@ def client_mechanism(
     if name == "AMQPLAIN":
         return AMQPlainClient(username or "", password or "")
     raise SASLConfigurationError(
-        f"no 0-9-1 client mechanism {mechanism!r}: PLAIN, AMQPLAIN, EXTERNAL or an object"
+        f"no client mechanism {mechanism!r}: PLAIN, AMQPLAIN, EXTERNAL, ANONYMOUS or an object"
     )
 
 

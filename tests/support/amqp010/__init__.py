@@ -1,5 +1,6 @@
 """Hypothesis strategies for the AMQP 0-10 types, maps and compounds, and the qpid-python
-peer's codec wrapped for cross-checks (``tests/support/qpid_peer.py`` finds it)."""
+peer's codec wrapped for cross-checks (``tests/support/qpid_peer.py`` finds it); two
+engines wired in memory are in ``engine``."""
 
 from __future__ import annotations
 
