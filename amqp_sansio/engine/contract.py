@@ -2,16 +2,25 @@
 engine of the library offers its caller, written once.
 
 It holds what every protocol's engine shares and nothing protocol-specific: the base class
-of every event (:class:`Event`, which each protocol's events subclass) and the contract each
-engine offers (:class:`ProtocolEngine`). Each protocol's engine imports it; it imports
-neither of them.
+of every event (:class:`Event`, which each protocol's events subclass), the contract each
+engine offers (:class:`ProtocolEngine`) and the end of the connection an engine plays
+(:class:`Role`, for the engines that take one: 0-9-1's and 0-10's). Each protocol's
+engine imports it; it imports none of them.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Protocol
 
-__all__ = ["Event", "ProtocolEngine"]
+__all__ = ["Event", "ProtocolEngine", "Role"]
+
+
+class Role(enum.Enum):
+    """Which end of the connection an engine is."""
+
+    CLIENT = "client"
+    SERVER = "server"
 
 
 class Event:

@@ -13,6 +13,7 @@ import attrs
 
 from ...definitions import amqp010 as spec
 from ...errors import LocalProtocolError
+from ..contract import Role
 
 __all__ = [
     "MIN_MAX_FRAME_SIZE",
@@ -27,13 +28,6 @@ __all__ = [
 #: The smallest max-frame-size a connection may agree (0-10 spec, constant
 #: ``MIN-MAX-FRAME-SIZE``); frames up to it are accepted before ``connection.tune``.
 MIN_MAX_FRAME_SIZE = 4096
-
-
-class Role(enum.Enum):
-    """Which end of the connection the engine is."""
-
-    CLIENT = "client"
-    SERVER = "server"
 
 
 @attrs.frozen(kw_only=True)

@@ -11,15 +11,9 @@ import attrs
 
 from ...definitions.amqp091 import spec
 from ...definitions.amqp091.methods import Method
+from ..contract import Role
 
 __all__ = ["ROLE_STATES", "TABLE", "ConnectionState", "Limits", "Role"]
-
-
-class Role(enum.Enum):
-    """Which end of the connection the engine is."""
-
-    CLIENT = "client"
-    SERVER = "server"
 
 
 @attrs.frozen(kw_only=True)
