@@ -2,8 +2,9 @@
 the ``protocol`` every adapter's ``connect(url, protocol=...)`` is given (never guessed
 from the URL or the server), and hands the call to that protocol's connect recipe
 (:func:`amqp_sansio.client.amqp10.recipes.connect`,
-:func:`amqp_sansio.client.amqp091.recipes.connect`). A new protocol is one more entry
-here."""
+:func:`amqp_sansio.client.amqp091.recipes.connect`,
+:func:`amqp_sansio.client.amqp010.recipes.connect`). A new protocol is one more entry
+in :data:`CONNECTS`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import ssl
 from collections.abc import Callable, Collection
 from typing import Any, TypedDict, TypeVar
 
+from .amqp010 import recipes as recipes010
+from .amqp010.core import ConnectOptions as ConnectOptions010
 from .amqp091 import recipes as recipes091
 from .amqp091.core import ConnectOptions as ConnectOptions091
 from .amqp10 import recipes as recipes10
@@ -18,12 +21,12 @@ from .engines import connect_options
 from .recipes import Recipe
 from .reconnect import Reconnect
 
-__all__ = ["PROTOCOLS", "ConnectKeywords", "connect_protocol"]
+__all__ = ["CONNECTS", "PROTOCOLS", "ConnectKeywords", "connect_protocol"]
 
 C = TypeVar("C")
 
 #: The protocols ``connect(url, protocol=...)`` speaks; the first is the default.
-PROTOCOLS = ("1.0", "0-9-1")
+PROTOCOLS = ("1.0", "0-9-1", "0-10")
 
 
 class ConnectKeywords(TypedDict, total=False):
@@ -57,41 +60,95 @@ def connect_protocol(
 ) -> Recipe[C]:
     """The recipe of every adapter's ``connect``: the protocol is the caller's choice,
     never guessed from the URL or the server: ``"1.0"`` (the default,
-    :func:`amqp_sansio.client.amqp10.recipes.connect`) or ``"0-9-1"``
-    (:func:`amqp_sansio.client.amqp091.recipes.connect`).
-    ``sasl_mechanisms`` means the same for both (restricts the client's choice, one name
-    forces it; for 0-9-1 see :func:`~amqp_sansio.client.amqp091.mechanisms`). The
-    options of AMQP 1.0's SASL layer and idle time-out (``idle_timeout``,
-    ``container_id``, ``sasl``) have no 0-9-1 meaning: given with ``"0-9-1"`` they raise
-    :class:`ValueError` (its heartbeat is the URL's ``heartbeat`` query parameter), as does
-    any other protocol."""
-    if protocol == "1.0":
-        options = connect_options(
-            container_id=container_id,
-            idle_timeout=idle_timeout,
-            ssl_context=ssl_context,
-            allow_insecure_auth=allow_insecure_auth,
-            sasl_mechanisms=sasl_mechanisms,
-            sasl=sasl,
-        )
-        return recipes10.connect(
-            url, options, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
-        )
-    if protocol != "0-9-1":
+    :func:`amqp_sansio.client.amqp10.recipes.connect`), ``"0-9-1"``
+    (:func:`amqp_sansio.client.amqp091.recipes.connect`) or ``"0-10"``
+    (:func:`amqp_sansio.client.amqp010.recipes.connect`); any other raises
+    :class:`ValueError`. ``sasl_mechanisms`` means the same for all (restricts the
+    client's choice, one name forces it; for 0-9-1 see
+    :func:`~amqp_sansio.client.amqp091.mechanisms`). The options of AMQP 1.0's SASL layer
+    and idle time-out (``idle_timeout``, ``container_id``, ``sasl``) have no 0-9-1 or 0-10
+    meaning: given with those they raise :class:`ValueError` (a 0-9-1 heartbeat is the
+    URL's ``heartbeat`` query parameter)."""
+    connect = CONNECTS.get(protocol)
+    if connect is None:
         raise ValueError(f"protocol is one of {', '.join(PROTOCOLS)}, not {protocol!r}")
-    only_10 = {
-        "idle_timeout": idle_timeout,
-        "container_id": container_id,
-        "sasl": sasl,
-    }
-    given = [name for name, value in only_10.items() if value is not None]
-    if given:
-        raise ValueError(f"{', '.join(given)}: AMQP 1.0 options, not for protocol='0-9-1'")
+    return connect(
+        url,
+        {
+            "timeout": timeout,
+            "ssl_context": ssl_context,
+            "allow_insecure_auth": allow_insecure_auth,
+            "reconnect": reconnect,
+            "on_reconnect": on_reconnect,
+            "idle_timeout": idle_timeout,
+            "container_id": container_id,
+            "sasl_mechanisms": sasl_mechanisms,
+            "sasl": sasl,
+        },
+    )
+
+
+def _connect10(url: str, given: ConnectKeywords) -> Recipe[Any]:
+    options = connect_options(
+        container_id=given["container_id"],
+        idle_timeout=given["idle_timeout"],
+        ssl_context=given["ssl_context"],
+        allow_insecure_auth=given["allow_insecure_auth"],
+        sasl_mechanisms=given["sasl_mechanisms"],
+        sasl=given["sasl"],
+    )
+    return recipes10.connect(
+        url,
+        options,
+        timeout=given["timeout"],
+        reconnect=given["reconnect"],
+        on_reconnect=given["on_reconnect"],
+    )
+
+
+def _only_10(protocol: str, given: ConnectKeywords) -> None:
+    """Refuse the options only AMQP 1.0 has."""
+    names = ("idle_timeout", "container_id", "sasl")
+    present = [name for name in names if given.get(name) is not None]
+    if present:
+        raise ValueError(f"{', '.join(present)}: AMQP 1.0 options, not for {protocol=}")
+
+
+def _connect091(url: str, given: ConnectKeywords) -> Recipe[Any]:
+    _only_10("0-9-1", given)
     options091: ConnectOptions091 = {
-        "ssl_context": ssl_context,
-        "allow_insecure_auth": allow_insecure_auth,
-        "sasl_mechanisms": sasl_mechanisms,
+        "ssl_context": given["ssl_context"],
+        "allow_insecure_auth": given["allow_insecure_auth"],
+        "sasl_mechanisms": given["sasl_mechanisms"],
     }
     return recipes091.connect(
-        url, options091, timeout=timeout, reconnect=reconnect, on_reconnect=on_reconnect
+        url,
+        options091,
+        timeout=given["timeout"],
+        reconnect=given["reconnect"],
+        on_reconnect=given["on_reconnect"],
     )
+
+
+def _connect010(url: str, given: ConnectKeywords) -> Recipe[Any]:
+    _only_10("0-10", given)
+    options010: ConnectOptions010 = {
+        "ssl_context": given["ssl_context"],
+        "allow_insecure_auth": given["allow_insecure_auth"],
+        "sasl_mechanisms": given["sasl_mechanisms"],
+    }
+    return recipes010.connect(
+        url,
+        options010,
+        timeout=given["timeout"],
+        reconnect=given["reconnect"],
+        on_reconnect=given["on_reconnect"],
+    )
+
+
+#: Each protocol's connect recipe, by the name ``connect(url, protocol=...)`` takes.
+CONNECTS: dict[str, Callable[[str, ConnectKeywords], Recipe[Any]]] = {
+    "1.0": _connect10,
+    "0-9-1": _connect091,
+    "0-10": _connect010,
+}
