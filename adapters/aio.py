@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
+from amqp_sansio.client.amqp010 import Core as Core010
 from amqp_sansio.client.amqp091 import ChannelClosedError
+from amqp_sansio.client.amqp091 import Core as Core091
 from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
@@ -47,7 +49,7 @@ from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
 from ._transports import transport_for
-from .amqp091 import _async as _async091
+from .amqp010._async import Connection010, Session010
 from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
 from .amqp10 import _async as _async10
 from .amqp10._async import Receiver, Sender, Tracker, Transaction
@@ -63,6 +65,8 @@ __all__ = [
     "ConfirmTracker",
     "Connection",
     "Connection091",
+    "Connection010",
+    "Session010",
     "Consumer",
     "ConnectionClosedError",
     "Delivery",
@@ -294,7 +298,7 @@ class _AsyncioLoop:
     ) -> _async.ConnectionBase[Any]:
         assert isinstance(transport, _Streams)
         driver = _Driver(core, *transport)
-        conn = _async091.start_connection(driver, timeout, Connection)
+        conn = CONNECTIONS[type(core)](driver, timeout)
         driver.start()
         driver.flush()
         return conn
@@ -343,6 +347,12 @@ def connect(
 ) -> _Connecting[Connection091]: ...
 
 
+@overload
+def connect(
+    url: str, *, protocol: Literal["0-10"], **options: Unpack[ConnectKeywords]
+) -> _Connecting[Connection010]: ...
+
+
 def connect(
     url: str,
     *,
@@ -354,12 +364,16 @@ def connect(
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
-    on_reconnect: Callable[[Connection], None] | Callable[[Connection091], None] | None = None,
+    on_reconnect: Callable[[Connection], None]
+    | Callable[[Connection091], None]
+    | Callable[[Connection010], None]
+    | None = None,
     sasl: bool | None = None,
-) -> _Connecting[Connection] | _Connecting[Connection091]:
+) -> _Connecting[Connection] | _Connecting[Connection091] | _Connecting[Connection010]:
     """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
     ``async with connect(url) as conn``. ``protocol``: ``"1.0"`` (the default) or
-    ``"0-9-1"`` (a :class:`Connection091`, see :doc:`amqp091`), never guessed. The options
+    ``"0-9-1"`` (a :class:`Connection091`, see :doc:`amqp091`) or ``"0-10"`` (a
+    :class:`Connection010`, see :doc:`amqp010`), never guessed. The options
     are those of the blocking :func:`amqp_sansio.adapters.sockets.connect` (``reconnect``,
     ``on_reconnect``, ``sasl`` and its one fallback without SASL too)."""
     recipe: Recipe[_async.ConnectionBase[Any]] = connect_protocol(
@@ -379,7 +393,10 @@ def connect(
     async def connecting() -> _async.ConnectionBase[Any]:
         return await _async.run(recipe, _LOOP, None, timeout)
 
-    return cast("_Connecting[Connection] | _Connecting[Connection091]", _Connecting(connecting))
+    return cast(
+        "_Connecting[Connection] | _Connecting[Connection091] | _Connecting[Connection010]",
+        _Connecting(connecting),
+    )
 
 
 class Server:
@@ -459,3 +476,18 @@ async def listen(
     server = Server(on_link, options, on_connection)
     server._server = await asyncio.start_server(server._serve, host, port)
     return server
+
+
+def _connection10(driver: _async.Driver, timeout: float | None) -> Connection:
+    core = driver.core
+    address = None if core.url is None else core.url.address
+    return Connection(driver, address=address, timeout=timeout)
+
+
+#: The connection of each protocol, by the type of its client core: a new protocol is
+#: one more entry.
+CONNECTIONS: dict[type, Callable[[_async.Driver, float | None], _async.ConnectionBase[Any]]] = {
+    client.Core: _connection10,
+    Core091: lambda driver, timeout: Connection091(driver, timeout=timeout),
+    Core010: lambda driver, timeout: Connection010(driver, timeout=timeout),
+}

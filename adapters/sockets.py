@@ -41,9 +41,10 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Collection, Iterator
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from amqp_sansio.client import amqp10 as client
+from amqp_sansio.client.amqp010 import Core as Core010
 from amqp_sansio.client.amqp091 import ChannelClosedError
 from amqp_sansio.client.amqp091 import Core as Core091
 from amqp_sansio.client.amqp10 import (
@@ -70,6 +71,7 @@ from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
 from ._blocking import DEFAULT_TIMEOUT, ByteStream, ConnectionBase, SocketDriver, run
+from .amqp010._blocking import Connection010, Session010
 from .amqp091._blocking import Channel, ConfirmTracker, Connection091, Consumer
 
 if TYPE_CHECKING:
@@ -84,6 +86,8 @@ __all__ = [
     "ConfirmTracker",
     "Connection",
     "Connection091",
+    "Connection010",
+    "Session010",
     "Consumer",
     "ConnectionClosedError",
     "Delivery",
@@ -327,6 +331,12 @@ def connect(
 ) -> Connection091: ...
 
 
+@overload
+def connect(
+    url: str, *, protocol: Literal["0-10"], **options: Unpack[ConnectKeywords]
+) -> Connection010: ...
+
+
 def connect(
     url: str,
     *,
@@ -338,13 +348,17 @@ def connect(
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
-    on_reconnect: Callable[[Connection], None] | Callable[[Connection091], None] | None = None,
+    on_reconnect: Callable[[Connection], None]
+    | Callable[[Connection091], None]
+    | Callable[[Connection010], None]
+    | None = None,
     sasl: bool | None = None,
-) -> Connection | Connection091:
+) -> Connection | Connection091 | Connection010:
     """Connect to ``url`` (``amqp://[user:password@]host[:port][/address]``, or ``amqps://``
     for TLS from the first byte, verified with ``ssl_context`` or the system's CAs) and open
     an AMQP connection. ``protocol``: ``"1.0"`` (the default) or ``"0-9-1"`` (a
-    :class:`Connection091`; its URLs are RabbitMQ's, see :doc:`amqp091`), never guessed.
+    :class:`Connection091`; its URLs are RabbitMQ's, see :doc:`amqp091`) or ``"0-10"`` (a
+    :class:`Connection010`, see :doc:`amqp010`), never guessed.
     SASL (see :doc:`defaults`): the credentials in the URL, over a plain
     connection only to a loopback host, unless ``allow_insecure_auth``; ANONYMOUS without
     them, and, if the server turns out to have no SASL layer, once more without SASL (logged).
@@ -354,7 +368,7 @@ def connect(
     ``reconnect`` (a :class:`Reconnect`, or True for its defaults): when the connection is
     lost, connect again (to ``url`` or the fallbacks), re-attach the links and send again
     what was unsettled; ``on_reconnect(conn)`` is called each time (see :doc:`adapters`)."""
-    recipe: Recipe[Connection | Connection091] = connect_protocol(
+    recipe: Recipe[Connection | Connection091 | Connection010] = connect_protocol(
         url,
         protocol,
         timeout=timeout,
@@ -372,13 +386,27 @@ def connect(
 
 def _connection(
     core: DrivenCore, driver: SocketDriver, timeout: float | None
-) -> Connection | Connection091:
-    """The connection of ``core``'s protocol (a :class:`~.recipes.Start` step's)."""
-    if isinstance(core, client.Core):
-        address = None if core.url is None else core.url.address
-        return Connection(core, driver, address=address, timeout=timeout)
-    assert isinstance(core, Core091)
-    return Connection091(core, driver, timeout=timeout)
+) -> Connection | Connection091 | Connection010:
+    """The connection of ``core``'s protocol (a :class:`~.recipes.Start` step's), from
+    :data:`CONNECTIONS`."""
+    conn: Connection | Connection091 | Connection010 = CONNECTIONS[type(core)](
+        core, driver, timeout
+    )
+    return conn
+
+
+def _connection10(core: Any, driver: SocketDriver, timeout: float | None) -> Connection:
+    address = None if core.url is None else core.url.address
+    return Connection(core, driver, address=address, timeout=timeout)
+
+
+#: The blocking connection of each protocol, by the type of its client core: a new
+#: protocol is one more entry.
+CONNECTIONS: dict[type, Callable[[Any, SocketDriver, float | None], Any]] = {
+    client.Core: _connection10,
+    Core091: lambda core, driver, timeout: Connection091(core, driver, timeout=timeout),
+    Core010: lambda core, driver, timeout: Connection010(core, driver, timeout=timeout),
+}
 
 
 class Server:

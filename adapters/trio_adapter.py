@@ -44,7 +44,9 @@ import trio
 
 from amqp_sansio.client import amqp10 as client
 from amqp_sansio.client import recipes
+from amqp_sansio.client.amqp010 import Core as Core010
 from amqp_sansio.client.amqp091 import ChannelClosedError
+from amqp_sansio.client.amqp091 import Core as Core091
 from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
@@ -65,7 +67,7 @@ from amqp_sansio.sasl import ServerAuthenticator
 from . import _async
 from ._async import CLOSE_GRACE
 from ._transports import transport_for
-from .amqp091 import _async as _async091
+from .amqp010._async import Connection010, Session010
 from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
 from .amqp10 import _async as _async10
 from .amqp10._async import Receiver, Sender, Tracker, Transaction
@@ -81,6 +83,8 @@ __all__ = [
     "ConfirmTracker",
     "Connection",
     "Connection091",
+    "Connection010",
+    "Session010",
     "Consumer",
     "ConnectionClosedError",
     "Delivery",
@@ -338,7 +342,7 @@ class _TrioLoop:
     ) -> _async.ConnectionBase[Any]:
         assert isinstance(transport, trio.SocketStream) and self.nursery is not None
         driver = _Driver(core, transport)
-        conn = _async091.start_connection(driver, timeout, Connection)
+        conn = CONNECTIONS[type(core)](driver, timeout)
         self.nursery.start_soon(driver.run)
         return conn
 
@@ -434,6 +438,16 @@ def connect(
 ) -> _Running[Connection091]: ...
 
 
+@overload
+def connect(
+    url: str,
+    *,
+    nursery: trio.Nursery | None = None,
+    protocol: Literal["0-10"],
+    **options: Unpack[ConnectKeywords],
+) -> _Running[Connection010]: ...
+
+
 def connect(
     url: str,
     *,
@@ -446,14 +460,18 @@ def connect(
     container_id: str | None = None,
     sasl_mechanisms: Collection[str] | None = None,
     reconnect: Reconnect | bool | None = None,
-    on_reconnect: Callable[[Connection], None] | Callable[[Connection091], None] | None = None,
+    on_reconnect: Callable[[Connection], None]
+    | Callable[[Connection091], None]
+    | Callable[[Connection010], None]
+    | None = None,
     sasl: bool | None = None,
-) -> _Running[Connection] | _Running[Connection091]:
+) -> _Running[Connection] | _Running[Connection091] | _Running[Connection010]:
     """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
     (the connection's tasks run in a nursery of its own), or
     ``conn = await connect(url, nursery=nursery)`` (in the given nursery; close the
     connection before the nursery ends). ``protocol``: ``"1.0"`` (the default) or
-    ``"0-9-1"`` (a :class:`Connection091`, see :doc:`amqp091`), never guessed. The other
+    ``"0-9-1"`` (a :class:`Connection091`, see :doc:`amqp091`) or ``"0-10"`` (a
+    :class:`Connection010`, see :doc:`amqp010`), never guessed. The other
     options are those of the blocking :func:`amqp_sansio.adapters.sockets.connect`
     (``reconnect``, ``on_reconnect``, ``sasl`` and its one fallback without SASL too)."""
     recipe: Recipe[_async.ConnectionBase[Any]] = connect_protocol(
@@ -474,7 +492,7 @@ def connect(
         return await _async.run(recipe, _TrioLoop(nursery), None, timeout)
 
     running = _Running("connect", connecting, nursery)
-    return cast("_Running[Connection] | _Running[Connection091]", running)
+    return cast("_Running[Connection] | _Running[Connection091] | _Running[Connection010]", running)
 
 
 class Server:
@@ -596,3 +614,18 @@ def listen(
         return server
 
     return _Running("listen", starting, nursery)
+
+
+def _connection10(driver: _async.Driver, timeout: float | None) -> Connection:
+    core = driver.core
+    address = None if core.url is None else core.url.address
+    return Connection(driver, address=address, timeout=timeout)
+
+
+#: The connection of each protocol, by the type of its client core: a new protocol is
+#: one more entry.
+CONNECTIONS: dict[type, Callable[[_async.Driver, float | None], _async.ConnectionBase[Any]]] = {
+    client.Core: _connection10,
+    Core091: lambda driver, timeout: Connection091(driver, timeout=timeout),
+    Core010: lambda driver, timeout: Connection010(driver, timeout=timeout),
+}
