@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 from support.adapters import ADAPTERS, Adapter, aw
+from support.amqp010.broker import serving
 from support.amqp010.qpid_server import qpid_server
 from support.proxy import proxy
 
+from amqp_sansio.client.amqp010 import SessionError
 from amqp_sansio.client.ops import ConnectionClosedError
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.definitions import amqp010 as spec
@@ -106,3 +108,41 @@ def test_without_reconnect_a_cut_ends_the_connection(adapter: Adapter) -> None:
 
     with qpid_server() as server, proxy(server.port) as p:
         adapter.run(scenario, p)
+
+
+def test_queues_subscriptions_and_refusals_against_our_broker(adapter: Adapter) -> None:
+    """Through each adapter against our server engine playing a broker (the calls qpid's
+    small server does not answer): declare, send by routing key, query, subscribe under
+    credit, receive, accept, cancel, a command, a refused passive declare."""
+
+    async def scenario(port: int) -> None:
+        url = f"amqp://guest:guest@127.0.0.1:{port}/vh"
+        async with adapter.connected(url, protocol="0-10") as conn:
+            assert "Connection010" in repr(conn)
+            session = await aw(conn.session(b"work"))
+            assert "Session010" in repr(session)
+            await aw(session.queue_declare("q", durable=True))
+            for n in range(3):
+                await aw(session.send(b"m%d" % n, routing_key="q", wait=n != 1))
+            assert (await aw(session.queue_query("q"))).message_count == 3
+            destination = await aw(session.subscribe("q", credit=2))
+            assert destination == "q"
+            got = [await aw(session.receive("q")) for _ in range(3)]
+            assert [d.body for d in got] == [b"m0", b"m1", b"m2"]
+            await aw(session.accept(*got))
+            await aw(session.cancel("q"))
+            assert await aw(session.command(spec.ExecutionSync())) is None
+            with pytest.raises(SessionError) as refused:
+                await aw(session.queue_declare("missing", passive=True))
+            assert refused.value.error_code == 404
+            other = await aw(conn.session("other"))
+            if adapter.name == "sockets":
+                with other:
+                    await aw(other.queue_declare("x"))
+            else:
+                async with other:
+                    await aw(other.queue_declare("x"))
+            assert other.core.ended.done()
+
+    with serving() as port:
+        adapter.run(scenario, port)
