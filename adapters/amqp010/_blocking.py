@@ -99,10 +99,13 @@ class Session010:
         self.core._subscriptions.pop(destination, None)
         return spec.MessageCancel(destination=destination)
 
-    def receive(self, destination: str, *, timeout: float | None = None) -> Delivery:
+    def receive(
+        self, destination: str, *, refill: bool = True, timeout: float | None = None
+    ) -> Delivery:
         """The next message for ``destination`` (a subscription's, or one the peer sends
-        there); :class:`TimeoutError` if none comes in time."""
-        return self.connection._run(recipes.receive(self.core, destination), timeout)
+        there); :class:`TimeoutError` if none comes in time. ``refill`` gives its credit
+        back to a subscription (False: the subscription gets no more than it has)."""
+        return self.connection._run(recipes.receive(self.core, destination, refill=refill), timeout)
 
     def accept(self, *deliveries: Delivery, timeout: float | None = None) -> None:
         """``message.accept`` of ``deliveries``."""

@@ -181,13 +181,14 @@ def protocol_options(parser: argparse.ArgumentParser) -> None:
     """``--protocol`` and ``--vhost``, of ``send`` and ``receive``."""
     parser.add_argument(
         "--protocol",
-        choices=("1.0", "0-9-1"),
+        choices=("1.0", "0-9-1", "0-10"),
         default="1.0",
-        help="the protocol to speak: AMQP 1.0, or 0-9-1 (RabbitMQ's own: the URL's address "
-        "is then the queue, or the routing key) (default 1.0)",
+        help="the protocol to speak: AMQP 1.0, 0-9-1 (RabbitMQ's own) or 0-10 (Qpid's): with "
+        "those two the URL's address is the queue, or the routing key (default 1.0)",
     )
     parser.add_argument(
         "--vhost",
         metavar="NAME",
-        help="with --protocol 0-9-1: the virtual host (default /)",
+        help="with --protocol 0-9-1: the virtual host (default /); with 0-10: the "
+        "virtual host (default the broker's)",
     )

@@ -160,11 +160,12 @@ class SessionCore:
 
         return ready
 
-    def take(self, destination: str) -> Delivery:
-        """The oldest delivery for ``destination`` (after :meth:`delivery_ready`); a
-        subscription's credit is given back for it (``message.flow``, one message)."""
+    def take(self, destination: str, *, refill: bool = True) -> Delivery:
+        """The oldest delivery for ``destination`` (after :meth:`delivery_ready`); with
+        ``refill``, a subscription's credit is given back for it (``message.flow``, one
+        message)."""
         delivery = self._deliveries[destination].popleft()
-        if destination in self._subscriptions:
+        if refill and destination in self._subscriptions:
             self.send(
                 spec.MessageFlow(destination=destination, unit=UNIT_MESSAGE, value=1), sync=False
             )

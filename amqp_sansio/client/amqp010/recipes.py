@@ -109,10 +109,11 @@ def subscribe(
     yield from _done(session.subscribe(queue, destination, credit, accept=accept))
 
 
-def receive(session: SessionCore, destination: str) -> Recipe[Delivery]:
-    """Wait for the next delivery for ``destination`` and take it."""
+def receive(session: SessionCore, destination: str, *, refill: bool = True) -> Recipe[Delivery]:
+    """Wait for the next delivery for ``destination`` and take it (``refill``: giving its
+    credit back, :meth:`~.core.SessionCore.take`)."""
     yield Wait(session.delivery_ready(destination))
-    return session.take(destination)
+    return session.take(destination, refill=refill)
 
 
 def accept(session: SessionCore, deliveries: Sequence[Delivery]) -> Recipe[None]:

@@ -22,11 +22,15 @@ class Server:
     """Our server-role engine playing a broker: queues, subscriptions with message
     credit, deliveries, a queue query's result; ``hold`` keeps commands uncompleted."""
 
-    def __init__(self, store: engine.SessionStore | None = None) -> None:
+    def __init__(
+        self,
+        store: engine.SessionStore | None = None,
+        queues: dict[str, list[tuple[tuple[spec.Struct, ...], bytes]]] | None = None,
+    ) -> None:
         self.conn = engine.Connection(
             engine.Role.SERVER, authenticator=authenticator(), sessions=store
         )
-        self.queues: dict[str, list[tuple[tuple[spec.Struct, ...], bytes]]] = {}
+        self.queues = {} if queues is None else queues
         self.subscriptions: dict[tuple[bytes, str], list[Any]] = {}
         self.commands: list[spec.Command] = []
         self.events: list[engine.Event] = []
@@ -104,9 +108,10 @@ def _serve(sock: socket.socket, server: Server, stop: threading.Event) -> None:
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[int]:
+def serving(queues: dict[str, Any] | None = None) -> Iterator[int]:
     """Our broker on a free port of 127.0.0.1, each connection served in a thread of its
-    own: yields the port."""
+    own, all with the same ``queues``: yields the port."""
+    queues = {} if queues is None else queues
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
     threads: list[threading.Thread] = []
@@ -117,7 +122,9 @@ def serving() -> Iterator[int]:
                 sock, _ = listener.accept()
             except OSError:
                 return
-            thread = threading.Thread(target=_serve, args=(sock, Server(), stop), daemon=True)
+            thread = threading.Thread(
+                target=_serve, args=(sock, Server(queues=queues), stop), daemon=True
+            )
             thread.start()
             threads.append(thread)
 

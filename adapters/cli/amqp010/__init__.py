@@ -1,0 +1,1 @@
+"""``amqp-sansio send`` and ``receive`` with ``--protocol 0-10``."""
