@@ -7,15 +7,17 @@ adapter's driver's; see :doc:`amqp010` ("Adapters")."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from amqp_sansio import amqp010
 from amqp_sansio.client.amqp010 import Core, Delivery, SessionCore, message_header, recipes
-from amqp_sansio.definitions import amqp010 as spec
+from amqp_sansio.client.amqp010.messages import MessageId
 
 from .. import _async
 
 __all__ = ["Connection010", "Session010"]
+
+spec = amqp010.definitions
 
 
 class Connection010(_async.ConnectionBase[Core]):
@@ -29,7 +31,8 @@ class Connection010(_async.ConnectionBase[Core]):
         super().__init__(driver, core, timeout)
 
     def __repr__(self) -> str:
-        return f"<{type(self._driver).__module__.rpartition('.')[2]}.Connection010 {self.core!r}>"
+        adapter = type(self._driver).__module__.rpartition(".")[2]
+        return f"<{adapter}.Connection010 {self.core!r}>"
 
     async def session(
         self, name: str | bytes, *, keep: int = 60, timeout: float | None = None
@@ -61,24 +64,57 @@ class Session010:
         routing_key: str | None = None,
         wait: bool = True,
         timeout: float | None = None,
-        **properties: Any,
+        durable: bool = False,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        correlation_id: str | bytes | None = None,
+        reply_to: str | None = None,
+        message_id: MessageId | None = None,
+        headers: Mapping[str, object] | None = None,
+        priority: int | None = None,
+        ttl: int | None = None,
     ) -> None:
         """``message.transfer`` of ``body`` to the exchange ``destination`` with
-        ``routing_key`` and the ``properties`` of
-        :func:`~amqp_sansio.client.amqp010.message_header` (``content_type``,
-        ``correlation_id``, ``reply_to``, ``message_id``, ``headers``, ``durable``, ...);
-        with ``wait`` until the peer completes it."""
-        header = message_header(routing_key=routing_key, **properties)
+        ``routing_key`` and the properties of
+        :func:`~amqp_sansio.client.amqp010.message_header`; with ``wait`` until the peer
+        completes it."""
+        header = message_header(
+            routing_key=routing_key,
+            durable=durable,
+            content_type=content_type,
+            content_encoding=content_encoding,
+            correlation_id=correlation_id,
+            reply_to=reply_to,
+            message_id=message_id,
+            headers=headers,
+            priority=priority,
+            ttl=ttl,
+        )
         await self.connection._run(
             recipes.send(self.core, destination, body, header, wait=wait), timeout
         )
 
     async def queue_declare(
-        self, queue: str, *, timeout: float | None = None, **options: Any
+        self,
+        queue: str,
+        *,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        passive: bool = False,
+        arguments: Mapping[str, object] | None = None,
+        timeout: float | None = None,
     ) -> None:
-        """``queue.declare`` (``durable``, ``exclusive``, ``auto_delete``, ``passive``,
-        ``arguments``)."""
-        await self.connection._run(recipes.queue_declare(self.core, queue, **options), timeout)
+        """``queue.declare``."""
+        declare = spec.QueueDeclare(
+            queue=queue,
+            durable=durable,
+            exclusive=exclusive,
+            auto_delete=auto_delete,
+            passive=passive,
+            arguments=None if arguments is None else dict(arguments),
+        )
+        await self.connection._run(recipes.command(self.core, declare), timeout)
 
     async def queue_query(
         self, queue: str, *, timeout: float | None = None
@@ -106,11 +142,7 @@ class Session010:
 
     async def cancel(self, destination: str, *, timeout: float | None = None) -> None:
         """End the subscription ``destination`` (``message.cancel``)."""
-        await self.connection._run(recipes.command(self.core, self._cancel(destination)), timeout)
-
-    def _cancel(self, destination: str) -> spec.MessageCancel:
-        self.core._subscriptions.pop(destination, None)
-        return spec.MessageCancel(destination=destination)
+        await self.connection._run(recipes.cancel(self.core, destination), timeout)
 
     async def receive(
         self, destination: str, *, refill: bool = True, timeout: float | None = None
@@ -118,9 +150,8 @@ class Session010:
         """The next message for ``destination`` (a subscription's, or one the peer sends
         there); :class:`TimeoutError` if none comes in time. ``refill`` gives its credit
         back to a subscription (False: the subscription gets no more than it has)."""
-        return await self.connection._run(
-            recipes.receive(self.core, destination, refill=refill), timeout
-        )
+        recipe = recipes.receive(self.core, destination, refill=refill)
+        return await self.connection._run(recipe, timeout)
 
     async def accept(self, *deliveries: Delivery, timeout: float | None = None) -> None:
         """``message.accept`` of ``deliveries``."""
@@ -133,7 +164,7 @@ class Session010:
         body: bytes = b"",
         *,
         timeout: float | None = None,
-    ) -> Any:
+    ) -> object:
         """Any 0-10 command; returns its result (or None) once the peer completes it."""
         return await self.connection._run(
             recipes.command(self.core, command, header, body), timeout
@@ -147,4 +178,5 @@ class Session010:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        with self.connection.driver.shielded(_async.CLOSE_GRACE):  # even when cancelled
+            await self.close()  # noqa: ASYNC102 (shielded by the driver)

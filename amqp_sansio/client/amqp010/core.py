@@ -114,7 +114,7 @@ class SessionCore:
             self._send(sent)
         else:
             self._unsent.append(sent)
-        self.core._changed()
+        self.core.changed()
         return sent.op
 
     def _send(self, sent: _Sent) -> None:
@@ -181,12 +181,12 @@ class SessionCore:
         if self.attached and not self.core.lost:
             self.core.engine.detach(self.name, keep=False)
         else:
-            self._end(None)
-        self.core._changed()
+            self.end(None)
+        self.core.changed()
 
-    # -- the core's -------------------------------------------------------------------------
+    # -- the core's (its events) ---------------------------------------------------------------
 
-    def _start(self) -> None:
+    def start(self) -> None:
         """Attach the session on the (new) connection: resumed if kept, else fresh."""
         engine = self.core.engine
         try:
@@ -194,7 +194,7 @@ class SessionCore:
         except LocalProtocolError:
             engine.attach(self.name, timeout=self.timeout)
 
-    def _on_attached(self, resumed: bool) -> None:
+    def on_attached(self, resumed: bool) -> None:
         self.attached = True
         if not resumed:  # a fresh session: what the old one had not done, again
             again = [s for _, s in sorted(self._sent.items())]
@@ -208,14 +208,14 @@ class SessionCore:
         for sent in unsent:
             self._send(sent)
 
-    def _on_lost(self) -> None:
+    def on_lost(self) -> None:
         self.attached = False
 
     def _on_command(self, event: e.CommandReceived) -> None:
         command = event.command
         if isinstance(command, spec.MessageTransfer):
             destination = command.destination or ""
-            delivery = Delivery(self, event.command_id, destination, event.header, event.body)
+            delivery = Delivery(event.command_id, destination, event.header, event.body)
             self._deliveries.setdefault(destination, deque()).append(delivery)
         self.core.engine.complete(self.name, event.command_id)
 
@@ -237,7 +237,7 @@ class SessionCore:
             error_code=exc.error_code,
             command_id=exc.command_id,
         )
-        self._end(error)
+        self.end(error)
 
     def _on_detached(self, event: e.SessionDetached) -> None:
         """Detached: by our close or the peer (the session ends; a ``detach-code`` other
@@ -247,15 +247,15 @@ class SessionCore:
         if self.core.engine.closed:
             return
         if event.code:
-            self._end(ConnectionClosedError(f"the peer detached the session: {event.code}"))
+            self.end(ConnectionClosedError(f"the peer detached the session: {event.code}"))
         else:
-            self._end(None)
+            self.end(None)
 
-    def _end(self, error: ClientError | None) -> None:
+    def end(self, error: ClientError | None) -> None:
         if self.ended.done():
             return
         self.attached = False
-        self.core._sessions.pop(self.name, None)
+        self.core.sessions.pop(self.name, None)
         failure = error or ConnectionClosedError("the session is closed")
         for sent in [*self._sent.values(), *self._unsent]:
             sent.op.fail(failure)
@@ -287,13 +287,18 @@ class Core(CoreBase[e.Connection]):
         self, engine: e.Connection, stream: ByteLayer, notify: Callable[[], None] | None = None
     ) -> None:
         super().__init__(engine, stream, notify)
-        self._sessions: dict[bytes, SessionCore] = {}
+        #: The sessions, by name.
+        self.sessions: dict[bytes, SessionCore] = {}
         self._options: ConnectOptions = {}
         #: The server's ``connection.open-ok`` as the engine reported it.
         self.opened_event: e.ConnectionOpened | None = None
 
     def __repr__(self) -> str:
         return f"<amqp010.Core {self.url}>"
+
+    def changed(self) -> None:
+        """Something changed: the adapter is told (it writes, wakes its waits)."""
+        self._changed()
 
     def open(self, now: float) -> None:
         """Send the protocol header; the negotiation follows as the server answers."""
@@ -304,11 +309,11 @@ class Core(CoreBase[e.Connection]):
         """A new session ``name``, attached once the connection is open (again)."""
         self.check()
         key = name.encode() if isinstance(name, str) else bytes(name)
-        if key in self._sessions:
+        if key in self.sessions:
             raise LocalProtocolError(f"the session {key!r} is open already")
-        session = self._sessions[key] = SessionCore(self, key, timeout)
+        session = self.sessions[key] = SessionCore(self, key, timeout)
         if self.opened.done() and not self.lost:
-            session._start()
+            session.start()
         self._changed()
         return session
 
@@ -326,15 +331,15 @@ class Core(CoreBase[e.Connection]):
         engine.start(now)
 
     def _summary(self) -> str:
-        return f"resuming {len(self._sessions)} sessions"
+        return f"resuming {len(self.sessions)} sessions"
 
     def _on_lost(self) -> None:
-        for session in self._sessions.values():
-            session._on_lost()
+        for session in self.sessions.values():
+            session.on_lost()
 
     def _on_end(self, error: ClientError) -> None:
-        for session in list(self._sessions.values()):
-            session._end(error if self.error is not None else None)
+        for session in list(self.sessions.values()):
+            session.end(error if self.error is not None else None)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -353,11 +358,11 @@ class Core(CoreBase[e.Connection]):
         if self.backoff is not None:
             self._reopened(self.backoff)
         self.opened.set(None)
-        for session in list(self._sessions.values()):
-            session._start()
+        for session in list(self.sessions.values()):
+            session.start()
 
     def _on_session(self, event: Any) -> None:
-        session = self._sessions.get(event.session)
+        session = self.sessions.get(event.session)
         if session is not None:
             _SESSION_EVENTS[type(event)](session, event)
 
@@ -375,8 +380,8 @@ class Core(CoreBase[e.Connection]):
 
 
 _SESSION_EVENTS: dict[type, Callable[[SessionCore, Any], None]] = {
-    e.SessionAttached: lambda s, ev: s._on_attached(False),
-    e.SessionResumed: lambda s, ev: s._on_attached(True),
+    e.SessionAttached: lambda s, ev: s.on_attached(False),
+    e.SessionResumed: lambda s, ev: s.on_attached(True),
     e.SessionDetached: SessionCore._on_detached,
     e.CommandReceived: SessionCore._on_command,
     e.CommandsCompleted: SessionCore._on_completed,

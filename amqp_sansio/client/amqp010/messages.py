@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from amqp_sansio.client.ops import ClientError
 from amqp_sansio.definitions import amqp010 as spec
 
-if TYPE_CHECKING:
-    from .core import SessionCore
+__all__ = ["DURABLE", "Delivery", "MessageId", "SessionError", "message_header"]
 
-__all__ = ["DURABLE", "Delivery", "SessionError", "message_header"]
+#: A ``message-id``: a UUID, or its text.
+MessageId = uuid.UUID | str
 
 #: ``delivery-properties.delivery-mode`` of a message kept across a broker restart (0-10
 #: spec, ``message.delivery-mode``: 1 non-persistent, 2 persistent).
@@ -46,8 +46,8 @@ def message_header(
     content_encoding: str | None = None,
     correlation_id: str | bytes | None = None,
     reply_to: str | None = None,
-    message_id: uuid.UUID | str | None = None,
-    headers: Mapping[str, Any] | None = None,
+    message_id: MessageId | None = None,
+    headers: Mapping[str, object] | None = None,
     priority: int | None = None,
     ttl: int | None = None,
 ) -> tuple[spec.Struct, ...]:
@@ -89,14 +89,8 @@ class Delivery:
     ``content_type``, ``correlation_id``, ``reply_to``, ``message_id``, ``headers``)."""
 
     def __init__(
-        self,
-        session: SessionCore,
-        command_id: int,
-        destination: str,
-        header: tuple[spec.Struct, ...],
-        body: bytes,
+        self, command_id: int, destination: str, header: tuple[spec.Struct, ...], body: bytes
     ) -> None:
-        self.session = session
         self.command_id = command_id
         self.destination = destination
         self.header = header

@@ -19,11 +19,11 @@ from .messages import Delivery
 
 __all__ = [
     "accept",
+    "cancel",
     "close_session",
     "command",
     "connect",
     "open_session",
-    "queue_declare",
     "queue_query",
     "receive",
     "send",
@@ -88,12 +88,6 @@ def send(
     return op
 
 
-def queue_declare(session: SessionCore, queue: str, **options: Any) -> Recipe[None]:
-    """``queue.declare`` (``durable``, ``exclusive``, ``auto_delete``, ``passive``,
-    ``arguments``, ``alternate_exchange``)."""
-    yield from command(session, spec.QueueDeclare(queue=queue, **options))
-
-
 def queue_query(session: SessionCore, queue: str) -> Recipe[spec.QueueQueryResult]:
     """``queue.query``: its ``queue.query-result`` (message and subscriber counts)."""
     result = yield from command(session, spec.QueueQuery(queue=queue))
@@ -107,6 +101,11 @@ def subscribe(
     """Subscribe ``destination`` to ``queue`` with ``credit`` messages of credit
     (:meth:`~.core.SessionCore.subscribe`); wait until the peer has taken it."""
     yield from _done(session.subscribe(queue, destination, credit, accept=accept))
+
+
+def cancel(session: SessionCore, destination: str) -> Recipe[None]:
+    """End the subscription ``destination`` (``message.cancel``); wait until it is done."""
+    yield from _done(session.cancel(destination))
 
 
 def receive(session: SessionCore, destination: str, *, refill: bool = True) -> Recipe[Delivery]:

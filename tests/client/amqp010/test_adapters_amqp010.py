@@ -146,3 +146,18 @@ def test_queues_subscriptions_and_refusals_against_our_broker(adapter: Adapter) 
 
     with serving() as port:
         adapter.run(scenario, port)
+
+
+def test_the_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+    import textwrap
+
+    from support import ROOT
+
+    text = (ROOT / "docs" / "amqp010.rst").read_text()
+    pattern = r"\.\. code-block:: python\n   :name: example-010-sockets\n\n((?:(?:   .*)?\n)+)"
+    (body,) = re.findall(pattern, text)
+    with qpid_server() as server:
+        namespace: dict[str, Any] = {"URL": f"amqp://127.0.0.1:{server.port}"}
+        exec(compile(textwrap.dedent(body), "example-010-sockets", "exec"), namespace)
+    assert capsys.readouterr().out.splitlines() == ["b'ping' text/plain", "None"]

@@ -254,9 +254,7 @@ def test_message_header_from_simple_arguments() -> None:
 
 
 def test_a_delivery_without_properties() -> None:
-    wire = opened()
-    session = attached(wire)
-    bare = client.Delivery(session, 3, "d", (), b"")
+    bare = client.Delivery(3, "d", (), b"")
     assert bare.routing_key is None and not bare.durable and bare.content_type is None
     assert bare.correlation_id is None and bare.reply_to is None
     assert bare.message_id is None and bare.headers == {}

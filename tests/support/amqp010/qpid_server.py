@@ -31,7 +31,8 @@ class QpidServer:
                 except OSError:
                     return
                 conn = qconnection.Connection(sock, delegate=self.server.connection)
-                with contextlib.suppress(qconnection.Closed):
+                # (a client that leaves before the open fails the start: its business)
+                with contextlib.suppress(qconnection.Closed, qconnection.ConnectionFailed):
                     conn.start(5)
 
         self.thread = threading.Thread(target=run, daemon=True)
