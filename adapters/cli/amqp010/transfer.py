@@ -221,9 +221,9 @@ def send(
 
 
 def _sync() -> Any:
-    from amqp_sansio.definitions import amqp010 as spec
+    from amqp_sansio import amqp010
 
-    return spec.ExecutionSync()
+    return amqp010.definitions.ExecutionSync()
 
 
 def receive(
