@@ -252,6 +252,8 @@ class SessionCore:
             self.end(None)
 
     def end(self, error: ClientError | None) -> None:
+        """The session is over (``error``: why, None for a normal end): what waits on it
+        fails, and the core forgets it. Once only."""
         if self.ended.done():
             return
         self.attached = False

@@ -143,6 +143,7 @@ def test_queues_subscriptions_and_refusals_against_our_broker(adapter: Adapter) 
                 async with other:
                     await aw(other.queue_declare("x"))
             assert other.core.ended.done()
+            await aw(other.close())  # (ended already: nothing more to say)
 
     with serving() as port:
         adapter.run(scenario, port)
