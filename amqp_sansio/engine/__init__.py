@@ -1,2 +1,2 @@
-"""The engine layer: each protocol's engine, in ``amqp10/`` and ``amqp091/``; what every engine
-shares sits beside them."""
+"""The engine layer: each protocol's engine, in ``amqp10/``, ``amqp091/`` and ``amqp010/``;
+what the engines share sits beside them (``contract``, ``liveness``, ``serial``)."""

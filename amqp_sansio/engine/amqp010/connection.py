@@ -29,12 +29,13 @@ from ...codec.amqp010.errors import DecodeError
 from ...definitions import amqp010 as spec
 from ...errors import LocalProtocolError
 from ...framing.amqp010 import PROTOCOL_HEADER, Assembly, FramingError, SegmentType, Track
+from ..liveness import Due
 from .core import CloseCode, PeerError
 from .events import Event, SessionExpired
 from .handshake import Handshake
 from .session import Session
 from .sessions import CONNECTION_CONTROLS, SessionDispatch
-from .states import ConnectionState, Limits, Role, SessionState
+from .states import PHASES, ConnectionState, Limits, Role, SessionState
 
 __all__ = ["Connection", "ConnectionState", "Limits", "Role"]
 
@@ -78,9 +79,10 @@ class Connection(Handshake, SessionDispatch):
     def start(self, now: float) -> None:
         """Start the clock (the handshake time-out runs from here); a client also writes
         the protocol header (0-10 spec 4.2), a server waits for the client's."""
-        if self._started is not None:
+        if self._liveness.started is not None:
             raise LocalProtocolError("start() was called already")
-        self._now = self._started = self._last_received = self._last_sent = now
+        self._now = now
+        self._liveness.start(now)
         if self.role is Role.CLIENT:
             self._write(PROTOCOL_HEADER)
             self.state = _S.AWAIT_START
@@ -94,13 +96,13 @@ class Connection(Handshake, SessionDispatch):
         return self._take_events()
 
     def _receive(self, data: bytes, now: float) -> None:
-        if self._started is None:
+        if self._liveness.started is None:
             self.start(now)
         self._now = now
         if not data:
             self._stream_ended()
             return
-        self._last_received = now
+        self._liveness.received(now)
         if len(self._header) < _HEADER_SIZE:
             want = _HEADER_SIZE - len(self._header)
             self._header += data[:want]
@@ -194,24 +196,15 @@ class Connection(Handshake, SessionDispatch):
         """When :meth:`handle_timer` must be called next: a heartbeat to send, the peer's
         silence to check, the handshake or close time-out, a detached session's
         expiry; None for nothing."""
-        state = self.state
-        if state is _S.CLOSED or self._started is None:
+        if self.state is _S.CLOSED or self._liveness.started is None:
             return None
-        deadlines = []
-        timeout = self.limits.handshake_timeout
-        if state is _S.CLOSING:
-            if timeout:
-                deadlines.append(self._closing_since + timeout)
-        elif state is not _S.OPEN and timeout:
-            deadlines.append(self._started + timeout)
-        if self.heartbeat:
-            deadlines.append(self._last_received + 2 * self.heartbeat)
-            if state is not _S.CLOSING:
-                deadlines.append(self._last_sent + self.heartbeat / 2)
-        expiry = self.store.next_expiry()
-        if expiry is not None:
-            deadlines.append(expiry)
-        return min(deadlines) if deadlines else None
+        deadlines = [
+            self._liveness.next_deadline(
+                PHASES[self.state], self.heartbeat, self.limits.handshake_timeout
+            ),
+            self.store.next_expiry(),
+        ]
+        return min((d for d in deadlines if d is not None), default=None)
 
     def handle_timer(self, now: float) -> list[Event]:
         """Do what is due at ``now`` and give what happened: send ``connection.heartbeat``
@@ -222,33 +215,22 @@ class Connection(Handshake, SessionDispatch):
         connection that has ended does nothing more, and the sessions it kept expire on the
         next connection sharing its store)."""
         self._now = now
-        state, started = self.state, self._started
-        if state is not _S.CLOSED and started is not None:
+        if self.state is not _S.CLOSED and self._liveness.started is not None:
             for session in self.store.expire(now):
                 self._report(SessionExpired(session=session.name))
-            self._tick(now, state, started)
+            self._tick(now)
         return self._take_events()
 
-    def _tick(self, now: float, state: ConnectionState, started: float) -> None:
-        timeout = self.limits.handshake_timeout
-        hb = self.heartbeat
-        if hb and now >= self._last_received + 2 * hb:
-            self._end(
-                CloseCode.CONNECTION_FORCED,
-                f"missed heartbeats: nothing received for {now - self._last_received:g} s "
-                f"(heartbeat {hb} s)",
-                by_peer=False,
-            )
-        elif state is _S.CLOSING and timeout and now >= self._closing_since + timeout:
+    def _tick(self, now: float) -> None:
+        due, text = self._liveness.due(
+            now, PHASES[self.state], self.heartbeat, self.limits.handshake_timeout
+        )
+        if due is Due.CLOSE_TIMEOUT:
             self._end_closing()
-        elif state not in (_S.OPEN, _S.CLOSING) and timeout and now >= started + timeout:
-            self._end(
-                CloseCode.CONNECTION_FORCED,
-                f"the handshake did not finish within {timeout:g} s",
-                by_peer=False,
-            )
-        elif hb and state is not _S.CLOSING and now >= self._last_sent + hb / 2:
+        elif due is Due.HEARTBEAT:
             self._control(0, spec.ConnectionHeartbeat())
+        elif due is not Due.NOTHING:  # the peer's silence, or a handshake too long
+            self._end(CloseCode.CONNECTION_FORCED, text, by_peer=False)
 
     # -- the connection's own calls -------------------------------------------------------
 

@@ -26,6 +26,7 @@ from ...security.mechanisms import (
     ServerSuccess,
     client_mechanisms,
 )
+from ..liveness import Liveness
 from .events import ConnectionClosed, Event, SessionDetached
 from .session import Session, SessionStore
 from .states import MIN_MAX_FRAME_SIZE, ConnectionState, Limits, Role, SessionState
@@ -128,10 +129,8 @@ class ConnectionCore:
         self.identity: str | None = None
         self.known_hosts: tuple[str, ...] = ()
         self._now = 0.0
-        self._started: float | None = None
-        self._last_sent = 0.0
-        self._last_received = 0.0
-        self._closing_since = 0.0
+        #: The handshake and close time-outs, the peer's silence, our heartbeats.
+        self._liveness = Liveness()
         self._close_reason: tuple[int, str] = (CloseCode.NORMAL, "")
 
     def __repr__(self) -> str:
@@ -141,7 +140,7 @@ class ConnectionCore:
 
     def _write(self, data: bytes) -> None:
         self._out.append(data)
-        self._last_sent = self._now
+        self._liveness.sent(self._now)
 
     def _frames(self, channel: int, track: int, segments: Sequence[tuple[int, bytes]]) -> None:
         for frame in encode_assembly(
@@ -151,7 +150,7 @@ class ConnectionCore:
             self.max_frame_size,
         ):
             self._out.append(frame)
-        self._last_sent = self._now
+        self._liveness.sent(self._now)
 
     def _control(self, channel: int, control: spec.Control) -> None:
         self._frames(channel, Track.CONTROL, [(SegmentType.CONTROL, spec.encode_control(control))])
@@ -164,7 +163,7 @@ class ConnectionCore:
     def _send_close(self, code: int, text: str) -> None:
         self._control(0, spec.ConnectionClose(reply_code=code, reply_text=text[:255]))
         self._close_reason = (code, text)
-        self._closing_since = self._now
+        self._liveness.closing(self._now)
         self.state = _S.CLOSING
 
     def _end(self, code: int, text: str, *, by_peer: bool) -> None:

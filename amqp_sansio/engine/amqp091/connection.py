@@ -41,12 +41,13 @@ from ...framing.amqp091 import (
     content_octets,
     encode_method_frame,
 )
+from ..liveness import Due
 from .channel import Channel, ChannelState, PeerError
 from .core import MAX_CHANNEL
 from .dispatch import ChannelDispatch
 from .events import Event, is_request
 from .handshake import Handshake
-from .states import ConnectionState, Limits, Role
+from .states import PHASES, ConnectionState, Limits, Role
 
 __all__ = ["Connection", "ConnectionState", "Limits", "Role"]
 
@@ -87,9 +88,10 @@ class Connection(Handshake, ChannelDispatch):
     def start(self, now: float) -> None:
         """Start the clock (the handshake time-out runs from here); a client also writes
         the protocol header (0-9-1 spec 4.2.2), a server waits for the client's."""
-        if self._started is not None:
+        if self._liveness.started is not None:
             raise LocalProtocolError("start() was called already")
-        self._now = self._started = self._last_received = self._last_sent = now
+        self._now = now
+        self._liveness.start(now)
         if self.role is Role.CLIENT:
             self._write(PROTOCOL_HEADER)
             self.state = _S.AWAIT_START
@@ -104,13 +106,13 @@ class Connection(Handshake, ChannelDispatch):
         return self._take_events()
 
     def _receive(self, data: bytes | bytearray | memoryview, now: float) -> None:
-        if self._started is None:
+        if self._liveness.started is None:
             self.start(now)
         self._now = now
         if not data:
             self._stream_ended()
             return
-        self._last_received = now
+        self._liveness.received(now)
         parser = self._parser
         parser.feed(bytes(data))
         next_frame, handle = parser.next_frame, self._frame
@@ -155,21 +157,9 @@ class Connection(Handshake, ChannelDispatch):
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timer` must be called next: a heartbeat to send, the peer's silence
         to check, the handshake or close time-out; None for nothing."""
-        state = self.state
-        if state is _S.CLOSED or self._started is None:
-            return None
-        deadlines = []
-        timeout = self.limits.handshake_timeout
-        if state is _S.CLOSING:
-            if timeout:
-                deadlines.append(self._closing_since + timeout)
-        elif state is not _S.OPEN and timeout:
-            deadlines.append(self._started + timeout)
-        if self.heartbeat:
-            deadlines.append(self._last_received + 2 * self.heartbeat)
-            if state is not _S.CLOSING:
-                deadlines.append(self._last_sent + self.heartbeat / 2)
-        return min(deadlines) if deadlines else None
+        return self._liveness.next_deadline(
+            PHASES[self.state], self.heartbeat, self.limits.handshake_timeout
+        )
 
     def handle_timer(self, now: float) -> list[Event]:
         """Do what is due at ``now`` and give what happened (with the events the
@@ -185,29 +175,17 @@ class Connection(Handshake, ChannelDispatch):
 
     def _tick(self, now: float) -> None:
         self._now = now
-        self._last_received = now if self.monitor_paused else self._last_received
-        state = self.state
-        if state is _S.CLOSED or self._started is None:
-            return
-        timeout = self.limits.handshake_timeout
-        hb = self.heartbeat
-        if hb and now >= self._last_received + 2 * hb:
-            self._end(
-                ReplyCode.CONNECTION_FORCED,
-                f"missed heartbeats: nothing received for {now - self._last_received:g} s "
-                f"(heartbeat {hb} s)",
-                by_peer=False,
-            )
-        elif state is _S.CLOSING and timeout and now >= self._closing_since + timeout:
+        if self.monitor_paused:
+            self._liveness.received(now)
+        due, text = self._liveness.due(
+            now, PHASES[self.state], self.heartbeat, self.limits.handshake_timeout
+        )
+        if due is Due.CLOSE_TIMEOUT:
             self._end_closing()
-        elif state not in (_S.OPEN, _S.CLOSING) and timeout and now >= self._started + timeout:
-            self._end(
-                ReplyCode.CONNECTION_FORCED,
-                f"the handshake did not finish within {timeout:g} s",
-                by_peer=False,
-            )
-        elif hb and state is not _S.CLOSING and now >= self._last_sent + hb / 2:
+        elif due is Due.HEARTBEAT:
             self._write(HEARTBEAT)
+        elif due is not Due.NOTHING:  # the peer's silence, or a handshake too long
+            self._end(ReplyCode.CONNECTION_FORCED, text, by_peer=False)
 
     # -- channels ------------------------------------------------------------------------
 
@@ -320,7 +298,7 @@ class Connection(Handshake, ChannelDispatch):
             ch.unconfirmed.add(ch.next_publish_seq)
             ch.next_publish_seq += 1
         self._out.append(octets)
-        self._last_sent = self._now
+        self._liveness.sent(self._now)
 
     def publish(
         self,

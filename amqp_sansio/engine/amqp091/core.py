@@ -19,6 +19,7 @@ from ...definitions.amqp091.spec import FRAME_MIN_SIZE, ReplyCode
 from ...errors import AMQPError, LocalProtocolError, UnsupportedProtocolError
 from ...framing.amqp091 import PROTOCOL_HEADER, FrameParser, encode_method_frame
 from ...security.mechanisms import SASLClientMechanism, client_mechanisms
+from ..liveness import Liveness
 from . import negotiation
 from .channel import Channel, ChannelState, PeerError
 from .events import ChannelClosed, ConnectionClosed, Event, discard_requests
@@ -107,10 +108,8 @@ class ConnectionCore:
         )
         self._login_mechanism = ""
         self._now = 0.0
-        self._started: float | None = None
-        self._last_sent = 0.0
-        self._last_received = 0.0
-        self._closing_since = 0.0
+        #: The handshake and close time-outs, the peer's silence, our heartbeats.
+        self._liveness = Liveness()
         self._close_reason: tuple[int, str, int, int] = (0, "", 0, 0)
 
     def __repr__(self) -> str:
@@ -118,7 +117,7 @@ class ConnectionCore:
 
     def _write(self, data: bytes) -> None:
         self._out.append(data)
-        self._last_sent = self._now
+        self._liveness.sent(self._now)
 
     def _send(self, channel: int, method: Method) -> None:
         self._write(self._encode_frame(channel, method, self.frame_max))
@@ -152,7 +151,7 @@ class ConnectionCore:
             ),
         )
         self._close_reason = (code, text, class_id, method_id)
-        self._closing_since = self._now
+        self._liveness.closing(self._now)
         self.state = _S.CLOSING
 
     def _close_channel(
