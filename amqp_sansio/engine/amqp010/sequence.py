@@ -2,21 +2,20 @@
 ``sequence-no`` and ``sequence-set``; class ``session``: ``completed``,
 ``known-completed``, ``gap``).
 
-A ``sequence-no`` is an RFC 1982 serial number of 32 bits: it wraps. Inside a session the
-engine counts ids as plain, unbounded integers (an id *unwrapped* against a reference
-near it: :func:`unwrap`), so that its sets are ordinary sorted ranges; on the wire each id
-is the low 32 bits (:func:`wire`).
+A ``sequence-no`` is an RFC 1982 serial number of 32 bits: it wraps (the arithmetic is the
+shared :mod:`amqp_sansio.engine.serial`, AMQP 1.0's too). Inside a session the engine counts
+ids as plain, unbounded integers (an id *unwrapped* against a reference near it:
+:func:`unwrap`), so that its sets are ordinary sorted ranges; on the wire each id is the
+low 32 bits (:func:`wire`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-__all__ = ["SERIAL_MASK", "SequenceSet", "unwrap", "wire"]
+from ..serial import SERIAL_MASK, serial_diff
 
-#: A sequence-no is 32 bits.
-SERIAL_MASK = 0xFFFFFFFF
-_HALF = 0x80000000
+__all__ = ["SERIAL_MASK", "SequenceSet", "unwrap", "wire"]
 
 
 def wire(value: int) -> int:
@@ -28,10 +27,7 @@ def unwrap(sequence_no: int, reference: int) -> int:
     """The unwrapped id nearest ``reference`` (an unwrapped id) whose low 32 bits are
     ``sequence_no``: RFC 1982 comparison (0-10 spec, ``sequence-no``), within 2**31 either
     side of the reference."""
-    distance = (sequence_no - reference) & SERIAL_MASK
-    if distance >= _HALF:
-        distance -= SERIAL_MASK + 1
-    return reference + distance
+    return reference + serial_diff(sequence_no, reference)
 
 
 class SequenceSet:
