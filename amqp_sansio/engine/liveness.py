@@ -8,9 +8,10 @@ received and began to close (each at the ``now`` it was given), and asks it when
 ``handle_timer`` is due next (:meth:`Liveness.next_deadline`) and what is due at ``now``
 (:meth:`Liveness.due`). The rules, the same for each protocol:
 
-* a heartbeat is due when nothing was sent for half the heartbeat (RabbitMQ's, pika's and
-  qpid's send interval), except while closing;
-* the peer is gone when nothing arrived for twice the heartbeat (both specs);
+* a heartbeat is due when nothing was sent for half the heartbeat (RabbitMQ's and pika's
+  send interval), except while closing;
+* the peer is gone when nothing arrived for twice the heartbeat (0-9-1 spec,
+  ``connection.tune``; RFC 006; 0-10 spec, ``connection.heartbeat``);
 * the handshake must reach the open within the handshake time-out from the start, and
   our close must be answered within it from the close (0: no time-out);
 * at one ``now``, the peer's silence comes first, then the close time-out, the handshake
