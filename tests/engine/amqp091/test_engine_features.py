@@ -57,6 +57,22 @@ def test_heartbeats_sent_at_half_the_interval_and_silence_ends_the_connection() 
     assert client.data_to_send() == b""
 
 
+def test_a_paused_monitor_counts_the_peers_silence_from_now() -> None:
+    """``monitor_paused`` (the broker sets it while it stops reading a blocked publisher,
+    as RabbitMQ pauses its heartbeat monitor): each timer call restarts the silence."""
+    pair = open_pair(client={"heartbeat": 10}, server={"heartbeat": 10})
+    server = pair.server
+    server.monitor_paused = True
+    assert server.handle_timer(19.0) == []
+    # 19 s of silence since the last call: not two heartbeats
+    assert server.handle_timer(38.0) == []
+    assert not server.closed
+    server.monitor_paused = False
+    assert server.next_deadline() == 38.0 + 5.0  # our heartbeat; the silence ends at 58
+    [closed] = server.handle_timer(58.0)
+    assert isinstance(closed, ev.ConnectionClosed) and "missed heartbeats" in closed.reply_text
+
+
 def test_no_heartbeat_means_no_deadline_once_open() -> None:
     pair = open_pair(client={"heartbeat": 0}, server={"heartbeat": 0})
     assert pair.client.heartbeat == 0 and pair.client.next_deadline() is None
