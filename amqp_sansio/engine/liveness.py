@@ -18,15 +18,20 @@ received and began to close (each at the ``now`` it was given), and asks it when
   time-out, and the heartbeat to send.
 
 What differs between the protocols stays in each protocol's folder: the table that names
-the :class:`Phase` of each of its connection states (``PHASES`` in its ``states``), the
+the :class:`Phase` of each of its connection states (``PHASES`` in its ``states``, made
+by :func:`phases`), the
 frame a heartbeat is and the reply code that ends the connection.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
+from typing import TypeVar
 
-__all__ = ["Due", "Liveness", "Phase"]
+__all__ = ["Due", "Liveness", "Phase", "phases"]
+
+_State = TypeVar("_State")
 
 
 class Phase(enum.Enum):
@@ -39,6 +44,16 @@ class Phase(enum.Enum):
     CLOSING = "closing"
     #: over: nothing is due
     CLOSED = "closed"
+
+
+def phases(
+    states: Iterable[_State], *, opened: _State, closing: _State, closed: _State
+) -> dict[_State, Phase]:
+    """A protocol's table of the :class:`Phase` of each of its connection ``states``: the
+    three named, and the handshake's for every other (each is before the open)."""
+    table = dict.fromkeys(states, Phase.HANDSHAKE)
+    table.update({opened: Phase.OPEN, closing: Phase.CLOSING, closed: Phase.CLOSED})
+    return table
 
 
 class Due(enum.Enum):

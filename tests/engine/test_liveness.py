@@ -16,7 +16,7 @@ from amqp_sansio.engine.amqp010.states import PHASES as PHASES_010
 from amqp_sansio.engine.amqp010.states import ConnectionState as State010
 from amqp_sansio.engine.amqp091.states import PHASES as PHASES_091
 from amqp_sansio.engine.amqp091.states import ConnectionState as State091
-from amqp_sansio.engine.liveness import Due, Liveness, Phase
+from amqp_sansio.engine.liveness import Due, Liveness, Phase, phases
 
 
 def started(at: float = 100.0) -> Liveness:
@@ -124,18 +124,29 @@ def test_a_time_out_comes_before_the_heartbeat() -> None:
     assert clocks.due(109.0, Phase.HANDSHAKE, 4, 10)[0] is Due.HEARTBEAT
 
 
+def test_a_table_of_phases_from_the_three_states_named() -> None:
+    table = phases("abcde", opened="c", closing="d", closed="e")
+    assert table == {
+        "a": Phase.HANDSHAKE,
+        "b": Phase.HANDSHAKE,
+        "c": Phase.OPEN,
+        "d": Phase.CLOSING,
+        "e": Phase.CLOSED,
+    }
+
+
 @pytest.mark.parametrize(
-    ("phases", "states"), [(PHASES_091, State091), (PHASES_010, State010)], ids=["0-9-1", "0-10"]
+    ("table", "states"), [(PHASES_091, State091), (PHASES_010, State010)], ids=["0-9-1", "0-10"]
 )
 def test_each_protocol_names_the_phase_of_every_state(
-    phases: Mapping[enum.Enum, Phase], states: type[enum.Enum]
+    table: Mapping[enum.Enum, Phase], states: type[enum.Enum]
 ) -> None:
-    assert set(phases) == set(states)
-    assert phases[states["OPEN"]] is Phase.OPEN
-    assert phases[states["CLOSING"]] is Phase.CLOSING
-    assert phases[states["CLOSED"]] is Phase.CLOSED
-    assert phases[states["NEW"]] is Phase.HANDSHAKE
-    assert {phases[s] for s in states} == set(Phase)
+    assert set(table) == set(states)
+    assert table[states["OPEN"]] is Phase.OPEN
+    assert table[states["CLOSING"]] is Phase.CLOSING
+    assert table[states["CLOSED"]] is Phase.CLOSED
+    assert table[states["NEW"]] is Phase.HANDSHAKE
+    assert {table[s] for s in states} == set(Phase)
 
 
 instants = st.floats(0, 1e6, allow_nan=False)

@@ -14,7 +14,7 @@ import attrs
 from ...definitions import amqp010 as spec
 from ...errors import LocalProtocolError
 from ..contract import Role
-from ..liveness import Phase
+from ..liveness import phases
 
 __all__ = [
     "MIN_MAX_FRAME_SIZE",
@@ -131,13 +131,8 @@ class SessionState(enum.Enum):
 
 _S = ConnectionState
 
-#: The clocks' :class:`~amqp_sansio.engine.liveness.Phase` of each state: every state
-#: before the open is the handshake's.
-PHASES: dict[ConnectionState, Phase] = {state: Phase.HANDSHAKE for state in ConnectionState} | {
-    _S.OPEN: Phase.OPEN,
-    _S.CLOSING: Phase.CLOSING,
-    _S.CLOSED: Phase.CLOSED,
-}
+#: The clocks' :class:`~amqp_sansio.engine.liveness.Phase` of each state.
+PHASES = phases(ConnectionState, opened=_S.OPEN, closing=_S.CLOSING, closed=_S.CLOSED)
 
 #: The states each role goes through, in order.
 ROLE_STATES: dict[Role, tuple[ConnectionState, ...]] = {

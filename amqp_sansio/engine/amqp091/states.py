@@ -12,7 +12,7 @@ import attrs
 from ...definitions.amqp091 import spec
 from ...definitions.amqp091.methods import Method
 from ..contract import Role
-from ..liveness import Phase
+from ..liveness import phases
 
 __all__ = ["PHASES", "ROLE_STATES", "TABLE", "ConnectionState", "Limits", "Role"]
 
@@ -71,13 +71,8 @@ class ConnectionState(enum.Enum):
 
 _S = ConnectionState
 
-#: The clocks' :class:`~amqp_sansio.engine.liveness.Phase` of each state: every state
-#: before the open is the handshake's.
-PHASES: dict[ConnectionState, Phase] = {state: Phase.HANDSHAKE for state in ConnectionState} | {
-    _S.OPEN: Phase.OPEN,
-    _S.CLOSING: Phase.CLOSING,
-    _S.CLOSED: Phase.CLOSED,
-}
+#: The clocks' :class:`~amqp_sansio.engine.liveness.Phase` of each state.
+PHASES = phases(ConnectionState, opened=_S.OPEN, closing=_S.CLOSING, closed=_S.CLOSED)
 
 #: The states each role goes through, in order.
 ROLE_STATES: dict[Role, tuple[ConnectionState, ...]] = {
