@@ -321,7 +321,7 @@ def test_flush_gap_and_the_controls_taking_no_action() -> None:
     server.receive_data(control(1, spec.SessionGap(commands=((1, 3),))), 0)
     server.receive_data(control(1, spec.SessionExpected(commands=((0, 1),))), 0)
     server.receive_data(control(1, spec.SessionConfirmed(commands=((0, 1),))), 0)
-    assert sent(server) == [spec.SessionCompleted(commands=((1, 3),))]
+    assert sent(server) == [spec.SessionCompleted(commands=((1, 3),), timely_reply=True)]
     pair.take()
     server.receive_data(command(1, spec.ExecutionSync()), 0)
     assert sent(server) == [spec.SessionCompleted(commands=((1, 4),))]
@@ -503,7 +503,7 @@ def test_corners_of_the_session_controls() -> None:
     # a gap away from the next command leaves it; a completed for none of ours says nothing
     server.receive_data(control(1, spec.SessionCommandPoint(command_id=0, command_offset=0)), 0)
     server.receive_data(control(1, spec.SessionGap(commands=((5, 6), (0, 0)))), 0)
-    assert sent(server) == [spec.SessionCompleted(commands=((0, 0), (5, 6)))]
+    assert sent(server) == [spec.SessionCompleted(commands=((0, 0), (5, 6)), timely_reply=True)]
     assert server.receive_data(control(1, spec.SessionCompleted(commands=((9, 9),))), 0) == []
     # an attach of the session while it is detaching is not answered
     server.detach(b"c")
