@@ -324,7 +324,7 @@ def test_flush_gap_and_the_controls_taking_no_action() -> None:
     assert sent(server) == [spec.SessionCompleted(commands=((1, 3),), timely_reply=True)]
     pair.take()
     server.receive_data(command(1, spec.ExecutionSync()), 0)
-    assert sent(server) == [spec.SessionCompleted(commands=((1, 4),))]
+    assert sent(server) == [spec.SessionCompleted(commands=((1, 4),), timely_reply=True)]
 
 
 def test_attach_refusals_and_rules() -> None:
