@@ -22,7 +22,7 @@ from .._streams import Stream
 from .mapping import headers_of, to_amqp10
 from .sessions import Connection010, Session010, Subscription
 
-__all__ = ["COMMANDS", "error_code"]
+__all__ = ["COMMANDS", "CommandRefused", "error_code"]
 
 #: The virtual host's refusal codes (0-9-1's reply codes) as ``execution.error-code``s
 #: where they differ: 403 ACCESS_REFUSED (a reserved name, the default exchange) is 530
@@ -36,11 +36,19 @@ _CODES = {
 }
 _KNOWN = frozenset(int(code) for code in ErrorCode)
 
+
+class CommandRefused(Refused):
+    """A refusal of the 0-10 side itself: its code is an ``execution.error-code`` already."""
+
+
 Handler = Callable[[Connection010, Session010, CommandReceived], spec.Struct | None]
 
 
-def error_code(reply_code: int) -> int:
-    """The ``execution.error-code`` of a virtual host's refusal code."""
+def error_code(refused: Refused) -> int:
+    """The ``execution.error-code`` of a refusal (the virtual host's code mapped)."""
+    reply_code = refused.reply_code
+    if isinstance(refused, CommandRefused):
+        return reply_code
     code = _CODES.get(reply_code, reply_code)
     return int(code) if int(code) in _KNOWN else int(ErrorCode.INTERNAL_ERROR)
 
@@ -49,7 +57,7 @@ def _name(value: str | None, what: str) -> str:
     """A queue name a command must give (0-10 spec: "If the queue name in this command is
     empty, the server MUST raise an exception"): 531 ``illegal-argument``."""
     if not value:
-        raise Refused(ErrorCode.ILLEGAL_ARGUMENT, f"{what}: no queue name")
+        raise CommandRefused(ErrorCode.ILLEGAL_ARGUMENT, f"{what}: no queue name")
     return value
 
 
@@ -70,7 +78,7 @@ def _exchange_declare(conn: Connection010, ssn: Session010, e: CommandReceived) 
             ErrorCode.NOT_ALLOWED, f"exchange {name!r} is of type {existing[0]}, not {m.type}"
         )
     if not m.passive and not m.type:
-        raise Refused(ErrorCode.COMMAND_INVALID, f"exchange.declare of {name!r}: no type")
+        raise CommandRefused(ErrorCode.COMMAND_INVALID, f"exchange.declare of {name!r}: no type")
     if existing is not None and not m.passive:
         return  # (declared again: 0-10 does not check the other fields)
     vhost.declare_exchange(
@@ -88,7 +96,7 @@ def _exchange_delete(conn: Connection010, ssn: Session010, e: CommandReceived) -
     name = m.exchange or ""
     vhost = conn.vhost_or_default
     if name and vhost.query_exchange(name) is None:
-        raise Refused(ErrorCode.NOT_FOUND, f"no exchange {name!r}")
+        raise CommandRefused(ErrorCode.NOT_FOUND, f"no exchange {name!r}")
     vhost.delete_exchange(name, if_unused=m.if_unused)
 
 
@@ -120,7 +128,9 @@ def _exchange_unbind(conn: Connection010, ssn: Session010, e: CommandReceived) -
     bound = [b for b in vhost.bindings_of(exchange) if b[0] == ("queue", queue) and b[1] == key]
     if not bound:
         vhost.unbind(("queue", queue), exchange, key, owner=conn)  # (404 for a missing end)
-        raise Refused(ErrorCode.NOT_FOUND, f"no binding of {queue!r} to {exchange!r} by {key!r}")
+        raise CommandRefused(
+            ErrorCode.NOT_FOUND, f"no binding of {queue!r} to {exchange!r} by {key!r}"
+        )
     for _, _, arguments in bound:
         vhost.unbind(("queue", queue), exchange, key, arguments, owner=conn)
 
@@ -209,7 +219,7 @@ def _queue_query(conn: Connection010, ssn: Session010, e: CommandReceived) -> sp
 def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageTransfer = e.command  # type: ignore[assignment]
     if m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED:
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, "a transfer to the broker is not acquired")
+        raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "a transfer to the broker is not acquired")
     limit = conn.broker.config.max_message_size
     if limit and len(e.body) > limit:
         raise Refused(
@@ -225,7 +235,9 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     conn.record.messages_in += 1
     if ssn.tx:
         if exchange and conn.vhost_or_default.query_exchange(exchange) is None:
-            raise Refused(ErrorCode.NOT_FOUND, f"no exchange {exchange!r}")  # (now, not later)
+            raise CommandRefused(
+                ErrorCode.NOT_FOUND, f"no exchange {exchange!r}"
+            )  # (now, not later)
         ssn.tx_publishes.append((exchange, key, data, headers_of(e.header)))
         return
     conn.publish(exchange, key, data, headers_of(e.header))
@@ -261,28 +273,32 @@ def _acquire(conn: Connection010, ssn: Session010, e: CommandReceived) -> spec.A
 def _subscription(ssn: Session010, destination: str | None) -> Subscription:
     sub = ssn.subscriptions.get(destination or "")
     if sub is None:
-        raise Refused(ErrorCode.NOT_FOUND, f"no subscription {destination!r}")
+        raise CommandRefused(ErrorCode.NOT_FOUND, f"no subscription {destination!r}")
     return sub
 
 
 def _subscribe(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageSubscribe = e.command  # type: ignore[assignment]
     if m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED:
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, "acquire-mode not-acquired (browsing)")
+        raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "acquire-mode not-acquired (browsing)")
     if m.resume_id:
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, "resuming a subscription (resume-id)")
+        raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "resuming a subscription (resume-id)")
     name = _name(m.queue, "message.subscribe")
     destination = m.destination or ""
     if destination in ssn.subscriptions:
-        raise Refused(ErrorCode.NOT_ALLOWED, f"the destination {destination!r} is in use")
+        raise CommandRefused(ErrorCode.NOT_ALLOWED, f"the destination {destination!r} is in use")
     vhost = conn.vhost_or_default
     queue = vhost.queue(name)
     if queue is None and isinstance(conn.broker.nodes.get(name), Stream):
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, f"{name!r} is a stream: 0-10 cannot read it")
+        raise CommandRefused(
+            ErrorCode.NOT_IMPLEMENTED, f"{name!r} is a stream: 0-10 cannot read it"
+        )
     queue = vhost.usable_queue(name, conn)
     consumers = queue.consumers
     if consumers and (m.exclusive or any(getattr(c, "exclusive", False) for c in consumers)):
-        raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {name!r} has an exclusive subscriber")
+        raise CommandRefused(
+            ErrorCode.RESOURCE_LOCKED, f"queue {name!r} has an exclusive subscriber"
+        )
     sub = Subscription(
         ssn, destination, queue, explicit=m.accept_mode != spec.MessageAcceptMode.NONE
     )
@@ -331,7 +347,7 @@ def _tx_select(conn: Connection010, ssn: Session010, e: CommandReceived) -> None
 
 def _in_tx(ssn: Session010, what: str) -> None:
     if not ssn.tx:
-        raise Refused(ErrorCode.ILLEGAL_STATE, f"{what} without tx.select on the session")
+        raise CommandRefused(ErrorCode.ILLEGAL_STATE, f"{what} without tx.select on the session")
 
 
 def _tx_commit(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
@@ -350,7 +366,7 @@ def _tx_rollback(conn: Connection010, ssn: Session010, e: CommandReceived) -> No
 
 
 def _not_implemented(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
-    raise Refused(ErrorCode.NOT_IMPLEMENTED, f"{e.command.NAME} is not implemented")
+    raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, f"{e.command.NAME} is not implemented")
 
 
 COMMANDS: dict[type[spec.Command], Handler] = {

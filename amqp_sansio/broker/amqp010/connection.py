@@ -313,7 +313,7 @@ class BrokerConnection010(Admission):
         except Refused as refused:
             self.engine.send_exception(
                 name,
-                error_code(refused.reply_code),
+                error_code(refused),
                 command_id=event.command_id,
                 description=refused.reply_text,
             )
