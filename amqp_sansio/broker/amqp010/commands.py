@@ -169,9 +169,11 @@ def _queue_declare(conn: Connection010, ssn: Session010, e: CommandReceived) -> 
     arguments = dict(m.arguments or {})
     if m.alternate_exchange:
         arguments["x-dead-letter-exchange"] = m.alternate_exchange
-    if not m.passive and vhost.query_queue(name) is not None:
+    found = vhost.query_queue(name)
+    if not m.passive and found is not None and not found[0].auto:
         vhost.usable_queue(name, conn)  # (405 for another's exclusive queue)
         return  # (declared again: 0-10 does not check the other fields)
+    # (a queue made on first use by 1.0 is adopted, as 0-9-1's first declare adopts it)
     vhost.declare_queue(
         name,
         passive=m.passive,
@@ -294,6 +296,8 @@ def _subscribe(conn: Connection010, ssn: Session010, e: CommandReceived) -> None
             ErrorCode.NOT_IMPLEMENTED, f"{name!r} is a stream: 0-10 cannot read it"
         )
     queue = vhost.usable_queue(name, conn)
+    if queue.auto:  # made on first use by 1.0: adopted, not to go when it empties
+        vhost.declare_queue(name, owner=conn)
     consumers = queue.consumers
     if consumers and (m.exclusive or any(getattr(c, "exclusive", False) for c in consumers)):
         raise CommandRefused(

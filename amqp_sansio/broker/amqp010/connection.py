@@ -169,8 +169,12 @@ class BrokerConnection010(Admission):
         self.broker.has_output(self)
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
+        """The transport is gone: the engine hears the stream's end (its sessions with a
+        time-out are kept, for a new connection to resume), then the connection ends."""
         self.broker.advance(now, wall)
         self._now = now
+        if not self.engine.closed and not self.lost:
+            self._handle(self.engine.receive_data(b"", now))
         self._lost()
         self.broker.store.flush()
         self.broker.dispatch()
@@ -274,11 +278,15 @@ class BrokerConnection010(Admission):
         self.sessions[event.session] = Session010(self, event.session)
 
     def _on_resumed(self, event: SessionResumed) -> None:
-        session = self.sessions.get(event.session)
-        if session is None:  # (a name kept by the engine whose state the broker let go)
-            self.sessions[event.session] = Session010(self, event.session)
-            return
+        name = event.session
+        session = self.sessions.get(name)
+        if session is None:  # kept past its connection: this one takes it over
+            session = self.broker.kept_010.pop((self.engine.identity, name), None)
+        if session is None:  # (the engine kept what the broker let go)
+            session = Session010(self, name)
+        session.conn = self
         session.attached = True
+        self.sessions[name] = session
         for sub in session.subscriptions.values():
             self.broker.wake(sub.queue)
 
@@ -293,9 +301,14 @@ class BrokerConnection010(Admission):
             session.attached = False
 
     def _on_expired(self, event: SessionExpired) -> None:
-        session = self.sessions.pop(event.session, None)
+        name = event.session
+        session = self.sessions.pop(name, None)
         if session is not None:
             session.close()
+        kept = self.broker.kept_010
+        store = self.broker.sessions_010
+        for key in [k for k in kept if k[1] == name and k not in store]:
+            kept.pop(key).close()
 
     def _on_completed(self, event: CommandsCompleted) -> None:
         session = self.sessions.get(event.session)
@@ -329,8 +342,14 @@ class BrokerConnection010(Admission):
             return
         self.lost = True
         self.ending = True
-        for session in list(self.sessions.values()):
-            session.close()
+        store = self.broker.sessions_010
+        for name, session in self.sessions.items():
+            key = (self.engine.identity, name)
+            if not session.attached and key in store:  # kept: another may resume it
+                session.park()
+                self.broker.kept_010[key] = session
+            else:
+                session.close()
         self.sessions.clear()
         for vhost in self.broker.vhosts.values():
             vhost.owner_gone(self)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import Connection as Engine010
+from ...engine.amqp010 import SessionStore
 from .._interface import ConnectionBroker, VirtualHostAccess
 from .._nodes import Node, Queue
 from .._record import ConnectionRecord
@@ -32,6 +33,11 @@ class Broker010(ConnectionBroker, Protocol):
 
     @property
     def vhosts(self) -> Mapping[str, VirtualHostAccess]: ...
+
+    #: The engines' store of detached sessions, shared by every 0-10 connection.
+    sessions_010: SessionStore
+    #: The sessions kept past their connection, by (identity, name): resumed by another.
+    kept_010: dict[tuple[str | None, bytes], Session010]
 
 
 class Connection010(Protocol):
@@ -134,6 +140,7 @@ class Session010:
     """The broker's state of one attached (or detached and kept) session ``name``."""
 
     def __init__(self, conn: Connection010, name: bytes) -> None:
+        #: Its connection (another one's once resumed there).
         self.conn = conn
         self.name = name
         self.attached = True
@@ -234,6 +241,14 @@ class Session010:
         found = vhost.query_queue(queue.address)
         if found is None or found[0] is not queue or not found[2]:
             vhost.consumer_removed(queue)
+
+    def park(self) -> None:
+        """Its connection went with the session kept (for another to resume): its
+        subscriptions stay, without credit until then; its unaccepted transfers go back to
+        their queues (the client that resumes cannot accept what it may not have had)."""
+        self.attached = False
+        self.release(sorted(self.unsettled), redelivered=True)
+        self.windowed.clear()
 
     def close(self) -> None:
         """The session is gone (detached and not kept, expired, or its connection ended):

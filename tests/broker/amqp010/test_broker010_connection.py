@@ -200,3 +200,43 @@ def test_bytes_that_are_not_frames_close_the_connection() -> None:
     conn = broker.accept_010(0.0)
     conn.receive_data(PROTOCOL_HEADER + b"\xff" * 20, 0.0)
     assert conn.ended and conn.record.ending is not None
+
+
+def test_a_session_resumed_on_a_new_connection_keeps_its_subscriptions() -> None:
+    broker = Broker()
+    store = engine.SessionStore()
+    old = Client(broker, sessions=store)
+    old.attach(b"r", timeout=60)
+    old.ok(spec.QueueDeclare(queue="q"), session=b"r")
+    old.ok(spec.MessageSubscribe(queue="q", destination="d", accept_mode=0), session=b"r")
+    old.ok(spec.MessageFlow(destination="d", unit=1, value=0xFFFFFFFF), session=b"r")
+    old.ok(spec.MessageFlow(destination="d", unit=0, value=10), session=b"r")
+    old.publish(b"one", key="q", session=b"r")
+    assert [d.body for d in old.deliveries()] == [b"one"]
+    # the transport goes: both ends keep the session
+    old.conn.connection_lost(1.0)
+    old.engine.receive_data(b"", 1.0)
+    assert (None, b"r") in broker.kept_010 or ("anonymous", b"r") in broker.kept_010
+    assert len(broker.nodes["q"].available) == 1  # (unaccepted: back in its queue)
+    new = Client(broker, now=2.0, sessions=store)
+    new.engine.resume(b"r")
+    new.pump()
+    assert broker.kept_010 == {} and "d" in new.conn.sessions[b"r"].subscriptions
+    [again] = new.deliveries()
+    assert again.body == b"one" and again.header[0].redelivered  # type: ignore[attr-defined]
+    new.ok(spec.MessageAccept(transfers=((again.command_id, again.command_id),)), session=b"r")
+    new.ok(spec.MessageFlow(destination="d", unit=0, value=1), session=b"r")
+    assert broker.nodes["q"].depth == 0
+
+
+def test_a_session_kept_past_its_connection_expires() -> None:
+    broker = Broker()
+    old = Client(broker)
+    old.attach(b"k", timeout=5)
+    old.ok(spec.QueueDeclare(queue="q"), session=b"k")
+    old.ok(spec.MessageSubscribe(queue="q", destination="d"), session=b"k")
+    old.conn.connection_lost(1.0)
+    assert len(broker.kept_010) == 1 and len(broker.nodes["q"].consumers) == 1
+    other = Client(broker, now=10.0)
+    other.conn.handle_timer(10.0)
+    assert broker.kept_010 == {} and broker.nodes["q"].consumers == []
