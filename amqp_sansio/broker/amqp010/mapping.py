@@ -267,7 +267,7 @@ def from_amqp10(
     elif isinstance(correlation, uuid.UUID):
         correlation = correlation.bytes
     elif isinstance(correlation, int):
-        correlation = str(correlation).encode()
+        correlation = str(int(correlation)).encode()
     reply_to = None
     if props.reply_to is not None:
         where, _, rest = str(props.reply_to).rpartition("/")
