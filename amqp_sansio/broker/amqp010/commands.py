@@ -247,6 +247,7 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
 
 def _accept(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageAccept = e.command  # type: ignore[assignment]
+    ssn.unbrowse(m.transfers)
     ids = ssn.transfers(m.transfers)
     if ssn.tx:
         ssn.tx_accepts += ids
@@ -256,20 +257,23 @@ def _accept(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
 
 def _reject(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageReject = e.command  # type: ignore[assignment]
+    ssn.unbrowse(m.transfers)
     ssn.reject(ssn.transfers(m.transfers))
 
 
 def _release(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageRelease = e.command  # type: ignore[assignment]
+    ssn.unbrowse(m.transfers)
     ssn.release(ssn.transfers(m.transfers), redelivered=m.set_redelivered)
 
 
 def _acquire(conn: Connection010, ssn: Session010, e: CommandReceived) -> spec.Acquired:
-    """``message.acquire``: every transfer is pre-acquired, so those of the set this
-    session holds are acquired (0-10 spec, ``message.acquired``)."""
+    """``message.acquire`` (0-10 spec, ``message.acquired``): the browsed transfers of the
+    set still in their queues are acquired now, and those delivered pre-acquired are
+    acquired already."""
     m: spec.MessageAcquire = e.command  # type: ignore[assignment]
-    held = ssn.transfers(m.transfers)
-    return spec.Acquired(transfers=tuple((i, i) for i in held))
+    held = set(ssn.transfers(m.transfers)) | set(ssn.acquire(m.transfers))
+    return spec.Acquired(transfers=tuple((i, i) for i in sorted(held)))
 
 
 def _subscription(ssn: Session010, destination: str | None) -> Subscription:
@@ -281,8 +285,6 @@ def _subscription(ssn: Session010, destination: str | None) -> Subscription:
 
 def _subscribe(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageSubscribe = e.command  # type: ignore[assignment]
-    if m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED:
-        raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "acquire-mode not-acquired (browsing)")
     if m.resume_id:
         raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "resuming a subscription (resume-id)")
     name = _name(m.queue, "message.subscribe")
@@ -304,7 +306,11 @@ def _subscribe(conn: Connection010, ssn: Session010, e: CommandReceived) -> None
             ErrorCode.RESOURCE_LOCKED, f"queue {name!r} has an exclusive subscriber"
         )
     sub = Subscription(
-        ssn, destination, queue, explicit=m.accept_mode != spec.MessageAcceptMode.NONE
+        ssn,
+        destination,
+        queue,
+        explicit=m.accept_mode != spec.MessageAcceptMode.NONE,
+        browse=m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED,
     )
     sub.exclusive = m.exclusive  # type: ignore[attr-defined]
     ssn.subscriptions[destination] = sub

@@ -318,12 +318,13 @@ class BrokerConnection010(Admission):
     def _on_command(self, event: CommandReceived) -> None:
         name = event.session
         session = self.sessions.get(name)
-        if session is None or self.engine.session(name).state is not SessionState.ATTACHED:
-            return  # (a command after an exception of ours on the session: dropped)
+        if session is None or not session.attached or not self._attached(name):
+            return  # (the session went, or an exception of ours ends it: dropped)
         handler = COMMANDS.get(type(event.command), NOT_IMPLEMENTED)
         try:
             result = handler(self, session, event)
         except Refused as refused:
+            session.attached = False  # (the engine detaches it: nothing more is sent)
             self.engine.send_exception(
                 name,
                 error_code(refused),
@@ -334,6 +335,13 @@ class BrokerConnection010(Admission):
         if result is not None:
             self.engine.send_result(name, event.command_id, result)
         self.engine.complete(name, event.command_id)
+
+    def _attached(self, name: bytes) -> bool:
+        """Whether the engine's session ``name`` is attached (not detaching, not gone)."""
+        try:
+            return self.engine.session(name).state is SessionState.ATTACHED
+        except KeyError:  # (detached by the client in the same input)
+            return False
 
     # -- the end ------------------------------------------------------------------------------
 

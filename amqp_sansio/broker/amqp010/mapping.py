@@ -150,10 +150,13 @@ def to_amqp10(
     complex_: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     if props is not None:
+        message_id: Any = props.message_id
         for key, value in (props.application_headers or {}).items():
             value = _simple(value)
             if key == SUBJECT_HEADER and isinstance(value, str):
                 fields["subject"] = value
+            elif key == MESSAGE_ID_HEADER and message_id is None and isinstance(value, str):
+                message_id = value  # (a 1.0 id that is not a uuid, back in its place)
             elif isinstance(value, list | dict):
                 complex_[key] = value
             else:
@@ -172,7 +175,7 @@ def to_amqp10(
             where = props.reply_to.exchange or ""
             reply_to = f"{where}/{key}" if where else key
         fields.update(
-            message_id=props.message_id,
+            message_id=message_id,
             correlation_id=correlation,
             reply_to=reply_to,
             content_type=props.content_type,

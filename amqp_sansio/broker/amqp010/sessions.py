@@ -80,8 +80,17 @@ class Subscription:
     subscription = None
 
     def __init__(
-        self, session: Session010, destination: str, queue: Queue, *, explicit: bool
+        self,
+        session: Session010,
+        destination: str,
+        queue: Queue,
+        *,
+        explicit: bool,
+        browse: bool = False,
     ) -> None:
+        #: acquire-mode not-acquired: a browser, shown the messages, taking none (its
+        #: client may ``message.acquire`` them).
+        self.copy = browse
         self.session = session
         self.destination = destination
         self.queue = queue
@@ -150,6 +159,8 @@ class Session010:
         self.unsettled: dict[int, tuple[StoredMessage, Queue, Subscription]] = {}
         #: Window-mode transfers whose completion gives their credit back: (sub, size).
         self.windowed: dict[int, tuple[Subscription, int]] = {}
+        #: Transfers out to a browser, not acquired: (message, queue, subscription).
+        self.browsed: dict[int, tuple[StoredMessage, Queue, Subscription]] = {}
         #: The client's transfers with accept-mode explicit, to accept (by command id).
         self.to_accept: list[int] = []
         #: tx.select: transfers (exchange, key, data, headers) and accepts held till commit.
@@ -172,14 +183,20 @@ class Session010:
         transfer = spec.MessageTransfer(
             destination=sub.destination,
             accept_mode=_EXPLICIT if sub.explicit else int(spec.MessageAcceptMode.NONE),
-            acquire_mode=int(spec.MessageAcquireMode.PRE_ACQUIRED),
+            acquire_mode=int(
+                spec.MessageAcquireMode.NOT_ACQUIRED
+                if sub.copy
+                else spec.MessageAcquireMode.PRE_ACQUIRED
+            ),
         )
         command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
         conn.record.messages_out += 1
         conn.broker.has_output(conn)
         if sub.window:
             self.windowed[command_id] = (sub, message.size)
-        if sub.explicit:
+        if sub.copy:
+            self.browsed[command_id] = (message, queue, sub)
+        elif sub.explicit:
             self.unsettled[command_id] = (message, queue, sub)
         else:
             conn.taken(queue, message)
@@ -197,15 +214,35 @@ class Session010:
                     sub.octets += size
                 self.conn.broker.wake(sub.queue)
 
-    def transfers(self, ranges: Any) -> list[int]:
-        """The unsettled transfers among the command ids of a sequence set."""
+    def transfers(self, ranges: Any, among: Mapping[int, object] | None = None) -> list[int]:
+        """The unsettled transfers (or those of ``among``) among the command ids of a
+        sequence set."""
+        held = self.unsettled if among is None else among
         found: list[int] = []
         for low, high in ranges or ():
-            if high - low < len(self.unsettled):
-                found += [i for i in range(low, high + 1) if i in self.unsettled]
+            if high - low < len(held):
+                found += [i for i in range(low, high + 1) if i in held]
             else:
-                found += [i for i in self.unsettled if low <= i <= high]
+                found += [i for i in held if low <= i <= high]
         return sorted(set(found))
+
+    def acquire(self, ranges: Any) -> list[int]:
+        """``message.acquire``: the browsed transfers of the set whose messages are still
+        in their queues are taken off them, as delivered (pre-acquired) ones are; the
+        others are forgotten. Gives the acquired."""
+        done = []
+        for command_id in self.transfers(ranges, self.browsed):
+            message, queue, sub = self.browsed.pop(command_id)
+            if queue.acquire(message):
+                self.unsettled[command_id] = (message, queue, sub)
+                done.append(command_id)
+        return done
+
+    def unbrowse(self, ranges: Any) -> None:
+        """Accepting, rejecting or releasing browsed transfers not acquired: forgotten
+        (their messages stay in their queues; 0-10 spec, message.accept rule)."""
+        for command_id in self.transfers(ranges, self.browsed):
+            del self.browsed[command_id]
 
     def accept(self, ids: list[int]) -> None:
         for command_id in ids:
@@ -249,6 +286,7 @@ class Session010:
         self.attached = False
         self.release(sorted(self.unsettled), redelivered=True)
         self.windowed.clear()
+        self.browsed.clear()
 
     def close(self) -> None:
         """The session is gone (detached and not kept, expired, or its connection ended):
@@ -258,5 +296,6 @@ class Session010:
             self.cancel(sub)
         self.release(sorted(self.unsettled), redelivered=True)
         self.windowed.clear()
+        self.browsed.clear()
         self.tx_publishes.clear()
         self.tx_accepts.clear()

@@ -174,7 +174,6 @@ def test_exchanges_declare_query_bind_bound_unbind_delete() -> None:
         (spec.QueuePurge(queue="nope"), NOT_FOUND),
         (spec.QueuePurge(queue=""), ILLEGAL_ARGUMENT),
         (spec.MessageSubscribe(queue="nope", destination="d"), NOT_FOUND),
-        (spec.MessageSubscribe(queue="q", destination="d", acquire_mode=1), NOT_IMPLEMENTED),
         (spec.MessageSubscribe(queue="q", destination="d", resume_id="r"), NOT_IMPLEMENTED),
         (spec.MessageCancel(destination="nope"), NOT_FOUND),
         (spec.MessageSetFlowMode(destination="nope", flow_mode=0), NOT_FOUND),
@@ -336,3 +335,44 @@ def test_unroutable_too_large_and_not_acquired_transfers() -> None:
         spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=1), session=b"u"
     )
     assert refused.error_code == NOT_IMPLEMENTED
+
+
+def test_browsing_then_acquiring() -> None:
+    c = client()
+    c.ok(spec.QueueDeclare(queue="q"))
+    for n in range(3):
+        c.publish(b"b%d" % n, key="q")
+    c.ok(spec.MessageSubscribe(queue="q", destination="b", accept_mode=0, acquire_mode=1))
+    c.ok(spec.MessageFlow(destination="b", unit=1, value=0xFFFFFFFF))
+    c.ok(spec.MessageFlow(destination="b", unit=0, value=10))
+    shown = c.deliveries()
+    assert [g.body for g in shown] == [b"b0", b"b1", b"b2"]
+    assert all(g.command.acquire_mode == 1 for g in shown)  # type: ignore[attr-defined]
+    queue = c.broker.nodes["q"]
+    assert len(queue.available) == 3  # a browser takes nothing
+    first, second, third = (g.command_id for g in shown)
+    # another subscriber takes b2 meanwhile: it can no longer be acquired
+    c.attach(b"t")
+    c.ok(spec.MessageSubscribe(queue="q", destination="t", accept_mode=1), session=b"t")
+    c.ok(spec.MessageFlow(destination="t", unit=1, value=0xFFFFFFFF), session=b"t")
+    got = c.result(spec.MessageAcquire(transfers=((first, second),)))
+    assert got == spec.Acquired(transfers=((first, first), (second, second)))
+    assert len(queue.available) == 1
+    c.ok(spec.MessageAccept(transfers=((first, first),)))
+    c.ok(spec.MessageRelease(transfers=((second, second),)))
+    c.ok(spec.MessageAccept(transfers=((third, third),)))  # not acquired: it stays
+    assert queue.depth == 2 and len(queue.available) == 2
+    c.ok(spec.MessageFlow(destination="t", unit=0, value=5), session=b"t")
+    taken = c.deliveries()
+    assert sorted(g.body for g in taken) == [b"b1", b"b2"]
+    assert c.result(spec.MessageAcquire(transfers=((third, third),))) == spec.Acquired(transfers=())
+
+
+def test_a_command_in_the_input_that_detaches_its_session_is_dropped() -> None:
+    c = client()
+    c.ok(spec.QueueDeclare(queue="q"))
+    c.subscribe("q")
+    c.engine.send_command(b"s", spec.MessageFlow(destination="d", unit=0, value=1))
+    c.engine.detach(b"s", keep=False)
+    c.pump()
+    assert c.conn.is_open and c.conn.sessions == {}

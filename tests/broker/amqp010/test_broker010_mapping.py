@@ -224,3 +224,10 @@ def test_a_headers_exchange_matches_0_10_application_headers() -> None:
     c.publish(b"blue", exchange="amq.match", application_headers={"color": "blue"})
     c.subscribe("hq", accept=1)
     assert [d.body for d in c.deliveries()] == [b"red"]
+
+
+def test_a_1_0_message_id_that_is_not_a_uuid_comes_back() -> None:
+    header = (spec.MessageProperties(application_headers={MESSAGE_ID_HEADER: "abc"}),)
+    message = Message.decode(to_amqp10(header, b"x", exchange="", routing_key="q"))
+    assert message.properties.message_id == "abc"  # type: ignore[union-attr]
+    assert message.application_properties is None
