@@ -242,8 +242,6 @@ class BrokerConnection010(Admission):
             for sub in session.subscriptions.values():
                 if sub.flushing:  # (its queue had nothing for it)
                     sub.drained()
-        if self.engine.closed and not self.lost:
-            self._lost()
 
     def _on_open(self, event: OpenRequested) -> None:
         name = event.virtual_host or DEFAULT_VHOST
@@ -264,8 +262,6 @@ class BrokerConnection010(Admission):
         self._handshake_until = None
         self.engine.accept_open()
         self.record.opened = True
-        if self.broker.alarm:
-            self.alarm_changed(True)
 
     def _on_closed(self, event: ConnectionClosed) -> None:
         if event.by_peer:
@@ -279,11 +275,13 @@ class BrokerConnection010(Admission):
 
     def _on_resumed(self, event: SessionResumed) -> None:
         name = event.session
-        session = self.sessions.get(name)
-        if session is None:  # kept past its connection: this one takes it over
-            session = self.broker.kept_010.pop((self.engine.identity, name), None)
-        if session is None:  # (the engine kept what the broker let go)
-            session = Session010(self, name)
+        # on this connection, or kept past its own (this one takes it over), or (the
+        # engine kept what the broker let go) new
+        session = (
+            self.sessions.get(name)
+            or self.broker.kept_010.pop((self.engine.identity, name), None)
+            or Session010(self, name)
+        )
         session.conn = self
         session.attached = True
         self.sessions[name] = session
