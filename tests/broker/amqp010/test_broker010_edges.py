@@ -183,3 +183,19 @@ def test_the_protocol_header_alone_and_a_refused_010_at_the_cap() -> None:
     conn.receive_data(PROTOCOL_HEADER, 0.0)
     answer = conn.data_to_send()
     assert answer.startswith(PROTOCOL_HEADER) and len(answer) > len(PROTOCOL_HEADER)
+
+
+def test_window_credit_in_octets_comes_back() -> None:
+    c = client()
+    c.ok(spec.QueueDeclare(queue="q"))
+    c.ok(spec.MessageSubscribe(queue="q", destination="w", accept_mode=1))
+    c.ok(spec.MessageSetFlowMode(destination="w", flow_mode=1))
+    c.ok(spec.MessageFlow(destination="w", unit=1, value=10_000))
+    c.ok(spec.MessageFlow(destination="w", unit=0, value=1))
+    c.publish(b"a", key="q")
+    [got] = c.deliveries()
+    sub = c.conn.sessions[b"s"].subscriptions["w"]
+    assert sub.messages == 0 and sub.octets < 10_000
+    c.engine.complete(b"s", got.command_id)
+    c.pump()
+    assert sub.messages == 1 and sub.octets == 10_000
