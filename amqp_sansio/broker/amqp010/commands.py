@@ -61,6 +61,20 @@ def _name(value: str | None, what: str) -> str:
     return value
 
 
+def _check_access(conn: Connection010, address: str, *, send: bool) -> None:
+    """The broker's access rules (``BrokerConfig.users``), as for 1.0 addresses and 0-9-1:
+    a transfer is a send to its exchange (to the queue of its routing key through the
+    default exchange), a subscribe a receive from its queue; 403 ``unauthorized-access``
+    otherwise."""
+    users = conn.broker.config.users
+    if users is None or users.allows(conn.identity, address, send=send):
+        return
+    verb = "send to" if send else "receive from"
+    raise CommandRefused(
+        ErrorCode.UNAUTHORIZED_ACCESS, f"user {conn.identity!r} may not {verb} {address!r}"
+    )
+
+
 # -- exchange ---------------------------------------------------------------------------------
 
 
@@ -231,6 +245,7 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     delivery: Any = next((s for s in e.header if isinstance(s, spec.DeliveryProperties)), None)
     exchange = m.destination or ""
     key = (delivery.routing_key if delivery is not None else None) or ""
+    _check_access(conn, exchange or key, send=True)
     data = to_amqp10(e.header, e.body, exchange=exchange, routing_key=key)
     if m.accept_mode == spec.MessageAcceptMode.EXPLICIT:
         ssn.to_accept.append(e.command_id)
@@ -298,6 +313,7 @@ def _subscribe(conn: Connection010, ssn: Session010, e: CommandReceived) -> None
             ErrorCode.NOT_IMPLEMENTED, f"{name!r} is a stream: 0-10 cannot read it"
         )
     queue = vhost.usable_queue(name, conn)
+    _check_access(conn, name, send=False)
     if queue.auto:  # made on first use by 1.0: adopted, not to go when it empties
         vhost.declare_queue(name, owner=conn)
     consumers = queue.consumers

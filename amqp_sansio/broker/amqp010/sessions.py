@@ -46,6 +46,8 @@ class Connection010(Protocol):
 
     broker: Broker010
     engine: Engine010
+    #: Who logged in (None: anonymous access).
+    identity: str | None
     record: ConnectionRecord
     #: A message.flush came in this input: dispatch before its completion goes.
     flushing: bool

@@ -240,3 +240,24 @@ def test_a_session_kept_past_its_connection_expires() -> None:
     other = Client(broker, now=10.0)
     other.conn.handle_timer(10.0)
     assert broker.kept_010 == {} and broker.nodes["q"].consumers == []
+
+
+def test_the_users_access_rules_hold_for_0_10() -> None:
+    users = Users.from_json(
+        '{"users": {"r": {"password": "pw", "send": ["in"], "receive": ["mine"]}}}'
+    )
+    broker = Broker(BrokerConfig(users=users, allow_insecure_auth=True))
+    c = Client(broker, mechanism="PLAIN", username="r", password="pw")
+    c.attach()
+    c.ok(spec.QueueDeclare(queue="in"))
+    c.ok(spec.QueueDeclare(queue="mine"))
+    c.publish(b"ok", key="in")
+    assert broker.nodes["in"].depth == 1
+    header = [spec.DeliveryProperties(routing_key="mine")]
+    transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
+    assert c.refused(transfer, header=header, body=b"no").error_code == 403
+    c.attach(b"t")
+    refused = c.refused(spec.MessageSubscribe(queue="in", destination="d"), session=b"t")
+    assert refused.error_code == 403
+    c.attach(b"u")
+    c.ok(spec.MessageSubscribe(queue="mine", destination="d"), session=b"u")
