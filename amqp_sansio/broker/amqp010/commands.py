@@ -218,8 +218,10 @@ def _queue_query(conn: Connection010, ssn: Session010, e: CommandReceived) -> sp
     if found is None:
         return spec.QueueQueryResult()  # (no queue: an empty result, as Qpid answers)
     queue, durable, exclusive, auto_delete, arguments = found
+    alternate = arguments.get("x-dead-letter-exchange")  # (queue.declare's alternate-exchange)
     return spec.QueueQueryResult(
         queue=queue.address,
+        alternate_exchange=alternate if isinstance(alternate, str) else None,
         durable=durable,
         exclusive=exclusive,
         auto_delete=auto_delete,

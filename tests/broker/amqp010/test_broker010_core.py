@@ -209,6 +209,7 @@ def test_queues_declare_query_purge_delete() -> None:
     c.ok(spec.QueueDeclare(queue="q"))  # again: the same queue
     c.ok(spec.QueueDeclare(queue="q", passive=True))
     c.ok(spec.QueueDeclare(queue="dl", alternate_exchange="amq.fanout"))
+    assert c.result(spec.QueueQuery(queue="dl")).alternate_exchange == "amq.fanout"
     c.publish(b"1", key="q")
     c.publish(b"2", key="q")
     found = c.result(spec.QueueQuery(queue="q"))
