@@ -264,7 +264,7 @@ class BrokerConnection010(Admission):
         self.record.opened = True
 
     def _on_closed(self, event: ConnectionClosed) -> None:
-        if event.by_peer:
+        if event.by_peer and event.reply_code == CloseCode.NORMAL:
             self.record.ending_because("closed by the client")
         else:
             self.record.ending_because(f"closed: {event.reply_code} {event.reply_text}")

@@ -216,6 +216,7 @@ def test_a_session_resumed_on_a_new_connection_keeps_its_subscriptions() -> None
     # the transport goes: both ends keep the session
     old.conn.connection_lost(1.0)
     old.engine.receive_data(b"", 1.0)
+    assert (old.conn.record.ending or "").startswith("closed: 320 the peer ended the stream")
     assert (None, b"r") in broker.kept_010 or ("anonymous", b"r") in broker.kept_010
     assert len(broker.nodes["q"].available) == 1  # (unaccepted: back in its queue)
     new = Client(broker, now=2.0, sessions=store)
