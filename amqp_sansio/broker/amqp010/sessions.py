@@ -195,8 +195,15 @@ class Session010:
         try:
             command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
         except EncodeError:  # a property 0-10 cannot carry (a text past a str8, a number
-            # past an int64): the message goes with its delivery properties alone
-            command_id = conn.engine.send_command(self.name, transfer, header=header[:1], body=body)
+            # past an int64): the message goes with the numbers of its delivery properties
+            given: Any = header[0]
+            plain = spec.DeliveryProperties(
+                redelivered=given.redelivered,
+                priority=given.priority,
+                delivery_mode=given.delivery_mode,
+                ttl=given.ttl,
+            )
+            command_id = conn.engine.send_command(self.name, transfer, header=(plain,), body=body)
         conn.record.messages_out += 1
         conn.broker.has_output(conn)
         if sub.window:
