@@ -232,6 +232,12 @@ class Connection(Handshake, SessionDispatch):
         elif due is not Due.NOTHING:  # the peer's silence, or a handshake too long
             self._end(CloseCode.CONNECTION_FORCED, text, by_peer=False)
 
+    @property
+    def login_mechanism(self) -> str | None:
+        """Server role: the SASL mechanism the client chose (``connection.start-ok``), or
+        None before it did."""
+        return None if self._login is None else self._login.name
+
     # -- the connection's own calls -------------------------------------------------------
 
     def _check_state(self, state: ConnectionState, what: str) -> None:
