@@ -170,7 +170,7 @@ def add_parser(sub: Any) -> None:
     )
     loop.add_argument(
         "--protocol",
-        choices=("1.0", "0-9-1"),
+        choices=tuple(LOOPBACKS),
         default="1.0",
         help="1.0: sender and receiver connected to each other, against Proton; 0-9-1: "
         "through RabbitMQ, against aio-pika and pika (default 1.0)",
@@ -335,7 +335,7 @@ def _loopback091(args: argparse.Namespace) -> int:
         f"loopback 0-9-1 through {url}: {args.messages:,} messages of {args.size:,} bytes, "
         f"published with confirms, consumed with acks (prefetch {bench.PREFETCH:,})"
     )
-    print(bench.format_table091(title, results))
+    print(bench.format_pairs(title, results))
     return 0
 
 
@@ -384,32 +384,49 @@ def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
     return title, results
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``bench codec``, ``pipe``, ``loopback`` or ``broker`` and print its table."""
-    if args.bench == "broker":
-        return _bench_broker(args)
-    peer = "proton"
-    if args.bench == "codec":
-        title, benchmark, peer = CODEC_BENCHES[args.protocol]
-        results = benchmark(seconds=args.seconds)
-    elif args.bench == "pipe":
-        title, results = _pipe(args)
-    elif args.protocol == "0-9-1":
-        return _loopback091(args)
-    else:
-        if args.broker or args.url is not None:
-            print(
-                "amqp-sansio bench loopback: error: --url and --broker are for --protocol 0-9-1",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        try:
-            title, results = _loopback(args)
-        except CommandError as exc:
-            print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
-            return exc.status
+def _loopback10(args: argparse.Namespace) -> int:
+    """``bench loopback`` (``--protocol 1.0``): sender and receiver connected to each
+    other, ours next to Proton's Container."""
+    if args.broker or args.url is not None:
+        print(
+            "amqp-sansio bench loopback: error: --url and --broker are for --protocol 0-9-1",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        title, results = _loopback(args)
+    except CommandError as exc:
+        print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
+        return exc.status
+    _print(args, title, results, "proton")
+    return 0
+
+
+#: ``bench loopback --protocol P``: the run of each protocol (its exit status).
+LOOPBACKS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "1.0": _loopback10,
+    "0-9-1": _loopback091,
+}
+
+
+def _print(args: argparse.Namespace, title: str, results: bench.Result, peer: str) -> None:
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(bench.format_table(title, results, peer))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``bench codec``, ``pipe``, ``loopback`` or ``broker`` and print its table."""
+    if args.bench == "broker":
+        return _bench_broker(args)
+    if args.bench == "loopback":
+        return LOOPBACKS[args.protocol](args)
+    peer = "proton"
+    if args.bench == "codec":
+        title, benchmark, peer = CODEC_BENCHES[args.protocol]
+        results = benchmark(seconds=args.seconds)
+    else:
+        title, results = _pipe(args)
+    _print(args, title, results, peer)
     return 0
