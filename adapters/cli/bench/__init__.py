@@ -4,7 +4,8 @@ bench codec|pipe|loopback``): the result's shape, rounds and table every benchma
 against pamqp; :mod:`.amqp010.codec` for AMQP 0-10, against qpid-python), two engines wired in
 memory (:mod:`.pipe`), and a sender and a receiver over 127.0.0.1 through each adapter
 (:mod:`.amqp10.loopback`; AMQP 0-9-1 through RabbitMQ against aio-pika and pika,
-:mod:`.amqp091.loopback`; the rounds of those that run through a broker, whatever the
+:mod:`.amqp091.loopback`; AMQP 0-10 through our broker against qpid.messaging,
+:mod:`.amqp010.loopback`; the rounds of those that run through a broker, whatever the
 protocol, :mod:`.rounds`). ``bench broker`` is the broker's
 (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark`` :mod:`.spark`'s, with
 :mod:`.processes` (CPU time by role in a Spark application).
@@ -12,7 +13,17 @@ protocol, :mod:`.rounds`). ``bench broker`` is the broker's
 
 from __future__ import annotations
 
-from .amqp010.codec import codec010_benchmark, qpid_python
+from .amqp010.codec import codec010_benchmark, qpid_folder, qpid_python
+from .amqp010.loopback import (
+    ACCEPT_BATCH,
+    LOOPBACK010_ADAPTERS,
+    LOOPBACK010_DEFAULT,
+    LOOPBACK010_PEER,
+    LOOPBACK010_STALL,
+    WINDOW,
+    loopback010_benchmark,
+    qpid_messaging_loopback,
+)
 from .amqp091.codec import codec091_benchmark
 from .amqp091.loopback import (
     CONFIRM_BATCH,
@@ -67,6 +78,7 @@ __all__ = [
     "codec091_benchmark",
     "codec010_benchmark",
     "qpid_python",
+    "qpid_folder",
     # the engine pipe
     "PIPE_BODY_SIZE",
     "CREDIT_WINDOW",
@@ -109,4 +121,13 @@ __all__ = [
     "peer_installed",
     "pika_loopback",
     "rabbitmq_answers",
+    # AMQP 0-10 through our broker
+    "ACCEPT_BATCH",
+    "LOOPBACK010_ADAPTERS",
+    "LOOPBACK010_DEFAULT",
+    "LOOPBACK010_PEER",
+    "LOOPBACK010_STALL",
+    "WINDOW",
+    "loopback010_benchmark",
+    "qpid_messaging_loopback",
 ]
