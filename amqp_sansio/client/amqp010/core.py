@@ -183,9 +183,15 @@ class SessionCore:
         return delivery
 
     def accept(self, deliveries: Sequence[Delivery]) -> Op[Any]:
-        """``message.accept`` of ``deliveries`` (0-10 spec, ``message.accept``)."""
-        ids = sorted(d.command_id for d in deliveries)
-        return self.send(spec.MessageAccept(transfers=tuple((i, i) for i in ids)))
+        """``message.accept`` of ``deliveries`` (0-10 spec, ``message.accept``): their
+        command ids as a sequence-set, each run of consecutive ids one range."""
+        ranges: list[tuple[int, int]] = []
+        for i in sorted(d.command_id for d in deliveries):
+            if ranges and ranges[-1][1] + 1 == i:
+                ranges[-1] = (ranges[-1][0], i)
+            else:
+                ranges.append((i, i))
+        return self.send(spec.MessageAccept(transfers=tuple(ranges)))
 
     def close(self) -> None:
         """End the session: detached, its state not kept (``session.request-timeout`` 0)."""

@@ -168,6 +168,20 @@ def test_credit_is_given_back_a_half_window_at_a_time() -> None:
     assert flows() == [10, 5, 2, 4]  # a new window: nothing owed from the old one
 
 
+def test_an_accept_sends_each_run_of_consecutive_ids_as_one_range() -> None:
+    wire = opened()
+    session = attached(wire)
+    done(wire, session.send(spec.QueueDeclare(queue="q")))
+    wire.server.queues["q"] = [((), b"m%d" % n) for n in range(5)]
+    done(wire, session.subscribe("q", "d", 5, accept=True))
+    taken = [session.take("d") for _ in range(5)]
+    first = taken[0].command_id
+    assert [d.command_id - first for d in taken] == [0, 1, 2, 3, 4]
+    done(wire, session.accept([taken[4], taken[0], taken[1], taken[3]]))
+    (accept,) = [c for c in wire.server.commands if isinstance(c, spec.MessageAccept)]
+    assert accept.transfers == ((first, first + 1), (first + 3, first + 4))
+
+
 def test_commands_given_before_the_session_is_attached_go_once_it_is() -> None:
     wire = opened()
     session = wire.core.session(b"early")
