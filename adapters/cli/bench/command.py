@@ -459,6 +459,10 @@ def _loopback010(args: argparse.Namespace) -> int:
         "at a time"
     )
     print(bench.format_pairs(title, results))
+    print(
+        "msg/s over the wall clock; client CPU: messages per second of the client's CPU "
+        "time (this process's), the broker's not counted"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -104,12 +105,18 @@ def alternate(
     seconds: float,
     progress: RoundProgress | None = None,
     on_peer_failure: Callable[[str, BaseException], None] | None = None,
+    *,
+    cpu_rates: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Each side's median rate (``messages`` per second) over alternating rounds: every
     side runs once a round, in order, at least ``rounds`` rounds, more until each has run
     ``seconds``. A peer that fails is dropped (``on_peer_failure(label, error)``), ours
-    failing raises; a side with no round has no entry."""
+    failing raises; a side with no round has no entry. ``cpu_rates``, when given, is
+    filled with each side's median of ``messages`` per second of this process's CPU time
+    (``time.process_time``, every thread, the run's opening and closing included): what
+    the side itself costs when the broker runs in a process of its own."""
     rates: dict[str, list[float]] = {side.label: [] for side in sides}
+    per_cpu: dict[str, list[float]] = {side.label: [] for side in sides}
     spent = dict.fromkeys(rates, 0.0)
     live = list(sides)
 
@@ -121,6 +128,7 @@ def alternate(
             label = side.label
             name = f"{label}, round {len(rates[label]) + 1}"
             report = None if progress is None else (lambda k, name=name: progress(name, k, None))
+            cpu = time.process_time()
             try:
                 elapsed = side.runner(side.where, messages, body=body, progress=report)
             except Exception as exc:
@@ -130,21 +138,24 @@ def alternate(
                 if on_peer_failure is not None:
                     on_peer_failure(label, exc)
                 continue
+            per_cpu[label].append(messages / max(time.process_time() - cpu, 1e-9))
             spent[label] += elapsed
             rates[label].append(messages / elapsed)
             if progress is not None:
                 progress(name, messages, messages / elapsed)
+    if cpu_rates is not None:
+        cpu_rates.update({label: statistics.median(r) for label, r in per_cpu.items() if r})
     return {label: statistics.median(r) for label, r in rates.items() if r}
 
 
-def entry(ours: float, peer: str, theirs: float | None) -> dict[str, Any]:
+def entry(ours: float, peer: str, theirs: float | None, unit: str = "msg/s") -> dict[str, Any]:
     """One pair of the result: our median, the peer's under its name (None: not
-    measured), the ratio (ours divided by theirs) and the unit."""
+    measured), the ratio (ours divided by theirs: above 1 we are faster) and the unit."""
     return {
         "ours": round(ours, 1),
         peer: None if theirs is None else round(theirs, 1),
         "ratio": None if theirs is None else round(ours / theirs, 3),
-        "unit": "msg/s",
+        "unit": unit,
     }
 
 

@@ -55,6 +55,7 @@ from .codec import qpid_folder, qpid_import
 
 __all__ = [
     "ACCEPT_BATCH",
+    "CPU_UNIT",
     "LOOPBACK010_ADAPTERS",
     "LOOPBACK010_DEFAULT",
     "LOOPBACK010_PEER",
@@ -82,6 +83,8 @@ LOOPBACK010_ADAPTERS = ("sockets", "asyncio", "trio")
 LOOPBACK010_DEFAULT = ("sockets", "asyncio")
 #: The peer's name, in the results.
 LOOPBACK010_PEER = "qpid.messaging"
+#: The unit of the client-side figures: messages per second of the client's CPU time.
+CPU_UNIT = "msg/cpu-s"
 
 Progress = Callable[[int], None]
 
@@ -362,7 +365,11 @@ def loopback010_benchmark(
 
     The result has an entry per adapter, ``"<adapter> vs qpid.messaging"``, in the shape
     of every benchmark (``{"ours": ..., "qpid.messaging": ..., "ratio": ..., "unit":
-    "msg/s"}``; the peer not measured: None). The peer's run failing leaves it out
+    "msg/s"}``; the peer not measured: None), and one ``"<adapter> vs qpid.messaging,
+    client CPU"`` in :data:`CPU_UNIT`: messages per second of this process's CPU time,
+    what each client costs apart from the broker both go through (which runs in a
+    process of its own, so that a slow broker caps both rates alike while this figure
+    shows the clients). The peer's run failing leaves it out
     (``on_peer_failure(peer, error)`` is told, once); ours failing raises.
     ``progress(label, taken, rate)`` is called now and then during each run (``rate``
     None) and once at its end."""
@@ -373,10 +380,18 @@ def loopback010_benchmark(
     sides = [Side(f"ours {a}", ours[a], url, True) for a in adapters]
     if peer and qpid_folder() is not None:
         sides.append(Side(LOOPBACK010_PEER, qpid_messaging_loopback, url, False))
-    median = alternate(sides, messages, bytes(size), rounds, seconds, progress, on_peer_failure)
-    return {
-        f"{adapter} vs {LOOPBACK010_PEER}": entry(
-            median[f"ours {adapter}"], LOOPBACK010_PEER, median.get(LOOPBACK010_PEER)
+    cpu: dict[str, float] = {}
+    median = alternate(
+        sides, messages, bytes(size), rounds, seconds, progress, on_peer_failure, cpu_rates=cpu
+    )
+    result: Result = {}
+    for adapter in adapters:
+        name = f"{adapter} vs {LOOPBACK010_PEER}"
+        mine, theirs = median[f"ours {adapter}"], median.get(LOOPBACK010_PEER)
+        result[name] = entry(mine, LOOPBACK010_PEER, theirs)
+    for adapter in adapters:
+        mine, theirs = cpu[f"ours {adapter}"], cpu.get(LOOPBACK010_PEER)
+        result[f"{adapter} vs {LOOPBACK010_PEER}, client CPU"] = entry(
+            mine, LOOPBACK010_PEER, theirs, CPU_UNIT
         )
-        for adapter in adapters
-    }
+    return result

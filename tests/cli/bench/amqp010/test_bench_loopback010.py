@@ -98,8 +98,9 @@ def test_the_peer_failing_is_left_out_and_named(
         on_peer_failure=lambda peer, exc: failures.append((peer, exc)),
     )
     assert [peer for peer, _ in failures] == ["qpid.messaging"]  # once, not once a round
-    entry = results["sockets vs qpid.messaging"]
-    assert entry["qpid.messaging"] is None and entry["ratio"] is None and entry["ours"] > 0
+    for name in ("sockets vs qpid.messaging", "sockets vs qpid.messaging, client CPU"):
+        entry = results[name]
+        assert entry["qpid.messaging"] is None and entry["ratio"] is None and entry["ours"] > 0
 
 
 def test_ours_failing_raises() -> None:
@@ -121,10 +122,12 @@ def test_bench_loopback_010_json() -> None:
     result = _run("--protocol", "0-10", "--json", "--messages", "300", "--rounds", "1")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"sockets vs qpid.messaging", "asyncio vs qpid.messaging"}
-    for entry in data.values():
+    pairs = ["sockets vs qpid.messaging", "asyncio vs qpid.messaging"]
+    assert list(data) == [*pairs, *(f"{pair}, client CPU" for pair in pairs)]
+    for name, entry in data.items():
         assert set(entry) == {"ours", "qpid.messaging", "ratio", "unit"}
-        assert entry["unit"] == "msg/s" and entry["ours"] > 0 and entry["qpid.messaging"] > 0
+        assert entry["unit"] == ("msg/cpu-s" if name.endswith("CPU") else "msg/s")
+        assert entry["ours"] > 0 and entry["qpid.messaging"] > 0
         assert entry["ratio"] == pytest.approx(entry["ours"] / entry["qpid.messaging"], rel=1e-2)
     # The same run: the peer's figure is one, whichever adapter it is put next to.
     assert (
@@ -150,12 +153,14 @@ def test_bench_loopback_010_table() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("loopback 0-10 through our broker: 200 messages of 1,024 bytes")
     assert lines[1].split() == ["ours", "theirs", "ratio", "peer"]
-    (row,) = lines[2:]
-    words = row.split()
-    assert words[:3] == ["trio", "vs", "qpid.messaging"] and words[-1] == "qpid.messaging"
-    ours, theirs, ratio = words[3:6]
-    assert float(ours.replace(",", "")) > 0 and float(theirs.replace(",", "")) > 0
-    assert ratio.endswith("x") and float(ratio[:-1]) > 0
+    rate, cpu, note = lines[2:]
+    assert rate.split()[:3] == ["trio", "vs", "qpid.messaging"]
+    assert cpu.split()[:5] == ["trio", "vs", "qpid.messaging,", "client", "CPU"]
+    for row in (rate, cpu):
+        ours, theirs, ratio, peer = row.split()[-4:]
+        assert float(ours.replace(",", "")) > 0 and float(theirs.replace(",", "")) > 0
+        assert ratio.endswith("x") and float(ratio[:-1]) > 0 and peer == "qpid.messaging"
+    assert note.startswith("msg/s over the wall clock; client CPU: ")
 
 
 def test_bench_loopback_010_without_qpid_is_one_line_and_status_2(tmp_path: Path) -> None:
