@@ -132,9 +132,9 @@ class Session010:
         timeout: float | None = None,
     ) -> str:
         """Subscribe to ``queue`` (``message.subscribe``) as ``destination`` (the queue's
-        name by default) with ``credit`` messages of credit, given back as each is taken
-        by :meth:`receive`; ``accept``: each delivery waits for :meth:`accept`. Gives the
-        destination."""
+        name by default) with ``credit`` messages of credit, given back as :meth:`receive`
+        takes them (in one ``message.flow`` each half window); ``accept``: each delivery
+        waits for :meth:`accept`. Gives the destination."""
         name = queue if destination is None else destination
         recipe = recipes.subscribe(self.core, queue, name, credit, accept=accept)
         await self.connection._run(recipe, timeout)

@@ -4,14 +4,26 @@ bench codec|pipe|loopback``): the result's shape, rounds and table every benchma
 against pamqp; :mod:`.amqp010.codec` for AMQP 0-10, against qpid-python), two engines wired in
 memory (:mod:`.pipe`), and a sender and a receiver over 127.0.0.1 through each adapter
 (:mod:`.amqp10.loopback`; AMQP 0-9-1 through RabbitMQ against aio-pika and pika,
-:mod:`.amqp091.loopback`). ``bench broker`` is the broker's
+:mod:`.amqp091.loopback`; AMQP 0-10 through our broker against qpid.messaging,
+:mod:`.amqp010.loopback`; the rounds of those that run through a broker, whatever the
+protocol, :mod:`.rounds`). ``bench broker`` is the broker's
 (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark`` :mod:`.spark`'s, with
 :mod:`.processes` (CPU time by role in a Spark application).
 """
 
 from __future__ import annotations
 
-from .amqp010.codec import codec010_benchmark, qpid_python
+from .amqp010.codec import codec010_benchmark, qpid_folder, qpid_python
+from .amqp010.loopback import (
+    ACCEPT_BATCH,
+    LOOPBACK010_ADAPTERS,
+    LOOPBACK010_DEFAULT,
+    LOOPBACK010_PEER,
+    LOOPBACK010_STALL,
+    WINDOW,
+    loopback010_benchmark,
+    qpid_messaging_loopback,
+)
 from .amqp091.codec import codec091_benchmark
 from .amqp091.loopback import (
     CONFIRM_BATCH,
@@ -22,8 +34,6 @@ from .amqp091.loopback import (
     RABBITMQ_ENV,
     RABBITMQ_URL,
     aio_pika_loopback,
-    broker_for_bench,
-    format_table091,
     loopback091_benchmark,
     peer_installed,
     pika_loopback,
@@ -57,6 +67,7 @@ from .pipe import (
     proton_pipe,
 )
 from .results import Result, format_table
+from .rounds import Side, alternate, broker_for_bench, format_pairs
 
 __all__ = [
     # codec
@@ -67,6 +78,7 @@ __all__ = [
     "codec091_benchmark",
     "codec010_benchmark",
     "qpid_python",
+    "qpid_folder",
     # the engine pipe
     "PIPE_BODY_SIZE",
     "CREDIT_WINDOW",
@@ -91,6 +103,11 @@ __all__ = [
     "ours_loopback_asyncio",
     "ours_loopback_trio",
     "loopback_benchmark",
+    # rounds through a broker, whatever the protocol
+    "Side",
+    "alternate",
+    "broker_for_bench",
+    "format_pairs",
     # AMQP 0-9-1 through RabbitMQ
     "CONFIRM_BATCH",
     "LOOPBACK091_ADAPTERS",
@@ -100,10 +117,17 @@ __all__ = [
     "RABBITMQ_ENV",
     "RABBITMQ_URL",
     "aio_pika_loopback",
-    "broker_for_bench",
-    "format_table091",
     "loopback091_benchmark",
     "peer_installed",
     "pika_loopback",
     "rabbitmq_answers",
+    # AMQP 0-10 through our broker
+    "ACCEPT_BATCH",
+    "LOOPBACK010_ADAPTERS",
+    "LOOPBACK010_DEFAULT",
+    "LOOPBACK010_PEER",
+    "LOOPBACK010_STALL",
+    "WINDOW",
+    "loopback010_benchmark",
+    "qpid_messaging_loopback",
 ]

@@ -158,29 +158,35 @@ def add_parser(sub: Any) -> None:
         "loopback",
         help="a sender and a receiver in one process over 127.0.0.1, each message "
         "accepted; messages per second, ours next to Proton's Container (with --protocol "
-        "0-9-1: through RabbitMQ, next to aio-pika and pika)",
+        "0-9-1: through RabbitMQ, next to aio-pika and pika; with --protocol 0-10: "
+        "through our broker, next to qpid.messaging)",
         description="A sender and a receiver in one process over 127.0.0.1 through one of "
         "our adapters, each message accepted, next to Proton's Container doing the same, "
         "in alternating rounds; messages per second and the ratio. With --protocol 0-9-1: "
         "a producer with publisher confirms and a consumer acking each message, through "
         "the RabbitMQ at --url, ours (asyncio and trio) next to aio-pika and pika; "
         "--broker adds our asyncio client through our broker next to the same client "
-        "through RabbitMQ. Exit status: 0 measured, 2 usage error, 3 our side failed or "
-        "RabbitMQ did not answer.",
+        "through RabbitMQ. With --protocol 0-10: a producer and a consumer accepting "
+        "what it takes, through our broker (started for the run, in a process of its "
+        "own), ours (sockets and asyncio) next to qpid.messaging, found in "
+        "$AMQP_SANSIO_PEERS_DIR/qpid-python. Exit status: 0 measured, 2 usage error (or, "
+        "with --protocol 0-10, qpid-python not found), 3 our side failed or RabbitMQ did "
+        "not answer.",
     )
     loop.add_argument(
         "--protocol",
-        choices=("1.0", "0-9-1"),
+        choices=tuple(LOOPBACKS),
         default="1.0",
         help="1.0: sender and receiver connected to each other, against Proton; 0-9-1: "
-        "through RabbitMQ, against aio-pika and pika (default 1.0)",
+        "through RabbitMQ, against aio-pika and pika; 0-10: through our broker, against "
+        "qpid.messaging (default 1.0)",
     )
     loop.add_argument(
         "--adapter",
         choices=bench.LOOPBACK_ADAPTERS,
         default=None,
         help="our adapter to measure (default sockets; with --protocol 0-9-1 asyncio and "
-        "trio, both)",
+        "trio, both; with --protocol 0-10 sockets and asyncio, both)",
     )
     loop.add_argument(
         "--url",
@@ -335,7 +341,7 @@ def _loopback091(args: argparse.Namespace) -> int:
         f"loopback 0-9-1 through {url}: {args.messages:,} messages of {args.size:,} bytes, "
         f"published with confirms, consumed with acks (prefetch {bench.PREFETCH:,})"
     )
-    print(bench.format_table091(title, results))
+    print(bench.format_pairs(title, results))
     return 0
 
 
@@ -384,32 +390,108 @@ def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
     return title, results
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``bench codec``, ``pipe``, ``loopback`` or ``broker`` and print its table."""
-    if args.bench == "broker":
-        return _bench_broker(args)
-    peer = "proton"
-    if args.bench == "codec":
-        title, benchmark, peer = CODEC_BENCHES[args.protocol]
-        results = benchmark(seconds=args.seconds)
-    elif args.bench == "pipe":
-        title, results = _pipe(args)
-    elif args.protocol == "0-9-1":
-        return _loopback091(args)
-    else:
-        if args.broker or args.url is not None:
-            print(
-                "amqp-sansio bench loopback: error: --url and --broker are for --protocol 0-9-1",
-                file=sys.stderr,
+def _loopback10(args: argparse.Namespace) -> int:
+    """``bench loopback`` (``--protocol 1.0``): sender and receiver connected to each
+    other, ours next to Proton's Container."""
+    if args.broker or args.url is not None:
+        print(
+            "amqp-sansio bench loopback: error: --url and --broker are for --protocol 0-9-1",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        title, results = _loopback(args)
+    except CommandError as exc:
+        print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
+        return exc.status
+    _print(args, title, results, "proton")
+    return 0
+
+
+def _loopback010(args: argparse.Namespace) -> int:
+    """``bench loopback --protocol 0-10``: ours and qpid.messaging through our broker
+    (started for the run in a process of its own)."""
+    prog = "amqp-sansio bench loopback"
+    if args.broker or args.url is not None:
+        print(
+            f"{prog}: error: --url and --broker are for --protocol 0-9-1 (0-10 runs through "
+            "our broker, started for the run)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    adapters = bench.LOOPBACK010_DEFAULT if args.adapter is None else (args.adapter,)
+    if bench.qpid_folder() is None:
+        print(
+            f"{prog}: error: qpid-python (the 0-10 peer) is not found: set "
+            "AMQP_SANSIO_PEERS_DIR to the folder holding qpid-python/",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+    def peer_failed(peer: str, exc: BaseException) -> None:
+        print(f"bench loopback: {peer}'s run failed, left out: {exc!r}", file=sys.stderr)
+
+    progress = Progress(args.messages)
+    try:
+        with bench.broker_for_bench() as broker_url:
+            assert broker_url is not None
+            results = bench.loopback010_benchmark(
+                broker_url,
+                args.messages,
+                adapters=adapters,
+                size=args.size,
+                rounds=args.rounds,
+                seconds=args.seconds,
+                progress=progress,
+                on_peer_failure=peer_failed,
             )
-            return EXIT_USAGE
-        try:
-            title, results = _loopback(args)
-        except CommandError as exc:
-            print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
-            return exc.status
+    except Exception as exc:  # ours failed (the peer's failure leaves it out instead)
+        progress.clear()
+        print(f"{prog}: error: our side failed: {exc!r}", file=sys.stderr)
+        return EXIT_CONNECTION
+    progress.clear()
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    title = (
+        f"loopback 0-10 through our broker: {args.messages:,} messages of {args.size:,} "
+        f"bytes, transferred in windows of {bench.WINDOW:,}, accepted {bench.ACCEPT_BATCH} "
+        "at a time"
+    )
+    print(bench.format_pairs(title, results))
+    print(
+        "msg/s over the wall clock; client CPU: messages per second of the client's CPU "
+        "time (this process's), the broker's not counted"
+    )
+    return 0
+
+
+#: ``bench loopback --protocol P``: the run of each protocol (its exit status).
+LOOPBACKS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "1.0": _loopback10,
+    "0-9-1": _loopback091,
+    "0-10": _loopback010,
+}
+
+
+def _print(args: argparse.Namespace, title: str, results: bench.Result, peer: str) -> None:
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(bench.format_table(title, results, peer))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``bench codec``, ``pipe``, ``loopback`` or ``broker`` and print its table."""
+    if args.bench == "broker":
+        return _bench_broker(args)
+    if args.bench == "loopback":
+        return LOOPBACKS[args.protocol](args)
+    peer = "proton"
+    if args.bench == "codec":
+        title, benchmark, peer = CODEC_BENCHES[args.protocol]
+        results = benchmark(seconds=args.seconds)
+    else:
+        title, results = _pipe(args)
+    _print(args, title, results, peer)
     return 0

@@ -79,6 +79,8 @@ class SessionCore:
         self._sent: dict[int, _Sent] = {}
         self._unsent: list[_Sent] = []
         self._subscriptions: dict[str, tuple[spec.MessageSubscribe, int]] = {}
+        #: Message credit taken (:meth:`take` with ``refill``) not yet given back.
+        self._owed: dict[str, int] = {}
         self._deliveries: dict[str, deque[Delivery]] = {}
 
     def __repr__(self) -> str:
@@ -147,6 +149,7 @@ class SessionCore:
     def cancel(self, destination: str) -> Op[Any]:
         """End the subscription ``destination`` (``message.cancel``)."""
         self._subscriptions.pop(destination, None)
+        self._owed.pop(destination, None)
         return self.send(spec.MessageCancel(destination=destination))
 
     def delivery_ready(self, destination: str) -> Callable[[], bool]:
@@ -162,19 +165,33 @@ class SessionCore:
 
     def take(self, destination: str, *, refill: bool = True) -> Delivery:
         """The oldest delivery for ``destination`` (after :meth:`delivery_ready`); with
-        ``refill``, a subscription's credit is given back for it (``message.flow``, one
-        message)."""
+        ``refill``, a subscription's credit is given back for it (``message.flow``): once
+        half the subscription's credit is owed, in one ``message.flow``, so that a
+        consumer taking message after message sends a flow a half window, not one a
+        message (what is owed keeps at least half the credit with the peer, so deliveries
+        never wait on it). A take without ``refill`` gives back at once what earlier
+        takes owe."""
         delivery = self._deliveries[destination].popleft()
-        if refill and destination in self._subscriptions:
-            self.send(
-                spec.MessageFlow(destination=destination, unit=UNIT_MESSAGE, value=1), sync=False
-            )
+        subscription = self._subscriptions.get(destination)
+        if subscription is not None:
+            owed = self._owed.get(destination, 0) + refill
+            if owed and (not refill or owed * 2 >= subscription[1]):
+                flow = spec.MessageFlow(destination=destination, unit=UNIT_MESSAGE, value=owed)
+                self.send(flow, sync=False)
+                owed = 0
+            self._owed[destination] = owed
         return delivery
 
     def accept(self, deliveries: Sequence[Delivery]) -> Op[Any]:
-        """``message.accept`` of ``deliveries`` (0-10 spec, ``message.accept``)."""
-        ids = sorted(d.command_id for d in deliveries)
-        return self.send(spec.MessageAccept(transfers=tuple((i, i) for i in ids)))
+        """``message.accept`` of ``deliveries`` (0-10 spec, ``message.accept``): their
+        command ids as a sequence-set, each run of consecutive ids one range."""
+        ranges: list[tuple[int, int]] = []
+        for i in sorted(d.command_id for d in deliveries):
+            if ranges and ranges[-1][1] + 1 == i:
+                ranges[-1] = (ranges[-1][0], i)
+            else:
+                ranges.append((i, i))
+        return self.send(spec.MessageAccept(transfers=tuple(ranges)))
 
     def close(self) -> None:
         """End the session: detached, its state not kept (``session.request-timeout`` 0)."""
@@ -199,6 +216,7 @@ class SessionCore:
         if not resumed:  # a fresh session: what the old one had not done, again
             again = [s for _, s in sorted(self._sent.items())]
             self._sent.clear()
+            self._owed.clear()  # (each subscription made again with its whole credit)
             for subscribe, credit in self._subscriptions.values():
                 for command in _subscription(subscribe, credit):
                     self._send(_Sent(command, (), b"", False))

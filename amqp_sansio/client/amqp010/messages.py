@@ -6,6 +6,7 @@ message (:class:`Delivery`), and the error of a refused command (:class:`Session
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -55,14 +56,10 @@ def message_header(
     and ``message.message-properties``) from simple arguments: ``durable`` is
     ``delivery-mode`` 2 (persistent); ``reply_to`` a routing key on the default exchange
     (``reply-to``); ``message_id`` a UUID (or its text); ``headers`` the
-    ``application-headers``. The message properties are left out when none is given."""
-    delivery = spec.DeliveryProperties(
-        routing_key=routing_key,
-        exchange=exchange,
-        delivery_mode=DURABLE if durable else None,
-        priority=priority,
-        ttl=ttl,
-    )
+    ``application-headers``. The message properties are left out when none is given.
+    The delivery properties are made once for each set of their values (the structs
+    are frozen: one serves every message alike)."""
+    delivery = _delivery_only(routing_key, exchange, durable, priority, ttl)
     if isinstance(correlation_id, str):
         correlation_id = correlation_id.encode()
     if isinstance(message_id, str):
@@ -77,8 +74,28 @@ def message_header(
     }
     present = {name: value for name, value in given.items() if value is not None}
     if not present:
-        return (delivery,)
-    return (delivery, spec.MessageProperties(**present))
+        return delivery
+    return (*delivery, spec.MessageProperties(**present))
+
+
+@functools.lru_cache(maxsize=256)
+def _delivery_only(
+    routing_key: str | None,
+    exchange: str | None,
+    durable: bool,
+    priority: int | None,
+    ttl: int | None,
+) -> tuple[spec.Struct, ...]:
+    """A header of the delivery properties alone (see :func:`message_header`)."""
+    return (
+        spec.DeliveryProperties(
+            routing_key=routing_key,
+            exchange=exchange,
+            delivery_mode=DURABLE if durable else None,
+            priority=priority,
+            ttl=ttl,
+        ),
+    )
 
 
 class Delivery:

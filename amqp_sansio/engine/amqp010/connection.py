@@ -23,6 +23,7 @@ with ``session.detached`` or ``execution.exception``; each is reported as an eve
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from ...codec.amqp010.errors import DecodeError
@@ -44,6 +45,23 @@ _HEADER_SIZE = len(PROTOCOL_HEADER)
 
 #: Commands the engine sends itself, or through its own calls.
 _ENGINE_COMMANDS = (spec.ExecutionResult, spec.ExecutionException)
+
+
+def _header_octets(header: Sequence[spec.Struct]) -> bytes:
+    """A command's header segment (0-10 spec 4.4; ``encode_header``). A header of
+    delivery properties alone, every field of which is immutable, is encoded once per
+    value (the messages of a sender mostly share theirs); any other each time."""
+    if len(header) == 1 and type(header[0]) is spec.DeliveryProperties:
+        try:
+            return _delivery_header(header[0])
+        except TypeError:  # (a field of the wrong type, unhashable: encode_header says so)
+            pass
+    return spec.encode_header(header)
+
+
+@functools.lru_cache(maxsize=256)
+def _delivery_header(properties: spec.DeliveryProperties) -> bytes:
+    return spec.encode_header((properties,))
 
 
 def _name(session: str | bytes) -> bytes:
@@ -372,7 +390,7 @@ class Connection(Handshake, SessionDispatch):
             )
         segments = [(int(SegmentType.COMMAND), spec.encode_command(command, sync=sync))]
         if header:
-            segments.append((int(SegmentType.HEADER), spec.encode_header(header)))
+            segments.append((int(SegmentType.HEADER), _header_octets(header)))
         if body:
             segments.append((int(SegmentType.BODY), bytes(body)))
         return self._queue_command(ssn, segments)

@@ -133,6 +133,55 @@ def test_messages_queues_and_a_subscription_under_credit() -> None:
     assert wire.core.ended.done() and wire.core.error is None
 
 
+def test_credit_is_given_back_a_half_window_at_a_time() -> None:
+    wire = opened()
+    session = attached(wire)
+    done(wire, session.send(spec.QueueDeclare(queue="q")))
+    wire.server.queues["q"] = [((), b"m%d" % n) for n in range(30)]
+    done(wire, session.subscribe("q", "d", 10, accept=False))
+
+    def flows() -> list[int | None]:
+        return [
+            c.value
+            for c in wire.server.commands
+            if isinstance(c, spec.MessageFlow) and c.unit == 0 and c.destination == "d"
+        ]
+
+    assert flows() == [10]  # the subscription's
+    bodies = [session.take("d").body for _ in range(4)]
+    wire.pump()
+    assert flows() == [10]  # four owed: six credits left with the server, no flow yet
+    bodies.append(session.take("d").body)
+    wire.pump()
+    assert flows() == [10, 5]  # half the window owed: given back in one flow
+    bodies += [session.take("d").body for _ in range(2)]
+    bodies.append(session.take("d", refill=False).body)  # what is owed goes at once
+    wire.pump()
+    assert flows() == [10, 5, 2]
+    assert bodies == [b"m%d" % n for n in range(8)]
+    session.take("d")
+    done(wire, session.cancel("d"))  # (what is owed is forgotten with the subscription)
+    session.take("d")  # one that came before the cancel: no subscription to give back to
+    done(wire, session.subscribe("q", "d", 4, accept=False))
+    session.take("d")
+    wire.pump()
+    assert flows() == [10, 5, 2, 4]  # a new window: nothing owed from the old one
+
+
+def test_an_accept_sends_each_run_of_consecutive_ids_as_one_range() -> None:
+    wire = opened()
+    session = attached(wire)
+    done(wire, session.send(spec.QueueDeclare(queue="q")))
+    wire.server.queues["q"] = [((), b"m%d" % n) for n in range(5)]
+    done(wire, session.subscribe("q", "d", 5, accept=True))
+    taken = [session.take("d") for _ in range(5)]
+    first = taken[0].command_id
+    assert [d.command_id - first for d in taken] == [0, 1, 2, 3, 4]
+    done(wire, session.accept([taken[4], taken[0], taken[1], taken[3]]))
+    (accept,) = [c for c in wire.server.commands if isinstance(c, spec.MessageAccept)]
+    assert accept.transfers == ((first, first + 1), (first + 3, first + 4))
+
+
 def test_commands_given_before_the_session_is_attached_go_once_it_is() -> None:
     wire = opened()
     session = wire.core.session(b"early")

@@ -12,7 +12,7 @@ from support.amqp010.engine import Pair, command, control, make_pair, sent
 
 from amqp_sansio.definitions import amqp010 as spec
 from amqp_sansio.engine import amqp010 as E
-from amqp_sansio.errors import LocalProtocolError
+from amqp_sansio.errors import EncodeError, LocalProtocolError
 
 
 def of(events: list[E.Event], kind: type) -> list[E.Event]:
@@ -414,6 +414,26 @@ def test_a_command_that_cannot_be_decoded_is_refused(segment: bytes, code: int) 
     exception, detach = sent(pair.server)
     assert isinstance(exception, spec.ExecutionException) and exception.error_code == code
     assert exception.command_id == 0 and detach == spec.SessionDetach(name=b"h")
+
+
+def test_headers_of_delivery_properties_alone_and_others_go_as_given() -> None:
+    # (A header of delivery properties alone is encoded once per value: the same bytes.)
+    pair = opened()
+    pair.attach(b"s")
+    pair.take()
+    alone = (spec.DeliveryProperties(routing_key="k", priority=3),)
+    both = (spec.DeliveryProperties(routing_key="k"), spec.MessageProperties(content_type="t"))
+    headers = [alone, (spec.DeliveryProperties(routing_key="k", priority=3),), both, alone]
+    for header in headers:
+        pair.client.send_command(b"s", spec.MessageTransfer(destination="x"), header=header)
+    pair.pump()
+    assert [e.header for e in received(pair)] == headers
+    with pytest.raises(EncodeError, match="a string type holds str, not list"):
+        pair.client.send_command(
+            b"s",
+            spec.MessageTransfer(destination="x"),
+            header=(spec.DeliveryProperties(routing_key=["k"]),),  # type: ignore[arg-type]
+        )
 
 
 def test_a_header_that_cannot_be_decoded_is_refused() -> None:

@@ -27,7 +27,7 @@ from amqp_sansio.amqp010 import definitions as amqp010
 
 from ..results import Result, compare
 
-__all__ = ["codec010_benchmark", "qpid_python"]
+__all__ = ["codec010_benchmark", "qpid_folder", "qpid_import", "qpid_python"]
 
 _MESSAGE_ID = uuid.UUID("12345678-9abc-def0-0fed-cba987654321")
 _TRANSFER: dict[str, Any] = {"destination": "amq.direct", "accept_mode": 0, "acquire_mode": 0}
@@ -42,16 +42,29 @@ _APPLICATION_HEADERS: dict[str, Any] = {
 _BODY = bytes(range(256))
 
 
-def qpid_python() -> ModuleType | None:
-    """qpid-python's ``qpid.framing`` (the folder put on ``sys.path``), or None if absent."""
+def qpid_folder() -> Path | None:
+    """The qpid-python peer's folder (``$AMQP_SANSIO_PEERS_DIR/qpid-python``, else
+    ``../shared/peers/qpid-python``), or None if it is not there."""
     configured = os.environ.get("AMQP_SANSIO_PEERS_DIR")
     peers = Path(configured) if configured else Path(__file__).resolve().parents[5] / "shared"
     folder = (peers if configured else peers / "peers") / "qpid-python"
-    if not (folder / "qpid" / "framing.py").is_file():
+    return folder if (folder / "qpid" / "framing.py").is_file() else None
+
+
+def qpid_import(name: str) -> ModuleType | None:
+    """The qpid-python peer's module ``name`` (``"qpid.framing"``, ``"qpid.messaging"``),
+    its folder put on ``sys.path``; None if the peer is absent."""
+    folder = qpid_folder()
+    if folder is None:
         return None
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
-    return importlib.import_module("qpid.framing")
+    return importlib.import_module(name)
+
+
+def qpid_python() -> ModuleType | None:
+    """qpid-python's ``qpid.framing`` (the folder put on ``sys.path``), or None if absent."""
+    return qpid_import("qpid.framing")
 
 
 def _ours() -> tuple[amqp010.Command, list[amqp010.Struct]]:

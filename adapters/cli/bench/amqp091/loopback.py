@@ -29,21 +29,17 @@ Each implementation is driven the way its users write it:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import socket
-import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..pipe import PIPE_BODY_SIZE, Stalled
 from ..results import Result
+from ..rounds import Runner, Side, alternate, entry, reporter
 
 __all__ = [
     "CONFIRM_BATCH",
@@ -56,14 +52,11 @@ __all__ = [
     "aio_pika_loopback",
     "ours091_asyncio",
     "ours091_trio",
-    "broker_for_bench",
-    "format_table091",
     "loopback091_benchmark",
     "peer_installed",
     "pika_loopback",
     "queue_name",
     "rabbitmq_answers",
-    "reporter",
 ]
 
 #: The RabbitMQ the benchmark runs through unless ``--url`` names one: the URL in
@@ -101,19 +94,6 @@ def rabbitmq_answers(host: str, port: int, timeout: float = 3.0) -> str | None:
 def queue_name(who: str) -> str:
     """A queue of a run's own, named after ``who`` runs it."""
     return f"amqp-sansio-bench091-{who}-{uuid.uuid4().hex[:12]}"
-
-
-def reporter(count: int, progress: Progress | None) -> Callable[[int], None]:
-    """``progress`` called about a hundred times over a run (never with ``count``)."""
-    if progress is None:
-        return lambda n: None
-    step = max(1, count // 100)
-
-    def report(n: int) -> None:
-        if n % step == 0 and n < count:
-            progress(n)
-
-    return report
 
 
 # -- aio-pika ---------------------------------------------------------------------------
@@ -339,42 +319,7 @@ def ours091_trio(
     return float(trio.run(_run, trio_adapter, both, url, count, body, progress))
 
 
-# -- our broker -----------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def broker_for_bench(enabled: bool = True) -> Iterator[str | None]:
-    """Our broker (``amqp-sansio broker --port 0``, in a process of its own) for the
-    block, and the URL a 0-9-1 client reaches it at; None when not ``enabled``."""
-    if not enabled:
-        yield None
-        return
-    command = [
-        *(sys.executable, "-m", "amqp_sansio.adapters.cli", "broker"),
-        *("--port", "0", "--log-level", "error"),
-    ]
-    with (
-        tempfile.TemporaryFile("w+") as log,
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True) as proc,
-    ):
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            if "listening on" not in line:
-                proc.wait(timeout=10)
-                log.seek(0)
-                raise RuntimeError(f"our broker did not start: {log.read().strip()}")
-            where = line.split()[-1].removeprefix("amqp://").rstrip("/")
-            yield f"amqp://guest:guest@{where}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-
-
 # -- the benchmark ------------------------------------------------------------------------
-
-#: A side's run: ``(url, count, body=, progress=) -> seconds``.
-Runner = Callable[..., float]
 
 
 def _ours_runners() -> dict[str, Runner]:
@@ -420,80 +365,21 @@ def loopback091_benchmark(
     if peers is None:
         peers = tuple(p for p in LOOPBACK091_PEERS if peer_installed(p))
     theirs = _peer_runners()
-    sides: list[tuple[str, Runner, str]] = [(f"ours {a}", ours[a], url) for a in adapters]
+    sides = [Side(f"ours {a}", ours[a], url, True) for a in adapters]
     if broker_url is not None:  # right after the same client through RabbitMQ, each round
-        sides.insert(1, (f"ours {adapters[0]}, our broker", ours[adapters[0]], broker_url))
-    sides += [(p, theirs[p], url) for p in peers]
-    median = _alternate(sides, messages, bytes(size), rounds, seconds, progress, on_peer_failure)
+        sides.insert(
+            1, Side(f"ours {adapters[0]}, our broker", ours[adapters[0]], broker_url, True)
+        )
+    sides += [Side(p, theirs[p], url, False) for p in peers]
+    median = alternate(sides, messages, bytes(size), rounds, seconds, progress, on_peer_failure)
     result: Result = {}
     for adapter in adapters:
         mine = median[f"ours {adapter}"]
         for peer in LOOPBACK091_PEERS:  # (one not measured: None)
-            result[f"{adapter} vs {peer}"] = _entry(mine, peer, median.get(peer))
+            result[f"{adapter} vs {peer}"] = entry(mine, peer, median.get(peer))
     if broker_url is not None:
         adapter = adapters[0]
-        result[f"{adapter}: our broker vs rabbitmq"] = _entry(
+        result[f"{adapter}: our broker vs rabbitmq"] = entry(
             median[f"ours {adapter}, our broker"], "rabbitmq", median[f"ours {adapter}"]
         )
     return result
-
-
-def _entry(ours: float, peer: str, theirs: float | None) -> dict[str, Any]:
-    return {
-        "ours": round(ours, 1),
-        peer: None if theirs is None else round(theirs, 1),
-        "ratio": None if theirs is None else round(ours / theirs, 3),
-        "unit": "msg/s",
-    }
-
-
-def _alternate(
-    sides: list[tuple[str, Runner, str]],
-    messages: int,
-    body: bytes,
-    rounds: int,
-    seconds: float,
-    progress: Callable[[str, int, float | None], None] | None,
-    on_peer_failure: Callable[[str, BaseException], None] | None,
-) -> dict[str, float]:
-    """Each side's median rate over alternating rounds: every side runs once a round, at
-    least ``rounds`` rounds, more until each has run ``seconds``; a peer that fails
-    (its label not starting with ``ours``) is dropped."""
-    rates: dict[str, list[float]] = {label: [] for label, _, _ in sides}
-    spent = dict.fromkeys(rates, 0.0)
-    live = list(sides)
-
-    def wanted() -> bool:
-        return any(len(rates[s[0]]) < rounds or spent[s[0]] < seconds for s in live)
-
-    while wanted():
-        for side in list(live):
-            label, fn, where = side
-            name = f"{label}, round {len(rates[label]) + 1}"
-            report = None if progress is None else (lambda k, name=name: progress(name, k, None))
-            try:
-                elapsed = fn(where, messages, body=body, progress=report)
-            except Exception as exc:
-                if label.startswith("ours"):
-                    raise
-                live.remove(side)
-                if on_peer_failure is not None:
-                    on_peer_failure(label, exc)
-                continue
-            spent[label] += elapsed
-            rates[label].append(messages / elapsed)
-            if progress is not None:
-                progress(name, messages, messages / elapsed)
-    return {label: statistics.median(r) for label, r in rates.items() if r}
-
-
-def format_table091(title: str, results: Result) -> str:
-    """The results as a table: each row ours, the peer's figure and name, the ratio."""
-    width = max(10, *(len(name) + 2 for name in results)) if results else 10
-    lines = [title, f"{'':{width}}{'ours':>12}{'theirs':>12}{'ratio':>9}  peer"]
-    for name, r in results.items():
-        (peer,) = (k for k in r if k not in ("ours", "ratio", "unit"))
-        theirs = "n/a" if r[peer] is None else f"{r[peer]:,.0f}"
-        ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        lines.append(f"{name:{width}}{r['ours']:>12,.0f}{theirs:>12}{ratio:>9}  {peer}")
-    return "\n".join(lines)
