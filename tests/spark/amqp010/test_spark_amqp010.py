@@ -211,6 +211,11 @@ def url() -> Iterator[str]:
         yield f"amqp://guest:guest@127.0.0.1:{process.port}"
 
 
+def _name() -> str:
+    """A session name of its own."""
+    return f"test-{uuid.uuid4()}"
+
+
 class Queues:
     """Queues of the test's own (unique names), declared and deleted over 0-10."""
 
@@ -220,14 +225,14 @@ class Queues:
 
     def new(self) -> str:
         name = f"amqp-sansio-spark010-{uuid.uuid4().hex[:10]}"
-        with sockets.connect(self.url, protocol="0-10") as conn, conn.session("declare") as s:
+        with sockets.connect(self.url, protocol="0-10") as conn, conn.session(_name()) as s:
             s.queue_declare(name, durable=True)
         self.names.append(name)
         return name
 
     def delete(self) -> None:
         spec = a.amqp010.definitions
-        with sockets.connect(self.url, protocol="0-10") as conn, conn.session("delete") as s:
+        with sockets.connect(self.url, protocol="0-10") as conn, conn.session(_name()) as s:
             for name in self.names:
                 s.command(spec.QueueDelete(queue=name))
 
@@ -248,7 +253,7 @@ def depth(url: str, queue: str, expected: int | None = None, wait: float = 5.0) 
     import time
 
     deadline = time.monotonic() + wait
-    with sockets.connect(url, protocol="0-10") as conn, conn.session("depth") as session:
+    with sockets.connect(url, protocol="0-10") as conn, conn.session(_name()) as session:
         while True:
             found = int(session.queue_query(queue).message_count or 0)
             if expected is None or found <= expected or time.monotonic() >= deadline:
@@ -258,7 +263,7 @@ def depth(url: str, queue: str, expected: int | None = None, wait: float = 5.0) 
 
 def publish(url: str, queue: str, count: int, *, start: int = 0) -> None:
     """``count`` persistent messages with a message-id and a header each, completed."""
-    with sockets.connect(url, protocol="0-10") as conn, conn.session("publish") as session:
+    with sockets.connect(url, protocol="0-10") as conn, conn.session(_name()) as session:
         for i in range(start, start + count):
             session.send(
                 f"payload {i}".encode(),
@@ -296,7 +301,7 @@ def test_published_rows_arrive_with_their_properties(url: str, queues: Queues) -
     assert amqp010.publish_rows(options, iter(messages), 30, done=told.append) == 150
     assert told == [64, 128, 150]
     assert depth(url, queue) == 150
-    with sockets.connect(url, protocol="0-10") as conn, conn.session("check") as session:
+    with sockets.connect(url, protocol="0-10") as conn, conn.session(_name()) as session:
         session.subscribe(queue, credit=10, accept=True)
         got = [session.receive(queue, timeout=10) for _ in range(150)]
         session.accept(*got)
@@ -315,7 +320,7 @@ def test_the_batch_receiver_looks_then_takes(url: str, queues: Queues) -> None:
     queue = queues.new()
     publish(url, queue, 5)
     spec = a.amqp010.definitions
-    with sockets.connect(url, protocol="0-10") as conn, conn.session("bad") as session:
+    with sockets.connect(url, protocol="0-10") as conn, conn.session(_name()) as session:
         bad = spec.MessageProperties(application_headers={mapping.BODY_SECTIONS: True})
         transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
         session.command(transfer, (spec.DeliveryProperties(routing_key=queue), bad), b"\x00\x53")
