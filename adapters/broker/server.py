@@ -57,10 +57,12 @@ from typing import Any
 
 from amqp_sansio import Error, Symbol
 from amqp_sansio.amqp091 import PROTOCOL_HEADER
+from amqp_sansio.broker import OLDER_PROTOCOL as OLDER
 from amqp_sansio.broker import (
     Broker,
     BrokerConfig,
     BrokerConnection,
+    BrokerConnection010,
     BrokerConnection091,
     Store,
     Users,
@@ -75,8 +77,8 @@ __all__ = ["BrokerServer", "OpenBrokerRefused", "open_broker", "run_broker", "se
 
 log = logging.getLogger("amqp_sansio.broker")
 
-#: A connection of either protocol (the first 8 octets chose: see ``pick_protocol``).
-AnyConnection = BrokerConnection | BrokerConnection091
+#: A connection of any protocol (the first 8 octets chose: see ``pick_protocol``).
+AnyConnection = BrokerConnection | BrokerConnection091 | BrokerConnection010
 #: Bytes read from a socket at a time.
 READ_SIZE = 256 * 1024
 #: Written bytes waiting in a transport above which its reader stops reading until they
@@ -259,11 +261,11 @@ class BrokerServer:
             # TLS handshake: see ProtocolSniffer).
             first = await self._header(reader)
             protocol = pick_protocol(first)
-            if protocol == "0-9-1":
-                conn = self.broker.accept_091(
-                    loop.time(), wall=time.time(), address=address, replacing=conn10
+            if protocol in self.broker.acceptors:
+                conn = self.broker.accept_header(
+                    protocol, loop.time(), wall=time.time(), address=address, replacing=conn10
                 )
-            elif protocol == "0-9-1-older":
+            elif protocol == OLDER:
                 # An earlier 0-x: the header we speak of that line, and the connection
                 # closes (0-9-1 spec 4.2.2), as RabbitMQ does.
                 writer.write(PROTOCOL_HEADER)
@@ -289,7 +291,7 @@ class BrokerServer:
                 if not data:
                     break
                 conn.receive_data(data, loop.time(), wall=time.time())
-                conn = self._tls_091(conn, writer, address)
+                conn = self._tls_switch(conn, writer, address)
                 if conn.record.opened and not said_open:
                     said_open = True
                     _log_opened(conn, where)
@@ -333,20 +335,28 @@ class BrokerServer:
         else:  # (closed with an error, or the client gone without a close: a failure line)
             _log_closed(conn, where, conn.record.ending or went, lived, self._failures.info)
 
-    def _tls_091(
+    def _tls_switch(
         self, conn: AnyConnection, writer: asyncio.StreamWriter, address: str | None
     ) -> AnyConnection:
-        """On the amqps port, once the header after the TLS handshake is 0-9-1's: the 0-9-1
-        connection in the 1.0 one's place (the TLS layer goes on under it)."""
-        if not isinstance(conn, BrokerConnection) or conn.tls_wanting_091 is None:
+        """On the amqps port, once the header after the TLS handshake is another engine's
+        (the TLS layer's inner object ``wants`` it): that engine's connection in the 1.0
+        one's place (the TLS layer goes on under it)."""
+        if not isinstance(conn, BrokerConnection):
+            return conn
+        tls = conn.tls_wanting
+        if tls is None:
             return conn
         self._writers.pop(conn, None)
         loop = asyncio.get_running_loop()
-        conn091 = self.broker.accept_091(
-            loop.time(), wall=time.time(), address=address, replacing=conn
+        other: AnyConnection = self.broker.accept_header(
+            getattr(tls.inner, "wants", ""),
+            loop.time(),
+            wall=time.time(),
+            address=address,
+            replacing=conn,
         )
-        self._writers[conn091] = writer
-        return conn091
+        self._writers[other] = writer
+        return other
 
     async def _header(self, reader: asyncio.StreamReader) -> bytes:
         """The client's first 8 octets (fewer if it goes, or is silent past the handshake
@@ -430,8 +440,8 @@ def _where(peer: Any) -> str:
 
 def _user(conn: AnyConnection) -> str:
     """Who the connection is, for the log: the SASL identity and its mechanism."""
-    if isinstance(conn, BrokerConnection091):
-        return f"{_quoted(conn.identity or 'anonymous')} (AMQP 0-9-1)"
+    if not isinstance(conn, BrokerConnection):
+        return f"{_quoted(conn.identity or 'anonymous')} (AMQP {conn.protocol})"
     mechanism = conn.engine.sasl_mechanism or "no SASL"
     return f"{_quoted(conn.identity or 'anonymous')} ({mechanism})"
 
@@ -445,7 +455,7 @@ def _quoted(text: str) -> str:
 
 
 def _log_opened(conn: AnyConnection, where: str) -> None:
-    if isinstance(conn, BrokerConnection091):
+    if not isinstance(conn, BrokerConnection):  # (0-9-1, 0-10: a virtual host)
         vhost = conn.vhost.name if conn.vhost is not None else "?"
         log.info(
             "connection from %s opened: user %s, %s, vhost %s",

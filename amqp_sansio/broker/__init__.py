@@ -1,19 +1,20 @@
 """The reference broker, of AMQP 1.0 (the broker working draft's client-broker protocol,
-mapped onto the final 1.0 frames) and AMQP 0-9-1 (RabbitMQ's rules) on one port, their
-queues shared: I/O-free, like the rest of the core. See ``docs/broker.rst``;
+mapped onto the final 1.0 frames), AMQP 0-9-1 (RabbitMQ's rules) and AMQP 0-10 (Qpid's) on
+one port, their queues shared: I/O-free, like the rest of the core. See ``docs/broker.rst``;
 :mod:`amqp_sansio.adapters.broker` serves it over TCP.
 
 Its modules: a protocol-free core (``_broker``, ``_nodes``, ``_streams``, ``_store``,
 ``_selector``, ``_subscriptions``, ``_replies``, ``_admission``, ``_users``, ``_config``,
 ``_record``), the written interface between the core and the protocols (``_interface``),
-one folder per protocol (``amqp10/``, ``amqp091/``; neither imports the other, the core
-imports neither), ``_protocols``, which reads a client's first octets, and ``_accept``,
+one folder per protocol (``amqp10/``, ``amqp091/``, ``amqp010/``; none imports another,
+the core imports none), ``_protocols``, which reads a client's first octets, and ``_accept``,
 which builds the connection they ask for (:class:`Broker`)."""
 
 from ._accept import Broker
 from ._config import DEFAULT_MEMORY_HIGH_WATERMARK, BrokerConfig
 from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic
-from ._protocols import pick_protocol
+from ._protocols import OLDER as OLDER_PROTOCOL
+from ._protocols import PROTOCOLS, pick_protocol
 from ._record import ConnectionRecord
 from ._selector import (
     DEFAULT_SELECTOR_MAX_DEPTH,
@@ -38,6 +39,7 @@ from ._streams import (
 )
 from ._subscriptions import Subscription
 from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
+from .amqp010.connection import BrokerConnection010
 from .amqp091.connection import BrokerConnection091
 from .amqp091.declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
 from .amqp091.exchanges import EXCHANGE_TYPES, Binding, Exchange, headers_match, topic_matches
@@ -65,6 +67,8 @@ __all__ = [
     "DEFAULT_SELECTOR_MAX_LENGTH",
     "FIRST_OFFSET",
     "MAX_SELECTOR_DEPTH",
+    "OLDER_PROTOCOL",
+    "PROTOCOLS",
     "NEXT_OFFSET",
     "OFFSET_ANNOTATION",
     "OFFSET_FILTER",
@@ -78,6 +82,7 @@ __all__ = [
     "Broker",
     "BrokerConfig",
     "BrokerConnection",
+    "BrokerConnection010",
     "BrokerConnection091",
     "ConnectionRecord",
     "Exchange",

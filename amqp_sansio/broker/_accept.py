@@ -9,10 +9,13 @@ broker imports this one; it alone imports both protocol folders."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import __version__
+from ..engine.amqp010 import Connection as Engine010
+from ..engine.amqp010 import Limits as Limits010
+from ..engine.amqp010 import Role as Role010
 from ..engine.amqp091 import Connection as Engine091
 from ..engine.amqp091 import Limits, Role
 from ..engine.amqp10.connection import Connection
@@ -23,6 +26,7 @@ from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST
 from ._nodes import Store
 from ._protocols import ProtocolSniffer
+from .amqp010.connection import BrokerConnection010
 from .amqp091.connection import BrokerConnection091
 from .amqp091.topology import TopologyRecord
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
@@ -37,9 +41,10 @@ __all__ = ["Broker"]
 
 
 class Broker(BrokerCore):
-    """The nodes and the connections of one broker (broker draft 2.1), of both protocols.
+    """The nodes and the connections of one broker (broker draft 2.1), of every protocol.
     I/O-free: a driver accepts a transport with :meth:`accept` (and, once its first octets
-    are 0-9-1's, :meth:`accept_091`) and moves bytes through the connection it gets; after
+    are another engine's, :meth:`accept_header`: the factory of :attr:`acceptors` for
+    that engine's key) and moves bytes through the connection it gets; after
     each call it writes out the connections of :meth:`pending` (a publish on one
     connection makes output on others), and calls :meth:`expire` at :meth:`next_expiry`
     (wall clock)."""
@@ -55,6 +60,13 @@ class Broker(BrokerCore):
         self.hosted = self.vhosts
         #: The management node, ``$management`` (see :mod:`.amqp10.management`).
         self.management = Management(self)
+        #: The connection each engine key of :data:`~._protocols.PROTOCOLS` is served by
+        #: (a factory taking ``now`` and the keywords ``wall``, ``address`` and
+        #: ``replacing``, as :meth:`accept_091`); 1.0's is :meth:`accept`.
+        self.acceptors: dict[str, Callable[..., Any]] = {
+            "0-9-1": self.accept_091,
+            "0-10": self.accept_010,
+        }
 
     def accept(
         self,
@@ -120,6 +132,96 @@ class Broker(BrokerCore):
             self._by_address[address] = self._by_address.get(address, 0) + 1
         return conn
 
+    def accept_header(
+        self,
+        key: str,
+        now: float,
+        *,
+        wall: float | None = None,
+        address: str | None = None,
+        replacing: BrokerConnection | None = None,
+    ) -> BrokerConnection091 | BrokerConnection010:
+        """The connection of the engine ``key`` (:func:`~amqp_sansio.broker.pick_protocol`
+        of the client's header, or the ``wants`` of an amqps connection's
+        :attr:`~BrokerConnection.tls_wanting`) in the place of ``replacing``, the 1.0
+        connection :meth:`accept` gave for the transport: :attr:`acceptors` makes it."""
+        conn: BrokerConnection091 | BrokerConnection010 = self.acceptors[key](
+            now, wall=wall, address=address, replacing=replacing
+        )
+        return conn
+
+    def _replace(self, replacing: BrokerConnection | None, now: float) -> tuple[Any, float]:
+        """The TLS layer ``replacing`` hands on (amqps), and since when the handshake
+        time-out counts (its accept): ``replacing`` is forgotten, unheard."""
+        if replacing is None:
+            return None, now
+        since = now if replacing.accepted_at is None else min(now, replacing.accepted_at)
+        tls = replacing.tls_wanting
+        replacing.replaced()
+        return tls, since
+
+    def _admit(
+        self, conn: Any, engine: Any, tls: Any, replacing: Any, since: float, now: float
+    ) -> None:
+        """Count ``conn`` among the connections, its handshake time-out from ``since``; on
+        the amqps port (``tls``) the TLS layer goes on, ``engine`` under it, the header it
+        held the engine's first input."""
+        if tls is not None:
+            conn.under_tls(tls, replacing.record.tls)
+            sniffer = tls.inner
+            assert isinstance(sniffer, ProtocolSniffer)
+            sniffer.switch(engine, now)
+            self.has_output(conn)  # (its first answer, to be encrypted)
+        timeout = self.config.handshake_timeout
+        conn.admitted(None if timeout is None else since + timeout)
+        self.connections.add(conn)
+        address = conn.address
+        if address is not None:
+            self._by_address[address] = self._by_address.get(address, 0) + 1
+
+    def accept_010(
+        self,
+        now: float,
+        *,
+        wall: float | None = None,
+        address: str | None = None,
+        replacing: BrokerConnection | None = None,
+    ) -> BrokerConnection010:
+        """A new AMQP 0-10 connection (its client sent the 0-10 protocol header, 0-10 spec
+        4.2): the 0-10 engine's server role (:mod:`amqp_sansio.engine.amqp010`), with the
+        limits, logins and handshake time-out of :meth:`accept_091` (which see for
+        ``replacing``). The driver feeds it the header too."""
+        self.advance(now, wall)
+        tls, since = self._replace(replacing, now)
+        why = self._room_for_connection(address, now)
+        config = self.config
+        idle = config.idle_timeout
+        if config.sasl is not None:
+            authenticator = config.sasl or self._anonymous
+        elif config.users is not None:
+            authenticator = config.users.authenticator(
+                allow_cleartext=config.allow_insecure_auth, protocol="0-10"
+            )
+        else:
+            authenticator = self._anonymous
+        engine = Engine010(
+            Role010.SERVER,
+            authenticator=authenticator,
+            properties={"version": __version__, "cluster_name": config.container_id},
+            # the client's heartbeat within half the idle time-out (0-10 spec, tune)
+            heartbeat_range=None if not idle else (1, max(1, min(math.ceil(idle / 2), 0xFFFF))),
+            limits=Limits010(handshake_timeout=config.handshake_timeout or 0),
+        )
+        conn = BrokerConnection010(self, engine, address=address)
+        conn.started(now)
+        if why is not None:
+            conn.refused = why
+            conn.lost = True
+            return conn
+        engine.start(since)
+        self._admit(conn, engine, tls, replacing, since, now)
+        return conn
+
     def accept_091(
         self,
         now: float,
@@ -137,13 +239,7 @@ class Broker(BrokerCore):
         the handshake time-out counts from its accept, not from the header, whatever
         protocol the header picked (``BrokerConfig.handshake_timeout``)."""
         self.advance(now, wall)
-        tls = None
-        since = now
-        if replacing is not None:
-            if replacing.accepted_at is not None:
-                since = min(now, replacing.accepted_at)
-            tls = replacing.tls_wanting_091
-            replacing.replaced()
+        tls, since = self._replace(replacing, now)
         why = self._room_for_connection(address, now)
         config = self.config
         idle = config.idle_timeout
@@ -165,19 +261,7 @@ class Broker(BrokerCore):
             conn.lost = True
             return conn
         engine.start(since)
-        if tls is not None:
-            # amqps: the TLS layer goes on, the 0-9-1 engine under it; the header it held
-            # is the engine's first input.
-            conn.under_tls(tls, replacing.record.tls if replacing is not None else None)
-            sniffer = tls.inner
-            assert isinstance(sniffer, ProtocolSniffer)
-            sniffer.switch(engine, now)
-            self.has_output(conn)  # (its connection.start, to be encrypted)
-        timeout = self.config.handshake_timeout
-        conn.admitted(None if timeout is None else since + timeout)
-        self.connections.add(conn)
-        if address is not None:
-            self._by_address[address] = self._by_address.get(address, 0) + 1
+        self._admit(conn, engine, tls, replacing, since, now)
         return conn
 
     def restore_topology(

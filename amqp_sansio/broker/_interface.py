@@ -1,7 +1,9 @@
 """The written interface between the broker's protocol-free core and its protocol folders
-(:mod:`.amqp10`, :mod:`.amqp091`): what a connection may ask of the broker
-(:class:`ConnectionBroker`) and what the broker asks of a connection (:class:`Peer`),
-as :class:`~amqp_sansio.broker._nodes.NodeBroker` is what a node asks of its broker.
+(:mod:`.amqp10`, :mod:`.amqp091`, :mod:`.amqp010`): what a connection may ask of the
+broker (:class:`ConnectionBroker`) and what the broker asks of a connection (:class:`Peer`),
+as :class:`~amqp_sansio.broker._nodes.NodeBroker` is what a node asks of its broker; and
+what a connection of a protocol that has exchanges but not 0-9-1's own classes (0-10) may
+ask of a virtual host (:class:`VirtualHostAccess`, which 0-9-1's virtual hosts meet).
 
 The core imports no protocol folder; a protocol folder gets the broker only as a
 :class:`ConnectionBroker` (or its own extension of it, naming what that protocol keeps on
@@ -11,17 +13,19 @@ deadlines) and ``wall`` (message expiry) are given by the caller of every input.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ._nodes import NodeBroker
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from ._nodes import Node, Queue
     from ._replies import DirectReplies
     from ._streams import Stream
     from ._subscriptions import Subscription
 
-__all__ = ["DEFAULT_VHOST", "ConnectionBroker", "HostedQueues", "Peer"]
+__all__ = ["DEFAULT_VHOST", "ConnectionBroker", "HostedQueues", "Peer", "VirtualHostAccess"]
 
 #: The AMQP 0-9-1 virtual host whose queues are the broker's nodes (1.0 links see it).
 DEFAULT_VHOST = "/"
@@ -131,3 +135,100 @@ class ConnectionBroker(NodeBroker, Protocol):
     def start_subscription_timer(self, subscription: Subscription) -> None: ...
 
     def delete_subscription(self, subscription: Subscription, *, release: bool = True) -> None: ...
+
+
+class VirtualHostAccess(Protocol):
+    """What a connection may ask of a virtual host (0-9-1's :mod:`.amqp091.vhosts` keeps
+    them; an AMQP 0-10 connection uses the same objects through this): declare, delete,
+    purge and query queues and exchanges, bind, unbind and read bindings, publish a
+    message already in its 1.0 form through an exchange, and consume. Refusals raise
+    :class:`~amqp_sansio.broker._refused.Refused` (its codes: :mod:`._refused`)."""
+
+    name: str
+
+    def queue(self, name: str) -> Queue | None:
+        """The queue ``name``, if there is one."""
+
+    def usable_queue(self, name: str, owner: object | None) -> Queue:
+        """The queue ``name`` for ``owner``'s connection (404 none, 405 exclusive)."""
+
+    def declare_exchange(
+        self,
+        name: str,
+        type: str,
+        *,
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> object: ...
+
+    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None: ...
+
+    def query_exchange(self, name: str) -> tuple[str, bool, Mapping[str, Any]] | None: ...
+
+    def bindings_of(
+        self, exchange: str
+    ) -> Sequence[tuple[tuple[str, str], str, Mapping[str, Any]]]:
+        """The bindings from ``exchange``: (destination kind and name, key, arguments)."""
+
+    def bind(
+        self,
+        destination: tuple[Literal["queue", "exchange"], str],
+        source: str,
+        routing_key: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        owner: object | None = None,
+    ) -> None: ...
+
+    def unbind(
+        self,
+        destination: tuple[Literal["queue", "exchange"], str],
+        source: str,
+        routing_key: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        owner: object | None = None,
+    ) -> None: ...
+
+    def declare_queue(
+        self,
+        name: str,
+        *,
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+        owner: object | None = None,
+    ) -> tuple[Node, int, int]: ...
+
+    def delete_queue(
+        self,
+        name: str,
+        *,
+        if_unused: bool = False,
+        if_empty: bool = False,
+        owner: object | None = None,
+    ) -> int: ...
+
+    def purge_queue(self, name: str, *, owner: object | None = None) -> int: ...
+
+    def query_queue(
+        self, name: str
+    ) -> tuple[Queue, bool, bool, bool, Mapping[str, Any]] | None: ...
+
+    def publish_message(
+        self, exchange: str, routing_key: str, data: bytes, headers: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Route ``data`` (an encoded 1.0 message); what it did (``routed``, ``refused``,
+        ``durable``)."""
+
+    def consumer_added(self, queue: Queue) -> None: ...
+
+    def consumer_removed(self, queue: Queue) -> None: ...
+
+    def owner_gone(self, owner: object) -> None:
+        """``owner``'s connection ended: its exclusive queues go."""

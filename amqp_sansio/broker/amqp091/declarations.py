@@ -14,21 +14,17 @@ import attrs
 from ...codec.amqp091 import FieldValue
 from ...definitions.amqp091.spec import SOFT_ERRORS, ReplyCode
 from .._nodes import Queue
+from .._refused import Refused as _Refused
 from .exchanges import _freeze
 from .streams import StreamRefused
 
 __all__ = ["QueueArguments", "QueueRecord", "Refused", "parse_queue_arguments"]
 
 
-class Refused(Exception):
-    """A method the virtual host refuses: ``reply_code`` (a :class:`ReplyCode`) and
-    ``reply_text``; a soft error closes the channel, a hard one (503, 530) the
-    connection."""
-
-    def __init__(self, reply_code: int, reply_text: str) -> None:
-        super().__init__(f"{reply_code} {reply_text}")
-        self.reply_code = reply_code
-        self.reply_text = reply_text[:255]
+class Refused(_Refused):
+    """A method the virtual host refuses (:class:`~amqp_sansio.broker._refused.Refused`):
+    ``reply_code`` (a :class:`ReplyCode`) and ``reply_text``; a soft error closes the
+    channel, a hard one (503, 530) the connection."""
 
     @property
     def hard(self) -> bool:

@@ -49,7 +49,7 @@ from ...definitions.amqp091.spec import BasicProperties, ReplyCode
 from .._interface import DEFAULT_VHOST, ConnectionBroker
 from .._nodes import Node, Queue
 from .._replies import REPLY_PREFIX
-from .._store import StoredMessage
+from .._store import StoredMessage, parse_message
 from .._streams import Stream
 from .declarations import QueueRecord, Refused, _refused, parse_queue_arguments, text_argument
 from .exchanges import EXCHANGE_TYPES, Binding, Destination, Exchange, check_binding_arguments
@@ -756,8 +756,7 @@ class VirtualHost:
             )
         except ValueError as exc:
             raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
-        broker = self.broker
-        wall = broker.wall
+        wall = self.broker.wall
         # As parse_message reads it (the header, the ttl from arrival), without reading it
         template = StoredMessage(
             data,
@@ -767,6 +766,32 @@ class VirtualHost:
             expires=None if ttl is None else wall + ttl / 1000.0,
         )
         template.basic = (properties, exchange, routing_key, len(body))
+        return self._offer(template, queues, exchange, routing_key)
+
+    def publish_message(
+        self,
+        exchange: str,
+        routing_key: str,
+        data: bytes,
+        headers: Mapping[str, FieldValue] | None = None,
+    ) -> Published:
+        """A message in its 1.0 form (``data``: another protocol's publish, mapped) to
+        ``exchange`` with ``routing_key`` and ``headers`` (for a headers exchange), as
+        :meth:`publish` publishes a 0-9-1 one (:class:`~amqp_sansio.DecodeError`: bad
+        sections)."""
+        queues = self.route(exchange, routing_key, headers)
+        template = parse_message(data, seq=0, wall=self.broker.wall)
+        return self._offer(template, queues, exchange, routing_key)
+
+    def _offer(
+        self,
+        template: StoredMessage,
+        queues: list[Queue | Stream],
+        exchange: str,
+        routing_key: str,
+    ) -> Published:
+        """``template`` to each of ``queues`` (a copy each, the last the template itself)."""
+        broker = self.broker
         published = Published(len(queues), [], template.durable)
         if not queues and exchange == "" and routing_key.startswith(REPLY_PREFIX):
             published.routed = int(broker.replies.deliver(routing_key, template))  # (.._replies)
@@ -784,6 +809,36 @@ class VirtualHost:
             else:
                 refused.append((queue, why))
         return published
+
+    # -- what a query reads (another protocol's exchange.query, queue.query, bound) ----------
+
+    def query_exchange(self, name: str) -> tuple[str, bool, dict[str, FieldValue]] | None:
+        """The exchange ``name``'s type, durability and arguments, or None: there is none."""
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            return None
+        return exchange.type, exchange.durable, dict(exchange.arguments)
+
+    def query_queue(
+        self, name: str
+    ) -> tuple[Queue, bool, bool, bool, dict[str, FieldValue]] | None:
+        """The queue ``name`` (not a stream) with its durability, exclusivity, auto-delete
+        and arguments as declared (a queue made by 1.0 or by configuration: none set), or
+        None: there is none."""
+        queue = self.queue(name)
+        if queue is None:
+            return None
+        record = self.records.get(name)
+        if record is None or record.queue is not queue:
+            return queue, False, False, False, {}
+        return queue, record.durable, record.exclusive, record.auto_delete, dict(record.arguments)
+
+    def bindings_of(self, exchange: str) -> list[tuple[Destination, str, dict[str, FieldValue]]]:
+        """The bindings from ``exchange`` (none without it): destination, key, arguments."""
+        found = self.exchanges.get(exchange)
+        if found is None:
+            return []
+        return [(b.destination, b.routing_key, dict(b.arguments)) for b in found.bindings]
 
     # -- dead-lettering ------------------------------------------------------------------------
 

@@ -203,14 +203,15 @@ class BrokerConnection(Admission):
         self.broker.has_output(self)
 
     @property
-    def tls_wanting_091(self) -> TLSLayer | None:
+    def tls_wanting(self) -> TLSLayer | None:
         """On the amqps port: the TLS layer, once the plaintext's first octets are the
-        0-9-1 header (the driver then asks the broker for a 0-9-1 connection in this one's
-        place, :meth:`Broker.accept_091 <amqp_sansio.broker.Broker.accept_091>`); else
+        header of another engine (its key is the layer's inner object's ``wants``; the
+        driver then asks the broker for that connection in this one's place,
+        :meth:`Broker.accept_header <amqp_sansio.broker.Broker.accept_header>`); else
         None."""
         stream = self._stream
-        if isinstance(stream, TLSLayer) and hasattr(stream.inner, "wants_091"):
-            return stream if stream.inner.wants_091 else None
+        if isinstance(stream, TLSLayer) and getattr(stream.inner, "wants", None) is not None:
+            return stream
         return None
 
     @property

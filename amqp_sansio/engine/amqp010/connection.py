@@ -250,6 +250,12 @@ class Connection(Handshake, SessionDispatch):
         elif hb and state is not _S.CLOSING and now >= self._last_sent + hb / 2:
             self._control(0, spec.ConnectionHeartbeat())
 
+    @property
+    def login_mechanism(self) -> str | None:
+        """Server role: the SASL mechanism the client chose (``connection.start-ok``), or
+        None before it did."""
+        return None if self._login is None else self._login.name
+
     # -- the connection's own calls -------------------------------------------------------
 
     def _check_state(self, state: ConnectionState, what: str) -> None:

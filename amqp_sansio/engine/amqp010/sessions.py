@@ -131,14 +131,19 @@ class SessionDispatch(ConnectionCore):
 
     def flush_completions(self) -> None:
         """Send what each attached session owes: ``session.completed`` for the commands
-        completed since the last (coalesced into one set), and ``known-completed`` for the
-        peer's ``completed`` (0-10 spec, rules "known-completed-reply", "merged-reply")."""
+        completed since the last (coalesced into one set, ``timely-reply`` set so that the
+        peer's ``known-completed`` comes back and the set stays small), and
+        ``known-completed`` for the peer's ``completed`` when it asked for a timely reply
+        (0-10 spec, rules "known-completed-reply", "merged-reply")."""
         for session in list(self._sessions.values()):
             if session.state is not SessionState.ATTACHED:
                 continue
             completed = session.take_completed()
             if completed is not None:
-                self._session_control(session, spec.SessionCompleted(commands=completed))
+                # timely-reply: the peer's known-completed lets this set shrink
+                self._session_control(
+                    session, spec.SessionCompleted(commands=completed, timely_reply=True)
+                )
             known = session.take_known_completed()
             if known is not None:
                 self._session_control(session, spec.SessionKnownCompleted(commands=known))
@@ -240,7 +245,7 @@ class SessionDispatch(ConnectionCore):
         takes no action)."""
 
     def _on_completed(self, channel: int, session: Session, control: spec.SessionCompleted) -> None:
-        done = session.peer_completed(_ranges(control.commands))
+        done = session.peer_completed(_ranges(control.commands), timely=bool(control.timely_reply))
         if done:
             self._report(CommandsCompleted(session=session.name, command_ids=tuple(done)))
 

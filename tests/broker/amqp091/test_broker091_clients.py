@@ -425,7 +425,7 @@ def test_virtual_hosts_from_the_command_line() -> None:
 
 
 @pytest.mark.parametrize(
-    "header", [b"AMQP\x01\x01\x00\x0a", b"AMQP\x00\x00\x08\x00", b"AMQP\x00\x00\x09\x00"]
+    "header", [b"AMQP\x01\x01\x00\x0b", b"AMQP\x00\x00\x08\x00", b"AMQP\x00\x00\x09\x00"]
 )
 def test_an_older_0_x_header_gets_0_9_1_back(broker: BrokerProcess, header: bytes) -> None:
     with socket.create_connection(("127.0.0.1", broker.port), timeout=WAIT) as sock:

@@ -76,7 +76,7 @@ def test_connection_start_for_each_header(
 @pytest.mark.parametrize(
     "header",
     [
-        b"AMQP\x01\x01\x00\x0a",  # 0-10
+        b"AMQP\x01\x01\x00\x0b",  # (0-10 is served: one after it)
         b"AMQP\x00\x00\x09\x00",  # 0-9-0
         b"AMQP\x00\x00\x08\x00",
         b"AMQP\x01\x01\x09\x00",

@@ -60,7 +60,7 @@ def test_commands_both_ways_and_their_completion(chunk: int | random.Random | No
     for event in got:
         pair.server.complete(b"s", event.command_id)
     wire = sent(pair.server)  # one completed set for the four
-    assert wire == [spec.SessionCompleted(commands=((0, 3),))]
+    assert wire == [spec.SessionCompleted(commands=((0, 3),), timely_reply=True)]
     client = pair.client.receive_data(b"".join(control(1, c) for c in wire), 0)  # type: ignore[arg-type]
     assert client == [E.CommandsCompleted(session=b"s", command_ids=(0, 1, 2, 3))]
     assert pair.client.session(b"s").outstanding_bytes == 0
@@ -75,6 +75,21 @@ def test_commands_both_ways_and_their_completion(chunk: int | random.Random | No
     assert of(pair.server_events, E.CommandsCompleted) == [
         E.CommandsCompleted(session=b"s", command_ids=(0,))
     ]
+
+
+def test_known_completed_only_when_a_timely_reply_is_asked() -> None:
+    # qpid.messaging sends completed without timely-reply and cannot take known-completed
+    pair = opened()
+    pair.attach()
+    command = pair.server.send_command(b"s", spec.MessageAccept(transfers=((0, 0),)))
+    assert sent(pair.server) == [spec.MessageAccept(transfers=((0, 0),))]
+    late = spec.SessionCompleted(commands=((command, command),))
+    events = pair.server.receive_data(control(1, late), 0)
+    assert events == [E.CommandsCompleted(session=b"s", command_ids=(command,))]
+    assert sent(pair.server) == []  # delayed, as the spec allows
+    again = spec.SessionCompleted(commands=((command, command),), timely_reply=True)
+    pair.server.receive_data(control(1, again), 0)
+    assert sent(pair.server) == [spec.SessionKnownCompleted(commands=((0, 0),))]
 
 
 def test_known_completed_stops_the_completed_set_growing() -> None:
@@ -306,10 +321,10 @@ def test_flush_gap_and_the_controls_taking_no_action() -> None:
     server.receive_data(control(1, spec.SessionGap(commands=((1, 3),))), 0)
     server.receive_data(control(1, spec.SessionExpected(commands=((0, 1),))), 0)
     server.receive_data(control(1, spec.SessionConfirmed(commands=((0, 1),))), 0)
-    assert sent(server) == [spec.SessionCompleted(commands=((1, 3),))]
+    assert sent(server) == [spec.SessionCompleted(commands=((1, 3),), timely_reply=True)]
     pair.take()
     server.receive_data(command(1, spec.ExecutionSync()), 0)
-    assert sent(server) == [spec.SessionCompleted(commands=((1, 4),))]
+    assert sent(server) == [spec.SessionCompleted(commands=((1, 4),), timely_reply=True)]
 
 
 def test_attach_refusals_and_rules() -> None:
@@ -488,7 +503,7 @@ def test_corners_of_the_session_controls() -> None:
     # a gap away from the next command leaves it; a completed for none of ours says nothing
     server.receive_data(control(1, spec.SessionCommandPoint(command_id=0, command_offset=0)), 0)
     server.receive_data(control(1, spec.SessionGap(commands=((5, 6), (0, 0)))), 0)
-    assert sent(server) == [spec.SessionCompleted(commands=((0, 0), (5, 6)))]
+    assert sent(server) == [spec.SessionCompleted(commands=((0, 0), (5, 6)), timely_reply=True)]
     assert server.receive_data(control(1, spec.SessionCompleted(commands=((9, 9),))), 0) == []
     # an attach of the session while it is detaching is not answered
     server.detach(b"c")

@@ -1,0 +1,300 @@
+"""The mapping between an AMQP 0-10 message (the ``delivery-properties`` and
+``message-properties`` of a ``message.transfer``'s header, and its body; 0-10 spec, class
+``message``) and an AMQP 1.0 message (core spec 3.2), as Qpid's broker maps them for its
+AMQP 1.0 support (qpidd's ``Translation``): the broker keeps every message in its 1.0 form,
+so that one queue serves every protocol. A 0-10 transfer is mapped here on arrival
+(:func:`to_amqp10`), a delivery to a 0-10 subscriber mapped back (:func:`from_amqp10`).
+
+0-10 to 1.0 (what is lost is said; the table is in docs/amqp010.rst, "Mapping to 1.0"):
+
+=================================  ==========================================================
+0-10                               1.0
+=================================  ==========================================================
+delivery-mode (2 persistent)       header durable
+priority                           header priority
+ttl (ms)                           header ttl
+expiration (seconds, absolute)     properties absolute-expiry-time (ms)
+timestamp (seconds)                properties creation-time (ms)
+exchange, routing-key              message annotations ``x-exchange``, ``x-routing-key``
+                                   (read by 0-9-1 consumers) and properties subject (the
+                                   routing key, as qpidd sets it)
+redelivered, discard-unroutable,   lost (the broker sets redelivered itself on delivery;
+immediate, resume-id, resume-ttl   the others steer the publish only)
+message-id (uuid)                  properties message-id (uuid)
+correlation-id (octets)            properties correlation-id (a string when UTF-8, else
+                                   binary)
+reply-to (exchange, routing-key)   properties reply-to: the routing key on the default
+                                   exchange, ``exchange/routing-key`` otherwise
+content-type, content-encoding     properties content-type, content-encoding
+user-id, app-id (octets)           properties user-id; app-id the application property
+                                   ``x-amqp-0-10.app-id``
+application-headers                application-properties (simple values; a map or list
+                                   goes to the message annotation ``x-amqp-0-10-headers``);
+                                   ``qpid.subject`` becomes properties subject
+content-length                     lost (it is the body's length)
+body                               one data section
+=================================  ==========================================================
+
+1.0 to 0-10 is the reverse, and: a body of data sections is joined; an amqp-value that is
+a string is its UTF-8 octets (content-type ``text/plain`` if none), octets as they are, a
+map or a list the 0-10 ``map``/``list`` encoding with Qpid's content types ``amqp/map`` and
+``amqp/list``, anything else (and amqp-sequence sections) the encoded 1.0 sections with
+content-type ``application/x-amqp-1.0``; a message-id that is not a uuid goes to the
+application header ``x-amqp-1.0-message-id`` (0-10's is a uuid); a subject to
+``qpid.subject`` (qpid.messaging's subject); ``to``, group-id and the other properties
+have no 0-10 field.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, cast
+
+from ...codec import amqp010 as c010
+from ...codec import amqp10 as t10
+from ...definitions import amqp010 as spec
+from ...definitions.amqp10.message import Message
+from ...definitions.amqp10.messaging import AmqpValue, Data, Header, Properties
+
+__all__ = [
+    "APP_ID_PROPERTY",
+    "COMPLEX_HEADERS",
+    "EXCHANGE_ANNOTATION",
+    "MESSAGE_ID_HEADER",
+    "ROUTING_KEY_ANNOTATION",
+    "SUBJECT_HEADER",
+    "from_amqp10",
+    "to_amqp10",
+]
+
+#: The message annotations of the exchange and routing key a message was published with
+#: (the ones the 0-9-1 side writes and reads: one form for every protocol).
+EXCHANGE_ANNOTATION = t10.Symbol("x-exchange")
+ROUTING_KEY_ANNOTATION = t10.Symbol("x-routing-key")
+#: The message annotation of application headers whose values are maps or lists.
+COMPLEX_HEADERS = t10.Symbol("x-amqp-0-10-headers")
+#: The application property of 0-10's app-id.
+APP_ID_PROPERTY = "x-amqp-0-10.app-id"
+#: The application header qpid.messaging reads and writes a message's subject in.
+SUBJECT_HEADER = "qpid.subject"
+#: The application header of a 1.0 message-id that is not a uuid.
+MESSAGE_ID_HEADER = "x-amqp-1.0-message-id"
+#: Content types of bodies mapped from 1.0 values (Qpid's for maps and lists).
+_MAP_TYPE, _LIST_TYPE, _TEXT_TYPE = "amqp/map", "amqp/list", "text/plain"
+_AMQP10_TYPE = "application/x-amqp-1.0"
+_PERSISTENT = int(spec.MessageDeliveryMode.PERSISTENT)
+
+
+def _simple(value: Any) -> Any:
+    """A 0-10 map value as a 1.0 value (a :class:`~amqp_sansio.codec.amqp010.Typed` is its
+    value: its exact width is lost)."""
+    if isinstance(value, c010.Typed):
+        value = value.value
+    if isinstance(value, c010.Array):
+        return [_simple(v) for v in value.items]
+    if isinstance(value, list | tuple):
+        return [_simple(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _simple(v) for k, v in value.items()}
+    if isinstance(value, Decimal | c010.Struct32):
+        return str(value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A 1.0 value as a 0-10 map value (its 1.0 width is lost: an int is an int64)."""
+    if value is None or isinstance(value, bool | uuid.UUID):
+        return value
+    if isinstance(value, t10.Timestamp):
+        return datetime.datetime.fromtimestamp(int(value) / 1000, datetime.timezone.utc)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
+def _struct(header: tuple[spec.Struct, ...], kind: type[Any]) -> Any:
+    return next((s for s in header if isinstance(s, kind)), None)
+
+
+def to_amqp10(
+    header: tuple[spec.Struct, ...], body: bytes, *, exchange: str, routing_key: str
+) -> bytes:
+    """A 0-10 message (its transfer's ``header`` structs and ``body``), published to
+    ``exchange`` with ``routing_key``, as an encoded 1.0 message (see the module)."""
+    delivery: spec.DeliveryProperties | None = _struct(header, spec.DeliveryProperties)
+    props: spec.MessageProperties | None = _struct(header, spec.MessageProperties)
+    head = None
+    creation = expiry = None
+    if delivery is not None:
+        durable = delivery.delivery_mode == _PERSISTENT
+        priority = 4 if delivery.priority is None else delivery.priority
+        if durable or delivery.priority is not None or delivery.ttl is not None:
+            head = Header(durable=durable, priority=priority, ttl=delivery.ttl)
+        if delivery.timestamp is not None:
+            creation = delivery.timestamp * 1000
+        if delivery.expiration is not None:
+            expiry = delivery.expiration * 1000
+    application: dict[str, Any] = {}
+    complex_: dict[str, Any] = {}
+    fields: dict[str, Any] = {"subject": routing_key or None}
+    if props is not None:
+        for key, value in (props.application_headers or {}).items():
+            value = _simple(value)
+            if key == SUBJECT_HEADER and isinstance(value, str):
+                fields["subject"] = value
+            elif isinstance(value, list | dict):
+                complex_[key] = value
+            else:
+                application[key] = value
+        if props.app_id is not None:
+            application[APP_ID_PROPERTY] = bytes(props.app_id).decode("utf-8", "replace")
+        correlation: Any = props.correlation_id
+        if correlation is not None:
+            try:
+                correlation = bytes(correlation).decode()
+            except UnicodeDecodeError:
+                correlation = bytes(correlation)
+        reply_to = None
+        if props.reply_to is not None:
+            key = props.reply_to.routing_key or ""
+            where = props.reply_to.exchange or ""
+            reply_to = f"{where}/{key}" if where else key
+        fields.update(
+            message_id=props.message_id,
+            correlation_id=correlation,
+            reply_to=reply_to,
+            content_type=props.content_type,
+            content_encoding=props.content_encoding,
+            user_id=props.user_id,
+        )
+    annotations: dict[Any, Any] = {
+        EXCHANGE_ANNOTATION: exchange,
+        ROUTING_KEY_ANNOTATION: routing_key,
+    }
+    if complex_:
+        annotations[COMPLEX_HEADERS] = complex_
+    message = Message(
+        header=head,
+        message_annotations=annotations,
+        properties=Properties(creation_time=creation, absolute_expiry_time=expiry, **fields),
+        application_properties=application or None,
+        body=Data(bytes(body)),
+    )
+    return message.encode()
+
+
+def _body(message: Message) -> tuple[bytes, str | None]:
+    """The 0-10 body of a 1.0 message's body, and the content-type it implies (None: the
+    message's own)."""
+    body = message.body
+    if body is None:
+        return b"", None
+    if isinstance(body, Data):
+        return bytes(body.value), None
+    if isinstance(body, tuple) and all(isinstance(s, Data) for s in body):
+        return b"".join(bytes(cast(Data, s).value) for s in body), None
+    if isinstance(body, AmqpValue):
+        value = body.value
+        if isinstance(value, str):
+            return value.encode(), _TEXT_TYPE
+        if isinstance(value, bytes):
+            return value, None
+        if isinstance(value, dict):
+            return c010.encode("map", _plain(value)), _MAP_TYPE
+        if isinstance(value, list):
+            return c010.encode("list", _plain(value)), _LIST_TYPE
+    encoded = Message(body=body).encode()
+    return encoded, _AMQP10_TYPE
+
+
+def from_amqp10(
+    data: bytes, *, redelivered: bool, routing_key: str | None = None
+) -> tuple[tuple[spec.Struct, ...], bytes]:
+    """An encoded 1.0 message as the header structs and body of a 0-10 ``message.transfer``
+    to a subscriber (``redelivered``: given out before; ``routing_key``: the queue's name,
+    when the message carries none)."""
+    message = Message.decode(data)
+    head = message.header
+    props = message.properties or Properties()
+    annotations = message.message_annotations or {}
+    exchange = annotations.get(EXCHANGE_ANNOTATION)
+    key = annotations.get(ROUTING_KEY_ANNOTATION)
+    if not isinstance(key, str):
+        key = routing_key
+    delivery = spec.DeliveryProperties(
+        redelivered=redelivered,
+        priority=None if head is None else min(head.priority, 9),
+        delivery_mode=_PERSISTENT if head is not None and head.durable else None,
+        ttl=None if head is None else head.ttl,
+        timestamp=None if props.creation_time is None else int(props.creation_time) // 1000,
+        expiration=(
+            None if props.absolute_expiry_time is None else int(props.absolute_expiry_time) // 1000
+        ),
+        exchange=str(exchange) if isinstance(exchange, str) else None,
+        routing_key=key,
+    )
+    headers: dict[str, Any] = {}
+    for name, value in (message.application_properties or {}).items():
+        if name == APP_ID_PROPERTY:
+            continue
+        headers[str(name)] = _plain(value)
+    extra = annotations.get(COMPLEX_HEADERS)
+    if isinstance(extra, dict):
+        headers.update({str(k): _plain(v) for k, v in extra.items()})
+    if props.subject is not None and props.subject != key:
+        headers[SUBJECT_HEADER] = props.subject
+    message_id = props.message_id
+    if message_id is not None and not isinstance(message_id, uuid.UUID):
+        headers[MESSAGE_ID_HEADER] = _plain(message_id)
+        message_id = None
+    correlation = props.correlation_id
+    if isinstance(correlation, str):
+        correlation = correlation.encode()
+    elif isinstance(correlation, uuid.UUID):
+        correlation = correlation.bytes
+    elif isinstance(correlation, int):
+        correlation = str(correlation).encode()
+    reply_to = None
+    if props.reply_to is not None:
+        where, _, rest = str(props.reply_to).rpartition("/")
+        reply_to = spec.ReplyTo(exchange=where or None, routing_key=rest)
+    app_id = (message.application_properties or {}).get(APP_ID_PROPERTY)
+    body, implied = _body(message)
+    content_type = props.content_type if props.content_type is not None else implied
+    if implied is not None and implied != _TEXT_TYPE:
+        content_type = implied
+    fields: dict[str, Any] = {
+        "content_length": len(body),
+        "message_id": message_id,
+        "correlation_id": correlation,
+        "reply_to": reply_to,
+        "content_type": None if content_type is None else str(content_type),
+        "content_encoding": (
+            None if props.content_encoding is None else str(props.content_encoding)
+        ),
+        "user_id": props.user_id,
+        "app_id": app_id.encode() if isinstance(app_id, str) else None,
+        "application_headers": headers or None,
+    }
+    return (delivery, spec.MessageProperties(**fields)), body
+
+
+def headers_of(header: tuple[spec.Struct, ...]) -> Mapping[str, Any] | None:
+    """The application headers of a transfer's header (what a headers exchange matches)."""
+    props: spec.MessageProperties | None = _struct(header, spec.MessageProperties)
+    if props is None or props.application_headers is None:
+        return None
+    return {k: _simple(v) for k, v in props.application_headers.items()}

@@ -1,0 +1,247 @@
+"""The broker's side of an AMQP 0-10 session (0-10 spec, classes ``session`` and
+``message``): its subscriptions (``message.subscribe``), each a consumer of its queue as a
+node sees one, with the credit of its flow mode (``message.set-flow-mode``: credit, or
+window, whose credit comes back as the client completes each transfer), the transfers out
+that wait for the client's ``message.accept`` (accept-mode explicit) and its transaction
+(``tx.select``: transfers and accepts held until ``tx.commit``).
+
+The engine (:mod:`amqp_sansio.engine.amqp010`) numbers and replays the commands; this
+module is what the commands do to the broker's queues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ...definitions import amqp010 as spec
+from ...engine.amqp010 import Connection as Engine010
+from .._interface import ConnectionBroker, VirtualHostAccess
+from .._nodes import Node, Queue
+from .._record import ConnectionRecord
+from .._selector import Selector
+from .._store import StoredMessage
+from .mapping import from_amqp10
+
+__all__ = ["UNLIMITED", "Broker010", "Connection010", "Session010", "Subscription"]
+
+
+class Broker010(ConnectionBroker, Protocol):
+    """What the 0-10 side asks of the broker: :class:`ConnectionBroker`, and its virtual
+    hosts (``/`` always, whose queues are the broker's nodes)."""
+
+    @property
+    def vhosts(self) -> Mapping[str, VirtualHostAccess]: ...
+
+
+class Connection010(Protocol):
+    """What a session and the commands ask of their connection
+    (:class:`~amqp_sansio.broker.amqp010.connection.BrokerConnection010`)."""
+
+    broker: Broker010
+    engine: Engine010
+    record: ConnectionRecord
+    #: A message.flush came in this input: dispatch before its completion goes.
+    flushing: bool
+
+    @property
+    def vhost_or_default(self) -> VirtualHostAccess: ...
+
+    def publish(self, exchange: str, key: str, data: bytes, headers: object) -> None: ...
+
+    def taken(self, queue: Queue, message: StoredMessage) -> None: ...
+
+    def give_back(self, queue: Queue, message: StoredMessage, *, redelivered: bool) -> None: ...
+
+
+#: A credit of this value is infinite (0-10 spec, ``message.flow``: ``value`` 0xFFFFFFFF).
+UNLIMITED = 0xFFFFFFFF
+#: What an infinite credit counts as for a node (large enough never to stop a dispatch).
+_BIG = 1 << 30
+_WINDOW = int(spec.MessageFlowMode.WINDOW)
+_MESSAGE = int(spec.MessageCreditUnit.MESSAGE)
+_EXPLICIT = int(spec.MessageAcceptMode.EXPLICIT)
+
+
+class Subscription:
+    """A ``message.subscribe`` of one session: a consumer of its queue (the protocol of
+    ``._nodes.Consumer``), delivering to ``destination``."""
+
+    copy = False
+    cursor = 0
+    blocked = False
+    selector: Selector | None = None
+    subscription = None
+
+    def __init__(
+        self, session: Session010, destination: str, queue: Queue, *, explicit: bool
+    ) -> None:
+        self.session = session
+        self.destination = destination
+        self.queue = queue
+        #: accept-mode explicit: each transfer waits for the client's message.accept.
+        self.explicit = explicit
+        #: message.set-flow-mode (credit unless set; 0-10 spec, message.subscribe).
+        self.window = False
+        self.messages = 0
+        self.octets = 0
+        #: message.flush asked for: the credit goes to zero once the queue is dispatched.
+        self.flushing = False
+
+    def __repr__(self) -> str:
+        return f"<0-10 subscription {self.destination!r} of {self.queue.address!r}>"
+
+    @property
+    def credit(self) -> int:
+        if not self.session.attached or self.octets <= 0:
+            return 0
+        return _BIG if self.messages == UNLIMITED else self.messages
+
+    def add_credit(self, unit: int, value: int) -> None:
+        """``message.flow``: ``value`` more of ``unit`` (infinite stays infinite)."""
+        if unit == _MESSAGE:
+            if self.messages != UNLIMITED:
+                self.messages = UNLIMITED if value == UNLIMITED else self.messages + value
+        elif self.octets != UNLIMITED:
+            self.octets = UNLIMITED if value == UNLIMITED else self.octets + value
+
+    def stop(self) -> None:
+        """``message.stop`` (and a new flow mode): no credit."""
+        self.messages = self.octets = 0
+
+    def deliver(self, message: StoredMessage, node: Node) -> None:
+        assert isinstance(node, Queue)
+        if self.messages != UNLIMITED:
+            self.messages -= 1
+        if self.octets != UNLIMITED:
+            self.octets -= message.size
+        self.session.deliver(self, message, node)
+
+    def tell_available(self, count: int) -> None:
+        pass
+
+    def drained(self) -> None:
+        if self.flushing:
+            self.flushing = False
+            self.stop()
+
+    def queue_deleted(self) -> None:
+        """Its queue was deleted: the subscription goes (0-10 has no cancel to tell)."""
+        self.session.subscriptions.pop(self.destination, None)
+
+
+class Session010:
+    """The broker's state of one attached (or detached and kept) session ``name``."""
+
+    def __init__(self, conn: Connection010, name: bytes) -> None:
+        self.conn = conn
+        self.name = name
+        self.attached = True
+        self.subscriptions: dict[str, Subscription] = {}
+        #: Transfers out not yet accepted (accept-mode explicit), by command id:
+        #: (message, queue, subscription).
+        self.unsettled: dict[int, tuple[StoredMessage, Queue, Subscription]] = {}
+        #: Window-mode transfers whose completion gives their credit back: (sub, size).
+        self.windowed: dict[int, tuple[Subscription, int]] = {}
+        #: The client's transfers with accept-mode explicit, to accept (by command id).
+        self.to_accept: list[int] = []
+        #: tx.select: transfers (exchange, key, data, headers) and accepts held till commit.
+        self.tx = False
+        self.tx_publishes: list[tuple[str, str, bytes, Any]] = []
+        self.tx_accepts: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"<0-10 session {self.name!r} subscriptions={len(self.subscriptions)}>"
+
+    # -- deliveries ---------------------------------------------------------------------------
+
+    def deliver(self, sub: Subscription, message: StoredMessage, queue: Queue) -> None:
+        conn = self.conn
+        header, body = from_amqp10(
+            message.encoded(),
+            redelivered=message.delivery_count > 0 or message.redelivered,
+            routing_key=queue.address,
+        )
+        transfer = spec.MessageTransfer(
+            destination=sub.destination,
+            accept_mode=_EXPLICIT if sub.explicit else int(spec.MessageAcceptMode.NONE),
+            acquire_mode=int(spec.MessageAcquireMode.PRE_ACQUIRED),
+        )
+        command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
+        conn.record.messages_out += 1
+        conn.broker.has_output(conn)
+        if sub.window:
+            self.windowed[command_id] = (sub, message.size)
+        if sub.explicit:
+            self.unsettled[command_id] = (message, queue, sub)
+        else:
+            conn.taken(queue, message)
+
+    def completed(self, command_ids: tuple[int, ...]) -> None:
+        """The client completed our commands: window-mode credit comes back (0-10 spec,
+        ``message.flow-mode`` "window")."""
+        for command_id in command_ids:
+            found = self.windowed.pop(command_id, None)
+            if found is not None:
+                sub, size = found
+                if sub.messages != UNLIMITED:
+                    sub.messages += 1
+                if sub.octets != UNLIMITED:
+                    sub.octets += size
+                self.conn.broker.wake(sub.queue)
+
+    def transfers(self, ranges: Any) -> list[int]:
+        """The unsettled transfers among the command ids of a sequence set."""
+        found: list[int] = []
+        for low, high in ranges or ():
+            if high - low < len(self.unsettled):
+                found += [i for i in range(low, high + 1) if i in self.unsettled]
+            else:
+                found += [i for i in self.unsettled if low <= i <= high]
+        return sorted(set(found))
+
+    def accept(self, ids: list[int]) -> None:
+        for command_id in ids:
+            found = self.unsettled.pop(command_id, None)
+            if found is not None:
+                message, queue, _ = found
+                self.conn.taken(queue, message)
+
+    def reject(self, ids: list[int]) -> None:
+        for command_id in ids:
+            message, queue, _ = self.unsettled.pop(command_id)
+            queue.dead_letter(message, "rejected")
+            self.conn.taken(queue, message)
+
+    def release(self, ids: list[int], *, redelivered: bool) -> None:
+        back = []
+        for command_id in ids:
+            message, queue, _ = self.unsettled.pop(command_id)
+            back.append((message, queue))
+        for message, queue in reversed(back):  # each to the head, in delivery order
+            self.conn.give_back(queue, message, redelivered=redelivered)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def cancel(self, sub: Subscription) -> None:
+        """The subscription goes. Its queue, if auto-delete, goes with its last subscriber,
+        unless it is exclusive: such a queue goes with its connection (as qpidd keeps it:
+        qpid.messaging deletes it itself, after its cancel)."""
+        self.subscriptions.pop(sub.destination, None)
+        queue = sub.queue
+        queue.remove_consumer(sub)
+        vhost = self.conn.vhost_or_default
+        found = vhost.query_queue(queue.address)
+        if found is None or found[0] is not queue or not found[2]:
+            vhost.consumer_removed(queue)
+
+    def close(self) -> None:
+        """The session is gone (detached and not kept, expired, or its connection ended):
+        its subscriptions go, its unaccepted transfers back to their queues."""
+        self.attached = False
+        for sub in list(self.subscriptions.values()):
+            self.cancel(sub)
+        self.release(sorted(self.unsettled), redelivered=True)
+        self.windowed.clear()
+        self.tx_publishes.clear()
+        self.tx_accepts.clear()
