@@ -12,7 +12,7 @@ header durable                        delivery-mode (2 persistent, 1 not)
 header priority, ttl (ms)             priority, ttl (ms)
 header delivery-count                 redelivered (read: 1 when set; written: not sent)
 message-id (uuid)                     message-id
-message-id (string, ulong, binary)    application header ``x-message-id``
+message-id (string, ulong, binary)    application header ``x-amqp-1.0-message-id``
 correlation-id (string, binary)       correlation-id (a string as UTF-8; read back as a string
                                       when it is UTF-8)
 correlation-id (uuid, ulong)          application header ``x-correlation-id``
@@ -29,7 +29,9 @@ message annotations ``x-...``         application headers of those names (read: 
                                       header ``x-...`` is a message annotation); others are lost
 data sections                         the body, joined
 an amqp-value, amqp-sequence          the body: the encoded 1.0 body sections, with the
-sections, no body                     application header ``x-amqp-1.0-body`` true
+sections, no body                     application header ``x-amqp-1.0-body`` true (read: or
+                                      content-type ``application/x-amqp-1.0``, as the
+                                      broker sends a 1.0 client's such message)
 exchange, routing key (read)          message annotations ``x-exchange``, ``x-routing-key``
 ====================================  ===========================================================
 
@@ -45,11 +47,15 @@ from typing import Any
 import amqp_sansio as amqp
 from amqp_sansio.amqp010 import definitions as spec
 
-__all__ = ["BODY_SECTIONS", "from_010", "to_010"]
+__all__ = ["BODY_SECTIONS", "SECTIONS_TYPE", "from_010", "to_010"]
 
 #: The application header of a body that is the 1.0 body sections, encoded.
 BODY_SECTIONS = "x-amqp-1.0-body"
-MESSAGE_ID, CORRELATION_ID = "x-message-id", "x-correlation-id"
+#: The content-type of such a body, as the broker sends it.
+SECTIONS_TYPE = "application/x-amqp-1.0"
+#: The header names are those of the broker's mapping (:mod:`amqp_sansio.broker`'s 0-10
+#: side, as Qpid's broker maps 0-10 and 1.0) where it has one.
+MESSAGE_ID, CORRELATION_ID = "x-amqp-1.0-message-id", "x-correlation-id"
 TO, SUBJECT = "x-amqp-to", "qpid.subject"
 GROUP_SEQUENCE, REPLY_TO_GROUP_ID = "x-amqp-group-sequence", "x-amqp-reply-to-group-id"
 #: The application headers this mapping uses for 1.0's fields: never annotations.
@@ -210,7 +216,9 @@ def from_010(header: Sequence[spec.Struct], body: bytes) -> amqp.Message:
     d: spec.DeliveryProperties | None = _find(header, spec.DeliveryProperties)
     m: spec.MessageProperties | None = _find(header, spec.MessageProperties)
     headers = dict((m.application_headers if m is not None else None) or {})
-    sections = headers.pop(BODY_SECTIONS, False)
+    sections = headers.pop(BODY_SECTIONS, False) or (
+        m is not None and m.content_type == SECTIONS_TYPE
+    )
     message_body: Any = amqp.Data(body)
     if sections:
         message_body = amqp.Message.decode(body).body if body else None
