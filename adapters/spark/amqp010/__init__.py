@@ -22,7 +22,8 @@ with the address as routing key, accept mode ``none``, persistent unless option
 ``durable`` is false; at most ``window`` transfers go before an ``execution.sync``, whose
 completion says the broker completed every transfer before it: a task succeeds only once
 the last one's has come (a refused transfer ends the session: the task fails with the
-broker's ``execution.exception``).
+broker's ``execution.exception``). The default exchange drops what no queue takes, so a
+task first asks for the queue (``queue.query``) and fails, naming it, when there is none.
 
 0-10 has no streams: mode ``stream`` is refused with the options (:mod:`.protocols`).
 """
@@ -45,6 +46,7 @@ from .mapping import from_010, to_010
 
 __all__ = [
     "ERRORS",
+    "TRANSFER",
     "Delivery010",
     "Receiver010",
     "before_last_accept",
@@ -62,6 +64,8 @@ __all__ = [
 ERRORS: tuple[type[Exception], ...] = (OSError, ClientError)
 #: ``message.reject-code`` ``unspecified`` (0-10 spec, ``message.reject``).
 _UNSPECIFIED = 0
+#: The writers' transfer: to the default exchange, accept mode none, pre-acquired.
+TRANSFER = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
 
 
 def _session_name() -> str:
@@ -301,17 +305,24 @@ def publish_rows(
 ) -> int:
     """Transfer each message to the queue ``options.address`` (the default exchange), at
     most ``options.window`` before an ``execution.sync``; return the count once the
-    broker completed the last sync (a refused transfer raises RuntimeError with the
-    broker's error). ``done`` is told the count confirmed at each sync."""
+    broker completed the last sync (a refused transfer, or a queue the broker does not
+    have, raises RuntimeError with the broker's error). ``done`` is told the count
+    confirmed at each sync."""
     from ... import sockets
 
     address = options.address
     sent = confirmed = 0
-    transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
     with sockets.connect(
         options.vhost_url(), protocol="0-10", **options.vhost_connect_options()
     ) as conn:
         session = conn.session(_session_name())
+        if session.queue_query(address).queue != address:
+            # The default exchange drops what no queue takes, silently (0-10 spec,
+            # ``exchange.declare`` alternate-exchange): 0-9-1's mandatory return, asked first.
+            raise RuntimeError(
+                f"the broker has no queue {address!r}: a message for it would be routed to "
+                "no queue and dropped (declare the queue first)"
+            )
         outstanding: deque[Any] = deque()
 
         def confirm() -> None:
@@ -331,7 +342,7 @@ def publish_rows(
 
         for message in messages:
             header, body = to_010(message, routing_key=address)
-            outstanding.append(session.core.send(transfer, header, body, sync=False))
+            outstanding.append(session.core.send(TRANSFER, header, body, sync=False))
             sent += 1
             if len(outstanding) >= options.window:
                 confirm()

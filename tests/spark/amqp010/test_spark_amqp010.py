@@ -315,6 +315,41 @@ def test_published_rows_arrive_with_their_properties(url: str, queues: Queues) -
     assert depth(url, queue) == 0
 
 
+def test_a_write_to_no_queue_fails_naming_it(url: str) -> None:
+    """The default exchange drops what no queue takes: the writer asks first and fails."""
+    nowhere = f"amqp-sansio-no-such-queue-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(RuntimeError, match=rf"the broker has no queue '{nowhere}'"):
+        amqp010.publish_rows(_write(url, nowhere), iter([a.Message(body=b"x")]), 30)
+
+
+def test_a_refused_transfer_fails_the_write(url: str, queues: Queues, monkeypatch: Any) -> None:
+    """A transfer the broker refuses (here: to an exchange it does not have) ends the
+    session with ``execution.exception``: the sync fails, and so does the task, with the
+    broker's words."""
+    queue = queues.new()
+    spec = a.amqp010.definitions
+    nowhere = spec.MessageTransfer(destination="no-such-exchange", accept_mode=1, acquire_mode=0)
+    monkeypatch.setattr(amqp010, "TRANSFER", nowhere)
+    told: list[int] = []
+    with pytest.raises(RuntimeError, match=rf"refused a message for '{queue}'"):
+        amqp010.publish_rows(_write(url, queue), iter([a.Message(body=b"x")]), 30, done=told.append)
+    assert told == []
+
+
+def test_undecodable_messages_go_back_marked_with_modify(url: str, queues: Queues) -> None:
+    queue = queues.new()
+    spec = a.amqp010.definitions
+    with sockets.connect(url, protocol="0-10") as conn, conn.session(_name()) as session:
+        bad = spec.MessageProperties(application_headers={mapping.BODY_SECTIONS: True})
+        transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
+        session.command(transfer, (spec.DeliveryProperties(routing_key=queue), bad), b"\x00\x53")
+    options = ReadOptions(
+        {"url": f"{url}/{queue}", "protocol": "0-10", "undecodable": "modify"}, streaming=False
+    )
+    assert list(read_queue(options, None, consume=True)) == []
+    assert depth(url, queue) == 1  # back in the queue, for another consumer
+
+
 def test_the_batch_receiver_looks_then_takes(url: str, queues: Queues) -> None:
     """A look (``consume`` false) releases what it read: the queue keeps it; taking
     accepts it; an undecodable message is rejected, never a row."""
