@@ -16,6 +16,7 @@ from .. import __version__
 from ..engine.amqp010 import Connection as Engine010
 from ..engine.amqp010 import Limits as Limits010
 from ..engine.amqp010 import Role as Role010
+from ..engine.amqp010 import SessionStore
 from ..engine.amqp091 import Connection as Engine091
 from ..engine.amqp091 import Limits, Role
 from ..engine.amqp10.connection import Connection
@@ -27,6 +28,7 @@ from ._interface import DEFAULT_VHOST
 from ._nodes import Store
 from ._protocols import ProtocolSniffer
 from .amqp010.connection import BrokerConnection010
+from .amqp010.sessions import Session010
 from .amqp091.connection import BrokerConnection091
 from .amqp091.topology import TopologyRecord
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
@@ -63,6 +65,11 @@ class Broker(BrokerCore):
         #: The connection each engine key of :data:`~._protocols.PROTOCOLS` is served by
         #: (a factory taking ``now`` and the keywords ``wall``, ``address`` and
         #: ``replacing``, as :meth:`accept_091`); 1.0's is :meth:`accept`.
+        #: AMQP 0-10's detached sessions, kept for their time-out for any connection to
+        #: resume (the engines' store, 0-10 spec class ``session``), and the broker's state
+        #: of those whose connection has gone (:mod:`.amqp010.sessions`).
+        self.sessions_010 = SessionStore()
+        self.kept_010: dict[tuple[str | None, bytes], Session010] = {}
         self.acceptors: dict[str, Callable[..., Any]] = {
             "0-9-1": self.accept_091,
             "0-10": self.accept_010,
@@ -211,6 +218,7 @@ class Broker(BrokerCore):
             # the client's heartbeat within half the idle time-out (0-10 spec, tune)
             heartbeat_range=None if not idle else (1, max(1, min(math.ceil(idle / 2), 0xFFFF))),
             limits=Limits010(handshake_timeout=config.handshake_timeout or 0),
+            sessions=self.sessions_010,
         )
         conn = BrokerConnection010(self, engine, address=address)
         conn.started(now)

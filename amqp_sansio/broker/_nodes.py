@@ -538,6 +538,17 @@ class Queue(Node):
         self.broker.let_go(message)
         return self.emptied()
 
+    def acquire(self, message: StoredMessage) -> bool:
+        """Take ``message`` off the queue for a consumer that was shown it without taking
+        it (a 0-10 browser's ``message.acquire``), if it is still available; whether it
+        was. Settled or given back as a delivered message is."""
+        if self.available.get(message.seq) is not message:
+            return False
+        del self.available[message.seq]
+        self.bytes -= message.size
+        self.acquired += 1
+        return True
+
     def drop(self, message: StoredMessage) -> None:
         """Take an available message off the queue for good (expired)."""
         del self.available[message.seq]

@@ -22,7 +22,7 @@ from .._streams import Stream
 from .mapping import headers_of, to_amqp10
 from .sessions import Connection010, Session010, Subscription
 
-__all__ = ["COMMANDS", "error_code"]
+__all__ = ["COMMANDS", "CommandRefused", "error_code"]
 
 #: The virtual host's refusal codes (0-9-1's reply codes) as ``execution.error-code``s
 #: where they differ: 403 ACCESS_REFUSED (a reserved name, the default exchange) is 530
@@ -36,11 +36,19 @@ _CODES = {
 }
 _KNOWN = frozenset(int(code) for code in ErrorCode)
 
+
+class CommandRefused(Refused):
+    """A refusal of the 0-10 side itself: its code is an ``execution.error-code`` already."""
+
+
 Handler = Callable[[Connection010, Session010, CommandReceived], spec.Struct | None]
 
 
-def error_code(reply_code: int) -> int:
-    """The ``execution.error-code`` of a virtual host's refusal code."""
+def error_code(refused: Refused) -> int:
+    """The ``execution.error-code`` of a refusal (the virtual host's code mapped)."""
+    reply_code = refused.reply_code
+    if isinstance(refused, CommandRefused):
+        return reply_code
     code = _CODES.get(reply_code, reply_code)
     return int(code) if int(code) in _KNOWN else int(ErrorCode.INTERNAL_ERROR)
 
@@ -49,8 +57,22 @@ def _name(value: str | None, what: str) -> str:
     """A queue name a command must give (0-10 spec: "If the queue name in this command is
     empty, the server MUST raise an exception"): 531 ``illegal-argument``."""
     if not value:
-        raise Refused(ErrorCode.ILLEGAL_ARGUMENT, f"{what}: no queue name")
+        raise CommandRefused(ErrorCode.ILLEGAL_ARGUMENT, f"{what}: no queue name")
     return value
+
+
+def _check_access(conn: Connection010, address: str, *, send: bool) -> None:
+    """The broker's access rules (``BrokerConfig.users``), as for 1.0 addresses and 0-9-1:
+    a transfer is a send to its exchange (to the queue of its routing key through the
+    default exchange), a subscribe a receive from its queue; 403 ``unauthorized-access``
+    otherwise."""
+    users = conn.broker.config.users
+    if users is None or users.allows(conn.identity, address, send=send):
+        return
+    verb = "send to" if send else "receive from"
+    raise CommandRefused(
+        ErrorCode.UNAUTHORIZED_ACCESS, f"user {conn.identity!r} may not {verb} {address!r}"
+    )
 
 
 # -- exchange ---------------------------------------------------------------------------------
@@ -70,7 +92,7 @@ def _exchange_declare(conn: Connection010, ssn: Session010, e: CommandReceived) 
             ErrorCode.NOT_ALLOWED, f"exchange {name!r} is of type {existing[0]}, not {m.type}"
         )
     if not m.passive and not m.type:
-        raise Refused(ErrorCode.COMMAND_INVALID, f"exchange.declare of {name!r}: no type")
+        raise CommandRefused(ErrorCode.COMMAND_INVALID, f"exchange.declare of {name!r}: no type")
     if existing is not None and not m.passive:
         return  # (declared again: 0-10 does not check the other fields)
     vhost.declare_exchange(
@@ -88,7 +110,7 @@ def _exchange_delete(conn: Connection010, ssn: Session010, e: CommandReceived) -
     name = m.exchange or ""
     vhost = conn.vhost_or_default
     if name and vhost.query_exchange(name) is None:
-        raise Refused(ErrorCode.NOT_FOUND, f"no exchange {name!r}")
+        raise CommandRefused(ErrorCode.NOT_FOUND, f"no exchange {name!r}")
     vhost.delete_exchange(name, if_unused=m.if_unused)
 
 
@@ -120,7 +142,9 @@ def _exchange_unbind(conn: Connection010, ssn: Session010, e: CommandReceived) -
     bound = [b for b in vhost.bindings_of(exchange) if b[0] == ("queue", queue) and b[1] == key]
     if not bound:
         vhost.unbind(("queue", queue), exchange, key, owner=conn)  # (404 for a missing end)
-        raise Refused(ErrorCode.NOT_FOUND, f"no binding of {queue!r} to {exchange!r} by {key!r}")
+        raise CommandRefused(
+            ErrorCode.NOT_FOUND, f"no binding of {queue!r} to {exchange!r} by {key!r}"
+        )
     for _, _, arguments in bound:
         vhost.unbind(("queue", queue), exchange, key, arguments, owner=conn)
 
@@ -159,9 +183,11 @@ def _queue_declare(conn: Connection010, ssn: Session010, e: CommandReceived) -> 
     arguments = dict(m.arguments or {})
     if m.alternate_exchange:
         arguments["x-dead-letter-exchange"] = m.alternate_exchange
-    if not m.passive and vhost.query_queue(name) is not None:
+    found = vhost.query_queue(name)
+    if not m.passive and found is not None and not found[0].auto:
         vhost.usable_queue(name, conn)  # (405 for another's exclusive queue)
         return  # (declared again: 0-10 does not check the other fields)
+    # (a queue made on first use by 1.0 is adopted, as 0-9-1's first declare adopts it)
     vhost.declare_queue(
         name,
         passive=m.passive,
@@ -192,8 +218,10 @@ def _queue_query(conn: Connection010, ssn: Session010, e: CommandReceived) -> sp
     if found is None:
         return spec.QueueQueryResult()  # (no queue: an empty result, as Qpid answers)
     queue, durable, exclusive, auto_delete, arguments = found
+    alternate = arguments.get("x-dead-letter-exchange")  # (queue.declare's alternate-exchange)
     return spec.QueueQueryResult(
         queue=queue.address,
+        alternate_exchange=alternate if isinstance(alternate, str) else None,
         durable=durable,
         exclusive=exclusive,
         auto_delete=auto_delete,
@@ -209,7 +237,7 @@ def _queue_query(conn: Connection010, ssn: Session010, e: CommandReceived) -> sp
 def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageTransfer = e.command  # type: ignore[assignment]
     if m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED:
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, "a transfer to the broker is not acquired")
+        raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "a transfer to the broker is not acquired")
     limit = conn.broker.config.max_message_size
     if limit and len(e.body) > limit:
         raise Refused(
@@ -219,13 +247,16 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     delivery: Any = next((s for s in e.header if isinstance(s, spec.DeliveryProperties)), None)
     exchange = m.destination or ""
     key = (delivery.routing_key if delivery is not None else None) or ""
+    _check_access(conn, exchange or key, send=True)
     data = to_amqp10(e.header, e.body, exchange=exchange, routing_key=key)
     if m.accept_mode == spec.MessageAcceptMode.EXPLICIT:
         ssn.to_accept.append(e.command_id)
     conn.record.messages_in += 1
     if ssn.tx:
         if exchange and conn.vhost_or_default.query_exchange(exchange) is None:
-            raise Refused(ErrorCode.NOT_FOUND, f"no exchange {exchange!r}")  # (now, not later)
+            raise CommandRefused(
+                ErrorCode.NOT_FOUND, f"no exchange {exchange!r}"
+            )  # (now, not later)
         ssn.tx_publishes.append((exchange, key, data, headers_of(e.header)))
         return
     conn.publish(exchange, key, data, headers_of(e.header))
@@ -233,6 +264,7 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
 
 def _accept(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageAccept = e.command  # type: ignore[assignment]
+    ssn.unbrowse(m.transfers)
     ids = ssn.transfers(m.transfers)
     if ssn.tx:
         ssn.tx_accepts += ids
@@ -242,49 +274,61 @@ def _accept(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
 
 def _reject(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageReject = e.command  # type: ignore[assignment]
+    ssn.unbrowse(m.transfers)
     ssn.reject(ssn.transfers(m.transfers))
 
 
 def _release(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageRelease = e.command  # type: ignore[assignment]
+    ssn.unbrowse(m.transfers)
     ssn.release(ssn.transfers(m.transfers), redelivered=m.set_redelivered)
 
 
 def _acquire(conn: Connection010, ssn: Session010, e: CommandReceived) -> spec.Acquired:
-    """``message.acquire``: every transfer is pre-acquired, so those of the set this
-    session holds are acquired (0-10 spec, ``message.acquired``)."""
+    """``message.acquire`` (0-10 spec, ``message.acquired``): the browsed transfers of the
+    set still in their queues are acquired now, and those delivered pre-acquired are
+    acquired already."""
     m: spec.MessageAcquire = e.command  # type: ignore[assignment]
-    held = ssn.transfers(m.transfers)
-    return spec.Acquired(transfers=tuple((i, i) for i in held))
+    held = set(ssn.transfers(m.transfers)) | set(ssn.acquire(m.transfers))
+    return spec.Acquired(transfers=tuple((i, i) for i in sorted(held)))
 
 
 def _subscription(ssn: Session010, destination: str | None) -> Subscription:
     sub = ssn.subscriptions.get(destination or "")
     if sub is None:
-        raise Refused(ErrorCode.NOT_FOUND, f"no subscription {destination!r}")
+        raise CommandRefused(ErrorCode.NOT_FOUND, f"no subscription {destination!r}")
     return sub
 
 
 def _subscribe(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageSubscribe = e.command  # type: ignore[assignment]
-    if m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED:
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, "acquire-mode not-acquired (browsing)")
     if m.resume_id:
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, "resuming a subscription (resume-id)")
+        raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, "resuming a subscription (resume-id)")
     name = _name(m.queue, "message.subscribe")
     destination = m.destination or ""
     if destination in ssn.subscriptions:
-        raise Refused(ErrorCode.NOT_ALLOWED, f"the destination {destination!r} is in use")
+        raise CommandRefused(ErrorCode.NOT_ALLOWED, f"the destination {destination!r} is in use")
     vhost = conn.vhost_or_default
     queue = vhost.queue(name)
     if queue is None and isinstance(conn.broker.nodes.get(name), Stream):
-        raise Refused(ErrorCode.NOT_IMPLEMENTED, f"{name!r} is a stream: 0-10 cannot read it")
+        raise CommandRefused(
+            ErrorCode.NOT_IMPLEMENTED, f"{name!r} is a stream: 0-10 cannot read it"
+        )
     queue = vhost.usable_queue(name, conn)
+    _check_access(conn, name, send=False)
+    if queue.auto:  # made on first use by 1.0: adopted, not to go when it empties
+        vhost.declare_queue(name, owner=conn)
     consumers = queue.consumers
     if consumers and (m.exclusive or any(getattr(c, "exclusive", False) for c in consumers)):
-        raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {name!r} has an exclusive subscriber")
+        raise CommandRefused(
+            ErrorCode.RESOURCE_LOCKED, f"queue {name!r} has an exclusive subscriber"
+        )
     sub = Subscription(
-        ssn, destination, queue, explicit=m.accept_mode != spec.MessageAcceptMode.NONE
+        ssn,
+        destination,
+        queue,
+        explicit=m.accept_mode != spec.MessageAcceptMode.NONE,
+        browse=m.acquire_mode == spec.MessageAcquireMode.NOT_ACQUIRED,
     )
     sub.exclusive = m.exclusive  # type: ignore[attr-defined]
     ssn.subscriptions[destination] = sub
@@ -331,7 +375,7 @@ def _tx_select(conn: Connection010, ssn: Session010, e: CommandReceived) -> None
 
 def _in_tx(ssn: Session010, what: str) -> None:
     if not ssn.tx:
-        raise Refused(ErrorCode.ILLEGAL_STATE, f"{what} without tx.select on the session")
+        raise CommandRefused(ErrorCode.ILLEGAL_STATE, f"{what} without tx.select on the session")
 
 
 def _tx_commit(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
@@ -350,7 +394,7 @@ def _tx_rollback(conn: Connection010, ssn: Session010, e: CommandReceived) -> No
 
 
 def _not_implemented(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
-    raise Refused(ErrorCode.NOT_IMPLEMENTED, f"{e.command.NAME} is not implemented")
+    raise CommandRefused(ErrorCode.NOT_IMPLEMENTED, f"{e.command.NAME} is not implemented")
 
 
 COMMANDS: dict[type[spec.Command], Handler] = {

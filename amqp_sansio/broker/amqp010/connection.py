@@ -169,8 +169,12 @@ class BrokerConnection010(Admission):
         self.broker.has_output(self)
 
     def connection_lost(self, now: float, *, wall: float | None = None) -> None:
+        """The transport is gone: the engine hears the stream's end (its sessions with a
+        time-out are kept, for a new connection to resume), then the connection ends."""
         self.broker.advance(now, wall)
         self._now = now
+        if not self.engine.closed and not self.lost:
+            self._handle(self.engine.receive_data(b"", now))
         self._lost()
         self.broker.store.flush()
         self.broker.dispatch()
@@ -238,8 +242,6 @@ class BrokerConnection010(Admission):
             for sub in session.subscriptions.values():
                 if sub.flushing:  # (its queue had nothing for it)
                     sub.drained()
-        if self.engine.closed and not self.lost:
-            self._lost()
 
     def _on_open(self, event: OpenRequested) -> None:
         name = event.virtual_host or DEFAULT_VHOST
@@ -260,11 +262,9 @@ class BrokerConnection010(Admission):
         self._handshake_until = None
         self.engine.accept_open()
         self.record.opened = True
-        if self.broker.alarm:
-            self.alarm_changed(True)
 
     def _on_closed(self, event: ConnectionClosed) -> None:
-        if event.by_peer:
+        if event.by_peer and event.reply_code == CloseCode.NORMAL:
             self.record.ending_because("closed by the client")
         else:
             self.record.ending_because(f"closed: {event.reply_code} {event.reply_text}")
@@ -274,11 +274,17 @@ class BrokerConnection010(Admission):
         self.sessions[event.session] = Session010(self, event.session)
 
     def _on_resumed(self, event: SessionResumed) -> None:
-        session = self.sessions.get(event.session)
-        if session is None:  # (a name kept by the engine whose state the broker let go)
-            self.sessions[event.session] = Session010(self, event.session)
-            return
+        name = event.session
+        # on this connection, or kept past its own (this one takes it over), or (the
+        # engine kept what the broker let go) new
+        session = (
+            self.sessions.get(name)
+            or self.broker.kept_010.pop((self.engine.identity, name), None)
+            or Session010(self, name)
+        )
+        session.conn = self
         session.attached = True
+        self.sessions[name] = session
         for sub in session.subscriptions.values():
             self.broker.wake(sub.queue)
 
@@ -293,9 +299,14 @@ class BrokerConnection010(Admission):
             session.attached = False
 
     def _on_expired(self, event: SessionExpired) -> None:
-        session = self.sessions.pop(event.session, None)
+        name = event.session
+        session = self.sessions.pop(name, None)
         if session is not None:
             session.close()
+        kept = self.broker.kept_010
+        store = self.broker.sessions_010
+        for key in [k for k in kept if k[1] == name and k not in store]:
+            kept.pop(key).close()
 
     def _on_completed(self, event: CommandsCompleted) -> None:
         session = self.sessions.get(event.session)
@@ -305,15 +316,16 @@ class BrokerConnection010(Admission):
     def _on_command(self, event: CommandReceived) -> None:
         name = event.session
         session = self.sessions.get(name)
-        if session is None or self.engine.session(name).state is not SessionState.ATTACHED:
-            return  # (a command after an exception of ours on the session: dropped)
+        if session is None or not session.attached or not self._attached(name):
+            return  # (the session went, or an exception of ours ends it: dropped)
         handler = COMMANDS.get(type(event.command), NOT_IMPLEMENTED)
         try:
             result = handler(self, session, event)
         except Refused as refused:
+            session.attached = False  # (the engine detaches it: nothing more is sent)
             self.engine.send_exception(
                 name,
-                error_code(refused.reply_code),
+                error_code(refused),
                 command_id=event.command_id,
                 description=refused.reply_text,
             )
@@ -322,6 +334,13 @@ class BrokerConnection010(Admission):
             self.engine.send_result(name, event.command_id, result)
         self.engine.complete(name, event.command_id)
 
+    def _attached(self, name: bytes) -> bool:
+        """Whether the engine's session ``name`` is attached (not detaching, not gone)."""
+        try:
+            return self.engine.session(name).state is SessionState.ATTACHED
+        except KeyError:  # (detached by the client in the same input)
+            return False
+
     # -- the end ------------------------------------------------------------------------------
 
     def _lost(self) -> None:
@@ -329,8 +348,14 @@ class BrokerConnection010(Admission):
             return
         self.lost = True
         self.ending = True
-        for session in list(self.sessions.values()):
-            session.close()
+        store = self.broker.sessions_010
+        for name, session in self.sessions.items():
+            key = (self.engine.identity, name)
+            if not session.attached and key in store:  # kept: another may resume it
+                session.park()
+                self.broker.kept_010[key] = session
+            else:
+                session.close()
         self.sessions.clear()
         for vhost in self.broker.vhosts.values():
             vhost.owner_gone(self)

@@ -16,8 +16,7 @@ ttl (ms)                           header ttl
 expiration (seconds, absolute)     properties absolute-expiry-time (ms)
 timestamp (seconds)                properties creation-time (ms)
 exchange, routing-key              message annotations ``x-exchange``, ``x-routing-key``
-                                   (read by 0-9-1 consumers) and properties subject (the
-                                   routing key, as qpidd sets it)
+                                   (read by 0-9-1 consumers)
 redelivered, discard-unroutable,   lost (the broker sets redelivered itself on delivery;
 immediate, resume-id, resume-ttl   the others steer the publish only)
 message-id (uuid)                  properties message-id (uuid)
@@ -41,8 +40,8 @@ map or a list the 0-10 ``map``/``list`` encoding with Qpid's content types ``amq
 ``amqp/list``, anything else (and amqp-sequence sections) the encoded 1.0 sections with
 content-type ``application/x-amqp-1.0``; a message-id that is not a uuid goes to the
 application header ``x-amqp-1.0-message-id`` (0-10's is a uuid); a subject to
-``qpid.subject`` (qpid.messaging's subject); ``to``, group-id and the other properties
-have no 0-10 field.
+``qpid.subject`` (qpid.messaging's subject); priority 4 (1.0's default) is left out, and
+an empty routing key; ``to``, group-id and the other properties have no 0-10 field.
 """
 
 from __future__ import annotations
@@ -149,12 +148,15 @@ def to_amqp10(
             expiry = delivery.expiration * 1000
     application: dict[str, Any] = {}
     complex_: dict[str, Any] = {}
-    fields: dict[str, Any] = {"subject": routing_key or None}
+    fields: dict[str, Any] = {}
     if props is not None:
+        message_id: Any = props.message_id
         for key, value in (props.application_headers or {}).items():
             value = _simple(value)
             if key == SUBJECT_HEADER and isinstance(value, str):
                 fields["subject"] = value
+            elif key == MESSAGE_ID_HEADER and message_id is None and isinstance(value, str):
+                message_id = value  # (a 1.0 id that is not a uuid, back in its place)
             elif isinstance(value, list | dict):
                 complex_[key] = value
             else:
@@ -173,7 +175,7 @@ def to_amqp10(
             where = props.reply_to.exchange or ""
             reply_to = f"{where}/{key}" if where else key
         fields.update(
-            message_id=props.message_id,
+            message_id=message_id,
             correlation_id=correlation,
             reply_to=reply_to,
             content_type=props.content_type,
@@ -234,9 +236,11 @@ def from_amqp10(
     key = annotations.get(ROUTING_KEY_ANNOTATION)
     if not isinstance(key, str):
         key = routing_key
+    key = key or None  # (none sent: none given)
     delivery = spec.DeliveryProperties(
         redelivered=redelivered,
-        priority=None if head is None else min(head.priority, 9),
+        # (4, 1.0's default, is left out: a header made for a delivery-count has it)
+        priority=None if head is None or head.priority == 4 else min(head.priority, 9),
         delivery_mode=_PERSISTENT if head is not None and head.durable else None,
         ttl=None if head is None else head.ttl,
         timestamp=None if props.creation_time is None else int(props.creation_time) // 1000,
@@ -254,8 +258,8 @@ def from_amqp10(
     extra = annotations.get(COMPLEX_HEADERS)
     if isinstance(extra, dict):
         headers.update({str(k): _plain(v) for k, v in extra.items()})
-    if props.subject is not None and props.subject != key:
-        headers[SUBJECT_HEADER] = props.subject
+    if props.subject is not None:
+        headers[SUBJECT_HEADER] = str(props.subject)
     message_id = props.message_id
     if message_id is not None and not isinstance(message_id, uuid.UUID):
         headers[MESSAGE_ID_HEADER] = _plain(message_id)
@@ -266,7 +270,7 @@ def from_amqp10(
     elif isinstance(correlation, uuid.UUID):
         correlation = correlation.bytes
     elif isinstance(correlation, int):
-        correlation = str(correlation).encode()
+        correlation = str(int(correlation)).encode()
     reply_to = None
     if props.reply_to is not None:
         where, _, rest = str(props.reply_to).rpartition("/")

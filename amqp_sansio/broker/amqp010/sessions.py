@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import Connection as Engine010
+from ...engine.amqp010 import SessionStore
 from .._interface import ConnectionBroker, VirtualHostAccess
 from .._nodes import Node, Queue
 from .._record import ConnectionRecord
@@ -33,6 +34,11 @@ class Broker010(ConnectionBroker, Protocol):
     @property
     def vhosts(self) -> Mapping[str, VirtualHostAccess]: ...
 
+    #: The engines' store of detached sessions, shared by every 0-10 connection.
+    sessions_010: SessionStore
+    #: The sessions kept past their connection, by (identity, name): resumed by another.
+    kept_010: dict[tuple[str | None, bytes], Session010]
+
 
 class Connection010(Protocol):
     """What a session and the commands ask of their connection
@@ -40,6 +46,8 @@ class Connection010(Protocol):
 
     broker: Broker010
     engine: Engine010
+    #: Who logged in (None: anonymous access).
+    identity: str | None
     record: ConnectionRecord
     #: A message.flush came in this input: dispatch before its completion goes.
     flushing: bool
@@ -74,8 +82,17 @@ class Subscription:
     subscription = None
 
     def __init__(
-        self, session: Session010, destination: str, queue: Queue, *, explicit: bool
+        self,
+        session: Session010,
+        destination: str,
+        queue: Queue,
+        *,
+        explicit: bool,
+        browse: bool = False,
     ) -> None:
+        #: acquire-mode not-acquired: a browser, shown the messages, taking none (its
+        #: client may ``message.acquire`` them).
+        self.copy = browse
         self.session = session
         self.destination = destination
         self.queue = queue
@@ -134,6 +151,7 @@ class Session010:
     """The broker's state of one attached (or detached and kept) session ``name``."""
 
     def __init__(self, conn: Connection010, name: bytes) -> None:
+        #: Its connection (another one's once resumed there).
         self.conn = conn
         self.name = name
         self.attached = True
@@ -143,6 +161,8 @@ class Session010:
         self.unsettled: dict[int, tuple[StoredMessage, Queue, Subscription]] = {}
         #: Window-mode transfers whose completion gives their credit back: (sub, size).
         self.windowed: dict[int, tuple[Subscription, int]] = {}
+        #: Transfers out to a browser, not acquired: (message, queue, subscription).
+        self.browsed: dict[int, tuple[StoredMessage, Queue, Subscription]] = {}
         #: The client's transfers with accept-mode explicit, to accept (by command id).
         self.to_accept: list[int] = []
         #: tx.select: transfers (exchange, key, data, headers) and accepts held till commit.
@@ -165,14 +185,20 @@ class Session010:
         transfer = spec.MessageTransfer(
             destination=sub.destination,
             accept_mode=_EXPLICIT if sub.explicit else int(spec.MessageAcceptMode.NONE),
-            acquire_mode=int(spec.MessageAcquireMode.PRE_ACQUIRED),
+            acquire_mode=int(
+                spec.MessageAcquireMode.NOT_ACQUIRED
+                if sub.copy
+                else spec.MessageAcquireMode.PRE_ACQUIRED
+            ),
         )
         command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
         conn.record.messages_out += 1
         conn.broker.has_output(conn)
         if sub.window:
             self.windowed[command_id] = (sub, message.size)
-        if sub.explicit:
+        if sub.copy:
+            self.browsed[command_id] = (message, queue, sub)
+        elif sub.explicit:
             self.unsettled[command_id] = (message, queue, sub)
         else:
             conn.taken(queue, message)
@@ -190,15 +216,35 @@ class Session010:
                     sub.octets += size
                 self.conn.broker.wake(sub.queue)
 
-    def transfers(self, ranges: Any) -> list[int]:
-        """The unsettled transfers among the command ids of a sequence set."""
+    def transfers(self, ranges: Any, among: Mapping[int, object] | None = None) -> list[int]:
+        """The unsettled transfers (or those of ``among``) among the command ids of a
+        sequence set."""
+        held = self.unsettled if among is None else among
         found: list[int] = []
         for low, high in ranges or ():
-            if high - low < len(self.unsettled):
-                found += [i for i in range(low, high + 1) if i in self.unsettled]
+            if high - low < len(held):
+                found += [i for i in range(low, high + 1) if i in held]
             else:
-                found += [i for i in self.unsettled if low <= i <= high]
+                found += [i for i in held if low <= i <= high]
         return sorted(set(found))
+
+    def acquire(self, ranges: Any) -> list[int]:
+        """``message.acquire``: the browsed transfers of the set whose messages are still
+        in their queues are taken off them, as delivered (pre-acquired) ones are; the
+        others are forgotten. Gives the acquired."""
+        done = []
+        for command_id in self.transfers(ranges, self.browsed):
+            message, queue, sub = self.browsed.pop(command_id)
+            if queue.acquire(message):
+                self.unsettled[command_id] = (message, queue, sub)
+                done.append(command_id)
+        return done
+
+    def unbrowse(self, ranges: Any) -> None:
+        """Accepting, rejecting or releasing browsed transfers not acquired: forgotten
+        (their messages stay in their queues; 0-10 spec, message.accept rule)."""
+        for command_id in self.transfers(ranges, self.browsed):
+            del self.browsed[command_id]
 
     def accept(self, ids: list[int]) -> None:
         for command_id in ids:
@@ -235,6 +281,15 @@ class Session010:
         if found is None or found[0] is not queue or not found[2]:
             vhost.consumer_removed(queue)
 
+    def park(self) -> None:
+        """Its connection went with the session kept (for another to resume): its
+        subscriptions stay, without credit until then; its unaccepted transfers go back to
+        their queues (the client that resumes cannot accept what it may not have had)."""
+        self.attached = False
+        self.release(sorted(self.unsettled), redelivered=True)
+        self.windowed.clear()
+        self.browsed.clear()
+
     def close(self) -> None:
         """The session is gone (detached and not kept, expired, or its connection ended):
         its subscriptions go, its unaccepted transfers back to their queues."""
@@ -243,5 +298,6 @@ class Session010:
             self.cancel(sub)
         self.release(sorted(self.unsettled), redelivered=True)
         self.windowed.clear()
+        self.browsed.clear()
         self.tx_publishes.clear()
         self.tx_accepts.clear()

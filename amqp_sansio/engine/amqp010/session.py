@@ -132,9 +132,26 @@ class Session:
         return self._next_in is not None
 
     def command_point(self, command_id: int) -> None:
-        """The peer's ``session.command-point``: its next command is ``command_id``."""
+        """The peer's ``session.command-point``: its next command is ``command_id``. A
+        peer resuming the session replays from a command it has not seen completed (one
+        not completed here, or completed without its ``known-completed``, or one that
+        never arrived); a point at a command received and known completed is a peer that
+        starts the session's numbering again (a new client that took over a name kept
+        for a transport gone): what was received before is forgotten, so that its
+        commands are not taken for replays."""
         reference = self._seen if self._seen is not None else 0
-        self._next_in = unwrap(command_id, reference)
+        point = unwrap(command_id, reference)
+        seen = self._seen
+        if (
+            seen is not None
+            and point <= seen
+            and point not in self._incomplete
+            and point not in self._completed
+        ):
+            self._seen = None
+            self._completed.clear()
+            self._completed_dirty = False
+        self._next_in = point
 
     def next_incoming(self) -> int:
         """Number the peer's next command (unwrapped); :data:`DUPLICATE` for one received

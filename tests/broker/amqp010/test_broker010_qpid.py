@@ -62,3 +62,14 @@ def test_spout_and_drain_a_queue(broker: BrokerProcess) -> None:
     assert "content='first'" in lines[0] and "durable=True" not in lines[0]
     assert "content='second'" in lines[1] and "durable=True" in lines[1]
     assert example(broker, "drain", "-t", "0.2", "qpid-q") == ""  # accepted: gone
+
+
+def test_persistent_messages_of_a_durable_queue_survive_a_restart(tmp_path: Path) -> None:
+    qpid_module("qpid.messaging")
+    with BrokerProcess(store=tmp_path) as process:
+        address = "durable-q; {create: always, node: {durable: True}}"
+        example(process, "spout", "--durable", address, "kept")
+        example(process, "spout", address, "not kept")
+        process.restart()
+        out = example(process, "drain", "-t", "1", "durable-q")
+    assert "content='kept'" in out and "not kept" not in out, out

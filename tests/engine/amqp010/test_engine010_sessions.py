@@ -510,3 +510,23 @@ def test_corners_of_the_session_controls() -> None:
     sent(server)
     assert server.receive_data(control(1, spec.SessionAttach(name=b"c")), 0) == []
     assert sent(server) == []
+
+
+def test_a_new_client_takes_over_a_name_kept_for_a_transport_gone() -> None:
+    # a name kept in a shared store after its transport went, attached again by a client
+    # that starts its numbering again (not a resume): its commands are not replays
+    pair = opened()
+    pair.attach(b"n", timeout=60)
+    pair.client.send_command(b"n", spec.QueueDeclare(queue="q"))
+    pair.pump()
+    for event in received(pair):
+        pair.server.complete(b"n", event.command_id)
+    pair.pump()  # (completed, and known-completed back: the client knows it is done)
+    pair.client.receive_data(b"", 1.0)
+    pair.server.receive_data(b"", 1.0)
+    fresh = make_pair(server={"sessions": pair.server.store})
+    fresh.take()
+    fresh.attach(b"n")
+    first = fresh.client.send_command(b"n", spec.QueueDeclare(queue="again"))
+    fresh.pump()
+    assert [e.command_id for e in received(fresh)] == [first] == [0]
