@@ -16,8 +16,8 @@ What the calls hand back is seen as AMQP 1.0's client shows it (the names
   delivery, None when the broker ended it, :class:`TimeoutError` when none came;
 * a streaming task's *receiver* (:meth:`Calls.open_receivers`) has ``credit`` (settable;
   0 stops it) and ``core``, with ``queue`` (what it holds: its length and deliveries by
-  index), ``take_many(count)``, ``ask_available()`` (a task whose result is true when the
-  broker says it has more) and ``revoke()``.
+  index), ``take_many(count)`` and ``ask_available()`` (a task whose result is true when
+  the broker says it has more).
 """
 
 from __future__ import annotations

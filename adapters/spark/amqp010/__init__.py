@@ -162,11 +162,6 @@ class _Core010:
 
         return asyncio.ensure_future(ask())
 
-    def revoke(self) -> int:
-        """``message.stop``: the subscription's credit taken back; 1: some may be under way."""
-        self._receiver.stop()
-        return 1
-
 
 class Receiver010:
     """A subscription of one queue, as :mod:`.queue_reader` reads a 1.0 receiver:
