@@ -520,6 +520,28 @@ def test_a_streaming_read_writes_each_message_once(spark: Any, url: str, queues:
     ) == sorted((f"payload {i}".encode(), f"m{i}", str(i)) for i in range(300))
 
 
+def test_rows_cross_between_1_0_and_0_10(spark: Any, url: str, queues: Queues) -> None:
+    """The broker's queues are the same nodes for both protocols: rows the 0-10 sink wrote
+    the 1.0 source reads, and the other way round, with their message-ids and
+    application properties."""
+    one, other = queues.new(), queues.new()
+    rows = [(f"row {i}".encode(), f"id-{i}", {"i": str(i)}) for i in range(20)]
+    df = spark.createDataFrame(
+        rows, "body binary, message_id string, application_properties map<string,string>"
+    )
+    columns = ["body", "message_id", "application_properties"]
+    for written, read, queue in (("0-10", "1.0", one), ("1.0", "0-10", other)):
+        df.write.format("amqp").mode("append").options(
+            url=url, address=queue, protocol=written
+        ).save()
+        reader = spark.read.format("amqp").options(url=url, address=queue, protocol=read)
+        got = reader.option("consume", "true").load().select(*columns).collect()
+        assert sorted(
+            (bytes(r.body), r.message_id, dict(r.application_properties)) for r in got
+        ) == sorted(rows), (written, read)
+        assert depth(url, queue) == 0
+
+
 def test_a_bad_protocol_name_fails_the_read_saying_which_are_known(spark: Any) -> None:
     reader = spark.read.format("amqp").options(url="amqp://127.0.0.1/q", protocol="0-11")
     with pytest.raises(Exception, match=r"must be one of '1.0', '0-9-1', '0-10', not '0-11'"):
