@@ -59,6 +59,27 @@ def test_bad_protocol_options_name_the_option(given: dict[str, str], match: str)
             WriteOptions({"url": "amqp://h/q", **given})
 
 
+def test_a_job_loads_only_the_folder_of_its_protocol() -> None:
+    """The table's folders are imported when a job asks for them: a 1.0 job (its reader,
+    writer and calls) never loads the Spark adapter's 0-9-1 or 0-10 folder."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from amqp_sansio.adapters.spark import batch, calls, queue_reader, stream_reader
+from amqp_sansio.adapters.spark.options import ReadOptions
+picked = calls.of(ReadOptions({"url": "amqp://h/q"}, streaming=False))
+folders = ("amqp_sansio.adapters.spark.amqp091", "amqp_sansio.adapters.spark.amqp010")
+loaded = sorted(m for m in sys.modules if m.startswith(folders))
+print(picked.__name__, loaded)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split(" ", 1) == ["amqp_sansio.adapters.spark.amqp10", "[]\n"]
+
+
 def test_the_stream_calls_say_0_10_has_none() -> None:
     """Mode ``stream`` is refused with the options; the folder's stream calls say why too."""
     opts = ReadOptions({"url": "amqp://h/q", "protocol": "0-10"}, streaming=False)
