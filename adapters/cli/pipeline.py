@@ -309,10 +309,10 @@ def publish(
     the default exchange, each message mapped as RabbitMQ maps 1.0 to 0-9-1, in confirm
     mode, each confirmed (the Spark writer's code)."""
     if protocol == "0-9-1":
-        from ..spark import protocols
+        from ..spark import calls
 
         _read, write = _options091(url, address)
-        return protocols.publish_rows(write, messages, write.timeout, done=done)
+        return calls.of(write).publish_rows(write, messages, write.timeout, done=done)
     return asyncio.run(_publish(url, address, messages, done, options))
 
 
@@ -348,10 +348,10 @@ def read_back(
     ``connect``'s. With ``protocol`` ``"0-9-1"``: consume the queue ``address`` and ack
     each message, mapped to 1.0 as RabbitMQ maps it (the Spark reader's consumer)."""
     if protocol == "0-9-1":
-        from ..spark import protocols
+        from ..spark import calls
 
         read, _write = _options091(url, address)
-        with protocols.receiver(read, address, 500) as consumer:
+        with calls.of(read).receiver(read, address, 500) as consumer:
             return _take_all(consumer.receive, first_wait, idle)
     from .. import sockets
 

@@ -21,7 +21,7 @@ from pyspark.sql.types import (
 
 import amqp_sansio as amqp
 
-from . import protocols
+from . import calls
 from .options import OptionError, ReadOptions, WriteOptions
 from .queue_reader import FIRST_BATCH_WAIT, share
 from .rows import COLUMNS, message_id_for, message_to_row, row_to_message
@@ -65,7 +65,7 @@ def read_queue(options: ReadOptions, limit: int | None, consume: bool) -> Iterat
         if remaining is not None and remaining <= 0:
             return
         credit = options.credit if remaining is None else min(options.credit, remaining)
-        with protocols.receiver(options, address, max(1, credit)) as receiver:
+        with calls.of(options).receiver(options, address, max(1, credit)) as receiver:
             taken = []
             # The first message may take a while on a loaded broker (a new link, a grant
             # of credit): an empty look must not come of that.
@@ -151,11 +151,12 @@ def _task() -> tuple[int, str, str]:
 
 def _send_rows(options: WriteOptions, rows: Iterator[Any]) -> AMQPCommitMessage:
     """Send each row unsettled; return once every one is accepted (a rejection, or any
-    outcome but accepted, fails the task with the broker's error). With 0-9-1: published
-    in confirm mode, every one confirmed (:func:`.amqp091.publish_rows`)."""
+    outcome but accepted, fails the task with the broker's error), as the protocol's
+    :meth:`~.calls.Calls.publish_rows` says (0-9-1: confirmed; 0-10: completed)."""
     partition, query, batch = _task()
     messages = _messages(options, rows, query, batch, partition)
-    return AMQPCommitMessage(partition, protocols.publish_rows(options, messages, options.timeout))
+    sent = calls.of(options).publish_rows(options, messages, options.timeout)
+    return AMQPCommitMessage(partition, sent)
 
 
 def _messages(

@@ -15,6 +15,8 @@ import attrs
 import amqp_sansio as amqp
 from amqp_sansio.client.url import parse_url
 
+from . import protocols
+
 __all__ = ["OptionError", "ReadOptions", "WriteOptions", "offsets_option"]
 
 
@@ -154,16 +156,18 @@ class _Options:
         self.sasl_mechanisms = (
             [m.strip().upper() for m in mechanisms.split(",") if m.strip()] if mechanisms else None
         )
-        self.protocol = given.get("protocol", "1.0")
-        if self.protocol not in ("1.0", "0-9-1"):
-            raise OptionError(f"option 'protocol' must be '1.0' or '0-9-1', not {self.protocol!r}")
-        only = ("idletimeout", "containerid", "saslmechanisms")
-        if self.protocol == "0-9-1":
-            for name in only:
-                if name in given:
-                    raise OptionError(f"option {_PROPER[name]!r} is AMQP 1.0's, not 0-9-1's")
-        elif "virtualhost" in given:
-            raise OptionError("option 'virtualHost' is AMQP 0-9-1's: add protocol '0-9-1'")
+        self.protocol = given.get("protocol", protocols.DEFAULT)
+        try:
+            row = protocols.check(self.protocol)
+        except ValueError as exc:
+            raise OptionError(str(exc)) from None
+        for name in sorted(protocols.SPECIFIC & set(given) - row.options):
+            have = " and ".join(f"{title}'s" for title in protocols.owners(name))
+            raise OptionError(
+                f"option {_PROPER[name]!r} is {have}, not {row.title}'s (option 'protocol')"
+            )
+        #: The read modes the protocol serves.
+        self.modes = row.modes
         self.virtual_host = given.get("virtualhost", "/")
 
     def _given_as(self, name: str, convert: Callable[[str, str], T]) -> T | None:
@@ -201,9 +205,10 @@ class _Options:
 
         return sockets.connect(self.url_for(address), **self.connect_options())
 
-    def url091(self) -> str:
-        """The 0-9-1 URL: this one's host, port and credentials, option ``virtualHost``
-        as its path (AMQP 0-9-1 names the queue in its methods, not in the URL)."""
+    def vhost_url(self) -> str:
+        """The URL of the protocols that name a virtual host in it (0-9-1, 0-10): this
+        one's host, port and credentials, option ``virtualHost`` as its path (they name
+        the queue in their commands, not in the URL)."""
         parsed = attrs.evolve(self._parsed, address=None)
         if self.username is not None:
             parsed = attrs.evolve(parsed, username=self.username)
@@ -213,12 +218,17 @@ class _Options:
         path = "" if vhost == "/" else "/" + urllib.parse.quote(vhost, safe="")
         return parsed.unredacted() + path
 
-    def connect_options091(self) -> dict[str, Any]:
-        """Keyword arguments for an adapter's ``connect(..., protocol="0-9-1")``."""
+    def vhost_connect_options(self) -> dict[str, Any]:
+        """Keyword arguments for an adapter's ``connect`` with the protocols of
+        :meth:`vhost_url`: :meth:`connect_options` without AMQP 1.0's own."""
         options = self.connect_options()
         for name in ("idle_timeout", "container_id", "sasl_mechanisms"):
             options.pop(name, None)
         return options
+
+    #: The names these had when 0-9-1 alone used them.
+    url091 = vhost_url
+    connect_options091 = vhost_connect_options
 
     def url_for(self, address: str) -> str:
         """The URL with the credentials (if given as options) and ``address``."""
@@ -241,6 +251,11 @@ class ReadOptions(_Options):
         self.mode = given.get("mode", "queue").lower()
         if self.mode not in ("queue", "stream"):
             raise OptionError(f"option 'mode' must be 'queue' or 'stream', not {self.mode!r}")
+        if self.mode not in self.modes:
+            raise OptionError(
+                f"option 'mode' {self.mode!r} is not available with protocol "
+                f"{self.protocol!r} (it reads {', '.join(repr(m) for m in self.modes)})"
+            )
         if self.mode == "stream":
             self._stream_mode(given, streaming=streaming)
         for name in ("startingoffsets", "endingoffsets", "failondataloss"):

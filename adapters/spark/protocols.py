@@ -1,117 +1,58 @@
-"""Which protocol the Spark source and sink speak (option ``protocol``): the one module of
-the Spark adapter that picks it. Each function here is one thing the readers and writers do
-that the protocols do differently, handed to that protocol's code: AMQP 1.0's
-(:mod:`.amqp10`) or 0-9-1's (:mod:`.amqp091`, imported only when a job asks for 0-9-1, so
-that a 1.0 job never loads the 0-9-1 client). A new protocol is one more branch in each."""
+"""Which protocol the Spark source and sink speak (option ``protocol``): the one table of
+the Spark adapter from a protocol's name to its folder, with what the options need to know
+of it. Each folder (:mod:`.amqp10`, :mod:`.amqp091`, :mod:`.amqp010`) provides the same
+calls (:class:`.calls.Calls`), imported only when a job asks for that protocol
+(:func:`.calls.of`): a 1.0 job never loads the 0-9-1 or 0-10 client. A new protocol is
+one more row here and one more folder."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from typing import Any
+import attrs
 
-import amqp_sansio as amqp
-
-from . import amqp10
-from .options import ReadOptions, WriteOptions
-
-__all__ = [
-    "is_091",
-    "open_receivers",
-    "publish_rows",
-    "read_rows",
-    "receiver",
-    "stream_bounds",
-    "stream_connection",
-    "stream_errors",
-]
+__all__ = ["DEFAULT", "SPECIFIC", "TABLE", "Protocol", "check", "owners"]
 
 
-def is_091(options: ReadOptions | WriteOptions) -> bool:
-    """Whether ``options`` ask for AMQP 0-9-1 (else 1.0, the default)."""
-    return options.protocol == "0-9-1"
+@attrs.frozen
+class Protocol:
+    """A row of :data:`TABLE`."""
+
+    #: The folder (a subpackage of :mod:`amqp_sansio.adapters.spark`) of its calls.
+    folder: str
+    #: What users call it in errors (``AMQP 0-9-1``).
+    title: str
+    #: The options (lower case) that this protocol has and some other lacks.
+    options: frozenset[str]
+    #: The read modes it serves (``stream``: nodes with offsets).
+    modes: tuple[str, ...] = ("queue", "stream")
 
 
-@contextlib.contextmanager
-def receiver(options: ReadOptions, address: str, credit: int) -> Iterator[Any]:
-    """A receiver from ``address`` with ``credit`` (0-9-1: a consumer with that prefetch,
-    its deliveries seen as 1.0's, :class:`.amqp091.Delivery091`), for the block."""
-    if is_091(options):
-        from .amqp091 import blocking_consumer
+_VHOST = frozenset({"virtualhost"})
 
-        with blocking_consumer(options, address, credit) as consumer:
-            yield consumer
-        return
-    with amqp10.receiver(options, address, credit) as link:
-        yield link
-
-
-def publish_rows(
-    options: WriteOptions,
-    messages: Iterator[amqp.Message],
-    timeout: float,
-    *,
-    done: Callable[[int], None] | None = None,
-) -> int:
-    """Send each message to ``options.address`` and return the count once the broker took
-    every one (1.0: accepted, :func:`.amqp10.publish_rows`; 0-9-1: confirmed,
-    :func:`.amqp091.publish_rows`)."""
-    if is_091(options):
-        from .amqp091 import publish_rows as publish091
-
-        return publish091(options, messages, timeout, done=done)
-    return amqp10.publish_rows(options, messages, timeout, done=done)
+#: Each protocol by the name option ``protocol`` takes; the first is the default.
+TABLE: dict[str, Protocol] = {
+    "1.0": Protocol(
+        "amqp10", "AMQP 1.0", frozenset({"idletimeout", "containerid", "saslmechanisms"})
+    ),
+    "0-9-1": Protocol("amqp091", "AMQP 0-9-1", _VHOST),
+    "0-10": Protocol("amqp010", "AMQP 0-10", _VHOST, modes=("queue",)),
+}
+DEFAULT = next(iter(TABLE))
 
 
-async def open_receivers(
-    options: ReadOptions, window: int, keep: Callable[[Any], None]
-) -> list[tuple[str, Any]]:
-    """A receiver (0-9-1: a consumer with a prefetch of ``window``) from each address, on
-    a streaming queue task's asyncio connection, which ``keep`` is given (1.0: as soon as
-    it is open; 0-9-1: once the consumers are)."""
-    if is_091(options):
-        from .amqp091 import open_receivers as open091
-
-        conn, receivers = await open091(options, window)
-        keep(conn)
-        return list(receivers)
-    return await amqp10.open_receivers(options, window, keep)
+def check(name: str) -> Protocol:
+    """The row of the protocol ``name``; ValueError naming the accepted ones otherwise."""
+    found = TABLE.get(name)
+    if found is None:
+        accepted = ", ".join(repr(n) for n in TABLE)
+        raise ValueError(f"option 'protocol' must be one of {accepted}, not {name!r}")
+    return found
 
 
-def read_rows(
-    options: ReadOptions, address: str, start: int, end: int, lost: Callable[[int, int], None]
-) -> Iterator[tuple[Any, ...]]:
-    """The rows of offsets [start, end) of the stream ``address`` (on an executor);
-    ``lost(first, end)`` is called for offsets retention dropped before they were read."""
-    if is_091(options):
-        from .amqp091 import read_rows as read091
-
-        return read091(options, address, start, end, lost)
-    return amqp10.read_rows(options, address, start, end, lost)
+def owners(option: str) -> list[str]:
+    """The protocols (their titles) that have ``option`` (lower case), of those that
+    some lack."""
+    return [p.title for p in TABLE.values() if option in p.options]
 
 
-def stream_errors(options: ReadOptions) -> tuple[type[Exception], ...]:
-    """What a lost connection raises while the driver asks streams where they stand."""
-    if is_091(options):
-        from .amqp091 import ERRORS
-
-        return ERRORS
-    return (OSError, amqp.AMQPError)
-
-
-def stream_connection(options: ReadOptions) -> Any:
-    """The driver's connection for asking streams where they stand."""
-    if is_091(options):
-        from .amqp091 import connect091
-
-        return connect091(options)
-    return options.connect(options.addresses[0])
-
-
-def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, int]:
-    """(first offset held, next offset) of the stream at ``address``, consuming nothing."""
-    if is_091(options):
-        from .amqp091 import stream_bounds as bounds091
-
-        return bounds091(conn, options, address)
-    return amqp10.bounds(conn, address, options.timeout)
+#: The options some protocol lacks (each is checked against the protocol asked for).
+SPECIFIC = frozenset().union(*(p.options for p in TABLE.values()))

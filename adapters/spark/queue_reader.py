@@ -36,7 +36,7 @@ from pyspark.sql.datasource import (
 
 import amqp_sansio as amqp
 
-from . import protocols
+from . import calls
 from .options import ReadOptions
 from .rows import message_to_row
 from .schema import ReadAllAvailable, ReadMaxBytes, ReadMaxRows, SupportsTriggerAvailableNow
@@ -162,18 +162,17 @@ class _TaskReceiving:
         self._receivers: list[tuple[str, Any]] = []
         self._taking: _Taking | None = None
         self._over = False
-        #: The most messages a part holds: :data:`_PART`; with 0-9-1, the prefetch.
+        #: The most messages a part holds: :data:`_PART`, or less as the protocol says
+        #: (:meth:`.calls.Calls.sizes`).
         self.part_size = _PART
+        self.calls = calls.of(options)
 
     async def open(self) -> None:
         options = self.options
         max_rows = self.max_rows
         window = options.credit if max_rows is None else min(options.credit, max_rows)
-        if protocols.is_091(options):
-            # A 0-9-1 broker sends no more than the prefetch unacked: a part is at most that.
-            self.part_size = max(1, min(window, _PART))
-            window = self.part_size
-        receivers = await protocols.open_receivers(options, window, self._keep)
+        window, self.part_size = self.calls.sizes(window, _PART)
+        receivers = await self.calls.open_receivers(options, window, self._keep)
         self._receivers.extend(receivers)
         self._taking = _Taking(self._receivers, self.task, max_rows)
 
@@ -196,9 +195,8 @@ class _TaskReceiving:
                     delivery.release()
                 self.lost_part, self._over = self.part, True
                 return None
-            if self._over and protocols.is_091(self.options):
-                # An ack lets a 0-9-1 broker send one more: the consumers go first.
-                await self._cancel_consumers()
+            if self._over:
+                await self.calls.before_last_accept(self._receivers)
             for delivery in good:
                 delivery.accept()
             self.part += 1
@@ -210,23 +208,12 @@ class _TaskReceiving:
         task (if it staged a part and lost none) is marked done."""
         receivers = self._receivers
         # What is under way still comes, and goes back.
-        if protocols.is_091(self.options):  # the consumers' cancel-ok: nothing more comes
-            await self._cancel_consumers()
-            revoked = 0
-        else:
-            revoked = sum([receiver.core.revoke() for _address, receiver in receivers])
-        await _give_back_the_rest(receivers, settle=revoked > 0)
+        under_way = await self.calls.stop_receivers(receivers)
+        await _give_back_the_rest(receivers, settle=under_way)
         await self.close()
         if self.part > 0 and self.lost_part is None:
             task = self.task
             mark_done(self.location, task.batch, task.index)
-
-    async def _cancel_consumers(self) -> None:
-        """0-9-1: cancel every consumer and wait for the broker's answers."""
-        for _address, receiver in self._receivers:
-            receiver.core.revoke()
-        for _address, receiver in self._receivers:
-            await receiver.core.cancelled()
 
     async def close(self) -> None:
         """Close the connection (what it holds unsettled goes back to the broker)."""

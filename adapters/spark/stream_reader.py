@@ -35,7 +35,7 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from . import protocols
+from . import calls
 from .options import EARLIEST, LATEST, ReadOptions
 
 try:  # pyspark 4.2 and later: admission control, Trigger.AvailableNow
@@ -92,7 +92,7 @@ def _lost(options: ReadOptions, address: str, first: int, end: int) -> None:
 def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, ...]]:
     """The rows of offsets [start, end) of ``part``'s stream (on an executor): a receiver
     of its own, attached with the offset filter at ``start``; gaps are data loss. With
-    protocol ``0-9-1``: :func:`.amqp091.read_range` (:func:`.protocols.read_rows` picks)."""
+    protocol ``0-9-1``: :func:`.amqp091.read_range` (:func:`.calls.of` picks)."""
     if part.start >= part.end:
         return  # an empty range: nothing to connect for
     address = part.address
@@ -100,7 +100,7 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[tuple[Any, .
     def lost(first: int, end: int) -> None:
         _lost(options, address, first, end)
 
-    yield from protocols.read_rows(options, address, part.start, part.end, lost)
+    yield from calls.of(options).read_rows(options, address, part.start, part.end, lost)
 
 
 class _Bounds:
@@ -112,13 +112,13 @@ class _Bounds:
 
     def __call__(self) -> dict[str, tuple[int, int]]:
         opts = self.options
-        errors = protocols.stream_errors(opts)
+        protocol = calls.of(opts)
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = protocols.stream_connection(opts)
+                self._conn = protocol.stream_connection(opts)
             try:
-                return {a: protocols.stream_bounds(self._conn, opts, a) for a in opts.addresses}
-            except errors:
+                return {a: protocol.stream_bounds(self._conn, opts, a) for a in opts.addresses}
+            except protocol.ERRORS:
                 self.close()  # a lost connection: once more on a new one
                 if attempt == 2:
                     raise

@@ -58,14 +58,21 @@ from ..options import ReadOptions, WriteOptions
 from ..rows import message_to_row
 
 __all__ = [
+    "ERRORS",
     "Delivery091",
     "Receiver091",
+    "before_last_accept",
     "blocking_consumer",
+    "connect091",
     "open_receivers",
     "publish_rows",
     "read_range",
     "read_rows",
+    "receiver",
+    "sizes",
+    "stop_receivers",
     "stream_bounds",
+    "stream_connection",
 ]
 
 _log = logging.getLogger("amqp_sansio.spark")
@@ -78,7 +85,7 @@ FIRST_LOOK_WAIT = 2.0
 #: The prefetch of the driver's look for a stream's end.
 LOOK_PREFETCH = 5000
 #: What a lost connection or channel raises on the 0-9-1 client.
-ERRORS = (OSError, ClientError)
+ERRORS: tuple[type[Exception], ...] = (OSError, ClientError)
 
 
 class Delivery091:
@@ -197,19 +204,49 @@ class Receiver091:
 
 
 async def open_receivers(
-    options: ReadOptions, prefetch: int
-) -> tuple[Any, list[tuple[str, Receiver091]]]:
-    """A connection and a consumer of each address, under ``prefetch``."""
+    options: ReadOptions, window: int, keep: Callable[[Any], None]
+) -> list[tuple[str, Receiver091]]:
+    """A consumer of each address under a prefetch of ``window``, on one connection, which
+    ``keep`` is given once the consumers are open."""
     from ... import aio
 
-    conn = await aio.connect(options.url091(), protocol="0-9-1", **options.connect_options091())
+    conn = await aio.connect(
+        options.vhost_url(), protocol="0-9-1", **options.vhost_connect_options()
+    )
     channel = await conn.channel()
-    await channel.basic_qos(prefetch)
+    await channel.basic_qos(window)
     receivers = []
     for address in options.addresses:
         consumer = await channel.basic_consume(address)
-        receivers.append((address, Receiver091(channel, consumer, address, prefetch)))
-    return conn, receivers
+        receivers.append((address, Receiver091(channel, consumer, address, window)))
+    keep(conn)
+    return receivers
+
+
+def sizes(window: int, part: int) -> tuple[int, int]:
+    """A part is at most the prefetch (a 0-9-1 broker sends no more than the prefetch
+    unacked, and a part is acked only once staged): both are the smaller."""
+    size = max(1, min(window, part))
+    return size, size
+
+
+async def _cancel_consumers(receivers: list[tuple[str, Any]]) -> None:
+    """Cancel every consumer and wait for the broker's answers."""
+    for _address, receiver in receivers:
+        receiver.core.revoke()
+    for _address, receiver in receivers:
+        await receiver.core.cancelled()
+
+
+async def before_last_accept(receivers: list[tuple[str, Any]]) -> None:
+    """An ack lets a 0-9-1 broker send one more: the consumers go first."""
+    await _cancel_consumers(receivers)
+
+
+async def stop_receivers(receivers: list[tuple[str, Any]]) -> bool:
+    """Cancel the consumers; once the broker's cancel-ok came, nothing more comes."""
+    await _cancel_consumers(receivers)
+    return False
 
 
 class _BlockingConsumer:
@@ -224,19 +261,21 @@ class _BlockingConsumer:
 
 
 @contextlib.contextmanager
-def blocking_consumer(
-    options: ReadOptions, address: str, prefetch: int
-) -> Iterator[_BlockingConsumer]:
+def receiver(options: ReadOptions, address: str, prefetch: int) -> Iterator[_BlockingConsumer]:
     """A consumer of the queue ``address`` under ``prefetch``, on a blocking connection
     of its own (closed after the block: what it holds unacked goes back to the queue)."""
     from ... import sockets
 
     with sockets.connect(
-        options.url091(), protocol="0-9-1", **options.connect_options091()
+        options.vhost_url(), protocol="0-9-1", **options.vhost_connect_options()
     ) as conn:
         channel = conn.channel()
         channel.basic_qos(prefetch)
         yield _BlockingConsumer(channel.basic_consume(address))
+
+
+#: The name :func:`receiver` had.
+blocking_consumer = receiver
 
 
 def publish_rows(
@@ -255,7 +294,7 @@ def publish_rows(
     address = options.address
     sent = confirmed = 0
     with sockets.connect(
-        options.url091(), protocol="0-9-1", **options.connect_options091()
+        options.vhost_url(), protocol="0-9-1", **options.vhost_connect_options()
     ) as conn:
         channel = conn.channel()
         channel.confirm_select()
@@ -378,12 +417,16 @@ def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, i
     return first, max(first, last + 1)
 
 
-def connect091(options: ReadOptions) -> Any:
+def stream_connection(options: ReadOptions) -> Any:
     """A blocking 0-9-1 connection with these options (the driver's, for the bounds, and
     each task's)."""
     from ... import sockets
 
-    return sockets.connect(options.url091(), protocol="0-9-1", **options.connect_options091())
+    return sockets.connect(options.vhost_url(), protocol="0-9-1", **options.vhost_connect_options())
+
+
+#: The name :func:`stream_connection` had.
+connect091 = stream_connection
 
 
 def read_range(
@@ -393,7 +436,7 @@ def read_range(
     an executor; None for one that cannot be mapped to 1.0): a consumer from ``start`` with
     a prefetch of ``min(credit, end - start)``, acking each delivery. ``lost(first, end)``
     is called for offsets retention dropped before they were read."""
-    with connect091(options) as conn:
+    with stream_connection(options) as conn:
         channel = conn.channel()
         channel.basic_qos(max(1, min(options.credit, end - start)))
         consumer = _consume(channel, address, amqp091.codec.Int64(start))

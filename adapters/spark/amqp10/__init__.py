@@ -1,8 +1,8 @@
 """AMQP 1.0's part of the Spark source and sink: what the readers and writers do that the
 protocols do differently, over the public API (:func:`amqp_sansio.adapters.sockets.connect`
 on the driver and in batch tasks, :func:`amqp_sansio.adapters.aio.connect` in a streaming
-queue task). :mod:`amqp_sansio.adapters.spark.protocols` picks it by option ``protocol``;
-0-9-1's is :mod:`amqp_sansio.adapters.spark.amqp091`."""
+queue task): the calls of :class:`amqp_sansio.adapters.spark.calls.Calls`, which
+:mod:`amqp_sansio.adapters.spark.protocols` names by option ``protocol`` (the default)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,27 @@ from amqp_sansio.broker import FIRST_OFFSET, NEXT_OFFSET, OFFSET_ANNOTATION, OFF
 from ..options import ReadOptions, WriteOptions
 from ..rows import message_to_row
 
-__all__ = ["START_CREDIT", "bounds", "open_receivers", "publish_rows", "read_rows", "receiver"]
+__all__ = [
+    "ERRORS",
+    "START_CREDIT",
+    "before_last_accept",
+    "bounds",
+    "open_receivers",
+    "publish_rows",
+    "read_rows",
+    "receiver",
+    "sizes",
+    "stop_receivers",
+    "stream_bounds",
+    "stream_connection",
+]
 
 _log = logging.getLogger("amqp_sansio.spark")
 
 #: The most credit a receiver task grants first (a queue task's receivers).
 START_CREDIT = 1000
+#: What a lost connection raises on the 1.0 client.
+ERRORS: tuple[type[Exception], ...] = (OSError, amqp.AMQPError)
 
 
 # -- mode queue --------------------------------------------------------------------------------
@@ -56,6 +71,23 @@ async def open_receivers(
         link.credit = max(1, window)
         receivers.append((address, link))
     return receivers
+
+
+def sizes(window: int, part: int) -> tuple[int, int]:
+    """A task's window and part as they are: a 1.0 receiver's credit is granted anew as
+    the task takes (the window), whatever it holds unsettled."""
+    return window, part
+
+
+async def before_last_accept(receivers: list[tuple[str, Any]]) -> None:
+    """Nothing to stop: accepting grants no credit."""
+
+
+async def stop_receivers(receivers: list[tuple[str, Any]]) -> bool:  # noqa: ASYNC124 (as Calls has it)
+    """Take each receiver's credit back (a flow with credit 0, core spec 2.6.7); true when
+    some was granted: what was under way may still come."""
+    revoked: int = sum([receiver.core.revoke() for _address, receiver in receivers])
+    return revoked > 0
 
 
 def publish_rows(
@@ -118,6 +150,16 @@ def bounds(conn: Any, address: str, timeout: float) -> tuple[int, int]:
         return _bounds_of(receiver, address)
     finally:
         receiver.close(timeout=timeout)
+
+
+def stream_connection(options: ReadOptions) -> Any:
+    """The driver's connection for asking streams where they stand."""
+    return options.connect(options.addresses[0])
+
+
+def stream_bounds(conn: Any, options: ReadOptions, address: str) -> tuple[int, int]:
+    """(first offset held, next offset) of the stream at ``address`` (:func:`bounds`)."""
+    return bounds(conn, address, options.timeout)
 
 
 def read_rows(

@@ -21,7 +21,7 @@ from support.rabbitmq import rabbitmq_url
 @pytest.mark.parametrize(
     ("given", "match"),
     [
-        ({"protocol": "0-10"}, "option 'protocol' must be '1.0' or '0-9-1'"),
+        ({"protocol": "0-11"}, "option 'protocol' must be one of '1.0', '0-9-1', '0-10'"),
         ({"protocol": "0-9-1", "idleTimeout": "5"}, "'idleTimeout' is AMQP 1.0's"),
         ({"protocol": "0-9-1", "saslMechanisms": "PLAIN"}, "'saslMechanisms' is AMQP 1.0's"),
         ({"virtualHost": "v"}, "'virtualHost' is AMQP 0-9-1's"),
@@ -37,10 +37,11 @@ def test_the_091_url_has_the_virtual_host_as_its_path() -> None:
         {"url": "amqp://h:5673/orders", "protocol": "0-9-1", "username": "u", "password": "p"}
     )
     assert opts.protocol == "0-9-1" and opts.address == "orders"
-    assert opts.url091() == "amqp://u:p@h:5673"
+    assert opts.vhost_url() == opts.url091() == "amqp://u:p@h:5673"
     opts = WriteOptions({"url": "amqp://h/orders", "protocol": "0-9-1", "virtualHost": "a/b"})
-    assert opts.url091() == "amqp://h:5672/a%2Fb"
-    assert "idle_timeout" not in opts.connect_options091()
+    assert opts.vhost_url() == "amqp://h:5672/a%2Fb"
+    assert "idle_timeout" not in opts.vhost_connect_options()
+    assert opts.connect_options091() == opts.vhost_connect_options()
     assert ReadOptions({"url": "amqp://h/q"}, streaming=False).protocol == "1.0"
 
 

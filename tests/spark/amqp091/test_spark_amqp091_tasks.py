@@ -337,17 +337,17 @@ def test_a_task_gives_back_what_it_took_past_its_share(
     real_open = amqp091.open_receivers
     held: list[int] = []
 
-    async def open_and_fill(options: ReadOptions, prefetch: int) -> Any:
+    async def open_and_fill(options: ReadOptions, prefetch: int, keep: Any) -> Any:
         # Both consumers hold their whole prefetch before the task takes any: what the task
         # holds past its share is then known (5 of 10).
-        conn, receivers = await real_open(options, prefetch)
+        receivers = await real_open(options, prefetch, keep)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             held[:] = [len(r.core.queue) for _a, r in receivers]
             if held == [prefetch] * len(receivers):
                 break
             await asyncio.sleep(0.01)
-        return conn, receivers
+        return receivers
 
     monkeypatch.setattr(amqp091, "open_receivers", open_and_fill)
     location = str(tmp_path / "staging")
