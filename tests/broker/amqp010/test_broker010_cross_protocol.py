@@ -1,0 +1,285 @@
+"""Across protocols, through our broker started as a user starts it (``amqp-sansio broker``):
+a message published with 0-10 (our 0-10 client) consumed with 1.0 (our 1.0 client) and with
+0-9-1 (our 0-9-1 client and pika), and back: published with 1.0 and with 0-9-1, consumed
+with 0-10. Each property compared field by field with the mapping docs/amqp010.rst
+documents ("Mapping to 1.0"; 0-9-1's side is docs/amqp091.rst's "Mapping to AMQP 1.0"):
+content-type, content-encoding, message-id, correlation-id, reply-to, user-id, priority,
+durable / delivery-mode, ttl / expiration, application headers of several types, and the
+body's octets."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pytest
+from amqp_sansio.adapters import sockets
+from support.broker_process import BrokerProcess
+
+import amqp_sansio as a
+from amqp_sansio.amqp091 import BasicProperties
+from amqp_sansio.definitions import amqp010 as spec
+
+WAIT = 10.0
+
+MESSAGE_ID = uuid.UUID("6f1c1b0e-2a52-4b9c-9d43-3c8f0e5d7a11")
+
+#: Application headers of several types, each one 1.0's application-properties can hold.
+HEADERS: dict[str, Any] = {
+    "text": "héllo",
+    "count": 42,
+    "negative": -7,
+    "big": 2**40,
+    "ratio": 1.5,
+    "yes": True,
+    "no": False,
+}
+
+#: The body: every octet value, so that nothing is read as text on the way.
+BODY = bytes(range(256)) * 4
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[BrokerProcess]:
+    with BrokerProcess() as process:
+        yield process
+
+
+def url010(broker: BrokerProcess) -> str:
+    """The broker's URL with guest's credentials: the user-id a message carries must be the
+    connection's user."""
+    return broker.url.replace("amqp://", "amqp://guest:guest@")
+
+
+def publish010(broker: BrokerProcess, queue: str, *, header: tuple[spec.Struct, ...]) -> None:
+    """``message.transfer`` of :data:`BODY` with ``header`` to the default exchange, the
+    queue declared first, with our 0-10 client."""
+    with (
+        sockets.connect(url010(broker), protocol="0-10", timeout=WAIT) as conn,
+        conn.session("publisher") as session,
+    ):
+        session.queue_declare(queue)
+        transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
+        session.command(transfer, header, BODY)
+
+
+def consume010(broker: BrokerProcess, queue: str) -> Any:
+    """The next message on ``queue``, received and accepted with our 0-10 client."""
+    with (
+        sockets.connect(url010(broker), protocol="0-10", timeout=WAIT) as conn,
+        conn.session("consumer") as session,
+    ):
+        session.queue_declare(queue)
+        session.subscribe(queue, credit=1)
+        delivery = session.receive(queue, timeout=WAIT)
+        session.accept(delivery)
+        session.cancel(queue)
+        return delivery
+
+
+def full_header(queue: str) -> tuple[spec.Struct, ...]:
+    """A 0-10 header with every property the mapping carries."""
+    return (
+        spec.DeliveryProperties(routing_key=queue, delivery_mode=2, priority=7, ttl=60_000),
+        spec.MessageProperties(
+            content_type="application/octet-stream",
+            content_encoding="identity",
+            message_id=MESSAGE_ID,
+            correlation_id=b"corr-1",
+            reply_to=spec.ReplyTo(exchange="", routing_key="the.replies"),
+            user_id=b"guest",
+            application_headers=dict(HEADERS),
+        ),
+    )
+
+
+# -- 0-10 to 1.0 and 0-9-1 ---------------------------------------------------------------
+
+
+def test_0_10_to_our_1_0_client(broker: BrokerProcess) -> None:
+    publish010(broker, "x.010.to.10", header=full_header("x.010.to.10"))
+    with sockets.connect(broker.url, timeout=WAIT) as conn:
+        delivery = conn.receiver("x.010.to.10", credit=1).receive(timeout=WAIT)
+        assert delivery is not None
+        delivery.accept()
+    message = delivery.message
+    assert message.body == a.Data(BODY)
+    header, props = message.header, message.properties
+    assert header is not None and props is not None
+    assert header.durable is True
+    assert header.priority == 7
+    assert header.ttl == 60_000
+    assert props.content_type == "application/octet-stream"
+    assert props.content_encoding == "identity"
+    assert props.message_id == MESSAGE_ID
+    assert props.correlation_id == b"corr-1"
+    assert props.reply_to == "the.replies"
+    assert props.user_id == b"guest"
+    assert message.application_properties == HEADERS
+
+
+def test_0_10_without_properties_to_1_0(broker: BrokerProcess) -> None:
+    """A message with only its routing key: not durable, no properties made up."""
+    publish010(broker, "x.010.bare", header=(spec.DeliveryProperties(routing_key="x.010.bare"),))
+    with sockets.connect(broker.url, timeout=WAIT) as conn:
+        delivery = conn.receiver("x.010.bare", credit=1).receive(timeout=WAIT)
+        assert delivery is not None
+        delivery.accept()
+    message = delivery.message
+    assert message.body == a.Data(BODY)
+    assert message.header is None or not message.header.durable
+    props = message.properties
+    for field in (
+        "message_id",
+        "user_id",
+        "reply_to",
+        "correlation_id",
+        "content_type",
+        "content_encoding",
+    ):
+        assert props is None or getattr(props, field) is None, field
+    assert not message.application_properties
+
+
+def _check_091(props: BasicProperties | Any, body: bytes) -> None:
+    """A 0-9-1 reading of :func:`full_header`'s message: 0-10 to 1.0 (docs/amqp010.rst),
+    then 1.0 to 0-9-1 (docs/amqp091.rst: a uuid message-id is ``urn:uuid:...``, a binary
+    correlation-id goes to the header ``x-correlation-id``)."""
+    assert body == BODY
+    assert props.content_type == "application/octet-stream"
+    assert props.content_encoding == "identity"
+    assert props.delivery_mode == 2
+    assert props.priority == 7
+    assert props.expiration == "60000"
+    assert props.message_id == f"urn:uuid:{MESSAGE_ID}"
+    assert props.reply_to == "the.replies"
+    assert props.user_id == "guest"
+    headers = dict(props.headers)
+    assert bytes(headers.pop("x-correlation-id")) == b"corr-1"
+    assert headers == HEADERS
+
+
+def test_0_10_to_our_0_9_1_client(broker: BrokerProcess) -> None:
+    publish010(broker, "x.010.to.091", header=full_header("x.010.to.091"))
+    with sockets.connect(broker.url, protocol="0-9-1", timeout=WAIT) as conn, conn.channel() as ch:
+        delivery = ch.basic_get("x.010.to.091", no_ack=True)
+    assert delivery is not None
+    assert delivery.exchange == "" and delivery.routing_key == "x.010.to.091"
+    _check_091(delivery.properties, delivery.body)
+
+
+def test_0_10_to_pika(broker: BrokerProcess) -> None:
+    publish010(broker, "x.010.to.pika", header=full_header("x.010.to.pika"))
+    params = pika.ConnectionParameters("127.0.0.1", broker.port)
+    with pika.BlockingConnection(params) as conn:
+        method, props, body = conn.channel().basic_get("x.010.to.pika", auto_ack=True)
+    assert method is not None and method.routing_key == "x.010.to.pika"
+    _check_091(props, body)
+
+
+# -- 1.0 and 0-9-1 to 0-10 ---------------------------------------------------------------
+
+
+def _check_010(delivery: Any, *, user_id: bytes | None) -> None:
+    assert delivery.body == BODY
+    dp, mp = delivery.delivery_properties, delivery.message_properties
+    assert dp is not None and mp is not None
+    assert dp.delivery_mode == 2
+    assert dp.priority == 7
+    assert dp.ttl == 60_000
+    assert mp.content_type == "application/octet-stream"
+    assert mp.content_encoding == "identity"
+    assert mp.message_id == MESSAGE_ID
+    assert mp.correlation_id == b"corr-1"
+    assert mp.reply_to is not None
+    assert (mp.reply_to.exchange or "", mp.reply_to.routing_key) == ("", "the.replies")
+    assert mp.user_id == user_id
+    assert delivery.headers == HEADERS
+
+
+def test_our_1_0_client_to_0_10(broker: BrokerProcess) -> None:
+    queue = "x.10.to.010"
+    with sockets.connect(url010(broker), timeout=WAIT) as conn:
+        conn.sender(queue).send(
+            a.Message(
+                header=a.Header(durable=True, priority=7, ttl=60_000),
+                properties=a.Properties(
+                    message_id=MESSAGE_ID,
+                    user_id=b"guest",
+                    reply_to="the.replies",
+                    correlation_id=b"corr-1",
+                    content_type="application/octet-stream",
+                    content_encoding="identity",
+                ),
+                application_properties=dict(HEADERS),
+                body=BODY,
+            )
+        )
+    _check_010(consume010(broker, queue), user_id=b"guest")
+
+
+def test_pika_to_0_10(broker: BrokerProcess) -> None:
+    """0-9-1's correlation-id is text (``corr-1``, a 1.0 string); a 0-10 correlation-id is
+    octets: its UTF-8. The message-id ``urn:uuid:...`` is 1.0's uuid, 0-10's uuid."""
+    queue = "x.pika.to.010"
+    params = pika.ConnectionParameters(
+        "127.0.0.1", broker.port, credentials=pika.PlainCredentials("guest", "guest")
+    )
+    with pika.BlockingConnection(params) as conn:
+        ch = conn.channel()
+        ch.queue_declare(queue)
+        ch.basic_publish(
+            "",
+            queue,
+            BODY,
+            pika.BasicProperties(
+                content_type="application/octet-stream",
+                content_encoding="identity",
+                delivery_mode=2,
+                priority=7,
+                expiration="60000",
+                message_id=f"urn:uuid:{MESSAGE_ID}",
+                correlation_id="corr-1",
+                reply_to="the.replies",
+                user_id="guest",
+                headers=dict(HEADERS),
+            ),
+        )
+    _check_010(consume010(broker, queue), user_id=b"guest")
+
+
+def test_our_0_9_1_client_to_0_10(broker: BrokerProcess) -> None:
+    queue = "x.091.to.010"
+    with (
+        sockets.connect(url010(broker), protocol="0-9-1", timeout=WAIT) as conn,
+        conn.channel() as ch,
+    ):
+        ch.queue_declare(queue)
+        ch.basic_publish(
+            "",
+            queue,
+            BODY,
+            properties=BasicProperties(
+                content_type="application/octet-stream",
+                content_encoding="identity",
+                delivery_mode=2,
+                priority=7,
+                expiration="60000",
+                message_id=f"urn:uuid:{MESSAGE_ID}",
+                correlation_id="corr-1",
+                reply_to="the.replies",
+                user_id="guest",
+                headers=dict(HEADERS),
+            ),
+        )
+    _check_010(consume010(broker, queue), user_id=b"guest")
+
+
+def test_0_10_round_trip_keeps_every_field(broker: BrokerProcess) -> None:
+    """0-10 in, 0-10 out: what the 1.0 form in between keeps."""
+    publish010(broker, "x.010.to.010", header=full_header("x.010.to.010"))
+    delivery = consume010(broker, "x.010.to.010")
+    _check_010(delivery, user_id=b"guest")
+    assert delivery.routing_key == "x.010.to.010"
