@@ -156,7 +156,7 @@ def _check_091(props: BasicProperties | Any, body: bytes) -> None:
     assert props.message_id == f"urn:uuid:{MESSAGE_ID}"
     assert props.reply_to == "the.replies"
     assert props.user_id == "guest"
-    headers = dict(props.headers)
+    headers = dict(props.headers or {})
     assert bytes(headers.pop("x-correlation-id")) == b"corr-1"
     assert headers == HEADERS
 
