@@ -20,6 +20,7 @@ from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.amqp091 import BasicProperties
+from amqp_sansio.codec import amqp010 as codec
 from amqp_sansio.definitions import amqp010 as spec
 
 WAIT = 10.0
@@ -114,10 +115,14 @@ def test_0_10_to_our_1_0_client(broker: BrokerProcess) -> None:
     assert props.content_type == "application/octet-stream"
     assert props.content_encoding == "identity"
     assert props.message_id == MESSAGE_ID
-    assert props.correlation_id == b"corr-1"
-    assert props.reply_to == "the.replies"
+    assert props.correlation_id == "corr-1"  # UTF-8 octets: a string
+    assert props.reply_to == "the.replies"  # the default exchange's: the key alone
     assert props.user_id == b"guest"
+    assert props.subject == "x.010.to.10"  # the routing key, as qpidd sets it
     assert message.application_properties == HEADERS
+    annotations = message.message_annotations or {}
+    assert annotations[a.Symbol("x-exchange")] == ""
+    assert annotations[a.Symbol("x-routing-key")] == "x.010.to.10"
 
 
 def test_0_10_without_properties_to_1_0(broker: BrokerProcess) -> None:
@@ -145,8 +150,8 @@ def test_0_10_without_properties_to_1_0(broker: BrokerProcess) -> None:
 
 def _check_091(props: BasicProperties | Any, body: bytes) -> None:
     """A 0-9-1 reading of :func:`full_header`'s message: 0-10 to 1.0 (docs/amqp010.rst),
-    then 1.0 to 0-9-1 (docs/amqp091.rst: a uuid message-id is ``urn:uuid:...``, a binary
-    correlation-id goes to the header ``x-correlation-id``)."""
+    then 1.0 to 0-9-1 (docs/amqp091.rst: a uuid message-id is ``urn:uuid:...``; the
+    correlation-id, UTF-8 octets, is a 1.0 string and so 0-9-1's)."""
     assert body == BODY
     assert props.content_type == "application/octet-stream"
     assert props.content_encoding == "identity"
@@ -156,9 +161,8 @@ def _check_091(props: BasicProperties | Any, body: bytes) -> None:
     assert props.message_id == f"urn:uuid:{MESSAGE_ID}"
     assert props.reply_to == "the.replies"
     assert props.user_id == "guest"
-    headers = dict(props.headers or {})
-    assert bytes(headers.pop("x-correlation-id")) == b"corr-1"
-    assert headers == HEADERS
+    assert props.correlation_id == "corr-1"
+    assert props.headers == HEADERS
 
 
 def test_0_10_to_our_0_9_1_client(broker: BrokerProcess) -> None:
@@ -283,3 +287,79 @@ def test_0_10_round_trip_keeps_every_field(broker: BrokerProcess) -> None:
     delivery = consume010(broker, "x.010.to.010")
     _check_010(delivery, user_id=b"guest")
     assert delivery.routing_key == "x.010.to.010"
+
+
+def test_what_1_0_cannot_hold_as_0_10_has_it(broker: BrokerProcess) -> None:
+    """0-10 to 1.0, the fields without a 1.0 place of their own: app-id (the application
+    property ``x-amqp-0-10.app-id``), a correlation-id not UTF-8 (binary), a reply-to on an
+    exchange (``exchange/key``), headers holding a map and a list (the message annotation
+    ``x-amqp-0-10-headers``), ``qpid.subject`` (the subject); and back to 0-10 unchanged."""
+    queue = "x.010.edges"
+    header = (
+        spec.DeliveryProperties(routing_key=queue),
+        spec.MessageProperties(
+            app_id=b"the-app",
+            correlation_id=b"\xff\x00\xfe",
+            reply_to=spec.ReplyTo(exchange="amq.topic", routing_key="answers.here"),
+            application_headers={
+                "nested": {"k": 1, "s": "v"},
+                "items": [1, "two"],
+                "qpid.subject": "the-subject",
+                "plain": 3,
+            },
+        ),
+    )
+    publish010(broker, queue, header=header)
+    publish010(broker, queue, header=header)
+    with sockets.connect(broker.url, timeout=WAIT) as conn:
+        delivery = conn.receiver(queue, credit=1).receive(timeout=WAIT)
+        assert delivery is not None
+        delivery.accept()
+    message = delivery.message
+    props = message.properties
+    assert props is not None
+    assert props.correlation_id == b"\xff\x00\xfe"
+    assert props.reply_to == "amq.topic/answers.here"
+    assert props.subject == "the-subject"
+    assert message.application_properties == {"plain": 3, "x-amqp-0-10.app-id": "the-app"}
+    annotations = message.message_annotations or {}
+    assert annotations[a.Symbol("x-amqp-0-10-headers")] == {
+        "nested": {"k": 1, "s": "v"},
+        "items": [1, "two"],
+    }
+
+    back = consume010(broker, queue)
+    mp = back.message_properties
+    assert mp.app_id == b"the-app"
+    assert mp.correlation_id == b"\xff\x00\xfe"
+    assert (mp.reply_to.exchange, mp.reply_to.routing_key) == ("amq.topic", "answers.here")
+    assert back.headers == {
+        "nested": {"k": 1, "s": "v"},
+        "items": [1, "two"],
+        "qpid.subject": "the-subject",
+        "plain": 3,
+    }
+
+
+def test_what_0_10_cannot_hold_as_1_0_has_it(broker: BrokerProcess) -> None:
+    """1.0 to 0-10: a message-id that is not a uuid (the application header
+    ``x-amqp-1.0-message-id``), a subject (``qpid.subject``, which qpid.messaging reads as
+    its subject), a string body (its UTF-8, ``text/plain``), a map body (``amqp/map``)."""
+    queue = "x.10.edges"
+    with sockets.connect(broker.url, timeout=WAIT) as conn:
+        sender = conn.sender(queue)
+        sender.send(
+            a.Message(
+                properties=a.Properties(message_id="order-17", subject="orders.new"),
+                body=a.AmqpValue("naïve text"),
+            )
+        )
+        sender.send(a.Message(body=a.AmqpValue({"a": 1, "b": "two"})))
+    first = consume010(broker, queue)
+    assert first.body == "naïve text".encode()
+    assert first.content_type == "text/plain"
+    assert first.message_id is None
+    assert first.headers == {"x-amqp-1.0-message-id": "order-17", "qpid.subject": "orders.new"}
+    second = consume010(broker, queue)
+    assert second.content_type == "amqp/map"
+    assert codec.decode("map", second.body) == {"a": 1, "b": "two"}
