@@ -207,3 +207,12 @@ def test_server_answers_a_request_through_reply_to(broker: BrokerProcess) -> Non
         out, err = server.communicate(timeout=WAIT)
     assert server.returncode == 0, (out, err, broker.log)
     assert out == "" and err == "", (out, err)
+
+
+def test_drain_in_browse_mode_leaves_the_messages(broker: BrokerProcess) -> None:
+    """An address with ``{mode: browse}``: drain sees the messages (a subscription that
+    does not acquire them), and they are still there for the next drain."""
+    run(broker, "spout", "-c", "2", "browse.q; {create: always}", "b")
+    seen = run(broker, "drain", "-t", "1", "-p", "%(C)s", "browse.q; {mode: browse}")
+    assert seen == ["b", "b"]
+    assert run(broker, "drain", "-t", "1", "-p", "%(C)s", "browse.q") == ["b", "b"]

@@ -367,3 +367,114 @@ def test_ten_mib_messages_both_ways(broker: BrokerProcess) -> None:
         assert len(back.body) == BIG and back.body == one[::-1]
         ssn.message_accept(qpid.ids(back))
         ssn.close(WAIT)
+
+
+def test_release_reject_and_no_accept(broker: BrokerProcess) -> None:
+    """``message.release`` puts a message back (redelivered), ``message.reject`` drops it;
+    with ``accept-mode`` none a message is gone once sent."""
+    with Qpid(broker) as qpid:
+        ssn = qpid.session(b"dispositions")
+        ssn.queue_declare(queue="ll.disp")
+        for body in (b"keep", b"drop"):
+            qpid.put(ssn, body, "ll.disp")
+        incoming = subscribe(ssn, "ll.disp", "d", 2)
+        keep, drop = (incoming.get(timeout=WAIT) for _ in range(2))
+        assert (keep.body, drop.body) == (b"keep", b"drop")
+        ssn.message_cancel(destination="d")
+        ssn.message_release(qpid.ids(keep), set_redelivered=True)
+        ssn.message_reject(qpid.ids(drop), code=0, text="unwanted")
+        assert ssn.queue_query(queue="ll.disp").message_count == 1
+        incoming = subscribe(ssn, "ll.disp", "again", 5)
+        again = incoming.get(timeout=WAIT)
+        assert again.body == b"keep" and again.get("delivery_properties").redelivered
+        ssn.message_accept(qpid.ids(again))
+        ssn.message_cancel(destination="again")
+        ssn.close(WAIT)
+        assert depth(qpid, "ll.disp") == 0
+
+        ssn = qpid.session(b"no-accept")
+        qpid.put(ssn, b"unacked", "ll.disp")
+        auto = ssn.incoming("n")
+        ssn.message_subscribe(queue="ll.disp", destination="n", accept_mode=1, acquire_mode=0)
+        ssn.message_flow(destination="n", unit=ssn.credit_unit.byte, value=0xFFFFFFFF)
+        ssn.message_flow(destination="n", unit=ssn.credit_unit.message, value=5)
+        assert auto.get(timeout=WAIT).body == b"unacked"
+        ssn.message_cancel(destination="n")
+        ssn.close(WAIT)  # nothing to accept: it is gone
+        assert depth(qpid, "ll.disp") == 0
+
+
+def test_browse_then_acquire(broker: BrokerProcess) -> None:
+    """A subscription that does not acquire (``acquire-mode`` not-acquired: qpid.messaging's
+    ``{mode: browse}``) sees the messages, which stay on the queue until
+    ``message.acquire`` takes them."""
+    with Qpid(broker) as qpid:
+        ssn = qpid.session(b"browse")
+        ssn.queue_declare(queue="ll.browse")
+        qpid.put(ssn, b"seen", "ll.browse")
+        browse = ssn.incoming("b")
+        ssn.message_subscribe(queue="ll.browse", destination="b", accept_mode=0, acquire_mode=1)
+        ssn.message_flow(destination="b", unit=ssn.credit_unit.byte, value=0xFFFFFFFF)
+        ssn.message_flow(destination="b", unit=ssn.credit_unit.message, value=5)
+        seen = browse.get(timeout=WAIT)
+        assert seen.body == b"seen"
+        ssn.message_cancel(destination="b")
+        assert ssn.queue_query(queue="ll.browse").message_count == 1  # still there
+        acquired = ssn.message_acquire(qpid.ids(seen))
+        assert list(acquired.transfers) == list(qpid.ids(seen))
+        ssn.message_accept(qpid.ids(seen))
+        ssn.close(WAIT)
+        assert depth(qpid, "ll.browse") == 0
+
+
+def test_window_flow_mode_gives_credit_back_on_completion(broker: BrokerProcess) -> None:
+    """``message.set-flow-mode`` window: the credit a transfer used comes back when the
+    subscriber completes it (``session.completed``), not before."""
+    empty = qpid_module("qpid.queue").Empty
+    with Qpid(broker) as qpid:
+        ssn = qpid.session(b"window")
+        ssn.queue_declare(queue="ll.window")
+        for n in range(4):
+            qpid.put(ssn, b"w%d" % n, "ll.window")
+        incoming = ssn.incoming("w")
+        ssn.message_subscribe(queue="ll.window", destination="w", accept_mode=1, acquire_mode=0)
+        ssn.message_set_flow_mode(destination="w", flow_mode=ssn.flow_mode.window)
+        ssn.message_flow(destination="w", unit=ssn.credit_unit.byte, value=0xFFFFFFFF)
+        ssn.message_flow(destination="w", unit=ssn.credit_unit.message, value=2)
+        first = [incoming.get(timeout=WAIT) for _ in range(2)]
+        assert [m.body for m in first] == [b"w0", b"w1"]
+        with pytest.raises(empty):
+            incoming.get(timeout=0.3)  # the window is full
+        ssn.receiver.completed(first[0])
+        ssn.channel.session_completed(ssn.receiver._completed)
+        assert incoming.get(timeout=WAIT).body == b"w2"  # one completed: one more
+        with pytest.raises(empty):
+            incoming.get(timeout=0.3)
+        ssn.close(WAIT)
+
+
+def test_queue_purge_delete_and_refusals(broker: BrokerProcess) -> None:
+    with Qpid(broker) as qpid:
+        ssn = qpid.session(b"admin")
+        ssn.queue_declare(queue="ll.admin")
+        for n in range(3):
+            qpid.put(ssn, b"p%d" % n, "ll.admin")
+        ssn.queue_purge(queue="ll.admin")
+        assert ssn.queue_query(queue="ll.admin").message_count == 0
+        qpid.put(ssn, b"left", "ll.admin")
+        with pytest.raises(qpid.session_module.SessionException) as refused:
+            ssn.queue_delete(queue="ll.admin", if_empty=True)
+        assert refused.value.args[0].error_code == 406  # precondition-failed
+        ssn = qpid.session(b"admin-2")
+        ssn.queue_delete(queue="ll.admin")
+        with pytest.raises(qpid.session_module.SessionException) as gone:
+            ssn.queue_declare(queue="ll.admin", passive=True)
+        assert gone.value.args[0].error_code == 404
+        ssn = qpid.session(b"admin-3")
+        with pytest.raises(qpid.session_module.SessionException) as missing:
+            ssn.exchange_declare(exchange="ll.nope", type="direct", passive=True)
+        assert missing.value.args[0].error_code == 404
+        ssn = qpid.session(b"admin-4")
+        with pytest.raises(qpid.session_module.SessionException) as dtx:
+            ssn.dtx_select()
+        assert dtx.value.args[0].error_code == 540  # not-implemented
