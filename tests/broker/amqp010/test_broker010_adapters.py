@@ -13,9 +13,13 @@ from typing import Any
 import pytest
 from support.adapters import ADAPTERS, Adapter, aw
 from support.broker_process import BrokerProcess
+from support.proxy import proxy
 
 from amqp_sansio.client.amqp010 import SessionError
+from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.definitions import amqp010 as spec
+
+FAST = Reconnect(initial_delay=0.05, max_delay=0.2, jitter=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +140,32 @@ def test_a_message_sent_by_one_adapter_is_received_by_the_others(broker: BrokerP
     ADAPTERS["sockets"].run(send)
     assert receiver(ADAPTERS["aio"]) == b"to-aio"
     assert receiver(ADAPTERS["trio"]) == b"to-trio"
+
+
+def test_a_cut_connection_resumes_its_session(adapter: Adapter, broker: BrokerProcess) -> None:
+    """With ``reconnect=``, through a proxy the test cuts: the connection is made again and
+    its session resumed by the broker, which kept it (``keep``, 60 s by default); what is
+    sent after the cut arrives, once, and so does what was sent before."""
+    queue = f"ad.resume.{adapter.name}"
+
+    async def scenario(p: Any) -> None:
+        reconnected: list[Any] = []
+        url = f"amqp://127.0.0.1:{p.port}"
+        options = {"reconnect": FAST, "on_reconnect": reconnected.append}
+        async with adapter.connected(url, protocol="0-10", **options) as conn:
+            session = await aw(conn.session(f"survivor-{adapter.name}"))
+            await aw(session.queue_declare(queue))
+            await aw(session.send(b"before", routing_key=queue))
+            p.cut()
+            await aw(session.send(b"after", routing_key=queue))
+            assert conn.reconnects >= 1 and reconnected == [conn]
+            await aw(session.subscribe(queue, credit=5))
+            got = [await aw(session.receive(queue)) for _ in range(2)]
+            assert [d.body for d in got] == [b"before", b"after"]
+            await aw(session.accept(*got))
+            with pytest.raises(TimeoutError):
+                await aw(session.receive(queue, timeout=0.3))
+            await aw(session.close())
+
+    with proxy(broker.port) as p:
+        adapter.run(scenario, p)
