@@ -422,7 +422,7 @@ def test_browse_then_acquire(broker: BrokerProcess) -> None:
         ssn.message_cancel(destination="b")
         assert ssn.queue_query(queue="ll.browse").message_count == 1  # still there
         acquired = ssn.message_acquire(qpid.ids(seen))
-        assert list(acquired.transfers) == list(qpid.ids(seen))
+        assert str(acquired.transfers) == str(qpid.ids(seen))  # (its ranges have no ==)
         ssn.message_accept(qpid.ids(seen))
         ssn.close(WAIT)
         assert depth(qpid, "ll.browse") == 0
