@@ -479,3 +479,31 @@ def test_queue_purge_delete_and_refusals(broker: BrokerProcess) -> None:
         with pytest.raises(qpid.session_module.SessionException) as dtx:
             ssn.dtx_select()
         assert dtx.value.args[0].error_code == 540  # not-implemented
+
+
+def test_alternate_exchanges(broker: BrokerProcess) -> None:
+    """A queue's ``alternate-exchange`` takes what is rejected from it; an exchange's
+    takes what it routes nowhere (0-10 spec, ``message.reject`` rule alternate-exchange,
+    ``exchange.declare`` field alternate-exchange); ``queue.query`` gives the queue's back
+    in its own field."""
+    with Qpid(broker) as qpid:
+        ssn = qpid.session(b"alternates")
+        ssn.exchange_declare(exchange="ll.alt", type="fanout")
+        ssn.queue_declare(queue="ll.dead")
+        ssn.exchange_bind(exchange="ll.alt", queue="ll.dead", binding_key="")
+        ssn.queue_declare(queue="ll.withalt", alternate_exchange="ll.alt")
+        ssn.exchange_declare(exchange="ll.x", type="direct", alternate_exchange="ll.alt")
+
+        qpid.put(ssn, b"rejected", "ll.withalt")
+        incoming = subscribe(ssn, "ll.withalt", "r", 1)
+        got = incoming.get(timeout=WAIT)
+        ssn.message_reject(qpid.ids(got), code=0, text="no")
+        ssn.message_cancel(destination="r")
+        msg = qpid.message(ssn, b"unroutable", routing_key="nobody")
+        ssn.message_transfer(destination="ll.x", message=msg)
+        ssn.close(WAIT)
+        assert drain(qpid, "ll.dead") == [b"rejected", b"unroutable"]
+
+        ssn = qpid.session(b"alternates-query")
+        assert ssn.queue_query(queue="ll.withalt").alternate_exchange == "ll.alt"
+        ssn.close(WAIT)
