@@ -367,3 +367,22 @@ def test_what_0_10_cannot_hold_as_1_0_has_it(broker: BrokerProcess) -> None:
     second = consume010(broker, queue)
     assert second.content_type == "amqp/map"
     assert codec.decode("map", second.body) == {"a": 1, "b": "two"}
+
+
+def test_0_10_through_an_exchange_to_0_9_1(broker: BrokerProcess) -> None:
+    """Published with 0-10 to ``amq.topic``: a 0-9-1 consumer of a bound queue reads the
+    exchange and routing key the message was published with."""
+    with (
+        sockets.connect(broker.url, protocol="0-9-1", timeout=WAIT) as conn,
+        conn.channel() as ch,
+    ):
+        ch.queue_declare("x.010.topic")
+        ch.queue_bind("x.010.topic", "amq.topic", routing_key="t.#")
+        with (
+            sockets.connect(url010(broker), protocol="0-10", timeout=WAIT) as c010,
+            c010.session("topic") as session,
+        ):
+            session.send(b"routed", destination="amq.topic", routing_key="t.x")
+        delivery = ch.basic_get("x.010.topic", no_ack=True)
+    assert delivery is not None and delivery.body == b"routed"
+    assert (delivery.exchange, delivery.routing_key) == ("amq.topic", "t.x")

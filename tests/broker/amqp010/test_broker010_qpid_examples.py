@@ -9,6 +9,7 @@ server through ``reply-to``."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +33,20 @@ def broker() -> Iterator[BrokerProcess]:
         yield process
 
 
+#: What qpid-python sometimes writes as a program exits, its work done: its selector's
+#: ``atexit`` hook wakes a thread whose pipe is already closed (qpid/selector.py,
+#: ``Selector.stop``). Nothing of the broker's: taken out of stderr before it is read.
+EXIT_NOISE = re.compile(
+    r"Exception ignored in atexit callback: <bound method Selector\.stop .*?"
+    r"OSError: \[Errno 9\] Bad file descriptor\n",
+    re.DOTALL,
+)
+
+
+def _stderr(text: str) -> str:
+    return EXIT_NOISE.sub("", text)
+
+
 def _command(program: str, *args: str) -> list[str]:
     return [sys.executable, str(EXAMPLES / program), *args]
 
@@ -50,7 +65,7 @@ def run(broker: BrokerProcess, program: str, *args: str) -> list[str]:
         _command(program, *argv), capture_output=True, text=True, timeout=WAIT, env=_env()
     )
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr, broker.log)
-    assert done.stderr == "", (done.stderr, broker.log)
+    assert _stderr(done.stderr) == "", (done.stderr, broker.log)
     return done.stdout.splitlines()
 
 
@@ -63,7 +78,7 @@ def test_hello_through_amq_topic(broker: BrokerProcess) -> None:
 def test_hello_through_a_queue_it_creates(broker: BrokerProcess) -> None:
     assert run(broker, "hello", "hello.q; {create: always}") == ["Hello world!"]
     # acknowledged: nothing left on the queue
-    assert run(broker, "drain", "-t", "0.5", "hello.q") == []
+    assert run(broker, "drain", "-t", "0.3", "hello.q") == []
 
 
 def test_spout_then_drain_a_created_queue(broker: BrokerProcess) -> None:
@@ -71,13 +86,13 @@ def test_spout_then_drain_a_created_queue(broker: BrokerProcess) -> None:
     assert len(sent) == 3 and all(line.startswith("Message(") for line in sent)
     got = run(broker, "drain", "-c", "3", "-t", "5", "-p", "%(C)s", "sd.q")
     assert got == ["hello there"] * 3
-    assert run(broker, "drain", "-t", "0.5", "sd.q") == []
+    assert run(broker, "drain", "-t", "0.3", "sd.q") == []
 
 
 def test_drain_takes_each_message_once(broker: BrokerProcess) -> None:
     run(broker, "spout", "-c", "4", "once.q; {create: always}")
     first = run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(P['spout-id'])s", "once.q")
-    rest = run(broker, "drain", "-t", "1", "-p", "%(P['spout-id'])s", "once.q")
+    rest = run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(P['spout-id'])s", "once.q")
     ids = first + rest
     assert len(ids) == 4 and [i.split(":")[1] for i in ids] == ["0", "1", "2", "3"]
     assert len({i.split(":")[0] for i in ids}) == 1  # one spout
@@ -150,7 +165,7 @@ def test_an_exchange_address_routes_by_subject(broker: BrokerProcess) -> None:
     run(broker, "spout", "amq.topic/news.sport", "goal")
     run(broker, "spout", "amq.topic/weather.today", "rain")
     run(broker, "spout", "amq.topic/news", "election")
-    got = run(broker, "drain", "-t", "1", "-p", "%(M.subject)s %(C)s", "news.q")
+    got = run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(M.subject)s %(C)s", "news.q")
     assert got == ["news.sport goal", "news election"]
 
 
@@ -176,7 +191,7 @@ def test_an_exchange_it_creates_and_a_live_subscriber(broker: BrokerProcess) -> 
         if drain.poll() is None:
             drain.kill()
             drain.communicate()
-    assert drain.returncode == 0 and err == "", (out, err, broker.log)
+    assert drain.returncode == 0 and _stderr(err) == "", (out, err, broker.log)
     (line,) = out.splitlines()
     assert line.startswith("Message(properties={'spout-id': ") and line.endswith("content='live')")
 
@@ -201,18 +216,18 @@ def test_server_answers_a_request_through_reply_to(broker: BrokerProcess) -> Non
         run(broker, "spout", "-R", "my.replies", "-P", "type=other", "requests", "x")
         got = run(broker, "drain", "-c", "2", "-t", "10", "-p", "%(C)r", "my.replies")
         assert got == ["'6*7=42'", "'unrecognized message type: other'"]
-        assert run(broker, "drain", "-t", "0.5", "requests") == []  # each acknowledged
+        assert run(broker, "drain", "-t", "0.3", "requests") == []  # each acknowledged
     finally:
         server.send_signal(signal.SIGINT)  # KeyboardInterrupt: it closes its connection
         out, err = server.communicate(timeout=WAIT)
     assert server.returncode == 0, (out, err, broker.log)
-    assert out == "" and err == "", (out, err)
+    assert out == "" and _stderr(err) == "", (out, err)
 
 
 def test_drain_in_browse_mode_leaves_the_messages(broker: BrokerProcess) -> None:
     """An address with ``{mode: browse}``: drain sees the messages (a subscription that
     does not acquire them), and they are still there for the next drain."""
     run(broker, "spout", "-c", "2", "browse.q; {create: always}", "b")
-    seen = run(broker, "drain", "-t", "1", "-p", "%(C)s", "browse.q; {mode: browse}")
+    seen = run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(C)s", "browse.q; {mode: browse}")
     assert seen == ["b", "b"]
-    assert run(broker, "drain", "-t", "1", "-p", "%(C)s", "browse.q") == ["b", "b"]
+    assert run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(C)s", "browse.q") == ["b", "b"]
