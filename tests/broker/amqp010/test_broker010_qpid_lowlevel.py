@@ -277,8 +277,8 @@ def test_a_session_detached_and_resumed_loses_nothing(broker: BrokerProcess) -> 
     and detaches without accepting them. Attached again by name on another connection, it
     finds its subscription (given credit again: none is kept while detached); the two
     messages it had not accepted went back to the head of the queue when it detached
-    (the broker's choice, ``Session010.park`` in amqp_sansio/broker/amqp010/sessions.py),
-    so they come first, redelivered, then the others."""
+    (docs/amqp010.rst, "Broker": the client that resumes cannot know which it had), so
+    they come first, redelivered, then the others."""
     name = b"resumable"
     with Qpid(broker) as first:
         ssn = first.session(name)
