@@ -28,6 +28,7 @@ from ...engine.amqp010 import (
     CommandReceived,
     CommandsCompleted,
     ConnectionClosed,
+    ErrorCode,
     OpenRequested,
     SessionAttached,
     SessionDetached,
@@ -44,7 +45,7 @@ from .._nodes import Queue
 from .._record import ConnectionRecord
 from .._refused import Refused
 from .._store import StoredMessage
-from .commands import COMMANDS, NOT_IMPLEMENTED, error_code
+from .commands import COMMANDS, NOT_IMPLEMENTED, CommandRefused, error_code
 from .sessions import Broker010, Session010
 
 __all__ = ["Broker010", "BrokerConnection010"]
@@ -183,11 +184,19 @@ class BrokerConnection010(Admission):
 
     def publish(self, exchange: str, key: str, data: bytes, headers: object) -> None:
         """A client's message, in its 1.0 form, through ``exchange`` (404 if there is none:
-        :class:`Refused`); during the resource alarm the connection stops being read."""
+        :class:`Refused`); during the resource alarm the connection stops being read. A
+        queue at its limits that refuses its copy (``reject-publish``) refuses the transfer
+        with 506 ``resource-limit-exceeded`` (as qpidd's queue policy ``reject``); the
+        queues that took theirs keep them."""
         assert headers is None or isinstance(headers, Mapping)
-        self.vhost_or_default.publish_message(exchange, key, data, headers)
+        published = self.vhost_or_default.publish_message(exchange, key, data, headers)
         if self.broker.alarm:
             self._stopped = True
+        if published.refused:
+            queue, why = published.refused[0]
+            raise CommandRefused(
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED, f"queue {queue.address!r}: {why}"
+            )
 
     def taken(self, queue: Queue, message: StoredMessage) -> None:
         """A message was taken for good (accepted, or sent with accept-mode none)."""

@@ -199,3 +199,13 @@ def test_window_credit_in_octets_comes_back() -> None:
     c.engine.complete(b"s", got.command_id)
     c.pump()
     assert sub.messages == 1 and sub.octets == 10_000
+
+
+def test_a_full_queue_refuses_the_transfer() -> None:
+    c = client(Broker(BrokerConfig(max_queue_depth=1)))
+    c.ok(spec.QueueDeclare(queue="q"))
+    c.publish(b"fits", key="q")
+    header = [spec.DeliveryProperties(routing_key="q")]
+    transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
+    refused = c.refused(transfer, header=header, body=b"does not")
+    assert refused.error_code == 506 and c.broker.nodes["q"].depth == 1
