@@ -231,3 +231,22 @@ def test_drain_in_browse_mode_leaves_the_messages(broker: BrokerProcess) -> None
     seen = run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(C)s", "browse.q; {mode: browse}")
     assert seen == ["b", "b"]
     assert run(broker, "drain", "-c", "2", "-t", "5", "-p", "%(C)s", "browse.q") == ["b", "b"]
+
+
+def test_an_address_of_nothing_is_not_found(broker: BrokerProcess) -> None:
+    """Without ``{create: always}``, an address the broker has neither as a queue nor as an
+    exchange (qpid.messaging asks with ``queue.query`` and ``exchange.query``): the
+    program stops with qpid.messaging's NotFound (the examples do not catch it)."""
+    where = f"127.0.0.1:{broker.port}"
+    for program, args in (("drain", ["-t", "1", "nowhere.q"]), ("spout", ["nowhere.x/k", "x"])):
+        done = subprocess.run(
+            _command(program, "-b", where, *args),
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            env=_env(),
+        )
+        assert done.returncode == 1 and done.stdout == "", (done.stdout, done.stderr)
+        name = args[-1 if program == "drain" else -2].split("/")[0]
+        last = _stderr(done.stderr).strip().splitlines()[-1]
+        assert last == f"qpid.messaging.exceptions.NotFound: no such queue: {name}", last
