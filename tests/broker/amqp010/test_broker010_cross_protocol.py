@@ -9,6 +9,7 @@ body's octets."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,9 @@ from amqp_sansio.codec import amqp010 as codec
 from amqp_sansio.definitions import amqp010 as spec
 
 WAIT = 10.0
+
+#: A timestamp, seconds (0-10, 0-9-1) or milliseconds (1.0's creation-time).
+STAMP = 1_700_000_000
 
 MESSAGE_ID = uuid.UUID("6f1c1b0e-2a52-4b9c-9d43-3c8f0e5d7a11")
 
@@ -87,7 +91,9 @@ def consume010(broker: BrokerProcess, queue: str) -> Any:
 def full_header(queue: str, headers: dict[str, Any] = HEADERS) -> tuple[spec.Struct, ...]:
     """A 0-10 header with every property the mapping carries."""
     return (
-        spec.DeliveryProperties(routing_key=queue, delivery_mode=2, priority=7, ttl=60_000),
+        spec.DeliveryProperties(
+            routing_key=queue, delivery_mode=2, priority=7, ttl=60_000, timestamp=STAMP
+        ),
         spec.MessageProperties(
             content_type="application/octet-stream",
             content_encoding="identity",
@@ -116,6 +122,7 @@ def test_0_10_to_our_1_0_client(broker: BrokerProcess) -> None:
     assert header.durable is True
     assert header.priority == 7
     assert header.ttl == 60_000
+    assert props.creation_time == STAMP * 1000
     assert props.content_type == "application/octet-stream"
     assert props.content_encoding == "identity"
     assert props.message_id == MESSAGE_ID
@@ -162,6 +169,7 @@ def _check_091(props: BasicProperties | Any, body: bytes, headers: dict[str, Any
     assert props.delivery_mode == 2
     assert props.priority == 7
     assert props.expiration == "60000"
+    assert props.timestamp == STAMP
     assert props.message_id == f"urn:uuid:{MESSAGE_ID}"
     assert props.reply_to == "the.replies"
     assert props.user_id == "guest"
@@ -197,6 +205,7 @@ def _check_010(delivery: Any, *, user_id: bytes | None, headers: dict[str, Any] 
     assert dp.delivery_mode == 2
     assert dp.priority == 7
     assert dp.ttl == 60_000
+    assert dp.timestamp == STAMP
     assert mp.content_type == "application/octet-stream"
     assert mp.content_encoding == "identity"
     assert mp.message_id == MESSAGE_ID
@@ -220,6 +229,7 @@ def test_our_1_0_client_to_0_10(broker: BrokerProcess) -> None:
                     correlation_id=b"corr-1",
                     content_type="application/octet-stream",
                     content_encoding="identity",
+                    creation_time=STAMP * 1000,
                 ),
                 application_properties=dict(HEADERS),
                 body=BODY,
@@ -248,6 +258,7 @@ def test_pika_to_0_10(broker: BrokerProcess) -> None:
                 delivery_mode=2,
                 priority=7,
                 expiration="60000",
+                timestamp=STAMP,
                 message_id=f"urn:uuid:{MESSAGE_ID}",
                 correlation_id="corr-1",
                 reply_to="the.replies",
@@ -275,6 +286,7 @@ def test_our_0_9_1_client_to_0_10(broker: BrokerProcess) -> None:
                 delivery_mode=2,
                 priority=7,
                 expiration="60000",
+                timestamp=STAMP,
                 message_id=f"urn:uuid:{MESSAGE_ID}",
                 correlation_id="corr-1",
                 reply_to="the.replies",
@@ -386,3 +398,28 @@ def test_0_10_through_an_exchange_to_0_9_1(broker: BrokerProcess) -> None:
         delivery = ch.basic_get("x.010.topic", no_ack=True)
     assert delivery is not None and delivery.body == b"routed"
     assert (delivery.exchange, delivery.routing_key) == ("amq.topic", "t.x")
+
+
+def test_what_the_mapping_leaves_out(broker: BrokerProcess) -> None:
+    """docs/amqp010.rst, "Mapping to 1.0", column "lost": delivery-mode 1 and none are the
+    same (not durable); priority 4, 1.0's default, is left out on the way back; an absolute
+    expiration (seconds) is 1.0's absolute-expiry-time (milliseconds) and back."""
+    queue = "x.010.lost"
+    expires = int(time.time()) + 3600
+    header = (
+        spec.DeliveryProperties(routing_key=queue, delivery_mode=1, priority=4, expiration=expires),
+    )
+    publish010(broker, queue, header=header)
+    publish010(broker, queue, header=header)
+    with sockets.connect(broker.url, timeout=WAIT) as conn:
+        delivery = conn.receiver(queue, credit=1).receive(timeout=WAIT)
+        assert delivery is not None
+        delivery.accept()
+    message = delivery.message
+    assert message.header is not None and not message.header.durable
+    assert message.header.priority == 4
+    assert message.properties is not None
+    assert message.properties.absolute_expiry_time == expires * 1000
+    back = consume010(broker, queue).delivery_properties
+    assert back.delivery_mode is None and back.priority is None
+    assert back.expiration == expires
