@@ -262,3 +262,16 @@ def test_the_users_access_rules_hold_for_0_10() -> None:
     assert refused.error_code == 403
     c.attach(b"u")
     c.ok(spec.MessageSubscribe(queue="mine", destination="d"), session=b"u")
+
+
+def test_a_name_still_held_by_a_silent_connection_is_free_on_a_new_one() -> None:
+    broker = Broker()
+    old = Client(broker)
+    old.attach(b"n", timeout=60)  # (its client is gone, unnoticed: the transport is open)
+    new = Client(broker, now=2.0)
+    new.attach(b"n", timeout=60)
+    new.ok(spec.QueueDeclare(queue="q"), session=b"n")
+    new.publish(b"m", key="q", session=b"n")
+    assert broker.nodes["q"].depth == 1
+    old.conn.connection_lost(3.0)  # noticed at last: kept, for its time-out
+    new.ok(spec.QueueDeclare(queue="q2"), session=b"n")
