@@ -311,8 +311,7 @@ def test_a_session_detached_and_resumed_loses_nothing(broker: BrokerProcess) -> 
 
 def test_a_session_not_kept_releases_its_messages(broker: BrokerProcess) -> None:
     """The same without ``request-timeout``: the detached session is gone, its acquired
-    messages back on the queue; the name attaches afresh (an accept of old ids does
-    nothing)."""
+    messages back on the queue; the name attaches afresh, without the subscription."""
     name = b"not-kept"
     with Qpid(broker) as first:
         ssn = first.session(name)
@@ -325,6 +324,10 @@ def test_a_session_not_kept_releases_its_messages(broker: BrokerProcess) -> None
         ssn.close(WAIT)
         assert first.timeouts == []
     with Qpid(broker) as second:
+        ssn = second.session(name)
+        with pytest.raises(second.session_module.SessionException) as gone:
+            ssn.message_flow(destination="d", unit=ssn.credit_unit.message, value=1)
+        assert gone.value.args[0].error_code == 404  # no subscription "d" now
         assert depth(second, "ll.notkept") == 2
         assert drain(second, "ll.notkept") == [m.body for m in got]
 
