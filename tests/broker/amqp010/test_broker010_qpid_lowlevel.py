@@ -3,8 +3,10 @@
 started as a user starts it (``amqp-sansio broker``): queues declared and queried, messages
 transferred, subscribed to under credit, accepted; exchanges declared, queried, bound and
 asked about (``exchange.bound``), each result read field by field; transactions committed
-and rolled back (a rollback un-does transfers and accepts); a session detached and resumed
-by name within its timeout, nothing lost; 10 MiB messages across many frames, both ways."""
+and rolled back (a rollback un-does transfers and accepts); release, reject, accept-mode
+none, browsing then ``message.acquire``, window flow mode, purge, delete, alternate
+exchanges and refusals with their codes; a session detached and resumed by name within its
+timeout, nothing lost, and one not kept; 10 MiB messages across many frames, both ways."""
 
 from __future__ import annotations
 
