@@ -17,6 +17,7 @@ from typing import Any
 
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import CommandReceived, ErrorCode
+from ...errors import EncodeError
 from .._refused import Refused
 from .._streams import Stream
 from .mapping import headers_of, to_amqp10
@@ -248,7 +249,12 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     exchange = m.destination or ""
     key = (delivery.routing_key if delivery is not None else None) or ""
     _check_access(conn, exchange or key, send=True)
-    data = to_amqp10(e.header, e.body, exchange=exchange, routing_key=key)
+    try:
+        data = to_amqp10(e.header, e.body, exchange=exchange, routing_key=key)
+    except (ValueError, EncodeError) as exc:
+        raise CommandRefused(
+            ErrorCode.ILLEGAL_ARGUMENT, f"not a message 1.0 holds: {exc}"
+        ) from None
     if m.accept_mode == spec.MessageAcceptMode.EXPLICIT:
         ssn.to_accept.append(e.command_id)
     conn.record.messages_in += 1

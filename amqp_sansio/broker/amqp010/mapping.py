@@ -85,6 +85,9 @@ MESSAGE_ID_HEADER = "x-amqp-1.0-message-id"
 _MAP_TYPE, _LIST_TYPE, _TEXT_TYPE = "amqp/map", "amqp/list", "text/plain"
 _AMQP10_TYPE = "application/x-amqp-1.0"
 _PERSISTENT = int(spec.MessageDeliveryMode.PERSISTENT)
+#: 1.0's largest ttl (a uint, ms) and timestamp (ms, a signed long): 0-10's (uint64) beyond
+#: them are brought down to them.
+_MAX_TTL, _MAX_TIME = 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF
 
 
 def _simple(value: Any) -> Any:
@@ -132,7 +135,10 @@ def to_amqp10(
     header: tuple[spec.Struct, ...], body: bytes, *, exchange: str, routing_key: str
 ) -> bytes:
     """A 0-10 message (its transfer's ``header`` structs and ``body``), published to
-    ``exchange`` with ``routing_key``, as an encoded 1.0 message (see the module)."""
+    ``exchange`` with ``routing_key``, as an encoded 1.0 message (see the module). Raises
+    :class:`ValueError` (:class:`~amqp_sansio.EncodeError` among them) for what 1.0 cannot
+    hold: a content-type or -encoding that is not ASCII (a symbol), a header value past
+    1.0's long."""
     delivery: spec.DeliveryProperties | None = _struct(header, spec.DeliveryProperties)
     props: spec.MessageProperties | None = _struct(header, spec.MessageProperties)
     head = None
@@ -140,12 +146,13 @@ def to_amqp10(
     if delivery is not None:
         durable = delivery.delivery_mode == _PERSISTENT
         priority = 4 if delivery.priority is None else delivery.priority
-        if durable or delivery.priority is not None or delivery.ttl is not None:
-            head = Header(durable=durable, priority=priority, ttl=delivery.ttl)
+        ttl = None if delivery.ttl is None else min(delivery.ttl, _MAX_TTL)
+        if durable or delivery.priority is not None or ttl is not None:
+            head = Header(durable=durable, priority=priority, ttl=ttl)
         if delivery.timestamp is not None:
-            creation = delivery.timestamp * 1000
+            creation = min(delivery.timestamp * 1000, _MAX_TIME)
         if delivery.expiration is not None:
-            expiry = delivery.expiration * 1000
+            expiry = min(delivery.expiration * 1000, _MAX_TIME)
     application: dict[str, Any] = {}
     complex_: dict[str, Any] = {}
     fields: dict[str, Any] = {}

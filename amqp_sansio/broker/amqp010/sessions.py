@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import Connection as Engine010
 from ...engine.amqp010 import SessionStore
+from ...errors import EncodeError
 from .._interface import ConnectionBroker, VirtualHostAccess
 from .._nodes import Node, Queue
 from .._record import ConnectionRecord
@@ -191,7 +192,18 @@ class Session010:
                 else spec.MessageAcquireMode.PRE_ACQUIRED
             ),
         )
-        command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
+        try:
+            command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
+        except EncodeError:  # a property 0-10 cannot carry (a text past a str8, a number
+            # past an int64): the message goes with the numbers of its delivery properties
+            given: Any = header[0]
+            plain = spec.DeliveryProperties(
+                redelivered=given.redelivered,
+                priority=given.priority,
+                delivery_mode=given.delivery_mode,
+                ttl=given.ttl,
+            )
+            command_id = conn.engine.send_command(self.name, transfer, header=(plain,), body=body)
         conn.record.messages_out += 1
         conn.broker.has_output(conn)
         if sub.window:

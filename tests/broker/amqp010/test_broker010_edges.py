@@ -14,10 +14,11 @@ from support.amqp010.wire import Client
 
 from amqp_sansio.broker import Broker, BrokerConfig
 from amqp_sansio.broker.amqp010.mapping import from_amqp10, to_amqp10
+from amqp_sansio.codec import amqp010 as c010
 from amqp_sansio.codec import amqp10 as t10
 from amqp_sansio.definitions import amqp010 as spec
 from amqp_sansio.definitions.amqp10.message import Message
-from amqp_sansio.definitions.amqp10.messaging import DeleteOnNoMessages
+from amqp_sansio.definitions.amqp10.messaging import DeleteOnNoMessages, Properties
 from amqp_sansio.engine import amqp010 as engine
 from amqp_sansio.framing.amqp010 import PROTOCOL_HEADER
 
@@ -209,3 +210,37 @@ def test_a_full_queue_refuses_the_transfer() -> None:
     transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
     refused = c.refused(transfer, header=header, body=b"does not")
     assert refused.error_code == 506 and c.broker.nodes["q"].depth == 1
+
+
+def test_what_1_0_cannot_hold_is_brought_into_range_or_refused() -> None:
+    c = client()
+    c.ok(spec.QueueDeclare(queue="q"))
+    c.publish(b"big", key="q", delivery={"ttl": 2**40, "timestamp": 2**62, "expiration": 2**62})
+    message = c.broker.nodes["q"].available  # (held, its times brought down)
+    assert len(message) == 1
+    header = [spec.DeliveryProperties(routing_key="q"), spec.MessageProperties(content_type="ü")]
+    transfer = spec.MessageTransfer(destination="", accept_mode=1, acquire_mode=0)
+    assert c.refused(transfer, header=header, body=b"x").error_code == 531
+    c.attach(b"t")
+    header = [
+        spec.DeliveryProperties(routing_key="q"),
+        spec.MessageProperties(
+            application_headers={"k": c010.Typed(c010.TypeCode.UINT64, 2**64 - 1)}
+        ),
+    ]
+    assert c.refused(transfer, session=b"t", header=header, body=b"x").error_code == 531
+
+
+def test_a_1_0_message_0_10_cannot_carry_whole_goes_with_its_delivery_properties() -> None:
+    broker = Broker()
+    c = client(broker)
+    c.ok(spec.QueueDeclare(queue="q"))
+    message = Message(
+        properties=Properties(content_type="x" * 300),
+        application_properties={"big": t10.ULong(2**64 - 1)},
+        body=b"whole body",
+    )
+    broker.vhosts["/"].publish_message("", "q", message.encode())
+    c.subscribe("q", accept=1)
+    [got] = c.deliveries()
+    assert got.body == b"whole body" and len(got.header) == 1
