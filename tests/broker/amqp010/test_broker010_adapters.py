@@ -2,7 +2,9 @@
 started as a user starts it (``amqp-sansio broker``), connected with the broker's URL and
 ``protocol="0-10"`` only: a queue declared, messages sent with their properties, received
 under a subscription's credit and accepted; what is not accepted comes back, redelivered;
-routing through ``amq.direct``; a refused command."""
+routing through ``amq.direct``; a refused command; a message sent through one adapter
+received through the others; with ``reconnect=``, a connection cut by a proxy made again
+and its session resumed."""
 
 from __future__ import annotations
 
