@@ -21,7 +21,7 @@ from ...errors import EncodeError
 from .._refused import Refused
 from .._streams import Stream
 from .mapping import headers_of, to_amqp10
-from .sessions import Connection010, Session010, Subscription
+from .sessions import UNLIMITED, Connection010, Session010, Subscription
 
 __all__ = ["COMMANDS", "CommandRefused", "error_code"]
 
@@ -351,13 +351,14 @@ def _set_flow_mode(conn: Connection010, ssn: Session010, e: CommandReceived) -> 
     m: spec.MessageSetFlowMode = e.command  # type: ignore[assignment]
     sub = _subscription(ssn, m.destination)
     sub.window = m.flow_mode == spec.MessageFlowMode.WINDOW
-    sub.stop()  # (0-10 spec, message.set-flow-mode: the credit is zero)
+    sub.stop(octets=True)  # (the new mode starts from no credit)
 
 
 def _flow(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     m: spec.MessageFlow = e.command  # type: ignore[assignment]
     sub = _subscription(ssn, m.destination)
-    sub.add_credit(m.unit or 0, m.value or 0)
+    # (no value: an infinite amount, 0-10 spec, message.flow field value)
+    sub.add_credit(m.unit or 0, UNLIMITED if m.value is None else m.value)
     conn.broker.wake(sub.queue)
 
 

@@ -99,8 +99,9 @@ class Subscription:
         self.queue = queue
         #: accept-mode explicit: each transfer waits for the client's message.accept.
         self.explicit = explicit
-        #: message.set-flow-mode (credit unless set; 0-10 spec, message.subscribe).
-        self.window = False
+        #: message.set-flow-mode: window until one says otherwise (0-10 spec,
+        #: ``message.set-flow-mode``: "a peer MUST consider the flow-mode to be window").
+        self.window = True
         self.messages = 0
         self.octets = 0
         #: message.flush asked for: the credit goes to zero once the queue is dispatched.
@@ -123,9 +124,14 @@ class Subscription:
         elif self.octets != UNLIMITED:
             self.octets = UNLIMITED if value == UNLIMITED else self.octets + value
 
-    def stop(self) -> None:
-        """``message.stop`` (and a new flow mode): no credit."""
-        self.messages = self.octets = 0
+    def stop(self, *, octets: bool = False) -> None:
+        """``message.stop`` and ``message.flush``: no message credit, so nothing more is
+        sent (0-10 spec, ``message.stop``); an infinite byte credit stays (qpid.messaging
+        grants only messages again after its stop), a finite one goes. With ``octets``
+        (a new flow mode), no credit of either unit."""
+        self.messages = 0
+        if octets or self.octets != UNLIMITED:
+            self.octets = 0
 
     def deliver(self, message: StoredMessage, node: Node) -> None:
         assert isinstance(node, Queue)

@@ -275,3 +275,16 @@ def test_a_name_still_held_by_a_silent_connection_is_free_on_a_new_one() -> None
     assert broker.nodes["q"].depth == 1
     old.conn.connection_lost(3.0)  # noticed at last: kept, for its time-out
     new.ok(spec.QueueDeclare(queue="q2"), session=b"n")
+
+
+def test_a_session_the_full_store_cannot_keep_goes_with_its_connection() -> None:
+    broker = Broker()
+    broker.sessions_010 = engine.SessionStore(1)  # (room for one detached session)
+    c = Client(broker)
+    c.attach(b"a", timeout=60)
+    c.attach(b"b", timeout=60)
+    for name in (b"a", b"b"):
+        c.ok(spec.QueueDeclare(queue="q"), session=name)
+        c.ok(spec.MessageSubscribe(queue="q", destination="d"), session=name)
+    c.conn.connection_lost(1.0)
+    assert len(broker.kept_010) == 1 and len(broker.nodes["q"].consumers) == 1

@@ -244,3 +244,22 @@ def test_a_1_0_message_0_10_cannot_carry_whole_goes_with_its_delivery_properties
     c.subscribe("q", accept=1)
     [got] = c.deliveries()
     assert got.body == b"whole body" and len(got.header) == 1
+
+
+def test_flow_defaults_stop_and_an_infinite_byte_credit() -> None:
+    c = client()
+    c.ok(spec.QueueDeclare(queue="q"))
+    c.ok(spec.MessageSubscribe(queue="q", destination="d", accept_mode=1))
+    sub = c.conn.sessions[b"s"].subscriptions["d"]
+    assert sub.window  # (no set-flow-mode yet: window, 0-10 spec)
+    c.ok(spec.MessageFlow(destination="d", unit=1))  # no value: infinite
+    c.ok(spec.MessageFlow(destination="d", unit=0, value=1))
+    assert sub.octets == 0xFFFFFFFF and sub.messages == 1
+    c.ok(spec.MessageStop(destination="d"))
+    assert sub.messages == 0 and sub.octets == 0xFFFFFFFF  # (qpid.messaging counts on it)
+    c.ok(spec.MessageFlow(destination="d", unit=1, value=0))
+    c.ok(spec.MessageSetFlowMode(destination="d", flow_mode=0))
+    assert not sub.window and sub.messages == sub.octets == 0
+    c.ok(spec.MessageFlow(destination="d", unit=1, value=100))
+    c.ok(spec.MessageStop(destination="d"))
+    assert sub.octets == 0  # (a finite byte credit goes)
