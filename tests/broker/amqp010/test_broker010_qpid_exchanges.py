@@ -2,16 +2,18 @@
 broker started as a user starts it (``amqp-sansio broker``), through exchanges: an exchange
 address with a subject and a queue bound by ``x-bindings``, an exchange spout's address
 creates with a live drain subscribed to it, and the example server answering a request
-through ``reply-to``."""
+through ``reply-to``; and a qpid.messaging program of its own with transactions."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
-from support.amqp010.qpid_programs import WAIT, run, start, stderr_of
+from support.amqp010.qpid_programs import WAIT, env, run, start, stderr_of
 from support.broker_process import BrokerProcess
 from support.qpid_peer import qpid_module
 
@@ -79,3 +81,47 @@ def test_server_answers_a_request_through_reply_to(broker: BrokerProcess) -> Non
         out, err = server.communicate(timeout=WAIT)
     assert server.returncode == 0, (out, err, broker.log)
     assert out == "" and stderr_of(err) == "", (out, err)
+
+
+#: A qpid.messaging program of its own (no example has a transaction): a transactional
+#: session sends two messages and rolls back, sends one and commits; a receiver in another
+#: transactional session fetches it, rolls back (the message comes again, redelivered),
+#: then fetches and commits.
+TRANSACTIONS = """
+import sys
+from qpid.messaging import Connection, Message, Empty
+conn = Connection(sys.argv[1])
+conn.open()
+tx = conn.session(transactional=True)
+snd = tx.sender("txq; {create: always}")
+snd.send(Message("rolled-1")); snd.send(Message("rolled-2"))
+tx.rollback()
+snd.send(Message("kept"))
+tx.commit()
+rx = conn.session(transactional=True)
+rcv = rx.receiver("txq")
+m = rcv.fetch(timeout=5)
+print(m.content, m.redelivered)
+rx.acknowledge(); rx.rollback()
+m = rcv.fetch(timeout=5)
+print(m.content, m.redelivered)
+rx.acknowledge(); rx.commit()
+try:
+    rcv.fetch(timeout=0.3)
+    print("more")
+except Empty:
+    print("empty")
+conn.close()
+"""
+
+
+def test_qpid_messaging_transactions(broker: BrokerProcess) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", TRANSACTIONS, f"127.0.0.1:{broker.port}"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env=env(),
+    )
+    assert done.returncode == 0 and stderr_of(done.stderr) == "", (done.stdout, done.stderr)
+    assert done.stdout.splitlines() == ["kept False", "kept True", "empty"]
