@@ -77,10 +77,12 @@ class Qpid:
 
 
 def subscribe(ssn: Any, queue: str, destination: str, credit: int) -> Any:
-    """``message.subscribe`` (explicit accept, pre-acquired) and ``credit`` messages of
-    credit (bytes unlimited): the destination's incoming queue."""
+    """``message.subscribe`` (explicit accept, pre-acquired) in credit mode (the default is
+    window mode: 0-10 spec, ``message.set-flow-mode``) and ``credit`` messages of credit
+    (bytes unlimited): the destination's incoming queue."""
     incoming = ssn.incoming(destination)
     ssn.message_subscribe(queue=queue, destination=destination, accept_mode=0, acquire_mode=0)
+    ssn.message_set_flow_mode(destination=destination, flow_mode=ssn.flow_mode.credit)
     ssn.message_flow(destination=destination, unit=ssn.credit_unit.byte, value=0xFFFFFFFF)
     ssn.message_flow(destination=destination, unit=ssn.credit_unit.message, value=credit)
     return incoming
