@@ -4,7 +4,10 @@ side (one of our adapters, or a peer) runs the same work in turn, round after ro
 keeps its median rate; each of ours is then put next to each peer, with the ratio.
 
 A side is a :class:`Side`: its label, whether it is ours, and a :data:`Runner` that does the
-work once and returns the seconds it took. A peer whose run fails is left out after its
+work once and returns the seconds it took. Ours on the asyncio and trio adapters are one
+async body per protocol (an :data:`AsyncRun`), run by :func:`on_asyncio` and
+:func:`on_trio`, each with its event loop's way of running producer and consumer together
+(a :data:`Both`). A peer whose run fails is left out after its
 first failure (the caller is told); ours failing raises, since then there is nothing to
 measure. Machines are noisy: alternating rounds let a burst of load fall on every side
 alike, and the medians keep one slow round from deciding (docs/performance.rst).
@@ -12,18 +15,21 @@ alike, and the medians keep one slow round from deciding (docs/performance.rst).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .results import Result
 
 __all__ = [
+    "AsyncRun",
+    "Both",
     "RoundProgress",
     "Runner",
     "Side",
@@ -31,6 +37,8 @@ __all__ = [
     "broker_for_bench",
     "entry",
     "format_pairs",
+    "on_asyncio",
+    "on_trio",
     "reporter",
 ]
 
@@ -41,6 +49,19 @@ Runner = Callable[..., float]
 #: ``progress(label, done, rate)``: now and then during each run (``rate`` None) and once
 #: at its end, with the run's messages per second.
 RoundProgress = Callable[[str, int, float | None], None]
+
+
+#: Runs two coroutine functions concurrently until both return (asyncio's gather, trio's
+#: nursery).
+Both = Callable[[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]], Awaitable[None]]
+
+#: One run of ours on an async adapter: ``(adapter, both, url, count, body, progress) ->
+#: seconds``, ``adapter`` the module (:mod:`amqp_sansio.adapters.aio` or
+#: :mod:`~amqp_sansio.adapters.trio_adapter`) whose ``connect`` it calls, ``both`` how it
+#: runs its producer and consumer together.
+AsyncRun = Callable[
+    [Any, Both, str, int, bytes, Callable[[int], None] | None], Coroutine[Any, Any, float]
+]
 
 
 class Side(NamedTuple):
@@ -64,6 +85,40 @@ def reporter(count: int, progress: Callable[[int], None] | None) -> Callable[[in
             progress(n)
 
     return report
+
+
+async def _asyncio_both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
+    await asyncio.gather(a(), b())
+
+
+async def _trio_both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
+    import trio
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(a)
+        nursery.start_soon(b)
+
+
+def on_asyncio(
+    run: AsyncRun, url: str, count: int, body: bytes, progress: Callable[[int], None] | None
+) -> float:
+    """Seconds ``run`` takes through our asyncio adapter (a new event loop, in this
+    thread), its producer and consumer run together by ``asyncio.gather``."""
+    from ... import aio
+
+    return asyncio.run(run(aio, _asyncio_both, url, count, body, progress))
+
+
+def on_trio(
+    run: AsyncRun, url: str, count: int, body: bytes, progress: Callable[[int], None] | None
+) -> float:
+    """Seconds ``run`` takes through our trio adapter (a new trio run, in this thread),
+    its producer and consumer run together in a nursery."""
+    import trio
+
+    from ... import trio_adapter
+
+    return float(trio.run(run, trio_adapter, _trio_both, url, count, body, progress))
 
 
 @contextlib.contextmanager

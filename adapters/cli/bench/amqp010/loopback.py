@@ -37,11 +37,10 @@ this process with its folder on ``sys.path``.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -50,7 +49,7 @@ from amqp_sansio.client.url import parse_url
 
 from ..pipe import PIPE_BODY_SIZE, Stalled
 from ..results import Result
-from ..rounds import Runner, Side, alternate, entry, reporter
+from ..rounds import Both, Runner, Side, alternate, entry, on_asyncio, on_trio, reporter
 from .codec import qpid_folder, qpid_import
 
 __all__ = [
@@ -170,11 +169,6 @@ def ours010_sockets(
     return elapsed
 
 
-#: Runs two coroutine functions concurrently until both return (asyncio's gather, trio's
-#: nursery).
-Both = Callable[[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]], Awaitable[None]]
-
-
 async def _run_async(
     adapter: Any, both: Both, url: str, count: int, body: bytes, progress: Progress | None
 ) -> float:
@@ -233,12 +227,7 @@ def ours010_asyncio(
 ) -> float:
     """Seconds our asyncio adapter's 0-10 client takes on the work of
     :func:`ours010_sockets` (a new event loop, in this thread)."""
-    from .... import aio
-
-    async def both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
-        await asyncio.gather(a(), b())
-
-    return asyncio.run(_run_async(aio, both, url, count, body, progress))
+    return on_asyncio(_run_async, url, count, body, progress)
 
 
 def ours010_trio(
@@ -246,16 +235,7 @@ def ours010_trio(
 ) -> float:
     """Seconds our trio adapter's 0-10 client takes on the same work (a new trio run, in
     this thread)."""
-    import trio
-
-    from .... import trio_adapter
-
-    async def both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(a)
-            nursery.start_soon(b)
-
-    return float(trio.run(_run_async, trio_adapter, both, url, count, body, progress))
+    return on_trio(_run_async, url, count, body, progress)
 
 
 # -- qpid.messaging ------------------------------------------------------------------------

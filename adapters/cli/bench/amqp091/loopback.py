@@ -34,12 +34,12 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from ..pipe import PIPE_BODY_SIZE, Stalled
 from ..results import Result
-from ..rounds import Runner, Side, alternate, entry, reporter
+from ..rounds import Both, Runner, Side, alternate, entry, on_asyncio, on_trio, reporter
 
 __all__ = [
     "CONFIRM_BATCH",
@@ -230,10 +230,6 @@ def pika_loopback(
 
 # -- ours ----------------------------------------------------------------------------------
 
-#: Runs two coroutine functions concurrently until both return (asyncio's gather, trio's
-#: nursery).
-Both = Callable[[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]], Awaitable[None]]
-
 
 async def _run(
     adapter: Any, both: Both, url: str, count: int, body: bytes, progress: Progress | None
@@ -294,12 +290,7 @@ def ours091_asyncio(
 ) -> float:
     """Seconds our asyncio adapter's 0-9-1 client takes on the work of
     :func:`aio_pika_loopback` (a new event loop, in this thread)."""
-    from .... import aio
-
-    async def both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
-        await asyncio.gather(a(), b())
-
-    return asyncio.run(_run(aio, both, url, count, body, progress))
+    return on_asyncio(_run, url, count, body, progress)
 
 
 def ours091_trio(
@@ -307,16 +298,7 @@ def ours091_trio(
 ) -> float:
     """Seconds our trio adapter's 0-9-1 client takes on the same work (a new trio run, in
     this thread)."""
-    import trio
-
-    from .... import trio_adapter
-
-    async def both(a: Callable[[], Awaitable[None]], b: Callable[[], Awaitable[None]]) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(a)
-            nursery.start_soon(b)
-
-    return float(trio.run(_run, trio_adapter, both, url, count, body, progress))
+    return on_trio(_run, url, count, body, progress)
 
 
 # -- the benchmark ------------------------------------------------------------------------
