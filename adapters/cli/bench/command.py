@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from amqp_sansio.client.url import URLError, parse_url
@@ -305,7 +305,38 @@ def _loopback091(args: argparse.Namespace) -> int:
     if why is not None:
         print(f"{prog}: error: no RabbitMQ at {url}: {why}", file=sys.stderr)
         return EXIT_CONNECTION
-    missing = [p for p in bench.LOOPBACK091_PEERS if not bench.peer_installed(p)]
+    title = (
+        f"loopback 0-9-1 through {url}: {args.messages:,} messages of {args.size:,} bytes, "
+        f"published with confirms, consumed with acks (prefetch {bench.PREFETCH:,})"
+    )
+    return _run_rounds(
+        args,
+        title,
+        bench.loopback091_benchmark,
+        {"url": url.unredacted(), "adapters": adapters},
+        broker="broker_url" if args.broker else None,
+        missing=[p for p in bench.LOOPBACK091_PEERS if not bench.peer_installed(p)],
+    )
+
+
+def _run_rounds(
+    args: argparse.Namespace,
+    title: str,
+    benchmark: Callable[..., bench.Result],
+    arguments: dict[str, Any],
+    *,
+    broker: str | None,
+    missing: Sequence[str] = (),
+    note: str | None = None,
+) -> int:
+    """The run of a ``bench loopback`` that alternates rounds through a broker (its exit
+    status): each of the ``missing`` peers said to be left out, then ``benchmark`` called
+    with ``arguments``, the options every such benchmark takes (``messages``, ``size``,
+    ``rounds``, ``seconds``) and a progress bar, and told of a peer's failure (said, and
+    left out); with ``broker``, our broker is started for the run and its URL passed as
+    that keyword. Ours failing is an error (exit status 3); else the results are printed,
+    as JSON (``--json``) or as a table under ``title``, followed by ``note``."""
+    prog = "amqp-sansio bench loopback"
     for peer in missing:
         print(
             f"bench loopback: {peer} is not installed: left out (pip install {peer})",
@@ -317,17 +348,17 @@ def _loopback091(args: argparse.Namespace) -> int:
 
     progress = Progress(args.messages)
     try:
-        with bench.broker_for_bench(args.broker) as broker_url:
-            results = bench.loopback091_benchmark(
-                url.unredacted(),
-                args.messages,
-                adapters=adapters,
+        with bench.broker_for_bench(broker is not None) as broker_url:
+            if broker is not None:
+                arguments = {**arguments, broker: broker_url}
+            results = benchmark(
+                messages=args.messages,
                 size=args.size,
                 rounds=args.rounds,
                 seconds=args.seconds,
-                broker_url=broker_url,
                 progress=progress,
                 on_peer_failure=peer_failed,
+                **arguments,
             )
     except Exception as exc:  # ours failed (a peer's failure leaves it out instead)
         progress.clear()
@@ -337,11 +368,9 @@ def _loopback091(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    title = (
-        f"loopback 0-9-1 through {url}: {args.messages:,} messages of {args.size:,} bytes, "
-        f"published with confirms, consumed with acks (prefetch {bench.PREFETCH:,})"
-    )
     print(bench.format_pairs(title, results))
+    if note is not None:
+        print(note)
     return 0
 
 
@@ -428,42 +457,18 @@ def _loopback010(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
 
-    def peer_failed(peer: str, exc: BaseException) -> None:
-        print(f"bench loopback: {peer}'s run failed, left out: {exc!r}", file=sys.stderr)
-
-    progress = Progress(args.messages)
-    try:
-        with bench.broker_for_bench() as broker_url:
-            assert broker_url is not None
-            results = bench.loopback010_benchmark(
-                broker_url,
-                args.messages,
-                adapters=adapters,
-                size=args.size,
-                rounds=args.rounds,
-                seconds=args.seconds,
-                progress=progress,
-                on_peer_failure=peer_failed,
-            )
-    except Exception as exc:  # ours failed (the peer's failure leaves it out instead)
-        progress.clear()
-        print(f"{prog}: error: our side failed: {exc!r}", file=sys.stderr)
-        return EXIT_CONNECTION
-    progress.clear()
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
     title = (
         f"loopback 0-10 through our broker: {args.messages:,} messages of {args.size:,} "
         f"bytes, transferred in windows of {bench.WINDOW:,}, accepted {bench.ACCEPT_BATCH} "
         "at a time"
     )
-    print(bench.format_pairs(title, results))
-    print(
+    note = (
         "msg/s over the wall clock; client CPU: messages per second of the client's CPU "
         "time (this process's), the broker's not counted"
     )
-    return 0
+    return _run_rounds(
+        args, title, bench.loopback010_benchmark, {"adapters": adapters}, broker="url", note=note
+    )
 
 
 #: ``bench loopback --protocol P``: the run of each protocol (its exit status).
