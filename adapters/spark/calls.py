@@ -11,7 +11,8 @@ What the calls hand back is seen as AMQP 1.0's client shows it (the names
   :class:`~amqp_sansio.DecodeError` when the source cannot make one), ``data`` (what it
   weighs against ``maxBytesPerTrigger``), and its settlements ``accept()`` (staged: taken
   for good), ``release()`` (not this task's: back to the queue), ``reject(error)`` and
-  ``modify(**how)`` (option ``undecodable``);
+  ``modify(**how)`` (option ``undecodable``); a protocol whose client's deliveries are
+  not 1.0's hands them back as a :class:`Delivery`, given its :class:`Settlements`;
 * a blocking *receiver* (:meth:`Calls.receiver`) has ``receive(timeout=...)``: the next
   delivery, None when the broker ended it, :class:`TimeoutError` when none came;
 * a streaming task's *receiver* (:meth:`Calls.open_receivers`) has ``credit`` (settable;
@@ -32,7 +33,7 @@ import amqp_sansio as amqp
 from . import protocols
 from .options import ReadOptions, WriteOptions
 
-__all__ = ["Calls", "of"]
+__all__ = ["Calls", "Delivery", "Settlements", "of"]
 
 
 class Calls(Protocol):
@@ -103,6 +104,72 @@ class Calls(Protocol):
         """The rows of offsets [start, end) of the stream ``address`` (on an executor);
         ``lost(first, end)`` is called for offsets retention dropped before they were
         read."""
+
+
+class Settlements(Protocol):
+    """What a protocol folder does with its client's received deliveries, for
+    :class:`Delivery`: make a delivery's 1.0 form and settle it, each as the protocol
+    can."""
+
+    def message(self, delivery: Any) -> amqp.Message:
+        """``delivery``'s message in its 1.0 form (ValueError or
+        :class:`~amqp_sansio.DecodeError`: it cannot be made one)."""
+
+    def accept(self, delivery: Any) -> None:
+        """Staged: taken for good."""
+
+    def release(self, delivery: Any) -> None:
+        """Not this task's: back to the queue as it was."""
+
+    def reject(self, delivery: Any, error: object) -> None:
+        """Not a message the source can make a row of (``error`` says why, when it has a
+        ``description``)."""
+
+    def modify(self, delivery: Any) -> None:
+        """Option ``undecodable`` ``modify``: back to the queue, for another consumer."""
+
+
+class Delivery:
+    """A received delivery of a protocol's client, as :mod:`.queue_reader` and
+    :mod:`.batch` handle a 1.0 one (the module's text): ``delivery`` (the client's),
+    ``data`` (its body), ``message`` (its 1.0 form, made once) and the settlements, each
+    what the protocol's ``settlements`` do."""
+
+    __slots__ = ("_message", "delivery", "settlements")
+
+    def __init__(self, delivery: Any, settlements: Settlements) -> None:
+        self.delivery = delivery
+        self.settlements = settlements
+        self._message: amqp.Message | None = None
+
+    @property
+    def data(self) -> bytes:
+        """What the message weighs against ``maxBytesPerTrigger``: its body."""
+        body: bytes = self.delivery.body
+        return body
+
+    @property
+    def message(self) -> amqp.Message:
+        """The message's 1.0 form (:meth:`Settlements.message`, once)."""
+        if self._message is None:
+            self._message = self.settlements.message(self.delivery)
+        return self._message
+
+    def accept(self) -> None:
+        """Staged: taken for good."""
+        self.settlements.accept(self.delivery)
+
+    def release(self) -> None:
+        """Not this task's: back to the queue."""
+        self.settlements.release(self.delivery)
+
+    def reject(self, error: object = None) -> None:
+        """Not a message the source can make a row of."""
+        self.settlements.reject(self.delivery, error)
+
+    def modify(self, **how: object) -> None:
+        """Option ``undecodable`` ``modify``: back to the queue."""
+        self.settlements.modify(self.delivery)
 
 
 def of(options: ReadOptions | WriteOptions) -> Calls:

@@ -41,13 +41,13 @@ import amqp_sansio as amqp
 from amqp_sansio.amqp010 import definitions as spec
 from amqp_sansio.client.ops import ClientError
 
+from ..calls import Delivery
 from ..options import ReadOptions, WriteOptions
 from .mapping import from_010, to_010
 
 __all__ = [
     "ERRORS",
     "TRANSFER",
-    "Delivery010",
     "Receiver010",
     "before_last_accept",
     "open_receivers",
@@ -77,51 +77,37 @@ def _one(command_id: int) -> tuple[tuple[int, int], ...]:
     return ((command_id, command_id),)
 
 
-class Delivery010:
-    """A 0-10 delivery as :mod:`.queue_reader` and :mod:`.batch` handle a 1.0 one; each
-    settlement is a command that ``settle`` sends."""
+class _Settlements:
+    """0-10's part of a :class:`~amqp_sansio.adapters.spark.calls.Delivery`: its 1.0 form
+    by :mod:`.mapping`, each settlement a command that ``settle`` sends."""
 
-    __slots__ = ("_message", "delivery", "settle")
+    __slots__ = ("settle",)
 
-    def __init__(self, delivery: Any, settle: Callable[[spec.Command], object]) -> None:
-        self.delivery = delivery
+    def __init__(self, settle: Callable[[spec.Command], object]) -> None:
         self.settle = settle
-        self._message: amqp.Message | None = None
 
-    @property
-    def data(self) -> bytes:
-        """What the message weighs against ``maxBytesPerTrigger``: its body."""
-        body: bytes = self.delivery.body
-        return body
-
-    @property
-    def message(self) -> amqp.Message:
+    def message(self, delivery: Any) -> amqp.Message:
         """The message's 1.0 form (:func:`.mapping.from_010`)."""
-        if self._message is None:
-            self._message = from_010(self.delivery.header, self.delivery.body)
-        return self._message
+        return from_010(delivery.header, delivery.body)
 
-    def accept(self) -> None:
+    def accept(self, delivery: Any) -> None:
         """Staged: ``message.accept``."""
-        self.settle(spec.MessageAccept(transfers=_one(self.delivery.command_id)))
+        self.settle(spec.MessageAccept(transfers=_one(delivery.command_id)))
 
-    def release(self) -> None:
+    def release(self, delivery: Any) -> None:
         """Not this task's: ``message.release``, back to the queue as it was."""
-        self.settle(spec.MessageRelease(transfers=_one(self.delivery.command_id)))
+        self.settle(spec.MessageRelease(transfers=_one(delivery.command_id)))
 
-    def reject(self, error: object = None) -> None:
+    def reject(self, delivery: Any, error: object) -> None:
         """Not a message the source can make a row of: ``message.reject``."""
         text = getattr(error, "description", None) or "not a message the Spark source can decode"
-        reject = spec.MessageReject(
-            transfers=_one(self.delivery.command_id), code=_UNSPECIFIED, text=text
-        )
-        self.settle(reject)
-
-    def modify(self, **how: object) -> None:
-        """Option ``undecodable`` ``modify``: back to the queue, marked redelivered."""
         self.settle(
-            spec.MessageRelease(transfers=_one(self.delivery.command_id), set_redelivered=True)
+            spec.MessageReject(transfers=_one(delivery.command_id), code=_UNSPECIFIED, text=text)
         )
+
+    def modify(self, delivery: Any) -> None:
+        """Option ``undecodable`` ``modify``: back to the queue, marked redelivered."""
+        self.settle(spec.MessageRelease(transfers=_one(delivery.command_id), set_redelivered=True))
 
 
 # -- queue mode: a streaming task's receivers (asyncio) ----------------------------------------
@@ -137,7 +123,7 @@ class _Held:
     def __len__(self) -> int:
         return len(self._receiver.pull())
 
-    def __getitem__(self, index: int) -> Delivery010:
+    def __getitem__(self, index: int) -> Delivery:
         return self._receiver.pull()[index]
 
 
@@ -148,7 +134,7 @@ class _Core010:
         self._receiver = receiver
         self.queue = _Held(receiver)
 
-    def take_many(self, count: int) -> list[Delivery010]:
+    def take_many(self, count: int) -> list[Delivery]:
         return self._receiver.take(count)
 
     def ask_available(self) -> asyncio.Task[int]:
@@ -174,8 +160,9 @@ class Receiver010:
         self._credit = window
         #: The credit the broker holds now (granted, not yet used).
         self._granted = window
-        self._held: deque[Delivery010] = deque()
+        self._held: deque[Delivery] = deque()
         self._stopped = False
+        self._settlements = _Settlements(self._settle)
 
     @property
     def credit(self) -> int:
@@ -190,17 +177,17 @@ class Receiver010:
     def _settle(self, command: spec.Command) -> object:
         return self.session.core.send(command)
 
-    def pull(self) -> deque[Delivery010]:
+    def pull(self) -> deque[Delivery]:
         """What came for the subscription, taken from the session."""
         core = self.session.core
         ready = core.delivery_ready(self.destination)
         while ready():
             delivery = core.take(self.destination, refill=False)
             self._granted = max(0, self._granted - 1)
-            self._held.append(Delivery010(delivery, self._settle))
+            self._held.append(Delivery(delivery, self._settlements))
         return self._held
 
-    def take(self, count: int) -> list[Delivery010]:
+    def take(self, count: int) -> list[Delivery]:
         """Up to ``count`` deliveries held; the credit topped up to the window, once."""
         held = self.pull()
         taken = [held.popleft() for _ in range(min(count, len(held)))]
@@ -259,18 +246,20 @@ async def stop_receivers(receivers: list[tuple[str, Any]]) -> bool:  # noqa: ASY
 
 
 class _BlockingReceiver:
-    """A blocking subscription whose deliveries come as :class:`Delivery010`, each settled
-    once the broker has completed its settlement."""
+    """A blocking subscription whose deliveries come as
+    :class:`~amqp_sansio.adapters.spark.calls.Delivery`, each settled once the broker has
+    completed its settlement."""
 
     def __init__(self, session: Any, destination: str) -> None:
         self.session, self.destination = session, destination
+        self._settlements = _Settlements(self._settle)
 
     def _settle(self, command: spec.Command) -> object:
         return self.session.command(command)
 
-    def receive(self, *, timeout: float | None = None) -> Delivery010 | None:
+    def receive(self, *, timeout: float | None = None) -> Delivery | None:
         delivery = self.session.receive(self.destination, timeout=timeout)
-        return Delivery010(delivery, self._settle)
+        return Delivery(delivery, self._settlements)
 
 
 @contextlib.contextmanager

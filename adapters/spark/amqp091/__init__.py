@@ -4,14 +4,14 @@
 
 A receiver task consumes each address (a queue) on one channel (``basic.consume``, a
 prefetch of ``min(credit, its share, 5000)``): what it takes is what 1.0's receiver holds,
-seen through :class:`Receiver091` and :class:`Delivery091` (the names :mod:`.queue_reader`
-uses): a message staged is acked (1.0's accept); one taken past the task's share or after
-its time goes back with ``basic.nack`` and ``requeue`` (1.0's release: RabbitMQ marks it
-redelivered); one the source cannot make a row of is rejected without requeue (dead-
-lettered, if the queue says so). Each message is made a row as RabbitMQ maps 0-9-1 to 1.0
-(:mod:`amqp_sansio.broker`'s mapping): its properties, its headers as application
-properties, its exchange and routing key as message annotations, a redelivered message
-with ``delivery_count`` 1.
+seen through :class:`Receiver091` and :class:`~amqp_sansio.adapters.spark.calls.Delivery`
+(the names :mod:`.queue_reader` uses): a message staged is acked (1.0's accept); one taken
+past the task's share or after its time goes back with ``basic.nack`` and ``requeue``
+(1.0's release: RabbitMQ marks it redelivered); one the source cannot make a row of is
+rejected without requeue (dead-lettered, if the queue says so). Each message is made a row
+as RabbitMQ maps 0-9-1 to 1.0 (:mod:`amqp_sansio.broker`'s mapping): its properties, its
+headers as application properties, its exchange and routing key as message annotations, a
+redelivered message with ``delivery_count`` 1.
 
 A part of a task is at most its prefetch: a 0-9-1 broker sends no more than the prefetch
 unacked, and a part is acked only once staged.
@@ -54,12 +54,12 @@ from amqp_sansio import amqp091
 from amqp_sansio.broker import from_amqp10, to_amqp10
 from amqp_sansio.client.ops import ClientError
 
+from ..calls import Delivery
 from ..options import ReadOptions, WriteOptions
 from ..rows import message_to_row
 
 __all__ = [
     "ERRORS",
-    "Delivery091",
     "Receiver091",
     "before_last_accept",
     "blocking_consumer",
@@ -88,51 +88,43 @@ LOOK_PREFETCH = 5000
 ERRORS: tuple[type[Exception], ...] = (OSError, ClientError)
 
 
-class Delivery091:
-    """A 0-9-1 delivery as :mod:`.queue_reader` handles a 1.0 one."""
+class _Settlements:
+    """0-9-1's part of a :class:`~amqp_sansio.adapters.spark.calls.Delivery`: its 1.0
+    form as RabbitMQ maps it, each settlement the delivery's ack, nack or reject."""
 
-    __slots__ = ("_message", "delivery")
+    __slots__ = ()
 
-    def __init__(self, delivery: Any) -> None:
-        self.delivery = delivery
-        self._message: amqp.Message | None = None
-
-    @property
-    def data(self) -> bytes:
-        """What the message weighs against ``maxBytesPerTrigger``: its body."""
-        body: bytes = self.delivery.body
-        return body
-
-    @property
-    def message(self) -> amqp.Message:
+    def message(self, delivery: Any) -> amqp.Message:
         """The message as RabbitMQ maps it to 1.0 (ValueError: it cannot be mapped, as an
         ``expiration`` that is not a number)."""
-        if self._message is None:
-            d = self.delivery
-            message = amqp.Message.decode(
-                to_amqp10(d.properties, d.body, exchange=d.exchange, routing_key=d.routing_key)
-            )
-            if d.redelivered:
-                header = message.header or amqp.Header()
-                message = attrs.evolve(message, header=attrs.evolve(header, delivery_count=1))
-            self._message = message
-        return self._message
+        d = delivery
+        message = amqp.Message.decode(
+            to_amqp10(d.properties, d.body, exchange=d.exchange, routing_key=d.routing_key)
+        )
+        if d.redelivered:
+            header = message.header or amqp.Header()
+            message = attrs.evolve(message, header=attrs.evolve(header, delivery_count=1))
+        return message
 
-    def accept(self) -> None:
+    def accept(self, delivery: Any) -> None:
         """Staged: ``basic.ack``."""
-        self.delivery.ack()
+        delivery.ack()
 
-    def release(self) -> None:
+    def release(self, delivery: Any) -> None:
         """Not this task's: back to the queue (``basic.nack``, requeue)."""
-        self.delivery.nack(requeue=True)
+        delivery.nack(requeue=True)
 
-    def reject(self, error: object = None) -> None:
+    def reject(self, delivery: Any, error: object) -> None:
         """Not a message the source can make a row of: ``basic.reject`` without requeue."""
-        self.delivery.reject(requeue=False)
+        delivery.reject(requeue=False)
 
-    def modify(self, **how: object) -> None:
+    def modify(self, delivery: Any) -> None:
         """Option ``undecodable`` ``modify``: back to the queue for another consumer."""
-        self.delivery.nack(requeue=True)
+        delivery.nack(requeue=True)
+
+
+#: The settlements of every 0-9-1 delivery (they hold nothing of their own).
+_SETTLEMENTS = _Settlements()
 
 
 class _Held:
@@ -145,8 +137,8 @@ class _Held:
     def __len__(self) -> int:
         return len(self._deliveries)
 
-    def __getitem__(self, index: int) -> Delivery091:
-        return Delivery091(self._deliveries[index])
+    def __getitem__(self, index: int) -> Delivery:
+        return Delivery(self._deliveries[index], _SETTLEMENTS)
 
 
 class _Core091:
@@ -157,9 +149,11 @@ class _Core091:
         self.queue = _Held(consumer.core.deliveries)
         self._cancel: asyncio.Task[None] | None = None
 
-    def take_many(self, count: int) -> list[Delivery091]:
+    def take_many(self, count: int) -> list[Delivery]:
         deliveries = self.consumer.core.deliveries
-        return [Delivery091(deliveries.popleft()) for _ in range(min(count, len(deliveries)))]
+        return [
+            Delivery(deliveries.popleft(), _SETTLEMENTS) for _ in range(min(count, len(deliveries)))
+        ]
 
     def ask_available(self) -> asyncio.Task[int]:
         """Whether the queue has messages ready (a passive ``queue.declare``: its message
@@ -250,14 +244,15 @@ async def stop_receivers(receivers: list[tuple[str, Any]]) -> bool:
 
 
 class _BlockingConsumer:
-    """A blocking consumer whose deliveries come as :class:`Delivery091`."""
+    """A blocking consumer whose deliveries come as
+    :class:`~amqp_sansio.adapters.spark.calls.Delivery`."""
 
     def __init__(self, consumer: Any) -> None:
         self.consumer = consumer
 
-    def receive(self, *, timeout: float | None = None) -> Delivery091 | None:
+    def receive(self, *, timeout: float | None = None) -> Delivery | None:
         delivery = self.consumer.receive(timeout=timeout)
-        return None if delivery is None else Delivery091(delivery)
+        return None if delivery is None else Delivery(delivery, _SETTLEMENTS)
 
 
 @contextlib.contextmanager
@@ -459,7 +454,7 @@ def read_range(
             if offset >= end:
                 break
             try:
-                message: amqp.Message | None = Delivery091(delivery).message
+                message: amqp.Message | None = _SETTLEMENTS.message(delivery)
             except ValueError:
                 message = None
             yield offset, message
