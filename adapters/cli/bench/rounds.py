@@ -4,13 +4,14 @@ side (one of our adapters, or a peer) runs the same work in turn, round after ro
 keeps its median rate; each of ours is then put next to each peer, with the ratio.
 
 A side is a :class:`Side`: its label, whether it is ours, and a :data:`Runner` that does the
-work once and returns the seconds it took. Ours on the asyncio and trio adapters are one
-async body per protocol (an :data:`AsyncRun`), run by :func:`on_asyncio` and
-:func:`on_trio`, each with its event loop's way of running producer and consumer together
-(a :data:`Both`). A peer whose run fails is left out after its
+work once and returns the seconds it took. A peer whose run fails is left out after its
 first failure (the caller is told); ours failing raises, since then there is nothing to
 measure. Machines are noisy: alternating rounds let a burst of load fall on every side
 alike, and the medians keep one slow round from deciding (docs/performance.rst).
+
+Ours on the asyncio and trio adapters are one async body per protocol (an
+:data:`AsyncRun`), run by :func:`on_asyncio` and :func:`on_trio`, each with its event
+loop's way of running producer and consumer together (a :data:`Both`).
 """
 
 from __future__ import annotations
