@@ -19,9 +19,11 @@ connection).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from ... import __version__
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import (
     CloseCode,
@@ -37,13 +39,15 @@ from ...engine.amqp010 import (
     SessionState,
 )
 from ...engine.amqp010 import Connection as Engine010
+from ...engine.amqp010 import Limits as Limits010
+from ...engine.amqp010 import Role as Role010
 from .._engineconn import EngineConnection
 from .._interface import DEFAULT_VHOST, VirtualHostAccess
 from .._refused import Refused
 from .commands import COMMANDS, NOT_IMPLEMENTED, CommandRefused, error_code
 from .sessions import Broker010, Session010
 
-__all__ = ["Broker010", "BrokerConnection010"]
+__all__ = ["Broker010", "BrokerConnection010", "new_connection"]
 
 
 class BrokerConnection010(EngineConnection):
@@ -262,3 +266,31 @@ _EVENTS: dict[type, Any] = {
     CommandsCompleted: BrokerConnection010._on_completed,
     CommandReceived: BrokerConnection010._on_command,
 }
+
+
+def new_connection(broker: Broker010, *, address: str | None = None) -> BrokerConnection010:
+    """The connection of a client that sent the 0-10 protocol header (0-10 spec 4.2), from
+    ``address``: the 0-10 engine's server role (:mod:`amqp_sansio.engine.amqp010`, not
+    started: the broker starts it once it counts the connection), its logins through the
+    broker's ``sasl``, else its users' mechanisms, else anonymous access; the client's
+    heartbeat within half the idle time-out; the engines' store of detached sessions."""
+    config = broker.config
+    idle = config.idle_timeout
+    if config.sasl is not None:
+        authenticator = config.sasl or broker.open_sasl
+    elif config.users is not None:
+        authenticator = config.users.authenticator(
+            allow_cleartext=config.allow_insecure_auth, protocol="0-10"
+        )
+    else:
+        authenticator = broker.open_sasl
+    engine = Engine010(
+        Role010.SERVER,
+        authenticator=authenticator,
+        properties={"version": __version__, "cluster_name": config.container_id},
+        # the client's heartbeat within half the idle time-out (0-10 spec, tune)
+        heartbeat_range=None if not idle else (1, max(1, min(math.ceil(idle / 2), 0xFFFF))),
+        limits=Limits010(handshake_timeout=config.handshake_timeout or 0),
+        sessions=broker.sessions_010,
+    )
+    return BrokerConnection010(broker, engine, address=address)

@@ -19,10 +19,12 @@ closes the channel (``channel.close`` with its reply code), a hard one the conne
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections import OrderedDict
 from typing import Any
 
+from ... import __version__
 from ...definitions.amqp091 import spec
 from ...definitions.amqp091.methods import Method
 from ...definitions.amqp091.spec import ReplyCode
@@ -32,9 +34,11 @@ from ...engine.amqp091 import (
     ConnectionClosed,
     ContentReceived,
     FlowChanged,
+    Limits,
     LoginRequested,
     MethodReceived,
     OpenRequested,
+    Role,
 )
 from ...engine.amqp091 import Connection as Engine091
 from ...security.mechanisms import ServerSuccess
@@ -50,7 +54,7 @@ from .replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_t
 from .streams import StreamRefused, check_not_stream, check_stream_settle, consume_091
 from .vhosts import Broker091, VirtualHost
 
-__all__ = ["BrokerConnection091"]
+__all__ = ["BrokerConnection091", "new_connection"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never
 #: to stop a dispatch turn (``BrokerConfig.dispatch_batch`` bounds each turn).
 _UNBOUNDED = 1 << 30
@@ -819,6 +823,28 @@ class BrokerConnection091(EngineConnection):
         channel.tx_publishes.clear()
         channel.tx_acks.clear()
         self._send_method(channel.number, spec.TxRollbackOk())
+
+
+def new_connection(broker: Broker091, *, address: str | None = None) -> BrokerConnection091:
+    """The connection of a client that sent the 0-9-1 protocol header (or an earlier one of
+    its line, see :func:`~amqp_sansio.broker.pick_protocol`), from ``address``: the 0-9-1
+    engine's server role (not started: the broker starts it once it counts the
+    connection), heartbeats at half the idle time-out, the broker's largest message and
+    handshake time-out."""
+    config = broker.config
+    idle = config.idle_timeout
+    engine = Engine091(
+        Role.SERVER,
+        server_properties={"cluster_name": config.container_id, "version": __version__},
+        # half the idle time-out (the client is cut after two silent heartbeats)
+        heartbeat=0 if not idle else min(math.ceil(idle / 2), 0xFFFF),
+        # the broker's largest message, and its handshake time-out, for 0-9-1 too
+        limits=Limits(
+            max_body=config.max_message_size or 0,
+            handshake_timeout=config.handshake_timeout or 0,
+        ),
+    )
+    return BrokerConnection091(broker, engine, address=address)
 
 
 class _Getter:
