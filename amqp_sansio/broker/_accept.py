@@ -4,11 +4,10 @@
 octets ask for (:mod:`._protocols` reads them: :func:`~._protocols.pick_protocol`, and
 :class:`~._protocols.ProtocolSniffer` after TLS on the amqps port), each given the broker
 as :class:`~amqp_sansio.broker._interface.ConnectionBroker`. The connection of a 0-x
-header is its protocol folder's (the factory :data:`~._protocols.CONNECTIONS` names for
-its engine's key); this module counts it against the broker's limits
-(:meth:`Broker.accept_header`), as it does 1.0's (:meth:`Broker.accept`). No other module
-of the broker imports this one; it and :mod:`._protocols` alone import the protocol
-folders."""
+header is its protocol folder's (the factory :data:`CONNECTIONS` names for its engine's
+key); this module counts it against the broker's limits (:meth:`Broker.accept_header`), as
+it does 1.0's (:meth:`Broker.accept`). No other module of the broker imports this one; it
+alone imports the protocol folders."""
 
 from __future__ import annotations
 
@@ -24,9 +23,11 @@ from ._broker import BrokerCore
 from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST
 from ._nodes import Store
-from ._protocols import CONNECTIONS, ProtocolSniffer
+from ._protocols import ProtocolSniffer
+from .amqp010 import connection as amqp010
 from .amqp010.connection import BrokerConnection010
 from .amqp010.sessions import Session010
+from .amqp091 import connection as amqp091
 from .amqp091.connection import BrokerConnection091
 from .amqp091.topology import TopologyRecord
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
@@ -37,7 +38,16 @@ from .amqp10.relay import ANONYMOUS_RELAY
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["Broker"]
+__all__ = ["Broker", "CONNECTIONS"]
+
+#: The connection of each engine key of :data:`~._protocols.PROTOCOLS`: its protocol
+#: folder's factory, called with the broker and the keyword ``address``; it gives the
+#: connection with its engine not yet started (:meth:`Broker.accept_header` counts it
+#: against the limits, then starts it).
+CONNECTIONS: dict[str, Callable[..., BrokerConnection091 | BrokerConnection010]] = {
+    "0-9-1": amqp091.new_connection,
+    "0-10": amqp010.new_connection,
+}
 
 
 class Broker(BrokerCore):
@@ -149,7 +159,7 @@ class Broker(BrokerCore):
         of the client's header, or the ``wants`` of an amqps connection's
         :attr:`~BrokerConnection.tls_wanting`) in the place of ``replacing``, the 1.0
         connection :meth:`accept` gave for the transport (it is forgotten, unheard). The
-        connection is its protocol folder's (:data:`~._protocols.CONNECTIONS`), with the
+        connection is its protocol folder's (:data:`CONNECTIONS`), with the
         limits of :meth:`accept` (a connection beyond them comes back
         :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface; the
         handshake time-out counts from the accept of ``replacing``, not from the header,

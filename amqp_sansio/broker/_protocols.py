@@ -1,8 +1,8 @@
 """Which protocol a client speaks, by the 8 octets it sends first (as RabbitMQ and Qpid,
 which serve several on one port, tell them apart): one table, :data:`PROTOCOLS`, from a
-protocol header to the key of the engine that serves it, and :data:`CONNECTIONS`, from that
-key to the factory of its connection in the protocol's folder (:attr:`Broker.acceptors
-<amqp_sansio.broker.Broker.acceptors>` makes it with the broker's limits). AMQP 0-9-1's
+protocol header to the key of the engine that serves it (:attr:`Broker.acceptors
+<amqp_sansio.broker.Broker.acceptors>` makes its connection, with the factory
+:data:`~amqp_sansio.broker._accept.CONNECTIONS` names for the key). AMQP 0-9-1's
 ``AMQP\\x00\\x00\\x09\\x01`` (0-9-1 spec 4.2.2) and the earlier headers of its line RabbitMQ
 serves too (:data:`~amqp_sansio.framing.amqp091.SERVED_HEADERS`: 0-9's, 0-8's, py-amqplib's)
 go to the 0-9-1 engine; AMQP 0-10's ``AMQP\\x01\\x01\\x00\\x0a`` (0-10 spec 4.2) to the 0-10
@@ -15,15 +15,12 @@ the same octets, read after the TLS handshake, decide (:class:`ProtocolSniffer`)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..framing.amqp010 import PROTOCOL_HEADER as AMQP010_HEADER
 from ..framing.amqp091 import SERVED_HEADERS
-from .amqp010 import connection as amqp010
-from .amqp091 import connection as amqp091
 
-__all__ = ["AMQP10", "CONNECTIONS", "OLDER", "PROTOCOLS", "ProtocolSniffer", "pick_protocol"]
+__all__ = ["AMQP10", "OLDER", "PROTOCOLS", "ProtocolSniffer", "pick_protocol"]
 
 #: The key of the 1.0 engine: every header not in :data:`PROTOCOLS` and not :data:`OLDER`.
 AMQP10 = "1.0"
@@ -33,14 +30,6 @@ OLDER = "0-9-1-older"
 PROTOCOLS: dict[bytes, str] = {
     **dict.fromkeys(SERVED_HEADERS, "0-9-1"),
     AMQP010_HEADER: "0-10",
-}
-#: The connection of each engine key of :data:`PROTOCOLS`: its protocol folder's factory,
-#: called with the broker and the keyword ``address``; it gives the connection with its
-#: engine not yet started (:meth:`Broker.accept_header
-#: <amqp_sansio.broker.Broker.accept_header>` counts it, then starts it).
-CONNECTIONS: dict[str, Callable[..., amqp091.BrokerConnection091 | amqp010.BrokerConnection010]] = {
-    "0-9-1": amqp091.new_connection,
-    "0-10": amqp010.new_connection,
 }
 #: The first two octets after ``AMQP`` of the 0-x lines (class 1 instance 1, and 0-9-1's
 #: revisions: 0 0); 1.0's are a protocol id then 1.
