@@ -211,11 +211,8 @@ class EngineConnection(Admission):
         if redelivered:
             message.delivery_count += 1
         if message.expires is not None and message.expires <= broker.wall:
-            queue.acquired -= 1
-            message.dropped = True
-            broker.store.remove(queue, message)
-            broker.let_go(message)
-            queue.expired(message)
+            queue.settled(message)  # (it leaves the queue, as a message taken for good,
+            queue.expired(message)  # and is counted expired, or dead-lettered)
             return
         broker.store.update(queue, message)
         queue.requeue(message)
