@@ -3,22 +3,19 @@
 (1.0's ``$management`` node, 0-9-1's virtual hosts) and the connections a client's first
 octets ask for (:mod:`._protocols` reads them: :func:`~._protocols.pick_protocol`, and
 :class:`~._protocols.ProtocolSniffer` after TLS on the amqps port), each given the broker
-as :class:`~amqp_sansio.broker._interface.ConnectionBroker`. No other module of the
-broker imports this one; it alone imports both protocol folders."""
+as :class:`~amqp_sansio.broker._interface.ConnectionBroker`. The connection of a 0-x
+header is its protocol folder's (the factory :data:`CONNECTIONS` names for its engine's
+key); this module counts it against the broker's limits (:meth:`Broker.accept_header`), as
+it does 1.0's (:meth:`Broker.accept`). No other module of the broker imports this one; it
+alone imports the protocol folders."""
 
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import __version__
-from ..engine.amqp010 import Connection as Engine010
-from ..engine.amqp010 import Limits as Limits010
-from ..engine.amqp010 import Role as Role010
 from ..engine.amqp010 import SessionStore
-from ..engine.amqp091 import Connection as Engine091
-from ..engine.amqp091 import Limits, Role
 from ..engine.amqp10.connection import Connection
 from ..security.mechanisms import ServerAuthenticator
 from ..security.stack import stack
@@ -27,8 +24,10 @@ from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST
 from ._nodes import Store
 from ._protocols import ProtocolSniffer
+from .amqp010 import connection as amqp010
 from .amqp010.connection import BrokerConnection010
 from .amqp010.sessions import Session010
+from .amqp091 import connection as amqp091
 from .amqp091.connection import BrokerConnection091
 from .amqp091.topology import TopologyRecord
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
@@ -39,7 +38,16 @@ from .amqp10.relay import ANONYMOUS_RELAY
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["Broker"]
+__all__ = ["Broker", "CONNECTIONS"]
+
+#: The connection of each engine key of :data:`~._protocols.PROTOCOLS`: its protocol
+#: folder's factory, called with the broker and the keyword ``address``; it gives the
+#: connection with its engine not yet started (:meth:`Broker.accept_header` counts it
+#: against the limits, then starts it).
+CONNECTIONS: dict[str, Callable[..., BrokerConnection091 | BrokerConnection010]] = {
+    "0-9-1": amqp091.new_connection,
+    "0-10": amqp010.new_connection,
+}
 
 
 class Broker(BrokerCore):
@@ -62,17 +70,16 @@ class Broker(BrokerCore):
         self.hosted = self.vhosts
         #: The management node, ``$management`` (see :mod:`.amqp10.management`).
         self.management = Management(self)
-        #: The connection each engine key of :data:`~._protocols.PROTOCOLS` is served by
-        #: (a factory taking ``now`` and the keywords ``wall``, ``address`` and
-        #: ``replacing``, as :meth:`accept_091`); 1.0's is :meth:`accept`.
         #: AMQP 0-10's detached sessions, kept for their time-out for any connection to
         #: resume (the engines' store, 0-10 spec class ``session``), and the broker's state
         #: of those whose connection has gone (:mod:`.amqp010.sessions`).
         self.sessions_010 = SessionStore()
         self.kept_010: dict[tuple[str | None, bytes], Session010] = {}
+        #: The connection each engine key of :data:`~._protocols.PROTOCOLS` is served by
+        #: (:meth:`accept_header` for that key: a factory taking ``now`` and the keywords
+        #: ``wall``, ``address`` and ``replacing``); 1.0's is :meth:`accept`.
         self.acceptors: dict[str, Callable[..., Any]] = {
-            "0-9-1": self.accept_091,
-            "0-10": self.accept_010,
+            key: functools.partial(self.accept_header, key) for key in CONNECTIONS
         }
 
     def accept(
@@ -112,7 +119,7 @@ class Broker(BrokerCore):
             if config.users is not None:
                 sasl = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
             else:  # anonymous access: SASL ANONYMOUS, or no SASL layer (core spec 5.1)
-                sasl = self._anonymous
+                sasl = self.open_sasl
         engine = Connection(
             client=False,
             container_id=config.container_id,
@@ -151,10 +158,24 @@ class Broker(BrokerCore):
         """The connection of the engine ``key`` (:func:`~amqp_sansio.broker.pick_protocol`
         of the client's header, or the ``wants`` of an amqps connection's
         :attr:`~BrokerConnection.tls_wanting`) in the place of ``replacing``, the 1.0
-        connection :meth:`accept` gave for the transport: :attr:`acceptors` makes it."""
-        conn: BrokerConnection091 | BrokerConnection010 = self.acceptors[key](
-            now, wall=wall, address=address, replacing=replacing
-        )
+        connection :meth:`accept` gave for the transport (it is forgotten, unheard). The
+        connection is its protocol folder's (:data:`CONNECTIONS`), with the
+        limits of :meth:`accept` (a connection beyond them comes back
+        :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface; the
+        handshake time-out counts from the accept of ``replacing``, not from the header,
+        whatever protocol the header picked (``BrokerConfig.handshake_timeout``). The
+        driver feeds it the header too."""
+        self.advance(now, wall)
+        tls, since = self._replace(replacing, now)
+        why = self._room_for_connection(address, now)
+        conn = CONNECTIONS[key](self, address=address)
+        conn.started(now)
+        if why is not None:
+            conn.refused = why
+            conn.lost = True
+            return conn
+        conn.engine.start(since)
+        self._admit(conn, tls, replacing, since, now)
         return conn
 
     def _replace(self, replacing: BrokerConnection | None, now: float) -> tuple[Any, float]:
@@ -167,17 +188,15 @@ class Broker(BrokerCore):
         replacing.replaced()
         return tls, since
 
-    def _admit(
-        self, conn: Any, engine: Any, tls: Any, replacing: Any, since: float, now: float
-    ) -> None:
+    def _admit(self, conn: Any, tls: Any, replacing: Any, since: float, now: float) -> None:
         """Count ``conn`` among the connections, its handshake time-out from ``since``; on
-        the amqps port (``tls``) the TLS layer goes on, ``engine`` under it, the header it
+        the amqps port (``tls``) the TLS layer goes on, its engine under it, the header it
         held the engine's first input."""
         if tls is not None:
             conn.under_tls(tls, replacing.record.tls)
             sniffer = tls.inner
             assert isinstance(sniffer, ProtocolSniffer)
-            sniffer.switch(engine, now)
+            sniffer.switch(conn.engine, now)
             self.has_output(conn)  # (its first answer, to be encrypted)
         timeout = self.config.handshake_timeout
         conn.admitted(None if timeout is None else since + timeout)
@@ -195,39 +214,9 @@ class Broker(BrokerCore):
         replacing: BrokerConnection | None = None,
     ) -> BrokerConnection010:
         """A new AMQP 0-10 connection (its client sent the 0-10 protocol header, 0-10 spec
-        4.2): the 0-10 engine's server role (:mod:`amqp_sansio.engine.amqp010`), with the
-        limits, logins and handshake time-out of :meth:`accept_091` (which see for
-        ``replacing``). The driver feeds it the header too."""
-        self.advance(now, wall)
-        tls, since = self._replace(replacing, now)
-        why = self._room_for_connection(address, now)
-        config = self.config
-        idle = config.idle_timeout
-        if config.sasl is not None:
-            authenticator = config.sasl or self._anonymous
-        elif config.users is not None:
-            authenticator = config.users.authenticator(
-                allow_cleartext=config.allow_insecure_auth, protocol="0-10"
-            )
-        else:
-            authenticator = self._anonymous
-        engine = Engine010(
-            Role010.SERVER,
-            authenticator=authenticator,
-            properties={"version": __version__, "cluster_name": config.container_id},
-            # the client's heartbeat within half the idle time-out (0-10 spec, tune)
-            heartbeat_range=None if not idle else (1, max(1, min(math.ceil(idle / 2), 0xFFFF))),
-            limits=Limits010(handshake_timeout=config.handshake_timeout or 0),
-            sessions=self.sessions_010,
-        )
-        conn = BrokerConnection010(self, engine, address=address)
-        conn.started(now)
-        if why is not None:
-            conn.refused = why
-            conn.lost = True
-            return conn
-        engine.start(since)
-        self._admit(conn, engine, tls, replacing, since, now)
+        4.2): :meth:`accept_header` for ``"0-10"``."""
+        conn = self.accept_header("0-10", now, wall=wall, address=address, replacing=replacing)
+        assert isinstance(conn, BrokerConnection010)
         return conn
 
     def accept_091(
@@ -239,37 +228,9 @@ class Broker(BrokerCore):
         replacing: BrokerConnection | None = None,
     ) -> BrokerConnection091:
         """A new AMQP 0-9-1 connection (its client sent the 0-9-1 protocol header, see
-        :func:`~amqp_sansio.broker.pick_protocol`): the 0-9-1 engine's server role, with
-        the same limits as :meth:`accept` (a connection beyond them comes back
-        :attr:`~BrokerConnection091.ended`, nothing said) and the same byte interface. The
-        driver feeds it the header too. ``replacing``: the 1.0 connection :meth:`accept`
-        gave for the same transport before its header was read (it is forgotten, unheard);
-        the handshake time-out counts from its accept, not from the header, whatever
-        protocol the header picked (``BrokerConfig.handshake_timeout``)."""
-        self.advance(now, wall)
-        tls, since = self._replace(replacing, now)
-        why = self._room_for_connection(address, now)
-        config = self.config
-        idle = config.idle_timeout
-        engine = Engine091(
-            Role.SERVER,
-            server_properties={"cluster_name": config.container_id, "version": __version__},
-            # half the idle time-out (the client is cut after two silent heartbeats)
-            heartbeat=0 if not idle else min(math.ceil(idle / 2), 0xFFFF),
-            # the broker's largest message, and its handshake time-out, for 0-9-1 too
-            limits=Limits(
-                max_body=config.max_message_size or 0,
-                handshake_timeout=config.handshake_timeout or 0,
-            ),
-        )
-        conn = BrokerConnection091(self, engine, address=address)
-        conn.started(now)
-        if why is not None:
-            conn.refused = why
-            conn.lost = True
-            return conn
-        engine.start(since)
-        self._admit(conn, engine, tls, replacing, since, now)
+        :func:`~amqp_sansio.broker.pick_protocol`): :meth:`accept_header` for ``"0-9-1"``."""
+        conn = self.accept_header("0-9-1", now, wall=wall, address=address, replacing=replacing)
+        assert isinstance(conn, BrokerConnection091)
         return conn
 
     def restore_topology(

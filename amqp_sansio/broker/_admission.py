@@ -3,7 +3,8 @@ protocols apply before and at the client's open (see
 :class:`~amqp_sansio.broker.BrokerConfig` and the "Limits" table of ``docs/broker.rst``).
 The broker counts connections by source address and by user, and failed logins by source
 address (``BrokerCore._room_for_connection``, ``room_for_user``, ``login_failed``);
-:class:`Admission`, the base of both protocols' connections, is the connection's side: the
+:class:`Admission`, the base of every protocol's connection (0-9-1's and 0-10's through
+:class:`~amqp_sansio.broker._engineconn.EngineConnection`), is the connection's side: the
 handshake time-out and a failed login's held outcome (their part of the connections'
 timers: :meth:`~Admission.admission_deadline`, :meth:`~Admission.admission_due`), the
 per-user cap at the open, and the check of a 0-9-1 client's new secret

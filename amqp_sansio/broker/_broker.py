@@ -65,7 +65,7 @@ class BrokerCore:
         self.store: Store = store or MemoryStore()
         #: The SASL layer of a broker without users or ``sasl``: anonymous access (and any
         #: PLAIN login, as the 0-9-1 side takes any).
-        self._anonymous = open_authenticator(allow_cleartext=self.config.allow_insecure_auth)
+        self.open_sasl = open_authenticator(allow_cleartext=self.config.allow_insecure_auth)
         #: The nodes by address.
         self.nodes: dict[str, Node] = {}
         self.connections: set[Peer] = set()

@@ -20,6 +20,7 @@ from ._nodes import NodeBroker
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from ..security.mechanisms import ServerAuthenticator
     from ._nodes import Node, Queue
     from ._replies import DirectReplies
     from ._streams import Stream
@@ -92,6 +93,10 @@ class ConnectionBroker(NodeBroker, Protocol):
     def tell_alarm(self) -> None: ...
 
     # -- admission ----------------------------------------------------------------------------
+
+    #: The SASL layer of a broker without users or ``sasl``: anonymous access (and any
+    #: PLAIN login).
+    open_sasl: ServerAuthenticator
 
     def room_for_user(self, identity: str) -> str | None: ...
 

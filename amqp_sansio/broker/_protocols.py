@@ -1,7 +1,8 @@
 """Which protocol a client speaks, by the 8 octets it sends first (as RabbitMQ and Qpid,
 which serve several on one port, tell them apart): one table, :data:`PROTOCOLS`, from a
 protocol header to the key of the engine that serves it (:attr:`Broker.acceptors
-<amqp_sansio.broker.Broker.acceptors>` makes its connection). AMQP 0-9-1's
+<amqp_sansio.broker.Broker.acceptors>` makes its connection, with the factory
+:data:`~amqp_sansio.broker._accept.CONNECTIONS` names for the key). AMQP 0-9-1's
 ``AMQP\\x00\\x00\\x09\\x01`` (0-9-1 spec 4.2.2) and the earlier headers of its line RabbitMQ
 serves too (:data:`~amqp_sansio.framing.amqp091.SERVED_HEADERS`: 0-9's, 0-8's, py-amqplib's)
 go to the 0-9-1 engine; AMQP 0-10's ``AMQP\\x01\\x01\\x00\\x0a`` (0-10 spec 4.2) to the 0-10

@@ -1,7 +1,7 @@
 """The broker's side of one AMQP 0-10 client connection: the 0-10 engine in its server role
-(:mod:`amqp_sansio.engine.amqp010`) driven by the broker, with the byte interface of the
-other protocols' broker connections (so the server serves them alike) and the same
-:class:`~amqp_sansio.broker._interface.Peer` contract: the connection limits and the
+(:mod:`amqp_sansio.engine.amqp010`) driven by the broker, with the byte interface 0-9-1's
+connection shares (:mod:`.._engineconn`: so the server serves every protocol alike) and the
+same :class:`~amqp_sansio.broker._interface.Peer` contract: the connection limits and the
 handshake time-out (:mod:`.._admission`), logins through the broker's one registry of
 mechanisms (its users, or anonymous access), the per-user cap at the open, the resource
 alarm and eviction.
@@ -19,9 +19,11 @@ connection).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from ... import __version__
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import (
     CloseCode,
@@ -37,70 +39,39 @@ from ...engine.amqp010 import (
     SessionState,
 )
 from ...engine.amqp010 import Connection as Engine010
-from ...security.layers import ByteLayer
-from ...security.tls import TLSFailed
-from .._admission import Admission
+from ...engine.amqp010 import Limits as Limits010
+from ...engine.amqp010 import Role as Role010
+from .._engineconn import EngineConnection
 from .._interface import DEFAULT_VHOST, VirtualHostAccess
-from .._nodes import Queue
-from .._record import ConnectionRecord
 from .._refused import Refused
-from .._store import StoredMessage
 from .commands import COMMANDS, NOT_IMPLEMENTED, CommandRefused, error_code
 from .sessions import Broker010, Session010
 
-__all__ = ["Broker010", "BrokerConnection010"]
+__all__ = ["Broker010", "BrokerConnection010", "new_connection"]
 
 
-class BrokerConnection010(Admission):
+class BrokerConnection010(EngineConnection):
     """The broker's side of one 0-10 client connection (see the module's docstring), with
-    :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface: ``receive_data``,
-    ``data_to_send``, ``next_deadline``, ``handle_timer``, ``connection_lost``, ``close``,
-    ``ended``, ``refused``, ``record``."""
+    :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface
+    (:class:`~amqp_sansio.broker._engineconn.EngineConnection`'s)."""
 
     broker: Broker010
+    engine: Engine010
     protocol = "0-10"
 
     def __init__(self, broker: Broker010, engine: Engine010, *, address: str | None = None) -> None:
-        self.broker = broker
-        self.engine = engine
-        self.address = address
-        self.identity: str | None = None
+        super().__init__(broker, engine, address=address)
         self.vhost: VirtualHostAccess | None = None
         self.sessions: dict[bytes, Session010] = {}
-        self.record = ConnectionRecord()
-        self.refused: str | None = None
-        self.cut = False
-        self.lost = False
-        self.ending = False
         #: A message.flush came in this input: dispatch before its completion goes.
         self.flushing = False
-        super().__init__()
-        self._active_at = 0.0
-        #: A transfer came during the resource alarm: read no further until it clears.
-        self._stopped = False
-        self._stream: Any = engine
 
     def __repr__(self) -> str:
         return f"<BrokerConnection010 sessions={len(self.sessions)}>"
 
-    def under_tls(self, tls: ByteLayer, record: str | None) -> None:
-        """amqps: ``tls`` (and its handshake's ``record``) carries this one's bytes."""
-        self._stream = tls
-        self.record.tls = record
-
-    @property
-    def is_open(self) -> bool:
-        return self.record.opened and not self.engine.closed and not self.ending
-
     @property
     def vhost_or_default(self) -> VirtualHostAccess:
         return self.vhost or self.broker.vhosts[DEFAULT_VHOST]
-
-    @property
-    def reading(self) -> bool:
-        """Whether the driver should read from the client: False from a transfer during the
-        broker's resource alarm until it clears (``BrokerConfig.memory_high_watermark``)."""
-        return not self._stopped
 
     def alarm_changed(self, alarm: bool) -> None:
         """The resource alarm went off: reading again (0-10 has no ``blocked`` to say)."""
@@ -108,77 +79,21 @@ class BrokerConnection010(Admission):
             self._stopped = False
             self.broker.has_output(self)
 
-    # -- the byte interface -------------------------------------------------------------------
+    # -- what differs from the other protocols' connections -----------------------------------
 
-    def receive_data(
-        self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
-    ) -> None:
-        self.broker.advance(now, wall)
-        self._now = now
-        events = self._stream.receive_data(bytes(data), now)
-        if any(isinstance(e, TLSFailed) for e in events):
-            self.record.ending_because("TLS failed")
-            self.cut = True
-        self._handle(events)
+    def _busy(self) -> bool:
+        """A subscription, or a transfer not yet accepted, keeps it from eviction."""
+        return any(s.subscriptions or s.unsettled for s in self.sessions.values())
 
-    def data_to_send(self) -> bytes:
-        return bytes(self._stream.data_to_send())
+    def _close_engine(self, why: str) -> None:
+        """320 ``connection-forced`` (0-10 spec, ``connection.close-code``)."""
+        self.engine.close(CloseCode.CONNECTION_FORCED, why)
 
-    def next_deadline(self) -> float | None:
-        return self.admission_deadline(self.engine)
-
-    def handle_timer(self, now: float, *, wall: float | None = None) -> None:
-        self.broker.advance(now, wall)
-        self._now = now
-        if not self.admission_due(now):
-            self._handle(self.engine.handle_timer(now))
-
-    def _handshake_timed_out(self) -> None:
-        """No open within the handshake time-out: the transport is closed (``cut``)."""
-        self._handshake_until = None
-        timeout = self.broker.config.handshake_timeout
-        self.refused = f"no open within the handshake time-out ({timeout} s)"
-        self.record.ending_because(self.refused)
-        self.cut = True
-        self.broker.has_output(self)
-
-    @property
-    def ended(self) -> bool:
-        return self.lost or self.cut or self.engine.closed
-
-    def idle_since(self) -> float | None:
-        """As :meth:`BrokerConnection.idle_since`: an anonymous open connection (a broker
-        without users) with no subscription and nothing unaccepted may be evicted."""
-        busy = any(s.subscriptions or s.unsettled for s in self.sessions.values())
-        free = not busy and self.is_open and not self.cut and self.broker.config.users is None
-        return self._active_at if free else None
-
-    def evict(self, why: str) -> None:
-        """As :meth:`BrokerConnection.evict`, with 320 ``connection-forced``."""
-        self.record.ending_because(why)
-        self.close(why=why)
-        self.cut = True
-        self._gone()
-
-    def close(self, error: object = None, *, why: str = "broker stopping") -> None:
-        """Close from the broker's side (it is stopping, or ``why``): 320
-        ``connection-forced`` (0-10 spec, ``connection.close-code``)."""
-        self._stopped = False
-        if not self.engine.closed:
-            self.record.ending_because("closed by the broker")
-            self.engine.close(CloseCode.CONNECTION_FORCED, why)
-        self.broker.has_output(self)
-
-    def connection_lost(self, now: float, *, wall: float | None = None) -> None:
-        """The transport is gone: the engine hears the stream's end (its sessions with a
-        time-out are kept, for a new connection to resume), then the connection ends."""
-        self.broker.advance(now, wall)
-        self._now = now
+    def _transport_gone(self, now: float) -> None:
+        """The engine hears the stream's end (its sessions with a time-out are kept, for a
+        new connection to resume)."""
         if not self.engine.closed and not self.lost:
             self._handle(self.engine.receive_data(b"", now))
-        self._lost()
-        self.broker.store.flush()
-        self.broker.dispatch()
 
     # -- what the commands ask of the connection ------------------------------------------
 
@@ -197,31 +112,6 @@ class BrokerConnection010(Admission):
             raise CommandRefused(
                 ErrorCode.RESOURCE_LIMIT_EXCEEDED, f"queue {queue.address!r}: {why}"
             )
-
-    def taken(self, queue: Queue, message: StoredMessage) -> None:
-        """A message was taken for good (accepted, or sent with accept-mode none)."""
-        broker = self.broker
-        if queue.settled(message):
-            broker.delete_node(queue)
-        elif not queue.links:
-            broker.release(queue)
-
-    def give_back(self, queue: Queue, message: StoredMessage, *, redelivered: bool) -> None:
-        """A message released (``message.release``, a session gone): to the head of its
-        queue; ``redelivered`` counts the attempt in its delivery-count (core spec 3.2.1)."""
-        broker = self.broker
-        if redelivered:
-            message.delivery_count += 1
-        if message.expires is not None and message.expires <= broker.wall:
-            queue.acquired -= 1
-            message.dropped = True
-            broker.store.remove(queue, message)
-            broker.let_go(message)
-            queue.expired(message)
-            return
-        broker.store.update(queue, message)
-        queue.requeue(message)
-        broker.wake(queue)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -352,11 +242,9 @@ class BrokerConnection010(Admission):
 
     # -- the end ------------------------------------------------------------------------------
 
-    def _lost(self) -> None:
-        if self.lost:
-            return
-        self.lost = True
-        self.ending = True
+    def _release_all(self) -> None:
+        """Its sessions go, but a detached one the engines' store keeps, which another
+        connection may resume."""
         store = self.broker.sessions_010
         for name, session in self.sessions.items():
             key = (self.engine.identity, name)
@@ -366,9 +254,6 @@ class BrokerConnection010(Admission):
             else:
                 session.close()
         self.sessions.clear()
-        for vhost in self.broker.vhosts.values():
-            vhost.owner_gone(self)
-        self._gone()
 
 
 _EVENTS: dict[type, Any] = {
@@ -381,3 +266,31 @@ _EVENTS: dict[type, Any] = {
     CommandsCompleted: BrokerConnection010._on_completed,
     CommandReceived: BrokerConnection010._on_command,
 }
+
+
+def new_connection(broker: Broker010, *, address: str | None = None) -> BrokerConnection010:
+    """The connection of a client that sent the 0-10 protocol header (0-10 spec 4.2), from
+    ``address``: the 0-10 engine's server role (:mod:`amqp_sansio.engine.amqp010`, not
+    started: the broker starts it once it counts the connection), its logins through the
+    broker's ``sasl``, else its users' mechanisms, else anonymous access; the client's
+    heartbeat within half the idle time-out; the engines' store of detached sessions."""
+    config = broker.config
+    idle = config.idle_timeout
+    if config.sasl is not None:
+        authenticator = config.sasl or broker.open_sasl
+    elif config.users is not None:
+        authenticator = config.users.authenticator(
+            allow_cleartext=config.allow_insecure_auth, protocol="0-10"
+        )
+    else:
+        authenticator = broker.open_sasl
+    engine = Engine010(
+        Role010.SERVER,
+        authenticator=authenticator,
+        properties={"version": __version__, "cluster_name": config.container_id},
+        # the client's heartbeat within half the idle time-out (0-10 spec, tune)
+        heartbeat_range=None if not idle else (1, max(1, min(math.ceil(idle / 2), 0xFFFF))),
+        limits=Limits010(handshake_timeout=config.handshake_timeout or 0),
+        sessions=broker.sessions_010,
+    )
+    return BrokerConnection010(broker, engine, address=address)

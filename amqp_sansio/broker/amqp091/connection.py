@@ -1,6 +1,7 @@
 """The broker's side of one AMQP 0-9-1 client connection: the 0-9-1 engine in its server
-role (:mod:`amqp_sansio.engine.amqp091`) driven by the broker, with the same byte interface
-as the 1.0 :class:`~amqp_sansio.broker.BrokerConnection` (so the server serves both alike).
+role (:mod:`amqp_sansio.engine.amqp091`) driven by the broker, with the byte interface 0-10's
+connection shares (:mod:`.._engineconn`), the same as the 1.0
+:class:`~amqp_sansio.broker.BrokerConnection`'s (so the server serves every protocol alike).
 
 Logins go through the broker's users (PLAIN and AMQPLAIN: a name and a password; an open
 broker, without users, takes any login, as it takes any 1.0 client), the virtual host must
@@ -18,10 +19,12 @@ closes the channel (``channel.close`` with its reply code), a hard one the conne
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections import OrderedDict
 from typing import Any
 
+from ... import __version__
 from ...definitions.amqp091 import spec
 from ...definitions.amqp091.methods import Method
 from ...definitions.amqp091.spec import ReplyCode
@@ -31,17 +34,17 @@ from ...engine.amqp091 import (
     ConnectionClosed,
     ContentReceived,
     FlowChanged,
+    Limits,
     LoginRequested,
     MethodReceived,
     OpenRequested,
+    Role,
 )
 from ...engine.amqp091 import Connection as Engine091
-from ...security.layers import ByteLayer
 from ...security.mechanisms import ServerSuccess
-from ...security.tls import TLSFailed
-from .._admission import Admission, secret_accepted
+from .._admission import secret_accepted
+from .._engineconn import EngineConnection
 from .._nodes import Node, Queue
-from .._record import ConnectionRecord
 from .._selector import Selector
 from .._store import StoredMessage
 from .._streams import Stream
@@ -51,7 +54,7 @@ from .replies import cancel_reply, consume_reply, declare_reply, rewrite_reply_t
 from .streams import StreamRefused, check_not_stream, check_stream_settle, consume_091
 from .vhosts import Broker091, VirtualHost
 
-__all__ = ["BrokerConnection091"]
+__all__ = ["BrokerConnection091", "new_connection"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never
 #: to stop a dispatch turn (``BrokerConfig.dispatch_batch`` bounds each turn).
 _UNBOUNDED = 1 << 30
@@ -245,57 +248,25 @@ class _Channel:
         self.conn.vhost_or_default.consumer_removed(queue)
 
 
-class BrokerConnection091(Admission):
+class BrokerConnection091(EngineConnection):
     """The broker's side of one 0-9-1 client connection (see the module's docstring), with
-    :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface: ``receive_data``,
-    ``data_to_send``, ``next_deadline``, ``handle_timer``, ``connection_lost``, ``close``,
-    ``ended``, ``refused``, ``record``."""
+    :class:`~amqp_sansio.broker.BrokerConnection`'s byte interface
+    (:class:`~amqp_sansio.broker._engineconn.EngineConnection`'s)."""
 
     broker: Broker091
+    engine: Engine091
     protocol = "0-9-1"
 
     def __init__(self, broker: Broker091, engine: Engine091, *, address: str | None = None) -> None:
-        self.broker = broker
-        self.engine = engine
-        self.address = address
-        self.identity: str | None = None
+        super().__init__(broker, engine, address=address)
         self.vhost: VirtualHost | None = None
         self.channels: dict[int, _Channel] = {}
-        self.record = ConnectionRecord()
-        self.refused: str | None = None
-        self.cut = False
-        self.lost = False
-        self.ending = False
-        super().__init__()
-        self._active_at = 0.0  # (the latest input that made an event)
         self.client_capabilities: dict[str, Any] = {}
-        #: ``connection.blocked`` was sent (the broker's resource alarm), and the client
-        #: published during the alarm: read no further until it clears.
+        #: ``connection.blocked`` was sent (the broker's resource alarm).
         self._told_blocked = False
-        self._stopped = False
-        #: Where the client's bytes go and ours come from: the engine, or on the amqps
-        #: port the TLS layer over it (see ``Broker.accept_091``).
-        self._stream: Any = engine
-
-    def under_tls(self, tls: ByteLayer, record: str | None) -> None:
-        """amqps: ``tls`` (and its handshake's ``record``) carries this one's bytes."""
-        self._stream = tls
-        self.record.tls = record
 
     def __repr__(self) -> str:
         return f"<BrokerConnection091 channels={len(self.channels)}>"
-
-    @property
-    def is_open(self) -> bool:
-        return self.record.opened and not self.engine.closed and not self.ending
-
-    @property
-    def reading(self) -> bool:
-        """Whether the driver should read from the client: False from a publish during the
-        broker's resource alarm until it clears (``BrokerConfig.memory_high_watermark``), as
-        RabbitMQ stops reading from a publishing connection then. Bytes already read may
-        still be given to :meth:`receive_data`."""
-        return not self._stopped
 
     def alarm_changed(self, alarm: bool) -> None:
         """The broker's resource alarm went on: ``connection.blocked`` (reason ``low on
@@ -313,85 +284,30 @@ class BrokerConnection091(Admission):
         self.broker.has_output(self)
 
     def _read_again(self) -> None:
+        """Reading again, and the heartbeat monitor with it."""
         if self._stopped:
-            self._stopped = False
+            super()._read_again()
             self.engine.monitor_paused = False
 
     @property
     def vhost_or_default(self) -> VirtualHost:
         return self.vhost or self.broker.vhosts["/"]
 
-    # -- the byte interface --------------------------------------------------------------------
+    # -- what differs from the other protocols' connections ------------------------------------
 
-    def receive_data(
-        self, data: bytes | bytearray | memoryview, now: float, *, wall: float | None = None
-    ) -> None:
-        self.broker.advance(now, wall)
-        self._now = now
-        events = self._stream.receive_data(data, now)  # (the engine's, and TLS's)
-        if events and any(isinstance(e, TLSFailed) for e in events):
-            self.record.ending_because("TLS failed")
-            self.cut = True
-        self._handle(events)
+    def _busy(self) -> bool:
+        """A consumer, or a delivery not yet acknowledged, keeps it from eviction."""
+        return any(ch.consumers or ch.unacked for ch in self.channels.values())
 
-    def data_to_send(self) -> bytes:
-        if self._held_until is not None:
-            return b""  # a failed login's outcome, held back (see handle_timer)
-        return bytes(self._stream.data_to_send())
+    def _close_engine(self, why: str) -> None:
+        """320 CONNECTION_FORCED."""
+        self.engine.close(ReplyCode.CONNECTION_FORCED, f"CONNECTION_FORCED - {why}")
 
-    def next_deadline(self) -> float | None:
-        return self.admission_deadline(self.engine)
-
-    def handle_timer(self, now: float, *, wall: float | None = None) -> None:
-        self.broker.advance(now, wall)
-        self._now = now
-        if not self.admission_due(now):
-            self._handle(self.engine.handle_timer(now))
-
-    def _handshake_timed_out(self) -> None:
-        """No open within the handshake time-out: the transport is closed (``cut``), with
-        nothing said."""
-        self._handshake_until = None
-        timeout = self.broker.config.handshake_timeout
-        self.refused = f"no open within the handshake time-out ({timeout} s)"
-        self.record.ending_because(self.refused)
-        self.cut = True
-        self.broker.has_output(self)
-
-    @property
-    def ended(self) -> bool:
-        if self._held_until is not None:
-            return False
-        return self.lost or self.cut or self.engine.closed
-
-    def idle_since(self) -> float | None:
-        """As :meth:`BrokerConnection.idle_since` (anonymous: a broker without users)."""
-        busy = any(ch.consumers or ch.unacked for ch in self.channels.values())
-        free = not busy and self.is_open and not self.cut and self.broker.config.users is None
-        return self._active_at if free else None
-
-    def evict(self, why: str) -> None:
-        """As :meth:`BrokerConnection.evict`, with 320 CONNECTION_FORCED."""
-        self.record.ending_because(why)
-        self.close(why=why)
-        self.cut = True
-        self._gone()
-
-    def close(self, error: object = None, *, why: str = "broker stopping") -> None:
-        """Close from the broker's side (it is stopping, or ``why``): 320 CONNECTION_FORCED."""
-        self._read_again()  # (for the client's close-ok)
-        if not self.engine.closed:
-            self.record.ending_because("closed by the broker")
-            self.engine.close(ReplyCode.CONNECTION_FORCED, f"CONNECTION_FORCED - {why}")
-        self.broker.has_output(self)
-
-    def connection_lost(self, now: float, *, wall: float | None = None) -> None:
-        self.broker.advance(now, wall)
-        self._now = now
-        self._held_until = None
-        self._lost()
-        self.broker.store.flush()
-        self.broker.dispatch()
+    def _release_all(self) -> None:
+        """Its channels close: their consumers go, their unacked deliveries go back."""
+        for channel in list(self.channels.values()):
+            channel.close()
+        self.channels.clear()
 
     # -- events --------------------------------------------------------------------------------
 
@@ -908,46 +824,27 @@ class BrokerConnection091(Admission):
         channel.tx_acks.clear()
         self._send_method(channel.number, spec.TxRollbackOk())
 
-    # -- messages ------------------------------------------------------------------------------
 
-    def taken(self, queue: Queue, message: StoredMessage) -> None:
-        """A message was taken for good (acked, or delivered without ack)."""
-        broker = self.broker
-        if queue.settled(message):
-            broker.delete_node(queue)
-        elif not queue.links:
-            broker.release(queue)
-
-    def give_back(self, queue: Queue, message: StoredMessage) -> None:
-        """A message given back (nack/reject with requeue, a closed channel): to the head of
-        its queue, redelivered (its delivery-count counts the attempt, core spec 3.2.1)."""
-        broker = self.broker
-        message.delivery_count += 1
-        if message.expires is not None and message.expires <= broker.wall:
-            queue.acquired -= 1
-            message.dropped = True
-            broker.store.remove(queue, message)
-            broker.let_go(message)
-            queue.expired(message)
-            return
-        broker.store.update(queue, message)
-        queue.requeue(message)
-        broker.wake(queue)
-
-    # -- the end -------------------------------------------------------------------------------
-
-    def _lost(self) -> None:
-        if self.lost:
-            return
-        self.lost = True
-        self.ending = True
-        for channel in list(self.channels.values()):
-            channel.close()
-        self.channels.clear()
-        for vhost in self.broker.vhosts.values():
-            vhost.owner_gone(self)
-        if self._held_until is None:
-            self._gone()
+def new_connection(broker: Broker091, *, address: str | None = None) -> BrokerConnection091:
+    """The connection of a client that sent the 0-9-1 protocol header (or an earlier one of
+    its line, see :func:`~amqp_sansio.broker.pick_protocol`), from ``address``: the 0-9-1
+    engine's server role (not started: the broker starts it once it counts the
+    connection), heartbeats at half the idle time-out, the broker's largest message and
+    handshake time-out."""
+    config = broker.config
+    idle = config.idle_timeout
+    engine = Engine091(
+        Role.SERVER,
+        server_properties={"cluster_name": config.container_id, "version": __version__},
+        # half the idle time-out (the client is cut after two silent heartbeats)
+        heartbeat=0 if not idle else min(math.ceil(idle / 2), 0xFFFF),
+        # the broker's largest message, and its handshake time-out, for 0-9-1 too
+        limits=Limits(
+            max_body=config.max_message_size or 0,
+            handshake_timeout=config.handshake_timeout or 0,
+        ),
+    )
+    return BrokerConnection091(broker, engine, address=address)
 
 
 class _Getter:
