@@ -21,8 +21,8 @@ from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.amqp091 import BasicProperties
-from amqp_sansio.codec import amqp010 as codec
 from amqp_sansio.broker.amqp010.mapping import from_amqp10
+from amqp_sansio.codec import amqp010 as codec
 from amqp_sansio.definitions import amqp010 as spec
 
 WAIT = 10.0
