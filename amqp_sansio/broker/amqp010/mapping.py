@@ -208,9 +208,8 @@ def to_amqp10(
     :class:`ValueError` (:class:`~amqp_sansio.EncodeError` among them) for what 1.0 cannot
     hold: a content-type or -encoding that is not ASCII (a symbol), a header value past
     1.0's long."""
-    delivery, props = _structs(header)
-    head, rest, _ = _mapped(delivery, props, body, exchange=exchange, routing_key=routing_key)
-    return rest if head is None else encode(head) + rest
+    start, middle, _, _ = _prefix(header, exchange, routing_key)
+    return b"".join((start, middle, *_data_section(body)))
 
 
 def arrived(
@@ -220,22 +219,42 @@ def arrived(
     it: its 1.0 form (:func:`to_amqp10`, read as
     :func:`~amqp_sansio.broker.parse_message` would read it) with its native 0-10 form
     (:class:`Native010`), which 0-10 subscribers get. Raises as :func:`to_amqp10`."""
-    delivery, props = _structs(header)
-    head, rest, absolute = _mapped(
-        delivery, props, body, exchange=exchange, routing_key=routing_key
-    )
-    start = b"" if head is None else encode(head)
+    start, middle, head, absolute = _prefix(header, exchange, routing_key)
     message = StoredMessage(
-        start + rest,
+        b"".join((start, middle, *_data_section(body))),
         seq=0,
         header=head,
         rest=len(start),
         expires=expiry(wall, None if head is None else head.ttl, absolute),
     )
+    delivery, props = _structs(header)
     priority = None if delivery is None else delivery.priority
     form = Native010(delivery, props, exchange, routing_key, len(body))
     message.native = Native(NATIVE, priority, form)
     return message
+
+
+def _data_section(body: bytes) -> tuple[bytes, bytes]:
+    """The 1.0 data section of ``body`` (core spec 3.2.6, a described binary: vbin8 or
+    vbin32, 1.6.19), in two pieces: what comes before the octets, and the octets."""
+    size = len(body)
+    if size <= 0xFF:
+        return b"\x00\x53\x75\xa0" + size.to_bytes(1, "big"), body
+    return b"\x00\x53\x75\xb0" + size.to_bytes(4, "big"), body
+
+
+def _prefix(
+    header: tuple[spec.Struct, ...], exchange: str, routing_key: str
+) -> tuple[bytes, bytes, Header | None, float | None]:
+    """The 1.0 form of a 0-10 message but for its body: its header section encoded (empty:
+    none), the sections after it encoded, the header, and the absolute expiry in seconds
+    (None: none). Made once per set of values when every field is immutable (the messages
+    of a publisher mostly share theirs), else each time."""
+    delivery, props = _structs(header)
+    try:
+        return _shared_prefix(delivery, props, exchange, routing_key)
+    except TypeError:  # (application headers: a map, unhashable)
+        return _mapped(delivery, props, exchange, routing_key)
 
 
 def _structs(
@@ -254,13 +273,10 @@ def _structs(
 def _mapped(
     delivery: spec.DeliveryProperties | None,
     props: spec.MessageProperties | None,
-    body: bytes,
-    *,
     exchange: str,
     routing_key: str,
-) -> tuple[Header | None, bytes, float | None]:
-    """The 1.0 header of a 0-10 message (None: none), its other sections encoded, and its
-    absolute expiry in seconds (None: none)."""
+) -> tuple[bytes, bytes, Header | None, float | None]:
+    """:func:`_prefix` of a header's delivery and message properties (see the module)."""
     head = None
     creation = expiry_ms = None
     if delivery is not None:
@@ -316,9 +332,16 @@ def _mapped(
     rest = Message(
         properties=Properties(creation_time=creation, absolute_expiry_time=expiry_ms, **fields),
         application_properties=application or None,
-        body=Data(bytes(body)),
     )
-    return head, annotations + rest.encode(), None if expiry_ms is None else expiry_ms / 1000.0
+    return (
+        b"" if head is None else encode(head),
+        annotations + rest.encode(),
+        head,
+        None if expiry_ms is None else expiry_ms / 1000.0,
+    )
+
+
+_shared_prefix = functools.lru_cache(maxsize=256)(_mapped)
 
 
 def _annotations(exchange: str, routing_key: str, headers: dict[str, Any] | None) -> bytes:
