@@ -26,9 +26,9 @@ def add_parser(sub: Any) -> None:
 
     brk = sub.add_parser(
         "broker",
-        help="run the reference broker, AMQP 1.0 and 0-9-1 on one port (5672), until "
+        help="run the reference broker, AMQP 1.0, 0-9-1 and 0-10 on one port (5672), until "
         "SIGINT or SIGTERM",
-        description="Run the reference broker, AMQP 1.0 and 0-9-1 on one port, until "
+        description="Run the reference broker, AMQP 1.0, 0-9-1 and 0-10 on one port, until "
         "SIGINT or SIGTERM; it prints "
         "'amqp-sansio broker listening on URL' for each port and logs each connection on "
         "stderr. Without --users it is OPEN (anyone who reaches it may use it): it says so "

@@ -55,11 +55,11 @@ from .options import connection_options
 
 __all__ = ["DAILY", "build_parser", "main"]
 
-#: What ``amqp-sansio --help`` ends with: the daily commands, in both protocols.
+#: What ``amqp-sansio --help`` ends with: the daily commands, in each protocol.
 DAILY = """\
 the daily commands:
-  amqp-sansio broker                          run the broker: AMQP 1.0 and 0-9-1 on
-                                              127.0.0.1:5672 (open: no --users)
+  amqp-sansio broker                          run the broker: AMQP 1.0, 0-9-1 and 0-10
+                                              on 127.0.0.1:5672 (open: no --users)
   amqp-sansio send amqp://localhost/orders --count 3
                                               send three messages over AMQP 1.0
   amqp-sansio receive amqp://localhost/orders --count 3
@@ -77,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     names the function that runs it (``args.run``)."""
     parser = argparse.ArgumentParser(
         prog="amqp-sansio",
-        description="AMQP 1.0 and AMQP 0-9-1 (RabbitMQ's), sans I/O: a broker that serves "
-        "both, send and receive in either, benchmarks and the Spark pipeline.",
+        description="AMQP 1.0, AMQP 0-9-1 (RabbitMQ's) and AMQP 0-10 (Qpid's), sans I/O: a "
+        "broker that serves all three, send and receive in each, benchmarks and the Spark "
+        "pipeline.",
         epilog=DAILY,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

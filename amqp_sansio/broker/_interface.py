@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..security.mechanisms import ServerAuthenticator
     from ._nodes import Node, Queue
     from ._replies import DirectReplies
+    from ._store import StoredMessage
     from ._streams import Stream
     from ._subscriptions import Subscription
 
@@ -230,6 +231,16 @@ class VirtualHostAccess(Protocol):
     ) -> Any:
         """Route ``data`` (an encoded 1.0 message); what it did (``routed``, ``refused``,
         ``durable``)."""
+
+    def publish_stored(
+        self,
+        exchange: str,
+        routing_key: str,
+        template: StoredMessage,
+        headers: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Route a message its protocol has read already (as ``parse_message`` reads one,
+        with its :class:`~amqp_sansio.broker._store.Native` form); as :meth:`publish_message`."""
 
     def consumer_added(self, queue: Queue) -> None: ...
 

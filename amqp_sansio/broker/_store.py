@@ -23,12 +23,30 @@ from ..definitions.amqp10.message import Message
 from ..definitions.amqp10.messaging import Header, MessageAnnotations, Properties
 from ..errors import DecodeError
 
-__all__ = ["StoredMessage", "parse_message"]
+__all__ = ["Native", "StoredMessage", "expiry", "parse_message"]
 
 #: The descriptor codes of the sections that may come before properties (core spec 3.2).
 _HEADER, _MESSAGE_ANNOTATIONS, _PROPERTIES = 0x70, 0x72, 0x73
 #: Priorities 0 to 9 are distinct; 10 and above are the same as 9 (core spec 3.2.1, n = 10).
 MAX_PRIORITY = 9
+
+
+class Native:
+    """A message as its publisher's protocol had it, beside its 1.0 form: consumers of the
+    same protocol take ``form`` (that protocol's own object, opaque here) instead of mapping
+    the 1.0 form back, as a broker of that protocol would pass the message through.
+    ``protocol`` is the publisher's (a key of the broker's table of protocols), ``priority``
+    the priority its publisher stated (None: none)."""
+
+    __slots__ = ("form", "priority", "protocol")
+
+    def __init__(self, protocol: str, priority: int | None, form: Any) -> None:
+        self.protocol = protocol
+        self.priority = priority
+        self.form = form
+
+    def __repr__(self) -> str:
+        return f"<Native {self.protocol} priority={self.priority}>"
 
 
 class StoredMessage:
@@ -38,7 +56,6 @@ class StoredMessage:
 
     __slots__ = (
         "_rest",
-        "basic",
         "data",
         "delivery_count",
         "dropped",
@@ -47,6 +64,7 @@ class StoredMessage:
         "expires",
         "header",
         "held",
+        "native",
         "priority",
         "redelivered",
         "selection",
@@ -84,10 +102,10 @@ class StoredMessage:
         #: Its identifiers as selectors see them, and their verdicts, once a consumer with a
         #: selector looked (a :class:`~amqp_sansio.broker.MessageFields`).
         self.selection: Any = None
-        #: A message published with AMQP 0-9-1: its ``basic`` properties, exchange, routing
-        #: key and body length as published, so that a 0-9-1 consumer gets them without
+        #: A message published with another protocol than 1.0: its form in that protocol
+        #: (:class:`Native`), so that a consumer of the same protocol gets it without
         #: mapping the 1.0 form back (forgotten when the annotations change).
-        self.basic: Any = None
+        self.native: Native | None = None
 
     def __repr__(self) -> str:
         return f"<StoredMessage seq={self.seq} priority={self.priority} size={len(self.data)}>"
@@ -101,9 +119,9 @@ class StoredMessage:
         ``priority``; RabbitMQ's priority queues): the one its publisher gave, with either
         protocol (a 1.0 header's ``priority`` field, core spec 3.2.1, when it is there), 0
         when none did."""
-        basic = self.basic
-        if basic is not None:
-            return int(basic[0].priority or 0)
+        native = self.native
+        if native is not None:
+            return native.priority or 0
         header = self.header
         if header is None:
             return 0
@@ -118,7 +136,7 @@ class StoredMessage:
             self.data, seq=seq, header=self.header, rest=self._rest, expires=self.expires
         )
         other.delivery_count = self.delivery_count
-        other.basic = self.basic
+        other.native = self.native
         return other
 
     def annotate(self, annotations: dict[Any, Any]) -> None:
@@ -143,7 +161,7 @@ class StoredMessage:
         section = Message(message_annotations=merged).encode()
         self.data = data[: self._rest] + kept + section + data[pos:]
         self.selection = None  # its size changed: selectors look again
-        self.basic = None  # (its annotations changed: a 0-9-1 consumer maps them again)
+        self.native = None  # (its annotations changed: every consumer maps them again)
 
     def encoded(self) -> bytes:
         """The bytes to send: as received, or with the header re-encoded when the
@@ -191,15 +209,26 @@ def parse_message(data: bytes, *, seq: int, wall: float) -> StoredMessage:
         if code == _HEADER and pos == 0:
             header, rest = cast(Header, value), end
         elif code == _PROPERTIES:
-            expiry = cast(Properties, value).absolute_expiry_time
-            if expiry is not None:
-                expires = int(expiry) / 1000.0
+            absolute = cast(Properties, value).absolute_expiry_time
+            if absolute is not None:
+                expires = int(absolute) / 1000.0
             break
         pos = end
-    if header is not None and header.ttl is not None:
-        by_ttl = wall + header.ttl / 1000.0
-        expires = by_ttl if expires is None else min(expires, by_ttl)
-    return StoredMessage(data, seq=seq, header=header, rest=rest, expires=expires)
+    ttl = None if header is None else header.ttl
+    return StoredMessage(
+        data, seq=seq, header=header, rest=rest, expires=expiry(wall, ttl, expires)
+    )
+
+
+def expiry(wall: float, ttl: int | None, absolute: float | None) -> float | None:
+    """When a message that arrives at ``wall`` expires (seconds since the epoch), or None:
+    its header's ``ttl`` (ms) counts from arrival (broker draft 2.2.5), its properties'
+    ``absolute`` expiry (seconds) holds as it is, and the earlier of the two holds (core
+    spec 3.2.1, 3.2.4)."""
+    if ttl is None:
+        return absolute
+    by_ttl = wall + ttl / 1000.0
+    return by_ttl if absolute is None else min(absolute, by_ttl)
 
 
 def _section_code(data: bytes, pos: int) -> int | None:

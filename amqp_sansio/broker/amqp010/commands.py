@@ -20,7 +20,7 @@ from ...engine.amqp010 import CommandReceived, ErrorCode
 from ...errors import EncodeError
 from .._refused import Refused
 from .._streams import Stream
-from .mapping import headers_of, to_amqp10
+from .mapping import arrived, headers_of
 from .sessions import UNLIMITED, Connection010, Session010, Subscription
 
 __all__ = ["COMMANDS", "CommandRefused", "error_code"]
@@ -250,7 +250,9 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     key = (delivery.routing_key if delivery is not None else None) or ""
     _check_access(conn, exchange or key, send=True)
     try:
-        data = to_amqp10(e.header, e.body, exchange=exchange, routing_key=key)
+        message = arrived(
+            e.header, e.body, exchange=exchange, routing_key=key, wall=conn.broker.wall
+        )
     except (ValueError, EncodeError) as exc:
         raise CommandRefused(
             ErrorCode.ILLEGAL_ARGUMENT, f"not a message 1.0 holds: {exc}"
@@ -263,9 +265,9 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
             raise CommandRefused(
                 ErrorCode.NOT_FOUND, f"no exchange {exchange!r}"
             )  # (now, not later)
-        ssn.tx_publishes.append((exchange, key, data, headers_of(e.header)))
+        ssn.tx_publishes.append((exchange, key, message, headers_of(e.header)))
         return
-    conn.publish(exchange, key, data, headers_of(e.header))
+    conn.publish(exchange, key, message, headers_of(e.header))
 
 
 def _accept(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
@@ -389,8 +391,8 @@ def _tx_commit(conn: Connection010, ssn: Session010, e: CommandReceived) -> None
     _in_tx(ssn, "tx.commit")
     publishes, ssn.tx_publishes = ssn.tx_publishes, []
     accepts, ssn.tx_accepts = ssn.tx_accepts, []
-    for exchange, key, data, headers in publishes:
-        conn.publish(exchange, key, data, headers)
+    for exchange, key, message, headers in publishes:
+        conn.publish(exchange, key, message, headers)
     ssn.accept(accepts)
 
 

@@ -97,14 +97,14 @@ class BrokerConnection010(EngineConnection):
 
     # -- what the commands ask of the connection ------------------------------------------
 
-    def publish(self, exchange: str, key: str, data: bytes, headers: object) -> None:
-        """A client's message, in its 1.0 form, through ``exchange`` (404 if there is none:
-        :class:`Refused`); during the resource alarm the connection stops being read. A
-        queue at its limits that refuses its copy (``reject-publish``) refuses the transfer
-        with 506 ``resource-limit-exceeded`` (as qpidd's queue policy ``reject``); the
-        queues that took theirs keep them."""
+    def publish(self, exchange: str, key: str, message: StoredMessage, headers: object) -> None:
+        """A client's message, read (:func:`.mapping.arrived`), through ``exchange`` (404 if
+        there is none: :class:`Refused`); during the resource alarm the connection stops
+        being read. A queue at its limits that refuses its copy (``reject-publish``) refuses
+        the transfer with 506 ``resource-limit-exceeded`` (as qpidd's queue policy
+        ``reject``); the queues that took theirs keep them."""
         assert headers is None or isinstance(headers, Mapping)
-        published = self.vhost_or_default.publish_message(exchange, key, data, headers)
+        published = self.vhost_or_default.publish_stored(exchange, key, message, headers)
         if self.broker.alarm:
             self._stopped = True
         if published.refused:

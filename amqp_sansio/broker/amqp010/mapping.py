@@ -47,26 +47,35 @@ an empty routing key; ``to``, group-id and the other properties have no 0-10 fie
 from __future__ import annotations
 
 import datetime
+import functools
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, cast
 
+import attrs
+
 from ...codec import amqp010 as c010
 from ...codec import amqp10 as t10
+from ...codec.amqp10 import encode
 from ...definitions import amqp010 as spec
 from ...definitions.amqp10.message import Message
 from ...definitions.amqp10.messaging import AmqpValue, Data, Header, Properties
+from .._store import Native, StoredMessage, expiry
 
 __all__ = [
     "APP_ID_PROPERTY",
     "COMPLEX_HEADERS",
     "EXCHANGE_ANNOTATION",
     "MESSAGE_ID_HEADER",
+    "NATIVE",
     "ROUTING_KEY_ANNOTATION",
     "SUBJECT_HEADER",
+    "Native010",
+    "arrived",
     "from_amqp10",
     "to_amqp10",
+    "transfer_of",
 ]
 
 #: The message annotations of the exchange and routing key a message was published with
@@ -88,6 +97,70 @@ _PERSISTENT = int(spec.MessageDeliveryMode.PERSISTENT)
 #: 1.0's largest ttl (a uint, ms) and timestamp (ms, a signed long): 0-10's (uint64) beyond
 #: them are brought down to them.
 _MAX_TTL, _MAX_TIME = 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF
+
+
+#: The protocol of a stored message's native form (:class:`Native010`) published with 0-10.
+NATIVE = "0-10"
+
+
+class Native010:
+    """A message published with 0-10 as 0-10 subscribers get it, passed through as Qpid's
+    broker passes it: the publisher's ``delivery`` properties with the broker's exchange,
+    routing key and redelivered flag (0-10 spec, ``message.delivery-properties``: the
+    broker sets those), its message ``properties`` as they came (nothing of the mapping to
+    1.0 is lost); the body is the 1.0 form's data section, the message's last ``size``
+    octets. The header segment is encoded at the first delivery and kept for the next ones
+    that are not redeliveries."""
+
+    __slots__ = ("_octets", "delivery", "exchange", "properties", "routing_key", "size")
+
+    def __init__(
+        self,
+        delivery: spec.DeliveryProperties | None,
+        properties: spec.MessageProperties | None,
+        exchange: str,
+        routing_key: str,
+        size: int,
+    ) -> None:
+        self.delivery = delivery
+        self.properties = properties
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.size = size
+        self._octets: bytes | None = None
+
+    def header(self, redelivered: bool) -> bytes:
+        """The encoded header segment of a transfer of it (0-10 spec 4.4)."""
+        octets = self._octets
+        if octets is not None and not redelivered:
+            return octets
+        args = (self.delivery, self.properties, self.exchange, self.routing_key, redelivered)
+        try:
+            octets = _header_octets(*args)
+        except TypeError:  # (message-properties with application headers: unhashable)
+            octets = _header_octets.__wrapped__(*args)
+        if not redelivered:
+            self._octets = octets
+        return octets
+
+
+@functools.lru_cache(maxsize=256)
+def _header_octets(
+    given: spec.DeliveryProperties | None,
+    props: spec.MessageProperties | None,
+    exchange: str,
+    routing_key: str,
+    redelivered: bool,
+) -> bytes:
+    """The header segment of :meth:`Native010.header`, encoded once per value (the
+    messages of a sender mostly share theirs)."""
+    key = routing_key or None
+    delivery = (
+        spec.DeliveryProperties(redelivered=redelivered, exchange=exchange, routing_key=key)
+        if given is None
+        else attrs.evolve(given, redelivered=redelivered, exchange=exchange, routing_key=key)
+    )
+    return spec.encode_header((delivery,) if props is None else (delivery, props))
 
 
 def _simple(value: Any) -> Any:
@@ -127,10 +200,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _struct(header: tuple[spec.Struct, ...], kind: type[Any]) -> Any:
-    return next((s for s in header if isinstance(s, kind)), None)
-
-
 def to_amqp10(
     header: tuple[spec.Struct, ...], body: bytes, *, exchange: str, routing_key: str
 ) -> bytes:
@@ -139,10 +208,77 @@ def to_amqp10(
     :class:`ValueError` (:class:`~amqp_sansio.EncodeError` among them) for what 1.0 cannot
     hold: a content-type or -encoding that is not ASCII (a symbol), a header value past
     1.0's long."""
-    delivery: spec.DeliveryProperties | None = _struct(header, spec.DeliveryProperties)
-    props: spec.MessageProperties | None = _struct(header, spec.MessageProperties)
+    start, middle, _, _ = _prefix(header, exchange, routing_key)
+    return b"".join((start, middle, *_data_section(body)))
+
+
+def arrived(
+    header: tuple[spec.Struct, ...], body: bytes, *, exchange: str, routing_key: str, wall: float
+) -> StoredMessage:
+    """A 0-10 message arrived at ``wall`` (seconds since the epoch), as the broker stores
+    it: its 1.0 form (:func:`to_amqp10`, read as
+    :func:`~amqp_sansio.broker.parse_message` would read it) with its native 0-10 form
+    (:class:`Native010`), which 0-10 subscribers get. Raises as :func:`to_amqp10`."""
+    start, middle, head, absolute = _prefix(header, exchange, routing_key)
+    message = StoredMessage(
+        b"".join((start, middle, *_data_section(body))),
+        seq=0,
+        header=head,
+        rest=len(start),
+        expires=expiry(wall, None if head is None else head.ttl, absolute),
+    )
+    delivery, props = _structs(header)
+    priority = None if delivery is None else delivery.priority
+    form = Native010(delivery, props, exchange, routing_key, len(body))
+    message.native = Native(NATIVE, priority, form)
+    return message
+
+
+def _data_section(body: bytes) -> tuple[bytes, bytes]:
+    """The 1.0 data section of ``body`` (core spec 3.2.6, a described binary: vbin8 or
+    vbin32, 1.6.19), in two pieces: what comes before the octets, and the octets."""
+    size = len(body)
+    if size <= 0xFF:
+        return b"\x00\x53\x75\xa0" + size.to_bytes(1, "big"), body
+    return b"\x00\x53\x75\xb0" + size.to_bytes(4, "big"), body
+
+
+def _prefix(
+    header: tuple[spec.Struct, ...], exchange: str, routing_key: str
+) -> tuple[bytes, bytes, Header | None, float | None]:
+    """The 1.0 form of a 0-10 message but for its body: its header section encoded (empty:
+    none), the sections after it encoded, the header, and the absolute expiry in seconds
+    (None: none). Made once per set of values when every field is immutable (the messages
+    of a publisher mostly share theirs), else each time."""
+    delivery, props = _structs(header)
+    try:
+        return _shared_prefix(delivery, props, exchange, routing_key)
+    except TypeError:  # (application headers: a map, unhashable)
+        return _mapped(delivery, props, exchange, routing_key)
+
+
+def _structs(
+    header: tuple[spec.Struct, ...],
+) -> tuple[spec.DeliveryProperties | None, spec.MessageProperties | None]:
+    """The delivery and message properties of a transfer's header (None: not there)."""
+    delivery = props = None
+    for struct in header:  # (the first of each kind)
+        if delivery is None and isinstance(struct, spec.DeliveryProperties):
+            delivery = struct
+        elif props is None and isinstance(struct, spec.MessageProperties):
+            props = struct
+    return delivery, props
+
+
+def _mapped(
+    delivery: spec.DeliveryProperties | None,
+    props: spec.MessageProperties | None,
+    exchange: str,
+    routing_key: str,
+) -> tuple[bytes, bytes, Header | None, float | None]:
+    """:func:`_prefix` of a header's delivery and message properties (see the module)."""
     head = None
-    creation = expiry = None
+    creation = expiry_ms = None
     if delivery is not None:
         durable = delivery.delivery_mode == _PERSISTENT
         priority = 4 if delivery.priority is None else delivery.priority
@@ -152,7 +288,7 @@ def to_amqp10(
         if delivery.timestamp is not None:
             creation = min(delivery.timestamp * 1000, _MAX_TIME)
         if delivery.expiration is not None:
-            expiry = min(delivery.expiration * 1000, _MAX_TIME)
+            expiry_ms = min(delivery.expiration * 1000, _MAX_TIME)
     application: dict[str, Any] = {}
     complex_: dict[str, Any] = {}
     fields: dict[str, Any] = {}
@@ -189,20 +325,42 @@ def to_amqp10(
             content_encoding=props.content_encoding,
             user_id=props.user_id,
         )
+    if complex_:
+        annotations = _annotations(exchange, routing_key, complex_)
+    else:
+        annotations = _plain_annotations(exchange, routing_key)
+    rest = Message(
+        properties=Properties(creation_time=creation, absolute_expiry_time=expiry_ms, **fields),
+        application_properties=application or None,
+    )
+    return (
+        b"" if head is None else encode(head),
+        annotations + rest.encode(),
+        head,
+        None if expiry_ms is None else expiry_ms / 1000.0,
+    )
+
+
+_shared_prefix = functools.lru_cache(maxsize=256)(_mapped)
+
+
+def _annotations(exchange: str, routing_key: str, headers: dict[str, Any] | None) -> bytes:
+    """The encoded message-annotations section of a 0-10 message: its exchange and routing
+    key, and its application ``headers`` whose values are maps or lists."""
     annotations: dict[Any, Any] = {
         EXCHANGE_ANNOTATION: exchange,
         ROUTING_KEY_ANNOTATION: routing_key,
     }
-    if complex_:
-        annotations[COMPLEX_HEADERS] = complex_
-    message = Message(
-        header=head,
-        message_annotations=annotations,
-        properties=Properties(creation_time=creation, absolute_expiry_time=expiry, **fields),
-        application_properties=application or None,
-        body=Data(bytes(body)),
-    )
-    return message.encode()
+    if headers:
+        annotations[COMPLEX_HEADERS] = headers
+    return Message(message_annotations=annotations).encode()
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_annotations(exchange: str, routing_key: str) -> bytes:
+    """:func:`_annotations` with no headers, encoded once per value (a publisher mostly
+    sends to a few)."""
+    return _annotations(exchange, routing_key, None)
 
 
 def _body(message: Message) -> tuple[bytes, str | None]:
@@ -303,9 +461,24 @@ def from_amqp10(
     return (delivery, spec.MessageProperties(**fields)), body
 
 
+def transfer_of(
+    message: StoredMessage, *, redelivered: bool, routing_key: str | None = None
+) -> tuple[tuple[spec.Struct, ...] | bytes, bytes]:
+    """A stored message as a 0-10 subscriber gets it, the header (its structs, or the
+    encoded segment) and the body of a ``message.transfer``: passed through, for a message
+    published with 0-10 (:class:`Native010`, its annotations unchanged since), else mapped
+    from its 1.0 form (:func:`from_amqp10`, whose arguments these are)."""
+    native = message.native
+    if native is not None and native.protocol == NATIVE:
+        form: Native010 = native.form
+        data = message.data
+        return form.header(redelivered), data[len(data) - form.size :] if form.size else b""
+    return from_amqp10(message.encoded(), redelivered=redelivered, routing_key=routing_key)
+
+
 def headers_of(header: tuple[spec.Struct, ...]) -> Mapping[str, Any] | None:
     """The application headers of a transfer's header (what a headers exchange matches)."""
-    props: spec.MessageProperties | None = _struct(header, spec.MessageProperties)
+    _, props = _structs(header)
     if props is None or props.application_headers is None:
         return None
     return {k: _simple(v) for k, v in props.application_headers.items()}

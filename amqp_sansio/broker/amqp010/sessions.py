@@ -23,7 +23,7 @@ from .._nodes import Node, Queue
 from .._record import ConnectionRecord
 from .._selector import Selector
 from .._store import StoredMessage
-from .mapping import from_amqp10
+from .mapping import transfer_of
 
 __all__ = ["UNLIMITED", "Broker010", "Connection010", "Session010", "Subscription"]
 
@@ -56,7 +56,7 @@ class Connection010(Protocol):
     @property
     def vhost_or_default(self) -> VirtualHostAccess: ...
 
-    def publish(self, exchange: str, key: str, data: bytes, headers: object) -> None: ...
+    def publish(self, exchange: str, key: str, message: StoredMessage, headers: object) -> None: ...
 
     def taken(self, queue: Queue, message: StoredMessage) -> None: ...
 
@@ -106,6 +106,16 @@ class Subscription:
         self.octets = 0
         #: message.flush asked for: the credit goes to zero once the queue is dispatched.
         self.flushing = False
+        #: The command of each delivery: the same for all of them.
+        self.transfer = spec.MessageTransfer(
+            destination=destination,
+            accept_mode=_EXPLICIT if explicit else int(spec.MessageAcceptMode.NONE),
+            acquire_mode=int(
+                spec.MessageAcquireMode.NOT_ACQUIRED
+                if browse
+                else spec.MessageAcquireMode.PRE_ACQUIRED
+            ),
+        )
 
     def __repr__(self) -> str:
         return f"<0-10 subscription {self.destination!r} of {self.queue.address!r}>"
@@ -172,9 +182,10 @@ class Session010:
         self.browsed: dict[int, tuple[StoredMessage, Queue, Subscription]] = {}
         #: The client's transfers with accept-mode explicit, to accept (by command id).
         self.to_accept: list[int] = []
-        #: tx.select: transfers (exchange, key, data, headers) and accepts held till commit.
+        #: tx.select: transfers (exchange, key, message, headers) and accepts held till
+        #: commit.
         self.tx = False
-        self.tx_publishes: list[tuple[str, str, bytes, Any]] = []
+        self.tx_publishes: list[tuple[str, str, StoredMessage, Any]] = []
         self.tx_accepts: list[int] = []
 
     def __repr__(self) -> str:
@@ -184,24 +195,17 @@ class Session010:
 
     def deliver(self, sub: Subscription, message: StoredMessage, queue: Queue) -> None:
         conn = self.conn
-        header, body = from_amqp10(
-            message.encoded(),
+        header, body = transfer_of(
+            message,
             redelivered=message.delivery_count > 0 or message.redelivered,
             routing_key=queue.address,
         )
-        transfer = spec.MessageTransfer(
-            destination=sub.destination,
-            accept_mode=_EXPLICIT if sub.explicit else int(spec.MessageAcceptMode.NONE),
-            acquire_mode=int(
-                spec.MessageAcquireMode.NOT_ACQUIRED
-                if sub.copy
-                else spec.MessageAcquireMode.PRE_ACQUIRED
-            ),
-        )
+        transfer = sub.transfer
         try:
             command_id = conn.engine.send_command(self.name, transfer, header=header, body=body)
         except EncodeError:  # a property 0-10 cannot carry (a text past a str8, a number
             # past an int64): the message goes with the numbers of its delivery properties
+            # (a header passed through was encoded from 0-10, and is not here)
             given: Any = header[0]
             plain = spec.DeliveryProperties(
                 redelivered=given.redelivered,

@@ -68,6 +68,7 @@ __all__ = [
     "CONTENT_ENCODING",
     "CONTENT_TYPE",
     "EXCHANGE_ANNOTATION",
+    "NATIVE",
     "ROUTING_KEY_ANNOTATION",
     "TYPE_ANNOTATION",
     "basic_of",
@@ -76,6 +77,10 @@ __all__ = [
     "to_amqp10",
 ]
 
+#: The protocol of a stored message's native form (:class:`~amqp_sansio.broker._store.Native`)
+#: published with 0-9-1: its ``basic`` properties, exchange, routing key and body length
+#: as published, which a 0-9-1 consumer gets as they are (:func:`basic_of`).
+NATIVE = "0-9-1"
 #: The ``type`` of a 0-9-1 message whose body is a 1.0 body other than data sections.
 AMQP10_TYPE = "amqp-1.0"
 #: The message annotations that carry what a 0-9-1 publish had beside its properties.
@@ -516,9 +521,9 @@ def _id_to_091(value: Any, header: str, headers: dict[str, Any]) -> str | None:
 def basic_of(message: StoredMessage) -> tuple[BasicProperties, bytes, str | None, str | None]:
     """A stored message as a 0-9-1 consumer gets it: as published, for a message published
     with 0-9-1 (its annotations unchanged since), else mapped from its 1.0 form."""
-    basic = message.basic
-    if basic is not None:
-        properties, exchange, routing_key, size = basic
+    native = message.native
+    if native is not None and native.protocol == NATIVE:
+        properties, exchange, routing_key, size = native.form
         data = message.data
         return properties, data[len(data) - size :] if size else b"", exchange, routing_key
     return from_amqp10(message.encoded())

@@ -49,11 +49,18 @@ from ...definitions.amqp091.spec import BasicProperties, ReplyCode
 from .._interface import DEFAULT_VHOST, ConnectionBroker
 from .._nodes import Node, Queue
 from .._replies import REPLY_PREFIX
-from .._store import StoredMessage, parse_message
+from .._store import Native, StoredMessage, parse_message
 from .._streams import Stream
 from .declarations import QueueRecord, Refused, _refused, parse_queue_arguments, text_argument
 from .exchanges import EXCHANGE_TYPES, Binding, Destination, Exchange, check_binding_arguments
-from .mapping import EXCHANGE_ANNOTATION, ROUTING_KEY_ANNOTATION, _sections, encode_091, from_amqp10
+from .mapping import (
+    EXCHANGE_ANNOTATION,
+    NATIVE,
+    ROUTING_KEY_ANNOTATION,
+    _sections,
+    encode_091,
+    from_amqp10,
+)
 from .streams import (
     StreamRecord,
     StreamRefused,
@@ -765,7 +772,8 @@ class VirtualHost:
             rest=rest,
             expires=None if ttl is None else wall + ttl / 1000.0,
         )
-        template.basic = (properties, exchange, routing_key, len(body))
+        form = (properties, exchange, routing_key, len(body))
+        template.native = Native(NATIVE, properties.priority, form)
         return self._offer(template, queues, exchange, routing_key)
 
     def publish_message(
@@ -779,8 +787,19 @@ class VirtualHost:
         ``exchange`` with ``routing_key`` and ``headers`` (for a headers exchange), as
         :meth:`publish` publishes a 0-9-1 one (:class:`~amqp_sansio.DecodeError`: bad
         sections)."""
-        queues = self.route(exchange, routing_key, headers)
         template = parse_message(data, seq=0, wall=self.broker.wall)
+        return self.publish_stored(exchange, routing_key, template, headers)
+
+    def publish_stored(
+        self,
+        exchange: str,
+        routing_key: str,
+        template: StoredMessage,
+        headers: Mapping[str, FieldValue] | None = None,
+    ) -> Published:
+        """:meth:`publish_message` of a message its protocol has read already (``template``,
+        as :func:`~amqp_sansio.broker.parse_message` reads one, with its native form)."""
+        queues = self.route(exchange, routing_key, headers)
         return self._offer(template, queues, exchange, routing_key)
 
     def _offer(

@@ -42,15 +42,19 @@ __all__ = ["Connection", "ConnectionState", "Limits", "Role"]
 
 _S = ConnectionState
 _HEADER_SIZE = len(PROTOCOL_HEADER)
+_COMMAND, _HEADER, _BODY = SegmentType.COMMAND, SegmentType.HEADER, SegmentType.BODY
 
 #: Commands the engine sends itself, or through its own calls.
 _ENGINE_COMMANDS = (spec.ExecutionResult, spec.ExecutionException)
 
 
-def _header_octets(header: Sequence[spec.Struct]) -> bytes:
-    """A command's header segment (0-10 spec 4.4; ``encode_header``). A header of
-    delivery properties alone, every field of which is immutable, is encoded once per
-    value (the messages of a sender mostly share theirs); any other each time."""
+def _header_octets(header: Sequence[spec.Struct] | bytes) -> bytes:
+    """A command's header segment (0-10 spec 4.4; ``encode_header``), or the segment as
+    given, encoded already. A header of delivery properties alone, every field of which is
+    immutable, is encoded once per value (the messages of a sender mostly share theirs);
+    any other each time."""
+    if isinstance(header, bytes):
+        return header
     if len(header) == 1 and type(header[0]) is spec.DeliveryProperties:
         try:
             return _delivery_header(header[0])
@@ -59,12 +63,31 @@ def _header_octets(header: Sequence[spec.Struct]) -> bytes:
     return spec.encode_header(header)
 
 
+def _command_octets(command: spec.Command, sync: bool) -> bytes:
+    """A command's segment (``encode_command``). A ``message.transfer``, every field of
+    which is immutable, is encoded once per value (a subscription's transfers share
+    theirs); any other command each time."""
+    if type(command) is spec.MessageTransfer:
+        try:
+            return _transfer_octets(command, sync)
+        except TypeError:  # (a field of the wrong type, unhashable: encode_command says so)
+            pass
+    return spec.encode_command(command, sync=sync)
+
+
+@functools.lru_cache(maxsize=256)
+def _transfer_octets(command: spec.Command, sync: bool) -> bytes:
+    return spec.encode_command(command, sync=sync)
+
+
 @functools.lru_cache(maxsize=256)
 def _delivery_header(properties: spec.DeliveryProperties) -> bytes:
     return spec.encode_header((properties,))
 
 
 def _name(session: str | bytes) -> bytes:
+    if type(session) is bytes:
+        return session
     return session.encode() if isinstance(session, str) else bytes(session)
 
 
@@ -373,12 +396,14 @@ class Connection(Handshake, SessionDispatch):
         session: str | bytes,
         command: spec.Command,
         *,
-        header: Sequence[spec.Struct] = (),
+        header: Sequence[spec.Struct] | bytes = (),
         body: bytes = b"",
         sync: bool = False,
     ) -> int:
         """Send ``command`` on ``session`` (with ``header`` structs and ``body`` octets: a
-        ``message.transfer``'s), its segments split into frames of max-frame-size (0-10
+        ``message.transfer``'s; ``header`` may be its segment encoded already, as
+        :func:`~amqp_sansio.definitions.amqp010.encode_header` encodes it, which is sent as
+        it is), its segments split into frames of max-frame-size (0-10
         spec 4.4); gives its command id. The engine keeps it until the peer completes it
         (CommandsCompleted); ``sync`` asks the peer to say so at once."""
         ssn = self._attached(session, f"send {getattr(command, 'NAME', command)!r}")
@@ -388,11 +413,11 @@ class Connection(Handshake, SessionDispatch):
             raise LocalProtocolError(
                 f"{command.NAME} is sent with send_result() or send_exception()"
             )
-        segments = [(int(SegmentType.COMMAND), spec.encode_command(command, sync=sync))]
+        segments: list[tuple[int, bytes]] = [(_COMMAND, _command_octets(command, sync))]
         if header:
-            segments.append((int(SegmentType.HEADER), _header_octets(header)))
+            segments.append((_HEADER, _header_octets(header)))
         if body:
-            segments.append((int(SegmentType.BODY), bytes(body)))
+            segments.append((_BODY, body if type(body) is bytes else bytes(body)))
         return self._queue_command(ssn, segments)
 
     def _queue_command(self, session: Session, segments: list[tuple[int, bytes]]) -> int:
@@ -426,7 +451,7 @@ class Connection(Handshake, SessionDispatch):
                 f"command {command_id} of {ssn.name!r} was not received or is complete"
             )
         result = spec.ExecutionResult(command_id=command_id, value=value)
-        self._queue_command(ssn, [(int(SegmentType.COMMAND), spec.encode_command(result))])
+        self._queue_command(ssn, [(_COMMAND, spec.encode_command(result))])
 
     def send_exception(
         self,

@@ -143,13 +143,7 @@ class ConnectionCore:
         self._liveness.sent(self._now)
 
     def _frames(self, channel: int, track: int, segments: Sequence[tuple[int, bytes]]) -> None:
-        for frame in encode_assembly(
-            channel,
-            track,
-            [(SegmentType(kind), payload) for kind, payload in segments],
-            self.max_frame_size,
-        ):
-            self._out.append(frame)
+        self._out += encode_assembly(channel, track, segments, self.max_frame_size)
         self._liveness.sent(self._now)
 
     def _control(self, channel: int, control: spec.Control) -> None:

@@ -55,6 +55,31 @@ SESSION_TABLE: dict[type[spec.Control], tuple[str, bool]] = {
 }
 
 _COMMAND = int(SegmentType.COMMAND)
+#: Header segments decoded already, by their octets: those of this size or less whose
+#: structs are immutable (no map inside), at most :data:`_HEADERS_KEPT` of them (the
+#: messages of a sender mostly share their header).
+_HEADER_KEPT_SIZE = 512
+_HEADERS_KEPT = 256
+_headers: dict[bytes, tuple[spec.Struct, ...]] = {}
+
+
+def _decode_header(payload: bytes) -> tuple[spec.Struct, ...]:
+    """``decode_header``, once per header of immutable structs (see :data:`_headers`)."""
+    header = _headers.get(payload)
+    if header is not None:
+        return header
+    header = spec.decode_header(payload)
+    if len(payload) <= _HEADER_KEPT_SIZE:
+        try:
+            hash(header)
+        except TypeError:  # (a map inside: each message gets its own)
+            return header
+        if len(_headers) >= _HEADERS_KEPT:
+            _headers.clear()
+        _headers[payload] = header
+    return header
+
+
 CONNECTION_CONTROLS = tuple(
     control
     for control in vars(spec).values()
@@ -297,7 +322,7 @@ class SessionDispatch(ConnectionCore):
             body = b""
             for segment in segments[1:]:
                 if segment.type == SegmentType.HEADER:
-                    header = spec.decode_header(segment.payload)
+                    header = _decode_header(segment.payload)
                 else:
                     body = segment.payload
         except UnknownCodeError as exc:

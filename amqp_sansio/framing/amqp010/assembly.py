@@ -84,7 +84,7 @@ class Track(enum.IntEnum):
 #: segment's type, or None for the first): a control assembly is one control segment; a
 #: command assembly a command segment, then at most one header segment, then at most one
 #: body segment. A (track, type) that is not a key here must end its assembly.
-NEXT_SEGMENT: dict[tuple[int, SegmentType | None], frozenset[SegmentType]] = {
+NEXT_SEGMENT: dict[tuple[int, int | None], frozenset[int]] = {
     (Track.CONTROL, None): frozenset({SegmentType.CONTROL}),
     (Track.COMMAND, None): frozenset({SegmentType.COMMAND}),
     (Track.COMMAND, SegmentType.COMMAND): frozenset({SegmentType.HEADER, SegmentType.BODY}),

@@ -24,12 +24,13 @@ __all__ = ["encode_assembly"]
 def encode_assembly(
     channel: int,
     track: int,
-    segments: Sequence[tuple[SegmentType, bytes]],
+    segments: Sequence[tuple[SegmentType | int, bytes]],
     max_frame_size: int,
 ) -> list[bytes]:
     """The frames of one assembly on ``channel`` and ``track``, in order: each segment
-    cut into frames of at most ``max_frame_size`` octets, header included (an empty
-    segment is one empty frame). Each payload octet is copied once.
+    (its type a :class:`SegmentType` or its number) cut into frames of at most
+    ``max_frame_size`` octets, header included (an empty segment is one empty frame). Each
+    payload octet is copied once.
 
     Raises :class:`~amqp_sansio.errors.EncodeError` (the caller's mistake) for a channel
     outside 0..65535, a max_frame_size outside 13..65535, or segments that do not make an
@@ -41,7 +42,7 @@ def encode_assembly(
         raise EncodeError(f"max_frame_size {max_frame_size} is outside 13..{MAX_FRAME_SIZE}")
     if not segments:
         raise EncodeError("an assembly has at least one segment")
-    previous: SegmentType | None = None
+    previous: SegmentType | int | None = None
     for stype, _ in segments:
         if stype not in NEXT_SEGMENT.get((track, previous), ()):
             raise EncodeError(

@@ -10,6 +10,7 @@ import pytest
 from support.amqp010.wire import Client
 
 from amqp_sansio.broker import Broker, BrokerConfig, pick_protocol
+from amqp_sansio.codec import amqp010 as codec
 from amqp_sansio.definitions import amqp010 as spec
 from amqp_sansio.engine import amqp010 as engine
 
@@ -377,3 +378,45 @@ def test_a_command_in_the_input_that_detaches_its_session_is_dropped() -> None:
     c.engine.detach(b"s", keep=False)
     c.pump()
     assert c.conn.is_open and c.conn.sessions == {}
+
+
+def test_a_010_message_is_passed_through_to_010_subscribers() -> None:
+    """docs/amqp010.rst, "Mapping to 1.0": what the mapping loses (a header's exact 0-10
+    type, delivery-mode 1, priority 4, the sender's flags, content-length) reaches a 0-10
+    subscriber as it was published; the broker sets exchange, routing-key and redelivered.
+    Published again with other values, the next message is not given the first's header."""
+    c = client()
+    c.ok(spec.QueueDeclare(queue="q"))
+    c.ok(spec.ExchangeBind(queue="q", exchange="amq.direct", binding_key="k"))
+    headers = {"small": codec.Typed(codec.TypeCode.INT8, 7), "nested": {"a": [1, 2]}}
+    given = {"delivery_mode": 1, "priority": 4, "redelivered": True, "discard_unroutable": True}
+    for n in range(2):
+        c.publish(
+            b"body%d" % n,
+            key="k",
+            exchange="amq.direct",
+            delivery=given,
+            content_length=5,
+            application_headers={**headers, "n": n},
+        )
+    c.subscribe("q", accept=0)
+    first, second = c.deliveries()
+    delivery, props = first.header
+    assert isinstance(delivery, spec.DeliveryProperties)
+    assert (delivery.delivery_mode, delivery.priority, delivery.discard_unroutable) == (1, 4, True)
+    assert (delivery.exchange, delivery.routing_key, delivery.redelivered) == (
+        "amq.direct",
+        "k",
+        False,
+    )
+    assert isinstance(props, spec.MessageProperties) and props.content_length == 5
+    assert props.application_headers == {**headers, "n": 0}
+    assert isinstance(props.application_headers["small"], codec.Typed)
+    assert first.body == b"body0" and second.body == b"body1"
+    assert second.header[1].application_headers["n"] == 1  # type: ignore[attr-defined]
+    # released: redelivered, the rest as published
+    c.ok(spec.MessageRelease(transfers=((first.command_id, first.command_id),)))
+    c.ok(spec.MessageFlow(destination="d", unit=0, value=1))
+    [again] = c.deliveries()
+    assert again.body == b"body0" and again.header[0].redelivered  # type: ignore[attr-defined]
+    assert again.header[0].delivery_mode == 1  # type: ignore[attr-defined]

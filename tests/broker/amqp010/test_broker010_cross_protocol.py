@@ -21,6 +21,7 @@ from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 from amqp_sansio.amqp091 import BasicProperties
+from amqp_sansio.broker.amqp010.mapping import from_amqp10
 from amqp_sansio.codec import amqp010 as codec
 from amqp_sansio.definitions import amqp010 as spec
 
@@ -402,8 +403,9 @@ def test_0_10_through_an_exchange_to_0_9_1(broker: BrokerProcess) -> None:
 
 def test_what_the_mapping_leaves_out(broker: BrokerProcess) -> None:
     """docs/amqp010.rst, "Mapping to 1.0", column "lost": delivery-mode 1 and none are the
-    same (not durable); priority 4, 1.0's default, is left out on the way back; an absolute
-    expiration (seconds) is 1.0's absolute-expiry-time (milliseconds) and back."""
+    same (not durable); priority 4, 1.0's default, is left out on the way back from 1.0; an
+    absolute expiration (seconds) is 1.0's absolute-expiry-time (milliseconds) and back. A
+    0-10 subscriber gets the message as it was published: nothing is lost."""
     queue = "x.010.lost"
     expires = int(time.time()) + 3600
     header = (
@@ -420,6 +422,11 @@ def test_what_the_mapping_leaves_out(broker: BrokerProcess) -> None:
     assert message.header.priority == 4
     assert message.properties is not None
     assert message.properties.absolute_expiry_time == expires * 1000
-    back = consume010(broker, queue).delivery_properties
+    mapped, _ = from_amqp10(message.encode(), redelivered=False)
+    back = mapped[0]
+    assert isinstance(back, spec.DeliveryProperties)
     assert back.delivery_mode is None and back.priority is None
     assert back.expiration == expires
+    passed = consume010(broker, queue).delivery_properties
+    assert (passed.delivery_mode, passed.priority, passed.expiration) == (1, 4, expires)
+    assert (passed.exchange, passed.routing_key) == ("", queue)
