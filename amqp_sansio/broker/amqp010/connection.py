@@ -44,6 +44,7 @@ from ...engine.amqp010 import Role as Role010
 from .._engineconn import EngineConnection
 from .._interface import DEFAULT_VHOST, VirtualHostAccess
 from .._refused import Refused
+from .._store import StoredMessage
 from .commands import COMMANDS, NOT_IMPLEMENTED, CommandRefused, error_code
 from .sessions import Broker010, Session010
 
