@@ -8,7 +8,13 @@ The targets are in one module per protocol:
 * ``amqp091/broker.py``: ``broker-091`` (the data from scratch to ``Broker.accept_091``, its
   protocol header part of it) and ``broker-091-opened`` (after a valid handshake);
 * ``amqp10/broker.py``: ``broker-10`` (the data from scratch to ``Broker.accept``) and
-  ``broker-10-opened`` (after a 1.0 client's header and open).
+  ``broker-10-opened`` (after a 1.0 client's header and open);
+* ``amqp010/broker.py``: ``broker-010`` (the data from scratch to the connection
+  ``Broker.accept_header("0-10")`` makes, its protocol header part of it) and
+  ``broker-010-opened`` (after a valid 0-10 handshake).
+
+A :class:`Driver` is made for a protocol's key: 0-9-1's and 0-10's connections come from
+``Broker.acceptors`` (as ``Broker.accept_header`` makes them), 1.0's from ``Broker.accept``.
 
 The invariant: every call returns (any exception is a failure, stage ``crash``); the
 broker's output parses as its client would parse it, with nothing but the close's answer
@@ -69,7 +75,9 @@ class Driver:
         self.now = 100.0
         self.wall = 1_700_000_000.0
         self.protocol = protocol
-        accept = self.broker.accept_091 if protocol == "0-9-1" else self.broker.accept
+        # 0-9-1's and 0-10's connection as Broker.accept_header makes it (their header is
+        # part of the data), 1.0's as Broker.accept
+        accept = self.broker.acceptors.get(protocol, self.broker.accept)
         self.conn: Any = accept(self.now, wall=self.wall, address="10.0.0.1")
         self.out = bytearray()
 

@@ -1,7 +1,7 @@
 """The fuzz targets of amqp-sansio, registered by name, with a seed corpus, a pure-Python
 mutation fuzzer and a command line.
 
-Eighteen targets take arbitrary bytes; each is a function in its family's module:
+Twenty targets take arbitrary bytes; each is a function in its family's module:
 
 ``decode``, ``message`` (``amqp10/codec.py``)
     :func:`amqp_sansio.decode` and :meth:`amqp_sansio.Message.decode`.
@@ -42,6 +42,8 @@ Eighteen targets take arbitrary bytes; each is a function in its family's module
     handshake.
 ``broker-10``, ``broker-10-opened`` (``amqp10/broker.py``)
     the same with one AMQP 1.0 connection.
+``broker-010``, ``broker-010-opened`` (``amqp010/broker.py``)
+    the same with one AMQP 0-10 connection.
 
 The invariant for the codec's six: a target returns normally, or raises an error that
 blames the remote side (:data:`fuzz.common.REMOTE_ERRORS`: ``DecodeError``,
@@ -54,7 +56,7 @@ The invariant for the selector: parsing returns a selector or raises ``SelectorE
 (with a position inside the text); evaluating one returns TRUE, FALSE or UNKNOWN and raises
 nothing.
 
-The invariant for the engines' five and the broker core's four: nothing raises at all (a
+The invariant for the engines' five and the broker core's six: nothing raises at all (a
 peer's bytes are answered with events, or with a close carrying an error condition), every
 protocol error is answered on the wire, and what is sent is well-formed (each module says
 how it checks).
@@ -99,6 +101,7 @@ _import_fuzz_package()
 
 # The target families, then what they share (imported once the package is importable).
 from fuzz import selector  # noqa: E402
+from fuzz.amqp010 import broker as broker010  # noqa: E402
 from fuzz.amqp010 import codec as codec010  # noqa: E402
 from fuzz.amqp010 import engine as engine010  # noqa: E402
 from fuzz.amqp010 import frames as frames010  # noqa: E402
@@ -205,6 +208,8 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "broker-091-opened": broker091.fuzz_broker_091_opened,
     "broker-10": broker10.fuzz_broker_10,
     "broker-10-opened": broker10.fuzz_broker_10_opened,
+    "broker-010": broker010.fuzz_broker_010,
+    "broker-010-opened": broker010.fuzz_broker_010_opened,
 }
 
 #: The codec's targets (fast, thousands of inputs a second) and the engine's (slower).
@@ -227,11 +232,22 @@ ENGINE_TARGETS = (
 )
 #: Text parsers: the broker's message selectors.
 PARSER_TARGETS = ("selector",)
-#: The broker core's targets, both protocols (fuzz/broker_core.py).
-BROKER_TARGETS = ("broker-091", "broker-091-opened", "broker-10", "broker-10-opened")
-#: Their seeds, made once at import (a 1.0 client engine's conversation with the broker
-#: core: made before any test patches the engine).
-_BROKER_SEEDS: dict[str, list[bytes]] = {**broker091.seeds(), **broker10.seeds()}
+#: The broker core's targets, every protocol (fuzz/broker_core.py).
+BROKER_TARGETS = (
+    "broker-091",
+    "broker-091-opened",
+    "broker-10",
+    "broker-10-opened",
+    "broker-010",
+    "broker-010-opened",
+)
+#: Their seeds, made once at import (1.0 and 0-10 client engines' conversations with the
+#: broker core: made before any test patches the engine or the broker).
+_BROKER_SEEDS: dict[str, list[bytes]] = {
+    **broker091.seeds(),
+    **broker10.seeds(),
+    **broker010.seeds(),
+}
 
 
 # ---------------------------------------------------------------------------------------------

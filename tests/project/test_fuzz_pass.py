@@ -7,9 +7,9 @@ stable canonical form; a server-role Connection fed arbitrary bytes (after a hea
 header and an open) returns events, answers every protocol error with a frame carrying it,
 sends only well-formed frames, and never raises; the broker's selector parser returns a
 selector or raises SelectorError, and a selector evaluates to TRUE, FALSE or UNKNOWN; the
-broker core (fuzz/broker_core.py), fed arbitrary bytes by either protocol from scratch or
-after a valid handshake, never raises, and an open connection it ends has its close on the
-wire.
+broker core (fuzz/broker_core.py), fed arbitrary bytes by any of its three protocols from
+scratch or after a valid handshake, never raises, and an open connection it ends has its
+close on the wire.
 Environment knobs, for a longer or different pass:
 
 * ``AMQP_SANSIO_FUZZ_ITERATIONS`` (default 350000) and ``AMQP_SANSIO_FUZZ_SEED``
@@ -17,7 +17,8 @@ Environment knobs, for a longer or different pass:
 * ``AMQP_SANSIO_FUZZ_SECONDS``: the time cap of the codec's mutation pass (default 25),
 * ``AMQP_SANSIO_FUZZ_ENGINE_SECONDS``: the time cap of the engine's (default 4),
 * ``AMQP_SANSIO_FUZZ_PARSER_SECONDS``: the time cap of the selector parser's (default 3),
-* ``AMQP_SANSIO_FUZZ_BROKER_SECONDS``: the time cap of the broker core's (default 4),
+* ``AMQP_SANSIO_FUZZ_BROKER_SECONDS``: the time cap of the broker core's (default 5, which
+  its six targets share round robin),
 * ``AMQP_SANSIO_FUZZ_EXAMPLES``: Hypothesis examples per test (default 400).
 """
 
@@ -60,7 +61,7 @@ SEED = random.randrange(2**32) if _seed == "random" else int(_seed)
 SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_SECONDS", "25"))
 ENGINE_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_ENGINE_SECONDS", "4"))
 PARSER_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_PARSER_SECONDS", "3"))
-BROKER_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_BROKER_SECONDS", "4"))
+BROKER_SECONDS = float(os.environ.get("AMQP_SANSIO_FUZZ_BROKER_SECONDS", "5"))
 EXAMPLES = int(os.environ.get("AMQP_SANSIO_FUZZ_EXAMPLES", "400"))
 
 fuzz_settings = settings(
@@ -310,7 +311,7 @@ def test_hypothesis_edited_seeds(target: str, data: st.DataObject) -> None:
 
 
 def test_bounded_broker_pass() -> None:
-    """The broker core's targets (fuzz/broker_core.py), both protocols, a few seconds."""
+    """The broker core's targets (fuzz/broker_core.py), every protocol, a few seconds."""
     stats = harness.run(ITERATIONS, SEED, targets=harness.BROKER_TARGETS, time_limit=BROKER_SECONDS)
     print(stats.summary())
     assert stats.ok, (
@@ -340,4 +341,37 @@ def test_broker_target_reports_a_broker_exception(monkeypatch: pytest.MonkeyPatc
     assert finding is not None and finding.stage == "no-close", finding
     monkeypatch.setattr(BrokerConnection091, "receive_data", lambda *a, **k: 1 / 0)
     _, finding = harness.execute("broker-091", seed)
+    assert finding is not None and finding.stage == "crash" and finding.issue is None
+
+
+def test_broker_010_target_reports_a_broker_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for the broker core's 0-10 targets: an open connection ended without
+    connection.close or close-ok on the wire (stage no-close), a command after the
+    broker's close-ok (after-close), an exception from the broker (crash)."""
+    from amqp_sansio.broker import BrokerConnection010
+    from amqp_sansio.definitions import amqp010 as spec
+    from amqp_sansio.framing.amqp010 import SegmentType, Track, encode_assembly
+
+    seed = harness.seed_corpus()["broker-010-opened"][0]
+    assert harness.execute("broker-010-opened", seed)[1] is None
+    close = harness.seed_corpus()["broker-010-opened"][-1]  # the client's connection.close
+    assert harness.execute("broker-010-opened", close)[1] is None
+    real = BrokerConnection010.data_to_send
+    sync = spec.encode_command(spec.ExecutionSync())
+    [stray] = encode_assembly(1, Track.COMMAND, [(SegmentType.COMMAND, sync)], 4096)
+
+    def silent(self: BrokerConnection010) -> bytes:
+        out = real(self)
+        return b"" if self.engine.closed else out
+
+    def chatty(self: BrokerConnection010) -> bytes:
+        out = real(self)
+        return out + stray if self.engine.closed else out
+
+    for patched, stage in ((silent, "no-close"), (chatty, "after-close")):
+        monkeypatch.setattr(BrokerConnection010, "data_to_send", patched)
+        _, finding = harness.execute("broker-010-opened", close)
+        assert finding is not None and finding.stage == stage, finding
+    monkeypatch.setattr(BrokerConnection010, "receive_data", lambda *a, **k: 1 / 0)
+    _, finding = harness.execute("broker-010", seed)
     assert finding is not None and finding.stage == "crash" and finding.issue is None

@@ -30,6 +30,7 @@ from ...engine.amqp010 import (
     CommandReceived,
     CommandsCompleted,
     ConnectionClosed,
+    ConnectionState,
     ErrorCode,
     OpenRequested,
     SessionAttached,
@@ -124,7 +125,7 @@ class BrokerConnection010(EngineConnection):
             if handler is not None:
                 handler(self, event)
         for session in self.sessions.values():
-            if session.to_accept and session.attached:
+            if session.to_accept and self._attached(session.name):
                 # the client's transfers with accept-mode explicit (0-10 spec, message.accept)
                 ids, session.to_accept = session.to_accept, []
                 self.engine.send_command(
@@ -144,6 +145,8 @@ class BrokerConnection010(EngineConnection):
                     sub.drained()
 
     def _on_open(self, event: OpenRequested) -> None:
+        if self.engine.state is not ConnectionState.OPEN_PENDING:
+            return  # (a close in the same input overtook it: it is not answered)
         name = event.virtual_host or DEFAULT_VHOST
         vhost = self.broker.vhosts.get(name)
         if vhost is None:
@@ -216,7 +219,7 @@ class BrokerConnection010(EngineConnection):
     def _on_command(self, event: CommandReceived) -> None:
         name = event.session
         session = self.sessions.get(name)
-        if session is None or not session.attached or not self._attached(name):
+        if session is None or not session.attached or not self._attached(name, event.command_id):
             return  # (the session went, or an exception of ours ends it: dropped)
         handler = COMMANDS.get(type(event.command), NOT_IMPLEMENTED)
         try:
@@ -234,12 +237,20 @@ class BrokerConnection010(EngineConnection):
             self.engine.send_result(name, event.command_id, result)
         self.engine.complete(name, event.command_id)
 
-    def _attached(self, name: bytes) -> bool:
-        """Whether the engine's session ``name`` is attached (not detaching, not gone)."""
+    def _attached(self, name: bytes, command_id: int | None = None) -> bool:
+        """Whether the engine's session ``name`` is attached (not detaching, not gone), on
+        a connection not closing (after its ``connection.close`` only ``close-ok`` goes),
+        and awaits the completion of ``command_id``, if given (it is not another session
+        of that name, attached since in the same input)."""
+        if self.engine.state is not ConnectionState.OPEN:
+            return False
         try:
-            return self.engine.session(name).state is SessionState.ATTACHED
+            found = self.engine.session(name)
         except KeyError:  # (detached by the client in the same input)
             return False
+        if found.state is not SessionState.ATTACHED:
+            return False
+        return command_id is None or found.incoming_id(command_id) is not None
 
     # -- the end ------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ...definitions import amqp010 as spec
 from ...engine.amqp010 import Connection as Engine010
-from ...engine.amqp010 import SessionStore
+from ...engine.amqp010 import ConnectionState, SessionStore
 from ...errors import EncodeError
 from .._interface import ConnectionBroker, VirtualHostAccess
 from .._nodes import Node, Queue
@@ -122,7 +122,7 @@ class Subscription:
 
     @property
     def credit(self) -> int:
-        if not self.session.attached or self.octets <= 0:
+        if not self.session.sending or self.octets <= 0:
             return 0
         return _BIG if self.messages == UNLIMITED else self.messages
 
@@ -190,6 +190,12 @@ class Session010:
 
     def __repr__(self) -> str:
         return f"<0-10 session {self.name!r} subscriptions={len(self.subscriptions)}>"
+
+    @property
+    def sending(self) -> bool:
+        """Whether transfers may go out on it: attached, its connection not closing (after
+        ``connection.close`` nothing but ``close-ok`` is sent: 0-10 spec, ``connection.close``)."""
+        return self.attached and self.conn.engine.state is ConnectionState.OPEN
 
     # -- deliveries ---------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import pytest
+from support.amqp010.engine import command, control, sent
 from support.amqp010.wire import Client
 
 from amqp_sansio.broker import Broker, BrokerConfig
@@ -107,3 +108,88 @@ def test_random_commands(seed: int) -> None:
         c.conn.handle_timer(50.0)
         c.conn.connection_lost(60.0)
         assert c.conn not in broker.connections
+
+
+# -- a request and a close in one input (found by fuzz/amqp010/broker.py) -------------------
+
+#: What closes an open connection: a connection control out of place (320, the broker's
+#: close then waits for close-ok), or octets that are no frame (501, the connection ends).
+STRAYS = {
+    "control": control(0, spec.ConnectionStartOk(mechanism="ANONYMOUS")),
+    "not-a-frame": b"\x40" * 12,
+}
+
+
+@pytest.mark.parametrize("stray", sorted(STRAYS))
+def test_an_open_and_a_close_in_one_input(stray: str) -> None:
+    """The client's open and what closes the connection arrive in one read: the open is
+    not answered (no open-ok after the close), nothing raises."""
+    broker = Broker()
+    conn = broker.accept_010(0.0)
+    client = engine.Connection(engine.Role.CLIENT, mechanism="ANONYMOUS")
+    client.start(0.0)
+    for _ in range(2):  # the header, then start-ok, each answered
+        conn.receive_data(client.data_to_send(), 0.0)
+        client.receive_data(conn.data_to_send(), 0.0)
+    conn.receive_data(client.data_to_send() + STRAYS[stray], 0.0)  # tune-ok, open, stray
+    assert [type(c) for c in sent(conn)] == [spec.ConnectionClose]
+    assert not conn.record.opened
+    conn.connection_lost(1.0)
+    assert conn.ended and conn not in broker.connections
+
+
+@pytest.mark.parametrize("stray", sorted(STRAYS))
+@pytest.mark.parametrize("request_", ["declare", "explicit-transfer", "window-completion"])
+def test_a_request_and_a_close_in_one_input(request_: str, stray: str) -> None:
+    """A command (its completion, the broker's message.accept of a transfer) or the
+    completion that gives window credit back (a delivery) comes with what closes the
+    connection, in one read: nothing raises, nothing but the close is sent, and the
+    command is not carried out."""
+    c = Client(Broker())
+    c.attach()
+    c.ok(spec.QueueDeclare(queue="w"))
+    if request_ == "declare":
+        c.engine.send_command(b"s", spec.QueueDeclare(queue="q"), sync=True)
+    elif request_ == "explicit-transfer":
+        header = (spec.DeliveryProperties(routing_key="w"),)
+        transfer = spec.MessageTransfer(destination="", accept_mode=0, acquire_mode=0)
+        c.engine.send_command(b"s", transfer, header=header, body=b"x")
+    else:
+        c.ok(spec.MessageSubscribe(queue="w", destination="d", accept_mode=1, acquire_mode=0))
+        c.ok(spec.MessageFlow(destination="d", unit=1, value=0xFFFFFFFF))
+        c.ok(spec.MessageFlow(destination="d", unit=0, value=1))  # window mode: one at once
+        c.publish(b"a", key="w")
+        c.publish(b"b", key="w")
+        [first] = c.deliveries()
+        c.engine.complete(b"s", first.command_id)  # its credit back: "b" would go
+    c.conn.receive_data(c.engine.data_to_send() + STRAYS[stray], 0.0)
+    assert [type(x) for x in sent(c.conn)] == [spec.ConnectionClose]
+    assert "q" not in c.broker.nodes
+    assert c.broker.nodes["w"].depth == (1 if request_ == "window-completion" else 0)
+    c.conn.connection_lost(1.0)
+    assert c.conn.ended and c.conn not in c.broker.connections
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_a_command_of_a_session_replaced_in_the_same_input(refused: bool) -> None:
+    """A command, then its session detached and another of the same name attached, in one
+    read: the command is not the new session's (it is neither completed nor refused on
+    it), nothing raises."""
+    c = Client(Broker())
+    c.attach()  # b"s", on channel 1
+    if refused:  # (to an exchange there is not: execution.exception 404)
+        header = (spec.DeliveryProperties(routing_key="k"),)
+        first = command(1, spec.MessageTransfer(destination="none"), header=header, body=b"x")
+    else:
+        first = command(1, spec.QueueDeclare(queue="q"), sync=True)
+    detach = control(1, spec.SessionDetach(name=b"s"))
+    c.conn.receive_data(first + detach + control(2, spec.SessionAttach(name=b"s")), 0.0)
+    out = sent(c.conn)
+    assert [type(x) for x in out] == [
+        spec.SessionDetached,
+        spec.SessionAttached,
+        spec.SessionCommandPoint,
+    ]
+    assert "q" not in c.broker.nodes
+    c.conn.connection_lost(1.0)
+    assert c.conn.ended and c.conn not in c.broker.connections
