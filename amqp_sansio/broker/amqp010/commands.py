@@ -251,7 +251,12 @@ def _transfer(conn: Connection010, ssn: Session010, e: CommandReceived) -> None:
     _check_access(conn, exchange or key, send=True)
     try:
         message = arrived(
-            e.header, e.body, exchange=exchange, routing_key=key, wall=conn.broker.wall
+            e.header,
+            e.body,
+            exchange=exchange,
+            routing_key=key,
+            wall=conn.broker.wall,
+            octets=e.header_octets,
         )
     except (ValueError, EncodeError) as exc:
         raise CommandRefused(

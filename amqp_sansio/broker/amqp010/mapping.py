@@ -49,9 +49,9 @@ from __future__ import annotations
 import datetime
 import functools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -102,65 +102,88 @@ _MAX_TTL, _MAX_TIME = 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF
 #: The protocol of a stored message's native form (:class:`Native010`) published with 0-10.
 NATIVE = "0-10"
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+#: The 1.0 form of a 0-10 message but for its body (:func:`_prefix`).
+_Prefix = tuple[bytes, bytes, Header | None, float | None]
+
 
 class Native010:
     """A message published with 0-10 as 0-10 subscribers get it, passed through as Qpid's
-    broker passes it: the publisher's ``delivery`` properties with the broker's exchange,
-    routing key and redelivered flag (0-10 spec, ``message.delivery-properties``: the
-    broker sets those), its message ``properties`` as they came (nothing of the mapping to
-    1.0 is lost); the body is the 1.0 form's data section, the message's last ``size``
-    octets. The header segment is encoded at the first delivery and kept for the next ones
+    broker passes it: its header segment as it came (``octets``), the delivery-properties
+    in it (``delivery``) replaced by theirs with the broker's exchange, routing key and
+    redelivered flag (0-10 spec, ``message.delivery-properties``: the broker sets those),
+    every other struct (the message-properties) sent as its octets came (nothing of the
+    mapping to 1.0 is lost); the body is the 1.0 form's data section, the message's last
+    ``size`` octets. The segment is made at the first delivery and kept for the next ones
     that are not redeliveries."""
 
-    __slots__ = ("_octets", "delivery", "exchange", "properties", "routing_key", "size")
+    __slots__ = ("_sent", "delivery", "exchange", "octets", "routing_key", "size")
 
     def __init__(
         self,
+        octets: bytes,
         delivery: spec.DeliveryProperties | None,
-        properties: spec.MessageProperties | None,
         exchange: str,
         routing_key: str,
         size: int,
     ) -> None:
+        self.octets = octets
         self.delivery = delivery
-        self.properties = properties
         self.exchange = exchange
         self.routing_key = routing_key
         self.size = size
-        self._octets: bytes | None = None
+        self._sent: bytes | None = None
 
     def header(self, redelivered: bool) -> bytes:
         """The encoded header segment of a transfer of it (0-10 spec 4.4)."""
-        octets = self._octets
-        if octets is not None and not redelivered:
-            return octets
-        args = (self.delivery, self.properties, self.exchange, self.routing_key, redelivered)
-        try:
-            octets = _header_octets(*args)
-        except TypeError:  # (message-properties with application headers: unhashable)
-            octets = _header_octets.__wrapped__(*args)
+        sent = self._sent
+        if sent is not None and not redelivered:
+            return sent
+        octets = self.octets
+        key = (octets, self.exchange, self.routing_key, redelivered)
+        sent = _remember(_passed, key, len(octets), self._make)
         if not redelivered:
-            self._octets = octets
-        return octets
+            self._sent = sent
+        return sent
+
+    def _make(self, key: tuple[bytes, str, str, bool]) -> bytes:
+        octets, exchange, routing_key, redelivered = key
+        given, routing = self.delivery, routing_key or None
+        delivery = (
+            spec.DeliveryProperties(redelivered=redelivered, exchange=exchange, routing_key=routing)
+            if given is None
+            else attrs.evolve(
+                given, redelivered=redelivered, exchange=exchange, routing_key=routing
+            )
+        )
+        rest = [part for code, part in spec.split_header(octets) if code != _DELIVERY_CODE]
+        return b"".join((spec.encode_header((delivery,)), *rest))
 
 
-@functools.lru_cache(maxsize=256)
-def _header_octets(
-    given: spec.DeliveryProperties | None,
-    props: spec.MessageProperties | None,
-    exchange: str,
-    routing_key: str,
-    redelivered: bool,
-) -> bytes:
-    """The header segment of :meth:`Native010.header`, encoded once per value (the
-    messages of a sender mostly share theirs)."""
-    key = routing_key or None
-    delivery = (
-        spec.DeliveryProperties(redelivered=redelivered, exchange=exchange, routing_key=key)
-        if given is None
-        else attrs.evolve(given, redelivered=redelivered, exchange=exchange, routing_key=key)
-    )
-    return spec.encode_header((delivery,) if props is None else (delivery, props))
+#: The code of a delivery-properties struct in a header segment (0-10 spec 4.6).
+_DELIVERY_CODE = spec.DeliveryProperties.CLASS_CODE << 8 | spec.DeliveryProperties.CODE
+#: What is made once per value and kept (the messages of a publisher mostly share their
+#: header): at most :data:`_KEPT` values in each table (it is emptied when full), for keys
+#: of at most :data:`_KEPT_SIZE` octets (a larger header is made each time).
+_KEPT, _KEPT_SIZE = 256, 512
+#: The header segments passed through to subscribers, by (the segment as published,
+#: exchange, routing key, redelivered).
+_passed: dict[tuple[bytes, str, str, bool], bytes] = {}
+#: The 1.0 form but for the body (:func:`_prefix`), by (header segment, exchange, key).
+_prefixes: dict[tuple[bytes, str, str], _Prefix] = {}
+
+
+def _remember(table: dict[_K, _V], key: _K, size: int, make: Callable[[_K], _V]) -> _V:
+    """``make(key)``, kept in ``table`` when ``size`` (the key's octets) is small enough."""
+    found = table.get(key)
+    if found is None:
+        found = make(key)
+        if size <= _KEPT_SIZE:
+            if len(table) >= _KEPT:
+                table.clear()
+            table[key] = found
+    return found
 
 
 def _simple(value: Any) -> Any:
@@ -208,18 +231,29 @@ def to_amqp10(
     :class:`ValueError` (:class:`~amqp_sansio.EncodeError` among them) for what 1.0 cannot
     hold: a content-type or -encoding that is not ASCII (a symbol), a header value past
     1.0's long."""
-    start, middle, _, _ = _prefix(header, exchange, routing_key)
+    delivery, props = _structs(header)
+    start, middle, _, _ = _mapped(delivery, props, exchange, routing_key)
     return b"".join((start, middle, *_data_section(body)))
 
 
 def arrived(
-    header: tuple[spec.Struct, ...], body: bytes, *, exchange: str, routing_key: str, wall: float
+    header: tuple[spec.Struct, ...],
+    body: bytes,
+    *,
+    exchange: str,
+    routing_key: str,
+    wall: float,
+    octets: bytes | None = None,
 ) -> StoredMessage:
     """A 0-10 message arrived at ``wall`` (seconds since the epoch), as the broker stores
     it: its 1.0 form (:func:`to_amqp10`, read as
     :func:`~amqp_sansio.broker.parse_message` would read it) with its native 0-10 form
-    (:class:`Native010`), which 0-10 subscribers get. Raises as :func:`to_amqp10`."""
-    start, middle, head, absolute = _prefix(header, exchange, routing_key)
+    (:class:`Native010`), which 0-10 subscribers get. ``octets`` is the header segment
+    ``header`` was decoded from (``CommandReceived.header_octets``; None: encoded here).
+    Raises as :func:`to_amqp10`."""
+    if octets is None:
+        octets = spec.encode_header(header) if header else b""
+    start, middle, head, absolute = _prefix(header, octets, exchange, routing_key)
     message = StoredMessage(
         b"".join((start, middle, *_data_section(body))),
         seq=0,
@@ -227,9 +261,9 @@ def arrived(
         rest=len(start),
         expires=expiry(wall, None if head is None else head.ttl, absolute),
     )
-    delivery, props = _structs(header)
+    delivery, _ = _structs(header)
     priority = None if delivery is None else delivery.priority
-    form = Native010(delivery, props, exchange, routing_key, len(body))
+    form = Native010(octets, delivery, exchange, routing_key, len(body))
     message.native = Native(NATIVE, priority, form)
     return message
 
@@ -244,17 +278,18 @@ def _data_section(body: bytes) -> tuple[bytes, bytes]:
 
 
 def _prefix(
-    header: tuple[spec.Struct, ...], exchange: str, routing_key: str
-) -> tuple[bytes, bytes, Header | None, float | None]:
+    header: tuple[spec.Struct, ...], octets: bytes, exchange: str, routing_key: str
+) -> _Prefix:
     """The 1.0 form of a 0-10 message but for its body: its header section encoded (empty:
     none), the sections after it encoded, the header, and the absolute expiry in seconds
-    (None: none). Made once per set of values when every field is immutable (the messages
-    of a publisher mostly share theirs), else each time."""
-    delivery, props = _structs(header)
-    try:
-        return _shared_prefix(delivery, props, exchange, routing_key)
-    except TypeError:  # (application headers: a map, unhashable)
+    (None: none); made once per header segment (``octets``, what ``header`` was decoded
+    from), exchange and routing key (see :data:`_KEPT`)."""
+
+    def make(_: object) -> _Prefix:
+        delivery, props = _structs(header)
         return _mapped(delivery, props, exchange, routing_key)
+
+    return _remember(_prefixes, (octets, exchange, routing_key), len(octets), make)
 
 
 def _structs(
@@ -275,7 +310,7 @@ def _mapped(
     props: spec.MessageProperties | None,
     exchange: str,
     routing_key: str,
-) -> tuple[bytes, bytes, Header | None, float | None]:
+) -> _Prefix:
     """:func:`_prefix` of a header's delivery and message properties (see the module)."""
     head = None
     creation = expiry_ms = None
@@ -339,9 +374,6 @@ def _mapped(
         head,
         None if expiry_ms is None else expiry_ms / 1000.0,
     )
-
-
-_shared_prefix = functools.lru_cache(maxsize=256)(_mapped)
 
 
 def _annotations(exchange: str, routing_key: str, headers: dict[str, Any] | None) -> bytes:

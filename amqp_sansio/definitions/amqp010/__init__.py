@@ -22,6 +22,7 @@ from .compounds import (
     encode_control,
     encode_header,
     encode_struct32,
+    split_header,
 )
 from .spec import *  # noqa: F403
 
@@ -41,6 +42,7 @@ __all__ = [
     "encode_control",
     "encode_header",
     "encode_struct32",
+    "split_header",
     *spec.__all__,
     *commands.__all__,
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "encode_control",
     "encode_header",
     "encode_struct32",
+    "split_header",
 ]
 
 #: A field: its Python name and its type, a ``<type>`` name or a struct's ``NAME``.
@@ -387,6 +388,29 @@ def encode_header(structs: Sequence[Struct]) -> bytes:
             _write_struct32(out, value, DEFAULT_MAX_DEPTH)
 
     return _encode(write, structs)
+
+
+def split_header(data: bytes) -> list[tuple[int, bytes]]:
+    """The structs of a header segment's payload undecoded (0-10 spec 4.6): each one's code
+    (its class code times 256 plus its own) and its ``struct32`` octets, size included, in
+    order; what the octets hold is not read. Raises
+    :class:`~amqp_sansio.codec.amqp010.errors.DecodeError` where a struct's size passes the
+    end or leaves no room for its code."""
+    buf = bytes(data)
+    parts: list[tuple[int, bytes]] = []
+    offset = 0
+    while offset < len(buf):
+        if offset + 6 > len(buf):
+            raise _short(offset)
+        size, code = _IH.unpack_from(buf, offset)
+        end = offset + 4 + size
+        if end > len(buf):
+            raise _short(offset)
+        if size < 2:
+            raise DecodeError("a struct32 shorter than its code", offset=offset)
+        parts.append((code, buf[offset:end]))
+        offset = end
+    return parts
 
 
 def decode_header(data: bytes, *, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[Struct, ...]:

@@ -138,7 +138,9 @@ class CommandReceived(Event):
     """The peer's command ``command_id`` arrived on ``session`` (0-10 spec 4.4, command
     segments): the ``command``, its ``sync`` flag (the peer wants to know of its
     completion at once), the ``header`` structs and the ``body`` octets (a
-    ``message.transfer``'s). Call :meth:`Connection.complete` once it is done."""
+    ``message.transfer``'s), and ``header_octets``, the header segment as it came (what
+    ``header`` was decoded from; a broker passing the message on sends them again). Call
+    :meth:`Connection.complete` once it is done."""
 
     session: bytes
     command_id: int
@@ -146,6 +148,7 @@ class CommandReceived(Event):
     sync: bool
     header: tuple[spec.Struct, ...] = ()
     body: bytes = b""
+    header_octets: bytes = b""
 
     def __repr__(self) -> str:
         return (

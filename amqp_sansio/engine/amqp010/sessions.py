@@ -319,10 +319,11 @@ class SessionDispatch(ConnectionCore):
         try:
             command, sync = spec.decode_command(segments[0].payload)
             header: tuple[spec.Struct, ...] = ()
-            body = b""
+            octets = body = b""
             for segment in segments[1:]:
                 if segment.type == SegmentType.HEADER:
-                    header = _decode_header(segment.payload)
+                    octets = segment.payload
+                    header = _decode_header(octets)
                 else:
                     body = segment.payload
         except UnknownCodeError as exc:
@@ -359,6 +360,7 @@ class SessionDispatch(ConnectionCore):
                     command=command,
                     sync=sync,
                     header=header,
+                    header_octets=octets,
                     body=body,
                 )
             )

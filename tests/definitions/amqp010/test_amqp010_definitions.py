@@ -161,6 +161,33 @@ def test_every_struct_round_trips_as_struct32_and_header(
     assert d.decode_header(d.encode_header([value, value])) == (value, value)
 
 
+def test_split_header_gives_each_struct_undecoded() -> None:
+    """``split_header``: each struct32 of a header segment, its code and octets, in order;
+    joined they are the segment; a size past the end or short of the code is refused."""
+    delivery = spec.DeliveryProperties(routing_key="k", priority=4)
+    props = spec.MessageProperties(content_type="t", application_headers={"a": 1})
+    segment = d.encode_header((delivery, props))
+    parts = d.split_header(segment)
+    assert [code for code, _ in parts] == [0x0401, 0x0403]
+    assert b"".join(octets for _, octets in parts) == segment
+    assert [d.decode_struct32(octets) for _, octets in parts] == [delivery, props]
+    assert d.split_header(b"") == []
+    with pytest.raises(DecodeError):
+        d.split_header(segment[:-1])
+    with pytest.raises(DecodeError):
+        d.split_header(b"\x00\x00\x00\x01\x04\x01")
+
+
+@given(st.binary(max_size=40))
+def test_split_header_takes_any_octets_or_raises_the_typed_error(data: bytes) -> None:
+    try:
+        parts = d.split_header(data)
+    except DecodeError as exc:
+        assert exc.error_code == 501
+    else:
+        assert b"".join(octets for _, octets in parts) == data
+
+
 # -- qpid-python, both ways ----------------------------------------------------------------
 
 

@@ -55,6 +55,8 @@ def test_commands_both_ways_and_their_completion(chunk: int | random.Random | No
     assert [e.command_id for e in got] == ids
     assert [e.sync for e in got] == [False, False, True, False]
     assert got[3].header == header and got[3].body == b"payload"
+    assert got[3].header_octets == spec.encode_header(header)  # (as it came)
+    assert got[0].header_octets == b""
     assert "body=<7 octets>" in repr(got[3])
     pair.take()
     for event in got:
