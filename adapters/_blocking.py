@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar, cast
 import amqp_sansio
 from amqp_sansio import Error, Event
 from amqp_sansio.client import recipes
-from amqp_sansio.client.lifecycle import CoreBase, DrivenCore
+from amqp_sansio.client.lifecycle import HELD_CALLS, CoreBase, DrivenCore
 from amqp_sansio.client.ops import ConnectionClosedError
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.events import AuthenticationFailed, ConnectionEnded
@@ -426,6 +426,8 @@ class ConnectionBase(Generic[K]):
         self.timeout = timeout
         self._stepping = False
         self._batching = 0
+        #: Calls made in a batch since its last write.
+        self._held = 0
         self._driven().notify = self._notify
 
     def _driven(self) -> DrivenCore:
@@ -434,8 +436,14 @@ class ConnectionBase(Generic[K]):
     # -- running recipes -------------------------------------------------------------------
 
     def _notify(self) -> None:
-        if not self._stepping and not self._batching and not self.driver.closed:
-            self.driver.send_pending()
+        if self._stepping or self.driver.closed:
+            return
+        if self._batching:
+            self._held += 1
+            if self._held < HELD_CALLS:
+                return
+        self._held = 0
+        self.driver.send_pending()
 
     def _run(self, recipe: Recipe[T], timeout: float | None) -> T:
         """Carry out a call's recipe (:mod:`amqp_sansio.client.recipes`): each wait bounded
@@ -445,11 +453,12 @@ class ConnectionBase(Generic[K]):
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Within the block, what the calls produce goes out when a call has to wait (for
-        credit, an outcome, a delivery) and when the block ends, not at once: a run of
-        ``send(message, wait=False)`` that credit allows goes out in one write instead of
-        one each, and so do the outcomes of a run of deliveries taken from a receiver (as
-        the asyncio adapter writes once per turn of its loop). Outside a block each call
-        writes before it returns."""
+        credit, an outcome, a delivery), every
+        :data:`~amqp_sansio.client.lifecycle.HELD_CALLS` calls (100) and when the block
+        ends, not at once: a run of ``send(message, wait=False)`` that credit allows goes
+        out in one write per hundred instead of one each, and so do the outcomes of a run
+        of deliveries taken from a receiver (as the asyncio adapter writes once per turn of
+        its loop). Outside a block each call writes before it returns."""
         self._batching += 1
         try:
             yield

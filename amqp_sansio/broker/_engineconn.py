@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..engine.contract import ProtocolEngine
 from ..security.layers import ByteLayer
 from ..security.tls import TLSFailed
 from ._admission import Admission
@@ -34,21 +35,15 @@ from ._store import StoredMessage
 __all__ = ["EngineConnection", "HostingBroker", "ServerEngine"]
 
 
-class ServerEngine(Protocol):
-    """What :class:`EngineConnection` asks of its engine (0-9-1's and 0-10's server role)."""
+class ServerEngine(ProtocolEngine, Protocol):
+    """What :class:`EngineConnection` asks of its engine (0-9-1's and 0-10's server role):
+    the engine contract, which is declared once (:class:`~amqp_sansio.engine.contract.
+    ProtocolEngine`), with its start and whether it has closed."""
 
     @property
     def closed(self) -> bool: ...
 
     def start(self, now: float) -> None: ...
-
-    def receive_data(self, data: bytes, now: float) -> list[Any]: ...
-
-    def data_to_send(self) -> bytes: ...
-
-    def next_deadline(self) -> float | None: ...
-
-    def handle_timer(self, now: float) -> list[Any]: ...
 
 
 class HostingBroker(ConnectionBroker, Protocol):

@@ -22,7 +22,12 @@ from .ops import ClientError, ConnectionClosedError, Op
 from .reconnect import Backoff
 from .url import AMQPURL
 
-__all__ = ["CoreBase", "DrivenCore", "EngineStream", "reconnect_log"]
+__all__ = ["HELD_CALLS", "CoreBase", "DrivenCore", "EngineStream", "reconnect_log"]
+
+#: The most calls whose output an adapter holds back to write it at once (the blocking
+#: adapter's ``batch()``, the asyncio adapter's turn of the loop): a long run of calls goes
+#: out this many at a time, so that the peer works on the first while the next are made.
+HELD_CALLS = 100
 
 #: Where the disconnects, attempts and reconnects of a ``reconnect=`` connection are logged
 #: (see :doc:`adapters`, "Reconnection"): URLs without their credentials.

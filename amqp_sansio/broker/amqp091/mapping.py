@@ -48,7 +48,7 @@ import contextlib
 import datetime
 import uuid
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ...codec import amqp091 as c091
 from ...codec import amqp10 as t10
@@ -57,10 +57,7 @@ from ...definitions.amqp091.spec import BasicProperties
 from ...definitions.amqp10.message import Message
 from ...definitions.amqp10.messaging import Data, Header, Properties
 from ...errors import DecodeError
-from .._store import header_fields
-
-if TYPE_CHECKING:
-    from .._store import StoredMessage
+from .._store import Native, StoredMessage, header_fields
 
 __all__ = [
     "AMQP10_TYPE",
@@ -74,6 +71,7 @@ __all__ = [
     "basic_of",
     "from_amqp10",
     "parse_expiration",
+    "published",
     "to_amqp10",
 ]
 
@@ -266,6 +264,23 @@ def to_amqp10(
 #: exchange, routing key and properties without headers); all are dropped when it is full.
 _PREFIX_CACHE = 256
 _prefixes: dict[tuple[Any, ...], tuple[bytes, Header | None, int, int | None]] = {}
+
+
+def published(
+    properties: BasicProperties, body: bytes, exchange: str, routing_key: str, wall: float
+) -> StoredMessage:
+    """A 0-9-1 message published at ``wall`` (seconds since the epoch) as the broker stores
+    it: its 1.0 form (:func:`encode_091`, read as :func:`~amqp_sansio.broker.parse_message`
+    would read it, the ttl from arrival) with its native 0-9-1 form (:data:`NATIVE`), which
+    0-9-1 consumers get (:func:`basic_of`). Raises as :func:`encode_091`."""
+    data, header, rest, ttl = encode_091(
+        properties, body, exchange=exchange, routing_key=routing_key
+    )
+    expires = None if ttl is None else wall + ttl / 1000.0
+    message = StoredMessage(data, seq=0, header=header, rest=rest, expires=expires)
+    form = (properties, exchange, routing_key, len(body))
+    message.native = Native(NATIVE, properties.priority, form)
+    return message
 
 
 def encode_091(

@@ -49,18 +49,11 @@ from ...definitions.amqp091.spec import BasicProperties, ReplyCode
 from .._interface import DEFAULT_VHOST, ConnectionBroker
 from .._nodes import Node, Queue
 from .._replies import REPLY_PREFIX
-from .._store import Native, StoredMessage, parse_message
+from .._store import StoredMessage, parse_message
 from .._streams import Stream
 from .declarations import QueueRecord, Refused, _refused, parse_queue_arguments, text_argument
 from .exchanges import EXCHANGE_TYPES, Binding, Destination, Exchange, check_binding_arguments
-from .mapping import (
-    EXCHANGE_ANNOTATION,
-    NATIVE,
-    ROUTING_KEY_ANNOTATION,
-    _sections,
-    encode_091,
-    from_amqp10,
-)
+from .mapping import EXCHANGE_ANNOTATION, ROUTING_KEY_ANNOTATION, _sections, from_amqp10, published
 from .streams import (
     StreamRecord,
     StreamRefused,
@@ -757,23 +750,11 @@ class VirtualHost:
         if properties is None:
             properties = BasicProperties()
         queues = self.route(exchange, routing_key, properties.headers)
+        wall = self.broker.wall
         try:
-            data, header, rest, ttl = encode_091(
-                properties, body, exchange=exchange, routing_key=routing_key
-            )
+            template = published(properties, body, exchange, routing_key, wall)
         except ValueError as exc:
             raise Refused(ReplyCode.PRECONDITION_FAILED, str(exc)) from None
-        wall = self.broker.wall
-        # As parse_message reads it (the header, the ttl from arrival), without reading it
-        template = StoredMessage(
-            data,
-            seq=0,
-            header=header,
-            rest=rest,
-            expires=None if ttl is None else wall + ttl / 1000.0,
-        )
-        form = (properties, exchange, routing_key, len(body))
-        template.native = Native(NATIVE, properties.priority, form)
         return self._offer(template, queues, exchange, routing_key)
 
     def publish_message(

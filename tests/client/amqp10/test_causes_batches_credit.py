@@ -4,7 +4,8 @@
 * every error an engine event caused carries it (``ClientError.event``): the details of a
   refusal, a failed authentication, a TLS check, a session that ended, a peer without SASL;
 * ``Connection.batch()`` (blocking) writes a run of calls once, when a call has to wait or
-  the block ends, and not before;
+  the block ends, and not before, but for every ``HELD_CALLS`` calls of a long run (so
+  does the asyncio connection within one turn of its loop);
 * a receiver's ``credit`` can be lowered as the messages wanted run out, so that the sender
   is never let start more than those;
 * a delivery that came with its link's detach (2.6.6) cannot be settled: settling it does
@@ -29,6 +30,7 @@ from support.adapters import ADAPTERS
 from support.cli_broker import TestBroker
 
 import amqp_sansio as a
+from amqp_sansio.client.lifecycle import HELD_CALLS
 
 WAIT = 20.0
 
@@ -170,6 +172,40 @@ def test_a_batch_writes_when_a_call_waits() -> None:
             assert len(got) >= 100
         assert all(t.outcome(timeout=WAIT) == a.Accepted() for t in trackers)
     assert len(got) == 250
+
+
+def _arrived(got: list[bytes], count: int) -> int:
+    end = time.monotonic() + WAIT
+    while len(got) < count and time.monotonic() < end:
+        time.sleep(0.01)
+    return len(got)
+
+
+def test_a_long_batch_is_written_a_hundred_calls_at_a_time() -> None:
+    """The peer gets a long run's first hundred while the block goes on."""
+    on_link, got = counting()
+    with listener(on_link) as url, sockets.connect(f"{url}/q", timeout=WAIT) as conn:
+        sender = conn.sender()
+        with conn.batch():
+            trackers = [sender.send(i, wait=False) for i in range(HELD_CALLS)]
+            assert _arrived(got, HELD_CALLS) == HELD_CALLS  # (the block has not ended)
+        assert all(t.outcome(timeout=WAIT) == a.Accepted() for t in trackers)
+
+
+def test_asyncio_writes_a_hundred_calls_of_one_turn_at_once() -> None:
+    """A run of sends that never lets the loop turn goes out a hundred at a time."""
+    on_link, got = counting()
+
+    async def main(url: str) -> None:
+        async with aio.connect(f"{url}/q", timeout=WAIT) as conn:
+            sender = await conn.sender()
+            trackers = [await sender.send(i, wait=False) for i in range(HELD_CALLS)]
+            assert _arrived(got, HELD_CALLS) == HELD_CALLS  # (the loop is held here)
+            for tracker in trackers:
+                assert await tracker.outcome(timeout=WAIT) == a.Accepted()
+
+    with listener(on_link) as url:
+        asyncio.run(main(url))
 
 
 def test_the_connection_keeps_no_event_it_has_handled() -> None:

@@ -22,8 +22,8 @@ its users write it:
   ``execution.sync`` (0-10 spec, ``execution.sync``: complete once every earlier command
   is) every :data:`WINDOW` messages; ``subscribe(queue, credit=WINDOW)``, ``receive`` and
   ``accept``; with the sockets adapter, each window's sends and the consumer's loop in a
-  ``batch()`` (what a run of calls makes goes out in one write, as the asyncio adapter
-  writes once a turn of its loop);
+  ``batch()`` (what a run of calls makes goes out a hundred calls to a write, as the
+  asyncio adapter writes once a turn of its loop, or every hundred calls);
 * qpid.messaging: ``Connection(host, port, username, password)``, a sender of capacity
   :data:`WINDOW` (``send(message, sync=False)``, ``sync()`` at the end) in a thread of its
   own, a receiver of capacity :data:`WINDOW` (``fetch``) and ``session.acknowledge()``.
@@ -127,7 +127,7 @@ def ours010_sockets(
                 sent = 0
                 while sent < count:
                     n = min(WINDOW, count - sent)
-                    with producer.batch():  # (the window's transfers in one write)
+                    with producer.batch():  # (the window's transfers, 100 to a write)
                         for _ in range(n):
                             send(body, routing_key=name, wait=False)
                     sync(spec.ExecutionSync())
