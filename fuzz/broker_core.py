@@ -28,14 +28,14 @@ tests/project/test_fuzz_pass.py runs them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from amqp_sansio.broker import Broker, BrokerConfig
 
 from .common import TICK, InvariantViolation
 
-__all__ = ["SILENCE", "Driver", "chunks", "outcome_label"]
+__all__ = ["SILENCE", "Driver", "chunks", "outcome_label", "run_target"]
 
 #: The silence at the end (the idle and handshake time-outs pass); a chunk takes
 #: :data:`fuzz.common.TICK`.
@@ -125,3 +125,36 @@ def outcome_label(conn: Any, opened: bool, ended: bool) -> str:
     why = conn.record.ending or conn.refused or ""
     why = re.sub(r"'[^']*'|\d+", "#", why)[:60]
     return f"ok:{'opened' if opened else 'handshake'}:{'ended' if ended else 'open'}:{why}"
+
+
+#: What a target checks of the broker's output before the transport ends:
+#: ``(driver, opened, ended)``, ``opened`` and ``ended`` as the data left the connection.
+Check = Callable[[Driver, bool, bool], None]
+
+
+def run_target(
+    target: str,
+    protocol: str,
+    data: bytes,
+    prefix: Sequence[bytes],
+    frame_cuts: Callable[[bytes], list[int]],
+    check: Check,
+) -> str:
+    """One run of a broker target: a :class:`Driver` of ``protocol`` fed ``prefix`` (a
+    handshake, each step whole) and then ``data`` in :func:`chunks` until the connection
+    ends, ``check`` run on what it sent, then the silence and the transport's end (stage
+    ``not-ended`` if the connection is still there); the :func:`outcome_label`."""
+    driver = Driver(protocol)
+    for step in prefix:
+        driver.feed(step)
+    conn = driver.conn
+    for chunk in chunks(data, frame_cuts=frame_cuts):
+        if conn.ended:
+            break
+        driver.feed(chunk)
+    opened, ended = conn.record.opened, conn.ended
+    check(driver, opened, ended)
+    driver.finish()
+    if not conn.ended:
+        raise InvariantViolation(target, "not-ended", "the transport ended, the connection not")
+    return outcome_label(conn, opened, ended)

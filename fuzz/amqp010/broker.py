@@ -42,7 +42,7 @@ from amqp_sansio.framing.amqp010 import (
     encode_assembly,
 )
 
-from ..broker_core import Driver, chunks, outcome_label
+from ..broker_core import Driver, run_target
 from ..common import InvariantViolation
 
 __all__ = ["fuzz_broker_010", "fuzz_broker_010_opened", "seeds"]
@@ -116,20 +116,12 @@ def _read(target: str, frames: bytes) -> bool:
 
 
 def _fuzz_010(target: str, data: bytes, prefix: Sequence[bytes]) -> str:
-    driver = Driver(_PROTOCOL)
-    for step in prefix:
-        driver.feed(step)
-    conn = driver.conn
-    for chunk in chunks(data, frame_cuts=_frame_cuts):
-        if conn.ended:
-            break
-        driver.feed(chunk)
-    opened, ended = conn.record.opened, conn.ended
-    _check_010(target, driver, (b"".join(prefix) + data)[: len(PROTOCOL_HEADER)], opened)
-    driver.finish()
-    if not conn.ended:
-        raise InvariantViolation(target, "not-ended", "the transport ended, the connection not")
-    return outcome_label(conn, opened, ended)
+    header = (b"".join(prefix) + data)[: len(PROTOCOL_HEADER)]
+
+    def check(driver: Driver, opened: bool, ended: bool) -> None:
+        _check_010(target, driver, header, opened)
+
+    return run_target(target, _PROTOCOL, data, prefix, _frame_cuts, check)
 
 
 def fuzz_broker_010(data: bytes) -> str:

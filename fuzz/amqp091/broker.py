@@ -33,7 +33,7 @@ from amqp_sansio.framing.amqp091 import (
 )
 from amqp_sansio.framing.amqp091.amqp08 import decode_method_08
 
-from ..broker_core import Driver, chunks, outcome_label
+from ..broker_core import Driver, run_target
 from ..common import InvariantViolation
 
 __all__ = ["fuzz_broker_091", "fuzz_broker_091_opened", "seeds"]
@@ -119,20 +119,10 @@ def _check_091(target: str, driver: Driver, opened: bool, ended: bool) -> None:
 
 
 def _fuzz_091(target: str, data: bytes, prefix: Sequence[bytes]) -> str:
-    driver = Driver("0-9-1")
-    for step in prefix:
-        driver.feed(step)
-    conn = driver.conn
-    for chunk in chunks(data, frame_cuts=_frame_cuts):
-        if conn.ended:
-            break
-        driver.feed(chunk)
-    opened, ended = conn.record.opened, conn.ended
-    _check_091(target, driver, opened, ended)
-    driver.finish()
-    if not conn.ended:
-        raise InvariantViolation(target, "not-ended", "the transport ended, the connection not")
-    return outcome_label(conn, opened, ended)
+    def check(driver: Driver, opened: bool, ended: bool) -> None:
+        _check_091(target, driver, opened, ended)
+
+    return run_target(target, "0-9-1", data, prefix, _frame_cuts, check)
 
 
 def fuzz_broker_091(data: bytes) -> str:

@@ -270,13 +270,22 @@ def compound(cls: C) -> C:
     return cls
 
 
-def _read_struct32(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
+def _struct32_at(buf: bytes, offset: int) -> tuple[int, int]:
+    """The code of the ``struct32`` at ``offset`` and where it ends (its size is checked
+    against the buffer, not its fields)."""
     if offset + 6 > len(buf):
         raise _short(offset)
     size, code = _IH.unpack_from(buf, offset)
     end = offset + 4 + size
     if end > len(buf):
         raise _short(offset)
+    if size < 2:
+        raise DecodeError("a struct32 shorter than its code", offset=offset)
+    return code, end
+
+
+def _read_struct32(buf: bytes, offset: int, depth: int) -> tuple[Any, int]:
+    code, end = _struct32_at(buf, offset)
     kind = STRUCTS.get(code)
     if kind is None:
         raise UnknownCodeError(f"no struct has the code 0x{code:04x}", offset=offset)
@@ -400,14 +409,7 @@ def split_header(data: bytes) -> list[tuple[int, bytes]]:
     parts: list[tuple[int, bytes]] = []
     offset = 0
     while offset < len(buf):
-        if offset + 6 > len(buf):
-            raise _short(offset)
-        size, code = _IH.unpack_from(buf, offset)
-        end = offset + 4 + size
-        if end > len(buf):
-            raise _short(offset)
-        if size < 2:
-            raise DecodeError("a struct32 shorter than its code", offset=offset)
+        code, end = _struct32_at(buf, offset)
         parts.append((code, buf[offset:end]))
         offset = end
     return parts
