@@ -31,7 +31,7 @@ import base64
 import fnmatch
 import hmac
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -122,24 +122,24 @@ class Users:
         return None if user is None else user.scram.get(mechanism)
 
     def authenticator(
-        self, *, allow_cleartext: bool = False, protocol: str = "1.0"
+        self, *, allow_cleartext: bool = False, mechanisms: Sequence[str] | None = None
     ) -> ServerAuthenticator:
-        """The SASL configuration for these users: for AMQP 1.0, SCRAM, PLAIN (on TLS only
-        unless ``allow_cleartext``), ANONYMOUS if the file allows it; for ``"0-9-1"``, the
-        mechanisms its engine offers, PLAIN and AMQPLAIN, under the same rule."""
-        if protocol == "0-9-1":
-            return ServerAuthenticator(
-                self, allow_cleartext_secrets=allow_cleartext, mechanisms=["PLAIN", "AMQPLAIN"]
-            )
-        # A SCRAM mechanism is offered only if every user has credentials for it: a client
-        # takes the strongest offered, and could not fall back.
-        scram = [m for m in _SCRAM.values() if all(m in u.scram for u in self.users.values())]
+        """The SASL configuration for these users: SCRAM, PLAIN (on TLS only unless
+        ``allow_cleartext``), ANONYMOUS if the file allows it; or, given, the
+        ``mechanisms`` a protocol's engine offers (0-9-1's PLAIN and AMQPLAIN), under the
+        same rules."""
+        if mechanisms is None:
+            # A SCRAM mechanism is offered only if every user has credentials for it: a
+            # client takes the strongest offered, and could not fall back.
+            users = self.users.values()
+            scram = [m for m in _SCRAM.values() if all(m in u.scram for u in users)]
+            mechanisms = [*scram, "PLAIN", "ANONYMOUS"]
         return ServerAuthenticator(
             self,
-            allow_anonymous=self.anonymous is not None,
+            allow_anonymous=self.anonymous is not None and "ANONYMOUS" in mechanisms,
             allow_cleartext_secrets=allow_cleartext,
             anonymous_identity=ANONYMOUS,
-            mechanisms=[*scram, "PLAIN", "ANONYMOUS"],
+            mechanisms=list(mechanisms),
         )
 
     # -- access -----------------------------------------------------------------------------

@@ -291,9 +291,7 @@ def new_connection(broker: Broker010, *, address: str | None = None) -> BrokerCo
     if config.sasl is not None:
         authenticator = config.sasl or broker.open_sasl
     elif config.users is not None:
-        authenticator = config.users.authenticator(
-            allow_cleartext=config.allow_insecure_auth, protocol="0-10"
-        )
+        authenticator = config.users.authenticator(allow_cleartext=config.allow_insecure_auth)
     else:
         authenticator = broker.open_sasl
     engine = Engine010(

@@ -58,6 +58,8 @@ __all__ = ["BrokerConnection091", "new_connection"]
 #: A consumer's credit when nothing bounds it (no prefetch, or no-ack): large enough never
 #: to stop a dispatch turn (``BrokerConfig.dispatch_batch`` bounds each turn).
 _UNBOUNDED = 1 << 30
+#: The mechanisms the 0-9-1 engine offers (its default), which the broker's users log in by.
+_MECHANISMS = ("PLAIN", "AMQPLAIN")
 
 
 class _Consumer:
@@ -382,7 +384,7 @@ class BrokerConnection091(EngineConnection):
             self._login_failed(f"{event.mechanism} without TLS is not allowed on this port")
             return
         else:  # the same server mechanisms as a 1.0 login's (security/mechanisms)
-            sasl = users.authenticator(allow_cleartext=True, protocol="0-9-1")
+            sasl = users.authenticator(allow_cleartext=True, mechanisms=_MECHANISMS)
             step = sasl.create_mechanism(event.mechanism).start(event.response)
             if not isinstance(step, ServerSuccess):
                 why = f"Login was refused using authentication mechanism {event.mechanism}"
