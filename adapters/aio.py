@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import sys
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
@@ -89,10 +90,31 @@ __all__ = [
 ]
 
 C = TypeVar("C", bound="_async.ConnectionBase[Any]")
+T = TypeVar("T")
 
 READ_SIZE = 65536
 #: The bound of one reconnection attempt's connect, in seconds.
 CONNECT_TIMEOUT = 10.0
+
+
+if sys.version_info >= (3, 11):
+
+    async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
+        """``await awaitable``, TimeoutError (the built-in) after ``timeout`` seconds (None:
+        no bound). Unlike :func:`asyncio.wait_for` before Python 3.12, a cancellation that
+        comes as the awaitable completes is never lost (a Ctrl-C under
+        :func:`asyncio.run` is such a cancellation): every wait with a time-out in the
+        adapters goes through here."""
+        async with asyncio.timeout(timeout):
+            return await awaitable
+
+else:  # pragma: no cover - Python 3.10 (CI runs 3.11)
+
+    async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
+        try:
+            return await asyncio.wait_for(awaitable, timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"not done within {timeout} s") from None
 
 
 class _Driver:
@@ -159,8 +181,8 @@ class _Driver:
                         data = await self.reader.read(READ_SIZE)
                     else:
                         wait = max(0.0, deadline - loop.time())
-                        data = await asyncio.wait_for(self.reader.read(READ_SIZE), wait)
-                except asyncio.TimeoutError:
+                        data = await within(self.reader.read(READ_SIZE), wait)
+                except TimeoutError:
                     core.handle_timer(loop.time())
                     continue
                 except OSError as exc:
@@ -254,8 +276,8 @@ class _Driver:
                 if remaining is None:
                     await changed.wait()
                 else:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(changed.wait(), remaining)
+                    with contextlib.suppress(TimeoutError):
+                        await within(changed.wait(), remaining)
             finally:
                 self._waiters -= 1
 
@@ -273,8 +295,8 @@ async def _tcp(host: str, port: int, timeout: float | None) -> _Streams:
     """A TCP connection to ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
     a layer of the stack, :func:`~amqp_sansio.security.stack.stack`)."""
     try:
-        streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    except asyncio.TimeoutError:
+        streams = await within(asyncio.open_connection(host, port), timeout)
+    except TimeoutError:
         raise TimeoutError("timed out") from None
     return _Streams(streams)
 

@@ -71,6 +71,7 @@ from amqp_sansio.broker import (
 
 from .._blocking import connect_transport
 from .._transports import transport_for
+from ..aio import within
 from .store import SQLiteStore
 
 __all__ = ["BrokerServer", "OpenBrokerRefused", "open_broker", "run_broker", "serve_broker"]
@@ -363,7 +364,7 @@ class BrokerServer:
         time-out): its protocol header, which picks the engine."""
         timeout = self.broker.config.handshake_timeout
         try:
-            return await asyncio.wait_for(reader.readexactly(8), timeout)
+            return await within(reader.readexactly(8), timeout)
         except asyncio.IncompleteReadError as exc:
             return exc.partial
         except (TimeoutError, ConnectionError):

@@ -302,8 +302,11 @@ class Terminal:
         return {pid for pid, (_, sid, _) in now.items() if sid in leaders}
 
     def kill(self) -> None:
+        """SIGKILL to the command's process group, the command reaped (a test that gives
+        up on it leaves no process, and no ResourceWarning in the next test)."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
 
     def close(self) -> None:
         """Once the command has ended: the reader stops, :attr:`stdout` is what it printed."""

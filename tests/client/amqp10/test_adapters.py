@@ -400,6 +400,33 @@ def test_asyncio_cancellation_mid_send(own: tuple[str, Broker], adapter: Adapter
     asyncio.run(asyncio.wait_for(scenario(), 30))
 
 
+def test_a_cancellation_as_a_timed_wait_ends_is_never_lost() -> None:
+    """Before Python 3.12, :func:`asyncio.wait_for` returns the result when the awaitable
+    completes in the turn its task is cancelled, and the cancellation is lost: a Ctrl-C
+    under :func:`asyncio.run` (a cancellation of the main task) as an outcome came left
+    ``amqp-sansio pipeline`` publishing. Every wait of the asyncio adapter with a time-out
+    goes through :func:`aio.within`, which keeps it."""
+
+    async def race() -> str:
+        done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(aio.within(done, 10))
+        await asyncio.sleep(0)  # (the task waits)
+        done.set_result("done")
+        task.cancel()
+        try:
+            return await task
+        except asyncio.CancelledError:
+            return "cancelled"
+
+    async def times_out() -> None:
+        with pytest.raises(TimeoutError):
+            await aio.within(asyncio.sleep(5), 0.01)
+        assert await aio.within(asyncio.sleep(0, "slept"), None) == "slept"
+
+    assert asyncio.run(race()) == "cancelled"
+    asyncio.run(times_out())
+
+
 @pytest.mark.parametrize("adapter", ["trio"], indirect=True)  # cancel scopes are trio's
 def test_trio_cancellation_mid_send(own: tuple[str, Broker], adapter: Adapter) -> None:
 
