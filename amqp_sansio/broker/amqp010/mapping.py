@@ -49,17 +49,18 @@ from __future__ import annotations
 import datetime
 import functools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import attrs
 
 from ...codec import amqp010 as c010
 from ...codec import amqp10 as t10
 from ...codec.amqp10 import encode
+from ...codec.kept import Kept
 from ...definitions import amqp010 as spec
-from ...definitions.amqp10.message import Message
+from ...definitions.amqp10.message import Message, data_head
 from ...definitions.amqp10.messaging import AmqpValue, Data, Header, Properties
 from .._store import Native, StoredMessage, expiry
 
@@ -102,8 +103,6 @@ _MAX_TTL, _MAX_TIME = 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF
 #: The protocol of a stored message's native form (:class:`Native010`) published with 0-10.
 NATIVE = "0-10"
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 #: The 1.0 form of a 0-10 message but for its body (:func:`_prefix`).
 _Prefix = tuple[bytes, bytes, Header | None, float | None]
 
@@ -142,7 +141,7 @@ class Native010:
             return sent
         octets = self.octets
         key = (octets, self.exchange, self.routing_key, redelivered)
-        sent = _remember(_passed, key, len(octets), self._make)
+        sent = _passed.made(key, len(octets), self._make)
         if not redelivered:
             self._sent = sent
         return sent
@@ -163,27 +162,13 @@ class Native010:
 
 #: The code of a delivery-properties struct in a header segment (0-10 spec 4.6).
 _DELIVERY_CODE = spec.DeliveryProperties.CLASS_CODE << 8 | spec.DeliveryProperties.CODE
-#: What is made once per value and kept (the messages of a publisher mostly share their
-#: header): at most :data:`_KEPT` values in each table (it is emptied when full), for keys
-#: of at most :data:`_KEPT_SIZE` octets (a larger header is made each time).
-_KEPT, _KEPT_SIZE = 256, 512
 #: The header segments passed through to subscribers, by (the segment as published,
-#: exchange, routing key, redelivered).
-_passed: dict[tuple[bytes, str, str, bool], bytes] = {}
-#: The 1.0 form but for the body (:func:`_prefix`), by (header segment, exchange, key).
-_prefixes: dict[tuple[bytes, str, str], _Prefix] = {}
-
-
-def _remember(table: dict[_K, _V], key: _K, size: int, make: Callable[[_K], _V]) -> _V:
-    """``make(key)``, kept in ``table`` when ``size`` (the key's octets) is small enough."""
-    found = table.get(key)
-    if found is None:
-        found = make(key)
-        if size <= _KEPT_SIZE:
-            if len(table) >= _KEPT:
-                table.clear()
-            table[key] = found
-    return found
+#: exchange, routing key, redelivered), and the 1.0 form but for the body
+#: (:func:`_prefix`), by (header segment, exchange, key): made once per value and kept
+#: (a publisher's messages mostly share their header), for segments of at most 512 octets
+#: (:class:`~amqp_sansio.codec.kept.Kept`).
+_passed: Kept[tuple[bytes, str, str, bool], bytes] = Kept()
+_prefixes: Kept[tuple[bytes, str, str], _Prefix] = Kept()
 
 
 def _simple(value: Any) -> Any:
@@ -233,7 +218,7 @@ def to_amqp10(
     1.0's long."""
     delivery, props = _structs(header)
     start, middle, _, _ = _mapped(delivery, props, exchange, routing_key)
-    return b"".join((start, middle, *_data_section(body)))
+    return b"".join((start, middle, data_head(len(body)), body))
 
 
 def arrived(
@@ -255,7 +240,7 @@ def arrived(
         octets = spec.encode_header(header) if header else b""
     start, middle, head, absolute = _prefix(header, octets, exchange, routing_key)
     message = StoredMessage(
-        b"".join((start, middle, *_data_section(body))),
+        b"".join((start, middle, data_head(len(body)), body)),
         seq=0,
         header=head,
         rest=len(start),
@@ -268,28 +253,19 @@ def arrived(
     return message
 
 
-def _data_section(body: bytes) -> tuple[bytes, bytes]:
-    """The 1.0 data section of ``body`` (core spec 3.2.6, a described binary: vbin8 or
-    vbin32, 1.6.19), in two pieces: what comes before the octets, and the octets."""
-    size = len(body)
-    if size <= 0xFF:
-        return b"\x00\x53\x75\xa0" + size.to_bytes(1, "big"), body
-    return b"\x00\x53\x75\xb0" + size.to_bytes(4, "big"), body
-
-
 def _prefix(
     header: tuple[spec.Struct, ...], octets: bytes, exchange: str, routing_key: str
 ) -> _Prefix:
     """The 1.0 form of a 0-10 message but for its body: its header section encoded (empty:
     none), the sections after it encoded, the header, and the absolute expiry in seconds
     (None: none); made once per header segment (``octets``, what ``header`` was decoded
-    from), exchange and routing key (see :data:`_KEPT`)."""
+    from), exchange and routing key (see :data:`_prefixes`)."""
 
     def make(_: object) -> _Prefix:
         delivery, props = _structs(header)
         return _mapped(delivery, props, exchange, routing_key)
 
-    return _remember(_prefixes, (octets, exchange, routing_key), len(octets), make)
+    return _prefixes.made((octets, exchange, routing_key), len(octets), make)
 
 
 def _structs(

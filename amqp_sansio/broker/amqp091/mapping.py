@@ -53,8 +53,9 @@ from typing import Any, cast
 from ...codec import amqp091 as c091
 from ...codec import amqp10 as t10
 from ...codec.amqp10 import decode_from, encode
+from ...codec.kept import Kept
 from ...definitions.amqp091.spec import BasicProperties
-from ...definitions.amqp10.message import Message
+from ...definitions.amqp10.message import Message, data_head
 from ...definitions.amqp10.messaging import Data, Header, Properties
 from ...errors import DecodeError
 from .._store import Native, StoredMessage, header_fields
@@ -260,10 +261,9 @@ def to_amqp10(
     return encode_091(properties, body, exchange=exchange, routing_key=routing_key)[0]
 
 
-#: How many encodings of the sections before the body :func:`encode_091` keeps (by
-#: exchange, routing key and properties without headers); all are dropped when it is full.
-_PREFIX_CACHE = 256
-_prefixes: dict[tuple[Any, ...], tuple[bytes, Header | None, int, int | None]] = {}
+#: The encodings of the sections before the body :func:`encode_091` keeps (by exchange,
+#: routing key and properties without headers; at most 256, :class:`~amqp_sansio.codec.kept.Kept`).
+_prefixes: Kept[tuple[Any, ...], tuple[bytes, Header | None, int, int | None]] = Kept()
 
 
 def published(
@@ -320,23 +320,13 @@ def encode_091(
     known = _prefixes.get(key)
     if known is not None:
         prefix, decoded, rest, ttl = known
-        return b"".join((prefix, _data_head(len(body)), body)), decoded, rest, ttl
+        return b"".join((prefix, data_head(len(body)), body)), decoded, rest, ttl
     data, decoded, rest, ttl = _encode_091(p, body, exchange, routing_key)
-    if len(_prefixes) >= _PREFIX_CACHE:
-        _prefixes.clear()
     # (one data section, of the body, ends what _encode_091 makes: what is before it is the
     # same for every body with these properties)
-    section = len(_data_head(len(body))) + len(body)
-    _prefixes[key] = (data[: len(data) - section], decoded, rest, ttl)
+    section = len(data_head(len(body))) + len(body)
+    _prefixes.keep(key, 0, (data[: len(data) - section], decoded, rest, ttl))
     return data, decoded, rest, ttl
-
-
-def _data_head(size: int) -> bytes:
-    """The octets of a data section (core spec 3.2.6) before its ``size`` octets: the
-    descriptor and a vbin8 or vbin32 constructor with the length (core spec 1.6.19)."""
-    if size < 256:
-        return b"\x00\x53\x75\xa0" + size.to_bytes(1, "big")
-    return b"\x00\x53\x75\xb0" + size.to_bytes(4, "big")
 
 
 def _encode_091(

@@ -24,7 +24,7 @@ from ...codec.amqp10.types import AMQPValue, Symbol, ULong
 from ...errors import DecodeError, EncodeError
 from .messaging import AmqpSequence, AmqpValue, Data, Header, Properties
 
-__all__ = ["Body", "Message"]
+__all__ = ["Body", "Message", "data_head"]
 
 #: What :attr:`Message.body` holds.
 Body = Data | AmqpValue | AmqpSequence | tuple[Data, ...] | tuple[AmqpSequence, ...] | None
@@ -228,6 +228,15 @@ def _encode_sections(body: tuple[Any, ...], out: bytearray, parts: list[bytes]) 
             _data_apart(section.value, out, parts)
         else:
             encoder.encode_into(section, out)
+
+
+def data_head(size: int) -> bytes:
+    """The octets of a data section (core spec 3.2.6) before its ``size`` octets: the
+    descriptor and a vbin8 or vbin32 constructor with the length (1.6.19). What a broker
+    puts before a body it did not encode."""
+    if size < 256:
+        return b"\x00\x53\x75\xa0" + size.to_bytes(1, "big")
+    return b"\x00\x53\x75" + _pack_vbin32(0xB0, size)
 
 
 def _data_apart(value: bytes, out: bytearray, parts: list[bytes]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...codec.amqp010.errors import DecodeError, UnknownCodeError
+from ...codec.kept import Kept
 from ...definitions import amqp010 as spec
 from ...framing.amqp010 import Assembly, SegmentType, Track
 from .core import ConnectionCore, DetachCode
@@ -55,12 +56,10 @@ SESSION_TABLE: dict[type[spec.Control], tuple[str, bool]] = {
 }
 
 _COMMAND = int(SegmentType.COMMAND)
-#: Header segments decoded already, by their octets: those of this size or less whose
-#: structs are immutable (no map inside), at most :data:`_HEADERS_KEPT` of them (the
-#: messages of a sender mostly share their header).
-_HEADER_KEPT_SIZE = 512
-_HEADERS_KEPT = 256
-_headers: dict[bytes, tuple[spec.Struct, ...]] = {}
+#: Header segments decoded already, by their octets: those of 512 octets or less whose
+#: structs are immutable (no map inside), at most 256 of them (the messages of a sender
+#: mostly share their header).
+_headers: Kept[bytes, tuple[spec.Struct, ...]] = Kept()
 
 
 def _decode_header(payload: bytes) -> tuple[spec.Struct, ...]:
@@ -69,15 +68,11 @@ def _decode_header(payload: bytes) -> tuple[spec.Struct, ...]:
     if header is not None:
         return header
     header = spec.decode_header(payload)
-    if len(payload) <= _HEADER_KEPT_SIZE:
-        try:
-            hash(header)
-        except TypeError:  # (a map inside: each message gets its own)
-            return header
-        if len(_headers) >= _HEADERS_KEPT:
-            _headers.clear()
-        _headers[payload] = header
-    return header
+    try:
+        hash(header)
+    except TypeError:  # (a map inside: each message gets its own)
+        return header
+    return _headers.keep(payload, len(payload), header)
 
 
 CONNECTION_CONTROLS = tuple(

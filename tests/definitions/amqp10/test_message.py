@@ -228,3 +228,12 @@ def test_nesting_limit_applies() -> None:
     with pytest.raises(a.DecodeError, match="deeper"):
         a.Message.decode(raw)
     assert a.Message.decode(raw, max_depth=100).body == a.AmqpValue(deep)
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 70_000])
+def test_data_head_is_what_the_codec_puts_before_a_body(size: int) -> None:
+    from amqp_sansio.definitions.amqp10.message import data_head
+
+    body = bytes(size)
+    encoded = a.Message(body=body).encode()
+    assert encoded == data_head(size) + body
