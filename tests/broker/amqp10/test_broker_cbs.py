@@ -379,3 +379,26 @@ def test_a_lost_connection_forgets_its_tokens() -> None:
     net.lose(client)
     assert net.broker.next_expiry() is None
     net.advance(20)  # nothing to do, nothing breaks
+
+
+def test_0091_and_010_declare_as_rabbitmq_does_and_10_reaches_those_queues() -> None:
+    """0-9-1's and 0-10's queue.declare (one rule, the virtual host's): ``amq.`` is
+    reserved (403, as RabbitMQ), a ``$`` name is a client's to choose (RabbitMQ allows
+    it); a queue so declared exists, so a 1.0 link reaches it."""
+    from amqp_sansio.broker import Refused
+    from amqp_sansio.definitions.amqp091.spec import ReplyCode
+
+    net = Net()
+    vhost = net.broker.vhosts["/"]
+    with pytest.raises(Refused) as info:
+        vhost.declare_queue("amq.mine")
+    assert info.value.reply_code == ReplyCode.ACCESS_REFUSED
+    queue, _, _ = vhost.declare_queue("$legacy")
+    client = net.connect()
+    sender = client.sender("$legacy")
+    assert sender.state is a.LinkState.ATTACHED
+    assert isinstance(client.send(sender, a.Message(body=b"x")).remote_state, a.Accepted)
+    assert queue.depth == 1
+    # $cbs stays the broker's own node, whatever a 0-9-1 client declares
+    vhost.declare_queue("$cbs")
+    assert status(Azure(client).put("t", f"{HOST}/q"))[0] == 202
