@@ -220,9 +220,11 @@ class Cbs(RequestNode):
 
     def authorize(self, conn: Connection10, link: Link, address: str, *, send: bool) -> bool:
         """Whether a token ``conn`` put allows ``link`` to send to (``send``) or receive
-        from ``address``: ``Send``, ``Listen`` (``Manage`` for ``$management``) on an
-        audience covering it. If so, the link is kept with the token, to be detached when
-        it expires."""
+        from ``address`` (a URI's path, if it is one): ``Send``, ``Listen`` (``Manage``
+        for ``$management``) on an audience covering it. If so, the link is kept with the
+        token, to be detached when it expires."""
+        if "://" in address:  # (Azure's SDKs attach to amqps://host/queue: its path counts)
+            address = path_of(address)
         right = _right(address, send)
         grant = self._covering(conn, address, right)
         if grant is None:

@@ -186,6 +186,17 @@ def test_a_valid_sas_token_is_taken_and_gives_its_rights() -> None:
     assert client.sender("$management").state is not a.LinkState.ATTACHED  # not covered
 
 
+def test_a_uri_address_is_covered_by_its_path() -> None:
+    """Azure's SDKs attach to ``amqps://host/queue``: the token for ``sb://host/queue``
+    covers it."""
+    net = secured()
+    client = net.connect()
+    assert client.sender("amqps://broker.example/orders").state is not a.LinkState.ATTACHED
+    Azure(client).put(token(f"{HOST}/orders", expiry=net.wall + 60), f"{HOST}/orders")
+    assert client.sender("amqps://broker.example/orders").state is a.LinkState.ATTACHED
+    assert client.sender("amqps://broker.example/other").state is not a.LinkState.ATTACHED
+
+
 def test_rights_are_the_keys() -> None:
     net = secured()
     client = net.connect()
