@@ -29,7 +29,8 @@ Azure's keys are used), its ``rights`` (some of ``Send``, ``Listen``, ``Manage``
 given, the ``entity`` (an address: a token signed with the key is good only for it and the
 addresses below it, ``entity/...``). With keys and no ``anonymous`` entry, ANONYMOUS is
 offered with no rules of its own: an anonymous client (as Azure's SDKs log in) reaches only
-``$cbs``.
+``$cbs``. ``jwt`` (optional), ``{"key": "<secret>"}``, is the key that signs the JSON web
+tokens (HS256) clients may put instead; its tokens' ``roles`` claim lists their rights.
 
 ``anonymous`` (absent: ANONYMOUS is not offered, unless ``sas-keys`` are given) gives the
 rules of clients that authenticate with ANONYMOUS (the identity ``anonymous``, a name no
@@ -67,6 +68,7 @@ __all__ = [
 #: The identity of clients that authenticated with ANONYMOUS.
 ANONYMOUS = "anonymous"
 _SCRAM = {"scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512"}
+_SECTIONS = ("users", "anonymous", "sas-keys", "jwt")
 #: The rights a shared access key may give (Azure Service Bus's claims).
 SAS_RIGHTS = ("Send", "Listen", "Manage")
 
@@ -113,13 +115,16 @@ class Users:
         *,
         anonymous: User | None = None,
         sas_keys: Iterable[SasKey] = (),
+        jwt_key: str | None = None,
     ) -> None:
         self.users = {u.name: u for u in users}
         if ANONYMOUS in self.users:
             raise UsersFileError(f"the name {ANONYMOUS!r} is reserved for ANONYMOUS clients")
         #: The shared access keys that sign the tokens put to ``$cbs``, by name.
         self.sas_keys = {k.name: k for k in sas_keys}
-        if anonymous is None and self.sas_keys:
+        #: The key that signs the JSON web tokens put to ``$cbs`` (HS256), if any.
+        self.jwt_key = jwt_key
+        if anonymous is None and (self.sas_keys or jwt_key is not None):
             anonymous = User(name=ANONYMOUS)  # (a client with a token logs in so)
         self.anonymous = anonymous
 
@@ -130,8 +135,8 @@ class Users:
             data = json.loads(text)
         except ValueError as exc:
             raise UsersFileError(f"not JSON: {exc}") from None
-        if not isinstance(data, dict) or not set(data) <= {"users", "anonymous", "sas-keys"}:
-            raise UsersFileError('expected an object with "users", "anonymous", "sas-keys"')
+        if not isinstance(data, dict) or not set(data) <= set(_SECTIONS):
+            raise UsersFileError(f"expected an object with some of {', '.join(_SECTIONS)}")
         anonymous = None
         if data.get("anonymous") is not None:
             anonymous = _user(ANONYMOUS, data["anonymous"], credentials=False)
@@ -145,6 +150,7 @@ class Users:
             [_user(name, entry) for name, entry in entries.items()],
             anonymous=anonymous,
             sas_keys=[_sas_key(name, entry) for name, entry in keys.items()],
+            jwt_key=_jwt_key(data.get("jwt")),
         )
 
     # -- SASL stores ------------------------------------------------------------------------
@@ -251,6 +257,17 @@ def _sas_key(name: str, entry: Any) -> SasKey:
         raise UsersFileError(f"{where}: 'entity' must be an address")
     entity = None if entity is None else entity.strip("/")
     return SasKey(name=name, key=key, rights=rights, entity=entity)
+
+
+def _jwt_key(entry: Any) -> str | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or set(entry) != {"key"}:
+        raise UsersFileError('"jwt" must be an object with a "key"')
+    key = entry["key"]
+    if not isinstance(key, str) or not key:
+        raise UsersFileError('"jwt": the key must be a string')
+    return key
 
 
 def _credentials(value: Any) -> ScramCredentials:

@@ -19,7 +19,9 @@ and lies within the key's entity. Once taken, it gives the connection the key's 
 the audience's address and those below it (:meth:`Cbs.authorize`), until it expires
 (:meth:`Cbs.expire`: the links it allowed are detached, ``amqp:unauthorized-access``,
 unless another token of the connection allows them); a token put again for the same
-audience renews it. JWT tokens are not checked (refused, 401). An open broker (no users)
+audience renews it. A JWT (HS256, :mod:`amqp_sansio.security.jwt`) is checked against the
+users file's ``jwt`` key: its ``aud`` covers the audience, its ``roles`` claim lists its
+rights (without a key, JWTs are refused, 401). An open broker (no users)
 takes any token (202), and logs once per connection that it checked none. The description
 of a refusal never holds the token, its signature or a key.
 """
@@ -38,9 +40,11 @@ from ...definitions.amqp10.message import Message
 from ...definitions.amqp10.messaging import AmqpValue
 from ...engine.amqp10.link import Link
 from ...engine.amqp10.states import LinkState
+from ...security.jwt import JwtError, verify_jwt
 from ...security.sas import SasTokenError, covers, parse_sas_token, path_of
 from .._nodes import error
 from .._record import printable
+from .._users import SAS_RIGHTS, Users
 from .requests import RequestNode, Status, response
 
 if TYPE_CHECKING:
@@ -96,10 +100,14 @@ def check_put_token(broker: Broker10, request: Message) -> Claim:
     if users is None:  # an open broker: taken, unchecked
         return Claim(path_of(audience), frozenset(), None)
     if kind == JWT_TOKEN_TYPE:
-        raise _unauthorized("JWT tokens are not accepted by this broker (no key checks them)")
+        return _check_jwt(users, audience, token, broker.wall)
     if kind != SAS_TOKEN_TYPE:
         shown = printable(kind[:64])
         raise Status(400, f"no token type {shown!r} (known: {SAS_TOKEN_TYPE}, {JWT_TOKEN_TYPE})")
+    return _check_sas(users, audience, token, broker.wall)
+
+
+def _check_sas(users: Users, audience: str, token: str, wall: float) -> Claim:
     try:
         sas = parse_sas_token(token)
     except SasTokenError as exc:
@@ -107,7 +115,7 @@ def check_put_token(broker: Broker10, request: Message) -> Claim:
     key = users.sas_keys.get(sas.key_name)
     if key is None or not sas.signed_by(key.key):
         raise _unauthorized("the SAS token's key is unknown, or its signature does not verify")
-    if sas.expired(broker.wall):
+    if sas.expired(wall):
         raise _unauthorized("the SAS token has expired")
     if not covers(sas.resource, audience):
         shown = printable(audience[:256])
@@ -116,6 +124,27 @@ def check_put_token(broker: Broker10, request: Message) -> Claim:
     if key.entity is not None and not _within(path, key.entity):
         raise _unauthorized("the SAS token's key is for another entity")
     return Claim(path, key.rights, sas.expiry)
+
+
+def _check_jwt(users: Users, audience: str, token: str, wall: float) -> Claim:
+    """A JWT (HS256, the users file's ``jwt`` key): its ``aud`` (a string or a list of
+    them) covers the audience, its ``roles`` claim lists its rights."""
+    if users.jwt_key is None:
+        raise _unauthorized("JWTs are not accepted by this broker (no 'jwt' key checks them)")
+    try:
+        claims = verify_jwt(token, users.jwt_key, now=wall)
+    except JwtError as exc:
+        raise _unauthorized(exc.description) from None
+    aud = claims.get("aud")
+    scopes = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+    if not any(isinstance(scope, str) and covers(scope, audience) for scope in scopes):
+        shown = printable(audience[:256])
+        raise _unauthorized(f"the JWT's 'aud' does not cover the audience {shown!r}")
+    roles = claims.get("roles")
+    rights = frozenset(r for r in roles if r in SAS_RIGHTS) if isinstance(roles, list) else ()
+    if not rights:
+        raise _unauthorized(f"the JWT's 'roles' give none of {', '.join(SAS_RIGHTS)}")
+    return Claim(path_of(audience), frozenset(rights), float(claims["exp"]))
 
 
 def _put_token(request: Message) -> tuple[str, str, str]:

@@ -16,6 +16,7 @@ from support.broker_net import Client, Net
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig, Users, UsersFileError
 from amqp_sansio.broker.amqp10.cbs import MAX_AUDIENCE_LENGTH, SAS_TOKEN_TYPE
+from amqp_sansio.security.jwt import make_jwt
 from amqp_sansio.security.sas import MAX_TOKEN_LENGTH, make_sas_token
 
 HOST = "sb://broker.example"
@@ -259,7 +260,7 @@ def test_bad_tokens_are_refused_and_never_said() -> None:
         ("t", {"name": "sb://h/" + "q" * MAX_AUDIENCE_LENGTH}, 400),
         ("t", {"type": None}, 400),
         ("t", {"type": "made-up"}, 400),
-        ("t", {"type": "jwt"}, 401),  # no key checks JWTs: refused
+        ("t", {"type": "jwt"}, 401),  # not a JWT
         (b"binary", {}, 400),
         (["a", "list"], {}, 400),
         (None, {}, 400),
@@ -300,6 +301,10 @@ def test_users_file_sas_keys_are_checked() -> None:
     ):
         with pytest.raises(UsersFileError):
             users(bad)
+    for jwt in ("k", {"key": ""}, {"key": "k", "alg": "HS256"}, {}):
+        with pytest.raises(UsersFileError):
+            Users.from_json(json.dumps({"jwt": jwt}))
+    assert Users.from_json('{"jwt": {"key": "k"}}').anonymous is not None
     # keys, no anonymous entry: ANONYMOUS is offered, with no rules of its own
     anonymous = users({"R": {"key": "k", "rights": ["Send"]}}).anonymous
     assert anonymous is not None and not anonymous.send and not anonymous.receive
@@ -310,6 +315,43 @@ def test_password_users_keep_their_rights() -> None:
     alice = net.connect(sasl=a.sasl.ClientCredentials(username="alice", password="pw"))
     assert alice.sender("orders").state is a.LinkState.ATTACHED
     assert alice.sender("invoices").state is not a.LinkState.ATTACHED
+
+
+def test_jwts_signed_with_the_users_files_key() -> None:
+    users = Users.from_json(json.dumps({**USERS, "jwt": {"key": "jwt-key"}}))
+    net = Net(BrokerConfig(users=users))
+    client = net.connect()
+    cbs = Azure(client)
+    orders = f"{HOST}/orders"
+
+    def jwt(key: str = "jwt-key", **claims: Any) -> str:
+        return make_jwt({"aud": orders, "exp": net.wall + 60, "roles": ["Send"], **claims}, key)
+
+    refused = {
+        "another key": jwt("not-it"),
+        "expired": jwt(exp=net.wall),
+        "another audience": jwt(aud=f"{HOST}/invoices"),
+        "no roles": jwt(roles=[]),
+        "unknown roles": jwt(roles=["Admin"]),
+        "malformed": "e30.e30",
+    }
+    for case, text in refused.items():
+        code, why = status(cbs.put(text, orders, kind="jwt"))
+        assert code == 401, (case, why)
+        assert "jwt-key" not in why
+    assert client.sender("orders").state is not a.LinkState.ATTACHED
+    assert status(cbs.put(jwt(aud=[f"{HOST}/x", orders]), orders, kind="jwt"))[0] == 202
+    sender = client.sender("orders")
+    assert sender.state is a.LinkState.ATTACHED
+    assert client.receiver("orders", 1).state is not a.LinkState.ATTACHED  # Send only
+    net.advance(60)
+    assert detached(client, sender).error is not None  # its exp
+
+
+def test_without_a_jwt_key_jwts_are_refused() -> None:
+    net = secured()
+    code, why = status(Azure(net.connect()).put(make_jwt({}, "k"), f"{HOST}/q", kind="jwt"))
+    assert code == 401 and "no 'jwt' key" in why
 
 
 def test_without_sas_keys_a_sas_token_is_refused() -> None:
