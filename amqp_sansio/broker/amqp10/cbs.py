@@ -54,6 +54,7 @@ __all__ = [
     "CBS_ADDRESS",
     "JWT_TOKEN_TYPE",
     "MAX_AUDIENCE_LENGTH",
+    "MAX_TOKENS_PER_CONNECTION",
     "SAS_TOKEN_TYPE",
     "Cbs",
     "check_put_token",
@@ -66,6 +67,10 @@ SAS_TOKEN_TYPE = "servicebus.windows.net:sastoken"
 JWT_TOKEN_TYPE = "jwt"
 #: The longest audience (``name``) a put-token may give (longer: 400).
 MAX_AUDIENCE_LENGTH = 1024
+#: The most audiences a connection holds tokens for at once (another: 400).
+MAX_TOKENS_PER_CONNECTION = 256
+#: The expiry heap is compacted past this size when most of it is stale.
+_COMPACT_MIN = 1024
 _KEYS = ("status-code", "status-description")
 _ATTACHED = LinkState.ATTACHED
 log = logging.getLogger("amqp_sansio.broker")
@@ -219,21 +224,32 @@ class Cbs(RequestNode):
                     "it checks no token (said once per connection)",
                     conn.address or "a client",
                 )
-        else:
-            self._keep(conn, claim)
+        elif not self._keep(conn, claim):
+            why = f"at most {MAX_TOKENS_PER_CONNECTION} audiences' tokens per connection"
+            return response(request, reply_to, (400, why), _KEYS)
         return response(request, reply_to, (202, "Accepted"), _KEYS)
 
-    def _keep(self, conn: Connection10, claim: Claim) -> None:
+    def _keep(self, conn: Connection10, claim: Claim) -> bool:
+        """Keep ``claim`` for ``conn`` (False: it has :data:`MAX_TOKENS_PER_CONNECTION`
+        others already)."""
         for gone in [c for c in self.grants if c.lost]:
             del self.grants[gone]
         grants = self.grants.setdefault(conn, {})
         grant = grants.get(claim.path)
         if grant is None:
-            grants[claim.path] = _Grant(claim)
-        else:
-            grant.claim = claim  # renewed: the links it allowed stay
+            if len(grants) >= MAX_TOKENS_PER_CONNECTION:
+                return False
+            grants[claim.path] = grant = _Grant(claim)
+        elif grant.claim.expires == claim.expires:
+            return True  # (the same time: its entry in the heap stands)
+        grant.claim = claim  # renewed: the links it allowed stay
         assert claim.expires is not None
-        heapq.heappush(self._expiries, (claim.expires, next(self._ties), conn, claim.path))
+        heap = self._expiries
+        heapq.heappush(heap, (claim.expires, next(self._ties), conn, claim.path))
+        if len(heap) > _COMPACT_MIN and len(heap) > 4 * sum(map(len, self.grants.values())):
+            self._expiries = [entry for entry in heap if self._current(entry)]
+            heapq.heapify(self._expiries)  # (renewals leave stale entries behind)
+        return True
 
     def _covering(self, conn: Connection10, address: str, right: str) -> _Grant | None:
         wall = self.broker.wall

@@ -15,7 +15,11 @@ from support.broker_net import Client, Net
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig, Users, UsersFileError
-from amqp_sansio.broker.amqp10.cbs import MAX_AUDIENCE_LENGTH, SAS_TOKEN_TYPE
+from amqp_sansio.broker.amqp10.cbs import (
+    MAX_AUDIENCE_LENGTH,
+    MAX_TOKENS_PER_CONNECTION,
+    SAS_TOKEN_TYPE,
+)
 from amqp_sansio.security.jwt import make_jwt
 from amqp_sansio.security.sas import MAX_TOKEN_LENGTH, make_sas_token
 
@@ -421,6 +425,27 @@ def test_another_token_takes_over_a_link_at_expiry() -> None:
     assert sender.state is a.LinkState.ATTACHED
     net.advance(100)
     assert detached(client, sender).error is not None
+
+
+def test_tokens_per_connection_are_bounded_and_renewals_compacted() -> None:
+    net = secured()
+    client = net.connect(idle_timeout=0)
+    cbs = Azure(client)
+    cbs.responses.flow(2000)
+    for i in range(MAX_TOKENS_PER_CONNECTION):
+        audience = f"{HOST}/q{i}"
+        assert status(cbs.put(token(audience, expiry=net.wall + 60), audience))[0] == 202
+    audience = f"{HOST}/one-more"
+    code, why = status(cbs.put(token(audience, expiry=net.wall + 60), audience))
+    assert code == 400 and "at most" in why
+    for i in range(1200):  # one audience renewed again and again
+        expiry = net.wall + 100 + i
+        assert status(cbs.put(token(f"{HOST}/q0", expiry=expiry), f"{HOST}/q0"))[0] == 202
+    # (the renewals' stale entries were compacted away; what is due stays due)
+    assert net.broker.next_expiry() == net.wall + 60
+    latest = net.wall + 100 + 1199
+    net.advance(60)
+    assert net.broker.next_expiry() == latest
 
 
 def test_a_lost_connection_forgets_its_tokens() -> None:
