@@ -7,7 +7,8 @@ A client attaches a sender to ``$cbs`` and a receiver from it (or names another 
 :mod:`.requests`), and sends a request whose application-properties are ``operation``
 (``put-token``), ``type`` (:data:`SAS_TOKEN_TYPE` or :data:`JWT_TOKEN_TYPE`), ``name`` (the
 audience: the URI of what the token is for, ``sb://host/queue``) and ``expiration``
-(optional, ignored: the token says when it expires); its body, an amqp-value, is the token.
+(optional, ignored: the token says when it expires); its body, an amqp-value, is the token
+(a string; binary, UTF-8, is taken too).
 The response's application-properties are ``status-code`` (202 the token is taken, 400 a
 request that is not a put-token, 401 a token refused, 501 another operation) and
 ``status-description``; it has no body.
@@ -172,6 +173,11 @@ def _put_token(request: Message) -> tuple[str, str, str]:
         raise Status(400, "a put-token gives its token's 'type', a string")
     body = request.body
     token = body.value if isinstance(body, AmqpValue) else None
+    if isinstance(token, bytes):  # (uamqp-era SDKs put the token as binary)
+        try:
+            token = token.decode("utf-8")
+        except UnicodeDecodeError:
+            token = None
     if not isinstance(token, str):
         raise Status(400, "a put-token's body is the token, an amqp-value holding a string")
     return audience, kind, token

@@ -265,7 +265,8 @@ def test_bad_tokens_are_refused_and_never_said() -> None:
         ("t", {"type": None}, 400),
         ("t", {"type": "made-up"}, 400),
         ("t", {"type": "jwt"}, 401),  # not a JWT
-        (b"binary", {}, 400),
+        (b"SharedAccessSignature binary", {}, 401),  # binary: UTF-8, taken as the token
+        (b"\xff\xfe", {}, 400),
         (["a", "list"], {}, 400),
         (None, {}, 400),
     ],
