@@ -13,7 +13,9 @@ The response's application-properties are ``status-code`` (202 the token is take
 request that is not a put-token, 401 a token refused, 501 another operation) and
 ``status-description``; it has no body.
 
-A SAS token (:mod:`amqp_sansio.security.sas`) is checked against the users file's
+A SAS token (:mod:`amqp_sansio.security.sas`; one that begins ``SharedAccessSignature``
+even when its ``type`` says ``jwt``: Azure's ``_pyamqp`` puts SAS tokens so, and Service
+Bus takes them) is checked against the users file's
 ``sas-keys`` (:class:`~amqp_sansio.broker.SasKey`): a known key name, a signature that
 verifies, not expired at the broker's ``wall`` clock, a resource that covers the audience
 and lies within the key's entity. Once taken, it gives the connection the key's rights on
@@ -42,7 +44,7 @@ from ...definitions.amqp10.messaging import AmqpValue
 from ...engine.amqp10.link import Link
 from ...engine.amqp10.states import LinkState
 from ...security.jwt import JwtError, verify_jwt
-from ...security.sas import SasTokenError, covers, parse_sas_token, path_of
+from ...security.sas import SAS_PREFIX, SasTokenError, covers, parse_sas_token, path_of
 from .._nodes import error
 from .._record import printable
 from .._users import SAS_RIGHTS, Users
@@ -105,9 +107,9 @@ def check_put_token(broker: Broker10, request: Message) -> Claim:
     users = broker.config.users
     if users is None:  # an open broker: taken, unchecked
         return Claim(path_of(audience), frozenset(), None)
-    if kind == JWT_TOKEN_TYPE:
+    if kind == JWT_TOKEN_TYPE and not token.startswith(SAS_PREFIX):
         return _check_jwt(users, audience, token, broker.wall)
-    if kind != SAS_TOKEN_TYPE:
+    if kind not in (SAS_TOKEN_TYPE, JWT_TOKEN_TYPE):
         shown = printable(kind[:64])
         raise Status(400, f"no token type {shown!r} (known: {SAS_TOKEN_TYPE}, {JWT_TOKEN_TYPE})")
     return _check_sas(users, audience, token, broker.wall)

@@ -353,6 +353,18 @@ def test_jwts_signed_with_the_users_files_key() -> None:
     assert detached(client, sender).error is not None  # its exp
 
 
+def test_a_sas_token_typed_jwt_is_checked_as_sas() -> None:
+    """As Azure's ``_pyamqp`` sends it (``JWTTokenAuth`` with a SAS token)."""
+    net = secured()
+    client = net.connect()
+    cbs = Azure(client)
+    orders = f"{HOST}/orders"
+    forged = make_sas_token(orders, "Root", "wrong", int(net.wall + 60))
+    assert status(cbs.put(forged, orders, kind="jwt"))[0] == 401
+    assert status(cbs.put(token(orders, expiry=net.wall + 60), orders, kind="jwt"))[0] == 202
+    assert client.sender("orders").state is a.LinkState.ATTACHED
+
+
 def test_without_a_jwt_key_jwts_are_refused() -> None:
     net = secured()
     code, why = status(Azure(net.connect()).put(make_jwt({}, "k"), f"{HOST}/q", kind="jwt"))
