@@ -38,7 +38,7 @@ from ._streams import (
     Stream,
 )
 from ._subscriptions import Subscription
-from ._users import ANONYMOUS, User, Users, UsersFileError, scram_entry
+from ._users import ANONYMOUS, SasKey, User, Users, UsersFileError, scram_entry
 from .amqp010.connection import BrokerConnection010
 from .amqp091.connection import BrokerConnection091
 from .amqp091.declarations import QueueArguments, QueueRecord, Refused, parse_queue_arguments
@@ -107,6 +107,7 @@ __all__ = [
     "TopologyRecord",
     "TopologyStore",
     "User",
+    "SasKey",
     "Users",
     "UsersFileError",
     "VhostRecord",

@@ -31,8 +31,9 @@ from .amqp091 import connection as amqp091
 from .amqp091.connection import BrokerConnection091
 from .amqp091.topology import TopologyRecord
 from .amqp091.vhosts import VirtualHost, VirtualHosts, restore_topology
+from .amqp10.cbs import CBS_ADDRESS, Cbs
 from .amqp10.connection import BrokerConnection
-from .amqp10.management import Management
+from .amqp10.management import MANAGEMENT_ADDRESS, Management
 from .amqp10.relay import ANONYMOUS_RELAY
 
 if TYPE_CHECKING:
@@ -70,6 +71,11 @@ class Broker(BrokerCore):
         self.hosted = self.vhosts
         #: The management node, ``$management`` (see :mod:`.amqp10.management`).
         self.management = Management(self)
+        #: The claims-based security node, ``$cbs`` (see :mod:`.amqp10.cbs`): the tokens
+        #: 1.0 connections put, and the rights they give.
+        self.cbs = Cbs(self)
+        #: The broker's own request/response nodes, by address (:mod:`.amqp10.requests`).
+        self.request_nodes = {MANAGEMENT_ADDRESS: self.management, CBS_ADDRESS: self.cbs}
         #: AMQP 0-10's detached sessions, kept for their time-out for any connection to
         #: resume (the engines' store, 0-10 spec class ``session``), and the broker's state
         #: of those whose connection has gone (:mod:`.amqp010.sessions`).
@@ -81,6 +87,19 @@ class Broker(BrokerCore):
         self.acceptors: dict[str, Callable[..., Any]] = {
             key: functools.partial(self.accept_header, key) for key in CONNECTIONS
         }
+
+    def next_expiry(self) -> float | None:
+        """When (wall clock) the next waiting message, suspended subscription, or token
+        put to ``$cbs`` expires; or None."""
+        times = [t for t in (super().next_expiry(), self.cbs.next_expiry()) if t is not None]
+        return min(times) if times else None
+
+    def expire(self, wall: float) -> int:
+        """As :meth:`BrokerCore.expire`, and the tokens put to ``$cbs`` expired by
+        ``wall`` go (the links they allowed are detached: :meth:`.amqp10.cbs.Cbs.expire`)."""
+        dropped = super().expire(wall)
+        self.cbs.expire(wall)
+        return dropped
 
     def accept(
         self,

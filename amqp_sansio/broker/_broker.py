@@ -31,7 +31,7 @@ from ..definitions.amqp10.messaging import (
 from ..errors import DecodeError
 from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST, HostedQueues, Peer
-from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic, error
+from ._nodes import MemoryStore, Node, Queue, Store, SubscriptionStore, Topic, error, own_name
 from ._replies import DirectReplies
 from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
@@ -577,9 +577,12 @@ class BrokerCore:
         self._idle_at.pop(node, None)
 
     def resolve(self, address: str, *, stream: bool = False) -> Node | None:
+        """The node at ``address``; made on first use if there is none and
+        ``BrokerConfig.auto_create`` says so, unless its name is of the broker's own
+        nodes' kind (``$cbs``, ...: :func:`~._nodes.own_name`)."""
         node = self.nodes.get(address)
         config = self.config
-        if node is None and config.auto_create:
+        if node is None and config.auto_create and not own_name(address):
             stream = stream or config.is_stream(address)
             node = self.declare(address, topic=config.is_topic(address), stream=stream)
             # Made on first use (not a stream: its log keeps its own retention rules).

@@ -35,15 +35,42 @@ __all__ = [
     "Queue",
     "Store",
     "SubscriptionStore",
+    "OWN_PREFIX",
     "Topic",
     "error",
+    "no_node",
+    "own_name",
 ]
+
+#: What the addresses of the broker's own nodes begin with (1.0's ``$management`` and
+#: ``$cbs``), or a part of them after a ``/`` (Azure's ``queue/$management``): a node by
+#: such a name is never made on first use (``docs/cbs.rst``).
+OWN_PREFIX = "$"
+
+
+def own_name(address: str) -> bool:
+    """Whether ``address`` is a name of the broker's own nodes' kind (:data:`OWN_PREFIX`
+    first, or after a ``/``), never made on first use."""
+    return address.startswith(OWN_PREFIX) or "/" + OWN_PREFIX in address
 
 
 def error(condition: str, description: str) -> Error:
     """The error the broker answers with (core spec 2.8.14): its condition by the symbol's
     name (``amqp:not-found``, ...) and a description for people."""
     return Error(condition=Symbol(condition), description=description)
+
+
+def no_node(address: str) -> str:
+    """Why a link to ``address`` is refused with ``amqp:not-found``: there is no such node
+    (and, for a name of :data:`OWN_PREFIX`, none will be made)."""
+    shown = address if len(address) <= 256 else address[:256] + "..."
+    if own_name(address):
+        return (
+            f"no node {shown!r}: an address beginning with {OWN_PREFIX!r} (or with a part "
+            f"after a '/' that does) names one of the broker's own nodes, never one made "
+            "on first use"
+        )
+    return f"no node {shown!r}"
 
 
 # -- the store nodes write to (the broker's, or an adapter's) ----------------------------

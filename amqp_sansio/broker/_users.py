@@ -16,14 +16,29 @@ The users file is JSON (the adapter reads it; this module only parses the text):
       }
     }
 
-``anonymous`` (absent: ANONYMOUS is not offered) gives the rules of clients that
-authenticate with ANONYMOUS (the identity ``anonymous``, a name no user may take). A user
-has a ``password`` (PLAIN, and SCRAM derived from it when the file is loaded) or stored SCRAM
-credentials (``scram-sha-256`` and/or ``scram-sha-512``, as
+``sas-keys`` (optional) holds the shared access keys that sign the SAS tokens clients put
+to ``$cbs`` (claims-based security, ``docs/cbs.rst``)::
+
+      "sas-keys": {
+        "RootManageSharedAccessKey": {"key": "<secret>", "rights": ["Manage", "Send", "Listen"]},
+        "orders-writer": {"key": "<secret>", "rights": ["Send"], "entity": "orders"}
+      }
+
+each key by its name (a token's ``skn``): its ``key`` (the text the HMAC is keyed with, as
+Azure's keys are used), its ``rights`` (some of ``Send``, ``Listen``, ``Manage``) and, if
+given, the ``entity`` (an address: a token signed with the key is good only for it and the
+addresses below it, ``entity/...``). With keys and no ``anonymous`` entry, ANONYMOUS is
+offered with no rules of its own: an anonymous client (as Azure's SDKs log in) reaches only
+``$cbs``. ``jwt`` (optional), ``{"key": "<secret>"}``, is the key that signs the JSON web
+tokens (HS256) clients may put instead; its tokens' ``roles`` claim lists their rights.
+
+``anonymous`` (absent: ANONYMOUS is not offered, unless ``sas-keys`` are given) gives the
+rules of clients that authenticate with ANONYMOUS (the identity ``anonymous``, a name no
+user may take). A user has a ``password`` (PLAIN, and SCRAM derived from it when the file is
+loaded) or stored SCRAM credentials (``scram-sha-256`` and/or ``scram-sha-512``, as
 :func:`~amqp_sansio.sasl.derive_scram_credentials` makes them; PLAIN is then checked against
 them). ``send`` and ``receive`` are address patterns (``*`` any run of characters, ``?``
-one, as :func:`fnmatch.fnmatchcase`); absent, nothing is allowed.
-"""
+one, as :func:`fnmatch.fnmatchcase`); absent, nothing is allowed."""
 
 from __future__ import annotations
 
@@ -41,6 +56,8 @@ from ..security.mechanisms import ScramCredentials, ServerAuthenticator, derive_
 __all__ = [
     "ANONYMOUS",
     "AnyLogin",
+    "SAS_RIGHTS",
+    "SasKey",
     "User",
     "Users",
     "UsersFileError",
@@ -51,6 +68,9 @@ __all__ = [
 #: The identity of clients that authenticated with ANONYMOUS.
 ANONYMOUS = "anonymous"
 _SCRAM = {"scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512"}
+_SECTIONS = ("users", "anonymous", "sas-keys", "jwt")
+#: The rights a shared access key may give (Azure Service Bus's claims).
+SAS_RIGHTS = ("Send", "Listen", "Manage")
 
 
 class UsersFileError(ValueError):
@@ -68,6 +88,18 @@ class User:
     receive: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
 
+@attrs.frozen(kw_only=True)
+class SasKey:
+    """A shared access key (the users file's ``sas-keys``): its ``name`` (a token's
+    ``skn``), the ``key`` itself (never in the repr), the ``rights`` a token it signs gives
+    (of :data:`SAS_RIGHTS`), and the ``entity`` it is scoped to (None: every address)."""
+
+    name: str
+    key: str = attrs.field(repr=False)
+    rights: frozenset[str] = attrs.field(converter=frozenset)
+    entity: str | None = None
+
+
 def _matches(patterns: Iterable[str], address: str) -> bool:
     return any(fnmatch.fnmatchcase(address, pattern) for pattern in patterns)
 
@@ -77,10 +109,23 @@ class Users:
     (``check_password`` for PLAIN, ``scram_credentials`` for SCRAM) and the access rules
     (:meth:`allows`). ``anonymous``: the rules for ANONYMOUS clients (None: not offered)."""
 
-    def __init__(self, users: Iterable[User] = (), *, anonymous: User | None = None) -> None:
+    def __init__(
+        self,
+        users: Iterable[User] = (),
+        *,
+        anonymous: User | None = None,
+        sas_keys: Iterable[SasKey] = (),
+        jwt_key: str | None = None,
+    ) -> None:
         self.users = {u.name: u for u in users}
         if ANONYMOUS in self.users:
             raise UsersFileError(f"the name {ANONYMOUS!r} is reserved for ANONYMOUS clients")
+        #: The shared access keys that sign the tokens put to ``$cbs``, by name.
+        self.sas_keys = {k.name: k for k in sas_keys}
+        #: The key that signs the JSON web tokens put to ``$cbs`` (HS256), if any.
+        self.jwt_key = jwt_key
+        if anonymous is None and (self.sas_keys or jwt_key is not None):
+            anonymous = User(name=ANONYMOUS)  # (a client with a token logs in so)
         self.anonymous = anonymous
 
     @classmethod
@@ -90,15 +135,23 @@ class Users:
             data = json.loads(text)
         except ValueError as exc:
             raise UsersFileError(f"not JSON: {exc}") from None
-        if not isinstance(data, dict) or not set(data) <= {"users", "anonymous"}:
-            raise UsersFileError('expected an object with "users" and/or "anonymous"')
+        if not isinstance(data, dict) or not set(data) <= set(_SECTIONS):
+            raise UsersFileError(f"expected an object with some of {', '.join(_SECTIONS)}")
         anonymous = None
         if data.get("anonymous") is not None:
             anonymous = _user(ANONYMOUS, data["anonymous"], credentials=False)
         entries = data.get("users", {})
         if not isinstance(entries, dict):
             raise UsersFileError('"users" must be an object of user names')
-        return cls([_user(name, entry) for name, entry in entries.items()], anonymous=anonymous)
+        keys = data.get("sas-keys", {})
+        if not isinstance(keys, dict):
+            raise UsersFileError('"sas-keys" must be an object of key names')
+        return cls(
+            [_user(name, entry) for name, entry in entries.items()],
+            anonymous=anonymous,
+            sas_keys=[_sas_key(name, entry) for name, entry in keys.items()],
+            jwt_key=_jwt_key(data.get("jwt")),
+        )
 
     # -- SASL stores ------------------------------------------------------------------------
 
@@ -186,6 +239,35 @@ def _user(name: Any, entry: Any, *, credentials: bool = True) -> User:
     if credentials and not scram:
         raise UsersFileError(f"{where}: needs a password or SCRAM credentials")
     return User(name=str(name), password=password, scram=scram, **rules)
+
+
+def _sas_key(name: str, entry: Any) -> SasKey:
+    where = f"sas key {name!r}"
+    if not name or not isinstance(entry, dict):
+        raise UsersFileError(f"{where}: expected a name and an object")
+    unknown = set(entry) - {"key", "rights", "entity"}
+    if unknown:
+        raise UsersFileError(f"{where}: unknown fields {sorted(unknown)}")
+    key, rights, entity = entry.get("key"), entry.get("rights"), entry.get("entity")
+    if not isinstance(key, str) or not key:
+        raise UsersFileError(f"{where}: the key must be a string")
+    if not isinstance(rights, list) or not rights or not set(rights) <= set(SAS_RIGHTS):
+        raise UsersFileError(f"{where}: 'rights' must list some of {', '.join(SAS_RIGHTS)}")
+    if entity is not None and (not isinstance(entity, str) or not entity.strip("/")):
+        raise UsersFileError(f"{where}: 'entity' must be an address")
+    entity = None if entity is None else entity.strip("/")
+    return SasKey(name=name, key=key, rights=rights, entity=entity)
+
+
+def _jwt_key(entry: Any) -> str | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or set(entry) != {"key"}:
+        raise UsersFileError('"jwt" must be an object with a "key"')
+    key = entry["key"]
+    if not isinstance(key, str) or not key:
+        raise UsersFileError('"jwt": the key must be a string')
+    return key
 
 
 def _credentials(value: Any) -> ScramCredentials:

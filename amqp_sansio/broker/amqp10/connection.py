@@ -55,7 +55,7 @@ from ...events import (
 from ...security.layers import ByteLayer
 from ...security.tls import TLSLayer
 from .._admission import Admission
-from .._nodes import Node, Queue, Topic, error
+from .._nodes import Node, Queue, Topic, error, no_node
 from .._record import ConnectionRecord
 from .._replies import VOLATILE_QUEUE, reply_name
 from .._selector import Selector, SelectorError, selector_filter
@@ -64,7 +64,6 @@ from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filt
 from .._subscriptions import Subscription, keeps
 from .endpoints import _Consumer, _Producer
 from .interface import Broker10
-from .management import MANAGEMENT_ADDRESS
 from .outcomes import apply_outcome
 from .relay import relay_address, relay_route
 from .replies import attach_volatile, sweep_links
@@ -369,8 +368,8 @@ class BrokerConnection(Admission):
                 error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
             )
             return
-        users = config.users
         address = terminus.address
+        own = self._own_node(terminus)
         limit = config.max_address_length
         if (
             limit is not None
@@ -380,17 +379,9 @@ class BrokerConnection(Admission):
         ):
             link.refuse(error("amqp:invalid-field", f"an address longer than {limit} bytes"))
             return
-        if (
-            users is not None
-            and not terminus.dynamic
-            and isinstance(address, str)
-            and not users.allows(self.identity, address, send=isinstance(link, Receiver))
-        ):
-            verb = "send to" if isinstance(link, Receiver) else "receive from"
-            who = self.identity or "an unauthenticated client"
-            link.refuse(error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
+        if not self._allowed(link, None if terminus.dynamic else address, own):
             return
-        if self._special_link(link, terminus):
+        if self._special_link(link, terminus, own):
             return
         node: Node | None
         if terminus.dynamic:
@@ -407,7 +398,7 @@ class BrokerConnection(Admission):
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
             node = broker.resolve(terminus.address, stream=stream)
             if node is None:
-                link.refuse(error("amqp:not-found", f"no node {terminus.address!r}"))
+                link.refuse(error("amqp:not-found", no_node(terminus.address)))
                 return
             if stream and not isinstance(node, Stream):
                 link.refuse(error("amqp:precondition-failed", f"{node.address!r} is a {node.kind}"))
@@ -433,13 +424,39 @@ class BrokerConnection(Admission):
             self.give_credit(link)
             self._join(node, producer, terminus.dynamic)
 
-    def _special_link(self, link: Link, terminus: Source | Target) -> bool:
-        """A link to ``$management`` (:mod:`.management`), or one of direct reply-to's
-        (see :mod:`.._replies`): a requester's (a dynamic source with the capability
-        ``rabbitmq:volatile-queue``), or a responder's sender to a name (``amqp:not-found``
-        once its requester is gone). False for any other link."""
-        if terminus.address == MANAGEMENT_ADDRESS and not terminus.dynamic:
-            self.broker.management.attach(self, link, terminus)
+    def _own_node(self, terminus: Source | Target) -> Any:
+        """The broker's own node (``$management``, ``$cbs``: :mod:`.requests`) the
+        terminus names, or None."""
+        address = terminus.address
+        if terminus.dynamic or not isinstance(address, str):
+            return None
+        return self.broker.request_nodes.get(address)
+
+    def _allowed(self, link: Link, address: object, own: Any) -> bool:
+        """Whether the users file lets this client attach ``link`` to ``address`` (None:
+        a dynamic node; any client may attach to ``$cbs``, where a token gives rights);
+        if not, the link is refused (``amqp:unauthorized-access``)."""
+        users = self.broker.config.users
+        if users is None or not isinstance(address, str) or (own and own.open_to_all):
+            return True
+        send = isinstance(link, Receiver)
+        if users.allows(self.identity, address, send=send):
+            return True
+        if self.broker.cbs.authorize(self, link, address, send=send):
+            return True  # (a token put to $cbs allows it: see .cbs)
+        verb = "send to" if send else "receive from"
+        who = self.identity or "an unauthenticated client"
+        link.refuse(error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
+        return False
+
+    def _special_link(self, link: Link, terminus: Source | Target, own: Any) -> bool:
+        """A link to the broker's ``own`` node (``$management``, ``$cbs``: its node takes
+        it, :mod:`.requests`), or one of direct reply-to's (see :mod:`.._replies`): a
+        requester's (a dynamic source with the capability ``rabbitmq:volatile-queue``), or
+        a responder's sender to a name (``amqp:not-found`` once its requester is gone).
+        False for any other link."""
+        if own is not None:
+            own.attach(self, link, terminus)
             return True
         if terminus.dynamic and VOLATILE_QUEUE in (terminus.capabilities or ()):
             if isinstance(link, Sender):
@@ -743,6 +760,14 @@ class BrokerConnection(Admission):
         self.lost = True
         self._gone()
 
+    def revoke(self, link: Link, why: Error) -> None:
+        """The client may no longer use ``link`` (the token that allowed it expired): it
+        is forgotten, as at a detach, and detached with ``why``."""
+        endpoint = self.consumers.get(link) or self.producers.get(link)
+        if endpoint is not None:
+            self._remove(endpoint)
+        self._detach(link, why)
+
     def node_deleted(self, endpoint: _Consumer | _Producer, why: Error) -> None:
         """The node of ``endpoint`` (a link of this connection) was deleted: the link is
         forgotten and detached with ``why`` (broker draft 2.3.3)."""
@@ -761,8 +786,8 @@ class BrokerConnection(Admission):
 
     def _on_message(self, event: DeliveryReceived) -> None:
         producer = self.producers.get(event.link)
-        if producer is None:  # (a request to $management; the engine reports attached links')
-            self.broker.management.request(self, event)
+        if producer is None:  # (a request to $management or $cbs: attached links' only)
+            any(node.request(self, event) for node in self.broker.request_nodes.values())
             return
         self.record.messages_in += 1
         link = producer.link

@@ -1,17 +1,19 @@
 """What the broker's AMQP 1.0 side asks of the broker (:class:`Broker10`: the core's
-:class:`~amqp_sansio.broker._interface.ConnectionBroker` and the ``$management`` node it
-keeps there) and of a 1.0 connection (:class:`Connection10`: what its endpoints, the
-management node and transactions use), so that those modules need not import the
-connection, nor it them for their types."""
+:class:`~amqp_sansio.broker._interface.ConnectionBroker` and the request/response nodes it
+keeps there, ``$management`` and ``$cbs``) and of a 1.0 connection (:class:`Connection10`:
+what its endpoints, the management node and transactions use), so that those modules need
+not import the connection, nor it them for their types."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._interface import ConnectionBroker
 
 if TYPE_CHECKING:
     from ...definitions.amqp10.messaging import Source, Target
+    from ...definitions.amqp10.performatives import Error
     from ...engine.amqp10.connection import Connection
     from ...engine.amqp10.link import Delivery, Link
     from ...engine.amqp10.receiver import Receiver
@@ -22,22 +24,38 @@ if TYPE_CHECKING:
     from .._record import ConnectionRecord
     from .._store import StoredMessage
 
-__all__ = ["Broker10", "Connection10", "ManagementNode"]
+__all__ = ["Broker10", "Connection10", "OwnNode", "Tokens"]
 
 
-class ManagementNode(Protocol):
-    """The ``$management`` node, as a connection reaches it."""
+class OwnNode(Protocol):
+    """A request/response node of the broker's own (``$management``, ``$cbs``: see
+    :mod:`.requests`), as a connection reaches it."""
+
+    #: Any client may attach to it, whatever the users file says.
+    open_to_all: bool
 
     def attach(self, conn: Any, link: Link, terminus: Source | Target) -> None: ...
 
-    def request(self, conn: Any, event: DeliveryReceived) -> None: ...
+    def request(self, conn: Any, event: DeliveryReceived) -> bool: ...
+
+
+class Tokens(Protocol):
+    """The tokens connections put to ``$cbs`` (:class:`.cbs.Cbs`), as a connection asks
+    whether one allows a link."""
+
+    def authorize(self, conn: Any, link: Link, address: str, *, send: bool) -> bool: ...
 
 
 class Broker10(ConnectionBroker, Protocol):
     """What the 1.0 side asks of the broker."""
 
     @property
-    def management(self) -> ManagementNode: ...
+    def cbs(self) -> Tokens: ...
+
+    @property
+    def request_nodes(self) -> Mapping[str, OwnNode]:
+        """The broker's own request/response nodes, by address."""
+        ...
 
 
 class Connection10(Protocol):
@@ -61,3 +79,5 @@ class Connection10(Protocol):
     def add_consumer(self, link: Sender, node: Node, source: Source) -> None: ...
 
     def give_credit(self, link: Receiver, producer: Any = None) -> None: ...
+
+    def revoke(self, link: Link, why: Error) -> None: ...

@@ -26,36 +26,22 @@ operation are answered 501 (the broker makes nodes on first use; it is not confi
 through here). ``docs/broker.rst`` ("Management") lists the attributes and status codes.
 
 Everything here is I/O-free: :func:`answer` turns a request into a response message;
-:class:`Management` (the broker's ``management``) holds the links to ``$management`` and
-routes the responses.
+:class:`Management` (the broker's ``management``, a :class:`.requests.RequestNode`) holds
+the links to ``$management`` and routes the responses.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from ...codec.amqp10 import Int, UInt
+from ...codec.amqp10 import UInt
 from ...definitions.amqp10.message import Message
-from ...definitions.amqp10.messaging import (
-    Accepted,
-    AmqpValue,
-    Properties,
-    Rejected,
-    Source,
-    Target,
-)
-from ...engine.amqp10.link import Link
-from ...engine.amqp10.receiver import Receiver
-from ...engine.amqp10.sender import Sender
-from ...engine.amqp10.states import LinkState
-from ...errors import DecodeError, EncodeError
-from ...events import DeliveryReceived
-from .._nodes import MemoryStore, Node, Queue, Topic, error
-from .._store import parse_message
+from ...definitions.amqp10.messaging import AmqpValue
+from .._nodes import MemoryStore, Node, Queue, Topic
 from .._streams import Stream
 from .endpoints import _Consumer
+from .requests import RequestNode, correlation, response
+from .requests import Status as _Status
 
 if TYPE_CHECKING:
     from .interface import Broker10, Connection10
@@ -123,17 +109,8 @@ _OPERATIONS = {
     ],
     **{kind: ["READ"] for kind in ENTITY_TYPES},
 }
-_ATTACHED = LinkState.ATTACHED
+_KEYS = ("statusCode", "statusDescription")
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 501: "Not Implemented"}
-
-
-class _Status(Exception):
-    """A request answered with an error status (and no body)."""
-
-    def __init__(self, code: int, description: str) -> None:
-        super().__init__(description)
-        self.code = code
-        self.description = description
 
 
 def _bad(description: str) -> _Status:
@@ -143,34 +120,27 @@ def _bad(description: str) -> _Status:
 # -- the operations ---------------------------------------------------------------------------
 
 
-def answer(broker: Broker10, request: Message, identity: str | None = None) -> Message:
+def answer(
+    broker: Broker10,
+    request: Message,
+    identity: str | None = None,
+    *,
+    reply_to: str | None = None,
+) -> Message:
     """The response to a management ``request`` (management draft 3.1 and its responses),
     for a client authenticated as ``identity``: when the broker has users, only the nodes
-    that identity may send to or receive from exist for it. Never raises for what the
-    request holds: a request that makes no sense is answered 400, an unknown operation 501,
-    an unknown type, name or identity 404."""
-    properties = request.properties
-    correlation = reply_to = None
-    if properties is not None:
-        correlation = properties.correlation_id
-        if correlation is None:
-            correlation = properties.message_id
-        if isinstance(properties.reply_to, str):
-            reply_to = properties.reply_to
+    that identity may send to or receive from exist for it. Its ``to`` is ``reply_to`` if
+    given, else the request's. Never raises for what the request holds: a request that
+    makes no sense is answered 400, an unknown operation 501, an unknown type, name or
+    identity 404."""
+    if reply_to is None:
+        _, reply_to = correlation(request)
     try:
         code, body, extra = _operation(broker, request, identity)
         description = _REASONS[code]
     except _Status as status:
         code, body, extra, description = status.code, None, {}, status.description
-    return Message(
-        properties=Properties(correlation_id=correlation, to=reply_to),
-        application_properties={
-            "statusCode": Int(code),
-            "statusDescription": description,
-            **extra,
-        },
-        body=None if body is None else AmqpValue(body),
-    )
+    return response(request, reply_to, (code, description), _KEYS, body=body, extra=extra)
 
 
 def _operation(
@@ -357,126 +327,14 @@ def attributes(broker: Broker10, node: Node) -> dict[str, Any]:
     return {name: values[name] for name in ATTRIBUTES[values["type"]]}
 
 
-# -- the links to $management -----------------------------------------------------------------
+# -- the node ---------------------------------------------------------------------------------
 
 
-class Management:
-    """The links on which clients send management requests (their senders to
-    ``$management``; the broker's receivers), the links on which they take responses
-    (their receivers from ``$management``, Azure Service Bus's convention), and the
-    answers.
+class Management(RequestNode):
+    """The ``$management`` node: its links and the routing of its responses are
+    :class:`.requests.RequestNode`'s; its answers are :func:`answer`'s."""
 
-    Each request is answered, then accepted. The response goes on the connection's
-    receiver from ``$management`` whose target address is the request's ``reply-to``, if
-    there is one; else into the node the ``reply-to`` names. A request whose response can
-    go nowhere is rejected: no ``reply-to`` (``amqp:invalid-field``), no node there
-    (``amqp:not-found``), a node the client may not send to when the broker has users
-    (``amqp:unauthorized-access``; the dynamic nodes the connection made are its own), a
-    full node (``amqp:resource-limit-exceeded``). A request in a transaction is rejected
-    (``amqp:not-implemented``)."""
+    address = MANAGEMENT_ADDRESS
 
-    def __init__(self, broker: Broker10) -> None:
-        self.broker = broker
-        #: The request links, and their connections; and the response links, by
-        #: connection and target address, with the queue that holds each one's responses
-        #: (not one of the broker's nodes). Those gone are forgotten at the next attach:
-        #: the maps hold no more than the links attached since.
-        self.links: dict[Receiver, Connection10] = {}
-        self.replies: dict[tuple[Connection10, str], tuple[Sender, Queue]] = {}
-
-    def attach(self, conn: Connection10, link: Link, terminus: Source | Target) -> None:
-        """A client attaches a link to (or from) ``$management``."""
-        links, replies = self.links, self.replies
-        for gone in [k for k, c in links.items() if k.state is not _ATTACHED or c.lost]:
-            del links[gone]
-        for key in [k for k, (s, _) in replies.items() if s.state is not _ATTACHED or k[0].lost]:
-            del replies[key]
-        if isinstance(link, Sender):
-            assert isinstance(terminus, Source)
-            self._response_link(conn, link, terminus)
-            return
-        assert isinstance(link, Receiver) and isinstance(terminus, Target)
-        config = self.broker.config
-        link.max_message_size = config.max_message_size
-        link.attach(target=attrs.evolve(terminus, address=MANAGEMENT_ADDRESS))
-        link.flow(config.link_credit)
-        links[link] = conn
-
-    def _response_link(self, conn: Connection10, link: Sender, source: Source) -> None:
-        """A receiver from ``$management``: its target's address is where the client's
-        requests say to reply (``reply-to``); it consumes a queue of its own that holds
-        its responses (credit, outcomes and settlement as on any queue)."""
-        remote = link.remote
-        address = getattr(None if remote is None else remote.target, "address", None)
-        if not isinstance(address, str) or not address:
-            link.refuse(
-                error(
-                    "amqp:invalid-field",
-                    f"a receiver from {MANAGEMENT_ADDRESS} names, as its target's address, "
-                    "the reply-to of the requests whose responses it takes",
-                )
-            )
-            return
-        queue = Queue(self.broker, MANAGEMENT_ADDRESS)
-        conn.add_consumer(link, queue, source)
-        if link.state is _ATTACHED:
-            self.replies[(conn, address)] = (link, queue)
-
-    def request(self, conn: Connection10, event: DeliveryReceived) -> None:
-        """A message arrived on a link of ``conn`` that is not a producer's: if it is a
-        request link, answer the request, then settle it (unless it came settled)."""
-        link = event.link
-        if self.links.get(link) is not conn:  # type: ignore[call-overload]
-            return  # pragma: no cover - the engine reports only attached links'
-        assert isinstance(link, Receiver)
-        delivery = event.delivery
-        state: Any
-        if delivery.transaction is not None:
-            state = Rejected(
-                error=error("amqp:not-implemented", "management requests are not transactional")
-            )
-        else:
-            try:
-                request = Message.decode(event.data)
-            except DecodeError as exc:
-                state = Rejected(error=error("amqp:decode-error", f"malformed message: {exc}"))
-            else:
-                state = self._respond(conn, request)
-        if not delivery.remote_settled:
-            link.settle(delivery, state)
-        conn.give_credit(link)
-        self.broker.has_output(conn)
-
-    def _respond(self, conn: Connection10, request: Message) -> Any:
-        broker = self.broker
-        properties = request.properties
-        reply_to = None if properties is None else properties.reply_to
-        if not isinstance(reply_to, str):
-            return Rejected(
-                error=error("amqp:invalid-field", "a management request needs a reply-to")
-            )
-        reply = self.replies.get((conn, reply_to))
-        own = reply is not None and reply[0].state is _ATTACHED  # a response link of its own
-        node: Node | None = reply[1] if reply is not None and own else None
-        if node is None:
-            node = broker.nodes.get(reply_to)
-            if node is None or node.deleted:
-                return Rejected(error=error("amqp:not-found", f"no node {reply_to!r} to reply to"))
-            own = node.dynamic and node.creator is not None and node.creator.conn is conn
-        assert node is not None
-        users = broker.config.users
-        if users is not None and not own and not users.allows(conn.identity, reply_to, send=True):
-            who = conn.identity or "an unauthenticated client"
-            return Rejected(
-                error=error("amqp:unauthorized-access", f"{who} may not send to {reply_to!r}")
-            )
-        response = answer(broker, request, conn.identity)
-        try:
-            data = response.encode()
-        except EncodeError as exc:  # pragma: no cover - a correlation-id the codec refuses
-            return Rejected(error=error("amqp:invalid-field", f"cannot answer: {exc}"))
-        why = node.offer(parse_message(data, seq=broker.next_seq(), wall=broker.wall))
-        if why is not None:
-            return Rejected(error=error("amqp:resource-limit-exceeded", why))
-        broker.touch(node)
-        return Accepted()
+    def answer(self, conn: Connection10, request: Message, reply_to: str) -> Message:
+        return answer(self.broker, request, conn.identity, reply_to=reply_to)
