@@ -64,6 +64,8 @@ def _tcp(host: str, port: int, timeout: float | None) -> socket.socket:
 TRANSPORTS: dict[str, Callable[[str, int, float | None], socket.socket]] = {
     "amqp": _tcp,
     "amqps": _tcp,
+    "ws": _tcp,
+    "wss": _tcp,
 }
 
 

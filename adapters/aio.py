@@ -47,6 +47,7 @@ from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
+from amqp_sansio.security.websocket import WebSocketOptions
 
 from . import _async
 from ._transports import transport_for
@@ -306,6 +307,8 @@ async def _tcp(host: str, port: int, timeout: float | None) -> _Streams:
 TRANSPORTS: dict[str, Callable[[str, int, float | None], Awaitable[_Streams]]] = {
     "amqp": _tcp,
     "amqps": _tcp,
+    "ws": _tcp,
+    "wss": _tcp,
 }
 
 
@@ -490,6 +493,7 @@ async def listen(
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",
+    websocket: WebSocketOptions | None = None,
 ) -> Server:
     """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`); as the blocking
     :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
@@ -501,6 +505,7 @@ async def listen(
         ssl_context=ssl_context,
         sasl=sasl,
         allow_insecure_auth=allow_insecure_auth,
+        websocket=websocket,
     )
     server = Server(on_link, options, on_connection)
     server._server = await asyncio.start_server(server._serve, host, port)

@@ -63,6 +63,7 @@ from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
+from amqp_sansio.security.websocket import WebSocketOptions
 
 from . import _async
 from ._async import CLOSE_GRACE
@@ -317,6 +318,8 @@ async def _tcp(host: str, port: int, timeout: float | None) -> trio.SocketStream
 TRANSPORTS: dict[str, Callable[[str, int, float | None], Awaitable[trio.SocketStream]]] = {
     "amqp": _tcp,
     "amqps": _tcp,
+    "ws": _tcp,
+    "wss": _tcp,
 }
 
 
@@ -591,6 +594,7 @@ def listen(
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",
+    websocket: WebSocketOptions | None = None,
 ) -> _Running[Server]:
     """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`):
     ``async with listen(...) as server`` (serving in a nursery of its own until the block
@@ -605,6 +609,7 @@ def listen(
         ssl_context=ssl_context,
         sasl=sasl,
         allow_insecure_auth=allow_insecure_auth,
+        websocket=websocket,
     )
 
     async def starting(nursery: trio.Nursery) -> Server:
