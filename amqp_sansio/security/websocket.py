@@ -27,6 +27,7 @@ then end-of-stream to the inner layer, whose connection then ends as on a lost t
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import attrs
@@ -100,6 +101,10 @@ def _head_size(_: object, attribute: attrs.Attribute[int], value: int) -> None:
         )
 
 
+def _as_paths(paths: Iterable[str]) -> tuple[str, ...]:
+    return (paths,) if isinstance(paths, str) else tuple(paths)
+
+
 def _paths(_: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
     if not value or not all(path.startswith("/") for path in value):
         raise LocalProtocolError(f"{attribute.name} must hold paths that start with '/'")
@@ -123,7 +128,7 @@ class WebSocketOptions:
 
     host: str | None = None
     path: str = attrs.field(default="/", validator=attrs.validators.matches_re(r"/\S*"))
-    accept_paths: tuple[str, ...] = attrs.field(default=("/",), converter=tuple, validator=_paths)
+    accept_paths: tuple[str, ...] = attrs.field(default=("/",), converter=_as_paths, validator=_paths)
     max_handshake_size: int = attrs.field(default=_H11_HEAD_LIMIT, validator=_head_size)
     handshake_timeout: float = attrs.field(default=30.0, validator=_positive)
     max_message_size: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
