@@ -128,7 +128,9 @@ class WebSocketOptions:
 
     host: str | None = None
     path: str = attrs.field(default="/", validator=attrs.validators.matches_re(r"/\S*"))
-    accept_paths: tuple[str, ...] = attrs.field(default=("/",), converter=_as_paths, validator=_paths)
+    accept_paths: tuple[str, ...] = attrs.field(
+        default=("/",), converter=_as_paths, validator=_paths
+    )
     max_handshake_size: int = attrs.field(default=_H11_HEAD_LIMIT, validator=_head_size)
     handshake_timeout: float = attrs.field(default=30.0, validator=_positive)
     max_message_size: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
