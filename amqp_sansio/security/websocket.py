@@ -70,6 +70,10 @@ MESSAGE_TOO_BIG = 1009
 #: The code of a connection that ended without a close frame (never sent, RFC 6455 7.1.5).
 ABNORMAL_CLOSURE = 1006
 
+#: What wsproto raises on a peer's bytes: its own error (a bad upgrade), and a header's or a
+#: close reason's bytes that do not decode.
+_PEER_FAULTS = (_WSRemoteError, UnicodeError)
+
 #: h11's own ceiling on an HTTP head (wsproto's h11 connection keeps its default).
 _H11_HEAD_LIMIT = 16 * 1024
 
@@ -272,10 +276,17 @@ class WebSocketLayer:
                 return events
         try:
             self._ws.receive_data(bytes(data))
-        except _WSRemoteError as exc:  # a broken HTTP upgrade
-            self._fail(events, now, f"bad WebSocket upgrade: {exc}", status=(400, "Bad Request"))
-            return events
-        self._process(events, now)
+            self._process(events, now)
+        except _PEER_FAULTS as exc:  # a broken upgrade (or frame) wsproto did not catch
+            if self.state not in (WebSocketState.FAILED, WebSocketState.CLOSED):
+                what = "upgrade" if self.state is WebSocketState.HANDSHAKE else "frame"
+                self._fail(
+                    events,
+                    now,
+                    f"bad WebSocket {what}: {exc}",
+                    close=PROTOCOL_ERROR,
+                    status=(400, "Bad Request"),
+                )
         return events
 
     def data_to_send(self) -> bytes:

@@ -490,3 +490,15 @@ def test_client_engine_stacks_the_urls_layers() -> None:
     assert isinstance(stream, WebSocketLayer) and stream.options.path == "/ws"
     _, _, secure = client_engine("wss://localhost/", ssl_context=ssl.create_default_context())
     assert isinstance(secure, a.TLSLayer) and isinstance(secure.inner, WebSocketLayer)
+
+
+def test_an_upgrade_whose_headers_do_not_decode_is_refused_with_400() -> None:
+    """(Found by fuzzing: wsproto raises UnicodeDecodeError on a non-ASCII subprotocol.)"""
+    server = WebSocketLayer(a.Connection(client=False), client=False)
+    request = (
+        b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: ZnV6ei1rZXktMTIzNDU2Nw==\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Protocol: amqp\xc0\r\n\r\n"
+    )
+    assert _failure(server.receive_data(request, 0.0)).status_code == 400
+    assert server.data_to_send().startswith(b"HTTP/1.1 400 ")
