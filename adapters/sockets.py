@@ -52,6 +52,7 @@ from amqp_sansio.client.amqp10 import (
     IncomingLink,
     OutgoingLink,
     ServerLink,
+    WebSocketOptions,
     recipes,
 )
 from amqp_sansio.client.lifecycle import DrivenCore
@@ -69,7 +70,6 @@ from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
-from amqp_sansio.security.websocket import WebSocketOptions
 
 from ._blocking import DEFAULT_TIMEOUT, ByteStream, ConnectionBase, SocketDriver, run
 from .amqp010._blocking import Connection010, Session010

@@ -47,7 +47,13 @@ from amqp_sansio.client import recipes
 from amqp_sansio.client.amqp010 import Core as Core010
 from amqp_sansio.client.amqp091 import ChannelClosedError
 from amqp_sansio.client.amqp091 import Core as Core091
-from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.amqp10 import (
+    IncomingConnection,
+    IncomingLink,
+    OutgoingLink,
+    ServerLink,
+    WebSocketOptions,
+)
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -63,7 +69,6 @@ from amqp_sansio.client.protocols import ConnectKeywords, connect_protocol
 from amqp_sansio.client.recipes import Recipe
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
-from amqp_sansio.security.websocket import WebSocketOptions
 
 from . import _async
 from ._async import CLOSE_GRACE

@@ -17,10 +17,12 @@ from collections.abc import Callable
 from typing import Literal
 
 from .layers import ByteLayer as ByteLayer
+from .layers import LayerFailed as LayerFailed
+from .layers import close_inner as close_inner
 from .tls import TLSLayer, TLSOrPlain
 from .websocket import WebSocketLayer, WebSocketOptions
 
-__all__ = ["ByteLayer", "Role", "Trace", "stack"]
+__all__ = ["ByteLayer", "LayerFailed", "Role", "Trace", "close_inner", "stack"]
 
 #: Which end of the connection the stack is.
 Role = Literal["client", "server"]

@@ -222,7 +222,7 @@ class WebSocketLayer:
     close (a TLS layer around it calls it as it closes itself)."""
 
     #: :meth:`close` ends this layer, not the engine: the layer around it calls it first
-    #: (:func:`~amqp_sansio.security.layers.close_inner`).
+    #: (:func:`~amqp_sansio.security.stack.close_inner`).
     closes_as_layer: ClassVar[bool] = True
 
     def __init__(
