@@ -241,7 +241,8 @@ class WebSocketLayer:
         self._deadline: float | None = None  # the handshake's, once armed
         self._message = 0  # bytes of the incoming message so far
         self._pong: bytes | None = None  # the payload of the latest ping not yet answered
-        self._path: str | None = None
+        #: The resource of the upgrade, once it is done (a server's: as the client asked).
+        self.path: str | None = None
         if client:
             assert options.host is not None
             request = Request(host=options.host, target=options.path, subprotocols=[SUBPROTOCOL])
@@ -430,7 +431,7 @@ class WebSocketLayer:
 
     def _open(self, path: str, events: list[Event]) -> None:
         self.state = WebSocketState.OPEN
-        self._path = path
+        self.path = path
         events.append(WebSocketEstablished(subprotocol=SUBPROTOCOL, path=path))
 
     def _reject(self, events: list[Event], now: float, status: int, why: str) -> None:

@@ -212,6 +212,7 @@ def test_only_the_configured_paths_are_served() -> None:
         )
         if served:
             assert of(events, WebSocketEstablished)[0].path == target.split("?")[0]
+            assert server.path == target.split("?")[0]
         else:
             assert _failure(events).status_code == 404
             assert server.data_to_send().startswith(b"HTTP/1.1 404 ")
@@ -502,3 +503,14 @@ def test_an_upgrade_whose_headers_do_not_decode_is_refused_with_400() -> None:
     )
     assert _failure(server.receive_data(request, 0.0)).status_code == 400
     assert server.data_to_send().startswith(b"HTTP/1.1 400 ")
+
+
+def test_the_other_protocols_refuse_websocket_urls() -> None:
+    """The binding is AMQP 1.0's: 0-9-1's URLs have no ws scheme, 0-10's client says so."""
+    from amqp_sansio.client.amqp010.core import client_engine as client_engine010
+    from amqp_sansio.client.amqp091 import parse_url as parse_url091
+
+    with pytest.raises(URLError, match=r"amqp:// or amqps://"):
+        parse_url091("ws://h/")
+    with pytest.raises(URLError, match="no WebSocket binding"):
+        client_engine010("ws://h/")
