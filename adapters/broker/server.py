@@ -68,7 +68,6 @@ from amqp_sansio.broker import (
     Users,
     pick_protocol,
 )
-from amqp_sansio.client.amqp10 import WebSocketOptions
 
 from .._blocking import connect_transport
 from .._transports import transport_for
@@ -116,8 +115,8 @@ LISTENERS: dict[str, Callable[..., Awaitable[asyncio.base_events.Server]]] = {
     "amqps": _tcp_listen,
     "ws": _tcp_listen,
 }
-#: The WebSocket port's binding (``ws_port``): at ``/`` and at Azure's SDKs' path.
-WEBSOCKET = WebSocketOptions(accept_paths=("/", "/$servicebus/websocket"))
+#: The paths of the WebSocket port's binding (``ws_port``): ``/`` and Azure's SDKs' path.
+WEBSOCKET_PATHS = ("/", "/$servicebus/websocket")
 
 
 class BrokerServer:
@@ -216,7 +215,7 @@ class BrokerServer:
             self._serve,
             tls=tls,
             tls_header=tls is not None and scheme != "amqps",
-            websocket=WEBSOCKET if scheme == "ws" else None,
+            websocket=WEBSOCKET_PATHS if scheme == "ws" else None,
         )
         return await transport_for(LISTENERS, scheme)(serve, self.host, port)
 
@@ -258,7 +257,7 @@ class BrokerServer:
         *,
         tls: ssl.SSLContext | None,
         tls_header: bool,
-        websocket: WebSocketOptions | None = None,
+        websocket: tuple[str, ...] | None = None,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -275,7 +274,7 @@ class BrokerServer:
         layers: dict[str, Any] = {
             "ssl_context": tls,
             "tls_header": tls_header,
-            "websocket": websocket,
+            "websocket_paths": websocket,
         }
         conn10 = self.broker.accept(started, wall=time.time(), address=address, **layers)
         self._flush()  # (an idle connection it evicted to make room says why, and goes)

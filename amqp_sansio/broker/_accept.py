@@ -94,7 +94,7 @@ class Broker(BrokerCore):
         tls_header: bool = False,
         sasl: ServerAuthenticator | Literal[False] | None = None,
         address: str | None = None,
-        websocket: WebSocketOptions | None = None,
+        websocket_paths: Iterable[str] | None = None,
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
         :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
@@ -103,10 +103,10 @@ class Broker(BrokerCore):
         that offers TLS: the client's TLS protocol header starts TLS (core spec 5.2), its
         SASL or AMQP header goes on without (:class:`~amqp_sansio.security.tls.TLSOrPlain`).
         ``address`` is the client's source address (the host, without the port), for the
-        per-address limits; None: not counted per address. With ``websocket`` the
-        connection comes as the AMQP WebSocket binding (:doc:`websockets`; AMQP 1.0 only:
-        no other engine is picked), inside TLS if there is TLS; its upgrade must be done
-        within the config's ``handshake_timeout`` too.
+        per-address limits; None: not counted per address. With ``websocket_paths`` the
+        connection comes as the AMQP WebSocket binding served at those paths
+        (:doc:`websockets`; AMQP 1.0 only: no other engine is picked), inside TLS if there
+        is TLS; its upgrade must be done within the config's ``handshake_timeout`` too.
 
         A connection beyond ``max_connections`` or ``max_connections_per_address`` comes
         back already :attr:`~BrokerConnection.ended`, with :attr:`~BrokerConnection.refused`
@@ -140,10 +140,13 @@ class Broker(BrokerCore):
             max_unsettled=config.max_unsettled_per_link,
         )
         # amqps: the plaintext's header picks the engine (1.0's, or 0-9-1's in its place)
-        amqps = ssl_context is not None and not tls_header and websocket is None
+        amqps = ssl_context is not None and not tls_header and websocket_paths is None
         inner = ProtocolSniffer(engine) if amqps else engine
-        if websocket is not None and config.handshake_timeout is not None:
-            websocket = attrs.evolve(websocket, handshake_timeout=config.handshake_timeout)
+        websocket = None
+        if websocket_paths is not None:
+            websocket = WebSocketOptions(accept_paths=tuple(websocket_paths))
+            if config.handshake_timeout:  # (the broker's time-out bounds the upgrade too)
+                websocket = attrs.evolve(websocket, handshake_timeout=config.handshake_timeout)
         stream = stack(
             inner, role="server", tls=ssl_context, tls_header=tls_header, websocket=websocket
         )
