@@ -54,8 +54,9 @@ ByteStream = ByteLayer
 
 
 def _tcp(host: str, port: int, timeout: float | None) -> socket.socket:
-    """A TCP connection to ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
-    a layer of the stack, :func:`~amqp_sansio.security.stack.stack`)."""
+    """A TCP connection to ``host``:``port`` (the transport of ``amqp``, ``amqps``, ``ws`` and
+    ``wss``: TLS and WebSocket are layers of the stack,
+    :func:`~amqp_sansio.security.stack.stack`)."""
     return socket.create_connection((host, port), timeout=timeout)
 
 
@@ -64,6 +65,8 @@ def _tcp(host: str, port: int, timeout: float | None) -> socket.socket:
 TRANSPORTS: dict[str, Callable[[str, int, float | None], socket.socket]] = {
     "amqp": _tcp,
     "amqps": _tcp,
+    "ws": _tcp,
+    "wss": _tcp,
 }
 
 

@@ -2,8 +2,9 @@
 trio, the broker's server) has one table, ``TRANSPORTS``, from a URL's scheme to the
 factory that opens (or, on a server, listens for) that transport, and one connect function
 that looks the scheme up here (as aiormq's ``TransportFactory``). The bytes' own layers
-(TLS for ``amqps``, a WebSocket layer next) are stacked around the engine by
-:func:`amqp_sansio.security.stack.stack`, not here: ``amqp`` and ``amqps`` both open TCP.
+(TLS for ``amqps`` and ``wss``, the WebSocket binding for ``ws`` and ``wss``) are stacked
+around the engine by :func:`amqp_sansio.security.stack.stack`, not here: all four open
+TCP.
 
 Adding a transport is one module (its byte layer, or its opener) plus its entry in the
 tables (see :doc:`architecture`, "Transports")."""

@@ -31,7 +31,13 @@ from amqp_sansio.client import recipes
 from amqp_sansio.client.amqp010 import Core as Core010
 from amqp_sansio.client.amqp091 import ChannelClosedError
 from amqp_sansio.client.amqp091 import Core as Core091
-from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.amqp10 import (
+    IncomingConnection,
+    IncomingLink,
+    OutgoingLink,
+    ServerLink,
+    WebSocketOptions,
+)
 from amqp_sansio.client.lifecycle import HELD_CALLS, DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -306,6 +312,8 @@ async def _tcp(host: str, port: int, timeout: float | None) -> _Streams:
 TRANSPORTS: dict[str, Callable[[str, int, float | None], Awaitable[_Streams]]] = {
     "amqp": _tcp,
     "amqps": _tcp,
+    "ws": _tcp,
+    "wss": _tcp,
 }
 
 
@@ -490,6 +498,7 @@ async def listen(
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",
+    websocket: WebSocketOptions | None = None,
 ) -> Server:
     """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`); as the blocking
     :func:`amqp_sansio.adapters.sockets.listen`, ``on_link`` gets each link a peer
@@ -501,6 +510,7 @@ async def listen(
         ssl_context=ssl_context,
         sasl=sasl,
         allow_insecure_auth=allow_insecure_auth,
+        websocket=websocket,
     )
     server = Server(on_link, options, on_connection)
     server._server = await asyncio.start_server(server._serve, host, port)

@@ -52,6 +52,7 @@ from amqp_sansio.client.amqp10 import (
     IncomingLink,
     OutgoingLink,
     ServerLink,
+    WebSocketOptions,
     recipes,
 )
 from amqp_sansio.client.lifecycle import DrivenCore
@@ -545,6 +546,7 @@ def listen(
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",
     backlog: int = 128,
+    websocket: WebSocketOptions | None = None,
 ) -> Server:
     """Listen on ``host``:``port`` (0: any free port, see :attr:`Server.port`). Each
     connection's open and sessions are accepted; each link a peer attaches is handed to
@@ -564,5 +566,6 @@ def listen(
         ssl_context=ssl_context,
         sasl=sasl,
         allow_insecure_auth=allow_insecure_auth,
+        websocket=websocket,
     )
     return Server(sock, on_link, options, on_connection)

@@ -47,7 +47,13 @@ from amqp_sansio.client import recipes
 from amqp_sansio.client.amqp010 import Core as Core010
 from amqp_sansio.client.amqp091 import ChannelClosedError
 from amqp_sansio.client.amqp091 import Core as Core091
-from amqp_sansio.client.amqp10 import IncomingConnection, IncomingLink, OutgoingLink, ServerLink
+from amqp_sansio.client.amqp10 import (
+    IncomingConnection,
+    IncomingLink,
+    OutgoingLink,
+    ServerLink,
+    WebSocketOptions,
+)
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -317,6 +323,8 @@ async def _tcp(host: str, port: int, timeout: float | None) -> trio.SocketStream
 TRANSPORTS: dict[str, Callable[[str, int, float | None], Awaitable[trio.SocketStream]]] = {
     "amqp": _tcp,
     "amqps": _tcp,
+    "ws": _tcp,
+    "wss": _tcp,
 }
 
 
@@ -591,6 +599,7 @@ def listen(
     allow_insecure_auth: bool = False,
     idle_timeout: float | None = None,
     container_id: str = "amqp-sansio-server",
+    websocket: WebSocketOptions | None = None,
 ) -> _Running[Server]:
     """Listen on ``host``:``port`` (0: any free port, :attr:`Server.port`):
     ``async with listen(...) as server`` (serving in a nursery of its own until the block
@@ -605,6 +614,7 @@ def listen(
         ssl_context=ssl_context,
         sasl=sasl,
         allow_insecure_auth=allow_insecure_auth,
+        websocket=websocket,
     )
 
     async def starting(nursery: trio.Nursery) -> Server:

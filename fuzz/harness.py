@@ -1,7 +1,7 @@
 """The fuzz targets of amqp-sansio, registered by name, with a seed corpus, a pure-Python
 mutation fuzzer and a command line.
 
-Twenty targets take arbitrary bytes; each is a function in its family's module:
+Twenty-one targets take arbitrary bytes; each is a function in its family's module:
 
 ``decode``, ``message`` (``amqp10/codec.py``)
     :func:`amqp_sansio.decode` and :meth:`amqp_sansio.Message.decode`.
@@ -15,6 +15,9 @@ Twenty targets take arbitrary bytes; each is a function in its family's module:
 ``sasl-server``, ``sasl-client`` (``amqp10/sasl.py``)
     a connection that requires SASL, server or client role, fed the bytes after a SASL
     header.
+``websocket-server`` (``websocket.py``)
+    the WebSocket layer (the AMQP WebSocket binding) in the server role around a server
+    connection, fed an upgrade and frames in chunks.
 ``selector`` (``selector.py``)
     the broker's message-selector parser (:class:`amqp_sansio.broker.Selector`), fed the
     bytes as UTF-8 text, and what parses evaluated against a few messages.
@@ -101,6 +104,7 @@ _import_fuzz_package()
 
 # The target families, then what they share (imported once the package is importable).
 from fuzz import selector  # noqa: E402
+from fuzz import websocket as websocket_layer  # noqa: E402
 from fuzz.amqp010 import broker as broker010  # noqa: E402
 from fuzz.amqp010 import codec as codec010  # noqa: E402
 from fuzz.amqp010 import engine as engine010  # noqa: E402
@@ -197,6 +201,7 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "server-opened": fuzz_server_opened,
     "sasl-server": fuzz_sasl_server,
     "sasl-client": fuzz_sasl_client,
+    "websocket-server": websocket_layer.fuzz_websocket_server,
     "selector": fuzz_selector,
     "amqp091-codec": fuzz_amqp091_codec,
     "amqp091-frames": fuzz_amqp091_frames,
@@ -227,6 +232,7 @@ ENGINE_TARGETS = (
     "server-opened",
     "sasl-server",
     "sasl-client",
+    "websocket-server",
     "amqp091-engine",
     "amqp010-engine",
 )
@@ -353,6 +359,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
         **frames10.seeds(),
         **engine10.seeds(),
         **sasl10.seeds(),
+        **websocket_layer.seeds(),
         **selector.seeds(),
         **codec091.seeds(),
         **frames091.seeds(),

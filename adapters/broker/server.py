@@ -113,7 +113,10 @@ async def _tcp_listen(
 LISTENERS: dict[str, Callable[..., Awaitable[asyncio.base_events.Server]]] = {
     "amqp": _tcp_listen,
     "amqps": _tcp_listen,
+    "ws": _tcp_listen,
 }
+#: The paths of the WebSocket port's binding (``ws_port``): ``/`` and Azure's SDKs' path.
+WEBSOCKET_PATHS = ("/", "/$servicebus/websocket")
 
 
 class BrokerServer:
@@ -121,7 +124,8 @@ class BrokerServer:
     :class:`~amqp_sansio.broker.Broker` (its nodes can be inspected); ``port`` and ``url``
     say where it listens. ``ssl_context`` alone makes ``port`` amqps; with ``tls_port``
     too (0: any free port) amqps listens there (``tls_url``) and ``port`` stays plain,
-    taking the TLS protocol header as well (core spec 5.2)."""
+    taking the TLS protocol header as well (core spec 5.2). ``ws_port`` (0: any free port)
+    serves AMQP 1.0 over the WebSocket binding too (``ws_url``; :doc:`websockets`)."""
 
     def __init__(
         self,
@@ -131,6 +135,7 @@ class BrokerServer:
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
         tls_port: int | None = None,
+        ws_port: int | None = None,
     ) -> None:
         if tls_port is not None and ssl_context is None:
             raise ValueError("tls_port needs an ssl_context")
@@ -144,8 +149,11 @@ class BrokerServer:
         #: The amqps port (TLS from the first byte) beside the plain one; None: ``port``
         #: alone, amqps if there is an ``ssl_context``.
         self.tls_port = tls_port
+        #: The port of the AMQP WebSocket binding (plain ``ws``), or None.
+        self.ws_port = ws_port
         self._server: asyncio.base_events.Server | None = None
         self._tls_server: asyncio.base_events.Server | None = None
+        self._ws_server: asyncio.base_events.Server | None = None
         self._failures = _FailureLines(log)
         self._early = _EarlyEnds(self._failures)
         self._writers: dict[AnyConnection, asyncio.StreamWriter] = {}
@@ -170,6 +178,11 @@ class BrokerServer:
         """``amqps://HOST:TLS_PORT`` with a ``tls_port``, else None."""
         return None if self.tls_port is None else self._url("amqps", self.tls_port)
 
+    @property
+    def ws_url(self) -> str | None:
+        """``ws://HOST:WS_PORT`` with a ``ws_port``, else None."""
+        return None if self.ws_port is None else self._url("ws", self.ws_port)
+
     def _url(self, scheme: str, port: int) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{port}"
@@ -178,25 +191,31 @@ class BrokerServer:
         both = self.ssl_context is not None and self.tls_port is not None
         scheme = "amqps" if self.ssl_context is not None and not both else "amqp"
         self._server = await self._listen(scheme, self.port)
-        if both:
-            assert self.tls_port is not None
-            try:
-                self._tls_server = await self._listen("amqps", self.tls_port)
-            except BaseException:
-                self._server.close()
-                raise
-            self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+        try:
+            if both:
+                self._tls_server = await self._listen("amqps", self.tls_port or 0)
+                self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+            if self.ws_port is not None:
+                self._ws_server = await self._listen("ws", self.ws_port)
+                self.ws_port = self._ws_server.sockets[0].getsockname()[1]
+        except BaseException:
+            for listening in filter(None, (self._server, self._tls_server)):
+                listening.close()
+            raise
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _listen(self, scheme: str, port: int) -> asyncio.base_events.Server:
         """Listen on ``port`` for connections of ``scheme`` through its entry in
         :data:`LISTENERS`: on ``amqps`` TLS from the first byte; on ``amqp`` with an
         ``ssl_context``, TLS after the client's TLS protocol header (core spec 5.2), or
-        none. Each accepted connection's layers are stacked by the broker's ``accept``
-        (:func:`amqp_sansio.security.stack.stack`)."""
-        tls = self.ssl_context
+        none; on ``ws`` the WebSocket binding, plain. Each accepted connection's layers are
+        stacked by the broker's ``accept`` (:func:`amqp_sansio.security.stack.stack`)."""
+        tls = None if scheme == "ws" else self.ssl_context
         serve = functools.partial(
-            self._serve, tls=tls, tls_header=tls is not None and scheme != "amqps"
+            self._serve,
+            tls=tls,
+            tls_header=tls is not None and scheme != "amqps",
+            websocket=WEBSOCKET_PATHS if scheme == "ws" else None,
         )
         return await transport_for(LISTENERS, scheme)(serve, self.host, port)
 
@@ -204,7 +223,7 @@ class BrokerServer:
         """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
         2.8.15: the clients' reconnection policies come back), wait up to ``grace`` seconds
         for their answering closes, then end what is left."""
-        for listening in (self._server, self._tls_server):
+        for listening in (self._server, self._tls_server, self._ws_server):
             if listening is not None:
                 listening.close()
         stopping = Error(condition=FORCED, description="the broker is stopping")
@@ -221,7 +240,7 @@ class BrokerServer:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for listening in (self._server, self._tls_server):
+        for listening in (self._server, self._tls_server, self._ws_server):
             if listening is not None:
                 await listening.wait_closed()
         if self._timer is not None:
@@ -238,6 +257,7 @@ class BrokerServer:
         *,
         tls: ssl.SSLContext | None,
         tls_header: bool,
+        websocket: tuple[str, ...] | None = None,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -251,13 +271,16 @@ class BrokerServer:
         address = peer[0] if isinstance(peer, tuple) and peer else None
         where = _where(peer)
         started = loop.time()
-        conn10 = self.broker.accept(
-            started, wall=time.time(), ssl_context=tls, tls_header=tls_header, address=address
-        )
+        layers: dict[str, Any] = {
+            "ssl_context": tls,
+            "tls_header": tls_header,
+            "websocket_paths": websocket,
+        }
+        conn10 = self.broker.accept(started, wall=time.time(), address=address, **layers)
         self._flush()  # (an idle connection it evicted to make room says why, and goes)
         conn: AnyConnection = conn10
         first = b""
-        if not conn10.ended and (tls is None or tls_header):
+        if not conn10.ended and (tls is None or tls_header) and websocket is None:
             # The first 8 octets pick the engine (on the amqps port, the first 8 after the
             # TLS handshake: see ProtocolSniffer).
             first = await self._header(reader)
@@ -635,16 +658,16 @@ async def serve_broker(
     store: Store | str | os.PathLike[str] | None = None,
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int | None = None,
+    ws_port: int | None = None,
 ) -> AsyncIterator[BrokerServer]:
     """Serve a broker on the running loop for the duration of the block. ``store``: a
     :class:`~amqp_sansio.broker.Store`, or a directory for the durable SQLite store
     (opened, its messages restored, closed at the end; see :func:`open_broker`).
-    ``ssl_context`` and ``tls_port``: TLS, as :class:`BrokerServer` takes them."""
+    ``ssl_context``, ``tls_port`` and ``ws_port``: as :class:`BrokerServer` takes them."""
     broker, opened = open_broker(config, store)
     try:
-        server = BrokerServer(
-            broker, host=host, port=port, ssl_context=ssl_context, tls_port=tls_port
-        )
+        ports: dict[str, Any] = {"port": port, "tls_port": tls_port, "ws_port": ws_port}
+        server = BrokerServer(broker, host=host, ssl_context=ssl_context, **ports)
         await server.start()
         try:
             yield server
@@ -664,6 +687,7 @@ def run_broker(
     store: Store | str | os.PathLike[str] | None = None,
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int | None = None,
+    ws_port: int | None = None,
 ) -> Iterator[BrokerServer]:
     """Serve a broker from a background thread (its own asyncio loop) for the duration of
     the block: for blocking code and tests. The server's ``broker`` is the loop's: inspect
@@ -682,6 +706,7 @@ def run_broker(
                 store=store,
                 ssl_context=ssl_context,
                 tls_port=tls_port,
+                ws_port=ws_port,
             ) as server:
                 box["server"] = server
                 ready.set()
@@ -794,6 +819,7 @@ def main(
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int = TLS_PORT,
     log_level: str = LOG_LEVEL,
+    ws_port: int | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
@@ -801,11 +827,12 @@ def main(
     (:mod:`amqp_sansio.adapters.broker.store`). ``limits``: fields of
     :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues, and on
     connections). ``ssl_context`` (the broker's certificate): amqps on ``tls_port`` too,
-    and the TLS protocol header taken on ``port``. ``log_level``: see
+    and the TLS protocol header taken on ``port``. ``ws_port``: AMQP 1.0 over the
+    WebSocket binding there too (:doc:`websockets`). ``log_level``: see
     :func:`log_to_stderr`.
 
-    It prints ``amqp-sansio broker listening on URL`` on stdout for each port (amqp, then
-    amqps), then the count of messages restored from ``store_dir``. Without ``users_file``
+    It prints ``amqp-sansio broker listening on URL`` on stdout for each port (amqp, amqps,
+    ws), then the count of messages restored from ``store_dir``. Without ``users_file``
     the broker is open: it says so on stderr at start, and refuses
     (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
     ``allow_anonymous``."""
@@ -836,10 +863,11 @@ def main(
             store=store_dir,
             ssl_context=ssl_context,
             tls_port=None if ssl_context is None else tls_port,
+            ws_port=ws_port,
         ) as server:
-            print(f"amqp-sansio broker listening on {server.url}", flush=True)
-            if server.tls_url is not None:
-                print(f"amqp-sansio broker listening on {server.tls_url}", flush=True)
+            for url in (server.url, server.tls_url, server.ws_url):
+                if url is not None:
+                    print(f"amqp-sansio broker listening on {url}", flush=True)
             if store_dir is not None:
                 kept = server.broker.depth  # (of every virtual host)
                 print(f"{kept} durable messages restored from {store_dir}", flush=True)

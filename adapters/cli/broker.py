@@ -62,6 +62,15 @@ def add_parser(sub: Any) -> None:
         "closed), warning (refusals, failures, the OPEN notice) or error "
         f"(default {LOG_LEVEL})",
     )
+    brk.add_argument(
+        "--ws-port",
+        type=options.port,
+        default=None,
+        metavar="PORT",
+        help="also serve AMQP 1.0 over WebSocket (the AMQP WebSocket binding, plain ws://) "
+        "on this port (0: any free port), at / and /$servicebus/websocket "
+        "(docs/websockets.rst) (default: none)",
+    )
     tls = brk.add_argument_group(
         "TLS",
         "with a certificate the broker also listens for amqps (TLS from the first byte) on "
@@ -416,6 +425,7 @@ def run(args: argparse.Namespace) -> int:
             ssl_context=context,
             tls_port=TLS_PORT if args.tls_port is None else args.tls_port,
             log_level=args.log_level,
+            ws_port=args.ws_port,
         )
     except (OSError, broker.OpenBrokerRefused, UsersFileError, StoreError) as exc:
         print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)

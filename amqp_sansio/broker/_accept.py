@@ -15,10 +15,13 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
+
 from ..engine.amqp010 import SessionStore
 from ..engine.amqp10.connection import Connection
 from ..security.mechanisms import ServerAuthenticator
 from ..security.stack import stack
+from ..security.websocket import WebSocketOptions
 from ._broker import BrokerCore
 from ._config import BrokerConfig
 from ._interface import DEFAULT_VHOST
@@ -110,6 +113,7 @@ class Broker(BrokerCore):
         tls_header: bool = False,
         sasl: ServerAuthenticator | Literal[False] | None = None,
         address: str | None = None,
+        websocket_paths: Iterable[str] | None = None,
     ) -> BrokerConnection:
         """A new connection from a client: its server engine (with ``sasl``, a
         :class:`~amqp_sansio.sasl.ServerAuthenticator`, or the config's, see
@@ -118,7 +122,10 @@ class Broker(BrokerCore):
         that offers TLS: the client's TLS protocol header starts TLS (core spec 5.2), its
         SASL or AMQP header goes on without (:class:`~amqp_sansio.security.tls.TLSOrPlain`).
         ``address`` is the client's source address (the host, without the port), for the
-        per-address limits; None: not counted per address.
+        per-address limits; None: not counted per address. With ``websocket_paths`` the
+        connection comes as the AMQP WebSocket binding served at those paths
+        (:doc:`websockets`; AMQP 1.0 only: no other engine is picked), inside TLS if there
+        is TLS; its upgrade must be done within the config's ``handshake_timeout`` too.
 
         A connection beyond ``max_connections`` or ``max_connections_per_address`` comes
         back already :attr:`~BrokerConnection.ended`, with :attr:`~BrokerConnection.refused`
@@ -152,9 +159,16 @@ class Broker(BrokerCore):
             max_unsettled=config.max_unsettled_per_link,
         )
         # amqps: the plaintext's header picks the engine (1.0's, or 0-9-1's in its place)
-        amqps = ssl_context is not None and not tls_header
+        amqps = ssl_context is not None and not tls_header and websocket_paths is None
         inner = ProtocolSniffer(engine) if amqps else engine
-        stream = stack(inner, role="server", tls=ssl_context, tls_header=tls_header)
+        websocket = None
+        if websocket_paths is not None:
+            websocket = WebSocketOptions(accept_paths=tuple(websocket_paths))
+            if config.handshake_timeout:  # (the broker's time-out bounds the upgrade too)
+                websocket = attrs.evolve(websocket, handshake_timeout=config.handshake_timeout)
+        stream = stack(
+            inner, role="server", tls=ssl_context, tls_header=tls_header, websocket=websocket
+        )
         conn = BrokerConnection(self, engine, stream, address=address)
         conn.accepted_at = now
         timeout = config.handshake_timeout

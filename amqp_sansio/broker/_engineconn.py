@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..engine.contract import ProtocolEngine
-from ..security.layers import ByteLayer
-from ..security.tls import TLSFailed
+from ..security.layers import ByteLayer, LayerFailed
 from ._admission import Admission
 from ._interface import ConnectionBroker, VirtualHostAccess
 from ._nodes import Queue
@@ -118,8 +117,9 @@ class EngineConnection(Admission):
         self.broker.advance(now, wall)
         self._now = now
         events = self._stream.receive_data(data, now)  # (the engine's, and TLS's)
-        if events and any(isinstance(e, TLSFailed) for e in events):
-            self.record.ending_because("TLS failed")
+        failed = next((e for e in events if isinstance(e, LayerFailed)), None) if events else None
+        if failed is not None:  # (TLS's, the WebSocket layer's)
+            self.record.ending_because(f"{failed.layer} failed")
             self.cut = True
         self._handle(events)
 

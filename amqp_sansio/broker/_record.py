@@ -17,7 +17,8 @@ from ..events import (
     ProtocolError,
     UnsupportedProtocol,
 )
-from ..security.tls import TLSEstablished, TLSFailed
+from ..security.layers import LayerFailed
+from ..security.tls import TLSEstablished
 
 if TYPE_CHECKING:
     from ._admission import Admission
@@ -62,6 +63,8 @@ class ConnectionRecord:
     def saw(self, conn: Admission, event: Event) -> None:
         """Take note of an event of the connection, after the connection handled it."""
         handler = _EVENTS.get(type(event))
+        if handler is None and isinstance(event, LayerFailed):  # (each layer's failure)
+            handler = _layer_failed
         if handler is not None:
             handler(self, conn, event)
 
@@ -84,10 +87,10 @@ def _opened(record: ConnectionRecord, conn: Admission, event: Event) -> None:
     record.opened = conn.refused is None  # (a refused open was answered with a close)
 
 
-def _tls_failed(record: ConnectionRecord, conn: Admission, event: Any) -> None:
-    """TLS failed (core spec 5.2): its alert is the last thing sent, then the transport
-    goes (the connection is ``cut``)."""
-    record.ending_because(f"TLS failed: {printable(event.error)}")
+def _layer_failed(record: ConnectionRecord, conn: Admission, event: Any) -> None:
+    """A byte layer failed (TLS, core spec 5.2; the WebSocket binding): its alert or close
+    is the last thing sent, then the transport goes (the connection is ``cut``)."""
+    record.ending_because(f"{event.layer} failed: {printable(event.error)}")
     conn.stop_handshake_timer()
     conn.cut = True
 
@@ -108,5 +111,4 @@ _EVENTS: dict[type, Any] = {
         f"it sent the protocol header of {e.version_name}"
     ),
     TLSEstablished: lambda r, c, e: setattr(r, "tls", e.version),
-    TLSFailed: _tls_failed,
 }

@@ -13,6 +13,7 @@ from typing import TypedDict, TypeVar, cast
 import amqp_sansio as a
 from amqp_sansio.sasl import SASLNoMechanismError
 from amqp_sansio.security.stack import ByteLayer, stack
+from amqp_sansio.security.websocket import WebSocketOptions
 
 from . import trace
 from .url import AMQPURL, parse_url
@@ -66,6 +67,7 @@ class ListenOptions(TypedDict):
     ssl_context: ssl.SSLContext | None
     sasl: a.sasl.ServerAuthenticator | bool | None
     allow_insecure_auth: bool
+    websocket: WebSocketOptions | None
 
 
 def connect_options(
@@ -95,6 +97,7 @@ def listen_options(
     ssl_context: ssl.SSLContext | None,
     sasl: a.sasl.ServerAuthenticator | bool | None,
     allow_insecure_auth: bool,
+    websocket: WebSocketOptions | None = None,
 ) -> ListenOptions:
     """The engine options of a ``listen`` call, the same in every adapter."""
     return {
@@ -103,6 +106,7 @@ def listen_options(
         "ssl_context": ssl_context,
         "sasl": sasl,
         "allow_insecure_auth": allow_insecure_auth,
+        "websocket": websocket,
     }
 
 
@@ -123,7 +127,8 @@ def client_engine(
     cafile: str | None = None,
     verify: bool = True,
 ) -> tuple[AMQPURL, a.Connection, Stream]:
-    """The engine (and TLS layer, for amqps) for a client connection to ``url``: returns
+    """The engine (and TLS layer, for amqps and wss, and WebSocket layer, for ws and wss)
+    for a client connection to ``url``: returns
     ``(url, connection, stream)``. The one place where a URL and the options become a
     client engine, for the adapters and the command line alike.
 
@@ -167,6 +172,7 @@ def client_engine(
         tls=context if tls else None,
         server_hostname=parsed.host,
         trace=trace.tracer(f"{engine.container_id}>{parsed.host}:{parsed.port}"),
+        websocket=parsed.websocket_options(),
     )
     return parsed, engine, stream
 
@@ -287,9 +293,12 @@ def server_engine(
     sasl: a.sasl.ServerAuthenticator | bool | None = None,
     allow_insecure_auth: bool = False,
     max_frame_size: int = 65536,
+    websocket: WebSocketOptions | None = None,
 ) -> tuple[a.Connection, Stream]:
     """The engine (and TLS layer, with ``ssl_context``: amqps from the first byte) of one
-    accepted server connection; ``sasl`` as :func:`server_sasl` says."""
+    accepted server connection; ``sasl`` as :func:`server_sasl` says. With ``websocket``
+    the connection comes as the AMQP WebSocket binding (:doc:`websockets`), inside TLS if
+    there is TLS."""
     engine = a.Connection(
         client=False,
         container_id=container_id,
@@ -298,5 +307,11 @@ def server_engine(
         allow_plain_without_tls=allow_insecure_auth,
         max_frame_size=max_frame_size,
     )
-    stream = stack(engine, role="server", tls=ssl_context, trace=trace.tracer(container_id))
+    stream = stack(
+        engine,
+        role="server",
+        tls=ssl_context,
+        trace=trace.tracer(container_id),
+        websocket=websocket,
+    )
     return engine, stream

@@ -1,9 +1,13 @@
-"""AMQP URLs: ``amqp://[user:password@]host[:port]/ADDRESS`` and ``amqps://`` for TLS.
+"""AMQP URLs: ``amqp://[user:password@]host[:port]/ADDRESS`` and ``amqps://`` for TLS;
+for AMQP 1.0 also ``ws://[user:password@]host[:port][/PATH]`` and ``wss://`` (the AMQP
+WebSocket binding, over TLS for ``wss``; see :doc:`websockets`).
 
 The address is the URL's path without its first slash: ``amqp://h/q`` is address ``q``,
 ``amqp://h//queue/q`` is ``/queue/q`` (as RabbitMQ names its queues), ``amqp://h`` has none.
 The port defaults to 5672 for ``amqp`` and 5671 for ``amqps`` (TLS from the first byte, core
-spec 5.2.1). User, password and address are percent-decoded. The password never shows in a
+spec 5.2.1), 80 for ``ws`` and 443 for ``wss``. A WebSocket URL's path is the HTTP resource
+of the upgrade (kept as written, ``/`` if none), not an address: it has no address. User,
+password and address are percent-decoded. The password never shows in a
 repr or in :meth:`AMQPURL.redacted`.
 
 Credentials in a plain ``amqp://`` URL cross the network unencrypted (SASL PLAIN):
@@ -15,14 +19,22 @@ from __future__ import annotations
 
 import ipaddress
 import urllib.parse
+from collections.abc import Mapping
 from typing import TypedDict
 
 import attrs
+
+from ..security.websocket import WebSocketOptions
 
 __all__ = ["AMQPURL", "InsecureCredentialsError", "URLError", "URLFields", "parse_url", "split_url"]
 
 #: The default ports: AMQP (5672), and AMQP over TLS from the first byte (5671).
 PORTS = {"amqp": 5672, "amqps": 5671}
+#: The schemes of AMQP 1.0 URLs and their default ports: also the WebSocket binding's,
+#: plain (80) and over TLS (443).
+PORTS_10 = {**PORTS, "ws": 80, "wss": 443}
+#: The schemes that carry AMQP in WebSocket messages.
+WEBSOCKET_SCHEMES = frozenset({"ws", "wss"})
 
 
 class URLError(ValueError):
@@ -49,7 +61,9 @@ def _hidden(value: object) -> str:
 
 @attrs.frozen(kw_only=True)
 class AMQPURL:
-    """A parsed AMQP URL. ``address`` is None when the URL has no path."""
+    """A parsed AMQP URL. ``address`` is None when the URL has no path.
+    ``websocket_path`` is a ``ws``/``wss`` URL's path (the upgrade's resource), else
+    None."""
 
     scheme: str
     host: str
@@ -57,11 +71,23 @@ class AMQPURL:
     username: str | None = None
     password: str | None = attrs.field(default=None, repr=_hidden)
     address: str | None = None
+    websocket_path: str | None = None
 
     @property
     def tls(self) -> bool:
-        """Whether the scheme asks for TLS (``amqps``)."""
-        return self.scheme == "amqps"
+        """Whether the scheme asks for TLS (``amqps``, ``wss``)."""
+        return self.scheme in ("amqps", "wss")
+
+    def websocket_options(self) -> WebSocketOptions | None:
+        """What the WebSocket layer of a ``ws``/``wss`` URL needs (the ``Host`` header,
+        with the port unless it is the scheme's default, and the path); None for another
+        scheme. The stack takes it as it is (:func:`~amqp_sansio.security.stack.stack`)."""
+        if self.websocket_path is None:
+            return None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.port != PORTS_10[self.scheme]:
+            host = f"{host}:{self.port}"
+        return WebSocketOptions(host=host, path=self.websocket_path)
 
     @property
     def is_loopback(self) -> bool:
@@ -105,6 +131,8 @@ class AMQPURL:
             user = urllib.parse.quote(self.username or "", safe="")
             netloc = f"{user}{'' if password is None else ':' + password}@{netloc}"
         path = "" if self.address is None else "/" + urllib.parse.quote(self.address, safe="/")
+        if self.websocket_path is not None:
+            path = self.websocket_path
         return f"{self.scheme}://{netloc}{path}"
 
     def __str__(self) -> str:
@@ -122,16 +150,23 @@ def parse_url(url: str) -> AMQPURL:
         URLError: not ``amqp://`` or ``amqps://``, no host, a bad port, or a query or
             fragment (which AMQP URLs do not have).
     """
-    parts, fields = split_url(url)
+    parts, fields = split_url(url, PORTS_10)
     if parts.query or parts.fragment:
         raise URLError("an AMQP URL has no query or fragment")
     path = parts.path
+    if fields["scheme"] in WEBSOCKET_SCHEMES:
+        if any(c.isspace() for c in path):
+            raise URLError("a WebSocket URL's path has no spaces")
+        return AMQPURL(**fields, websocket_path=path or "/")
     address = urllib.parse.unquote(path[1:]) if len(path) > 1 else None
     return AMQPURL(**fields, address=address)
 
 
-def split_url(url: str) -> tuple[urllib.parse.SplitResult, URLFields]:
-    """The parts of an ``amqp://`` or ``amqps://`` URL, and the fields of
+def split_url(
+    url: str, ports: Mapping[str, int] = PORTS
+) -> tuple[urllib.parse.SplitResult, URLFields]:
+    """The parts of an ``amqp://`` or ``amqps://`` URL (or of a scheme in ``ports``, which
+    gives each scheme's default port), and the fields of
     :class:`AMQPURL` they give that every AMQP URL has (scheme, host, port, username and
     password, percent-decoded); the path, query and fragment are the caller's (they differ
     between AMQP 1.0 and 0-9-1 URLs).
@@ -145,8 +180,9 @@ def split_url(url: str) -> tuple[urllib.parse.SplitResult, URLFields]:
     except ValueError as exc:
         raise URLError(f"not a valid URL: {exc}") from None
     scheme = parts.scheme.lower()
-    if scheme not in PORTS:
-        raise URLError(f"the scheme must be amqp:// or amqps://, not {parts.scheme or 'none'}://")
+    if scheme not in ports:
+        known = " or ".join(f"{name}://" for name in ports)
+        raise URLError(f"the scheme must be {known}, not {parts.scheme or 'none'}://")
     if not parts.hostname:
         raise URLError("the URL names no host")
     username = None if parts.username is None else urllib.parse.unquote(parts.username)
@@ -154,7 +190,7 @@ def split_url(url: str) -> tuple[urllib.parse.SplitResult, URLFields]:
     return parts, {
         "scheme": scheme,
         "host": parts.hostname,
-        "port": PORTS[scheme] if port is None else port,
+        "port": ports[scheme] if port is None else port,
         "username": username,
         "password": password,
     }

@@ -1,9 +1,12 @@
-"""Security layers (core spec part 5): the SASL layer and its mechanisms, and the TLS layer;
+"""Security layers (core spec part 5): the SASL layer and its mechanisms, the TLS layer, and
+the AMQP WebSocket binding's layer;
 the byte-layer interface every layer offers (:mod:`.layers`) and the one place that stacks
 them around an engine (:mod:`.stack`).
 
 The public modules are :mod:`amqp_sansio.sasl` (the mechanisms, as one module) and
-:mod:`amqp_sansio.security.tls` (the TLS layer); the other modules here are the layout.
+:mod:`amqp_sansio.security.tls` (the TLS layer) and :mod:`amqp_sansio.security.websocket`
+(the WebSocket layer); the other modules here are the layout.
 """
 
 from . import tls as tls
+from . import websocket as websocket

@@ -18,11 +18,13 @@ client cores, the broker and the adapters import it without an arrow up.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
-from ..engine.contract import ProtocolEngine
+import attrs
 
-__all__ = ["ByteLayer"]
+from ..engine.contract import Event, ProtocolEngine
+
+__all__ = ["ByteLayer", "LayerFailed", "close_inner"]
 
 
 class ByteLayer(ProtocolEngine, Protocol):
@@ -34,4 +36,29 @@ class ByteLayer(ProtocolEngine, Protocol):
 
     A layer that also has ``close()`` (TLS: close_notify) has it called once the engine
     inside has ended; a layer that has ``set_transport_security(**facts)`` is told by a
-    security layer below it what the transport now is (SASL uses it)."""
+    security layer below it what the transport now is (SASL uses it, and a layer between
+    passes it on)."""
+
+
+@attrs.frozen(kw_only=True)
+class LayerFailed(Event):
+    """A byte layer failed (the base of each layer's failure event: TLS's
+    :class:`~amqp_sansio.security.tls.TLSFailed`, the WebSocket layer's
+    :class:`~amqp_sansio.security.websocket.WebSocketFailed`): ``error`` says what failed,
+    ``layer`` names the layer. What the layer still had to say (an alert, a close frame)
+    is the last thing it sends. Whoever drives the stack handles every layer's failure as
+    this one event; close the transport."""
+
+    #: The layer's name, for messages ("TLS", "WebSocket").
+    layer: ClassVar[str] = "byte layer"
+
+    error: str
+
+
+def close_inner(inner: object) -> None:
+    """What a layer's ``close()`` does first: close the layer inside it, if that one ends
+    as a layer (its class sets ``closes_as_layer``: a WebSocket layer under TLS, ``wss``),
+    so that its closing bytes go out inside ours. An engine's own ``close()`` (an AMQP
+    close) is never called here."""
+    if getattr(type(inner), "closes_as_layer", False):
+        inner.close()  # type: ignore[attr-defined]

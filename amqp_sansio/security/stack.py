@@ -2,12 +2,12 @@
 drives, for every protocol and both roles.
 
 From the engine outward: the engine (AMQP 1.0's or 0-9-1's, or a broker's protocol
-sniffer), the frame trace (when tracing is on: it sees plaintext), then the security layer
-(TLS from the first byte, core spec 5.2.1, or on a server's plain port TLS chosen by the
-client's TLS protocol header, 5.2). Each layer has the byte interface
-(:class:`ByteLayer`, declared once in :mod:`amqp_sansio.security.layers` and offered here,
-the public face of the seam). A new layer (a WebSocket layer, under TLS or without it) is
-one module with that interface and one step here.
+sniffer), the frame trace (when tracing is on: it sees plaintext), the WebSocket layer
+(the AMQP WebSocket binding, ``ws``/``wss``), then the security layer (TLS from the first
+byte, core spec 5.2.1, or on a server's plain port TLS chosen by the client's TLS protocol
+header, 5.2). Each layer has the byte interface (:class:`ByteLayer`, declared once in
+:mod:`amqp_sansio.security.layers` and offered here, the public face of the seam). A new
+layer is one module with that interface and one step here, as the WebSocket layer is.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from collections.abc import Callable
 from typing import Literal
 
 from .layers import ByteLayer as ByteLayer
+from .layers import LayerFailed as LayerFailed
+from .layers import close_inner as close_inner
 from .tls import TLSLayer, TLSOrPlain
+from .websocket import WebSocketLayer, WebSocketOptions
 
-__all__ = ["ByteLayer", "Role", "Trace", "stack"]
+__all__ = ["ByteLayer", "LayerFailed", "Role", "Trace", "close_inner", "stack"]
 
 #: Which end of the connection the stack is.
 Role = Literal["client", "server"]
@@ -35,16 +38,22 @@ def stack(
     server_hostname: str | None = None,
     tls_header: bool = False,
     trace: Trace | None = None,
+    websocket: WebSocketOptions | None = None,
 ) -> ByteLayer:
     """``engine`` with its layers around it, outermost returned (``engine`` itself when
     there are none).
 
-    ``trace`` wraps the engine first (so it shows plaintext). With ``tls`` (a context for
+    ``trace`` wraps the engine first (so it shows plaintext). With ``websocket`` the
+    AMQP WebSocket binding goes around it
+    (:class:`~amqp_sansio.security.websocket.WebSocketLayer`, with those options), under
+    TLS if there is TLS (``wss``). With ``tls`` (a context for
     ``role``) a TLS layer goes outside: from the first byte (amqps, core spec 5.2.1), with
     ``server_hostname`` sent as SNI and checked by a client; or, for a server with
     ``tls_header``, only if the client starts with the TLS protocol header
     (:class:`~amqp_sansio.security.tls.TLSOrPlain`, core spec 5.2)."""
     layer = engine if trace is None else trace(engine)
+    if websocket is not None:
+        layer = WebSocketLayer(layer, client=role == "client", options=websocket)
     if tls is None:
         return layer
     if role == "client":

@@ -22,7 +22,7 @@ import enum
 import re
 import ssl
 from collections.abc import Callable
-from typing import TypeAlias, cast
+from typing import ClassVar, TypeAlias, cast
 
 import attrs
 
@@ -30,7 +30,7 @@ from ..engine.contract import Event
 from ..errors import LocalProtocolError
 from ..framing.headers import AMQP_HEADER, SASL_HEADER, TLS_HEADER
 from ..framing.headers import name_of as _name_of
-from .layers import ByteLayer
+from .layers import ByteLayer, LayerFailed, close_inner
 
 __all__ = [
     "TLS_HEADER",
@@ -77,7 +77,7 @@ class TLSEstablished(Event):
 
 
 @attrs.frozen(kw_only=True)
-class TLSFailed(Event):
+class TLSFailed(LayerFailed):
     """The handshake or a TLS record failed: a certificate that does not verify, a host
     name that does not match, a protocol error, a record that does not authenticate, a
     transport that closed during the handshake. The alert TLS produced (if any) is the last
@@ -92,7 +92,8 @@ class TLSFailed(Event):
     (e.g. ``"Hostname mismatch, certificate is not valid for 'example.com'."``), else
     None."""
 
-    error: str
+    layer: ClassVar[str] = "TLS"
+
     reason: str | None = None
     verify_error: str | None = None
 
@@ -335,7 +336,9 @@ class TLSLayer:
         :class:`~amqp_sansio.engine.amqp10.events.ConnectionEnded`), then send :meth:`data_to_send`;
         the peer's data is still decrypted and passed on until its close_notify or EOF. Before the
         handshake is done there is nothing to notify: the layer just ends. Calling it again does
-        nothing."""
+        nothing. A layer inside that ends as a layer (a WebSocket layer, ``wss``) is closed
+        first, so its close goes out inside TLS."""
+        close_inner(self.inner)
         if self.state is TLSState.OPEN:
             self._encrypt_inner()
             self._shutdown()

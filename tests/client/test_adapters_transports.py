@@ -11,13 +11,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import trustme
 from amqp_sansio.adapters import _blocking, _transports, aio, trio_adapter
 from support import ROOT
 from support.adapter_broker import Broker
 from support.adapters import ADAPTERS, WAIT, Adapter, aw
 
 import amqp_sansio as a
+from amqp_sansio.client.amqp10 import ConnectionClosedError
 from amqp_sansio.security import stack as seam
+from amqp_sansio.security.websocket import WebSocketOptions
 
 #: Each adapter's family: the module that holds its ``TRANSPORTS``.
 FAMILIES: dict[str, ModuleType] = {"sockets": _blocking, "aio": aio, "trio": trio_adapter}
@@ -82,10 +85,66 @@ def test_amqps_is_looked_up_by_its_scheme(
 
 
 def test_a_scheme_without_a_transport_is_named() -> None:
-    with pytest.raises(ValueError, match=r"no transport for ws:// here \(this adapter has amqp://"):
-        _transports.transport_for(_blocking.TRANSPORTS, "ws")
+    with pytest.raises(
+        ValueError, match=r"no transport for http:// here \(this adapter has amqp://"
+    ):
+        _transports.transport_for(_blocking.TRANSPORTS, "http")
     for family in FAMILIES.values():
-        assert set(family.TRANSPORTS) == {"amqp", "amqps"}
+        assert set(family.TRANSPORTS) == {"amqp", "amqps", "ws", "wss"}
+
+
+# -- the AMQP WebSocket binding: ws:// and wss:// ---------------------------------------------
+
+
+def _round_trip(driver: Adapter, url: str, **options: Any) -> object:
+    async def scenario() -> object:
+        async with driver.connected(url, **options) as conn:
+            sender = await aw(conn.sender("q"))
+            receiver = await aw(conn.receiver("q"))
+            assert isinstance(await aw(sender.send("over a websocket")), a.Accepted)
+            delivery = await aw(receiver.receive(timeout=WAIT))
+            delivery.accept()
+            return delivery.message.body.value
+
+    return driver.run(scenario)
+
+
+def test_ws_urls_connect_through_the_websocket_layer(
+    adapter: tuple[Adapter, ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``ws://`` URL opens TCP through the table's ``ws`` entry, and the client's
+    WebSocket layer meets the server's (``listen(websocket=...)``) at the URL's path."""
+    driver, family = adapter
+    opened: list[str] = []
+    tcp = family.TRANSPORTS["ws"]
+
+    def factory(host: str, port: int, timeout: float | None) -> Any:
+        opened.append(host)
+        return tcp(host, port, timeout)
+
+    monkeypatch.setitem(family.TRANSPORTS, "ws", factory)
+    broker = Broker()
+    options = WebSocketOptions(accept_paths=("/amqp",))
+    with driver.serve(broker.on_link, websocket=options) as port:
+        assert _round_trip(driver, f"ws://127.0.0.1:{port}/amqp") == "over a websocket"
+        with pytest.raises(ConnectionClosedError, match=r"WebSocket failed.*404"):
+            _round_trip(driver, f"ws://127.0.0.1:{port}/elsewhere")
+    assert opened == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_wss_urls_run_the_websocket_layer_inside_tls(adapter: tuple[Adapter, ModuleType]) -> None:
+    driver, _ = adapter
+    ca = trustme.CA()
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("localhost").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    broker = Broker()
+    with driver.serve(
+        broker.on_link, ssl_context=server_context, websocket=WebSocketOptions()
+    ) as port:
+        url = f"wss://localhost:{port}/"
+        assert _round_trip(driver, url, ssl_context=client_context) == "over a websocket"
 
 
 def test_stack_layers_the_engine_for_both_roles() -> None:

@@ -26,6 +26,7 @@ PUBLIC_MODULES = (
     "amqp_sansio.framing.amqp10",
     "amqp_sansio.sasl",
     "amqp_sansio.security.tls",
+    "amqp_sansio.security.websocket",
     "amqp_sansio.security.stack",
     "amqp_sansio.errors",
     "amqp_sansio.amqp091",

@@ -154,6 +154,7 @@ class BrokerProcess:
         self.url = ""
         self.tls_port: int | None = None
         self.tls_url: str | None = None
+        self.ws_url: str | None = None
         self.restored: int | None = None
         self._log: list[str] = []
         self.start()
@@ -207,6 +208,10 @@ class BrokerProcess:
                 assert "listening on amqps://127.0.0.1:" in line, line
                 self.tls_url = line.split()[-1]
                 self.tls_port = urlsplit(self.tls_url).port
+            if "--ws-port" in self.options:
+                line = self.lines.next(self.wait)
+                assert "listening on ws://127.0.0.1:" in line, line
+                self.ws_url = line.split()[-1]
             if self.store is not None:
                 line = self.lines.next(self.wait)
                 assert "restored" in line, line

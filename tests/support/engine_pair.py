@@ -2,13 +2,15 @@
 
 ``Pair.pump()`` moves bytes both ways until neither side has anything to send, cutting the
 stream into chunks of random sizes (or fixed ones), and collects each side's events. The
-clock is simulated: ``pair.now`` only moves when a test moves it.
+clock is simulated: ``pair.now`` only moves when a test moves it. ``layers`` stacks byte
+layers around each engine (called with the engine and its role): the bytes then cross
+between the outermost layers, and the engines' commands still go to the engines.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import amqp_sansio as a
@@ -24,9 +26,16 @@ class Pair:
         chunk: int | None = None,
         client: dict[str, Any] | None = None,
         server: dict[str, Any] | None = None,
+        layers: Callable[[a.Connection, str], Any] | None = None,
     ) -> None:
         self.client = a.Connection(client=True, container_id="client", **(client or {}))
         self.server = a.Connection(client=False, container_id="server", **(server or {}))
+        #: What the bytes go in and out of: the engines, or the layers around them.
+        self.client_end: Any = self.client
+        self.server_end: Any = self.server
+        if layers is not None:
+            self.client_end = layers(self.client, "client")
+            self.server_end = layers(self.server, "server")
         self.rnd = random.Random(seed)
         self.chunk = chunk
         self.now = 0.0
@@ -46,18 +55,18 @@ class Pair:
         got_c: list[a.Event] = []
         got_s: list[a.Event] = []
         for _ in range(limit):
-            out_c = self.client.data_to_send()
-            out_s = self.server.data_to_send()
+            out_c = self.client_end.data_to_send()
+            out_s = self.server_end.data_to_send()
             if not out_c and not out_s:
                 break
             if out_c:
                 self.wire.append(("c>s", out_c))
                 for piece in self._chunks(out_c):
-                    got_s += self.server.receive_data(piece, self.now)
+                    got_s += self.server_end.receive_data(piece, self.now)
             if out_s:
                 self.wire.append(("s>c", out_s))
                 for piece in self._chunks(out_s):
-                    got_c += self.client.receive_data(piece, self.now)
+                    got_c += self.client_end.receive_data(piece, self.now)
         else:
             raise AssertionError("the engines never went quiet")
         self.client_events += got_c
@@ -67,8 +76,8 @@ class Pair:
     def advance(self, seconds: float) -> tuple[list[a.Event], list[a.Event]]:
         """Move the clock, fire both timers, and pump."""
         self.now += seconds
-        self.client_events += self.client.handle_timer(self.now)
-        self.server_events += self.server.handle_timer(self.now)
+        self.client_events += self.client_end.handle_timer(self.now)
+        self.server_events += self.server_end.handle_timer(self.now)
         return self.pump()
 
     # -- common set-ups ----------------------------------------------------------------------

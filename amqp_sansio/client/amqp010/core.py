@@ -25,7 +25,7 @@ import amqp_sansio as a
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError, ConnectionClosedError, Op
 from amqp_sansio.client.reconnect import Backoff, Reconnect
-from amqp_sansio.client.url import AMQPURL, parse_url
+from amqp_sansio.client.url import AMQPURL, URLError, parse_url
 from amqp_sansio.definitions import amqp010 as spec
 from amqp_sansio.engine import amqp010 as e
 from amqp_sansio.errors import LocalProtocolError
@@ -427,6 +427,8 @@ def client_engine(
     that they resume its sessions."""
     options = options or {}
     parsed = parse_url(url)
+    if parsed.websocket_path is not None:  # (the binding is AMQP 1.0's)
+        raise URLError(f"AMQP 0-10 has no WebSocket binding: use amqp:// or amqps://, not {url}")
     credentials = parsed.username is not None or parsed.password is not None
     context = options.get("ssl_context")
     if credentials:

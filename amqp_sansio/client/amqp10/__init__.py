@@ -12,6 +12,7 @@ and time.
 
 from __future__ import annotations
 
+from ...security.websocket import WebSocketOptions
 from ..engines import (
     ConnectOptions,
     ListenOptions,
@@ -124,4 +125,6 @@ __all__ = [
     "URLError",
     "InsecureCredentialsError",
     "parse_url",
+    # the WebSocket binding's options (ws:// URLs make them; listen(websocket=...) takes them)
+    "WebSocketOptions",
 ]

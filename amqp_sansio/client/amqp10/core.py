@@ -28,6 +28,7 @@ import amqp_sansio as a
 import amqp_sansio.definitions.amqp10
 import amqp_sansio.engine.amqp10
 from amqp_sansio import Error, Symbol
+from amqp_sansio.security.layers import LayerFailed
 
 from ..engines import (
     ConnectOptions,
@@ -448,8 +449,8 @@ class Core(CoreBase[a.Connection]):
     def _on_unsupported(self, event: a.events.UnsupportedProtocol) -> None:
         self._fail(ConnectionClosedError(f"the peer speaks {event.version_name}", event=event))
 
-    def _on_tls_failed(self, event: a.security.tls.TLSFailed) -> None:
-        self._fail(ConnectionClosedError(f"TLS failed: {event.error}", event=event))
+    def _on_layer_failed(self, event: LayerFailed) -> None:
+        self._fail(ConnectionClosedError(f"{event.layer} failed: {event.error}", event=event))
 
     def _on_tls_mismatch(self, event: a.security.tls.TLSHeaderMismatch) -> None:
         self._fail(
@@ -729,7 +730,7 @@ _EVENT_HANDLERS: dict[type, Callable[[Core, Any], None]] = {
     a.events.ProtocolError: Core._on_protocol_error,
     a.events.PeerWithoutSASL: Core._on_without_sasl,
     a.events.UnsupportedProtocol: Core._on_unsupported,
-    a.security.tls.TLSFailed: Core._on_tls_failed,
+    LayerFailed: Core._on_layer_failed,
     a.security.tls.TLSHeaderMismatch: Core._on_tls_mismatch,
     a.events.ConnectionEnded: Core._on_connection_ended,
 }
