@@ -1,12 +1,13 @@
 """The reference broker's I/O: :mod:`amqp_sansio.broker` served over TCP with asyncio
 (:mod:`.server`: :func:`serve_broker`, :func:`run_broker`, :func:`open_broker`,
-:class:`BrokerServer`, the ``amqp-sansio broker`` command's :func:`main` and
-:func:`benchmark`), and its durable message store in SQLite (:mod:`.store`:
-:class:`SQLiteStore`).
+:class:`BrokerServer`, the ``amqp-sansio broker`` command's :func:`main`), the workload of
+``bench broker`` (:mod:`.bench`: :func:`benchmark`), and its durable message store in
+SQLite (:mod:`.store`: :class:`SQLiteStore`).
 """
 
 from __future__ import annotations
 
+from .bench import RABBITMQ_ENV, RABBITMQ_URL, benchmark, rabbitmq_benchmark
 from .server import (
     FORCED,
     HIGH_WATER,
@@ -16,18 +17,14 @@ from .server import (
     LOG_LEVELS,
     LOG_PREFIX,
     OPEN_WARNING,
-    RABBITMQ_ENV,
-    RABBITMQ_URL,
     READ_SIZE,
     STOP_GRACE,
     TLS_PORT,
     BrokerServer,
     OpenBrokerRefused,
-    benchmark,
     log_to_stderr,
     main,
     open_broker,
-    rabbitmq_benchmark,
     run_broker,
     serve_broker,
 )
