@@ -63,7 +63,7 @@ from .._store import StoredMessage, parse_message
 from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filter
 from .._subscriptions import Subscription, keeps
 from .endpoints import _Consumer, _Producer
-from .interface import Broker10
+from .interface import Broker10, OwnNode
 from .outcomes import apply_outcome
 from .relay import relay_address, relay_route
 from .replies import attach_volatile, sweep_links
@@ -424,7 +424,7 @@ class BrokerConnection(Admission):
             self.give_credit(link)
             self._join(node, producer, terminus.dynamic)
 
-    def _own_node(self, terminus: Source | Target) -> Any:
+    def _own_node(self, terminus: Source | Target) -> OwnNode | None:
         """The broker's own node (``$management``, ``$cbs``: :mod:`.requests`) the
         terminus names, or None."""
         address = terminus.address
@@ -432,7 +432,7 @@ class BrokerConnection(Admission):
             return None
         return self.broker.request_nodes.get(address)
 
-    def _allowed(self, link: Link, address: object, own: Any) -> bool:
+    def _allowed(self, link: Link, address: object, own: OwnNode | None) -> bool:
         """Whether the users file lets this client attach ``link`` to ``address`` (None:
         a dynamic node; any client may attach to ``$cbs``, where a token gives rights);
         if not, the link is refused (``amqp:unauthorized-access``)."""
@@ -449,7 +449,7 @@ class BrokerConnection(Admission):
         link.refuse(error("amqp:unauthorized-access", f"{who} may not {verb} {address!r}"))
         return False
 
-    def _special_link(self, link: Link, terminus: Source | Target, own: Any) -> bool:
+    def _special_link(self, link: Link, terminus: Source | Target, own: OwnNode | None) -> bool:
         """A link to the broker's ``own`` node (``$management``, ``$cbs``: its node takes
         it, :mod:`.requests`), or one of direct reply-to's (see :mod:`.._replies`): a
         requester's (a dynamic source with the capability ``rabbitmq:volatile-queue``), or
