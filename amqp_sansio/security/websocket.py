@@ -128,7 +128,9 @@ class WebSocketOptions:
     ``handshake_timeout`` seconds, counted from the first call with a time (a server's
     first bytes; a client's first ``handle_timer`` or ``receive_data``); one incoming
     message may carry at most ``max_message_size`` bytes (close code 1009 beyond), however
-    it is fragmented."""
+    it is fragmented; and the inner layer's output goes out in messages of at most
+    ``max_message_size`` bytes too (a peer with the same limit never refuses ours: a run of
+    large transfers written at once is split, frames spanning messages as CS01 allows)."""
 
     host: str | None = None
     path: str = attrs.field(default="/", validator=attrs.validators.matches_re(r"/\S*"))
@@ -358,8 +360,13 @@ class WebSocketLayer:
 
     def _send_inner(self) -> None:
         data = self.inner.data_to_send()
-        if data:
-            self._out.append(self._ws.send(BytesMessage(data=data)))
+        most = self.options.max_message_size
+        if len(data) <= most:
+            if data:
+                self._out.append(self._ws.send(BytesMessage(data=data)))
+            return
+        for start in range(0, len(data), most):
+            self._out.append(self._ws.send(BytesMessage(data=data[start : start + most])))
 
     def _process(self, events: list[Event], now: float) -> None:
         """Act on what wsproto parsed; binary payloads go to the inner layer, joined."""

@@ -242,6 +242,37 @@ def test_bench_loopback_with_large_messages(adapter: str) -> None:
     assert result.stdout.startswith(f"loopback ({adapter}): 20 messages of 1,048,576 bytes")
 
 
+@pytest.mark.parametrize("adapter", ["asyncio", "trio"])
+def test_bench_loopback_websocket_is_next_to_tcp(adapter: str) -> None:
+    """``--websocket``: the same work over ws:// (the WebSocket layer on both ends) and over
+    TCP, in one run: the ratio is WebSocket's cost."""
+    result = _run(
+        "bench", "loopback", "--websocket", "--adapter", adapter, "--json",
+        "--messages", "300", "--rounds", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(result.stdout)[f"loopback-{adapter}-websocket"]
+    assert set(entry) == {"ours", "tcp", "ratio", "unit"} and entry["unit"] == "msg/s"
+    assert entry["ours"] > 0 and entry["tcp"] > 0
+    assert entry["ratio"] == pytest.approx(entry["ours"] / entry["tcp"], rel=1e-2)
+    stderr = result.stderr.splitlines()
+    assert stderr[0].startswith("websocket, round 1: 300 messages, ")
+    assert stderr[1].startswith("tcp, round 1: 300 messages, ")
+    table = _run("bench", "loopback", "--websocket", "--messages", "200", "--rounds", "1")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("loopback over WebSocket (asyncio): 200 messages")
+    assert lines[1].split() == ["ours", "tcp", "ratio", "unit"]
+
+
+def test_bench_loopback_websocket_needs_an_async_adapter() -> None:
+    result = _run("bench", "loopback", "--websocket", "--adapter", "sockets")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "amqp-sansio bench loopback: error: --websocket runs through --adapter asyncio or trio"
+    )
+
+
 def test_asyncio_loopback_runs_carry_every_message() -> None:
     seen: list[int] = []
     assert bench.ours_loopback_asyncio(2_500, progress=seen.append) > 0

@@ -9,6 +9,7 @@ import random
 import ssl
 from typing import Any
 
+import attrs
 import pytest
 import wsproto
 import wsproto.events as ws
@@ -129,6 +130,38 @@ def test_frames_spanning_messages_and_several_frames_in_one_message() -> None:
         events += server.receive_data(wire[i : i + 1], 0.0)
     bodies = [e.data for e in of(events, a.events.DeliveryReceived)]
     assert bodies == [b"a" * 3000, b"b" * 10]
+
+
+def test_output_over_the_limit_goes_out_in_messages_within_it() -> None:
+    """A run of transfers larger than ``max_message_size`` written at once is split into
+    messages no larger (frames spanning them), so a peer with the same limit takes it."""
+    small = 4096
+
+    def limited(engine: a.Connection, role: str) -> WebSocketLayer:
+        options = WebSocketOptions(host=HOST if role == "client" else None)
+        options = attrs.evolve(options, max_message_size=small)
+        return WebSocketLayer(engine, client=role == "client", options=options)
+
+    pair = Pair(layers=limited, seed=5)
+    body = bytes(range(256)) * 100  # 25,600 bytes: several messages' worth
+    assert exchange(pair, body) == body
+    sizes = [size for way, data in pair.wire[1:] if way == "c>s" for size in _payloads(data)]
+    assert max(sizes) <= small and sum(size == small for size in sizes) >= 6
+
+
+def _payloads(data: bytes) -> list[int]:
+    """The payload lengths of the WebSocket frames ``data`` holds (RFC 6455 5.2)."""
+    sizes = []
+    pos = 0
+    while pos < len(data):
+        length, pos = data[pos + 1] & 0x7F, pos + 2
+        masked = data[pos - 1] & 0x80
+        if length >= 126:
+            width = 2 if length == 126 else 8
+            length, pos = int.from_bytes(data[pos : pos + width], "big"), pos + width
+        pos += (4 if masked else 0) + length
+        sizes.append(length)
+    return sizes
 
 
 def _server_side() -> Any:

@@ -44,11 +44,13 @@ from .amqp10.loopback import (
     LOOPBACK_ADAPTERS,
     LOOPBACK_RUNNERS,
     LOOPBACK_STALL,
+    WEBSOCKET_RUNNERS,
     loopback_benchmark,
     ours_loopback,
     ours_loopback_asyncio,
     ours_loopback_trio,
     proton_loopback,
+    websocket_benchmark,
 )
 from .pipe import (
     CREDIT_WINDOW,
@@ -103,6 +105,8 @@ __all__ = [
     "ours_loopback_asyncio",
     "ours_loopback_trio",
     "loopback_benchmark",
+    "WEBSOCKET_RUNNERS",
+    "websocket_benchmark",
     # rounds through a broker, whatever the protocol
     "Side",
     "alternate",

@@ -195,6 +195,13 @@ def add_parser(sub: Any) -> None:
         f"${bench.RABBITMQ_ENV}, else {bench.RABBITMQ_URL})",
     )
     loop.add_argument(
+        "--websocket",
+        action="store_true",
+        help="--protocol 1.0: what the AMQP WebSocket binding costs: ours over ws:// next "
+        "to ours over TCP (the ratio is WebSocket's over TCP's), with --adapter asyncio "
+        "(the default here) or trio",
+    )
+    loop.add_argument(
         "--broker",
         action="store_true",
         help="--protocol 0-9-1: also our asyncio client through our broker (started in a "
@@ -428,12 +435,45 @@ def _loopback10(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if args.websocket:
+        return _websocket(args)
     try:
         title, results = _loopback(args)
     except CommandError as exc:
         print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
         return exc.status
     _print(args, title, results, "proton")
+    return 0
+
+
+def _websocket(args: argparse.Namespace) -> int:
+    """``bench loopback --websocket``: ours over the WebSocket binding next to ours over
+    TCP, through one adapter (asyncio unless ``--adapter`` says trio)."""
+    adapter = args.adapter or "asyncio"
+    if adapter not in bench.WEBSOCKET_RUNNERS:
+        print(
+            "amqp-sansio bench loopback: error: --websocket runs through --adapter "
+            f"{' or '.join(bench.WEBSOCKET_RUNNERS)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    title = (
+        f"loopback over WebSocket ({adapter}): {args.messages:,} messages of {args.size:,} "
+        "bytes, each accepted, over ws:// next to TCP on 127.0.0.1"
+    )
+    progress = Progress(args.messages)
+    try:
+        results = bench.websocket_benchmark(
+            args.messages,
+            adapter=adapter,
+            size=args.size,
+            rounds=args.rounds,
+            seconds=args.seconds,
+            progress=progress,
+        )
+    finally:
+        progress.clear()
+    _print(args, title, results, "tcp")
     return 0
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import amqp_sansio as amqp
+from amqp_sansio.client.amqp10 import WebSocketOptions
 
 from ....sockets import SocketDriver
 from ..pipe import CREDIT_WINDOW, PIPE_BODY_SIZE, Stalled, alternate, proton_installed
@@ -248,10 +249,10 @@ def proton_loopback(
 
 
 async def _async_loopback(
-    adapter: Any, count: int, body: bytes, progress: Progress | None
+    adapter: Any, count: int, body: bytes, progress: Progress | None, websocket: bool = False
 ) -> float:
     """The loopback work through an async adapter (``aio`` or ``trio_adapter``: the same
-    API)."""
+    API); with ``websocket``, over the AMQP WebSocket binding (``ws://``) instead of TCP."""
     size = len(body)
     window = max(1, min(CREDIT_WINDOW, count))
     decode = amqp.Message.decode
@@ -276,15 +277,18 @@ async def _async_loopback(
     message_cls = amqp.Message
     step = max(1, count // 100)
     next_report = step
-    listening = adapter.listen("127.0.0.1", 0, on_link, container_id="bench-server")
+    layers = {"websocket": WebSocketOptions()} if websocket else {}
+    listening = adapter.listen("127.0.0.1", 0, on_link, container_id="bench-server", **layers)
     if not hasattr(listening, "__aenter__"):  # asyncio's: await it for the server
         listening = await listening
     async with listening as server:
-        url = f"amqp://127.0.0.1:{server.port}/bench"
+        scheme = "ws" if websocket else "amqp"
         async with adapter.connect(
-            url, timeout=LOOPBACK_STALL, container_id="bench-client"
+            f"{scheme}://127.0.0.1:{server.port}",
+            timeout=LOOPBACK_STALL,
+            container_id="bench-client",
         ) as conn:
-            sender = await conn.sender()
+            sender = await conn.sender("bench")
             outstanding: deque[Any] = deque()
             done = 0
             start = time.perf_counter()
@@ -307,21 +311,30 @@ async def _async_loopback(
 
 
 def ours_loopback_asyncio(
-    count: int, *, body: bytes = bytes(PIPE_BODY_SIZE), progress: Progress | None = None
+    count: int,
+    *,
+    body: bytes = bytes(PIPE_BODY_SIZE),
+    progress: Progress | None = None,
+    websocket: bool = False,
 ) -> float:
     """Seconds our asyncio adapter takes on the work of :func:`ours_loopback`: an
     :func:`~amqp_sansio.adapters.aio.listen` server and an
     :func:`~amqp_sansio.adapters.aio.connect` client on one event loop (a new one, in this
-    thread), the sender pipelining with ``send(..., wait=False)``."""
+    thread), the sender pipelining with ``send(..., wait=False)``; over the WebSocket
+    binding with ``websocket``."""
     import asyncio
 
     from .... import aio
 
-    return asyncio.run(_async_loopback(aio, count, body, progress))
+    return asyncio.run(_async_loopback(aio, count, body, progress, websocket))
 
 
 def ours_loopback_trio(
-    count: int, *, body: bytes = bytes(PIPE_BODY_SIZE), progress: Progress | None = None
+    count: int,
+    *,
+    body: bytes = bytes(PIPE_BODY_SIZE),
+    progress: Progress | None = None,
+    websocket: bool = False,
 ) -> float:
     """Seconds our trio adapter takes on the work of :func:`ours_loopback`: the same as
     :func:`ours_loopback_asyncio`, on a new trio run in this thread."""
@@ -329,7 +342,7 @@ def ours_loopback_trio(
 
     from .... import trio_adapter
 
-    return float(trio.run(_async_loopback, trio_adapter, count, body, progress))
+    return float(trio.run(_async_loopback, trio_adapter, count, body, progress, websocket))
 
 
 #: Our side of ``bench loopback`` for each adapter that exists: a function taking the count
@@ -379,3 +392,46 @@ def loopback_benchmark(
             lambda: run("ours", ours), theirs, messages, "msg/s", rounds, seconds
         )
     }
+
+
+#: The adapters ``bench loopback --websocket`` measures: those whose ``listen`` and
+#: ``connect`` run the same work over either transport.
+WEBSOCKET_RUNNERS: dict[str, Callable[..., float]] = {
+    "asyncio": ours_loopback_asyncio,
+    "trio": ours_loopback_trio,
+}
+
+
+def websocket_benchmark(
+    messages: int = 50_000,
+    *,
+    adapter: str = "asyncio",
+    size: int = PIPE_BODY_SIZE,
+    rounds: int = 3,
+    seconds: float = 0.0,
+    progress: Callable[[str, int, float | None], None] | None = None,
+) -> Result:
+    """What the AMQP WebSocket binding costs (:doc:`websockets`): the work of
+    :func:`loopback_benchmark` through ``adapter`` over ``ws://`` (the WebSocket layer on
+    both ends) next to the same over TCP, in alternating rounds; the result's ``"tcp"`` is
+    the rate over TCP, its ``ratio`` WebSocket's over TCP's. ``progress`` as there."""
+    runner = WEBSOCKET_RUNNERS.get(adapter)
+    if runner is None:
+        raise ValueError(f"--websocket runs through {' or '.join(WEBSOCKET_RUNNERS)}")
+    runs = {"websocket": 0, "tcp": 0}
+    body = bytes(size)
+
+    def run(side: str) -> float:
+        runs[side] += 1
+        label = f"{side}, round {runs[side]}"
+        report = None if progress is None else (lambda n: progress(label, n, None))
+        elapsed = runner(messages, body=body, progress=report, websocket=side == "websocket")
+        if progress is not None:
+            progress(label, messages, messages / elapsed)
+        return elapsed
+
+    result = alternate(
+        lambda: run("websocket"), lambda: run("tcp"), messages, "msg/s", rounds, seconds
+    )
+    result["tcp"] = result.pop("proton")
+    return {f"loopback-{adapter}-websocket": result}
