@@ -18,6 +18,7 @@ call does.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -132,6 +133,8 @@ async def run(
                     assert loop is not None
                     if step is recipes.NOW:
                         value = loop.now()
+                    elif step is recipes.WALL:
+                        value = time.time()
                     elif isinstance(step, recipes.Sleep):
                         await loop.sleep_until(step.until)
                     elif isinstance(step, recipes.Connect):

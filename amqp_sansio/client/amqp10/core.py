@@ -62,6 +62,7 @@ from .links import (
     ServerLink,
     TransactionCore,
 )
+from .tokens import TokenProvider, Tokens, default_audience_base
 
 __all__ = ["Core", "client_core", "server_core"]
 
@@ -127,6 +128,38 @@ class Core(CoreBase[a.Connection]):
         self.default_address: str | None = None
         #: The options of a reconnecting client's engines.
         self._options: ConnectOptions = {}
+        #: A client's tokens (``connect(url, token_provider=...)``), put to ``$cbs``.
+        self.tokens: Tokens | None = None
+
+    # -- claims-based security -----------------------------------------------------------
+
+    def use_tokens(self, provider: TokenProvider, wall_offset: float) -> None:
+        """Put a token from ``provider`` before each link attaches, and again before it
+        expires (:mod:`.tokens`); ``wall_offset`` is the wall clock less the ``now`` this
+        core is given."""
+        assert self.url is not None
+        self.tokens = Tokens(self, provider, default_audience_base(self.url), wall_offset)
+
+    def next_deadline(self) -> float | None:
+        """The engine's next deadline, or a token's renewal if sooner."""
+        deadline = self.stream.next_deadline()
+        if self.tokens is not None and not self.lost:
+            renew = self.tokens.next_deadline()
+            if renew is not None:
+                deadline = renew if deadline is None else min(deadline, renew)
+        return deadline
+
+    def handle_timer(self, now: float) -> list[a.Event]:
+        """Call at (or after) :meth:`next_deadline`: the engine's timers, the tokens'
+        renewals."""
+        events = super().handle_timer(now)
+        tokens = self.tokens
+        if tokens is not None and not self.lost and not self.gone:
+            renew = tokens.next_deadline()
+            if renew is not None and now >= renew:
+                tokens.handle_timer(now)
+                self._changed()
+        return events
 
     # -- reconnection: what is made again --------------------------------------------------
 
@@ -174,6 +207,8 @@ class Core(CoreBase[a.Connection]):
         return f"attaching {len(self._links)} links again"
 
     def _on_lost(self) -> None:
+        if self.tokens is not None:
+            self.tokens.connection_lost()
         error = TransactionError("the connection was lost: the transaction is over")
         for txn in self._transactions.values():
             txn.declared.fail(error)
@@ -252,6 +287,7 @@ class Core(CoreBase[a.Connection]):
         browse: bool = False,
         capabilities: tuple[str, ...] = (),
         max_message_size: int | None = None,
+        target: str | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
@@ -263,7 +299,8 @@ class Core(CoreBase[a.Connection]):
         ``dynamic`` for a direct reply-to address (RabbitMQ's, and the reference broker's);
         ``max_message_size``: the largest message, in bytes, the receiver takes (its
         attach's max-message-size, core spec 2.7.3; None: no limit); a sender with a larger
-        one detaches the link with ``amqp:link:message-size-exceeded``."""
+        one detaches the link with ``amqp:link:message-size-exceeded``. ``target``: the
+        address of the link's target (where replies sent to it come, such as ``$cbs``'s)."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
@@ -280,7 +317,10 @@ class Core(CoreBase[a.Connection]):
                 capabilities=wanted,
             )
         link = self.session().attach_receiver(
-            name or self._name("receiver"), source=source, max_message_size=max_message_size
+            name or self._name("receiver"),
+            source=source,
+            target=None if target is None else a.Target(address=target),
+            max_message_size=max_message_size,
         )
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core
@@ -329,6 +369,8 @@ class Core(CoreBase[a.Connection]):
             self._on_event(event)
         if self._refusals:
             self._refuse_links()
+        if self.tokens is not None:
+            self.tokens.flush()
         self._changed()
         return events
 
