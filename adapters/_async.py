@@ -129,12 +129,12 @@ async def run(
                 elif step is _DRAIN:
                     if not (driver.eager and driver.drained()):  # type: ignore[union-attr]
                         await driver.drain()  # type: ignore[union-attr]
+                elif step is recipes.WALL:
+                    value = time.time()
                 else:
                     assert loop is not None
                     if step is recipes.NOW:
                         value = loop.now()
-                    elif step is recipes.WALL:
-                        value = time.time()
                     elif isinstance(step, recipes.Sleep):
                         await loop.sleep_until(step.until)
                     elif isinstance(step, recipes.Connect):

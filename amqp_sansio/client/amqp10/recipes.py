@@ -97,7 +97,7 @@ def put_token(core: Core, address: str | None) -> Recipe[None]:
     address = address or core.default_address
     if tokens is None or address is None or not tokens.wanted(address):
         return
-    put = tokens.put(address, (yield NOW))
+    put = tokens.put(address, (yield WALL))
 
     def answered() -> bool:
         core.check()

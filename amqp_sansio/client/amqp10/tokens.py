@@ -259,24 +259,22 @@ class Tokens:
         """Whether a link to ``address`` needs a token (not ``$cbs`` itself)."""
         return bool(address) and address != CBS_ADDRESS
 
-    def put(self, address: str, now: float) -> Op[None]:
+    def put(self, address: str, wall: float) -> Op[None]:
         """The put of ``address``'s token: done (or failed with
         :class:`TokenRefusedError`) once ``$cbs`` answered; a token already taken and not
-        expired is not put again."""
+        expired at ``wall`` (the wall clock) is not put again."""
         audience = self.audience(address)
         grant = self._grants.get(audience)
-        wall = now + self.wall_offset
         if grant is not None:
             failed = grant.put.done() and grant.expires is None
             if not failed and (grant.expires is None or grant.expires > wall):
                 return grant.put
         grant = self._grants[audience] = _Grant()
-        self._request(audience, now)
+        self._request(audience, wall)
         return grant.put
 
-    def _request(self, audience: str, now: float) -> None:
+    def _request(self, audience: str, wall: float) -> None:
         self._grants[audience].waiting = True
-        wall = now + self.wall_offset
         self._queue.append((audience, self.provider.get_token(audience, wall), wall))
         self._ensure_links()
         self.flush()
@@ -373,7 +371,7 @@ class Tokens:
         for audience, grant in self._grants.items():
             if grant.renew_at is not None and grant.renew_at <= now and not grant.waiting:
                 grant.renew_at = None
-                self._request(audience, now)
+                self._request(audience, now + self.wall_offset)
 
     def connection_lost(self) -> None:
         """The connection was lost: every token is put afresh on the next one (a link
