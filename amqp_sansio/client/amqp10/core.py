@@ -130,6 +130,8 @@ class Core(CoreBase[a.Connection]):
         self._options: ConnectOptions = {}
         #: A client's tokens (``connect(url, token_provider=...)``), put to ``$cbs``.
         self.tokens: Tokens | None = None
+        #: The links to attach again once the tokens are put again (a reconnection's).
+        self._deferred: list[tuple[a.Link, LinkCore]] = []
 
     # -- claims-based security -----------------------------------------------------------
 
@@ -175,33 +177,50 @@ class Core(CoreBase[a.Connection]):
     def _restart_engine(self, now: float) -> None:
         """A new engine opens, begins, and attaches every link the application has again
         (same names, same termini); senders send again what was unsettled, receivers grant
-        their credit again."""
+        their credit again. With tokens (:meth:`use_tokens`), only the ``$cbs`` links
+        first: the others once the tokens are put again (:meth:`_attach_deferred`)."""
         assert self.backoff is not None
         parsed, engine, stream = client_engine(self.backoff.url, **self._options)
         self.engine, self.stream = engine, stream
         self.default_address = self.default_address or parsed.address
         self._session = None
         engine.open(now=now)
+        tokens = self.tokens
+        if tokens is not None:
+            tokens.restarted(now + tokens.wall_offset)
         for link, core in list(self._links.items()):
             del self._links[link]
-            session = self.session()
-            new: a.Link
-            if isinstance(link, a.Sender):
-                new = session.attach_sender(
-                    link.name,
-                    source=link.source,
-                    target=link.target,
-                    snd_settle_mode=link.snd_settle_mode,
-                )
+            if tokens is not None and tokens.pending() and not tokens.owns(core):
+                self._deferred.append((link, core))
             else:
-                new = session.attach_receiver(
-                    link.name,
-                    source=link.source,
-                    target=link.target,
-                    max_message_size=link.max_message_size,
-                )
-            core.link = new
-            self._links[new] = core
+                self._attach_again(link, core)
+
+    def _attach_again(self, link: a.Link, core: LinkCore) -> None:
+        """Attach ``link`` again on the new engine, as it was (its core's new link)."""
+        session = self.session()
+        new: a.Link
+        if isinstance(link, a.Sender):
+            new = session.attach_sender(
+                link.name,
+                source=link.source,
+                target=link.target,
+                snd_settle_mode=link.snd_settle_mode,
+            )
+        else:
+            new = session.attach_receiver(
+                link.name,
+                source=link.source,
+                target=link.target,
+                max_message_size=link.max_message_size,
+            )
+        core.link = new
+        self._links[new] = core
+
+    def _attach_deferred(self) -> None:
+        """The tokens are put again after a reconnection: the other links attach."""
+        deferred, self._deferred = self._deferred, []
+        for link, core in deferred:
+            self._attach_again(link, core)
 
     def _summary(self) -> str:
         return f"attaching {len(self._links)} links again"
@@ -209,6 +228,9 @@ class Core(CoreBase[a.Connection]):
     def _on_lost(self) -> None:
         if self.tokens is not None:
             self.tokens.connection_lost()
+        for link, core in self._deferred:  # (lost again before they were attached)
+            self._links[link] = core
+        self._deferred.clear()
         error = TransactionError("the connection was lost: the transaction is over")
         for txn in self._transactions.values():
             txn.declared.fail(error)
@@ -371,6 +393,8 @@ class Core(CoreBase[a.Connection]):
             self._refuse_links()
         if self.tokens is not None:
             self.tokens.flush()
+            if self._deferred and not self.tokens.pending():
+                self._attach_deferred()
         self._changed()
         return events
 
@@ -525,6 +549,9 @@ class Core(CoreBase[a.Connection]):
         self._ended(event)
 
     def _on_end(self, error: ClientError) -> None:
+        for link, core in self._deferred:  # (they fail as the others do)
+            self._links[link] = core
+        self._deferred.clear()
         for link, core in list(self._links.items()):
             core.link_detached(None if self.error is None else self.error.error, str(error))
             if self.error is not None:

@@ -356,6 +356,7 @@ class Tokens:
 
     def _fail_all(self, error: ClientError) -> None:
         for audience, grant in list(self._grants.items()):
+            grant.waiting = False
             if not grant.put.done():
                 grant.put.fail(error)
                 del self._grants[audience]
@@ -374,8 +375,23 @@ class Tokens:
                 self._request(audience, now + self.wall_offset)
 
     def connection_lost(self) -> None:
-        """The connection was lost: every token is put afresh on the next one (a link
-        attached again waits for nothing: see :doc:`cbs`)."""
-        self._grants.clear()
+        """The connection was lost: every token is to be put afresh on the next one
+        (:meth:`restarted`); the puts under way wait for it."""
         self._requests.clear()
         self._queue.clear()
+        for grant in self._grants.values():
+            grant.waiting, grant.renew_at = False, None
+
+    def restarted(self, wall: float) -> None:
+        """A new connection (a reconnection): the token of every audience is put again,
+        fresh (``wall``: the wall clock); :meth:`pending` until ``$cbs`` answered."""
+        for audience in list(self._grants):
+            self._request(audience, wall)
+
+    def pending(self) -> bool:
+        """Some put waits for its answer."""
+        return any(grant.waiting for grant in self._grants.values())
+
+    def owns(self, link: object) -> bool:
+        """``link`` (a link's core) is one of the ``$cbs`` links."""
+        return link is self._sender or link is self._receiver

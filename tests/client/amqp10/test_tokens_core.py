@@ -81,6 +81,8 @@ class Sim:
                     value = self.now
                 elif step is recipes.WALL:
                     value = self.wall
+                elif isinstance(step, recipes.Sleep):
+                    self.now = max(self.now, step.until)
                 elif isinstance(step, recipes.Connect):
                     value = "transport"
                 elif isinstance(step, recipes.Start):
@@ -100,7 +102,19 @@ class Sim:
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    def connect(self, provider: Any, url: str = URL) -> Core:
+    def lose(self) -> None:
+        """The transport breaks; the client connects again (a new broker connection), as
+        an adapter's driver does."""
+        assert self.core is not None and self.conn is not None
+        self.conn.connection_lost(self.now, wall=self.wall)
+        self.core.transport_failed(ConnectionResetError("reset"), self.now)
+        assert self.core.lost
+        transport = self.run(recipes.reconnect_attempts(self.core, None, None))
+        assert transport == "transport"
+        self.conn = self.broker.accept(self.now, wall=self.wall)
+        self.pump()
+
+    def connect(self, provider: Any, url: str = URL, **keywords: Any) -> Core:
         options = connect_options(
             container_id="client",
             idle_timeout=None,
@@ -110,7 +124,7 @@ class Sim:
             sasl=None,
         )
         core: Core = self.run(
-            recipes10.connect(url, options, timeout=None, token_provider=provider)
+            recipes10.connect(url, options, timeout=None, token_provider=provider, **keywords)
         )
         return core
 
@@ -243,3 +257,34 @@ def test_a_provider_that_returns_no_token_is_a_type_error() -> None:
     bad: Callable[[str, float], Any] = lambda audience, now: "text"  # noqa: E731
     with pytest.raises(TypeError):
         CallableTokenProvider(bad).get_token("sb://h/q", 0.0)
+
+
+def test_after_a_reconnection_the_tokens_are_put_before_the_links_attach_again() -> None:
+    sim = Sim(secured())
+    core = sim.connect(SasTokenProvider("Root", KEY, lifetime=600), reconnect=True)
+    sender = sim.sender("orders")
+    receiver = sim.run(
+        recipes10.attach_receiver(
+            core,
+            "orders",
+            credit=5,
+            auto_accept=True,
+            dynamic=False,
+            name=None,
+            filters=None,
+            selector=None,
+        )
+    )
+    tokens = core.tokens
+    assert tokens is not None and tokens.puts == 1
+    sim.lose()
+    assert core.reconnects == 1
+    assert tokens.puts == 2  # put again on the new connection ...
+    for link in (sender, receiver):  # ... before the links attached again: none refused
+        assert link.attached.done() and link.error is None
+    outcome = sim.run(recipes10.send(Sending(sender), a.Message(body=b"y"), None, True, _no))
+    assert isinstance(outcome, a.Accepted)
+    delivery = sim.run(recipes10.receive(receiver))
+    assert delivery is not None and delivery.message.body == a.Data(b"y")
+    sim.advance(500)  # renewals go on, on the new connection
+    assert tokens.puts >= 3 and sender.error is None
