@@ -240,8 +240,10 @@ class Tokens:
         self._ids = itertools.count(1)
         self._sender: SenderCore | None = None
         self._receiver: ReceiverCore | None = None
-        #: The last renewal refused (the links the broker detaches fail with its error).
-        self.failure: TokenRefusedError | None = None
+        #: The last renewal that failed: refused (a :class:`TokenRefusedError`), or the
+        #: provider raised (a :class:`~amqp_sansio.client.ops.ClientError` whose cause it
+        #: is). The links the broker then detaches fail with its error.
+        self.failure: ClientError | None = None
         #: How many put-token requests were sent.
         self.puts = 0
 
@@ -372,7 +374,14 @@ class Tokens:
         for audience, grant in self._grants.items():
             if grant.renew_at is not None and grant.renew_at <= now and not grant.waiting:
                 grant.renew_at = None
-                self._request(audience, now + self.wall_offset)
+                try:
+                    self._request(audience, now + self.wall_offset)
+                except Exception as exc:  # (the provider's: the driver's loop goes on)
+                    grant.waiting = False
+                    error = ClientError(f"the token provider failed for {audience!r}: {exc}")
+                    error.__cause__ = exc
+                    self.failure = error
+                    log.warning("the renewal of the token for %r failed: %s", audience, error)
 
     def connection_lost(self) -> None:
         """The connection was lost: every token is to be put afresh on the next one

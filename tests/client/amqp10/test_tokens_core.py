@@ -26,6 +26,7 @@ from amqp_sansio.client.amqp10.tokens import (
 )
 from amqp_sansio.client.engines import connect_options
 from amqp_sansio.client.ops import LinkDetachedError
+from amqp_sansio.client.protocols import connect_protocol
 from amqp_sansio.security.sas import parse_sas_token
 
 T = TypeVar("T")
@@ -288,3 +289,43 @@ def test_after_a_reconnection_the_tokens_are_put_before_the_links_attach_again()
     assert delivery is not None and delivery.message.body == a.Data(b"y")
     sim.advance(500)  # renewals go on, on the new connection
     assert tokens.puts >= 3 and sender.error is None
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-10"])
+def test_a_token_provider_is_an_amqp10_option(protocol: str) -> None:
+    with pytest.raises(ValueError, match=r"token_provider: AMQP 1\.0 options"):
+        connect_protocol(
+            "amqp://127.0.0.1:5672/vh",
+            protocol,
+            timeout=None,
+            ssl_context=None,
+            allow_insecure_auth=False,
+            reconnect=None,
+            on_reconnect=None,
+            idle_timeout=None,
+            container_id=None,
+            sasl_mechanisms=None,
+            sasl=None,
+            token_provider=SasTokenProvider("Root", KEY),
+        )
+
+
+def test_a_provider_that_fails_at_a_renewal_is_reported_not_raised_in_the_timers() -> None:
+    calls: list[float] = []
+
+    def once(audience: str, now: float) -> Token:
+        calls.append(now)
+        if len(calls) > 1:
+            raise RuntimeError("the identity service is down")
+        return SasTokenProvider("Root", KEY, lifetime=10).get_token(audience, now)
+
+    sim = Sim(secured())
+    core = sim.connect(CallableTokenProvider(once))
+    sender = sim.sender("orders")
+    sim.advance(6)  # the renewal: the provider raises, the timer goes on
+    tokens = core.tokens
+    assert tokens is not None and tokens.failure is not None
+    assert "identity service is down" in str(tokens.failure)
+    assert isinstance(tokens.failure.__cause__, RuntimeError)
+    sim.advance(6)  # then the broker detaches the link
+    assert isinstance(sender.error, LinkDetachedError)
