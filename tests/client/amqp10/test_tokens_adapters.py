@@ -1,10 +1,12 @@
 """``connect(url, token_provider=...)`` in each adapter against ``amqp-sansio broker``
 started as users start it: with a users file holding a SAS key (the client logs in
 ANONYMOUS and puts a token for each address, then again before it expires), and open
-(no options: any token is taken)."""
+(no options: any token is taken). A restart of the broker under ``reconnect=True``: the
+token is put again before the links attach again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from support.adapters import ADAPTERS, Adapter, aw, connected
 from support.broker_process import BrokerProcess
 
@@ -122,3 +125,39 @@ def test_an_open_broker_takes_any_token(adapter: Adapter, tmp_path: Path) -> Non
         adapter.run(round_trip, adapter, broker.url, CallableTokenProvider(anything), "open")
         log = broker.wait_for_log("UNCHECKED")
     assert "not a token at all" not in log
+
+
+async def through_a_restart(adapter: Adapter, broker: BrokerProcess) -> None:
+    provider = SasTokenProvider("Root", KEY)
+    async with connected(adapter, broker.url, token_provider=provider, reconnect=True) as conn:
+        sender = await aw(conn.sender("orders"))
+        receiver = await aw(conn.receiver("orders", credit=5))
+        assert conn.core.tokens.puts == 1
+        await restart(adapter, broker)
+        # The new connection puts the token again before the links attach again: the
+        # broker (which forgot it) refuses neither.
+        assert isinstance(await aw(sender.send("after")), a.Accepted)
+        delivery = await aw(receiver.receive(timeout=WAIT))
+        assert delivery is not None and delivery.message.body == a.AmqpValue("after")
+        assert conn.reconnects == 1
+        assert conn.core.tokens.puts == 2
+
+
+async def restart(adapter: Adapter, broker: BrokerProcess) -> None:
+    """The broker restarts (a planned restart, SIGTERM), on the same port and users file;
+    the async adapters' loops run meanwhile (the restart in a thread)."""
+    if adapter.name == "aio":
+        await asyncio.to_thread(broker.restart)
+    elif adapter.name == "trio":
+        await trio.to_thread.run_sync(broker.restart)
+    else:
+        broker.restart()
+
+
+def test_after_a_reconnection_the_links_come_back_under_a_new_token(
+    adapter: Adapter, tmp_path: Path
+) -> None:
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"sas-keys": {"Root": {"key": KEY, "rights": ["Send", "Listen"]}}}))
+    with BrokerProcess("--users", str(users), wait=WAIT) as broker:
+        adapter.run(through_a_restart, adapter, broker)
