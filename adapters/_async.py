@@ -18,6 +18,7 @@ call does.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -128,6 +129,8 @@ async def run(
                 elif step is _DRAIN:
                     if not (driver.eager and driver.drained()):  # type: ignore[union-attr]
                         await driver.drain()  # type: ignore[union-attr]
+                elif step is recipes.WALL:
+                    value = time.time()
                 else:
                     assert loop is not None
                     if step is recipes.NOW:

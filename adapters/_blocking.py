@@ -547,6 +547,8 @@ def run(
                     pass  # a blocking connection writes as it goes
                 elif step is recipes.NOW:
                     value = time.monotonic()
+                elif step is recipes.WALL:
+                    value = time.time()
                 elif isinstance(step, recipes.Sleep):
                     time.sleep(max(0.0, step.until - time.monotonic()))
                 elif isinstance(step, recipes.Connect):

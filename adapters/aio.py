@@ -38,6 +38,7 @@ from amqp_sansio.client.amqp10 import (
     ServerLink,
     WebSocketOptions,
 )
+from amqp_sansio.client.amqp10.tokens import TokenProvider
 from amqp_sansio.client.lifecycle import HELD_CALLS, DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -406,6 +407,7 @@ def connect(
     | Callable[[Connection010], None]
     | None = None,
     sasl: bool | None = None,
+    token_provider: TokenProvider | None = None,
 ) -> _Connecting[Connection] | _Connecting[Connection091] | _Connecting[Connection010]:
     """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
     ``async with connect(url) as conn``. ``protocol``: ``"1.0"`` (the default) or
@@ -425,6 +427,7 @@ def connect(
         container_id=container_id,
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
+        token_provider=token_provider,
     )
 
     async def connecting() -> _async.ConnectionBase[Any]:

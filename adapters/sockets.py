@@ -55,6 +55,7 @@ from amqp_sansio.client.amqp10 import (
     WebSocketOptions,
     recipes,
 )
+from amqp_sansio.client.amqp10.tokens import TokenProvider
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -354,6 +355,7 @@ def connect(
     | Callable[[Connection010], None]
     | None = None,
     sasl: bool | None = None,
+    token_provider: TokenProvider | None = None,
 ) -> Connection | Connection091 | Connection010:
     """Connect to ``url`` (``amqp://[user:password@]host[:port][/address]``, or ``amqps://``
     for TLS from the first byte, verified with ``ssl_context`` or the system's CAs) and open
@@ -368,7 +370,11 @@ def connect(
     connection when the peer sends nothing for that long (and ask it for heartbeats).
     ``reconnect`` (a :class:`Reconnect`, or True for its defaults): when the connection is
     lost, connect again (to ``url`` or the fallbacks), re-attach the links and send again
-    what was unsettled; ``on_reconnect(conn)`` is called each time (see :doc:`adapters`)."""
+    what was unsettled; ``on_reconnect(conn)`` is called each time (see :doc:`adapters`).
+    ``token_provider`` (a :class:`~amqp_sansio.client.amqp10.tokens.TokenProvider`, such as
+    :class:`~amqp_sansio.client.amqp10.tokens.SasTokenProvider`): before each link
+    attaches, put its address's token to ``$cbs``, and put it again before it expires
+    (claims-based security, see :doc:`cbs`)."""
     recipe: Recipe[Connection | Connection091 | Connection010] = connect_protocol(
         url,
         protocol,
@@ -381,6 +387,7 @@ def connect(
         container_id=container_id,
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
+        token_provider=token_provider,
     )
     return run(recipe, timeout, connection=_connection)
 

@@ -54,6 +54,7 @@ from amqp_sansio.client.amqp10 import (
     ServerLink,
     WebSocketOptions,
 )
+from amqp_sansio.client.amqp10.tokens import TokenProvider
 from amqp_sansio.client.lifecycle import DrivenCore
 from amqp_sansio.client.ops import (
     AuthenticationError,
@@ -473,6 +474,7 @@ def connect(
     | Callable[[Connection010], None]
     | None = None,
     sasl: bool | None = None,
+    token_provider: TokenProvider | None = None,
 ) -> _Running[Connection] | _Running[Connection091] | _Running[Connection010]:
     """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
     (the connection's tasks run in a nursery of its own), or
@@ -494,6 +496,7 @@ def connect(
         container_id=container_id,
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
+        token_provider=token_provider,
     )
 
     async def connecting(nursery: trio.Nursery) -> _async.ConnectionBase[Any]:

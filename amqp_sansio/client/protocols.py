@@ -17,6 +17,7 @@ from .amqp010.core import ConnectOptions as ConnectOptions010
 from .amqp091 import recipes as recipes091
 from .amqp091.core import ConnectOptions as ConnectOptions091
 from .amqp10 import recipes as recipes10
+from .amqp10.tokens import TokenProvider
 from .engines import connect_options
 from .recipes import Recipe
 from .reconnect import Reconnect
@@ -42,6 +43,7 @@ class ConnectKeywords(TypedDict, total=False):
     container_id: str | None
     sasl_mechanisms: Collection[str] | None
     sasl: bool | None
+    token_provider: TokenProvider | None
 
 
 def connect_protocol(
@@ -57,6 +59,7 @@ def connect_protocol(
     container_id: str | None,
     sasl_mechanisms: Collection[str] | None,
     sasl: bool | None,
+    token_provider: TokenProvider | None = None,
 ) -> Recipe[C]:
     """The recipe of every adapter's ``connect``: the protocol is the caller's choice,
     never guessed from the URL or the server: ``"1.0"`` (the default,
@@ -68,7 +71,8 @@ def connect_protocol(
     :func:`~amqp_sansio.client.amqp091.mechanisms`). The options of AMQP 1.0's SASL layer
     and idle time-out (``idle_timeout``, ``container_id``, ``sasl``) have no 0-9-1 or 0-10
     meaning: given with those they raise :class:`ValueError` (a 0-9-1 heartbeat is the
-    URL's ``heartbeat`` query parameter)."""
+    URL's ``heartbeat`` query parameter); so does ``token_provider`` (claims-based security,
+    :doc:`cbs`, is AMQP 1.0's)."""
     connect = CONNECTS.get(protocol)
     if connect is None:
         raise ValueError(f"protocol is one of {', '.join(PROTOCOLS)}, not {protocol!r}")
@@ -84,6 +88,7 @@ def connect_protocol(
             "container_id": container_id,
             "sasl_mechanisms": sasl_mechanisms,
             "sasl": sasl,
+            "token_provider": token_provider,
         },
     )
 
@@ -103,12 +108,13 @@ def _connect10(url: str, given: ConnectKeywords) -> Recipe[Any]:
         timeout=given["timeout"],
         reconnect=given["reconnect"],
         on_reconnect=given["on_reconnect"],
+        token_provider=given.get("token_provider"),
     )
 
 
 def _only_10(protocol: str, given: ConnectKeywords) -> None:
     """Refuse the options only AMQP 1.0 has."""
-    names = ("idle_timeout", "container_id", "sasl")
+    names = ("idle_timeout", "container_id", "sasl", "token_provider")
     present = [name for name in names if given.get(name) is not None]
     if present:
         raise ValueError(f"{', '.join(present)}: AMQP 1.0 options, not for {protocol=}")

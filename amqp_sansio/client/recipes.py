@@ -20,6 +20,7 @@ step                      the runner                                           a
                           (back-pressure; nothing to do in a blocking adapter,
                           which writes as it goes)
 :data:`NOW`               reads its clock                                      the time
+:data:`WALL`              reads the wall clock (seconds since the epoch)       the time
 :class:`Sleep`            sleeps until ``until`` on that clock (no I/O: there  None
                           is no transport)
 :class:`Connect`          opens a transport to ``host``:``port``;              the transport
@@ -50,6 +51,7 @@ __all__ = [
     "CLOSE_TIMEOUT",
     "DRAIN",
     "NOW",
+    "WALL",
     "Abort",
     "Connect",
     "Recipe",
@@ -106,10 +108,19 @@ class _Now(Step):
         return "NOW"
 
 
+class _Wall(Step):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "WALL"
+
+
 #: Back-pressure: wait while too much waits to be written.
 DRAIN = _Drain()
 #: The runner's clock, the time the core is given.
 NOW = _Now()
+#: The wall clock (seconds since the epoch): what tokens' expiries are measured on.
+WALL = _Wall()
 
 
 class Sleep(Step):

@@ -62,6 +62,7 @@ from .links import (
     ServerLink,
     TransactionCore,
 )
+from .tokens import TokenProvider, Tokens, default_audience_base
 
 __all__ = ["Core", "client_core", "server_core"]
 
@@ -127,6 +128,40 @@ class Core(CoreBase[a.Connection]):
         self.default_address: str | None = None
         #: The options of a reconnecting client's engines.
         self._options: ConnectOptions = {}
+        #: A client's tokens (``connect(url, token_provider=...)``), put to ``$cbs``.
+        self.tokens: Tokens | None = None
+        #: The links to attach again once the tokens are put again (a reconnection's).
+        self._deferred: list[tuple[a.Link, LinkCore]] = []
+
+    # -- claims-based security -----------------------------------------------------------
+
+    def use_tokens(self, provider: TokenProvider, wall_offset: float) -> None:
+        """Put a token from ``provider`` before each link attaches, and again before it
+        expires (:mod:`.tokens`); ``wall_offset`` is the wall clock less the ``now`` this
+        core is given."""
+        assert self.url is not None
+        self.tokens = Tokens(self, provider, default_audience_base(self.url), wall_offset)
+
+    def next_deadline(self) -> float | None:
+        """The engine's next deadline, or a token's renewal if sooner."""
+        deadline = self.stream.next_deadline()
+        if self.tokens is not None and not self.lost:
+            renew = self.tokens.next_deadline()
+            if renew is not None:
+                deadline = renew if deadline is None else min(deadline, renew)
+        return deadline
+
+    def handle_timer(self, now: float) -> list[a.Event]:
+        """Call at (or after) :meth:`next_deadline`: the engine's timers, the tokens'
+        renewals."""
+        events = super().handle_timer(now)
+        tokens = self.tokens
+        if tokens is not None and not self.lost and not self.gone:
+            renew = tokens.next_deadline()
+            if renew is not None and now >= renew:
+                tokens.handle_timer(now)
+                self._changed()
+        return events
 
     # -- reconnection: what is made again --------------------------------------------------
 
@@ -142,38 +177,60 @@ class Core(CoreBase[a.Connection]):
     def _restart_engine(self, now: float) -> None:
         """A new engine opens, begins, and attaches every link the application has again
         (same names, same termini); senders send again what was unsettled, receivers grant
-        their credit again."""
+        their credit again. With tokens (:meth:`use_tokens`), only the ``$cbs`` links
+        first: the others once the tokens are put again (:meth:`_attach_deferred`)."""
         assert self.backoff is not None
         parsed, engine, stream = client_engine(self.backoff.url, **self._options)
         self.engine, self.stream = engine, stream
         self.default_address = self.default_address or parsed.address
         self._session = None
         engine.open(now=now)
+        tokens = self.tokens
+        if tokens is not None:
+            tokens.restarted(now + tokens.wall_offset)
         for link, core in list(self._links.items()):
             del self._links[link]
-            session = self.session()
-            new: a.Link
-            if isinstance(link, a.Sender):
-                new = session.attach_sender(
-                    link.name,
-                    source=link.source,
-                    target=link.target,
-                    snd_settle_mode=link.snd_settle_mode,
-                )
+            if tokens is not None and tokens.pending() and not tokens.owns(core):
+                self._deferred.append((link, core))
             else:
-                new = session.attach_receiver(
-                    link.name,
-                    source=link.source,
-                    target=link.target,
-                    max_message_size=link.max_message_size,
-                )
-            core.link = new
-            self._links[new] = core
+                self._attach_again(link, core)
+
+    def _attach_again(self, link: a.Link, core: LinkCore) -> None:
+        """Attach ``link`` again on the new engine, as it was (its core's new link)."""
+        session = self.session()
+        new: a.Link
+        if isinstance(link, a.Sender):
+            new = session.attach_sender(
+                link.name,
+                source=link.source,
+                target=link.target,
+                snd_settle_mode=link.snd_settle_mode,
+            )
+        else:
+            new = session.attach_receiver(
+                link.name,
+                source=link.source,
+                target=link.target,
+                max_message_size=link.max_message_size,
+            )
+        core.link = new
+        self._links[new] = core
+
+    def _attach_deferred(self) -> None:
+        """The tokens are put again after a reconnection: the other links attach."""
+        deferred, self._deferred = self._deferred, []
+        for link, core in deferred:
+            self._attach_again(link, core)
 
     def _summary(self) -> str:
         return f"attaching {len(self._links)} links again"
 
     def _on_lost(self) -> None:
+        if self.tokens is not None:
+            self.tokens.connection_lost()
+        for link, core in self._deferred:  # (lost again before they were attached)
+            self._links[link] = core
+        self._deferred.clear()
         error = TransactionError("the connection was lost: the transaction is over")
         for txn in self._transactions.values():
             txn.declared.fail(error)
@@ -252,6 +309,7 @@ class Core(CoreBase[a.Connection]):
         browse: bool = False,
         capabilities: tuple[str, ...] = (),
         max_message_size: int | None = None,
+        target: str | None = None,
     ) -> ReceiverCore:
         """Attach a receiving link from ``address`` (or, ``dynamic``, from a node the peer
         makes: its address is known once attached), with ``filters`` as its source's
@@ -263,7 +321,8 @@ class Core(CoreBase[a.Connection]):
         ``dynamic`` for a direct reply-to address (RabbitMQ's, and the reference broker's);
         ``max_message_size``: the largest message, in bytes, the receiver takes (its
         attach's max-message-size, core spec 2.7.3; None: no limit); a sender with a larger
-        one detaches the link with ``amqp:link:message-size-exceeded``."""
+        one detaches the link with ``amqp:link:message-size-exceeded``. ``target``: the
+        address of the link's target (where replies sent to it come, such as ``$cbs``'s)."""
         self.check()
         if credit < 1:
             raise ValueError("a receiver's credit is at least 1")
@@ -280,7 +339,10 @@ class Core(CoreBase[a.Connection]):
                 capabilities=wanted,
             )
         link = self.session().attach_receiver(
-            name or self._name("receiver"), source=source, max_message_size=max_message_size
+            name or self._name("receiver"),
+            source=source,
+            target=None if target is None else a.Target(address=target),
+            max_message_size=max_message_size,
         )
         core = ReceiverCore(self, link, credit, auto_accept)
         self._links[link] = core
@@ -329,6 +391,10 @@ class Core(CoreBase[a.Connection]):
             self._on_event(event)
         if self._refusals:
             self._refuse_links()
+        if self.tokens is not None:
+            self.tokens.flush()
+            if self._deferred and not self.tokens.pending():
+                self._attach_deferred()
         self._changed()
         return events
 
@@ -483,6 +549,9 @@ class Core(CoreBase[a.Connection]):
         self._ended(event)
 
     def _on_end(self, error: ClientError) -> None:
+        for link, core in self._deferred:  # (they fail as the others do)
+            self._links[link] = core
+        self._deferred.clear()
         for link, core in list(self._links.items()):
             core.link_detached(None if self.error is None else self.error.error, str(error))
             if self.error is not None:

@@ -21,10 +21,11 @@ from ..ops import (
     TransactionLike,
     as_message,
 )
-from ..recipes import DRAIN, Recipe, Wait, always, open_core
+from ..recipes import DRAIN, NOW, WALL, Recipe, Wait, always, open_core
 from ..reconnect import Reconnect
 from .core import Core, client_core
 from .links import ReceiverCore, SenderBase, SenderCore, TransactionBase
+from .tokens import TokenProvider
 
 __all__ = [
     "attach_receiver",
@@ -36,6 +37,7 @@ __all__ = [
     "drain",
     "end_transaction",
     "outcome",
+    "put_token",
     "receive",
     "send",
 ]
@@ -55,19 +57,21 @@ def connect(
     timeout: float | None,
     reconnect: Reconnect | bool | None = None,
     on_reconnect: Callable[[C], None] | None = None,
+    token_provider: TokenProvider | None = None,
 ) -> Recipe[C]:
     """Every adapter's ``connect``: a core for ``url`` (:func:`~.core.client_core`), a
     transport, the open; if the server turns out to have no SASL layer and SASL was only our
     default, once more without it (:func:`~amqp_sansio.client.engines.without_sasl`).
     ``timeout`` bounds the connecting (every attempt of a ``reconnect`` core that starts
-    lost) and the open."""
+    lost) and the open. With a ``token_provider``, each link puts its token first
+    (:func:`put_token`; the wall clock's offset from the runner's is read here, once)."""
     try:
-        return (yield from _open(url, options, timeout, reconnect, on_reconnect))
+        return (yield from _open(url, options, timeout, reconnect, on_reconnect, token_provider))
     except PeerWithoutSASLError:
         again = without_sasl(url, options)
         if again is None:
             raise
-        return (yield from _open(url, again, timeout, reconnect, on_reconnect))
+        return (yield from _open(url, again, timeout, reconnect, on_reconnect, token_provider))
 
 
 def _open(
@@ -76,10 +80,31 @@ def _open(
     timeout: float | None,
     reconnect: Reconnect | bool | None,
     on_reconnect: Callable[[C], None] | None,
+    token_provider: TokenProvider | None,
 ) -> Recipe[C]:
-    return (
-        yield from open_core(client_core(url, options, reconnect=reconnect), timeout, on_reconnect)
-    )
+    core = client_core(url, options, reconnect=reconnect)
+    if token_provider is not None:
+        wall = yield WALL
+        core.use_tokens(token_provider, wall - (yield NOW))
+    return (yield from open_core(core, timeout, on_reconnect))
+
+
+def put_token(core: Core, address: str | None) -> Recipe[None]:
+    """With a token provider (:meth:`~.core.Core.use_tokens`): put the token of the link
+    to ``address`` (the URL's if None) and wait for ``$cbs``'s answer
+    (:class:`~.tokens.TokenRefusedError` if it refuses); nothing if one is held already."""
+    tokens = core.tokens
+    address = address or core.default_address
+    if tokens is None or address is None or not tokens.wanted(address):
+        return
+    put = tokens.put(address, (yield WALL))
+
+    def answered() -> bool:
+        core.check()
+        return put.done()
+
+    yield Wait(answered)
+    put.result()
 
 
 # -- links -------------------------------------------------------------------------------------
@@ -91,6 +116,7 @@ def attach_sender(
     """Attach a sender once the connection is not waiting for a transport, and wait for the
     peer's answer (:class:`~amqp_sansio.client.ops.LinkRefusedError` if it refuses)."""
     yield Wait(core.connected_ready)
+    yield from put_token(core, address)
     link = core.sender(address, settled=settled, name=name)
     yield Wait(link.attach_ready)
     return link
@@ -112,6 +138,8 @@ def attach_receiver(
 ) -> Recipe[ReceiverCore]:
     """Attach a receiver (as :func:`attach_sender`)."""
     yield Wait(core.connected_ready)
+    if not dynamic:
+        yield from put_token(core, address)
     link = core.receiver(
         address,
         credit=credit,
