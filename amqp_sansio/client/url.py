@@ -172,7 +172,7 @@ def split_url(
     between AMQP 1.0 and 0-9-1 URLs).
 
     Raises:
-        URLError: not ``amqp://`` or ``amqps://``, no host, or a bad port.
+        URLError: a scheme not in ``ports``, no host, or a bad port.
     """
     try:
         parts = urllib.parse.urlsplit(url)
@@ -181,7 +181,8 @@ def split_url(
         raise URLError(f"not a valid URL: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in ports:
-        known = " or ".join(f"{name}://" for name in ports)
+        names = [f"{name}://" for name in ports]
+        known = " or ".join((", ".join(names[:-1]), names[-1])) if len(names) > 1 else names[0]
         raise URLError(f"the scheme must be {known}, not {parts.scheme or 'none'}://")
     if not parts.hostname:
         raise URLError("the URL names no host")

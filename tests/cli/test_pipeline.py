@@ -102,7 +102,8 @@ def test_a_url_that_is_not_amqp_is_a_usage_error_before_spark_starts(
     assert cli.main(["pipeline", "--url", "http://broker/orders"]) == 2
     err = capsys.readouterr().err
     assert err == (
-        "amqp-sansio pipeline: error: the scheme must be amqp:// or amqps://, not http://\n"
+        "amqp-sansio pipeline: error: the scheme must be amqp://, amqps://, ws:// or wss://, "
+        "not http://\n"
     )
 
 

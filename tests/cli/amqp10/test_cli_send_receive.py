@@ -215,7 +215,7 @@ def test_allow_insecure_auth_lets_plain_through() -> None:
     ("args", "message"),
     [
         (["send", "amqp://127.0.0.1"], "the URL names no address"),
-        (["send", "http://127.0.0.1/q"], "the scheme must be amqp:// or amqps://"),
+        (["send", "http://127.0.0.1/q"], "the scheme must be amqp://, amqps://, ws:// or wss://"),
         (["receive", "amqp://127.0.0.1/q", "--cafile", "ca.pem"], "are for amqps:// URLs"),
         (
             ["send", "amqp://u:p@127.0.0.1/q", "--sasl-mechanism", "none"],
