@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"amqp-sansio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    common = connection_options()
+    common = connection_options(address=True)
     send.add_parser(sub, common)
     receive.add_parser(sub, common)
     broker.add_parser(sub)

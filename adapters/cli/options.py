@@ -132,15 +132,24 @@ def or_none(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse_or_none
 
 
-def connection_options() -> argparse.ArgumentParser:
-    """The options of every command that connects to a broker."""
+def connection_options(*, address: bool = False) -> argparse.ArgumentParser:
+    """The options of every command that connects to a broker; with ``address``, also
+    ``--address`` (``send`` and ``receive``: the address of a ``ws://`` URL)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "url",
         metavar="URL",
         help="amqp://[user:password@]host[:port]/ADDRESS, or amqps:// for TLS (port 5671); "
-        "the address is the path without its first slash (amqp://h//queue/q is /queue/q)",
+        "the address is the path without its first slash (amqp://h//queue/q is /queue/q); "
+        "ws:// and wss:// (AMQP 1.0 over WebSocket): the path is the WebSocket resource",
     )
+    if address:
+        common.add_argument(
+            "--address",
+            metavar="NAME",
+            help="the address to send to or receive from, in place of the URL's; required "
+            "with a ws:// or wss:// URL, whose path is the WebSocket resource, not an address",
+        )
     common.add_argument(
         "--timeout",
         type=seconds,

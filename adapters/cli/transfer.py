@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, TextIO, TypeVar
 
+import attrs
+
 import amqp_sansio as amqp
 from amqp_sansio.client.url import AMQPURL, URLError, parse_url
 
@@ -230,6 +232,12 @@ def finish_receive(
 
 def address_of(url: AMQPURL) -> str:
     """The URL's address; a usage error when it names none."""
+    if not url.address and url.websocket_path is not None:
+        raise CommandError(
+            f"a {url.scheme}:// URL's path is the WebSocket resource, not an address: give "
+            "the address with --address NAME",
+            EXIT_USAGE,
+        )
     if not url.address:
         raise CommandError(
             f"the URL names no address: {url.scheme}://HOST[:PORT]/ADDRESS "
@@ -319,6 +327,8 @@ def run_command(
             url = parse_url(args.url)
         except URLError as exc:
             raise CommandError(f"{exc}: {args.url!r}", EXIT_USAGE) from None
+        if getattr(args, "address", None) is not None:
+            url = attrs.evolve(url, address=args.address)
         options = ClientOptions(
             cafile=args.cafile,
             insecure_skip_verify=args.insecure_skip_verify,
