@@ -10,40 +10,22 @@ without amqplib installed there, the test skips, saying which."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
 
 import pytest
+from support import node_peers
 from support.broker_process import WAIT, BrokerProcess, Lines
 
-PEERS = os.path.join(os.path.dirname(__file__), "peers", "amqplib")
-INSTALL = "npm ci --prefix tests/interop/peers/amqplib"
-NODE = shutil.which("node")
+PEERS = str(node_peers.folder("amqplib"))
+NODE = node_peers.NODE
 EXAMPLES = os.path.join(PEERS, "node_modules", "amqplib", "examples")
+SKIP = node_peers.skip_reason("amqplib", "amqplib")
 
 
-def _skip_reason() -> str | None:
-    if NODE is None:
-        return "node is not installed (.ci/run installs Debian's nodejs and npm)"
-    with open(os.path.join(PEERS, "package.json"), encoding="utf-8") as f:
-        pinned = json.load(f)["dependencies"]["amqplib"]
-    try:
-        with open(
-            os.path.join(PEERS, "node_modules", "amqplib", "package.json"), encoding="utf-8"
-        ) as f:
-            installed = json.load(f)["version"]
-    except (OSError, ValueError, KeyError):
-        return f"amqplib is not installed: run `{INSTALL}`"
-    if installed != pinned:
-        return f"amqplib {installed} is installed, package.json pins {pinned}: run `{INSTALL}`"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=str(SKIP))
 
 
 @pytest.fixture(scope="module")

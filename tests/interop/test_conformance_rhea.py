@@ -18,10 +18,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,13 +28,13 @@ from typing import Any
 
 import pytest
 from amqp_sansio.adapters import aio, sockets
+from support import node_peers
 from support.broker_process import BrokerProcess, Lines, amqp_sansio_command
 
 import amqp_sansio as a
 
-PEERS = Path(__file__).parent / "peers" / "rhea"
-INSTALL = "npm ci --prefix tests/interop/peers/rhea"
-NODE = shutil.which("node")
+PEERS = node_peers.folder("rhea")
+NODE = node_peers.NODE
 #: What a program may take, start to end; each also stops itself after PROGRAM_TIMEOUT_MS.
 NODE_WAIT = 30.0
 PROGRAM_TIMEOUT_MS = "10000"
@@ -46,28 +44,10 @@ BROKER_WAIT = 20.0
 LARGE = 10 * 1024 * 1024
 
 
-def _rhea_version() -> str | None:
-    try:
-        return str(
-            json.loads((PEERS / "node_modules" / "rhea" / "package.json").read_text())["version"]
-        )
-    except (OSError, ValueError, KeyError):
-        return None
+SKIP = node_peers.skip_reason("rhea", "rhea")
 
 
-def _skip_reason() -> str | None:
-    if NODE is None:
-        return "node is not installed (.ci/run installs Debian's nodejs and npm)"
-    pinned = json.loads((PEERS / "package.json").read_text())["dependencies"]["rhea"]
-    installed = _rhea_version()
-    if installed is None:
-        return f"rhea is not installed: run `{INSTALL}`"
-    if installed != pinned:
-        return f"rhea {installed} is installed, package.json pins {pinned}: run `{INSTALL}`"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=str(SKIP))
 
 
 def pattern(size: int) -> bytes:
@@ -91,20 +71,7 @@ def broker() -> Iterator[BrokerProcess]:
 
 def node(program: str, *args: str) -> dict[str, Any]:
     """Run ``tests/interop/peers/rhea/PROGRAM.js ARGS`` and return the JSON result it prints."""
-    assert NODE is not None
-    done = subprocess.run(
-        [NODE, f"{program}.js", *args, "--timeout", PROGRAM_TIMEOUT_MS],
-        cwd=PEERS,
-        capture_output=True,
-        text=True,
-        timeout=NODE_WAIT,
-    )
-    lines = done.stdout.strip().splitlines()
-    assert lines, f"{program}.js printed nothing (status {done.returncode}): {done.stderr}"
-    result: dict[str, Any] = json.loads(lines[-1])
-    result["_status"] = done.returncode
-    result["_stderr"] = done.stderr
-    return result
+    return node_peers.run("rhea", program, *args, timeout_ms=PROGRAM_TIMEOUT_MS, wait=NODE_WAIT)
 
 
 def node_ok(program: str, *args: str) -> dict[str, Any]:
@@ -611,6 +578,7 @@ def test_skip_reason_names_the_install_command(
 ) -> None:
     """Where rhea is missing, the skip says how to install it (the reason the whole module
     skips with; checked here against an empty folder)."""
-    monkeypatch.setattr(sys.modules[__name__], "PEERS", tmp_path)
+    monkeypatch.setattr(node_peers, "folder", lambda peer: tmp_path)
     (tmp_path / "package.json").write_text(json.dumps({"dependencies": {"rhea": "3.0.5"}}))
-    assert _skip_reason() == f"rhea is not installed: run `{INSTALL}`"
+    install = "npm ci --prefix tests/interop/peers/rhea"
+    assert node_peers.skip_reason("rhea", "rhea") == f"rhea is not installed: run `{install}`"

@@ -14,52 +14,29 @@ every test skips, saying which. Every wait is bounded: the programs stop themsel
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from amqp_sansio.adapters import sockets
+from support import node_peers
 from support.adapters import ADAPTERS, Adapter, aw
 from support.broker_process import BrokerProcess, Lines, amqp_sansio_command
 
 import amqp_sansio as a
 
-PEERS = Path(__file__).parent / "peers" / "rhea"
-INSTALL = "npm ci --prefix tests/interop/peers/rhea"
-NODE = shutil.which("node")
+PEERS = node_peers.folder("rhea")
+NODE = node_peers.NODE
 NODE_WAIT = 20.0
 PROGRAM_TIMEOUT_MS = "8000"
 LISTENER_TIMEOUT_MS = "120000"
+SKIP = node_peers.skip_reason("rhea", "rhea", "ws")
 
 
-def _installed(package: str) -> str | None:
-    try:
-        manifest = PEERS / "node_modules" / package / "package.json"
-        return str(json.loads(manifest.read_text())["version"])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _skip_reason() -> str | None:
-    if NODE is None:
-        return "node is not installed (.ci/run installs Debian's nodejs and npm)"
-    pinned = json.loads((PEERS / "package.json").read_text())["dependencies"]
-    for package in ("rhea", "ws"):
-        installed = _installed(package)
-        if installed is None:
-            return f"{package} is not installed: run `{INSTALL}`"
-        if installed != pinned[package]:
-            pin = pinned[package]
-            return f"{package} {installed} is installed, package.json pins {pin}: run `{INSTALL}`"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=str(SKIP))
 
 
 def fresh(name: str) -> str:
@@ -73,19 +50,7 @@ def texts(n: int, prefix: str = "m") -> list[dict[str, Any]]:
 
 def node(program: str, *args: str) -> dict[str, Any]:
     """Run ``PROGRAM.js ARGS`` and return the JSON result it prints (with its status)."""
-    assert NODE is not None
-    done = subprocess.run(
-        [NODE, f"{program}.js", *args, "--timeout", PROGRAM_TIMEOUT_MS],
-        cwd=PEERS,
-        capture_output=True,
-        text=True,
-        timeout=NODE_WAIT,
-    )
-    lines = done.stdout.strip().splitlines()
-    assert lines, f"{program}.js printed nothing (status {done.returncode}): {done.stderr}"
-    result: dict[str, Any] = json.loads(lines[-1])
-    result["_status"] = done.returncode
-    return result
+    return node_peers.run("rhea", program, *args, timeout_ms=PROGRAM_TIMEOUT_MS, wait=NODE_WAIT)
 
 
 def rhea_ws(mode: str, url: str, address: str, count: int) -> dict[str, Any]:
