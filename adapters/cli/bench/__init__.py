@@ -50,7 +50,6 @@ from .amqp10.loopback import (
     ours_loopback_asyncio,
     ours_loopback_trio,
     proton_loopback,
-    websocket_benchmark,
 )
 from .pipe import (
     CREDIT_WINDOW,
@@ -106,7 +105,6 @@ __all__ = [
     "ours_loopback_trio",
     "loopback_benchmark",
     "WEBSOCKET_RUNNERS",
-    "websocket_benchmark",
     # rounds through a broker, whatever the protocol
     "Side",
     "alternate",

@@ -382,12 +382,23 @@ def _run_rounds(
 
 
 def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
-    if args.adapter is None:
-        args.adapter = "sockets"
-    title = (
-        f"loopback ({args.adapter}): {args.messages:,} messages of {args.size:,} "
-        "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
-    )
+    """``bench loopback`` (1.0): through ``--adapter`` (sockets by default) next to Proton;
+    with ``--websocket``, over ``ws://`` next to TCP (asyncio by default)."""
+    if args.websocket:
+        args.adapter = args.adapter or "asyncio"
+        if args.adapter not in bench.WEBSOCKET_RUNNERS:
+            adapters = " or ".join(bench.WEBSOCKET_RUNNERS)
+            raise CommandError(f"--websocket runs through --adapter {adapters}", EXIT_USAGE)
+        title = (
+            f"loopback over WebSocket ({args.adapter}): {args.messages:,} messages of "
+            f"{args.size:,} bytes, each accepted, over ws:// next to TCP on 127.0.0.1"
+        )
+    else:
+        args.adapter = args.adapter or "sockets"
+        title = (
+            f"loopback ({args.adapter}): {args.messages:,} messages of {args.size:,} "
+            "bytes, each accepted by the receiver, sender to receiver over 127.0.0.1"
+        )
     progress = Progress(args.messages)
     try:
         results = bench.loopback_benchmark(
@@ -397,6 +408,7 @@ def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
             rounds=args.rounds,
             seconds=args.seconds,
             progress=progress,
+            websocket=args.websocket,
         )
     finally:
         progress.clear()
@@ -435,45 +447,12 @@ def _loopback10(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    if args.websocket:
-        return _websocket(args)
     try:
         title, results = _loopback(args)
     except CommandError as exc:
         print(f"amqp-sansio bench loopback: error: {exc}", file=sys.stderr)
         return exc.status
-    _print(args, title, results, "proton")
-    return 0
-
-
-def _websocket(args: argparse.Namespace) -> int:
-    """``bench loopback --websocket``: ours over the WebSocket binding next to ours over
-    TCP, through one adapter (asyncio unless ``--adapter`` says trio)."""
-    adapter = args.adapter or "asyncio"
-    if adapter not in bench.WEBSOCKET_RUNNERS:
-        print(
-            "amqp-sansio bench loopback: error: --websocket runs through --adapter "
-            f"{' or '.join(bench.WEBSOCKET_RUNNERS)}",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    title = (
-        f"loopback over WebSocket ({adapter}): {args.messages:,} messages of {args.size:,} "
-        "bytes, each accepted, over ws:// next to TCP on 127.0.0.1"
-    )
-    progress = Progress(args.messages)
-    try:
-        results = bench.websocket_benchmark(
-            args.messages,
-            adapter=adapter,
-            size=args.size,
-            rounds=args.rounds,
-            seconds=args.seconds,
-            progress=progress,
-        )
-    finally:
-        progress.clear()
-    _print(args, title, results, "tcp")
+    _print(args, title, results, "tcp" if args.websocket else "proton")
     return 0
 
 

@@ -350,10 +350,11 @@ def alternate(
     unit: str,
     rounds: int,
     seconds: float,
+    peer: str = "proton",
 ) -> dict[str, Any]:
     """Run ``ours`` and ``theirs`` (each returns the seconds it took for ``work`` units) in
     alternating rounds: at least ``rounds`` each, and more until each has run ``seconds``;
-    keep each side's median rate."""
+    keep each side's median rate (``theirs`` under the key ``peer``)."""
     our_rates: list[float] = []
     their_rates: list[float] = []
     our_time = their_time = 0.0
@@ -369,7 +370,7 @@ def alternate(
     theirs_median = statistics.median(their_rates) if their_rates else None
     return {
         "ours": round(ours_median, 1),
-        "proton": None if theirs_median is None else round(theirs_median, 1),
+        peer: None if theirs_median is None else round(theirs_median, 1),
         "ratio": None if theirs_median is None else round(ours_median / theirs_median, 3),
         "unit": unit,
     }

@@ -354,46 +354,6 @@ LOOPBACK_RUNNERS: dict[str, Callable[..., float]] = {
 }
 
 
-def loopback_benchmark(
-    messages: int = 50_000,
-    *,
-    adapter: str = "sockets",
-    size: int = PIPE_BODY_SIZE,
-    rounds: int = 3,
-    seconds: float = 0.0,
-    progress: Callable[[str, int, float | None], None] | None = None,
-) -> Result:
-    """Messages per second between a sender and a receiver in one process over 127.0.0.1,
-    ours (with ``adapter``) and Proton's Container, each message a data body of ``size``
-    bytes (a large one shows what the adapters copy: the engine frames a large data section
-    as it is, and decodes from the pieces received). ``progress(label, settled, rate)`` is
-    called now and then during each run (``rate`` None) and once at its end (with the
-    run's messages per second), ``label`` naming the side and the round."""
-    ours = LOOPBACK_RUNNERS.get(adapter)
-    if ours is None:
-        raise ValueError(f"no adapter named {adapter!r} (one of {', '.join(LOOPBACK_RUNNERS)})")
-    runs = {"ours": 0, "proton": 0}
-    body = bytes(size)
-
-    def run(side: str, fn: Callable[..., float]) -> float:
-        runs[side] += 1
-        label = f"{side}, round {runs[side]}"
-        report = None if progress is None else (lambda n: progress(label, n, None))
-        elapsed = fn(messages, body=body, progress=report)
-        if progress is not None:
-            progress(label, messages, messages / elapsed)
-        return elapsed
-
-    theirs: Callable[[], float] | None = None
-    if proton_installed():
-        theirs = lambda: run("proton", proton_loopback)  # noqa: E731
-    return {
-        f"loopback-{adapter}": alternate(
-            lambda: run("ours", ours), theirs, messages, "msg/s", rounds, seconds
-        )
-    }
-
-
 #: The adapters ``bench loopback --websocket`` measures: those whose ``listen`` and
 #: ``connect`` run the same work over either transport.
 WEBSOCKET_RUNNERS: dict[str, Callable[..., float]] = {
@@ -402,36 +362,59 @@ WEBSOCKET_RUNNERS: dict[str, Callable[..., float]] = {
 }
 
 
-def websocket_benchmark(
+def loopback_benchmark(
     messages: int = 50_000,
     *,
-    adapter: str = "asyncio",
+    adapter: str = "sockets",
     size: int = PIPE_BODY_SIZE,
     rounds: int = 3,
     seconds: float = 0.0,
     progress: Callable[[str, int, float | None], None] | None = None,
+    websocket: bool = False,
 ) -> Result:
-    """What the AMQP WebSocket binding costs (:doc:`websockets`): the work of
-    :func:`loopback_benchmark` through ``adapter`` over ``ws://`` (the WebSocket layer on
-    both ends) next to the same over TCP, in alternating rounds; the result's ``"tcp"`` is
-    the rate over TCP, its ``ratio`` WebSocket's over TCP's. ``progress`` as there."""
-    runner = WEBSOCKET_RUNNERS.get(adapter)
-    if runner is None:
-        raise ValueError(f"--websocket runs through {' or '.join(WEBSOCKET_RUNNERS)}")
-    runs = {"websocket": 0, "tcp": 0}
-    body = bytes(size)
+    """Messages per second between a sender and a receiver in one process over 127.0.0.1,
+    ours (with ``adapter``) and Proton's Container, each message a data body of ``size``
+    bytes (a large one shows what the adapters copy: the engine frames a large data section
+    as it is, and decodes from the pieces received). ``progress(label, settled, rate)`` is
+    called now and then during each run (``rate`` None) and once at its end (with the
+    run's messages per second), ``label`` naming the side and the round.
 
-    def run(side: str) -> float:
-        runs[side] += 1
+    With ``websocket``, what the AMQP WebSocket binding costs (:doc:`websockets`): the same
+    work through ``adapter`` (one of :data:`WEBSOCKET_RUNNERS`) over ``ws://`` (the
+    WebSocket layer on both ends) next to ours over TCP, in alternating rounds; the result's
+    ``"tcp"`` is then the rate over TCP, its ``ratio`` WebSocket's over TCP's."""
+    runners = WEBSOCKET_RUNNERS if websocket else LOOPBACK_RUNNERS
+    ours = runners.get(adapter)
+    if ours is None:
+        raise ValueError(f"no adapter named {adapter!r} (one of {', '.join(runners)})")
+    body = bytes(size)
+    runs: dict[str, int] = {}
+
+    def run(side: str, fn: Callable[..., float], **options: bool) -> float:
+        runs[side] = runs.get(side, 0) + 1
         label = f"{side}, round {runs[side]}"
         report = None if progress is None else (lambda n: progress(label, n, None))
-        elapsed = runner(messages, body=body, progress=report, websocket=side == "websocket")
+        elapsed = fn(messages, body=body, progress=report, **options)
         if progress is not None:
             progress(label, messages, messages / elapsed)
         return elapsed
 
-    result = alternate(
-        lambda: run("websocket"), lambda: run("tcp"), messages, "msg/s", rounds, seconds
-    )
-    result["tcp"] = result.pop("proton")
-    return {f"loopback-{adapter}-websocket": result}
+    if websocket:
+        result = alternate(
+            lambda: run("websocket", ours, websocket=True),
+            lambda: run("tcp", ours, websocket=False),
+            messages,
+            "msg/s",
+            rounds,
+            seconds,
+            peer="tcp",
+        )
+        return {f"loopback-{adapter}-websocket": result}
+    theirs: Callable[[], float] | None = None
+    if proton_installed():
+        theirs = lambda: run("proton", proton_loopback)  # noqa: E731
+    return {
+        f"loopback-{adapter}": alternate(
+            lambda: run("ours", ours), theirs, messages, "msg/s", rounds, seconds
+        )
+    }
