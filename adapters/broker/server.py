@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import functools
 import gc
@@ -102,20 +103,38 @@ async def _tcp_listen(
     host: str,
     port: int,
 ) -> asyncio.base_events.Server:
-    """A TCP listener on ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
-    a layer of each connection's stack)."""
+    """A TCP listener on ``host``:``port`` (the transport of every scheme: TLS and the
+    WebSocket binding are layers of each connection's stack, :class:`Listener`)."""
     return await asyncio.start_server(serve, host, port)
 
 
-#: The broker server's transports, by URL scheme (see :mod:`.._transports`): what listens
-#: for a port's connections.
-LISTENERS: dict[str, Callable[..., Awaitable[asyncio.base_events.Server]]] = {
-    "amqp": _tcp_listen,
-    "amqps": _tcp_listen,
-    "ws": _tcp_listen,
-}
 #: The paths of the WebSocket port's binding (``ws_port``): ``/`` and Azure's SDKs' path.
 WEBSOCKET_PATHS = ("/", "/$servicebus/websocket")
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """What serves one URL scheme's port: ``listen`` opens it (``(serve, host, port)``),
+    and each accepted connection gets the layers named here, which the broker's ``accept``
+    stacks (:func:`amqp_sansio.security.stack.stack`). ``tls``: TLS from the first byte
+    (core spec 5.2.1) with the server's ``ssl_context``; ``tls_header``: with an
+    ``ssl_context``, TLS after the client's TLS protocol header, or plain AMQP and SASL
+    (core spec 5.2); ``websocket``: the AMQP WebSocket binding at these paths
+    (:doc:`websockets`), inside TLS if there is TLS."""
+
+    listen: Callable[..., Awaitable[asyncio.base_events.Server]]
+    tls: bool = False
+    tls_header: bool = False
+    websocket: tuple[str, ...] | None = None
+
+
+#: The broker server's transports, by URL scheme (see :mod:`.._transports`): what listens
+#: for a port's connections and which layers its connections get.
+LISTENERS: dict[str, Listener] = {
+    "amqp": Listener(_tcp_listen, tls_header=True),
+    "amqps": Listener(_tcp_listen, tls=True),
+    "ws": Listener(_tcp_listen, websocket=WEBSOCKET_PATHS),
+}
 
 
 class BrokerServer:
@@ -205,18 +224,21 @@ class BrokerServer:
 
     async def _listen(self, scheme: str, port: int) -> asyncio.base_events.Server:
         """Listen on ``port`` for connections of ``scheme`` through its entry in
-        :data:`LISTENERS`: on ``amqps`` TLS from the first byte; on ``amqp`` with an
-        ``ssl_context``, TLS after the client's TLS protocol header (core spec 5.2), or
-        none; on ``ws`` the WebSocket binding, plain. Each accepted connection's layers are
-        stacked by the broker's ``accept`` (:func:`amqp_sansio.security.stack.stack`)."""
-        tls = None if scheme == "ws" else self.ssl_context
+        :data:`LISTENERS`, which says their layers: TLS from the first byte, the TLS
+        protocol header taken (core spec 5.2) when the server has an ``ssl_context``, the
+        WebSocket binding. Each accepted connection's layers are stacked by the broker's
+        ``accept`` (:func:`amqp_sansio.security.stack.stack`)."""
+        listener = transport_for(LISTENERS, scheme)
+        tls = self.ssl_context if listener.tls or listener.tls_header else None
+        if listener.tls and tls is None:
+            raise ValueError(f"a {scheme}:// port needs an ssl_context")
         serve = functools.partial(
             self._serve,
             tls=tls,
-            tls_header=tls is not None and scheme != "amqps",
-            websocket=WEBSOCKET_PATHS if scheme == "ws" else None,
+            tls_header=tls is not None and listener.tls_header,
+            websocket=listener.websocket,
         )
-        return await transport_for(LISTENERS, scheme)(serve, self.host, port)
+        return await listener.listen(serve, self.host, port)
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
