@@ -108,7 +108,8 @@ async def _tcp_listen(
     return await asyncio.start_server(serve, host, port)
 
 
-#: The paths of the WebSocket port's binding (``ws_port``): ``/`` and Azure's SDKs' path.
+#: The paths of the WebSocket ports' binding (``ws_port``, ``wss_port``): ``/`` and Azure's
+#: SDKs' path.
 WEBSOCKET_PATHS = ("/", "/$servicebus/websocket")
 
 
@@ -134,6 +135,7 @@ LISTENERS: dict[str, Listener] = {
     "amqp": Listener(_tcp_listen, tls_header=True),
     "amqps": Listener(_tcp_listen, tls=True),
     "ws": Listener(_tcp_listen, websocket=WEBSOCKET_PATHS),
+    "wss": Listener(_tcp_listen, tls=True, websocket=WEBSOCKET_PATHS),
 }
 
 
@@ -143,7 +145,9 @@ class BrokerServer:
     say where it listens. ``ssl_context`` alone makes ``port`` amqps; with ``tls_port``
     too (0: any free port) amqps listens there (``tls_url``) and ``port`` stays plain,
     taking the TLS protocol header as well (core spec 5.2). ``ws_port`` (0: any free port)
-    serves AMQP 1.0 over the WebSocket binding too (``ws_url``; :doc:`websockets`)."""
+    serves AMQP 1.0 over the WebSocket binding too (``ws_url``; :doc:`websockets`), and
+    ``wss_port`` (0: any free port; it needs the ``ssl_context``) the binding inside TLS
+    from the first byte (``wss_url``)."""
 
     def __init__(
         self,
@@ -154,9 +158,12 @@ class BrokerServer:
         ssl_context: ssl.SSLContext | None = None,
         tls_port: int | None = None,
         ws_port: int | None = None,
+        wss_port: int | None = None,
     ) -> None:
         if tls_port is not None and ssl_context is None:
             raise ValueError("tls_port needs an ssl_context")
+        if wss_port is not None and ssl_context is None:
+            raise ValueError("wss_port needs an ssl_context")
         self.broker = broker
         # A publisher's confirms go out before the deliveries its publishes make (which
         # _flush has made in the next turn): it publishes on while those are written.
@@ -169,9 +176,12 @@ class BrokerServer:
         self.tls_port = tls_port
         #: The port of the AMQP WebSocket binding (plain ``ws``), or None.
         self.ws_port = ws_port
+        #: The port of the AMQP WebSocket binding inside TLS (``wss``), or None.
+        self.wss_port = wss_port
         self._server: asyncio.base_events.Server | None = None
         self._tls_server: asyncio.base_events.Server | None = None
         self._ws_server: asyncio.base_events.Server | None = None
+        self._wss_server: asyncio.base_events.Server | None = None
         self._failures = _FailureLines(log)
         self._early = _EarlyEnds(self._failures)
         self._writers: dict[AnyConnection, asyncio.StreamWriter] = {}
@@ -201,6 +211,11 @@ class BrokerServer:
         """``ws://HOST:WS_PORT`` with a ``ws_port``, else None."""
         return None if self.ws_port is None else self._url("ws", self.ws_port)
 
+    @property
+    def wss_url(self) -> str | None:
+        """``wss://HOST:WSS_PORT`` with a ``wss_port``, else None."""
+        return None if self.wss_port is None else self._url("wss", self.wss_port)
+
     def _url(self, scheme: str, port: int) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{port}"
@@ -216,8 +231,11 @@ class BrokerServer:
             if self.ws_port is not None:
                 self._ws_server = await self._listen("ws", self.ws_port)
                 self.ws_port = self._ws_server.sockets[0].getsockname()[1]
+            if self.wss_port is not None:
+                self._wss_server = await self._listen("wss", self.wss_port)
+                self.wss_port = self._wss_server.sockets[0].getsockname()[1]
         except BaseException:
-            for listening in filter(None, (self._server, self._tls_server)):
+            for listening in filter(None, self._listening()):
                 listening.close()
             raise
         self.port = self._server.sockets[0].getsockname()[1]
@@ -240,13 +258,15 @@ class BrokerServer:
         )
         return await listener.listen(serve, self.host, port)
 
+    def _listening(self) -> tuple[asyncio.base_events.Server | None, ...]:
+        return (self._server, self._tls_server, self._ws_server, self._wss_server)
+
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
         2.8.15: the clients' reconnection policies come back), wait up to ``grace`` seconds
         for their answering closes, then end what is left."""
-        for listening in (self._server, self._tls_server, self._ws_server):
-            if listening is not None:
-                listening.close()
+        for listening in filter(None, self._listening()):
+            listening.close()
         stopping = Error(condition=FORCED, description="the broker is stopping")
         for conn in list(self._writers):
             conn.close(stopping)
@@ -261,9 +281,8 @@ class BrokerServer:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for listening in (self._server, self._tls_server, self._ws_server):
-            if listening is not None:
-                await listening.wait_closed()
+        for listening in filter(None, self._listening()):
+            await listening.wait_closed()
         if self._timer is not None:
             self._timer.cancel()
         self._early.flush()
@@ -682,11 +701,13 @@ async def serve_broker(
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int | None = None,
     ws_port: int | None = None,
+    wss_port: int | None = None,
 ) -> AsyncIterator[BrokerServer]:
     """Serve a broker on the running loop for the duration of the block. ``store``: a
     :class:`~amqp_sansio.broker.Store`, or a directory for the durable SQLite store
     (opened, its messages restored, closed at the end; see :func:`open_broker`).
-    ``ssl_context``, ``tls_port`` and ``ws_port``: as :class:`BrokerServer` takes them."""
+    ``ssl_context``, ``tls_port``, ``ws_port`` and ``wss_port``: as :class:`BrokerServer`
+    takes them."""
     broker, opened = open_broker(config, store)
     try:
         server = BrokerServer(
@@ -696,6 +717,7 @@ async def serve_broker(
             ssl_context=ssl_context,
             tls_port=tls_port,
             ws_port=ws_port,
+            wss_port=wss_port,
         )
         await server.start()
         try:
@@ -717,6 +739,7 @@ def run_broker(
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int | None = None,
     ws_port: int | None = None,
+    wss_port: int | None = None,
 ) -> Iterator[BrokerServer]:
     """Serve a broker from a background thread (its own asyncio loop) for the duration of
     the block: for blocking code and tests. The server's ``broker`` is the loop's: inspect
@@ -736,6 +759,7 @@ def run_broker(
                 ssl_context=ssl_context,
                 tls_port=tls_port,
                 ws_port=ws_port,
+                wss_port=wss_port,
             ) as server:
                 box["server"] = server
                 ready.set()
@@ -849,6 +873,7 @@ def main(
     tls_port: int = TLS_PORT,
     log_level: str = LOG_LEVEL,
     ws_port: int | None = None,
+    wss_port: int | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
@@ -857,11 +882,11 @@ def main(
     :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues, and on
     connections). ``ssl_context`` (the broker's certificate): amqps on ``tls_port`` too,
     and the TLS protocol header taken on ``port``. ``ws_port``: AMQP 1.0 over the
-    WebSocket binding there too (:doc:`websockets`). ``log_level``: see
-    :func:`log_to_stderr`.
+    WebSocket binding there too (:doc:`websockets`); ``wss_port`` (with ``ssl_context``):
+    the binding inside TLS there. ``log_level``: see :func:`log_to_stderr`.
 
     It prints ``amqp-sansio broker listening on URL`` on stdout for each port (amqp, amqps,
-    ws), then the count of messages restored from ``store_dir``. Without ``users_file``
+    ws, wss), then the count of messages restored from ``store_dir``. Without ``users_file``
     the broker is open: it says so on stderr at start, and refuses
     (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
     ``allow_anonymous``."""
@@ -893,8 +918,9 @@ def main(
             ssl_context=ssl_context,
             tls_port=None if ssl_context is None else tls_port,
             ws_port=ws_port,
+            wss_port=wss_port,
         ) as server:
-            for url in (server.url, server.tls_url, server.ws_url):
+            for url in (server.url, server.tls_url, server.ws_url, server.wss_url):
                 if url is not None:
                     print(f"amqp-sansio broker listening on {url}", flush=True)
             if store_dir is not None:
