@@ -339,7 +339,9 @@ class BrokerServer:
                 conn10.cut = True
                 first = b""
         log.debug(
-            "connection from %s accepted%s", where, " (amqps)" if tls and not tls_header else ""
+            "connection from %s accepted%s",
+            where,
+            " (TLS from the first byte)" if tls and not tls_header else "",
         )
         self._writers[conn] = writer
         said_open = False
