@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import functools
 import gc
@@ -102,20 +103,40 @@ async def _tcp_listen(
     host: str,
     port: int,
 ) -> asyncio.base_events.Server:
-    """A TCP listener on ``host``:``port`` (the transport of ``amqp`` and ``amqps``: TLS is
-    a layer of each connection's stack)."""
+    """A TCP listener on ``host``:``port`` (the transport of every scheme: TLS and the
+    WebSocket binding are layers of each connection's stack, :class:`Listener`)."""
     return await asyncio.start_server(serve, host, port)
 
 
-#: The broker server's transports, by URL scheme (see :mod:`.._transports`): what listens
-#: for a port's connections.
-LISTENERS: dict[str, Callable[..., Awaitable[asyncio.base_events.Server]]] = {
-    "amqp": _tcp_listen,
-    "amqps": _tcp_listen,
-    "ws": _tcp_listen,
-}
-#: The paths of the WebSocket port's binding (``ws_port``): ``/`` and Azure's SDKs' path.
+#: The paths of the WebSocket ports' binding (``ws_port``, ``wss_port``): ``/`` and Azure's
+#: SDKs' path.
 WEBSOCKET_PATHS = ("/", "/$servicebus/websocket")
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """What serves one URL scheme's port: ``listen`` opens it (``(serve, host, port)``),
+    and each accepted connection gets the layers named here, which the broker's ``accept``
+    stacks (:func:`amqp_sansio.security.stack.stack`). ``tls``: TLS from the first byte
+    (core spec 5.2.1) with the server's ``ssl_context``; ``tls_header``: with an
+    ``ssl_context``, TLS after the client's TLS protocol header, or plain AMQP and SASL
+    (core spec 5.2); ``websocket``: the AMQP WebSocket binding at these paths
+    (:doc:`websockets`), inside TLS if there is TLS."""
+
+    listen: Callable[..., Awaitable[asyncio.base_events.Server]]
+    tls: bool = False
+    tls_header: bool = False
+    websocket: tuple[str, ...] | None = None
+
+
+#: The broker server's transports, by URL scheme (see :mod:`.._transports`): what listens
+#: for a port's connections and which layers its connections get.
+LISTENERS: dict[str, Listener] = {
+    "amqp": Listener(_tcp_listen, tls_header=True),
+    "amqps": Listener(_tcp_listen, tls=True),
+    "ws": Listener(_tcp_listen, websocket=WEBSOCKET_PATHS),
+    "wss": Listener(_tcp_listen, tls=True, websocket=WEBSOCKET_PATHS),
+}
 
 
 class BrokerServer:
@@ -124,7 +145,9 @@ class BrokerServer:
     say where it listens. ``ssl_context`` alone makes ``port`` amqps; with ``tls_port``
     too (0: any free port) amqps listens there (``tls_url``) and ``port`` stays plain,
     taking the TLS protocol header as well (core spec 5.2). ``ws_port`` (0: any free port)
-    serves AMQP 1.0 over the WebSocket binding too (``ws_url``; :doc:`websockets`)."""
+    serves AMQP 1.0 over the WebSocket binding too (``ws_url``; :doc:`websockets`), and
+    ``wss_port`` (0: any free port; it needs the ``ssl_context``) the binding inside TLS
+    from the first byte (``wss_url``)."""
 
     def __init__(
         self,
@@ -135,9 +158,12 @@ class BrokerServer:
         ssl_context: ssl.SSLContext | None = None,
         tls_port: int | None = None,
         ws_port: int | None = None,
+        wss_port: int | None = None,
     ) -> None:
         if tls_port is not None and ssl_context is None:
             raise ValueError("tls_port needs an ssl_context")
+        if wss_port is not None and ssl_context is None:
+            raise ValueError("wss_port needs an ssl_context")
         self.broker = broker
         # A publisher's confirms go out before the deliveries its publishes make (which
         # _flush has made in the next turn): it publishes on while those are written.
@@ -150,9 +176,12 @@ class BrokerServer:
         self.tls_port = tls_port
         #: The port of the AMQP WebSocket binding (plain ``ws``), or None.
         self.ws_port = ws_port
+        #: The port of the AMQP WebSocket binding inside TLS (``wss``), or None.
+        self.wss_port = wss_port
         self._server: asyncio.base_events.Server | None = None
         self._tls_server: asyncio.base_events.Server | None = None
         self._ws_server: asyncio.base_events.Server | None = None
+        self._wss_server: asyncio.base_events.Server | None = None
         self._failures = _FailureLines(log)
         self._early = _EarlyEnds(self._failures)
         self._writers: dict[AnyConnection, asyncio.StreamWriter] = {}
@@ -182,6 +211,11 @@ class BrokerServer:
         """``ws://HOST:WS_PORT`` with a ``ws_port``, else None."""
         return None if self.ws_port is None else self._url("ws", self.ws_port)
 
+    @property
+    def wss_url(self) -> str | None:
+        """``wss://HOST:WSS_PORT`` with a ``wss_port``, else None."""
+        return None if self.wss_port is None else self._url("wss", self.wss_port)
+
     def _url(self, scheme: str, port: int) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{port}"
@@ -197,34 +231,42 @@ class BrokerServer:
             if self.ws_port is not None:
                 self._ws_server = await self._listen("ws", self.ws_port)
                 self.ws_port = self._ws_server.sockets[0].getsockname()[1]
+            if self.wss_port is not None:
+                self._wss_server = await self._listen("wss", self.wss_port)
+                self.wss_port = self._wss_server.sockets[0].getsockname()[1]
         except BaseException:
-            for listening in filter(None, (self._server, self._tls_server)):
+            for listening in filter(None, self._listening()):
                 listening.close()
             raise
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _listen(self, scheme: str, port: int) -> asyncio.base_events.Server:
         """Listen on ``port`` for connections of ``scheme`` through its entry in
-        :data:`LISTENERS`: on ``amqps`` TLS from the first byte; on ``amqp`` with an
-        ``ssl_context``, TLS after the client's TLS protocol header (core spec 5.2), or
-        none; on ``ws`` the WebSocket binding, plain. Each accepted connection's layers are
-        stacked by the broker's ``accept`` (:func:`amqp_sansio.security.stack.stack`)."""
-        tls = None if scheme == "ws" else self.ssl_context
+        :data:`LISTENERS`, which says their layers: TLS from the first byte, the TLS
+        protocol header taken (core spec 5.2) when the server has an ``ssl_context``, the
+        WebSocket binding. Each accepted connection's layers are stacked by the broker's
+        ``accept`` (:func:`amqp_sansio.security.stack.stack`)."""
+        listener = transport_for(LISTENERS, scheme)
+        tls = self.ssl_context if listener.tls or listener.tls_header else None
+        if listener.tls and tls is None:
+            raise ValueError(f"a {scheme}:// port needs an ssl_context")
         serve = functools.partial(
             self._serve,
             tls=tls,
-            tls_header=tls is not None and scheme != "amqps",
-            websocket=WEBSOCKET_PATHS if scheme == "ws" else None,
+            tls_header=tls is not None and listener.tls_header,
+            websocket=listener.websocket,
         )
-        return await transport_for(LISTENERS, scheme)(serve, self.host, port)
+        return await listener.listen(serve, self.host, port)
+
+    def _listening(self) -> tuple[asyncio.base_events.Server | None, ...]:
+        return (self._server, self._tls_server, self._ws_server, self._wss_server)
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop listening, close every connection with ``amqp:connection:forced`` (core spec
         2.8.15: the clients' reconnection policies come back), wait up to ``grace`` seconds
         for their answering closes, then end what is left."""
-        for listening in (self._server, self._tls_server, self._ws_server):
-            if listening is not None:
-                listening.close()
+        for listening in filter(None, self._listening()):
+            listening.close()
         stopping = Error(condition=FORCED, description="the broker is stopping")
         for conn in list(self._writers):
             conn.close(stopping)
@@ -239,9 +281,8 @@ class BrokerServer:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for listening in (self._server, self._tls_server, self._ws_server):
-            if listening is not None:
-                await listening.wait_closed()
+        for listening in filter(None, self._listening()):
+            await listening.wait_closed()
         if self._timer is not None:
             self._timer.cancel()
         self._early.flush()
@@ -298,7 +339,9 @@ class BrokerServer:
                 conn10.cut = True
                 first = b""
         log.debug(
-            "connection from %s accepted%s", where, " (amqps)" if tls and not tls_header else ""
+            "connection from %s accepted%s",
+            where,
+            " (TLS from the first byte)" if tls and not tls_header else "",
         )
         self._writers[conn] = writer
         said_open = False
@@ -660,11 +703,13 @@ async def serve_broker(
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int | None = None,
     ws_port: int | None = None,
+    wss_port: int | None = None,
 ) -> AsyncIterator[BrokerServer]:
     """Serve a broker on the running loop for the duration of the block. ``store``: a
     :class:`~amqp_sansio.broker.Store`, or a directory for the durable SQLite store
     (opened, its messages restored, closed at the end; see :func:`open_broker`).
-    ``ssl_context``, ``tls_port`` and ``ws_port``: as :class:`BrokerServer` takes them."""
+    ``ssl_context``, ``tls_port``, ``ws_port`` and ``wss_port``: as :class:`BrokerServer`
+    takes them."""
     broker, opened = open_broker(config, store)
     try:
         server = BrokerServer(
@@ -674,6 +719,7 @@ async def serve_broker(
             ssl_context=ssl_context,
             tls_port=tls_port,
             ws_port=ws_port,
+            wss_port=wss_port,
         )
         await server.start()
         try:
@@ -695,6 +741,7 @@ def run_broker(
     ssl_context: ssl.SSLContext | None = None,
     tls_port: int | None = None,
     ws_port: int | None = None,
+    wss_port: int | None = None,
 ) -> Iterator[BrokerServer]:
     """Serve a broker from a background thread (its own asyncio loop) for the duration of
     the block: for blocking code and tests. The server's ``broker`` is the loop's: inspect
@@ -714,6 +761,7 @@ def run_broker(
                 ssl_context=ssl_context,
                 tls_port=tls_port,
                 ws_port=ws_port,
+                wss_port=wss_port,
             ) as server:
                 box["server"] = server
                 ready.set()
@@ -827,6 +875,7 @@ def main(
     tls_port: int = TLS_PORT,
     log_level: str = LOG_LEVEL,
     ws_port: int | None = None,
+    wss_port: int | None = None,
 ) -> None:
     """Run a broker until SIGINT or SIGTERM (``amqp-sansio broker``). ``users_file``: the
     users and their access rules (see :class:`~amqp_sansio.broker.Users`); PLAIN is offered
@@ -835,11 +884,11 @@ def main(
     :class:`~amqp_sansio.broker.BrokerConfig` (its limits on messages and queues, and on
     connections). ``ssl_context`` (the broker's certificate): amqps on ``tls_port`` too,
     and the TLS protocol header taken on ``port``. ``ws_port``: AMQP 1.0 over the
-    WebSocket binding there too (:doc:`websockets`). ``log_level``: see
-    :func:`log_to_stderr`.
+    WebSocket binding there too (:doc:`websockets`); ``wss_port`` (with ``ssl_context``):
+    the binding inside TLS there. ``log_level``: see :func:`log_to_stderr`.
 
     It prints ``amqp-sansio broker listening on URL`` on stdout for each port (amqp, amqps,
-    ws), then the count of messages restored from ``store_dir``. Without ``users_file``
+    ws, wss), then the count of messages restored from ``store_dir``. Without ``users_file``
     the broker is open: it says so on stderr at start, and refuses
     (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
     ``allow_anonymous``."""
@@ -871,8 +920,9 @@ def main(
             ssl_context=ssl_context,
             tls_port=None if ssl_context is None else tls_port,
             ws_port=ws_port,
+            wss_port=wss_port,
         ) as server:
-            for url in (server.url, server.tls_url, server.ws_url):
+            for url in (server.url, server.tls_url, server.ws_url, server.wss_url):
                 if url is not None:
                     print(f"amqp-sansio broker listening on {url}", flush=True)
             if store_dir is not None:

@@ -103,6 +103,15 @@ def add_parser(sub: Any) -> None:
         metavar="PORT",
         help=f"the amqps port (0: any free port; default {TLS_PORT})",
     )
+    tls.add_argument(
+        "--wss-port",
+        type=options.port,
+        default=None,
+        metavar="PORT",
+        help="also serve AMQP 1.0 over WebSocket inside TLS (wss://, the certificate of "
+        "--tls-cert) on this port (0: any free port), at / and /$servicebus/websocket "
+        "(docs/websockets.rst) (default: none)",
+    )
     _messages_and_queues(brk)
     _connection_limits(brk)
     brk.set_defaults(run=run)
@@ -122,6 +131,7 @@ def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
                 ("--tls-key", args.tls_key),
                 ("--tls-ca", args.tls_ca),
                 ("--tls-port", args.tls_port),
+                ("--wss-port", args.wss_port),
             )
             if value is not None
         ]
@@ -426,6 +436,7 @@ def run(args: argparse.Namespace) -> int:
             tls_port=TLS_PORT if args.tls_port is None else args.tls_port,
             log_level=args.log_level,
             ws_port=args.ws_port,
+            wss_port=args.wss_port,
         )
     except (OSError, broker.OpenBrokerRefused, UsersFileError, StoreError) as exc:
         print(f"amqp-sansio broker: error: {exc}", file=sys.stderr)

@@ -343,6 +343,7 @@ def test_mutual_tls_with_proton_and_sasl_external(certs: Certs) -> None:
         (["--tls-cert", "missing.pem"], "cannot use --tls-cert missing.pem: No such file"),
         (["--tls-key", "{key}"], "--tls-key need --tls-cert"),
         (["--tls-ca", "{ca}", "--tls-port", "0"], "--tls-ca and --tls-port need --tls-cert"),
+        (["--wss-port", "0"], "--wss-port need --tls-cert"),
         (["--tls-cert", "{cert}", "--tls-key", "{rogue_key}"], "the key is not the certificate's"),
         (["--tls-cert", "{ca}"], "cannot use --tls-cert"),
         (["--tls-cert", "{cert}", "--tls-key", "{key}", "--tls-ca", "nope.pem"], "--tls-ca nope"),

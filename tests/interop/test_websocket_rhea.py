@@ -1,5 +1,6 @@
 """rhea over the AMQP WebSocket binding (issue 30): rhea 3 with the ``ws`` package, written
-as rhea's README has it, against ``amqp-sansio broker --ws-port 0``; and our clients (each
+as rhea's README has it, against ``amqp-sansio broker --ws-port 0`` (and ``--wss-port 0``,
+inside TLS, with a trustme certificate); and our clients (each
 adapter, ``ws://`` URLs) against rhea serving AMQP over a ``ws`` WebSocket server
 (``container.websocket_accept``). docs/websockets.rst ("Interoperability") says what this
 establishes.
@@ -53,8 +54,8 @@ def node(program: str, *args: str) -> dict[str, Any]:
     return node_peers.run("rhea", program, *args, timeout_ms=PROGRAM_TIMEOUT_MS, wait=NODE_WAIT)
 
 
-def rhea_ws(mode: str, url: str, address: str, count: int) -> dict[str, Any]:
-    result = node("ws_client", mode, url, address, str(count))
+def rhea_ws(mode: str, url: str, address: str, count: int, *more: str) -> dict[str, Any]:
+    result = node("ws_client", mode, url, address, str(count), *more)
     assert result["_status"] == 0 and "error" not in result, result
     return result
 
@@ -226,3 +227,46 @@ def test_our_commands_with_the_brokers_websocket_port(broker: BrokerProcess) -> 
     refused = cli("send", url, "--body", "x")
     assert refused.returncode == 2
     assert "give the address with --address NAME" in refused.stderr
+
+
+# -- rhea over wss: the broker's WebSocket port inside TLS -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wss_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Path]]:
+    """``amqp-sansio broker --tls-cert ... --tls-key ... --wss-port 0`` with a certificate
+    for localhost from a trustme CA, and that CA's PEM file."""
+    trustme = pytest.importorskip("trustme", reason="trustme is in the 'test' extra")
+    root = tmp_path_factory.mktemp("rhea-wss")
+    ca = trustme.CA()
+    issued = ca.issue_cert("localhost", "127.0.0.1")
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    (root / "server.pem").write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
+    issued.private_key_pem.write_to_path(str(root / "server.key"))
+    tls = ("--tls-cert", str(root / "server.pem"), "--tls-key", str(root / "server.key"))
+    started = BrokerProcess(*tls, "--wss-port", "0")
+    yield started, root / "ca.pem"
+    started.stop()
+
+
+def test_rhea_sends_and_receives_over_wss(wss_broker: tuple[BrokerProcess, Path]) -> None:
+    """rhea's WebSocket client with ``ws`` trusting the CA (its ``ca`` option): Node checks
+    the broker's certificate and the host name ``localhost``; sends and receives."""
+    broker, ca = wss_broker
+    assert broker.wss_url is not None
+    port = broker.wss_url.rsplit(":", 1)[1]
+    url = f"wss://localhost:{port}/$servicebus/websocket"
+    address = fresh("wss")
+    sent = rhea_ws("send", url, address, 5, "--ca", str(ca))
+    assert sent["outcomes"] == {"accepted": 5, "rejected": 0, "released": 0, "modified": 0}
+    assert rhea_ws("receive", url, address, 5, "--ca", str(ca))["received"] == texts(5)
+
+
+def test_rhea_without_the_ca_is_refused_over_wss(wss_broker: tuple[BrokerProcess, Path]) -> None:
+    broker, _ = wss_broker
+    assert broker.wss_url is not None
+    port = broker.wss_url.rsplit(":", 1)[1]
+    result = node("ws_client", "send", f"wss://localhost:{port}/", fresh("untrusted"), "1")
+    assert result["_status"] != 0 and result["error"] == "disconnected", result
+    assert result["description"] == "unable to verify the first certificate", result
+    assert result["sent"] == []

@@ -135,7 +135,8 @@ class BrokerProcess:
     the broker prints of the messages it restored (``None`` without a store). ``options``:
     further command-line options, as strings (``"--users", path``). With ``--tls-cert``
     among them the broker also listens for amqps, on ``--tls-port 0`` unless the options
-    give one: :attr:`tls_port` and :attr:`tls_url` say where (None without). ``cwd``: the
+    give one: :attr:`tls_port` and :attr:`tls_url` say where (None without); with
+    ``--ws-port`` or ``--wss-port``, :attr:`ws_url` or :attr:`wss_url`. ``cwd``: the
     directory it runs in (relative paths in the options are from there)."""
 
     def __init__(
@@ -155,6 +156,7 @@ class BrokerProcess:
         self.tls_port: int | None = None
         self.tls_url: str | None = None
         self.ws_url: str | None = None
+        self.wss_url: str | None = None
         self.restored: int | None = None
         self._log: list[str] = []
         self.start()
@@ -212,6 +214,10 @@ class BrokerProcess:
                 line = self.lines.next(self.wait)
                 assert "listening on ws://127.0.0.1:" in line, line
                 self.ws_url = line.split()[-1]
+            if "--wss-port" in self.options:
+                line = self.lines.next(self.wait)
+                assert "listening on wss://127.0.0.1:" in line, line
+                self.wss_url = line.split()[-1]
             if self.store is not None:
                 line = self.lines.next(self.wait)
                 assert "restored" in line, line

@@ -1,12 +1,15 @@
 'use strict';
-// node ws_client.js send|receive URL ADDRESS COUNT [--timeout MS]
+// node ws_client.js send|receive URL ADDRESS COUNT [--ca PEM] [--timeout MS]
 //
 // rhea as a WebSocket client (the AMQP WebSocket binding), as rhea's README has it:
 // `container.websocket_connect(require('ws'))` makes a factory, called with the ws:// URL
 // and the subprotocols to offer (here `amqp`, the binding's, CS01 section 2.1), and its
 // result is the `connection_details` of `container.connect`. Otherwise rhea's defaults.
+// For a wss:// URL, `--ca PEM` is the CA the `ws` package (Node's TLS) trusts, its `ca`
+// option; Node checks the certificate and the host name, as it does by default.
 // `send` sends COUNT messages (ids m-1 ..., bodies "message 1" ...) to ADDRESS and prints
 // the ids and outcomes; `receive` receives COUNT messages from ADDRESS and prints them.
+const fs = require('fs');
 const rhea = require('rhea');
 const WebSocket = require('ws');
 const common = require('./common.js');
@@ -46,6 +49,7 @@ container.on('receiver_close', (context) => context.connection.close());
 container.on('connection_close', () => common.print_result(result(), 0));
 
 const ws = container.websocket_connect(WebSocket);
-const connection = container.connect({connection_details: ws(url, ['amqp'], {}), reconnect: false});
+const tls = options.ca ? {ca: fs.readFileSync(options.ca)} : {};
+const connection = container.connect({connection_details: ws(url, ['amqp'], tls), reconnect: false});
 if (mode === 'send') connection.open_sender(address);
 else connection.open_receiver(address);
