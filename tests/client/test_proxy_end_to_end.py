@@ -1,0 +1,208 @@
+"""Clients through a real HTTP proxy (proxy.py, run as a subprocess) to ``amqp-sansio broker
+--ws-port 0``: each adapter over ``ws://`` with the proxy set by ``HTTP_PROXY`` (as users set
+it) and by ``proxy=``; a proxy that wants credentials refusing a client without them (407,
+the typed error); ``NO_PROXY`` bypassing it; the command line's ``--proxy``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.adapters import ADAPTERS, WAIT, Adapter, aw
+from support.broker_process import BrokerProcess, amqp_sansio_command
+
+import amqp_sansio as a
+from amqp_sansio.client.amqp10 import ConnectionClosedError
+from amqp_sansio.security.proxy import ProxyFailed
+
+
+
+class HTTPProxy:
+    """``python -m proxy`` (proxy.py) on a free port of 127.0.0.1, with ``--basic-auth``
+    if given: it logs each request it serves to :attr:`log`."""
+
+    def __init__(self, tmp: Path, *options: str) -> None:
+        port_file = tmp / f"proxy-{time.monotonic_ns()}.port"
+        self.log = tmp / f"proxy-{time.monotonic_ns()}.log"
+        command = [sys.executable, "-m", "proxy", "--hostname", "127.0.0.1", "--port", "0"]
+        command += ["--port-file", str(port_file), "--num-workers", "1"]
+        command += ["--num-acceptors", "1", "--log-level", "INFO", "--log-file", str(self.log)]
+        self.proc = subprocess.Popen(
+            [*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        end = time.monotonic() + WAIT
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if time.monotonic() > end or self.proc.poll() is not None:
+                self.stop()
+                raise AssertionError("proxy.py did not start")
+            time.sleep(0.05)
+        self.port = int(port_file.read_text().split()[0])
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def tunnels(self) -> int:
+        """How many CONNECTs the proxy has logged."""
+        return self.log.read_text().count("CONNECT") if self.log.exists() else 0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[BrokerProcess]:
+    with BrokerProcess("--ws-port", "0") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def http_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPProxy]:
+    proxy = HTTPProxy(tmp_path_factory.mktemp("proxy"))
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def auth_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPProxy]:
+    proxy = HTTPProxy(tmp_path_factory.mktemp("proxy"), "--basic-auth", "alice:s3cret")
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(params=sorted(ADAPTERS))
+def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Adapter:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    return ADAPTERS[request.param]
+
+
+def round_trip(driver: Adapter, url: str, body: str, **options: Any) -> object:
+    async def scenario() -> object:
+        async with driver.connected(url, **options) as conn:
+            sender = await aw(conn.sender("proxied"))
+            receiver = await aw(conn.receiver("proxied"))
+            assert isinstance(await aw(sender.send(body)), a.Accepted)
+            delivery = await aw(receiver.receive(timeout=WAIT))
+            delivery.accept()
+            return delivery.message.body.value
+
+    return driver.run(scenario)
+
+
+def _waited(proxy: HTTPProxy, more_than: int) -> int:
+    end = time.monotonic() + 5
+    while proxy.tunnels() <= more_than and time.monotonic() < end:
+        time.sleep(0.05)
+    return proxy.tunnels()
+
+
+def test_http_proxy_from_the_environment(
+    driver: Adapter, broker: BrokerProcess, http_proxy: HTTPProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", http_proxy.url)
+    before = http_proxy.tunnels()
+    assert broker.ws_url is not None
+    assert round_trip(driver, broker.ws_url, "via HTTP_PROXY") == "via HTTP_PROXY"
+    assert _waited(http_proxy, before) > before
+
+
+def test_explicit_proxy_option(
+    driver: Adapter, broker: BrokerProcess, http_proxy: HTTPProxy
+) -> None:
+    before = http_proxy.tunnels()
+    assert broker.ws_url is not None
+    assert round_trip(driver, broker.ws_url, "via proxy=", proxy=http_proxy.url) == "via proxy="
+    assert _waited(http_proxy, before) > before
+
+
+def test_explicit_proxy_carries_plain_amqp_too(
+    driver: Adapter, broker: BrokerProcess, http_proxy: HTTPProxy
+) -> None:
+    before = http_proxy.tunnels()
+    assert round_trip(driver, broker.url, "amqp via proxy", proxy=http_proxy.url) == (
+        "amqp via proxy"
+    )
+    assert _waited(http_proxy, before) > before
+
+
+def test_credentials_in_the_proxy_url(
+    driver: Adapter, broker: BrokerProcess, auth_proxy: HTTPProxy
+) -> None:
+    assert broker.ws_url is not None
+    proxy = f"http://alice:s3cret@127.0.0.1:{auth_proxy.port}"
+    assert round_trip(driver, broker.ws_url, "with credentials", proxy=proxy) == "with credentials"
+
+
+def test_a_proxy_wanting_credentials_refuses_with_407(
+    driver: Adapter, broker: BrokerProcess, auth_proxy: HTTPProxy
+) -> None:
+    assert broker.ws_url is not None
+    with pytest.raises(ConnectionClosedError, match=r"HTTP proxy failed.*407") as info:
+        round_trip(driver, broker.ws_url, "refused", proxy=auth_proxy.url)
+    assert isinstance(info.value.event, ProxyFailed)
+    assert info.value.event.status_code == 407
+    assert info.value.event.exception().status_code == 407
+
+
+def test_wrong_credentials_never_show(
+    driver: Adapter, broker: BrokerProcess, auth_proxy: HTTPProxy
+) -> None:
+    assert broker.ws_url is not None
+    proxy = f"http://alice:wrong-secret@127.0.0.1:{auth_proxy.port}"
+    with pytest.raises(ConnectionClosedError, match=r"407") as info:
+        round_trip(driver, broker.ws_url, "refused", proxy=proxy)
+    assert "wrong-secret" not in str(info.value)
+    assert "alice:***@" in str(info.value)
+
+
+def test_no_proxy_bypasses_the_environments_proxy(
+    driver: Adapter, broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A proxy that is not there: only bypassing it connects.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert broker.ws_url is not None
+    assert round_trip(driver, broker.ws_url, "bypassed") == "bypassed"
+
+
+def test_proxy_false_ignores_the_environment(
+    driver: Adapter, broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    assert broker.ws_url is not None
+    assert round_trip(driver, broker.ws_url, "direct", proxy=False) == "direct"
+
+
+def test_amqp_urls_ignore_the_environment(
+    driver: Adapter, broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert round_trip(driver, broker.url, "amqp direct") == "amqp direct"
+
+
+def test_the_command_line_proxy_option(
+    broker: BrokerProcess, http_proxy: HTTPProxy, tmp_path: Path
+) -> None:
+    assert broker.ws_url is not None
+    before = http_proxy.tunnels()
+    base = [*amqp_sansio_command()]
+    send = [*base, "send", broker.ws_url, "--address", "cli-proxied", "--proxy", http_proxy.url]
+    done = subprocess.run([*send, "through the proxy"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    receive = [*base, "receive", broker.ws_url, "--address", "cli-proxied", "--count", "1"]
+    got = subprocess.run(
+        [*receive, "--proxy", http_proxy.url], capture_output=True, text=True, timeout=60
+    )
+    assert got.returncode == 0, got.stderr
+    assert "through the proxy" in got.stdout
+    assert _waited(http_proxy, before + 1) >= before + 2
