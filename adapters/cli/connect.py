@@ -91,6 +91,9 @@ class ClientOptions:
     idle_timeout: float | None = 60.0
     #: The container id; a unique one by default.
     container_id: str | None = None
+    #: An HTTP proxy to tunnel through (``http://[user:password@]host:port``); False:
+    #: none; None: the environment's (``HTTP_PROXY``/``HTTPS_PROXY`` for ws/wss URLs).
+    proxy: str | bool | None = None
 
     @property
     def no_sasl(self) -> bool:
@@ -118,6 +121,8 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
             "or 'none' for no SASL",
             EXIT_USAGE,
         )
+    if isinstance(options.proxy, str) and role in ("0-9-1", "0-10"):
+        raise CommandError(f"--proxy is for AMQP 1.0 (not --protocol {role}) for now", EXIT_USAGE)
     context = None
     if url.tls:
         try:
@@ -137,6 +142,7 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
         # SASL or nothing; "none": no SASL layer.
         "sasl": None if mechanism is None else not options.no_sasl,
         "sasl_mechanisms": None if mechanism is None or options.no_sasl else [mechanism.upper()],
+        "proxy": options.proxy,
     }
 
 
@@ -195,6 +201,8 @@ def failure(
                 f"{event.verify_error}{hint}"
             )
         return CommandError(f"TLS with {where} failed: {event.error}")
+    if isinstance(event, amqp.security.proxy.ProxyFailed):
+        return CommandError(f"cannot reach {where}: {event.error}")
     if isinstance(event, amqp.security.tls.TLSHeaderMismatch):
         return CommandError(f"{where} does not speak TLS here: it sent {event.version_name}")
     if isinstance(event, amqp.events.UnsupportedProtocol):

@@ -197,7 +197,8 @@ def test_the_command_line_proxy_option(
     before = http_proxy.tunnels()
     base = [*amqp_sansio_command()]
     send = [*base, "send", broker.ws_url, "--address", "cli-proxied", "--proxy", http_proxy.url]
-    done = subprocess.run([*send, "through the proxy"], capture_output=True, text=True, timeout=60)
+    send += ["--body", "through the proxy"]
+    done = subprocess.run(send, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     receive = [*base, "receive", broker.ws_url, "--address", "cli-proxied", "--count", "1"]
     got = subprocess.run(
@@ -206,3 +207,15 @@ def test_the_command_line_proxy_option(
     assert got.returncode == 0, got.stderr
     assert "through the proxy" in got.stdout
     assert _waited(http_proxy, before + 1) >= before + 2
+
+
+def test_the_command_line_names_a_refusing_proxy(
+    broker: BrokerProcess, auth_proxy: HTTPProxy
+) -> None:
+    assert broker.ws_url is not None
+    command = [*amqp_sansio_command(), "send", broker.ws_url, "--address", "q", "--body", "x"]
+    proxy = f"http://alice:not-it@127.0.0.1:{auth_proxy.port}"
+    done = subprocess.run([*command, "--proxy", proxy], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "407" in done.stderr and f"alice:***@127.0.0.1:{auth_proxy.port}" in done.stderr
+    assert "not-it" not in done.stderr + done.stdout
