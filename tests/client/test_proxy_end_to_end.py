@@ -5,6 +5,7 @@ the typed error); ``NO_PROXY`` bypassing it; the command line's ``--proxy``."""
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
 import time
@@ -13,11 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
+from amqp_sansio.adapters import _transports
+from support.adapter_broker import Broker
 from support.adapters import ADAPTERS, WAIT, Adapter, aw
 from support.broker_process import BrokerProcess, amqp_sansio_command
 
 import amqp_sansio as a
 from amqp_sansio.client.amqp10 import ConnectionClosedError
+from amqp_sansio.client.proxy import parse_proxy
+from amqp_sansio.client.url import URLError, parse_url
+from amqp_sansio.security.websocket import WebSocketOptions
 from amqp_sansio.security.proxy import ProxyFailed
 
 
@@ -219,3 +226,79 @@ def test_the_command_line_names_a_refusing_proxy(
     assert done.returncode == 3, done.stderr
     assert "407" in done.stderr and f"alice:***@127.0.0.1:{auth_proxy.port}" in done.stderr
     assert "not-it" not in done.stderr + done.stdout
+
+
+def test_wss_goes_through_https_proxy_with_tls_to_the_broker(
+    driver: Adapter, http_proxy: HTTPProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTPS_PROXY`` for a ``wss://`` URL: the tunnel goes to the proxy, TLS (checked
+    against the broker's name) and the WebSocket binding run inside it."""
+    monkeypatch.setenv("HTTPS_PROXY", http_proxy.url)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # (not wss's)
+    ca = trustme.CA()
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("localhost").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    before = http_proxy.tunnels()
+    with driver.serve(
+        Broker().on_link, ssl_context=server_context, websocket=WebSocketOptions()
+    ) as port:
+        url = f"wss://localhost:{port}/"
+        assert round_trip(driver, url, "wss", ssl_context=client_context) == "wss"
+    assert _waited(http_proxy, before) > before
+
+
+# -- which proxy: the adapters' reading of the option and the environment -------------------------
+
+
+def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "REQUEST_METHOD"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+def test_the_environment_gives_ws_and_wss_their_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean(monkeypatch)
+    assert _transports.proxies(None, "ws://h/") is None
+    monkeypatch.setenv("HTTP_PROXY", "http://plain:1")
+    monkeypatch.setenv("https_proxy", "http://u:pw@secure:2")
+    monkeypatch.setenv("NO_PROXY", "internal.example,.corp")
+    proxies = _transports.proxies(None, "ws://h/")
+    assert proxies is not None and proxies.explicit is None
+    assert proxies.for_url(parse_url("ws://h/")) == parse_proxy("http://plain:1")
+    assert proxies.for_url(parse_url("wss://h/")) == parse_proxy("http://u:pw@secure:2")
+    assert proxies.for_url(parse_url("amqp://h")) is None
+    assert proxies.for_url(parse_url("amqps://h")) is None
+    assert proxies.for_url(parse_url("ws://internal.example/")) is None
+    assert proxies.for_url(parse_url("wss://a.corp:8443/")) is None
+    assert proxies.address(parse_url("ws://h:8080/")) == ("plain", 1)
+    again = _transports.proxies(True, "ws://h/")  # (True: the same reading)
+    assert again is not None and again.by_scheme == proxies.by_scheme
+    assert _transports.proxies(False, "ws://h/") is None
+    explicit = _transports.proxies("http://mine:3128", "amqp://h")
+    assert explicit is not None and explicit.for_url(parse_url("amqp://internal.example")) == (
+        parse_proxy("http://mine:3128")
+    )
+
+
+def test_a_bad_environment_proxy_breaks_only_its_own_scheme(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _clean(monkeypatch)
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://user:hidden@proxy:1080")
+    assert _transports.proxies(None, "amqp://h") is None
+    assert _transports.proxies(None, "ws://h/") is None
+    with pytest.raises(URLError, match="https_proxy in the environment") as info:
+        _transports.proxies(None, "wss://h/")
+    assert "hidden" not in str(info.value)
+    with pytest.raises(URLError, match="must be http://"):
+        _transports.proxies("https://p:1", "ws://h/")
+
+
+def test_an_explicit_proxy_is_amqp_10s_for_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    from amqp_sansio.adapters import sockets
+
+    _clean(monkeypatch)
+    with pytest.raises(ValueError, match="proxy: AMQP 1.0 options"):
+        sockets.connect("amqp://127.0.0.1:9", protocol="0-9-1", proxy="http://p:1")
