@@ -74,7 +74,8 @@ def proxies(proxy: str | bool | None, url: str) -> Proxies | None:
         return None
 
     def bypass(host: str) -> bool:
-        return bool(urllib.request.proxy_bypass_environment(host, found))
+        # (documented in urllib.request's source, absent from typeshed)
+        check = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+        return bool(check(host, found))
 
     return Proxies(by_scheme=by_scheme, bypass=bypass)
-

@@ -5,7 +5,8 @@ them around an engine (:mod:`.stack`).
 
 The public modules are :mod:`amqp_sansio.sasl` (the mechanisms, as one module) and
 :mod:`amqp_sansio.security.tls` (the TLS layer) and :mod:`amqp_sansio.security.websocket`
-(the WebSocket layer) and :mod:`amqp_sansio.security.proxy` (the HTTP CONNECT tunnel); the other modules here are the layout.
+(the WebSocket layer) and :mod:`amqp_sansio.security.proxy` (the HTTP CONNECT tunnel);
+the other modules here are the layout.
 """
 
 from . import proxy as proxy

@@ -185,7 +185,7 @@ class ProxyLayer:
         if self.state is ProxyState.OPEN:
             if not data:
                 self.state = ProxyState.CLOSED
-            events.extend(self.inner.receive_data(data, now))
+            events.extend(self.inner.receive_data(bytes(data), now))
             return events
         if self.state is not ProxyState.CONNECTING:
             return events
@@ -220,14 +220,11 @@ class ProxyLayer:
         """Fail if the reply is overdue; pass the timer on."""
         events: list[Event] = []
         self._arm(now)
-        if self.state is ProxyState.CONNECTING and self._deadline is not None:
-            if now >= self._deadline:
-                self._fail(
-                    events,
-                    now,
-                    f"did not answer the CONNECT within {self.options.handshake_timeout} s",
-                )
-                return events
+        due = self._deadline is not None and now >= self._deadline
+        if self.state is ProxyState.CONNECTING and due:
+            why = f"did not answer the CONNECT within {self.options.handshake_timeout} s"
+            self._fail(events, now, why)
+            return events
         if self.state is not ProxyState.FAILED:
             events.extend(self.inner.handle_timer(now))
         return events
@@ -278,13 +275,16 @@ class ProxyLayer:
             self._fail(events, now, f"sent a reply head over {self.options.max_head_size} bytes")
             return
         self.state = ProxyState.OPEN
+        options = self.options
         events.append(
-            ProxyEstablished(proxy=self.options.proxy, target=self.options.target, status_code=status)
+            ProxyEstablished(proxy=options.proxy, target=options.target, status_code=status)
         )
         if rest:
             events.extend(self.inner.receive_data(rest, now))
 
-    def _fail(self, events: list[Event], now: float, why: str, *, status: int | None = None) -> None:
+    def _fail(
+        self, events: list[Event], now: float, why: str, *, status: int | None = None
+    ) -> None:
         """Report the failure (the proxy named, without credentials) and end the inner
         layer's stream."""
         self.state = ProxyState.FAILED

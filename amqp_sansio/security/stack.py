@@ -6,9 +6,10 @@ sniffer), the frame trace (when tracing is on: it sees plaintext), the WebSocket
 (the AMQP WebSocket binding, ``ws``/``wss``), then the security layer (TLS from the first
 byte, core spec 5.2.1, or on a server's plain port TLS chosen by the client's TLS protocol
 header, 5.2), and outermost, a client's tunnel through an HTTP proxy (HTTP CONNECT, so
-TLS is to the broker, inside the tunnel). Each layer has the byte interface (:class:`ByteLayer`, declared once in
-:mod:`amqp_sansio.security.layers` and offered here, the public face of the seam). A new
-layer is one module with that interface and one step here, as the WebSocket layer is.
+TLS is to the broker, inside the tunnel). Each layer has the byte interface
+(:class:`ByteLayer`, declared once in :mod:`amqp_sansio.security.layers` and offered here,
+the public face of the seam). A new layer is one module with that interface and one step
+here, as the WebSocket layer and the proxy tunnel are.
 """
 
 from __future__ import annotations

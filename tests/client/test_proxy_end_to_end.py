@@ -24,9 +24,8 @@ import amqp_sansio as a
 from amqp_sansio.client.amqp10 import ConnectionClosedError
 from amqp_sansio.client.proxy import parse_proxy
 from amqp_sansio.client.url import URLError, parse_url
-from amqp_sansio.security.websocket import WebSocketOptions
 from amqp_sansio.security.proxy import ProxyFailed
-
+from amqp_sansio.security.websocket import WebSocketOptions
 
 
 class HTTPProxy:
@@ -300,5 +299,5 @@ def test_an_explicit_proxy_is_amqp_10s_for_now(monkeypatch: pytest.MonkeyPatch) 
     from amqp_sansio.adapters import sockets
 
     _clean(monkeypatch)
-    with pytest.raises(ValueError, match="proxy: AMQP 1.0 options"):
+    with pytest.raises(ValueError, match=r"proxy: AMQP 1\.0 options"):
         sockets.connect("amqp://127.0.0.1:9", protocol="0-9-1", proxy="http://p:1")

@@ -156,8 +156,8 @@ def test_an_amqp_exchange_through_the_tunnel(chunk: int | None) -> None:
     assert request.method == b"CONNECT" and request.target == b"broker.example:5672"
     assert (b"host", b"broker.example:5672") in list(request.headers)
     assert b"proxy-authorization" not in dict(request.headers)
-    first = pair.wire[0]
-    assert first == ("c>s", b"CONNECT broker.example:5672 HTTP/1.1\r\nHost: broker.example:5672\r\n\r\n")
+    request_line = b"CONNECT broker.example:5672 HTTP/1.1\r\n"
+    assert pair.wire[0] == ("c>s", request_line + b"Host: broker.example:5672\r\n\r\n")
 
 
 def test_credentials_go_as_basic_proxy_authorization() -> None:
@@ -260,7 +260,8 @@ def test_a_head_within_the_limit_passes_whatever_follows_it() -> None:
 def test_no_reply_in_time_fails() -> None:
     inner = Inner()
     inner.deadline = 100.0
-    layer = ProxyLayer(inner, ProxyOptions(host="b", port=1, proxy="http://p:1", handshake_timeout=5))
+    options = ProxyOptions(host="b", port=1, proxy="http://p:1", handshake_timeout=5)
+    layer = ProxyLayer(inner, options)
     assert layer.next_deadline() == 100.0  # not armed before a time is known
     assert layer.handle_timer(1.0) == [] and inner.timers == [1.0]
     assert layer.next_deadline() == 6.0
@@ -330,8 +331,10 @@ def test_any_reply_is_an_open_tunnel_a_failure_or_a_wait(reply: bytes, cut: int)
 @given(
     status=st.integers(100, 599),
     headers=st.lists(
-        st.tuples(st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,10}", fullmatch=True),
-                  st.from_regex(r"[ -~]{0,20}", fullmatch=True).map(str.strip)),
+        st.tuples(
+            st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,10}", fullmatch=True),
+            st.from_regex(r"[ -~]{0,20}", fullmatch=True).map(str.strip),
+        ),
         max_size=5,
     ),
     rest=st.binary(max_size=50),
@@ -406,7 +409,7 @@ def test_tls_to_the_broker_runs_inside_the_tunnel() -> None:
 def test_websocket_over_the_tunnel() -> None:
     url = parse_url("ws://broker.example:8080/amqp")
     proxies = Proxies(explicit=parse_proxy("http://proxy.example:3128"))
-    parsed, engine, layer = client_engine(url, proxy=proxies)
+    parsed, _engine, layer = client_engine(url, proxy=proxies)
     assert isinstance(layer, ProxyLayer) and isinstance(layer.inner, WebSocketLayer)
     assert layer.options.target == "broker.example:8080"
     assert layer.data_to_send().startswith(b"CONNECT broker.example:8080 HTTP/1.1\r\n")
@@ -420,7 +423,10 @@ def test_websocket_over_the_tunnel() -> None:
         ("http://proxy", ProxyURL(host="proxy", port=80)),
         ("proxy:8080", ProxyURL(host="proxy", port=8080)),
         ("HTTP://[::1]:3128/", ProxyURL(host="::1", port=3128)),
-        ("http://a%40b:p%3Ass@proxy:1", ProxyURL(host="proxy", port=1, username="a@b", password="p:ss")),
+        (
+            "http://a%40b:p%3Ass@proxy:1",
+            ProxyURL(host="proxy", port=1, username="a@b", password="p:ss"),
+        ),
     ],
 )
 def test_proxy_urls(text: str, proxy: ProxyURL) -> None:
