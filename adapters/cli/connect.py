@@ -121,8 +121,6 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
             "or 'none' for no SASL",
             EXIT_USAGE,
         )
-    if isinstance(options.proxy, str) and role in ("0-9-1", "0-10"):
-        raise CommandError(f"--proxy is for AMQP 1.0 (not --protocol {role}) for now", EXIT_USAGE)
     context = None
     if url.tls:
         try:

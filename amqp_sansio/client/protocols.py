@@ -77,9 +77,8 @@ def connect_protocol(
     and idle time-out (``idle_timeout``, ``container_id``, ``sasl``) have no 0-9-1 or 0-10
     meaning: given with those they raise :class:`ValueError` (a 0-9-1 heartbeat is the
     URL's ``heartbeat`` query parameter); so does ``token_provider`` (claims-based security,
-    :doc:`cbs`, is AMQP 1.0's). ``proxies``: the HTTP proxy of each URL (the adapters make
-    it from their ``proxy`` option and the environment); AMQP 1.0's for now: an explicit
-    proxy with another protocol raises :class:`ValueError`."""
+    :doc:`cbs`, is AMQP 1.0's). ``proxies``: the HTTP proxy of each URL, for every
+    protocol (the adapters make it from their ``proxy`` option and the environment)."""
     connect = CONNECTS.get(protocol)
     if connect is None:
         raise ValueError(f"protocol is one of {', '.join(PROTOCOLS)}, not {protocol!r}")
@@ -121,22 +120,21 @@ def _connect10(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Rec
     )
 
 
-def _only_10(protocol: str, given: ConnectKeywords, proxies: Proxies | None) -> None:
+def _only_10(protocol: str, given: ConnectKeywords) -> None:
     """Refuse the options only AMQP 1.0 has."""
     names = ("idle_timeout", "container_id", "sasl", "token_provider")
     present = [name for name in names if given.get(name) is not None]
-    if proxies is not None and proxies.explicit is not None:
-        present.append("proxy")
     if present:
         raise ValueError(f"{', '.join(present)}: AMQP 1.0 options, not for {protocol=}")
 
 
 def _connect091(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Recipe[Any]:
-    _only_10("0-9-1", given, proxies)
+    _only_10("0-9-1", given)
     options091: ConnectOptions091 = {
         "ssl_context": given["ssl_context"],
         "allow_insecure_auth": given["allow_insecure_auth"],
         "sasl_mechanisms": given["sasl_mechanisms"],
+        "proxy": proxies,
     }
     return recipes091.connect(
         url,
@@ -148,11 +146,12 @@ def _connect091(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Re
 
 
 def _connect010(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Recipe[Any]:
-    _only_10("0-10", given, proxies)
+    _only_10("0-10", given)
     options010: ConnectOptions010 = {
         "ssl_context": given["ssl_context"],
         "allow_insecure_auth": given["allow_insecure_auth"],
         "sasl_mechanisms": given["sasl_mechanisms"],
+        "proxy": proxies,
     }
     return recipes010.connect(
         url,

@@ -22,6 +22,7 @@ from support.broker_process import BrokerProcess, amqp_sansio_command
 
 import amqp_sansio as a
 from amqp_sansio.client.amqp10 import ConnectionClosedError
+from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.proxy import parse_proxy
 from amqp_sansio.client.url import URLError, parse_url
 from amqp_sansio.security.proxy import ProxyFailed
@@ -121,6 +122,19 @@ def test_http_proxy_from_the_environment(
     assert _waited(http_proxy, before) > before
 
 
+def test_the_environments_proxy_is_the_one_used(
+    driver: Adapter, broker: BrokerProcess, auth_proxy: HTTPProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTP_PROXY`` naming a proxy that wants credentials: without them in the variable
+    the proxy's 407 fails the connection (so the tunnel went there); with them it opens."""
+    assert broker.ws_url is not None
+    monkeypatch.setenv("HTTP_PROXY", auth_proxy.url)
+    with pytest.raises(ConnectionClosedError, match=r"HTTP proxy failed.*407"):
+        round_trip(driver, broker.ws_url, "refused")
+    monkeypatch.setenv("HTTP_PROXY", f"http://alice:s3cret@127.0.0.1:{auth_proxy.port}")
+    assert round_trip(driver, broker.ws_url, "env credentials") == "env credentials"
+
+
 def test_explicit_proxy_option(
     driver: Adapter, broker: BrokerProcess, http_proxy: HTTPProxy
 ) -> None:
@@ -138,6 +152,24 @@ def test_explicit_proxy_carries_plain_amqp_too(
         "amqp via proxy"
     )
     assert _waited(http_proxy, before) > before
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-10"])
+def test_explicit_proxy_for_the_other_protocols(
+    driver: Adapter, broker: BrokerProcess, auth_proxy: HTTPProxy, protocol: str
+) -> None:
+    """0-9-1 and 0-10 (``amqp://``) through a proxy that wants credentials to the broker's
+    TCP port: with them a connection opens; without, the proxy's 407 fails it."""
+
+    async def scenario(proxy: str) -> bool:
+        async with driver.connected(broker.url, protocol=protocol, proxy=proxy):
+            return True
+
+    good = f"http://alice:s3cret@127.0.0.1:{auth_proxy.port}"
+    assert driver.run(scenario, good)
+    with pytest.raises(ClientError, match=r"HTTP proxy failed.*407") as info:
+        driver.run(scenario, auth_proxy.url)
+    assert isinstance(info.value.event, ProxyFailed)
 
 
 def test_credentials_in_the_proxy_url(
@@ -245,7 +277,10 @@ def test_wss_goes_through_https_proxy_with_tls_to_the_broker(
     ) as port:
         url = f"wss://localhost:{port}/"
         assert round_trip(driver, url, "wss", ssl_context=client_context) == "wss"
-    assert _waited(http_proxy, before) > before
+        assert _waited(http_proxy, before) > before
+        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # (nothing listens there)
+        with pytest.raises(OSError):
+            round_trip(driver, url, "wss", ssl_context=client_context)
 
 
 # -- which proxy: the adapters' reading of the option and the environment -------------------------
@@ -293,11 +328,3 @@ def test_a_bad_environment_proxy_breaks_only_its_own_scheme(
     assert "hidden" not in str(info.value)
     with pytest.raises(URLError, match="must be http://"):
         _transports.proxies("https://p:1", "ws://h/")
-
-
-def test_an_explicit_proxy_is_amqp_10s_for_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    from amqp_sansio.adapters import sockets
-
-    _clean(monkeypatch)
-    with pytest.raises(ValueError, match=r"proxy: AMQP 1\.0 options"):
-        sockets.connect("amqp://127.0.0.1:9", protocol="0-9-1", proxy="http://p:1")
