@@ -30,6 +30,7 @@ from amqp_sansio.client.url import AMQPURL, URLError
 from amqp_sansio.sasl import MECHANISM_PREFERENCE
 
 from .. import sockets
+from .._transports import proxies
 
 __all__ = [
     "EXIT_CONNECTION",
@@ -150,6 +151,10 @@ def open_connection(url: AMQPURL, options: ClientOptions, *, role: str) -> socke
     kwargs = connect_options(url, options, role=role)
     where = _host_port(url)
     try:
+        chosen = proxies(options.proxy, url.unredacted())
+        proxy = None if chosen is None else chosen.for_url(url)
+        if proxy is not None:  # (what fails to connect is the proxy; named without secrets)
+            where = f"the HTTP proxy {proxy} (for {where})"
         conn: sockets.Connection = sockets.connect(
             url.unredacted(), timeout=options.timeout, **kwargs
         )

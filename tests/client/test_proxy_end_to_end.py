@@ -5,6 +5,7 @@ the typed error); ``NO_PROXY`` bypassing it; the command line's ``--proxy``."""
 
 from __future__ import annotations
 
+import os
 import ssl
 import subprocess
 import sys
@@ -328,3 +329,22 @@ def test_a_bad_environment_proxy_breaks_only_its_own_scheme(
     assert "hidden" not in str(info.value)
     with pytest.raises(URLError, match="must be http://"):
         _transports.proxies("https://p:1", "ws://h/")
+
+
+def test_the_command_line_names_the_proxy_it_cannot_reach(broker: BrokerProcess) -> None:
+    assert broker.ws_url is not None
+    command = [*amqp_sansio_command(), "send", broker.ws_url, "--address", "q", "--body", "x"]
+    proxy = "http://bob:hush@127.0.0.1:9"  # (nothing listens there)
+    done = subprocess.run([*command, "--proxy", proxy], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "cannot connect to the HTTP proxy http://bob:***@127.0.0.1:9" in done.stderr
+    assert "hush" not in done.stderr
+    # --proxy none: straight to the broker, whatever the environment says.
+    direct = subprocess.run(
+        [*command, "--proxy", "none"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HTTP_PROXY": proxy},
+    )
+    assert direct.returncode == 0, direct.stderr
