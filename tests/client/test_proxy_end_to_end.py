@@ -25,6 +25,7 @@ import amqp_sansio as a
 from amqp_sansio.client.amqp10 import ConnectionClosedError
 from amqp_sansio.client.ops import ClientError
 from amqp_sansio.client.proxy import parse_proxy
+from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.client.url import URLError, parse_url
 from amqp_sansio.security.proxy import ProxyFailed
 from amqp_sansio.security.websocket import WebSocketOptions
@@ -348,3 +349,16 @@ def test_the_command_line_names_the_proxy_it_cannot_reach(broker: BrokerProcess)
         env={**os.environ, "HTTP_PROXY": proxy},
     )
     assert direct.returncode == 0, direct.stderr
+
+
+def test_reconnecting_connections_go_through_the_proxy(
+    driver: Adapter, broker: BrokerProcess, auth_proxy: HTTPProxy
+) -> None:
+    """A reconnecting connection makes every attempt, its first too, through the proxy:
+    with credentials it opens; without, the proxy's 407 is why it gives up."""
+    assert broker.ws_url is not None
+    good = f"http://alice:s3cret@127.0.0.1:{auth_proxy.port}"
+    assert round_trip(driver, broker.ws_url, "again", proxy=good, reconnect=True) == "again"
+    once = Reconnect(max_attempts=1)
+    with pytest.raises(ClientError, match=r"407"):
+        round_trip(driver, broker.ws_url, "refused", proxy=auth_proxy.url, reconnect=once)
