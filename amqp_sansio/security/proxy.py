@@ -66,6 +66,27 @@ def _hidden(value: object) -> str:
     return "None" if value is None else "'***'"
 
 
+def _ascii_host(host: str) -> str:
+    """``host`` as it goes in the request target: an internationalized name in IDNA
+    (RFC 5890) form."""
+    return host if host.isascii() else host.encode("idna").decode("ascii")
+
+
+def _host(_: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not value or any(c.isspace() or not c.isprintable() or c in "/?#@" for c in value):
+        raise LocalProtocolError(f"{attribute.name} is not a host name: {value!r}")
+    try:
+        _ascii_host(value)
+    except UnicodeError:
+        raise LocalProtocolError(f"{attribute.name} is not a host name: {value!r}") from None
+
+
+def _user(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    _no_line_breaks(_, attribute, value)
+    if value is not None and ":" in value:  # (RFC 7617 2: the user-id has no colon)
+        raise LocalProtocolError(f"{attribute.name} holds a colon (Basic forbids it)")
+
+
 def _no_line_breaks(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and any(c in value for c in "\r\n\0"):
         raise LocalProtocolError(f"{attribute.name} holds a line break or NUL")
@@ -82,10 +103,10 @@ class ProxyOptions:
     (16 KiB), and must come within ``handshake_timeout`` seconds (30), counted from the
     first call with a time."""
 
-    host: str = attrs.field(validator=_no_line_breaks)
+    host: str = attrs.field(validator=_host)
     port: int = attrs.field(validator=[attrs.validators.ge(1), attrs.validators.le(65535)])
     proxy: str
-    username: str | None = attrs.field(default=None, validator=_no_line_breaks)
+    username: str | None = attrs.field(default=None, validator=_user)
     password: str | None = attrs.field(default=None, repr=_hidden, validator=_no_line_breaks)
     max_head_size: int = attrs.field(default=DEFAULT_MAX_HEAD_SIZE, validator=_positive)
     handshake_timeout: float = attrs.field(default=DEFAULT_HANDSHAKE_TIMEOUT, validator=_positive)
@@ -93,8 +114,8 @@ class ProxyOptions:
     @property
     def target(self) -> str:
         """The CONNECT's request target and ``Host``: ``host:port`` (RFC 9112 3.2.3), an
-        IPv6 address in brackets."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        IPv6 address in brackets, an internationalized name in IDNA form."""
+        host = f"[{self.host}]" if ":" in self.host else _ascii_host(self.host)
         return f"{host}:{self.port}"
 
     def headers(self) -> list[tuple[str, str]]:

@@ -185,6 +185,13 @@ def test_the_engines_bytes_wait_for_the_reply_and_bytes_after_it_go_inward() -> 
     assert inner.got[-1] == b"" and layer.state is ProxyState.CLOSED
 
 
+def test_an_internationalized_host_goes_in_idna_form() -> None:
+    options = ProxyOptions(host="bücher.example", port=443, proxy="http://p:1")
+    assert options.target == "xn--bcher-kva.example:443"
+    request = ProxyLayer(Inner(), options).data_to_send()
+    assert request.startswith(b"CONNECT xn--bcher-kva.example:443 HTTP/1.1\r\n")
+
+
 def test_an_ipv6_target_is_bracketed() -> None:
     options = ProxyOptions(host="::1", port=5671, proxy="http://p:1")
     assert options.target == "[::1]:5671"
@@ -297,12 +304,15 @@ def test_options_are_checked() -> None:
         ProxyOptions(host="b", port=1, proxy="p", max_head_size=0)
     with pytest.raises(LocalProtocolError):
         ProxyOptions(host="b", port=1, proxy="p", handshake_timeout=0)
-    with pytest.raises(LocalProtocolError, match="line break"):
-        ProxyOptions(host="b\r\nX-Evil: 1", port=1, proxy="p")
+    for host in ("b\r\nX-Evil: 1", "a b", "", "a/b", "user@b", "\u0000", "ü" * 64 + ".b"):
+        with pytest.raises(LocalProtocolError, match="not a host name"):
+            ProxyOptions(host=host, port=1, proxy="p")
     with pytest.raises(LocalProtocolError, match="line break"):
         ProxyOptions(host="b", port=1, proxy="p", username="a", password="x\r\n")
     with pytest.raises(ValueError):
         ProxyOptions(host="b", port=0, proxy="p")
+    with pytest.raises(LocalProtocolError, match="colon"):
+        ProxyOptions(host="b", port=1, proxy="p", username="a:b", password="c")
 
 
 # -- the reply parser under Hypothesis ------------------------------------------------------------
