@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import math
 from typing import Any, ClassVar
 
 import attrs
@@ -228,17 +229,23 @@ class ProxyLayer:
 
     def next_deadline(self) -> float | None:
         """The reply's deadline (while it is awaited) or the inner layer's, whichever is
-        first; None once failed."""
+        first; None once failed. Before the layer has been given a time (by
+        :meth:`receive_data` or :meth:`handle_timer`), minus infinity: call
+        :meth:`handle_timer` at once, so that the reply's time-out counts from the start
+        (the layer never reads a clock)."""
         if self.state is ProxyState.FAILED:
             return None
         inner = self.inner.next_deadline()
-        mine = self._deadline if self.state is ProxyState.CONNECTING else None
+        mine = None
+        if self.state is ProxyState.CONNECTING:
+            mine = -math.inf if self._deadline is None else self._deadline
         if mine is None or inner is None:
             return inner if mine is None else mine
         return min(mine, inner)
 
     def handle_timer(self, now: float) -> list[Event]:
-        """Fail if the reply is overdue; pass the timer on."""
+        """Fail if the reply is overdue; pass the timer on if the inner layer's deadline
+        has come (a call that only gives this layer the time goes no further)."""
         events: list[Event] = []
         self._arm(now)
         due = self._deadline is not None and now >= self._deadline
@@ -246,7 +253,8 @@ class ProxyLayer:
             why = f"did not answer the CONNECT within {self.options.handshake_timeout} s"
             self._fail(events, now, why)
             return events
-        if self.state is not ProxyState.FAILED:
+        inner = self.inner.next_deadline()
+        if self.state is not ProxyState.FAILED and inner is not None and now >= inner:
             events.extend(self.inner.handle_timer(now))
         return events
 

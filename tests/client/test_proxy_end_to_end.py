@@ -6,6 +6,7 @@ the typed error); ``NO_PROXY`` bypassing it; the command line's ``--proxy``."""
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trustme
 from amqp_sansio.adapters import _transports
@@ -24,10 +26,10 @@ from support.broker_process import BrokerProcess, amqp_sansio_command
 import amqp_sansio as a
 from amqp_sansio.client.amqp10 import ConnectionClosedError
 from amqp_sansio.client.ops import ClientError
-from amqp_sansio.client.proxy import parse_proxy
+from amqp_sansio.client.proxy import ProxyURL, parse_proxy
 from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.client.url import URLError, parse_url
-from amqp_sansio.security.proxy import ProxyFailed
+from amqp_sansio.security.proxy import ProxyFailed, ProxyOptions
 from amqp_sansio.security.websocket import WebSocketOptions
 
 
@@ -362,3 +364,23 @@ def test_reconnecting_connections_go_through_the_proxy(
     once = Reconnect(max_attempts=1)
     with pytest.raises(ClientError, match=r"407"):
         round_trip(driver, broker.ws_url, "refused", proxy=auth_proxy.url, reconnect=once)
+
+
+def test_a_proxy_that_never_answers_times_out(
+    driver: Adapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy that takes the connection and never answers the CONNECT: the layer's
+    time-out (here 0.5 s, well inside the call's) fails the connection, in every adapter's
+    loop: each gives the layer the time as soon as it starts."""
+    real = ProxyURL.options
+
+    def quick(self: ProxyURL, host: str, port: int) -> ProxyOptions:
+        return attrs.evolve(real(self, host, port), handshake_timeout=0.5)
+
+    monkeypatch.setattr(ProxyURL, "options", quick)
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        proxy = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(ConnectionClosedError, match=r"did not answer the CONNECT within 0\.5"):
+            round_trip(driver, "ws://broker.example/", "never", proxy=proxy)
+        assert time.monotonic() - started < WAIT / 2

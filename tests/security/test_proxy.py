@@ -7,6 +7,7 @@ step (TLS inside the tunnel); proxy URLs and the choice of proxy per URL."""
 from __future__ import annotations
 
 import base64
+import math
 import ssl
 from typing import Any
 
@@ -269,15 +270,28 @@ def test_no_reply_in_time_fails() -> None:
     inner.deadline = 100.0
     options = ProxyOptions(host="b", port=1, proxy="http://p:1", handshake_timeout=5)
     layer = ProxyLayer(inner, options)
-    assert layer.next_deadline() == 100.0  # not armed before a time is known
-    assert layer.handle_timer(1.0) == [] and inner.timers == [1.0]
+    # Not armed before a time is known: a timer call at once tells it the time (and goes
+    # no further: the inner layer's deadline has not come).
+    assert layer.next_deadline() == -math.inf
+    assert layer.handle_timer(1.0) == [] and inner.timers == []
     assert layer.next_deadline() == 6.0
     layer.receive_data(b"HTTP/1.1 200", 2.0)
-    assert layer.handle_timer(5.9) == []
+    assert layer.handle_timer(5.9) == [] and inner.timers == []
     failed = failure(layer.handle_timer(6.0))
     assert "within 5" in failed.error and failed.status_code is None
-    assert inner.got == [b""] and inner.timers == [1.0, 5.9]
+    assert inner.got == [b""] and inner.timers == []
     assert layer.next_deadline() is None
+
+
+def test_the_inner_deadline_comes_through_while_the_reply_is_awaited() -> None:
+    inner = Inner()
+    inner.deadline = 3.0
+    layer = ProxyLayer(inner, OPTIONS)
+    layer.receive_data(b"HTTP/1.1", 1.0)
+    assert layer.next_deadline() == 3.0
+    assert layer.handle_timer(3.0) == [] and inner.timers == [3.0]
+    inner.deadline = 40.0
+    assert layer.next_deadline() == 31.0  # the reply's: 30 s from the first time given
 
 
 def test_after_the_reply_only_the_inner_deadline_counts() -> None:
