@@ -56,7 +56,7 @@ from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
-from ._transports import transport_for
+from ._transports import proxies, transport_for
 from .amqp010._async import Connection010, Session010
 from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
 from .amqp10 import _async as _async10
@@ -408,6 +408,7 @@ def connect(
     | None = None,
     sasl: bool | None = None,
     token_provider: TokenProvider | None = None,
+    proxy: str | bool | None = None,
 ) -> _Connecting[Connection] | _Connecting[Connection091] | _Connecting[Connection010]:
     """Connect to ``url`` and open an AMQP connection: ``conn = await connect(url)``, or
     ``async with connect(url) as conn``. ``protocol``: ``"1.0"`` (the default) or
@@ -428,6 +429,7 @@ def connect(
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
         token_provider=token_provider,
+        proxies=proxies(proxy, url),
     )
 
     async def connecting() -> _async.ConnectionBase[Any]:

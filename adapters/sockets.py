@@ -73,6 +73,7 @@ from amqp_sansio.client.reconnect import Reconnect
 from amqp_sansio.sasl import ServerAuthenticator
 
 from ._blocking import DEFAULT_TIMEOUT, ByteStream, ConnectionBase, SocketDriver, run
+from ._transports import proxies
 from .amqp010._blocking import Connection010, Session010
 from .amqp091._blocking import Channel, ConfirmTracker, Connection091, Consumer
 
@@ -356,6 +357,7 @@ def connect(
     | None = None,
     sasl: bool | None = None,
     token_provider: TokenProvider | None = None,
+    proxy: str | bool | None = None,
 ) -> Connection | Connection091 | Connection010:
     """Connect to ``url`` (``amqp://[user:password@]host[:port][/address]``, or ``amqps://``
     for TLS from the first byte, verified with ``ssl_context`` or the system's CAs) and open
@@ -374,7 +376,10 @@ def connect(
     ``token_provider`` (a :class:`~amqp_sansio.client.amqp10.tokens.TokenProvider`, such as
     :class:`~amqp_sansio.client.amqp10.tokens.SasTokenProvider`): before each link
     attaches, put its address's token to ``$cbs``, and put it again before it expires
-    (claims-based security, see :doc:`cbs`)."""
+    (claims-based security, see :doc:`cbs`). ``proxy``: an HTTP proxy to tunnel through
+    (HTTP CONNECT), ``"http://[user:password@]host:port"``, for any scheme; False: none;
+    None (the default): ``HTTP_PROXY`` for ``ws://``, ``HTTPS_PROXY`` for ``wss://``,
+    unless ``NO_PROXY`` names the host (see :doc:`websockets`, "Proxies")."""
     recipe: Recipe[Connection | Connection091 | Connection010] = connect_protocol(
         url,
         protocol,
@@ -388,6 +393,7 @@ def connect(
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
         token_provider=token_provider,
+        proxies=proxies(proxy, url),
     )
     return run(recipe, timeout, connection=_connection)
 

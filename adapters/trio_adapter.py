@@ -73,7 +73,7 @@ from amqp_sansio.sasl import ServerAuthenticator
 
 from . import _async
 from ._async import CLOSE_GRACE
-from ._transports import transport_for
+from ._transports import proxies, transport_for
 from .amqp010._async import Connection010, Session010
 from .amqp091._async import Channel, ConfirmTracker, Connection091, Consumer
 from .amqp10 import _async as _async10
@@ -475,6 +475,7 @@ def connect(
     | None = None,
     sasl: bool | None = None,
     token_provider: TokenProvider | None = None,
+    proxy: str | bool | None = None,
 ) -> _Running[Connection] | _Running[Connection091] | _Running[Connection010]:
     """Connect to ``url`` and open an AMQP connection: ``async with connect(url) as conn``
     (the connection's tasks run in a nursery of its own), or
@@ -497,6 +498,7 @@ def connect(
         sasl_mechanisms=sasl_mechanisms,
         sasl=sasl,
         token_provider=token_provider,
+        proxies=proxies(proxy, url),
     )
 
     async def connecting(nursery: trio.Nursery) -> _async.ConnectionBase[Any]:

@@ -1,7 +1,7 @@
 """The fuzz targets of amqp-sansio, registered by name, with a seed corpus, a pure-Python
 mutation fuzzer and a command line.
 
-Twenty-one targets take arbitrary bytes; each is a function in its family's module:
+Twenty-two targets take arbitrary bytes; each is a function in its family's module:
 
 ``decode``, ``message`` (``amqp10/codec.py``)
     :func:`amqp_sansio.decode` and :meth:`amqp_sansio.Message.decode`.
@@ -18,6 +18,9 @@ Twenty-one targets take arbitrary bytes; each is a function in its family's modu
 ``websocket-server`` (``websocket.py``)
     the WebSocket layer (the AMQP WebSocket binding) in the server role around a server
     connection, fed an upgrade and frames in chunks.
+``proxy-client`` (``proxy.py``)
+    the HTTP proxy tunnel's layer (HTTP CONNECT) around a client connection, fed a proxy's
+    reply and the broker's bytes in chunks.
 ``selector`` (``selector.py``)
     the broker's message-selector parser (:class:`amqp_sansio.broker.Selector`), fed the
     bytes as UTF-8 text, and what parses evaluated against a few messages.
@@ -103,6 +106,7 @@ def _import_fuzz_package() -> None:
 _import_fuzz_package()
 
 # The target families, then what they share (imported once the package is importable).
+from fuzz import proxy as proxy_layer  # noqa: E402
 from fuzz import selector  # noqa: E402
 from fuzz import websocket as websocket_layer  # noqa: E402
 from fuzz.amqp010 import broker as broker010  # noqa: E402
@@ -202,6 +206,7 @@ TARGETS: dict[str, Callable[[bytes], str]] = {
     "sasl-server": fuzz_sasl_server,
     "sasl-client": fuzz_sasl_client,
     "websocket-server": websocket_layer.fuzz_websocket_server,
+    "proxy-client": proxy_layer.fuzz_proxy_client,
     "selector": fuzz_selector,
     "amqp091-codec": fuzz_amqp091_codec,
     "amqp091-frames": fuzz_amqp091_frames,
@@ -233,6 +238,7 @@ ENGINE_TARGETS = (
     "sasl-server",
     "sasl-client",
     "websocket-server",
+    "proxy-client",
     "amqp091-engine",
     "amqp010-engine",
 )
@@ -360,6 +366,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
         **engine10.seeds(),
         **sasl10.seeds(),
         **websocket_layer.seeds(),
+        **proxy_layer.seeds(),
         **selector.seeds(),
         **codec091.seeds(),
         **frames091.seeds(),

@@ -30,6 +30,7 @@ from amqp_sansio.client.url import AMQPURL, URLError
 from amqp_sansio.sasl import MECHANISM_PREFERENCE
 
 from .. import sockets
+from .._transports import proxies
 
 __all__ = [
     "EXIT_CONNECTION",
@@ -91,6 +92,9 @@ class ClientOptions:
     idle_timeout: float | None = 60.0
     #: The container id; a unique one by default.
     container_id: str | None = None
+    #: An HTTP proxy to tunnel through (``http://[user:password@]host:port``); False:
+    #: none; None: the environment's (``HTTP_PROXY``/``HTTPS_PROXY`` for ws/wss URLs).
+    proxy: str | bool | None = None
 
     @property
     def no_sasl(self) -> bool:
@@ -137,6 +141,7 @@ def connect_options(url: AMQPURL, options: ClientOptions, *, role: str) -> dict[
         # SASL or nothing; "none": no SASL layer.
         "sasl": None if mechanism is None else not options.no_sasl,
         "sasl_mechanisms": None if mechanism is None or options.no_sasl else [mechanism.upper()],
+        "proxy": options.proxy,
     }
 
 
@@ -146,6 +151,10 @@ def open_connection(url: AMQPURL, options: ClientOptions, *, role: str) -> socke
     kwargs = connect_options(url, options, role=role)
     where = _host_port(url)
     try:
+        chosen = proxies(options.proxy, url.unredacted())
+        proxy = None if chosen is None else chosen.for_url(url)
+        if proxy is not None:  # (what fails to connect is the proxy; named without secrets)
+            where = f"the HTTP proxy {proxy} (for {where})"
         conn: sockets.Connection = sockets.connect(
             url.unredacted(), timeout=options.timeout, **kwargs
         )
@@ -195,6 +204,8 @@ def failure(
                 f"{event.verify_error}{hint}"
             )
         return CommandError(f"TLS with {where} failed: {event.error}")
+    if isinstance(event, amqp.security.proxy.ProxyFailed):
+        return CommandError(f"cannot reach {where}: {event.error}")
     if isinstance(event, amqp.security.tls.TLSHeaderMismatch):
         return CommandError(f"{where} does not speak TLS here: it sent {event.version_name}")
     if isinstance(event, amqp.events.UnsupportedProtocol):

@@ -11,6 +11,7 @@ from typing import Any
 from .bench.pipe import parse_size
 
 __all__ = [
+    "cli_proxy",
     "connection_options",
     "count",
     "duration",
@@ -183,7 +184,22 @@ def connection_options(*, address: bool = False) -> argparse.ArgumentParser:
         help="send the URL's credentials over unencrypted amqp:// to a host that is not "
         "a loopback address",
     )
+    conn.add_argument(
+        "--proxy",
+        metavar="URL",
+        help="tunnel through this HTTP proxy (HTTP CONNECT): http://[user:password@]host:port, "
+        "for any URL; 'none': no proxy; by default HTTP_PROXY for ws:// and HTTPS_PROXY for "
+        "wss:// URLs, unless NO_PROXY names the host (amqp:// and amqps:// go direct)",
+    )
     return common
+
+
+def cli_proxy(value: str | None) -> str | bool | None:
+    """The ``proxy`` option of ``connect`` for ``--proxy``: None (the environment's) when
+    absent, False for ``none``, else the proxy's URL."""
+    if value is None:
+        return None
+    return False if value.lower() == "none" else value
 
 
 def protocol_options(parser: argparse.ArgumentParser) -> None:

@@ -37,6 +37,7 @@ from .connect import (
     CommandError,
     timed_out,
 )
+from .options import cli_proxy
 from .progress import Bar
 
 T = TypeVar("T")
@@ -335,6 +336,7 @@ def run_command(
             sasl_mechanism=args.sasl_mechanism,
             allow_insecure_auth=args.allow_insecure_auth,
             timeout=args.timeout,
+            proxy=cli_proxy(args.proxy),
         )
         return work(url, options, args)
     except CommandError as exc:

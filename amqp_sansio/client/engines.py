@@ -16,6 +16,7 @@ from amqp_sansio.security.stack import ByteLayer, stack
 from amqp_sansio.security.websocket import WebSocketOptions
 
 from . import trace
+from .proxy import Proxies
 from .url import AMQPURL, parse_url
 
 __all__ = [
@@ -56,6 +57,7 @@ class ConnectOptions(TypedDict, total=False):
     allow_insecure_auth: bool
     sasl_mechanisms: Collection[str] | None
     sasl: bool | None
+    proxy: Proxies | None
 
 
 class ListenOptions(TypedDict):
@@ -78,9 +80,11 @@ def connect_options(
     allow_insecure_auth: bool,
     sasl_mechanisms: Collection[str] | None,
     sasl: bool | None,
+    proxy: Proxies | None = None,
 ) -> ConnectOptions:
     """The engine options of a ``connect`` call, the same in every adapter."""
     return {
+        "proxy": proxy,
         "container_id": container_id,
         "idle_timeout": idle_timeout,
         "ssl_context": ssl_context,
@@ -126,6 +130,7 @@ def client_engine(
     sasl: bool | None = None,
     cafile: str | None = None,
     verify: bool = True,
+    proxy: Proxies | None = None,
 ) -> tuple[AMQPURL, a.Connection, Stream]:
     """The engine (and TLS layer, for amqps and wss, and WebSocket layer, for ws and wss)
     for a client connection to ``url``: returns
@@ -141,7 +146,9 @@ def client_engine(
     PLAIN over an unencrypted transport only to a loopback host, or with ``allow_insecure_auth``
     (:class:`~amqp_sansio.client.url.InsecureCredentialsError` otherwise, before
     anything is sent). TLS: ``ssl_context``, or one from
-    :func:`~amqp_sansio.security.tls.client_context` with ``cafile`` and ``verify``."""
+    :func:`~amqp_sansio.security.tls.client_context` with ``cafile`` and ``verify``.
+    ``proxy``: the HTTP proxy of each URL (:class:`~amqp_sansio.client.proxy.Proxies`); the
+    tunnel through it is the outermost layer (TLS inside it, to the broker)."""
     parsed = parse_url(url) if isinstance(url, str) else url
     parsed.check_credentials(allow_insecure_auth=allow_insecure_auth)
     tls = parsed.tls or ssl_context is not None
@@ -173,6 +180,7 @@ def client_engine(
         server_hostname=parsed.host,
         trace=trace.tracer(f"{engine.container_id}>{parsed.host}:{parsed.port}"),
         websocket=parsed.websocket_options(),
+        proxy=None if proxy is None else proxy.options(parsed),
     )
     return parsed, engine, stream
 

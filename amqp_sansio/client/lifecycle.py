@@ -19,6 +19,7 @@ import amqp_sansio as a
 from amqp_sansio.security.stack import ByteLayer
 
 from .ops import ClientError, ConnectionClosedError, Op
+from .proxy import Proxies
 from .reconnect import Backoff
 from .url import AMQPURL
 
@@ -77,6 +78,8 @@ class DrivenCore(ByteLayer, Protocol):
 
     def next_attempt(self, now: float) -> tuple[float, AMQPURL]: ...
 
+    def address(self, url: AMQPURL) -> tuple[str, int]: ...
+
     def attempt_failed(self, error: BaseException, now: float) -> None: ...
 
     def restart(self, now: float) -> None: ...
@@ -98,6 +101,8 @@ class CoreBase(Generic[E]):
         self.stream = stream
         #: A client's URL.
         self.url: AMQPURL | None = None
+        #: A client's HTTP proxies (:doc:`websockets`, "Proxies"), or None: none.
+        self.proxies: Proxies | None = None
         self.notify: Callable[[], None] = notify or (lambda: None)
         self.opened: Op[None] = Op()
         #: Done when the connection has ended (both closes exchanged, or lost).
@@ -206,6 +211,11 @@ class CoreBase(Generic[E]):
         """While :attr:`lost`: when (on the adapter's clock) and to which URL to connect."""
         assert self.backoff is not None and self.lost
         return self.backoff.next_attempt(now), self.backoff.url
+
+    def address(self, url: AMQPURL) -> tuple[str, int]:
+        """Where the transport to ``url`` goes: its HTTP proxy's host and port
+        (:attr:`proxies`), or the URL's own."""
+        return (url.host, url.port) if self.proxies is None else self.proxies.address(url)
 
     def attempt_failed(self, error: BaseException, now: float) -> None:
         """The adapter could not connect (refused, unreachable, timed out): the next attempt

@@ -19,6 +19,7 @@ from .amqp091.core import ConnectOptions as ConnectOptions091
 from .amqp10 import recipes as recipes10
 from .amqp10.tokens import TokenProvider
 from .engines import connect_options
+from .proxy import Proxies
 from .recipes import Recipe
 from .reconnect import Reconnect
 
@@ -44,6 +45,9 @@ class ConnectKeywords(TypedDict, total=False):
     sasl_mechanisms: Collection[str] | None
     sasl: bool | None
     token_provider: TokenProvider | None
+    #: ``"http://[user:password@]host:port"``: every URL through that HTTP proxy; False:
+    #: none; None (the default): the environment's, for ``ws``/``wss`` (:doc:`defaults`).
+    proxy: str | bool | None
 
 
 def connect_protocol(
@@ -60,6 +64,7 @@ def connect_protocol(
     sasl_mechanisms: Collection[str] | None,
     sasl: bool | None,
     token_provider: TokenProvider | None = None,
+    proxies: Proxies | None = None,
 ) -> Recipe[C]:
     """The recipe of every adapter's ``connect``: the protocol is the caller's choice,
     never guessed from the URL or the server: ``"1.0"`` (the default,
@@ -72,7 +77,8 @@ def connect_protocol(
     and idle time-out (``idle_timeout``, ``container_id``, ``sasl``) have no 0-9-1 or 0-10
     meaning: given with those they raise :class:`ValueError` (a 0-9-1 heartbeat is the
     URL's ``heartbeat`` query parameter); so does ``token_provider`` (claims-based security,
-    :doc:`cbs`, is AMQP 1.0's)."""
+    :doc:`cbs`, is AMQP 1.0's). ``proxies``: the HTTP proxy of each URL, for every
+    protocol (the adapters make it from their ``proxy`` option and the environment)."""
     connect = CONNECTS.get(protocol)
     if connect is None:
         raise ValueError(f"protocol is one of {', '.join(PROTOCOLS)}, not {protocol!r}")
@@ -90,11 +96,13 @@ def connect_protocol(
             "sasl": sasl,
             "token_provider": token_provider,
         },
+        proxies,
     )
 
 
-def _connect10(url: str, given: ConnectKeywords) -> Recipe[Any]:
+def _connect10(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Recipe[Any]:
     options = connect_options(
+        proxy=proxies,
         container_id=given["container_id"],
         idle_timeout=given["idle_timeout"],
         ssl_context=given["ssl_context"],
@@ -120,12 +128,13 @@ def _only_10(protocol: str, given: ConnectKeywords) -> None:
         raise ValueError(f"{', '.join(present)}: AMQP 1.0 options, not for {protocol=}")
 
 
-def _connect091(url: str, given: ConnectKeywords) -> Recipe[Any]:
+def _connect091(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Recipe[Any]:
     _only_10("0-9-1", given)
     options091: ConnectOptions091 = {
         "ssl_context": given["ssl_context"],
         "allow_insecure_auth": given["allow_insecure_auth"],
         "sasl_mechanisms": given["sasl_mechanisms"],
+        "proxy": proxies,
     }
     return recipes091.connect(
         url,
@@ -136,12 +145,13 @@ def _connect091(url: str, given: ConnectKeywords) -> Recipe[Any]:
     )
 
 
-def _connect010(url: str, given: ConnectKeywords) -> Recipe[Any]:
+def _connect010(url: str, given: ConnectKeywords, proxies: Proxies | None) -> Recipe[Any]:
     _only_10("0-10", given)
     options010: ConnectOptions010 = {
         "ssl_context": given["ssl_context"],
         "allow_insecure_auth": given["allow_insecure_auth"],
         "sasl_mechanisms": given["sasl_mechanisms"],
+        "proxy": proxies,
     }
     return recipes010.connect(
         url,
@@ -153,7 +163,7 @@ def _connect010(url: str, given: ConnectKeywords) -> Recipe[Any]:
 
 
 #: Each protocol's connect recipe, by the name ``connect(url, protocol=...)`` takes.
-CONNECTS: dict[str, Callable[[str, ConnectKeywords], Recipe[Any]]] = {
+CONNECTS: dict[str, Callable[[str, ConnectKeywords, Proxies | None], Recipe[Any]]] = {
     "1.0": _connect10,
     "0-9-1": _connect091,
     "0-10": _connect010,

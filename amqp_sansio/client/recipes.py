@@ -206,7 +206,8 @@ def open_core(
             raise TimeoutError(f"could not connect within {timeout} s")
     else:
         try:
-            transport = yield Connect(parsed.host, parsed.port, timeout, parsed.scheme)
+            host, port = core.address(parsed)
+            transport = yield Connect(host, port, timeout, parsed.scheme)
         except TimeoutError:
             raise TimeoutError(f"could not connect within {timeout} s") from None
         core.open((yield NOW))
@@ -242,7 +243,8 @@ def reconnect_attempts(
         if end is not None:  # what is left of the time
             bound = max(0.0, end - at) if bound is None else max(0.0, min(bound, end - at))
         try:
-            transport: object = yield Connect(url.host, url.port, bound, url.scheme)
+            host, port = core.address(url)
+            transport: object = yield Connect(host, port, bound, url.scheme)
         except OSError as exc:  # refused, unreachable, timed out
             core.attempt_failed(exc, (yield NOW))
             continue

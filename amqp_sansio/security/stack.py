@@ -5,9 +5,11 @@ From the engine outward: the engine (AMQP 1.0's or 0-9-1's, or a broker's protoc
 sniffer), the frame trace (when tracing is on: it sees plaintext), the WebSocket layer
 (the AMQP WebSocket binding, ``ws``/``wss``), then the security layer (TLS from the first
 byte, core spec 5.2.1, or on a server's plain port TLS chosen by the client's TLS protocol
-header, 5.2). Each layer has the byte interface (:class:`ByteLayer`, declared once in
-:mod:`amqp_sansio.security.layers` and offered here, the public face of the seam). A new
-layer is one module with that interface and one step here, as the WebSocket layer is.
+header, 5.2), and outermost, a client's tunnel through an HTTP proxy (HTTP CONNECT, so
+TLS is to the broker, inside the tunnel). Each layer has the byte interface
+(:class:`ByteLayer`, declared once in :mod:`amqp_sansio.security.layers` and offered here,
+the public face of the seam). A new layer is one module with that interface and one step
+here, as the WebSocket layer and the proxy tunnel are.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Literal
 from .layers import ByteLayer as ByteLayer
 from .layers import LayerFailed as LayerFailed
 from .layers import close_inner as close_inner
+from .proxy import ProxyLayer, ProxyOptions
 from .tls import TLSLayer, TLSOrPlain
 from .websocket import WebSocketLayer, WebSocketOptions
 
@@ -39,6 +42,7 @@ def stack(
     tls_header: bool = False,
     trace: Trace | None = None,
     websocket: WebSocketOptions | None = None,
+    proxy: ProxyOptions | None = None,
 ) -> ByteLayer:
     """``engine`` with its layers around it, outermost returned (``engine`` itself when
     there are none).
@@ -50,14 +54,24 @@ def stack(
     ``role``) a TLS layer goes outside: from the first byte (amqps, core spec 5.2.1), with
     ``server_hostname`` sent as SNI and checked by a client; or, for a server with
     ``tls_header``, only if the client starts with the TLS protocol header
-    (:class:`~amqp_sansio.security.tls.TLSOrPlain`, core spec 5.2)."""
+    (:class:`~amqp_sansio.security.tls.TLSOrPlain`, core spec 5.2). With ``proxy`` (a
+    client's) an HTTP CONNECT tunnel goes outside all of them
+    (:class:`~amqp_sansio.security.proxy.ProxyLayer`, RFC 9110 9.3.6): TLS, if any, is
+    to the broker, through the tunnel."""
     layer = engine if trace is None else trace(engine)
     if websocket is not None:
         layer = WebSocketLayer(layer, client=role == "client", options=websocket)
-    if tls is None:
-        return layer
-    if role == "client":
-        return TLSLayer(layer, tls, client=True, server_hostname=server_hostname, negotiate=False)
-    if tls_header:
-        return TLSOrPlain(layer, tls)
-    return TLSLayer(layer, tls, client=False, negotiate=False)
+    if tls is not None:
+        if role == "client":
+            layer = TLSLayer(
+                layer, tls, client=True, server_hostname=server_hostname, negotiate=False
+            )
+        elif tls_header:
+            layer = TLSOrPlain(layer, tls)
+        else:
+            layer = TLSLayer(layer, tls, client=False, negotiate=False)
+    if proxy is not None:
+        if role != "client":
+            raise ValueError("an HTTP proxy tunnel is a client's layer")
+        layer = ProxyLayer(layer, proxy)
+    return layer

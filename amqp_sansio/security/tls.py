@@ -179,6 +179,10 @@ class TLSLayer:
     Plaintext is handed to the inner object as soon as it is decrypted.
     """
 
+    #: :meth:`close` ends this layer, not the engine: a layer around it (an HTTP proxy's
+    #: tunnel) calls it first (:func:`~amqp_sansio.security.stack.close_inner`).
+    closes_as_layer: ClassVar[bool] = True
+
     def __init__(
         self,
         inner: ByteLayer,

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("engine", ("amqp_sansio.engine",), CORE[:5]),
     ("byte layers", (
         "amqp_sansio.security.layers", "amqp_sansio.security.stack", "amqp_sansio.security.tls",
-        "amqp_sansio.security.websocket",
+        "amqp_sansio.security.websocket", "amqp_sansio.security.proxy",
     ), CORE[:6]),
     ("public submodules", ("amqp_sansio.sasl", "amqp_sansio.events"), ("security", "engine")),
     ("api", ("amqp_sansio", "amqp_sansio.amqp091", "amqp_sansio.amqp010"), (

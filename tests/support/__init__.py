@@ -27,6 +27,7 @@ PUBLIC_MODULES = (
     "amqp_sansio.sasl",
     "amqp_sansio.security.tls",
     "amqp_sansio.security.websocket",
+    "amqp_sansio.security.proxy",
     "amqp_sansio.security.stack",
     "amqp_sansio.errors",
     "amqp_sansio.amqp091",

@@ -112,6 +112,7 @@ def _open(url: AMQPURL, options: ClientOptions, vhost: str | None, role: str) ->
             timeout=options.timeout,
             ssl_context=kwargs["ssl_context"],
             allow_insecure_auth=options.allow_insecure_auth,
+            proxy=kwargs["proxy"],
         )
     except URLError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None

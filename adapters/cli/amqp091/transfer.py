@@ -232,6 +232,7 @@ def open_connection(url: AMQPURL, options: ClientOptions, vhost: str) -> Any:
             timeout=options.timeout,
             ssl_context=kwargs["ssl_context"],
             allow_insecure_auth=options.allow_insecure_auth,
+            proxy=kwargs["proxy"],
         )
     except URLError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None

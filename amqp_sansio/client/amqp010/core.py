@@ -24,12 +24,13 @@ from typing import Any, TypedDict
 import amqp_sansio as a
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError, ConnectionClosedError, Op
+from amqp_sansio.client.proxy import Proxies
 from amqp_sansio.client.reconnect import Backoff, Reconnect
 from amqp_sansio.client.url import AMQPURL, URLError, parse_url
 from amqp_sansio.definitions import amqp010 as spec
 from amqp_sansio.engine import amqp010 as e
 from amqp_sansio.errors import LocalProtocolError
-from amqp_sansio.security.stack import ByteLayer, stack
+from amqp_sansio.security.stack import ByteLayer, LayerFailed, stack
 
 from .messages import Delivery, SessionError
 
@@ -50,6 +51,7 @@ class ConnectOptions(TypedDict, total=False):
     ssl_context: ssl.SSLContext | None
     allow_insecure_auth: bool
     sasl_mechanisms: Collection[str] | None
+    proxy: Proxies | None
 
 
 class _Sent:
@@ -365,6 +367,10 @@ class Core(CoreBase[e.Connection]):
 
     def _handle(self, events: list[a.Event]) -> list[a.Event]:
         for event in events:
+            if isinstance(event, LayerFailed):  # (TLS's, the proxy tunnel's)
+                why = f"{event.layer} failed: {event.error}"
+                self._fail(ConnectionClosedError(why, event=event))
+                continue
             handler = _EVENTS.get(type(event))
             if handler is not None:
                 handler(self, event)
@@ -424,7 +430,8 @@ def client_engine(
     over a plain connection only to a loopback host or with ``allow_insecure_auth``
     (:meth:`~amqp_sansio.client.url.AMQPURL.check_credentials`); without them, ANONYMOUS.
     ``sessions``: the store of detached sessions, shared by a connection's successors so
-    that they resume its sessions."""
+    that they resume its sessions. ``proxy``: the HTTP proxy of each URL
+    (:class:`~amqp_sansio.client.proxy.Proxies`), tunnelled to outside TLS."""
     options = options or {}
     parsed = parse_url(url)
     if parsed.websocket_path is not None:  # (the binding is AMQP 1.0's)
@@ -449,7 +456,14 @@ def client_engine(
     )
     if parsed.tls and context is None:
         context = a.security.tls.client_context()
-    stream = stack(engine, role="client", tls=context, server_hostname=parsed.host)
+    proxies = options.get("proxy")
+    stream = stack(
+        engine,
+        role="client",
+        tls=context,
+        server_hostname=parsed.host,
+        proxy=None if proxies is None else proxies.options(parsed),
+    )
     return parsed, engine, stream
 
 
@@ -465,6 +479,7 @@ def client_core(
     parsed, engine, stream = client_engine(url, options)
     core = Core(engine, stream)
     core.url = parsed
+    core.proxies = options.get("proxy")
     core._options = dict(options)  # type: ignore[assignment]
     if reconnect:
         policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()

@@ -25,11 +25,12 @@ import amqp_sansio.engine.amqp091 as e
 from amqp_sansio.client.engines import Stream
 from amqp_sansio.client.lifecycle import CoreBase
 from amqp_sansio.client.ops import ClientError, Op
+from amqp_sansio.client.proxy import Proxies
 from amqp_sansio.client.reconnect import Backoff, Reconnect
 from amqp_sansio.client.url import AMQPURL
 from amqp_sansio.codec.amqp091 import FieldTable
 from amqp_sansio.definitions.amqp091 import spec
-from amqp_sansio.security.stack import stack
+from amqp_sansio.security.stack import LayerFailed, stack
 
 from . import trace
 from .channels import ChannelCore
@@ -72,6 +73,7 @@ class ConnectOptions(TypedDict, total=False):
     channel_max: int | None
     client_properties: FieldTable | None
     sasl_mechanisms: Collection[str] | None
+    proxy: Proxies | None
 
 
 def mechanisms(
@@ -116,7 +118,8 @@ def client_engine(
     (:class:`~amqp_sansio.client.amqp10.InsecureCredentialsError` before anything is sent). TLS
     verifies the server's certificate and host name (the default
     :func:`~amqp_sansio.security.tls.client_context`). The URL's query parameters override
-    ``heartbeat``, ``frame_max`` and ``channel_max``."""
+    ``heartbeat``, ``frame_max`` and ``channel_max``. ``proxy``: the HTTP proxy of each URL
+    (:class:`~amqp_sansio.client.proxy.Proxies`), tunnelled to outside TLS."""
     options = options or {}
     parsed = parse_url(url) if isinstance(url, str) else url
     credentials = parsed.username is not None or parsed.password is not None
@@ -163,6 +166,7 @@ def client_engine(
         tls=context,
         server_hostname=parsed.host,
         trace=trace.tracer(f"0-9-1>{parsed.host}:{parsed.port}"),
+        proxy=None if (proxies := options.get("proxy")) is None else proxies.options(parsed),
     )
     return parsed, engine, stream
 
@@ -295,11 +299,12 @@ class Core(CoreBase[e.Connection]):
 
     def _handle(self, events: list[a.Event]) -> list[a.Event]:
         engine = self.engine
-        for event in events:  # the engine's, and the TLS layer's
+        for event in events:  # the engine's, and the byte layers'
             if isinstance(event, a.security.tls.TLSEstablished):
                 self.tls = event
-            elif isinstance(event, a.security.tls.TLSFailed):
-                self._fail(self.closed_error(f"TLS failed: {event.error}", event=event))
+            elif isinstance(event, LayerFailed):  # (TLS's, the proxy tunnel's)
+                why = f"{event.layer} failed: {event.error}"
+                self._fail(self.closed_error(why, event=event))
                 self._ended(None)
             elif not engine.discarded(event):  # (a close of ours made it moot)
                 self._on_event(event)
@@ -442,6 +447,7 @@ def client_core(
     parsed, engine, stream = client_engine(url, options)
     core = Core(engine, stream)
     core.url = parsed
+    core.proxies = options.get("proxy")
     core._options = dict(options)  # type: ignore[assignment]
     if reconnect:
         policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()

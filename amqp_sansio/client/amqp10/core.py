@@ -831,6 +831,7 @@ def client_core(
     parsed, engine, stream = client_engine(url, **options)
     core = Core(engine, stream=stream)
     core.url = parsed
+    core.proxies = options.get("proxy")
     core.default_address = parsed.address
     if reconnect:
         policy = reconnect if isinstance(reconnect, Reconnect) else Reconnect()
