@@ -5,6 +5,7 @@ producer (a link on which it receives, to a node or, on the anonymous relay, to 
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from ...codec.amqp10 import Symbol
@@ -57,6 +58,7 @@ class _Consumer:
         "default",
         "inflight",
         "link",
+        "lock_tokens",
         "node",
         "queue",
         "selector",
@@ -82,6 +84,9 @@ class _Consumer:
         #: It has credit, but as many unsettled deliveries as the link may hold
         #: (``BrokerConfig.max_unsettled_per_link``): a settlement dispatches again.
         self.blocked = False
+        #: Each delivery's tag is a lock token, 16 random bytes (a GUID, as Azure Service
+        #: Bus's SDKs read it; see .servicebus), not the link's short counter.
+        self.lock_tokens = False
 
     @property
     def credit(self) -> int:
@@ -105,7 +110,7 @@ class _Consumer:
                 queue.requeue(message)
             self._too_large(len(data), limit)
             return
-        delivery = link.send(data)
+        delivery = link.send(data, tag=secrets.token_bytes(16) if self.lock_tokens else None)
         self.conn.record.messages_out += 1
         self.conn.broker.has_output(self.conn)
         if self.copy:

@@ -126,6 +126,11 @@ class RequestNode:
         holds."""
         raise NotImplementedError  # pragma: no cover - every node answers
 
+    def node_address(self, terminus: Target) -> str:
+        """The address the broker's attach gives a link to the node (its target's):
+        :attr:`address`; a node serving many addresses gives the one the link names."""
+        return self.address
+
     def attach(self, conn: Connection10, link: Link, terminus: Source | Target) -> None:
         """A client attaches a link to (or from) the node."""
         links, replies = self.links, self.replies
@@ -140,7 +145,7 @@ class RequestNode:
         assert isinstance(link, Receiver) and isinstance(terminus, Target)
         config = self.broker.config
         link.max_message_size = config.max_message_size
-        link.attach(target=attrs.evolve(terminus, address=self.address))
+        link.attach(target=attrs.evolve(terminus, address=self.node_address(terminus)))
         link.flow(config.link_credit)
         links[link] = conn
 
