@@ -221,17 +221,52 @@ def test_sender_management_operations_are_refused_at_once(client: Any, queue: st
 
 
 def test_receiver_management_operations_are_refused_at_once(client: Any, queue: str) -> None:
-    with client.get_queue_sender(queue) as sender:
-        sender.send_messages(ServiceBusMessage("locked"))
     with client.get_queue_receiver(queue) as receiver:
-        _refused_at_once(lambda: receiver.peek_messages(1), "com.microsoft:peek-message")
         _refused_at_once(
             lambda: receiver.receive_deferred_messages([1]),
             "com.microsoft:receive-by-sequence-number",
         )
+
+
+# -- the entity's $management node: served ------------------------------------------------------
+
+
+def test_peek_messages_pages_through_the_queue_and_takes_nothing(client: Any, queue: str) -> None:
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(5)])
+    with client.get_queue_receiver(queue) as receiver:
+        first = receiver.peek_messages(max_message_count=2)
+        assert bodies(first) == ["m0", "m1"]
+        numbers = [m.sequence_number for m in first]
+        assert numbers[0] < numbers[1]
+        rest = receiver.peek_messages(max_message_count=10)  # on from the last one seen
+        assert bodies(rest) == ["m2", "m3", "m4"]
+        again = receiver.peek_messages(max_message_count=1, sequence_number=numbers[1])
+        assert bodies(again) == ["m1"]
+    mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+    with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
+        got: list[Any] = []
+        while len(got) < 5:
+            more = receiver.receive_messages(max_message_count=5, max_wait_time=RECEIVE_WAIT)
+            assert more, f"only {bodies(got)} arrived"
+            got += more
+        assert bodies(got) == ["m0", "m1", "m2", "m3", "m4"]  # peeked, never taken
+    with client.get_queue_receiver(queue) as receiver:
+        assert receiver.peek_messages(max_message_count=5) == []  # an empty queue: 204
+
+
+def test_renew_message_lock_is_served(client: Any, queue: str) -> None:
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages(ServiceBusMessage("long job"))
     with client.get_queue_receiver(queue) as receiver:
         (got,) = receiver.receive_messages(max_message_count=1, max_wait_time=RECEIVE_WAIT)
-        _refused_at_once(lambda: receiver.renew_message_lock(got), "com.microsoft:renew-lock")
+        before = datetime.datetime.now(datetime.timezone.utc)
+        until = receiver.renew_message_lock(got)
+        assert before < until <= before + datetime.timedelta(seconds=61)
+        assert got.locked_until_utc == until
+        receiver.complete_message(got)
+    with client.get_queue_receiver(queue) as receiver:
+        assert receiver.receive_messages(max_wait_time=1) == []
 
 
 # -- the aio client -----------------------------------------------------------------------------

@@ -26,23 +26,24 @@ the core spec. ``docs/azure.rst`` lists what is served and what is refused.
   the first one comes, readable there (:func:`resolve`), unless the queue has a dead-letter
   exchange of its own.
 * **Management.** ``<entity>/$management`` (:class:`EntityManagement`) takes the SDK's
-  requests (application-property ``operation``: ``com.microsoft:renew-lock``, ...); those
-  it serves are answered with the status code and body the SDK reads; any other is answered
-  at once with status 501 and ``errorCondition`` ``amqp:not-implemented``.
+  requests (application-property ``operation``): it serves ``peek-message`` and
+  ``renew-lock`` with the status code and body the SDK reads; any other is answered at once
+  with status 501 and ``errorCondition`` ``amqp:not-implemented``.
 
 Everything here is I/O-free.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ...codec.amqp10 import Symbol
+from ...codec.amqp10 import AMQPType, Array, Symbol, Timestamp
 from ...definitions.amqp10.message import Message
-from ...definitions.amqp10.messaging import Accepted, Data, Rejected, Source, Target
+from ...definitions.amqp10.messaging import Accepted, AmqpValue, Data, Rejected, Source, Target
 from ...definitions.amqp10.performatives import ReceiverSettleMode
 from ...engine.amqp10.link import Link
 from ...engine.amqp10.receiver import Receiver
@@ -57,6 +58,13 @@ if TYPE_CHECKING:
     from .interface import Broker10, Connection10, OwnNode
 
 __all__ = [
+    "ARGUMENT_ERROR",
+    "LOCK_DURATION",
+    "LOCK_LOST",
+    "MAX_PEEK",
+    "PEEK",
+    "RENEW_LOCK",
+    "SERVED",
     "BATCH_FORMAT",
     "DEAD_LETTER_SUFFIX",
     "ENTITY_MANAGEMENT",
@@ -88,6 +96,17 @@ MANAGEMENT_SUFFIX = "/$management"
 ENTITY_MANAGEMENT = "*" + MANAGEMENT_SUFFIX
 #: The error condition of a request the management node does not serve.
 NOT_IMPLEMENTED = "amqp:not-implemented"
+#: The management operations served (:class:`EntityManagement`).
+PEEK = "com.microsoft:peek-message"
+RENEW_LOCK = "com.microsoft:renew-lock"
+SERVED = (PEEK, RENEW_LOCK)
+#: The most messages one peek returns.
+MAX_PEEK = 256
+#: How long a renewed lock is said to last, seconds (Service Bus's default lock duration).
+LOCK_DURATION = 60.0
+#: The error conditions of Service Bus's refusals.
+ARGUMENT_ERROR = "com.microsoft:argument-error"
+LOCK_LOST = "com.microsoft:message-lock-lost"
 #: The application-property keys of the management responses, as the SDK reads them.
 _STATUS_KEYS = ("statusCode", "statusDescription")
 
@@ -233,10 +252,23 @@ def put_batch(conn: Connection10, node: Node | None, event: DeliveryReceived) ->
 
 class EntityManagement(RequestNode):
     """Every entity's management node, ``<entity>/$management``: the requests of the SDK's
-    management link (application-properties ``operation``, the request's body an
-    amqp-value map), answered with ``statusCode`` and ``statusDescription`` as the SDK
-    reads them, and ``errorCondition`` when refused. No operation is served yet: each is
-    refused at once, 501 ``amqp:not-implemented``."""
+    management link (application-property ``operation``; the body an amqp-value map),
+    answered with ``statusCode`` and ``statusDescription`` as the SDK reads them (and
+    ``errorCondition`` when refused). Served (:data:`SERVED`):
+
+    * ``com.microsoft:peek-message`` (``from-sequence-number``, ``message-count``): 200 with
+      ``{"messages": [{"message": <encoded message>}, ...]}``, the queue's available
+      messages from that sequence number on (at most :data:`MAX_PEEK`), each annotated
+      with its ``x-opt-sequence-number`` (the broker's arrival order); 204 when there are
+      none.
+    * ``com.microsoft:renew-lock`` (``lock-tokens``): a lock lasts while the receiver's
+      link holds the delivery (the broker has no lock time-out), so a lock this connection
+      holds is renewed: 200 with ``{"expirations": [<timestamp>, ...]}``, each the
+      broker's wall clock plus :data:`LOCK_DURATION`; a token it does not hold: 410,
+      ``com.microsoft:message-lock-lost``.
+
+    Any other operation: 501, ``amqp:not-implemented``, at once. A malformed request
+    (no map body where one is needed): 400, ``com.microsoft:argument-error``."""
 
     address = ENTITY_MANAGEMENT
 
@@ -246,17 +278,88 @@ class EntityManagement(RequestNode):
         return address if isinstance(address, str) else self.address
 
     def answer(self, conn: Connection10, request: Message, reply_to: str) -> Message:
-        """The response to a management request: 501, ``amqp:not-implemented``, for any
-        operation not served (with its name in the description)."""
-        operation = None
+        """Without the link, no entity: 501 (:meth:`answer_on` is what the node uses)."""
+        return self._refused(request, reply_to, 501, NOT_IMPLEMENTED, "no entity")
+
+    def answer_on(
+        self, link: Receiver, conn: Connection10, request: Message, reply_to: str
+    ) -> Message:
+        """The response to a management request on ``link`` (to its entity)."""
         properties = request.application_properties
-        if isinstance(properties, dict):
-            operation = properties.get("operation")
+        operation = properties.get("operation") if isinstance(properties, dict) else None
+        target = getattr(link.remote, "target", None)
+        address = getattr(target, "address", None)
+        entity = entity_address(address)[: -len(MANAGEMENT_SUFFIX)] if address else ""
+        if operation == PEEK:
+            return self._peek(request, reply_to, entity)
+        if operation == RENEW_LOCK:
+            return self._renew_lock(conn, request, reply_to)
         shown = operation if isinstance(operation, str) else repr(operation)
+        why = f"operation {shown[:128]!r} is not implemented by amqp-sansio broker"
+        return self._refused(request, reply_to, 501, NOT_IMPLEMENTED, why)
+
+    def _refused(
+        self, request: Message, reply_to: str, code: int, condition: str, why: str
+    ) -> Message:
+        extra = {"errorCondition": Symbol(condition)}
+        return response(request, reply_to, (code, why), _STATUS_KEYS, extra=extra)
+
+    def _peek(self, request: Message, reply_to: str, entity: str) -> Message:
+        body = _map_body(request)
+        first: Any = body.get("from-sequence-number", 0) if body is not None else None
+        count: Any = body.get("message-count", 1) if body is not None else None
+        if not _integer(first) or not _integer(count) or count < 1:
+            why = "peek-message takes a map: from-sequence-number (long), message-count (int)"
+            return self._refused(request, reply_to, 400, ARGUMENT_ERROR, why)
+        node = self.broker.nodes.get(entity)
+        found: list[dict[str, Any]] = []
+        if isinstance(node, Queue):
+            wanted = min(count, MAX_PEEK)
+            for seq in sorted(s for s in node.available if s >= first)[:wanted]:
+                peeked = Message.decode(node.available[seq].encoded())
+                annotations = dict(peeked.message_annotations or {})
+                annotations[Symbol("x-opt-sequence-number")] = seq
+                peeked = attrs.evolve(peeked, message_annotations=annotations)
+                found.append({"message": peeked.encode()})
+        if not found:
+            return response(request, reply_to, (204, "No messages"), _STATUS_KEYS)
+        return response(request, reply_to, (200, "OK"), _STATUS_KEYS, body={"messages": found})
+
+    def _renew_lock(self, conn: Connection10, request: Message, reply_to: str) -> Message:
+        body = _map_body(request)
+        given: Any = body.get("lock-tokens") if body is not None else None
+        tokens = [t for t in given if isinstance(t, uuid.UUID)] if _sequence(given) else []
+        if not tokens or len(tokens) != len(given):
+            why = "renew-lock takes a map: lock-tokens (an array of uuid)"
+            return self._refused(request, reply_to, 400, ARGUMENT_ERROR, why)
+        held = {
+            delivery.tag
+            for consumer in conn.consumers.values()
+            for delivery in getattr(consumer, "inflight", ())
+        }
+        lost = [t for t in tokens if t.bytes_le not in held]
+        if lost:
+            why = f"the lock of {str(lost[0])!r} is lost (or was never held here)"
+            return self._refused(request, reply_to, 410, LOCK_LOST, why)
+        until = Timestamp(int((self.broker.wall + LOCK_DURATION) * 1000))
+        expirations = Array(AMQPType.TIMESTAMP, [until] * len(tokens))
         return response(
-            request,
-            reply_to,
-            (501, f"operation {shown[:128]!r} is not implemented by amqp-sansio broker"),
-            _STATUS_KEYS,
-            extra={"errorCondition": Symbol(NOT_IMPLEMENTED)},
+            request, reply_to, (200, "OK"), _STATUS_KEYS, body={"expirations": expirations}
         )
+
+
+def _integer(value: object) -> bool:
+    """Whether ``value`` is an integer of the codec's (long, int, ...), not a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _sequence(value: object) -> bool:
+    """Whether ``value`` is an array or a list (a decoded one: a list or a tuple)."""
+    return isinstance(value, Array | list | tuple)
+
+
+def _map_body(request: Message) -> dict[Any, Any] | None:
+    """The request's body, if it is an amqp-value map."""
+    body = request.body
+    value = body.value if isinstance(body, AmqpValue) else None
+    return value if isinstance(value, dict) else None
