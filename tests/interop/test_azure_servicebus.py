@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from support.broker_process import BrokerProcess
 
+from amqp_sansio.security.sas import make_sas_token
+
 servicebus = pytest.importorskip(
     "azure.servicebus", reason="azure-servicebus is not installed (the 'test' extra has it)"
 )
@@ -184,11 +186,44 @@ def test_a_wrong_key_is_refused_with_the_sdk_authentication_error(
 
     raised, took = timed(send)
     assert isinstance(raised, ServiceBusAuthenticationError), repr(raised)
+    assert "Status code: 401" in str(raised.inner_exception)
     assert took < AT_ONCE
     with ServiceBusClient.from_connection_string(connection_string(broker)) as sb:
         mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
         with sb.get_queue_receiver(queue, receive_mode=mode) as receiver:
             assert receiver.receive_messages(max_wait_time=1) == []  # nothing got through
+
+
+def test_an_expired_token_is_refused_by_the_broker(broker: BrokerProcess, queue: str) -> None:
+    """A connection string with a SharedAccessSignature (a token the SDK puts as it is):
+    one that expired a minute ago is answered 401 by the broker, which the SDK raises as
+    its ServiceBusAuthenticationError; the same token, unexpired, sends."""
+
+    def send_with(expiry: float) -> Any:
+        token = make_sas_token(f"sb://127.0.0.1:{broker.port}", KEY_NAME, KEY, int(expiry))
+        text = (
+            f"Endpoint=sb://127.0.0.1:{broker.port};SharedAccessSignature={token};"
+            "UseDevelopmentEmulator=true"
+        )
+
+        def send() -> None:
+            sb = ServiceBusClient.from_connection_string(text, retry_total=0)
+            with sb, sb.get_queue_sender(queue) as sender:
+                sender.send_messages(ServiceBusMessage(f"{expiry}"))
+
+        return timed(send)
+
+    raised, took = send_with(time.time() - 60)
+    assert isinstance(raised, ServiceBusAuthenticationError), repr(raised)
+    assert "the SAS token has expired" in str(raised.inner_exception)
+    assert took < AT_ONCE
+    sent, _ = send_with(time.time() + 600)
+    assert sent is None
+    sb = ServiceBusClient.from_connection_string(connection_string(broker))
+    mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+    with sb, sb.get_queue_receiver(queue, receive_mode=mode) as receiver:
+        got = receiver.receive_messages(max_message_count=2, max_wait_time=RECEIVE_WAIT)
+        assert len(got) == 1
 
 
 # -- the entity's $management node: refused at once ---------------------------------------------
