@@ -278,6 +278,7 @@ def test_peek_messages_pages_through_the_queue_and_takes_nothing(client: Any, qu
         assert bodies(rest) == ["m2", "m3", "m4"]
         again = receiver.peek_messages(max_message_count=1, sequence_number=numbers[1])
         assert bodies(again) == ["m1"]
+        peeked = numbers + [m.sequence_number for m in rest]
     mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
     with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
         got: list[Any] = []
@@ -286,6 +287,7 @@ def test_peek_messages_pages_through_the_queue_and_takes_nothing(client: Any, qu
             assert more, f"only {bodies(got)} arrived"
             got += more
         assert bodies(got) == ["m0", "m1", "m2", "m3", "m4"]  # peeked, never taken
+        assert [m.sequence_number for m in got] == peeked
     with client.get_queue_receiver(queue) as receiver:
         assert receiver.peek_messages(max_message_count=5) == []  # an empty queue: 204
 

@@ -22,6 +22,7 @@ from .._store import StoredMessage
 from .._streams import Stream
 from .._subscriptions import Subscription
 from .outcomes import taken
+from .servicebus import sequenced
 from .transactions import unroutable_in_txn
 
 if TYPE_CHECKING:
@@ -84,8 +85,9 @@ class _Consumer:
         #: It has credit, but as many unsettled deliveries as the link may hold
         #: (``BrokerConfig.max_unsettled_per_link``): a settlement dispatches again.
         self.blocked = False
-        #: Each delivery's tag is a lock token, 16 random bytes (a GUID, as Azure Service
-        #: Bus's SDKs read it; see .servicebus), not the link's short counter.
+        #: A Service Bus link's (see .servicebus): each delivery's tag is a lock token, 16
+        #: random bytes (a GUID, as Azure's SDKs read it), not the link's short counter,
+        #: and each message carries its sequence number (``x-opt-sequence-number``).
         self.lock_tokens = False
 
     @property
@@ -101,7 +103,7 @@ class _Consumer:
 
     def deliver(self, message: StoredMessage, queue: Queue) -> None:
         link = self.link
-        data = message.encoded()
+        data = sequenced(message) if self.lock_tokens else message.encoded()
         limit = link.remote_max_message_size
         if limit and len(data) > limit:
             # Too large for this consumer (core spec 2.7.3): never for it.

@@ -29,6 +29,9 @@ the core spec. ``docs/azure.rst`` lists what is served and what is refused.
   requests (application-property ``operation``): it serves ``peek-message`` and
   ``renew-lock`` with the status code and body the SDK reads; any other is answered at once
   with status 501 and ``errorCondition`` ``amqp:not-implemented``.
+* **Receiving.** A Service Bus link's consumer tags each delivery with a lock token
+  (:func:`lock_tokens`) and sends each message with its sequence number
+  (:func:`sequenced`).
 
 Everything here is I/O-free.
 """
@@ -51,7 +54,7 @@ from ...errors import DecodeError
 from ...events import DeliveryReceived
 from ...security.sas import path_of
 from .._nodes import Node, Queue, error
-from .._store import parse_message
+from .._store import StoredMessage, parse_message
 from .requests import RequestNode, response
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ __all__ = [
     "MAX_PEEK",
     "PEEK",
     "RENEW_LOCK",
+    "SEQUENCE_NUMBER",
     "SERVED",
     "BATCH_FORMAT",
     "DEAD_LETTER_SUFFIX",
@@ -80,6 +84,7 @@ __all__ = [
     "own_node",
     "put_batch",
     "resolve",
+    "sequenced",
     "service_bus_link",
 ]
 
@@ -104,6 +109,8 @@ SERVED = (PEEK, RENEW_LOCK)
 MAX_PEEK = 256
 #: How long a renewed lock is said to last, seconds (Service Bus's default lock duration).
 LOCK_DURATION = 60.0
+#: The message-annotation that carries a message's sequence number.
+SEQUENCE_NUMBER = Symbol("x-opt-sequence-number")
 #: The error conditions of Service Bus's refusals.
 ARGUMENT_ERROR = "com.microsoft:argument-error"
 LOCK_LOST = "com.microsoft:message-lock-lost"
@@ -151,6 +158,16 @@ def lock_tokens(consumer: Any, service_bus: bool) -> None:
     ``ServiceBusReceivedMessage.lock_token``)."""
     if service_bus and consumer is not None and hasattr(consumer, "lock_tokens"):
         consumer.lock_tokens = True
+
+
+def sequenced(message: StoredMessage) -> bytes:
+    """The bytes a Service Bus link's consumer sends: the message with its sequence number
+    (the broker's arrival order, as :class:`EntityManagement`'s peek gives it) among its
+    message-annotations, ``x-opt-sequence-number`` (the SDK's ``sequence_number``); the
+    stored message is left as it is."""
+    copy = message.copy(message.seq)
+    copy.annotate({SEQUENCE_NUMBER: message.seq})
+    return copy.encoded()
 
 
 def own_node(nodes: Mapping[str, OwnNode], address: str) -> OwnNode | None:
@@ -318,7 +335,7 @@ class EntityManagement(RequestNode):
             for seq in sorted(s for s in node.available if s >= first)[:wanted]:
                 peeked = Message.decode(node.available[seq].encoded())
                 annotations = dict(peeked.message_annotations or {})
-                annotations[Symbol("x-opt-sequence-number")] = seq
+                annotations[SEQUENCE_NUMBER] = seq
                 peeked = attrs.evolve(peeked, message_annotations=annotations)
                 found.append({"message": peeked.encode()})
         if not found:

@@ -165,6 +165,25 @@ def test_a_url_receiver_gets_lock_tokens_and_the_applied_outcome() -> None:
     assert len(other.delivery.tag) < 16
 
 
+def test_a_url_receiver_gets_each_message_with_its_sequence_number() -> None:
+    net = Net()
+    client = net.connect()
+    publish_all(client, "orders", b"m0", b"m1")
+    mgmt = Management(client)
+    _, _, value = mgmt.ask(PEEK, {"from-sequence-number": 0, "message-count": 2})
+    peeked = [a.Message.decode(m["message"]).message_annotations for m in value["messages"]]
+    receiver = client.receiver(URL + "orders", 10)
+    got = [a.Message.decode(e.data) for e in client.received(receiver)]
+    assert [m.message_annotations for m in got] == peeked
+    assert [m.body for m in got] == [a.Data(b"m0"), a.Data(b"m1")]
+    for event in client.received(receiver):
+        receiver.settle(event.delivery, a.Released())
+    plain = Net().connect()
+    publish_all(plain, "orders", b"x")
+    (event,) = plain.received(plain.receiver("orders", 10))
+    assert a.Message.decode(event.data).message_annotations is None  # as it was sent
+
+
 def test_a_rejection_goes_to_the_dead_letter_queue_and_is_echoed_without_its_error() -> None:
     net = Net()
     client = net.connect()
