@@ -161,6 +161,8 @@ def test_dead_letter_goes_to_the_entity_dead_letter_queue(client: Any, queue: st
     with client.get_queue_receiver(queue, sub_queue=dead) as receiver:
         got = receiver.receive_messages(max_message_count=2, max_wait_time=RECEIVE_WAIT)
         assert bodies(got) == ["bad"]
+        assert got[0].dead_letter_reason == "unparseable"
+        assert got[0].dead_letter_error_description == "no JSON"
         receiver.complete_message(got[0])
     with client.get_queue_receiver(queue, sub_queue=dead) as receiver:
         assert receiver.receive_messages(max_wait_time=1) == []

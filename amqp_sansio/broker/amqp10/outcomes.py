@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...definitions.amqp10.messaging import Accepted, Modified, Rejected
+from .servicebus import dead_lettered
 
 if TYPE_CHECKING:
     from .._interface import ConnectionBroker
@@ -23,8 +24,8 @@ def apply_outcome(
     """What an outcome does to the message (core spec 3.4)."""
     kind = type(outcome)
     if kind is Accepted or kind is Rejected:
-        if kind is Rejected:
-            queue.dead_letter(message, "rejected")
+        if kind is Rejected:  # (with the SDK's reason, if it gives one: .servicebus)
+            queue.dead_letter(dead_lettered(message, outcome, broker.wall), "rejected")
         taken(broker, queue, message)
         return
     changed = False

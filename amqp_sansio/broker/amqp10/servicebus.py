@@ -24,7 +24,8 @@ the core spec. ``docs/azure.rst`` lists what is served and what is refused.
   ``dead_letter_message``: ``rejected`` with ``com.microsoft:dead-letter``) goes to its
   entity's sub-queue ``<entity>/$deadletterqueue`` (:data:`DEAD_LETTER_SUFFIX`), made when
   the first one comes, readable there (:func:`resolve`), unless the queue has a dead-letter
-  exchange of its own.
+  exchange of its own. The reason and description the SDK gives are set as the message's
+  application-properties there (:func:`dead_lettered`).
 * **Management.** ``<entity>/$management`` (:class:`EntityManagement`) takes the SDK's
   requests (application-property ``operation``): it serves ``peek-message`` and
   ``renew-lock`` with the status code and body the SDK reads; any other is answered at once
@@ -50,7 +51,7 @@ from ...definitions.amqp10.messaging import Accepted, AmqpValue, Data, Rejected,
 from ...definitions.amqp10.performatives import ReceiverSettleMode
 from ...engine.amqp10.link import Link
 from ...engine.amqp10.receiver import Receiver
-from ...errors import DecodeError
+from ...errors import DecodeError, EncodeError
 from ...events import DeliveryReceived
 from ...security.sas import path_of
 from .._nodes import Node, Queue, error
@@ -70,7 +71,10 @@ __all__ = [
     "SEQUENCE_NUMBER",
     "SERVED",
     "BATCH_FORMAT",
+    "DEAD_LETTER",
+    "DEAD_LETTER_PROPERTIES",
     "DEAD_LETTER_SUFFIX",
+    "MAX_REASON",
     "ENTITY_MANAGEMENT",
     "MANAGEMENT_SUFFIX",
     "NOT_IMPLEMENTED",
@@ -78,6 +82,7 @@ __all__ = [
     "EntityManagement",
     "dead_letter_entity",
     "dead_letter_to",
+    "dead_lettered",
     "entity_address",
     "entity_path",
     "lock_tokens",
@@ -111,6 +116,12 @@ MAX_PEEK = 256
 LOCK_DURATION = 60.0
 #: The message-annotation that carries a message's sequence number.
 SEQUENCE_NUMBER = Symbol("x-opt-sequence-number")
+#: The error condition of the SDK's ``dead_letter_message`` (a ``rejected`` outcome's),
+#: and the keys of its info copied to the dead-lettered message's application-properties.
+DEAD_LETTER = "com.microsoft:dead-letter"
+DEAD_LETTER_PROPERTIES = ("DeadLetterReason", "DeadLetterErrorDescription")
+#: The most characters of each copied.
+MAX_REASON = 4096
 #: The error conditions of Service Bus's refusals.
 ARGUMENT_ERROR = "com.microsoft:argument-error"
 LOCK_LOST = "com.microsoft:message-lock-lost"
@@ -168,6 +179,36 @@ def sequenced(message: StoredMessage) -> bytes:
     copy = message.copy(message.seq)
     copy.annotate({SEQUENCE_NUMBER: message.seq})
     return copy.encoded()
+
+
+def dead_lettered(message: StoredMessage, outcome: Rejected, wall: float) -> StoredMessage:
+    """The message a ``rejected`` ``outcome`` sends to a dead-letter queue: for the SDK's
+    ``dead_letter_message`` (the error's condition :data:`DEAD_LETTER`), a copy whose
+    application-properties carry the ``DeadLetterReason`` and
+    ``DeadLetterErrorDescription`` of the error's info (strings, at most
+    :data:`MAX_REASON` characters each), as Service Bus sets them (it changes the bare
+    message; so does this copy, the dead-letter queue's only); otherwise ``message``."""
+    err = outcome.error
+    info = err.info if err is not None and err.condition == DEAD_LETTER else None
+    if not isinstance(info, dict):
+        return message
+    reasons = {
+        key: value[:MAX_REASON]
+        for key in DEAD_LETTER_PROPERTIES
+        if isinstance(value := info.get(key, info.get(Symbol(key))), str)
+    }
+    if not reasons:
+        return message
+    try:
+        decoded = Message.decode(message.data)
+        properties = {**(decoded.application_properties or {}), **reasons}
+        data = attrs.evolve(decoded, application_properties=properties).encode()
+        copy = parse_message(data, seq=message.seq, wall=wall)
+    except (DecodeError, EncodeError):  # pragma: no cover - it was read when it came
+        return message
+    copy.delivery_count = message.delivery_count
+    copy.expires = message.expires
+    return copy
 
 
 def own_node(nodes: Mapping[str, OwnNode], address: str) -> OwnNode | None:

@@ -197,7 +197,31 @@ def test_a_rejection_goes_to_the_dead_letter_queue_and_is_echoed_without_its_err
     assert event.delivery.remote_settled
     assert isinstance(echoed, a.Rejected) and echoed.error is None
     assert depth(net, "orders") == 0
-    assert drain(client, URL + "orders/$DeadLetterQueue") == [b"bad"]
+    dlq = client.receiver(URL + "orders/$DeadLetterQueue", 10)
+    (dead_event,) = client.received(dlq)
+    assert a.Message.decode(dead_event.data).body == a.Data(b"bad")
+    assert a.Message.decode(dead_event.data).application_properties is None  # no reason given
+
+
+def test_the_sdk_reason_is_set_on_the_dead_lettered_message() -> None:
+    net = Net()
+    client = net.connect()
+    sent = a.Message(application_properties={"kind": "order"}, body=b"bad")
+    client.send(client.sender("orders"), sent)
+    receiver = client.receiver(URL + "orders", 10, rcv_settle_mode=SECOND)
+    (event,) = client.received(receiver)
+    info = {"DeadLetterReason": "unparseable", "DeadLetterErrorDescription": "x" * 5000}
+    dead = a.Error(condition=a.Symbol("com.microsoft:dead-letter"), info=info)
+    receiver.settle(event.delivery, a.Rejected(error=dead))
+    net.pump()
+    dlq = client.receiver(URL + "orders/$deadletterqueue", 10)
+    (got,) = client.received(dlq)
+    props = a.Message.decode(got.data).application_properties
+    assert props == {
+        "kind": "order",
+        "DeadLetterReason": "unparseable",
+        "DeadLetterErrorDescription": "x" * 4096,
+    }
 
 
 def test_a_plain_consumer_rejection_does_not_make_a_sub_queue() -> None:
