@@ -64,7 +64,7 @@ from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filt
 from .._subscriptions import Subscription, keeps
 from .endpoints import _Consumer, _Producer
 from .interface import Broker10, OwnNode
-from .outcomes import apply_outcome
+from .outcomes import applied, apply_outcome
 from .relay import relay_address, relay_route
 from .replies import attach_volatile, sweep_links
 from .servicebus import lock_tokens, own_node, put_batch, resolve, service_bus_link
@@ -77,7 +77,6 @@ _ATTACHED = LinkState.ATTACHED
 _OPENED = ConnectionState.OPENED
 _ACCEPTED = Accepted()
 _OUTCOMES = (Accepted, Rejected, Released, Modified)
-_REJECTED = Rejected()
 #: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
 SUPPORTED_OUTCOMES = tuple(
     Symbol(f"amqp:{name}:list") for name in ("accepted", "rejected", "released", "modified")
@@ -957,7 +956,7 @@ class BrokerConnection(Admission):
         message, queue = entry
         apply_outcome(self.broker, consumer, message, queue, state)
         if not delivery.settled:  # (its outcome echoed, as applied: 2.6.12, .servicebus)
-            consumer.link.settle(delivery, _REJECTED if type(state) is Rejected else state)
+            consumer.link.settle(delivery, applied(state))
 
     def _on_parked(self, event: DeliveryUpdated) -> None:
         """The client settled a delivery of a suspended subscription's detached link (a

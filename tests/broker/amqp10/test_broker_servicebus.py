@@ -165,6 +165,22 @@ def test_a_url_receiver_gets_lock_tokens_and_the_applied_outcome() -> None:
     assert len(other.delivery.tag) < 16
 
 
+def test_a_modified_outcome_is_echoed_without_its_annotations() -> None:
+    net = Net()
+    client = net.connect()
+    publish_all(client, "orders", b"x")
+    receiver = client.receiver("orders", 10, rcv_settle_mode=SECOND)
+    (event,) = client.received(receiver)
+    notes = {a.Symbol("x-opt-why"): "y" * 1000}
+    receiver.settle(event.delivery, a.Modified(delivery_failed=True, message_annotations=notes))
+    net.pump()
+    echoed = event.delivery.remote_state
+    assert event.delivery.remote_settled
+    assert echoed == a.Modified(delivery_failed=True, undeliverable_here=None)
+    (again,) = client.received(receiver)  # the annotations applied to the message itself
+    assert a.Message.decode(again.data).message_annotations == notes
+
+
 def test_a_url_receiver_gets_each_message_with_its_sequence_number() -> None:
     net = Net()
     client = net.connect()
