@@ -38,6 +38,7 @@ from .amqp10.cbs import CBS_ADDRESS, Cbs
 from .amqp10.connection import BrokerConnection
 from .amqp10.management import MANAGEMENT_ADDRESS, Management
 from .amqp10.relay import ANONYMOUS_RELAY
+from .amqp10.servicebus import ENTITY_MANAGEMENT, EntityManagement
 
 if TYPE_CHECKING:
     import ssl
@@ -78,7 +79,14 @@ class Broker(BrokerCore):
         #: 1.0 connections put, and the rights they give.
         self.cbs = Cbs(self)
         #: The broker's own request/response nodes, by address (:mod:`.amqp10.requests`).
-        self.request_nodes = {MANAGEMENT_ADDRESS: self.management, CBS_ADDRESS: self.cbs}
+        #: Every entity's ``<entity>/$management``, as Azure Service Bus has them (see
+        #: :mod:`.amqp10.servicebus`).
+        self.entity_management = EntityManagement(self)
+        self.request_nodes = {
+            MANAGEMENT_ADDRESS: self.management,
+            CBS_ADDRESS: self.cbs,
+            ENTITY_MANAGEMENT: self.entity_management,
+        }
         #: AMQP 0-10's detached sessions, kept for their time-out for any connection to
         #: resume (the engines' store, 0-10 spec class ``session``), and the broker's state
         #: of those whose connection has gone (:mod:`.amqp010.sessions`).

@@ -44,11 +44,12 @@ from ...definitions.amqp10.messaging import AmqpValue
 from ...engine.amqp10.link import Link
 from ...engine.amqp10.states import LinkState
 from ...security.jwt import JwtError, verify_jwt
-from ...security.sas import SAS_PREFIX, SasTokenError, covers, parse_sas_token, path_of
+from ...security.sas import SAS_PREFIX, SasTokenError, covers, parse_sas_token
 from .._nodes import error
 from .._record import printable
 from .._users import SAS_RIGHTS, Users
 from .requests import RequestNode, Status, response
+from .servicebus import entity_path
 
 if TYPE_CHECKING:
     from .interface import Broker10, Connection10
@@ -106,7 +107,7 @@ def check_put_token(broker: Broker10, request: Message) -> Claim:
     audience, kind, token = _put_token(request)
     users = broker.config.users
     if users is None:  # an open broker: taken, unchecked
-        return Claim(path_of(audience), frozenset(), None)
+        return Claim(entity_path(audience), frozenset(), None)
     if kind == JWT_TOKEN_TYPE and not token.startswith(SAS_PREFIX):
         return _check_jwt(users, audience, token, broker.wall)
     if kind not in (SAS_TOKEN_TYPE, JWT_TOKEN_TYPE):
@@ -128,7 +129,7 @@ def _check_sas(users: Users, audience: str, token: str, wall: float) -> Claim:
     if not covers(sas.resource, audience):
         shown = printable(audience[:256])
         raise _unauthorized(f"the SAS token's resource does not cover the audience {shown!r}")
-    path = path_of(audience)
+    path = entity_path(audience)
     if key.entity is not None and not _within(path, key.entity):
         raise _unauthorized("the SAS token's key is for another entity")
     return Claim(path, key.rights, sas.expiry)
@@ -152,7 +153,7 @@ def _check_jwt(users: Users, audience: str, token: str, wall: float) -> Claim:
     rights = frozenset(r for r in roles if r in SAS_RIGHTS) if isinstance(roles, list) else ()
     if not rights:
         raise _unauthorized(f"the JWT's 'roles' give none of {', '.join(SAS_RIGHTS)}")
-    return Claim(path_of(audience), frozenset(rights), float(claims["exp"]))
+    return Claim(entity_path(audience), frozenset(rights), float(claims["exp"]))
 
 
 def _put_token(request: Message) -> tuple[str, str, str]:
@@ -277,7 +278,7 @@ class Cbs(RequestNode):
         for ``$management``) on an audience covering it. If so, the link is kept with the
         token, to be detached when it expires."""
         if "://" in address:  # (Azure's SDKs attach to amqps://host/queue: its path counts)
-            address = path_of(address)
+            address = entity_path(address)
         right = _right(address, send)
         grant = self._covering(conn, address, right)
         if grant is None:

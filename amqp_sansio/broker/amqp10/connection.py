@@ -64,9 +64,10 @@ from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filt
 from .._subscriptions import Subscription, keeps
 from .endpoints import _Consumer, _Producer
 from .interface import Broker10, OwnNode
-from .outcomes import apply_outcome
+from .outcomes import applied, apply_outcome
 from .relay import relay_address, relay_route
 from .replies import attach_volatile, sweep_links
+from .servicebus import lock_tokens, own_node, put_batch, resolve, service_bus_link
 from .transactions import discharge, roll_back, unroutable_in_txn
 
 __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
@@ -368,6 +369,7 @@ class BrokerConnection(Admission):
                 error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
             )
             return
+        terminus, service_bus = service_bus_link(link, terminus)  # (Azure's URL addresses)
         address = terminus.address
         own = self._own_node(terminus)
         limit = config.max_address_length
@@ -396,7 +398,7 @@ class BrokerConnection(Admission):
             return
         else:
             stream = STREAM_CAPABILITY in (terminus.capabilities or ())
-            node = broker.resolve(terminus.address, stream=stream)
+            node = resolve(broker, terminus.address, stream=stream, service_bus=service_bus)
             if node is None:
                 link.refuse(error("amqp:not-found", no_node(terminus.address)))
                 return
@@ -414,6 +416,7 @@ class BrokerConnection(Admission):
         if isinstance(link, Sender):
             assert isinstance(terminus, Source)
             self.add_consumer(link, node, terminus)
+            lock_tokens(self.consumers.get(link), service_bus)
         else:
             assert isinstance(link, Receiver)
             link.max_message_size = config.max_message_size
@@ -425,12 +428,12 @@ class BrokerConnection(Admission):
             self._join(node, producer, terminus.dynamic)
 
     def _own_node(self, terminus: Source | Target) -> OwnNode | None:
-        """The broker's own node (``$management``, ``$cbs``: :mod:`.requests`) the
-        terminus names, or None."""
+        """The broker's own node (``$management``, ``$cbs``: :mod:`.requests`; an entity's
+        ``<entity>/$management``: :mod:`.servicebus`) the terminus names, or None."""
         address = terminus.address
         if terminus.dynamic or not isinstance(address, str):
             return None
-        return self.broker.request_nodes.get(address)
+        return own_node(self.broker.request_nodes, address)
 
     def _allowed(self, link: Link, address: object, own: OwnNode | None) -> bool:
         """Whether the users file lets this client attach ``link`` to ``address`` (None:
@@ -790,6 +793,8 @@ class BrokerConnection(Admission):
             any(node.request(self, event) for node in self.broker.request_nodes.values())
             return
         self.record.messages_in += 1
+        if put_batch(self, producer.node, event):
+            return  # (a batch of Azure's SDKs: see .servicebus)
         link = producer.link
         delivery = event.delivery
         broker = self.broker
@@ -950,8 +955,8 @@ class BrokerConnection(Admission):
         self._decided[delivery] = type(state)
         message, queue = entry
         apply_outcome(self.broker, consumer, message, queue, state)
-        if not delivery.settled:
-            consumer.link.settle(delivery)
+        if not delivery.settled:  # (its outcome echoed, as applied: 2.6.12, .servicebus)
+            consumer.link.settle(delivery, applied(state))
 
     def _on_parked(self, event: DeliveryUpdated) -> None:
         """The client settled a delivery of a suspended subscription's detached link (a

@@ -5,6 +5,7 @@ producer (a link on which it receives, to a node or, on the anonymous relay, to 
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from ...codec.amqp10 import Symbol
@@ -21,6 +22,7 @@ from .._store import StoredMessage
 from .._streams import Stream
 from .._subscriptions import Subscription
 from .outcomes import taken
+from .servicebus import sequenced
 from .transactions import unroutable_in_txn
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ class _Consumer:
         "default",
         "inflight",
         "link",
+        "lock_tokens",
         "node",
         "queue",
         "selector",
@@ -82,6 +85,10 @@ class _Consumer:
         #: It has credit, but as many unsettled deliveries as the link may hold
         #: (``BrokerConfig.max_unsettled_per_link``): a settlement dispatches again.
         self.blocked = False
+        #: A Service Bus link's (see .servicebus): each delivery's tag is a lock token, 16
+        #: random bytes (a GUID, as Azure's SDKs read it), not the link's short counter,
+        #: and each message carries its sequence number (``x-opt-sequence-number``).
+        self.lock_tokens = False
 
     @property
     def credit(self) -> int:
@@ -96,7 +103,7 @@ class _Consumer:
 
     def deliver(self, message: StoredMessage, queue: Queue) -> None:
         link = self.link
-        data = message.encoded()
+        data = sequenced(message) if self.lock_tokens else message.encoded()
         limit = link.remote_max_message_size
         if limit and len(data) > limit:
             # Too large for this consumer (core spec 2.7.3): never for it.
@@ -105,7 +112,7 @@ class _Consumer:
                 queue.requeue(message)
             self._too_large(len(data), limit)
             return
-        delivery = link.send(data)
+        delivery = link.send(data, tag=secrets.token_bytes(16) if self.lock_tokens else None)
         self.conn.record.messages_out += 1
         self.conn.broker.has_output(self.conn)
         if self.copy:

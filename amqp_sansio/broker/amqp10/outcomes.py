@@ -8,13 +8,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...definitions.amqp10.messaging import Accepted, Modified, Rejected
+from .servicebus import dead_lettered
 
 if TYPE_CHECKING:
     from .._interface import ConnectionBroker
     from .._nodes import Queue
     from .._store import StoredMessage
 
-__all__ = ["apply_outcome", "taken"]
+__all__ = ["applied", "apply_outcome", "taken"]
+
+_REJECTED = Rejected()
 
 
 def apply_outcome(
@@ -23,8 +26,8 @@ def apply_outcome(
     """What an outcome does to the message (core spec 3.4)."""
     kind = type(outcome)
     if kind is Accepted or kind is Rejected:
-        if kind is Rejected:
-            queue.dead_letter(message, "rejected")
+        if kind is Rejected:  # (with the SDK's reason, if it gives one: .servicebus)
+            queue.dead_letter(dead_lettered(message, outcome, broker.wall), "rejected")
         taken(broker, queue, message)
         return
     changed = False
@@ -52,6 +55,23 @@ def apply_outcome(
         broker.store.update(queue, message)
     queue.requeue(message)
     broker.wake(queue)
+
+
+def applied(outcome: Any) -> Any:
+    """The outcome the broker settles a consumer's delivery with, once it has applied the
+    consumer's ``outcome`` (core spec 2.6.12: the sender settles with the state it took):
+    the same kind, without what the consumer added (a ``rejected``'s error, a
+    ``modified``'s message-annotations: the consumer's own, and perhaps too large for
+    its frames); Azure's SDKs check that it matches what they sent."""
+    kind = type(outcome)
+    if kind is Rejected:
+        return _REJECTED
+    if kind is Modified and outcome.message_annotations:
+        return Modified(
+            delivery_failed=outcome.delivery_failed,
+            undeliverable_here=outcome.undeliverable_here,
+        )
+    return outcome
 
 
 def taken(broker: ConnectionBroker, queue: Queue, message: StoredMessage) -> None:

@@ -126,6 +126,18 @@ class RequestNode:
         holds."""
         raise NotImplementedError  # pragma: no cover - every node answers
 
+    def answer_on(
+        self, link: Receiver, conn: Connection10, request: Message, reply_to: str
+    ) -> Message:
+        """The response to ``request``, which came on ``link``: :meth:`answer`'s (a node
+        that serves many addresses tells them apart by the link)."""
+        return self.answer(conn, request, reply_to)
+
+    def node_address(self, terminus: Target) -> str:
+        """The address the broker's attach gives a link to the node (its target's):
+        :attr:`address`; a node serving many addresses gives the one the link names."""
+        return self.address
+
     def attach(self, conn: Connection10, link: Link, terminus: Source | Target) -> None:
         """A client attaches a link to (or from) the node."""
         links, replies = self.links, self.replies
@@ -140,7 +152,7 @@ class RequestNode:
         assert isinstance(link, Receiver) and isinstance(terminus, Target)
         config = self.broker.config
         link.max_message_size = config.max_message_size
-        link.attach(target=attrs.evolve(terminus, address=self.address))
+        link.attach(target=attrs.evolve(terminus, address=self.node_address(terminus)))
         link.flow(config.link_credit)
         links[link] = conn
 
@@ -187,7 +199,7 @@ class RequestNode:
             except DecodeError as exc:
                 state = Rejected(error=error("amqp:decode-error", f"malformed message: {exc}"))
             else:
-                state = self._respond(conn, request)
+                state = self._respond(conn, link, request)
         if not delivery.remote_settled:
             link.settle(delivery, state)
         conn.give_credit(link)
@@ -202,7 +214,7 @@ class RequestNode:
                 found = address
         return found
 
-    def _respond(self, conn: Connection10, request: Message) -> Any:
+    def _respond(self, conn: Connection10, link: Receiver, request: Message) -> Any:
         broker = self.broker
         _, reply_to = correlation(request)
         if reply_to is None:
@@ -230,7 +242,7 @@ class RequestNode:
             return Rejected(
                 error=error("amqp:unauthorized-access", f"{who} may not send to {reply_to!r}")
             )
-        response = self.answer(conn, request, reply_to)
+        response = self.answer_on(link, conn, request, reply_to)
         try:
             data = response.encode()
         except EncodeError as exc:  # pragma: no cover - a correlation-id the codec refuses
