@@ -447,13 +447,16 @@ def run(
     *,
     targets: Iterable[str] | None = None,
     time_limit: float | None = None,
+    min_iterations: int = 0,
     corpus: dict[str, list[bytes]] | None = None,
     max_len: int = MAX_INPUT,
     max_pool: int = 3000,
 ) -> FuzzStats:
     """Mutation-fuzz the targets for ``iterations`` inputs (round robin over the targets).
 
-    Deterministic for a given ``seed`` unless ``time_limit`` (seconds) stops it early.
+    Deterministic for a given ``seed`` unless ``time_limit`` (seconds) stops it early, which
+    it does only after ``min_iterations`` inputs (on a loaded machine the time limit alone
+    may leave a target too few).
     Inputs that give an outcome not seen before (a new error message, a new decoded type)
     join the pool that later inputs are mutated from: a cheap stand-in for coverage.
     Failures are collected, one per signature, not raised; those matching a
@@ -471,7 +474,12 @@ def run(
     seen_signatures: set[str] = set()
     start = time.perf_counter()
     for i in range(iterations):
-        if time_limit is not None and i % 64 == 0 and time.perf_counter() - start > time_limit:
+        if (
+            time_limit is not None
+            and i % 64 == 0
+            and i >= min_iterations
+            and time.perf_counter() - start > time_limit
+        ):
             break
         target = names[i % len(names)]
         pool = pools[target]

@@ -6,9 +6,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 #: The coverage floor of each part of the package (pyproject.toml).
 pytest_plugins = ["support.coverage_floors"]
+
+# Speed is measured by the benchmarks, not by timed tests: on a loaded machine (CI, with
+# Spark and the brokers beside it) Hypothesis' time checks fail tests that are correct. Every
+# property test therefore runs without a deadline per example and without the health check on
+# slow input generation; each test's own @settings still sets its number of examples.
+settings.register_profile(
+    "amqp-sansio", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("amqp-sansio")
 
 
 @pytest.fixture(scope="session")

@@ -243,7 +243,14 @@ def test_bounded_mutation_pass() -> None:
 
 def test_bounded_engine_pass() -> None:
     """The engine's targets, a few seconds: about a thousand conversations each."""
-    stats = harness.run(ITERATIONS, SEED, targets=harness.ENGINE_TARGETS, time_limit=ENGINE_SECONDS)
+    stats = harness.run(
+        ITERATIONS,
+        SEED,
+        targets=harness.ENGINE_TARGETS,
+        time_limit=ENGINE_SECONDS,
+        # However slow the machine, every target gets a few hundred conversations.
+        min_iterations=300 * len(harness.ENGINE_TARGETS),
+    )
     print(stats.summary())
     assert stats.ok, (
         f"fuzzing the engine found new failures (replay with AMQP_SANSIO_FUZZ_SEED={SEED}; "
