@@ -265,6 +265,48 @@ def test_bench_loopback_websocket_is_next_to_tcp(adapter: str) -> None:
     assert lines[1].split() == ["ours", "tcp", "ratio", "unit"]
 
 
+def test_bench_loopback_over_a_websocket_url() -> None:
+    """``--url ws://HOST:PORT/PATH`` (issue 30): the WebSocket run at that address (port 0:
+    a free one, the path the resource both ends use), next to TCP in the same run."""
+    result = _run(
+        "bench", "loopback", "--url", "ws://127.0.0.1:0/amqp/bench", "--json",
+        "--messages", "200", "--rounds", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(result.stdout)["loopback-asyncio-websocket"]
+    assert entry["ours"] > 0 and entry["tcp"] > 0 and entry["unit"] == "msg/s"
+    table = _run(
+        "bench", "loopback", "--url", "ws://localhost:0/", "--adapter", "trio",
+        "--messages", "100", "--rounds", "1",
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.startswith(
+        "loopback over WebSocket (trio): 100 messages of 256 bytes, each accepted, over "
+        "ws://localhost:0/ next to TCP"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("wss://127.0.0.1:0/", "takes a ws:// URL, not wss"),
+        ("ws://127.0.0.1:x/", "port is not a number from 0 to 65535"),
+        ("ws://u:secret@127.0.0.1:0/", "is ws://HOST:PORT/PATH (no user, query or fragment)"),
+    ],
+)
+def test_bench_loopback_websocket_url_usage_errors(url: str, why: str) -> None:
+    result = _run("bench", "loopback", "--url", url)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("amqp-sansio bench loopback: error: --url: ") and why in line
+    assert "secret" not in result.stderr
+
+
+def test_loopback_benchmark_refuses_a_bad_url_before_any_round() -> None:
+    with pytest.raises(ValueError, match="takes a ws:// URL"):
+        bench.loopback_benchmark(10, adapter="asyncio", websocket="amqp://127.0.0.1:0/")
+
+
 def test_bench_loopback_websocket_needs_an_async_adapter() -> None:
     result = _run("bench", "loopback", "--websocket", "--adapter", "sockets")
     assert result.returncode == 2

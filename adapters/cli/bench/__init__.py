@@ -45,11 +45,13 @@ from .amqp10.loopback import (
     LOOPBACK_RUNNERS,
     LOOPBACK_STALL,
     WEBSOCKET_RUNNERS,
+    WEBSOCKET_URL,
     loopback_benchmark,
     ours_loopback,
     ours_loopback_asyncio,
     ours_loopback_trio,
     proton_loopback,
+    websocket_address,
 )
 from .pipe import (
     CREDIT_WINDOW,
@@ -105,6 +107,8 @@ __all__ = [
     "ours_loopback_trio",
     "loopback_benchmark",
     "WEBSOCKET_RUNNERS",
+    "WEBSOCKET_URL",
+    "websocket_address",
     # rounds through a broker, whatever the protocol
     "Side",
     "alternate",

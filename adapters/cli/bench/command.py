@@ -192,14 +192,15 @@ def add_parser(sub: Any) -> None:
         "--url",
         default=None,
         help="--protocol 0-9-1: the RabbitMQ to run through (default "
-        f"${bench.RABBITMQ_ENV}, else {bench.RABBITMQ_URL})",
+        f"${bench.RABBITMQ_ENV}, else {bench.RABBITMQ_URL}); --protocol 1.0: a "
+        "ws://HOST:PORT/PATH URL runs --websocket at that address (port 0: a free one)",
     )
     loop.add_argument(
         "--websocket",
         action="store_true",
         help="--protocol 1.0: what the AMQP WebSocket binding costs: ours over ws:// next "
         "to ours over TCP (the ratio is WebSocket's over TCP's), with --adapter asyncio "
-        "(the default here) or trio",
+        f"(the default here) or trio, at {bench.WEBSOCKET_URL} unless --url says",
     )
     loop.add_argument(
         "--broker",
@@ -383,15 +384,23 @@ def _run_rounds(
 
 def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
     """``bench loopback`` (1.0): through ``--adapter`` (sockets by default) next to Proton;
-    with ``--websocket``, over ``ws://`` next to TCP (asyncio by default)."""
-    if args.websocket:
+    with ``--websocket`` or ``--url ws://...``, over WebSocket next to TCP (asyncio by
+    default)."""
+    if args.url is not None:
+        try:
+            bench.websocket_address(args.url)
+        except ValueError as exc:
+            raise CommandError(f"--url: {exc}", EXIT_USAGE) from None
+        args.websocket = True
+    websocket = (args.url or bench.WEBSOCKET_URL) if args.websocket else None
+    if websocket is not None:
         args.adapter = args.adapter or "asyncio"
         if args.adapter not in bench.WEBSOCKET_RUNNERS:
             adapters = " or ".join(bench.WEBSOCKET_RUNNERS)
             raise CommandError(f"--websocket runs through --adapter {adapters}", EXIT_USAGE)
         title = (
             f"loopback over WebSocket ({args.adapter}): {args.messages:,} messages of "
-            f"{args.size:,} bytes, each accepted, over ws:// next to TCP on 127.0.0.1"
+            f"{args.size:,} bytes, each accepted, over {websocket} next to TCP"
         )
     else:
         args.adapter = args.adapter or "sockets"
@@ -408,7 +417,7 @@ def _loopback(args: argparse.Namespace) -> tuple[str, bench.Result]:
             rounds=args.rounds,
             seconds=args.seconds,
             progress=progress,
-            websocket=args.websocket,
+            websocket=websocket,
         )
     finally:
         progress.clear()
@@ -441,9 +450,9 @@ def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
 def _loopback10(args: argparse.Namespace) -> int:
     """``bench loopback`` (``--protocol 1.0``): sender and receiver connected to each
     other, ours next to Proton's Container."""
-    if args.broker or args.url is not None:
+    if args.broker:
         print(
-            "amqp-sansio bench loopback: error: --url and --broker are for --protocol 0-9-1",
+            "amqp-sansio bench loopback: error: --broker is for --protocol 0-9-1",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -248,11 +249,34 @@ def proton_loopback(
 # outcome from its tracker.
 
 
+#: Where ``bench loopback --websocket`` listens and connects: a free port on 127.0.0.1,
+#: the resource ``/``. ``--url ws://HOST:PORT/PATH`` names another (port 0: a free one).
+WEBSOCKET_URL = "ws://127.0.0.1:0/"
+
+
+def websocket_address(url: str) -> tuple[str, int, str]:
+    """The host, port (0: a free one) and path of a ``ws://`` URL for the loopback, or
+    :class:`ValueError` saying what is wrong with it (never repeating the URL, which may
+    hold a password)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "ws":
+        scheme = parts.scheme or "no scheme"
+        raise ValueError(f"the loopback over WebSocket takes a ws:// URL, not {scheme}")
+    try:
+        port = parts.port or 0
+    except ValueError:
+        raise ValueError("the loopback URL's port is not a number from 0 to 65535") from None
+    if parts.username is not None or parts.query or parts.fragment:
+        raise ValueError("the loopback URL is ws://HOST:PORT/PATH (no user, query or fragment)")
+    return parts.hostname or "127.0.0.1", port, parts.path or "/"
+
+
 async def _async_loopback(
-    adapter: Any, count: int, body: bytes, progress: Progress | None, websocket: bool = False
+    adapter: Any, count: int, body: bytes, progress: Progress | None, websocket: str | None
 ) -> float:
     """The loopback work through an async adapter (``aio`` or ``trio_adapter``: the same
-    API); with ``websocket``, over the AMQP WebSocket binding (``ws://``) instead of TCP."""
+    API); with ``websocket`` (a ``ws://`` URL, :func:`websocket_address`), over the AMQP
+    WebSocket binding at that host, port and path instead of TCP on 127.0.0.1."""
     size = len(body)
     window = max(1, min(CREDIT_WINDOW, count))
     decode = amqp.Message.decode
@@ -277,14 +301,16 @@ async def _async_loopback(
     message_cls = amqp.Message
     step = max(1, count // 100)
     next_report = step
-    layers = {"websocket": WebSocketOptions()} if websocket else {}
-    listening = adapter.listen("127.0.0.1", 0, on_link, container_id="bench-server", **layers)
+    host, port, path = ("127.0.0.1", 0, "/") if websocket is None else websocket_address(websocket)
+    layers = {} if websocket is None else {"websocket": WebSocketOptions(accept_paths=(path,))}
+    listening = adapter.listen(host, port, on_link, container_id="bench-server", **layers)
     if not hasattr(listening, "__aenter__"):  # asyncio's: await it for the server
         listening = await listening
     async with listening as server:
-        scheme = "ws" if websocket else "amqp"
+        where = f"{host}:{server.port}" if ":" not in host else f"[{host}]:{server.port}"
+        url = f"amqp://{where}" if websocket is None else f"ws://{where}{path}"
         async with adapter.connect(
-            f"{scheme}://127.0.0.1:{server.port}",
+            url,
             timeout=LOOPBACK_STALL,
             container_id="bench-client",
         ) as conn:
@@ -315,13 +341,13 @@ def ours_loopback_asyncio(
     *,
     body: bytes = bytes(PIPE_BODY_SIZE),
     progress: Progress | None = None,
-    websocket: bool = False,
+    websocket: str | None = None,
 ) -> float:
     """Seconds our asyncio adapter takes on the work of :func:`ours_loopback`: an
     :func:`~amqp_sansio.adapters.aio.listen` server and an
     :func:`~amqp_sansio.adapters.aio.connect` client on one event loop (a new one, in this
     thread), the sender pipelining with ``send(..., wait=False)``; over the WebSocket
-    binding with ``websocket``."""
+    binding with ``websocket`` (a ``ws://`` URL: :func:`websocket_address`)."""
     import asyncio
 
     from .... import aio
@@ -334,7 +360,7 @@ def ours_loopback_trio(
     *,
     body: bytes = bytes(PIPE_BODY_SIZE),
     progress: Progress | None = None,
-    websocket: bool = False,
+    websocket: str | None = None,
 ) -> float:
     """Seconds our trio adapter takes on the work of :func:`ours_loopback`: the same as
     :func:`ours_loopback_asyncio`, on a new trio run in this thread."""
@@ -370,7 +396,7 @@ def loopback_benchmark(
     rounds: int = 3,
     seconds: float = 0.0,
     progress: Callable[[str, int, float | None], None] | None = None,
-    websocket: bool = False,
+    websocket: str | None = None,
 ) -> Result:
     """Messages per second between a sender and a receiver in one process over 127.0.0.1,
     ours (with ``adapter``) and Proton's Container, each message a data body of ``size``
@@ -379,18 +405,21 @@ def loopback_benchmark(
     called now and then during each run (``rate`` None) and once at its end (with the
     run's messages per second), ``label`` naming the side and the round.
 
-    With ``websocket``, what the AMQP WebSocket binding costs (:doc:`websockets`): the same
-    work through ``adapter`` (one of :data:`WEBSOCKET_RUNNERS`) over ``ws://`` (the
-    WebSocket layer on both ends) next to ours over TCP, in alternating rounds; the result's
-    ``"tcp"`` is then the rate over TCP, its ``ratio`` WebSocket's over TCP's."""
-    runners = WEBSOCKET_RUNNERS if websocket else LOOPBACK_RUNNERS
+    With ``websocket``, a ``ws://HOST:PORT/PATH`` URL (:data:`WEBSOCKET_URL`; port 0 for a
+    free one), what the AMQP WebSocket binding costs (:doc:`websockets`): the same work
+    through ``adapter`` (one of :data:`WEBSOCKET_RUNNERS`) over WebSocket at that address
+    (the WebSocket layer on both ends) next to ours over TCP, in alternating rounds; the
+    result's ``"tcp"`` is then the rate over TCP, its ``ratio`` WebSocket's over TCP's."""
+    if websocket is not None:
+        websocket_address(websocket)  # a bad URL fails before any round
+    runners = LOOPBACK_RUNNERS if websocket is None else WEBSOCKET_RUNNERS
     ours = runners.get(adapter)
     if ours is None:
         raise ValueError(f"no adapter named {adapter!r} (one of {', '.join(runners)})")
     body = bytes(size)
     runs: dict[str, int] = {}
 
-    def run(side: str, fn: Callable[..., float], **options: bool) -> float:
+    def run(side: str, fn: Callable[..., float], **options: str | None) -> float:
         runs[side] = runs.get(side, 0) + 1
         label = f"{side}, round {runs[side]}"
         report = None if progress is None else (lambda n: progress(label, n, None))
@@ -399,10 +428,10 @@ def loopback_benchmark(
             progress(label, messages, messages / elapsed)
         return elapsed
 
-    if websocket:
+    if websocket is not None:
         result = alternate(
-            lambda: run("websocket", ours, websocket=True),
-            lambda: run("tcp", ours, websocket=False),
+            lambda: run("websocket", ours, websocket=websocket),
+            lambda: run("tcp", ours, websocket=None),
             messages,
             "msg/s",
             rounds,

@@ -153,8 +153,11 @@ def _environ() -> dict[str, str]:
     ("args", "message"),
     [
         (["--protocol", "0-9-1", "--adapter", "sockets"], "measures the adapters asyncio, trio"),
-        (["--url", "amqp://127.0.0.1:1/"], "--url and --broker are for --protocol 0-9-1"),
-        (["--broker"], "--url and --broker are for --protocol 0-9-1"),
+        (
+            ["--url", "amqp://127.0.0.1:1/"],
+            "--url: the loopback over WebSocket takes a ws:// URL, not amqp",
+        ),
+        (["--broker"], "--broker is for --protocol 0-9-1"),
         (["--protocol", "0-9-1", "--url", "http://x/"], "--url: "),
     ],
 )
