@@ -11,8 +11,8 @@ protocol guide; the SDK's ``_common/receiver_mixins.py``, which names a subscrip
   the ``Subscriptions`` segment in any case, as Service Bus takes it, is spelled
   ``subscriptions``; so are its ``$management`` and ``$deadletterqueue`` below it).
 * **A subscription is a queue.** A Service Bus link attached to a subscription's path
-  (:func:`subscription`) makes, on first use, the topic (a
-  :class:`~amqp_sansio.broker.Topic` at ``<topic>``) and the subscription: a
+  (:func:`subscription`) makes, on first use, the topic (an :class:`EntityTopic`, a
+  :class:`~amqp_sansio.broker.Topic`, at ``<topic>``) and the subscription: a
   :class:`~amqp_sansio.broker.Queue` at the subscription's path, registered with its topic
   (:class:`EntitySubscription`), which copies each message sent to the topic into every
   subscription's queue (core spec 3.4: each copy a message of its own). The queue is the
@@ -26,7 +26,9 @@ protocol guide; the SDK's ``_common/receiver_mixins.py``, which names a subscrip
   topic node; a name that has no subscription is a queue, as any other. A subscription of
   a name that is a queue in use (a link attached, or messages held) is refused
   (``amqp:not-found``, the link's attach answered with no terminus); an unused queue made
-  on first use gives way to the topic.
+  on first use gives way to the topic. So is a new subscription beyond
+  ``BrokerConfig.max_subscriptions`` (counted with the kept topic subscriptions of
+  :mod:`.._subscriptions`).
 * **Tokens.** A put-token's audience is mapped by the same :func:`canonical`, so a token
   for the topic (``sb://host/<topic>``) covers its subscriptions, and a key scoped to the
   topic's entity signs tokens for them (:mod:`.cbs`).
@@ -36,17 +38,28 @@ Everything here is I/O-free.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, Any
 
 from .._nodes import Queue, Topic
+from .._store import StoredMessage
 
 if TYPE_CHECKING:
     from .interface import Broker10
 
-__all__ = ["SUBSCRIPTIONS", "EntitySubscription", "canonical", "subscription", "subscription_of"]
+__all__ = [
+    "SUBSCRIPTIONS",
+    "EntitySubscription",
+    "EntityTopic",
+    "canonical",
+    "subscription",
+    "subscription_of",
+]
 
 #: The path segment between a topic's name and its subscription's.
 SUBSCRIPTIONS = "subscriptions"
+#: The subscriptions made, by broker (each broker's count against ``max_subscriptions``).
+_made: weakref.WeakKeyDictionary[Any, set[Queue]] = weakref.WeakKeyDictionary()
 
 
 def canonical(path: str) -> str:
@@ -86,6 +99,17 @@ class EntitySubscription:
         return f"<EntitySubscription {self.buffer.address!r}>"
 
 
+class EntityTopic(Topic):
+    """A topic made for its subscriptions: a subscription's queue deleted (by a management
+    client) is dropped from it before the next message is copied."""
+
+    def offer(self, message: StoredMessage) -> str | None:
+        gone = [key for key, queue in self.subscriptions.items() if queue.deleted]
+        for key in gone:
+            del self.subscriptions[key]
+        return super().offer(message)
+
+
 def subscription(broker: Broker10, address: str) -> Queue | None:
     """The queue of the subscription at ``address`` (a path :func:`subscription_of`
     takes), made with its topic on first use; None if its topic's name is a queue in use
@@ -100,15 +124,32 @@ def subscription(broker: Broker10, address: str) -> Queue | None:
         broker.delete_node(topic)  # (made by a mere attach, and left empty)
         topic = None
     if topic is None:
-        topic = broker.declare(name, topic=True)
+        topic = broker.nodes[name] = EntityTopic(broker, name)
     if not isinstance(topic, Topic):
         return None
     queue = broker.nodes.get(address)
     if queue is None:
+        if not _room(broker):
+            return None
         queue = broker.declare(address)
     if not isinstance(queue, Queue):
         return None
     queue.auto = False  # (kept with no link and no message, as Service Bus keeps it)
     if all(buffer is not queue for buffer in topic.subscriptions.values()):
         topic.subscriptions[EntitySubscription(queue)] = queue
+        _made.setdefault(broker, set()).add(queue)
     return queue
+
+
+def _room(broker: Broker10) -> bool:
+    """Whether another subscription may be made: those made here and the broker's kept
+    ones (:mod:`.._subscriptions`) count together against ``max_subscriptions`` (each is
+    kept with no link, so without a bound a client could make them without end)."""
+    limit = broker.config.max_subscriptions
+    if limit is None:
+        return True
+    made = _made.setdefault(broker, set())
+    if len(made) + len(broker.subscriptions) < limit:
+        return True
+    made.difference_update([queue for queue in made if queue.deleted])
+    return len(made) + len(broker.subscriptions) < limit

@@ -234,3 +234,21 @@ def put_token(client: Client, audience: str, token: str) -> None:
     (event,) = client.received(responses)
     response = a.Message.decode(event.data)
     assert (response.application_properties or {})["status-code"] == 202
+
+
+def test_subscriptions_count_against_max_subscriptions() -> None:
+    net = Net(BrokerConfig(max_subscriptions=2))
+    client = net.connect()
+    subscribe(client, SUB_A).detach(closed=True)
+    subscribe(client, SUB_B).detach(closed=True)
+    net.pump()
+    refused = client.receiver(URL + "t/Subscriptions/c", 1)
+    assert refused.state is not a.LinkState.ATTACHED
+    assert "t/subscriptions/c" not in net.broker.nodes
+    subscribe(client, SUB_A)  # an existing one: found, not made
+    net.broker.delete_node(net.broker.nodes[SUB_B])
+    subscribe(client, "t/subscriptions/c")  # room again
+    publish_all(client, URL + "t", b"x")
+    topic = net.broker.nodes["t"]
+    assert isinstance(topic, Topic)
+    assert sorted(q.address for q in topic.subscriptions.values()) == [SUB_A, "t/subscriptions/c"]
