@@ -38,8 +38,7 @@ Everything here is I/O-free.
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._nodes import Queue, Topic
 from .._store import StoredMessage
@@ -58,8 +57,6 @@ __all__ = [
 
 #: The path segment between a topic's name and its subscription's.
 SUBSCRIPTIONS = "subscriptions"
-#: The subscriptions made, by broker (each broker's count against ``max_subscriptions``).
-_made: weakref.WeakKeyDictionary[Any, set[Queue]] = weakref.WeakKeyDictionary()
 
 
 def canonical(path: str) -> str:
@@ -137,19 +134,22 @@ def subscription(broker: Broker10, address: str) -> Queue | None:
     queue.auto = False  # (kept with no link and no message, as Service Bus keeps it)
     if all(buffer is not queue for buffer in topic.subscriptions.values()):
         topic.subscriptions[EntitySubscription(queue)] = queue
-        _made.setdefault(broker, set()).add(queue)
     return queue
 
 
 def _room(broker: Broker10) -> bool:
-    """Whether another subscription may be made: those made here and the broker's kept
+    """Whether another subscription may be made: those of the broker's topics made here
+    (counted from the topics themselves, so there is no second record to keep) and its kept
     ones (:mod:`.._subscriptions`) count together against ``max_subscriptions`` (each is
     kept with no link, so without a bound a client could make them without end)."""
     limit = broker.config.max_subscriptions
     if limit is None:
         return True
-    made = _made.setdefault(broker, set())
-    if len(made) + len(broker.subscriptions) < limit:
-        return True
-    made.difference_update([queue for queue in made if queue.deleted])
-    return len(made) + len(broker.subscriptions) < limit
+    made = sum(
+        1
+        for node in broker.nodes.values()
+        if isinstance(node, EntityTopic)
+        for queue in node.subscriptions.values()
+        if not queue.deleted
+    )
+    return made + len(broker.subscriptions) < limit
