@@ -23,6 +23,15 @@ from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
+from support.servicebus_sdk import (
+    AT_ONCE,
+    KEY,
+    KEY_NAME,
+    RECEIVE_WAIT,
+    bodies,
+    connection_string,
+    timed,
+)
 
 from amqp_sansio.security.sas import make_sas_token
 
@@ -41,13 +50,6 @@ from azure.servicebus.exceptions import (  # noqa: E402
     ServiceBusError,
 )
 
-KEY_NAME = "RootManageSharedAccessKey"
-KEY = "c2VjcmV0LWtleS1mb3ItdGhlLXRlc3Rz"
-#: A refusal arrives within this (the SDK's own time-outs are tens of seconds).
-AT_ONCE = 5.0
-#: The most a receive waits for a message the broker holds.
-RECEIVE_WAIT = 5
-
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
@@ -56,13 +58,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     users.write_text(json.dumps({"sas-keys": keys}))
     with BrokerProcess("--users", str(users)) as process:
         yield process
-
-
-def connection_string(broker: BrokerProcess, key: str = KEY) -> str:
-    return (
-        f"Endpoint=sb://127.0.0.1:{broker.port};SharedAccessKeyName={KEY_NAME};"
-        f"SharedAccessKey={key};UseDevelopmentEmulator=true"
-    )
 
 
 @pytest.fixture
@@ -74,18 +69,6 @@ def client(broker: BrokerProcess) -> Iterator[Any]:
 @pytest.fixture
 def queue() -> str:
     return f"orders-{uuid.uuid4().hex[:8]}"
-
-
-def bodies(messages: list[Any]) -> list[str]:
-    return [str(m) for m in messages]
-
-
-def timed(call: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.monotonic()
-    try:
-        return call(), time.monotonic() - start
-    except Exception as exc:  # (the refusal tests look at it)
-        return exc, time.monotonic() - start
 
 
 # -- send, receive, settle ----------------------------------------------------------------------

@@ -30,6 +30,9 @@ the core spec. ``docs/azure.rst`` lists what is served and what is refused.
   requests (application-property ``operation``): it serves ``peek-message`` and
   ``renew-lock`` with the status code and body the SDK reads; any other is answered at once
   with status 501 and ``errorCondition`` ``amqp:not-implemented``.
+* **Topics.** A topic's subscription (``<topic>/subscriptions/<name>``) is a queue its topic
+  copies into, made by its first receiver: :mod:`.servicebus_topics`; :func:`resolve`
+  finds it.
 * **Receiving.** A Service Bus link's consumer tags each delivery with a lock token
   (:func:`lock_tokens`) and sends each message with its sequence number
   (:func:`sequenced`).
@@ -57,6 +60,7 @@ from ...security.sas import path_of
 from .._nodes import Node, Queue, error
 from .._store import StoredMessage, parse_message
 from .requests import RequestNode, response
+from .servicebus_topics import canonical, subscription, subscription_of
 
 if TYPE_CHECKING:
     from .interface import Broker10, Connection10, OwnNode
@@ -139,8 +143,9 @@ def entity_address(address: str) -> str:
 def entity_path(uri: str) -> str:
     """The path of a URI (an address, or a token's audience) as the broker names the
     entity: without its host and slashes at either end, a dead-letter sub-queue's name in
-    any case (``$DeadLetterQueue``, as the SDK has it) as :data:`DEAD_LETTER_SUFFIX`."""
-    path = path_of(uri)
+    any case (``$DeadLetterQueue``, as the SDK has it) as :data:`DEAD_LETTER_SUFFIX`, a
+    topic's ``Subscriptions`` as :mod:`.servicebus_topics` names it."""
+    path = canonical(path_of(uri))
     if path.lower().endswith(DEAD_LETTER_SUFFIX):
         path = path[: -len(DEAD_LETTER_SUFFIX)] + DEAD_LETTER_SUFFIX
     return path
@@ -227,12 +232,17 @@ def resolve(
     broker: Broker10, address: str, *, stream: bool = False, service_bus: bool = False
 ) -> Node | None:
     """The node a link's ``address`` names: the broker's ``resolve``; for a Service Bus
-    link, an entity's dead-letter sub-queue (made if there is none) is found too, and a
-    queue sends its rejected messages to its own sub-queue (:func:`dead_letter_to`)."""
+    link, an entity's dead-letter sub-queue (made if there is none) and a topic's
+    subscription (:func:`.servicebus_topics.subscription`) are found too, and a queue sends
+    its rejected messages to its own sub-queue (:func:`dead_letter_to`)."""
     if not service_bus:
         return broker.resolve(address, stream=stream)
-    node = broker.declare(address) if dead_letter_entity(address) else None
-    if node is None:
+    node: Node | None
+    if subscription_of(address) is not None:
+        node = subscription(broker, address)
+    elif dead_letter_entity(address):
+        node = broker.declare(address)
+    else:
         node = broker.resolve(address, stream=stream)
     if isinstance(node, Queue):
         dead_letter_to(broker, node)
@@ -347,7 +357,8 @@ class EntityManagement(RequestNode):
         operation = properties.get("operation") if isinstance(properties, dict) else None
         target = getattr(link.remote, "target", None)
         address = getattr(target, "address", None)
-        entity = entity_address(address)[: -len(MANAGEMENT_SUFFIX)] if address else ""
+        # (the SDK names it by its path, ``topic/Subscriptions/sub/$management``, not a URL)
+        entity = canonical(entity_address(address))[: -len(MANAGEMENT_SUFFIX)] if address else ""
         if operation == PEEK:
             return self._peek(request, reply_to, entity)
         if operation == RENEW_LOCK:

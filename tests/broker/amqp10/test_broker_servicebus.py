@@ -10,7 +10,8 @@ import uuid
 from typing import Any
 
 import pytest
-from support.broker_net import Client, Net, body
+from support.broker_net import Net
+from support.servicebus_net import Management, depth, drain, publish_all
 
 import amqp_sansio as a
 from amqp_sansio.broker.amqp10.servicebus import (
@@ -42,20 +43,6 @@ FIRST = a.ReceiverSettleMode.FIRST
 )
 def test_entity_address_maps_the_sdk_urls_only(address: str, entity: str) -> None:
     assert entity_address(address) == entity
-
-
-def depth(net: Net, address: str) -> int:
-    node = net.broker.nodes.get(address)
-    return 0 if node is None else node.depth
-
-
-def drain(client: Client, address: str, **kwargs: Any) -> list[object]:
-    receiver = client.receiver(address, 100, **kwargs)
-    got = client.received(receiver)
-    for event in got:
-        receiver.settle(event.delivery, a.Accepted())
-    client.net.pump()
-    return [body(e) for e in got]
 
 
 # -- addresses and the settle mode -------------------------------------------------------------
@@ -256,41 +243,6 @@ def test_a_plain_consumer_rejection_does_not_make_a_sub_queue() -> None:
 # -- <entity>/$management -------------------------------------------------------------------------
 
 
-class Management:
-    """A client of ``<entity>/$management`` as the SDK's management link is one."""
-
-    def __init__(self, client: Client, address: str = "orders/$management") -> None:
-        self.client = client
-        session = client.session or client.begin()
-        self.requests = client.sender(address)
-        self.responses = session.attach_receiver(
-            "mgmt-receiver", source=a.Source(address=address), target=a.Target(address=address)
-        )
-        client.net.pump()
-        assert self.requests.state is a.LinkState.ATTACHED
-        assert self.responses.state is a.LinkState.ATTACHED
-        self.responses.flow(100)
-        client.net.pump()
-        self.ids = 0
-
-    def ask(self, operation: str, value: Any = None) -> tuple[int, dict[str, Any], Any]:
-        self.ids += 1
-        request = a.Message(
-            properties=a.Properties(message_id=self.ids),
-            application_properties={"operation": operation},
-            body=a.AmqpValue(value),
-        )
-        delivery = self.client.send(self.requests, request)
-        assert isinstance(delivery.remote_state, a.Accepted)
-        (event,) = self.client.received(self.responses)
-        response = a.Message.decode(event.data)
-        assert response.properties is not None
-        assert response.properties.correlation_id == self.ids
-        props = dict(response.application_properties or {})
-        result = response.body.value if isinstance(response.body, a.AmqpValue) else None
-        return int(props["statusCode"]), props, result
-
-
 @pytest.mark.parametrize(
     "operation",
     ["com.microsoft:schedule-message", "com.microsoft:update-disposition", "READ", None],
@@ -373,9 +325,3 @@ def test_a_malformed_renew_lock_is_answered_400(value: Any) -> None:
     code, props, _ = Management(Net().connect()).ask(RENEW_LOCK, value)
     assert code == 400
     assert props["errorCondition"] == "com.microsoft:argument-error"
-
-
-def publish_all(client: Client, address: str, *values: bytes) -> None:
-    sender = client.sender(address)
-    for value in values:
-        client.send(sender, a.Message(body=value))
