@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +22,17 @@ from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
+from support.servicebus import (
+    AT_ONCE,
+    KEY,
+    KEY_NAME,
+    RECEIVE_WAIT,
+    WRONG_KEY,
+    bodies,
+    timed,
+    write_users,
+)
+from support.servicebus import connection_string as servicebus_connection_string
 
 from amqp_sansio.security.sas import make_sas_token
 
@@ -41,28 +51,16 @@ from azure.servicebus.exceptions import (  # noqa: E402
     ServiceBusError,
 )
 
-KEY_NAME = "RootManageSharedAccessKey"
-KEY = "c2VjcmV0LWtleS1mb3ItdGhlLXRlc3Rz"
-#: A refusal arrives within this (the SDK's own time-outs are tens of seconds).
-AT_ONCE = 5.0
-#: The most a receive waits for a message the broker holds.
-RECEIVE_WAIT = 5
-
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    users = tmp_path_factory.mktemp("azure") / "users.json"
-    keys = {KEY_NAME: {"key": KEY, "rights": ["Manage", "Send", "Listen"]}}
-    users.write_text(json.dumps({"sas-keys": keys}))
+    users = write_users(tmp_path_factory.mktemp("azure"))
     with BrokerProcess("--users", str(users)) as process:
         yield process
 
 
 def connection_string(broker: BrokerProcess, key: str = KEY) -> str:
-    return (
-        f"Endpoint=sb://127.0.0.1:{broker.port};SharedAccessKeyName={KEY_NAME};"
-        f"SharedAccessKey={key};UseDevelopmentEmulator=true"
-    )
+    return servicebus_connection_string(broker.port, key)
 
 
 @pytest.fixture
@@ -74,18 +72,6 @@ def client(broker: BrokerProcess) -> Iterator[Any]:
 @pytest.fixture
 def queue() -> str:
     return f"orders-{uuid.uuid4().hex[:8]}"
-
-
-def bodies(messages: list[Any]) -> list[str]:
-    return [str(m) for m in messages]
-
-
-def timed(call: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.monotonic()
-    try:
-        return call(), time.monotonic() - start
-    except Exception as exc:  # (the refusal tests look at it)
-        return exc, time.monotonic() - start
 
 
 # -- send, receive, settle ----------------------------------------------------------------------
@@ -179,7 +165,7 @@ def test_a_wrong_key_is_refused_with_the_sdk_authentication_error(
     """The put-token is answered 401; the SDK raises its ServiceBusAuthenticationError.
     (The SDK retries an authentication error by its retry policy: ``retry_total=0`` shows
     the broker's answer itself is at once.)"""
-    wrong = connection_string(broker, key="d3Jvbmcta2V5")
+    wrong = connection_string(broker, key=WRONG_KEY)
 
     def send() -> None:
         sb = ServiceBusClient.from_connection_string(wrong, retry_total=0)
