@@ -3,7 +3,8 @@
 :class:`WebSocketLayer` sits between the network (or a TLS layer, for ``wss``) and an
 *inner* byte layer (the engine, or the frame trace around it): see
 :class:`~amqp_sansio.security.layers.ByteLayer`. The binding (CS01 section 2) is an HTTP/1.1
-upgrade (RFC 6455 section 4) offering the subprotocol ``amqp``, then binary WebSocket
+upgrade (RFC 6455 section 4) offering the subprotocol ``amqp`` (a server also takes the
+draft binding's ``AMQPWSB10``, which Azure's SDKs offer), then binary WebSocket
 messages carrying the AMQP byte stream: protocol headers, SASL frames and AMQP frames, where
 a frame may span messages and a message may hold several frames. The layer hands the
 payload of each binary message to the inner layer as it arrives, so a message is never
@@ -49,6 +50,7 @@ from ..errors import FramingError, LocalProtocolError
 from .layers import ByteLayer, LayerFailed, close_inner
 
 __all__ = [
+    "DRAFT_SUBPROTOCOL",
     "SUBPROTOCOL",
     "WebSocketClosed",
     "WebSocketError",
@@ -61,6 +63,10 @@ __all__ = [
 
 #: The subprotocol of the binding (CS01 section 2.1): ``Sec-WebSocket-Protocol: amqp``.
 SUBPROTOCOL = "amqp"
+#: The subprotocol of the binding's working draft (``AMQPWSB10``, "AMQP WebSocket Binding
+#: 1.0"), which CS01 renamed ``amqp``: Azure's SDKs (``azure-servicebus``' ``_pyamqp``,
+#: its ``AMQP_WS_SUBPROTOCOL``) offer it, and only it. The bytes inside are the same.
+DRAFT_SUBPROTOCOL = "AMQPWSB10"
 
 #: The close codes the layer sends (RFC 6455 section 7.4.1).
 NORMAL_CLOSURE = 1000
@@ -109,6 +115,11 @@ def _as_paths(paths: Iterable[str]) -> tuple[str, ...]:
     return (paths,) if isinstance(paths, str) else tuple(paths)
 
 
+def _names(_: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+    if not value or not all(isinstance(name, str) and name for name in value):
+        raise LocalProtocolError(f"{attribute.name} must hold at least one subprotocol name")
+
+
 def _paths(_: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
     if not value or not all(path.startswith("/") for path in value):
         raise LocalProtocolError(f"{attribute.name} must hold paths that start with '/'")
@@ -121,7 +132,10 @@ class WebSocketOptions:
     ``host`` is the client's ``Host`` header (``host`` or ``host:port``; required of a
     client) and ``path`` the resource it asks for (RFC 6455 3, the URL's path, ``/`` by
     default). A server serves the paths in ``accept_paths`` (the query is not compared) and
-    answers any other with 404.
+    answers any other with 404. It accepts an upgrade offering one of
+    ``accept_subprotocols`` (by default ``amqp``, CS01 2.1, and the draft's ``AMQPWSB10``,
+    :data:`DRAFT_SUBPROTOCOL`), choosing the first of the client's offers it accepts, and
+    answers an upgrade offering none with 400. A client offers ``amqp`` only.
 
     Limits: ``max_handshake_size`` bytes may arrive before the upgrade is done (16 KiB, also
     h11's own ceiling on an HTTP head); the upgrade must be done within
@@ -137,6 +151,9 @@ class WebSocketOptions:
     accept_paths: tuple[str, ...] = attrs.field(
         default=("/",), converter=_as_paths, validator=_paths
     )
+    accept_subprotocols: tuple[str, ...] = attrs.field(
+        default=(SUBPROTOCOL, DRAFT_SUBPROTOCOL), converter=_as_paths, validator=_names
+    )
     max_handshake_size: int = attrs.field(default=_H11_HEAD_LIMIT, validator=_head_size)
     handshake_timeout: float = attrs.field(default=30.0, validator=_positive)
     max_message_size: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
@@ -147,7 +164,8 @@ class WebSocketOptions:
 
 @attrs.frozen(kw_only=True)
 class WebSocketEstablished(Event):
-    """The upgrade completed with the subprotocol ``amqp`` (CS01 2.1): binary messages now
+    """The upgrade completed with ``subprotocol`` (``amqp``, CS01 2.1; a server may have
+    chosen another of its ``accept_subprotocols``, e.g. ``AMQPWSB10``): binary messages now
     carry the AMQP stream. ``path`` is the resource (the server's: as the client asked)."""
 
     subprotocol: str
@@ -214,8 +232,9 @@ class WebSocketLayer:
 
     A client sends its upgrade request at once and holds the inner layer's bytes (they stay
     in the inner layer) until the server accepts with the subprotocol ``amqp``. A server
-    accepts an upgrade that offers ``amqp`` at one of its paths, and answers any other with
-    an HTTP error (400 without ``amqp``, 404 at another path, 431 over the size limit, 408
+    accepts an upgrade that offers one of its ``accept_subprotocols`` (``amqp`` or
+    ``AMQPWSB10`` by default) at one of its paths, and answers any other with an HTTP
+    error (400 without one, 404 at another path, 431 over the size limit, 408
     over the time limit). Pings are answered with a pong, at most one waiting (RFC 6455
     5.5.3 allows answering only the latest), so a flood of pings never queues output.
 
@@ -419,13 +438,16 @@ class WebSocketLayer:
     def _accept(self, request: Request, events: list[Event], now: float) -> None:
         """A server's answer to the upgrade request (CS01 2.1)."""
         path = request.target.split("?", 1)[0]
-        if SUBPROTOCOL not in request.subprotocols:
-            self._reject(events, now, 400, "the upgrade does not offer the subprotocol amqp")
+        accepted = self.options.accept_subprotocols
+        chosen = next((name for name in request.subprotocols if name in accepted), None)
+        if chosen is None:
+            names = ", ".join(accepted)
+            self._reject(events, now, 400, f"the upgrade offers none of the subprotocols {names}")
         elif path not in self.options.accept_paths:
             self._reject(events, now, 404, "no AMQP endpoint at this path")
         else:
-            self._out.append(self._ws.send(AcceptConnection(subprotocol=SUBPROTOCOL)))
-            self._open(path, events)
+            self._out.append(self._ws.send(AcceptConnection(subprotocol=chosen)))
+            self._open(path, events, chosen)
 
     def _accepted(self, event: AcceptConnection, events: list[Event], now: float) -> None:
         """A client's check of the server's answer: it must choose ``amqp``."""
@@ -434,12 +456,12 @@ class WebSocketLayer:
                 events, now, "the server did not choose the subprotocol amqp", close=PROTOCOL_ERROR
             )
             return
-        self._open(self.options.path, events)
+        self._open(self.options.path, events, SUBPROTOCOL)
 
-    def _open(self, path: str, events: list[Event]) -> None:
+    def _open(self, path: str, events: list[Event], subprotocol: str) -> None:
         self.state = WebSocketState.OPEN
         self.path = path
-        events.append(WebSocketEstablished(subprotocol=SUBPROTOCOL, path=path))
+        events.append(WebSocketEstablished(subprotocol=subprotocol, path=path))
 
     def _reject(self, events: list[Event], now: float, status: int, why: str) -> None:
         self._out.append(self._ws.send(RejectConnection(status_code=status, has_body=False)))

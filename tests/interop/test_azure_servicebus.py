@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,15 +22,17 @@ from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
-from support.servicebus_sdk import (
+from support.servicebus import (
     AT_ONCE,
     KEY,
     KEY_NAME,
     RECEIVE_WAIT,
+    WRONG_KEY,
     bodies,
-    connection_string,
     timed,
+    write_users,
 )
+from support.servicebus import connection_string as servicebus_connection_string
 
 from amqp_sansio.security.sas import make_sas_token
 
@@ -53,11 +54,13 @@ from azure.servicebus.exceptions import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    users = tmp_path_factory.mktemp("azure") / "users.json"
-    keys = {KEY_NAME: {"key": KEY, "rights": ["Manage", "Send", "Listen"]}}
-    users.write_text(json.dumps({"sas-keys": keys}))
+    users = write_users(tmp_path_factory.mktemp("azure"))
     with BrokerProcess("--users", str(users)) as process:
         yield process
+
+
+def connection_string(broker: BrokerProcess, key: str = KEY) -> str:
+    return servicebus_connection_string(broker.port, key)
 
 
 @pytest.fixture
@@ -162,7 +165,7 @@ def test_a_wrong_key_is_refused_with_the_sdk_authentication_error(
     """The put-token is answered 401; the SDK raises its ServiceBusAuthenticationError.
     (The SDK retries an authentication error by its retry policy: ``retry_total=0`` shows
     the broker's answer itself is at once.)"""
-    wrong = connection_string(broker, key="d3Jvbmcta2V5")
+    wrong = connection_string(broker, key=WRONG_KEY)
 
     def send() -> None:
         sb = ServiceBusClient.from_connection_string(wrong, retry_total=0)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
-from support.servicebus_sdk import RECEIVE_WAIT, bodies, connection_string
+from support.servicebus import RECEIVE_WAIT, bodies, connection_string
 
 servicebus = pytest.importorskip(
     "azure.servicebus", reason="azure-servicebus is not installed (the 'test' extra has it)"
@@ -45,7 +45,7 @@ def broker() -> Iterator[BrokerProcess]:
 
 @pytest.fixture
 def client(broker: BrokerProcess) -> Iterator[Any]:
-    with ServiceBusClient.from_connection_string(connection_string(broker)) as sb:
+    with ServiceBusClient.from_connection_string(connection_string(broker.port)) as sb:
         yield sb
 
 
@@ -156,7 +156,7 @@ def test_a_key_scoped_to_the_topic_reads_its_subscriptions(
     users.write_text(json.dumps({"sas-keys": keys}))
     with (
         BrokerProcess("--users", str(users)) as scoped,
-        ServiceBusClient.from_connection_string(connection_string(scoped)) as sb,
+        ServiceBusClient.from_connection_string(connection_string(scoped.port)) as sb,
     ):
         make_subscriptions(sb, topic, "s")
         with sb.get_topic_sender(topic) as sender:
@@ -167,7 +167,9 @@ def test_a_key_scoped_to_the_topic_reads_its_subscriptions(
 
 def test_the_aio_client_topic_round_trip(broker: BrokerProcess, topic: str) -> None:
     async def main() -> dict[str, list[str]]:
-        async with AsyncServiceBusClient.from_connection_string(connection_string(broker)) as sb:
+        async with AsyncServiceBusClient.from_connection_string(
+            connection_string(broker.port)
+        ) as sb:
             for name in ("a", "b"):
                 async with sb.get_subscription_receiver(topic, name) as receiver:
                     assert await receiver.receive_messages(max_wait_time=0.5) == []

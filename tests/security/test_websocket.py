@@ -23,6 +23,8 @@ from amqp_sansio.errors import FramingError, LocalProtocolError
 from amqp_sansio.security.layers import LayerFailed
 from amqp_sansio.security.stack import stack
 from amqp_sansio.security.websocket import (
+    DRAFT_SUBPROTOCOL,
+    SUBPROTOCOL,
     WebSocketClosed,
     WebSocketError,
     WebSocketEstablished,
@@ -251,6 +253,52 @@ def test_only_the_configured_paths_are_served() -> None:
             assert server.data_to_send().startswith(b"HTTP/1.1 404 ")
 
 
+@pytest.mark.parametrize(
+    ("offered", "accept", "chosen"),
+    [
+        (["AMQPWSB10"], None, "AMQPWSB10"),  # Azure's SDKs: the draft's name, by default
+        (["amqp"], None, "amqp"),
+        (["AMQPWSB10", "amqp"], None, "AMQPWSB10"),  # the client's first offer accepted
+        (["mqtt", "amqp", "AMQPWSB10"], None, "amqp"),
+        (["AMQPWSB10", "amqp"], ("amqp",), "amqp"),  # the draft's name turned off
+        (["AMQPWSB10"], ("amqp",), None),
+        (["amqpwsb10"], None, None),  # subprotocols are compared as sent (RFC 6455 4.1)
+    ],
+)
+def test_the_server_chooses_a_subprotocol_it_accepts(
+    offered: list[str], accept: tuple[str, ...] | None, chosen: str | None
+) -> None:
+    """CS01's ``amqp`` and the draft's ``AMQPWSB10`` by default
+    (``WebSocketOptions.accept_subprotocols``); the answer names the one chosen."""
+    peer = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+    options = WebSocketOptions() if accept is None else WebSocketOptions(accept_subprotocols=accept)
+    server = WebSocketLayer(a.Connection(client=False), client=False, options=options)
+    events = server.receive_data(
+        peer.send(ws.Request(host="h", target="/", subprotocols=offered)), 0.0
+    )
+    if chosen is None:
+        failed = _failure(events)
+        assert failed.status_code == 400 and "none of the subprotocols" in failed.error
+        return
+    assert of(events, WebSocketEstablished) == [WebSocketEstablished(subprotocol=chosen, path="/")]
+    peer.receive_data(server.data_to_send())
+    (accepted,) = peer.events()
+    assert isinstance(accepted, ws.AcceptConnection) and accepted.subprotocol == chosen
+
+
+def test_the_default_subprotocols_and_the_client_offer() -> None:
+    assert WebSocketOptions().accept_subprotocols == (SUBPROTOCOL, DRAFT_SUBPROTOCOL)
+    assert (SUBPROTOCOL, DRAFT_SUBPROTOCOL) == ("amqp", "AMQPWSB10")
+    assert WebSocketOptions(accept_subprotocols="amqp").accept_subprotocols == ("amqp",)
+    client = WebSocketLayer(
+        a.Connection(), client=True, options=WebSocketOptions(host="h", path="/")
+    )
+    peer = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
+    peer.receive_data(client.data_to_send())
+    (request,) = peer.events()
+    assert isinstance(request, ws.Request) and request.subprotocols == ["amqp"]
+
+
 def test_a_huge_upgrade_request_is_refused_with_431() -> None:
     server = WebSocketLayer(
         a.Connection(client=False), client=False, options=WebSocketOptions(max_handshake_size=1000)
@@ -327,6 +375,8 @@ def test_a_client_needs_a_host_and_options_are_checked() -> None:
         {"max_message_size": -1},
         {"accept_paths": ()},
         {"accept_paths": ("amqp",)},
+        {"accept_subprotocols": ()},
+        {"accept_subprotocols": ("",)},
     ):
         with pytest.raises((LocalProtocolError, ValueError)):
             WebSocketOptions(**bad)
