@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from support.broker_net import Client, Net, body
+from support.servicebus_mgmt import Management
 
 import amqp_sansio as a
 from amqp_sansio.broker.amqp10.servicebus import (
@@ -256,44 +257,9 @@ def test_a_plain_consumer_rejection_does_not_make_a_sub_queue() -> None:
 # -- <entity>/$management -------------------------------------------------------------------------
 
 
-class Management:
-    """A client of ``<entity>/$management`` as the SDK's management link is one."""
-
-    def __init__(self, client: Client, address: str = "orders/$management") -> None:
-        self.client = client
-        session = client.session or client.begin()
-        self.requests = client.sender(address)
-        self.responses = session.attach_receiver(
-            "mgmt-receiver", source=a.Source(address=address), target=a.Target(address=address)
-        )
-        client.net.pump()
-        assert self.requests.state is a.LinkState.ATTACHED
-        assert self.responses.state is a.LinkState.ATTACHED
-        self.responses.flow(100)
-        client.net.pump()
-        self.ids = 0
-
-    def ask(self, operation: str, value: Any = None) -> tuple[int, dict[str, Any], Any]:
-        self.ids += 1
-        request = a.Message(
-            properties=a.Properties(message_id=self.ids),
-            application_properties={"operation": operation},
-            body=a.AmqpValue(value),
-        )
-        delivery = self.client.send(self.requests, request)
-        assert isinstance(delivery.remote_state, a.Accepted)
-        (event,) = self.client.received(self.responses)
-        response = a.Message.decode(event.data)
-        assert response.properties is not None
-        assert response.properties.correlation_id == self.ids
-        props = dict(response.application_properties or {})
-        result = response.body.value if isinstance(response.body, a.AmqpValue) else None
-        return int(props["statusCode"]), props, result
-
-
 @pytest.mark.parametrize(
     "operation",
-    ["com.microsoft:schedule-message", "com.microsoft:update-disposition", "READ", None],
+    ["com.microsoft:receive-by-sequence-number", "com.microsoft:update-disposition", "READ", None],
 )
 def test_entity_management_refuses_other_operations_with_501(operation: Any) -> None:
     mgmt = Management(Net().connect())

@@ -1,0 +1,55 @@
+"""A client of an entity's ``<entity>/$management`` node, as the Azure Service Bus SDK's
+management link is one, for the broker's core tests (tests/support/broker_net.py): a
+sender of requests and a receiver of their responses, and :meth:`Management.ask`.
+
+::
+
+    mgmt = Management(net.connect())              # orders/$management
+    code, props, value = mgmt.ask("com.microsoft:peek-message", {"message-count": 1})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import amqp_sansio as a
+from support.broker_net import Client
+
+__all__ = ["Management"]
+
+
+class Management:
+    """A client of ``<entity>/$management`` as the SDK's management link is one."""
+
+    def __init__(self, client: Client, address: str = "orders/$management") -> None:
+        self.client = client
+        session = client.session or client.begin()
+        self.requests = client.sender(address)
+        self.responses = session.attach_receiver(
+            f"mgmt-{len(session.links)}",
+            source=a.Source(address=address),
+            target=a.Target(address=address),
+        )
+        client.net.pump()
+        assert self.requests.state is a.LinkState.ATTACHED
+        assert self.responses.state is a.LinkState.ATTACHED
+        self.responses.flow(100)
+        client.net.pump()
+        self.ids = 0
+
+    def ask(self, operation: str, value: Any = None) -> tuple[int, dict[str, Any], Any]:
+        self.ids += 1
+        request = a.Message(
+            properties=a.Properties(message_id=self.ids),
+            application_properties={"operation": operation},
+            body=a.AmqpValue(value),
+        )
+        delivery = self.client.send(self.requests, request)
+        assert isinstance(delivery.remote_state, a.Accepted)
+        (event,) = self.client.received(self.responses)
+        response = a.Message.decode(event.data)
+        assert response.properties is not None
+        assert response.properties.correlation_id == self.ids
+        props = dict(response.application_properties or {})
+        result = response.body.value if isinstance(response.body, a.AmqpValue) else None
+        return int(props["statusCode"]), props, result
