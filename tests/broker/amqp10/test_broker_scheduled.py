@@ -246,10 +246,22 @@ def test_call_at_is_driven_by_next_expiry_and_expire() -> None:
     cancelled = broker.call_at(5.0, lambda: calls.append("never"))
     assert broker.next_expiry() == 5.0
     cancelled.cancel()
+    assert len(broker.timers) == 2
     assert broker.next_expiry() == 10.0
     broker.expire(9.99)
     assert calls == []
     broker.expire(25.0)
     assert calls == ["a", "b"]
     first.cancel()  # (fired already: nothing)
+    assert broker.next_expiry() is None and len(broker.timers) == 0
+
+
+def test_cancelled_timers_do_not_pile_up() -> None:
+    broker = Broker()
+    kept = broker.call_at(1e9, lambda: None)
+    for i in range(5000):
+        broker.call_at(100.0 + i, lambda: None).cancel()
+    assert len(broker.timers) == 1
+    assert broker.next_expiry() == 1e9
+    kept.cancel()
     assert broker.next_expiry() is None
