@@ -292,6 +292,14 @@ def _messages_and_queues(brk: argparse.ArgumentParser) -> None:
         "messages)",
     )
     group.add_argument(
+        "--max-scheduled-messages",
+        type=options.or_none(options.positive_int),
+        default=default["max_scheduled_messages"],
+        metavar="N",
+        help="Azure Service Bus scheduled messages waiting in all, in memory; beyond, "
+        f"403 amqp:resource-limit-exceeded (default {default['max_scheduled_messages']:,})",
+    )
+    group.add_argument(
         "--max-address-length",
         type=options.or_none(options.positive_int),
         default=default["max_address_length"],
@@ -398,6 +406,7 @@ _MESSAGES_AND_QUEUES = (
     "auto_delete",
     "queue_expiry",
     "max_address_length",
+    "max_scheduled_messages",
     "max_unsettled_per_link",
     "virtual_hosts",
     "memory_high_watermark",

@@ -38,6 +38,7 @@ from .amqp10.cbs import CBS_ADDRESS, Cbs
 from .amqp10.connection import BrokerConnection
 from .amqp10.management import MANAGEMENT_ADDRESS, Management
 from .amqp10.relay import ANONYMOUS_RELAY
+from .amqp10.scheduled import ScheduledMessages
 from .amqp10.servicebus import ENTITY_MANAGEMENT, EntityManagement
 
 if TYPE_CHECKING:
@@ -81,6 +82,9 @@ class Broker(BrokerCore):
         #: The broker's own request/response nodes, by address (:mod:`.amqp10.requests`).
         #: Every entity's ``<entity>/$management``, as Azure Service Bus has them (see
         #: :mod:`.amqp10.servicebus`).
+        #: Azure Service Bus's scheduled messages, waiting for their time
+        #: (:mod:`.amqp10.scheduled`).
+        self.scheduled = ScheduledMessages(self)
         self.entity_management = EntityManagement(self)
         self.request_nodes = {
             MANAGEMENT_ADDRESS: self.management,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..codec.amqp10 import Symbol, decode, encode
@@ -37,6 +37,7 @@ from ._selector import Selector, SelectorError, selector_filter
 from ._store import StoredMessage, parse_message
 from ._streams import Stream
 from ._subscriptions import Subscription
+from ._timers import Timer, Timers
 from ._users import open_authenticator
 
 __all__ = ["BrokerCore"]
@@ -105,6 +106,8 @@ class BrokerCore:
         self._per_container: dict[str, int] = {}
         self._subscription_ids = itertools.count(1)
         self._timers: list[tuple[float, int, Subscription]] = []
+        #: General timers on the wall clock (:meth:`call_at`).
+        self.timers = Timers()
         #: Connections by source address (all of them, handshaking ones included), open
         #: connections by authenticated user, and recent failed logins by source address:
         #: (failures in a row, when the last one was, on the ``now`` clock).
@@ -239,9 +242,15 @@ class BrokerCore:
         """``conn`` has bytes to send: among :meth:`pending`'s next answer."""
         self._pending[conn] = None
 
+    def call_at(self, when: float, call: Callable[[], object]) -> Timer:
+        """Call ``call()`` at ``when`` (wall clock): from :meth:`expire`, which the
+        driver calls at :meth:`next_expiry`; what it puts on nodes is dispatched as a
+        publish is. The :class:`~._timers.Timer` returned cancels it."""
+        return self.timers.call_at(when, call)
+
     def next_expiry(self) -> float | None:
-        """When (wall clock) the next waiting message, or suspended subscription, expires;
-        or None."""
+        """When (wall clock) the next waiting message, or suspended subscription, expires,
+        or a call of :meth:`call_at` is due; or None."""
         timers = self._timers
         while timers and timers[0][2].expires != timers[0][0]:
             heapq.heappop(timers)  # re-attached or deleted since
@@ -251,6 +260,9 @@ class BrokerCore:
         while aging and aging[0][2].watched != aging[0][0]:
             heapq.heappop(aging)  # (superseded by an earlier time)
         times = [heap[0][0] for heap in (self._expiry, timers, idle, aging) if heap]
+        call = self.timers.next()
+        if call is not None:
+            times.append(call)
         return min(times) if times else None
 
     def expire(self, wall: float) -> int:
@@ -279,6 +291,7 @@ class BrokerCore:
             if subscription.expires == when:
                 self.delete_subscription(subscription)  # its timeout ran out (3.5.6)
         self._age_streams(wall)
+        self.timers.fire(wall)
         self.store.flush()
         self.tell_alarm()
         return dropped

@@ -201,6 +201,11 @@ class BrokerConfig:
     subscriber alone; ``max_queue_depth`` and ``max_queue_bytes`` apply too). None: no
     limit.
 
+    Azure Service Bus's scheduled messages (``docs/azure.rst``, "Scheduled messages"): at
+    most ``max_scheduled_messages`` wait in all (in memory); one more is refused (a
+    ``schedule-message`` request: 403, ``amqp:resource-limit-exceeded``; a transfer:
+    ``rejected`` with that condition). None: no limit.
+
     Connections (see the "Limits" table of ``docs/broker.rst``): a client that has not
     sent its open within ``handshake_timeout`` seconds of its TCP connection (TLS, SASL and
     the protocol headers included) is cut: with an open and a close
@@ -270,6 +275,7 @@ class BrokerConfig:
     max_subscriptions: int | None = 10_000
     max_subscriptions_per_container: int | None = 1000
     max_subscription_depth: int | None = 100_000
+    max_scheduled_messages: int | None = 10_000
     link_credit: int = 1000
     link_credit_bytes: int | None = DEFAULT_LINK_CREDIT_BYTES
     connection_credit_bytes: int | None = DEFAULT_CONNECTION_CREDIT_BYTES

@@ -226,23 +226,6 @@ def _refused_at_once(call: Callable[[], Any], operation: str) -> None:
     assert took < AT_ONCE, f"{operation} refused after {took:.1f} s"
 
 
-def test_sender_management_operations_are_refused_at_once(client: Any, queue: str) -> None:
-    when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=5)
-    with client.get_queue_sender(queue) as sender:
-        _refused_at_once(
-            lambda: sender.schedule_messages(ServiceBusMessage("later"), when),
-            "com.microsoft:schedule-message",
-        )
-        _refused_at_once(
-            lambda: sender.cancel_scheduled_messages(7), "com.microsoft:cancel-scheduled-message"
-        )
-        sender.send_messages(ServiceBusMessage("still works"))  # the sender goes on
-    mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
-    with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
-        got = receiver.receive_messages(max_message_count=2, max_wait_time=RECEIVE_WAIT)
-        assert bodies(got) == ["still works"]
-
-
 def test_receiver_management_operations_are_refused_at_once(client: Any, queue: str) -> None:
     with client.get_queue_receiver(queue) as receiver:
         _refused_at_once(

@@ -29,11 +29,11 @@ def write_users(folder: Path) -> Path:
     return users
 
 
-def connection_string(port: int, key: str = KEY) -> str:
+def connection_string(port: int, key: str = KEY, key_name: str = KEY_NAME) -> str:
     """The emulator connection string for a broker on 127.0.0.1:``port`` (plain AMQP, the
     port kept: ``UseDevelopmentEmulator=true``)."""
     return (
-        f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName={KEY_NAME};"
+        f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName={key_name};"
         f"SharedAccessKey={key};UseDevelopmentEmulator=true"
     )
 

@@ -40,7 +40,9 @@ class Management:
         session = client.session or client.begin()
         self.requests = client.sender(address)
         self.responses = session.attach_receiver(
-            "mgmt-receiver", source=a.Source(address=address), target=a.Target(address=address)
+            f"mgmt-{len(session.links)}",
+            source=a.Source(address=address),
+            target=a.Target(address=address),
         )
         client.net.pump()
         assert self.requests.state is a.LinkState.ATTACHED

@@ -847,7 +847,7 @@ class BrokerConnection(Admission):
         else:
             why = self._over_alarm(message.size) if broker.alarm else None
             if why is None:
-                why = node.offer(message)
+                why = broker.scheduled.offer(node, message)  # (held if scheduled: Azure's)
             if why is not None:
                 state = Rejected(error=error("amqp:resource-limit-exceeded", why))
                 if producer.node is None and delivery.remote_settled:

@@ -6,7 +6,7 @@ not import the connection, nor it them for their types."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._interface import ConnectionBroker
@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from .._nodes import Node
     from .._record import ConnectionRecord
     from .._store import StoredMessage
+    from .._timers import Timer
 
-__all__ = ["Broker10", "Connection10", "OwnNode", "Tokens"]
+__all__ = ["Broker10", "Connection10", "OwnNode", "Scheduler", "Tokens"]
 
 
 class OwnNode(Protocol):
@@ -46,6 +47,17 @@ class Tokens(Protocol):
     def authorize(self, conn: Any, link: Link, address: str, *, send: bool) -> bool: ...
 
 
+class Scheduler(Protocol):
+    """Azure Service Bus's scheduled messages (:class:`.scheduled.ScheduledMessages`), as
+    a connection and the entity management node reach them."""
+
+    def offer(self, node: Node, message: StoredMessage) -> str | None: ...
+
+    def schedule(self, address: str, messages: Iterable[bytes]) -> list[int]: ...
+
+    def cancel(self, address: str, numbers: Iterable[int]) -> None: ...
+
+
 class Broker10(ConnectionBroker, Protocol):
     """What the 1.0 side asks of the broker."""
 
@@ -56,6 +68,14 @@ class Broker10(ConnectionBroker, Protocol):
     def request_nodes(self) -> Mapping[str, OwnNode]:
         """The broker's own request/response nodes, by address."""
         ...
+
+    @property
+    def scheduled(self) -> Scheduler:
+        """Azure Service Bus's scheduled messages (every 1.0 publish goes through its
+        ``offer``)."""
+        ...
+
+    def call_at(self, when: float, call: Callable[[], object]) -> Timer: ...
 
 
 class Connection10(Protocol):

@@ -27,9 +27,10 @@ the core spec. ``docs/azure.rst`` lists what is served and what is refused.
   exchange of its own. The reason and description the SDK gives are set as the message's
   application-properties there (:func:`dead_lettered`).
 * **Management.** ``<entity>/$management`` (:class:`EntityManagement`) takes the SDK's
-  requests (application-property ``operation``): it serves ``peek-message`` and
-  ``renew-lock`` with the status code and body the SDK reads; any other is answered at once
-  with status 501 and ``errorCondition`` ``amqp:not-implemented``.
+  requests (application-property ``operation``): it serves ``peek-message``,
+  ``renew-lock``, ``schedule-message`` and ``cancel-scheduled-message`` (those two with
+  :mod:`.scheduled`) with the status code and body the SDK reads; any other is answered at
+  once with status 501 and ``errorCondition`` ``amqp:not-implemented``.
 * **Topics.** A topic's subscription (``<topic>/subscriptions/<name>``) is a queue its topic
   copies into, made by its first receiver: :mod:`.servicebus_topics`; :func:`resolve`
   finds it.
@@ -60,6 +61,7 @@ from ...security.sas import path_of
 from .._nodes import Node, Queue, error
 from .._store import StoredMessage, parse_message
 from .requests import RequestNode, response
+from .scheduled import Scheduled, sequence_numbers
 from .servicebus_topics import canonical, subscription, subscription_of
 
 if TYPE_CHECKING:
@@ -72,6 +74,8 @@ __all__ = [
     "MAX_PEEK",
     "PEEK",
     "RENEW_LOCK",
+    "SCHEDULE",
+    "CANCEL_SCHEDULED",
     "SEQUENCE_NUMBER",
     "SERVED",
     "BATCH_FORMAT",
@@ -113,7 +117,9 @@ NOT_IMPLEMENTED = "amqp:not-implemented"
 #: The management operations served (:class:`EntityManagement`).
 PEEK = "com.microsoft:peek-message"
 RENEW_LOCK = "com.microsoft:renew-lock"
-SERVED = (PEEK, RENEW_LOCK)
+SCHEDULE = "com.microsoft:schedule-message"
+CANCEL_SCHEDULED = "com.microsoft:cancel-scheduled-message"
+SERVED = (PEEK, RENEW_LOCK, SCHEDULE, CANCEL_SCHEDULED)
 #: The most messages one peek returns.
 MAX_PEEK = 256
 #: How long a renewed lock is said to last, seconds (Service Bus's default lock duration).
@@ -305,7 +311,7 @@ def put_batch(conn: Connection10, node: Node | None, event: DeliveryReceived) ->
         messages = []
         state = Rejected(error=error("amqp:decode-error", f"malformed batch: {exc}"))
     for message in messages:
-        why = node.offer(message)
+        why = broker.scheduled.offer(node, message)  # (held if scheduled: .scheduled)
         if why is not None:
             state = Rejected(error=error("amqp:resource-limit-exceeded", why))
             break
@@ -334,6 +340,13 @@ class EntityManagement(RequestNode):
       holds is renewed: 200 with ``{"expirations": [<timestamp>, ...]}``, each the
       broker's wall clock plus :data:`LOCK_DURATION`; a token it does not hold: 410,
       ``com.microsoft:message-lock-lost``.
+    * ``com.microsoft:schedule-message`` (``messages``: a list of maps, each with the
+      encoded ``message``, which carries its ``x-opt-scheduled-enqueue-time``): 200 with
+      ``{"sequence-numbers": <array of long>}``, one per message, in order
+      (:meth:`.scheduled.ScheduledMessages.schedule`); refusals as it says (400, 403).
+    * ``com.microsoft:cancel-scheduled-message`` (``sequence-numbers``: an array of long):
+      200 and no body; 404, ``com.microsoft:message-not-found``, naming the numbers not
+      waiting for this entity (none is cancelled then).
 
     Any other operation: 501, ``amqp:not-implemented``, at once. A malformed request
     (no map body where one is needed): 400, ``com.microsoft:argument-error``."""
@@ -363,6 +376,8 @@ class EntityManagement(RequestNode):
             return self._peek(request, reply_to, entity)
         if operation == RENEW_LOCK:
             return self._renew_lock(conn, request, reply_to)
+        if operation in (SCHEDULE, CANCEL_SCHEDULED):
+            return self._scheduled(operation, request, reply_to, entity)
         shown = operation if isinstance(operation, str) else repr(operation)
         why = f"operation {shown[:128]!r} is not implemented by amqp-sansio broker"
         return self._refused(request, reply_to, 501, NOT_IMPLEMENTED, why)
@@ -393,6 +408,30 @@ class EntityManagement(RequestNode):
         if not found:
             return response(request, reply_to, (204, "No messages"), _STATUS_KEYS)
         return response(request, reply_to, (200, "OK"), _STATUS_KEYS, body={"messages": found})
+
+    def _scheduled(self, operation: str, request: Message, reply_to: str, entity: str) -> Message:
+        body = _map_body(request)
+        scheduled = self.broker.scheduled
+        try:
+            if operation == CANCEL_SCHEDULED:
+                numbers = sequence_numbers(body.get("sequence-numbers") if body else None)
+                if numbers is None:
+                    why = "cancel-scheduled-message takes a map: sequence-numbers (array of long)"
+                    raise Scheduled(400, ARGUMENT_ERROR, why)
+                scheduled.cancel(entity, numbers)
+                return response(request, reply_to, (200, "OK"), _STATUS_KEYS)
+            given: Any = body.get("messages") if body is not None else None
+            items = given if isinstance(given, list) and given else []
+            encoded: list[Any] = [i.get("message") if isinstance(i, dict) else None for i in items]
+            if not encoded or not all(isinstance(m, bytes) for m in encoded):
+                why = "schedule-message takes a map: messages (a list of maps with message)"
+                raise Scheduled(400, ARGUMENT_ERROR, why)
+            found = Array(AMQPType.LONG, scheduled.schedule(entity, encoded))
+        except Scheduled as exc:
+            return self._refused(request, reply_to, exc.code, exc.condition, exc.why)
+        return response(
+            request, reply_to, (200, "OK"), _STATUS_KEYS, body={"sequence-numbers": found}
+        )
 
     def _renew_lock(self, conn: Connection10, request: Message, reply_to: str) -> Message:
         body = _map_body(request)

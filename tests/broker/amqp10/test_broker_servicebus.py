@@ -245,7 +245,7 @@ def test_a_plain_consumer_rejection_does_not_make_a_sub_queue() -> None:
 
 @pytest.mark.parametrize(
     "operation",
-    ["com.microsoft:schedule-message", "com.microsoft:update-disposition", "READ", None],
+    ["com.microsoft:receive-by-sequence-number", "com.microsoft:update-disposition", "READ", None],
 )
 def test_entity_management_refuses_other_operations_with_501(operation: Any) -> None:
     mgmt = Management(Net().connect())
