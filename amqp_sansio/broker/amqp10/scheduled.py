@@ -85,8 +85,8 @@ def enqueue_time(data: bytes) -> float | None:
     sections before the bare message are read, and only when the annotation's name is in
     the bytes at all (the common case reads nothing). Raises
     :class:`~amqp_sansio.DecodeError` for such sections not well formed."""
-    if _ENQUEUE_TIME_BYTES not in data:
-        return None
+    if len(data) < 3 or data[2] > _MESSAGE_ANNOTATIONS or _ENQUEUE_TIME_BYTES not in data:
+        return None  # (no section before the bare message: nothing scanned)
     pos = 0
     while pos < len(data) - 2:
         if data[pos] != 0x00 or data[pos + 1] != 0x53:
