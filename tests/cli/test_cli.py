@@ -14,6 +14,8 @@ from amqp_sansio.adapters import cli
 from amqp_sansio.adapters.cli import bench
 from amqp_sansio.adapters.cli.progress import Progress as _Progress
 
+import amqp_sansio
+
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -24,13 +26,21 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+_CODEC_ROWS = {
+    "encode": "proton",
+    "decode": "proton",
+    "encode vs rbfly": "rbfly",
+    "decode vs rbfly": "rbfly",
+}
+
+
 def test_bench_codec_json_shape() -> None:
     result = _run("bench", "codec", "--json", "--seconds", "0.2")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"encode", "decode"}
-    for entry in data.values():
-        assert set(entry) == {"ours", "proton", "ratio", "unit"}
+    assert set(data) == set(_CODEC_ROWS)
+    for name, entry in data.items():
+        assert set(entry) == {"ours", _CODEC_ROWS[name], "ratio", "unit"}
         assert entry["unit"] == "ops/s"
         assert entry["ours"] > 0
 
@@ -38,17 +48,62 @@ def test_bench_codec_json_shape() -> None:
 def test_bench_codec_compares_with_proton_when_installed() -> None:
     pytest.importorskip("proton", reason="python-qpid-proton is in the 'test' extra")
     data = json.loads(_run("bench", "codec", "--json", "--seconds", "0.2").stdout)
-    for entry in data.values():
+    for entry in (data["encode"], data["decode"]):
         assert entry["proton"] > 0
         assert entry["ratio"] == pytest.approx(entry["ours"] / entry["proton"], rel=1e-2)
+
+
+def test_bench_codec_compares_with_rbfly_when_installed() -> None:
+    pytest.importorskip("rbfly.amqp", reason="rbfly is in the 'test' extra")
+    data = json.loads(_run("bench", "codec", "--json", "--seconds", "0.2").stdout)
+    for entry in (data["encode vs rbfly"], data["decode vs rbfly"]):
+        assert entry["rbfly"] > 0
+        assert entry["ratio"] == pytest.approx(entry["ours"] / entry["rbfly"], rel=1e-2)
 
 
 def test_bench_table_output() -> None:
     result = _run("bench", "codec", "--seconds", "0.2")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[1].split() == ["ours", "proton", "ratio", "unit"]
-    assert lines[2].startswith("encode") and lines[3].startswith("decode")
+    assert lines[1].split() == ["ours", "theirs", "ratio", "unit", "peer"]
+    rows = [line.split() for line in lines[2:6]]
+    assert [row[:-5] for row in rows] == [
+        ["encode"],
+        ["decode"],
+        *[[o, "vs", "rbfly"] for o in ("encode", "decode")],
+    ]
+    assert [row[-1] for row in rows] == list(_CODEC_ROWS.values())
+    assert [row[-2] for row in rows] == ["ops/s"] * 4
+    assert all(row[-3].endswith("x") for row in rows)  # each peer measured, each its ratio
+
+
+def test_bench_codec_without_rbfly_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without rbfly only our figures in its rows: the table says which package to install,
+    and Proton's rows are as they were."""
+    monkeypatch.setitem(sys.modules, "rbfly.amqp", None)
+    results = bench.codec_benchmark(seconds=0.05)
+    assert all(results[name]["rbfly"] is None for name in ("encode vs rbfly", "decode vs rbfly"))
+    assert all(r["ours"] > 0 for r in results.values())
+    text = bench.format_table("t", results)
+    assert "rbfly is not installed" in text and "n/a" in text
+    assert "python-qpid-proton is not installed" not in text
+
+
+def test_we_and_rbfly_read_each_other_s_message() -> None:
+    """What the check before timing relies on: rbfly reads our bytes of the typical
+    message, and we read rbfly's bytes of what it encodes (application properties and
+    body) as :func:`bench.rbfly_message`."""
+    rb = pytest.importorskip("rbfly.amqp", reason="rbfly is in the 'test' extra")
+    typical = bench.typical_message()
+    theirs = rb.decode_amqp(typical.encode())
+    assert theirs.properties.message_id == "order-000042" and theirs.header.priority == 4
+    assert theirs.app_properties["amount"] == 1234 and len(theirs.body) == 256
+    props = dict(theirs.app_properties)  # its timestamp read as a datetime, written back
+    buffer = bytearray(1024)
+    size = rb.encode_amqp(buffer, rb.MessageCtx(theirs.body, None, None, None, None, props, None))
+    ours = amqp_sansio.Message.decode(bytes(buffer[:size]))
+    assert ours == bench.rbfly_message()
+    assert ours.application_properties == typical.application_properties
 
 
 def test_table_without_proton_says_so() -> None:

@@ -8,7 +8,8 @@ memory (:mod:`.pipe`), and a sender and a receiver over 127.0.0.1 through each a
 :mod:`.amqp010.loopback`; the rounds of those that run through a broker, whatever the
 protocol, :mod:`.rounds`). ``bench broker`` is the broker's
 (:func:`amqp_sansio.adapters.broker.benchmark`), ``bench spark`` :mod:`.spark`'s, with
-:mod:`.processes` (CPU time by role in a Spark application).
+:mod:`.processes` (CPU time by role in a Spark application). ``bench all`` runs every one
+of them in turn (:mod:`.every`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from .amqp091.loopback import (
     pika_loopback,
     rabbitmq_answers,
 )
-from .amqp10.codec import codec_benchmark, typical_message
+from .amqp10.codec import codec_benchmark, rbfly_message, typical_message
 from .amqp10.loopback import (
     LOOPBACK_ADAPTERS,
     LOOPBACK_RUNNERS,
@@ -76,6 +77,7 @@ __all__ = [
     # codec
     "Result",
     "typical_message",
+    "rbfly_message",
     "codec_benchmark",
     "format_table",
     "codec091_benchmark",

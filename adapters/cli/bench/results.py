@@ -5,7 +5,9 @@ Machines are noisy: the two implementations are measured in alternating short ro
 each side keeps its median, so a burst of load hits both. Compare the ratios, not absolute
 figures across runs. Every result has the shape
 ``{name: {"ours": float, "proton": float | None, "ratio": float | None, "unit": str}}``
-(the peer's key is its name: ``"proton"``, ``"pamqp"``, ...).
+(the peer's key is its name: ``"proton"``, ``"pamqp"``, ``"rbfly"``, ...). A result may put
+ours next to more than one peer, one peer to a row (``bench codec``: ``"encode"`` against
+Proton, ``"encode vs rbfly"`` against rbfly).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def compare(
 
 
 #: The package to install for each peer a benchmark compares with.
-_PEER_PACKAGES = {"proton": "python-qpid-proton", "pamqp": "pamqp"}
+_PEER_PACKAGES = {"proton": "python-qpid-proton", "pamqp": "pamqp", "rbfly": "rbfly"}
 #: What to say of a missing peer that is not a package to install.
 _PEER_MISSING = {
     "qpid-python": "qpid-python is not found: no comparison (set AMQP_SANSIO_PEERS_DIR to "
@@ -83,23 +85,43 @@ _PEER_MISSING = {
 }
 
 
+def _peer_of(row: dict[str, Any]) -> str:
+    """The peer a result's row compares with: its one key besides ours, ratio and unit."""
+    (peer,) = (k for k in row if k not in ("ours", "ratio", "unit"))
+    return peer
+
+
+def _missing(peer: str) -> str:
+    package = _PEER_PACKAGES.get(peer, peer)
+    return _PEER_MISSING.get(
+        peer,
+        f"{package} is not installed: no comparison (pip install 'amqp-sansio[test]' or {package})",
+    )
+
+
 def format_table(title: str, results: Result, peer: str = "proton") -> str:
-    """The results as a table: ours, the peer's (``peer``: its key in each result), ratio."""
+    """The results as a table: ours, the peer's (``peer``: its key in each result), ratio.
+    When the rows compare with more than one peer, the peer's figure is under ``theirs``
+    and its name ends each row. Each peer not measured is said to be missing."""
     width = max(10, *(len(name) + 2 for name in results))
-    lines = [title, f"{'':{width}}{'ours':>14}{peer:>14}{'ratio':>10}  unit"]
+    peers = {name: _peer_of(r) for name, r in results.items()}
+    mixed = set(peers.values()) - {peer} != set()
+    heading = "theirs" if mixed else peer
+    units = max(len("unit"), *(len(r["unit"]) for r in results.values()))
+    lines = [title, f"{'':{width}}{'ours':>14}{heading:>14}{'ratio':>10}  unit"]
+    if mixed:
+        lines[1] = f"{lines[1]:<{width + 40 + units}}  peer"
     for name, r in results.items():
-        theirs = "n/a" if r[peer] is None else f"{r[peer]:,.0f}"
+        theirs = "n/a" if r[peers[name]] is None else f"{r[peers[name]]:,.0f}"
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        lines.append(f"{name:{width}}{r['ours']:>14,.0f}{theirs:>14}{ratio:>10}  {r['unit']}")
-    if any(r[peer] is None and r["unit"] not in _MEMORY_UNITS for r in results.values()):
-        package = _PEER_PACKAGES.get(peer, peer)
-        lines.append(
-            _PEER_MISSING.get(
-                peer,
-                f"{package} is not installed: no comparison "
-                f"(pip install 'amqp-sansio[test]' or {package})",
-            )
-        )
+        line = f"{name:{width}}{r['ours']:>14,.0f}{theirs:>14}{ratio:>10}  {r['unit']}"
+        lines.append(f"{line:<{width + 40 + units}}  {peers[name]}" if mixed else line)
+    missing = {
+        peers[name]: None
+        for name, r in results.items()
+        if r[peers[name]] is None and r["unit"] not in _MEMORY_UNITS
+    }
+    lines.extend(_missing(p) for p in missing)
     if any(r["unit"] in _MEMORY_UNITS for r in results.values()):
         lines.append("memory: ours only, as tracemalloc sees Python's allocations, not Proton's")
     return "\n".join(lines)
