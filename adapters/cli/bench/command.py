@@ -15,6 +15,7 @@ from amqp_sansio.client.url import URLError, parse_url
 from .. import bench, options
 from ..connect import EXIT_CONNECTION, EXIT_USAGE, CommandError
 from ..progress import Progress
+from . import every as bench_all_command
 from . import spark as bench_spark_command
 
 #: ``bench codec --protocol P``: the table's title, the benchmark and the peer it measures
@@ -223,6 +224,7 @@ def add_parser(sub: Any) -> None:
     )
     _rounds_options(loop)
     bench_spark_command.add_parser(bsub)
+    bench_all_command.add_parser(bsub)
     b.set_defaults(run=run)
 
 
