@@ -18,6 +18,7 @@ import datetime
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from support.servicebus import (
     RECEIVE_WAIT,
     WRONG_KEY,
     bodies,
+    bounded,
     timed,
     write_users,
 )
@@ -49,6 +51,7 @@ from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # no
 from azure.servicebus.exceptions import (  # noqa: E402
     ServiceBusAuthenticationError,
     ServiceBusError,
+    ServiceBusQuotaExceededError,
 )
 
 
@@ -154,6 +157,51 @@ def test_dead_letter_goes_to_the_entity_dead_letter_queue(client: Any, queue: st
         assert receiver.receive_messages(max_wait_time=1) == []
     with client.get_queue_receiver(queue) as receiver:
         assert receiver.receive_messages(max_wait_time=1) == []
+
+
+# -- a transfer the broker rejects --------------------------------------------------------------
+
+
+def test_a_send_to_a_full_queue_raises_quota_exceeded_at_once(tmp_path: Path, queue: str) -> None:
+    """A queue at its depth limit (``--max-queue-depth``) rejects a transfer (``rejected``,
+    ``amqp:resource-limit-exceeded``): the SDK's sender raises ServiceBusQuotaExceededError
+    at once, for a single message, a batch and in the aio client, and goes on. (Each SDK
+    session is bounded: a sender that cannot read the outcome waits for good, the SDK's own
+    ``timeout`` notwithstanding, as it did while the broker's error left out its null
+    info.)"""
+    users = write_users(tmp_path)
+    with BrokerProcess("--users", str(users), "--max-queue-depth", "1") as process:
+        string = servicebus_connection_string(process.port)
+        full = f"queue {queue!r} holds its maximum of 1 messages"
+
+        def refused(send: Callable[[], Any]) -> None:
+            raised, took = timed(send)
+            assert isinstance(raised, ServiceBusQuotaExceededError), repr(raised)
+            assert full in str(raised)
+            assert "amqp:resource-limit-exceeded" in str(raised)
+            assert took < AT_ONCE, f"refused after {took:.1f} s"
+
+        def sync() -> None:
+            sb = ServiceBusClient.from_connection_string(string)
+            with sb, sb.get_queue_sender(queue) as sender:
+                sender.send_messages(ServiceBusMessage("fits"))
+                refused(lambda: sender.send_messages(ServiceBusMessage("over")))
+                batch = sender.create_message_batch()
+                batch.add_message(ServiceBusMessage("batched"))
+                refused(lambda: sender.send_messages(batch))
+                mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+                with sb.get_queue_receiver(queue, receive_mode=mode) as receiver:
+                    got = receiver.receive_messages(max_message_count=5, max_wait_time=RECEIVE_WAIT)
+                    assert bodies(got) == ["fits"]
+                sender.send_messages(ServiceBusMessage("again"))  # room again: it goes on
+
+        async def aio() -> None:
+            sb = AsyncServiceBusClient.from_connection_string(string)
+            async with sb, sb.get_queue_sender(queue) as sender:
+                await sender.send_messages(ServiceBusMessage("over"))
+
+        bounded(sync, 6 * AT_ONCE)
+        bounded(lambda: refused(lambda: asyncio.run(aio())), 3 * AT_ONCE)
 
 
 # -- security -----------------------------------------------------------------------------------

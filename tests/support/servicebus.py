@@ -5,6 +5,7 @@ holding one SAS key, the emulator connection string, and the bounds on the SDK's
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,30 @@ def connection_string(port: int, key: str = KEY, key_name: str = KEY_NAME) -> st
 
 def bodies(messages: list[Any]) -> list[str]:
     return [str(m) for m in messages]
+
+
+def bounded(call: Callable[[], Any], seconds: float) -> Any:
+    """``call()``'s result (or the exception it raised, raised here), run in a thread of its
+    own that the test waits for at most ``seconds``: a call still running then fails the
+    test, saying so (an SDK that waits for good must fail its test, not hang the suite; the
+    broker's stop at the test's end ends its connection)."""
+    done: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            done.append((True, call()))
+        except BaseException as exc:  # (raised again in the test's thread)
+            done.append((False, exc))
+
+    thread = threading.Thread(target=run, name="sdk-call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not done:
+        raise AssertionError(f"the SDK's call still waits after {seconds:g} s")
+    ok, value = done[0]
+    if not ok:
+        raise value
+    return value
 
 
 def timed(call: Callable[[], Any]) -> tuple[Any, float]:

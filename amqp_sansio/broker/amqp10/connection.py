@@ -410,7 +410,7 @@ class BrokerConnection(Admission):
             link.max_message_size = config.max_message_size
             target = cast(Target, terminus)  # a receiver's terminus: checked above
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
-            producer = _Producer(self, link, node)
+            producer = _Producer(self, link, node, service_bus=service_bus)
             self.producers[link] = producer
             self.give_credit(link)
             self._join(node, producer, terminus.dynamic)
@@ -671,7 +671,7 @@ class BrokerConnection(Admission):
             any(node.request(self, event) for node in self.broker.request_nodes.values())
             return
         self.record.messages_in += 1
-        if put_batch(self, producer.node, event):
+        if put_batch(self, producer, event):
             return  # (a batch of Azure's SDKs: see .servicebus)
         link = producer.link
         delivery = event.delivery
@@ -708,7 +708,7 @@ class BrokerConnection(Admission):
             elif message.durable and state is _ACCEPTED:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
-                link.settle(delivery, state)
+                producer.settle(delivery, state)  # (as the SDK reads it: .servicebus)
         self.give_credit(link, producer)
 
     def _put(

@@ -14,6 +14,7 @@ from support.broker_net import Net
 from support.servicebus_net import Management, depth, drain, publish_all
 
 import amqp_sansio as a
+from amqp_sansio.broker import BrokerConfig
 from amqp_sansio.broker.amqp10.servicebus import (
     BATCH_FORMAT,
     LOCK_DURATION,
@@ -115,9 +116,32 @@ def test_a_malformed_batch_is_rejected_and_nothing_is_put(outer: a.Message) -> N
     state = delivery.remote_state
     assert isinstance(state, a.Rejected) and state.error is not None
     assert state.error.condition == "amqp:decode-error"
+    assert state.error.info == {}  # (the SDK reads three fields: see the next test)
     assert depth(net, "orders") == 0
     ok = client.send(sender, a.Message(body=b"next"))  # the link goes on
     assert isinstance(ok.remote_state, a.Accepted)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["message", "batch"])
+@pytest.mark.parametrize("address", [URL + "orders", "orders"], ids=["url", "plain"])
+def test_a_rejection_on_a_url_sender_carries_an_empty_info(address: str, batched: bool) -> None:
+    """A transfer to a full queue is rejected (``amqp:resource-limit-exceeded``); on a
+    Service Bus link the error's info is an empty map, not left out (the SDK's ``_pyamqp``
+    reads three fields and hangs on two); on any other link it is left out."""
+    net = Net(config=BrokerConfig(max_queue_depth=1))
+    client = net.connect()
+    sender = client.sender(address)
+    client.send(sender, a.Message(body=b"fits"))
+    over = a.Message(body=b"over")
+    if batched:
+        delivery = client.send(sender, batch(over), message_format=BATCH_FORMAT)
+    else:
+        delivery = client.send(sender, over)
+    state = delivery.remote_state
+    assert isinstance(state, a.Rejected) and state.error is not None
+    assert state.error.condition == "amqp:resource-limit-exceeded"
+    assert state.error.info == ({} if address.startswith(URL) else None)
+    assert drain(client, "orders") == [b"fits"]
 
 
 def test_a_batch_in_pieces_byte_by_byte() -> None:
