@@ -31,6 +31,8 @@ from support.servicebus import (
     WRONG_KEY,
     bodies,
     bounded,
+    complete_all,
+    receive_all,
     timed,
     write_users,
 )
@@ -66,15 +68,7 @@ def connection_string(broker: BrokerProcess, key: str = KEY) -> str:
     return servicebus_connection_string(broker.port, key)
 
 
-@pytest.fixture
-def client(broker: BrokerProcess) -> Iterator[Any]:
-    with ServiceBusClient.from_connection_string(connection_string(broker)) as sb:
-        yield sb
-
-
-@pytest.fixture
-def queue() -> str:
-    return f"orders-{uuid.uuid4().hex[:8]}"
+# (The fixtures client and queue: tests/support/servicebus.py.)
 
 
 # -- send, receive, settle ----------------------------------------------------------------------
@@ -90,11 +84,7 @@ def test_send_single_and_batch_then_receive_and_delete(client: Any, queue: str) 
         sender.send_messages([ServiceBusMessage("five"), ServiceBusMessage("six")])
     mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
     with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
-        got: list[Any] = []
-        while len(got) < 6:
-            more = receiver.receive_messages(max_message_count=6, max_wait_time=RECEIVE_WAIT)
-            assert more, f"only {bodies(got)} arrived"
-            got += more
+        got = receive_all(receiver, 6)
     assert bodies(got) == ["one", "two", "three", "four", "five", "six"]
     assert [m.application_properties for m in got[1:4]] == [
         {b"n": b"two"},
@@ -300,11 +290,7 @@ def test_peek_messages_pages_through_the_queue_and_takes_nothing(client: Any, qu
         peeked = numbers + [m.sequence_number for m in rest]
     mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
     with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
-        got: list[Any] = []
-        while len(got) < 5:
-            more = receiver.receive_messages(max_message_count=5, max_wait_time=RECEIVE_WAIT)
-            assert more, f"only {bodies(got)} arrived"
-            got += more
+        got = receive_all(receiver, 5)
         assert bodies(got) == ["m0", "m1", "m2", "m3", "m4"]  # peeked, never taken
         assert [m.sequence_number for m in got] == peeked
     with client.get_queue_receiver(queue) as receiver:
@@ -337,19 +323,7 @@ def test_the_aio_client_round_trip(broker: BrokerProcess, queue: str) -> None:
                 batch.add_message(ServiceBusMessage("b"))
                 batch.add_message(ServiceBusMessage("c"))
                 await sender.send_messages(batch)
-            got: list[str] = []
             async with sb.get_queue_receiver(queue) as receiver:
-                while len(got) < 3:
-                    more = await receiver.receive_messages(
-                        max_message_count=3, max_wait_time=RECEIVE_WAIT
-                    )
-                    assert more, f"only {got} arrived"
-                    for message in more:
-                        if str(message) == "b" and not message.delivery_count:
-                            await receiver.abandon_message(message)  # comes again
-                        else:
-                            await receiver.complete_message(message)
-                            got.append(f"{message}{message.delivery_count or 0}")
-            return got
+                return await complete_all(receiver, 3, abandon_once="b")
 
     assert sorted(asyncio.run(asyncio.wait_for(main(), 60))) == ["a0", "b1", "c0"]

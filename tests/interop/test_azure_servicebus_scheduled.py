@@ -14,13 +14,18 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
-from support.servicebus import AT_ONCE, bodies, bounded, connection_string, timed
+from support.servicebus import (
+    AT_ONCE,
+    RECEIVE_WAIT,
+    bodies,
+    bounded,
+    connection_string,
+    timed,
+)
 
 pytest.importorskip(
     "azure.servicebus", reason="azure-servicebus is not installed (the 'test' extra has it)"
@@ -43,25 +48,7 @@ LATE = 5.0
 #: The broker's timer and the test read the same clock; the SDK sends milliseconds.
 SLACK = 0.01
 DELETE = ServiceBusReceiveMode.RECEIVE_AND_DELETE
-#: The most a receive waits for a message the broker holds.
-RECEIVE_WAIT = 5
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerProcess]:
-    with BrokerProcess() as process:  # amqp-sansio broker --port 0: no options
-        yield process
-
-
-@pytest.fixture
-def client(broker: BrokerProcess) -> Iterator[Any]:
-    with ServiceBusClient.from_connection_string(connection_string(broker.port)) as sb:
-        yield sb
-
-
-@pytest.fixture
-def queue() -> str:
-    return f"later-{uuid.uuid4().hex[:8]}"
+# (The fixtures broker, client and queue: tests/support/servicebus.py.)
 
 
 def ahead(seconds: float = AHEAD) -> datetime.datetime:

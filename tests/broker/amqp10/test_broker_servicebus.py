@@ -7,6 +7,7 @@ tests/interop/test_azure_servicebus.py."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from amqp_sansio.broker.amqp10.servicebus import (
     RENEW_LOCK,
     entity_address,
 )
+from amqp_sansio.broker.amqp10.servicebus_topics import canonical, subscription_of
 from amqp_sansio.codec.amqp10 import AMQPType, Array
 
 URL = "amqps://broker.example:5671/"
@@ -29,21 +31,49 @@ SECOND = a.ReceiverSettleMode.SECOND
 FIRST = a.ReceiverSettleMode.FIRST
 
 
+#: How the SDK's names map to the broker's: ``entity_address`` maps its URLs only (to the
+#: entity's path); ``canonical`` spells a topic's ``subscriptions`` segment; and
+#: ``subscription_of`` takes only a subscription's path (.servicebus_topics).
+NAMES: list[tuple[Callable[[str], Any], str, Any]] = [
+    (entity_address, "amqps://h:5671/orders", "orders"),
+    (entity_address, "amqp://h/orders/", "orders"),
+    (entity_address, "sb://H.example/orders/$management", "orders/$management"),
+    (entity_address, "sb://h/orders/$DeadLetterQueue", "orders/$deadletterqueue"),
+    (entity_address, "amqps://h/topic/subscriptions/sub", "topic/subscriptions/sub"),
+    (entity_address, "amqps://h/t/Subscriptions/s", "t/subscriptions/s"),
+    (
+        entity_address,
+        "amqps://h/t/Subscriptions/s/$DeadLetterQueue",
+        "t/subscriptions/s/$deadletterqueue",
+    ),
+    (entity_address, "orders", "orders"),
+    (entity_address, "https://h/orders", "https://h/orders"),
+    (entity_address, "orders/$DeadLetterQueue", "orders/$DeadLetterQueue"),
+    (canonical, "t/Subscriptions/s", "t/subscriptions/s"),
+    (canonical, "t/SUBSCRIPTIONS/s/$management", "t/subscriptions/s/$management"),
+    (canonical, "t/subscriptions/s", "t/subscriptions/s"),
+    (canonical, "t/Subscriptions", "t/Subscriptions"),
+    (canonical, "orders", "orders"),
+    (canonical, "a/b/c", "a/b/c"),
+    (subscription_of, "t/subscriptions/s", ("t", "s")),
+    (subscription_of, "t/Subscriptions/s", ("t", "s")),
+    (subscription_of, "t/subscriptions/s/$deadletterqueue", None),
+    (subscription_of, "t/subscriptions/s/$management", None),
+    (subscription_of, "t/subscriptions/", None),
+    (subscription_of, "/subscriptions/s", None),
+    (subscription_of, "$t/subscriptions/s", None),
+    (subscription_of, "t/queues/s", None),
+    (subscription_of, "t", None),
+]
+
+
 @pytest.mark.parametrize(
-    ("address", "entity"),
-    [
-        ("amqps://h:5671/orders", "orders"),
-        ("amqp://h/orders/", "orders"),
-        ("sb://H.example/orders/$management", "orders/$management"),
-        ("sb://h/orders/$DeadLetterQueue", "orders/$deadletterqueue"),
-        ("amqps://h/topic/subscriptions/sub", "topic/subscriptions/sub"),
-        ("orders", "orders"),
-        ("https://h/orders", "https://h/orders"),
-        ("orders/$DeadLetterQueue", "orders/$DeadLetterQueue"),
-    ],
+    ("mapping", "name", "expected"), NAMES, ids=[f"{m.__name__}:{n}" for m, n, _ in NAMES]
 )
-def test_entity_address_maps_the_sdk_urls_only(address: str, entity: str) -> None:
-    assert entity_address(address) == entity
+def test_the_sdk_names_map_as_service_bus_spells_them(
+    mapping: Callable[[str], Any], name: str, expected: Any
+) -> None:
+    assert mapping(name) == expected
 
 
 # -- addresses and the settle mode -------------------------------------------------------------
