@@ -111,8 +111,9 @@ def _head_size(_: object, attribute: attrs.Attribute[int], value: int) -> None:
         )
 
 
-def _as_paths(paths: Iterable[str]) -> tuple[str, ...]:
-    return (paths,) if isinstance(paths, str) else tuple(paths)
+def _as_tuple(values: Iterable[str]) -> tuple[str, ...]:
+    """A tuple of strings (paths, subprotocol names), a lone string as one of them."""
+    return (values,) if isinstance(values, str) else tuple(values)
 
 
 def _names(_: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
@@ -149,10 +150,10 @@ class WebSocketOptions:
     host: str | None = None
     path: str = attrs.field(default="/", validator=attrs.validators.matches_re(r"/\S*"))
     accept_paths: tuple[str, ...] = attrs.field(
-        default=("/",), converter=_as_paths, validator=_paths
+        default=("/",), converter=_as_tuple, validator=_paths
     )
     accept_subprotocols: tuple[str, ...] = attrs.field(
-        default=(SUBPROTOCOL, DRAFT_SUBPROTOCOL), converter=_as_paths, validator=_names
+        default=(SUBPROTOCOL, DRAFT_SUBPROTOCOL), converter=_as_tuple, validator=_names
     )
     max_handshake_size: int = attrs.field(default=_H11_HEAD_LIMIT, validator=_head_size)
     handshake_timeout: float = attrs.field(default=30.0, validator=_positive)

@@ -18,6 +18,7 @@ import datetime
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,9 @@ from support.servicebus import (
     RECEIVE_WAIT,
     WRONG_KEY,
     bodies,
+    bounded,
+    complete_all,
+    receive_all,
     timed,
     write_users,
 )
@@ -49,6 +53,7 @@ from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # no
 from azure.servicebus.exceptions import (  # noqa: E402
     ServiceBusAuthenticationError,
     ServiceBusError,
+    ServiceBusQuotaExceededError,
 )
 
 
@@ -63,15 +68,7 @@ def connection_string(broker: BrokerProcess, key: str = KEY) -> str:
     return servicebus_connection_string(broker.port, key)
 
 
-@pytest.fixture
-def client(broker: BrokerProcess) -> Iterator[Any]:
-    with ServiceBusClient.from_connection_string(connection_string(broker)) as sb:
-        yield sb
-
-
-@pytest.fixture
-def queue() -> str:
-    return f"orders-{uuid.uuid4().hex[:8]}"
+# (The fixtures client and queue: tests/support/servicebus.py.)
 
 
 # -- send, receive, settle ----------------------------------------------------------------------
@@ -87,11 +84,7 @@ def test_send_single_and_batch_then_receive_and_delete(client: Any, queue: str) 
         sender.send_messages([ServiceBusMessage("five"), ServiceBusMessage("six")])
     mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
     with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
-        got: list[Any] = []
-        while len(got) < 6:
-            more = receiver.receive_messages(max_message_count=6, max_wait_time=RECEIVE_WAIT)
-            assert more, f"only {bodies(got)} arrived"
-            got += more
+        got = receive_all(receiver, 6)
     assert bodies(got) == ["one", "two", "three", "four", "five", "six"]
     assert [m.application_properties for m in got[1:4]] == [
         {b"n": b"two"},
@@ -154,6 +147,51 @@ def test_dead_letter_goes_to_the_entity_dead_letter_queue(client: Any, queue: st
         assert receiver.receive_messages(max_wait_time=1) == []
     with client.get_queue_receiver(queue) as receiver:
         assert receiver.receive_messages(max_wait_time=1) == []
+
+
+# -- a transfer the broker rejects --------------------------------------------------------------
+
+
+def test_a_send_to_a_full_queue_raises_quota_exceeded_at_once(tmp_path: Path, queue: str) -> None:
+    """A queue at its depth limit (``--max-queue-depth``) rejects a transfer (``rejected``,
+    ``amqp:resource-limit-exceeded``): the SDK's sender raises ServiceBusQuotaExceededError
+    at once, for a single message, a batch and in the aio client, and goes on. (Each SDK
+    session is bounded: a sender that cannot read the outcome waits for good, the SDK's own
+    ``timeout`` notwithstanding, as it did while the broker's error left out its null
+    info.)"""
+    users = write_users(tmp_path)
+    with BrokerProcess("--users", str(users), "--max-queue-depth", "1") as process:
+        string = servicebus_connection_string(process.port)
+        full = f"queue {queue!r} holds its maximum of 1 messages"
+
+        def refused(send: Callable[[], Any]) -> None:
+            raised, took = timed(send)
+            assert isinstance(raised, ServiceBusQuotaExceededError), repr(raised)
+            assert full in str(raised)
+            assert "amqp:resource-limit-exceeded" in str(raised)
+            assert took < AT_ONCE, f"refused after {took:.1f} s"
+
+        def sync() -> None:
+            sb = ServiceBusClient.from_connection_string(string)
+            with sb, sb.get_queue_sender(queue) as sender:
+                sender.send_messages(ServiceBusMessage("fits"))
+                refused(lambda: sender.send_messages(ServiceBusMessage("over")))
+                batch = sender.create_message_batch()
+                batch.add_message(ServiceBusMessage("batched"))
+                refused(lambda: sender.send_messages(batch))
+                mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+                with sb.get_queue_receiver(queue, receive_mode=mode) as receiver:
+                    got = receiver.receive_messages(max_message_count=5, max_wait_time=RECEIVE_WAIT)
+                    assert bodies(got) == ["fits"]
+                sender.send_messages(ServiceBusMessage("again"))  # room again: it goes on
+
+        async def aio() -> None:
+            sb = AsyncServiceBusClient.from_connection_string(string)
+            async with sb, sb.get_queue_sender(queue) as sender:
+                await sender.send_messages(ServiceBusMessage("over"))
+
+        bounded(sync, 6 * AT_ONCE)
+        bounded(lambda: refused(lambda: asyncio.run(aio())), 3 * AT_ONCE)
 
 
 # -- security -----------------------------------------------------------------------------------
@@ -252,11 +290,7 @@ def test_peek_messages_pages_through_the_queue_and_takes_nothing(client: Any, qu
         peeked = numbers + [m.sequence_number for m in rest]
     mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
     with client.get_queue_receiver(queue, receive_mode=mode) as receiver:
-        got: list[Any] = []
-        while len(got) < 5:
-            more = receiver.receive_messages(max_message_count=5, max_wait_time=RECEIVE_WAIT)
-            assert more, f"only {bodies(got)} arrived"
-            got += more
+        got = receive_all(receiver, 5)
         assert bodies(got) == ["m0", "m1", "m2", "m3", "m4"]  # peeked, never taken
         assert [m.sequence_number for m in got] == peeked
     with client.get_queue_receiver(queue) as receiver:
@@ -289,19 +323,7 @@ def test_the_aio_client_round_trip(broker: BrokerProcess, queue: str) -> None:
                 batch.add_message(ServiceBusMessage("b"))
                 batch.add_message(ServiceBusMessage("c"))
                 await sender.send_messages(batch)
-            got: list[str] = []
             async with sb.get_queue_receiver(queue) as receiver:
-                while len(got) < 3:
-                    more = await receiver.receive_messages(
-                        max_message_count=3, max_wait_time=RECEIVE_WAIT
-                    )
-                    assert more, f"only {got} arrived"
-                    for message in more:
-                        if str(message) == "b" and not message.delivery_count:
-                            await receiver.abandon_message(message)  # comes again
-                        else:
-                            await receiver.complete_message(message)
-                            got.append(f"{message}{message.delivery_count or 0}")
-            return got
+                return await complete_all(receiver, 3, abandon_once="b")
 
     assert sorted(asyncio.run(asyncio.wait_for(main(), 60))) == ["a0", "b1", "c0"]

@@ -14,13 +14,18 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
-from support.servicebus import bodies, connection_string
+from support.servicebus import (
+    AT_ONCE,
+    RECEIVE_WAIT,
+    bodies,
+    bounded,
+    connection_string,
+    timed,
+)
 
 pytest.importorskip(
     "azure.servicebus", reason="azure-servicebus is not installed (the 'test' extra has it)"
@@ -43,25 +48,7 @@ LATE = 5.0
 #: The broker's timer and the test read the same clock; the SDK sends milliseconds.
 SLACK = 0.01
 DELETE = ServiceBusReceiveMode.RECEIVE_AND_DELETE
-#: The most a receive waits for a message the broker holds.
-RECEIVE_WAIT = 5
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerProcess]:
-    with BrokerProcess() as process:  # amqp-sansio broker --port 0: no options
-        yield process
-
-
-@pytest.fixture
-def client(broker: BrokerProcess) -> Iterator[Any]:
-    with ServiceBusClient.from_connection_string(connection_string(broker.port)) as sb:
-        yield sb
-
-
-@pytest.fixture
-def queue() -> str:
-    return f"later-{uuid.uuid4().hex[:8]}"
+# (The fixtures broker, client and queue: tests/support/servicebus.py.)
 
 
 def ahead(seconds: float = AHEAD) -> datetime.datetime:
@@ -190,9 +177,13 @@ def test_beyond_max_scheduled_messages_raises_quota_exceeded(queue: str) -> None
                 assert len(sender.schedule_messages(three[:2], when)) == 2
                 with pytest.raises(ServiceBusQuotaExceededError, match="Status Code: 403"):
                     sender.schedule_messages(three[2], when)
-                # (A sent message beyond it is rejected: tests/broker/amqp10/
-                # test_broker_scheduled.py; the SDK's sender cannot read that outcome:
-                # docs/azure.rst, "Known gaps".)
+                # A sent message held beyond it is rejected (amqp:resource-limit-exceeded),
+                # raised at once (bounded: a sender that cannot read the outcome waits).
+                late = ServiceBusMessage("late", scheduled_enqueue_time_utc=when)
+                raised, took = bounded(lambda: timed(lambda: sender.send_messages(late)), 10)
+                assert isinstance(raised, ServiceBusQuotaExceededError), repr(raised)
+                assert "max_scheduled_messages" in str(raised)
+                assert took < AT_ONCE
                 sender.send_messages(ServiceBusMessage("now"))  # the sender goes on
             with sb.get_queue_receiver(queue, receive_mode=DELETE) as receiver:
                 got = receiver.receive_messages(max_message_count=5, max_wait_time=RECEIVE_WAIT)

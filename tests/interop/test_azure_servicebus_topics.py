@@ -16,12 +16,11 @@ import asyncio
 import datetime
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from support.broker_process import BrokerProcess
-from support.servicebus import RECEIVE_WAIT, bodies, connection_string
+from support.servicebus import RECEIVE_WAIT, bodies, complete_all, connection_string, receive_all
 
 servicebus = pytest.importorskip(
     "azure.servicebus", reason="azure-servicebus is not installed (the 'test' extra has it)"
@@ -37,16 +36,7 @@ from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # no
 DELETE = ServiceBusReceiveMode.RECEIVE_AND_DELETE
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerProcess]:
-    with BrokerProcess() as process:  # no options: no entities configured, no users
-        yield process
-
-
-@pytest.fixture
-def client(broker: BrokerProcess) -> Iterator[Any]:
-    with ServiceBusClient.from_connection_string(connection_string(broker.port)) as sb:
-        yield sb
+# (The fixtures broker, client and queue: tests/support/servicebus.py.)
 
 
 @pytest.fixture
@@ -59,15 +49,6 @@ def make_subscriptions(client: Any, topic: str, *names: str) -> None:
     for name in names:
         with client.get_subscription_receiver(topic, name) as receiver:
             assert receiver.receive_messages(max_wait_time=0.5) == []
-
-
-def receive_all(receiver: Any, count: int) -> list[Any]:
-    got: list[Any] = []
-    while len(got) < count:
-        more = receiver.receive_messages(max_message_count=count, max_wait_time=RECEIVE_WAIT)
-        assert more, f"only {bodies(got)} arrived"
-        got += more
-    return got
 
 
 def test_each_subscription_receives_a_copy(client: Any, topic: str) -> None:
@@ -177,19 +158,8 @@ def test_the_aio_client_topic_round_trip(broker: BrokerProcess, topic: str) -> N
                 await sender.send_messages([ServiceBusMessage("x"), ServiceBusMessage("y")])
             got: dict[str, list[str]] = {}
             for name in ("a", "b"):
-                got[name] = []
                 async with sb.get_subscription_receiver(topic, name) as receiver:
-                    while len(got[name]) < 2:
-                        more = await receiver.receive_messages(
-                            max_message_count=2, max_wait_time=RECEIVE_WAIT
-                        )
-                        assert more, f"only {got[name]} arrived"
-                        for message in more:
-                            if str(message) == "x" and not message.delivery_count:
-                                await receiver.abandon_message(message)  # comes again
-                            else:
-                                await receiver.complete_message(message)
-                                got[name].append(f"{message}{message.delivery_count or 0}")
+                    got[name] = await complete_all(receiver, 2, abandon_once="x")
                     peeked = await receiver.peek_messages(max_message_count=5)
                     assert peeked == []  # all completed
             return got

@@ -3,7 +3,6 @@ engine's byte interface, and the connection's links, messages and transactions."
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -12,9 +11,7 @@ import attrs
 from ...codec.amqp10 import Symbol
 from ...definitions.amqp10.messaging import (
     Accepted,
-    Modified,
     Rejected,
-    Released,
     Source,
     Target,
     TerminusDurability,
@@ -64,10 +61,11 @@ from .._streams import STREAM_CAPABILITY, OffsetFilterError, Stream, offset_filt
 from .._subscriptions import Subscription, keeps
 from .endpoints import _Consumer, _Producer
 from .interface import Broker10, OwnNode
-from .outcomes import applied, apply_outcome
+from .outcomes import DEFAULT_OUTCOME, OUTCOMES, applied, apply_outcome
 from .relay import relay_address, relay_route
 from .replies import attach_volatile, sweep_links
 from .servicebus import lock_tokens, own_node, put_batch, resolve, service_bus_link
+from .subscriptions import KeptSubscriptions
 from .transactions import discharge, roll_back, unroutable_in_txn
 
 __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
@@ -76,16 +74,10 @@ __all__ = ["DEFAULT_OUTCOME", "SUPPORTED_OUTCOMES", "BrokerConnection"]
 _ATTACHED = LinkState.ATTACHED
 _OPENED = ConnectionState.OPENED
 _ACCEPTED = Accepted()
-_OUTCOMES = (Accepted, Rejected, Released, Modified)
 #: The outcomes the broker's sources support (core spec 3.5.3 ``outcomes``).
 SUPPORTED_OUTCOMES = tuple(
     Symbol(f"amqp:{name}:list") for name in ("accepted", "rejected", "released", "modified")
 )
-#: What happens to a delivery left unsettled on a lost link, unless the consumer's source
-#: says otherwise: the message is made available again and counted as a failed attempt, so
-#: that its next consumer sees a delivery-count above zero, the sign of a possible duplicate
-#: (broker draft 2.3.7 option 1; core spec 3.2.1, 3.4.5).
-DEFAULT_OUTCOME = Modified(delivery_failed=True)
 _MOVE, _COPY = Symbol("move"), Symbol("copy")
 #: What the broker answers for a terminus it keeps nothing of past the link: no durable
 #: state, expiring at the detach (core spec 3.5.5, 3.5.6). A queue consumer's terminus is
@@ -147,12 +139,8 @@ class BrokerConnection(Admission):
         # Transactions that may not commit (a pre-settled relay message went nowhere), and
         # why (core spec 4.4.4.1; read by .transactions).
         self.doomed_txns: dict[TransactionRecord, str] = {}
-        #: Deliveries of suspended subscriptions' detached links, still unsettled: a
-        #: disposition may yet settle them (core spec 2.6.4).
-        self._parked: dict[Delivery, tuple[Subscription, StoredMessage]] = {}
-        #: Subscriptions suspended on this connection whose expiry timer waits for the
-        #: end of their session or of the connection (3.5.6).
-        self._kept: set[Subscription] = set()
+        #: Its topic subscriptions: suspended, resumed, their detached links' deliveries.
+        self.subscriptions = KeptSubscriptions(broker, engine)
         #: Publishers' transfers of durable messages, settled after the store's flush.
         self._unsynced: list[Delivery] = []
         self.lost = False
@@ -363,7 +351,7 @@ class BrokerConnection(Admission):
             # A receiver's attach without a source looks up the subscription of its name
             # (as Qpid JMS does to unsubscribe: it closes the link it gets): the answer
             # carries the kept subscription's source, and the link resumes it.
-            terminus = self._kept_source(link)
+            terminus = self.subscriptions.source(link)
         if not isinstance(terminus, expected):
             link.refuse(
                 error("amqp:invalid-field", f"the attach has no {expected.__name__.lower()}")
@@ -422,7 +410,7 @@ class BrokerConnection(Admission):
             link.max_message_size = config.max_message_size
             target = cast(Target, terminus)  # a receiver's terminus: checked above
             link.attach(target=attrs.evolve(target, address=node.address, **_TRANSIENT))
-            producer = _Producer(self, link, node)
+            producer = _Producer(self, link, node, service_bus=service_bus)
             self.producers[link] = producer
             self.give_credit(link)
             self._join(node, producer, terminus.dynamic)
@@ -509,7 +497,7 @@ class BrokerConnection(Admission):
             return
         copy = source.distribution_mode == _COPY and isinstance(node, Queue)
         default = source.default_outcome
-        if not isinstance(default, _OUTCOMES):
+        if not isinstance(default, OUTCOMES):
             default = DEFAULT_OUTCOME
         answered = attrs.evolve(
             source,
@@ -523,7 +511,7 @@ class BrokerConnection(Admission):
         )
         subscription: Subscription | None = None
         if isinstance(node, Topic) and keeps(answered):
-            kept = self._subscription(link, node, source, answered)
+            kept = self.subscriptions.attach(link, node, source, answered)
             if isinstance(kept, Error):
                 link.refuse(kept)
                 self.broker.release(node)
@@ -541,7 +529,7 @@ class BrokerConnection(Admission):
         queue = node if isinstance(node, Queue) else node.buffer(consumer)  # type: ignore[attr-defined]
         consumer.queue = queue
         if subscription is not None:
-            self._resume(subscription, consumer)
+            self.subscriptions.resume(subscription, consumer)
         self.broker.wake(queue)
 
     def _terminus(self, node: Node, source: Source) -> dict[str, Any]:
@@ -559,86 +547,6 @@ class BrokerConnection(Admission):
             "expiry_policy": source.expiry_policy,
             "timeout": source.timeout,
         }
-
-    def _subscription(
-        self, link: Sender, topic: Topic, source: Source, answered: Source
-    ) -> Subscription | Error:
-        """The subscription a topic consumer's attach resumes (same container-id, link
-        name, address and filter-set), replaces (a changed address or filter), or makes;
-        or why not (``amqp:resource-locked``: attached on another link;
-        ``amqp:resource-limit-exceeded``: too many kept)."""
-        broker = self.broker
-        remote = self.engine.remote
-        container = "" if remote is None else str(remote.container_id)
-        key = (container, link.name)
-        subscription = broker.subscriptions.get(key)
-        if subscription is not None:
-            if subscription.consumer is not None:
-                return error(
-                    "amqp:resource-locked",
-                    f"the subscription {link.name!r} of {container!r} is attached on another link",
-                )
-            if subscription.topic is topic and subscription.same(source):
-                subscription.answered = answered
-                broker.save_subscription(subscription)
-                return subscription
-            # Replaced (a new address or filter): its topic is about to be used again.
-            broker.delete_subscription(subscription, release=False)
-        why = broker.room_for_subscription(container)
-        if why is not None:
-            return error("amqp:resource-limit-exceeded", why)
-        subscription = Subscription(
-            broker.new_subscription_id(),
-            key,
-            topic,
-            Queue(broker, topic.address),
-            source,
-            answered,
-        )
-        broker.register_subscription(subscription)
-        broker.save_subscription(subscription)
-        return subscription
-
-    def _kept_source(self, link: Sender) -> Source | None:
-        """The source of the suspended subscription this client keeps under the link's
-        name, if there is one."""
-        remote = self.engine.remote
-        container = "" if remote is None else str(remote.container_id)
-        subscription = self.broker.subscriptions.get((container, link.name))
-        if subscription is None or subscription.consumer is not None:
-            return None
-        return subscription.source
-
-    def _resume(self, subscription: Subscription, consumer: _Consumer) -> None:
-        """A consumer attached to a kept subscription: its timer stops (3.5.6), and each
-        delivery unsettled at its detach is settled as the client's attach says (2.6.13):
-        an outcome in the attach's unsettled map (or a disposition that reached the
-        detached link since) applies; otherwise the message is available again at the head
-        of the buffer, counted as a failed delivery (delivery-count + 1), and goes out
-        first. Deliveries of the suspended link that the engine carried over to this one
-        (a re-attach on the same session) are settled with the same outcome."""
-        if subscription.conn is not None:
-            subscription.conn.forget_subscription(subscription)
-        subscription.unpark()
-        subscription.consumer = consumer
-        subscription.conn = self
-        link = consumer.link
-        subscription.session = link.session
-        subscription.expires = None
-        remote = link.remote
-        theirs = (remote.unsettled if remote is not None else None) or {}
-        carried = dict(link.unsettled)
-        buffer = subscription.buffer
-        unsettled, subscription.unsettled = subscription.unsettled, {}
-        for tag, message in unsettled.items():
-            delivery = carried.pop(tag, None)
-            state = theirs.get(tag)
-            if state is None and delivery is not None:
-                state = delivery.remote_state
-            outcome = state if isinstance(state, _OUTCOMES) else DEFAULT_OUTCOME
-            apply_outcome(self.broker, consumer, message, buffer, outcome)
-            if delivery is not None and not delivery.settled:
-                link.settle(delivery, None if outcome is state else outcome)
 
     def _stream_consumer(self, link: Sender, node: Stream, source: Source) -> None:
         """A consumer of a stream reads from the offset its filter asks for, and takes
@@ -695,12 +603,8 @@ class BrokerConnection(Admission):
             endpoint.inflight = {}
             subscription = endpoint.subscription
             if subscription is not None and not closed:
-                for delivery, (message, _) in inflight.items():
-                    subscription.unsettled[delivery.tag] = message
-                    subscription.parked[delivery] = self
-                    self._parked[delivery] = (subscription, message)
                 endpoint.node.remove_consumer(endpoint)
-                self._suspend(subscription)
+                self.subscriptions.suspend(subscription, inflight)
             else:
                 # Last sent first: each goes back to the head of its priority ahead of the
                 # ones after it, one step each (in sending order, each would be placed
@@ -718,24 +622,6 @@ class BrokerConnection(Admission):
         elif lifetime:
             self.broker.release(node)  # made on first use: deleted once unused
 
-    def _suspend(self, subscription: Subscription) -> None:
-        """The subscription's link went without closing: the subscription waits, and its
-        expiry timer starts as its policy says (3.5.6)."""
-        subscription.consumer = None
-        policy = subscription.policy
-        if policy is TerminusExpiryPolicy.LINK_DETACH:
-            self.broker.start_subscription_timer(subscription)
-        elif policy is not TerminusExpiryPolicy.NEVER:
-            self._kept.add(subscription)  # until its session or this connection ends
-
-    def _ended(self, session: Session | None) -> None:
-        """``session`` (None: the connection) ended: the timers of the subscriptions
-        suspended here that waited for it start (3.5.6)."""
-        for subscription in list(self._kept):
-            if subscription.waits_for(session):
-                self._kept.discard(subscription)
-                self.broker.start_subscription_timer(subscription)
-
     def _sweep(self, session: Session | None = None) -> None:
         """Forget the links the engine no longer has attached (after a protocol error, the
         end of ``session``)."""
@@ -746,14 +632,14 @@ class BrokerConnection(Admission):
                 self._remove(endpoint, closed=False)  # detached, not closed (2.6.6)
         sweep_links(self, session)
         if session is not None:
-            self._ended(session)
+            self.subscriptions.ended(session)
 
     def _lost(self) -> None:
         if self.lost:
             return
         self.lost = True
         self._sweep()
-        self._ended(None)
+        self.subscriptions.ended(None)
         if self._held_until is None:  # (else its transport stays until the outcome goes)
             self._gone()
 
@@ -777,14 +663,6 @@ class BrokerConnection(Admission):
         self._remove(endpoint, lifetime=False)
         self._detach(endpoint.link, why)
 
-    def forget_subscription(self, subscription: Subscription) -> None:
-        """``subscription``, suspended here, was resumed elsewhere or deleted."""
-        self._kept.discard(subscription)
-
-    def forget_parked(self, delivery: Delivery) -> None:
-        """A delivery of a suspended subscription's link was resumed or dropped."""
-        self._parked.pop(delivery, None)
-
     # -- messages -----------------------------------------------------------------------------
 
     def _on_message(self, event: DeliveryReceived) -> None:
@@ -793,7 +671,7 @@ class BrokerConnection(Admission):
             any(node.request(self, event) for node in self.broker.request_nodes.values())
             return
         self.record.messages_in += 1
-        if put_batch(self, producer.node, event):
+        if put_batch(self, producer, event):
             return  # (a batch of Azure's SDKs: see .servicebus)
         link = producer.link
         delivery = event.delivery
@@ -830,7 +708,7 @@ class BrokerConnection(Admission):
             elif message.durable and state is _ACCEPTED:
                 self._unsynced.append(delivery)  # settled once the store has it (2.2.4)
             else:
-                link.settle(delivery, state)
+                producer.settle(delivery, state)  # (as the SDK reads it: .servicebus)
         self.give_credit(link, producer)
 
     def _put(
@@ -919,8 +797,8 @@ class BrokerConnection(Admission):
     def _on_update(self, event: DeliveryUpdated) -> None:
         consumer = self.consumers.get(event.link)
         if consumer is None:
-            if event.delivery in self._parked:
-                self._on_parked(event)
+            if self.subscriptions.holds(event.delivery):
+                self.subscriptions.settle_parked(event)
             elif event.settled:
                 producer = self.producers.get(event.link)
                 if producer is not None:
@@ -933,7 +811,7 @@ class BrokerConnection(Admission):
         state = event.state
         if type(state) is TransactionalState:
             return  # retired in a transaction: its outcome applies on commit (4.4.2)
-        terminal = isinstance(state, _OUTCOMES)
+        terminal = isinstance(state, OUTCOMES)
         entry = consumer.inflight.get(delivery)
         if entry is None:
             decided = self._decided.get(delivery)
@@ -957,27 +835,6 @@ class BrokerConnection(Admission):
         apply_outcome(self.broker, consumer, message, queue, state)
         if not delivery.settled:  # (its outcome echoed, as applied: 2.6.12, .servicebus)
             consumer.link.settle(delivery, applied(state))
-
-    def _on_parked(self, event: DeliveryUpdated) -> None:
-        """The client settled a delivery of a suspended subscription's detached link (a
-        detached link's deliveries live on, core spec 2.6.4): its outcome applies now, as
-        it would in the unsettled map of a re-attach (2.6.13)."""
-        delivery = event.delivery
-        state = event.state
-        terminal = isinstance(state, _OUTCOMES)
-        if not terminal and not event.settled:
-            return
-        # (Parked while, and only while, the subscription holds it unsettled: a resume or
-        # a deletion unparks its deliveries.)
-        subscription, message = self._parked.pop(delivery)
-        del subscription.parked[delivery]
-        del subscription.unsettled[delivery.tag]
-        apply_outcome(
-            self.broker, None, message, subscription.buffer, state if terminal else DEFAULT_OUTCOME
-        )
-        if not delivery.settled:
-            with contextlib.suppress(LocalProtocolError):  # (its session may be ending)
-                delivery.link.settle(delivery)
 
 
 #: What the broker does on each event other than a delivery's or a credit change, by the

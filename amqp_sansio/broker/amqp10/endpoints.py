@@ -22,7 +22,7 @@ from .._store import StoredMessage
 from .._streams import Stream
 from .._subscriptions import Subscription
 from .outcomes import taken
-from .servicebus import sequenced
+from .servicebus import sdk_outcome, sequenced
 from .transactions import unroutable_in_txn
 
 if TYPE_CHECKING:
@@ -162,16 +162,25 @@ class _Producer:
     """A link on which the broker receives (the client publishes) into a node; ``node`` is
     None on an anonymous-relay link (each message names its node, see :mod:`.relay`)."""
 
-    __slots__ = ("_cap", "_cap_for", "conn", "largest", "link", "node", "reply")
+    __slots__ = ("_cap", "_cap_for", "conn", "largest", "link", "node", "reply", "service_bus")
 
     def __init__(
-        self, conn: Connection10, link: Receiver, node: Node | None, *, reply: str | None = None
+        self,
+        conn: Connection10,
+        link: Receiver,
+        node: Node | None,
+        *,
+        reply: str | None = None,
+        service_bus: bool = False,
     ) -> None:
         self.conn = conn
         self.link = link
         self.node = node
         #: A link attached to a direct reply-to name: where its messages go (.._replies).
         self.reply = reply
+        #: A Service Bus link (attached by a URL: see .servicebus): its outcomes go as the
+        #: SDK reads them.
+        self.service_bus = service_bus
         #: The largest message (encoded bytes) this link has carried; 0 before the first.
         self.largest = 0
         #: :meth:`credit_cap`'s last answer, and the (largest, publishers) it was for.
@@ -212,7 +221,12 @@ class _Producer:
         if delivery.transaction is not None:
             unroutable_in_txn(self.conn, delivery, rejected)
         elif not delivery.remote_settled:
-            self.link.settle(delivery, rejected)
+            self.settle(delivery, rejected)
+
+    def settle(self, delivery: Delivery, state: Any) -> None:
+        """Settle a transfer on this link with its outcome ``state``; on a Service Bus
+        link, as its SDK reads it (:func:`.servicebus.sdk_outcome`)."""
+        self.link.settle(delivery, sdk_outcome(state) if self.service_bus else state)
 
     def _credit_cap(self, config: BrokerConfig, publishers: int) -> int:
         credit = config.link_credit

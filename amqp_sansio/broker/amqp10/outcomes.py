@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...definitions.amqp10.messaging import Accepted, Modified, Rejected
+from ...definitions.amqp10.messaging import Accepted, Modified, Rejected, Released
 from .servicebus import dead_lettered
 
 if TYPE_CHECKING:
@@ -15,9 +15,16 @@ if TYPE_CHECKING:
     from .._nodes import Queue
     from .._store import StoredMessage
 
-__all__ = ["applied", "apply_outcome", "taken"]
+__all__ = ["DEFAULT_OUTCOME", "OUTCOMES", "applied", "apply_outcome", "taken"]
 
 _REJECTED = Rejected()
+#: The terminal outcomes (core spec 3.4).
+OUTCOMES = (Accepted, Rejected, Released, Modified)
+#: What happens to a delivery left unsettled on a lost link, unless the consumer's source
+#: says otherwise: the message is made available again and counted as a failed attempt, so
+#: that its next consumer sees a delivery-count above zero, the sign of a possible duplicate
+#: (broker draft 2.3.7 option 1; core spec 3.2.1, 3.4.5).
+DEFAULT_OUTCOME = Modified(delivery_failed=True)
 
 
 def apply_outcome(

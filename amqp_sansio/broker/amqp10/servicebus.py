@@ -34,6 +34,8 @@ the core spec. ``docs/azure.rst`` lists what is served and what is refused.
 * **Topics.** A topic's subscription (``<topic>/subscriptions/<name>``) is a queue its topic
   copies into, made by its first receiver: :mod:`.servicebus_topics`; :func:`resolve`
   finds it.
+* **Rejections.** A ``rejected`` outcome on a Service Bus link that sends to the broker
+  carries an error whose info is an empty map, never left out (:func:`sdk_outcome`).
 * **Receiving.** A Service Bus link's consumer tags each delivery with a lock token
   (:func:`lock_tokens`) and sends each message with its sequence number
   (:func:`sequenced`).
@@ -97,6 +99,7 @@ __all__ = [
     "own_node",
     "put_batch",
     "resolve",
+    "sdk_outcome",
     "sequenced",
     "service_bus_link",
 ]
@@ -172,6 +175,20 @@ def service_bus_link(link: Link, terminus: Source | Target) -> tuple[Any, bool]:
     if isinstance(link, Receiver):
         link.rcv_settle_mode = ReceiverSettleMode.FIRST
     return attrs.evolve(terminus, address=mapped), True
+
+
+def sdk_outcome(state: Any) -> Any:
+    """The outcome ``state`` as a Service Bus link's sender reads it: a ``rejected`` one
+    whose error has no info gets an empty map as its info (core spec 2.8.14: a map). The
+    SDK's ``_pyamqp`` reads an error as a list of three fields (condition, description,
+    info) and fails (``IndexError`` in its ``on_send_complete`` callback, its sender then
+    waiting for good) on one that leaves out a null info, as core spec 1.4 lets a sender
+    do; with the info there, it raises the error the condition names (for
+    ``amqp:resource-limit-exceeded``, ``ServiceBusQuotaExceededError``). Any other state
+    is returned as it is."""
+    if type(state) is Rejected and state.error is not None and state.error.info is None:
+        return Rejected(error=attrs.evolve(state.error, info={}))
+    return state
 
 
 def lock_tokens(consumer: Any, service_bus: bool) -> None:
@@ -286,14 +303,16 @@ def dead_letter_to(broker: Broker10, queue: Queue) -> None:
     queue.dead_letter_to = to_sub_queue
 
 
-def put_batch(conn: Connection10, node: Node | None, event: DeliveryReceived) -> bool:
-    """A transfer of message-format :data:`BATCH_FORMAT` from a producer to ``node``: put
-    each message of its data sections on the node, settle the transfer (accepted; rejected,
-    ``amqp:decode-error``, when the batch or a message in it is malformed, nothing put; or
-    ``amqp:resource-limit-exceeded`` when the node refuses one, those before it put), and
-    say True. False (nothing done) for another transfer, one in a transaction or to the
-    anonymous relay (the broker takes it as one message)."""
+def put_batch(conn: Connection10, producer: Any, event: DeliveryReceived) -> bool:
+    """A transfer of message-format :data:`BATCH_FORMAT` from a ``producer`` (a
+    :class:`.endpoints._Producer`) to its node: put each message of its data sections on
+    the node, settle the transfer (accepted; rejected, ``amqp:decode-error``, when the
+    batch or a message in it is malformed, nothing put; or ``amqp:resource-limit-exceeded``
+    when the node refuses one, those before it put), and say True. False (nothing done)
+    for another transfer, one in a transaction or to the anonymous relay (the broker takes
+    it as one message)."""
     delivery = event.delivery
+    node: Node | None = producer.node
     if delivery.message_format != BATCH_FORMAT or node is None or delivery.transaction:
         return False
     broker = conn.broker
@@ -316,11 +335,9 @@ def put_batch(conn: Connection10, node: Node | None, event: DeliveryReceived) ->
             state = Rejected(error=error("amqp:resource-limit-exceeded", why))
             break
         broker.touch(node)
-    link = event.link
-    assert isinstance(link, Receiver)
     if not delivery.remote_settled:
-        link.settle(delivery, state)
-    conn.give_credit(link)
+        producer.settle(delivery, state)
+    conn.give_credit(producer.link)
     return True
 
 

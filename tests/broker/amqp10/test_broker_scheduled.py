@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.broker_net import Client, Net, body
+from support.broker_net import Client, Net, accept_all
 from support.servicebus_net import Management
 
 import amqp_sansio as a
@@ -40,14 +40,6 @@ def cancel(mgmt: Management, *numbers: int) -> tuple[int, dict[str, Any], Any]:
     return mgmt.ask(CANCEL, {"sequence-numbers": Array(AMQPType.LONG, list(numbers))})
 
 
-def received(client: Client, receiver: a.Receiver) -> list[object]:
-    got = client.received(receiver)
-    for event in got:
-        receiver.settle(event.delivery, a.Accepted())
-    client.net.pump()
-    return [body(e) for e in got]
-
-
 def setup(config: BrokerConfig | None = None) -> tuple[Net, Client, Management, a.Receiver]:
     net = Net(config)
     client = net.connect()
@@ -64,12 +56,12 @@ def test_scheduled_messages_arrive_at_their_time_not_before() -> None:
     assert len(numbers) == 2 and numbers[0] < numbers[1]
     assert net.broker.next_expiry() == net.wall + 10
     net.advance(9.9)
-    assert received(client, receiver) == []
+    assert accept_all(client, receiver) == []
     assert net.broker.nodes["orders"].depth == 0
     net.advance(0.1)
-    assert received(client, receiver) == [b"a"]
+    assert accept_all(client, receiver) == [b"a"]
     net.advance(10)
-    assert received(client, receiver) == [b"b"]
+    assert accept_all(client, receiver) == [b"b"]
     assert net.broker.next_expiry() is None
     assert len(net.broker.scheduled) == 0
 
@@ -78,7 +70,7 @@ def test_a_time_now_or_past_enqueues_at_once() -> None:
     net, client, mgmt, receiver = setup()
     code, _, value = schedule(mgmt, at(net.wall - 60, b"past"), at(net.wall, b"now"))
     assert code == 200 and len(value["sequence-numbers"]) == 2
-    assert received(client, receiver) == [b"past", b"now"]
+    assert accept_all(client, receiver) == [b"past", b"now"]
     assert len(net.broker.scheduled) == 0
 
 
@@ -91,7 +83,7 @@ def test_a_message_comes_to_its_entity_even_once_the_queue_was_deleted() -> None
     net.advance(5)
     assert net.broker.nodes["orders"].depth == 1
     receiver = client.receiver("orders", 10)
-    assert received(client, receiver) == [b"later"]
+    assert accept_all(client, receiver) == [b"later"]
 
 
 def test_cancel_removes_messages_before_they_are_due() -> None:
@@ -101,7 +93,7 @@ def test_cancel_removes_messages_before_they_are_due() -> None:
     code, props, result = cancel(mgmt, first)
     assert (code, result) == (200, None)
     net.advance(10)
-    assert received(client, receiver) == [b"b"]
+    assert accept_all(client, receiver) == [b"b"]
     # Already cancelled, already enqueued, never scheduled: as Service Bus answers.
     for number in (first, second, 999_999):
         code, props, _ = cancel(mgmt, number)
@@ -119,7 +111,7 @@ def test_cancel_is_all_or_none_and_for_its_entity_only() -> None:
     other = Management(client, "invoices/$management")
     assert cancel(other, number)[0] == 404  # another entity's number
     net.advance(10)
-    assert received(client, receiver) == [b"kept"]
+    assert accept_all(client, receiver) == [b"kept"]
 
 
 def test_the_ttl_counts_from_the_enqueue_time() -> None:
@@ -151,7 +143,7 @@ def test_the_limit_refuses_beyond_it_with_403() -> None:
     assert delivery.remote_state.error is not None
     assert delivery.remote_state.error.condition == "amqp:resource-limit-exceeded"
     net.advance(10)
-    assert sorted(received(client, receiver)) == [b"0", b"1", b"due"]  # type: ignore[type-var]
+    assert sorted(accept_all(client, receiver)) == [b"0", b"1", b"due"]  # type: ignore[type-var]
 
 
 @pytest.mark.parametrize(
@@ -203,9 +195,9 @@ def test_a_transfer_with_a_later_enqueue_time_is_held_until_then() -> None:
     assert isinstance(delivery.remote_state, a.Accepted)
     client.send(sender, at(net.wall - 30, b"past"))
     client.send(sender, a.Message(body=b"plain"))
-    assert received(client, receiver) == [b"past", b"plain"]
+    assert accept_all(client, receiver) == [b"past", b"plain"]
     net.advance(29)
-    assert received(client, receiver) == []
+    assert accept_all(client, receiver) == []
     net.advance(1)
     (event,) = client.received(receiver)
     message = a.Message.decode(event.data)
@@ -220,9 +212,9 @@ def test_a_batch_message_with_an_enqueue_time_is_held() -> None:
     inner = [at(net.wall + 5, b"later"), a.Message(body=b"now")]
     outer = a.Message(body=tuple(a.Data(m.encode()) for m in inner))
     client.send(sender, outer, message_format=BATCH_FORMAT)
-    assert received(client, receiver) == [b"now"]
+    assert accept_all(client, receiver) == [b"now"]
     net.advance(5)
-    assert received(client, receiver) == [b"later"]
+    assert accept_all(client, receiver) == [b"later"]
 
 
 def test_an_enqueue_time_in_pieces_byte_by_byte() -> None:
@@ -230,9 +222,9 @@ def test_an_enqueue_time_in_pieces_byte_by_byte() -> None:
     client = net.connect()
     receiver = client.receiver("orders", 10)
     client.send(client.sender("orders"), at(net.wall + 1, b"x" * 300))
-    assert received(client, receiver) == []
+    assert accept_all(client, receiver) == []
     net.advance(1)
-    assert received(client, receiver) == [b"x" * 300]
+    assert accept_all(client, receiver) == [b"x" * 300]
 
 
 # -- the core's timers (BrokerCore.call_at) -----------------------------------------------------

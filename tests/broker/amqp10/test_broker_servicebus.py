@@ -7,6 +7,7 @@ tests/interop/test_azure_servicebus.py."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from support.broker_net import Net
 from support.servicebus_net import Management, depth, drain, publish_all
 
 import amqp_sansio as a
+from amqp_sansio.broker import BrokerConfig
 from amqp_sansio.broker.amqp10.servicebus import (
     BATCH_FORMAT,
     LOCK_DURATION,
@@ -21,6 +23,7 @@ from amqp_sansio.broker.amqp10.servicebus import (
     RENEW_LOCK,
     entity_address,
 )
+from amqp_sansio.broker.amqp10.servicebus_topics import canonical, subscription_of
 from amqp_sansio.codec.amqp10 import AMQPType, Array
 
 URL = "amqps://broker.example:5671/"
@@ -28,21 +31,49 @@ SECOND = a.ReceiverSettleMode.SECOND
 FIRST = a.ReceiverSettleMode.FIRST
 
 
+#: How the SDK's names map to the broker's: ``entity_address`` maps its URLs only (to the
+#: entity's path); ``canonical`` spells a topic's ``subscriptions`` segment; and
+#: ``subscription_of`` takes only a subscription's path (.servicebus_topics).
+NAMES: list[tuple[Callable[[str], Any], str, Any]] = [
+    (entity_address, "amqps://h:5671/orders", "orders"),
+    (entity_address, "amqp://h/orders/", "orders"),
+    (entity_address, "sb://H.example/orders/$management", "orders/$management"),
+    (entity_address, "sb://h/orders/$DeadLetterQueue", "orders/$deadletterqueue"),
+    (entity_address, "amqps://h/topic/subscriptions/sub", "topic/subscriptions/sub"),
+    (entity_address, "amqps://h/t/Subscriptions/s", "t/subscriptions/s"),
+    (
+        entity_address,
+        "amqps://h/t/Subscriptions/s/$DeadLetterQueue",
+        "t/subscriptions/s/$deadletterqueue",
+    ),
+    (entity_address, "orders", "orders"),
+    (entity_address, "https://h/orders", "https://h/orders"),
+    (entity_address, "orders/$DeadLetterQueue", "orders/$DeadLetterQueue"),
+    (canonical, "t/Subscriptions/s", "t/subscriptions/s"),
+    (canonical, "t/SUBSCRIPTIONS/s/$management", "t/subscriptions/s/$management"),
+    (canonical, "t/subscriptions/s", "t/subscriptions/s"),
+    (canonical, "t/Subscriptions", "t/Subscriptions"),
+    (canonical, "orders", "orders"),
+    (canonical, "a/b/c", "a/b/c"),
+    (subscription_of, "t/subscriptions/s", ("t", "s")),
+    (subscription_of, "t/Subscriptions/s", ("t", "s")),
+    (subscription_of, "t/subscriptions/s/$deadletterqueue", None),
+    (subscription_of, "t/subscriptions/s/$management", None),
+    (subscription_of, "t/subscriptions/", None),
+    (subscription_of, "/subscriptions/s", None),
+    (subscription_of, "$t/subscriptions/s", None),
+    (subscription_of, "t/queues/s", None),
+    (subscription_of, "t", None),
+]
+
+
 @pytest.mark.parametrize(
-    ("address", "entity"),
-    [
-        ("amqps://h:5671/orders", "orders"),
-        ("amqp://h/orders/", "orders"),
-        ("sb://H.example/orders/$management", "orders/$management"),
-        ("sb://h/orders/$DeadLetterQueue", "orders/$deadletterqueue"),
-        ("amqps://h/topic/subscriptions/sub", "topic/subscriptions/sub"),
-        ("orders", "orders"),
-        ("https://h/orders", "https://h/orders"),
-        ("orders/$DeadLetterQueue", "orders/$DeadLetterQueue"),
-    ],
+    ("mapping", "name", "expected"), NAMES, ids=[f"{m.__name__}:{n}" for m, n, _ in NAMES]
 )
-def test_entity_address_maps_the_sdk_urls_only(address: str, entity: str) -> None:
-    assert entity_address(address) == entity
+def test_the_sdk_names_map_as_service_bus_spells_them(
+    mapping: Callable[[str], Any], name: str, expected: Any
+) -> None:
+    assert mapping(name) == expected
 
 
 # -- addresses and the settle mode -------------------------------------------------------------
@@ -115,9 +146,32 @@ def test_a_malformed_batch_is_rejected_and_nothing_is_put(outer: a.Message) -> N
     state = delivery.remote_state
     assert isinstance(state, a.Rejected) and state.error is not None
     assert state.error.condition == "amqp:decode-error"
+    assert state.error.info == {}  # (the SDK reads three fields: see the next test)
     assert depth(net, "orders") == 0
     ok = client.send(sender, a.Message(body=b"next"))  # the link goes on
     assert isinstance(ok.remote_state, a.Accepted)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["message", "batch"])
+@pytest.mark.parametrize("address", [URL + "orders", "orders"], ids=["url", "plain"])
+def test_a_rejection_on_a_url_sender_carries_an_empty_info(address: str, batched: bool) -> None:
+    """A transfer to a full queue is rejected (``amqp:resource-limit-exceeded``); on a
+    Service Bus link the error's info is an empty map, not left out (the SDK's ``_pyamqp``
+    reads three fields and hangs on two); on any other link it is left out."""
+    net = Net(config=BrokerConfig(max_queue_depth=1))
+    client = net.connect()
+    sender = client.sender(address)
+    client.send(sender, a.Message(body=b"fits"))
+    over = a.Message(body=b"over")
+    if batched:
+        delivery = client.send(sender, batch(over), message_format=BATCH_FORMAT)
+    else:
+        delivery = client.send(sender, over)
+    state = delivery.remote_state
+    assert isinstance(state, a.Rejected) and state.error is not None
+    assert state.error.condition == "amqp:resource-limit-exceeded"
+    assert state.error.info == ({} if address.startswith(URL) else None)
+    assert drain(client, "orders") == [b"fits"]
 
 
 def test_a_batch_in_pieces_byte_by_byte() -> None:

@@ -10,14 +10,12 @@ import json
 import time
 import uuid
 
-import pytest
 from support.broker_net import Client, Net, body
 from support.servicebus_net import Management, depth, drain, publish_all
 
 import amqp_sansio as a
 from amqp_sansio.broker import BrokerConfig, Queue, Topic, Users
-from amqp_sansio.broker.amqp10.servicebus import PEEK, RENEW_LOCK, entity_address
-from amqp_sansio.broker.amqp10.servicebus_topics import canonical, subscription_of
+from amqp_sansio.broker.amqp10.servicebus import PEEK, RENEW_LOCK
 from amqp_sansio.codec.amqp10 import AMQPType, Array
 from amqp_sansio.security.sas import make_sas_token
 
@@ -27,46 +25,8 @@ SUB_A = "t/subscriptions/a"
 SUB_B = "t/subscriptions/b"
 
 
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("t/Subscriptions/s", "t/subscriptions/s"),
-        ("t/SUBSCRIPTIONS/s/$management", "t/subscriptions/s/$management"),
-        ("t/subscriptions/s", "t/subscriptions/s"),
-        ("t/Subscriptions", "t/Subscriptions"),
-        ("orders", "orders"),
-        ("a/b/c", "a/b/c"),
-    ],
-)
-def test_canonical_spells_the_subscriptions_segment(path: str, expected: str) -> None:
-    assert canonical(path) == expected
-
-
-@pytest.mark.parametrize(
-    ("address", "parsed"),
-    [
-        ("t/subscriptions/s", ("t", "s")),
-        ("t/Subscriptions/s", ("t", "s")),
-        ("t/subscriptions/s/$deadletterqueue", None),
-        ("t/subscriptions/s/$management", None),
-        ("t/subscriptions/", None),
-        ("/subscriptions/s", None),
-        ("$t/subscriptions/s", None),
-        ("t/queues/s", None),
-        ("t", None),
-    ],
-)
-def test_subscription_of_takes_only_a_subscription_path(
-    address: str, parsed: tuple[str, str] | None
-) -> None:
-    assert subscription_of(address) == parsed
-
-
-def test_the_sdk_subscription_url_maps_to_its_path() -> None:
-    assert entity_address(URL + "t/Subscriptions/s") == "t/subscriptions/s"
-    assert entity_address(URL + "t/Subscriptions/s/$DeadLetterQueue") == (
-        "t/subscriptions/s/$deadletterqueue"
-    )
+# (How a subscription's name maps, canonical and subscription_of: the names table of
+# tests/broker/amqp10/test_broker_servicebus.py.)
 
 
 def subscribe(client: Client, address: str, credit: int = 0, **kwargs: object) -> a.Receiver:
