@@ -687,10 +687,11 @@ class BrokerCore:
             return
         message.held = 0
         self.held_bytes -= size
-        clear = self.config.memory_clear_mark
-        if self.alarm and (clear is None or self.held_bytes < clear):
-            self.alarm = False
-            self._alarm_news = True
+        if self.alarm:
+            clear = self.config.memory_clear_mark
+            if clear is None or self.held_bytes < clear:
+                self.alarm = False
+                self._alarm_news = True
 
     def tell_alarm(self) -> None:
         """The alarm went on or off since the connections were last told: tell them (0-9-1:

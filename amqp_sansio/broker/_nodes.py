@@ -436,10 +436,15 @@ class Queue(Node):
     def _full(self, message: StoredMessage, config: BrokerConfig) -> str | None:
         """Why the queue cannot take ``message`` (``max_queue_depth``, ``max_queue_bytes``
         counting what waits: out with a consumer, a message counts for the depth only)."""
-        limit = _least(config.max_queue_depth, self.max_depth)
-        if limit is not None and self.depth >= limit:
+        # (_least and depth written out: this runs for every message a queue takes)
+        limit, mine = config.max_queue_depth, self.max_depth
+        if mine is not None and (limit is None or mine < limit):
+            limit = mine
+        if limit is not None and len(self.available) + self.acquired >= limit:
             return f"queue {self.address!r} holds its maximum of {limit} messages"
-        limit = _least(config.max_queue_bytes, self.max_bytes)
+        limit, mine = config.max_queue_bytes, self.max_bytes
+        if mine is not None and (limit is None or mine < limit):
+            limit = mine
         if limit is not None and self.bytes + message.size > limit:
             return f"queue {self.address!r} would exceed its maximum of {limit} bytes"
         return None
@@ -520,7 +525,8 @@ class Queue(Node):
         return min(message.stated_priority(), levels) if levels else 0
 
     def _put(self, message: StoredMessage, *, front: bool) -> None:
-        priority = self._priority(message)
+        # (_priority's common case, without the call)
+        priority = message.priority if self.max_priority is None else self._priority(message)
         level = self._levels.get(priority)
         if level is None:
             level = self._levels[priority] = deque()

@@ -69,6 +69,7 @@ class StoredMessage:
         "redelivered",
         "selection",
         "seq",
+        "size",
     )
 
     def __init__(
@@ -81,6 +82,8 @@ class StoredMessage:
         expires: float | None,
     ) -> None:
         self.data = data
+        #: ``len(data)``, kept with it (read several times per message on the hot path).
+        self.size = len(data)
         self.seq = seq
         self.header = header
         self._rest = rest
@@ -109,10 +112,6 @@ class StoredMessage:
 
     def __repr__(self) -> str:
         return f"<StoredMessage seq={self.seq} priority={self.priority} size={len(self.data)}>"
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
 
     def stated_priority(self) -> int:
         """Its priority as a 0-9-1 consumer sees it (0-9-1 spec ``basic`` property
@@ -160,6 +159,7 @@ class StoredMessage:
         merged.update(annotations)
         section = Message(message_annotations=merged).encode()
         self.data = data[: self._rest] + kept + section + data[pos:]
+        self.size = len(self.data)
         self.selection = None  # its size changed: selectors look again
         self.native = None  # (its annotations changed: every consumer maps them again)
 

@@ -971,6 +971,7 @@ def test_modified_merges_message_annotations_and_keeps_the_bare_message(
     plain = parse_message(a.Message(body=b"x").encode(), seq=1, wall=0.0)
     plain.annotate({SYM("x-opt-a"): 1})
     assert a.Message.decode(plain.data).message_annotations == {"x-opt-a": 1}
+    assert plain.size == len(plain.data)  # (what queues and the alarm count: the new bytes)
 
 
 class RecordingStore(MemoryStore):
