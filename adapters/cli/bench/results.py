@@ -20,7 +20,16 @@ __all__ = ["Result", "compare", "format_table"]
 Result = dict[str, dict[str, Any]]
 
 #: Units of figures that only we report (tracemalloc sees no C allocations).
-_MEMORY_UNITS = frozenset({"bytes", "bytes/delivery"})
+_MEMORY_UNITS = frozenset({"bytes", "bytes/delivery", "copies"})
+
+
+def _peer_key(entry: dict[str, Any], peer: str) -> str:
+    """The key of ``entry``'s peer figure: ``peer``, or the entry's own peer when it was
+    measured against another (``bench pipe --large``'s ``proton-engine`` row)."""
+    if peer in entry:
+        return peer
+    (key,) = (k for k in entry if k not in ("ours", "ratio", "unit"))
+    return key
 
 
 def _rate(fn: Callable[[], object], seconds: float) -> float:
@@ -88,10 +97,15 @@ def format_table(title: str, results: Result, peer: str = "proton") -> str:
     width = max(10, *(len(name) + 2 for name in results))
     lines = [title, f"{'':{width}}{'ours':>14}{peer:>14}{'ratio':>10}  unit"]
     for name, r in results.items():
-        theirs = "n/a" if r[peer] is None else f"{r[peer]:,.0f}"
+        key = _peer_key(r, peer)
+        theirs = "n/a" if r[key] is None else f"{r[key]:,.0f}"
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        lines.append(f"{name:{width}}{r['ours']:>14,.0f}{theirs:>14}{ratio:>10}  {r['unit']}")
-    if any(r[peer] is None and r["unit"] not in _MEMORY_UNITS for r in results.values()):
+        ours = f"{r['ours']:,.2f}" if r["unit"] == "copies" else f"{r['ours']:,.0f}"
+        unit = r["unit"] if key == peer else f"{r['unit']}, vs {key}"
+        lines.append(f"{name:{width}}{ours:>14}{theirs:>14}{ratio:>10}  {unit}")
+    if any(
+        r[_peer_key(r, peer)] is None and r["unit"] not in _MEMORY_UNITS for r in results.values()
+    ):
         package = _PEER_PACKAGES.get(peer, peer)
         lines.append(
             _PEER_MISSING.get(
