@@ -161,8 +161,11 @@ def test_bench_pipe_compares_with_proton_when_installed() -> None:
 
 
 def test_bench_pipe_large() -> None:
-    data = _json("--large", "1MiB")
-    assert set(data) == {"large"}
+    result = _run("bench", "pipe", "--json", "--rounds", "1", "--large", "1MiB")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) == {"large", "large-engine"}  # the second: tests/cli/bench
+    assert set(data["large"]) == _ENTRY
     assert data["large"]["unit"] == "MiB/s"
     assert isinstance(data["large"]["ours"], float) and data["large"]["ours"] > 0
 

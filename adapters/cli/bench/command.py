@@ -101,13 +101,15 @@ def add_parser(sub: Any) -> None:
         type=options.size,
         metavar="SIZE",
         help="instead: one message of SIZE (e.g. 64MiB, 1MiB, 100KiB) in frames of 64 KiB; "
-        "MiB per second",
+        "MiB per second, next to Proton on the same work and to Proton's engine driven "
+        "directly (large-engine)",
     )
     pipe.add_argument(
         "--memory",
         action="store_true",
         help="also report our engines' memory (tracemalloc): the peak while "
-        "--memory-messages go through, and the bytes per delivery held unsettled",
+        "--memory-messages go through, and the bytes per delivery held unsettled; with "
+        "--large, the copies of the body our sending and receiving sides make",
     )
     pipe.add_argument(
         "--memory-messages",
@@ -446,6 +448,8 @@ def _pipe(args: argparse.Namespace) -> tuple[str, bench.Result]:
         results.update(
             bench.memory_benchmark(args.memory_messages, unsettled=args.memory_unsettled)
         )
+        if args.large is not None:
+            results.update(bench.large_copies(args.large))
     return title, results
 
 

@@ -22,7 +22,7 @@ __all__ = ["Result", "compare", "format_table"]
 Result = dict[str, dict[str, Any]]
 
 #: Units of figures that only we report (tracemalloc sees no C allocations).
-_MEMORY_UNITS = frozenset({"bytes", "bytes/delivery"})
+_MEMORY_UNITS = frozenset({"bytes", "bytes/delivery", "copies"})
 
 
 def _rate(fn: Callable[[], object], seconds: float) -> float:
@@ -114,7 +114,8 @@ def format_table(title: str, results: Result, peer: str = "proton") -> str:
     for name, r in results.items():
         theirs = "n/a" if r[peers[name]] is None else f"{r[peers[name]]:,.0f}"
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        line = f"{name:{width}}{r['ours']:>14,.0f}{theirs:>14}{ratio:>10}  {r['unit']}"
+        ours = f"{r['ours']:,.2f}" if r["unit"] == "copies" else f"{r['ours']:,.0f}"
+        line = f"{name:{width}}{ours:>14}{theirs:>14}{ratio:>10}  {r['unit']}"
         lines.append(f"{line:<{width + 40 + units}}  {peers[name]}" if mixed else line)
     missing = {
         peers[name]: None
