@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 #: The coverage floor of each part of the package (pyproject.toml).
-pytest_plugins = ["support.coverage_floors"]
+pytest_plugins = ["support.coverage_floors", "support.alone"]
 
 # Speed is measured by the benchmarks, not by timed tests: on a loaded machine (CI, with
 # Spark and the brokers beside it) Hypothesis' time checks fail tests that are correct. Every
@@ -19,6 +20,13 @@ settings.register_profile(
     "amqp-sansio", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("amqp-sansio")
+
+# A shell starts a job in the background (``pytest ... &``, ``nohup``, many CI runners) with
+# SIGINT ignored, and every process started from it inherits that: a command the tests
+# interrupt with SIGINT would ignore it. The commands are run from a terminal, where SIGINT
+# has its default, so the test processes (and so the programs they start) take it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -855,6 +855,31 @@ def log_to_stderr(level: str = LOG_LEVEL) -> Iterator[None]:
 GC_THRESHOLDS = (50_000, 20, 20)
 
 
+@contextlib.contextmanager
+def _process_kept() -> Iterator[None]:
+    """What the broker changes of its process while it runs, put back when it stops: the
+    SIGINT and SIGTERM handlers (asyncio's, which stop it), and the collector's thresholds
+    and frozen objects (:func:`_tune_gc`). ``amqp-sansio broker`` run inside another
+    program (:func:`amqp_sansio.adapters.cli.main`) leaves that program as it found it:
+    without this, a program that ignored SIGINT would take Ctrl-C again, and would pass
+    that on to every process it starts."""
+    import signal
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    thresholds = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if frozen == 0:
+            gc.unfreeze()
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in handlers.items():
+                if handler is not None:  # (None: set outside Python, not ours to restore)
+                    signal.signal(sig, handler)
+
+
 def _tune_gc() -> None:
     """The broker process's collector: what was made at start (modules, the broker and
     its store) set aside from the collections (``gc.freeze``), and :data:`GC_THRESHOLDS`."""
@@ -891,7 +916,9 @@ def main(
     ws, wss), then the count of messages restored from ``store_dir``. Without ``users_file``
     the broker is open: it says so on stderr at start, and refuses
     (:class:`OpenBrokerRefused`, before listening) to listen beyond the loopback unless
-    ``allow_anonymous``."""
+    ``allow_anonymous``. Run inside a program, it stops on the program's SIGINT or SIGTERM
+    too, and at the end puts back the handlers those signals had and the collector's
+    settings."""
     import signal
 
     users = None
@@ -933,5 +960,5 @@ def main(
             _tune_gc()
             await stop.wait()
 
-    with log_to_stderr(log_level):
+    with log_to_stderr(log_level), _process_kept():
         asyncio.run(run())

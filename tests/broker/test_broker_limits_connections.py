@@ -360,6 +360,7 @@ def _timed_login(url: str) -> tuple[bool, float]:
         return False, time.monotonic() - start
 
 
+@pytest.mark.alone
 def test_failed_logins_are_slowed_per_address(tmp_path: Path) -> None:
     """The command's defaults: three failures from one address are answered at once, the
     fourth after 1 s, the fifth after 2 s; a right password is not slowed."""

@@ -14,11 +14,15 @@ import socket
 import struct
 import time
 
+import pytest
 from support.broker_limits import WAIT, GoodClient, fds, rss
 from support.broker_process import BrokerProcess
 
 from amqp_sansio.definitions.amqp10 import performatives
 from amqp_sansio.framing import amqp10 as framing
+
+#: A soak measures memory and descriptors: nothing of the other worker runs beside it.
+pytestmark = pytest.mark.alone
 
 SECONDS = float(os.environ.get("AMQP_SANSIO_LIMITS_SOAK", "20"))
 WARM_UP = 4.0  # seconds of churn before the memory baseline is taken

@@ -360,3 +360,38 @@ def test_the_command_run_in_a_program_leaves_its_logging_as_it_was(tmp_path: Pat
     assert cli.main(["broker", "--port", "0", "--store", str(tmp_path / "not-a-directory")]) == 2
     after = logging.getLogger().handlers[:], logging.getLogger("amqp_sansio").level
     assert after == before
+
+
+def test_the_command_run_in_a_program_leaves_its_signals_and_collector_as_they_were() -> None:
+    """``amqp-sansio broker`` run inside another program stops on SIGTERM (asyncio's handler,
+    while it runs), then puts back the program's handlers: here SIGINT ignored, as a shell
+    starts a job in the background (and as every process the program starts would inherit
+    it), and SIGTERM the program's own; and the collector's thresholds and frozen objects."""
+    import gc
+    import os
+    import signal
+    import threading
+
+    from amqp_sansio.adapters import cli
+
+    def own(signum: int, frame: object) -> None:  # pragma: no cover - never sent
+        raise AssertionError("the program's own SIGTERM handler ran")
+
+    def stop_when_listening() -> None:  # the broker's handler in place: it is running
+        while signal.getsignal(signal.SIGTERM) is own:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, own)
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    try:
+        stopper = threading.Thread(target=stop_when_listening, daemon=True)
+        stopper.start()
+        assert cli.main(["broker", "--port", "0"]) == 0
+        stopper.join(WAIT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is own
+        assert (gc.get_threshold(), gc.get_freeze_count()) == (thresholds, frozen)
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])

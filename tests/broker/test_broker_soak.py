@@ -17,6 +17,9 @@ from support.broker_process import BrokerProcess
 
 import amqp_sansio as a
 
+#: A soak measures throughput: nothing of the other worker runs beside it.
+pytestmark = pytest.mark.alone
+
 SECONDS = float(os.environ.get("AMQP_SANSIO_BROKER_SOAK", "15"))
 RATE = 2000  # messages per second offered
 WARM_UP = 3  # seconds before the memory baseline is taken

@@ -360,6 +360,7 @@ def test_long_flat_selectors_evaluate_without_recursion() -> None:
         assert Selector(text, max_length=len(text)).evaluate({"a": 1}) is expected
 
 
+@pytest.mark.alone
 def test_hostile_like_is_linear() -> None:
     """A pattern that makes a backtracking matcher exponential matches at once here."""
     pattern = "%a" * 200 + "%b"

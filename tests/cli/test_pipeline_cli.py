@@ -349,6 +349,7 @@ def _interrupt(term: Terminal) -> tuple[float, list[str]]:
 PROTOCOLS = {"1.0": [], "0-9-1": ["--protocol", "0-9-1"]}
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVM's processes in /proc")
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_ctrl_c_while_the_query_runs_stops_it_spark_and_the_broker_in_one_line(
@@ -376,6 +377,7 @@ def test_ctrl_c_while_the_query_runs_stops_it_spark_and_the_broker_in_one_line(
     assert _gone(spark) == set(), "a process of the JVM's survived"
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_ctrl_c_while_publishing_says_how_many_were_published(
     tmp_path: Path, protocol: str
@@ -397,6 +399,7 @@ def test_ctrl_c_while_publishing_says_how_many_were_published(
     assert "starting Spark" not in term.text
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVM's processes in /proc")
 def test_ctrl_c_while_spark_starts_kills_the_jvm_being_started(tmp_path: Path) -> None:
     term = Terminal("bench", "spark", "--messages", "200", cwd=tmp_path)

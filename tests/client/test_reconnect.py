@@ -161,6 +161,7 @@ def test_no_reconnection_without_the_option(adapter: Adapter, own: tuple[int, Br
         adapter.run(scenario, p)
 
 
+@pytest.mark.alone
 def test_closing_while_lost_ends_at_once(adapter: Adapter, own: tuple[int, Broker]) -> None:
     port, _ = own
     policy = Reconnect(initial_delay=30.0, jitter=0.0)
@@ -181,6 +182,7 @@ def test_closing_while_lost_ends_at_once(adapter: Adapter, own: tuple[int, Broke
         adapter.run(scenario, p)
 
 
+@pytest.mark.alone
 def test_an_authentication_failure_is_not_retried(adapter: Adapter) -> None:
     """A refused credential would be refused again: the error comes at once, whatever the
     reconnection policy, and nothing is retried."""

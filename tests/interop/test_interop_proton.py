@@ -382,6 +382,7 @@ def test_a_silent_peer_is_detected_by_our_idle_timeout(role: str) -> None:
         assert closed.error.condition == "amqp:resource-limit-exceeded"
 
 
+@pytest.mark.alone
 def test_the_driver_bounds_its_waits_and_sees_the_peer_hang_up() -> None:
     """The driver's own contract: run_until gives up after its timeout, and reports a
     transport the peer closed (the engine ends)."""

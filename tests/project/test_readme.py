@@ -100,7 +100,7 @@ def test_readme_says_both_protocols_the_daily_commands_and_what_the_suite_skips(
     first = text.split("\n\n")[1]
     assert "**AMQP 1.0**" in first and "**AMQP 0-9-1**" in first
     assert "pip install '.[spark]'" in flat and "`python3 -m pip install .`" in flat
-    assert "about 53 minutes on 2 cores with `--cov`" in flat
+    assert "about 28 minutes on 2 cores with `--cov`" in flat
     for peer in ("without RabbitMQ", "without Node.js", "without Java", "../shared/spec/"):
         assert peer in flat, peer
     daily = [block for block in _commands() if block.startswith("amqp-sansio broker")]

@@ -376,6 +376,7 @@ def test_credentials_at_the_open_broker(broker: BrokerProcess) -> None:
     assert "user guest (PLAIN)" in broker.wait_for_log("user guest (PLAIN)")
 
 
+@pytest.mark.alone
 def test_a_failed_sasl_exchange_ends_the_drivers_wait_at_once(broker: BrokerProcess) -> None:
     """Our engine with a password it may not send in the clear (no
     ``allow_plain_without_tls``): no mechanism fits, the engine ends and sends nothing, and

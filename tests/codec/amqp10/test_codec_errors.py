@@ -256,6 +256,7 @@ OVERSIZED = {
 }
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("hexed", list(OVERSIZED.values()), ids=list(OVERSIZED))
 def test_sizes_and_counts_larger_than_the_input_fail_fast_without_allocating(
     hexed: str,
