@@ -89,3 +89,15 @@ def test_an_unknown_bench_is_a_usage_error() -> None:
     result = _run("--only", "codec,nope")
     assert result.returncode == 2
     assert "unknown bench 'nope'" in result.stderr and "loopback/0-9-1" in result.stderr
+
+
+def test_the_benchmark_record_has_a_row_for_every_bench() -> None:
+    """docs/performance.rst, "The benchmark record": every bench ``bench all`` runs has its
+    rows there, and the command that made them is the one given."""
+    from support import ROOT
+
+    text = (ROOT / "docs" / "performance.rst").read_text()
+    record = text.split("\nThe benchmark record\n")[1].split("\nReading the numbers\n")[0]
+    assert "amqp-sansio bench all --json --seconds 1 --messages 50000 --rounds 3" in record
+    benches = {line.split("``")[1] for line in record.splitlines() if line.startswith("   * - ``")}
+    assert benches >= {one.name for one in every.BENCHES}
